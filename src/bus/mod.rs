@@ -1,0 +1,1 @@
+//! The event Bus (placeholder until the engine lands).

@@ -1,0 +1,5 @@
+//! The `kestrel` command line.
+
+pub fn main() -> i32 {
+    0
+}

@@ -1,0 +1,1 @@
+//! The tick engine (placeholder until the engine lands).

@@ -1,0 +1,12 @@
+//! Kestrel desk: a terminal desk where a person and an LLM agent fly one trading book
+//! together on a replayed market tape.
+//!
+//! The crate is organised one folder per concern, with data flowing one way:
+//! `lang` (the Kestrel language) → `market` (tapes and the market model) → `engine`
+//! (the tick engine) → `bus` (the event log, Blotter and determinism hash) → `cli`.
+
+pub mod bus;
+pub mod cli;
+pub mod engine;
+pub mod lang;
+pub mod market;

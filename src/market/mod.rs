@@ -1,0 +1,1 @@
+//! Tapes and the market model.
