@@ -8,15 +8,22 @@
 
 use serde::Serialize;
 
-/// Where a node came from: byte range in the document and 1-based line / column (columns
-/// count characters, not bytes). Spans are ignored by [`crate::lang::strip_spans`]-based
-/// comparisons; a model built by hand uses [`Span::default`].
+/// Where a node came from: a byte range in the document. Line and column are derived with
+/// [`crate::lang::LineIndex`]. Spans are ignored by [`crate::lang::model_eq`]; a model built
+/// by hand uses [`Span::default`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Span {
     pub start: u32,
     pub end: u32,
-    pub line: u32,
-    pub col: u32,
+}
+
+impl Span {
+    pub fn new(start: usize, end: usize) -> Span {
+        Span {
+            start: start as u32,
+            end: end as u32,
+        }
+    }
 }
 
 /// An own-line comment or a blank line. Runs of blank lines collapse to one at parse time.
@@ -32,7 +39,7 @@ pub enum Trivia {
 /// A comment after code on the same line, with the exact whitespace before its `#`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct TrailingComment {
-    /// The run of spaces / tabs between the code and `#`, kept verbatim (at least one char).
+    /// The run of spaces / tabs between the code and `#`, kept verbatim (may be empty).
     pub gap: String,
     /// From `#` to the end of the line, verbatim.
     pub text: String,
@@ -227,18 +234,35 @@ pub struct PaneLine {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "pane", rename_all = "kebab-case")]
 pub enum Pane {
-    Tape { bar: Option<Dur> },
+    Tape {
+        bar: Option<Dur>,
+    },
     Levels,
-    Chain { expiry: Expiry, strikes: Option<Num> },
-    Gex { expiry: Expiry },
+    Chain {
+        expiry: Expiry,
+        strikes: Option<Num>,
+    },
+    Gex {
+        expiry: Expiry,
+    },
     /// `skew 25d`: the delta of the risk reversal.
-    Skew { delta: Num },
-    Velocity { window: Dur },
+    Skew {
+        delta: Num,
+    },
+    Velocity {
+        window: Dur,
+    },
     Kernel,
     Plans,
-    Blotter { last: Option<Num> },
-    Journal { last: Option<Num> },
-    Headlines { last: Option<Num> },
+    Blotter {
+        last: Option<Num>,
+    },
+    Journal {
+        last: Option<Num>,
+    },
+    Headlines {
+        last: Option<Num>,
+    },
 }
 
 /// The pane names, in catalog order (used by messages, the card and the grammars).
@@ -535,12 +559,22 @@ pub enum Price {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "op", rename_all = "kebab-case")]
 pub enum Trigger {
-    Or { terms: Vec<Trigger> },
-    And { terms: Vec<Trigger> },
-    Not { inner: Box<Trigger> },
+    Or {
+        terms: Vec<Trigger>,
+    },
+    And {
+        terms: Vec<Trigger>,
+    },
+    Not {
+        inner: Box<Trigger>,
+    },
     /// A parenthesised trigger, kept so that printing keeps the author's parentheses.
-    Group { inner: Box<Trigger> },
-    Pred { pred: Predicate },
+    Group {
+        inner: Box<Trigger>,
+    },
+    Pred {
+        pred: Predicate,
+    },
 }
 
 impl Trigger {
@@ -620,8 +654,14 @@ pub enum Predicate {
         span: Span,
     },
     /// `T-<minutes>`: from n minutes before the close onwards.
-    TMinus { minutes: Num, span: Span },
-    Phase { phase: Phase, span: Span },
+    TMinus {
+        minutes: Num,
+        span: Span,
+    },
+    Phase {
+        phase: Phase,
+        span: Span,
+    },
 }
 
 impl Predicate {
@@ -645,12 +685,16 @@ pub enum SeriesKind {
     Vwap,
     Open,
     PriorClose,
-    Velocity { window: Dur },
+    Velocity {
+        window: Dur,
+    },
     Pnl,
     Time,
     FillsAvgPx,
     /// `<SYM>.spot`: another symbol's spot.
-    SymSpot { sym: Sym },
+    SymSpot {
+        sym: Sym,
+    },
     Mark,
     Mid,
     Bid,
@@ -696,12 +740,20 @@ pub struct Series {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Value {
-    Number { value: Num },
-    Clock { clock: Clock },
-    Series { series: Series },
+    Number {
+        value: Num,
+    },
+    Clock {
+        clock: Clock,
+    },
+    Series {
+        series: Series,
+    },
     /// `p95`, `p99.9`: the compared series' own intraday percentile. `pct` is the lexeme
     /// after `p`.
-    Percentile { pct: Num },
+    Percentile {
+        pct: Num,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

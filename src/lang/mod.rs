@@ -1,4 +1,67 @@
 //! The Kestrel language: syntax (winnow), the typed model, the canonical printer, the
 //! fail-closed rules and the error format.
+//!
+//! ```
+//! use kestrel_desk::lang;
+//! let src = "PLAN probe budget 0.05R ttl +20m\n  WHEN spot crosses above 5200\n  DO buy 1 +1 C @ fair-2c\n";
+//! let doc = lang::check(src, lang::Mode::File).expect("valid");
+//! assert_eq!(lang::print(&doc), src);
+//! ```
 
 pub mod ast;
+pub mod diag;
+pub mod print;
+pub mod rules;
+mod syntax;
+
+pub use ast::Document;
+pub use diag::{Diagnostic, LineIndex, RESERVED_WORDS, Rule};
+pub use print::print;
+pub use rules::{Mode, Scope};
+
+/// Parse text into a document (syntax only). Every broken line is reported.
+pub fn parse(src: &str) -> Result<Document, Vec<Diagnostic>> {
+    syntax::parse_document(src)
+}
+
+/// Parse and validate under every fail-closed rule, with nothing beyond the document in
+/// scope. A document is either returned whole or refused with coded errors.
+pub fn check(src: &str, mode: Mode) -> Result<Document, Vec<Diagnostic>> {
+    check_in_scope(src, mode, &Scope::default())
+}
+
+/// [`check`] with extra names in scope (a turn's standing book, imported files).
+pub fn check_in_scope(src: &str, mode: Mode, scope: &Scope) -> Result<Document, Vec<Diagnostic>> {
+    let doc = parse(src)?;
+    let errors = rules::validate(src, &doc, mode, scope);
+    if errors.is_empty() {
+        Ok(doc)
+    } else {
+        Err(errors)
+    }
+}
+
+/// The model as JSON with every span removed: two documents are the same model when these
+/// are equal (`parse(print(parse(x))) == parse(x)` modulo spans).
+pub fn model_without_spans(doc: &Document) -> serde_json::Value {
+    fn strip(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::Object(m) => {
+                m.remove("span");
+                for x in m.values_mut() {
+                    strip(x);
+                }
+            }
+            serde_json::Value::Array(a) => a.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    let mut v = serde_json::to_value(doc).unwrap_or(serde_json::Value::Null);
+    strip(&mut v);
+    v
+}
+
+/// Are two documents the same model, ignoring source spans?
+pub fn model_eq(a: &Document, b: &Document) -> bool {
+    model_without_spans(a) == model_without_spans(b)
+}

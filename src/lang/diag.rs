@@ -1,0 +1,262 @@
+//! Coded, guided errors (LANGUAGE.md §7): one line for machines, a rendered snippet with a
+//! caret and a label for people at a terminal, and JSON.
+
+use serde::Serialize;
+use std::fmt;
+
+/// The stable name of the rule a document broke. Names never change once published.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Rule {
+    Syntax,
+    BudgetNonpositive,
+    PriceMark,
+    ExitOnMark,
+    HeldCross,
+    NakedSell,
+    ReservedWord,
+    ClauseCount,
+    QtyNonpositive,
+    FracRange,
+    LeanWeight,
+    DuplicateName,
+    UnknownRef,
+    DirectiveInFile,
+    // Rules the project adds beyond LANGUAGE.md §6 (docs/language.md lists them).
+    PercentileRange,
+    TpMultiple,
+    DurationZero,
+}
+
+impl Rule {
+    pub const ALL: &'static [Rule] = &[
+        Rule::Syntax,
+        Rule::BudgetNonpositive,
+        Rule::PriceMark,
+        Rule::ExitOnMark,
+        Rule::HeldCross,
+        Rule::NakedSell,
+        Rule::ReservedWord,
+        Rule::ClauseCount,
+        Rule::QtyNonpositive,
+        Rule::FracRange,
+        Rule::LeanWeight,
+        Rule::DuplicateName,
+        Rule::UnknownRef,
+        Rule::DirectiveInFile,
+        Rule::PercentileRange,
+        Rule::TpMultiple,
+        Rule::DurationZero,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Rule::Syntax => "syntax",
+            Rule::BudgetNonpositive => "budget-nonpositive",
+            Rule::PriceMark => "price-mark",
+            Rule::ExitOnMark => "exit-on-mark",
+            Rule::HeldCross => "held-cross",
+            Rule::NakedSell => "naked-sell",
+            Rule::ReservedWord => "reserved-word",
+            Rule::ClauseCount => "clause-count",
+            Rule::QtyNonpositive => "qty-nonpositive",
+            Rule::FracRange => "frac-range",
+            Rule::LeanWeight => "lean-weight",
+            Rule::DuplicateName => "duplicate-name",
+            Rule::UnknownRef => "unknown-ref",
+            Rule::DirectiveInFile => "directive-in-file",
+            Rule::PercentileRange => "percentile-range",
+            Rule::TpMultiple => "tp-multiple",
+            Rule::DurationZero => "duration-zero",
+        }
+    }
+
+    /// One line on what the rule refuses (for `kestrel card` and the docs).
+    pub fn summary(self) -> &'static str {
+        match self {
+            Rule::Syntax => "text outside the grammar",
+            Rule::BudgetNonpositive => "a budget (plan, book, pod, wake, view) must be positive",
+            Rule::PriceMark => {
+                "a mark (mid, last) may not be the anchor of a price unless min/max guards it with fair, intrinsic or basis"
+            }
+            Rule::ExitOnMark => {
+                "EXIT and INVALIDATE condition on the underlying, never on mark/mid/bid/ask"
+            }
+            Rule::HeldCross => "a cross is an instant and cannot be held",
+            Rule::NakedSell => "an opening sell needs a long leg in the same plan covering it",
+            Rule::ReservedWord => "reserved for a future version",
+            Rule::ClauseCount => "a PLAN has exactly one WHEN, at least one DO, at most one USING",
+            Rule::QtyNonpositive => "a quantity is a positive integer",
+            Rule::FracRange => "TP frac is in (0, 1]",
+            Rule::LeanWeight => "lean weight is in [0, 1]",
+            Rule::DuplicateName => "names are keys: one PLAN, VIEW, WAKE, POD or BOOK per name",
+            Rule::UnknownRef => "DELIVER, ARM and plan(...) must name something in scope",
+            Rule::DirectiveInFile => "STAND-DOWN, SHOW VIEW and CANCEL belong to turns, not files",
+            Rule::PercentileRange => "a percentile pN has N in [0, 100]",
+            Rule::TpMultiple => "TP takes profit: its multiple of cost is above 1x",
+            Rule::DurationZero => "durations (held, within, esc, velocity, ttl) are positive",
+        }
+    }
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Words reserved for future versions (rule `reserved-word`).
+pub const RESERVED_WORDS: &[&str] = &[
+    "atomic", "oco", "bracket", "trail", "market", "gtc", "ioc", "fok", "hedge", "roll", "margin",
+];
+
+/// Byte offset → 1-based line and column (columns count characters).
+pub struct LineIndex<'a> {
+    src: &'a str,
+    starts: Vec<usize>,
+}
+
+impl<'a> LineIndex<'a> {
+    pub fn new(src: &'a str) -> Self {
+        let mut starts = vec![0];
+        starts.extend(memchr_iter(src));
+        LineIndex { src, starts }
+    }
+
+    /// 1-based (line, column) of a byte offset (clamped to the text).
+    pub fn line_col(&self, offset: usize) -> (usize, usize) {
+        let offset = offset.min(self.src.len());
+        let line = match self.starts.binary_search(&offset) {
+            Ok(i) => i,
+            Err(i) => i - 1,
+        };
+        let start = self.starts[line];
+        let col = self
+            .src
+            .get(start..offset)
+            .map(|s| s.chars().count())
+            .unwrap_or(offset - start);
+        (line + 1, col + 1)
+    }
+
+    /// The byte range of a 1-based line, without its line ending.
+    pub fn line_range(&self, line: usize) -> std::ops::Range<usize> {
+        let start = self.starts.get(line - 1).copied().unwrap_or(self.src.len());
+        let end = self
+            .starts
+            .get(line)
+            .map(|e| e - 1)
+            .unwrap_or(self.src.len());
+        let end = if self.src[start..end].ends_with('\r') {
+            end - 1
+        } else {
+            end
+        };
+        start..end
+    }
+}
+
+fn memchr_iter(src: &str) -> impl Iterator<Item = usize> + '_ {
+    src.bytes()
+        .enumerate()
+        .filter(|(_, b)| *b == b'\n')
+        .map(|(i, _)| i + 1)
+}
+
+/// A refusal: a stable code and rule, a guiding message, and where.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Diagnostic {
+    /// `PARSE` for documents (other layers use their own codes).
+    pub code: &'static str,
+    pub rule: Rule,
+    pub message: String,
+    /// A short label for the caret in the rendered snippet.
+    pub label: String,
+    pub line: usize,
+    pub col: usize,
+    /// Byte range in the source.
+    pub start: usize,
+    pub end: usize,
+}
+
+impl Diagnostic {
+    pub(crate) fn new(
+        src: &str,
+        index: &LineIndex<'_>,
+        rule: Rule,
+        range: std::ops::Range<usize>,
+        message: impl Into<String>,
+        label: impl Into<String>,
+    ) -> Diagnostic {
+        let _ = src;
+        let (line, col) = index.line_col(range.start);
+        Diagnostic {
+            code: "PARSE",
+            rule,
+            message: message.into(),
+            label: label.into(),
+            line,
+            col,
+            start: range.start,
+            end: range.end,
+        }
+    }
+
+    /// The one-line, machine-parseable form.
+    pub fn one_line(&self) -> String {
+        format!(
+            "error code={} rule={} message={} (line {}, col {})",
+            self.code,
+            self.rule,
+            self.message.replace('\n', " "),
+            self.line,
+            self.col
+        )
+    }
+
+    /// The rich form for people at a terminal: the one-line error, then the source line with
+    /// a caret and label. `color` adds ANSI styling.
+    pub fn render(&self, src: &str, path: &str, color: bool) -> String {
+        use annotate_snippets::{AnnotationKind, Level, Renderer, Snippet};
+        let index = LineIndex::new(src);
+        let lr = index.line_range(self.line);
+        let line_text = &src[lr.clone()];
+        let mut s = self.start.clamp(lr.start, lr.end) - lr.start;
+        let mut e = self.end.clamp(lr.start, lr.end) - lr.start;
+        while s > 0 && !line_text.is_char_boundary(s) {
+            s -= 1;
+        }
+        while e < line_text.len() && !line_text.is_char_boundary(e) {
+            e += 1;
+        }
+        if e < s {
+            e = s;
+        }
+        let title = format!("[{}] {}", self.rule, self.message);
+        let label = if self.label.is_empty() {
+            self.rule.name().to_string()
+        } else {
+            self.label.clone()
+        };
+        let report = &[Level::ERROR.primary_title(&title).element(
+            Snippet::source(line_text)
+                .line_start(self.line)
+                .path(path)
+                .annotation(AnnotationKind::Primary.span(s..e).label(&label)),
+        )];
+        let renderer = if color {
+            Renderer::styled()
+        } else {
+            Renderer::plain()
+        };
+        renderer.render(report).to_string()
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.one_line())
+    }
+}
+
+impl std::error::Error for Diagnostic {}
