@@ -149,13 +149,16 @@ fn sp0(i: &mut In<'_>) {
     let _ = i.next_slice(n);
 }
 
+/// Does a word end where `rest` starts (end, or a char that cannot continue a word)?
+fn ends_word(rest: &str) -> bool {
+    rest.chars()
+        .next()
+        .is_none_or(|c| !(c.is_alphanumeric() || matches!(c, '-' | '_' | '.' | '/')))
+}
+
 /// Does the input start with keyword `kw` as a whole word?
 fn at_kw(i: &In<'_>, kw: &str) -> bool {
-    i.input.starts_with(kw)
-        && i.input[kw.len()..]
-            .chars()
-            .next()
-            .is_none_or(|c| c == ' ' || c == '\t' || c == '(')
+    i.input.starts_with(kw) && ends_word(&i.input[kw.len()..])
 }
 
 /// After spaces, is the next word `kw`? (Does not consume.)
@@ -163,10 +166,7 @@ fn peek_sp_kw(i: &In<'_>, kw: &str) -> bool {
     let rest = i.input.trim_start_matches(' ');
     rest.len() < i.input.len()
         && rest.starts_with(kw)
-        && rest[kw.len()..]
-            .chars()
-            .next()
-            .is_none_or(|c| c == ' ' || c == '(')
+        && ends_word(&rest[kw.len()..])
 }
 
 /// Consume keyword `kw` (case-sensitive, whole word) or fail with `expected`.
@@ -924,13 +924,12 @@ fn series(i: &mut In<'_>) -> R<Series> {
     if i.input.starts_with(|c: char| c.is_ascii_uppercase()) {
         let mut j = i.clone();
         if let Ok(s) = sym(&mut j, "a symbol")
-            && j.input.len() >= 5
-            && j.input[..5].eq_ignore_ascii_case(".spot")
-            && !j.input[5..].starts_with(|c: char| c.is_ascii_alphanumeric())
+            && j.input.get(..5).is_some_and(|x| x.eq_ignore_ascii_case(".spot"))
+            && ends_word(&j.input[5..])
         {
             let _ = j.next_slice(5);
             *i = j;
-            let text = format!("{}.spot", s.text);
+            let text = consumed_since(i, start).to_string();
             return Ok(Series {
                 kind: SeriesKind::SymSpot { sym: s },
                 text,
