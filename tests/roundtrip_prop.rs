@@ -362,7 +362,11 @@ fn document() -> impl Strategy<Value = Document> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(512),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
 
     /// print(parse(print(d))) == print(d), and the reparsed model is d.
     #[test]
