@@ -1,5 +1,7 @@
 //! The `kestrel` command line.
 
+pub mod tape;
+
 pub fn main() -> i32 {
     0
 }
