@@ -129,7 +129,9 @@ fn bench(c: &mut Criterion) {
         + &std::fs::read_to_string(format!("{root}/examples/fade-ladder.kestrel")).expect("ladder");
     let mut g = c.benchmark_group("plan-1KB");
     g.throughput(Throughput::Bytes(plan.len() as u64));
-    g.bench_function("kestrel/parse", |b| b.iter(|| black_box(lang::parse(black_box(&plan)).ok())));
+    g.bench_function("kestrel/parse", |b| {
+        b.iter(|| black_box(lang::parse(black_box(&plan)).ok()))
+    });
     g.bench_function("kestrel/check", |b| {
         b.iter(|| black_box(lang::check(black_box(&plan), lang::Mode::File).ok()))
     });

@@ -14,7 +14,10 @@ fn shared_corpus_documents_get_their_outcomes() {
     let tsv = std::fs::read_to_string(dir.join("expected.tsv")).expect("expected.tsv");
     let mut checked = 0;
     let mut failures = Vec::new();
-    for row in tsv.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
+    for row in tsv
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+    {
         let cols: Vec<&str> = row.split('\t').collect();
         let (file, result) = (cols[0], cols[1]);
         let src = std::fs::read_to_string(dir.join(file)).expect(file);

@@ -59,12 +59,19 @@ fn every_rule_refuses_with_its_name_line_and_a_guiding_message() {
         assert_eq!(d.rule, *rule, "{src}\n{}", d.one_line());
         assert_eq!(d.line, *line, "{src}\n{}", d.one_line());
         for w in words {
-            assert!(d.message.contains(w), "message for {rule} lacks `{w}`: {}", d.message);
+            assert!(
+                d.message.contains(w),
+                "message for {rule} lacks `{w}`: {}",
+                d.message
+            );
         }
     }
     // Every rule the project publishes has a case (syntax is covered below).
     for r in Rule::ALL.iter().filter(|r| **r != Rule::Syntax) {
-        assert!(cases.iter().any(|(c, ..)| c == r), "no fixture for rule {r}");
+        assert!(
+            cases.iter().any(|(c, ..)| c == r),
+            "no fixture for rule {r}"
+        );
     }
 }
 
@@ -73,19 +80,59 @@ fn every_rule_refuses_with_its_name_line_and_a_guiding_message() {
 fn syntax_escapes_are_guided() {
     let cases: Vec<(&str, usize, Vec<&str>)> = vec![
         // WHEN and DO collapsed onto the PLAN line.
-        ("PLAN x budget 0.2R ttl 15:00 WHEN spot crosses above hod DO buy 1 +1 C @ fair\n", 1, vec!["own line", "indented two spaces"]),
+        (
+            "PLAN x budget 0.2R ttl 15:00 WHEN spot crosses above hod DO buy 1 +1 C @ fair\n",
+            1,
+            vec!["own line", "indented two spaces"],
+        ),
         // WHEN and DO collapsed onto one clause line.
-        ("PLAN x budget 0.2R ttl 15:00\n  WHEN spot crosses above hod DO buy 1 +1 C @ fair\n", 2, vec!["DO belongs on its own line", "indented two spaces"]),
+        (
+            "PLAN x budget 0.2R ttl 15:00\n  WHEN spot crosses above hod DO buy 1 +1 C @ fair\n",
+            2,
+            vec!["DO belongs on its own line", "indented two spaces"],
+        ),
         // A series as a price.
-        ("PLAN x budget 0.2R ttl 15:00\n  WHEN spot > hod\n  DO buy 1 +1 C @ spot\n", 3, vec!["a series is not a price", "use an anchor", "fair"]),
+        (
+            "PLAN x budget 0.2R ttl 15:00\n  WHEN spot > hod\n  DO buy 1 +1 C @ spot\n",
+            3,
+            vec!["a series is not a price", "use an anchor", "fair"],
+        ),
         // Tab indentation.
-        ("PLAN x budget 0.2R ttl 15:00\n\tWHEN spot > hod\n", 2, vec!["two spaces"]),
+        (
+            "PLAN x budget 0.2R ttl 15:00\n\tWHEN spot > hod\n",
+            2,
+            vec!["two spaces"],
+        ),
         // Wrong indentation depth.
-        ("PLAN x budget 0.2R ttl 15:00\n    WHEN spot > hod\n", 2, vec!["two spaces"]),
+        (
+            "PLAN x budget 0.2R ttl 15:00\n    WHEN spot > hod\n",
+            2,
+            vec!["two spaces"],
+        ),
         // Unknown pane: the catalog is listed.
-        ("VIEW v\n  heatmap\n", 2, vec!["tape", "levels", "chain", "gex", "skew", "velocity", "kernel", "plans", "blotter", "journal", "headlines"]),
+        (
+            "VIEW v\n  heatmap\n",
+            2,
+            vec![
+                "tape",
+                "levels",
+                "chain",
+                "gex",
+                "skew",
+                "velocity",
+                "kernel",
+                "plans",
+                "blotter",
+                "journal",
+                "headlines",
+            ],
+        ),
         // Missing `@`.
-        ("PLAN x budget 0.2R ttl 15:00\n  WHEN spot > hod\n  DO buy 1 +1 C fair\n", 3, vec!["`@`", "buy 1 +1 C @ fair"]),
+        (
+            "PLAN x budget 0.2R ttl 15:00\n  WHEN spot > hod\n  DO buy 1 +1 C fair\n",
+            3,
+            vec!["`@`", "buy 1 +1 C @ fair"],
+        ),
         // Lower-case statement keyword.
         ("plan x budget 0.2R ttl 15:00\n", 1, vec!["`PLAN`"]),
         // A clause at column 1.
@@ -93,15 +140,31 @@ fn syntax_escapes_are_guided() {
         // Missing R on a budget.
         ("PLAN x budget 0.2 ttl 15:00\n", 1, vec!["`0.2R`"]),
         // A name that is not kebab-case.
-        ("PLAN Breakout budget 0.2R ttl 15:00\n", 1, vec!["kebab-case"]),
+        (
+            "PLAN Breakout budget 0.2R ttl 15:00\n",
+            1,
+            vec!["kebab-case"],
+        ),
         // Equality is not a comparison.
-        ("PLAN x budget 0.2R ttl 15:00\n  WHEN spot = hod\n", 2, vec![">, <, >= or <="]),
+        (
+            "PLAN x budget 0.2R ttl 15:00\n  WHEN spot = hod\n",
+            2,
+            vec![">, <, >= or <="],
+        ),
         // An event cannot be held.
-        ("PLAN x budget 0.2R ttl 15:00\n  WHEN headline held 30s\n", 2, vec!["within"]),
+        (
+            "PLAN x budget 0.2R ttl 15:00\n  WHEN headline held 30s\n",
+            2,
+            vec!["within"],
+        ),
         // Bad clock.
         ("PLAN x budget 0.2R ttl 25:00\n", 1, vec!["HH:MM"]),
         // An unknown modifier names the modifiers.
-        ("PLAN x budget 0.2R ttl 15:00\n  WHEN spot > hod\n  DO buy 1 +1 C @ fair quickly\n", 3, vec!["peg, fix, esc"]),
+        (
+            "PLAN x budget 0.2R ttl 15:00\n  WHEN spot > hod\n  DO buy 1 +1 C @ fair quickly\n",
+            3,
+            vec!["peg, fix, esc"],
+        ),
         // Indented line with no statement.
         ("  WHEN spot > hod\n", 1, vec!["belong to a statement"]),
         // USING needs the signal.
@@ -112,7 +175,11 @@ fn syntax_escapes_are_guided() {
         assert_eq!(d.rule, Rule::Syntax, "{src}: {}", d.one_line());
         assert_eq!(d.line, line, "{src}: {}", d.one_line());
         for w in words {
-            assert!(d.message.contains(w), "{src}: message lacks `{w}`: {}", d.message);
+            assert!(
+                d.message.contains(w),
+                "{src}: message lacks `{w}`: {}",
+                d.message
+            );
         }
     }
 }
@@ -127,7 +194,9 @@ fn every_broken_line_is_reported_and_nothing_is_returned() {
 
 #[test]
 fn error_lines_have_the_documented_shape() {
-    let d = refuse("PLAN x budget 0.2R ttl 15:00\n  WHEN spot > hod\n  DO buy 1 +1 C @ fair\n  EXIT mid < 1.20 @ fair\n");
+    let d = refuse(
+        "PLAN x budget 0.2R ttl 15:00\n  WHEN spot > hod\n  DO buy 1 +1 C @ fair\n  EXIT mid < 1.20 @ fair\n",
+    );
     assert_eq!(
         d.one_line(),
         "error code=PARSE rule=exit-on-mark message=EXIT may not condition on the mark `mid`: marks lie; condition on the underlying (spot, vwap, hod, lod, ...), e.g. `EXIT spot < vwap held 60s` (line 4, col 8)"
@@ -135,7 +204,10 @@ fn error_lines_have_the_documented_shape() {
     let rendered = d.render("PLAN x budget 0.2R ttl 15:00\n  WHEN spot > hod\n  DO buy 1 +1 C @ fair\n  EXIT mid < 1.20 @ fair\n", "t.kestrel", false);
     assert!(rendered.contains("t.kestrel:4:8"), "{rendered}");
     assert!(rendered.contains("EXIT mid < 1.20 @ fair"), "{rendered}");
-    assert!(rendered.contains("^^^ exits condition on the underlying"), "{rendered}");
+    assert!(
+        rendered.contains("^^^ exits condition on the underlying"),
+        "{rendered}"
+    );
 }
 
 #[test]
@@ -146,7 +218,8 @@ fn examples_check_and_are_canonical() {
         let p = e.expect("entry").path();
         if p.extension().is_some_and(|x| x == "kestrel") {
             let src = std::fs::read_to_string(&p).expect("read");
-            let doc = lang::check(&src, Mode::File).unwrap_or_else(|e| panic!("{}: {}", p.display(), e[0]));
+            let doc = lang::check(&src, Mode::File)
+                .unwrap_or_else(|e| panic!("{}: {}", p.display(), e[0]));
             assert_eq!(lang::print(&doc), src, "{} is not canonical", p.display());
             n += 1;
         }

@@ -38,18 +38,24 @@ fn int() -> impl Strategy<Value = Num> {
 }
 
 fn dur() -> impl Strategy<Value = Dur> {
-    ("[0-9]{1,4}", prop_oneof![Just(DurUnit::S), Just(DurUnit::M), Just(DurUnit::H)]).prop_map(
-        |(text, unit)| Dur {
+    (
+        "[0-9]{1,4}",
+        prop_oneof![Just(DurUnit::S), Just(DurUnit::M), Just(DurUnit::H)],
+    )
+        .prop_map(|(text, unit)| Dur {
             amount: text.parse().unwrap_or(0),
             unit,
             text,
             span: sp(),
-        },
-    )
+        })
 }
 
 fn clock() -> impl Strategy<Value = Clock> {
-    (0u8..24, 0u8..60).prop_map(|(hour, minute)| Clock { hour, minute, span: sp() })
+    (0u8..24, 0u8..60).prop_map(|(hour, minute)| Clock {
+        hour,
+        minute,
+        span: sp(),
+    })
 }
 
 fn sym() -> impl Strategy<Value = Sym> {
@@ -73,7 +79,10 @@ fn cased(s: &'static str) -> impl Strategy<Value = String> {
 
 fn series() -> impl Strategy<Value = Series> {
     let simple = proptest::sample::select(
-        SIMPLE_SERIES.iter().map(|(n, k)| (*n, *k)).collect::<Vec<_>>(),
+        SIMPLE_SERIES
+            .iter()
+            .map(|(n, k)| (*n, *k))
+            .collect::<Vec<_>>(),
     )
     .prop_flat_map(|(n, k)| {
         // `fills.avg_px` and `prior-close` keep their spelling; the rest may be upper case.
@@ -82,7 +91,11 @@ fn series() -> impl Strategy<Value = Series> {
         } else {
             cased(n).boxed()
         };
-        text.prop_map(move |text| Series { kind: k(), text, span: sp() })
+        text.prop_map(move |text| Series {
+            kind: k(),
+            text,
+            span: sp(),
+        })
     });
     prop_oneof![
         6 => simple,
@@ -102,27 +115,56 @@ fn value() -> impl Strategy<Value = Value> {
 
 fn predicate() -> impl Strategy<Value = Predicate> {
     prop_oneof![
-        (series(), any::<bool>(), value(), proptest::option::of(dur())).prop_map(|(series, above, value, held)| Predicate::Cross {
-            series,
-            dir: if above { CrossDir::Above } else { CrossDir::Below },
-            value,
-            held,
+        (
+            series(),
+            any::<bool>(),
+            value(),
+            proptest::option::of(dur())
+        )
+            .prop_map(|(series, above, value, held)| Predicate::Cross {
+                series,
+                dir: if above {
+                    CrossDir::Above
+                } else {
+                    CrossDir::Below
+                },
+                value,
+                held,
+                span: sp()
+            }),
+        (series(), 0..4usize, value(), proptest::option::of(dur())).prop_map(
+            |(series, op, value, held)| Predicate::Compare {
+                series,
+                op: [CmpOp::Gt, CmpOp::Lt, CmpOp::Ge, CmpOp::Le][op],
+                value,
+                held,
+                span: sp()
+            }
+        ),
+        (
+            prop_oneof![
+                name().prop_map(|plan| Event::PlanFired { plan }),
+                name().prop_map(|plan| Event::PlanFilled { plan }),
+                Just(Event::Headline)
+            ],
+            proptest::option::of(dur())
+        )
+            .prop_map(|(event, within)| Predicate::Event {
+                event,
+                within,
+                span: sp()
+            }),
+        "[0-9]{1,3}".prop_map(|t| Predicate::TMinus {
+            minutes: Num {
+                text: t,
+                span: sp()
+            },
             span: sp()
         }),
-        (series(), 0..4usize, value(), proptest::option::of(dur())).prop_map(|(series, op, value, held)| Predicate::Compare {
-            series,
-            op: [CmpOp::Gt, CmpOp::Lt, CmpOp::Ge, CmpOp::Le][op],
-            value,
-            held,
+        any::<bool>().prop_map(|o| Predicate::Phase {
+            phase: if o { Phase::Open } else { Phase::Close },
             span: sp()
         }),
-        (prop_oneof![
-            name().prop_map(|plan| Event::PlanFired { plan }),
-            name().prop_map(|plan| Event::PlanFilled { plan }),
-            Just(Event::Headline)
-        ], proptest::option::of(dur())).prop_map(|(event, within)| Predicate::Event { event, within, span: sp() }),
-        "[0-9]{1,3}".prop_map(|t| Predicate::TMinus { minutes: Num { text: t, span: sp() }, span: sp() }),
-        any::<bool>().prop_map(|o| Predicate::Phase { phase: if o { Phase::Open } else { Phase::Close }, span: sp() }),
     ]
 }
 
@@ -152,8 +194,13 @@ fn as_unary(t: Trigger) -> Trigger {
 }
 
 fn anchor() -> impl Strategy<Value = Anchor> {
-    proptest::sample::select(AnchorKind::ALL.to_vec())
-        .prop_flat_map(|(n, kind)| cased(n).prop_map(move |text| Anchor { kind, text, span: sp() }))
+    proptest::sample::select(AnchorKind::ALL.to_vec()).prop_flat_map(|(n, kind)| {
+        cased(n).prop_map(move |text| Anchor {
+            kind,
+            text,
+            span: sp(),
+        })
+    })
 }
 
 fn price() -> impl Strategy<Value = Price> {
@@ -169,9 +216,22 @@ fn price() -> impl Strategy<Value = Price> {
     ];
     leaf.prop_recursive(2, 8, 2, |inner| {
         prop_oneof![
-            (inner.clone(), inner.clone(), num()).prop_map(|(a, b, w)| Price::Lean { a: Box::new(a), b: Box::new(b), w, span: sp() }),
-            (inner.clone(), inner.clone()).prop_map(|(a, b)| Price::Min { a: Box::new(a), b: Box::new(b), span: sp() }),
-            (inner.clone(), inner).prop_map(|(a, b)| Price::Max { a: Box::new(a), b: Box::new(b), span: sp() }),
+            (inner.clone(), inner.clone(), num()).prop_map(|(a, b, w)| Price::Lean {
+                a: Box::new(a),
+                b: Box::new(b),
+                w,
+                span: sp()
+            }),
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| Price::Min {
+                a: Box::new(a),
+                b: Box::new(b),
+                span: sp()
+            }),
+            (inner.clone(), inner).prop_map(|(a, b)| Price::Max {
+                a: Box::new(a),
+                b: Box::new(b),
+                span: sp()
+            }),
         ]
     })
 }
@@ -184,32 +244,44 @@ fn modifiers() -> impl Strategy<Value = Vec<Modifier>> {
         price().prop_map(|price| Modifier::Cap { price }),
         price().prop_map(|price| Modifier::Floor { price }),
     ];
-    (proptest::collection::vec(m, 0..4), proptest::option::of(trigger())).prop_map(|(mut v, c)| {
-        if let Some(when) = c {
-            v.push(Modifier::CancelIf { when });
-        }
-        v
-    })
+    (
+        proptest::collection::vec(m, 0..4),
+        proptest::option::of(trigger()),
+    )
+        .prop_map(|(mut v, c)| {
+            if let Some(when) = c {
+                v.push(Modifier::CancelIf { when });
+            }
+            v
+        })
 }
 
 fn ticket() -> impl Strategy<Value = Ticket> {
     let strike = prop_oneof![
         Just(Strike::Atm),
-        ("[+-]", "[0-9]{1,2}").prop_map(|(s, n)| Strike::Relative(Num { text: format!("{s}{n}"), span: sp() })),
-        "[1-9][0-9]{2,3}".prop_map(|t| Strike::Absolute(Num { text: t, span: sp() })),
+        ("[+-]", "[0-9]{1,2}").prop_map(|(s, n)| Strike::Relative(Num {
+            text: format!("{s}{n}"),
+            span: sp()
+        })),
+        "[1-9][0-9]{2,3}".prop_map(|t| Strike::Absolute(Num {
+            text: t,
+            span: sp()
+        })),
     ];
     let instrument = prop_oneof![
         1 => Just(Instrument::Shares),
         4 => (strike, any::<bool>()).prop_map(|(strike, c)| Instrument::Option { strike, right: if c { Right::C } else { Right::P } }),
     ];
-    (any::<bool>(), num(), instrument, price(), modifiers()).prop_map(|(buy, qty, instrument, price, modifiers)| Ticket {
-        side: if buy { Side::Buy } else { Side::Sell },
-        qty,
-        instrument,
-        price,
-        modifiers,
-        span: sp(),
-    })
+    (any::<bool>(), num(), instrument, price(), modifiers()).prop_map(
+        |(buy, qty, instrument, price, modifiers)| Ticket {
+            side: if buy { Side::Buy } else { Side::Sell },
+            qty,
+            instrument,
+            price,
+            modifiers,
+            span: sp(),
+        },
+    )
 }
 
 fn comment_text() -> impl Strategy<Value = String> {
@@ -229,11 +301,18 @@ fn trivia() -> impl Strategy<Value = Vec<Trivia>> {
 }
 
 fn trailing() -> impl Strategy<Value = Option<TrailingComment>> {
-    proptest::option::weighted(0.3, ("[ \t]{0,3}", comment_text()).prop_map(|(gap, text)| TrailingComment { gap, text }))
+    proptest::option::weighted(
+        0.3,
+        ("[ \t]{0,3}", comment_text()).prop_map(|(gap, text)| TrailingComment { gap, text }),
+    )
 }
 
 fn using() -> impl Strategy<Value = Using> {
-    (sym(), sym(), proptest::option::of(expiry())).prop_map(|(signal, exec, expiry)| Using { signal, exec, expiry })
+    (sym(), sym(), proptest::option::of(expiry())).prop_map(|(signal, exec, expiry)| Using {
+        signal,
+        exec,
+        expiry,
+    })
 }
 
 fn clause_kind() -> impl Strategy<Value = ClauseKind> {
@@ -243,12 +322,34 @@ fn clause_kind() -> impl Strategy<Value = ClauseKind> {
         ticket().prop_map(ClauseKind::Do),
         ticket().prop_map(ClauseKind::Also),
         (trigger(), ticket()).prop_map(|(when, ticket)| ClauseKind::Reload { when, ticket }),
-        (unum(), proptest::option::of(unum()), price(), modifiers()).prop_map(|(mult, frac, price, modifiers)| ClauseKind::Tp { mult, frac, price, modifiers }),
+        (unum(), proptest::option::of(unum()), price(), modifiers()).prop_map(
+            |(mult, frac, price, modifiers)| ClauseKind::Tp {
+                mult,
+                frac,
+                price,
+                modifiers
+            }
+        ),
         (trigger(), proptest::option::of((price(), modifiers()))).prop_map(|(when, pm)| match pm {
-            Some((price, modifiers)) => ClauseKind::Exit { when, price: Some(price), modifiers },
-            None => ClauseKind::Exit { when, price: None, modifiers: vec![] },
+            Some((price, modifiers)) => ClauseKind::Exit {
+                when,
+                price: Some(price),
+                modifiers
+            },
+            None => ClauseKind::Exit {
+                when,
+                price: None,
+                modifiers: vec![]
+            },
         }),
-        (trigger(), 0..3usize).prop_map(|(when, a)| ClauseKind::Invalidate { when, action: [None, Some(InvalidateAction::Halt), Some(InvalidateAction::HaltRide)][a] }),
+        (trigger(), 0..3usize).prop_map(|(when, a)| ClauseKind::Invalidate {
+            when,
+            action: [
+                None,
+                Some(InvalidateAction::Halt),
+                Some(InvalidateAction::HaltRide)
+            ][a]
+        }),
         trigger().prop_map(ClauseKind::CancelIf),
         name().prop_map(ClauseKind::Arm),
     ]
@@ -258,7 +359,8 @@ fn pane() -> impl Strategy<Value = Pane> {
     prop_oneof![
         proptest::option::of(dur()).prop_map(|bar| Pane::Tape { bar }),
         Just(Pane::Levels),
-        (expiry(), proptest::option::of(int())).prop_map(|(expiry, strikes)| Pane::Chain { expiry, strikes }),
+        (expiry(), proptest::option::of(int()))
+            .prop_map(|(expiry, strikes)| Pane::Chain { expiry, strikes }),
         expiry().prop_map(|expiry| Pane::Gex { expiry }),
         unum().prop_map(|delta| Pane::Skew { delta }),
         dur().prop_map(|window| Pane::Velocity { window }),
@@ -271,11 +373,24 @@ fn pane() -> impl Strategy<Value = Pane> {
 }
 
 fn view() -> impl Strategy<Value = View> {
-    (name(), proptest::option::of(int()), proptest::collection::vec((trivia(), pane(), trailing()), 0..4)).prop_map(|(name, budget, panes)| View {
-        name,
-        budget,
-        panes: panes.into_iter().map(|(leading, pane, trailing)| PaneLine { leading, pane, trailing, span: sp() }).collect(),
-    })
+    (
+        name(),
+        proptest::option::of(int()),
+        proptest::collection::vec((trivia(), pane(), trailing()), 0..4),
+    )
+        .prop_map(|(name, budget, panes)| View {
+            name,
+            budget,
+            panes: panes
+                .into_iter()
+                .map(|(leading, pane, trailing)| PaneLine {
+                    leading,
+                    pane,
+                    trailing,
+                    span: sp(),
+                })
+                .collect(),
+        })
 }
 
 fn statement_kind() -> impl Strategy<Value = StatementKind> {
@@ -283,7 +398,10 @@ fn statement_kind() -> impl Strategy<Value = StatementKind> {
         name(),
         num(),
         prop_oneof![clock().prop_map(Ttl::At), dur().prop_map(Ttl::After)],
-        proptest::option::of(proptest::collection::vec(("[a-z][a-z0-9_.-]{0,6}", "[a-z][a-z0-9_.-]{0,6}"), 1..3)),
+        proptest::option::of(proptest::collection::vec(
+            ("[a-z][a-z0-9_.-]{0,6}", "[a-z][a-z0-9_.-]{0,6}"),
+            1..3,
+        )),
         proptest::option::of(int()),
         proptest::collection::vec((trivia(), clause_kind(), trailing()), 0..6),
     )
@@ -292,37 +410,90 @@ fn statement_kind() -> impl Strategy<Value = StatementKind> {
                 name,
                 budget,
                 ttl,
-                regime: regime.map(|r| r.into_iter().map(|(key, value)| RegimeEntry { key, value }).collect()),
+                regime: regime.map(|r| {
+                    r.into_iter()
+                        .map(|(key, value)| RegimeEntry { key, value })
+                        .collect()
+                }),
                 priority,
-                clauses: clauses.into_iter().map(|(leading, kind, trailing)| Clause { leading, kind, trailing, span: sp() }).collect(),
+                clauses: clauses
+                    .into_iter()
+                    .map(|(leading, kind, trailing)| Clause {
+                        leading,
+                        kind,
+                        trailing,
+                        span: sp(),
+                    })
+                    .collect(),
             })
         });
-    let wake = (name(), trigger(), proptest::option::of(name()), proptest::option::of(int()), proptest::option::of(int()))
-        .prop_map(|(name, when, deliver, priority, budget)| StatementKind::Wake(Wake { name, when, deliver, priority, budget }));
+    let wake = (
+        name(),
+        trigger(),
+        proptest::option::of(name()),
+        proptest::option::of(int()),
+        proptest::option::of(int()),
+    )
+        .prop_map(|(name, when, deliver, priority, budget)| {
+            StatementKind::Wake(Wake {
+                name,
+                when,
+                deliver,
+                priority,
+                budget,
+            })
+        });
     let grade = (
         name(),
         0..4usize,
         prop_oneof![
             "tapes/[a-z*-]{1,8}".prop_map(GradeRange::Glob),
-            (2020u32..2030, 1u32..13, proptest::option::of((2020u32..2030, 1u32..13))).prop_map(|(y, m, to)| GradeRange::Months {
-                from: format!("{y:04}-{m:02}"),
-                to: to.map(|(y, m)| format!("{y:04}-{m:02}")),
-            }),
+            (
+                2020u32..2030,
+                1u32..13,
+                proptest::option::of((2020u32..2030, 1u32..13))
+            )
+                .prop_map(|(y, m, to)| GradeRange::Months {
+                    from: format!("{y:04}-{m:02}"),
+                    to: to.map(|(y, m)| format!("{y:04}-{m:02}")),
+                }),
         ],
         "[a-z][a-z0-9.-]{0,10}",
-        proptest::collection::vec((trivia(), prop_oneof![
-            Just(GradeClauseKind::Vs(Counterfactual::Null)),
-            Just(GradeClauseKind::Vs(Counterfactual::Ungated)),
-            "[a-z][a-z0-9_.-]{0,10}".prop_map(GradeClauseKind::By),
-        ], trailing()), 0..3),
+        proptest::collection::vec(
+            (
+                trivia(),
+                prop_oneof![
+                    Just(GradeClauseKind::Vs(Counterfactual::Null)),
+                    Just(GradeClauseKind::Vs(Counterfactual::Ungated)),
+                    "[a-z][a-z0-9_.-]{0,10}".prop_map(GradeClauseKind::By),
+                ],
+                trailing(),
+            ),
+            0..3,
+        ),
     )
-        .prop_map(|(name, s, over, fill, clauses)| StatementKind::Grade(Grade {
-            subject: [GradeSubject::Plan, GradeSubject::Wake, GradeSubject::View, GradeSubject::Pod][s],
-            name,
-            over,
-            fill,
-            clauses: clauses.into_iter().map(|(leading, kind, trailing)| GradeClause { leading, kind, trailing, span: sp() }).collect(),
-        }));
+        .prop_map(|(name, s, over, fill, clauses)| {
+            StatementKind::Grade(Grade {
+                subject: [
+                    GradeSubject::Plan,
+                    GradeSubject::Wake,
+                    GradeSubject::View,
+                    GradeSubject::Pod,
+                ][s],
+                name,
+                over,
+                fill,
+                clauses: clauses
+                    .into_iter()
+                    .map(|(leading, kind, trailing)| GradeClause {
+                        leading,
+                        kind,
+                        trailing,
+                        span: sp(),
+                    })
+                    .collect(),
+            })
+        });
     prop_oneof![
         6 => plan,
         2 => view().prop_map(StatementKind::View),
@@ -339,26 +510,35 @@ fn statement_kind() -> impl Strategy<Value = StatementKind> {
 }
 
 fn document() -> impl Strategy<Value = Document> {
-    (proptest::collection::vec((trivia(), statement_kind(), trailing()), 0..6), trivia()).prop_map(|(sts, mut tail)| {
-        let mut statements: Vec<Statement> = sts
-            .into_iter()
-            .map(|(leading, kind, trailing)| Statement { leading, kind, trailing, span: sp() })
-            .collect();
-        // Canonical form: no blank lines before the first statement or after the last line.
-        if let Some(first) = statements.first_mut() {
-            while first.leading.first() == Some(&Trivia::Blank) {
-                first.leading.remove(0);
+    (
+        proptest::collection::vec((trivia(), statement_kind(), trailing()), 0..6),
+        trivia(),
+    )
+        .prop_map(|(sts, mut tail)| {
+            let mut statements: Vec<Statement> = sts
+                .into_iter()
+                .map(|(leading, kind, trailing)| Statement {
+                    leading,
+                    kind,
+                    trailing,
+                    span: sp(),
+                })
+                .collect();
+            // Canonical form: no blank lines before the first statement or after the last line.
+            if let Some(first) = statements.first_mut() {
+                while first.leading.first() == Some(&Trivia::Blank) {
+                    first.leading.remove(0);
+                }
+            } else {
+                while tail.first() == Some(&Trivia::Blank) {
+                    tail.remove(0);
+                }
             }
-        } else {
-            while tail.first() == Some(&Trivia::Blank) {
-                tail.remove(0);
+            while tail.last() == Some(&Trivia::Blank) {
+                tail.pop();
             }
-        }
-        while tail.last() == Some(&Trivia::Blank) {
-            tail.pop();
-        }
-        Document { statements, tail }
-    })
+            Document { statements, tail }
+        })
 }
 
 proptest! {

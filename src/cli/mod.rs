@@ -2,6 +2,7 @@
 //! 2 a refused document (or, for `fmt --check`, a file that is not canonical).
 
 mod lang;
+pub mod tape;
 
 use clap::{Parser, Subcommand};
 
@@ -31,10 +32,21 @@ pub enum Command {
     ///
     /// Example: kestrel check examples/*.kestrel --format json
     Check(lang::CheckArgs),
+    /// Tapes: generate seeded synthetic sessions.
+    #[command(subcommand)]
+    Tape(TapeCommand),
     /// List the fail-closed rules with their stable names.
     ///
     /// Example: kestrel rules
     Rules,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TapeCommand {
+    /// Generate a seeded synthetic session (or a family of them with --count).
+    ///
+    /// Example: kestrel tape gen --regime shock --seed 7 -o /tmp/shock.jsonl
+    Gen(tape::TapeGenArgs),
 }
 
 /// Run the command line; returns the process exit code.
@@ -62,6 +74,7 @@ pub fn run(cmd: Command) -> i32 {
         Command::Print(a) => lang::print(&a),
         Command::Fmt(a) => lang::fmt(&a),
         Command::Check(a) => lang::check(&a),
+        Command::Tape(TapeCommand::Gen(a)) => tape::tape_gen(&a),
         Command::Rules => lang::rules(),
     }
 }

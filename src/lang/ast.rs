@@ -711,8 +711,11 @@ impl SeriesKind {
     }
 }
 
+/// Builds a [`SeriesKind`] without arguments.
+pub type SeriesCtor = fn() -> SeriesKind;
+
 /// Simple series names (those without arguments) and their kinds.
-pub const SIMPLE_SERIES: &[(&str, fn() -> SeriesKind)] = &[
+pub const SIMPLE_SERIES: &[(&str, SeriesCtor)] = &[
     ("spot", || SeriesKind::Spot),
     ("hod", || SeriesKind::Hod),
     ("lod", || SeriesKind::Lod),

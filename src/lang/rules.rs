@@ -130,25 +130,21 @@ impl Validator<'_> {
                         self.pane(&p.pane, p.span);
                     }
                 }
-                StatementKind::Pod(p) => {
-                    if p.day_loss.value() <= 0.0 {
-                        self.report(
+                StatementKind::Pod(p) if p.day_loss.value() <= 0.0 => {
+                    self.report(
                             Rule::BudgetNonpositive,
                             num_span(&p.day_loss),
                             format!("day-loss is a positive risk fraction, found `{}R`: write e.g. `day-loss 2R`", p.day_loss.text),
                             "must be positive",
                         );
-                    }
                 }
-                StatementKind::Book(b) => {
-                    if b.budget.value() <= 0.0 {
-                        self.report(
+                StatementKind::Book(b) if b.budget.value() <= 0.0 => {
+                    self.report(
                             Rule::BudgetNonpositive,
                             num_span(&b.budget),
                             format!("budget is a positive risk fraction, found `{}R`: write e.g. `budget 1.5R`", b.budget.text),
                             "must be positive",
                         );
-                    }
                 }
                 _ => {}
             }

@@ -164,9 +164,7 @@ fn at_kw(i: &In<'_>, kw: &str) -> bool {
 /// After spaces, is the next word `kw`? (Does not consume.)
 fn peek_sp_kw(i: &In<'_>, kw: &str) -> bool {
     let rest = i.input.trim_start_matches(' ');
-    rest.len() < i.input.len()
-        && rest.starts_with(kw)
-        && ends_word(&rest[kw.len()..])
+    rest.len() < i.input.len() && rest.starts_with(kw) && ends_word(&rest[kw.len()..])
 }
 
 /// Consume keyword `kw` (case-sensitive, whole word) or fail with `expected`.
@@ -922,9 +920,11 @@ fn series(i: &mut In<'_>) -> R<Series> {
     let start = pos(i);
     // <SYM>.spot
     if i.input.starts_with(|c: char| c.is_ascii_uppercase()) {
-        let mut j = i.clone();
+        let mut j = *i;
         if let Ok(s) = sym(&mut j, "a symbol")
-            && j.input.get(..5).is_some_and(|x| x.eq_ignore_ascii_case(".spot"))
+            && j.input
+                .get(..5)
+                .is_some_and(|x| x.eq_ignore_ascii_case(".spot"))
             && ends_word(&j.input[5..])
         {
             let _ = j.next_slice(5);
@@ -1115,7 +1115,7 @@ const MODIFIER_LIST: &str =
 fn modifiers(i: &mut In<'_>) -> R<Vec<Modifier>> {
     let mut out = Vec::new();
     loop {
-        let mut j = i.clone();
+        let mut j = *i;
         if sp(&mut j).is_err() {
             return Ok(out);
         }
@@ -1189,7 +1189,7 @@ pub(crate) fn using_body(i: &mut In<'_>) -> R<Using> {
         return expected(i, "a symbol after `exec`");
     }
     let exec = sym(i, "a symbol after `exec` (upper case, like `SPY`)")?;
-    let mut j = i.clone();
+    let mut j = *i;
     let expiry = if sp(&mut j).is_ok() && j.input.starts_with(|c: char| c.is_ascii_digit()) {
         let e = expiry(&mut j, "an expiry: `0dte`, `1dte` or `YYYY-MM-DD`")?;
         *i = j;
@@ -1243,7 +1243,7 @@ fn pane(i: &mut In<'_>) -> R<Pane> {
     let p = match w {
         "tape" => {
             let _ = i.next_slice(4);
-            let mut j = i.clone();
+            let mut j = *i;
             if sp(&mut j).is_ok() && j.input.starts_with(|c: char| c.is_ascii_digit()) {
                 let bar = dur(&mut j, "a bar size like `5m`")?;
                 *i = j;
@@ -1579,7 +1579,7 @@ fn clause(i: &mut In<'_>) -> R<ClauseKind> {
                 return expected(i, "a trigger after EXIT");
             }
             let when = trigger(i)?;
-            let mut j = i.clone();
+            let mut j = *i;
             if sp(&mut j).is_ok() && j.input.starts_with('@') {
                 let _ = j.next_slice(1);
                 if sp(&mut j).is_err() {
@@ -1607,14 +1607,14 @@ fn clause(i: &mut In<'_>) -> R<ClauseKind> {
                 return expected(i, "a trigger after INVALIDATE");
             }
             let when = trigger(i)?;
-            let mut j = i.clone();
+            let mut j = *i;
             let action = if sp(&mut j).is_ok() && j.input.starts_with("->") {
                 let _ = j.next_slice(2);
                 if sp(&mut j).is_err() || !at_kw(&j, "halt") && !j.input.starts_with("halt,") {
                     return expected(&j, "`halt` or `halt, ride` after `->`");
                 }
                 let _ = j.next_slice(4);
-                let mut k = j.clone();
+                let mut k = j;
                 sp0(&mut k);
                 let a = if k.input.starts_with(',') {
                     let _ = k.next_slice(1);
@@ -1883,7 +1883,7 @@ fn head(i: &mut In<'_>) -> R<Head> {
             }
             let mut coverage = vec![sym(i, "a symbol after `coverage`, like `SPY`")?];
             loop {
-                let mut j = i.clone();
+                let mut j = *i;
                 sp0(&mut j);
                 if j.input.starts_with(',') {
                     let _ = j.next_slice(1);
