@@ -216,11 +216,9 @@ pub fn check(a: &CheckArgs) -> i32 {
                         "errors": [],
                     }));
                 } else {
-                    println!(
-                        "ok: {} ({} statements)",
-                        path.display(),
-                        doc.statements.len()
-                    );
+                    let n = doc.statements.len();
+                    let s = if n == 1 { "" } else { "s" };
+                    println!("ok: {} ({n} statement{s})", path.display());
                 }
             }
             Err(errors) => {

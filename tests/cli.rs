@@ -1,0 +1,126 @@
+//! The verbs as a user runs them: output, exit codes (0 ok, 1 usage / I/O, 2 refused), stdin.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+fn kestrel(args: &[&str], stdin: Option<&str>) -> (i32, String, String) {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_kestrel"));
+    c.args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().expect("spawn kestrel");
+    if let Some(s) = stdin {
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(s.as_bytes())
+            .expect("write");
+    }
+    drop(child.stdin.take());
+    let out = child.wait_with_output().expect("wait");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+const BAD: &str = "PLAN x budget 0.2R ttl 15:00\n  WHEN spot > hod\n  DO buy 1 +1 C @ spot\n";
+
+#[test]
+fn check_exit_codes() {
+    let (code, out, _) = kestrel(&["check", "examples/chase.kestrel"], None);
+    assert_eq!(code, 0);
+    assert!(out.contains("ok: examples/chase.kestrel (1 statement)"));
+    let (code, _, err) = kestrel(&["check", "-"], Some(BAD));
+    assert_eq!(code, 2);
+    assert!(err.contains("-: error code=PARSE rule=syntax message=expected a price anchor after `@`, found `spot`"), "{err}");
+    assert!(err.contains("(line 3, col 19)"));
+    let (code, _, err) = kestrel(&["check", "no/such/file.kestrel"], None);
+    assert_eq!(code, 1);
+    assert!(err.contains("error code=IO"));
+    let (code, _, _) = kestrel(&["check", "--no-such-flag", "x"], None);
+    assert_eq!(code, 1, "usage errors exit 1");
+    let (code, _, _) = kestrel(&["--help"], None);
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn check_pretty_renders_a_snippet_and_json_is_data() {
+    let (_, _, err) = kestrel(&["check", "--pretty", "-"], Some(BAD));
+    assert!(err.contains("3 |   DO buy 1 +1 C @ spot"), "{err}");
+    assert!(err.contains("^^^^ a series is not a price"), "{err}");
+    let (code, out, _) = kestrel(&["check", "--format", "json", "-"], Some(BAD));
+    assert_eq!(code, 2);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(v[0]["ok"], false);
+    assert_eq!(v[0]["errors"][0]["rule"], "syntax");
+    assert_eq!(v[0]["errors"][0]["line"], 3);
+    assert_eq!(v[0]["errors"][0]["code"], "PARSE");
+}
+
+#[test]
+fn parse_prints_the_model_and_print_is_canonical() {
+    let (code, out, _) = kestrel(&["parse", "examples/spread.kestrel"], None);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(v["statements"][0]["kind"]["statement"], "plan");
+    assert_eq!(v["statements"][0]["kind"]["name"]["text"], "call-spread");
+    let src = "PLAN   x  budget 0.2R ttl 15:00\n  WHEN spot  >  hod\n  DO buy 1 +1 C @ lean(bid,fair,0.5)\n";
+    let (code, out, _) = kestrel(&["print", "-"], Some(src));
+    assert_eq!(code, 0);
+    assert_eq!(
+        out,
+        "PLAN x budget 0.2R ttl 15:00\n  WHEN spot > hod\n  DO buy 1 +1 C @ lean(bid, fair, 0.5)\n"
+    );
+    let (code, _, _) = kestrel(&["print", "-"], Some(BAD));
+    assert_eq!(code, 2);
+}
+
+#[test]
+fn fmt_rewrites_in_place_and_check_reports() {
+    let dir = std::env::temp_dir().join(format!("kestrel-fmt-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("tmp");
+    let f = dir.join("a.kestrel");
+    std::fs::write(
+        &f,
+        "PLAN  x budget 0.2R ttl 15:00\r\n  WHEN spot > hod\n  DO buy 1 +1 C @ fair\n\n\n",
+    )
+    .expect("write");
+    let p = f.to_str().expect("utf8");
+    let (code, out, _) = kestrel(&["fmt", "--check", p], None);
+    assert_eq!(code, 2);
+    assert!(out.contains("not canonical"));
+    let (code, _, _) = kestrel(&["fmt", p], None);
+    assert_eq!(code, 0);
+    assert_eq!(
+        std::fs::read_to_string(&f).expect("read"),
+        "PLAN x budget 0.2R ttl 15:00\n  WHEN spot > hod\n  DO buy 1 +1 C @ fair\n"
+    );
+    let (code, _, _) = kestrel(&["fmt", "--check", p], None);
+    assert_eq!(code, 0);
+    // No temporary files are left behind.
+    let left: Vec<_> = std::fs::read_dir(&dir).expect("dir").collect();
+    assert_eq!(left.len(), 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn turn_mode_allows_directives() {
+    let (code, _, _) = kestrel(&["check", "-"], Some("STAND-DOWN no edge\n"));
+    assert_eq!(code, 2);
+    let (code, _, _) = kestrel(&["check", "--turn", "-"], Some("STAND-DOWN no edge\n"));
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn rules_lists_every_rule() {
+    let (code, out, _) = kestrel(&["rules"], None);
+    assert_eq!(code, 0);
+    for r in kestrel_desk::lang::Rule::ALL {
+        assert!(out.contains(r.name()), "{r}");
+    }
+}
