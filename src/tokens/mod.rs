@@ -4,7 +4,7 @@
 //! nothing is downloaded at run time. Each encoding is built once, on first use, and shared
 //! (`OnceLock`); a failure to build is reported as an error, never a panic.
 
-use crate::turn::{RoutedTurn, envelope};
+use crate::turn::{RoutedTurn, TurnClass, envelope};
 use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
 use tiktoken_rs::CoreBPE;
@@ -95,10 +95,10 @@ pub struct TurnTokens {
 /// The text a model would emit for the canonical Kestrel: no final newline (the envelope has
 /// none either).
 pub fn kestrel_emitted(turn: &RoutedTurn) -> Option<&str> {
-    if turn.kestrel.is_empty() {
-        None
-    } else {
+    if turn.class() == TurnClass::Authored {
         Some(turn.kestrel.trim_end_matches('\n'))
+    } else {
+        None
     }
 }
 

@@ -291,18 +291,22 @@ pub fn project(turn: &RoutedTurn) -> Option<String> {
         Outcome::ViewRequest { reason, .. } => {
             let view = strip_comments(&turn.kestrel, true)?;
             let view = view.trim_end_matches('\n');
-            // Field order as the legacy wire wrote it: view, then reason.
-            let body = match reason {
-                Some(r) => format!(
-                    r#"{{"requestView":{{"view":{},"reason":{}}}}}"#,
-                    Value::String(view.to_string()),
-                    Value::String(r.clone())
-                ),
-                None => format!(
-                    r#"{{"requestView":{{"view":{}}}}}"#,
-                    Value::String(view.to_string())
-                ),
-            };
+            // Field order as the legacy wire wrote it: view, then reason. A journal that is
+            // more than the reason rides beside the request.
+            let mut body = String::from("{");
+            let reason_text = reason.clone().unwrap_or_default();
+            let journal_one = journal.split_whitespace().collect::<Vec<_>>().join(" ");
+            if !journal.is_empty() && journal_one != reason_text {
+                body.push_str(&format!(r#""journal":{},"#, Value::String(journal.clone())));
+            }
+            body.push_str(&format!(
+                r#""requestView":{{"view":{}"#,
+                Value::String(view.to_string())
+            ));
+            if let Some(r) = reason {
+                body.push_str(&format!(r#","reason":{}"#, Value::String(r.clone())));
+            }
+            body.push_str("}}");
             return Some(body);
         }
         _ => return None,
