@@ -10,3 +10,5 @@ pub mod cli;
 pub mod engine;
 pub mod lang;
 pub mod market;
+pub mod tokens;
+pub mod turn;

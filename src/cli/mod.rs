@@ -1,8 +1,11 @@
 //! The `kestrel` command line. Exit codes everywhere: 0 success, 1 usage or I/O failure,
 //! 2 a refused document (or, for `fmt --check`, a file that is not canonical).
 
+mod card;
 mod lang;
 pub mod tape;
+mod tokens;
+mod turn;
 
 use clap::{Parser, Subcommand};
 
@@ -39,6 +42,18 @@ pub enum Command {
     ///
     /// Example: kestrel rules
     Rules,
+    /// Route a reply as a turn: the outcome, the journal and the token figures.
+    ///
+    /// Example: kestrel turn examples/turns/stand-down.txt --json
+    Turn(turn::TurnArgs),
+    /// Count tokens; for turns, reply vs canonical Kestrel vs the JSON envelope.
+    ///
+    /// Example: kestrel tokens --table examples/turns/*.txt
+    Tokens(tokens::TokensArgs),
+    /// Print the whole language as a prompt card.
+    ///
+    /// Example: kestrel card --budget 2000
+    Card(card::CardArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -76,5 +91,8 @@ pub fn run(cmd: Command) -> i32 {
         Command::Check(a) => lang::check(&a),
         Command::Tape(TapeCommand::Gen(a)) => tape::tape_gen(&a),
         Command::Rules => lang::rules(),
+        Command::Turn(a) => turn::run(&a),
+        Command::Tokens(a) => tokens::run(&a),
+        Command::Card(a) => card::run(&a),
     }
 }

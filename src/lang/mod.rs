@@ -9,6 +9,7 @@
 //! ```
 
 pub mod ast;
+pub mod card;
 pub mod diag;
 pub mod print;
 pub mod rules;

@@ -1,0 +1,127 @@
+//! `kestrel tokens`: count tokens in files; for turns, the reply, its canonical Kestrel, its
+//! JSON-envelope projection and the saving; with `--table`, the seed 000 §6 table.
+
+use super::lang::read_source;
+use super::turn::{AuthorArg, EncodingArg, PhaseArg, ProfileArg};
+use crate::tokens::{self, Encoding, TurnTokens};
+use crate::turn::{self, Reply, TurnContext};
+use std::path::PathBuf;
+
+#[derive(Debug, clap::Args)]
+pub struct TokensArgs {
+    /// Files to count (`-` reads stdin).
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Tokenizer.
+    #[arg(long, value_enum, default_value = "cl100k")]
+    pub encoding: EncodingArg,
+    /// Print a Markdown table (JSON envelope vs pure Kestrel, and the escaping cost of each
+    /// plan's document alone), in the shape of seed 000 §6.
+    #[arg(long)]
+    pub table: bool,
+    /// The wake the files are routed at (for the turn figures).
+    #[arg(long, value_enum, default_value = "mid")]
+    pub phase: PhaseArg,
+    /// The profile the files are routed under.
+    #[arg(long, value_enum, default_value = "authoring-v2")]
+    pub profile: ProfileArg,
+    /// Who wrote the files.
+    #[arg(long, value_enum, default_value = "human")]
+    pub author: AuthorArg,
+}
+
+fn pct(saving: i64, of: usize) -> f64 {
+    if of == 0 {
+        0.0
+    } else {
+        100.0 * saving as f64 / of as f64
+    }
+}
+
+fn stem(p: &std::path::Path) -> String {
+    p.file_stem()
+        .map(|s| s.to_string_lossy().to_string())
+        .unwrap_or_else(|| p.display().to_string())
+}
+
+pub fn run(a: &TokensArgs) -> i32 {
+    let enc: Encoding = a.encoding.into();
+    if let Err(e) = tokens::bpe(enc) {
+        eprintln!("error code=IO message={e}");
+        return 1;
+    }
+    let ctx = TurnContext::new(a.phase.into(), a.profile.into(), a.author.into());
+    let mut rows: Vec<(String, String, TurnTokens)> = Vec::new();
+    let mut status = 0;
+    for f in &a.files {
+        let Some(src) = read_source(f) else {
+            status = 1;
+            continue;
+        };
+        let t = turn::route(&Reply::text(src.clone()), &ctx);
+        let m = match tokens::measure(&src, &t, enc) {
+            Ok(m) => m,
+            Err(e) => {
+                eprintln!("error code=IO message={e}");
+                return 1;
+            }
+        };
+        if !a.table {
+            let mut s = format!("{}: {} tokens ({})", f.display(), m.reply, enc.name());
+            if let (Some(k), Some(e), Some(sv)) = (m.kestrel, m.envelope, m.saving) {
+                s.push_str(&format!(
+                    "; as a {} turn: kestrel {k}, json envelope {e}, saving {sv} ({:.1}%)",
+                    t.outcome.name(),
+                    pct(sv, e)
+                ));
+            } else {
+                s.push_str(&format!("; as a turn: {}", t.outcome.name()));
+            }
+            if let (Some(r), Some(e)) = (m.document_raw, m.document_escaped) {
+                s.push_str(&format!("; document raw {r}, escaped {e}"));
+            }
+            println!("{s}");
+        }
+        rows.push((stem(f), t.outcome.name().to_string(), m));
+    }
+    if a.table {
+        println!("| Turn | JSON envelope | pure Kestrel | saving |");
+        println!("|---|---:|---:|---:|");
+        let (mut te, mut tk) = (0usize, 0usize);
+        for (name, outcome, m) in &rows {
+            match (m.envelope, m.kestrel, m.saving) {
+                (Some(e), Some(k), Some(s)) => {
+                    te += e;
+                    tk += k;
+                    println!(
+                        "| {name} ({outcome}) | {e} tok | {k} tok | {s} tok — {:.1}% fewer |",
+                        pct(s, e)
+                    );
+                }
+                _ => println!("| {name} ({outcome}) | — | — | — |"),
+            }
+        }
+        for (name, _, m) in &rows {
+            if let (Some(e), Some(r)) = (m.document_escaped, m.document_raw) {
+                let s = e as i64 - r as i64;
+                println!(
+                    "| *(the escaping cost alone: the `document` string of {name})* | {e} tok (JSON-escaped) | {r} tok (raw) | {s} tok — {:.1}% |",
+                    pct(s, e)
+                );
+            }
+        }
+        if tk > 0 {
+            let s = te as i64 - tk as i64;
+            println!(
+                "| **total** | {te} tok | {tk} tok | {s} tok — {:.1}% fewer |",
+                pct(s, te)
+            );
+        }
+        println!();
+        println!(
+            "Measured with `{}` tokens (tiktoken-rs); kestrel and envelope counted without a final newline.",
+            enc.name()
+        );
+    }
+    status
+}

@@ -1,0 +1,239 @@
+//! `kestrel turn`: route one reply as a turn and print the outcome, the journal and the
+//! token figures.
+
+use super::lang::read_source;
+use crate::lang::Scope;
+use crate::tokens::{self, Encoding};
+use crate::turn::{
+    self, AuthorKind, Outcome, Profile, Reply, RoutedTurn, TurnClass, TurnContext, WakePhase,
+};
+use std::path::PathBuf;
+
+/// The wake phase, on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PhaseArg {
+    Open,
+    Mid,
+}
+
+impl From<PhaseArg> for WakePhase {
+    fn from(p: PhaseArg) -> WakePhase {
+        match p {
+            PhaseArg::Open => WakePhase::Open,
+            PhaseArg::Mid => WakePhase::Mid,
+        }
+    }
+}
+
+/// The prompt profile, on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProfileArg {
+    #[value(name = "authoring-v2")]
+    AuthoringV2,
+    #[value(name = "viewshop-v2")]
+    ViewshopV2,
+    #[value(name = "authoring-v1")]
+    AuthoringV1,
+}
+
+impl From<ProfileArg> for Profile {
+    fn from(p: ProfileArg) -> Profile {
+        match p {
+            ProfileArg::AuthoringV2 => Profile::AuthoringV2,
+            ProfileArg::ViewshopV2 => Profile::ViewshopV2,
+            ProfileArg::AuthoringV1 => Profile::AuthoringV1,
+        }
+    }
+}
+
+/// Who wrote the reply, on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AuthorArg {
+    Human,
+    Model,
+    File,
+}
+
+impl From<AuthorArg> for AuthorKind {
+    fn from(a: AuthorArg) -> AuthorKind {
+        match a {
+            AuthorArg::Human => AuthorKind::Human,
+            AuthorArg::Model => AuthorKind::Model,
+            AuthorArg::File => AuthorKind::File,
+        }
+    }
+}
+
+/// A tokenizer encoding, on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum EncodingArg {
+    Cl100k,
+    O200k,
+}
+
+impl From<EncodingArg> for Encoding {
+    fn from(e: EncodingArg) -> Encoding {
+        match e {
+            EncodingArg::Cl100k => Encoding::Cl100k,
+            EncodingArg::O200k => Encoding::O200k,
+        }
+    }
+}
+
+#[derive(Debug, clap::Args)]
+pub struct TurnArgs {
+    /// The reply (`-` reads stdin).
+    pub file: PathBuf,
+    /// The wake the reply answers.
+    #[arg(long, value_enum, default_value = "mid")]
+    pub phase: PhaseArg,
+    /// The prompt profile (decides the menu).
+    #[arg(long, value_enum, default_value = "authoring-v2")]
+    pub profile: ProfileArg,
+    /// Who wrote it: for a model an empty reply is a provider error, otherwise a pass.
+    #[arg(long, value_enum, default_value = "human")]
+    pub author: AuthorArg,
+    /// Print one JSON object (`outcome` is the routed outcome's name).
+    #[arg(long)]
+    pub json: bool,
+    /// Tokenizer for the figures.
+    #[arg(long, value_enum, default_value = "cl100k")]
+    pub encoding: EncodingArg,
+    /// Names in the standing book (plans), in scope for CANCEL, ARM and plan(...).
+    #[arg(long, value_delimiter = ',')]
+    pub standing: Vec<String>,
+    /// SHOW VIEW requests already answered at this wake.
+    #[arg(long, default_value_t = 0)]
+    pub views_requested: u32,
+}
+
+/// Exit code for a routed turn: 0 authored, 2 refused (invalid, truncated, provider-error).
+pub(crate) fn exit_code(t: &RoutedTurn) -> i32 {
+    if t.class() == TurnClass::Authored {
+        0
+    } else {
+        2
+    }
+}
+
+fn detail(o: &Outcome) -> String {
+    match o {
+        Outcome::Supersede {
+            plans,
+            wakes,
+            views,
+        } => {
+            let mut parts = Vec::new();
+            if !plans.is_empty() {
+                parts.push(format!("plans {}", plans.join(", ")));
+            }
+            if !wakes.is_empty() {
+                parts.push(format!("next wake {}", wakes.join(", ")));
+            }
+            if !views.is_empty() {
+                parts.push(format!("standing views {}", views.join(", ")));
+            }
+            parts.join("; ")
+        }
+        Outcome::StandDown { reason } => format!("reason: {reason}"),
+        Outcome::ViewRequest { view, reason } => match reason {
+            Some(r) => format!("view {view}; reason: {r}"),
+            None => format!("view {view}"),
+        },
+        Outcome::Cancel { target } => format!("target {target}"),
+        Outcome::ProviderError { message } => message.clone(),
+        _ => String::new(),
+    }
+}
+
+pub fn run(a: &TurnArgs) -> i32 {
+    let Some(src) = read_source(&a.file) else {
+        return 1;
+    };
+    let mut ctx = TurnContext::new(a.phase.into(), a.profile.into(), a.author.into());
+    ctx.views_requested = a.views_requested;
+    if !a.standing.is_empty() {
+        let mut scope = Scope::default();
+        scope.plans.extend(a.standing.iter().cloned());
+        ctx.standing = Some(scope);
+    }
+    let t = turn::route(&Reply::text(src.clone()), &ctx);
+    let enc: Encoding = a.encoding.into();
+    let figures = tokens::measure(&src, &t, enc);
+    if a.json {
+        let mut v = serde_json::to_value(&t).unwrap_or(serde_json::Value::Null);
+        if let serde_json::Value::Object(m) = &mut v {
+            m.insert(
+                "class".into(),
+                serde_json::to_value(t.class()).unwrap_or_default(),
+            );
+            m.insert(
+                "menu".into(),
+                serde_json::Value::String(ctx.menu().describe()),
+            );
+            match &figures {
+                Ok(f) => {
+                    m.insert("tokens".into(), serde_json::to_value(f).unwrap_or_default());
+                }
+                Err(e) => {
+                    m.insert(
+                        "tokens_error".into(),
+                        serde_json::Value::String(e.to_string()),
+                    );
+                }
+            }
+        }
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        return exit_code(&t);
+    }
+    let name = a.file.display().to_string();
+    let d = detail(&t.outcome);
+    let class = match t.class() {
+        TurnClass::Authored => "authored",
+        TurnClass::Invalid => "invalid",
+        TurnClass::ProviderError => "provider-error",
+    };
+    if d.is_empty() {
+        println!("outcome: {} ({class})", t.outcome.name());
+    } else {
+        println!("outcome: {} ({class}): {d}", t.outcome.name());
+    }
+    for e in t.outcome.errors() {
+        eprintln!("{name}: {}", e.one_line());
+    }
+    if t.outcome.is_refused() {
+        println!("menu: {}", ctx.menu().describe());
+    }
+    if !t.journal.is_empty() {
+        println!("journal:");
+        for l in &t.journal {
+            println!("  {l}");
+        }
+    }
+    if !t.kestrel.is_empty() && t.source == turn::Source::JsonEnvelope {
+        println!("canonical kestrel (from the JSON envelope):");
+        for l in t.kestrel.lines() {
+            println!("  {l}");
+        }
+    }
+    match figures {
+        Ok(f) => {
+            let mut s = format!("tokens ({}): reply {}", enc.name(), f.reply);
+            if let Some(k) = f.kestrel {
+                s.push_str(&format!(", kestrel {k}"));
+            }
+            if let Some(e) = f.envelope {
+                s.push_str(&format!(", json envelope {e}"));
+            }
+            if let (Some(sv), Some(p)) = (f.saving, f.saving_pct) {
+                s.push_str(&format!(", saving {sv} ({p:.1}%)"));
+            }
+            if let (Some(r), Some(e)) = (f.document_raw, f.document_escaped) {
+                s.push_str(&format!("; document raw {r}, escaped {e}"));
+            }
+            println!("{s}");
+        }
+        Err(e) => eprintln!("warning: {e}"),
+    }
+    exit_code(&t)
+}

@@ -1,0 +1,154 @@
+//! Token meters (TURNS.md §7): cl100k by default, o200k for newer models, via `tiktoken-rs`.
+//!
+//! The BPE ranks are compiled into `tiktoken-rs` (`include_str!` of its bundled assets), so
+//! nothing is downloaded at run time. Each encoding is built once, on first use, and shared
+//! (`OnceLock`); a failure to build is reported as an error, never a panic.
+
+use crate::turn::{RoutedTurn, TurnClass, envelope};
+use serde::{Deserialize, Serialize};
+use std::sync::OnceLock;
+use tiktoken_rs::CoreBPE;
+
+/// A tokenizer encoding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Encoding {
+    /// `cl100k_base` (GPT-4 era; the reference project's oracle).
+    #[default]
+    Cl100k,
+    /// `o200k_base` (newer models).
+    O200k,
+}
+
+impl Encoding {
+    /// `cl100k` or `o200k`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Encoding::Cl100k => "cl100k",
+            Encoding::O200k => "o200k",
+        }
+    }
+
+    /// Look an encoding up by name (`cl100k`, `cl100k_base`, `o200k`, `o200k_base`).
+    pub fn from_name(s: &str) -> Option<Encoding> {
+        match s {
+            "cl100k" | "cl100k_base" => Some(Encoding::Cl100k),
+            "o200k" | "o200k_base" => Some(Encoding::O200k),
+            _ => None,
+        }
+    }
+}
+
+/// The tokenizer could not be built.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenError(pub String);
+
+impl std::fmt::Display for TokenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "tokenizer unavailable: {}", self.0)
+    }
+}
+
+impl std::error::Error for TokenError {}
+
+static CL100K: OnceLock<Result<CoreBPE, String>> = OnceLock::new();
+static O200K: OnceLock<Result<CoreBPE, String>> = OnceLock::new();
+
+/// The shared tokenizer for an encoding, built on first use.
+pub fn bpe(enc: Encoding) -> Result<&'static CoreBPE, TokenError> {
+    let cell = match enc {
+        Encoding::Cl100k => {
+            CL100K.get_or_init(|| tiktoken_rs::cl100k_base().map_err(|e| e.to_string()))
+        }
+        Encoding::O200k => {
+            O200K.get_or_init(|| tiktoken_rs::o200k_base().map_err(|e| e.to_string()))
+        }
+    };
+    cell.as_ref().map_err(|e| TokenError(e.clone()))
+}
+
+/// Tokens in a text (special-token spellings count as ordinary text).
+pub fn count(text: &str, enc: Encoding) -> Result<usize, TokenError> {
+    Ok(bpe(enc)?.encode_ordinary(text).len())
+}
+
+/// The token figures of one turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnTokens {
+    pub encoding: Encoding,
+    /// The reply as written (whole file, fences and prose included).
+    pub reply: usize,
+    /// The turn's canonical Kestrel text (`None` when the turn has none).
+    pub kestrel: Option<usize>,
+    /// The same turn printed as the compact JSON envelope.
+    pub envelope: Option<usize>,
+    /// `envelope - kestrel`: what envelope-free saved on this turn.
+    pub saving: Option<i64>,
+    /// The saving as a percentage of the envelope.
+    pub saving_pct: Option<f64>,
+    /// A supersede's document alone, raw (no own-line comments).
+    pub document_raw: Option<usize>,
+    /// The same document as a JSON string (quoted, `\n` and `"` escaped).
+    pub document_escaped: Option<usize>,
+}
+
+/// The text a model would emit for the canonical Kestrel: no final newline (the envelope has
+/// none either).
+pub fn kestrel_emitted(turn: &RoutedTurn) -> Option<&str> {
+    if turn.class() == TurnClass::Authored {
+        Some(turn.kestrel.trim_end_matches('\n'))
+    } else {
+        None
+    }
+}
+
+/// Measure one turn: the reply, its canonical Kestrel, its envelope projection, the saving,
+/// and a supersede's escaping cost.
+pub fn measure(reply: &str, turn: &RoutedTurn, enc: Encoding) -> Result<TurnTokens, TokenError> {
+    let c = |s: &str| count(s, enc);
+    let kestrel = kestrel_emitted(turn).map(c).transpose()?;
+    let envelope = envelope::project(turn).map(|s| c(&s)).transpose()?;
+    let (saving, saving_pct) = match (kestrel, envelope) {
+        (Some(k), Some(e)) => {
+            let s = e as i64 - k as i64;
+            let pct = if e > 0 {
+                100.0 * s as f64 / e as f64
+            } else {
+                0.0
+            };
+            (Some(s), Some(pct))
+        }
+        _ => (None, None),
+    };
+    let doc = envelope::document_payload(turn);
+    let document_raw = doc.as_deref().map(c).transpose()?;
+    let document_escaped = doc
+        .as_deref()
+        .map(|d| c(&serde_json::Value::String(d.to_string()).to_string()))
+        .transpose()?;
+    Ok(TurnTokens {
+        encoding: enc,
+        reply: c(reply)?,
+        kestrel,
+        envelope,
+        saving,
+        saving_pct,
+        document_raw,
+        document_escaped,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_known_text() {
+        // "hello world" is two tokens in both encodings.
+        assert_eq!(count("hello world", Encoding::Cl100k), Ok(2));
+        assert_eq!(count("hello world", Encoding::O200k), Ok(2));
+        assert_eq!(count("", Encoding::Cl100k), Ok(0));
+        // Special-token spellings are ordinary text, not a panic.
+        assert!(count("<|endoftext|>", Encoding::Cl100k).is_ok_and(|n| n > 1));
+    }
+}

@@ -1,0 +1,676 @@
+//! Envelope-free turns: how an author's reply becomes a routed act (TURNS.md, seed 000).
+//!
+//! One router for every author (a person at the desk, an LLM, a program, a recording):
+//!
+//! 1. [`extract`](extract::extract) the document forgivingly (one fence stripped, else the
+//!    whole body, trimmed);
+//! 2. lift own-line `#` comments into the journal (they stay in the document);
+//! 3. a body starting with `{` (or fenced as `json`) is the legacy JSON envelope, normalised to
+//!    Kestrel text by [`envelope::ingest`] and then routed like any Kestrel reply;
+//! 4. route on the first significant statement: a directive (STAND-DOWN, SHOW VIEW, CANCEL)
+//!    alone, or a module of statements (supersede), or nothing (pass); anything else is
+//!    invalid with a coded, guided error;
+//! 5. check the move against the [`Menu`] and every fail-closed rule.
+//!
+//! ```
+//! use kestrel_desk::turn::{self, Reply, TurnContext, WakePhase, Profile, AuthorKind};
+//! let ctx = TurnContext::new(WakePhase::Mid, Profile::AuthoringV2, AuthorKind::Model);
+//! let t = turn::route(&Reply::text("STAND-DOWN chop, no edge"), &ctx);
+//! assert_eq!(t.outcome.name(), "stand-down");
+//! assert_eq!(t.kestrel, "STAND-DOWN chop, no edge\n");
+//! ```
+//!
+//! The three outcomes stay distinct ([`TurnClass`]): *authored*, *invalid* (invalid,
+//! truncated, and the terminal fail-closed pass of [`repair`]), and *provider-error*.
+//! [`RoutedTurn`] and [`RepairAttempt`] are plain serde records: they are what the Bus will
+//! carry (canonical Kestrel text, never the raw reply).
+
+pub mod envelope;
+pub mod extract;
+pub mod menu;
+pub mod profile;
+pub mod repair;
+
+pub use menu::{Menu, Move, WakePhase};
+pub use profile::{Config, Profile, Wire};
+pub use repair::{Ask, Author, RepairAttempt, RepairPolicy, RepairRun, drive};
+
+use crate::lang::{self, Diagnostic, Document, Mode, Scope, ast::StatementKind};
+use serde::{Deserialize, Serialize};
+
+/// Who wrote the reply. Only a model's empty reply is a provider error; an empty turn from a
+/// person or a file is a pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AuthorKind {
+    /// A person typing at the desk.
+    Human,
+    /// An LLM behind a provider.
+    Model,
+    /// A file or an external program (a recording, a script).
+    File,
+}
+
+impl AuthorKind {
+    /// `human`, `model` or `file`.
+    pub fn name(self) -> &'static str {
+        match self {
+            AuthorKind::Human => "human",
+            AuthorKind::Model => "model",
+            AuthorKind::File => "file",
+        }
+    }
+}
+
+/// What the author's transport delivered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "text", rename_all = "kebab-case")]
+pub enum Reply {
+    /// A completed reply.
+    Text(String),
+    /// A reply the provider reports it stopped at its output-token limit. It is routed as
+    /// *truncated* whatever it parses to: a cut prefix of a plan may parse yet lack its EXIT.
+    CutOff(String),
+    /// The transport failed (timeout, HTTP error, a dead provider); the text says how.
+    ProviderError(String),
+}
+
+impl Reply {
+    /// A completed reply.
+    pub fn text(s: impl Into<String>) -> Reply {
+        Reply::Text(s.into())
+    }
+
+    /// The text written, if any was delivered.
+    pub fn written(&self) -> &str {
+        match self {
+            Reply::Text(s) | Reply::CutOff(s) => s,
+            Reply::ProviderError(_) => "",
+        }
+    }
+}
+
+/// The wake a turn answers.
+#[derive(Debug, Clone)]
+pub struct TurnContext {
+    pub phase: WakePhase,
+    pub profile: Profile,
+    pub author: AuthorKind,
+    /// SHOW VIEW requests already answered at this wake (counts against `view_request_cap`).
+    pub views_requested: u32,
+    /// The standing book's names, in scope for `ARM`, `DELIVER`, `plan(...)` and `CANCEL`.
+    /// `None` when the router is not told the book (then `CANCEL` targets are not checked).
+    pub standing: Option<Scope>,
+}
+
+impl TurnContext {
+    /// A context with no SHOW VIEW used yet and no standing book known.
+    pub fn new(phase: WakePhase, profile: Profile, author: AuthorKind) -> TurnContext {
+        TurnContext {
+            phase,
+            profile,
+            author,
+            views_requested: 0,
+            standing: None,
+        }
+    }
+
+    /// The menu at this wake.
+    pub fn menu(&self) -> Menu {
+        Menu::for_wake(self.phase, self.profile, self.views_requested)
+    }
+}
+
+/// Where the routed text came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Source {
+    /// The reply was Kestrel (fenced or not).
+    Kestrel,
+    /// The reply was the legacy JSON envelope, normalised to Kestrel.
+    JsonEnvelope,
+    /// Nothing was routed (provider error).
+    None,
+}
+
+/// A coded, guided error on a turn: the language's diagnostics (`code=PARSE`) with their
+/// positions mapped back onto the reply, or the router's own (`code=TURN`, `code=ENVELOPE`,
+/// `code=TRUNCATED`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TurnError {
+    pub code: String,
+    pub rule: String,
+    pub message: String,
+    /// 1-based line in the reply (0 when the error has no position).
+    pub line: usize,
+    pub col: usize,
+}
+
+impl TurnError {
+    fn new(code: &str, rule: &str, message: impl Into<String>, line: usize, col: usize) -> Self {
+        TurnError {
+            code: code.to_string(),
+            rule: rule.to_string(),
+            message: message.into(),
+            line,
+            col,
+        }
+    }
+
+    /// The one-line form `kestrel check` prints.
+    pub fn one_line(&self) -> String {
+        let msg = self.message.replace('\n', " ");
+        if self.line == 0 {
+            format!(
+                "error code={} rule={} message={}",
+                self.code, self.rule, msg
+            )
+        } else {
+            format!(
+                "error code={} rule={} message={} (line {}, col {})",
+                self.code, self.rule, msg, self.line, self.col
+            )
+        }
+    }
+
+    fn from_diag(d: &Diagnostic, line_offset: usize, col_offset: usize) -> TurnError {
+        TurnError::new(
+            d.code,
+            d.rule.name(),
+            d.message.clone(),
+            d.line + line_offset,
+            if d.line == 1 {
+                d.col + col_offset
+            } else {
+                d.col
+            },
+        )
+    }
+}
+
+/// The guided error text an author is re-asked with: one line per error, as `kestrel check`
+/// prints them.
+pub fn guided_text(errors: &[TurnError]) -> String {
+    errors
+        .iter()
+        .map(TurnError::one_line)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// What the turn does.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "kebab-case")]
+pub enum Outcome {
+    /// Supersede the standing book with this module.
+    Supersede {
+        plans: Vec<String>,
+        /// WAKE statements: they schedule the next wake.
+        wakes: Vec<String>,
+        /// Bare VIEW statements: standing screens for future wakes.
+        views: Vec<String>,
+    },
+    /// De-arm the standing book clean; the reason is kept verbatim.
+    StandDown { reason: String },
+    /// Render this view now, at the same frozen cutoff, and ask again.
+    ViewRequest {
+        view: String,
+        /// From the directive's trailing comments, else its own-line comments.
+        reason: Option<String>,
+    },
+    /// Pull that resting order or plan.
+    Cancel { target: String },
+    /// Do nothing; the standing book keeps managing. `fail_closed` marks the terminal pass
+    /// after a spent repair budget (which is not an authored pass).
+    Pass { fail_closed: bool },
+    /// The reply failed to parse, validate, or fit the menu.
+    Invalid { errors: Vec<TurnError> },
+    /// The reply was cut off (JSON unbalanced at the end, an unclosed fence around an
+    /// unparseable body, or the provider's token limit).
+    Truncated { errors: Vec<TurnError> },
+    /// The author's transport failed.
+    ProviderError { message: String },
+}
+
+/// The three outcome classes, never conflated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TurnClass {
+    Authored,
+    Invalid,
+    ProviderError,
+}
+
+impl Outcome {
+    /// The outcome's name: `supersede`, `stand-down`, `view-request`, `cancel`, `pass`,
+    /// `invalid`, `truncated` or `provider-error`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Outcome::Supersede { .. } => "supersede",
+            Outcome::StandDown { .. } => "stand-down",
+            Outcome::ViewRequest { .. } => "view-request",
+            Outcome::Cancel { .. } => "cancel",
+            Outcome::Pass { .. } => "pass",
+            Outcome::Invalid { .. } => "invalid",
+            Outcome::Truncated { .. } => "truncated",
+            Outcome::ProviderError { .. } => "provider-error",
+        }
+    }
+
+    /// Authored, invalid or provider-error. The fail-closed pass is *invalid*: the author
+    /// never wrote a valid turn.
+    pub fn class(&self) -> TurnClass {
+        match self {
+            Outcome::Invalid { .. } | Outcome::Truncated { .. } => TurnClass::Invalid,
+            Outcome::Pass { fail_closed: true } => TurnClass::Invalid,
+            Outcome::ProviderError { .. } => TurnClass::ProviderError,
+            _ => TurnClass::Authored,
+        }
+    }
+
+    /// Is this an invalid or truncated reply (one that repair would re-ask)?
+    pub fn is_refused(&self) -> bool {
+        matches!(self, Outcome::Invalid { .. } | Outcome::Truncated { .. })
+    }
+
+    /// The errors of a refused reply.
+    pub fn errors(&self) -> &[TurnError] {
+        match self {
+            Outcome::Invalid { errors } | Outcome::Truncated { errors } => errors,
+            _ => &[],
+        }
+    }
+}
+
+/// A routed turn: the record that crosses to the Bus. It holds the canonical Kestrel text,
+/// never the raw reply.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RoutedTurn {
+    #[serde(flatten)]
+    pub outcome: Outcome,
+    /// Own-line comments, in order, without `# `.
+    pub journal: Vec<String>,
+    /// The turn in canonical Kestrel (`lang::print`); empty for invalid, truncated and
+    /// provider-error turns and for the fail-closed pass.
+    pub kestrel: String,
+    pub source: Source,
+    pub phase: WakePhase,
+    pub profile: Profile,
+    pub author: AuthorKind,
+}
+
+impl RoutedTurn {
+    /// The journal joined in order, one line per comment.
+    pub fn journal_text(&self) -> String {
+        self.journal.join("\n")
+    }
+
+    /// The class of the outcome.
+    pub fn class(&self) -> TurnClass {
+        self.outcome.class()
+    }
+
+    /// Canonical JSON (sorted keys, no whitespace): the bytes the Bus will carry.
+    pub fn canonical_json(&self) -> String {
+        serde_json::to_value(self)
+            .map(|v| v.to_string())
+            .unwrap_or_default()
+    }
+
+    /// The parsed document of an authored turn (re-parsed from its canonical text).
+    pub fn document(&self) -> Option<Document> {
+        if self.kestrel.is_empty() {
+            None
+        } else {
+            lang::parse(&self.kestrel).ok()
+        }
+    }
+
+    /// The terminal fail-closed pass that ends a spent repair loop.
+    pub fn fail_closed(ctx: &TurnContext) -> RoutedTurn {
+        RoutedTurn {
+            outcome: Outcome::Pass { fail_closed: true },
+            journal: Vec::new(),
+            kestrel: String::new(),
+            source: Source::None,
+            phase: ctx.phase,
+            profile: ctx.profile,
+            author: ctx.author,
+        }
+    }
+}
+
+fn turn(
+    ctx: &TurnContext,
+    outcome: Outcome,
+    journal: Vec<String>,
+    kestrel: String,
+    source: Source,
+) -> RoutedTurn {
+    RoutedTurn {
+        outcome,
+        journal,
+        kestrel,
+        source,
+        phase: ctx.phase,
+        profile: ctx.profile,
+        author: ctx.author,
+    }
+}
+
+/// Route one reply at one wake. Never panics; every input gets exactly one outcome.
+pub fn route(reply: &Reply, ctx: &TurnContext) -> RoutedTurn {
+    let (text, cut_off) = match reply {
+        Reply::ProviderError(m) => {
+            return turn(
+                ctx,
+                Outcome::ProviderError { message: m.clone() },
+                Vec::new(),
+                String::new(),
+                Source::None,
+            );
+        }
+        Reply::Text(s) => (s.as_str(), false),
+        Reply::CutOff(s) => (s.as_str(), true),
+    };
+    if ctx.author == AuthorKind::Model && text.trim().is_empty() {
+        return turn(
+            ctx,
+            Outcome::ProviderError {
+                message: "empty completion: a model passes by writing only comments, so an empty reply is the provider failing".into(),
+            },
+            Vec::new(),
+            String::new(),
+            Source::None,
+        );
+    }
+    let ex = extract::extract(text);
+    let unclosed = ex.fence.as_ref().is_some_and(|f| !f.closed);
+    let mut routed = if ex.body.starts_with('{') || ex.fenced_json() {
+        match envelope::ingest(ex.body) {
+            Ok(kestrel) => route_kestrel(&kestrel, 0, 0, ctx, Source::JsonEnvelope),
+            Err(envelope::IngestError::Truncated(m)) => turn(
+                ctx,
+                Outcome::Truncated {
+                    errors: vec![TurnError::new("TRUNCATED", "truncated", m, 0, 0)],
+                },
+                Vec::new(),
+                String::new(),
+                Source::JsonEnvelope,
+            ),
+            Err(envelope::IngestError::Invalid(m)) => turn(
+                ctx,
+                Outcome::Invalid {
+                    errors: vec![TurnError::new("ENVELOPE", "envelope-shape", m, 0, 0)],
+                },
+                Vec::new(),
+                String::new(),
+                Source::JsonEnvelope,
+            ),
+        }
+    } else {
+        route_kestrel(
+            ex.body,
+            ex.line_offset(text),
+            ex.col_offset(text),
+            ctx,
+            Source::Kestrel,
+        )
+    };
+    // A cut-off reply fails closed as truncated: a valid prefix may lack its exits.
+    let cut_msg = if cut_off {
+        Some(
+            "the reply was cut off at the provider's output-token limit: write a shorter, complete turn",
+        )
+    } else if unclosed && routed.outcome.is_refused() {
+        Some(
+            "the reply looks cut off (its code fence never closes): write the whole turn and close the fence, or send it without a fence",
+        )
+    } else {
+        None
+    };
+    if let Some(m) = cut_msg
+        && routed.outcome.class() != TurnClass::ProviderError
+    {
+        let mut errors = vec![TurnError::new("TRUNCATED", "truncated", m, 0, 0)];
+        errors.extend(routed.outcome.errors().iter().cloned());
+        routed.outcome = Outcome::Truncated { errors };
+        routed.kestrel.clear();
+    }
+    routed
+}
+
+/// Route a body already known to be Kestrel text. `line_offset`/`col_offset` map error
+/// positions back onto the reply.
+fn route_kestrel(
+    body: &str,
+    line_offset: usize,
+    col_offset: usize,
+    ctx: &TurnContext,
+    source: Source,
+) -> RoutedTurn {
+    let journal = extract::lift_journal(body);
+    let invalid = |errors: Vec<TurnError>, journal: Vec<String>| {
+        turn(
+            ctx,
+            Outcome::Invalid { errors },
+            journal,
+            String::new(),
+            source,
+        )
+    };
+    let doc = match lang::parse(body) {
+        Ok(d) => d,
+        Err(diags) => {
+            let errors = diags
+                .iter()
+                .map(|d| TurnError::from_diag(d, line_offset, col_offset))
+                .collect();
+            return invalid(errors, journal);
+        }
+    };
+    let at = |st: &lang::ast::Statement| {
+        let (l, c) = lang::LineIndex::new(body).line_col(st.span.start as usize);
+        (l + line_offset, if l == 1 { c + col_offset } else { c })
+    };
+    let menu = ctx.menu();
+    let Some(first) = doc.statements.first() else {
+        // Only comments, or nothing: a pass.
+        if !menu.allows(Move::Pass) {
+            return invalid(
+                vec![TurnError::new(
+                    "TURN",
+                    "menu",
+                    menu.refusal(Move::Pass, "a pass"),
+                    0,
+                    0,
+                )],
+                journal,
+            );
+        }
+        let kestrel = lang::print(&doc);
+        return turn(
+            ctx,
+            Outcome::Pass { fail_closed: false },
+            journal,
+            kestrel,
+            source,
+        );
+    };
+
+    // One directive, or a module of statements: never a mix.
+    if first.kind.is_directive() {
+        if let Some(second) = doc.statements.get(1) {
+            let (l, c) = at(second);
+            let msg = if second.kind.is_directive() {
+                format!(
+                    "a second directive ({}) after {}: a turn holds one directive (with comments around it), so reply with just one of them",
+                    second.kind.keyword(),
+                    first.kind.keyword()
+                )
+            } else {
+                format!(
+                    "{} after the directive {}: a turn is either one directive or a module of statements, never a mix; reply with the directive alone, or with the statements alone",
+                    second.kind.keyword(),
+                    first.kind.keyword()
+                )
+            };
+            return invalid(vec![TurnError::new("TURN", "turn-mix", msg, l, c)], journal);
+        }
+    } else if let Some(d) = doc.statements.iter().find(|s| s.kind.is_directive()) {
+        let (l, c) = at(d);
+        let msg = format!(
+            "the directive {} after statements: a turn is either one directive or a module of statements, never a mix; reply with the statements alone (several acts are several statements), or with the directive alone",
+            d.kind.keyword()
+        );
+        return invalid(vec![TurnError::new("TURN", "turn-mix", msg, l, c)], journal);
+    }
+
+    // The move, checked against the menu.
+    let mv = match &first.kind {
+        StatementKind::StandDown(_) => Move::StandDown,
+        StatementKind::ShowView(_) => Move::ShowView,
+        StatementKind::Cancel(_) => Move::Cancel,
+        _ => Move::Supersede,
+    };
+    if !menu.allows(mv) {
+        let (l, c) = at(first);
+        return invalid(
+            vec![TurnError::new(
+                "TURN",
+                "menu",
+                menu.refusal(mv, first.kind.keyword()),
+                l,
+                c,
+            )],
+            journal,
+        );
+    }
+    if mv == Move::Supersede
+        && let Some(st) = doc
+            .statements
+            .iter()
+            .find(|s| !menu::SUPERSEDE_HEADS.contains(&s.kind.keyword()))
+    {
+        let (l, c) = at(st);
+        let what = format!(
+            "{} in a turn (a turn's module holds PLAN, WAKE, VIEW and USING statements)",
+            st.kind.keyword()
+        );
+        return invalid(
+            vec![TurnError::new(
+                "TURN",
+                "menu",
+                menu.refusal(mv, &what),
+                l,
+                c,
+            )],
+            journal,
+        );
+    }
+
+    // Every fail-closed rule, with the standing book in scope.
+    let scope = ctx.standing.clone().unwrap_or_default();
+    let doc = match lang::check_in_scope(body, Mode::Turn, &scope) {
+        Ok(d) => d,
+        Err(diags) => {
+            let errors = diags
+                .iter()
+                .map(|d| TurnError::from_diag(d, line_offset, col_offset))
+                .collect();
+            return invalid(errors, journal);
+        }
+    };
+    let Some(first) = doc.statements.first() else {
+        return invalid(
+            vec![TurnError::new(
+                "TURN",
+                "internal",
+                "the document changed between parse and check",
+                0,
+                0,
+            )],
+            journal,
+        );
+    };
+    let outcome = match &first.kind {
+        StatementKind::StandDown(s) => Outcome::StandDown {
+            reason: s.reason.clone(),
+        },
+        StatementKind::Cancel(c) => {
+            if let Some(book) = &ctx.standing
+                && !book.plans.contains(&c.target.text)
+            {
+                let (l, cc) = at(first);
+                let known: Vec<&str> = book.plans.iter().map(String::as_str).collect();
+                let msg = format!(
+                    "CANCEL names `{}`, which is not in the standing book; in scope: {}",
+                    c.target.text,
+                    if known.is_empty() {
+                        "nothing".to_string()
+                    } else {
+                        known.join(", ")
+                    }
+                );
+                return invalid(
+                    vec![TurnError::new("PARSE", "unknown-ref", msg, l, cc)],
+                    journal,
+                );
+            }
+            Outcome::Cancel {
+                target: c.target.text.clone(),
+            }
+        }
+        StatementKind::ShowView(v) => {
+            let mut trailing: Vec<String> = Vec::new();
+            let heads = first
+                .trailing
+                .iter()
+                .chain(v.panes.iter().filter_map(|p| p.trailing.as_ref()));
+            for t in heads {
+                let r = extract::journal_line(&t.text);
+                if !r.is_empty() {
+                    trailing.push(r);
+                }
+            }
+            let reason = if !trailing.is_empty() {
+                Some(trailing.join(" "))
+            } else {
+                let own: Vec<&str> = journal
+                    .iter()
+                    .map(|s| s.trim())
+                    .filter(|s| !s.is_empty())
+                    .collect();
+                if own.is_empty() {
+                    None
+                } else {
+                    Some(own.join(" "))
+                }
+            };
+            Outcome::ViewRequest {
+                view: v.name.text.clone(),
+                reason,
+            }
+        }
+        _ => {
+            let mut plans = Vec::new();
+            let mut wakes = Vec::new();
+            let mut views = Vec::new();
+            for st in &doc.statements {
+                match &st.kind {
+                    StatementKind::Plan(p) => plans.push(p.name.text.clone()),
+                    StatementKind::Wake(w) => wakes.push(w.name.text.clone()),
+                    StatementKind::View(v) => views.push(v.name.text.clone()),
+                    _ => {}
+                }
+            }
+            Outcome::Supersede {
+                plans,
+                wakes,
+                views,
+            }
+        }
+    };
+    let kestrel = lang::print(&doc);
+    turn(ctx, outcome, journal, kestrel, source)
+}
