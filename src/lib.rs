@@ -12,3 +12,4 @@ pub mod lang;
 pub mod market;
 pub mod tokens;
 pub mod turn;
+pub mod view;

@@ -2,6 +2,7 @@
 //! 2 a refused document (or, for `fmt --check`, a file that is not canonical).
 
 mod card;
+pub mod frame;
 mod lang;
 pub mod tape;
 mod tokens;
@@ -35,6 +36,10 @@ pub enum Command {
     ///
     /// Example: kestrel check examples/*.kestrel --format json
     Check(lang::CheckArgs),
+    /// Render a View at a tape time, exactly as the agent receives it.
+    ///
+    /// Example: kestrel frame --tape tapes/trend-2025-04-09-s1.jsonl --at 11:30 --view examples/view-wake.kestrel
+    Frame(frame::FrameArgs),
     /// Tapes: generate seeded synthetic sessions.
     #[command(subcommand)]
     Tape(TapeCommand),
@@ -91,6 +96,7 @@ pub fn run(cmd: Command) -> i32 {
         Command::Check(a) => lang::check(&a),
         Command::Tape(TapeCommand::Gen(a)) => tape::tape_gen(&a),
         Command::Rules => lang::rules(),
+        Command::Frame(a) => frame::run(&a),
         Command::Turn(a) => turn::run(&a),
         Command::Tokens(a) => tokens::run(&a),
         Command::Card(a) => card::run(&a),

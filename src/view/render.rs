@@ -164,7 +164,7 @@ fn reduce(details: &mut [PaneDetail], dropped: &mut Vec<String>, input: &FrameIn
         {
             d.blocks -= 1;
             let size = bar.as_ref().map(|b| b.seconds() as u32).unwrap_or(DEFAULT_BAR_SECS);
-            note(dropped, format!("tape {}: older keyframe blocks", fmt_size(effective_size(size))));
+            note(dropped, &format!("tape {}: older keyframe blocks", fmt_size(effective_size(size))));
             return true;
         }
     }
@@ -172,7 +172,8 @@ fn reduce(details: &mut [PaneDetail], dropped: &mut Vec<String>, input: &FrameIn
     for d in details.iter_mut().filter(|d| !d.dropped) {
         if matches!(d.pane, Pane::Chain { .. } | Pane::Gex { .. }) && d.strikes > 1 {
             d.strikes -= 1;
-            note(dropped, format!("{}: strikes beyond ±{}", pane_name(&d.pane), d.strikes));
+            let key = format!("{}: strikes beyond", pane_name(&d.pane));
+            note(dropped, &format!("{key} ±{}", d.strikes));
             return true;
         }
     }
@@ -185,7 +186,7 @@ fn reduce(details: &mut [PaneDetail], dropped: &mut Vec<String>, input: &FrameIn
             let rows = d.rows.unwrap_or(have);
             if rows > 6 {
                 d.rows = Some((rows * 2 / 3).max(6));
-                note(dropped, format!("tape {}: older rows", fmt_size(effective_size(size))));
+                note(dropped, &format!("tape {}: older rows", fmt_size(effective_size(size))));
                 return true;
             }
         }
@@ -204,9 +205,14 @@ fn reduce(details: &mut [PaneDetail], dropped: &mut Vec<String>, input: &FrameIn
     false
 }
 
-fn note(dropped: &mut Vec<String>, s: String) {
-    if !dropped.contains(&s) {
-        dropped.push(s);
+/// Record a cut; a later cut of the same kind (`gex: strikes beyond ±2` after `±3`) replaces
+/// the earlier one.
+fn note(dropped: &mut Vec<String>, s: &str) {
+    let kind = s.split(['±']).next().unwrap_or(s);
+    if let Some(e) = dropped.iter_mut().find(|e| e.starts_with(kind)) {
+        *e = s.to_string();
+    } else {
+        dropped.push(s.to_string());
     }
 }
 
@@ -342,6 +348,7 @@ fn pane(out: &mut String, d: &PaneDetail, input: &FrameInput<'_>) {
                 let p = m.quote(exec, e, k, Right::Put);
                 if let (Some(c), Some(p)) = (c, p) {
                     let atm = if off == 0 { "*" } else { "" };
+                    let k = strike_text(k);
                     let _ = writeln!(
                         out,
                         "{k}{atm} C {:.2} {} {} | P {:.2} {} {}",
@@ -361,7 +368,7 @@ fn pane(out: &mut String, d: &PaneDetail, input: &FrameInput<'_>) {
                     && let Some(g) = m.gex(exec, e, k)
                 {
                     total += g;
-                    cells.push(format!("{k} {}", compact(g)));
+                    cells.push(format!("{} {}", strike_text(k), compact(g)));
                 }
             }
             if cells.is_empty() {
@@ -384,9 +391,11 @@ fn pane(out: &mut String, d: &PaneDetail, input: &FrameInput<'_>) {
                 (Some((kc, ic)), Some((kp, ip))) => {
                     let _ = writeln!(
                         out,
-                        "[skew {exec} 0dte {}d] call {kc} iv {:.1}% | put {kp} iv {:.1}% | rr {:+.1} vol pts",
+                        "[skew {exec} 0dte {}d] call {} iv {:.1}% | put {} iv {:.1}% | rr {:+.1} vol pts",
                         delta.text,
+                        strike_text(kc),
                         ic * 100.0,
+                        strike_text(kp),
                         ip * 100.0,
                         (ic - ip) * 100.0
                     );
@@ -548,6 +557,16 @@ pub fn tape_section(bars: &Bars, size_secs: u32, now: Ts, blocks: usize, rows: O
         );
     }
     out
+}
+
+/// A strike without trailing zeros (`517`, `517.5`).
+fn strike_text(k: Px) -> String {
+    let s = k.to_string();
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
 }
 
 fn count_of(n: &Option<ast::Num>, default: usize) -> usize {
