@@ -32,7 +32,10 @@ pub fn run(a: &CardArgs) -> i32 {
     let count = |s: &str| tokens::count(s, enc).unwrap_or(usize::MAX / 2);
     match card::build(&menu, a.budget, &count) {
         Ok(c) => {
-            print!("{}", c.text);
+            {
+                use std::io::Write as _;
+                let _ = write!(std::io::stdout().lock(), "{}", c.text);
+            }
             if c.dropped.is_empty() {
                 eprintln!("card: {} tokens ({})", c.tokens, enc.name());
             } else {

@@ -49,7 +49,7 @@ pub enum Command {
     Rules,
     /// Route a reply as a turn: the outcome, the journal and the token figures.
     ///
-    /// Example: kestrel turn examples/turns/stand-down.txt --json
+    /// Example: kestrel turn examples/turns/02-stand-down.txt --json
     Turn(turn::TurnArgs),
     /// Count tokens; for turns, reply vs canonical Kestrel vs the JSON envelope.
     ///

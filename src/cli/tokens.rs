@@ -1,6 +1,14 @@
 //! `kestrel tokens`: count tokens in files; for turns, the reply, its canonical Kestrel, its
 //! JSON-envelope projection and the saving; with `--table`, the seed 000 §6 table.
 
+/// `println!` that ignores a closed stdout (`kestrel … | head` must not panic).
+macro_rules! outln {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($t)*);
+    }};
+}
+
 use super::lang::read_source;
 use super::turn::{AuthorArg, EncodingArg, PhaseArg, ProfileArg};
 use crate::tokens::{self, Encoding, TurnTokens};
@@ -80,31 +88,31 @@ pub fn run(a: &TokensArgs) -> i32 {
             if let (Some(r), Some(e)) = (m.document_raw, m.document_escaped) {
                 s.push_str(&format!("; document raw {r}, escaped {e}"));
             }
-            println!("{s}");
+            outln!("{s}");
         }
         rows.push((stem(f), t.outcome.name().to_string(), m));
     }
     if a.table {
-        println!("| Turn | JSON envelope | pure Kestrel | saving |");
-        println!("|---|---:|---:|---:|");
+        outln!("| Turn | JSON envelope | pure Kestrel | saving |");
+        outln!("|---|---:|---:|---:|");
         let (mut te, mut tk) = (0usize, 0usize);
         for (name, outcome, m) in &rows {
             match (m.envelope, m.kestrel, m.saving) {
                 (Some(e), Some(k), Some(s)) => {
                     te += e;
                     tk += k;
-                    println!(
+                    outln!(
                         "| {name} ({outcome}) | {e} tok | {k} tok | {s} tok — {:.1}% fewer |",
                         pct(s, e)
                     );
                 }
-                _ => println!("| {name} ({outcome}) | — | — | — |"),
+                _ => outln!("| {name} ({outcome}) | — | — | — |"),
             }
         }
         for (name, _, m) in &rows {
             if let (Some(e), Some(r)) = (m.document_escaped, m.document_raw) {
                 let s = e as i64 - r as i64;
-                println!(
+                outln!(
                     "| *(the escaping cost alone: the `document` string of {name})* | {e} tok (JSON-escaped) | {r} tok (raw) | {s} tok — {:.1}% |",
                     pct(s, e)
                 );
@@ -112,13 +120,13 @@ pub fn run(a: &TokensArgs) -> i32 {
         }
         if tk > 0 {
             let s = te as i64 - tk as i64;
-            println!(
+            outln!(
                 "| **total** | {te} tok | {tk} tok | {s} tok — {:.1}% fewer |",
                 pct(s, te)
             );
         }
-        println!();
-        println!(
+        outln!();
+        outln!(
             "Measured with `{}` tokens (tiktoken-rs); kestrel and envelope counted without a final newline.",
             enc.name()
         );

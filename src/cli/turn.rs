@@ -1,6 +1,14 @@
 //! `kestrel turn`: route one reply as a turn and print the outcome, the journal and the
 //! token figures.
 
+/// `println!` that ignores a closed stdout (`kestrel … | head` must not panic).
+macro_rules! outln {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($t)*);
+    }};
+}
+
 use super::lang::read_source;
 use crate::lang::Scope;
 use crate::tokens::{self, Encoding};
@@ -183,7 +191,7 @@ pub fn run(a: &TurnArgs) -> i32 {
                 }
             }
         }
-        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
         return exit_code(&t);
     }
     let name = a.file.display().to_string();
@@ -194,26 +202,26 @@ pub fn run(a: &TurnArgs) -> i32 {
         TurnClass::ProviderError => "provider-error",
     };
     if d.is_empty() {
-        println!("outcome: {} ({class})", t.outcome.name());
+        outln!("outcome: {} ({class})", t.outcome.name());
     } else {
-        println!("outcome: {} ({class}): {d}", t.outcome.name());
+        outln!("outcome: {} ({class}): {d}", t.outcome.name());
     }
     for e in t.outcome.errors() {
         eprintln!("{name}: {}", e.one_line());
     }
     if t.outcome.is_refused() {
-        println!("menu: {}", ctx.menu().describe());
+        outln!("menu: {}", ctx.menu().describe());
     }
     if !t.journal.is_empty() {
-        println!("journal:");
+        outln!("journal:");
         for l in &t.journal {
-            println!("  {l}");
+            outln!("  {l}");
         }
     }
     if !t.kestrel.is_empty() && t.source == turn::Source::JsonEnvelope {
-        println!("canonical kestrel (from the JSON envelope):");
+        outln!("canonical kestrel (from the JSON envelope):");
         for l in t.kestrel.lines() {
-            println!("  {l}");
+            outln!("  {l}");
         }
     }
     match figures {
@@ -231,7 +239,7 @@ pub fn run(a: &TurnArgs) -> i32 {
             if let (Some(r), Some(e)) = (f.document_raw, f.document_escaped) {
                 s.push_str(&format!("; document raw {r}, escaped {e}"));
             }
-            println!("{s}");
+            outln!("{s}");
         }
         Err(e) => eprintln!("warning: {e}"),
     }

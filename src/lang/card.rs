@@ -49,6 +49,7 @@ pub struct Section {
     pub name: &'static str,
     /// Optional sections may be dropped under a budget.
     pub optional: bool,
+    /// The section's text, ending in a newline.
     pub text: String,
     /// A shorter form used before dropping (or instead, for a required section).
     pub compact: Option<String>,
@@ -57,6 +58,7 @@ pub struct Section {
 /// A built card.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Card {
+    /// The card as printed.
     pub text: String,
     /// Tokens of `text` as counted by the caller's counter.
     pub tokens: usize,

@@ -75,6 +75,7 @@ pub fn count(text: &str, enc: Encoding) -> Result<usize, TokenError> {
 /// The token figures of one turn.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TurnTokens {
+    /// The encoding counted with.
     pub encoding: Encoding,
     /// The reply as written (whole file, fences and prose included).
     pub reply: usize,

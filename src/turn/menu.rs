@@ -72,7 +72,9 @@ pub const SUPERSEDE_HEADS: &[&str] = &["PLAN", "WAKE", "VIEW", "USING"];
 /// The moves on offer at one wake.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Menu {
+    /// The wake's phase.
     pub phase: WakePhase,
+    /// The profile in force.
     pub profile: Profile,
     /// Legal moves, in the order the prompt lists them.
     pub moves: Vec<Move>,

@@ -93,8 +93,11 @@ impl Reply {
 /// The wake a turn answers.
 #[derive(Debug, Clone)]
 pub struct TurnContext {
+    /// The wake's phase (decides the menu with the profile).
     pub phase: WakePhase,
+    /// The prompt profile the author was given.
     pub profile: Profile,
+    /// Who is writing.
     pub author: AuthorKind,
     /// SHOW VIEW requests already answered at this wake (counts against `view_request_cap`).
     pub views_requested: u32,
@@ -138,11 +141,15 @@ pub enum Source {
 /// `code=TRUNCATED`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TurnError {
+    /// `PARSE`, `TURN`, `ENVELOPE` or `TRUNCATED`.
     pub code: String,
+    /// The stable rule name (`syntax`, `turn-mix`, `menu`, `envelope-shape`, `truncated`, ...).
     pub rule: String,
+    /// The guiding message: what is wrong and how to fix it.
     pub message: String,
     /// 1-based line in the reply (0 when the error has no position).
     pub line: usize,
+    /// 1-based column (characters) in the reply.
     pub col: usize,
 }
 
@@ -204,6 +211,7 @@ pub fn guided_text(errors: &[TurnError]) -> String {
 pub enum Outcome {
     /// Supersede the standing book with this module.
     Supersede {
+        /// PLAN names, in order.
         plans: Vec<String>,
         /// WAKE statements: they schedule the next wake.
         wakes: Vec<String>,
@@ -211,33 +219,55 @@ pub enum Outcome {
         views: Vec<String>,
     },
     /// De-arm the standing book clean; the reason is kept verbatim.
-    StandDown { reason: String },
+    StandDown {
+        /// The rest of the directive's line, verbatim (may be empty).
+        reason: String,
+    },
     /// Render this view now, at the same frozen cutoff, and ask again.
     ViewRequest {
+        /// The requested view's name.
         view: String,
         /// From the directive's trailing comments, else its own-line comments.
         reason: Option<String>,
     },
     /// Pull that resting order or plan.
-    Cancel { target: String },
+    Cancel {
+        /// The plan or order name.
+        target: String,
+    },
     /// Do nothing; the standing book keeps managing. `fail_closed` marks the terminal pass
     /// after a spent repair budget (which is not an authored pass).
-    Pass { fail_closed: bool },
+    Pass {
+        /// True only for the terminal pass of a spent repair loop.
+        fail_closed: bool,
+    },
     /// The reply failed to parse, validate, or fit the menu.
-    Invalid { errors: Vec<TurnError> },
+    Invalid {
+        /// The coded, guided errors.
+        errors: Vec<TurnError>,
+    },
     /// The reply was cut off (JSON unbalanced at the end, an unclosed fence around an
     /// unparseable body, or the provider's token limit).
-    Truncated { errors: Vec<TurnError> },
+    Truncated {
+        /// A `truncated` error first, then any parse errors of the cut text.
+        errors: Vec<TurnError>,
+    },
     /// The author's transport failed.
-    ProviderError { message: String },
+    ProviderError {
+        /// What the transport reported.
+        message: String,
+    },
 }
 
 /// The three outcome classes, never conflated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum TurnClass {
+    /// Supersede, stand-down, view-request, cancel or an authored pass.
     Authored,
+    /// Invalid, truncated, or the terminal fail-closed pass.
     Invalid,
+    /// The transport failed.
     ProviderError,
 }
 
@@ -286,6 +316,7 @@ impl Outcome {
 /// never the raw reply.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RoutedTurn {
+    /// What the turn does (flattened: the `outcome` key names it).
     #[serde(flatten)]
     pub outcome: Outcome,
     /// Own-line comments, in order, without `# `.
@@ -293,9 +324,13 @@ pub struct RoutedTurn {
     /// The turn in canonical Kestrel (`lang::print`); empty for invalid, truncated and
     /// provider-error turns and for the fail-closed pass.
     pub kestrel: String,
+    /// Kestrel, or the JSON envelope normalised to Kestrel.
     pub source: Source,
+    /// The wake's phase.
     pub phase: WakePhase,
+    /// The profile in force.
     pub profile: Profile,
+    /// Who wrote it.
     pub author: AuthorKind,
 }
 

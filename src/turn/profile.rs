@@ -102,11 +102,13 @@ impl std::fmt::Display for Profile {
 /// The identity of one authoring configuration (one grid column).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Config {
+    /// The prompt profile.
     pub profile: Profile,
     /// The model's name as the provider spells it.
     pub model: String,
     /// Is grammar-constrained decoding on?
     pub constrained: bool,
+    /// Sampling temperature.
     pub temperature: f64,
 }
 

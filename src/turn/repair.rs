@@ -40,6 +40,7 @@ impl Ask {
 /// An author that can be asked (and re-asked) for a turn: a provider client, a person at
 /// the desk, a recording, or a test script. Closures `FnMut(&Ask) -> Reply` are authors.
 pub trait Author {
+    /// Write a reply to one ask (the first, or a re-ask carrying the guided error).
     fn write(&mut self, ask: &Ask) -> Reply;
 }
 
@@ -102,6 +103,7 @@ pub enum Spent {
 pub struct RepairRun {
     /// The turn that acts: authored, provider-error, or the fail-closed pass.
     pub turn: RoutedTurn,
+    /// Every attempt, in order.
     pub attempts: Vec<RepairAttempt>,
     /// Re-asks made.
     pub re_asks: u32,
