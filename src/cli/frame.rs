@@ -37,7 +37,10 @@ fn parse_at(s: &str) -> Option<Ts> {
 
 pub fn run(a: &FrameArgs) -> i32 {
     let Some(at) = parse_at(&a.at) else {
-        eprintln!("error code=USAGE message=--at {:?} is not a time: write HH:MM or HH:MM:SS", a.at);
+        eprintln!(
+            "error code=USAGE message=--at {:?} is not a time: write HH:MM or HH:MM:SS",
+            a.at
+        );
         return 1;
     };
     let view = match &a.view {
@@ -67,12 +70,23 @@ pub fn run(a: &FrameArgs) -> i32 {
             match views.len() {
                 1 => views.into_iter().next().expect("one view"),
                 0 => {
-                    eprintln!("error code=USAGE message={} holds no VIEW{}", p.display(), a.name.as_ref().map(|n| format!(" named {n}")).unwrap_or_default());
+                    eprintln!(
+                        "error code=USAGE message={} holds no VIEW{}",
+                        p.display(),
+                        a.name
+                            .as_ref()
+                            .map(|n| format!(" named {n}"))
+                            .unwrap_or_default()
+                    );
                     return 1;
                 }
                 _ => {
                     let names: Vec<String> = views.iter().map(|v| v.name.text.clone()).collect();
-                    eprintln!("error code=USAGE message={} holds several views ({}): choose one with --name", p.display(), names.join(", "));
+                    eprintln!(
+                        "error code=USAGE message={} holds several views ({}): choose one with --name",
+                        p.display(),
+                        names.join(", ")
+                    );
                     return 1;
                 }
             }

@@ -74,7 +74,10 @@ impl<R: BufRead> Replay<R> {
         for p in &view.panes {
             if let ast::Pane::Velocity { window } = &p.pane {
                 let secs = window.seconds().min(u64::from(u32::MAX)) as u32;
-                market.track(signal.as_str(), crate::market::Series::Velocity(secs.max(1)));
+                market.track(
+                    signal.as_str(),
+                    crate::market::Series::Velocity(secs.max(1)),
+                );
             }
         }
         let open = market.open_time();

@@ -105,7 +105,11 @@ const DROP_ORDER: &[&str] = &[
 /// Render a View as a Frame. `count` measures tokens (cl100k in the desk); with a budget the
 /// Frame never measures above it: detail is cut, then panes are dropped, and the Frame says
 /// what went.
-pub fn render_frame(view: &ast::View, input: &FrameInput<'_>, count: &dyn Fn(&str) -> usize) -> Rendered {
+pub fn render_frame(
+    view: &ast::View,
+    input: &FrameInput<'_>,
+    count: &dyn Fn(&str) -> usize,
+) -> Rendered {
     let budget = view
         .budget
         .as_ref()
@@ -120,7 +124,9 @@ pub fn render_frame(view: &ast::View, input: &FrameInput<'_>, count: &dyn Fn(&st
             blocks: TAPE_BLOCKS,
             rows: None,
             strikes: match &p.pane {
-                Pane::Chain { strikes: Some(n), .. } => n.text.parse().unwrap_or(3),
+                Pane::Chain {
+                    strikes: Some(n), ..
+                } => n.text.parse().unwrap_or(3),
                 Pane::Chain { .. } => 3,
                 Pane::Gex { .. } => 5,
                 _ => 0,
@@ -134,10 +140,20 @@ pub fn render_frame(view: &ast::View, input: &FrameInput<'_>, count: &dyn Fn(&st
         let text = compose(name, input, &details, &dropped);
         let tokens = count(&text);
         let Some(b) = budget else {
-            return Rendered { text, tokens, budget, dropped };
+            return Rendered {
+                text,
+                tokens,
+                budget,
+                dropped,
+            };
         };
         if tokens <= b {
-            return Rendered { text, tokens, budget, dropped };
+            return Rendered {
+                text,
+                tokens,
+                budget,
+                dropped,
+            };
         }
         if !reduce(&mut details, &mut dropped, input) {
             // Nothing left to cut: shorten the header until it fits.
@@ -150,7 +166,12 @@ pub fn render_frame(view: &ast::View, input: &FrameInput<'_>, count: &dyn Fn(&st
                 }
             }
             let tokens = count(&text);
-            return Rendered { text, tokens, budget, dropped };
+            return Rendered {
+                text,
+                tokens,
+                budget,
+                dropped,
+            };
         }
     }
 }
@@ -163,8 +184,17 @@ fn reduce(details: &mut [PaneDetail], dropped: &mut Vec<String>, input: &FrameIn
             && d.blocks > 1
         {
             d.blocks -= 1;
-            let size = bar.as_ref().map(|b| b.seconds() as u32).unwrap_or(DEFAULT_BAR_SECS);
-            note(dropped, &format!("tape {}: older keyframe blocks", fmt_size(effective_size(size))));
+            let size = bar
+                .as_ref()
+                .map(|b| b.seconds() as u32)
+                .unwrap_or(DEFAULT_BAR_SECS);
+            note(
+                dropped,
+                &format!(
+                    "tape {}: older keyframe blocks",
+                    fmt_size(effective_size(size))
+                ),
+            );
             return true;
         }
     }
@@ -180,13 +210,19 @@ fn reduce(details: &mut [PaneDetail], dropped: &mut Vec<String>, input: &FrameIn
     // 3. Older tape rows inside the last block (keep at least 6).
     for d in details.iter_mut().filter(|d| !d.dropped) {
         if let Pane::Tape { bar } = &d.pane {
-            let size = bar.as_ref().map(|b| b.seconds() as u32).unwrap_or(DEFAULT_BAR_SECS);
+            let size = bar
+                .as_ref()
+                .map(|b| b.seconds() as u32)
+                .unwrap_or(DEFAULT_BAR_SECS);
             let now = input.market.now().unwrap_or(Ts(0));
             let have = visible_bars(input.bars, size, now, d.blocks).len();
             let rows = d.rows.unwrap_or(have);
             if rows > 6 {
                 d.rows = Some((rows * 2 / 3).max(6));
-                note(dropped, &format!("tape {}: older rows", fmt_size(effective_size(size))));
+                note(
+                    dropped,
+                    &format!("tape {}: older rows", fmt_size(effective_size(size))),
+                );
                 return true;
             }
         }
@@ -216,10 +252,17 @@ fn note(dropped: &mut Vec<String>, s: &str) {
     }
 }
 
-fn compose(view_name: &str, input: &FrameInput<'_>, details: &[PaneDetail], dropped: &[String]) -> String {
+fn compose(
+    view_name: &str,
+    input: &FrameInput<'_>,
+    details: &[PaneDetail],
+    dropped: &[String],
+) -> String {
     let mut out = String::with_capacity(2048);
     let now = input.market.now();
-    let t = now.map(|t| t.to_string()).unwrap_or_else(|| "before-open".into());
+    let t = now
+        .map(|t| t.to_string())
+        .unwrap_or_else(|| "before-open".into());
     let t = t.split('.').next().unwrap_or("").to_string();
     let _ = write!(out, "FRAME tape={} t={} view={}", input.tape, t, view_name);
     if let Some(w) = &input.woke {
@@ -310,7 +353,10 @@ fn pane(out: &mut String, d: &PaneDetail, input: &FrameInput<'_>) {
     let exec = input.exec.as_str();
     match &d.pane {
         Pane::Tape { bar } => {
-            let size = bar.as_ref().map(|b| b.seconds() as u32).unwrap_or(DEFAULT_BAR_SECS);
+            let size = bar
+                .as_ref()
+                .map(|b| b.seconds() as u32)
+                .unwrap_or(DEFAULT_BAR_SECS);
             let eff = effective_size(size);
             let now = m.now().unwrap_or(Ts(0));
             out.push_str(&tape_section(input.bars, size, now, d.blocks, d.rows));
@@ -319,9 +365,12 @@ fn pane(out: &mut String, d: &PaneDetail, input: &FrameInput<'_>) {
             }
         }
         Pane::Levels => {
-            let _ = write!(out, "[levels {sig}]\n");
+            let _ = writeln!(out, "[levels {sig}]");
             let f = |x: Option<Px>| x.map(|p| p.to_string()).unwrap_or_else(|| "?".into());
-            let v = m.vwap(sig).map(|v| format!("{v:.2}")).unwrap_or_else(|| "?".into());
+            let v = m
+                .vwap(sig)
+                .map(|v| format!("{v:.2}"))
+                .unwrap_or_else(|| "?".into());
             let _ = writeln!(
                 out,
                 "spot {} hod {} lod {} vwap {} open {} prior-close {}",
@@ -339,7 +388,11 @@ fn pane(out: &mut String, d: &PaneDetail, input: &FrameInput<'_>) {
         Pane::Chain { expiry, .. } => {
             let e = to_expiry(expiry);
             let n = d.strikes as i32;
-            let _ = writeln!(out, "[chain {exec} {} ±{n}: strike C fair bid ask | P fair bid ask]", expiry_text(expiry));
+            let _ = writeln!(
+                out,
+                "[chain {exec} {} ±{n}: strike C fair bid ask | P fair bid ask]",
+                expiry_text(expiry)
+            );
             for off in -n..=n {
                 let Some(k) = m.strike_for(exec, off) else {
                     continue;
@@ -360,7 +413,11 @@ fn pane(out: &mut String, d: &PaneDetail, input: &FrameInput<'_>) {
         Pane::Gex { expiry } => {
             let e = to_expiry(expiry);
             let n = d.strikes as i32;
-            let _ = writeln!(out, "[gex {exec} {} $ per 1% by strike]", expiry_text(expiry));
+            let _ = writeln!(
+                out,
+                "[gex {exec} {} $ per 1% by strike]",
+                expiry_text(expiry)
+            );
             let mut total = 0.0;
             let mut cells = Vec::new();
             for off in -n..=n {
@@ -515,7 +572,13 @@ fn pane(out: &mut String, d: &PaneDetail, input: &FrameInput<'_>) {
 /// points against the block's keyframe anchor (the open of the block's first bar), which a
 /// keyframe line `@HH:MM <price>` stamps every [`keyframe_every`] bars. Appending a bar
 /// appends one line.
-pub fn tape_section(bars: &Bars, size_secs: u32, now: Ts, blocks: usize, rows: Option<usize>) -> String {
+pub fn tape_section(
+    bars: &Bars,
+    size_secs: u32,
+    now: Ts,
+    blocks: usize,
+    rows: Option<usize>,
+) -> String {
     let eff = effective_size(size_secs);
     let k = keyframe_every(size_secs);
     let all = bars.completed(size_secs, now);
