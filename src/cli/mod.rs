@@ -14,12 +14,17 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "kestrel", version, about, long_about = None)]
 pub struct Cli {
+    /// No subcommand opens the desk.
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Open the desk (the default): the tape, the chart, the View, plans, and an agent.
+    ///
+    /// Example: kestrel desk --tape tapes/shock-2025-04-09-s7.jsonl --copilot
+    Desk(crate::desk::DeskArgs),
     /// Parse a document and print its typed model as JSON.
     ///
     /// Example: kestrel parse examples/chase.kestrel | jq '.statements[0]'
@@ -84,12 +89,16 @@ pub fn main() -> i32 {
             return code;
         }
     };
-    run(cli.command)
+    match cli.command {
+        Some(c) => run(c),
+        None => crate::desk::run(&crate::desk::DeskArgs::default()),
+    }
 }
 
 /// Dispatch one command.
 pub fn run(cmd: Command) -> i32 {
     match cmd {
+        Command::Desk(a) => crate::desk::run(&a),
         Command::Parse(a) => lang::parse(&a),
         Command::Print(a) => lang::print(&a),
         Command::Fmt(a) => lang::fmt(&a),
