@@ -1,6 +1,22 @@
 //! The `kestrel` command line. Exit codes everywhere: 0 success, 1 usage or I/O failure,
 //! 2 a refused document (or, for `fmt --check`, a file that is not canonical).
 
+/// `println!` that ignores a closed stdout (`kestrel … | head` must not panic).
+macro_rules! outln {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($t)*);
+    }};
+}
+
+/// `print!` that ignores a closed stdout.
+macro_rules! out {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout().lock(), $($t)*);
+    }};
+}
+
 mod card;
 pub mod frame;
 mod lang;
