@@ -1,1 +1,21 @@
 //! Tapes and the market model.
+//!
+//! - [`types`]: exact value types ([`Px`], [`Ts`], [`Date`], [`Sym`]).
+//! - [`generator`]: the seeded synthetic session generator.
+//! - [`tape`]: the JSON Lines tape format, the streaming [`TapeReader`] and the canonical writer.
+//!
+//! Everything here is deterministic: the same inputs give the same bytes on any machine.
+
+pub mod generator;
+pub mod tape;
+pub mod types;
+
+pub use generator::{
+    DEFAULT_DATE, FamilyMember, Generator, Regime, generate, generate_family, tape_name,
+    write_generated,
+};
+pub use tape::{
+    Headline, IvChange, SymbolSpec, TapeError, TapeErrorKind, TapeEvent, TapeHeader, TapeReader,
+    Tick, VolSpec, open_tape, read_tape_bytes, read_tape_file, write_event, write_tape,
+};
+pub use types::{Date, Px, Sym, Ts};

@@ -1,0 +1,1208 @@
+//! The tape format (JSON Lines, `v` = 1): the header, the events, a streaming reader that
+//! refuses malformed lines with their line number and reason, and a canonical writer.
+//!
+//! See `docs/tapes.md` for the format.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io::{self, BufRead, Write};
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use super::types::{Date, Px, Sym, Ts};
+
+/// The tape format version this crate reads and writes.
+pub const TAPE_VERSION: u64 = 1;
+
+/// Longest line the reader accepts, in bytes (without the newline). A longer line is refused,
+/// so a reader never buffers more than this much of one line.
+pub const MAX_LINE_BYTES: usize = 64 * 1024;
+
+/// Per-symbol header entry.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SymbolSpec {
+    /// The symbol.
+    pub sym: Sym,
+    /// The prior session's close.
+    pub prior_close: Px,
+    /// Strike grid of the symbol's option chain; `Some` marks an exec symbol with options.
+    pub strike_step: Option<Px>,
+}
+
+/// Per-symbol volatility surface parameters (see the market model for the smile).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct VolSpec {
+    /// The symbol the options are on.
+    pub sym: Sym,
+    /// At-the-money implied volatility (annualised, e.g. `0.32`).
+    pub atm_iv: f64,
+    /// Smile slope per unit of log-moneyness (`iv = atm_iv + skew * ln(K/S)`).
+    pub skew: f64,
+}
+
+/// The first line of a tape.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TapeHeader {
+    /// Format version (always [`TAPE_VERSION`] once read).
+    pub v: u64,
+    /// Tape name.
+    pub name: String,
+    /// Session date.
+    pub date: Date,
+    /// Exchange time zone name (informational; all times on the tape are in it).
+    pub tz: String,
+    /// Session open (e.g. 09:30).
+    pub open: Ts,
+    /// Session close (e.g. 16:00).
+    pub close: Ts,
+    /// Symbols, sorted by symbol.
+    pub symbols: Vec<SymbolSpec>,
+    /// Volatility parameters, sorted by symbol; each names a symbol of `symbols`.
+    pub vol: Vec<VolSpec>,
+    /// Risk-free rate (annualised, continuously compounded).
+    pub rate: f64,
+    /// Free-text provenance, e.g. `synthetic seed=7 regime=shock`.
+    pub source: String,
+    /// Tags (`regime`, `date`, `source`, …), sorted by key.
+    pub tags: BTreeMap<String, String>,
+}
+
+impl TapeHeader {
+    /// The header entry of a symbol.
+    pub fn symbol(&self, sym: &str) -> Option<&SymbolSpec> {
+        self.symbols.iter().find(|s| s.sym.as_str() == sym)
+    }
+
+    /// The volatility parameters of a symbol.
+    pub fn vol_of(&self, sym: &str) -> Option<&VolSpec> {
+        self.vol.iter().find(|s| s.sym.as_str() == sym)
+    }
+}
+
+/// A trade print.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tick {
+    /// Time of the print.
+    pub ts: Ts,
+    /// Symbol (one of the header's).
+    pub sym: Sym,
+    /// Price (positive).
+    pub px: Px,
+    /// Size in shares (0 for an index).
+    pub sz: u64,
+}
+
+/// A change of a symbol's volatility parameters.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct IvChange {
+    /// Time of the change.
+    pub ts: Ts,
+    /// Symbol (one of the header's).
+    pub sym: Sym,
+    /// New at-the-money implied volatility.
+    pub atm_iv: f64,
+    /// New skew, if it changed.
+    pub skew: Option<f64>,
+}
+
+/// A news headline.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Headline {
+    /// Time the headline crossed.
+    pub ts: Ts,
+    /// The text.
+    pub text: String,
+}
+
+/// One event line of a tape (everything but the header).
+#[derive(Clone, Debug, PartialEq)]
+pub enum TapeEvent {
+    /// `{"type":"tick",...}`
+    Tick(Tick),
+    /// `{"type":"iv",...}`
+    Iv(IvChange),
+    /// `{"type":"headline",...}`
+    Headline(Headline),
+}
+
+impl TapeEvent {
+    /// The event's timestamp.
+    pub fn ts(&self) -> Ts {
+        match self {
+            TapeEvent::Tick(t) => t.ts,
+            TapeEvent::Iv(i) => i.ts,
+            TapeEvent::Headline(h) => h.ts,
+        }
+    }
+}
+
+/// Why a tape line was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TapeErrorKind {
+    /// The underlying reader failed.
+    Io,
+    /// The input has no header line.
+    Empty,
+    /// A line longer than [`MAX_LINE_BYTES`].
+    TooLong,
+    /// A line that is not UTF-8.
+    Utf8,
+    /// A blank line.
+    Blank,
+    /// Truncated JSON (the line ends inside a value).
+    Truncated,
+    /// Invalid JSON, or not a JSON object.
+    Json,
+    /// The header's `v` is not [`TAPE_VERSION`].
+    BadVersion,
+    /// The first line is not a header, or a header appears later.
+    BadHeader,
+    /// A required field is absent.
+    MissingField,
+    /// A field has the wrong type or an invalid value.
+    BadField,
+    /// A `type` this version does not know.
+    UnknownType,
+    /// A `sym` not declared in the header.
+    UnknownSymbol,
+    /// A timestamp earlier than the previous event's.
+    OutOfOrder,
+    /// A price that is not a finite, positive number with at most 4 decimals.
+    BadPrice,
+}
+
+impl TapeErrorKind {
+    /// A stable, kebab-case reason name (printed at the start of the message).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TapeErrorKind::Io => "io",
+            TapeErrorKind::Empty => "empty",
+            TapeErrorKind::TooLong => "too-long",
+            TapeErrorKind::Utf8 => "utf8",
+            TapeErrorKind::Blank => "blank-line",
+            TapeErrorKind::Truncated => "truncated",
+            TapeErrorKind::Json => "invalid-json",
+            TapeErrorKind::BadVersion => "bad-version",
+            TapeErrorKind::BadHeader => "bad-header",
+            TapeErrorKind::MissingField => "missing-field",
+            TapeErrorKind::BadField => "bad-field",
+            TapeErrorKind::UnknownType => "unknown-type",
+            TapeErrorKind::UnknownSymbol => "unknown-symbol",
+            TapeErrorKind::OutOfOrder => "out-of-order",
+            TapeErrorKind::BadPrice => "bad-price",
+        }
+    }
+}
+
+/// A refused tape line. Displays as
+/// `error code=TAPE line=12 message=out-of-order: ...`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TapeError {
+    /// 1-based line number (0 when no line was involved, e.g. opening the file).
+    pub line: u64,
+    /// The reason.
+    pub kind: TapeErrorKind,
+    /// Human-readable detail (without the reason prefix).
+    pub detail: String,
+}
+
+impl TapeError {
+    /// The stable error code of every tape error.
+    pub const CODE: &'static str = "TAPE";
+
+    fn new(line: u64, kind: TapeErrorKind, detail: impl Into<String>) -> TapeError {
+        TapeError {
+            line,
+            kind,
+            detail: detail.into(),
+        }
+    }
+
+    /// The stable error code (`TAPE`).
+    pub fn code(&self) -> &'static str {
+        Self::CODE
+    }
+
+    /// `reason: detail`, as printed after `message=`.
+    pub fn message(&self) -> String {
+        format!("{}: {}", self.kind.as_str(), self.detail)
+    }
+}
+
+impl fmt::Display for TapeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "error code={} line={} message={}",
+            Self::CODE,
+            self.line,
+            self.message()
+        )
+    }
+}
+
+impl std::error::Error for TapeError {}
+
+type Res<T> = Result<T, TapeError>;
+
+/// Streaming tape reader: reads the header on construction, then yields one event per line.
+///
+/// Memory is bounded by the longest line ([`MAX_LINE_BYTES`]) and the header; nothing is
+/// collected. The first refused line is yielded as `Err` and the iterator then ends (it
+/// never skips a bad line and carries on).
+#[derive(Debug)]
+pub struct TapeReader<R> {
+    r: R,
+    header: TapeHeader,
+    line: u64,
+    last_ts: Option<Ts>,
+    buf: Vec<u8>,
+    done: bool,
+}
+
+enum RawLine {
+    Eof,
+    Line,
+    TooLong,
+}
+
+/// Read one line (without `\n` and a trailing `\r`) into `buf`, at most `MAX_LINE_BYTES`.
+fn read_line_capped<R: BufRead>(r: &mut R, buf: &mut Vec<u8>) -> io::Result<RawLine> {
+    buf.clear();
+    let mut any = false;
+    loop {
+        let avail = match r.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if avail.is_empty() {
+            break;
+        }
+        any = true;
+        match avail.iter().position(|&c| c == b'\n') {
+            Some(i) => {
+                if buf.len() + i > MAX_LINE_BYTES {
+                    r.consume(i + 1);
+                    return Ok(RawLine::TooLong);
+                }
+                buf.extend_from_slice(&avail[..i]);
+                r.consume(i + 1);
+                if buf.last() == Some(&b'\r') {
+                    buf.pop();
+                }
+                return Ok(RawLine::Line);
+            }
+            None => {
+                let n = avail.len();
+                if buf.len() + n > MAX_LINE_BYTES {
+                    r.consume(n);
+                    return Ok(RawLine::TooLong);
+                }
+                buf.extend_from_slice(avail);
+                r.consume(n);
+            }
+        }
+    }
+    if !any {
+        return Ok(RawLine::Eof);
+    }
+    if buf.last() == Some(&b'\r') {
+        buf.pop();
+    }
+    Ok(RawLine::Line)
+}
+
+/// Parse one line into a JSON object, or refuse it.
+fn parse_object(line_no: u64, bytes: &[u8]) -> Res<Map<String, Value>> {
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        TapeError::new(
+            line_no,
+            TapeErrorKind::Utf8,
+            format!("line is not valid UTF-8 (byte {})", e.valid_up_to()),
+        )
+    })?;
+    if text.trim().is_empty() {
+        return Err(TapeError::new(
+            line_no,
+            TapeErrorKind::Blank,
+            "blank line (every line must be one JSON object)",
+        ));
+    }
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(other) => Err(TapeError::new(
+            line_no,
+            TapeErrorKind::Json,
+            format!("expected a JSON object, got {}", json_kind(&other)),
+        )),
+        Err(e) => {
+            if has_non_finite_literal(text) {
+                return Err(TapeError::new(
+                    line_no,
+                    TapeErrorKind::BadPrice,
+                    "non-finite number (NaN/Infinity is not a valid price or value)",
+                ));
+            }
+            let kind = if e.classify() == serde_json::error::Category::Eof {
+                TapeErrorKind::Truncated
+            } else {
+                TapeErrorKind::Json
+            };
+            let what = if kind == TapeErrorKind::Truncated {
+                "line ends inside a JSON value"
+            } else {
+                "invalid JSON"
+            };
+            Err(TapeError::new(
+                line_no,
+                kind,
+                format!("{what} ({} at column {})", category_text(&e), e.column()),
+            ))
+        }
+    }
+}
+
+fn category_text(e: &serde_json::Error) -> String {
+    // serde_json's message ends with " at line L column C"; keep just the reason.
+    let s = e.to_string();
+    match s.find(" at line ") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
+/// A bare `NaN`, `Infinity` or `-Infinity` outside a string.
+fn has_non_finite_literal(text: &str) -> bool {
+    let mut in_str = false;
+    let mut esc = false;
+    let b = text.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if in_str {
+            if esc {
+                esc = false;
+            } else if c == b'\\' {
+                esc = true;
+            } else if c == b'"' {
+                in_str = false;
+            }
+        } else if c == b'"' {
+            in_str = true;
+        } else if b[i..].starts_with(b"NaN") || b[i..].starts_with(b"Infinity") {
+            return true;
+        }
+        i += 1;
+    }
+    false
+}
+
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+struct Fields<'a> {
+    line: u64,
+    what: &'static str,
+    m: &'a Map<String, Value>,
+}
+
+impl<'a> Fields<'a> {
+    fn get(&self, key: &str) -> Res<&'a Value> {
+        self.m.get(key).ok_or_else(|| {
+            TapeError::new(
+                self.line,
+                TapeErrorKind::MissingField,
+                format!("{} is missing field `{key}`", self.what),
+            )
+        })
+    }
+
+    fn bad(&self, key: &str, why: impl fmt::Display) -> TapeError {
+        TapeError::new(
+            self.line,
+            TapeErrorKind::BadField,
+            format!("{} field `{key}`: {why}", self.what),
+        )
+    }
+
+    fn str(&self, key: &str) -> Res<&'a str> {
+        match self.get(key)? {
+            Value::String(s) => Ok(s),
+            v => Err(self.bad(key, format!("expected a string, got {}", json_kind(v)))),
+        }
+    }
+
+    fn opt_str(&self, key: &str) -> Res<Option<&'a str>> {
+        if self.m.contains_key(key) {
+            self.str(key).map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
+    fn f64(&self, key: &str) -> Res<f64> {
+        match self.get(key)? {
+            Value::Number(n) => match n.as_f64() {
+                Some(x) if x.is_finite() => Ok(x),
+                _ => Err(self.bad(key, "not a finite number")),
+            },
+            v => Err(self.bad(key, format!("expected a number, got {}", json_kind(v)))),
+        }
+    }
+
+    fn opt_f64(&self, key: &str) -> Res<Option<f64>> {
+        if self.m.contains_key(key) {
+            self.f64(key).map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
+    fn ts(&self, key: &str) -> Res<Ts> {
+        let s = self.str(key)?;
+        Ts::parse(s).ok_or_else(|| self.bad(key, format!("{s:?} is not HH:MM:SS.mmm")))
+    }
+
+    /// A price: a JSON number, finite, positive, at most 4 decimals.
+    fn px(&self, key: &str) -> Res<Px> {
+        let price_err = |why: String| {
+            TapeError::new(
+                self.line,
+                TapeErrorKind::BadPrice,
+                format!("{} field `{key}`: {why}", self.what),
+            )
+        };
+        match self.get(key)? {
+            Value::Number(n) => {
+                let x = n
+                    .as_f64()
+                    .ok_or_else(|| price_err(format!("{n} is not a number")))?;
+                if !x.is_finite() {
+                    return Err(price_err(format!("{n} is not finite")));
+                }
+                if x <= 0.0 {
+                    return Err(price_err(format!("{n} is not positive")));
+                }
+                Px::from_f64_exact(x).ok_or_else(|| {
+                    price_err(format!(
+                        "{n} has more than 4 decimal places or is too large"
+                    ))
+                })
+            }
+            Value::String(s) => Err(price_err(format!(
+                "expected a number, got the string {s:?}{}",
+                if s.eq_ignore_ascii_case("nan") || s.to_ascii_lowercase().contains("inf") {
+                    " (non-finite)"
+                } else {
+                    ""
+                }
+            ))),
+            v => Err(price_err(format!(
+                "expected a number, got {}",
+                json_kind(v)
+            ))),
+        }
+    }
+}
+
+fn parse_header(line: u64, m: &Map<String, Value>) -> Res<TapeHeader> {
+    let f = Fields {
+        line,
+        what: "header",
+        m,
+    };
+    match m.get("type") {
+        Some(Value::String(t)) if t == "header" => {}
+        Some(Value::String(t)) => {
+            return Err(TapeError::new(
+                line,
+                TapeErrorKind::BadHeader,
+                format!("the first line must be the header, got type {t:?}"),
+            ));
+        }
+        Some(_) => return Err(f.bad("type", "expected a string")),
+        None => {
+            return Err(TapeError::new(
+                line,
+                TapeErrorKind::BadHeader,
+                "the first line must be the header (field `type` is missing)",
+            ));
+        }
+    }
+    let v = match f.get("v")? {
+        Value::Number(n) => n.as_u64(),
+        _ => None,
+    };
+    if v != Some(TAPE_VERSION) {
+        return Err(TapeError::new(
+            line,
+            TapeErrorKind::BadVersion,
+            format!(
+                "header field `v` is {}, this reader reads version {TAPE_VERSION}",
+                f.get("v")?
+            ),
+        ));
+    }
+    let name = f.str("name")?.to_string();
+    let date_s = f.str("date")?;
+    let date = Date::parse(date_s)
+        .ok_or_else(|| f.bad("date", format!("{date_s:?} is not YYYY-MM-DD")))?;
+    let tz = f.opt_str("tz")?.unwrap_or("America/New_York").to_string();
+    let open_s = f.str("open")?;
+    let open =
+        Ts::parse_hhmm(open_s).ok_or_else(|| f.bad("open", format!("{open_s:?} is not HH:MM")))?;
+    let close_s = f.str("close")?;
+    let close = Ts::parse_hhmm(close_s)
+        .ok_or_else(|| f.bad("close", format!("{close_s:?} is not HH:MM")))?;
+    if close <= open {
+        return Err(f.bad("close", "the close must be after the open"));
+    }
+
+    let syms = match f.get("symbols")? {
+        Value::Object(o) if !o.is_empty() => o,
+        Value::Object(_) => return Err(f.bad("symbols", "no symbols")),
+        v => {
+            return Err(f.bad(
+                "symbols",
+                format!("expected an object, got {}", json_kind(v)),
+            ));
+        }
+    };
+    let mut symbols = Vec::with_capacity(syms.len());
+    for (k, v) in syms {
+        let sym =
+            Sym::new(k).ok_or_else(|| f.bad("symbols", format!("{k:?} is not a valid symbol")))?;
+        let Value::Object(o) = v else {
+            return Err(f.bad("symbols", format!("{k}: expected an object")));
+        };
+        let sf = Fields {
+            line,
+            what: "header symbol",
+            m: o,
+        };
+        let prior_close = sf.px("prior_close")?;
+        let strike_step = if o.contains_key("strike_step") {
+            Some(sf.px("strike_step")?)
+        } else {
+            None
+        };
+        symbols.push(SymbolSpec {
+            sym,
+            prior_close,
+            strike_step,
+        });
+    }
+    symbols.sort_by(|a, b| a.sym.cmp(&b.sym));
+
+    let mut vol = Vec::new();
+    if let Some(vv) = m.get("vol") {
+        let Value::Object(o) = vv else {
+            return Err(f.bad("vol", format!("expected an object, got {}", json_kind(vv))));
+        };
+        for (k, v) in o {
+            let sym =
+                Sym::new(k).ok_or_else(|| f.bad("vol", format!("{k:?} is not a valid symbol")))?;
+            if !symbols.iter().any(|s| s.sym == sym) {
+                return Err(TapeError::new(
+                    line,
+                    TapeErrorKind::UnknownSymbol,
+                    format!("header field `vol`: {k} is not in `symbols`"),
+                ));
+            }
+            let Value::Object(o) = v else {
+                return Err(f.bad("vol", format!("{k}: expected an object")));
+            };
+            let vf = Fields {
+                line,
+                what: "header vol",
+                m: o,
+            };
+            let atm_iv = vf.f64("atm_iv")?;
+            if atm_iv <= 0.0 || atm_iv > 10.0 {
+                return Err(vf.bad("atm_iv", format!("{atm_iv} is outside (0, 10]")));
+            }
+            let skew = vf.opt_f64("skew")?.unwrap_or(0.0);
+            vol.push(VolSpec { sym, atm_iv, skew });
+        }
+    }
+    vol.sort_by(|a, b| a.sym.cmp(&b.sym));
+    let rate = f.opt_f64("rate")?.unwrap_or(0.0);
+    if rate.abs() > 1.0 {
+        return Err(f.bad("rate", format!("{rate} is outside [-1, 1]")));
+    }
+    let source = f.opt_str("source")?.unwrap_or("").to_string();
+    let mut tags = BTreeMap::new();
+    if let Some(t) = m.get("tags") {
+        let Value::Object(o) = t else {
+            return Err(f.bad("tags", format!("expected an object, got {}", json_kind(t))));
+        };
+        for (k, v) in o {
+            let Value::String(s) = v else {
+                return Err(f.bad("tags", format!("tag {k:?} must be a string")));
+            };
+            tags.insert(k.clone(), s.clone());
+        }
+    }
+    Ok(TapeHeader {
+        v: TAPE_VERSION,
+        name,
+        date,
+        tz,
+        open,
+        close,
+        symbols,
+        vol,
+        rate,
+        source,
+        tags,
+    })
+}
+
+fn parse_event(line: u64, m: &Map<String, Value>, header: &TapeHeader) -> Res<TapeEvent> {
+    let ty = match m.get("type") {
+        Some(Value::String(t)) => t.as_str(),
+        Some(v) => {
+            return Err(TapeError::new(
+                line,
+                TapeErrorKind::BadField,
+                format!("field `type`: expected a string, got {}", json_kind(v)),
+            ));
+        }
+        None => {
+            return Err(TapeError::new(
+                line,
+                TapeErrorKind::MissingField,
+                "event is missing field `type`",
+            ));
+        }
+    };
+    let sym_of = |f: &Fields<'_>| -> Res<Sym> {
+        let s = f.str("sym")?;
+        match Sym::new(s) {
+            Some(sym) if header.symbols.iter().any(|x| x.sym == sym) => Ok(sym),
+            _ => Err(TapeError::new(
+                line,
+                TapeErrorKind::UnknownSymbol,
+                format!(
+                    "{} field `sym`: {s:?} is not a symbol of the header",
+                    f.what
+                ),
+            )),
+        }
+    };
+    match ty {
+        "tick" => {
+            let f = Fields {
+                line,
+                what: "tick",
+                m,
+            };
+            let ts = f.ts("ts")?;
+            let sym = sym_of(&f)?;
+            let px = f.px("px")?;
+            let sz = match f.get("sz")? {
+                Value::Number(n) => n
+                    .as_u64()
+                    .ok_or_else(|| f.bad("sz", format!("{n} is not a non-negative integer")))?,
+                v => return Err(f.bad("sz", format!("expected an integer, got {}", json_kind(v)))),
+            };
+            Ok(TapeEvent::Tick(Tick { ts, sym, px, sz }))
+        }
+        "iv" => {
+            let f = Fields {
+                line,
+                what: "iv",
+                m,
+            };
+            let ts = f.ts("ts")?;
+            let sym = sym_of(&f)?;
+            let atm_iv = f.f64("atm_iv")?;
+            if atm_iv <= 0.0 || atm_iv > 10.0 {
+                return Err(f.bad("atm_iv", format!("{atm_iv} is outside (0, 10]")));
+            }
+            let skew = f.opt_f64("skew")?;
+            Ok(TapeEvent::Iv(IvChange {
+                ts,
+                sym,
+                atm_iv,
+                skew,
+            }))
+        }
+        "headline" => {
+            let f = Fields {
+                line,
+                what: "headline",
+                m,
+            };
+            let ts = f.ts("ts")?;
+            let text = f.str("text")?.to_string();
+            Ok(TapeEvent::Headline(Headline { ts, text }))
+        }
+        "header" => Err(TapeError::new(
+            line,
+            TapeErrorKind::BadHeader,
+            "a header may only be the first line",
+        )),
+        other => Err(TapeError::new(
+            line,
+            TapeErrorKind::UnknownType,
+            format!("unknown event type {other:?} (known: tick, iv, headline)"),
+        )),
+    }
+}
+
+impl<R: BufRead> TapeReader<R> {
+    /// Read and validate the header line.
+    pub fn new(mut r: R) -> Result<Self, TapeError> {
+        let mut buf = Vec::with_capacity(256);
+        let header = match read_line_capped(&mut r, &mut buf) {
+            Err(e) => return Err(TapeError::new(1, TapeErrorKind::Io, e.to_string())),
+            Ok(RawLine::Eof) => {
+                return Err(TapeError::new(
+                    1,
+                    TapeErrorKind::Empty,
+                    "empty tape: expected a header line",
+                ));
+            }
+            Ok(RawLine::TooLong) => {
+                return Err(TapeError::new(
+                    1,
+                    TapeErrorKind::TooLong,
+                    format!("line longer than {MAX_LINE_BYTES} bytes"),
+                ));
+            }
+            Ok(RawLine::Line) => parse_header(1, &parse_object(1, &buf)?)?,
+        };
+        Ok(TapeReader {
+            r,
+            header,
+            line: 1,
+            last_ts: None,
+            buf,
+            done: false,
+        })
+    }
+
+    /// The tape's header.
+    pub fn header(&self) -> &TapeHeader {
+        &self.header
+    }
+
+    /// The number of the last line read (1 after the header).
+    pub fn line(&self) -> u64 {
+        self.line
+    }
+
+    fn next_event(&mut self) -> Option<Res<TapeEvent>> {
+        let line = self.line + 1;
+        match read_line_capped(&mut self.r, &mut self.buf) {
+            Err(e) => return Some(Err(TapeError::new(line, TapeErrorKind::Io, e.to_string()))),
+            Ok(RawLine::Eof) => return None,
+            Ok(RawLine::TooLong) => {
+                self.line = line;
+                return Some(Err(TapeError::new(
+                    line,
+                    TapeErrorKind::TooLong,
+                    format!("line longer than {MAX_LINE_BYTES} bytes"),
+                )));
+            }
+            Ok(RawLine::Line) => {}
+        }
+        self.line = line;
+        let ev = parse_object(line, &self.buf).and_then(|m| parse_event(line, &m, &self.header));
+        Some(ev.and_then(|ev| {
+            let ts = ev.ts();
+            if let Some(prev) = self.last_ts {
+                if ts < prev {
+                    return Err(TapeError::new(
+                        line,
+                        TapeErrorKind::OutOfOrder,
+                        format!("ts {ts} is earlier than the previous event's {prev}"),
+                    ));
+                }
+            }
+            self.last_ts = Some(ts);
+            Ok(ev)
+        }))
+    }
+}
+
+impl<R: BufRead> Iterator for TapeReader<R> {
+    type Item = Result<TapeEvent, TapeError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let out = self.next_event();
+        if !matches!(out, Some(Ok(_))) {
+            self.done = true;
+        }
+        out
+    }
+}
+
+/// Open a tape file for streaming.
+pub fn open_tape(path: &Path) -> Result<TapeReader<io::BufReader<std::fs::File>>, TapeError> {
+    let f = std::fs::File::open(path).map_err(|e| {
+        TapeError::new(
+            0,
+            TapeErrorKind::Io,
+            format!("cannot open {}: {e}", path.display()),
+        )
+    })?;
+    TapeReader::new(io::BufReader::new(f))
+}
+
+/// Read a whole (small) tape into memory: the header and every event, or the first refusal.
+pub fn read_tape_file(path: &Path) -> Result<(TapeHeader, Vec<TapeEvent>), TapeError> {
+    let reader = open_tape(path)?;
+    let header = reader.header().clone();
+    let events = reader.collect::<Result<Vec<_>, _>>()?;
+    Ok((header, events))
+}
+
+/// Read a whole tape from bytes (tests and small tapes).
+pub fn read_tape_bytes(bytes: &[u8]) -> Result<(TapeHeader, Vec<TapeEvent>), TapeError> {
+    let reader = TapeReader::new(bytes)?;
+    let header = reader.header().clone();
+    let events = reader.collect::<Result<Vec<_>, _>>()?;
+    Ok((header, events))
+}
+
+// ---------------------------------------------------------------------------------------
+// Canonical writer
+
+fn json_str(s: &str) -> String {
+    // Serialising a &str cannot fail.
+    serde_json::to_string(s).unwrap_or_else(|_| String::from("\"\""))
+}
+
+/// Print an `f64` parameter (iv, skew, rate) deterministically: Rust's shortest round-trip
+/// form, which is platform-independent; integral values keep a `.0`.
+fn json_f64(x: f64) -> String {
+    if x.is_finite() {
+        format!("{x:?}")
+    } else {
+        String::from("null")
+    }
+}
+
+/// The canonical header line (no newline). Key order is fixed:
+/// `type v name date tz open close symbols vol rate source tags`.
+pub fn header_line(h: &TapeHeader) -> String {
+    let mut s = String::with_capacity(512);
+    s.push_str("{\"type\":\"header\",\"v\":");
+    s.push_str(&h.v.to_string());
+    s.push_str(",\"name\":");
+    s.push_str(&json_str(&h.name));
+    s.push_str(&format!(
+        ",\"date\":\"{}\",\"tz\":{},\"open\":\"{}\",\"close\":\"{}\",\"symbols\":{{",
+        h.date,
+        json_str(&h.tz),
+        h.open.hhmm(),
+        h.close.hhmm()
+    ));
+    for (i, sp) in h.symbols.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        s.push_str(&format!(
+            "\"{}\":{{\"prior_close\":{}",
+            sp.sym, sp.prior_close
+        ));
+        if let Some(step) = sp.strike_step {
+            s.push_str(&format!(",\"strike_step\":{step}"));
+        }
+        s.push('}');
+    }
+    s.push_str("},\"vol\":{");
+    for (i, v) in h.vol.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        s.push_str(&format!(
+            "\"{}\":{{\"atm_iv\":{},\"skew\":{}}}",
+            v.sym,
+            json_f64(v.atm_iv),
+            json_f64(v.skew)
+        ));
+    }
+    s.push_str(&format!(
+        "}},\"rate\":{},\"source\":{},\"tags\":{{",
+        json_f64(h.rate),
+        json_str(&h.source)
+    ));
+    for (i, (k, v)) in h.tags.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        s.push_str(&json_str(k));
+        s.push(':');
+        s.push_str(&json_str(v));
+    }
+    s.push_str("}}");
+    s
+}
+
+/// Write one event as a canonical line (with its newline). Key orders are fixed:
+/// tick `type ts sym px sz`; iv `type ts sym atm_iv [skew]`; headline `type ts text`.
+pub fn write_event<W: Write>(w: &mut W, ev: &TapeEvent) -> io::Result<()> {
+    match ev {
+        TapeEvent::Tick(t) => writeln!(
+            w,
+            "{{\"type\":\"tick\",\"ts\":\"{}\",\"sym\":\"{}\",\"px\":{},\"sz\":{}}}",
+            t.ts, t.sym, t.px, t.sz
+        ),
+        TapeEvent::Iv(i) => {
+            write!(
+                w,
+                "{{\"type\":\"iv\",\"ts\":\"{}\",\"sym\":\"{}\",\"atm_iv\":{}",
+                i.ts,
+                i.sym,
+                json_f64(i.atm_iv)
+            )?;
+            if let Some(sk) = i.skew {
+                write!(w, ",\"skew\":{}", json_f64(sk))?;
+            }
+            writeln!(w, "}}")
+        }
+        TapeEvent::Headline(h) => writeln!(
+            w,
+            "{{\"type\":\"headline\",\"ts\":\"{}\",\"text\":{}}}",
+            h.ts,
+            json_str(&h.text)
+        ),
+    }
+}
+
+/// Write a whole tape canonically: the header line, then each event line.
+pub fn write_tape<W: Write, I: IntoIterator<Item = TapeEvent>>(
+    w: &mut W,
+    header: &TapeHeader,
+    events: I,
+) -> io::Result<()> {
+    writeln!(w, "{}", header_line(header))?;
+    for ev in events {
+        write_event(w, &ev)?;
+    }
+    w.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HDR: &str = r#"{"type":"header","v":1,"name":"tiny","date":"2025-04-09","tz":"America/New_York","open":"09:30","close":"16:00","symbols":{"SPX":{"prior_close":4983.00},"SPY":{"prior_close":498.30,"strike_step":1.00}},"vol":{"SPY":{"atm_iv":0.32,"skew":-0.8}},"rate":0.043,"source":"synthetic seed=7 regime=shock","tags":{"date":"2025-04-09","regime":"shock","source":"synthetic"}}"#;
+
+    fn tape(lines: &[&str]) -> String {
+        let mut s = String::from(HDR);
+        s.push('\n');
+        for l in lines {
+            s.push_str(l);
+            s.push('\n');
+        }
+        s
+    }
+
+    fn first_err(text: &str) -> TapeError {
+        match read_tape_bytes(text.as_bytes()) {
+            Err(e) => e,
+            Ok(_) => panic!("expected a refusal"),
+        }
+    }
+
+    #[test]
+    fn good_tape_roundtrips_byte_identical() {
+        let text = tape(&[
+            r#"{"type":"tick","ts":"09:30:00.000","sym":"SPX","px":5002.10,"sz":0}"#,
+            r#"{"type":"tick","ts":"09:30:00.000","sym":"SPY","px":500.12,"sz":1200}"#,
+            r#"{"type":"iv","ts":"11:00:00.000","sym":"SPY","atm_iv":0.35}"#,
+            r#"{"type":"iv","ts":"11:00:00.000","sym":"SPY","atm_iv":0.35,"skew":-0.9}"#,
+            r#"{"type":"headline","ts":"13:19:00.000","text":"Fed \"surprise\""}"#,
+        ]);
+        let (h, evs) = read_tape_bytes(text.as_bytes()).unwrap();
+        assert_eq!(evs.len(), 5);
+        assert_eq!(h.symbol("SPY").unwrap().strike_step, Some(Px(10_000)));
+        let mut out = Vec::new();
+        write_tape(&mut out, &h, evs).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), text);
+    }
+
+    #[test]
+    fn refusals_name_line_and_reason() {
+        let ok = r#"{"type":"tick","ts":"09:30:02.000","sym":"SPX","px":5002.10,"sz":0}"#;
+        let cases: &[(&str, TapeErrorKind, &str)] = &[
+            (
+                r#"{"type":"tick","ts":"09:30:03.000","sym":"SPX","px":50"#,
+                TapeErrorKind::Truncated,
+                "truncated",
+            ),
+            (
+                r#"{"type":"tick","ts":"09:30:01.000","sym":"SPX","px":5000.00,"sz":0}"#,
+                TapeErrorKind::OutOfOrder,
+                "out-of-order",
+            ),
+            (
+                r#"{"type":"tick","ts":"09:30:03.000","sym":"QQQ","px":400.00,"sz":0}"#,
+                TapeErrorKind::UnknownSymbol,
+                "unknown-symbol",
+            ),
+            (
+                r#"{"type":"tick","ts":"09:30:03.000","sym":"SPX","px":NaN,"sz":0}"#,
+                TapeErrorKind::BadPrice,
+                "bad-price",
+            ),
+            (
+                r#"{"type":"tick","ts":"09:30:03.000","sym":"SPX","px":"NaN","sz":0}"#,
+                TapeErrorKind::BadPrice,
+                "non-finite",
+            ),
+            (
+                r#"{"type":"tick","ts":"09:30:03.000","sym":"SPX","px":-1.5,"sz":0}"#,
+                TapeErrorKind::BadPrice,
+                "not positive",
+            ),
+            (
+                r#"{"type":"tick","ts":"09:30:03.000","sym":"SPX","px":0,"sz":0}"#,
+                TapeErrorKind::BadPrice,
+                "not positive",
+            ),
+            (
+                r#"{"type":"tick","ts":"09:30:03.000","sym":"SPX","px":1.23456,"sz":0}"#,
+                TapeErrorKind::BadPrice,
+                "4 decimal",
+            ),
+            (
+                r#"{"type":"tick","ts":"09:30:03.000","sym":"SPX","sz":0}"#,
+                TapeErrorKind::MissingField,
+                "`px`",
+            ),
+            (
+                r#"{"type":"quote","ts":"09:30:03.000"}"#,
+                TapeErrorKind::UnknownType,
+                "quote",
+            ),
+            (
+                r#"{"type":"tick","ts":"9:30","sym":"SPX","px":1.0,"sz":0}"#,
+                TapeErrorKind::BadField,
+                "HH:MM:SS.mmm",
+            ),
+            (
+                r#"{"type":"tick","ts":"09:30:03.000","sym":"SPX","px":1.0,"sz":-1}"#,
+                TapeErrorKind::BadField,
+                "sz",
+            ),
+            (r#"[1,2]"#, TapeErrorKind::Json, "object"),
+            (r#"{"type":"tick",}"#, TapeErrorKind::Json, "invalid"),
+            ("", TapeErrorKind::Blank, "blank"),
+            (HDR, TapeErrorKind::BadHeader, "first line"),
+        ];
+        for (bad, kind, needle) in cases {
+            let e = first_err(&tape(&[ok, bad, ok]));
+            assert_eq!(e.line, 3, "{bad}: {e}");
+            assert_eq!(e.kind, *kind, "{bad}: {e}");
+            let shown = e.to_string();
+            assert!(
+                shown.starts_with("error code=TAPE line=3 message="),
+                "{shown}"
+            );
+            assert!(shown.contains(needle), "{bad}: {shown}");
+        }
+    }
+
+    #[test]
+    fn truncated_last_line_without_newline() {
+        let mut text = tape(&[]);
+        text.push_str(r#"{"type":"tick","ts":"09:30:00.000","sym":"SP"#);
+        let e = first_err(&text);
+        assert_eq!((e.line, e.kind), (2, TapeErrorKind::Truncated));
+    }
+
+    #[test]
+    fn bad_headers() {
+        let e = first_err("");
+        assert_eq!((e.line, e.kind), (1, TapeErrorKind::Empty));
+        let e = first_err(&HDR.replace("\"v\":1", "\"v\":2"));
+        assert_eq!((e.line, e.kind), (1, TapeErrorKind::BadVersion));
+        assert!(e.to_string().contains("bad-version"));
+        let e = first_err(&HDR.replace("\"name\":\"tiny\",", ""));
+        assert_eq!((e.line, e.kind), (1, TapeErrorKind::MissingField));
+        let e = first_err(r#"{"type":"tick","ts":"09:30:00.000","sym":"SPX","px":1.0,"sz":0}"#);
+        assert_eq!((e.line, e.kind), (1, TapeErrorKind::BadHeader));
+        let e = first_err(&HDR.replace("4983.00", "NaN"));
+        assert_eq!((e.line, e.kind), (1, TapeErrorKind::BadPrice));
+        let e = first_err(&HDR.replace("\"SPY\":{\"atm_iv\"", "\"QQQ\":{\"atm_iv\""));
+        assert_eq!((e.line, e.kind), (1, TapeErrorKind::UnknownSymbol));
+    }
+
+    #[test]
+    fn reader_stops_after_first_refusal() {
+        let ok = r#"{"type":"tick","ts":"09:30:02.000","sym":"SPX","px":5002.10,"sz":0}"#;
+        let text = tape(&[ok, "garbage", ok]);
+        let mut r = TapeReader::new(text.as_bytes()).unwrap();
+        assert!(r.next().unwrap().is_ok());
+        assert!(r.next().unwrap().is_err());
+        assert!(r.next().is_none());
+    }
+
+    #[test]
+    fn crlf_and_too_long() {
+        let text =
+            tape(&[r#"{"type":"headline","ts":"09:30:02.000","text":"x"}"#]).replace('\n', "\r\n");
+        assert_eq!(read_tape_bytes(text.as_bytes()).unwrap().1.len(), 1);
+        let long = format!(
+            r#"{{"type":"headline","ts":"09:30:02.000","text":"{}"}}"#,
+            "x".repeat(MAX_LINE_BYTES)
+        );
+        let e = first_err(&tape(&[&long]));
+        assert_eq!((e.line, e.kind), (2, TapeErrorKind::TooLong));
+    }
+
+    mod fuzz {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(256))]
+            #[test]
+            fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+                let _ = read_tape_bytes(&bytes);
+                let mut t = HDR.as_bytes().to_vec();
+                t.push(b'\n');
+                t.extend_from_slice(&bytes);
+                let _ = read_tape_bytes(&t);
+            }
+
+            #[test]
+            fn mutated_lines_never_panic(
+                idx in 0usize..120,
+                byte in any::<u8>(),
+                cut in 0usize..120,
+            ) {
+                let line = r#"{"type":"tick","ts":"09:30:02.000","sym":"SPX","px":5002.10,"sz":0}"#;
+                let mut b = line.as_bytes().to_vec();
+                if idx < b.len() { b[idx] = byte; }
+                b.truncate(cut.max(1));
+                let mut t = HDR.as_bytes().to_vec();
+                t.push(b'\n');
+                t.extend_from_slice(&b);
+                t.push(b'\n');
+                match read_tape_bytes(&t) {
+                    Ok(_) => {}
+                    Err(e) => prop_assert_eq!(e.line, 2),
+                }
+            }
+        }
+    }
+}
