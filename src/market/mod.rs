@@ -2,11 +2,15 @@
 //!
 //! - [`types`]: exact value types ([`Px`], [`Ts`], [`Date`], [`Sym`]).
 //! - [`generator`]: the seeded synthetic session generator.
+//! - [`options`]: Black-Scholes, the smile, the spread model and the open-interest model.
+//! - [`state`]: [`MarketState`], the per-tape market model (series, percentiles, chain).
 //! - [`tape`]: the JSON Lines tape format, the streaming [`TapeReader`] and the canonical writer.
 //!
 //! Everything here is deterministic: the same inputs give the same bytes on any machine.
 
 pub mod generator;
+pub mod options;
+pub mod state;
 pub mod tape;
 pub mod types;
 
@@ -14,6 +18,8 @@ pub use generator::{
     DEFAULT_DATE, FamilyMember, Generator, Regime, generate, generate_family, tape_name,
     write_generated,
 };
+pub use options::{Expiry, Quote, Right, ShareQuote, Smile};
+pub use state::{MIN_PERCENTILE_SAMPLES, MarketState, Series};
 pub use tape::{
     Headline, IvChange, SymbolSpec, TapeError, TapeErrorKind, TapeEvent, TapeHeader, TapeReader,
     Tick, VolSpec, open_tape, read_tape_bytes, read_tape_file, write_event, write_tape,

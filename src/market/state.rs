@@ -1,0 +1,672 @@
+//! The market model: per-tape state updated one event at a time, reading only the past.
+//!
+//! # Series
+//!
+//! Per symbol: `spot` (last trade, including any pre-open trade), and the *session* series
+//! computed from trades at or after the open: `hod`, `lod`, `open` (first trade at or after
+//! the open), `vwap`, plus `prior-close` (header), `velocity(w)` and `time`.
+//!
+//! **VWAP**: size-weighted over session trades, `Σ px·sz / Σ sz`, exact in integers. For a
+//! symbol whose session trades so far all have `sz = 0` (an index) it is the equal-weighted
+//! mean of its session trade prices (one weight per tick). Once any trade has size, the
+//! size-weighted form is used.
+//!
+//! # The one-second sample grid
+//!
+//! Sample `k` of a series is its value *as of* the instant `open + k` seconds (after every
+//! event with `ts <= open + k`). A sample is recorded when the clock moves past its instant
+//! (an event with a later `ts`, or [`MarketState::advance_to`]), for `k` from 0 to the close.
+//! So at time `t` only samples of instants strictly before `t` exist: no look-ahead.
+//!
+//! **velocity(w)** = `100 · (spot(t) / spot_sample(j) − 1)` where `j` is the latest whole
+//! second of the grid at or before `t − w` (percent; UNKNOWN until `t − w` reaches the open
+//! and that sample has a spot).
+//!
+//! **Percentiles** compare with the series' own samples. `pN` uses linear interpolation
+//! between closest ranks (`h = (n−1)·N/100`, `x[⌊h⌋] + (h−⌊h⌋)(x[⌊h⌋+1] − x[⌊h⌋])`) over the
+//! `n` defined samples, and is UNKNOWN (`None`) while `n < MIN_PERCENTILE_SAMPLES`.
+//! [`MarketState::track`] keeps a series' samples in a sorted vector (binary insertion, one
+//! per second), so a query is O(1); an untracked series is computed on demand by sorting a
+//! copy (correct, slower).
+
+use super::options::{
+    Expiry, Quote, Right, ShareQuote, Smile, black_scholes, open_interest, price_option,
+};
+use super::tape::{Headline, TapeEvent, TapeHeader};
+use super::types::{Date, Px, Sym, Ts};
+
+/// Minimum number of samples before a percentile is defined (30 seconds of session).
+pub const MIN_PERCENTILE_SAMPLES: usize = 30;
+
+/// Length of `phase open` and `phase close`, in milliseconds (15 minutes).
+pub const PHASE_MS: u32 = 15 * 60 * 1000;
+
+/// A series a plan can read (LANGUAGE.md §3.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Series {
+    /// Last trade.
+    Spot,
+    /// Session high.
+    Hod,
+    /// Session low.
+    Lod,
+    /// Session VWAP.
+    Vwap,
+    /// First session trade.
+    Open,
+    /// Prior close (header).
+    PriorClose,
+    /// Percent change over the trailing window, in seconds (≥ 1).
+    Velocity(u32),
+    /// Clock, seconds since midnight.
+    Time,
+}
+
+impl Series {
+    /// The language spelling (`velocity` without its window).
+    pub fn name(self) -> &'static str {
+        match self {
+            Series::Spot => "spot",
+            Series::Hod => "hod",
+            Series::Lod => "lod",
+            Series::Vwap => "vwap",
+            Series::Open => "open",
+            Series::PriorClose => "prior-close",
+            Series::Velocity(_) => "velocity",
+            Series::Time => "time",
+        }
+    }
+}
+
+/// A series whose samples are kept sorted.
+#[derive(Debug)]
+struct Tracked {
+    series: Series,
+    sorted: Vec<f64>,
+}
+
+/// Per-symbol state.
+#[derive(Debug)]
+struct SymState {
+    sym: Sym,
+    prior_close: Px,
+    strike_step: Option<Px>,
+    smile: Option<Smile>,
+    last: Option<Px>,
+    open: Option<Px>,
+    open_at: Option<Ts>,
+    hod: Option<Px>,
+    lod: Option<Px>,
+    /// Σ px_raw · sz over session trades.
+    vw_num: i128,
+    /// Σ sz over session trades.
+    vw_den: u128,
+    /// Σ px_raw over session trades (equal weights).
+    eq_num: i128,
+    /// Number of session trades.
+    eq_den: u64,
+    /// Samples on the one-second grid (NaN = not defined at that instant).
+    spot_s: Vec<f64>,
+    hod_s: Vec<f64>,
+    lod_s: Vec<f64>,
+    vwap_s: Vec<f64>,
+    tracked: Vec<Tracked>,
+}
+
+impl SymState {
+    fn vwap(&self) -> Option<f64> {
+        if self.vw_den > 0 {
+            Some(self.vw_num as f64 / self.vw_den as f64 / 1e4)
+        } else if self.eq_den > 0 {
+            Some(self.eq_num as f64 / self.eq_den as f64 / 1e4)
+        } else {
+            None
+        }
+    }
+
+    fn samples(&self, s: Series) -> Option<&[f64]> {
+        match s {
+            Series::Spot => Some(&self.spot_s),
+            Series::Hod => Some(&self.hod_s),
+            Series::Lod => Some(&self.lod_s),
+            Series::Vwap => Some(&self.vwap_s),
+            _ => None,
+        }
+    }
+
+    /// The value of a sampled series at grid index `k` (NaN if undefined).
+    fn sample_at(&self, s: Series, k: usize) -> f64 {
+        match s {
+            Series::Velocity(w) => {
+                let w = w as usize;
+                if w == 0 || k < w {
+                    return f64::NAN;
+                }
+                let (Some(&now), Some(&then)) = (self.spot_s.get(k), self.spot_s.get(k - w)) else {
+                    return f64::NAN;
+                };
+                velocity_pct(now, then)
+            }
+            _ => self
+                .samples(s)
+                .and_then(|v| v.get(k).copied())
+                .unwrap_or(f64::NAN),
+        }
+    }
+}
+
+fn px_or_nan(p: Option<Px>) -> f64 {
+    p.map_or(f64::NAN, Px::to_f64)
+}
+
+fn velocity_pct(now: f64, then: f64) -> f64 {
+    if now.is_finite() && then.is_finite() && then > 0.0 {
+        100.0 * (now / then - 1.0)
+    } else {
+        f64::NAN
+    }
+}
+
+/// Insert into a sorted vector (finite values only).
+fn insert_sorted(v: &mut Vec<f64>, x: f64) {
+    if x.is_finite() {
+        let i = v.partition_point(|&y| y <= x);
+        v.insert(i, x);
+    }
+}
+
+/// Linear-interpolation percentile of sorted values.
+fn percentile_sorted(sorted: &[f64], p: f64) -> Option<f64> {
+    let n = sorted.len();
+    if n < MIN_PERCENTILE_SAMPLES || !(0.0..=100.0).contains(&p) {
+        return None;
+    }
+    let h = (n - 1) as f64 * p / 100.0;
+    let lo = libm::floor(h) as usize;
+    let frac = h - lo as f64;
+    let a = *sorted.get(lo)?;
+    match sorted.get(lo + 1) {
+        Some(&b) if frac > 0.0 => Some(a + frac * (b - a)),
+        _ => Some(a),
+    }
+}
+
+/// The market state of one tape, updated with [`MarketState::apply`].
+#[derive(Debug)]
+pub struct MarketState {
+    date: Date,
+    open: Ts,
+    close: Ts,
+    rate: f64,
+    syms: Vec<SymState>,
+    now: Option<Ts>,
+    /// Number of grid samples recorded (same for every symbol).
+    sampled: usize,
+    /// Grid length: samples 0..=session seconds.
+    grid_len: usize,
+    headlines: Vec<Headline>,
+}
+
+impl MarketState {
+    /// A fresh state for a tape with this header. Sample storage for the whole session is
+    /// allocated here, so [`apply`](Self::apply) does not allocate in the steady state.
+    pub fn new(header: &TapeHeader) -> MarketState {
+        let grid_len = ((header.close.ms().saturating_sub(header.open.ms())) / 1000) as usize + 1;
+        let syms = header
+            .symbols
+            .iter()
+            .map(|s| SymState {
+                sym: s.sym,
+                prior_close: s.prior_close,
+                strike_step: s.strike_step,
+                smile: header.vol_of(s.sym.as_str()).map(|v| Smile {
+                    atm_iv: v.atm_iv,
+                    skew: v.skew,
+                }),
+                last: None,
+                open: None,
+                open_at: None,
+                hod: None,
+                lod: None,
+                vw_num: 0,
+                vw_den: 0,
+                eq_num: 0,
+                eq_den: 0,
+                spot_s: Vec::with_capacity(grid_len),
+                hod_s: Vec::with_capacity(grid_len),
+                lod_s: Vec::with_capacity(grid_len),
+                vwap_s: Vec::with_capacity(grid_len),
+                tracked: Vec::new(),
+            })
+            .collect();
+        MarketState {
+            date: header.date,
+            open: header.open,
+            close: header.close,
+            rate: header.rate,
+            syms,
+            now: None,
+            sampled: 0,
+            grid_len,
+            headlines: Vec::new(),
+        }
+    }
+
+    fn sym(&self, sym: &str) -> Option<&SymState> {
+        self.syms.iter().find(|s| s.sym.as_str() == sym)
+    }
+
+    fn sym_idx(&self, sym: Sym) -> Option<usize> {
+        self.syms.iter().position(|s| s.sym == sym)
+    }
+
+    /// Move the clock to `ts`, recording every grid sample whose instant is before `ts`.
+    /// A `ts` earlier than the current clock is ignored (the clock never goes back).
+    pub fn advance_to(&mut self, ts: Ts) {
+        if self.now.is_some_and(|n| ts < n) {
+            return;
+        }
+        let open_ms = u64::from(self.open.ms());
+        while self.sampled < self.grid_len
+            && open_ms + (self.sampled as u64) * 1000 < u64::from(ts.ms())
+        {
+            let k = self.sampled;
+            for s in &mut self.syms {
+                s.spot_s.push(px_or_nan(s.last));
+                s.hod_s.push(px_or_nan(s.hod));
+                s.lod_s.push(px_or_nan(s.lod));
+                s.vwap_s.push(s.vwap().unwrap_or(f64::NAN));
+                for t in 0..s.tracked.len() {
+                    let x = s.sample_at(s.tracked[t].series, k);
+                    insert_sorted(&mut s.tracked[t].sorted, x);
+                }
+            }
+            self.sampled += 1;
+        }
+        self.now = Some(ts);
+    }
+
+    /// Apply one tape event (after recording the grid samples before its time). Events for
+    /// symbols the header does not carry are ignored (the reader already refuses them).
+    pub fn apply(&mut self, ev: &TapeEvent) {
+        self.advance_to(ev.ts());
+        let open = self.open;
+        match ev {
+            TapeEvent::Tick(t) => {
+                let Some(i) = self.sym_idx(t.sym) else { return };
+                let s = &mut self.syms[i];
+                s.last = Some(t.px);
+                if t.ts >= open {
+                    if s.open.is_none() {
+                        s.open = Some(t.px);
+                        s.open_at = Some(t.ts);
+                    }
+                    s.hod = Some(s.hod.map_or(t.px, |h| h.max(t.px)));
+                    s.lod = Some(s.lod.map_or(t.px, |l| l.min(t.px)));
+                    let raw = i128::from(t.px.raw());
+                    s.vw_num += raw * i128::from(t.sz);
+                    s.vw_den += u128::from(t.sz);
+                    s.eq_num += raw;
+                    s.eq_den += 1;
+                }
+            }
+            TapeEvent::Iv(iv) => {
+                let Some(i) = self.sym_idx(iv.sym) else {
+                    return;
+                };
+                let s = &mut self.syms[i];
+                let skew = iv.skew.or(s.smile.map(|v| v.skew)).unwrap_or(0.0);
+                s.smile = Some(Smile {
+                    atm_iv: iv.atm_iv,
+                    skew,
+                });
+            }
+            TapeEvent::Headline(h) => self.headlines.push(h.clone()),
+        }
+    }
+
+    // ----- clock --------------------------------------------------------------------------
+
+    /// Tape time of the last event (or [`advance_to`](Self::advance_to)).
+    pub fn now(&self) -> Option<Ts> {
+        self.now
+    }
+
+    /// Session date.
+    pub fn date(&self) -> Date {
+        self.date
+    }
+
+    /// Session open (header).
+    pub fn open_time(&self) -> Ts {
+        self.open
+    }
+
+    /// Session close (header).
+    pub fn close_time(&self) -> Ts {
+        self.close
+    }
+
+    /// `phase open`: `open <= now < open + 15m`.
+    pub fn phase_open(&self) -> bool {
+        self.now
+            .is_some_and(|n| n >= self.open && n.ms() < self.open.ms() + PHASE_MS)
+    }
+
+    /// `phase close`: `close − 15m <= now <= close`.
+    pub fn phase_close(&self) -> bool {
+        self.now
+            .is_some_and(|n| n.ms() >= self.close.ms().saturating_sub(PHASE_MS) && n <= self.close)
+    }
+
+    /// Minutes from now to the close (negative after it); `None` before the first event.
+    pub fn minutes_to_close(&self) -> Option<f64> {
+        self.now
+            .map(|n| (f64::from(self.close.ms()) - f64::from(n.ms())) / 60_000.0)
+    }
+
+    /// `T-n`: true from `n` minutes before the close onwards.
+    pub fn t_minus(&self, minutes: f64) -> bool {
+        self.minutes_to_close().is_some_and(|m| m <= minutes)
+    }
+
+    // ----- series -------------------------------------------------------------------------
+
+    /// Whether the tape carries this symbol.
+    pub fn has_symbol(&self, sym: &str) -> bool {
+        self.sym(sym).is_some()
+    }
+
+    /// The tape's symbols, in header order (sorted).
+    pub fn symbols(&self) -> impl Iterator<Item = Sym> + '_ {
+        self.syms.iter().map(|s| s.sym)
+    }
+
+    /// The first symbol with an option chain (a `strike_step` in the header).
+    pub fn exec_symbol(&self) -> Option<Sym> {
+        self.syms
+            .iter()
+            .find(|s| s.strike_step.is_some())
+            .map(|s| s.sym)
+    }
+
+    /// Last trade.
+    pub fn spot(&self, sym: &str) -> Option<Px> {
+        self.sym(sym)?.last
+    }
+
+    /// Session high.
+    pub fn hod(&self, sym: &str) -> Option<Px> {
+        self.sym(sym)?.hod
+    }
+
+    /// Session low.
+    pub fn lod(&self, sym: &str) -> Option<Px> {
+        self.sym(sym)?.lod
+    }
+
+    /// First session trade.
+    pub fn open_px(&self, sym: &str) -> Option<Px> {
+        self.sym(sym)?.open
+    }
+
+    /// Prior close (header).
+    pub fn prior_close(&self, sym: &str) -> Option<Px> {
+        Some(self.sym(sym)?.prior_close)
+    }
+
+    /// Session VWAP (see the module docs for the weights).
+    pub fn vwap(&self, sym: &str) -> Option<f64> {
+        self.sym(sym)?.vwap()
+    }
+
+    /// Percent change of spot over the trailing `window_secs` (≥ 1), on the sample grid.
+    pub fn velocity(&self, sym: &str, window_secs: u32) -> Option<f64> {
+        let s = self.sym(sym)?;
+        let now = self.now?;
+        let spot = s.last?;
+        if window_secs == 0 {
+            return None;
+        }
+        let back = u64::from(now.ms()).checked_sub(u64::from(window_secs) * 1000)?;
+        let since_open = back.checked_sub(u64::from(self.open.ms()))?;
+        let j = usize::try_from(since_open / 1000).ok()?;
+        let then = *s.spot_s.get(j)?;
+        let v = velocity_pct(spot.to_f64(), then);
+        v.is_finite().then_some(v)
+    }
+
+    /// Seconds since midnight of the clock.
+    pub fn time_secs(&self) -> Option<f64> {
+        self.now.map(Ts::secs_f64)
+    }
+
+    /// The value of any series as `f64`; `None` is UNKNOWN (unknown symbol, or not yet
+    /// defined).
+    pub fn value(&self, sym: &str, series: Series) -> Option<f64> {
+        match series {
+            Series::Spot => self.spot(sym).map(Px::to_f64),
+            Series::Hod => self.hod(sym).map(Px::to_f64),
+            Series::Lod => self.lod(sym).map(Px::to_f64),
+            Series::Vwap => self.vwap(sym),
+            Series::Open => self.open_px(sym).map(Px::to_f64),
+            Series::PriorClose => self.prior_close(sym).map(Px::to_f64),
+            Series::Velocity(w) => self.velocity(sym, w),
+            Series::Time => self.sym(sym).and(self.time_secs()),
+        }
+    }
+
+    /// Keep `series` of `sym` in an order-statistics structure so that
+    /// [`percentile`](Self::percentile) is O(1). Back-fills from the samples so far (past
+    /// only). Idempotent; returns `false` for an unknown symbol or a series that needs no
+    /// tracking (`open`, `prior-close`, `time` are answered in closed form).
+    pub fn track(&mut self, sym: &str, series: Series) -> bool {
+        if matches!(series, Series::Open | Series::PriorClose | Series::Time)
+            || series == Series::Velocity(0)
+        {
+            return false;
+        }
+        let grid_len = self.grid_len;
+        let sampled = self.sampled;
+        let Some(s) = self.syms.iter_mut().find(|s| s.sym.as_str() == sym) else {
+            return false;
+        };
+        if s.tracked.iter().any(|t| t.series == series) {
+            return true;
+        }
+        let mut sorted = Vec::with_capacity(grid_len);
+        sorted.extend(
+            (0..sampled)
+                .map(|k| s.sample_at(series, k))
+                .filter(|x| x.is_finite()),
+        );
+        sorted.sort_by(f64::total_cmp);
+        s.tracked.push(Tracked { series, sorted });
+        true
+    }
+
+    /// The `p`-th percentile (0..=100) of `series`' own one-second samples since the open,
+    /// up to now (no look-ahead). `None` (UNKNOWN) for an unknown symbol, `p` out of range,
+    /// or fewer than [`MIN_PERCENTILE_SAMPLES`] defined samples.
+    pub fn percentile(&self, sym: &str, series: Series, p: f64) -> Option<f64> {
+        let s = self.sym(sym)?;
+        if !(0.0..=100.0).contains(&p) {
+            return None;
+        }
+        let n = self.sampled;
+        match series {
+            Series::PriorClose => (n >= MIN_PERCENTILE_SAMPLES).then(|| s.prior_close.to_f64()),
+            Series::Open => {
+                let (o, at) = (s.open?, s.open_at?);
+                // Samples with instant >= the first session trade.
+                let first = (at.ms().saturating_sub(self.open.ms())).div_ceil(1000) as usize;
+                (n.saturating_sub(first) >= MIN_PERCENTILE_SAMPLES).then(|| o.to_f64())
+            }
+            Series::Time => {
+                if n < MIN_PERCENTILE_SAMPLES {
+                    return None;
+                }
+                let h = (n - 1) as f64 * p / 100.0;
+                Some(self.open.secs_f64() + h)
+            }
+            Series::Velocity(0) => None,
+            _ => {
+                if let Some(t) = s.tracked.iter().find(|t| t.series == series) {
+                    return percentile_sorted(&t.sorted, p);
+                }
+                let mut v: Vec<f64> = (0..n)
+                    .map(|k| s.sample_at(series, k))
+                    .filter(|x| x.is_finite())
+                    .collect();
+                v.sort_by(f64::total_cmp);
+                percentile_sorted(&v, p)
+            }
+        }
+    }
+
+    /// Number of one-second samples recorded so far.
+    pub fn samples_recorded(&self) -> usize {
+        self.sampled
+    }
+
+    // ----- options and shares ---------------------------------------------------------------
+
+    /// Current smile parameters of a symbol (header `vol`, updated by `iv` events).
+    pub fn smile(&self, sym: &str) -> Option<Smile> {
+        self.sym(sym)?.smile
+    }
+
+    /// Strike grid of a symbol's chain.
+    pub fn strike_step(&self, sym: &str) -> Option<Px> {
+        self.sym(sym)?.strike_step
+    }
+
+    /// The at-the-money strike: the grid strike nearest to spot (a tie goes to the higher
+    /// strike).
+    pub fn atm_strike(&self, sym: &str) -> Option<Px> {
+        let s = self.sym(sym)?;
+        let step = s.strike_step?.raw();
+        let spot = s.last?.raw();
+        let n = (spot + step / 2).div_euclid(step);
+        Some(Px(n * step))
+    }
+
+    /// `ATM + atm_offset` grid steps (`+2` = two strikes above ATM). `None` if spot is not
+    /// yet known, the symbol has no chain, or the strike would not be positive.
+    pub fn strike_for(&self, sym: &str, atm_offset: i32) -> Option<Px> {
+        let atm = self.atm_strike(sym)?;
+        let step = self.strike_step(sym)?;
+        let k = atm
+            .raw()
+            .checked_add(step.raw().checked_mul(i64::from(atm_offset))?)?;
+        (k > 0).then_some(Px(k))
+    }
+
+    /// Time to expiry in years: from now to the close on the expiry date, over a 365-day
+    /// year, floored at [`MIN_T_YEARS`](super::options::MIN_T_YEARS).
+    pub fn years_to_expiry(&self, expiry: Expiry) -> Option<f64> {
+        let d = expiry.resolve(self.date)?;
+        let days = d.days() - self.date.days();
+        let now = self.now?;
+        let secs =
+            days as f64 * 86_400.0 + (f64::from(self.close.ms()) - f64::from(now.ms())) / 1000.0;
+        Some((secs / (365.0 * 86_400.0)).max(super::options::MIN_T_YEARS))
+    }
+
+    /// Price a contract on a symbol's chain. `None` (UNKNOWN) if the symbol has no chain or
+    /// smile, spot is unknown, the strike is not positive or not on the strike grid, or the
+    /// expiry is in the past.
+    pub fn quote(&self, sym: &str, expiry: Expiry, strike: Px, right: Right) -> Option<Quote> {
+        let s = self.sym(sym)?;
+        let step = s.strike_step?;
+        let smile = s.smile?;
+        let spot = s.last?;
+        if strike.raw() <= 0 || strike.raw() % step.raw() != 0 {
+            return None;
+        }
+        let t = self.years_to_expiry(expiry)?;
+        let oi = open_interest(expiry, right, strike, s.prior_close, step);
+        price_option(right, spot, strike, t, self.rate, smile, oi)
+    }
+
+    /// Dealer gamma exposure at a strike, in dollars per 1% move:
+    /// `(γ_call · OI_call − γ_put · OI_put) · 100 · S² · 0.01` (dealers long calls, short
+    /// puts).
+    pub fn gex(&self, sym: &str, expiry: Expiry, strike: Px) -> Option<f64> {
+        let c = self.quote(sym, expiry, strike, Right::Call)?;
+        let p = self.quote(sym, expiry, strike, Right::Put)?;
+        let spot = self.spot(sym)?.to_f64();
+        Some(
+            (c.gamma * c.open_interest as f64 - p.gamma * p.open_interest as f64)
+                * super::options::MULTIPLIER
+                * spot
+                * spot
+                * 0.01,
+        )
+    }
+
+    /// The strike whose delta is closest to `target` (e.g. `0.25` for calls, `-0.25` for
+    /// puts), searched within ±`max_steps` grid steps of ATM.
+    pub fn strike_for_delta(
+        &self,
+        sym: &str,
+        expiry: Expiry,
+        right: Right,
+        target: f64,
+        max_steps: i32,
+    ) -> Option<Px> {
+        let mut best: Option<(f64, Px)> = None;
+        for off in -max_steps..=max_steps {
+            let Some(k) = self.strike_for(sym, off) else {
+                continue;
+            };
+            let Some(q) = self.quote(sym, expiry, k, right) else {
+                continue;
+            };
+            let d = (q.delta - target).abs();
+            if best.is_none_or(|(bd, _)| d < bd) {
+                best = Some((d, k));
+            }
+        }
+        best.map(|(_, k)| k)
+    }
+
+    /// Black-Scholes value of a contract at an explicit volatility (for scenario views).
+    pub fn fair_at_vol(
+        &self,
+        sym: &str,
+        expiry: Expiry,
+        strike: Px,
+        right: Right,
+        iv: f64,
+    ) -> Option<f64> {
+        let spot = self.spot(sym)?.to_f64();
+        let t = self.years_to_expiry(expiry)?;
+        black_scholes(right, spot, strike.to_f64(), t, self.rate, iv).map(|b| b.price)
+    }
+
+    /// Share quote: fair = last trade, book one cent either side.
+    pub fn share_quote(&self, sym: &str) -> Option<ShareQuote> {
+        self.spot(sym).map(ShareQuote::from_last)
+    }
+
+    // ----- headlines ------------------------------------------------------------------------
+
+    /// Every headline seen so far, oldest first.
+    pub fn headlines(&self) -> &[Headline] {
+        &self.headlines
+    }
+
+    /// Time of the latest headline seen.
+    pub fn last_headline_at(&self) -> Option<Ts> {
+        self.headlines.last().map(|h| h.ts)
+    }
+
+    /// `headline within <dur>`: a headline arrived in the last `secs` seconds (inclusive).
+    pub fn headline_within(&self, secs: u32) -> bool {
+        match (self.now, self.last_headline_at()) {
+            (Some(n), Some(h)) => n.ms().saturating_sub(h.ms()) <= secs.saturating_mul(1000),
+            _ => false,
+        }
+    }
+}
