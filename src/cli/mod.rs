@@ -2,6 +2,7 @@
 //! 2 a refused document (or, for `fmt --check`, a file that is not canonical).
 
 mod lang;
+pub mod run;
 
 use clap::{Parser, Subcommand};
 
@@ -31,6 +32,10 @@ pub enum Command {
     ///
     /// Example: kestrel check examples/*.kestrel --format json
     Check(lang::CheckArgs),
+    /// Replay a tape headless with armed documents and report per plan.
+    ///
+    /// Example: kestrel run --tape tapes/shock.jsonl --plans examples/fade.kestrel --r-usd 1000 --json
+    Run(run::Args),
     /// List the fail-closed rules with their stable names.
     ///
     /// Example: kestrel rules
@@ -63,5 +68,6 @@ pub fn run(cmd: Command) -> i32 {
         Command::Fmt(a) => lang::fmt(&a),
         Command::Check(a) => lang::check(&a),
         Command::Rules => lang::rules(),
+        Command::Run(a) => run::run(a),
     }
 }
