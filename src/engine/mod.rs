@@ -1203,7 +1203,7 @@ fn step_plan(p: &mut PlanRt, pi: usize, sh: &mut Shared) {
     // ttl: no new entries after it.
     if p.entries_open && p.ttl_at.is_some_and(|t| sh.now >= t) {
         p.entries_open = false;
-        let at = p.ttl_at.map(|t| t.hhmm()).unwrap_or_default();
+        let at = p.ttl_at.map(|t| t.to_string()).unwrap_or_default();
         cancel_orders(p, sh, |o| o.role == OrderRole::Entry, "ttl");
         set_state(p, sh, PlanState::Expired, Some(format!("ttl {at}")));
         if p.status == Status::Armed {
