@@ -3,6 +3,7 @@
 
 mod lang;
 pub mod run;
+pub mod tape;
 
 use clap::{Parser, Subcommand};
 

@@ -304,10 +304,12 @@ impl MarketState {
                     s.hod = Some(s.hod.map_or(t.px, |h| h.max(t.px)));
                     s.lod = Some(s.lod.map_or(t.px, |l| l.min(t.px)));
                     let raw = i128::from(t.px.raw());
-                    s.vw_num += raw * i128::from(t.sz);
-                    s.vw_den += u128::from(t.sz);
-                    s.eq_num += raw;
-                    s.eq_den += 1;
+                    s.vw_num = s
+                        .vw_num
+                        .saturating_add(raw.saturating_mul(i128::from(t.sz)));
+                    s.vw_den = s.vw_den.saturating_add(u128::from(t.sz));
+                    s.eq_num = s.eq_num.saturating_add(raw);
+                    s.eq_den = s.eq_den.saturating_add(1);
                 }
             }
             TapeEvent::Iv(iv) => {
@@ -547,7 +549,7 @@ impl MarketState {
         let s = self.sym(sym)?;
         let step = s.strike_step?.raw();
         let spot = s.last?.raw();
-        let n = (spot + step / 2).div_euclid(step);
+        let n = spot.saturating_add(step / 2).div_euclid(step);
         Some(Px(n * step))
     }
 
@@ -667,6 +669,77 @@ impl MarketState {
         match (self.now, self.last_headline_at()) {
             (Some(n), Some(h)) => n.ms().saturating_sub(h.ms()) <= secs.saturating_mul(1000),
             _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::market::tape::{Headline, IvChange, SymbolSpec, Tick, VolSpec};
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    fn header() -> TapeHeader {
+        let spy = Sym::new("SPY").unwrap();
+        TapeHeader {
+            v: 1,
+            name: "p".into(),
+            date: Date::new(2025, 4, 9).unwrap(),
+            tz: "America/New_York".into(),
+            open: Ts::hms(9, 30, 0, 0),
+            close: Ts::hms(16, 0, 0, 0),
+            symbols: vec![SymbolSpec {
+                sym: spy,
+                prior_close: Px::from_cents(50_000),
+                strike_step: Some(Px::from_cents(100)),
+            }],
+            vol: vec![VolSpec {
+                sym: spy,
+                atm_iv: 0.2,
+                skew: -0.8,
+            }],
+            rate: 0.04,
+            source: String::new(),
+            tags: BTreeMap::new(),
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        /// Any event sequence (even out of order, extreme prices and sizes) never panics,
+        /// and every query answers.
+        #[test]
+        fn apply_and_query_never_panic(
+            evs in proptest::collection::vec((0u32..86_400_000, 1i64..i64::MAX / 4, any::<u64>(), 0u8..3), 0..60),
+            p in -10.0f64..110.0,
+            off in -1000i32..1000,
+        ) {
+            let h = header();
+            let spy = h.symbols[0].sym;
+            let mut st = MarketState::new(&h);
+            st.track("SPY", Series::Velocity(5));
+            for (ts, raw, sz, kind) in evs {
+                let ts = Ts(ts);
+                let ev = match kind {
+                    0 => TapeEvent::Tick(Tick { ts, sym: spy, px: Px(raw), sz }),
+                    1 => TapeEvent::Iv(IvChange { ts, sym: spy, atm_iv: (raw % 1000) as f64 / 100.0 + 0.01, skew: None }),
+                    _ => TapeEvent::Headline(Headline { ts, text: "x".into() }),
+                };
+                st.apply(&ev);
+                for s in [Series::Spot, Series::Hod, Series::Lod, Series::Vwap, Series::Open,
+                          Series::PriorClose, Series::Velocity(5), Series::Velocity(0), Series::Time] {
+                    let _ = st.value("SPY", s);
+                    let _ = st.percentile("SPY", s, p);
+                }
+                if let Some(k) = st.strike_for("SPY", off) {
+                    for e in [Expiry::ZeroDte, Expiry::OneDte] {
+                        let _ = st.quote("SPY", e, k, Right::Call);
+                        let _ = st.gex("SPY", e, k);
+                    }
+                }
+                let _ = (st.phase_open(), st.phase_close(), st.t_minus(5.0), st.headline_within(60));
+            }
         }
     }
 }

@@ -602,7 +602,7 @@ fn parse_header(line: u64, m: &Map<String, Value>) -> Res<TapeHeader> {
             strike_step,
         });
     }
-    symbols.sort_by(|a, b| a.sym.cmp(&b.sym));
+    symbols.sort_by_key(|s| s.sym);
 
     let mut vol = Vec::new();
     if let Some(vv) = m.get("vol") {
@@ -635,7 +635,7 @@ fn parse_header(line: u64, m: &Map<String, Value>) -> Res<TapeHeader> {
             vol.push(VolSpec { sym, atm_iv, skew });
         }
     }
-    vol.sort_by(|a, b| a.sym.cmp(&b.sym));
+    vol.sort_by_key(|s| s.sym);
     let rate = f.opt_f64("rate")?.unwrap_or(0.0);
     if rate.abs() > 1.0 {
         return Err(f.bad("rate", format!("{rate} is outside [-1, 1]")));
