@@ -12,6 +12,7 @@
 //! The **determinism hash** is the BLAKE3 hash of the Bus bytes, in lowercase hex.
 
 pub mod blotter;
+pub mod canon;
 
 use std::io::{self, Write};
 
@@ -411,6 +412,13 @@ pub enum Event {
 
 /// The canonical line of an event (sorted keys, exact decimals), with its `\n`.
 pub fn canonical_line(ev: &Event) -> Vec<u8> {
+    let mut out = Vec::with_capacity(160);
+    canon::write_canonical(&mut out, ev);
+    out
+}
+
+/// The reference serialisation the fast writer must match: serde through an ordered map.
+pub fn canonical_line_reference(ev: &Event) -> Vec<u8> {
     // to_value goes through serde_json's ordered map, so keys come out sorted.
     let v = serde_json::to_value(ev).unwrap_or(serde_json::Value::Null);
     let mut out = serde_json::to_vec(&v).unwrap_or_default();
@@ -437,6 +445,7 @@ pub struct Bus {
     error: Option<String>,
     blotter: Blotter,
     keep: Option<Vec<Event>>,
+    line: Vec<u8>,
 }
 
 impl std::fmt::Debug for Bus {
@@ -459,6 +468,7 @@ impl Bus {
             error: None,
             blotter: Blotter::default(),
             keep: None,
+            line: Vec::with_capacity(256),
         }
     }
 
@@ -470,13 +480,15 @@ impl Bus {
 
     /// Append one event: serialise canonically, hash, write and flush, project.
     pub fn emit(&mut self, ev: Event) {
-        let line = canonical_line(&ev);
-        self.hasher.update(&line);
+        self.line.clear();
+        canon::write_canonical(&mut self.line, &ev);
+        let line = &self.line;
+        self.hasher.update(line);
         self.bytes += line.len() as u64;
         self.count += 1;
         if let Some(w) = self.sink.as_mut() {
             if self.error.is_none() {
-                if let Err(e) = w.write_all(&line).and_then(|_| w.flush()) {
+                if let Err(e) = w.write_all(line).and_then(|_| w.flush()) {
                     self.error = Some(e.to_string());
                 }
             }

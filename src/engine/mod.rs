@@ -36,7 +36,7 @@ use crate::market::{
 
 pub use fill::{FillModel, StrictCrossV1};
 use price::{CPrice, QuoteF, to_grid};
-use trigger::{CPred, CSeries, CTrigger, CValue, Ctx, EventTimes, PlanReads, Resolver, Tri};
+use trigger::{CPred, CSeries, CTrigger, CValue, Ctx, EventTimes, PlanReads, Resolver, Slots, Tri};
 
 /// Default stop distance for a shares ticket whose plan writes no price stop: 1% of the
 /// limit (see docs/runtime.md, "Risk").
@@ -239,6 +239,9 @@ struct Shared {
     to_arm: Vec<(usize, usize)>,
     books: Vec<BookRt>,
     has_chain: Vec<Sym>,
+    slots: Slots,
+    mvals: Vec<Option<f64>>,
+    pvals: Vec<Option<f64>>,
 }
 
 /// The tick engine. Drive it with [`Engine::on_event`] for each tape event and close it with
@@ -305,6 +308,9 @@ impl Engine {
                 to_arm: Vec::new(),
                 books: Vec::new(),
                 has_chain,
+                slots: Slots::default(),
+                mvals: Vec::new(),
+                pvals: Vec::new(),
             },
             plans: Vec::new(),
             order: Vec::new(),
@@ -543,7 +549,7 @@ impl Engine {
             has_symbol: &has,
             plan_index: &pidx,
         };
-        let mut pcts: Vec<(Sym, MSeries)> = Vec::new();
+        let mut slots = std::mem::take(&mut self.sh.slots);
         let mut counts = std::collections::BTreeMap::<&str, usize>::new();
         let mut label = |k: &'static str| {
             let n = counts.entry(k).or_insert(0);
@@ -551,73 +557,70 @@ impl Engine {
             format!("{k}#{n}")
         };
         let exec_has_chain = self.sh.has_chain.contains(&rt.exec);
-        let compile_mods =
-            |ms: &[Modifier], pcts: &mut Vec<(Sym, MSeries)>| -> Result<Mods, String> {
-                let mut m = Mods::default();
-                for x in ms {
-                    match x {
-                        Modifier::Peg => m.peg = true,
-                        Modifier::Fix => m.peg = false,
-                        Modifier::Esc { price, after } => m.esc.push((
-                            price::compile(price),
-                            u32::try_from(after.seconds().saturating_mul(1000)).unwrap_or(u32::MAX),
-                        )),
-                        Modifier::Cap { price } => m.cap = Some(price::compile(price)),
-                        Modifier::Floor { price } => m.floor = Some(price::compile(price)),
-                        Modifier::CancelIf { when } => {
-                            m.cancel_if = Some(CTrigger::compile(when, &res, pcts)?)
-                        }
+        let compile_mods = |ms: &[Modifier], slots: &mut Slots| -> Result<Mods, String> {
+            let mut m = Mods::default();
+            for x in ms {
+                match x {
+                    Modifier::Peg => m.peg = true,
+                    Modifier::Fix => m.peg = false,
+                    Modifier::Esc { price, after } => m.esc.push((
+                        price::compile(price),
+                        u32::try_from(after.seconds().saturating_mul(1000)).unwrap_or(u32::MAX),
+                    )),
+                    Modifier::Cap { price } => m.cap = Some(price::compile(price)),
+                    Modifier::Floor { price } => m.floor = Some(price::compile(price)),
+                    Modifier::CancelIf { when } => {
+                        m.cancel_if = Some(CTrigger::compile(when, &res, slots)?)
                     }
                 }
-                Ok(m)
-            };
-        let ticket = |t: &ast::Ticket,
-                      clause: String,
-                      pcts: &mut Vec<(Sym, MSeries)>|
-         -> Result<TicketT, String> {
-            let inst = match &t.instrument {
-                Instrument::Shares => InstSpec::Shares,
-                Instrument::Option { strike, right } => {
-                    if !exec_has_chain {
-                        return Err(format!(
-                            "{clause}: {} has no option chain on this tape",
-                            rt.exec
-                        ));
-                    }
-                    let r = match right {
-                        ast::Right::C => Right::Call,
-                        ast::Right::P => Right::Put,
-                    };
-                    let k = match strike {
-                        Strike::Atm => StrikeSpec::Rel(0),
-                        Strike::Relative(n) => StrikeSpec::Rel(n.value() as i32),
-                        Strike::Absolute(n) => match Px::from_f64_exact(n.value()) {
-                            Some(p) => StrikeSpec::Abs(p),
-                            None => return Err(format!("{clause}: bad strike {}", n.text)),
-                        },
-                    };
-                    InstSpec::Opt(k, r)
-                }
-            };
-            let qty = t.qty.value();
-            if !(qty >= 1.0 && qty.fract() == 0.0 && qty < 1e12) {
-                return Err(format!(
-                    "{clause}: quantity {} is not a positive integer",
-                    t.qty.text
-                ));
             }
-            Ok(TicketT {
-                clause,
-                side: match t.side {
-                    Side::Buy => BusSide::Buy,
-                    Side::Sell => BusSide::Sell,
-                },
-                qty: qty as u64,
-                inst,
-                price: price::compile(&t.price),
-                mods: compile_mods(&t.modifiers, pcts)?,
-            })
+            Ok(m)
         };
+        let ticket =
+            |t: &ast::Ticket, clause: String, slots: &mut Slots| -> Result<TicketT, String> {
+                let inst = match &t.instrument {
+                    Instrument::Shares => InstSpec::Shares,
+                    Instrument::Option { strike, right } => {
+                        if !exec_has_chain {
+                            return Err(format!(
+                                "{clause}: {} has no option chain on this tape",
+                                rt.exec
+                            ));
+                        }
+                        let r = match right {
+                            ast::Right::C => Right::Call,
+                            ast::Right::P => Right::Put,
+                        };
+                        let k = match strike {
+                            Strike::Atm => StrikeSpec::Rel(0),
+                            Strike::Relative(n) => StrikeSpec::Rel(n.value() as i32),
+                            Strike::Absolute(n) => match Px::from_f64_exact(n.value()) {
+                                Some(p) => StrikeSpec::Abs(p),
+                                None => return Err(format!("{clause}: bad strike {}", n.text)),
+                            },
+                        };
+                        InstSpec::Opt(k, r)
+                    }
+                };
+                let qty = t.qty.value();
+                if !(qty >= 1.0 && qty.fract() == 0.0 && qty < 1e12) {
+                    return Err(format!(
+                        "{clause}: quantity {} is not a positive integer",
+                        t.qty.text
+                    ));
+                }
+                Ok(TicketT {
+                    clause,
+                    side: match t.side {
+                        Side::Buy => BusSide::Buy,
+                        Side::Sell => BusSide::Sell,
+                    },
+                    qty: qty as u64,
+                    inst,
+                    price: price::compile(&t.price),
+                    mods: compile_mods(&t.modifiers, slots)?,
+                })
+            };
         let mut arms = Vec::new();
         let mut when = None;
         let mut stop_preds: Vec<CPred> = Vec::new();
@@ -625,14 +628,14 @@ impl Engine {
             for c in &p.clauses {
                 match &c.kind {
                     ClauseKind::Using(_) => {}
-                    ClauseKind::When(t) => when = Some(CTrigger::compile(t, &res, &mut pcts)?),
-                    ClauseKind::Do(t) => rt.entries.push(ticket(t, label("DO"), &mut pcts)?),
-                    ClauseKind::Also(t) => rt.entries.push(ticket(t, label("ALSO"), &mut pcts)?),
+                    ClauseKind::When(t) => when = Some(CTrigger::compile(t, &res, &mut slots)?),
+                    ClauseKind::Do(t) => rt.entries.push(ticket(t, label("DO"), &mut slots)?),
+                    ClauseKind::Also(t) => rt.entries.push(ticket(t, label("ALSO"), &mut slots)?),
                     ClauseKind::Reload { when, ticket: t } => {
                         let l = label("RELOAD");
                         rt.reloads.push((
-                            CTrigger::compile(when, &res, &mut pcts)?,
-                            ticket(t, l, &mut pcts)?,
+                            CTrigger::compile(when, &res, &mut slots)?,
+                            ticket(t, l, &mut slots)?,
                             false,
                         ))
                     }
@@ -645,7 +648,7 @@ impl Engine {
                         mult: mult.value(),
                         frac: frac.as_ref().map(|f| f.value()),
                         price: price::compile(price),
-                        mods: compile_mods(modifiers, &mut pcts)?,
+                        mods: compile_mods(modifiers, &mut slots)?,
                         done: false,
                     }),
                     ClauseKind::Exit {
@@ -653,24 +656,24 @@ impl Engine {
                         price,
                         modifiers,
                     } => {
-                        let t = CTrigger::compile(when, &res, &mut pcts)?;
+                        let t = CTrigger::compile(when, &res, &mut slots)?;
                         stop_preds.extend(t.preds().iter().cloned());
                         rt.exits.push(ExitRt {
                             when: t,
                             price: price.as_ref().map(price::compile),
-                            mods: compile_mods(modifiers, &mut pcts)?,
+                            mods: compile_mods(modifiers, &mut slots)?,
                             done: false,
                         })
                     }
                     ClauseKind::Invalidate { when, action } => {
-                        let t = CTrigger::compile(when, &res, &mut pcts)?;
+                        let t = CTrigger::compile(when, &res, &mut slots)?;
                         stop_preds.extend(t.preds().iter().cloned());
                         rt.invalidates
                             .push((t, *action == Some(InvalidateAction::HaltRide), false))
                     }
                     ClauseKind::CancelIf(t) => rt
                         .cancel_ifs
-                        .push((CTrigger::compile(t, &res, &mut pcts)?, false)),
+                        .push((CTrigger::compile(t, &res, &mut slots)?, false)),
                     ClauseKind::Arm(n) => arms.push(
                         pidx(&n.text).ok_or_else(|| format!("ARM {}: no such plan", n.text))?,
                     ),
@@ -678,6 +681,10 @@ impl Engine {
             }
             Ok(())
         })();
+        for (sym, m, _) in &slots.pcts {
+            self.sh.ms.track(sym.as_str(), *m);
+        }
+        self.sh.slots = slots;
         if let Err(why) = r {
             fail!(why);
         }
@@ -699,7 +706,7 @@ impl Engine {
                 } => (s, v),
                 _ => continue,
             };
-            if let (CSeries::Mkt(sym, MSeries::Spot), CValue::Num(l)) = (s, v) {
+            if let (CSeries::Mkt(sym, MSeries::Spot, _), CValue::Num(l)) = (s, v) {
                 rt.stop_levels.push((*sym, *l));
             }
         }
@@ -724,9 +731,6 @@ impl Engine {
             .books
             .iter()
             .position(|b| b.coverage.iter().any(|c| c == rt.exec.as_str()));
-        for (sym, s) in pcts {
-            self.sh.ms.track(sym.as_str(), s);
-        }
         let _ = idx;
         Ok(rt)
     }
@@ -769,6 +773,8 @@ impl Engine {
     }
 
     fn step(&mut self) {
+        let sh = &mut self.sh;
+        sh.slots.refresh(&sh.ms, &mut sh.mvals, &mut sh.pvals);
         for k in 0..self.order.len() {
             let i = self.order[k];
             step_plan(&mut self.plans[i], i, &mut self.sh);
@@ -1191,6 +1197,8 @@ macro_rules! ctx {
             close: $sh.close,
             ev: &$sh.ev,
             plan: $reads,
+            mkt: &$sh.mvals,
+            pct: &$sh.pvals,
         }
     };
 }
@@ -1899,4 +1907,39 @@ fn manage_position(p: &mut PlanRt, pi: usize, sh: &mut Shared, reads: PlanReads)
             break;
         }
     }
+}
+
+/// `n` synthetic PLANs (five rotating templates with varied parameters: crosses, velocity,
+/// held, percentiles, clock triggers; options and shares; esc, peg, cancel-if, TP, EXIT,
+/// RELOAD, INVALIDATE) for benchmarks and load tests. The text is a valid document.
+pub fn synthetic_plans(n: usize) -> String {
+    let mut s = String::from("USING signal SPX exec SPY 0dte\n");
+    for i in 0..n {
+        let k = i / 5 + 1;
+        s.push('\n');
+        s.push_str(&match i % 5 {
+            0 => format!(
+                "PLAN p{i} budget 0.2R ttl 15:30\n  WHEN spot crosses above vwap AND NOT phase open\n  DO buy 1 +{} C @ fair+1c esc ask 30s\n  TP 1.5x frac 0.5 @ fair\n  EXIT spot crosses below vwap\n",
+                k % 3
+            ),
+            1 => format!(
+                "PLAN p{i} budget 0.2R ttl 15:30\n  WHEN velocity(1m) < -0.0{}\n  DO buy 1 ATM P @ fair peg\n  TP 1.3x @ fair+2%\n  EXIT T-15\n",
+                k % 9 + 1
+            ),
+            2 => format!(
+                "PLAN p{i} budget 0.2R ttl 15:30\n  WHEN spot >= hod held {}s\n  DO buy 10 shares @ bid\n  RELOAD WHEN spot >= hod held 120s buy 10 shares @ bid\n  TP 1.002x @ ask\n  EXIT spot < vwap\n",
+                10 + k
+            ),
+            3 => format!(
+                "PLAN p{i} budget 0.2R ttl 15:30\n  WHEN spot > p{} AND NOT phase open\n  DO buy 1 +2 C @ join cancel-if velocity(1m) < 0\n  TP 2x @ fair\n",
+                90 + k % 9
+            ),
+            _ => format!(
+                "PLAN p{i} budget 0.2R ttl 15:45\n  WHEN time >= {}:{:02}\n  DO buy 1 -1 P @ fair-2c esc fair 60s\n  INVALIDATE velocity(5m) > 0.3 -> halt, ride\n  EXIT spot > vwap\n",
+                10 + k % 5,
+                (7 * k) % 60
+            ),
+        });
+    }
+    s
 }

@@ -985,3 +985,16 @@ fn same_run_twice_is_byte_identical_and_the_blotter_rebuilds_from_the_bus() {
         assert_eq!(crate::bus::canonical_line(ev), l);
     }
 }
+
+#[test]
+fn synthetic_plans_are_valid_documents() {
+    for n in [0, 1, 10, 50] {
+        let d = doc(&synthetic_plans(n));
+        let plans = d
+            .statements
+            .iter()
+            .filter(|s| matches!(s.kind, crate::lang::ast::StatementKind::Plan(_)))
+            .count();
+        assert_eq!(plans, n);
+    }
+}

@@ -65,8 +65,8 @@ pub enum LegSeries {
 /// A compiled series reference.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum CSeries {
-    /// A market series of a symbol.
-    Mkt(Sym, MSeries),
+    /// A market series of a symbol, read through a per-event cache slot.
+    Mkt(Sym, MSeries, u16),
     /// The clock, seconds since midnight.
     Time,
     /// The plan's P&L in R, valued at fair.
@@ -84,8 +84,8 @@ pub enum CValue {
     Num(f64),
     /// Another series.
     Series(CSeries),
-    /// The compared series' own intraday percentile `p`.
-    Pct(f64),
+    /// The compared series' own intraday percentile `p`, read through a per-event cache slot.
+    Pct(f64, u16),
 }
 
 /// A compiled predicate with its evaluation state.
@@ -199,6 +199,65 @@ pub struct Ctx<'a> {
     pub ev: &'a EventTimes,
     /// Plan reads.
     pub plan: PlanReads,
+    /// Market series values this event, by slot (see [`Slots`]).
+    pub mkt: &'a [Option<f64>],
+    /// Percentile values this event, by slot.
+    pub pct: &'a [Option<f64>],
+}
+
+/// Interned market reads: each distinct `(symbol, series)` and `(symbol, series, p)` read by
+/// any trigger gets one slot, refreshed once per tape event, so triggers read an array.
+#[derive(Debug, Clone, Default)]
+pub struct Slots {
+    /// Series slots.
+    pub series: Vec<(Sym, MSeries)>,
+    /// Percentile slots.
+    pub pcts: Vec<(Sym, MSeries, f64)>,
+}
+
+impl Slots {
+    fn series_slot(&mut self, sym: Sym, m: MSeries) -> u16 {
+        let i = match self.series.iter().position(|x| *x == (sym, m)) {
+            Some(i) => i,
+            None => {
+                self.series.push((sym, m));
+                self.series.len() - 1
+            }
+        };
+        u16::try_from(i).unwrap_or(u16::MAX)
+    }
+    fn pct_slot(&mut self, sym: Sym, m: MSeries, p: f64) -> u16 {
+        let i = match self
+            .pcts
+            .iter()
+            .position(|x| x.0 == sym && x.1 == m && x.2 == p)
+        {
+            Some(i) => i,
+            None => {
+                self.pcts.push((sym, m, p));
+                self.pcts.len() - 1
+            }
+        };
+        u16::try_from(i).unwrap_or(u16::MAX)
+    }
+    /// Refresh every slot from the market state.
+    pub fn refresh(
+        &self,
+        ms: &MarketState,
+        mkt: &mut Vec<Option<f64>>,
+        pct: &mut Vec<Option<f64>>,
+    ) {
+        mkt.resize(self.series.len(), None);
+        pct.resize(self.pcts.len(), None);
+        for (v, (sym, m)) in mkt.iter_mut().zip(&self.series) {
+            *v = ms.value(sym.as_str(), *m).filter(|x| x.is_finite());
+        }
+        for (v, (sym, m, p)) in pct.iter_mut().zip(&self.pcts) {
+            *v = ms
+                .percentile(sym.as_str(), *m, *p)
+                .filter(|x| x.is_finite());
+        }
+    }
 }
 
 /// What compilation needs to resolve names.
@@ -214,26 +273,34 @@ pub struct Resolver<'a> {
 /// Series a percentile may be taken of (and tracked for).
 pub fn percentile_target(s: CSeries) -> Option<(Sym, MSeries)> {
     match s {
-        CSeries::Mkt(sym, m) => Some((sym, m)),
+        CSeries::Mkt(sym, m, _) => Some((sym, m)),
         _ => None,
     }
 }
 
-fn compile_series(s: &ast::Series, r: &Resolver<'_>) -> Result<CSeries, String> {
+fn compile_series(s: &ast::Series, r: &Resolver<'_>, slots: &mut Slots) -> Result<CSeries, String> {
+    let c = compile_series0(s, r)?;
+    Ok(match c {
+        CSeries::Mkt(sym, m, _) => CSeries::Mkt(sym, m, slots.series_slot(sym, m)),
+        other => other,
+    })
+}
+
+fn compile_series0(s: &ast::Series, r: &Resolver<'_>) -> Result<CSeries, String> {
     let sig = r.signal;
     Ok(match &s.kind {
-        SeriesKind::Spot => CSeries::Mkt(sig, MSeries::Spot),
-        SeriesKind::Hod => CSeries::Mkt(sig, MSeries::Hod),
-        SeriesKind::Lod => CSeries::Mkt(sig, MSeries::Lod),
-        SeriesKind::Vwap => CSeries::Mkt(sig, MSeries::Vwap),
-        SeriesKind::Open => CSeries::Mkt(sig, MSeries::Open),
-        SeriesKind::PriorClose => CSeries::Mkt(sig, MSeries::PriorClose),
+        SeriesKind::Spot => CSeries::Mkt(sig, MSeries::Spot, 0),
+        SeriesKind::Hod => CSeries::Mkt(sig, MSeries::Hod, 0),
+        SeriesKind::Lod => CSeries::Mkt(sig, MSeries::Lod, 0),
+        SeriesKind::Vwap => CSeries::Mkt(sig, MSeries::Vwap, 0),
+        SeriesKind::Open => CSeries::Mkt(sig, MSeries::Open, 0),
+        SeriesKind::PriorClose => CSeries::Mkt(sig, MSeries::PriorClose, 0),
         SeriesKind::Velocity { window } => {
             let w = u32::try_from(window.seconds()).unwrap_or(u32::MAX);
             if w == 0 {
                 return Err(format!("velocity({}) has a zero window", window.text));
             }
-            CSeries::Mkt(sig, MSeries::Velocity(w))
+            CSeries::Mkt(sig, MSeries::Velocity(w), 0)
         }
         SeriesKind::Pnl => CSeries::Pnl,
         SeriesKind::Time => CSeries::Time,
@@ -246,7 +313,7 @@ fn compile_series(s: &ast::Series, r: &Resolver<'_>) -> Result<CSeries, String> 
                 ));
             }
             let sy = Sym::new(&sym.text).ok_or_else(|| format!("bad symbol {}", sym.text))?;
-            CSeries::Mkt(sy, MSeries::Spot)
+            CSeries::Mkt(sy, MSeries::Spot, 0)
         }
         SeriesKind::Mark => CSeries::Leg(LegSeries::Mark),
         SeriesKind::Mid => CSeries::Leg(LegSeries::Mid),
@@ -259,7 +326,7 @@ fn compile_value(
     v: &ast::Value,
     of: CSeries,
     r: &Resolver<'_>,
-    pcts: &mut Vec<(Sym, MSeries)>,
+    slots: &mut Slots,
 ) -> Result<CValue, String> {
     Ok(match v {
         ast::Value::Number { value } => {
@@ -270,7 +337,7 @@ fn compile_value(
             CValue::Num(x)
         }
         ast::Value::Clock { clock } => CValue::Num(f64::from(clock.minutes()) * 60.0),
-        ast::Value::Series { series } => CValue::Series(compile_series(series, r)?),
+        ast::Value::Series { series } => CValue::Series(compile_series(series, r, slots)?),
         ast::Value::Percentile { pct } => {
             let p = pct.value();
             if !(0.0..=100.0).contains(&p) {
@@ -279,10 +346,7 @@ fn compile_value(
             let t = percentile_target(of).ok_or_else(|| {
                 "a percentile is only defined for market series (spot, hod, lod, vwap, open, prior-close, velocity, SYM.spot)".to_string()
             })?;
-            if !pcts.contains(&t) {
-                pcts.push(t);
-            }
-            CValue::Pct(p)
+            CValue::Pct(p, slots.pct_slot(t.0, t.1, p))
         }
     })
 }
@@ -291,33 +355,33 @@ fn compile_node(
     t: &Trigger,
     r: &Resolver<'_>,
     preds: &mut Vec<CPred>,
-    pcts: &mut Vec<(Sym, MSeries)>,
+    slots: &mut Slots,
 ) -> Result<Node, String> {
     Ok(match t {
         Trigger::Or { terms } => Node::Or(
             terms
                 .iter()
-                .map(|x| compile_node(x, r, preds, pcts))
+                .map(|x| compile_node(x, r, preds, slots))
                 .collect::<Result<_, _>>()?,
         ),
         Trigger::And { terms } => Node::And(
             terms
                 .iter()
-                .map(|x| compile_node(x, r, preds, pcts))
+                .map(|x| compile_node(x, r, preds, slots))
                 .collect::<Result<_, _>>()?,
         ),
-        Trigger::Not { inner } => Node::Not(Box::new(compile_node(inner, r, preds, pcts)?)),
-        Trigger::Group { inner } => compile_node(inner, r, preds, pcts)?,
+        Trigger::Not { inner } => Node::Not(Box::new(compile_node(inner, r, preds, slots)?)),
+        Trigger::Group { inner } => compile_node(inner, r, preds, slots)?,
         Trigger::Pred { pred } => {
             let p = match pred {
                 Predicate::Cross {
                     series, dir, value, ..
                 } => {
-                    let s = compile_series(series, r)?;
+                    let s = compile_series(series, r, slots)?;
                     CPred::Cross {
                         s,
                         above: *dir == CrossDir::Above,
-                        v: compile_value(value, s, r, pcts)?,
+                        v: compile_value(value, s, r, slots)?,
                         prev: None,
                     }
                 }
@@ -328,11 +392,11 @@ fn compile_node(
                     held,
                     ..
                 } => {
-                    let s = compile_series(series, r)?;
+                    let s = compile_series(series, r, slots)?;
                     CPred::Cmp {
                         s,
                         op: *op,
-                        v: compile_value(value, s, r, pcts)?,
+                        v: compile_value(value, s, r, slots)?,
                         held_ms: held.as_ref().map(dur_ms),
                         since: None,
                     }
@@ -374,15 +438,10 @@ fn dur_ms(d: &ast::Dur) -> u32 {
 
 impl CTrigger {
     /// Compile a trigger. `Err` is the reason its statement de-arms (an UNKNOWN symbol, a
-    /// percentile of a series that has none). Percentile targets are appended to `pcts` so
-    /// the market state can track them.
-    pub fn compile(
-        t: &Trigger,
-        r: &Resolver<'_>,
-        pcts: &mut Vec<(Sym, MSeries)>,
-    ) -> Result<CTrigger, String> {
+    /// percentile of a series that has none). Market reads are interned into `slots`.
+    pub fn compile(t: &Trigger, r: &Resolver<'_>, slots: &mut Slots) -> Result<CTrigger, String> {
         let mut preds = Vec::new();
-        let root = compile_node(t, r, &mut preds, pcts)?;
+        let root = compile_node(t, r, &mut preds, slots)?;
         let uses = |f: &dyn Fn(CSeries) -> bool| {
             preds.iter().any(|p| match p {
                 CPred::Cross { s, v, .. } | CPred::Cmp { s, v, .. } => {
@@ -429,7 +488,7 @@ fn fold(n: &Node, vals: &[Tri]) -> Tri {
 /// Read a series now; `None` is UNKNOWN.
 pub fn read_series(s: CSeries, cx: &Ctx<'_>) -> Option<f64> {
     let v = match s {
-        CSeries::Mkt(sym, m) => cx.ms.value(sym.as_str(), m),
+        CSeries::Mkt(_, _, slot) => cx.mkt.get(usize::from(slot)).copied().flatten(),
         CSeries::Time => Some(cx.now.secs_f64()),
         CSeries::Pnl => cx.plan.pnl_r,
         CSeries::AvgPx => cx.plan.avg_px,
@@ -446,9 +505,9 @@ fn read_value(v: CValue, of: CSeries, cx: &Ctx<'_>) -> Option<f64> {
     match v {
         CValue::Num(x) => Some(x),
         CValue::Series(s) => read_series(s, cx),
-        CValue::Pct(p) => {
-            let (sym, m) = percentile_target(of)?;
-            cx.ms.percentile(sym.as_str(), m, p)
+        CValue::Pct(_, slot) => {
+            percentile_target(of)?;
+            cx.pct.get(usize::from(slot)).copied().flatten()
         }
     }
 }
