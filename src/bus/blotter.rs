@@ -195,10 +195,10 @@ impl Blotter {
                 }
             }
             Event::PlanState { plan, state, .. } => self.line(plan).state = *state,
-            Event::PlanFired { plan, clause, .. } => {
-                if clause == "WHEN" || clause.starts_with("RELOAD") {
-                    self.line(plan).fires += 1;
-                }
+            Event::PlanFired { plan, clause, .. }
+                if clause == "WHEN" || clause.starts_with("RELOAD") =>
+            {
+                self.line(plan).fires += 1;
             }
             Event::OrderPlaced {
                 order,

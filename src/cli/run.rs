@@ -280,3 +280,166 @@ pub fn run(a: Args) -> i32 {
     }
     0
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HDR: &str = r#"{"type":"header","v":1,"name":"tiny","date":"2025-04-09","open":"09:30","close":"16:00","symbols":{"SPY":{"prior_close":100.0}}}"#;
+    const PLAN: &str =
+        "PLAN up budget 1R ttl +10m\n  WHEN spot crosses above 100.7\n  DO buy 10 shares @ ask\n";
+
+    fn dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("kestrel-run-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn args(d: &Path, tape: &str, plans: &str, json: bool) -> Args {
+        std::fs::write(d.join("t.jsonl"), tape).unwrap();
+        std::fs::write(d.join("p.kestrel"), plans).unwrap();
+        Args {
+            tape: d.join("t.jsonl"),
+            plans: vec![d.join("p.kestrel")],
+            fill: "strict-cross-v1".into(),
+            r_usd: "1000".into(),
+            json,
+            bus: Some(d.join("out.bus.jsonl")),
+        }
+    }
+
+    fn good_tape() -> String {
+        let mut s = format!("{HDR}\n");
+        for (i, px) in ["100.00", "100.50", "101.00", "102.00", "101.50"]
+            .iter()
+            .enumerate()
+        {
+            s.push_str(&format!(
+                "{{\"type\":\"tick\",\"ts\":\"09:30:0{i}.000\",\"sym\":\"SPY\",\"px\":{px},\"sz\":10}}\n"
+            ));
+        }
+        s
+    }
+
+    #[test]
+    fn run_writes_the_bus_atomically_and_the_same_run_is_byte_identical() {
+        let d = dir("ok");
+        assert_eq!(run(args(&d, &good_tape(), PLAN, true)), 0);
+        let bus1 = std::fs::read(d.join("out.bus.jsonl")).unwrap();
+        assert_eq!(run(args(&d, &good_tape(), PLAN, true)), 0);
+        let bus2 = std::fs::read(d.join("out.bus.jsonl")).unwrap();
+        assert_eq!(bus1, bus2);
+        // The Blotter rebuilt from the saved Bus reports the hand-worked P&L:
+        // buy 10 @ 101.01 at 09:30:02, marked at 101.50: 4.90 = 0.0049R.
+        let evs = bus::parse_bus(&bus1).unwrap();
+        let b = Blotter::from_events(&evs);
+        let r = plan_reports(&b);
+        assert_eq!((r[0].fires, r[0].fills), (1, 1));
+        assert_eq!(
+            (r[0].pnl_usd.to_string(), r[0].pnl_r.to_string()),
+            ("4.90".into(), "0.0049".into())
+        );
+        // No temp file is left behind.
+        let names: Vec<_> = std::fs::read_dir(&d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 3, "{names:?}");
+    }
+
+    #[test]
+    fn json_report_is_canonical() {
+        let d = dir("json");
+        let a = args(&d, &good_tape(), PLAN, true);
+        let reader = open_tape(&a.tape).unwrap();
+        let h = reader.header().clone();
+        let doc = lang::check(PLAN, Mode::File).unwrap();
+        let go = || {
+            let evs = open_tape(&a.tape).unwrap();
+            crate::engine::replay(
+                &h,
+                evs,
+                std::slice::from_ref(&doc),
+                EngineConfig::strict(Px(10_000_000)),
+                Bus::new(None),
+            )
+            .unwrap()
+        };
+        let j1 = json_report(&go(), "t");
+        let j2 = json_report(&go(), "t");
+        assert_eq!(j1, j2);
+        let v: serde_json::Value = serde_json::from_str(&j1).unwrap();
+        assert_eq!(v["fill_model"], "strict-cross-v1");
+        assert_eq!(v["tape"], "tiny");
+        assert_eq!(v["plans"][0]["name"], "up");
+        assert_eq!(v["plans"][0]["pnl_usd"], 4.9);
+        assert_eq!(v["plans"][0]["pnl_r"], 0.0049);
+        assert_eq!(v["determinism_hash"].as_str().unwrap().len(), 64);
+        // Keys are sorted at every level.
+        assert!(j1.starts_with("{\"bus_events\":"));
+    }
+
+    #[test]
+    fn bad_tapes_are_refused_with_exit_1_and_nothing_half_written() {
+        let good = good_tape();
+        let mut lines: Vec<String> = good.lines().map(String::from).collect();
+        let cases: Vec<(&str, String)> = vec![
+            ("truncated", {
+                let mut l = lines.clone();
+                l[3] = l[3][..l[3].len() - 8].to_string();
+                l.join("\n") + "\n"
+            }),
+            ("out-of-order", {
+                let mut l = lines.clone();
+                l.swap(2, 3);
+                l.join("\n") + "\n"
+            }),
+            ("unknown-symbol", {
+                let mut l = lines.clone();
+                l[4] = l[4].replace("SPY", "QQQ");
+                l.join("\n") + "\n"
+            }),
+            ("nan", {
+                lines[3] = lines[3].replace("101.00", "NaN");
+                lines.join("\n") + "\n"
+            }),
+        ];
+        for (name, tape) in cases {
+            let d = dir(name);
+            assert_eq!(run(args(&d, &tape, PLAN, false)), 1, "{name}");
+            let names: Vec<_> = std::fs::read_dir(&d)
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect();
+            assert_eq!(names.len(), 2, "{name}: {names:?} (no bus, no temp file)");
+            // The reader names the line.
+            let err = crate::market::read_tape_bytes(tape.as_bytes()).unwrap_err();
+            assert!(err.line >= 4, "{name}: {err}");
+        }
+    }
+
+    #[test]
+    fn refused_document_exits_2_and_usage_errors_exit_1() {
+        let d = dir("refused");
+        assert_eq!(
+            run(args(
+                &d,
+                &good_tape(),
+                "PLAN x budget 0R ttl +1m\n  WHEN spot > 1\n  DO buy 1 shares @ ask\n",
+                false
+            )),
+            2
+        );
+        assert!(!d.join("out.bus.jsonl").exists());
+        let mut a = args(&d, &good_tape(), PLAN, false);
+        a.r_usd = "-5".into();
+        assert_eq!(run(a), 1);
+        let mut a = args(&d, &good_tape(), PLAN, false);
+        a.fill = "optimistic".into();
+        assert_eq!(run(a), 1);
+        let mut a = args(&d, &good_tape(), PLAN, false);
+        a.tape = d.join("missing.jsonl");
+        assert_eq!(run(a), 1);
+    }
+}
