@@ -998,3 +998,29 @@ fn synthetic_plans_are_valid_documents() {
         assert_eq!(plans, n);
     }
 }
+
+mod prop {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+        /// Random walks on the option tape under the busy synthetic plans (SPY as both signal
+        /// and exec): never a panic, the same bytes twice, and the Blotter rebuilds.
+        #[test]
+        fn random_tapes_never_panic_and_are_deterministic(steps in proptest::collection::vec(-40i32..=40, 1..120)) {
+            let mut px = 100.0f64;
+            let mut pxs = Vec::new();
+            for s in steps {
+                px = (px + f64::from(s) / 100.0).max(1.0);
+                pxs.push(px);
+            }
+            let t = tape_s(HDR_OPT, &pxs);
+            let plans = synthetic_plans(10).replace("USING signal SPX exec SPY 0dte", "USING signal SPY exec SPY 0dte");
+            let a = run(&t, &plans, 1000);
+            let b = run(&t, &plans, 1000);
+            prop_assert_eq!(a.hash_hex(), b.hash_hex());
+            prop_assert_eq!(crate::bus::Blotter::from_events(a.events()), a.blotter().clone());
+        }
+    }
+}
