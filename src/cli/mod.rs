@@ -20,6 +20,7 @@ macro_rules! out {
 mod card;
 pub mod frame;
 mod lang;
+pub mod run;
 pub mod tape;
 mod tokens;
 mod turn;
@@ -59,6 +60,10 @@ pub enum Command {
     /// Tapes: generate seeded synthetic sessions.
     #[command(subcommand)]
     Tape(TapeCommand),
+    /// Replay a tape headless with armed documents and report per plan.
+    ///
+    /// Example: kestrel run --tape tapes/trend-2025-04-09-s1.jsonl --plans examples/run-desk.kestrel --r-usd 1000 --json
+    Run(run::Args),
     /// List the fail-closed rules with their stable names.
     ///
     /// Example: kestrel rules
@@ -116,5 +121,6 @@ pub fn run(cmd: Command) -> i32 {
         Command::Turn(a) => turn::run(&a),
         Command::Tokens(a) => tokens::run(&a),
         Command::Card(a) => card::run(&a),
+        Command::Run(a) => run::run(a),
     }
 }
