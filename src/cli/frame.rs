@@ -119,9 +119,9 @@ pub fn run(a: &FrameArgs) -> i32 {
             "budget": r.budget,
             "dropped": r.dropped,
         });
-        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
     } else {
-        print!("{}", r.text);
+        out!("{}", r.text);
         let b = r.budget.map(|b| format!(" of {b}")).unwrap_or_default();
         eprintln!("({} cl100k tokens{b})", r.tokens);
     }

@@ -99,7 +99,7 @@ pub fn parse(a: &ParseArgs) -> i32 {
     match lang::check(&src, mode(a.turn)) {
         Ok(doc) => match serde_json::to_string_pretty(&doc) {
             Ok(j) => {
-                println!("{j}");
+                outln!("{j}");
                 0
             }
             Err(e) => {
@@ -153,11 +153,11 @@ pub fn fmt(a: &FmtArgs) -> i32 {
         if path == Path::new("-") {
             if a.check {
                 if canon != src {
-                    println!("not canonical: -");
+                    outln!("not canonical: -");
                     code = 2;
                 }
             } else {
-                print!("{canon}");
+                out!("{canon}");
             }
             continue;
         }
@@ -165,13 +165,13 @@ pub fn fmt(a: &FmtArgs) -> i32 {
             continue;
         }
         if a.check {
-            println!("not canonical: {}", path.display());
+            outln!("not canonical: {}", path.display());
             code = 2;
         } else if let Err(e) = write_atomic(path, canon.as_bytes()) {
             eprintln!("error code=IO message=cannot write {}: {e}", path.display());
             code = code.max(1);
         } else {
-            println!("formatted: {}", path.display());
+            outln!("formatted: {}", path.display());
         }
     }
     code
@@ -218,7 +218,7 @@ pub fn check(a: &CheckArgs) -> i32 {
                 } else {
                     let n = doc.statements.len();
                     let s = if n == 1 { "" } else { "s" };
-                    println!("ok: {} ({n} statement{s})", path.display());
+                    outln!("ok: {} ({n} statement{s})", path.display());
                 }
             }
             Err(errors) => {
@@ -237,7 +237,7 @@ pub fn check(a: &CheckArgs) -> i32 {
     }
     if a.format == Format::Json {
         match serde_json::to_string_pretty(&json) {
-            Ok(s) => println!("{s}"),
+            Ok(s) => outln!("{s}"),
             Err(_) => return 1,
         }
     }
@@ -246,9 +246,9 @@ pub fn check(a: &CheckArgs) -> i32 {
 
 pub fn rules() -> i32 {
     for r in Rule::ALL {
-        println!("{:<20} {}", r.name(), r.summary());
+        outln!("{:<20} {}", r.name(), r.summary());
     }
-    println!();
-    println!("reserved words: {}", lang::RESERVED_WORDS.join(", "));
+    outln!();
+    outln!("reserved words: {}", lang::RESERVED_WORDS.join(", "));
     0
 }

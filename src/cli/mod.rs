@@ -1,9 +1,26 @@
 //! The `kestrel` command line. Exit codes everywhere: 0 success, 1 usage or I/O failure,
 //! 2 a refused document (or, for `fmt --check`, a file that is not canonical).
 
+/// `println!` that ignores a closed stdout (`kestrel … | head` must not panic).
+macro_rules! outln {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($t)*);
+    }};
+}
+
+/// `print!` that ignores a closed stdout.
+macro_rules! out {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout().lock(), $($t)*);
+    }};
+}
+
 mod card;
 pub mod frame;
 mod lang;
+pub mod run;
 pub mod tape;
 mod tokens;
 mod turn;
@@ -48,6 +65,10 @@ pub enum Command {
     /// Tapes: generate seeded synthetic sessions.
     #[command(subcommand)]
     Tape(TapeCommand),
+    /// Replay a tape headless with armed documents and report per plan.
+    ///
+    /// Example: kestrel run --tape tapes/trend-2025-04-09-s1.jsonl --plans examples/run-desk.kestrel --r-usd 1000 --json
+    Run(run::Args),
     /// List the fail-closed rules with their stable names.
     ///
     /// Example: kestrel rules
@@ -109,5 +130,6 @@ pub fn run(cmd: Command) -> i32 {
         Command::Turn(a) => turn::run(&a),
         Command::Tokens(a) => tokens::run(&a),
         Command::Card(a) => card::run(&a),
+        Command::Run(a) => run::run(a),
     }
 }

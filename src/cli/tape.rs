@@ -125,7 +125,7 @@ pub fn tape_gen(args: &TapeGenArgs) -> i32 {
                 if let Err(e) = write_atomic(&path, m.generate()) {
                     return fail(format!("cannot write {}: {e}", path.display()));
                 }
-                println!("{}", path.display());
+                outln!("{}", path.display());
             }
             0
         }

@@ -1,14 +1,6 @@
 //! `kestrel tokens`: count tokens in files; for turns, the reply, its canonical Kestrel, its
 //! JSON-envelope projection and the saving; with `--table`, the seed 000 §6 table.
 
-/// `println!` that ignores a closed stdout (`kestrel … | head` must not panic).
-macro_rules! outln {
-    ($($t:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stdout().lock(), $($t)*);
-    }};
-}
-
 use super::lang::read_source;
 use super::turn::{AuthorArg, EncodingArg, PhaseArg, ProfileArg};
 use crate::tokens::{self, Encoding, TurnTokens};

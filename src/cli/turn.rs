@@ -1,14 +1,6 @@
 //! `kestrel turn`: route one reply as a turn and print the outcome, the journal and the
 //! token figures.
 
-/// `println!` that ignores a closed stdout (`kestrel … | head` must not panic).
-macro_rules! outln {
-    ($($t:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stdout().lock(), $($t)*);
-    }};
-}
-
 use super::lang::read_source;
 use crate::lang::Scope;
 use crate::tokens::{self, Encoding};
