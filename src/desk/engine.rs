@@ -790,15 +790,37 @@ pub enum EngineHandle {
 }
 
 impl EngineHandle {
-    /// Run a driver on its own thread.
-    pub fn spawn(mut driver: Driver) -> EngineHandle {
+    /// Build a driver on its own thread and run it there (the runtime need not be `Send`).
+    /// Waits only for the first snapshot.
+    pub fn spawn<F>(build: F) -> Result<EngineHandle, String>
+    where
+        F: FnOnce() -> Result<Driver, String> + Send + 'static,
+    {
         let (tx, crx) = mpsc::channel::<Command>();
-        let (stx, srx) = tokio::sync::watch::channel(Arc::new(driver.snapshot(true)));
+        let (itx, irx) =
+            mpsc::channel::<Result<tokio::sync::watch::Receiver<Arc<DeskSnapshot>>, String>>();
         let join = std::thread::Builder::new()
             .name("kestrel-replay".into())
-            .spawn(move || drive(driver, crx, stx))
-            .ok();
-        EngineHandle::Threaded { tx, rx: srx, join }
+            .spawn(move || match build() {
+                Ok(mut driver) => {
+                    let (stx, srx) = tokio::sync::watch::channel(Arc::new(driver.snapshot(true)));
+                    if itx.send(Ok(srx)).is_ok() {
+                        drive(driver, crx, stx);
+                    }
+                }
+                Err(e) => {
+                    let _ = itx.send(Err(e));
+                }
+            })
+            .map_err(|e| e.to_string())?;
+        let rx = irx
+            .recv()
+            .map_err(|_| "the replay thread stopped before it started".to_string())??;
+        Ok(EngineHandle::Threaded {
+            tx,
+            rx,
+            join: Some(join),
+        })
     }
 
     /// Run a driver inline (tests): commands apply at once; time moves only by

@@ -24,7 +24,7 @@ pub mod ui;
 
 use app::App;
 use engine::{Driver, EngineHandle, RuntimeFactory, TapeSource};
-use runtime::{MarketOnly, Runtime};
+use runtime::{EngineRt, MarketOnly, Runtime};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -64,6 +64,12 @@ pub struct DeskArgs {
     /// Start playing at once.
     #[arg(long)]
     pub play: bool,
+    /// Dollars per 1R.
+    #[arg(long, default_value_t = runtime::DEFAULT_R_USD)]
+    pub r_usd: i64,
+    /// Replay the market only (no tick engine: plans are listed, not evaluated).
+    #[arg(long)]
+    pub market_only: bool,
 }
 
 /// Resolve a tape label (`bundled:<name>` or a path) to its bytes.
@@ -83,16 +89,24 @@ pub fn tape_source(label: Option<&str>) -> Result<TapeSource, String> {
     }
 }
 
+fn bus_sink(session: &Option<PathBuf>, n: u32) -> Option<Box<dyn std::io::Write>> {
+    session.as_ref().and_then(|s| {
+        std::fs::File::create(session::bus_path(s, n))
+            .ok()
+            .map(|f| Box::new(f) as Box<dyn std::io::Write>)
+    })
+}
+
 /// A factory of market-only runtimes writing their stream beside `session` (when given).
 pub fn market_only_factory(session: Option<PathBuf>) -> RuntimeFactory {
-    Box::new(move |h, n| {
-        let sink = session.as_ref().and_then(|s| {
-            std::fs::File::create(session::bus_path(s, n))
-                .ok()
-                .map(|f| Box::new(f) as Box<dyn std::io::Write + Send>)
-        });
-        Box::new(MarketOnly::new(h, sink)) as Box<dyn Runtime>
-    })
+    Box::new(move |h, n| Box::new(MarketOnly::new(h, bus_sink(&session, n))) as Box<dyn Runtime>)
+}
+
+/// A factory of tick-engine runtimes (1R = `r_usd` dollars, strict-cross-v1), the Bus
+/// written beside `session` (when given).
+pub fn engine_factory(session: Option<PathBuf>, r_usd: i64) -> RuntimeFactory {
+    let r = crate::market::Px::from_raw(r_usd.saturating_mul(crate::market::types::PX_SCALE));
+    Box::new(move |h, n| Box::new(EngineRt::new(h, r, bus_sink(&session, n))) as Box<dyn Runtime>)
 }
 
 /// Load themes and keys from the config directory (or `dir`), with warnings.
@@ -107,7 +121,7 @@ pub fn load_config(dir: Option<&Path>) -> (Vec<theme::Theme>, keys::KeyMap, Vec<
 /// A desk over an inline (synchronous) replay of `src`: for tests and benchmarks. Nothing is
 /// written; no author is attached.
 pub fn inline_app(src: TapeSource) -> Result<App, String> {
-    let driver = Driver::new(src, market_only_factory(None))?;
+    let driver = Driver::new(src, engine_factory(None, runtime::DEFAULT_R_USD))?;
     let (themes, keys, _) = load_config(None);
     Ok(App::new(EngineHandle::inline(driver), themes, keys))
 }
@@ -151,24 +165,36 @@ fn run_inner(a: &DeskArgs) -> color_eyre::Result<()> {
             ))
         })
     };
-    let mut driver =
-        Driver::new(src, market_only_factory(session_path.clone())).map_err(|e| eyre!(e))?;
-    if let Some(p) = &session_path {
-        match std::fs::File::create(p) {
-            Ok(f) => driver = driver.with_record(Box::new(f)),
-            Err(e) => eprintln!("session not saved: {}: {e}", p.display()),
+    let record = match &session_path {
+        Some(p) => match std::fs::File::create(p) {
+            Ok(f) => Some(f),
+            Err(e) => return Err(eyre!("session file {}: {e}", p.display())),
+        },
+        None => None,
+    };
+    let script = saved.as_ref().map(|s| s.acts.clone());
+    let factory = if a.market_only {
+        market_only_factory(session_path.clone())
+    } else {
+        engine_factory(session_path.clone(), a.r_usd)
+    };
+    let build = move || {
+        let mut d = Driver::new(src, factory)?;
+        if let Some(f) = record {
+            d = d.with_record(Box::new(f));
         }
-    }
-    let replaying = saved.is_some();
-    if let Some(s) = &saved {
-        driver = driver.with_script(s.acts.clone());
-    }
+        if let Some(acts) = script {
+            d = d.with_script(acts);
+        }
+        Ok(d)
+    };
+    let handle = EngineHandle::spawn(build).map_err(|e| eyre!(e))?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_time()
         .build()?;
     let (themes, keys, warnings) = load_config(session::config_dir().as_deref());
-    let mut app = App::new(EngineHandle::spawn(driver), themes, keys);
+    let mut app = App::new(handle, themes, keys);
     app.warnings = warnings;
     app.rt = Some(rt.handle().clone());
     app.copilot = a.copilot;
@@ -214,7 +240,6 @@ fn run_inner(a: &DeskArgs) -> color_eyre::Result<()> {
     if a.play {
         app.send(engine::Command::Play);
     }
-    let _ = replaying;
     let mut terminal = ratatui::init();
     let res = event_loop(&mut terminal, &mut app);
     ratatui::restore();

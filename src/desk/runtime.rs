@@ -6,9 +6,13 @@
 //! runtime used until the tick engine is wired: it keeps the market and a canonical log of
 //! the acts it received (hashed with BLAKE3), and lists armed plans without evaluating them.
 
+use crate::bus::{self, Bus, Event};
+use crate::engine::{Engine, EngineConfig};
 use crate::lang::{self, Document, ast::StatementKind};
+use crate::market::Px;
 use crate::market::{MarketState, TapeEvent, TapeHeader, Ts};
 use crate::view::Snapshot;
+use std::collections::BTreeMap;
 use std::io::Write;
 
 /// One plan as the Plans pane shows it.
@@ -43,7 +47,7 @@ pub struct Mark {
 
 /// What the desk drives behind the clock. Implementations must be deterministic: the same
 /// events and acts in the same order give the same log bytes and hash.
-pub trait Runtime: Send {
+pub trait Runtime {
     /// `market-only` or `engine`.
     fn name(&self) -> &'static str;
     /// Feed one tape event (in tape order).
@@ -78,12 +82,12 @@ pub struct MarketOnly {
     plans: Vec<PlanInfo>,
     log: Vec<String>,
     hasher: blake3::Hasher,
-    sink: Option<Box<dyn Write + Send>>,
+    sink: Option<Box<dyn Write>>,
 }
 
 impl MarketOnly {
     /// A runtime for a tape; `sink` receives the log as JSON Lines (flushed per line).
-    pub fn new(header: &TapeHeader, sink: Option<Box<dyn Write + Send>>) -> MarketOnly {
+    pub fn new(header: &TapeHeader, sink: Option<Box<dyn Write>>) -> MarketOnly {
         let mut m = MarketOnly {
             market: MarketState::new(header),
             plans: Vec::new(),
@@ -249,5 +253,271 @@ impl Runtime for MarketOnly {
 
     fn hash(&self) -> String {
         self.hasher.finalize().to_hex().to_string()
+    }
+}
+
+/// The tick engine behind the desk: plans evaluated on every tick, orders, fills, P&L, and
+/// the Bus (written as it goes, hashed: the determinism hash).
+pub struct EngineRt {
+    engine: Option<Engine>,
+    done: Option<Bus>,
+    /// The engine's market is gone once the session is finished; this copy serves the
+    /// Frame and chart after the close.
+    shadow: MarketState,
+    texts: BTreeMap<String, PlanInfo>,
+    notes: BTreeMap<String, String>,
+    fills: Vec<Mark>,
+    fires: Vec<Mark>,
+    seen: usize,
+    sink: Option<Box<dyn Write>>,
+    r_usd: Px,
+}
+
+/// Dollars per 1R when the desk is not told otherwise.
+pub const DEFAULT_R_USD: i64 = 1000;
+
+impl EngineRt {
+    /// The engine on a tape, 1R = `r_usd`, fill model strict-cross-v1; the Bus is written to
+    /// `sink` as it goes.
+    pub fn new(header: &TapeHeader, r_usd: Px, sink: Option<Box<dyn Write>>) -> EngineRt {
+        let engine = Engine::new(
+            header,
+            EngineConfig::strict(r_usd),
+            Bus::new(None).keeping(),
+        );
+        let mut rt = EngineRt {
+            engine: Some(engine),
+            done: None,
+            shadow: MarketState::new(header),
+            texts: BTreeMap::new(),
+            notes: BTreeMap::new(),
+            fills: Vec::new(),
+            fires: Vec::new(),
+            seen: 0,
+            sink,
+            r_usd,
+        };
+        rt.sync();
+        rt
+    }
+
+    fn bus(&self) -> Option<&Bus> {
+        self.engine.as_ref().map(Engine::bus).or(self.done.as_ref())
+    }
+
+    /// Write new Bus events to the sink and note fires, fills and reasons.
+    fn sync(&mut self) {
+        let Some(bus) = self.engine.as_ref().map(Engine::bus).or(self.done.as_ref()) else {
+            return;
+        };
+        let evs = &bus.events()[self.seen.min(bus.events().len())..];
+        for ev in evs {
+            if let Some(w) = self.sink.as_mut()
+                && w.write_all(&bus::canonical_line(ev))
+                    .and_then(|_| w.flush())
+                    .is_err()
+            {
+                self.sink = None;
+            }
+            match ev {
+                Event::PlanFired { ts, plan, clause } => {
+                    self.notes
+                        .insert(plan.clone(), format!("{clause} fired {}", ts.hhmm()));
+                    self.fires.push(Mark {
+                        ts: *ts,
+                        plan: plan.clone(),
+                        what: clause.clone(),
+                    });
+                }
+                Event::Fill { ts, plan, side, .. } => self.fills.push(Mark {
+                    ts: *ts,
+                    plan: plan.clone(),
+                    what: format!("{side:?}").to_lowercase(),
+                }),
+                Event::PlanState {
+                    plan,
+                    reason: Some(r),
+                    ..
+                } => {
+                    self.notes.insert(plan.clone(), r.clone());
+                }
+                _ => {}
+            }
+        }
+        self.seen += evs.len();
+    }
+
+    fn money(&self, m: i64) -> f64 {
+        m as f64 / crate::market::types::PX_SCALE as f64
+    }
+}
+
+fn state_name(s: bus::PlanState) -> String {
+    serde_json::to_value(s)
+        .ok()
+        .and_then(|v| v.as_str().map(|s| s.replace('-', " ")))
+        .unwrap_or_default()
+}
+
+impl Runtime for EngineRt {
+    fn name(&self) -> &'static str {
+        "engine"
+    }
+
+    fn on_event(&mut self, ev: &TapeEvent) {
+        self.shadow.apply(ev);
+        if let Some(e) = self.engine.as_mut() {
+            e.on_event(ev);
+            self.sync();
+        }
+    }
+
+    fn market(&self) -> &MarketState {
+        match &self.engine {
+            Some(e) => e.market(),
+            None => &self.shadow,
+        }
+    }
+
+    fn arm(&mut self, doc: &Document, _now: Ts) -> Vec<String> {
+        let Some(e) = self.engine.as_mut() else {
+            return Vec::new();
+        };
+        let names = e.arm_document(doc);
+        for p in plan_infos(doc, "armed") {
+            self.texts.insert(p.name.clone(), p);
+        }
+        self.sync();
+        names
+    }
+
+    fn stand_down(&mut self, reason: &str, _now: Ts) {
+        if let Some(e) = self.engine.as_mut() {
+            e.stand_down(reason);
+            self.sync();
+        }
+    }
+
+    fn cancel(&mut self, target: &str, _now: Ts) -> bool {
+        let hit = self.engine.as_mut().is_some_and(|e| e.cancel(target));
+        self.sync();
+        hit
+    }
+
+    fn plans(&self) -> Vec<PlanInfo> {
+        let Some(bus) = self.bus() else {
+            return Vec::new();
+        };
+        let b = bus.blotter();
+        b.plans
+            .iter()
+            .map(|(name, line)| {
+                let base = self.texts.get(name);
+                let pnl = b.in_r(b.pnl(name)).map(|p| p.to_f64()).unwrap_or(0.0);
+                PlanInfo {
+                    name: name.clone(),
+                    state: state_name(line.state),
+                    budget_r: base.map(|p| p.budget_r).unwrap_or(0.0),
+                    used_r: pnl,
+                    ttl: base.map(|p| p.ttl.clone()).unwrap_or_default(),
+                    note: self
+                        .notes
+                        .get(name)
+                        .cloned()
+                        .unwrap_or_else(|| format!("fires {} fills {}", line.fires, line.fills)),
+                    text: base.map(|p| p.text.clone()).unwrap_or_default(),
+                }
+            })
+            .collect()
+    }
+
+    fn book(&self) -> Snapshot {
+        use crate::view::snapshot::{FillRow, OrderRow, PlanRow, PositionRow};
+        let Some(bus) = self.bus() else {
+            return Snapshot::default();
+        };
+        let b = bus.blotter();
+        let mut s = Snapshot::default();
+        for (plan, legs) in &b.positions {
+            for (leg, p) in legs.iter().filter(|(_, p)| p.qty != 0) {
+                s.positions.push(PositionRow {
+                    plan: plan.clone(),
+                    instrument: leg.clone(),
+                    qty: p.qty,
+                    avg_px: p.avg_px().map(Px::to_f64).unwrap_or(0.0),
+                    mark: p.mark.map(Px::to_f64).unwrap_or(0.0),
+                    pnl_usd: self.money(p.open_pnl() + p.realised),
+                });
+            }
+        }
+        for o in b.resting.values() {
+            s.orders.push(OrderRow {
+                plan: o.plan.clone(),
+                side: format!("{:?}", o.side).to_lowercase(),
+                qty: o.qty as i64,
+                instrument: o.leg.clone(),
+                limit: o.limit.to_f64(),
+            });
+        }
+        for f in &b.fills {
+            s.fills.push(FillRow {
+                time: f.ts.get(..8).unwrap_or(&f.ts).to_string(),
+                plan: f.plan.clone(),
+                side: format!("{:?}", f.side).to_lowercase(),
+                qty: f.qty as i64,
+                instrument: f.leg.clone(),
+                px: f.px.to_f64(),
+            });
+        }
+        for p in self.plans() {
+            s.plans.push(PlanRow {
+                name: p.name,
+                state: p.state,
+                budget_r: p.budget_r,
+                used_r: p.used_r,
+                ttl: p.ttl,
+                note: p.note,
+            });
+        }
+        let pnl = b.book_pnl();
+        s.pnl_usd = self.money(pnl);
+        s.pnl_r = bus::blotter::to_r(pnl, self.r_usd)
+            .map(Px::to_f64)
+            .unwrap_or(0.0);
+        s
+    }
+
+    fn tail(&self, n: usize) -> Vec<String> {
+        let Some(bus) = self.bus() else {
+            return Vec::new();
+        };
+        let evs = bus.events();
+        evs[evs.len().saturating_sub(n)..]
+            .iter()
+            .map(|e| {
+                String::from_utf8_lossy(&bus::canonical_line(e))
+                    .trim_end()
+                    .to_string()
+            })
+            .collect()
+    }
+
+    fn event_count(&self) -> u64 {
+        self.bus().map(Bus::count).unwrap_or(0)
+    }
+
+    fn marks(&self) -> (Vec<Mark>, Vec<Mark>) {
+        (self.fills.clone(), self.fires.clone())
+    }
+
+    fn hash(&self) -> String {
+        self.bus().map(Bus::hash_hex).unwrap_or_default()
+    }
+
+    fn finish(&mut self) {
+        if let Some(e) = self.engine.take() {
+            self.done = Some(e.finish());
+            self.sync();
+        }
     }
 }
