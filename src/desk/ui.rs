@@ -180,7 +180,7 @@ fn draw_status(f: &mut Frame, app: &App, r: Rect) {
     };
     let text = format!(
         " KESTREL │ tape {} │ {} │ {} {} │ mode sim │ author {} │ hash {} ({}) ",
-        s.tape,
+        s.tape.trim_start_matches("bundled:"),
         s.clock,
         play,
         s.speed.label(),
@@ -387,7 +387,7 @@ fn draw_chart(f: &mut Frame, app: &App, r: Rect) {
                 .style(muted)
                 .labels([format!("{lo:.1}"), format!("{hi:.1}")]),
         )
-        .hidden_legend_constraints((Constraint::Ratio(1, 3), Constraint::Ratio(1, 3)));
+        .hidden_legend_constraints((Constraint::Length(0), Constraint::Length(0)));
     f.render_widget(chart, r);
 }
 
@@ -413,7 +413,7 @@ fn draw_plans(f: &mut Frame, app: &App, r: Rect) {
             let mut row = Row::new(vec![
                 Cell::from(p.name.clone()),
                 Cell::from(Span::styled(p.state.clone(), state_color(app, &p.state))),
-                Cell::from(format!("{:.2}/{:.2}R", p.used_r, p.budget_r)),
+                Cell::from(format!("{:+.2}/{:.2}R", p.used_r, p.budget_r)),
                 Cell::from(p.ttl.clone()),
                 Cell::from(p.note.clone()),
             ]);
@@ -430,15 +430,15 @@ fn draw_plans(f: &mut Frame, app: &App, r: Rect) {
     let table = Table::new(
         rows,
         [
-            Constraint::Length(16),
+            Constraint::Min(12),
             Constraint::Length(10),
             Constraint::Length(11),
-            Constraint::Length(7),
-            Constraint::Min(10),
+            Constraint::Length(6),
+            Constraint::Fill(1),
         ],
     )
     .header(
-        Row::new(vec!["plan", "state", "budget", "ttl", "clause / why"])
+        Row::new(vec!["plan", "state", "pnl/budget", "ttl", "clause / why"])
             .style(Style::default().fg(t.c("ui.muted"))),
     )
     .block(block(app, Pane::Plans, title));
@@ -606,7 +606,7 @@ fn draw_tokens(f: &mut Frame, app: &App, r: Rect) {
     } else {
         "-".into()
     };
-    let h = r.height.saturating_sub(6) as usize;
+    let h = r.height.saturating_sub(7) as usize;
     let skip = rows.len().saturating_sub(h);
     let mut rows: Vec<Row> = rows.into_iter().skip(skip).collect();
     rows.push(
@@ -627,27 +627,31 @@ fn draw_tokens(f: &mut Frame, app: &App, r: Rect) {
         .map(|(n, c)| format!("{n} {c}"))
         .collect::<Vec<_>>()
         .join(" · ");
-    rows.push(Row::new(vec![Cell::from(Span::styled(
-        format!("{counts} · repairs 0"),
-        muted,
-    ))]));
-    rows.push(Row::new(vec![Cell::from(Span::styled(
-        format!(
-            "prompt: card {} · view {} · menu {}",
-            app.prompt_tokens.0, app.snap.frame.tokens, app.prompt_tokens.1
-        ),
-        muted,
-    ))]));
+    let foot = vec![
+        Line::from(Span::styled(format!("{counts} · repairs 0"), muted)),
+        Line::from(Span::styled(
+            format!(
+                "prompt: card {} · view {} · menu {}",
+                app.prompt_tokens.0, app.snap.frame.tokens, app.prompt_tokens.1
+            ),
+            muted,
+        )),
+    ];
+    let b = block(app, Pane::Tokens, "Tokens (cl100k)".into());
+    let inner = b.inner(r);
+    f.render_widget(b, r);
+    let [top, bottom] = Layout::vertical([Constraint::Min(1), Constraint::Length(2)]).areas(inner);
+    f.render_widget(Paragraph::new(foot).wrap(Wrap { trim: true }), bottom);
     let table = Table::new(
         rows,
         [
             Constraint::Length(5),
-            Constraint::Length(6),
-            Constraint::Length(12),
+            Constraint::Length(8),
+            Constraint::Length(10),
             Constraint::Length(5),
             Constraint::Length(7),
             Constraint::Length(8),
-            Constraint::Length(6),
+            Constraint::Length(5),
         ],
     )
     .header(
@@ -655,9 +659,8 @@ fn draw_tokens(f: &mut Frame, app: &App, r: Rect) {
             "time", "author", "outcome", "reply", "kestrel", "envelope", "saved",
         ])
         .style(muted),
-    )
-    .block(block(app, Pane::Tokens, "Tokens (cl100k)".into()));
-    f.render_widget(table, r);
+    );
+    f.render_widget(table, top);
 }
 
 fn draw_editor(f: &mut Frame, app: &App, r: Rect) {
