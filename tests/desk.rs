@@ -410,3 +410,13 @@ fn themes_switch_and_keys_show_in_help() {
     press(&mut app, KeyCode::Char('q'));
     assert!(app.quit);
 }
+
+#[test]
+fn every_catalog_pane_spelling_is_a_valid_show_view() {
+    use kestrel_desk::desk::app::pane_spelling;
+    use kestrel_desk::lang::{self, Mode, ast::PANE_CATALOG};
+    for p in PANE_CATALOG {
+        let text = format!("SHOW VIEW pick budget 900\n  {}\n", pane_spelling(p));
+        assert!(lang::check(&text, Mode::Turn).is_ok(), "{p}: {text}");
+    }
+}

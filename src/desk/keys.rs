@@ -294,10 +294,8 @@ impl KeyMap {
     /// The action bound to a key event.
     pub fn action(&self, k: &KeyEvent) -> Option<Action> {
         let key = Key::from_event(k)?;
-        self.by_key.get(&key).copied().or_else(|| {
-            // Terminals report shifted characters with SHIFT set; the map ignores it.
-            None
-        })
+        // Terminals report shifted characters with SHIFT set; the map ignores SHIFT.
+        self.by_key.get(&key).copied()
     }
 
     /// The first key of an action, as a label.
