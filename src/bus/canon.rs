@@ -375,9 +375,33 @@ pub fn write_canonical(out: &mut Vec<u8>, ev: &Event) {
             out,
             &mut [("type", S("headline")), ("ts", T(*ts)), ("text", S(text))],
         ),
-        Event::WakeFired { ts, wake } => write_fields(
+        Event::WakeFired {
+            ts,
+            wake,
+            why,
+            deliver,
+            priority,
+            used,
+        } => write_fields(
             out,
-            &mut [("type", S("wake-fired")), ("ts", T(*ts)), ("wake", S(wake))],
+            &mut [
+                ("type", S("wake-fired")),
+                ("ts", T(*ts)),
+                ("wake", S(wake)),
+                ("why", S(why)),
+                ("deliver", S(deliver)),
+                ("priority", I(*priority)),
+                ("used", U(*used)),
+            ],
+        ),
+        Event::WakeSuppressed { ts, wake, reason } => write_fields(
+            out,
+            &mut [
+                ("type", S("wake-suppressed")),
+                ("ts", T(*ts)),
+                ("wake", S(wake)),
+                ("reason", S(reason)),
+            ],
         ),
         Event::StandDown { ts, reason } => write_fields(
             out,
@@ -561,7 +585,19 @@ mod tests {
                 ts,
                 text: s("news"),
             },
-            Event::WakeFired { ts, wake: s("w") },
+            Event::WakeFired {
+                ts,
+                wake: s("w"),
+                why: s("T-30"),
+                deliver: s("scan"),
+                priority: -2,
+                used: 1,
+            },
+            Event::WakeSuppressed {
+                ts,
+                wake: s("w"),
+                reason: s("budget"),
+            },
             Event::StandDown { ts, reason: s("") },
             Event::Cancel {
                 ts,

@@ -338,13 +338,33 @@ pub enum Event {
         /// Text.
         text: String,
     },
-    /// A WAKE fired (reserved for the turn router).
+    /// A WAKE fired: its trigger became true, within its budget, first by priority at this
+    /// instant. The session delivers its View and asks the author.
     WakeFired {
         /// Tape time.
         #[serde(with = "ts_str")]
         ts: Ts,
         /// Wake name.
         wake: String,
+        /// The trigger, as canonical text.
+        why: String,
+        /// The View it delivers (empty: the default view).
+        deliver: String,
+        /// Priority (higher first).
+        priority: i64,
+        /// Wakes of this name fired today, this one included.
+        used: u64,
+    },
+    /// A WAKE whose trigger became true but did not fire: its budget of wakes per day was
+    /// spent, or a higher-priority wake fired at the same instant.
+    WakeSuppressed {
+        /// Tape time.
+        #[serde(with = "ts_str")]
+        ts: Ts,
+        /// Wake name.
+        wake: String,
+        /// Why it did not fire.
+        reason: String,
     },
     /// STAND-DOWN act: every plan de-armed; inventory rides its TP / EXIT.
     StandDown {
