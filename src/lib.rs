@@ -11,6 +11,7 @@ pub mod desk;
 pub mod engine;
 pub mod lang;
 pub mod market;
+pub mod session;
 pub mod tokens;
 pub mod turn;
 pub mod view;

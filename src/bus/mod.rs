@@ -338,13 +338,70 @@ pub enum Event {
         /// Text.
         text: String,
     },
-    /// A WAKE fired (reserved for the turn router).
+    /// A WAKE fired: its trigger became true, within its budget, first by priority at this
+    /// instant. The session delivers its View and asks the author.
     WakeFired {
         /// Tape time.
         #[serde(with = "ts_str")]
         ts: Ts,
         /// Wake name.
         wake: String,
+        /// The trigger, as canonical text.
+        why: String,
+        /// The View it delivers (empty: the default view).
+        deliver: String,
+        /// Priority (higher first).
+        priority: i64,
+        /// Wakes of this name fired today, this one included.
+        used: u64,
+    },
+    /// A WAKE whose trigger became true but did not fire: its budget of wakes per day was
+    /// spent, or a higher-priority wake fired at the same instant.
+    WakeSuppressed {
+        /// Tape time.
+        #[serde(with = "ts_str")]
+        ts: Ts,
+        /// Wake name.
+        wake: String,
+        /// Why it did not fire.
+        reason: String,
+    },
+    /// A View delivered to the author at a wake: the Frame exactly as sent.
+    ViewDelivered {
+        /// Tape time (the frozen cutoff of the Frame).
+        #[serde(with = "ts_str")]
+        ts: Ts,
+        /// The wake that asked (`open` for the OPEN wake).
+        wake: String,
+        /// The View's name.
+        view: String,
+        /// cl100k tokens of the Frame.
+        tokens: u64,
+        /// What the budget cut.
+        dropped: Vec<String>,
+        /// The Frame text.
+        frame: String,
+    },
+    /// An author's routed turn (canonical: the routed record, never the raw reply).
+    Turn {
+        /// Tape time the reply arrived (and acted).
+        #[serde(with = "ts_str")]
+        ts: Ts,
+        /// The wake it answers.
+        wake: String,
+        /// The routed turn (`turn::RoutedTurn`, canonical JSON).
+        turn: serde_json::Value,
+    },
+    /// One attempt of a bounded repair loop (what was written, the error, whether the next
+    /// attempt parsed).
+    Repair {
+        /// Tape time.
+        #[serde(with = "ts_str")]
+        ts: Ts,
+        /// The wake it answers.
+        wake: String,
+        /// The attempt (`turn::RepairAttempt`, canonical JSON).
+        attempt: serde_json::Value,
     },
     /// STAND-DOWN act: every plan de-armed; inventory rides its TP / EXIT.
     StandDown {

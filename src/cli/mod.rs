@@ -17,6 +17,7 @@ macro_rules! out {
     }};
 }
 
+pub mod agent;
 mod card;
 pub mod frame;
 mod lang;
@@ -69,6 +70,10 @@ pub enum Command {
     ///
     /// Example: kestrel run --tape tapes/trend-2025-04-09-s1.jsonl --plans examples/run-desk.kestrel --r-usd 1000 --json
     Run(run::Args),
+    /// A headless session with an attached author: wakes, Views, turns, the Bus, the report.
+    ///
+    /// Example: kestrel agent --tape tapes/trend-2025-04-09-s1.jsonl --author examples/house-agent.jsonl
+    Agent(agent::AgentArgs),
     /// List the fail-closed rules with their stable names.
     ///
     /// Example: kestrel rules
@@ -126,6 +131,7 @@ pub fn run(cmd: Command) -> i32 {
         Command::Check(a) => lang::check(&a),
         Command::Tape(TapeCommand::Gen(a)) => tape::tape_gen(&a),
         Command::Rules => lang::rules(),
+        Command::Agent(a) => agent::run(&a),
         Command::Frame(a) => frame::run(&a),
         Command::Turn(a) => turn::run(&a),
         Command::Tokens(a) => tokens::run(&a),

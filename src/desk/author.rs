@@ -2,7 +2,7 @@
 //! arrive at the desk as events over a channel. The tape never waits for it.
 //!
 //! Today the desk attaches a **recorded** author: captured replies keyed by tape time, read
-//! from a JSON Lines file (`examples/house-agent.jsonl` is the house agent):
+//! from a JSON Lines file (`examples/desk-agent.jsonl` is the house agent):
 //!
 //! ```text
 //! {"at":"09:46:00","author":"house","reply":"# Thesis ...\nPLAN ..."}
@@ -134,7 +134,7 @@ pub fn parse_recording(text: &str) -> Result<Vec<AuthorTurn>, String> {
 }
 
 /// The bundled house agent's recording.
-pub const HOUSE_AGENT: &str = include_str!("../../examples/house-agent.jsonl");
+pub const HOUSE_AGENT: &str = include_str!("../../examples/desk-agent.jsonl");
 
 /// Spawn a recorded author on `rt`: it streams each turn's text as thinking, then sends it.
 pub fn spawn_recorded(

@@ -21,9 +21,12 @@
 pub mod fill;
 pub mod price;
 pub mod trigger;
+pub mod wakes;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod wake_tests;
 
 use crate::bus::{Bus, BusSide, Event, OrderRole, PlanState, blotter::Position};
 use crate::lang::ast::{
@@ -37,10 +40,28 @@ use crate::market::{
 pub use fill::{FillModel, StrictCrossV1};
 use price::{CPrice, QuoteF, to_grid};
 use trigger::{CPred, CSeries, CTrigger, CValue, Ctx, EventTimes, PlanReads, Resolver, Slots, Tri};
+pub use wakes::FiredWake;
+use wakes::WakeRt;
 
 /// Default stop distance for a shares ticket whose plan writes no price stop: 1% of the
 /// limit (see docs/runtime.md, "Risk").
 pub const DEFAULT_SHARE_STOP: f64 = 0.01;
+
+/// The evaluation context of a trigger, from the shared state and a plan's reads.
+macro_rules! ctx {
+    ($sh:expr, $reads:expr) => {
+        Ctx {
+            ms: &$sh.ms,
+            now: $sh.now,
+            open: $sh.open,
+            close: $sh.close,
+            ev: &$sh.ev,
+            plan: $reads,
+            mkt: &$sh.mvals,
+            pct: &$sh.pvals,
+        }
+    };
+}
 
 /// Engine configuration.
 pub struct EngineConfig {
@@ -253,6 +274,9 @@ pub struct Engine {
     pods: Vec<PodRt>,
     closed: bool,
     tape_events: u64,
+    wakes: Vec<WakeRt>,
+    wake_seq: u64,
+    fired_wakes: Vec<FiredWake>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -317,12 +341,20 @@ impl Engine {
             pods: Vec::new(),
             closed: false,
             tape_events: 0,
+            wakes: Vec::new(),
+            wake_seq: 0,
+            fired_wakes: Vec::new(),
         }
     }
 
     /// The Bus (its Blotter, hash, events).
     pub fn bus(&self) -> &Bus {
         &self.sh.bus
+    }
+
+    /// The Bus, to write session events (views delivered, turns) in order with the engine's.
+    pub fn bus_mut(&mut self) -> &mut Bus {
+        &mut self.sh.bus
     }
 
     /// The market state.
@@ -436,6 +468,7 @@ impl Engine {
                 .then(a.cmp(&b))
         });
         self.order = order;
+        self.arm_wakes(doc);
         armed
     }
 
@@ -789,6 +822,155 @@ impl Engine {
         }
         if !self.pods.is_empty() {
             self.check_pods();
+        }
+        if !self.wakes.is_empty() {
+            self.step_wakes();
+        }
+    }
+
+    /// Evaluate every armed WAKE; fire the first rising one by priority (see [`wakes`]).
+    fn step_wakes(&mut self) {
+        let total: i64 = self.plans.iter().map(|p| p.pnl_now).sum();
+        let r = self.sh.r_usd.raw();
+        let reads = PlanReads {
+            pnl_r: (r > 0).then(|| total as f64 / r as f64),
+            avg_px: None,
+            leg: None,
+        };
+        let mut rising: Vec<usize> = Vec::new();
+        for (i, w) in self.wakes.iter_mut().enumerate() {
+            let cx = ctx!(self.sh, reads);
+            let v = w.trig.eval(&cx);
+            if v == Tri::T && w.prev != Tri::T {
+                rising.push(i);
+            }
+            w.prev = v;
+        }
+        if rising.is_empty() {
+            return;
+        }
+        rising.sort_by_key(|&i| (std::cmp::Reverse(self.wakes[i].priority), self.wakes[i].seq));
+        let now = self.sh.now;
+        let mut fired: Option<String> = None;
+        for i in rising {
+            let w = &mut self.wakes[i];
+            let reason = match (&fired, w.budget) {
+                (_, Some(b)) if w.used >= b => Some(format!("budget of {b} wakes/day spent")),
+                (Some(f), _) => Some(format!("{f} fired first at this instant (priority)")),
+                _ => None,
+            };
+            if let Some(reason) = reason {
+                self.sh.bus.emit(Event::WakeSuppressed {
+                    ts: now,
+                    wake: w.name.clone(),
+                    reason,
+                });
+                continue;
+            }
+            w.used += 1;
+            self.sh.bus.emit(Event::WakeFired {
+                ts: now,
+                wake: w.name.clone(),
+                why: w.why.clone(),
+                deliver: w.deliver.clone().unwrap_or_default(),
+                priority: w.priority,
+                used: w.used,
+            });
+            self.fired_wakes.push(FiredWake {
+                ts: now,
+                wake: w.name.clone(),
+                why: w.why.clone(),
+                deliver: w.deliver.clone(),
+                priority: w.priority,
+            });
+            fired = Some(w.name.clone());
+        }
+    }
+
+    /// Wakes that fired since the last call, oldest first (the session delivers their Views).
+    pub fn take_fired_wakes(&mut self) -> Vec<FiredWake> {
+        std::mem::take(&mut self.fired_wakes)
+    }
+
+    /// Names of the armed WAKEs, in arming order.
+    pub fn wake_names(&self) -> Vec<String> {
+        self.wakes.iter().map(|w| w.name.clone()).collect()
+    }
+
+    /// Supersede the standing book with a document (a turn's `supersede`): every live plan
+    /// is stood down (entries pulled, inventory rides its TP / EXIT), every WAKE is dropped,
+    /// then the document arms. Returns the names of the plans that armed.
+    pub fn supersede(&mut self, doc: &Document) -> Vec<String> {
+        for p in &mut self.plans {
+            stand_down_plan(p, &mut self.sh, "superseded");
+        }
+        self.wakes.clear();
+        self.arm_document(doc)
+    }
+
+    /// Compile and arm a document's WAKEs (a WAKE replaces an armed one of the same name).
+    fn arm_wakes(&mut self, doc: &Document) {
+        let mut using: Option<&ast::Using> = None;
+        let names: Vec<String> = self.plans.iter().map(|p| p.name.clone()).collect();
+        for st in &doc.statements {
+            let w = match &st.kind {
+                StatementKind::Using(u) => {
+                    using = Some(u);
+                    continue;
+                }
+                StatementKind::Wake(w) => w,
+                _ => continue,
+            };
+            let signal = using
+                .and_then(|u| Sym::new(&u.signal.text))
+                .or_else(|| {
+                    self.sh
+                        .syms
+                        .iter()
+                        .map(|s| s.0)
+                        .find(|s| !self.sh.has_chain.contains(s))
+                })
+                .or_else(|| self.sh.syms.first().map(|s| s.0));
+            let Some(signal) = signal else {
+                continue;
+            };
+            let syms = &self.sh.syms;
+            let has = |s: &str| syms.iter().any(|(x, _)| x.as_str() == s);
+            // The latest plan of a name (a superseding document may reuse names).
+            let pidx = |n: &str| names.iter().rposition(|x| x == n);
+            let res = Resolver {
+                signal,
+                has_symbol: &has,
+                plan_index: &pidx,
+            };
+            let mut slots = std::mem::take(&mut self.sh.slots);
+            let compiled = CTrigger::compile(&w.when, &res, &mut slots);
+            for (sym, m, _) in &slots.pcts {
+                self.sh.ms.track(sym.as_str(), *m);
+            }
+            self.sh.slots = slots;
+            self.wakes.retain(|x| x.name != w.name.text);
+            match compiled {
+                Ok(trig) => {
+                    self.wake_seq += 1;
+                    self.wakes.push(WakeRt {
+                        name: w.name.text.clone(),
+                        why: crate::lang::print::trigger_text(&w.when),
+                        trig,
+                        deliver: w.deliver.as_ref().map(|d| d.text.clone()),
+                        priority: w.priority.as_ref().map(|p| p.value() as i64).unwrap_or(0),
+                        budget: w.budget.as_ref().map(|b| b.value().max(0.0) as u64),
+                        used: 0,
+                        prev: Tri::U,
+                        seq: self.wake_seq,
+                    });
+                }
+                Err(why) => self.sh.bus.emit(Event::Error {
+                    ts: self.sh.now,
+                    plan: None,
+                    message: format!("WAKE {} not armed: {why}", w.name.text),
+                }),
+            }
         }
     }
 
@@ -1186,21 +1368,6 @@ fn plan_reads(p: &mut PlanRt, sh: &mut Shared) -> PlanReads {
         }
     }
     r
-}
-
-macro_rules! ctx {
-    ($sh:expr, $reads:expr) => {
-        Ctx {
-            ms: &$sh.ms,
-            now: $sh.now,
-            open: $sh.open,
-            close: $sh.close,
-            ev: &$sh.ev,
-            plan: $reads,
-            mkt: &$sh.mvals,
-            pct: &$sh.pvals,
-        }
-    };
 }
 
 fn step_plan(p: &mut PlanRt, pi: usize, sh: &mut Shared) {
