@@ -420,3 +420,36 @@ fn every_catalog_pane_spelling_is_a_valid_show_view() {
         assert!(lang::check(&text, Mode::Turn).is_ok(), "{p}: {text}");
     }
 }
+
+/// Figures for docs/desk.md (run with `--ignored --nocapture`): one full draw at 200x60 of a
+/// busy session, and replay at max speed.
+#[test]
+#[ignore]
+fn figures_draw_and_replay_speed() {
+    let mut app = app();
+    app.human_turn(desk::EXAMPLE_PLAN);
+    app.send(Command::Seek(ms(13, 0, 0)));
+    app.human_turn("STAND-DOWN measured\n");
+    let mut t = Terminal::new(TestBackend::new(200, 60)).unwrap();
+    let n = 200;
+    let start = std::time::Instant::now();
+    for _ in 0..n {
+        t.draw(|f| ui::draw(f, &app)).unwrap();
+    }
+    let per = start.elapsed() / n;
+    println!("draw 200x60: {per:?} per frame");
+    let mut app = self::app();
+    app.human_turn(desk::EXAMPLE_PLAN);
+    app.send(Command::Speed(kestrel_desk::desk::engine::Speed::Max));
+    app.send(Command::Play);
+    let start = std::time::Instant::now();
+    while !app.snap.ended {
+        app.send(Command::Tick(Duration::from_millis(10)));
+    }
+    let secs = start.elapsed().as_secs_f64();
+    println!(
+        "replay at max (inline, snapshot per 10 ms slice): {} tape events in {secs:.2}s = {:.0} events/s",
+        app.snap.seq,
+        app.snap.seq as f64 / secs
+    );
+}
