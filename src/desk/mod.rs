@@ -240,7 +240,15 @@ fn run_inner(a: &DeskArgs) -> color_eyre::Result<()> {
     if a.play {
         app.send(engine::Command::Play);
     }
-    let mut terminal = ratatui::init();
+    let mut terminal = match ratatui::try_init() {
+        Ok(t) => t,
+        Err(e) => {
+            ratatui::restore();
+            return Err(eyre!(
+                "the desk needs a terminal ({e}); the headless verbs (kestrel --help) do not"
+            ));
+        }
+    };
     let res = event_loop(&mut terminal, &mut app);
     ratatui::restore();
     app.engine.shutdown();
