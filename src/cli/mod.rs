@@ -1,6 +1,7 @@
 //! The `kestrel` command line. Exit codes everywhere: 0 success, 1 usage or I/O failure,
 //! 2 a refused document (or, for `fmt --check`, a file that is not canonical).
 
+pub mod grammar;
 mod lang;
 pub mod tape;
 
@@ -35,6 +36,10 @@ pub enum Command {
     /// Tapes: generate seeded synthetic sessions.
     #[command(subcommand)]
     Tape(TapeCommand),
+    /// Print the constrained-decoding grammar (GBNF or Lark) generated from the parser.
+    ///
+    /// Example: kestrel grammar --format lark --scope turn
+    Grammar(grammar::Args),
     /// List the fail-closed rules with their stable names.
     ///
     /// Example: kestrel rules
@@ -76,5 +81,6 @@ pub fn run(cmd: Command) -> i32 {
         Command::Check(a) => lang::check(&a),
         Command::Tape(TapeCommand::Gen(a)) => tape::tape_gen(&a),
         Command::Rules => lang::rules(),
+        Command::Grammar(a) => grammar::run(&a),
     }
 }

@@ -10,6 +10,8 @@
 
 pub mod ast;
 pub mod diag;
+pub mod grammar;
+pub mod lexicon;
 pub mod print;
 pub mod rules;
 mod syntax;
