@@ -355,3 +355,110 @@ proptest! {
         }
     }
 }
+
+/// Every text the tests above judge, with the parser's verdict, for the GBNF check:
+/// `scripts/check-gbnf.py` runs this test, then feeds each case to xgrammar with the GBNF
+/// export written beside it (`target/grammar-check/`).
+#[test]
+fn write_cases_for_the_gbnf_check() {
+    use proptest::strategy::{Strategy, ValueTree};
+    use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+    let out = common::root().join("target/grammar-check");
+    std::fs::create_dir_all(&out).expect("mkdir target/grammar-check");
+    let mut texts: Vec<String> = Vec::new();
+    if let Some(dir) = common::shared_corpus() {
+        for sub in ["valid", "invalid", "turns"] {
+            let mut paths: Vec<_> = std::fs::read_dir(dir.join(sub))
+                .expect("corpus dir")
+                .map(|e| e.expect("entry").path())
+                .collect();
+            paths.sort();
+            for p in paths {
+                let src = std::fs::read_to_string(&p).expect("read");
+                if sub == "turns" {
+                    texts.extend(kestrel_of_turn(&src));
+                } else {
+                    texts.push(src);
+                }
+            }
+        }
+    }
+    for entry in std::fs::read_dir(common::root().join("examples")).expect("examples/") {
+        let p = entry.expect("entry").path();
+        if p.extension().is_some_and(|e| e == "kestrel") {
+            texts.push(std::fs::read_to_string(&p).expect("read"));
+        }
+    }
+    texts.extend(SYNTAX_ERRORS.iter().map(|s| s.to_string()));
+    texts.extend(EDGES.iter().map(|s| s.to_string()));
+    let mut runner = TestRunner::new_with_rng(
+        Config::default(),
+        TestRng::from_seed(RngAlgorithm::ChaCha, &[7; 32]),
+    );
+    let mut rng = rand_chacha_like(11);
+    for _ in 0..200 {
+        let Ok(tree) = docgen::document().new_tree(&mut runner) else {
+            continue;
+        };
+        let text = lang::print(&tree.current());
+        let mut m = text.clone();
+        if !m.is_empty() {
+            let mut at = (rng() as usize) % m.len();
+            while !m.is_char_boundary(at) {
+                at -= 1;
+            }
+            match rng() % 3 {
+                0 => m.insert(at, ' '),
+                1 => m.truncate(at),
+                _ => {
+                    let mut e = (at + 2).min(m.len());
+                    while !m.is_char_boundary(e) {
+                        e += 1;
+                    }
+                    m.replace_range(at..e, "");
+                }
+            }
+        }
+        texts.push(text);
+        texts.push(m);
+    }
+    let mut lines = String::new();
+    let mut n = 0;
+    for scope in [GrammarScope::Turn, GrammarScope::File] {
+        let name = if scope == GrammarScope::Turn {
+            "turn"
+        } else {
+            "file"
+        };
+        let g = grammar::grammar(GrammarOptions {
+            scope,
+            ..GrammarOptions::default()
+        });
+        std::fs::write(
+            out.join(format!("kestrel-{name}.gbnf")),
+            grammar::to_gbnf(&g),
+        )
+        .expect("write gbnf");
+        for t in &texts {
+            if let Some(accept) = oracle(t, scope) {
+                let rec = serde_json::json!({"scope": name, "accept": accept, "text": t});
+                lines.push_str(&rec.to_string());
+                lines.push('\n');
+                n += 1;
+            }
+        }
+    }
+    std::fs::write(out.join("cases.jsonl"), lines).expect("write cases");
+    eprintln!("wrote {n} cases to {}", out.display());
+}
+
+/// A small deterministic generator (xorshift) for the mutation positions above.
+fn rand_chacha_like(seed: u64) -> impl FnMut() -> u64 {
+    let mut x = seed.max(1);
+    move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    }
+}
