@@ -66,6 +66,9 @@ fn oracle(src: &str, scope: GrammarScope) -> Option<bool> {
 /// Assert grammar and parser agree on `src`; returns the verdict.
 fn agree(src: &str, scope: GrammarScope, what: &str) -> Option<bool> {
     let want = oracle(src, scope)?;
+    if let Ok(path) = std::env::var("KESTREL_GRAMMAR_TRACE") {
+        let _ = std::fs::write(path, src);
+    }
     let got = lark(scope).accepts(src);
     if got != want {
         let at = lark(scope).prefix_len(src);
