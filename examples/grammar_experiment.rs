@@ -44,9 +44,9 @@ fn main() {
         errors.noise * 100.0
     );
     println!(
-        "| budget | arm | samples | completed | grammar escapes (of completed) | truncated at budget | semantic refusals (of completed) |"
+        "| budget | arm | samples | completed | grammar escapes (of completed) | truncated at budget | semantic refusals (of completed) | engine errors |"
     );
-    println!("| ---: | --- | ---: | ---: | ---: | ---: | ---: |");
+    println!("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |");
     let n = targets.len() * per_target;
     for &budget in &budgets {
         for constrained in [false, true] {
@@ -59,7 +59,7 @@ fn main() {
                 }
             };
             println!(
-                "| {budget} | {} | {} | {} | {} ({:.1}%) | {} ({:.1}%) | {} ({:.1}%) |",
+                "| {budget} | {} | {} | {} | {} ({:.1}%) | {} ({:.1}%) | {} ({:.1}%) | {} |",
                 if constrained {
                     "constrained"
                 } else {
@@ -73,6 +73,7 @@ fn main() {
                 pct(t.truncated, t.samples),
                 t.semantic,
                 pct(t.semantic, t.completed),
+                t.engine_errors,
             );
         }
     }

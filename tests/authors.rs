@@ -465,3 +465,19 @@ fn the_key_is_redacted_and_stored_owner_only() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test]
+async fn the_example_command_author_writes_valid_turns() {
+    let script = format!("{}/examples/command-author.sh", env!("CARGO_MANIFEST_DIR"));
+    for view in ["VIEW probe\nspot 5201", "VIEW probe\nheadline: CPI hot"] {
+        let p = Prompt {
+            view: view.into(),
+            ..prompt()
+        };
+        let mut a = CommandAuthor::new("sh", vec![script.clone()], Duration::from_secs(5));
+        let Outcome::Reply(text) = a.author(&p, None).await else {
+            panic!("the example author failed");
+        };
+        kestrel_desk::lang::check(&text, kestrel_desk::lang::Mode::Turn).expect("a valid turn");
+    }
+}

@@ -130,6 +130,9 @@ pub struct Tally {
     /// Completed, parsed, and refused by a semantic rule (post-parse, by design).
     pub semantic: usize,
     pub tokens: usize,
+    /// The constraint engine refused to compute a mask (a limit): neither a completion nor a
+    /// truncation.
+    pub engine_errors: usize,
 }
 
 /// Targets: the project's example documents and a few directive turns.
@@ -174,6 +177,10 @@ pub fn run_arm(
         }));
         let mut factory = ParserFactory::new_simple(&vocab.env).expect("llguidance factory");
         factory.quiet();
+        // The char-level grammar makes many Earley items per mask over a 100k vocabulary:
+        // raise the per-step item limit (default 50 000) rather than count its refusals.
+        factory.limits_mut().step_max_items = 2_000_000;
+        factory.limits_mut().step_lexer_fuel = 2_000_000_000;
         let m = Matcher::new(factory.create_parser(TopLevelGrammar::from_lark(lark)));
         assert!(m.get_error().is_none(), "grammar: {:?}", m.get_error());
         Some(m)
@@ -192,6 +199,7 @@ pub fn run_arm(
         let mut pos = 0usize;
         let mut out: Vec<u8> = Vec::new();
         let mut done = false;
+        let mut engine_error = false;
         let mut steps = 0;
         while steps < budget {
             steps += 1;
@@ -223,7 +231,10 @@ pub fn run_arm(
             let mask = match matcher.as_mut() {
                 Some(m) => match m.compute_mask() {
                     Ok(mask) => Some(mask),
-                    Err(_) => break,
+                    Err(_) => {
+                        engine_error = true;
+                        break;
+                    }
                 },
                 None => None,
             };
@@ -261,6 +272,7 @@ pub fn run_arm(
             if let Some(m) = matcher.as_mut()
                 && m.consume_token(tok).is_err()
             {
+                engine_error = true;
                 break;
             }
             if tok == vocab.eos {
@@ -272,6 +284,10 @@ pub fn run_arm(
         }
         tally.samples += 1;
         tally.tokens += steps;
+        if engine_error {
+            tally.engine_errors += 1;
+            continue;
+        }
         if !done {
             tally.truncated += 1;
             continue;
