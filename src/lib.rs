@@ -5,6 +5,7 @@
 //! `lang` (the Kestrel language) → `market` (tapes and the market model) → `engine`
 //! (the tick engine) → `bus` (the event log, Blotter and determinism hash) → `cli`.
 
+pub mod author;
 pub mod bus;
 pub mod cli;
 pub mod desk;

@@ -20,6 +20,7 @@ macro_rules! out {
 pub mod agent;
 mod card;
 pub mod frame;
+pub mod grammar;
 mod lang;
 pub mod run;
 pub mod tape;
@@ -74,6 +75,10 @@ pub enum Command {
     ///
     /// Example: kestrel agent --tape tapes/trend-2025-04-09-s1.jsonl --author examples/house-agent.jsonl
     Agent(agent::AgentArgs),
+    /// Print the constrained-decoding grammar (GBNF or Lark) generated from the parser.
+    ///
+    /// Example: kestrel grammar --format lark --scope turn
+    Grammar(grammar::Args),
     /// List the fail-closed rules with their stable names.
     ///
     /// Example: kestrel rules
@@ -137,5 +142,6 @@ pub fn run(cmd: Command) -> i32 {
         Command::Tokens(a) => tokens::run(&a),
         Command::Card(a) => card::run(&a),
         Command::Run(a) => run::run(a),
+        Command::Grammar(a) => grammar::run(&a),
     }
 }

@@ -1,0 +1,200 @@
+//! Attached authors (DESK.md §3): one interface, several kinds.
+//!
+//! - [`openai::OpenAiAuthor`]: any OpenAI-compatible chat-completions server, streamed over
+//!   SSE, with timeouts and bounded retries that end in a provider error, and the exported
+//!   GBNF sent as `grammar` when constrained decoding is on;
+//! - [`command::CommandAuthor`]: an external program, prompt on stdin, reply on stdout;
+//! - [`recorded::RecordedAuthor`]: captured replies replayed byte-identically, in order;
+//! - [`human::HumanAuthor`]: the desk's editor feeding a channel.
+//!
+//! The trait is async and object-safe (a boxed future), so the desk can hold a
+//! `Box<dyn Author>` and run it on a tokio task; the tick loop never waits on it. An author
+//! returns an [`Outcome`]: the reply text as written (routing is the turn router's job), or a
+//! [`ProviderError`]: the transport failed. A provider error is never a pass: TURNS.md §1.4
+//! keeps the three outcomes distinct, and for a model author an empty completion is a
+//! provider error (seed 001).
+
+pub mod command;
+pub mod human;
+pub mod openai;
+pub mod recorded;
+pub mod secret;
+mod sse;
+
+use std::future::Future;
+use std::pin::Pin;
+
+/// What an author is asked: the profile's text, the language card, the rendered View and the
+/// menu of legal moves, as plain strings (the turn layer builds them). `repair` carries the
+/// guided error and the author's previous reply on a bounded repair re-ask.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Prompt {
+    pub profile: String,
+    pub card: String,
+    pub view: String,
+    pub menu: String,
+    pub repair: Option<String>,
+}
+
+impl Prompt {
+    /// The standing instructions: profile text then the card.
+    pub fn system_text(&self) -> String {
+        join(&[&self.profile, &self.card])
+    }
+
+    /// This wake's part: the View, the menu, and a repair note if any.
+    pub fn user_text(&self) -> String {
+        join(&[&self.view, &self.menu, self.repair.as_deref().unwrap_or("")])
+    }
+
+    /// Everything, for authors with one input channel (a command's stdin).
+    pub fn full_text(&self) -> String {
+        join(&[&self.system_text(), &self.user_text()])
+    }
+}
+
+fn join(parts: &[&str]) -> String {
+    let mut out = String::new();
+    for p in parts.iter().filter(|p| !p.is_empty()) {
+        if !out.is_empty() {
+            out.push_str("\n\n");
+        }
+        out.push_str(p.trim_end_matches('\n'));
+    }
+    if !out.is_empty() {
+        out.push('\n');
+    }
+    out
+}
+
+/// Why an author produced no reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProviderErrorKind {
+    /// Could not connect or send the request.
+    Connect,
+    /// A timeout: connect, first token, or the total budget (or a command's).
+    Timeout,
+    /// The server answered with a non-success HTTP status (after bounded retries).
+    Http,
+    /// The completion was empty (or only whitespace): a dead provider, never a pass.
+    EmptyCompletion,
+    /// The stream ended before the completion did: the partial text is not a reply.
+    StreamCut,
+    /// The response could not be understood.
+    BadResponse,
+    /// A command exited non-zero.
+    Exit,
+    /// A command could not be started.
+    Spawn,
+    /// A recording has no more replies.
+    Exhausted,
+    /// The human's channel closed.
+    Closed,
+}
+
+impl ProviderErrorKind {
+    /// A stable name for logs and the Bus.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProviderErrorKind::Connect => "connect",
+            ProviderErrorKind::Timeout => "timeout",
+            ProviderErrorKind::Http => "http",
+            ProviderErrorKind::EmptyCompletion => "empty-completion",
+            ProviderErrorKind::StreamCut => "stream-cut",
+            ProviderErrorKind::BadResponse => "bad-response",
+            ProviderErrorKind::Exit => "exit",
+            ProviderErrorKind::Spawn => "spawn",
+            ProviderErrorKind::Exhausted => "exhausted",
+            ProviderErrorKind::Closed => "closed",
+        }
+    }
+}
+
+/// The author's transport failed. The message never contains a secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderError {
+    pub kind: ProviderErrorKind,
+    pub message: String,
+}
+
+impl std::fmt::Display for ProviderError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "provider-error kind={} {}",
+            self.kind.name(),
+            self.message
+        )
+    }
+}
+
+/// What one authoring call produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The reply as written (the router extracts, parses and routes it).
+    Reply(String),
+    /// No reply: the transport failed.
+    ProviderError(ProviderError),
+}
+
+impl Outcome {
+    pub(crate) fn error(kind: ProviderErrorKind, message: impl Into<String>) -> Outcome {
+        Outcome::ProviderError(ProviderError {
+            kind,
+            message: message.into(),
+        })
+    }
+}
+
+/// Who is authoring, as the config identity needs it (TURNS.md §5): the kind, the model,
+/// whether decode-time constraint is on, and the temperature.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuthorInfo {
+    /// `openai`, `command`, `recorded` or `human`.
+    pub kind: &'static str,
+    /// The model name, the program, the recording's path, or `human`.
+    pub model: String,
+    /// Is the exported grammar constraining decoding?
+    pub constrained: bool,
+    pub temperature: Option<f32>,
+}
+
+impl AuthorInfo {
+    /// The fields as one canonical line, ready to be hashed into a config id.
+    pub fn identity(&self) -> String {
+        format!(
+            "kind={} model={} constrained={} temperature={}",
+            self.kind,
+            self.model,
+            if self.constrained { "on" } else { "off" },
+            self.temperature
+                .map(|t| format!("{t}"))
+                .unwrap_or_else(|| "-".into())
+        )
+    }
+}
+
+/// Streamed pieces of a reply as they arrive (the desk shows the author typing). Only
+/// [`Outcome::Reply`] counts as authored; deltas of a failed call are display only.
+pub type DeltaSink = tokio::sync::mpsc::UnboundedSender<String>;
+
+/// The future an author returns.
+pub type AuthorFuture<'a> = Pin<Box<dyn Future<Output = Outcome> + Send + 'a>>;
+
+/// One interface for every kind of author.
+pub trait Author: Send {
+    /// Who this author is, for the config id and the desk's header.
+    fn info(&self) -> AuthorInfo;
+
+    /// Ask for one turn. Never panics; every failure is a [`ProviderError`].
+    fn author<'a>(&'a mut self, prompt: &'a Prompt, deltas: Option<DeltaSink>) -> AuthorFuture<'a>;
+}
+
+/// Cut `s` to at most `max` characters, for error messages.
+pub(crate) fn excerpt(s: &str, max: usize) -> String {
+    let mut out: String = s.chars().take(max).collect();
+    if s.chars().count() > max {
+        out.push('…');
+    }
+    out
+}

@@ -1,0 +1,483 @@
+//! Authors against real processes and a real HTTP server on loopback.
+//!
+//! The server is a few lines of tokio on 127.0.0.1:0, speaking just enough HTTP/1.1 to
+//! stream SSE the way OpenAI-compatible servers do; each test picks a behaviour (a normal
+//! streamed turn, slow, HTTP 500, an empty completion, a stream cut mid-way) and every
+//! request it receives is recorded for the request-shape assertions. Request loops are
+//! bounded by the author's retry count; nothing leaves the machine.
+
+use kestrel_desk::author::command::CommandAuthor;
+use kestrel_desk::author::human;
+use kestrel_desk::author::openai::{OpenAiAuthor, OpenAiConfig};
+use kestrel_desk::author::recorded::RecordedAuthor;
+use kestrel_desk::author::secret::{self, ApiKey};
+use kestrel_desk::author::{Author, Outcome, Prompt, ProviderErrorKind};
+use kestrel_desk::lang::grammar::{self, GrammarFormat, GrammarOptions};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+const KEY: &str = "sk-kestrel-test-7f3a9c-SECRET";
+
+#[derive(Clone, Copy, PartialEq)]
+enum Behaviour {
+    Normal,
+    Slow,
+    Http500,
+    Empty,
+    Cut,
+}
+
+#[derive(Debug, Clone)]
+struct Seen {
+    request_line: String,
+    headers: Vec<(String, String)>,
+    body: serde_json::Value,
+}
+
+struct Server {
+    base: String,
+    seen: Arc<Mutex<Vec<Seen>>>,
+}
+
+async fn serve(behaviour: Behaviour) -> Server {
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind loopback");
+    let addr = listener.local_addr().expect("addr");
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let seen2 = seen.clone();
+    tokio::spawn(async move {
+        // Bounded: the tests make at most a handful of requests.
+        for _ in 0..16 {
+            let Ok((sock, _)) = listener.accept().await else {
+                return;
+            };
+            let seen = seen2.clone();
+            tokio::spawn(async move {
+                let _ = handle(sock, behaviour, seen).await;
+            });
+        }
+    });
+    Server {
+        base: format!("http://{addr}/v1"),
+        seen,
+    }
+}
+
+async fn handle(
+    mut sock: TcpStream,
+    behaviour: Behaviour,
+    seen: Arc<Mutex<Vec<Seen>>>,
+) -> std::io::Result<()> {
+    let mut buf = Vec::new();
+    let mut tmp = [0u8; 4096];
+    let header_end = loop {
+        let n = sock.read(&mut tmp).await?;
+        if n == 0 {
+            return Ok(());
+        }
+        buf.extend_from_slice(&tmp[..n]);
+        if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break p + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..header_end]).to_string();
+    let mut lines = head.split("\r\n");
+    let request_line = lines.next().unwrap_or("").to_string();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    let len: usize = headers
+        .iter()
+        .find(|(k, _)| k == "content-length")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
+    while buf.len() < header_end + len {
+        let n = sock.read(&mut tmp).await?;
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(&tmp[..n]);
+    }
+    let body = serde_json::from_slice(&buf[header_end..]).unwrap_or(serde_json::Value::Null);
+    let auth = headers
+        .iter()
+        .find(|(k, _)| k == "authorization")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    seen.lock().expect("lock").push(Seen {
+        request_line,
+        headers,
+        body,
+    });
+    let sse_head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n";
+    let delta = |s: &str| {
+        format!(
+            "data: {}\n\n",
+            serde_json::json!({"choices": [{"index": 0, "delta": {"content": s}, "finish_reason": null}]})
+        )
+    };
+    let finish = "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+    match behaviour {
+        Behaviour::Normal => {
+            sock.write_all(sse_head.as_bytes()).await?;
+            sock.write_all(b": keep-alive\n\n").await?;
+            for piece in ["STAND-DOWN", " chop,", " no", " edge"] {
+                sock.write_all(delta(piece).as_bytes()).await?;
+                sock.flush().await?;
+                tokio::time::sleep(Duration::from_millis(15)).await;
+            }
+            sock.write_all(finish.as_bytes()).await?;
+        }
+        Behaviour::Slow => {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            sock.write_all(sse_head.as_bytes()).await?;
+            sock.write_all(delta("late").as_bytes()).await?;
+            sock.write_all(finish.as_bytes()).await?;
+        }
+        Behaviour::Http500 => {
+            // A careless server that echoes the Authorization header back.
+            let body = format!("{{\"error\":\"upstream exploded; you sent {auth}\"}}");
+            let resp = format!(
+                "HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            sock.write_all(resp.as_bytes()).await?;
+        }
+        Behaviour::Empty => {
+            sock.write_all(sse_head.as_bytes()).await?;
+            sock.write_all(delta("").as_bytes()).await?;
+            sock.write_all(finish.as_bytes()).await?;
+        }
+        Behaviour::Cut => {
+            sock.write_all(sse_head.as_bytes()).await?;
+            sock.write_all(delta("PLAN half budget 0.1R ttl +5m\n  WHEN spot").as_bytes())
+                .await?;
+            sock.write_all(b"data: {\"choices\":[{\"delta\":{\"content\":\" > h")
+                .await?;
+            sock.flush().await?;
+            // Drop the connection mid-event: no finish, no [DONE].
+        }
+    }
+    sock.shutdown().await?;
+    Ok(())
+}
+
+fn prompt() -> Prompt {
+    Prompt {
+        profile: "authoring-v2: reply with a Kestrel document.".into(),
+        card: "CARD: PLAN, WAKE, VIEW, STAND-DOWN.".into(),
+        view: "VIEW probe\nspot 5201.25".into(),
+        menu: "MENU: supersede, STAND-DOWN, pass".into(),
+        repair: None,
+    }
+}
+
+fn config(base: &str) -> OpenAiConfig {
+    let mut c = OpenAiConfig::new(base, "tiny-test-model");
+    c.api_key = Some(ApiKey::new(KEY));
+    c.temperature = 0.5;
+    c.max_tokens = 256;
+    c.connect_timeout = Duration::from_secs(2);
+    c.first_token_timeout = Duration::from_millis(400);
+    c.total_timeout = Duration::from_secs(4);
+    c.retries = 2;
+    c.backoff = Duration::from_millis(20);
+    c
+}
+
+fn assert_no_key(o: &Outcome) {
+    let dbg = format!("{o:?}");
+    assert!(!dbg.contains(KEY), "the key leaked: {dbg}");
+    if let Outcome::ProviderError(e) = o {
+        assert!(!e.to_string().contains(KEY), "the key leaked: {e}");
+    }
+}
+
+fn provider_error(o: &Outcome) -> ProviderErrorKind {
+    match o {
+        Outcome::ProviderError(e) => e.kind,
+        Outcome::Reply(r) => panic!("expected a provider error, got a reply {r:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_normal_streamed_turn_and_the_request_shape() {
+    let server = serve(Behaviour::Normal).await;
+    let mut author = OpenAiAuthor::new(config(&server.base));
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let out = author.author(&prompt(), Some(tx)).await;
+    assert_eq!(out, Outcome::Reply("STAND-DOWN chop, no edge".into()));
+    let mut pieces = Vec::new();
+    while let Ok(p) = rx.try_recv() {
+        pieces.push(p);
+    }
+    assert_eq!(pieces, ["STAND-DOWN", " chop,", " no", " edge"]);
+    let seen = server.seen.lock().expect("lock").clone();
+    assert_eq!(seen.len(), 1);
+    let req = &seen[0];
+    assert_eq!(req.request_line, "POST /v1/chat/completions HTTP/1.1");
+    let auth = req.headers.iter().find(|(k, _)| k == "authorization");
+    assert_eq!(
+        auth.map(|(_, v)| v.as_str()),
+        Some(format!("Bearer {KEY}").as_str())
+    );
+    let b = &req.body;
+    assert_eq!(b["model"], "tiny-test-model");
+    assert_eq!(b["stream"], true);
+    assert_eq!(b["temperature"], 0.5);
+    assert_eq!(b["max_tokens"], 256);
+    assert_eq!(b["messages"][0]["role"], "system");
+    let sys = b["messages"][0]["content"].as_str().expect("system text");
+    assert!(sys.contains("authoring-v2") && sys.contains("CARD:"));
+    assert_eq!(b["messages"][1]["role"], "user");
+    let user = b["messages"][1]["content"].as_str().expect("user text");
+    assert!(user.contains("VIEW probe") && user.contains("MENU:"));
+    assert!(b.get("grammar").is_none(), "unconstrained sends no grammar");
+    let info = author.info();
+    assert!(!info.constrained);
+    assert!(info.identity().contains("constrained=off"));
+}
+
+#[tokio::test]
+async fn constrained_decoding_sends_the_exported_gbnf() {
+    let server = serve(Behaviour::Normal).await;
+    let mut cfg = config(&server.base);
+    cfg.constrained = true;
+    let mut author = OpenAiAuthor::new(cfg);
+    let out = author.author(&prompt(), None).await;
+    assert!(matches!(out, Outcome::Reply(_)));
+    let seen = server.seen.lock().expect("lock").clone();
+    let want = grammar::export(GrammarFormat::Gbnf, GrammarOptions::default());
+    assert_eq!(seen[0].body["grammar"].as_str(), Some(want.as_str()));
+    assert!(author.info().identity().contains("constrained=on"));
+}
+
+#[tokio::test]
+async fn a_slow_provider_times_out_into_a_provider_error() {
+    let server = serve(Behaviour::Slow).await;
+    let mut cfg = config(&server.base);
+    cfg.retries = 1;
+    let mut author = OpenAiAuthor::new(cfg);
+    let t = std::time::Instant::now();
+    let out = author.author(&prompt(), None).await;
+    assert_eq!(provider_error(&out), ProviderErrorKind::Timeout);
+    assert!(
+        t.elapsed() < Duration::from_secs(3),
+        "took {:?}",
+        t.elapsed()
+    );
+    assert_eq!(server.seen.lock().expect("lock").len(), 2, "one retry");
+    assert_no_key(&out);
+}
+
+#[tokio::test]
+async fn http_500_ends_in_a_provider_error_after_bounded_retries_without_the_key() {
+    let server = serve(Behaviour::Http500).await;
+    let mut author = OpenAiAuthor::new(config(&server.base));
+    let out = author.author(&prompt(), None).await;
+    assert_eq!(provider_error(&out), ProviderErrorKind::Http);
+    assert_eq!(server.seen.lock().expect("lock").len(), 3, "1 + 2 retries");
+    let Outcome::ProviderError(e) = &out else {
+        unreachable!()
+    };
+    assert!(e.message.contains("500"), "{e}");
+    assert!(
+        e.message.contains("[redacted]"),
+        "the echoed key is redacted: {e}"
+    );
+    assert_no_key(&out);
+    assert!(!format!("{:?}", config(&server.base)).contains(KEY));
+}
+
+#[tokio::test]
+async fn an_empty_completion_is_a_provider_error_not_a_pass() {
+    let server = serve(Behaviour::Empty).await;
+    let mut author = OpenAiAuthor::new(config(&server.base));
+    let out = author.author(&prompt(), None).await;
+    assert_eq!(provider_error(&out), ProviderErrorKind::EmptyCompletion);
+    assert_no_key(&out);
+}
+
+#[tokio::test]
+async fn a_stream_cut_mid_way_is_a_provider_error_not_a_partial_reply() {
+    let server = serve(Behaviour::Cut).await;
+    let mut author = OpenAiAuthor::new(config(&server.base));
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let out = author.author(&prompt(), Some(tx)).await;
+    assert_eq!(provider_error(&out), ProviderErrorKind::StreamCut);
+    assert!(
+        rx.try_recv().is_ok(),
+        "the partial text was streamed for display"
+    );
+    assert_eq!(
+        server.seen.lock().expect("lock").len(),
+        1,
+        "text arrived: not retried"
+    );
+    assert_no_key(&out);
+}
+
+#[tokio::test]
+async fn nothing_listening_is_a_connect_error() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    drop(listener);
+    let mut cfg = config(&format!("http://{addr}/v1"));
+    cfg.retries = 1;
+    let out = OpenAiAuthor::new(cfg).author(&prompt(), None).await;
+    assert_eq!(provider_error(&out), ProviderErrorKind::Connect);
+    assert_no_key(&out);
+}
+
+// ---------------------------------------------------------------- command author
+
+fn sh(script: &str, timeout_ms: u64) -> CommandAuthor {
+    CommandAuthor::new(
+        "sh",
+        vec!["-c".into(), script.into()],
+        Duration::from_millis(timeout_ms),
+    )
+}
+
+#[tokio::test]
+async fn a_command_reads_the_prompt_and_writes_the_reply() {
+    let out = sh("cat", 5000).author(&prompt(), None).await;
+    assert_eq!(out, Outcome::Reply(prompt().full_text()));
+    let out = sh("cat >/dev/null; printf 'STAND-DOWN quiet tape\\n'", 5000)
+        .author(&prompt(), None)
+        .await;
+    assert_eq!(out, Outcome::Reply("STAND-DOWN quiet tape\n".into()));
+}
+
+#[tokio::test]
+async fn a_command_that_hangs_times_out() {
+    let t = std::time::Instant::now();
+    let out = sh("sleep 5", 300).author(&prompt(), None).await;
+    assert_eq!(provider_error(&out), ProviderErrorKind::Timeout);
+    assert!(t.elapsed() < Duration::from_secs(3));
+}
+
+#[tokio::test]
+async fn a_command_that_fails_or_says_nothing_is_a_provider_error() {
+    let out = sh("echo boom >&2; exit 3", 5000)
+        .author(&prompt(), None)
+        .await;
+    assert_eq!(provider_error(&out), ProviderErrorKind::Exit);
+    let Outcome::ProviderError(e) = out else {
+        unreachable!()
+    };
+    assert!(e.message.contains("boom"), "{e}");
+    let out = sh("true", 5000).author(&prompt(), None).await;
+    assert_eq!(provider_error(&out), ProviderErrorKind::EmptyCompletion);
+    let out = CommandAuthor::new("/nonexistent/kestrel-brain", vec![], Duration::from_secs(1))
+        .author(&prompt(), None)
+        .await;
+    assert_eq!(provider_error(&out), ProviderErrorKind::Spawn);
+}
+
+// ---------------------------------------------------------------- recorded and human
+
+#[tokio::test]
+async fn a_recording_replays_in_order_then_says_it_is_exhausted() {
+    let jsonl = "\"# pass\\n\"\n\n{\"wake\": 2, \"reply\": \"STAND-DOWN done — for today\"}\n";
+    let mut a = RecordedAuthor::from_jsonl("house", jsonl).expect("recording");
+    assert_eq!(
+        a.author(&prompt(), None).await,
+        Outcome::Reply("# pass\n".into())
+    );
+    assert_eq!(
+        a.author(&prompt(), None).await,
+        Outcome::Reply("STAND-DOWN done — for today".into())
+    );
+    assert_eq!(
+        provider_error(&a.author(&prompt(), None).await),
+        ProviderErrorKind::Exhausted
+    );
+    assert!(RecordedAuthor::from_jsonl("bad", "{\"nope\": 1}\n").is_err());
+}
+
+#[tokio::test]
+async fn the_human_author_takes_turns_from_the_editor() {
+    let (handle, mut author) = human::channel(4);
+    assert!(
+        handle.send("").await,
+        "an empty turn from a person is a pass"
+    );
+    assert!(handle.try_send("CANCEL fade"));
+    assert_eq!(
+        author.author(&prompt(), None).await,
+        Outcome::Reply(String::new())
+    );
+    assert_eq!(
+        author.author(&prompt(), None).await,
+        Outcome::Reply("CANCEL fade".into())
+    );
+    drop(handle);
+    assert_eq!(
+        provider_error(&author.author(&prompt(), None).await),
+        ProviderErrorKind::Closed
+    );
+}
+
+// ---------------------------------------------------------------- secrets
+
+#[test]
+fn the_key_is_redacted_and_stored_owner_only() {
+    let key = ApiKey::new(format!("  {KEY}\n"));
+    assert_eq!(key.expose_secret(), KEY);
+    assert_eq!(format!("{key}"), "[redacted]");
+    assert_eq!(format!("{key:?}"), "[redacted]");
+    let dir = std::env::temp_dir().join(format!("kestrel-secret-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let path = secret::store_api_key(&key, Some(&dir)).expect("store");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).expect("stat").permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    let none = |_: &str| None;
+    let loaded = secret::load_api_key_with(none, None, Some(&dir)).expect("load");
+    assert_eq!(loaded, Some(key.clone()));
+    // The environment wins: the configured name, then OPENAI_API_KEY.
+    let env = |k: &str| (k == "MY_KEY").then(|| "from-env".to_string());
+    let k = secret::load_api_key_with(env, Some("MY_KEY"), Some(&dir)).expect("env");
+    assert_eq!(
+        k.map(|k| k.expose_secret().to_string()),
+        Some("from-env".into())
+    );
+    let env = |k: &str| (k == "OPENAI_API_KEY").then(|| "fallback".to_string());
+    let k = secret::load_api_key_with(env, None, Some(&dir)).expect("env");
+    assert_eq!(
+        k.map(|k| k.expose_secret().to_string()),
+        Some("fallback".into())
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        let e = secret::load_api_key_with(none, None, Some(&dir)).expect_err("too open");
+        assert!(e.contains("chmod 600") && !e.contains(KEY), "{e}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn the_example_command_author_writes_valid_turns() {
+    let script = format!("{}/examples/command-author.sh", env!("CARGO_MANIFEST_DIR"));
+    for view in ["VIEW probe\nspot 5201", "VIEW probe\nheadline: CPI hot"] {
+        let p = Prompt {
+            view: view.into(),
+            ..prompt()
+        };
+        let mut a = CommandAuthor::new("sh", vec![script.clone()], Duration::from_secs(5));
+        let Outcome::Reply(text) = a.author(&p, None).await else {
+            panic!("the example author failed");
+        };
+        kestrel_desk::lang::check(&text, kestrel_desk::lang::Mode::Turn).expect("a valid turn");
+    }
+}
