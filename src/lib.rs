@@ -8,6 +8,7 @@
 pub mod bus;
 pub mod cli;
 pub mod engine;
+pub mod grade;
 pub mod lang;
 pub mod market;
 pub mod tokens;

@@ -19,6 +19,7 @@ macro_rules! out {
 
 mod card;
 pub mod frame;
+pub mod grade;
 mod lang;
 pub mod run;
 pub mod tape;
@@ -64,6 +65,11 @@ pub enum Command {
     ///
     /// Example: kestrel run --tape tapes/trend-2025-04-09-s1.jsonl --plans examples/run-desk.kestrel --r-usd 1000 --json
     Run(run::Args),
+    /// Grade plans over many tapes against counterfactuals (VS null, VS ungated), by cell;
+    /// shard the work (--shard I/N) and merge shard files (grade merge).
+    ///
+    /// Example: kestrel grade examples/grade.kestrel --tapes tapes/ --json
+    Grade(grade::Args),
     /// List the fail-closed rules with their stable names.
     ///
     /// Example: kestrel rules
@@ -122,5 +128,6 @@ pub fn run(cmd: Command) -> i32 {
         Command::Tokens(a) => tokens::run(&a),
         Command::Card(a) => card::run(&a),
         Command::Run(a) => run::run(a),
+        Command::Grade(a) => grade::run(a),
     }
 }

@@ -19,6 +19,7 @@
 //! ```
 
 pub mod fill;
+pub mod gate;
 pub mod price;
 pub mod trigger;
 
@@ -48,6 +49,9 @@ pub struct EngineConfig {
     pub r_usd: Px,
     /// The fill model.
     pub fill: Box<dyn FillModel>,
+    /// Regime gate (off by default): a PLAN with `regime {k: v}` arms only on a tape whose
+    /// header tags match ([`gate::check`]); otherwise it is de-armed with the reason.
+    pub regime_gate: bool,
 }
 
 impl EngineConfig {
@@ -56,7 +60,14 @@ impl EngineConfig {
         EngineConfig {
             r_usd,
             fill: Box::new(StrictCrossV1),
+            regime_gate: false,
         }
+    }
+
+    /// The same configuration with the regime gate on or off.
+    pub fn with_regime_gate(mut self, on: bool) -> EngineConfig {
+        self.regime_gate = on;
+        self
     }
 }
 
@@ -65,6 +76,7 @@ impl std::fmt::Debug for EngineConfig {
         f.debug_struct("EngineConfig")
             .field("r_usd", &self.r_usd)
             .field("fill", &self.fill.name())
+            .field("regime_gate", &self.regime_gate)
             .finish()
     }
 }
@@ -242,6 +254,8 @@ struct Shared {
     slots: Slots,
     mvals: Vec<Option<f64>>,
     pvals: Vec<Option<f64>>,
+    /// The tape's tags when the regime gate is on.
+    gate: Option<std::collections::BTreeMap<String, String>>,
 }
 
 /// The tick engine. Drive it with [`Engine::on_event`] for each tape event and close it with
@@ -311,6 +325,7 @@ impl Engine {
                 slots: Slots::default(),
                 mvals: Vec::new(),
                 pvals: Vec::new(),
+                gate: cfg.regime_gate.then(|| header.tags.clone()),
             },
             plans: Vec::new(),
             order: Vec::new(),
@@ -510,6 +525,11 @@ impl Engine {
             ($why:expr) => {
                 return Err((Box::new(rt), $why))
             };
+        }
+        if let (Some(tags), Some(regime)) = (&self.sh.gate, &p.regime) {
+            if let Err(why) = gate::check(tags, regime) {
+                fail!(why);
+            }
         }
         if let Some(u) = using {
             for s in [&u.signal, &u.exec] {
