@@ -66,3 +66,65 @@ mod tests {
         assert!(check(&BTreeMap::new(), &[entry("intraday", "trend")]).is_err());
     }
 }
+
+#[cfg(test)]
+mod engine_tests {
+    use crate::bus::{Bus, Event, PlanState};
+    use crate::engine::{EngineConfig, replay};
+    use crate::market::{Px, read_tape_bytes};
+
+    const TAPE: &str = concat!(
+        r#"{"type":"header","v":1,"name":"t","date":"2025-04-09","open":"09:30","close":"16:00","symbols":{"SPY":{"prior_close":100.0}},"tags":{"regime":"range"}}"#,
+        "\n",
+        r#"{"type":"tick","ts":"09:30:00.000","sym":"SPY","px":100.00,"sz":10}"#,
+        "\n",
+        r#"{"type":"tick","ts":"09:30:01.000","sym":"SPY","px":101.00,"sz":10}"#,
+        "\n",
+    );
+
+    fn run(plans: &str, gate: bool) -> Bus {
+        let doc = crate::lang::check(plans, crate::lang::Mode::File).unwrap();
+        let (h, evs) = read_tape_bytes(TAPE.as_bytes()).unwrap();
+        let cfg = EngineConfig::strict(Px::from_cents(100_000)).with_regime_gate(gate);
+        replay(&h, evs.into_iter().map(Ok), &[doc], cfg, Bus::new(None).keeping()).unwrap()
+    }
+
+    const PLANS: &str = "PLAN t budget 1R ttl +10m regime {intraday: trend}\n  WHEN spot > 100.5\n  DO buy 1 shares @ ask\n\n\
+                         PLAN r budget 1R ttl +10m regime {intraday: range}\n  WHEN spot > 100.5\n  DO buy 1 shares @ ask\n\n\
+                         PLAN v budget 1R ttl +10m regime {vix: high}\n  WHEN spot > 100.5\n  DO buy 1 shares @ ask\n";
+
+    #[test]
+    fn gate_on_arms_only_matching_plans_and_logs_why() {
+        let bus = run(PLANS, true);
+        let fills: Vec<&str> = bus
+            .blotter()
+            .fills
+            .iter()
+            .map(|f| f.plan.as_str())
+            .collect();
+        assert_eq!(fills, ["r"]);
+        let reasons: Vec<(String, String)> = bus
+            .events()
+            .iter()
+            .filter_map(|e| match e {
+                Event::PlanState {
+                    plan,
+                    state: PlanState::DeArmed,
+                    reason: Some(r),
+                    ..
+                } => Some((plan.clone(), r.clone())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(reasons.len(), 2, "{reasons:?}");
+        assert!(reasons[0].1.contains("intraday is range on this tape, the plan wants trend"));
+        assert!(reasons[1].1.contains("UNKNOWN"));
+    }
+
+    #[test]
+    fn gate_off_by_default_reads_no_regime() {
+        let bus = run(PLANS, false);
+        assert_eq!(bus.blotter().fills.len(), 3);
+        assert!(!EngineConfig::strict(Px::from_cents(100)).regime_gate);
+    }
+}

@@ -39,6 +39,9 @@ use crate::market::{Px, TapeEvent, TapeHeader, Ts, open_tape, read_tape_file};
 pub const GRADE_FORMAT: u32 = 1;
 /// Default number of `VS null` draws per tape.
 pub const DEFAULT_DRAWS: u32 = 20;
+/// A cell with fewer runs than this gets no confidence interval (a bootstrap of one run is a
+/// point, not an interval).
+pub const MIN_CI_RUNS: usize = 2;
 /// Default number of bootstrap resamples per interval.
 pub const DEFAULT_RESAMPLES: u32 = 2000;
 
@@ -1162,8 +1165,11 @@ struct CellStats {
 fn versus(values: &[i128], scale: i128, cf_sum: i128, resamples: u32, seed: &str) -> Versus {
     let n = values.len() as i128;
     let sum: i128 = values.iter().sum();
-    let ci =
-        stats::bootstrap_mean(values, resamples, seed).map(|c| (c.lo_sum, c.hi_sum, n * scale));
+    let ci = if values.len() < MIN_CI_RUNS {
+        None
+    } else {
+        stats::bootstrap_mean(values, resamples, seed).map(|c| (c.lo_sum, c.hi_sum, n * scale))
+    };
     Versus {
         cf_mean: (cf_sum, n * scale),
         diff: (sum, n * scale),
@@ -1426,7 +1432,7 @@ pub fn report_text(job: &Job, results: &[UnitResult]) -> String {
                             "  includes 0"
                         }
                     ),
-                    None => "-".into(),
+                    None => format!("- (fewer than {MIN_CI_RUNS} runs)"),
                 };
                 s.push_str(&format!(
                     "    vs {:<8} mean {}R  diff {}R  CI {}\n",

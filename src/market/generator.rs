@@ -623,6 +623,50 @@ mod tests {
     }
 
     #[test]
+    fn options_default_is_generate_and_short_sessions_are_a_prefix() {
+        let full = bytes(Regime::Trend, 5);
+        let mut d = Vec::new();
+        let g = generate_with(Regime::Trend, 5, DEFAULT_DATE, GenOptions::default());
+        let h = g.header().clone();
+        write_tape(&mut d, &h, g).unwrap();
+        assert_eq!(d, full);
+        let opts = GenOptions {
+            minutes: Some(30),
+            vwap_edge: 0.0,
+        };
+        let short = generate_with(Regime::Trend, 5, DEFAULT_DATE, opts);
+        assert_eq!(short.header().close, Ts::hms(10, 0, 0, 0));
+        assert_eq!(short.header().tags.get("minutes").map(String::as_str), Some("30"));
+        let short: Vec<TapeEvent> = short.collect();
+        let (_, long) = read_tape_bytes(&full).unwrap();
+        assert_eq!(short[..], long[..short.len()]);
+        assert_eq!(short.last().map(TapeEvent::ts), Some(Ts::hms(10, 0, 0, 0)));
+    }
+
+    #[test]
+    fn vwap_edge_adds_drift_after_up_crosses_only() {
+        let opts = |e| GenOptions {
+            minutes: Some(60),
+            vwap_edge: e,
+        };
+        let spx = |g: Generator| -> Vec<f64> {
+            g.filter_map(|e| match e {
+                TapeEvent::Tick(t) if t.sym.as_str() == "SPX" => Some(t.px.to_f64()),
+                _ => None,
+            })
+            .collect()
+        };
+        let base = spx(generate_with(Regime::Range, 9, DEFAULT_DATE, opts(0.0)));
+        let edged = generate_with(Regime::Range, 9, DEFAULT_DATE, opts(0.01));
+        assert_eq!(edged.header().tags.get("edge").map(String::as_str), Some("0.01"));
+        let edged = spx(edged);
+        // Same noise: identical until the first up-cross, then never below the knob-free path.
+        assert_eq!(base[..2], edged[..2]);
+        assert!(edged.iter().zip(&base).all(|(e, b)| e >= b));
+        assert!(edged.last() > base.last());
+    }
+
+    #[test]
     fn family_cycles() {
         let f = generate_family(4, 10);
         assert_eq!(f[0].regime, Regime::Trend);
