@@ -122,7 +122,7 @@ fn edge_seconds(path: &Path) -> (Vec<bool>, f64) {
         }
         prev_above = above;
         if k + 1 < edge.len() {
-            edge[k + 1] = k + 1 <= until;
+            edge[k + 1] = k < until; // second k + 1 is inside the window
         }
     }
     (edge, spy0)
@@ -177,7 +177,11 @@ fn edge_is_told_apart_from_no_edge_against_null() {
         let (edge, spy) = edge_seconds(Path::new(&t.path));
         // A null entering at second u holds the returns of seconds u ..= u + 300.
         let cover: f64 = (0..window)
-            .map(|u| (u..=u + 300).filter(|&j| edge.get(j) == Some(&true)).count() as f64)
+            .map(|u| {
+                (u..=u + 300)
+                    .filter(|&j| edge.get(j) == Some(&true))
+                    .count() as f64
+            })
             .sum::<f64>()
             / window as f64;
         let f = cover / f64::from(EDGE_SECS);
@@ -194,7 +198,10 @@ fn edge_is_told_apart_from_no_edge_against_null() {
     assert_eq!(edge_cell["runs"], 20);
     let v = &edge_cell["vs"]["null"];
     let (lo, hi, diff) = (r(&v["ci_low_r"]), r(&v["ci_high_r"]), r(&v["diff_mean_r"]));
-    assert!(lo > 0.0, "edge plan: CI must exclude 0 and be positive: {v}");
+    assert!(
+        lo > 0.0,
+        "edge plan: CI must exclude 0 and be positive: {v}"
+    );
     assert_eq!(v["ci_excludes_zero"], true);
     assert!(
         lo <= expected && expected <= hi,
@@ -206,9 +213,15 @@ fn edge_is_told_apart_from_no_edge_against_null() {
 
     let no_edge = &report["grades"][1]["cells"][0]["vs"]["null"];
     let (lo, hi) = (r(&no_edge["ci_low_r"]), r(&no_edge["ci_high_r"]));
-    assert!(lo <= 0.0 && 0.0 <= hi, "no-edge plan: CI must include 0: {no_edge}");
+    assert!(
+        lo <= 0.0 && 0.0 <= hi,
+        "no-edge plan: CI must include 0: {no_edge}"
+    );
     assert_eq!(no_edge["ci_excludes_zero"], false);
-    assert!(hi - lo < 0.15, "the no-edge interval is informative: {no_edge}");
+    assert!(
+        hi - lo < 0.15,
+        "the no-edge interval is informative: {no_edge}"
+    );
 
     // Null draws: the same entry count as the plan, at seeded instants in the window.
     for u in results.iter().filter(|u| u.kind == RunKind::Null) {
@@ -220,7 +233,10 @@ fn edge_is_told_apart_from_no_edge_against_null() {
     assert_eq!(results, again, "seeded: the same draws every run");
 
     let text = grade::report_text(&p.job, &results);
-    assert!(text.contains("excludes 0") && text.contains("includes 0"), "{text}");
+    assert!(
+        text.contains("excludes 0") && text.contains("includes 0"),
+        "{text}"
+    );
     let _ = std::fs::remove_dir_all(&d);
 }
 
@@ -324,7 +340,10 @@ fn sharded_and_merged_equals_single_run_byte_for_byte() {
             assert_eq!(c["vs"]["null"]["diff_mean_r"], "0.0000");
         }
     }
-    assert!(!v.to_string().contains("unrelated"), "only the lineage runs");
+    assert!(
+        !v.to_string().contains("unrelated"),
+        "only the lineage runs"
+    );
     let _ = std::fs::remove_dir_all(&d);
 }
 
@@ -364,7 +383,10 @@ fn cli_shards_merge_like_a_single_run_and_refuse_bad_sets() {
     for i in 0..3 {
         let out = format!("s{i}.jsonl");
         let shard = format!("{i}/3");
-        let (code, _, err) = kestrel(&[&base[..], &["--shard", &shard, "--out", &out]].concat(), &d);
+        let (code, _, err) = kestrel(
+            &[&base[..], &["--shard", &shard, "--out", &out]].concat(),
+            &d,
+        );
         assert_eq!(code, 0, "{err}");
         shard_files.push(out);
     }
@@ -385,8 +407,15 @@ fn cli_shards_merge_like_a_single_run_and_refuse_bad_sets() {
     assert!(err.contains("given twice"), "{err}");
     let s2 = std::fs::read_to_string(d.join("s2.jsonl")).unwrap();
     let cut: Vec<&str> = s2.lines().collect();
-    std::fs::write(d.join("s2cut.jsonl"), cut[..cut.len() - 1].join("\n") + "\n").unwrap();
-    let (code, _, err) = kestrel(&["grade", "merge", "s0.jsonl", "s1.jsonl", "s2cut.jsonl"], &d);
+    std::fs::write(
+        d.join("s2cut.jsonl"),
+        cut[..cut.len() - 1].join("\n") + "\n",
+    )
+    .unwrap();
+    let (code, _, err) = kestrel(
+        &["grade", "merge", "s0.jsonl", "s1.jsonl", "s2cut.jsonl"],
+        &d,
+    );
     assert_eq!(code, 1);
     assert!(err.contains("truncated"), "{err}");
     // Usage.
@@ -403,11 +432,31 @@ fn resolution_fails_closed() {
     let o = options(&d, 2, 100);
     let plan = "PLAN a budget 1R ttl 09:40\n  WHEN spot > 1\n  DO buy 1 shares @ ask\n";
     let cases: [(&str, &str, &str); 6] = [
-        ("GRADE plan nope OVER tapes/* FILL strict-cross-v1\n", "GRADE", "no PLAN named nope"),
-        ("GRADE wake a OVER tapes/* FILL strict-cross-v1\n", "GRADE", "only plan subjects"),
-        ("GRADE plan a OVER tapes/* FILL optimistic-v9\n", "GRADE", "unknown fill model"),
-        ("GRADE plan a OVER tapes/zzz-* FILL strict-cross-v1\n", "USAGE", "selects no tapes"),
-        ("GRADE plan a OVER 2025-05 FILL strict-cross-v1\n", "USAGE", "selects no tapes"),
+        (
+            "GRADE plan nope OVER tapes/* FILL strict-cross-v1\n",
+            "GRADE",
+            "no PLAN named nope",
+        ),
+        (
+            "GRADE wake a OVER tapes/* FILL strict-cross-v1\n",
+            "GRADE",
+            "only plan subjects",
+        ),
+        (
+            "GRADE plan a OVER tapes/* FILL optimistic-v9\n",
+            "GRADE",
+            "unknown fill model",
+        ),
+        (
+            "GRADE plan a OVER tapes/zzz-* FILL strict-cross-v1\n",
+            "USAGE",
+            "selects no tapes",
+        ),
+        (
+            "GRADE plan a OVER 2025-05 FILL strict-cross-v1\n",
+            "USAGE",
+            "selects no tapes",
+        ),
         ("", "USAGE", "no GRADE statement"),
     ];
     for (g, code, msg) in cases {

@@ -86,7 +86,14 @@ mod engine_tests {
         let doc = crate::lang::check(plans, crate::lang::Mode::File).unwrap();
         let (h, evs) = read_tape_bytes(TAPE.as_bytes()).unwrap();
         let cfg = EngineConfig::strict(Px::from_cents(100_000)).with_regime_gate(gate);
-        replay(&h, evs.into_iter().map(Ok), &[doc], cfg, Bus::new(None).keeping()).unwrap()
+        replay(
+            &h,
+            evs.into_iter().map(Ok),
+            &[doc],
+            cfg,
+            Bus::new(None).keeping(),
+        )
+        .unwrap()
     }
 
     const PLANS: &str = "PLAN t budget 1R ttl +10m regime {intraday: trend}\n  WHEN spot > 100.5\n  DO buy 1 shares @ ask\n\n\
@@ -117,7 +124,11 @@ mod engine_tests {
             })
             .collect();
         assert_eq!(reasons.len(), 2, "{reasons:?}");
-        assert!(reasons[0].1.contains("intraday is range on this tape, the plan wants trend"));
+        assert!(
+            reasons[0]
+                .1
+                .contains("intraday is range on this tape, the plan wants trend")
+        );
         assert!(reasons[1].1.contains("UNKNOWN"));
     }
 

@@ -636,7 +636,10 @@ mod tests {
         };
         let short = generate_with(Regime::Trend, 5, DEFAULT_DATE, opts);
         assert_eq!(short.header().close, Ts::hms(10, 0, 0, 0));
-        assert_eq!(short.header().tags.get("minutes").map(String::as_str), Some("30"));
+        assert_eq!(
+            short.header().tags.get("minutes").map(String::as_str),
+            Some("30")
+        );
         let short: Vec<TapeEvent> = short.collect();
         let (_, long) = read_tape_bytes(&full).unwrap();
         assert_eq!(short[..], long[..short.len()]);
@@ -658,7 +661,10 @@ mod tests {
         };
         let base = spx(generate_with(Regime::Range, 9, DEFAULT_DATE, opts(0.0)));
         let edged = generate_with(Regime::Range, 9, DEFAULT_DATE, opts(0.01));
-        assert_eq!(edged.header().tags.get("edge").map(String::as_str), Some("0.01"));
+        assert_eq!(
+            edged.header().tags.get("edge").map(String::as_str),
+            Some("0.01")
+        );
         let edged = spx(edged);
         // Same noise: identical until the first up-cross, then never below the knob-free path.
         assert_eq!(base[..2], edged[..2]);
