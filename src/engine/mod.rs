@@ -345,6 +345,14 @@ impl Engine {
         &self.sh.ms
     }
 
+    /// Every plan is closed (done, de-armed, or halted and flat): no position, no resting
+    /// order, no entry can come. The rest of the tape cannot change any plan's fills or
+    /// P&L, so a caller that needs only those (`kestrel grade`) may stop feeding events and
+    /// [`finish`](Engine::finish). A dormant ARM target keeps this false.
+    pub fn all_plans_closed(&self) -> bool {
+        self.plans.iter().all(|p| p.status == Status::Closed)
+    }
+
     /// Arm a (checked) document at the current tape time: writes `document-armed` with its
     /// canonical text and hash, then compiles each PLAN; a plan that cannot run on this tape
     /// (an UNKNOWN symbol, no option chain for an option ticket) is de-armed with its reason.

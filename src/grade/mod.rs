@@ -819,7 +819,12 @@ fn replay(
     .with_regime_gate(gate_on);
     let mut e = Engine::new(h, cfg, Bus::new(None));
     e.arm_document(doc);
+    // Stop once every plan is closed: nothing later can change a fill or a P&L (the
+    // results read only those from the Blotter).
     for ev in events {
+        if e.all_plans_closed() {
+            break;
+        }
         e.on_event(ev);
     }
     Ok(e.finish())
@@ -1450,4 +1455,87 @@ pub fn report_text(job: &Job, results: &[UnitResult]) -> String {
 /// Grade everything in one process: every unit, then the report pieces.
 pub fn run_all(p: &Prepared, tapes: &mut dyn TapeSource) -> Result<Vec<UnitResult>, GradeError> {
     run_units(p, 0, p.job.unit_count(), tapes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lang::{self, Mode};
+
+    /// Stopping once every plan is closed gives the same fills and P&L as replaying the whole
+    /// tape, on the bundled sessions with the desk example (chains, reloads, options, a POD).
+    #[test]
+    fn early_stop_changes_no_result() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let src = std::fs::read_to_string(root.join("examples/run-desk.kestrel")).unwrap();
+        let doc = lang::check(&src, Mode::File).unwrap();
+        let names: Vec<LineageEntry> = plans_of(&doc)
+            .iter()
+            .map(|(_, p)| LineageEntry {
+                name: p.name.text.clone(),
+                parent: None,
+                path: p.name.text.clone(),
+            })
+            .collect();
+        let short = "PLAN quick budget 1R ttl 10:00\n  WHEN spot crosses above vwap\n  DO buy 10 shares @ ask\n  EXIT NOT plan(quick).filled within 5m\n";
+        let quick = lang::check(short, Mode::File).unwrap();
+        let quick_names = vec![LineageEntry {
+            name: "quick".into(),
+            parent: None,
+            path: "quick".into(),
+        }];
+        let r = Px::from_cents(100_000);
+        for t in [
+            "trend-2025-04-09-s1",
+            "range-2025-04-09-s2",
+            "shock-2025-04-09-s7",
+        ] {
+            let (h, evs) = read_tape_file(&root.join(format!("tapes/{t}.jsonl"))).unwrap();
+            for (d, l) in [(&doc, &names), (&quick, &quick_names)] {
+                let early = replay(&h, &evs, d, "strict-cross-v1", r, false).unwrap();
+                let mut e = Engine::new(&h, EngineConfig::strict(r), Bus::new(None));
+                e.arm_document(d);
+                for ev in &evs {
+                    e.on_event(ev);
+                }
+                let full = e.finish();
+                assert_eq!(
+                    results_of(early.blotter(), l),
+                    results_of(full.blotter(), l),
+                    "{t}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn shard_ranges_partition_the_units() {
+        for total in [0u64, 1, 5, 44, 1000] {
+            for n in 1..=9u64 {
+                let mut next = 0;
+                for i in 0..n {
+                    let (lo, hi) = shard_range(total, i, n);
+                    assert_eq!(lo, next);
+                    assert!(hi >= lo);
+                    next = hi;
+                }
+                assert_eq!(next, total);
+            }
+        }
+        assert_eq!(parse_shard("2/7"), Some((2, 7)));
+        assert_eq!(parse_shard("7/7"), None);
+        assert_eq!(parse_shard("0/0"), None);
+        assert_eq!(parse_shard("x"), None);
+    }
+
+    #[test]
+    fn by_keys_read_tags() {
+        let mut tags = BTreeMap::new();
+        tags.insert("regime".to_string(), "trend".to_string());
+        tags.insert("date".to_string(), "2025-04-09".to_string());
+        assert_eq!(by_value("regime.intraday", &tags), "trend");
+        assert_eq!(by_value("regime", &tags), "trend");
+        assert_eq!(by_value("date", &tags), "2025-04-09");
+        assert_eq!(by_value("regime.vix", &tags), "UNKNOWN");
+    }
 }
