@@ -482,3 +482,51 @@ fn resolution_fails_closed() {
     assert_eq!(p.job.grades[0].tapes.len(), 2);
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn example_grades_the_bundled_tapes() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let (code, out, err) = kestrel(
+        &["grade", "examples/grade.kestrel", "--draws", "4", "--json"],
+        root,
+    );
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let g = &v["grades"][0];
+    assert_eq!(g["tapes"].as_array().unwrap().len(), 3);
+    assert_eq!(g["gated"], true);
+    let cells: Vec<&str> = g["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["cell"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        cells,
+        [
+            "regime.intraday=range",
+            "regime.intraday=shock",
+            "regime.intraday=trend"
+        ]
+    );
+    // One tape per cell: no interval from a single run.
+    assert!(g["cells"][0]["vs"]["null"]["ci_low_r"].is_null());
+    // A refused document exits 2; an unknown subject is a GRADE error, exit 2.
+    let d = tmp("cli-refuse");
+    std::fs::write(
+        d.join("bad.kestrel"),
+        "PLAN x budget 0R ttl +1m\n  WHEN spot > 1\n  DO buy 1 shares @ ask\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("nope.kestrel"),
+        "GRADE plan nope OVER tapes/* FILL strict-cross-v1\n",
+    )
+    .unwrap();
+    let (code, _, _) = kestrel(&["grade", d.join("bad.kestrel").to_str().unwrap()], root);
+    assert_eq!(code, 2);
+    let (code, _, err) = kestrel(&["grade", d.join("nope.kestrel").to_str().unwrap()], root);
+    assert_eq!(code, 2);
+    assert!(err.contains("error code=GRADE"), "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}
