@@ -473,6 +473,14 @@ fn resolution_fails_closed() {
                GRADE plan a OVER tapes/* FILL strict-cross-v1\n";
     let e = prepare(doc, &o).err().unwrap();
     assert!(e.message.contains("outside the lineage"), "{e}");
+    // IMPORTs are not followed, and say so.
+    let e = prepare(
+        "IMPORT fade FROM other.kestrel\n\nGRADE plan fade OVER tapes/* FILL strict-cross-v1\n",
+        &o,
+    )
+    .err()
+    .unwrap();
+    assert!(e.message.contains("does not follow IMPORTs"), "{e}");
     // Month ranges select by the tape's date tag: both tapes are in April 2025.
     let p = prepare(
         &format!("{plan}\nGRADE plan a OVER 2025-03..2025-04 FILL strict-cross-v1\n"),

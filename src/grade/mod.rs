@@ -357,7 +357,7 @@ fn resolve_subject(
         [] => {
             let imported = sources.iter().any(|s| {
                 s.doc.statements.iter().any(|st| match &st.kind {
-                    StatementKind::Import(imp) => format!("{imp:?}").contains(name),
+                    StatementKind::Import(imp) => imp.name.text == name,
                     _ => false,
                 })
             });
