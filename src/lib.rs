@@ -10,6 +10,7 @@ pub mod bus;
 pub mod cli;
 pub mod desk;
 pub mod engine;
+pub mod grade;
 pub mod lang;
 pub mod market;
 pub mod session;

@@ -139,7 +139,10 @@ pub fn run(a: &AgentArgs) -> i32 {
         ProfileArg::AuthoringV1 => Profile::AuthoringV1,
     };
     let cfg = SessionConfig {
-        engine: EngineConfig { r_usd, fill: model },
+        engine: EngineConfig {
+            fill: model,
+            ..EngineConfig::strict(r_usd)
+        },
         profile,
         author: AuthorKind::File,
         open_wake: true,

@@ -20,6 +20,7 @@ macro_rules! out {
 pub mod agent;
 mod card;
 pub mod frame;
+pub mod grade;
 pub mod grammar;
 mod lang;
 pub mod run;
@@ -79,6 +80,11 @@ pub enum Command {
     ///
     /// Example: kestrel grammar --format lark --scope turn
     Grammar(grammar::Args),
+    /// Grade plans over many tapes against counterfactuals (VS null, VS ungated), by cell;
+    /// shard the work (--shard I/N) and merge shard files (grade merge).
+    ///
+    /// Example: kestrel grade examples/grade.kestrel --tapes tapes/ --json
+    Grade(grade::Args),
     /// List the fail-closed rules with their stable names.
     ///
     /// Example: kestrel rules
@@ -143,5 +149,6 @@ pub fn run(cmd: Command) -> i32 {
         Command::Card(a) => card::run(&a),
         Command::Run(a) => run::run(a),
         Command::Grammar(a) => grammar::run(&a),
+        Command::Grade(a) => grade::run(a),
     }
 }

@@ -232,7 +232,10 @@ pub fn run(a: Args) -> i32 {
             let _ = std::fs::remove_file(t);
         }
     };
-    let cfg = EngineConfig { r_usd, fill: model };
+    let cfg = EngineConfig {
+        fill: model,
+        ..EngineConfig::strict(r_usd)
+    };
     let mut engine = Engine::new(&header, cfg, Bus::new(sink));
     for d in &docs {
         engine.arm_document(d);

@@ -19,6 +19,7 @@
 //! ```
 
 pub mod fill;
+pub mod gate;
 pub mod price;
 pub mod trigger;
 pub mod wakes;
@@ -69,6 +70,9 @@ pub struct EngineConfig {
     pub r_usd: Px,
     /// The fill model.
     pub fill: Box<dyn FillModel>,
+    /// Regime gate (off by default): a PLAN with `regime {k: v}` arms only on a tape whose
+    /// header tags match ([`gate::check`]); otherwise it is de-armed with the reason.
+    pub regime_gate: bool,
 }
 
 impl EngineConfig {
@@ -77,7 +81,14 @@ impl EngineConfig {
         EngineConfig {
             r_usd,
             fill: Box::new(StrictCrossV1),
+            regime_gate: false,
         }
+    }
+
+    /// The same configuration with the regime gate on or off.
+    pub fn with_regime_gate(mut self, on: bool) -> EngineConfig {
+        self.regime_gate = on;
+        self
     }
 }
 
@@ -86,6 +97,7 @@ impl std::fmt::Debug for EngineConfig {
         f.debug_struct("EngineConfig")
             .field("r_usd", &self.r_usd)
             .field("fill", &self.fill.name())
+            .field("regime_gate", &self.regime_gate)
             .finish()
     }
 }
@@ -263,6 +275,8 @@ struct Shared {
     slots: Slots,
     mvals: Vec<Option<f64>>,
     pvals: Vec<Option<f64>>,
+    /// The tape's tags when the regime gate is on.
+    gate: Option<std::collections::BTreeMap<String, String>>,
 }
 
 /// The tick engine. Drive it with [`Engine::on_event`] for each tape event and close it with
@@ -335,6 +349,7 @@ impl Engine {
                 slots: Slots::default(),
                 mvals: Vec::new(),
                 pvals: Vec::new(),
+                gate: cfg.regime_gate.then(|| header.tags.clone()),
             },
             plans: Vec::new(),
             order: Vec::new(),
@@ -360,6 +375,14 @@ impl Engine {
     /// The market state.
     pub fn market(&self) -> &MarketState {
         &self.sh.ms
+    }
+
+    /// Every plan is closed (done, de-armed, or halted and flat): no position, no resting
+    /// order, no entry can come. The rest of the tape cannot change any plan's fills or
+    /// P&L, so a caller that needs only those (`kestrel grade`) may stop feeding events and
+    /// [`finish`](Engine::finish). A dormant ARM target keeps this false.
+    pub fn all_plans_closed(&self) -> bool {
+        self.plans.iter().all(|p| p.status == Status::Closed)
     }
 
     /// Arm a (checked) document at the current tape time: writes `document-armed` with its
@@ -543,6 +566,11 @@ impl Engine {
             ($why:expr) => {
                 return Err((Box::new(rt), $why))
             };
+        }
+        if let (Some(tags), Some(regime)) = (&self.sh.gate, &p.regime) {
+            if let Err(why) = gate::check(tags, regime) {
+                fail!(why);
+            }
         }
         if let Some(u) = using {
             for s in [&u.signal, &u.exec] {

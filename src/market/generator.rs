@@ -126,6 +126,27 @@ impl Rand {
     }
 }
 
+/// Options of [`generate_with`]. The default reproduces [`generate`] byte for byte.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct GenOptions {
+    /// End the session after this many minutes (the header's `close` moves to
+    /// `open + minutes`); `None` or a value past 16:00 keeps the full session. The path up
+    /// to the early close is exactly the full session's: only the tail is cut.
+    pub minutes: Option<u32>,
+    /// The **VWAP edge** knob (tests and grading demos only; 0 = off): every time `SPX`
+    /// crosses above its session VWAP (equal-weighted mean of its ticks since the open, as
+    /// the runtime computes it for a size-0 index), the next [`EDGE_SECS`] seconds get an
+    /// extra drift adding up to this fraction of the price (e.g. `0.004` = +0.4% over five
+    /// minutes). A cross while a window is open restarts it. The knob draws no random
+    /// numbers, so the noise path is the knob-free session's plus the drift. It makes
+    /// "`spot crosses above vwap`, hold five minutes" a plan with a real, known edge; see
+    /// `tests/grade.rs`.
+    pub vwap_edge: f64,
+}
+
+/// Length of the drift window the [`GenOptions::vwap_edge`] knob opens, in seconds.
+pub const EDGE_SECS: u32 = 300;
+
 /// A streaming generated session: the header plus an iterator of events (nothing is
 /// collected; memory is constant).
 pub struct Generator {
@@ -156,6 +177,13 @@ pub struct Generator {
     last_iv: f64,
     skew: f64,
     headlines: Vec<(u32, String)>,
+    // options
+    /// Last session second produced (inclusive).
+    last_k: u32,
+    edge: f64,
+    edge_until: u32,
+    spx_sum: i128,
+    spx_prev_above: bool,
 }
 
 impl fmt::Debug for Generator {
@@ -195,6 +223,13 @@ const CALM: &[&str] = &[
 
 /// Start a generated session for `(regime, seed, date)`.
 pub fn generate(regime: Regime, seed: u64, date: Date) -> Generator {
+    generate_with(regime, seed, date, GenOptions::default())
+}
+
+/// [`generate`] with options (a shortened session, the VWAP edge knob). With
+/// `GenOptions::default()` the output is [`generate`]'s, byte for byte. A knob other than the
+/// default is recorded in the header's `source` and in a tag (`minutes`, `edge`).
+pub fn generate_with(regime: Regime, seed: u64, date: Date, opts: GenOptions) -> Generator {
     let mut rnd = Rand::new(regime, seed, date);
     let spx = Sym::new("SPX").unwrap_or_else(|| unreachable!());
     let spy = Sym::new("SPY").unwrap_or_else(|| unreachable!());
@@ -261,13 +296,31 @@ pub fn generate(regime: Regime, seed: u64, date: Date) -> Generator {
     tags.insert("date".to_string(), date.to_string());
     tags.insert("regime".to_string(), regime.as_str().to_string());
     tags.insert("source".to_string(), "synthetic".to_string());
+    let last_k = match opts.minutes {
+        Some(m) if m.saturating_mul(60) < SESSION_SECS => m.max(1) * 60,
+        _ => SESSION_SECS,
+    };
+    let edge = if opts.vwap_edge.is_finite() {
+        opts.vwap_edge
+    } else {
+        0.0
+    };
+    let mut source = format!("synthetic seed={seed} regime={}", regime.as_str());
+    if last_k != SESSION_SECS {
+        source.push_str(&format!(" minutes={}", last_k / 60));
+        tags.insert("minutes".to_string(), (last_k / 60).to_string());
+    }
+    if edge != 0.0 {
+        source.push_str(&format!(" edge={edge}"));
+        tags.insert("edge".to_string(), edge.to_string());
+    }
     let header = TapeHeader {
         v: TAPE_VERSION,
         name: tape_name(regime, seed, date),
         date,
         tz: "America/New_York".to_string(),
         open: Ts::hms(9, 30, 0, 0),
-        close: Ts::hms(16, 0, 0, 0),
+        close: Ts(Ts::hms(9, 30, 0, 0).ms() + last_k * 1000),
         symbols: vec![
             SymbolSpec {
                 sym: spx,
@@ -286,7 +339,7 @@ pub fn generate(regime: Regime, seed: u64, date: Date) -> Generator {
             skew,
         }],
         rate: 0.043,
-        source: format!("synthetic seed={seed} regime={}", regime.as_str()),
+        source,
         tags,
     };
 
@@ -314,6 +367,11 @@ pub fn generate(regime: Regime, seed: u64, date: Date) -> Generator {
         last_iv: iv0,
         skew,
         headlines,
+        last_k,
+        edge,
+        edge_until: 0,
+        spx_sum: 0,
+        spx_prev_above: false,
     }
 }
 
@@ -356,6 +414,9 @@ impl Generator {
         if k > 0 {
             let z = self.rnd.normal();
             let mut ret = self.drift_per_sec + sig_sec * z;
+            if self.edge != 0.0 && k <= self.edge_until {
+                ret += self.edge / f64::from(EDGE_SECS);
+            }
             match self.regime {
                 Regime::Trend => ret += 0.08 * self.prev_ret,
                 Regime::Range => {
@@ -384,6 +445,17 @@ impl Generator {
         let spx_f = libm::exp(self.x);
         let spx = Px::round_cents(spx_f).unwrap_or(Px::CENT);
         let spy = Px::round_cents(spx_f / 10.0 * (1.0 + self.basis)).unwrap_or(Px::CENT);
+        if self.edge != 0.0 {
+            // The runtime's VWAP of a size-0 index: the mean of its ticks since the open.
+            let px = i128::from(spx.max(Px::CENT).raw());
+            self.spx_sum += px;
+            let n = i128::from(k) + 1;
+            let above = px * n > self.spx_sum;
+            if k > 0 && above && !self.spx_prev_above {
+                self.edge_until = k + EDGE_SECS;
+            }
+            self.spx_prev_above = above;
+        }
         let mut size_mult = u * (1.0 + 2.0 * self.prev_ret.abs() / sig_sec.max(1e-12));
         if since_shock.is_some() {
             size_mult *= 2.5;
@@ -437,7 +509,7 @@ impl Iterator for Generator {
             if let Some(ev) = self.queue.pop_front() {
                 return Some(ev);
             }
-            if self.k > SESSION_SECS {
+            if self.k > self.last_k {
                 return None;
             }
             self.step();
@@ -548,6 +620,56 @@ mod tests {
         let mut again = Vec::new();
         write_tape(&mut again, &h, evs).unwrap();
         assert_eq!(again, b);
+    }
+
+    #[test]
+    fn options_default_is_generate_and_short_sessions_are_a_prefix() {
+        let full = bytes(Regime::Trend, 5);
+        let mut d = Vec::new();
+        let g = generate_with(Regime::Trend, 5, DEFAULT_DATE, GenOptions::default());
+        let h = g.header().clone();
+        write_tape(&mut d, &h, g).unwrap();
+        assert_eq!(d, full);
+        let opts = GenOptions {
+            minutes: Some(30),
+            vwap_edge: 0.0,
+        };
+        let short = generate_with(Regime::Trend, 5, DEFAULT_DATE, opts);
+        assert_eq!(short.header().close, Ts::hms(10, 0, 0, 0));
+        assert_eq!(
+            short.header().tags.get("minutes").map(String::as_str),
+            Some("30")
+        );
+        let short: Vec<TapeEvent> = short.collect();
+        let (_, long) = read_tape_bytes(&full).unwrap();
+        assert_eq!(short[..], long[..short.len()]);
+        assert_eq!(short.last().map(TapeEvent::ts), Some(Ts::hms(10, 0, 0, 0)));
+    }
+
+    #[test]
+    fn vwap_edge_adds_drift_after_up_crosses_only() {
+        let opts = |e| GenOptions {
+            minutes: Some(60),
+            vwap_edge: e,
+        };
+        let spx = |g: Generator| -> Vec<f64> {
+            g.filter_map(|e| match e {
+                TapeEvent::Tick(t) if t.sym.as_str() == "SPX" => Some(t.px.to_f64()),
+                _ => None,
+            })
+            .collect()
+        };
+        let base = spx(generate_with(Regime::Range, 9, DEFAULT_DATE, opts(0.0)));
+        let edged = generate_with(Regime::Range, 9, DEFAULT_DATE, opts(0.01));
+        assert_eq!(
+            edged.header().tags.get("edge").map(String::as_str),
+            Some("0.01")
+        );
+        let edged = spx(edged);
+        // Same noise: identical until the first up-cross, then never below the knob-free path.
+        assert_eq!(base[..2], edged[..2]);
+        assert!(edged.iter().zip(&base).all(|(e, b)| e >= b));
+        assert!(edged.last() > base.last());
     }
 
     #[test]

@@ -15,8 +15,8 @@ pub mod tape;
 pub mod types;
 
 pub use generator::{
-    DEFAULT_DATE, FamilyMember, Generator, Regime, generate, generate_family, tape_name,
-    write_generated,
+    DEFAULT_DATE, EDGE_SECS, FamilyMember, GenOptions, Generator, Regime, generate,
+    generate_family, generate_with, tape_name, write_generated,
 };
 pub use options::{Expiry, Quote, Right, ShareQuote, Smile};
 pub use state::{MIN_PERCENTILE_SAMPLES, MarketState, Series};

@@ -1,0 +1,1541 @@
+//! GRADE: honest, counterfactual evaluation of a plan over many tapes (LANGUAGE.md §3.5,
+//! `docs/grade.md`).
+//!
+//! A grade is computed in three steps, each a pure function of its inputs:
+//!
+//! 1. [`prepare`] resolves every GRADE statement of the given documents into a [`Job`]: the
+//!    subject plan and its ARM lineage, the tapes its range selects (with their tags), the
+//!    counterfactuals and the `BY` keys. The job is what a report needs besides results, and
+//!    it is what every shard file carries in its first line.
+//! 2. The job is cut into **work units** — one per (grade, tape, run): the plan itself,
+//!    `VS null` draw `j` (`0 ≤ j < draws`), `VS ungated` — numbered in that order
+//!    ([`Job::units`]). [`run_units`] replays a contiguous slice of them ([`shard_range`]) and
+//!    returns one [`UnitResult`] each (P&L as integers).
+//! 3. [`report_json`] / [`report_text`] turn the job and the complete, index-sorted list of
+//!    unit results into the report. A single run and a merge of shard files
+//!    ([`merge_shards`]) therefore print the same bytes.
+//!
+//! Statistics (cells, the paired differences, the bootstrap) are in [`stats`] and written
+//! down in `docs/grade.md`.
+
+pub mod glob;
+pub mod stats;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::bus::{Blotter, Bus};
+use crate::engine::{Engine, EngineConfig, fill, gate};
+use crate::lang::ast::{
+    self, ClauseKind, CmpOp, Counterfactual, Document, GradeClauseKind, GradeRange, GradeSubject,
+    Num, Predicate, Series, SeriesKind, Span, Statement, StatementKind, Trigger, Ttl, Value,
+};
+use crate::market::{Px, TapeEvent, TapeHeader, Ts, open_tape, read_tape_file};
+
+/// Version of the shard file format and of the job (part of the fingerprint).
+pub const GRADE_FORMAT: u32 = 1;
+/// Default number of `VS null` draws per tape.
+pub const DEFAULT_DRAWS: u32 = 20;
+/// A cell with fewer runs than this gets no confidence interval (a bootstrap of one run is a
+/// point, not an interval).
+pub const MIN_CI_RUNS: usize = 2;
+/// Default number of bootstrap resamples per interval.
+pub const DEFAULT_RESAMPLES: u32 = 2000;
+
+/// What went wrong; `code()` is `GRADE` (a statement that cannot be graded: exit 2), `TAPE`
+/// (a bad tape), `IO` or `USAGE` (exit 1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GradeError {
+    /// `GRADE`, `TAPE`, `IO`, `USAGE` or `SHARD`.
+    pub code: &'static str,
+    /// What happened and how to fix it.
+    pub message: String,
+}
+
+impl GradeError {
+    fn new(code: &'static str, message: impl Into<String>) -> GradeError {
+        GradeError {
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// The process exit code for this error: 2 for a statement that cannot be graded, 1
+    /// otherwise.
+    pub fn exit_code(&self) -> i32 {
+        if self.code == "GRADE" { 2 } else { 1 }
+    }
+}
+
+impl fmt::Display for GradeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "error code={} message={}", self.code, self.message)
+    }
+}
+
+impl std::error::Error for GradeError {}
+
+/// Options of a grade run.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Dollars per 1R.
+    pub r_usd: Px,
+    /// `VS null` draws per tape.
+    pub draws: u32,
+    /// Bootstrap resamples per interval.
+    pub resamples: u32,
+    /// `--tapes`: the candidate tapes (a glob, or a directory meaning `DIR/*.jsonl`). A glob
+    /// range then selects, among them, the files whose name matches the range's last
+    /// component; a month range filters them by date. Without it, a glob range is expanded
+    /// relative to the current directory and a month range looks in `tapes/*.jsonl`.
+    pub tapes: Option<String>,
+}
+
+impl Options {
+    /// Defaults: 1R = $1000, 20 null draws, 2000 resamples, no `--tapes`.
+    pub fn new(r_usd: Px) -> Options {
+        Options {
+            r_usd,
+            draws: DEFAULT_DRAWS,
+            resamples: DEFAULT_RESAMPLES,
+            tapes: None,
+        }
+    }
+}
+
+/// One tape a grade runs over.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TapeRef {
+    /// Path as selected (relative paths stay relative).
+    pub path: String,
+    /// The header's `name`.
+    pub name: String,
+    /// The header's tags.
+    pub tags: BTreeMap<String, String>,
+}
+
+/// A plan of the subject's lineage (the subject and the plans its ARM clauses reach).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LineageEntry {
+    /// Plan name.
+    pub name: String,
+    /// The plan that ARMs it (`None` for the subject).
+    pub parent: Option<String>,
+    /// The chain from the subject, `subject>child>…` (the `BY lineage` cell name).
+    pub path: String,
+}
+
+/// One GRADE statement, resolved.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GradeJob {
+    /// The statement as one canonical line (`GRADE plan x OVER r FILL m VS null BY k`).
+    pub title: String,
+    /// The file the statement is in.
+    pub file: String,
+    /// The subject plan.
+    pub subject: String,
+    /// The file that defines the subject.
+    pub subject_file: String,
+    /// Fill model name.
+    pub fill: String,
+    /// `VS null` requested.
+    pub null: bool,
+    /// `VS ungated` requested.
+    pub ungated: bool,
+    /// `BY` keys, in author order.
+    pub by: Vec<String>,
+    /// Whether any plan of the lineage has a `regime {…}` gate.
+    pub gated: bool,
+    /// The lineage, subject first.
+    pub lineage: Vec<LineageEntry>,
+    /// The tapes, sorted by path.
+    pub tapes: Vec<TapeRef>,
+}
+
+/// Everything a report needs besides the results. Carried by every shard file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Job {
+    /// [`GRADE_FORMAT`].
+    pub format: u32,
+    /// 1R in dollars (exact decimal).
+    pub r_usd: String,
+    /// `VS null` draws per tape.
+    pub draws: u32,
+    /// Bootstrap resamples.
+    pub resamples: u32,
+    /// The grades, in file and statement order.
+    pub grades: Vec<GradeJob>,
+}
+
+/// Which run a work unit is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunKind {
+    /// The subject as written (regime gate on).
+    Plan,
+    /// A `VS null` draw.
+    Null,
+    /// The subject with its regime gate removed.
+    Ungated,
+}
+
+/// One work unit: (grade, tape, run).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unit {
+    /// Global index.
+    pub index: u64,
+    /// Grade index in the job.
+    pub grade: usize,
+    /// Tape index in the grade.
+    pub tape: usize,
+    /// Run kind.
+    pub kind: RunKind,
+    /// Null draw number (0 otherwise).
+    pub draw: u32,
+}
+
+/// One lineage plan's result in a run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanResult {
+    /// Plan name.
+    pub name: String,
+    /// P&L in units of 0.0001 R (the Blotter's 4-decimal R).
+    pub pnl: i64,
+    /// Entry fires (WHEN and RELOAD).
+    pub fires: u64,
+    /// Fills.
+    pub fills: u64,
+}
+
+/// The result of one work unit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnitResult {
+    /// Global unit index.
+    pub unit: u64,
+    /// Grade index.
+    pub grade: usize,
+    /// Tape index.
+    pub tape: usize,
+    /// Run kind.
+    pub kind: RunKind,
+    /// Null draw number (0 otherwise).
+    pub draw: u32,
+    /// For a null run: the entry instants drawn (`HH:MM:SS`), empty when the subject made no
+    /// entry on this tape (the null then makes none either and is not replayed).
+    pub instants: Vec<String>,
+    /// Per lineage plan, in lineage order.
+    pub plans: Vec<PlanResult>,
+}
+
+/// A prepared grade: the serialisable [`Job`] plus what the runs need (documents).
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    /// The job.
+    pub job: Job,
+    r_usd: Px,
+    runs: Vec<GradeRun>,
+}
+
+#[derive(Debug, Clone)]
+struct GradeRun {
+    /// The subject and its lineage, with BOOK / POD statements and effective USINGs.
+    doc: Document,
+    /// Index of the subject's statement in `doc`.
+    subject_stmt: usize,
+}
+
+/// A document given to `grade`, with the path it came from.
+#[derive(Debug, Clone)]
+pub struct Source {
+    /// Path as given.
+    pub path: String,
+    /// The checked document.
+    pub doc: Document,
+}
+
+// ------------------------------------------------------------------ resolution
+
+fn grade_title(g: &ast::Grade) -> String {
+    let subject = match g.subject {
+        GradeSubject::Plan => "plan",
+        GradeSubject::Wake => "wake",
+        GradeSubject::View => "view",
+        GradeSubject::Pod => "pod",
+    };
+    let over = match &g.over {
+        GradeRange::Glob(s) => s.clone(),
+        GradeRange::Months { from, to: None } => from.clone(),
+        GradeRange::Months { from, to: Some(t) } => format!("{from}..{t}"),
+    };
+    let mut s = format!(
+        "GRADE {subject} {} OVER {over} FILL {}",
+        g.name.text, g.fill
+    );
+    for c in &g.clauses {
+        match &c.kind {
+            GradeClauseKind::Vs(Counterfactual::Null) => s.push_str(" VS null"),
+            GradeClauseKind::Vs(Counterfactual::Ungated) => s.push_str(" VS ungated"),
+            GradeClauseKind::By(k) => {
+                s.push_str(" BY ");
+                s.push_str(k);
+            }
+        }
+    }
+    s
+}
+
+/// Plan names referenced by `plan(x).fired` / `plan(x).filled` anywhere in a plan.
+fn plan_refs(p: &ast::Plan) -> BTreeSet<String> {
+    fn walk(v: &serde_json::Value, out: &mut BTreeSet<String>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                let kind = m.get("kind").and_then(|k| k.as_str());
+                if matches!(kind, Some("plan-fired") | Some("plan-filled")) {
+                    if let Some(t) = m
+                        .get("plan")
+                        .and_then(|p| p.get("text"))
+                        .and_then(|t| t.as_str())
+                    {
+                        out.insert(t.to_string());
+                    }
+                }
+                for x in m.values() {
+                    walk(x, out);
+                }
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+            _ => {}
+        }
+    }
+    let mut out = BTreeSet::new();
+    if let Ok(v) = serde_json::to_value(p) {
+        walk(&v, &mut out);
+    }
+    out
+}
+
+fn plans_of(doc: &Document) -> Vec<(usize, &ast::Plan)> {
+    doc.statements
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| match &s.kind {
+            StatementKind::Plan(p) => Some((i, p)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn stmt(kind: StatementKind) -> Statement {
+    Statement {
+        leading: Vec::new(),
+        kind,
+        trailing: None,
+        span: Span::default(),
+    }
+}
+
+/// The subject, its lineage and the run document.
+fn resolve_subject(
+    sources: &[Source],
+    name: &str,
+) -> Result<(String, Vec<LineageEntry>, GradeRun, bool), GradeError> {
+    let hits: Vec<(usize, usize)> = sources
+        .iter()
+        .enumerate()
+        .flat_map(|(si, s)| {
+            plans_of(&s.doc)
+                .into_iter()
+                .filter(|(_, p)| p.name.text == name)
+                .map(move |(i, _)| (si, i))
+        })
+        .collect();
+    let (si, _) = match hits.as_slice() {
+        [one] => *one,
+        [] => {
+            let imported = sources.iter().any(|s| {
+                s.doc.statements.iter().any(|st| match &st.kind {
+                    StatementKind::Import(imp) => imp.name.text == name,
+                    _ => false,
+                })
+            });
+            let why = if imported {
+                format!(
+                    "plan {name} is only IMPORTed: grade does not follow IMPORTs; pass the file that defines it"
+                )
+            } else {
+                format!("no PLAN named {name} in the given files")
+            };
+            return Err(GradeError::new("GRADE", why));
+        }
+        many => {
+            let files: Vec<&str> = many
+                .iter()
+                .map(|(s, _)| sources[*s].path.as_str())
+                .collect();
+            return Err(GradeError::new(
+                "GRADE",
+                format!(
+                    "plan {name} is defined in several files ({}): names are keys",
+                    files.join(", ")
+                ),
+            ));
+        }
+    };
+    let src = &sources[si];
+    let plans = plans_of(&src.doc);
+    let by_name: BTreeMap<&str, &ast::Plan> = plans
+        .iter()
+        .map(|(_, p)| (p.name.text.as_str(), *p))
+        .collect();
+    // Lineage: breadth-first over ARM clauses from the subject.
+    let mut lineage = vec![LineageEntry {
+        name: name.to_string(),
+        parent: None,
+        path: name.to_string(),
+    }];
+    let mut k = 0;
+    while k < lineage.len() {
+        let cur = lineage[k].clone();
+        if let Some(p) = by_name.get(cur.name.as_str()) {
+            for c in &p.clauses {
+                if let ClauseKind::Arm(n) = &c.kind {
+                    if !lineage.iter().any(|e| e.name == n.text) {
+                        lineage.push(LineageEntry {
+                            name: n.text.clone(),
+                            parent: Some(cur.name.clone()),
+                            path: format!("{}>{}", cur.path, n.text),
+                        });
+                    }
+                }
+            }
+        }
+        k += 1;
+    }
+    let members: BTreeSet<&str> = lineage.iter().map(|e| e.name.as_str()).collect();
+    for e in &lineage {
+        let Some(p) = by_name.get(e.name.as_str()) else {
+            return Err(GradeError::new(
+                "GRADE",
+                format!(
+                    "plan {} (ARMed by {name}'s lineage) is not in {}",
+                    e.name, src.path
+                ),
+            ));
+        };
+        for r in plan_refs(p) {
+            if !members.contains(r.as_str()) {
+                return Err(GradeError::new(
+                    "GRADE",
+                    format!(
+                        "plan {} reads plan({r}), which is outside the lineage of {name}: a grade replays the subject and its ARM chain alone",
+                        e.name
+                    ),
+                ));
+            }
+        }
+    }
+    // The run document: BOOK and POD statements, then each lineage plan in document order
+    // under its effective USING.
+    let mut doc = Document {
+        statements: Vec::new(),
+        tail: Vec::new(),
+    };
+    for st in &src.doc.statements {
+        if matches!(st.kind, StatementKind::Book(_) | StatementKind::Pod(_)) {
+            let mut s = st.clone();
+            s.leading.clear();
+            s.trailing = None;
+            doc.statements.push(s);
+        }
+    }
+    let mut using: Option<ast::Using> = None;
+    let mut subject_stmt = 0;
+    let mut gated = false;
+    for st in &src.doc.statements {
+        match &st.kind {
+            StatementKind::Using(u) => using = Some(u.clone()),
+            StatementKind::Plan(p) if members.contains(p.name.text.as_str()) => {
+                if p.using().is_none() {
+                    if let Some(u) = &using {
+                        doc.statements.push(stmt(StatementKind::Using(u.clone())));
+                    }
+                }
+                if p.name.text == name {
+                    subject_stmt = doc.statements.len();
+                }
+                gated |= p.regime.as_ref().is_some_and(|r| !r.is_empty());
+                doc.statements.push(stmt(StatementKind::Plan(p.clone())));
+            }
+            _ => {}
+        }
+    }
+    Ok((
+        src.path.clone(),
+        lineage,
+        GradeRun { doc, subject_stmt },
+        gated,
+    ))
+}
+
+/// The candidate tapes of `--tapes` (a directory means `DIR/*.jsonl`).
+fn candidates(spec: &str) -> Result<Vec<PathBuf>, GradeError> {
+    let pat = if Path::new(spec).is_dir() {
+        format!("{}/*.jsonl", spec.trim_end_matches('/'))
+    } else {
+        spec.to_string()
+    };
+    glob::expand(&pat).map_err(|e| GradeError::new("IO", format!("cannot list {pat}: {e}")))
+}
+
+fn month_ok(m: &str) -> bool {
+    let b = m.as_bytes();
+    b.len() == 7
+        && b[4] == b'-'
+        && b.iter()
+            .enumerate()
+            .all(|(i, c)| i == 4 || c.is_ascii_digit())
+}
+
+fn select_tapes(over: &GradeRange, opts: &Options) -> Result<Vec<TapeRef>, GradeError> {
+    let paths: Vec<PathBuf> = match over {
+        GradeRange::Glob(pat) => match &opts.tapes {
+            Some(t) => {
+                let last = pat.rsplit('/').next().unwrap_or(pat);
+                candidates(t)?
+                    .into_iter()
+                    .filter(|p| {
+                        p.file_name()
+                            .is_some_and(|n| glob::matches(last, &n.to_string_lossy()))
+                    })
+                    .collect()
+            }
+            None => glob::expand(pat)
+                .map_err(|e| GradeError::new("IO", format!("cannot list {pat}: {e}")))?,
+        },
+        GradeRange::Months { .. } => candidates(opts.tapes.as_deref().unwrap_or("tapes"))?,
+    };
+    let mut out = Vec::new();
+    for p in paths {
+        let path = p.display().to_string();
+        let r = open_tape(&p).map_err(|e| GradeError::new("TAPE", format!("{path}: {e}")))?;
+        let h = r.header();
+        if let GradeRange::Months { from, to } = over {
+            let date = h
+                .tags
+                .get("date")
+                .cloned()
+                .unwrap_or_else(|| h.date.to_string());
+            let month = date.get(..7).unwrap_or("");
+            let to = to.as_deref().unwrap_or(from);
+            if month < from.as_str() || month > to {
+                continue;
+            }
+        }
+        out.push(TapeRef {
+            path,
+            name: h.name.clone(),
+            tags: h.tags.clone(),
+        });
+    }
+    Ok(out)
+}
+
+/// Resolve every GRADE statement of `sources` (in order) into a [`Prepared`] job.
+pub fn prepare(sources: &[Source], opts: &Options) -> Result<Prepared, GradeError> {
+    if opts.r_usd <= Px::ZERO {
+        return Err(GradeError::new(
+            "USAGE",
+            "1R must be a positive amount of dollars",
+        ));
+    }
+    let mut grades = Vec::new();
+    let mut runs = Vec::new();
+    for s in sources {
+        for st in &s.doc.statements {
+            let StatementKind::Grade(g) = &st.kind else {
+                continue;
+            };
+            let title = grade_title(g);
+            if g.subject != GradeSubject::Plan {
+                return Err(GradeError::new(
+                    "GRADE",
+                    format!(
+                        "{title}: only plan subjects are graded in this version (wakes, views and pods need recorded sessions)"
+                    ),
+                ));
+            }
+            if fill::by_name(&g.fill).is_none() {
+                return Err(GradeError::new(
+                    "GRADE",
+                    format!(
+                        "{title}: unknown fill model {} (known: {})",
+                        g.fill,
+                        fill::FILL_MODELS.join(", ")
+                    ),
+                ));
+            }
+            if let GradeRange::Months { from, to } = &g.over {
+                let bad = !month_ok(from)
+                    || to
+                        .as_deref()
+                        .is_some_and(|t| !month_ok(t) || t < from.as_str());
+                if bad {
+                    return Err(GradeError::new(
+                        "GRADE",
+                        format!("{title}: a month range is YYYY-MM[..YYYY-MM], in order"),
+                    ));
+                }
+            }
+            let (subject_file, lineage, run, gated) = resolve_subject(sources, &g.name.text)?;
+            let tapes = select_tapes(&g.over, opts)?;
+            if tapes.is_empty() {
+                return Err(GradeError::new(
+                    "USAGE",
+                    format!("{title}: the range selects no tapes"),
+                ));
+            }
+            let mut null = false;
+            let mut ungated = false;
+            let mut by = Vec::new();
+            for c in &g.clauses {
+                match &c.kind {
+                    GradeClauseKind::Vs(Counterfactual::Null) => null = true,
+                    GradeClauseKind::Vs(Counterfactual::Ungated) => ungated = true,
+                    GradeClauseKind::By(k) => {
+                        if !by.contains(k) {
+                            by.push(k.clone())
+                        }
+                    }
+                }
+            }
+            grades.push(GradeJob {
+                title,
+                file: s.path.clone(),
+                subject: g.name.text.clone(),
+                subject_file,
+                fill: g.fill.clone(),
+                null,
+                ungated,
+                by,
+                gated,
+                lineage,
+                tapes,
+            });
+            runs.push(run);
+        }
+    }
+    if grades.is_empty() {
+        return Err(GradeError::new(
+            "USAGE",
+            "no GRADE statement in the given files",
+        ));
+    }
+    Ok(Prepared {
+        job: Job {
+            format: GRADE_FORMAT,
+            r_usd: opts.r_usd.to_string(),
+            draws: opts.draws,
+            resamples: opts.resamples,
+            grades,
+        },
+        r_usd: opts.r_usd,
+        runs,
+    })
+}
+
+// ------------------------------------------------------------------ units
+
+impl GradeJob {
+    /// Runs per tape: the plan, the null draws, the ungated run.
+    fn per_tape(&self, draws: u32) -> u64 {
+        1 + if self.null { u64::from(draws) } else { 0 } + u64::from(self.ungated)
+    }
+}
+
+impl Job {
+    /// Total number of work units.
+    pub fn unit_count(&self) -> u64 {
+        self.grades
+            .iter()
+            .map(|g| g.per_tape(self.draws) * g.tapes.len() as u64)
+            .sum()
+    }
+
+    /// Every work unit, in index order: grade, then tape, then plan / null draws / ungated.
+    pub fn units(&self) -> Vec<Unit> {
+        let mut out = Vec::new();
+        let mut index = 0;
+        for (gi, g) in self.grades.iter().enumerate() {
+            for ti in 0..g.tapes.len() {
+                let mut push = |kind, draw| {
+                    out.push(Unit {
+                        index,
+                        grade: gi,
+                        tape: ti,
+                        kind,
+                        draw,
+                    });
+                    index += 1;
+                };
+                push(RunKind::Plan, 0);
+                if g.null {
+                    for j in 0..self.draws {
+                        push(RunKind::Null, j);
+                    }
+                }
+                if g.ungated {
+                    push(RunKind::Ungated, 0);
+                }
+            }
+        }
+        out
+    }
+
+    /// BLAKE3 of the job's JSON: shards of one grade carry the same fingerprint.
+    pub fn fingerprint(&self) -> String {
+        let s = serde_json::to_string(self).unwrap_or_default();
+        blake3::hash(s.as_bytes()).to_hex().to_string()
+    }
+}
+
+/// The contiguous slice of unit indices shard `i` of `n` runs: `[⌊U·i/n⌋, ⌊U·(i+1)/n⌋)`.
+/// Contiguous slices keep a tape's runs together, so each shard reads few tapes.
+pub fn shard_range(total: u64, i: u64, n: u64) -> (u64, u64) {
+    if n == 0 {
+        return (0, 0);
+    }
+    let lo = u128::from(total) * u128::from(i) / u128::from(n);
+    let hi = u128::from(total) * u128::from(i + 1) / u128::from(n);
+    (lo as u64, hi.min(u128::from(total)) as u64)
+}
+
+fn time_trigger(secs: u32) -> Trigger {
+    Trigger::Pred {
+        pred: Predicate::Compare {
+            series: Series {
+                kind: SeriesKind::Time,
+                text: "time".into(),
+                span: Span::default(),
+            },
+            op: CmpOp::Ge,
+            value: Value::Number {
+                value: Num {
+                    text: secs.to_string(),
+                    span: Span::default(),
+                },
+            },
+            held: None,
+            span: Span::default(),
+        },
+    }
+}
+
+/// The subject's active window on a tape, in ms since midnight: from the open (documents
+/// are armed at the open) to its ttl, capped at the close. Empty when the ttl is not after
+/// the open.
+fn active_window(ttl: &Ttl, h: &TapeHeader) -> (u32, u32) {
+    let open = h.open.ms();
+    let end = match ttl {
+        Ttl::At(c) => c.minutes() * 60_000,
+        Ttl::After(d) => {
+            open.saturating_add(u32::try_from(d.seconds().saturating_mul(1000)).unwrap_or(u32::MAX))
+        }
+    };
+    (open, end.min(h.close.ms()).max(open))
+}
+
+fn hms(secs: u32) -> String {
+    let t = Ts(secs * 1000).to_string();
+    t.get(..8).unwrap_or(&t).to_string()
+}
+
+/// The null rewrite for one draw: entry instants (seconds since midnight) and the document
+/// whose subject enters at them. `entries` is the subject's entry fires on this tape (WHEN
+/// plus RELOADs). Seeds: `kestrel-grade-null-v1|<plan>|<tape name>|<draw>`.
+fn null_doc(
+    run: &GradeRun,
+    subject: &str,
+    tape: &str,
+    draw: u32,
+    entries: u64,
+    h: &TapeHeader,
+) -> Option<(Vec<u32>, Document)> {
+    if entries == 0 {
+        return None;
+    }
+    let StatementKind::Plan(p) = &run.doc.statements.get(run.subject_stmt)?.kind else {
+        return None;
+    };
+    let (ws, we) = active_window(&p.ttl, h);
+    let (ws, we) = (ws.div_ceil(1000), we / 1000);
+    if we <= ws {
+        return None;
+    }
+    let mut rng = stats::rng_for(&format!("kestrel-grade-null-v1|{subject}|{tape}|{draw}"));
+    let u0 = ws + stats::below(&mut rng, u64::from(we - ws)) as u32;
+    let mut instants = vec![u0];
+    let reloads = entries - 1;
+    let mut plan = p.clone();
+    let mut kept = 0u64;
+    plan.clauses.retain_mut(|c| match &mut c.kind {
+        ClauseKind::When(t) => {
+            *t = time_trigger(u0);
+            true
+        }
+        ClauseKind::Reload { when, .. } => {
+            if kept >= reloads || u0 + 1 >= we {
+                return false;
+            }
+            kept += 1;
+            let u = u0 + 1 + stats::below(&mut rng, u64::from(we - u0 - 1)) as u32;
+            instants.push(u);
+            *when = time_trigger(u);
+            true
+        }
+        _ => true,
+    });
+    let mut doc = run.doc.clone();
+    doc.statements[run.subject_stmt].kind = StatementKind::Plan(plan);
+    Some((instants, doc))
+}
+
+fn replay(
+    h: &TapeHeader,
+    events: &[TapeEvent],
+    doc: &Document,
+    fill_name: &str,
+    r_usd: Px,
+    gate_on: bool,
+) -> Result<Bus, GradeError> {
+    let model = fill::by_name(fill_name)
+        .ok_or_else(|| GradeError::new("GRADE", format!("unknown fill model {fill_name}")))?;
+    let cfg = EngineConfig {
+        fill: model,
+        ..EngineConfig::strict(r_usd)
+    }
+    .with_regime_gate(gate_on);
+    let mut e = Engine::new(h, cfg, Bus::new(None));
+    e.arm_document(doc);
+    // Stop once every plan is closed: nothing later can change a fill or a P&L (the
+    // results read only those from the Blotter).
+    for ev in events {
+        if e.all_plans_closed() {
+            break;
+        }
+        e.on_event(ev);
+    }
+    Ok(e.finish())
+}
+
+fn results_of(b: &Blotter, lineage: &[LineageEntry]) -> Vec<PlanResult> {
+    lineage
+        .iter()
+        .map(|l| {
+            let line = b.plans.get(&l.name);
+            PlanResult {
+                name: l.name.clone(),
+                pnl: b.in_r(b.pnl(&l.name)).unwrap_or(Px::ZERO).raw(),
+                fires: line.map_or(0, |x| x.fires),
+                fills: line.map_or(0, |x| x.fills),
+            }
+        })
+        .collect()
+}
+
+/// A tape loaded for replay.
+#[derive(Debug, Clone)]
+pub struct LoadedTape {
+    /// Header.
+    pub header: TapeHeader,
+    /// Every event.
+    pub events: Vec<TapeEvent>,
+}
+
+/// Where tapes come from: files by path (the CLI), or memory (tests, benchmarks).
+pub trait TapeSource {
+    /// Load the tape `t`.
+    fn load(&mut self, t: &TapeRef) -> Result<std::sync::Arc<LoadedTape>, GradeError>;
+}
+
+/// Loads tapes from their paths, keeping the last one (units are grouped by tape).
+#[derive(Debug, Default)]
+pub struct FileTapes {
+    last: Option<(String, std::sync::Arc<LoadedTape>)>,
+}
+
+impl TapeSource for FileTapes {
+    fn load(&mut self, t: &TapeRef) -> Result<std::sync::Arc<LoadedTape>, GradeError> {
+        if let Some((p, lt)) = &self.last {
+            if *p == t.path {
+                return Ok(lt.clone());
+            }
+        }
+        let (header, events) = read_tape_file(Path::new(&t.path))
+            .map_err(|e| GradeError::new("TAPE", format!("{}: {e}", t.path)))?;
+        let lt = std::sync::Arc::new(LoadedTape { header, events });
+        self.last = Some((t.path.clone(), lt.clone()));
+        Ok(lt)
+    }
+}
+
+/// Run the units with indices in `[lo, hi)`, in order. A null unit needs the subject's entry
+/// count on its tape: it is taken from the plan unit when that is in the slice, else the
+/// plan run is replayed again (deterministic, so every shard agrees).
+pub fn run_units(
+    p: &Prepared,
+    lo: u64,
+    hi: u64,
+    tapes: &mut dyn TapeSource,
+) -> Result<Vec<UnitResult>, GradeError> {
+    let units: Vec<Unit> = p
+        .job
+        .units()
+        .into_iter()
+        .filter(|u| u.index >= lo && u.index < hi)
+        .collect();
+    let mut out = Vec::with_capacity(units.len());
+    // (grade, tape) -> subject's plan results (cached for the current tape).
+    let mut subject_cache: Option<((usize, usize), Vec<PlanResult>)> = None;
+    for u in units {
+        let g = &p.job.grades[u.grade];
+        let run = &p.runs[u.grade];
+        let tref = &g.tapes[u.tape];
+        let lt = tapes.load(tref)?;
+        let (h, evs) = (&lt.header, lt.events.as_slice());
+        let plan_results = |cache: &mut Option<((usize, usize), Vec<PlanResult>)>| {
+            if let Some((k, r)) = cache {
+                if *k == (u.grade, u.tape) {
+                    return Ok::<_, GradeError>(r.clone());
+                }
+            }
+            let bus = replay(h, evs, &run.doc, &g.fill, p.r_usd, true)?;
+            let r = results_of(bus.blotter(), &g.lineage);
+            *cache = Some(((u.grade, u.tape), r.clone()));
+            Ok(r)
+        };
+        let (instants, plans) = match u.kind {
+            RunKind::Plan => (Vec::new(), plan_results(&mut subject_cache)?),
+            RunKind::Ungated => {
+                let bus = replay(h, evs, &run.doc, &g.fill, p.r_usd, false)?;
+                (Vec::new(), results_of(bus.blotter(), &g.lineage))
+            }
+            RunKind::Null => {
+                let subj = plan_results(&mut subject_cache)?;
+                let entries = subj.first().map_or(0, |r| r.fires);
+                match null_doc(run, &g.subject, &tref.name, u.draw, entries, h) {
+                    Some((inst, doc)) => {
+                        let bus = replay(h, evs, &doc, &g.fill, p.r_usd, true)?;
+                        (
+                            inst.into_iter().map(hms).collect(),
+                            results_of(bus.blotter(), &g.lineage),
+                        )
+                    }
+                    None => (
+                        Vec::new(),
+                        g.lineage
+                            .iter()
+                            .map(|l| PlanResult {
+                                name: l.name.clone(),
+                                pnl: 0,
+                                fires: 0,
+                                fills: 0,
+                            })
+                            .collect(),
+                    ),
+                }
+            }
+        };
+        out.push(UnitResult {
+            unit: u.index,
+            grade: u.grade,
+            tape: u.tape,
+            kind: u.kind,
+            draw: u.draw,
+            instants,
+            plans,
+        });
+    }
+    Ok(out)
+}
+
+// ------------------------------------------------------------------ shards
+
+/// The first line of a shard file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShardHeader {
+    /// Always `kestrel-grade-shard`.
+    pub kind: String,
+    /// This shard, 0-based.
+    pub shard: u64,
+    /// Number of shards.
+    pub of: u64,
+    /// First unit index (inclusive).
+    pub lo: u64,
+    /// Last unit index (exclusive).
+    pub hi: u64,
+    /// Total units of the job.
+    pub total: u64,
+    /// [`Job::fingerprint`].
+    pub fingerprint: String,
+    /// The job.
+    pub job: Job,
+}
+
+/// Parse `I/N` (0-based `I < N`).
+pub fn parse_shard(s: &str) -> Option<(u64, u64)> {
+    let (i, n) = s.split_once('/')?;
+    let (i, n): (u64, u64) = (i.trim().parse().ok()?, n.trim().parse().ok()?);
+    (n >= 1 && i < n).then_some((i, n))
+}
+
+/// Run shard `i` of `n` and return its file contents (JSON Lines: a [`ShardHeader`], then
+/// one [`UnitResult`] per line).
+pub fn run_shard(
+    p: &Prepared,
+    i: u64,
+    n: u64,
+    tapes: &mut dyn TapeSource,
+) -> Result<String, GradeError> {
+    let total = p.job.unit_count();
+    let (lo, hi) = shard_range(total, i, n);
+    let results = run_units(p, lo, hi, tapes)?;
+    let header = ShardHeader {
+        kind: "kestrel-grade-shard".into(),
+        shard: i,
+        of: n,
+        lo,
+        hi,
+        total,
+        fingerprint: p.job.fingerprint(),
+        job: p.job.clone(),
+    };
+    let mut s = serde_json::to_string(&header)
+        .map_err(|e| GradeError::new("IO", format!("serialising the shard header: {e}")))?;
+    s.push('\n');
+    for r in &results {
+        s.push_str(
+            &serde_json::to_string(r)
+                .map_err(|e| GradeError::new("IO", format!("serialising a result: {e}")))?,
+        );
+        s.push('\n');
+    }
+    Ok(s)
+}
+
+/// Combine shard files (their contents, with names for messages) into the job and the
+/// complete, index-sorted unit results. Refuses shards of different jobs, a missing or
+/// repeated shard, and results that do not cover every unit exactly once.
+pub fn merge_shards(files: &[(String, String)]) -> Result<(Job, Vec<UnitResult>), GradeError> {
+    let bad = |m: String| GradeError::new("SHARD", m);
+    let mut job: Option<(Job, String, u64, u64)> = None;
+    let mut seen: BTreeSet<u64> = BTreeSet::new();
+    let mut results: Vec<UnitResult> = Vec::new();
+    for (name, text) in files {
+        let mut lines = text.lines();
+        let first = lines
+            .next()
+            .ok_or_else(|| bad(format!("{name}: empty shard file")))?;
+        let h: ShardHeader = serde_json::from_str(first)
+            .map_err(|e| bad(format!("{name}: line 1 is not a shard header: {e}")))?;
+        if h.kind != "kestrel-grade-shard" || h.job.format != GRADE_FORMAT {
+            return Err(bad(format!(
+                "{name}: not a kestrel grade shard of format {GRADE_FORMAT}"
+            )));
+        }
+        if h.job.fingerprint() != h.fingerprint {
+            return Err(bad(format!(
+                "{name}: the header's job does not match its fingerprint"
+            )));
+        }
+        match &job {
+            None => job = Some((h.job.clone(), h.fingerprint.clone(), h.of, h.total)),
+            Some((_, fp, of, total)) => {
+                if *fp != h.fingerprint || *of != h.of || *total != h.total {
+                    return Err(bad(format!(
+                        "{name}: shard of a different grade run (fingerprint, shard count or unit count differ)"
+                    )));
+                }
+            }
+        }
+        if !seen.insert(h.shard) {
+            return Err(bad(format!(
+                "{name}: shard {}/{} given twice",
+                h.shard, h.of
+            )));
+        }
+        if (h.lo, h.hi) != shard_range(h.total, h.shard, h.of) {
+            return Err(bad(format!(
+                "{name}: unit range does not match shard {}/{}",
+                h.shard, h.of
+            )));
+        }
+        let mut count = 0;
+        for (k, line) in lines.enumerate() {
+            let r: UnitResult = serde_json::from_str(line)
+                .map_err(|e| bad(format!("{name}: line {}: {e}", k + 2)))?;
+            if r.unit < h.lo || r.unit >= h.hi {
+                return Err(bad(format!(
+                    "{name}: line {}: unit {} outside the shard",
+                    k + 2,
+                    r.unit
+                )));
+            }
+            results.push(r);
+            count += 1;
+        }
+        if count != h.hi - h.lo {
+            return Err(bad(format!(
+                "{name}: {count} results for {} units (truncated shard?)",
+                h.hi - h.lo
+            )));
+        }
+    }
+    let Some((job, _, of, total)) = job else {
+        return Err(GradeError::new("USAGE", "no shard files"));
+    };
+    let missing: Vec<String> = (0..of)
+        .filter(|i| !seen.contains(i))
+        .map(|i| format!("{i}/{of}"))
+        .collect();
+    if !missing.is_empty() {
+        return Err(bad(format!("missing shards: {}", missing.join(", "))));
+    }
+    results.sort_by_key(|r| r.unit);
+    let expected = job.units();
+    if results.len() as u64 != total || expected.len() as u64 != total {
+        return Err(bad("results do not cover every unit".into()));
+    }
+    for (r, u) in results.iter().zip(&expected) {
+        if r.unit != u.index
+            || r.grade != u.grade
+            || r.tape != u.tape
+            || r.kind != u.kind
+            || r.draw != u.draw
+        {
+            return Err(bad(format!(
+                "unit {} is missing, repeated or mislabelled",
+                u.index
+            )));
+        }
+    }
+    Ok((job, results))
+}
+
+// ------------------------------------------------------------------ report
+
+/// The value of a `BY` key for a tape: `regime.intraday` reads the tape's `regime` tag (as
+/// the regime gate does), `regime.<k>` the tag `<k>`, any other key the tag of that name.
+/// A tag the tape does not carry is `UNKNOWN`.
+pub fn by_value(key: &str, tags: &BTreeMap<String, String>) -> String {
+    let k = key.strip_prefix("regime.").unwrap_or(key);
+    let tag = gate::tag_for_key(k);
+    tags.get(tag).cloned().unwrap_or_else(|| "UNKNOWN".into())
+}
+
+/// One tape's numbers in a cell.
+#[derive(Debug, Clone, Default)]
+struct Row {
+    plan: i64,
+    active: bool,
+    null_sum: i64,
+    ungated: i64,
+}
+
+/// Comparison of a cell with one counterfactual.
+#[derive(Debug, Clone)]
+struct Versus {
+    /// The counterfactual's mean per run (num, den in 0.0001 R).
+    cf_mean: (i128, i128),
+    /// Mean paired difference (plan − counterfactual).
+    diff: (i128, i128),
+    /// CI of the mean difference (num lo, num hi, den).
+    ci: Option<(i128, i128, i128)>,
+}
+
+#[derive(Debug, Clone)]
+struct CellStats {
+    key: String,
+    runs: u64,
+    active: u64,
+    wins: u64,
+    mean: (i128, i128),
+    median: (i128, i128),
+    worst: i64,
+    vs: Vec<(&'static str, Versus)>,
+}
+
+fn versus(values: &[i128], scale: i128, cf_sum: i128, resamples: u32, seed: &str) -> Versus {
+    let n = values.len() as i128;
+    let sum: i128 = values.iter().sum();
+    let ci = if values.len() < MIN_CI_RUNS {
+        None
+    } else {
+        stats::bootstrap_mean(values, resamples, seed).map(|c| (c.lo_sum, c.hi_sum, n * scale))
+    };
+    Versus {
+        cf_mean: (cf_sum, n * scale),
+        diff: (sum, n * scale),
+        ci,
+    }
+}
+
+fn cells(job: &Job, gi: usize, results: &[&UnitResult]) -> Vec<CellStats> {
+    let g = &job.grades[gi];
+    let lineage_split = g.by.iter().any(|k| k == "lineage");
+    let d = i64::from(job.draws.max(1));
+    // (cell key) -> rows in tape order.
+    let mut map: BTreeMap<String, Vec<Row>> = BTreeMap::new();
+    for (ti, t) in g.tapes.iter().enumerate() {
+        let of_tape: Vec<&&UnitResult> = results.iter().filter(|r| r.tape == ti).collect();
+        let members: Vec<Option<usize>> = if lineage_split {
+            (0..g.lineage.len()).map(Some).collect()
+        } else {
+            vec![None]
+        };
+        for m in members {
+            let pick = |r: &UnitResult| -> i64 {
+                match m {
+                    Some(i) => r.plans.get(i).map_or(0, |x| x.pnl),
+                    None => r.plans.iter().map(|x| x.pnl).sum(),
+                }
+            };
+            let mut row = Row::default();
+            for r in &of_tape {
+                match r.kind {
+                    RunKind::Plan => {
+                        row.plan = pick(r);
+                        row.active = match m {
+                            Some(i) => r.plans.get(i).is_some_and(|x| x.fills > 0),
+                            None => r.plans.iter().any(|x| x.fills > 0),
+                        };
+                    }
+                    RunKind::Null => row.null_sum += pick(r),
+                    RunKind::Ungated => row.ungated = pick(r),
+                }
+            }
+            let mut parts: Vec<String> = Vec::new();
+            for k in &g.by {
+                if k == "lineage" {
+                    let path = m
+                        .and_then(|i| g.lineage.get(i))
+                        .map_or("", |l| l.path.as_str());
+                    parts.push(format!("lineage={path}"));
+                } else {
+                    parts.push(format!("{k}={}", by_value(k, &t.tags)));
+                }
+            }
+            let key = if parts.is_empty() {
+                "all".to_string()
+            } else {
+                parts.join(" ")
+            };
+            map.entry(key).or_default().push(row);
+        }
+    }
+    map.into_iter()
+        .map(|(key, rows)| {
+            let n = rows.len() as i128;
+            let plan: Vec<i64> = rows.iter().map(|r| r.plan).collect();
+            let active = rows.iter().filter(|r| r.active).count() as u64;
+            let wins = rows.iter().filter(|r| r.active && r.plan > 0).count() as u64;
+            let sum: i128 = plan.iter().map(|x| i128::from(*x)).sum();
+            let mut vs = Vec::new();
+            if g.null {
+                let diffs: Vec<i128> = rows
+                    .iter()
+                    .map(|r| i128::from(d) * i128::from(r.plan) - i128::from(r.null_sum))
+                    .collect();
+                let cf: i128 = rows.iter().map(|r| i128::from(r.null_sum)).sum();
+                let seed = format!("kestrel-grade-boot-v1|{}|{key}|null", g.title);
+                vs.push((
+                    "null",
+                    versus(&diffs, i128::from(d), cf, job.resamples, &seed),
+                ));
+            }
+            if g.ungated {
+                let diffs: Vec<i128> = rows
+                    .iter()
+                    .map(|r| i128::from(r.plan) - i128::from(r.ungated))
+                    .collect();
+                let cf: i128 = rows.iter().map(|r| i128::from(r.ungated)).sum();
+                let seed = format!("kestrel-grade-boot-v1|{}|{key}|ungated", g.title);
+                vs.push(("ungated", versus(&diffs, 1, cf, job.resamples, &seed)));
+            }
+            CellStats {
+                key,
+                runs: rows.len() as u64,
+                active,
+                wins,
+                mean: (sum, n),
+                median: stats::median(&plan),
+                worst: plan.iter().copied().min().unwrap_or(0),
+                vs,
+            }
+        })
+        .collect()
+}
+
+fn results_by_grade<'a>(job: &Job, results: &'a [UnitResult]) -> Vec<Vec<&'a UnitResult>> {
+    let mut v: Vec<Vec<&UnitResult>> = vec![Vec::new(); job.grades.len()];
+    for r in results {
+        if let Some(x) = v.get_mut(r.grade) {
+            x.push(r);
+        }
+    }
+    v
+}
+
+fn f4((n, d): (i128, i128)) -> String {
+    stats::fmt4(n, d)
+}
+
+/// The canonical JSON report: one line, keys sorted at every level, every P&L figure an
+/// exact 4-decimal string in R, counts as integers. Byte-stable.
+pub fn report_json(job: &Job, results: &[UnitResult]) -> String {
+    use serde_json::{Value as J, json};
+    let by_grade = results_by_grade(job, results);
+    let grades: Vec<J> = job
+        .grades
+        .iter()
+        .enumerate()
+        .map(|(gi, g)| {
+            let cells: Vec<J> = cells(job, gi, &by_grade[gi])
+                .into_iter()
+                .map(|c| {
+                    let mut vs = serde_json::Map::new();
+                    for (name, v) in &c.vs {
+                        let (lo, hi, ex) = match v.ci {
+                            Some((lo, hi, den)) => (
+                                J::String(stats::fmt4(lo, den)),
+                                J::String(stats::fmt4(hi, den)),
+                                J::Bool(lo > 0 || hi < 0),
+                            ),
+                            None => (J::Null, J::Null, J::Bool(false)),
+                        };
+                        vs.insert(
+                            (*name).to_string(),
+                            json!({
+                                "mean_r": f4(v.cf_mean),
+                                "diff_mean_r": f4(v.diff),
+                                "ci_low_r": lo,
+                                "ci_high_r": hi,
+                                "ci_excludes_zero": ex,
+                            }),
+                        );
+                    }
+                    json!({
+                        "cell": c.key,
+                        "runs": c.runs,
+                        "active": c.active,
+                        "wins": c.wins,
+                        "hit_rate": if c.active > 0 {
+                            J::String(stats::fmt4(i128::from(c.wins) * 10_000, i128::from(c.active)))
+                        } else {
+                            J::Null
+                        },
+                        "mean_r": f4(c.mean),
+                        "median_r": f4(c.median),
+                        "worst_r": stats::fmt4(i128::from(c.worst), 1),
+                        "vs": J::Object(vs),
+                    })
+                })
+                .collect();
+            json!({
+                "grade": g.title,
+                "file": g.file,
+                "subject": g.subject,
+                "subject_file": g.subject_file,
+                "fill_model": g.fill,
+                "gated": g.gated,
+                "by": g.by,
+                "counterfactuals": {
+                    "null": g.null,
+                    "ungated": g.ungated,
+                },
+                "lineage": g.lineage.iter().map(|l| json!({
+                    "name": l.name,
+                    "parent": l.parent,
+                    "path": l.path,
+                })).collect::<Vec<_>>(),
+                "tapes": g.tapes.iter().map(|t| t.name.clone()).collect::<Vec<_>>(),
+                "cells": cells,
+            })
+        })
+        .collect();
+    json!({
+        "format": job.format,
+        "r_usd": job.r_usd,
+        "null_draws": job.draws,
+        "bootstrap": {
+            "resamples": job.resamples,
+            "level": "0.95",
+            "method": "percentile; tapes resampled with replacement; paired differences",
+        },
+        "grades": grades,
+    })
+    .to_string()
+}
+
+/// The human report: per grade, one block per cell (cells are never averaged together).
+pub fn report_text(job: &Job, results: &[UnitResult]) -> String {
+    let by_grade = results_by_grade(job, results);
+    let mut s = String::new();
+    for (gi, g) in job.grades.iter().enumerate() {
+        if gi > 0 {
+            s.push('\n');
+        }
+        s.push_str(&g.title);
+        s.push('\n');
+        s.push_str(&format!(
+            "  subject {} ({}){}  tapes {}  1R = ${}  fill {}\n",
+            g.subject,
+            g.subject_file,
+            if g.gated { "  regime-gated" } else { "" },
+            g.tapes.len(),
+            job.r_usd,
+            g.fill
+        ));
+        if g.null || g.ungated {
+            s.push_str(&format!(
+                "  differences: plan minus counterfactual, mean per run, 95% percentile bootstrap CI ({} resamples){}\n",
+                job.resamples,
+                if g.null {
+                    format!(", null = {} seeded draws per tape", job.draws)
+                } else {
+                    String::new()
+                }
+            ));
+        }
+        for c in cells(job, gi, &by_grade[gi]) {
+            let hit = if c.active > 0 {
+                stats::fmt4(i128::from(c.wins) * 10_000, i128::from(c.active))
+            } else {
+                "-".into()
+            };
+            s.push_str(&format!(
+                "  cell {}\n    runs {}  active {}  hit {}  mean {}R  median {}R  worst {}R\n",
+                c.key,
+                c.runs,
+                c.active,
+                hit,
+                f4(c.mean),
+                f4(c.median),
+                stats::fmt4(i128::from(c.worst), 1)
+            ));
+            for (name, v) in &c.vs {
+                let ci = match v.ci {
+                    Some((lo, hi, den)) => format!(
+                        "[{}, {}]{}",
+                        stats::fmt4_signed(lo, den),
+                        stats::fmt4_signed(hi, den),
+                        if lo > 0 || hi < 0 {
+                            "  excludes 0"
+                        } else {
+                            "  includes 0"
+                        }
+                    ),
+                    None => format!("- (fewer than {MIN_CI_RUNS} runs)"),
+                };
+                s.push_str(&format!(
+                    "    vs {:<8} mean {}R  diff {}R  CI {}\n",
+                    name,
+                    f4(v.cf_mean),
+                    stats::fmt4_signed(v.diff.0, v.diff.1),
+                    ci
+                ));
+            }
+        }
+    }
+    s
+}
+
+/// Grade everything in one process: every unit, then the report pieces.
+pub fn run_all(p: &Prepared, tapes: &mut dyn TapeSource) -> Result<Vec<UnitResult>, GradeError> {
+    run_units(p, 0, p.job.unit_count(), tapes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lang::{self, Mode};
+
+    /// Stopping once every plan is closed gives the same fills and P&L as replaying the whole
+    /// tape, on the bundled sessions with the desk example (chains, reloads, options, a POD).
+    #[test]
+    fn early_stop_changes_no_result() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let src = std::fs::read_to_string(root.join("examples/run-desk.kestrel")).unwrap();
+        let doc = lang::check(&src, Mode::File).unwrap();
+        let names: Vec<LineageEntry> = plans_of(&doc)
+            .iter()
+            .map(|(_, p)| LineageEntry {
+                name: p.name.text.clone(),
+                parent: None,
+                path: p.name.text.clone(),
+            })
+            .collect();
+        let short = "PLAN quick budget 1R ttl 10:00\n  WHEN spot crosses above vwap\n  DO buy 10 shares @ ask\n  EXIT NOT plan(quick).filled within 5m\n";
+        let quick = lang::check(short, Mode::File).unwrap();
+        let quick_names = vec![LineageEntry {
+            name: "quick".into(),
+            parent: None,
+            path: "quick".into(),
+        }];
+        let r = Px::from_cents(100_000);
+        for t in [
+            "trend-2025-04-09-s1",
+            "range-2025-04-09-s2",
+            "shock-2025-04-09-s7",
+        ] {
+            let (h, evs) = read_tape_file(&root.join(format!("tapes/{t}.jsonl"))).unwrap();
+            for (d, l) in [(&doc, &names), (&quick, &quick_names)] {
+                let early = replay(&h, &evs, d, "strict-cross-v1", r, false).unwrap();
+                let mut e = Engine::new(&h, EngineConfig::strict(r), Bus::new(None));
+                e.arm_document(d);
+                for ev in &evs {
+                    e.on_event(ev);
+                }
+                let full = e.finish();
+                assert_eq!(
+                    results_of(early.blotter(), l),
+                    results_of(full.blotter(), l),
+                    "{t}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn shard_ranges_partition_the_units() {
+        for total in [0u64, 1, 5, 44, 1000] {
+            for n in 1..=9u64 {
+                let mut next = 0;
+                for i in 0..n {
+                    let (lo, hi) = shard_range(total, i, n);
+                    assert_eq!(lo, next);
+                    assert!(hi >= lo);
+                    next = hi;
+                }
+                assert_eq!(next, total);
+            }
+        }
+        assert_eq!(parse_shard("2/7"), Some((2, 7)));
+        assert_eq!(parse_shard("7/7"), None);
+        assert_eq!(parse_shard("0/0"), None);
+        assert_eq!(parse_shard("x"), None);
+    }
+
+    #[test]
+    fn by_keys_read_tags() {
+        let mut tags = BTreeMap::new();
+        tags.insert("regime".to_string(), "trend".to_string());
+        tags.insert("date".to_string(), "2025-04-09".to_string());
+        assert_eq!(by_value("regime.intraday", &tags), "trend");
+        assert_eq!(by_value("regime", &tags), "trend");
+        assert_eq!(by_value("date", &tags), "2025-04-09");
+        assert_eq!(by_value("regime.vix", &tags), "UNKNOWN");
+    }
+}
