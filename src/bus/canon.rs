@@ -111,6 +111,42 @@ fn push_ts(out: &mut Vec<u8>, t: Ts) {
     out.push(b'0' + (m % 10) as u8);
 }
 
+/// Write a JSON value compactly with every object's keys sorted (byte order), independent of
+/// serde_json's `preserve_order` feature.
+pub fn write_json_sorted(out: &mut Vec<u8>, v: &serde_json::Value) {
+    match v {
+        serde_json::Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort_unstable();
+            out.push(b'{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                json_str(out, k);
+                out.push(b':');
+                if let Some(x) = m.get(k) {
+                    write_json_sorted(out, x);
+                }
+            }
+            out.push(b'}');
+        }
+        serde_json::Value::Array(a) => {
+            out.push(b'[');
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_json_sorted(out, x);
+            }
+            out.push(b']');
+        }
+        other => {
+            let _ = serde_json::to_writer(&mut *out, other);
+        }
+    }
+}
+
 fn json_str(out: &mut Vec<u8>, s: &str) {
     // Writing a &str into a Vec cannot fail.
     let _ = serde_json::to_writer(&mut *out, s);
@@ -144,9 +180,7 @@ fn write_fields(out: &mut Vec<u8>, fields: &mut [(&str, V<'_>)]) {
                 push_ts(out, *t);
                 out.push(b'"');
             }
-            V::J(v) => {
-                let _ = serde_json::to_writer(&mut *out, v);
-            }
+            V::J(v) => write_json_sorted(out, v),
             V::L(xs) => {
                 out.push(b'[');
                 for (j, x) in xs.iter().enumerate() {

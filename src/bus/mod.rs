@@ -474,13 +474,22 @@ pub fn canonical_line(ev: &Event) -> Vec<u8> {
     out
 }
 
-/// The reference serialisation the fast writer must match: serde through an ordered map.
+/// The reference serialisation the fast writer must match: serde to a JSON value, written
+/// with every object's keys sorted.
 pub fn canonical_line_reference(ev: &Event) -> Vec<u8> {
-    // to_value goes through serde_json's ordered map, so keys come out sorted.
     let v = serde_json::to_value(ev).unwrap_or(serde_json::Value::Null);
-    let mut out = serde_json::to_vec(&v).unwrap_or_default();
+    let mut out = Vec::with_capacity(160);
+    canon::write_json_sorted(&mut out, &v);
     out.push(b'\n');
     out
+}
+
+/// A JSON value as canonical text: compact, every object's keys sorted (whatever features
+/// serde_json was built with: a dependency may turn on `preserve_order`).
+pub fn canonical_json(v: &serde_json::Value) -> String {
+    let mut out = Vec::with_capacity(256);
+    canon::write_json_sorted(&mut out, v);
+    String::from_utf8(out).unwrap_or_default()
 }
 
 /// Parse a Bus file's bytes back into events. `Err((line, message))` on the first bad line.

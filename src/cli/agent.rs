@@ -193,7 +193,7 @@ pub fn run(a: &AgentArgs) -> i32 {
                 .unwrap_or_default();
         v["author"] = serde_json::Value::String(author.name());
         v["outcomes"] = serde_json::to_value(&c).unwrap_or_default();
-        v.to_string() + "\n"
+        bus::canonical_json(&v) + "\n"
     } else {
         format!(
             "{}author {}: wakes {} | supersede {} stand-down {} view-request {} cancel {} pass {} | invalid {} truncated {} provider-error {} | fail-closed pass {} | repaired {}\n",

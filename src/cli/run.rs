@@ -117,7 +117,7 @@ pub fn json_report(bus: &Bus, tape_path: &str) -> String {
         "pnl_usd": num(Px(total)),
         "pnl_r": num(b.in_r(total).unwrap_or(Px::ZERO)),
     });
-    v.to_string()
+    bus::canonical_json(&v)
 }
 
 /// The human report.

@@ -1365,7 +1365,7 @@ pub fn report_json(job: &Job, results: &[UnitResult]) -> String {
             })
         })
         .collect();
-    json!({
+    let report = json!({
         "format": job.format,
         "r_usd": job.r_usd,
         "null_draws": job.draws,
@@ -1375,8 +1375,8 @@ pub fn report_json(job: &Job, results: &[UnitResult]) -> String {
             "method": "percentile; tapes resampled with replacement; paired differences",
         },
         "grades": grades,
-    })
-    .to_string()
+    });
+    crate::bus::canonical_json(&report)
 }
 
 /// The human report: per grade, one block per cell (cells are never averaged together).

@@ -348,7 +348,7 @@ impl RoutedTurn {
     /// Canonical JSON (sorted keys, no whitespace): the bytes the Bus will carry.
     pub fn canonical_json(&self) -> String {
         serde_json::to_value(self)
-            .map(|v| v.to_string())
+            .map(|v| crate::bus::canonical_json(&v))
             .unwrap_or_default()
     }
 
