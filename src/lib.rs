@@ -10,6 +10,7 @@ pub mod cli;
 pub mod engine;
 pub mod lang;
 pub mod market;
+pub mod mcp;
 pub mod tokens;
 pub mod turn;
 pub mod view;

@@ -20,6 +20,7 @@ macro_rules! out {
 mod card;
 pub mod frame;
 mod lang;
+mod mcp;
 pub mod tape;
 mod tokens;
 mod turn;
@@ -75,6 +76,11 @@ pub enum Command {
     ///
     /// Example: kestrel card --budget 2000
     Card(card::CardArgs),
+    /// Serve the tools (check, print, card, grammar, route_turn, frame, run) over the Model
+    /// Context Protocol on stdio; logs on stderr.
+    ///
+    /// Example: kestrel mcp   (register it in an MCP client as command `kestrel`, args `["mcp"]`)
+    Mcp(mcp::McpArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -116,5 +122,6 @@ pub fn run(cmd: Command) -> i32 {
         Command::Turn(a) => turn::run(&a),
         Command::Tokens(a) => tokens::run(&a),
         Command::Card(a) => card::run(&a),
+        Command::Mcp(a) => mcp::run(&a),
     }
 }
