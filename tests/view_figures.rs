@@ -30,8 +30,10 @@ fn bars_json(rep: &Replay<impl std::io::BufRead>, size: u32, now: Ts) -> String 
             })
         })
         .collect();
-    serde_json::to_string(&serde_json::json!({"tape": {"sym": rep.signal.as_str(), "bar": "5m", "bars": rows}}))
-        .unwrap_or_default()
+    serde_json::to_string(
+        &serde_json::json!({"tape": {"sym": rep.signal.as_str(), "bar": "5m", "bars": rows}}),
+    )
+    .unwrap_or_default()
 }
 
 #[test]
@@ -70,7 +72,8 @@ fn view_token_figures() {
                     "tape": serde_json::from_str::<serde_json::Value>(&bars_json(&rep, 300, now)).unwrap_or_default(),
                     "panes": r.text.lines().skip(1).filter(|l| !l.starts_with('@') && !l.starts_with(|c: char| c.is_ascii_digit() && l.len() < 30)).collect::<Vec<_>>(),
                 });
-                full_default_json.push(view::cl100k(&serde_json::to_string(&j).unwrap_or_default()));
+                full_default_json
+                    .push(view::cl100k(&serde_json::to_string(&j).unwrap_or_default()));
             }
             t += 60_000;
         }
@@ -82,11 +85,22 @@ fn view_token_figures() {
     let max_full = full_default.iter().copied().max().unwrap_or(0);
     let avg_full = avg(&full_default);
     let avg_full_json = avg(&full_default_json);
-    println!("tokens per appended 5m bar (text): mean {avg_text:.2}, max {max_text}, over {} bars", per_bar_text.len());
+    println!(
+        "tokens per appended 5m bar (text): mean {avg_text:.2}, max {max_text}, over {} bars",
+        per_bar_text.len()
+    );
     println!("tokens per appended 5m bar (JSON objects): mean {avg_json:.2}");
-    println!("full default View (no budget, every 30 min, 3 sessions): mean {avg_full:.0}, max {max_full}");
+    println!(
+        "full default View (no budget, every 30 min, 3 sessions): mean {avg_full:.0}, max {max_full}"
+    );
     println!("the same information as JSON: mean {avg_full_json:.0}");
     assert!(per_bar_text.len() > 100);
-    assert!(avg_text <= 12.0, "goal: at most 12 tokens per appended bar, measured {avg_text:.2}");
-    assert!(max_full <= 900, "goal: a full default View within 900 tokens, measured {max_full}");
+    assert!(
+        avg_text <= 12.0,
+        "goal: at most 12 tokens per appended bar, measured {avg_text:.2}"
+    );
+    assert!(
+        max_full <= 900,
+        "goal: a full default View within 900 tokens, measured {max_full}"
+    );
 }

@@ -173,13 +173,63 @@ impl KestrelServer {
     }
 }
 
+/// The prefix rmcp gives an argument-deserialization failure.
+const BAD_ARGUMENTS: &str = "failed to deserialize parameters:";
+
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for KestrelServer {
+    /// Dispatch a call. rmcp reports arguments that do not fit the tool's schema as a tool
+    /// result; the desk treats them as a malformed call, a protocol error (`-32602`), so a
+    /// refusal (`isError: true`) always means the desk judged well-formed input.
+    async fn call_tool(
+        &self,
+        request: rmcp::model::CallToolRequestParams,
+        context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let name = request.name.to_string();
+        let tcc = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
+        let r = self.tool_router.call(tcc).await;
+        let r = match r {
+            Ok(r) if r.is_error == Some(true) && r.structured_content.is_none() => {
+                let text = r
+                    .content
+                    .first()
+                    .and_then(|c| c.as_text())
+                    .map(|t| t.text.clone())
+                    .unwrap_or_default();
+                match text.strip_prefix(BAD_ARGUMENTS) {
+                    Some(why) => Err(malformed(&name, why.trim())),
+                    None => Ok(r),
+                }
+            }
+            other => other,
+        };
+        if let Err(e) = &r {
+            if !self.quiet {
+                eprintln!(
+                    "kestrel mcp: {name}: protocol error {}: {}",
+                    e.code.0, e.message
+                );
+            }
+        }
+        r
+    }
+
     fn get_info(&self) -> ServerInfo {
         ServerInfo::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("kestrel", env!("CARGO_PKG_VERSION")))
             .with_instructions(INSTRUCTIONS)
     }
+}
+
+/// The protocol error for a call whose arguments do not fit the tool's input schema.
+fn malformed(tool: &str, why: &str) -> ErrorData {
+    let message =
+        format!("error code=USAGE message={tool}: arguments do not fit the input schema: {why}");
+    ErrorData::invalid_params(
+        message,
+        Some(serde_json::json!({ "code": "USAGE", "tool": tool, "message": why })),
+    )
 }
 
 /// Serve MCP on stdin/stdout until the client closes the connection. Returns the process

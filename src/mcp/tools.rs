@@ -150,17 +150,16 @@ impl From<CodedError> for ToolOutput {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Shared argument enums (string enums, inlined into each schema).
+// Shared argument enums: plain string enums inlined into each schema (`{"type": "string",
+// "enum": [...]}`); variants carry no doc comments, which would turn them into `oneOf`.
 
 /// How a document is checked.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 #[schemars(inline)]
 pub enum DocMode {
-    /// A saved file: turn directives (STAND-DOWN, SHOW VIEW, ...) are refused.
     #[default]
     File,
-    /// An author's turn: turn directives allowed.
     Turn,
 }
 
@@ -178,9 +177,7 @@ impl From<DocMode> for lang::Mode {
 #[serde(rename_all = "kebab-case")]
 #[schemars(inline)]
 pub enum Phase {
-    /// The OPEN wake.
     Open,
-    /// Any wake after the open.
     #[default]
     Mid,
 }
@@ -198,14 +195,11 @@ impl From<Phase> for WakePhase {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[schemars(inline)]
 pub enum ProfileName {
-    /// Pure Kestrel, the default.
     #[default]
     #[serde(rename = "authoring-v2")]
     AuthoringV2,
-    /// authoring-v2 plus SHOW VIEW at the OPEN wake.
     #[serde(rename = "viewshop-v2")]
     ViewshopV2,
-    /// The JSON envelope (the A/B control).
     #[serde(rename = "authoring-v1")]
     AuthoringV1,
 }
@@ -225,12 +219,9 @@ impl From<ProfileName> for Profile {
 #[serde(rename_all = "kebab-case")]
 #[schemars(inline)]
 pub enum Author {
-    /// A person: an empty reply is a pass.
     #[default]
     Human,
-    /// A model: an empty reply is a provider error.
     Model,
-    /// A file or program.
     File,
 }
 
@@ -249,10 +240,8 @@ impl From<Author> for AuthorKind {
 #[serde(rename_all = "lowercase")]
 #[schemars(inline)]
 pub enum Tokenizer {
-    /// cl100k_base.
     #[default]
     Cl100k,
-    /// o200k_base.
     O200k,
 }
 
@@ -274,7 +263,8 @@ impl From<Tokenizer> for Encoding {
 pub struct DocumentArgs {
     /// The Kestrel document's text.
     pub document: String,
-    /// `file` (default) refuses turn directives; `turn` checks it as an author's turn.
+    /// `file` (default): a saved file, turn directives (STAND-DOWN, SHOW VIEW, ...) refused;
+    /// `turn`: an author's turn, turn directives allowed.
     #[serde(default)]
     pub mode: DocMode,
 }
@@ -364,13 +354,15 @@ pub fn card(a: &CardArgs) -> ToolOutput {
 pub struct RouteTurnArgs {
     /// The author's reply, verbatim (Kestrel, or the JSON envelope).
     pub reply: String,
-    /// The wake the reply answers.
+    /// The wake the reply answers: `open` (the OPEN wake) or `mid` (any later wake).
     #[serde(default)]
     pub phase: Phase,
-    /// The prompt profile (decides the menu).
+    /// The prompt profile (decides the menu): `authoring-v2` (pure Kestrel, the default),
+    /// `viewshop-v2` (adds SHOW VIEW at the OPEN wake) or `authoring-v1` (the JSON envelope).
     #[serde(default)]
     pub profile: ProfileName,
-    /// Who wrote it: for a model an empty reply is a provider error, otherwise a pass.
+    /// Who wrote it (`human`, `model` or `file`): for a model an empty reply is a provider
+    /// error, otherwise a pass.
     #[serde(default)]
     pub author: Author,
     /// Names in the standing book (plans), in scope for CANCEL, ARM and plan(...).
@@ -563,7 +555,11 @@ mod tests {
             mode: DocMode::File,
         });
         assert!(!bad.ok);
-        assert!(bad.text.starts_with("error code=PARSE rule="), "{}", bad.text);
+        assert!(
+            bad.text.starts_with("error code=PARSE rule="),
+            "{}",
+            bad.text
+        );
         assert_eq!(bad.data["errors"][0]["line"], 1);
     }
 
