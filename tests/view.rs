@@ -214,22 +214,11 @@ fn default_view_parses_and_names_the_catalog() {
     assert!(view::default_view().panes.len() >= 6);
 }
 
-fn bundled_tapes() -> Vec<std::path::PathBuf> {
-    let mut v: Vec<_> = std::fs::read_dir(common::root().join("tapes"))
-        .expect("tapes/")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-        .collect();
-    v.sort();
-    assert!(v.len() >= 3);
-    v
-}
-
 /// Between keyframes the tape section at bar n+1 starts with the one at bar n, byte for byte,
 /// walking every 5m and 1m bar of a whole bundled session.
 #[test]
 fn tape_section_is_prefix_stable_between_keyframes() {
-    let path = &bundled_tapes()[0];
+    let path = &common::bundled_tapes()[0];
     let v = view_of("VIEW t\n  tape 5m\n  tape 1m\n");
     let mut rep = Replay::new(open_tape(path).expect("tape"), &v).expect("replay");
     let mut prev: [Option<(usize, String)>; 2] = [None, None];
@@ -277,7 +266,7 @@ fn budgets_hold_every_minute_of_every_bundled_session() {
         view::default_view(),
     ];
     let mut frames = 0;
-    for path in bundled_tapes() {
+    for path in common::bundled_tapes() {
         let mut reps: Vec<_> = views
             .iter()
             .map(|v| Replay::new(open_tape(&path).expect("tape"), v).expect("replay"))

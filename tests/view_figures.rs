@@ -8,16 +8,6 @@ mod common;
 use kestrel_desk::market::{Ts, open_tape};
 use kestrel_desk::view::{self, Replay, Snapshot, render::keyframe_every, tape_section};
 
-fn tapes() -> Vec<std::path::PathBuf> {
-    let mut v: Vec<_> = std::fs::read_dir(common::root().join("tapes"))
-        .expect("tapes/")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-        .collect();
-    v.sort();
-    v
-}
-
 /// The same bars as JSON objects, the shape an envelope-era View would send.
 fn bars_json(rep: &Replay<impl std::io::BufRead>, size: u32, now: Ts) -> String {
     let bars = view::render::visible_bars(&rep.bars, size, now, 2);
@@ -44,7 +34,7 @@ fn view_token_figures() {
     let mut full_default_json: Vec<usize> = Vec::new();
     let mut unbudgeted = view::default_view();
     unbudgeted.budget = None;
-    for path in tapes() {
+    for path in common::bundled_tapes() {
         let mut rep = Replay::new(open_tape(&path).expect("tape"), &unbudgeted).expect("replay");
         let mut prev: Option<(usize, usize, usize)> = None;
         let mut t = Ts::parse("09:35:00.000").expect("t").ms();

@@ -677,38 +677,32 @@ fn close_paren(i: &mut In<'_>, what: &str) -> R<()> {
 // ---------------------------------------------------------------- triggers
 
 pub(crate) fn trigger(i: &mut In<'_>) -> R<Trigger> {
-    let first = and_term(i)?;
-    let mut terms = vec![first];
-    while peek_sp_kw(i, "OR") {
-        sp(i)?;
-        kw(i, "OR", "OR")?;
-        if sp(i).is_err() {
-            return expected(i, "a predicate after OR");
-        }
-        terms.push(and_term(i)?);
-    }
-    Ok(if terms.len() == 1 {
-        terms.pop().unwrap_or(Trigger::Or { terms: vec![] })
-    } else {
-        Trigger::Or { terms }
-    })
+    joined(i, "OR", and_term, |terms| Trigger::Or { terms })
 }
 
 fn and_term(i: &mut In<'_>) -> R<Trigger> {
-    let first = unary(i)?;
-    let mut terms = vec![first];
-    while peek_sp_kw(i, "AND") {
+    joined(i, "AND", unary, |terms| Trigger::And { terms })
+}
+
+/// `term (<kw> term)*`; a single term stands alone, several are joined by `mk`.
+fn joined(
+    i: &mut In<'_>,
+    op: &str,
+    term: fn(&mut In<'_>) -> R<Trigger>,
+    mk: fn(Vec<Trigger>) -> Trigger,
+) -> R<Trigger> {
+    let mut terms = vec![term(i)?];
+    while peek_sp_kw(i, op) {
         sp(i)?;
-        kw(i, "AND", "AND")?;
+        kw(i, op, op)?;
         if sp(i).is_err() {
-            return expected(i, "a predicate after AND");
+            return expected(i, &format!("a predicate after {op}"));
         }
-        terms.push(unary(i)?);
+        terms.push(term(i)?);
     }
-    Ok(if terms.len() == 1 {
-        terms.pop().unwrap_or(Trigger::And { terms: vec![] })
-    } else {
-        Trigger::And { terms }
+    Ok(match terms.len() {
+        1 => terms.pop().unwrap_or_else(|| mk(Vec::new())),
+        _ => mk(terms),
     })
 }
 

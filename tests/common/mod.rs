@@ -21,3 +21,15 @@ pub fn shared_corpus() -> Option<PathBuf> {
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
+
+/// The bundled tapes (`tapes/*.jsonl`), sorted.
+pub fn bundled_tapes() -> Vec<PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(root().join("tapes"))
+        .expect("tapes/")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    v.sort();
+    assert!(v.len() >= 3, "three bundled tapes");
+    v
+}
