@@ -1,0 +1,435 @@
+//! The MCP server driven by a real MCP client (rmcp's), in process over a duplex pipe, and
+//! as a child process (`kestrel mcp`) fed raw JSON-RPC lines the way docs/mcp.md shows.
+//!
+//! Every tool is called; results are compared with what the CLI verb prints for the same input,
+//! refusals must carry the CLI's coded errors, and a malformed call must be a protocol error.
+
+mod common;
+
+use kestrel_desk::mcp::KestrelServer;
+use rmcp::model::{CallToolRequestParams, CallToolResult, ClientInfo};
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::{ServiceError, ServiceExt};
+use serde_json::{Value, json};
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+const KESTREL: &str = env!("CARGO_BIN_EXE_kestrel");
+
+/// Run the CLI; (exit code, stdout, stderr).
+fn cli(args: &[&str]) -> (i32, String, String) {
+    let o = Command::new(KESTREL)
+        .args(args)
+        .current_dir(common::root())
+        .output()
+        .expect("run kestrel");
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// Start the server in process and connect rmcp's client to it.
+async fn connect() -> RunningService<RoleClient, ClientInfo> {
+    let (server_io, client_io) = tokio::io::duplex(1 << 16);
+    tokio::spawn(async move {
+        if let Ok(s) = KestrelServer::quiet().serve(server_io).await {
+            let _ = s.waiting().await;
+        }
+    });
+    ClientInfo::default()
+        .serve(client_io)
+        .await
+        .expect("initialize")
+}
+
+async fn call(
+    client: &RunningService<RoleClient, ClientInfo>,
+    tool: &str,
+    args: Value,
+) -> Result<CallToolResult, ServiceError> {
+    let Value::Object(m) = args else {
+        panic!("arguments must be an object")
+    };
+    client
+        .call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(m))
+        .await
+}
+
+fn text(r: &CallToolResult) -> String {
+    r.content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn data(r: &CallToolResult) -> &Value {
+    r.structured_content.as_ref().expect("structured content")
+}
+
+fn is_error(r: &CallToolResult) -> bool {
+    r.is_error == Some(true)
+}
+
+/// Is this schema node free of `oneOf`/`anyOf`/`allOf` and `$ref` at any depth?
+fn no_combinators(v: &Value) -> bool {
+    match v {
+        Value::Object(m) => m.iter().all(|(k, v)| {
+            !matches!(k.as_str(), "oneOf" | "anyOf" | "allOf" | "$ref") && no_combinators(v)
+        }),
+        Value::Array(a) => a.iter().all(no_combinators),
+        _ => true,
+    }
+}
+
+#[tokio::test]
+async fn initialize_and_list_flat_schemas() {
+    let client = connect().await;
+    let info = client.peer_info().expect("server info");
+    assert_eq!(info.server_info.name, "kestrel");
+    assert!(info.capabilities.tools.is_some());
+    assert!(info.instructions.as_deref().unwrap_or("").contains("card"));
+
+    let tools = client.list_all_tools().await.expect("tools/list");
+    let mut names: Vec<String> = tools.iter().map(|t| t.name.to_string()).collect();
+    names.sort();
+    let mut want = vec!["card", "check", "frame", "print", "route_turn"];
+    want.sort();
+    for w in &want {
+        assert!(
+            names.iter().any(|n| n == w),
+            "missing tool {w} in {names:?}"
+        );
+    }
+    for t in &tools {
+        let s = Value::Object((*t.input_schema).clone());
+        assert_eq!(s["type"], "object", "{}: {s}", t.name);
+        assert!(s["properties"].is_object(), "{}: {s}", t.name);
+        assert_eq!(s["additionalProperties"], false, "{}: {s}", t.name);
+        assert!(
+            no_combinators(&s),
+            "{}: the schema must be one flat object: {s}",
+            t.name
+        );
+        // Enum choices are plain string enums.
+        for (k, p) in s["properties"].as_object().expect("properties") {
+            if let Some(e) = p.get("enum") {
+                assert_eq!(p["type"], "string", "{}.{k}", t.name);
+                assert!(
+                    e.as_array().is_some_and(|a| !a.is_empty()),
+                    "{}.{k}",
+                    t.name
+                );
+            }
+        }
+        assert!(
+            t.description.as_deref().is_some_and(|d| d.len() > 40),
+            "{} needs a description",
+            t.name
+        );
+    }
+    let check = tools.iter().find(|t| t.name == "check").expect("check");
+    assert_eq!(check.input_schema["required"], json!(["document"]));
+    assert_eq!(
+        check.input_schema["properties"]["mode"]["enum"],
+        json!(["file", "turn"])
+    );
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn check_and_print_match_the_cli() {
+    let client = connect().await;
+    let src = std::fs::read_to_string(common::root().join("examples/fade-ladder.kestrel"))
+        .expect("example");
+
+    let r = call(&client, "check", json!({ "document": src }))
+        .await
+        .expect("check");
+    assert!(!is_error(&r), "{}", text(&r));
+    let n = data(&r)["statements"].as_u64().expect("statements");
+    assert_eq!(data(&r)["ok"], true);
+    let (code, out, _) = cli(&["check", "examples/fade-ladder.kestrel"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains(&format!("({n} statement")),
+        "cli says {out}, mcp {n}"
+    );
+
+    let r = call(&client, "print", json!({ "document": src }))
+        .await
+        .expect("print");
+    assert!(!is_error(&r));
+    let (code, out, _) = cli(&["print", "examples/fade-ladder.kestrel"]);
+    assert_eq!(code, 0);
+    assert_eq!(text(&r), out, "print: the same canonical text as the CLI");
+    assert_eq!(data(&r)["canonical"], out);
+
+    // A refused document: the same coded errors as `kestrel check`, with rule and line.
+    let bad = "PLAN fade budget 0.2R ttl 15:00\n  ENTRY buy 1 SPY at mark\n";
+    let dir = std::env::temp_dir().join(format!("kestrel-mcp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("tmp");
+    let path = dir.join("bad.kestrel");
+    std::fs::write(&path, bad).expect("write");
+    let (code, _, err) = cli(&["check", path.to_str().expect("utf8")]);
+    assert_eq!(code, 2);
+    let cli_errors: Vec<String> = err
+        .lines()
+        .filter_map(|l| l.split_once(": error ").map(|(_, e)| format!("error {e}")))
+        .collect();
+    assert!(!cli_errors.is_empty(), "{err}");
+
+    for tool in ["check", "print"] {
+        let r = call(&client, tool, json!({ "document": bad }))
+            .await
+            .expect("a refusal is a tool result");
+        assert!(is_error(&r), "{tool}: a refused document is isError");
+        let lines: Vec<String> = text(&r).lines().map(str::to_string).collect();
+        assert_eq!(lines, cli_errors, "{tool}: the CLI's one-line errors");
+        let d = data(&r);
+        assert_eq!(d["ok"], false);
+        let e0 = &d["errors"][0];
+        assert_eq!(e0["code"], "PARSE");
+        assert!(e0["rule"].as_str().is_some_and(|s| !s.is_empty()), "{e0}");
+        assert!(e0["line"].as_u64().is_some_and(|l| l >= 1), "{e0}");
+        assert!(e0["col"].as_u64().is_some_and(|c| c >= 1), "{e0}");
+        assert_eq!(e0["error"], cli_errors[0].as_str());
+    }
+
+    // A turn directive: refused in a file, accepted as a turn.
+    let r = call(
+        &client,
+        "check",
+        json!({ "document": "STAND-DOWN tired\n" }),
+    )
+    .await
+    .expect("check");
+    assert!(is_error(&r));
+    assert_eq!(data(&r)["errors"][0]["rule"], "directive-in-file");
+    let r = call(
+        &client,
+        "check",
+        json!({ "document": "STAND-DOWN tired\n", "mode": "turn" }),
+    )
+    .await
+    .expect("check");
+    assert!(!is_error(&r), "{}", text(&r));
+    let _ = std::fs::remove_dir_all(&dir);
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn card_and_route_turn_match_the_cli() {
+    let client = connect().await;
+    let r = call(&client, "card", json!({ "budget": 2000, "phase": "open" }))
+        .await
+        .expect("card");
+    assert!(!is_error(&r), "{}", text(&r));
+    let (code, out, _) = cli(&["card", "--budget", "2000", "--phase", "open"]);
+    assert_eq!(code, 0);
+    assert_eq!(text(&r), out);
+    assert!(data(&r)["tokens"].as_u64().is_some_and(|t| t <= 2000));
+
+    let r = call(&client, "card", json!({ "budget": 5 }))
+        .await
+        .expect("card");
+    assert!(is_error(&r));
+    let (code, _, err) = cli(&["card", "--budget", "5"]);
+    assert_eq!(code, 1);
+    assert_eq!(text(&r), err.trim_end(), "the CLI's coded error");
+
+    // An authored turn: the same JSON as `kestrel turn --json`.
+    let reply_path = "examples/turns/02-stand-down.txt";
+    let reply = std::fs::read_to_string(common::root().join(reply_path)).expect("turn");
+    let r = call(&client, "route_turn", json!({ "reply": reply }))
+        .await
+        .expect("route_turn");
+    assert!(!is_error(&r), "{}", text(&r));
+    let (code, out, _) = cli(&["turn", reply_path, "--json"]);
+    assert_eq!(code, 0);
+    let mut want: Value = serde_json::from_str(&out).expect("json");
+    want["ok"] = json!(true);
+    assert_eq!(data(&r), &want);
+    assert_eq!(data(&r)["outcome"], "stand-down");
+
+    // A refused turn: SHOW VIEW at a mid wake is off the menu.
+    let r = call(
+        &client,
+        "route_turn",
+        json!({ "reply": "SHOW VIEW v\n  levels\n", "phase": "mid", "author": "model" }),
+    )
+    .await
+    .expect("route_turn");
+    assert!(is_error(&r), "{}", text(&r));
+    let d = data(&r);
+    assert_eq!(d["ok"], false);
+    assert_eq!(d["class"], "invalid");
+    assert!(text(&r).starts_with("error code="), "{}", text(&r));
+    assert!(d["errors"][0]["rule"].is_string());
+
+    // A model's empty reply is a provider error.
+    let r = call(
+        &client,
+        "route_turn",
+        json!({ "reply": "", "author": "model" }),
+    )
+    .await
+    .expect("route_turn");
+    assert!(is_error(&r));
+    assert_eq!(data(&r)["outcome"], "provider-error");
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn frame_matches_the_cli_and_refuses_bad_tapes() {
+    let client = connect().await;
+    let view =
+        std::fs::read_to_string(common::root().join("examples/view-wake.kestrel")).expect("view");
+    let r = call(
+        &client,
+        "frame",
+        json!({ "tape": "trend-2025-04-09-s1", "at": "11:30", "view": view }),
+    )
+    .await
+    .expect("frame");
+    assert!(!is_error(&r), "{}", text(&r));
+    let (code, out, _) = cli(&[
+        "frame",
+        "--tape",
+        "tapes/trend-2025-04-09-s1.jsonl",
+        "--at",
+        "11:30",
+        "--view",
+        "examples/view-wake.kestrel",
+        "--json",
+    ]);
+    assert_eq!(code, 0);
+    let want: Value = serde_json::from_str(&out).expect("json");
+    let d = data(&r);
+    assert_eq!(d["frame"], want["frame"]);
+    assert_eq!(d["tokens_cl100k"], want["tokens_cl100k"]);
+    assert_eq!(d["dropped"], want["dropped"]);
+    assert_eq!(text(&r), want["frame"].as_str().expect("frame text"));
+
+    // By path, with the default view.
+    let path = common::root().join("tapes/range-2025-04-09-s2.jsonl");
+    let r = call(
+        &client,
+        "frame",
+        json!({ "tape": path.to_str().expect("utf8"), "at": "10:00:30" }),
+    )
+    .await
+    .expect("frame");
+    assert!(!is_error(&r), "{}", text(&r));
+    assert!(text(&r).starts_with("FRAME tape=range-2025-04-09-s2"));
+
+    // Refusals: coded, never a hang or a protocol error.
+    for (args, code) in [
+        (json!({ "tape": "no-such-tape", "at": "11:30" }), "USAGE"),
+        (json!({ "tape": "/dev/zero", "at": "11:30" }), "IO"),
+        (json!({ "tape": "/", "at": "11:30" }), "IO"),
+        (json!({ "tape": "Cargo.toml", "at": "11:30" }), "TAPE"),
+        (
+            json!({ "tape": "trend-2025-04-09-s1", "at": "half past" }),
+            "USAGE",
+        ),
+        (
+            json!({ "tape": "trend-2025-04-09-s1", "at": "11:30", "view": "VIEW v\n  nonsense\n" }),
+            "PARSE",
+        ),
+        (
+            json!({ "tape": "trend-2025-04-09-s1", "at": "11:30", "view": view, "name": "nope" }),
+            "USAGE",
+        ),
+    ] {
+        let r = call(&client, "frame", args.clone()).await.expect("frame");
+        assert!(is_error(&r), "{args}: {}", text(&r));
+        assert_eq!(data(&r)["errors"][0]["code"], code, "{args}: {}", text(&r));
+        assert!(
+            text(&r).starts_with(&format!("error code={code}")),
+            "{}",
+            text(&r)
+        );
+    }
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn malformed_calls_are_protocol_errors() {
+    let client = connect().await;
+    for (tool, args) in [
+        ("check", json!({ "document": 5 })),
+        ("check", json!({})),
+        ("check", json!({ "document": "", "mode": "sideways" })),
+        ("check", json!({ "document": "", "colour": "red" })),
+        ("card", json!({ "budget": "lots" })),
+        ("card", json!({ "budget": -3 })),
+        ("route_turn", json!({ "reply": "", "standing": "a,b" })),
+        (
+            "frame",
+            json!({ "tape": "trend-2025-04-09-s1", "at": 1130 }),
+        ),
+        ("no_such_tool", json!({})),
+    ] {
+        match call(&client, tool, args.clone()).await {
+            Err(ServiceError::McpError(e)) => {
+                assert_eq!(e.code.0, -32602, "{tool} {args}: {e:?}");
+            }
+            other => panic!("{tool} {args}: expected a protocol error, got {other:?}"),
+        }
+    }
+    // The server is still up.
+    let r = call(&client, "check", json!({ "document": "" }))
+        .await
+        .expect("check");
+    assert!(!is_error(&r), "{}", text(&r));
+    client.cancel().await.expect("close");
+}
+
+/// The docs/mcp.md one-liner: JSON-RPC lines into `kestrel mcp`; stdout is only protocol.
+#[test]
+fn child_process_speaks_json_rpc_on_stdout_only() {
+    let mut child = Command::new(KESTREL)
+        .arg("mcp")
+        .current_dir(common::root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn kestrel mcp");
+    let lines = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"sh","version":"0"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"check","arguments":{"document":"PLAN p budget 0.2R ttl 15:00\n"}}}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"check","arguments":{"document":true}}}"#,
+    ];
+    {
+        let mut stdin = child.stdin.take().expect("stdin");
+        for l in lines {
+            writeln!(stdin, "{l}").expect("write");
+        }
+    }
+    let out = child.wait_with_output().expect("wait");
+    assert!(out.status.success(), "exit {:?}", out.status);
+    let stdout = String::from_utf8(out.stdout).expect("utf8");
+    let msgs: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON-RPC: {l}: {e}")))
+        .collect();
+    assert_eq!(msgs.len(), 3, "{stdout}");
+    let by_id = |id: u64| {
+        msgs.iter()
+            .find(|m| m["id"] == id)
+            .unwrap_or_else(|| panic!("no response {id}"))
+    };
+    assert_eq!(by_id(1)["result"]["serverInfo"]["name"], "kestrel");
+    let r = &by_id(2)["result"];
+    assert_eq!(r["isError"], true);
+    assert_eq!(r["structuredContent"]["errors"][0]["rule"], "clause-count");
+    assert_eq!(r["structuredContent"]["errors"][0]["line"], 1);
+    assert_eq!(by_id(3)["error"]["code"], -32602);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("kestrel mcp: serving on stdio"), "{stderr}");
+}
