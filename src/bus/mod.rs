@@ -1,1 +1,603 @@
-//! The event Bus (placeholder until the engine lands).
+//! The event Bus: typed events, the append-only JSON Lines log with canonical serialisation,
+//! the [`Blotter`] (a pure projection of the Bus) and the determinism hash.
+//!
+//! # Canonical form
+//!
+//! Each event is one line: a JSON object with its keys sorted (serde_json's map is ordered),
+//! no insignificant whitespace, a final `\n`. Prices and money are exact decimal strings
+//! (`"1.25"`, `"-37.50"`, from the fixed-point [`Px`]); times are `HH:MM:SS.mmm` strings;
+//! quantities and ids are integers. No float is ever printed, so the bytes are the same on
+//! every machine.
+//!
+//! The **determinism hash** is the BLAKE3 hash of the Bus bytes, in lowercase hex.
+
+pub mod blotter;
+pub mod canon;
+
+use std::io::{self, Write};
+
+use serde::{Deserialize, Serialize};
+
+pub use blotter::Blotter;
+
+use crate::market::{Px, Ts};
+
+/// Serde helpers: a [`Px`] as an exact decimal string.
+pub mod px_str {
+    use super::*;
+    use serde::{Deserializer, Serializer};
+
+    /// Serialise as `Px`'s exact decimal display.
+    pub fn serialize<S: Serializer>(p: &Px, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(p)
+    }
+
+    /// Parse an exact decimal string (at most 4 decimals).
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Px, D::Error> {
+        let s = String::deserialize(d)?;
+        parse_px(&s).ok_or_else(|| serde::de::Error::custom(format!("bad decimal {s:?}")))
+    }
+}
+
+/// Serde helpers: a [`Ts`] as `HH:MM:SS.mmm`.
+pub mod ts_str {
+    use super::*;
+    use serde::{Deserializer, Serializer};
+
+    /// Serialise as `HH:MM:SS.mmm`.
+    pub fn serialize<S: Serializer>(t: &Ts, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(t)
+    }
+
+    /// Parse `HH:MM:SS.mmm`.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Ts, D::Error> {
+        let s = String::deserialize(d)?;
+        Ts::parse(&s).ok_or_else(|| serde::de::Error::custom(format!("bad time {s:?}")))
+    }
+}
+
+/// Parse an exact decimal (`-12.5`, `0.0125`, `7`) with at most 4 decimals into a [`Px`].
+pub fn parse_px(s: &str) -> Option<Px> {
+    let (neg, body) = match s.strip_prefix('-') {
+        Some(b) => (true, b),
+        None => (false, s),
+    };
+    let (int, frac) = match body.split_once('.') {
+        Some((i, f)) => (i, f),
+        None => (body, ""),
+    };
+    if int.is_empty() || frac.len() > 4 || !int.bytes().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    if !frac.bytes().all(|c| c.is_ascii_digit()) || (body.contains('.') && frac.is_empty()) {
+        return None;
+    }
+    let mut raw: i64 = int.parse::<i64>().ok()?.checked_mul(10_000)?;
+    let mut scale = 1000;
+    for c in frac.bytes() {
+        raw = raw.checked_add(i64::from(c - b'0') * scale)?;
+        scale /= 10;
+    }
+    Some(Px(if neg { -raw } else { raw }))
+}
+
+/// Buy or sell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BusSide {
+    /// Buy.
+    Buy,
+    /// Sell.
+    Sell,
+}
+
+impl BusSide {
+    /// +1 for a buy, -1 for a sell.
+    pub fn sign(self) -> i64 {
+        match self {
+            BusSide::Buy => 1,
+            BusSide::Sell => -1,
+        }
+    }
+}
+
+/// A plan's lifecycle state (RUNTIME.md §4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PlanState {
+    /// Waiting to be armed by another plan's `ARM` clause.
+    Dormant,
+    /// Armed: WHEN is evaluated on every tick.
+    Armed,
+    /// WHEN was true; entry tickets were sent.
+    Fired,
+    /// Entry orders rest in the book.
+    Resting,
+    /// The plan holds a position.
+    Filled,
+    /// ttl passed: no new entries; inventory is still managed.
+    Expired,
+    /// STAND-DOWN (or CANCEL): no new entries; inventory rides its TP / EXIT.
+    StoodDown,
+    /// INVALIDATE (or a POD halt): no new entries.
+    Halted,
+    /// De-armed before acting (e.g. a predicate on a symbol the tape lacks).
+    DeArmed,
+    /// Nothing left to do: flat and no resting orders, entries closed.
+    Done,
+}
+
+/// Why an order exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OrderRole {
+    /// DO / ALSO / RELOAD: opens or adds.
+    Entry,
+    /// TP: takes profit.
+    Tp,
+    /// EXIT: active out.
+    Exit,
+    /// Flatten after INVALIDATE `-> halt` or a POD halt.
+    Flatten,
+}
+
+/// One event of the Bus. Every event carries the tape time `ts` it happened at.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum Event {
+    /// The first event: what is being replayed, under which fill model and R.
+    SessionStart {
+        /// Tape name (header `name`).
+        tape: String,
+        /// Session date.
+        date: String,
+        /// Fill model name and version, e.g. `strict-cross-v1`.
+        fill_model: String,
+        /// Dollars per 1R.
+        #[serde(with = "px_str")]
+        r_usd: Px,
+        /// Session open.
+        #[serde(with = "ts_str")]
+        open: Ts,
+        /// Session close.
+        #[serde(with = "ts_str")]
+        close: Ts,
+    },
+    /// A document was armed: its canonical text and the BLAKE3 of that text.
+    DocumentArmed {
+        /// Tape time.
+        #[serde(with = "ts_str")]
+        ts: Ts,
+        /// Canonical text (`lang::print`).
+        text: String,
+        /// BLAKE3 of `text`, hex.
+        blake3: String,
+        /// The PLAN names it declares, in order.
+        plans: Vec<String>,
+    },
+    /// A plan changed state.
+    PlanState {
+        /// Tape time.
+        #[serde(with = "ts_str")]
+        ts: Ts,
+        /// Plan name.
+        plan: String,
+        /// New state.
+        state: PlanState,
+        /// Why (always given for de-arm, halt, stand-down, expiry).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// A clause's trigger was true and it acted: `WHEN`, `RELOAD#n`, `TP#n`, `EXIT#n`,
+    /// `INVALIDATE#n`, `CANCEL-IF#n` (n counts clauses of that kind from 1).
+    PlanFired {
+        /// Tape time.
+        #[serde(with = "ts_str")]
+        ts: Ts,
+        /// Plan name.
+        plan: String,
+        /// Which clause.
+        clause: String,
+    },
+    /// An order was placed.
+    OrderPlaced {
+        /// Tape time.
+        #[serde(with = "ts_str")]
+        ts: Ts,
+        /// Order id (1, 2, ... in placement order).
+        order: u64,
+        /// Plan name.
+        plan: String,
+        /// Clause that placed it (`DO#1`, `ALSO#1`, `RELOAD#1`, `TP#1`, `EXIT#1`, `FLATTEN`).
+        clause: String,
+        /// Role.
+        role: OrderRole,
+        /// Instrument key, e.g. `SPY 2025-04-09 500 C` or `SPY shares`.
+        leg: String,
+        /// Side.
+        side: BusSide,
+        /// Quantity (contracts or shares).
+        qty: u64,
+        /// Limit price.
+        #[serde(with = "px_str")]
+        limit: Px,
+        /// Contract multiplier (100 for options, 1 for shares).
+        mult: u32,
+    },
+    /// A resting order's limit changed (`peg`, `esc`).
+    OrderRepriced {
+        /// Tape time.
+        #[serde(with = "ts_str")]
+        ts: Ts,
+        /// Order id.
+        order: u64,
+        /// New limit.
+        #[serde(with = "px_str")]
+        limit: Px,
+        /// `peg` or `esc#n`.
+        reason: String,
+    },
+    /// A resting order was pulled.
+    OrderCancelled {
+        /// Tape time.
+        #[serde(with = "ts_str")]
+        ts: Ts,
+        /// Order id.
+        order: u64,
+        /// Why.
+        reason: String,
+    },
+    /// An order filled (whole quantity).
+    Fill {
+        /// Tape time.
+        #[serde(with = "ts_str")]
+        ts: Ts,
+        /// Order id.
+        order: u64,
+        /// Plan name.
+        plan: String,
+        /// Instrument key.
+        leg: String,
+        /// Side.
+        side: BusSide,
+        /// Quantity.
+        qty: u64,
+        /// Fill price.
+        #[serde(with = "px_str")]
+        px: Px,
+        /// Contract multiplier.
+        mult: u32,
+    },
+    /// L0 risk reduced a ticket's quantity to fit a budget.
+    Clamp {
+        /// Tape time.
+        #[serde(with = "ts_str")]
+        ts: Ts,
+        /// Plan name.
+        plan: String,
+        /// Clause.
+        clause: String,
+        /// Quantity asked.
+        from_qty: u64,
+        /// Quantity allowed.
+        to_qty: u64,
+        /// Which budget bound it (`plan`, `book <name>`).
+        budget: String,
+        /// Human-readable arithmetic.
+        reason: String,
+    },
+    /// L0 risk refused a ticket.
+    Veto {
+        /// Tape time.
+        #[serde(with = "ts_str")]
+        ts: Ts,
+        /// Plan name.
+        plan: String,
+        /// Clause.
+        clause: String,
+        /// Which budget (or other rule) refused it.
+        budget: String,
+        /// Why.
+        reason: String,
+    },
+    /// A position was settled at the close (0dte options at intrinsic).
+    Settlement {
+        /// Tape time.
+        #[serde(with = "ts_str")]
+        ts: Ts,
+        /// Plan name.
+        plan: String,
+        /// Instrument key.
+        leg: String,
+        /// Signed quantity settled (positive = long).
+        qty: i64,
+        /// Settlement price.
+        #[serde(with = "px_str")]
+        px: Px,
+        /// Contract multiplier.
+        mult: u32,
+    },
+    /// A position was marked (end of session for positions that do not settle): open P&L.
+    Mark {
+        /// Tape time.
+        #[serde(with = "ts_str")]
+        ts: Ts,
+        /// Plan name.
+        plan: String,
+        /// Instrument key.
+        leg: String,
+        /// Mark price (fair on the tick grid).
+        #[serde(with = "px_str")]
+        px: Px,
+    },
+    /// A headline from the tape (the runtime acts on it through `headline` predicates).
+    Headline {
+        /// Tape time.
+        #[serde(with = "ts_str")]
+        ts: Ts,
+        /// Text.
+        text: String,
+    },
+    /// A WAKE fired: its trigger became true, within its budget, first by priority at this
+    /// instant. The session delivers its View and asks the author.
+    WakeFired {
+        /// Tape time.
+        #[serde(with = "ts_str")]
+        ts: Ts,
+        /// Wake name.
+        wake: String,
+        /// The trigger, as canonical text.
+        why: String,
+        /// The View it delivers (empty: the default view).
+        deliver: String,
+        /// Priority (higher first).
+        priority: i64,
+        /// Wakes of this name fired today, this one included.
+        used: u64,
+    },
+    /// A WAKE whose trigger became true but did not fire: its budget of wakes per day was
+    /// spent, or a higher-priority wake fired at the same instant.
+    WakeSuppressed {
+        /// Tape time.
+        #[serde(with = "ts_str")]
+        ts: Ts,
+        /// Wake name.
+        wake: String,
+        /// Why it did not fire.
+        reason: String,
+    },
+    /// STAND-DOWN act: every plan de-armed; inventory rides its TP / EXIT.
+    StandDown {
+        /// Tape time.
+        #[serde(with = "ts_str")]
+        ts: Ts,
+        /// Reason as written.
+        reason: String,
+    },
+    /// CANCEL act on a plan by name.
+    Cancel {
+        /// Tape time.
+        #[serde(with = "ts_str")]
+        ts: Ts,
+        /// The target name.
+        target: String,
+        /// What it did (or why it did nothing).
+        outcome: String,
+    },
+    /// POD day-loss breached: every plan halted and flattened.
+    PodHalt {
+        /// Tape time.
+        #[serde(with = "ts_str")]
+        ts: Ts,
+        /// Pod name.
+        pod: String,
+        /// Loss at the breach, dollars (positive).
+        #[serde(with = "px_str")]
+        loss_usd: Px,
+        /// Day-loss limit, dollars.
+        #[serde(with = "px_str")]
+        limit_usd: Px,
+    },
+    /// A plan's maximum adverse excursion over the session (written at the end).
+    Excursion {
+        /// Tape time.
+        #[serde(with = "ts_str")]
+        ts: Ts,
+        /// Plan name.
+        plan: String,
+        /// Worst open-plus-realised P&L seen, dollars (≤ 0).
+        #[serde(with = "px_str")]
+        mae_usd: Px,
+    },
+    /// Something the runtime could not do (never a crash).
+    Error {
+        /// Tape time.
+        #[serde(with = "ts_str")]
+        ts: Ts,
+        /// Plan, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        plan: Option<String>,
+        /// What went wrong.
+        message: String,
+    },
+    /// The last event.
+    SessionEnd {
+        /// Tape time.
+        #[serde(with = "ts_str")]
+        ts: Ts,
+        /// Tape events replayed.
+        tape_events: u64,
+    },
+}
+
+/// The canonical line of an event (sorted keys, exact decimals), with its `\n`.
+pub fn canonical_line(ev: &Event) -> Vec<u8> {
+    let mut out = Vec::with_capacity(160);
+    canon::write_canonical(&mut out, ev);
+    out
+}
+
+/// The reference serialisation the fast writer must match: serde through an ordered map.
+pub fn canonical_line_reference(ev: &Event) -> Vec<u8> {
+    // to_value goes through serde_json's ordered map, so keys come out sorted.
+    let v = serde_json::to_value(ev).unwrap_or(serde_json::Value::Null);
+    let mut out = serde_json::to_vec(&v).unwrap_or_default();
+    out.push(b'\n');
+    out
+}
+
+/// Parse a Bus file's bytes back into events. `Err((line, message))` on the first bad line.
+pub fn parse_bus(bytes: &[u8]) -> Result<Vec<Event>, (usize, String)> {
+    let text = std::str::from_utf8(bytes).map_err(|e| (0, e.to_string()))?;
+    text.lines()
+        .enumerate()
+        .map(|(i, l)| serde_json::from_str::<Event>(l).map_err(|e| (i + 1, e.to_string())))
+        .collect()
+}
+
+/// The Bus writer: appends canonical lines to a sink (flushed per event), hashes every byte,
+/// and projects each event into the [`Blotter`].
+pub struct Bus {
+    sink: Option<Box<dyn Write>>,
+    hasher: blake3::Hasher,
+    bytes: u64,
+    count: u64,
+    error: Option<String>,
+    blotter: Blotter,
+    keep: Option<Vec<Event>>,
+    line: Vec<u8>,
+}
+
+impl std::fmt::Debug for Bus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bus")
+            .field("bytes", &self.bytes)
+            .field("count", &self.count)
+            .finish()
+    }
+}
+
+impl Bus {
+    /// A Bus that writes to `sink` (or only hashes, with `None`).
+    pub fn new(sink: Option<Box<dyn Write>>) -> Bus {
+        Bus {
+            sink,
+            hasher: blake3::Hasher::new(),
+            bytes: 0,
+            count: 0,
+            error: None,
+            blotter: Blotter::default(),
+            keep: None,
+            line: Vec::with_capacity(256),
+        }
+    }
+
+    /// Also keep every event in memory (tests, in-process consumers).
+    pub fn keeping(mut self) -> Bus {
+        self.keep = Some(Vec::new());
+        self
+    }
+
+    /// Append one event: serialise canonically, hash, write and flush, project.
+    pub fn emit(&mut self, ev: Event) {
+        self.line.clear();
+        canon::write_canonical(&mut self.line, &ev);
+        let line = &self.line;
+        self.hasher.update(line);
+        self.bytes += line.len() as u64;
+        self.count += 1;
+        if let Some(w) = self.sink.as_mut() {
+            if self.error.is_none() {
+                if let Err(e) = w.write_all(line).and_then(|_| w.flush()) {
+                    self.error = Some(e.to_string());
+                }
+            }
+        }
+        self.blotter.apply(&ev);
+        if let Some(k) = self.keep.as_mut() {
+            k.push(ev);
+        }
+    }
+
+    /// The determinism hash so far: BLAKE3 of the Bus bytes, hex.
+    pub fn hash_hex(&self) -> String {
+        self.hasher.finalize().to_hex().to_string()
+    }
+
+    /// Bytes written so far.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Events written so far.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// The first write error, if any (the Bus keeps hashing and projecting after it).
+    pub fn error(&self) -> Option<&str> {
+        self.error.as_deref()
+    }
+
+    /// The Blotter projected from every event so far.
+    pub fn blotter(&self) -> &Blotter {
+        &self.blotter
+    }
+
+    /// Kept events (empty unless [`keeping`](Self::keeping)).
+    pub fn events(&self) -> &[Event] {
+        self.keep.as_deref().unwrap_or(&[])
+    }
+
+    /// Flush and give back the sink.
+    pub fn into_sink(mut self) -> io::Result<Option<Box<dyn Write>>> {
+        if let Some(w) = self.sink.as_mut() {
+            w.flush()?;
+        }
+        Ok(self.sink.take())
+    }
+}
+
+/// The determinism hash of Bus bytes (BLAKE3, hex).
+pub fn hash_bytes(bytes: &[u8]) -> String {
+    blake3::hash(bytes).to_hex().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn px_strings_round_trip() {
+        for s in ["0.00", "1.25", "-37.50", "5002.10", "0.0125"] {
+            let p = parse_px(s).unwrap();
+            assert_eq!(p.to_string(), s);
+        }
+        assert_eq!(parse_px("7"), Some(Px(70_000)));
+        assert_eq!(parse_px("1.23456"), None);
+        assert_eq!(parse_px("1."), None);
+        assert_eq!(parse_px("abc"), None);
+        assert_eq!(parse_px(""), None);
+    }
+
+    #[test]
+    fn canonical_lines_sort_keys_and_print_exact_decimals() {
+        let ev = Event::Fill {
+            ts: Ts::hms(9, 30, 1, 0),
+            order: 3,
+            plan: "p".into(),
+            leg: "SPY shares".into(),
+            side: BusSide::Buy,
+            qty: 10,
+            px: Px(5_001_200),
+            mult: 1,
+        };
+        let line = String::from_utf8(canonical_line(&ev)).unwrap();
+        assert_eq!(
+            line,
+            "{\"leg\":\"SPY shares\",\"mult\":1,\"order\":3,\"plan\":\"p\",\"px\":\"500.12\",\"qty\":10,\"side\":\"buy\",\"ts\":\"09:30:01.000\",\"type\":\"fill\"}\n"
+        );
+        let back = parse_bus(line.as_bytes()).unwrap();
+        assert_eq!(back, vec![ev]);
+    }
+}

@@ -21,6 +21,7 @@ mod card;
 pub mod frame;
 mod lang;
 mod mcp;
+pub mod run;
 pub mod tape;
 mod tokens;
 mod turn;
@@ -60,6 +61,10 @@ pub enum Command {
     /// Tapes: generate seeded synthetic sessions.
     #[command(subcommand)]
     Tape(TapeCommand),
+    /// Replay a tape headless with armed documents and report per plan.
+    ///
+    /// Example: kestrel run --tape tapes/trend-2025-04-09-s1.jsonl --plans examples/run-desk.kestrel --r-usd 1000 --json
+    Run(run::Args),
     /// List the fail-closed rules with their stable names.
     ///
     /// Example: kestrel rules
@@ -123,5 +128,6 @@ pub fn run(cmd: Command) -> i32 {
         Command::Tokens(a) => tokens::run(&a),
         Command::Card(a) => card::run(&a),
         Command::Mcp(a) => mcp::run(&a),
+        Command::Run(a) => run::run(a),
     }
 }

@@ -1,1 +1,2107 @@
-//! The tick engine (placeholder until the engine lands).
+//! The tick engine: arms documents, evaluates their PLANs on every tape event, fires and
+//! manages orders under a named fill model, enforces L0 risk, and writes every act to the
+//! [`Bus`](crate::bus::Bus). Semantics are documented in `docs/runtime.md`.
+//!
+//! ```
+//! use kestrel_desk::engine::{self, EngineConfig};
+//! use kestrel_desk::market::{Px, read_tape_bytes};
+//! let tape = concat!(
+//!     r#"{"type":"header","v":1,"name":"t","date":"2025-04-09","open":"09:30","close":"16:00","symbols":{"SPY":{"prior_close":100.0}}}"#, "\n",
+//!     r#"{"type":"tick","ts":"09:30:00.000","sym":"SPY","px":100.00,"sz":10}"#, "\n",
+//!     r#"{"type":"tick","ts":"09:30:01.000","sym":"SPY","px":101.00,"sz":10}"#, "\n",
+//! );
+//! let plans = "PLAN up budget 1R ttl +10m\n  WHEN spot > 100.5\n  DO buy 10 shares @ ask\n";
+//! let doc = kestrel_desk::lang::check(plans, kestrel_desk::lang::Mode::File).unwrap();
+//! let (header, events) = read_tape_bytes(tape.as_bytes()).unwrap();
+//! let cfg = EngineConfig::strict(Px::from_cents(100_000));
+//! let bus = engine::replay(&header, events.into_iter().map(Ok), &[doc], cfg, kestrel_desk::bus::Bus::new(None)).unwrap();
+//! assert_eq!(bus.blotter().fills.len(), 1);
+//! ```
+
+pub mod fill;
+pub mod price;
+pub mod trigger;
+pub mod wakes;
+
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod wake_tests;
+
+use crate::bus::{Bus, BusSide, Event, OrderRole, PlanState, blotter::Position};
+use crate::lang::ast::{
+    self, ClauseKind, Document, Instrument, InvalidateAction, Modifier, Side, StatementKind,
+    Strike, Ttl,
+};
+use crate::market::{
+    Expiry, MarketState, Px, Right, Series as MSeries, Sym, TapeError, TapeEvent, TapeHeader, Ts,
+};
+
+pub use fill::{FillModel, StrictCrossV1};
+use price::{CPrice, QuoteF, to_grid};
+use trigger::{CPred, CSeries, CTrigger, CValue, Ctx, EventTimes, PlanReads, Resolver, Slots, Tri};
+pub use wakes::FiredWake;
+use wakes::WakeRt;
+
+/// Default stop distance for a shares ticket whose plan writes no price stop: 1% of the
+/// limit (see docs/runtime.md, "Risk").
+pub const DEFAULT_SHARE_STOP: f64 = 0.01;
+
+/// The evaluation context of a trigger, from the shared state and a plan's reads.
+macro_rules! ctx {
+    ($sh:expr, $reads:expr) => {
+        Ctx {
+            ms: &$sh.ms,
+            now: $sh.now,
+            open: $sh.open,
+            close: $sh.close,
+            ev: &$sh.ev,
+            plan: $reads,
+            mkt: &$sh.mvals,
+            pct: &$sh.pvals,
+        }
+    };
+}
+
+/// Engine configuration.
+pub struct EngineConfig {
+    /// Dollars per 1R.
+    pub r_usd: Px,
+    /// The fill model.
+    pub fill: Box<dyn FillModel>,
+}
+
+impl EngineConfig {
+    /// `strict-cross-v1` with 1R = `r_usd` dollars.
+    pub fn strict(r_usd: Px) -> EngineConfig {
+        EngineConfig {
+            r_usd,
+            fill: Box::new(StrictCrossV1),
+        }
+    }
+}
+
+impl std::fmt::Debug for EngineConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EngineConfig")
+            .field("r_usd", &self.r_usd)
+            .field("fill", &self.fill.name())
+            .finish()
+    }
+}
+
+// ------------------------------------------------------------------ compiled forms
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum StrikeSpec {
+    Rel(i32),
+    Abs(Px),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum InstSpec {
+    Opt(StrikeSpec, Right),
+    Shares,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Mods {
+    peg: bool,
+    esc: Vec<(CPrice, u32)>,
+    cap: Option<CPrice>,
+    floor: Option<CPrice>,
+    cancel_if: Option<CTrigger>,
+}
+
+#[derive(Debug, Clone)]
+struct TicketT {
+    clause: String,
+    side: BusSide,
+    qty: u64,
+    inst: InstSpec,
+    price: CPrice,
+    mods: Mods,
+}
+
+#[derive(Debug, Clone)]
+struct TpRt {
+    mult: f64,
+    frac: Option<f64>,
+    price: CPrice,
+    mods: Mods,
+    done: bool,
+}
+
+#[derive(Debug, Clone)]
+struct ExitRt {
+    when: CTrigger,
+    price: Option<CPrice>,
+    mods: Mods,
+    done: bool,
+}
+
+#[derive(Debug, Clone)]
+struct InstRt {
+    sym: Sym,
+    sym_i: usize,
+    kind: InstKind,
+    key: String,
+    mult: u32,
+    stamp: u64,
+    q: Option<QuoteF>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum InstKind {
+    Opt {
+        expiry: Expiry,
+        strike: Px,
+        right: Right,
+    },
+    Shares,
+}
+
+#[derive(Debug, Clone)]
+struct Order {
+    id: u64,
+    inst: usize,
+    side: BusSide,
+    qty: u64,
+    limit: Px,
+    role: OrderRole,
+    price: CPrice,
+    mods: Mods,
+    esc_next: usize,
+    esc_since: Ts,
+    seen: u64,
+    worst: i64,
+}
+
+#[derive(Debug, Clone)]
+struct Leg {
+    inst: usize,
+    pos: Position,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Status {
+    Dormant,
+    Armed,
+    Active,
+    Closed,
+}
+
+#[derive(Debug)]
+struct PlanRt {
+    name: String,
+    status: Status,
+    label: PlanState,
+    signal: Sym,
+    exec: Sym,
+    expiry: Expiry,
+    budget: i64,
+    ttl: Ttl,
+    ttl_at: Option<Ts>,
+    entries_open: bool,
+    when: Option<CTrigger>,
+    entries: Vec<TicketT>,
+    reloads: Vec<(CTrigger, TicketT, bool)>,
+    tps: Vec<TpRt>,
+    exits: Vec<ExitRt>,
+    invalidates: Vec<(CTrigger, bool, bool)>,
+    cancel_ifs: Vec<(CTrigger, bool)>,
+    arms: Vec<usize>,
+    orders: Vec<Order>,
+    legs: Vec<Leg>,
+    committed: i64,
+    book: Option<usize>,
+    stop_levels: Vec<(Sym, f64)>,
+    entry_qty: u64,
+    entry_cost: f64,
+    had_fill: bool,
+    mae: i64,
+    pnl_now: i64,
+    uses_leg: bool,
+    uses_plan: bool,
+    price_err: bool,
+    priority: f64,
+}
+
+#[derive(Debug)]
+struct BookRt {
+    name: String,
+    budget: i64,
+    coverage: Vec<String>,
+    committed: i64,
+}
+
+#[derive(Debug)]
+struct PodRt {
+    name: String,
+    limit: i64,
+    halted: bool,
+}
+
+/// Everything the plans share (split from the plans so that a plan can be stepped with a
+/// mutable borrow of both).
+struct Shared {
+    ms: MarketState,
+    bus: Bus,
+    fill: Box<dyn FillModel>,
+    r_usd: Px,
+    insts: Vec<InstRt>,
+    syms: Vec<(Sym, u64)>,
+    ev: EventTimes,
+    now: Ts,
+    open: Ts,
+    close: Ts,
+    date: crate::market::Date,
+    next_order: u64,
+    to_arm: Vec<(usize, usize)>,
+    books: Vec<BookRt>,
+    has_chain: Vec<Sym>,
+    slots: Slots,
+    mvals: Vec<Option<f64>>,
+    pvals: Vec<Option<f64>>,
+}
+
+/// The tick engine. Drive it with [`Engine::on_event`] for each tape event and close it with
+/// [`Engine::finish`]; or use [`replay`].
+pub struct Engine {
+    sh: Shared,
+    plans: Vec<PlanRt>,
+    order: Vec<usize>,
+    pods: Vec<PodRt>,
+    closed: bool,
+    tape_events: u64,
+    wakes: Vec<WakeRt>,
+    wake_seq: u64,
+    fired_wakes: Vec<FiredWake>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("plans", &self.plans.len())
+            .field("tape_events", &self.tape_events)
+            .finish()
+    }
+}
+
+fn money_of(px_raw: f64) -> i64 {
+    let x = libm::round(px_raw);
+    if x.is_finite() {
+        x.clamp(i64::MIN as f64, i64::MAX as f64) as i64
+    } else {
+        0
+    }
+}
+
+impl Engine {
+    /// A new engine for a tape with this header; writes `session-start` to the Bus.
+    pub fn new(header: &TapeHeader, cfg: EngineConfig, mut bus: Bus) -> Engine {
+        bus.emit(Event::SessionStart {
+            tape: header.name.clone(),
+            date: header.date.to_string(),
+            fill_model: cfg.fill.name().to_string(),
+            r_usd: cfg.r_usd,
+            open: header.open,
+            close: header.close,
+        });
+        let syms = header.symbols.iter().map(|s| (s.sym, 0)).collect();
+        let has_chain = header
+            .symbols
+            .iter()
+            .filter(|s| s.strike_step.is_some())
+            .map(|s| s.sym)
+            .collect();
+        Engine {
+            sh: Shared {
+                ms: MarketState::new(header),
+                bus,
+                fill: cfg.fill,
+                r_usd: cfg.r_usd,
+                insts: Vec::new(),
+                syms,
+                ev: EventTimes::default(),
+                now: header.open,
+                open: header.open,
+                close: header.close,
+                date: header.date,
+                next_order: 1,
+                to_arm: Vec::new(),
+                books: Vec::new(),
+                has_chain,
+                slots: Slots::default(),
+                mvals: Vec::new(),
+                pvals: Vec::new(),
+            },
+            plans: Vec::new(),
+            order: Vec::new(),
+            pods: Vec::new(),
+            closed: false,
+            tape_events: 0,
+            wakes: Vec::new(),
+            wake_seq: 0,
+            fired_wakes: Vec::new(),
+        }
+    }
+
+    /// The Bus (its Blotter, hash, events).
+    pub fn bus(&self) -> &Bus {
+        &self.sh.bus
+    }
+
+    /// The market state.
+    pub fn market(&self) -> &MarketState {
+        &self.sh.ms
+    }
+
+    /// Arm a (checked) document at the current tape time: writes `document-armed` with its
+    /// canonical text and hash, then compiles each PLAN; a plan that cannot run on this tape
+    /// (an UNKNOWN symbol, no option chain for an option ticket) is de-armed with its reason.
+    /// BOOK and POD statements set budgets. Other statements (VIEW, WAKE, GRADE, IMPORT) are
+    /// not the engine's. Returns the names of the plans that armed (or wait for an ARM).
+    pub fn arm_document(&mut self, doc: &Document) -> Vec<String> {
+        let text = crate::lang::print(doc);
+        let hash = blake3::hash(text.as_bytes()).to_hex().to_string();
+        let names: Vec<String> = doc
+            .statements
+            .iter()
+            .filter_map(|s| match &s.kind {
+                StatementKind::Plan(p) => Some(p.name.text.clone()),
+                _ => None,
+            })
+            .collect();
+        let now = self.sh.now;
+        self.sh.bus.emit(Event::DocumentArmed {
+            ts: now,
+            text,
+            blake3: hash,
+            plans: names.clone(),
+        });
+        // BOOKs and PODs first: budgets apply to every plan of the document.
+        for st in &doc.statements {
+            match &st.kind {
+                StatementKind::Book(b) => self.sh.books.push(BookRt {
+                    name: b.name.text.clone(),
+                    budget: money_of(b.budget.value() * self.sh.r_usd.raw() as f64),
+                    coverage: b.coverage.iter().map(|s| s.text.clone()).collect(),
+                    committed: 0,
+                }),
+                StatementKind::Pod(p) => self.pods.push(PodRt {
+                    name: p.name.text.clone(),
+                    limit: money_of(p.day_loss.value() * self.sh.r_usd.raw() as f64),
+                    halted: false,
+                }),
+                _ => {}
+            }
+        }
+        // Chain targets start dormant.
+        let mut targets: Vec<&str> = Vec::new();
+        for st in &doc.statements {
+            if let StatementKind::Plan(p) = &st.kind {
+                for c in &p.clauses {
+                    if let ClauseKind::Arm(n) = &c.kind {
+                        targets.push(&n.text);
+                    }
+                }
+            }
+        }
+        let base = self.plans.len();
+        let mut all_names: Vec<String> = self.plans.iter().map(|p| p.name.clone()).collect();
+        all_names.extend(names.iter().cloned());
+        let mut using: Option<&ast::Using> = None;
+        let mut armed = Vec::new();
+        let mut idx = base;
+        for st in &doc.statements {
+            match &st.kind {
+                StatementKind::Using(u) => using = Some(u),
+                StatementKind::Plan(p) => {
+                    let dormant = targets.contains(&p.name.text.as_str());
+                    let rt = self.compile_plan(p, using, &all_names, idx, dormant);
+                    match rt {
+                        Ok(rt) => {
+                            armed.push(rt.name.clone());
+                            self.plans.push(rt);
+                        }
+                        Err((rt, why)) => {
+                            self.plans.push(*rt);
+                            let i = self.plans.len() - 1;
+                            self.plans[i].status = Status::Closed;
+                            set_state(
+                                &mut self.plans[i],
+                                &mut self.sh,
+                                PlanState::DeArmed,
+                                Some(why),
+                            );
+                        }
+                    }
+                    idx += 1;
+                }
+                _ => {}
+            }
+        }
+        self.sh.ev.fired.resize(self.plans.len(), None);
+        self.sh.ev.filled.resize(self.plans.len(), None);
+        for i in base..self.plans.len() {
+            if self.plans[i].status == Status::Closed {
+                continue;
+            }
+            if self.plans[i].status == Status::Dormant {
+                set_state(&mut self.plans[i], &mut self.sh, PlanState::Dormant, None);
+            } else {
+                arm_plan(&mut self.plans[i], &mut self.sh, None);
+            }
+        }
+        // Evaluation order: priority (higher first), then document order.
+        let mut order: Vec<usize> = (0..self.plans.len()).collect();
+        order.sort_by(|&a, &b| {
+            self.plans[b]
+                .priority
+                .total_cmp(&self.plans[a].priority)
+                .then(a.cmp(&b))
+        });
+        self.order = order;
+        self.arm_wakes(doc);
+        armed
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn compile_plan(
+        &mut self,
+        p: &ast::Plan,
+        doc_using: Option<&ast::Using>,
+        names: &[String],
+        idx: usize,
+        dormant: bool,
+    ) -> Result<PlanRt, (Box<PlanRt>, String)> {
+        let using = p.using().or(doc_using);
+        let header_has = |s: &str| self.sh.syms.iter().any(|(x, _)| x.as_str() == s);
+        let default_exec = self
+            .sh
+            .has_chain
+            .first()
+            .copied()
+            .or_else(|| self.sh.syms.first().map(|s| s.0));
+        let default_signal = self
+            .sh
+            .syms
+            .iter()
+            .map(|s| s.0)
+            .find(|s| !self.sh.has_chain.contains(s))
+            .or(default_exec);
+        let fallback = self
+            .sh
+            .syms
+            .first()
+            .map_or(Sym::new("X").unwrap_or_else(|| unreachable!()), |s| s.0);
+        let mut rt = PlanRt {
+            name: p.name.text.clone(),
+            status: if dormant {
+                Status::Dormant
+            } else {
+                Status::Armed
+            },
+            label: PlanState::Armed,
+            signal: default_signal.unwrap_or(fallback),
+            exec: default_exec.unwrap_or(fallback),
+            expiry: Expiry::ZeroDte,
+            budget: money_of(p.budget.value() * self.sh.r_usd.raw() as f64),
+            ttl: p.ttl.clone(),
+            ttl_at: None,
+            entries_open: true,
+            when: None,
+            entries: Vec::new(),
+            reloads: Vec::new(),
+            tps: Vec::new(),
+            exits: Vec::new(),
+            invalidates: Vec::new(),
+            cancel_ifs: Vec::new(),
+            arms: Vec::new(),
+            orders: Vec::new(),
+            legs: Vec::new(),
+            committed: 0,
+            book: None,
+            stop_levels: Vec::new(),
+            entry_qty: 0,
+            entry_cost: 0.0,
+            had_fill: false,
+            mae: 0,
+            pnl_now: 0,
+            uses_leg: false,
+            uses_plan: false,
+            price_err: false,
+            priority: p.priority.as_ref().map_or(0.0, |n| n.value()),
+        };
+        macro_rules! fail {
+            ($why:expr) => {
+                return Err((Box::new(rt), $why))
+            };
+        }
+        if let Some(u) = using {
+            for s in [&u.signal, &u.exec] {
+                if !header_has(&s.text) {
+                    fail!(format!(
+                        "UNKNOWN symbol {}: the tape does not carry it (USING)",
+                        s.text
+                    ));
+                }
+            }
+            rt.signal = Sym::new(&u.signal.text).unwrap_or(rt.signal);
+            rt.exec = Sym::new(&u.exec.text).unwrap_or(rt.exec);
+            if let Some(e) = &u.expiry {
+                rt.expiry = match e {
+                    ast::Expiry::Dte(0) => Expiry::ZeroDte,
+                    ast::Expiry::Dte(1) => Expiry::OneDte,
+                    ast::Expiry::Dte(n) => match self.sh.date.add_days(i64::from(*n)) {
+                        Some(d) => Expiry::Date(d),
+                        None => fail!(format!("expiry {n}dte is out of range")),
+                    },
+                    ast::Expiry::Date(s) => match crate::market::Date::parse(s) {
+                        Some(d) if d >= self.sh.date => Expiry::Date(d),
+                        _ => fail!(format!("expiry {s} is before the session date")),
+                    },
+                };
+            }
+        }
+        if default_exec.is_none() {
+            fail!("the tape carries no symbol".to_string());
+        }
+        let signal = rt.signal;
+        let syms = &self.sh.syms;
+        let has = |s: &str| syms.iter().any(|(x, _)| x.as_str() == s);
+        let pidx = |n: &str| names.iter().position(|x| x == n);
+        let res = Resolver {
+            signal,
+            has_symbol: &has,
+            plan_index: &pidx,
+        };
+        let mut slots = std::mem::take(&mut self.sh.slots);
+        let mut counts = std::collections::BTreeMap::<&str, usize>::new();
+        let mut label = |k: &'static str| {
+            let n = counts.entry(k).or_insert(0);
+            *n += 1;
+            format!("{k}#{n}")
+        };
+        let exec_has_chain = self.sh.has_chain.contains(&rt.exec);
+        let compile_mods = |ms: &[Modifier], slots: &mut Slots| -> Result<Mods, String> {
+            let mut m = Mods::default();
+            for x in ms {
+                match x {
+                    Modifier::Peg => m.peg = true,
+                    Modifier::Fix => m.peg = false,
+                    Modifier::Esc { price, after } => m.esc.push((
+                        price::compile(price),
+                        u32::try_from(after.seconds().saturating_mul(1000)).unwrap_or(u32::MAX),
+                    )),
+                    Modifier::Cap { price } => m.cap = Some(price::compile(price)),
+                    Modifier::Floor { price } => m.floor = Some(price::compile(price)),
+                    Modifier::CancelIf { when } => {
+                        m.cancel_if = Some(CTrigger::compile(when, &res, slots)?)
+                    }
+                }
+            }
+            Ok(m)
+        };
+        let ticket =
+            |t: &ast::Ticket, clause: String, slots: &mut Slots| -> Result<TicketT, String> {
+                let inst = match &t.instrument {
+                    Instrument::Shares => InstSpec::Shares,
+                    Instrument::Option { strike, right } => {
+                        if !exec_has_chain {
+                            return Err(format!(
+                                "{clause}: {} has no option chain on this tape",
+                                rt.exec
+                            ));
+                        }
+                        let r = match right {
+                            ast::Right::C => Right::Call,
+                            ast::Right::P => Right::Put,
+                        };
+                        let k = match strike {
+                            Strike::Atm => StrikeSpec::Rel(0),
+                            Strike::Relative(n) => StrikeSpec::Rel(n.value() as i32),
+                            Strike::Absolute(n) => match Px::from_f64_exact(n.value()) {
+                                Some(p) => StrikeSpec::Abs(p),
+                                None => return Err(format!("{clause}: bad strike {}", n.text)),
+                            },
+                        };
+                        InstSpec::Opt(k, r)
+                    }
+                };
+                let qty = t.qty.value();
+                if !(qty >= 1.0 && qty.fract() == 0.0 && qty < 1e12) {
+                    return Err(format!(
+                        "{clause}: quantity {} is not a positive integer",
+                        t.qty.text
+                    ));
+                }
+                Ok(TicketT {
+                    clause,
+                    side: match t.side {
+                        Side::Buy => BusSide::Buy,
+                        Side::Sell => BusSide::Sell,
+                    },
+                    qty: qty as u64,
+                    inst,
+                    price: price::compile(&t.price),
+                    mods: compile_mods(&t.modifiers, slots)?,
+                })
+            };
+        let mut arms = Vec::new();
+        let mut when = None;
+        let mut stop_preds: Vec<CPred> = Vec::new();
+        let r: Result<(), String> = (|| {
+            for c in &p.clauses {
+                match &c.kind {
+                    ClauseKind::Using(_) => {}
+                    ClauseKind::When(t) => when = Some(CTrigger::compile(t, &res, &mut slots)?),
+                    ClauseKind::Do(t) => rt.entries.push(ticket(t, label("DO"), &mut slots)?),
+                    ClauseKind::Also(t) => rt.entries.push(ticket(t, label("ALSO"), &mut slots)?),
+                    ClauseKind::Reload { when, ticket: t } => {
+                        let l = label("RELOAD");
+                        rt.reloads.push((
+                            CTrigger::compile(when, &res, &mut slots)?,
+                            ticket(t, l, &mut slots)?,
+                            false,
+                        ))
+                    }
+                    ClauseKind::Tp {
+                        mult,
+                        frac,
+                        price,
+                        modifiers,
+                    } => rt.tps.push(TpRt {
+                        mult: mult.value(),
+                        frac: frac.as_ref().map(|f| f.value()),
+                        price: price::compile(price),
+                        mods: compile_mods(modifiers, &mut slots)?,
+                        done: false,
+                    }),
+                    ClauseKind::Exit {
+                        when,
+                        price,
+                        modifiers,
+                    } => {
+                        let t = CTrigger::compile(when, &res, &mut slots)?;
+                        stop_preds.extend(t.preds().iter().cloned());
+                        rt.exits.push(ExitRt {
+                            when: t,
+                            price: price.as_ref().map(price::compile),
+                            mods: compile_mods(modifiers, &mut slots)?,
+                            done: false,
+                        })
+                    }
+                    ClauseKind::Invalidate { when, action } => {
+                        let t = CTrigger::compile(when, &res, &mut slots)?;
+                        stop_preds.extend(t.preds().iter().cloned());
+                        rt.invalidates
+                            .push((t, *action == Some(InvalidateAction::HaltRide), false))
+                    }
+                    ClauseKind::CancelIf(t) => rt
+                        .cancel_ifs
+                        .push((CTrigger::compile(t, &res, &mut slots)?, false)),
+                    ClauseKind::Arm(n) => arms.push(
+                        pidx(&n.text).ok_or_else(|| format!("ARM {}: no such plan", n.text))?,
+                    ),
+                }
+            }
+            Ok(())
+        })();
+        for (sym, m, _) in &slots.pcts {
+            self.sh.ms.track(sym.as_str(), *m);
+        }
+        self.sh.slots = slots;
+        if let Err(why) = r {
+            fail!(why);
+        }
+        let Some(when) = when else {
+            fail!("no WHEN clause".to_string());
+        };
+        rt.arms = arms;
+        // Price stops for shares risk: `S.spot < L`, `<=`, `crosses below L`.
+        for pr in &stop_preds {
+            let (s, v) = match pr {
+                CPred::Cmp {
+                    s,
+                    op: ast::CmpOp::Lt | ast::CmpOp::Le,
+                    v,
+                    ..
+                } => (s, v),
+                CPred::Cross {
+                    s, above: false, v, ..
+                } => (s, v),
+                _ => continue,
+            };
+            if let (CSeries::Mkt(sym, MSeries::Spot, _), CValue::Num(l)) = (s, v) {
+                rt.stop_levels.push((*sym, *l));
+            }
+        }
+        let mut uses_leg = when.uses_leg;
+        let mut uses_plan = when.uses_plan;
+        rt.when = Some(when);
+        for t in rt
+            .reloads
+            .iter()
+            .map(|x| &x.0)
+            .chain(rt.exits.iter().map(|x| &x.when))
+            .chain(rt.invalidates.iter().map(|x| &x.0))
+            .chain(rt.cancel_ifs.iter().map(|x| &x.0))
+        {
+            uses_leg |= t.uses_leg;
+            uses_plan |= t.uses_plan;
+        }
+        rt.uses_leg = uses_leg;
+        rt.uses_plan = uses_plan;
+        rt.book = self
+            .sh
+            .books
+            .iter()
+            .position(|b| b.coverage.iter().any(|c| c == rt.exec.as_str()));
+        let _ = idx;
+        Ok(rt)
+    }
+
+    /// Feed one tape event: update the market, then step every live plan. Events after the
+    /// session close only update the market (the close settles first).
+    pub fn on_event(&mut self, ev: &TapeEvent) {
+        let ts = ev.ts();
+        if !self.closed && ts > self.sh.close {
+            self.close_session();
+        }
+        self.tape_events += 1;
+        self.sh.ms.apply(ev);
+        if ts > self.sh.now {
+            self.sh.now = ts;
+        }
+        match ev {
+            TapeEvent::Tick(t) => self.bump(t.sym),
+            TapeEvent::Iv(i) => self.bump(i.sym),
+            TapeEvent::Headline(h) => {
+                self.sh.ev.headline = Some(h.ts);
+                self.sh.bus.emit(Event::Headline {
+                    ts: h.ts,
+                    text: h.text.clone(),
+                });
+            }
+        }
+        if self.closed {
+            return;
+        }
+        self.step();
+    }
+
+    fn bump(&mut self, sym: Sym) {
+        for s in &mut self.sh.syms {
+            if s.0 == sym {
+                s.1 += 1;
+            }
+        }
+    }
+
+    fn step(&mut self) {
+        let sh = &mut self.sh;
+        sh.slots.refresh(&sh.ms, &mut sh.mvals, &mut sh.pvals);
+        for k in 0..self.order.len() {
+            let i = self.order[k];
+            step_plan(&mut self.plans[i], i, &mut self.sh);
+            while let Some((from, j)) = self.sh.to_arm.pop() {
+                if let Some(t) = self.plans.get_mut(j) {
+                    if t.status == Status::Dormant {
+                        let why = format!("ARM from {}", self.plans[from].name);
+                        arm_plan(&mut self.plans[j], &mut self.sh, Some(why));
+                    }
+                }
+            }
+        }
+        if !self.pods.is_empty() {
+            self.check_pods();
+        }
+        if !self.wakes.is_empty() {
+            self.step_wakes();
+        }
+    }
+
+    /// Evaluate every armed WAKE; fire the first rising one by priority (see [`wakes`]).
+    fn step_wakes(&mut self) {
+        let total: i64 = self.plans.iter().map(|p| p.pnl_now).sum();
+        let r = self.sh.r_usd.raw();
+        let reads = PlanReads {
+            pnl_r: (r > 0).then(|| total as f64 / r as f64),
+            avg_px: None,
+            leg: None,
+        };
+        let mut rising: Vec<usize> = Vec::new();
+        for (i, w) in self.wakes.iter_mut().enumerate() {
+            let cx = ctx!(self.sh, reads);
+            let v = w.trig.eval(&cx);
+            if v == Tri::T && w.prev != Tri::T {
+                rising.push(i);
+            }
+            w.prev = v;
+        }
+        if rising.is_empty() {
+            return;
+        }
+        rising.sort_by_key(|&i| (std::cmp::Reverse(self.wakes[i].priority), self.wakes[i].seq));
+        let now = self.sh.now;
+        let mut fired: Option<String> = None;
+        for i in rising {
+            let w = &mut self.wakes[i];
+            let reason = match (&fired, w.budget) {
+                (_, Some(b)) if w.used >= b => Some(format!("budget of {b} wakes/day spent")),
+                (Some(f), _) => Some(format!("{f} fired first at this instant (priority)")),
+                _ => None,
+            };
+            if let Some(reason) = reason {
+                self.sh.bus.emit(Event::WakeSuppressed {
+                    ts: now,
+                    wake: w.name.clone(),
+                    reason,
+                });
+                continue;
+            }
+            w.used += 1;
+            self.sh.bus.emit(Event::WakeFired {
+                ts: now,
+                wake: w.name.clone(),
+                why: w.why.clone(),
+                deliver: w.deliver.clone().unwrap_or_default(),
+                priority: w.priority,
+                used: w.used,
+            });
+            self.fired_wakes.push(FiredWake {
+                ts: now,
+                wake: w.name.clone(),
+                why: w.why.clone(),
+                deliver: w.deliver.clone(),
+                priority: w.priority,
+            });
+            fired = Some(w.name.clone());
+        }
+    }
+
+    /// Wakes that fired since the last call, oldest first (the session delivers their Views).
+    pub fn take_fired_wakes(&mut self) -> Vec<FiredWake> {
+        std::mem::take(&mut self.fired_wakes)
+    }
+
+    /// Names of the armed WAKEs, in arming order.
+    pub fn wake_names(&self) -> Vec<String> {
+        self.wakes.iter().map(|w| w.name.clone()).collect()
+    }
+
+    /// Supersede the standing book with a document (a turn's `supersede`): every live plan
+    /// is stood down (entries pulled, inventory rides its TP / EXIT), every WAKE is dropped,
+    /// then the document arms. Returns the names of the plans that armed.
+    pub fn supersede(&mut self, doc: &Document) -> Vec<String> {
+        for p in &mut self.plans {
+            stand_down_plan(p, &mut self.sh, "superseded");
+        }
+        self.wakes.clear();
+        self.arm_document(doc)
+    }
+
+    /// Compile and arm a document's WAKEs (a WAKE replaces an armed one of the same name).
+    fn arm_wakes(&mut self, doc: &Document) {
+        let mut using: Option<&ast::Using> = None;
+        let names: Vec<String> = self.plans.iter().map(|p| p.name.clone()).collect();
+        for st in &doc.statements {
+            let w = match &st.kind {
+                StatementKind::Using(u) => {
+                    using = Some(u);
+                    continue;
+                }
+                StatementKind::Wake(w) => w,
+                _ => continue,
+            };
+            let signal = using
+                .and_then(|u| Sym::new(&u.signal.text))
+                .or_else(|| {
+                    self.sh
+                        .syms
+                        .iter()
+                        .map(|s| s.0)
+                        .find(|s| !self.sh.has_chain.contains(s))
+                })
+                .or_else(|| self.sh.syms.first().map(|s| s.0));
+            let Some(signal) = signal else {
+                continue;
+            };
+            let syms = &self.sh.syms;
+            let has = |s: &str| syms.iter().any(|(x, _)| x.as_str() == s);
+            // The latest plan of a name (a superseding document may reuse names).
+            let pidx = |n: &str| names.iter().rposition(|x| x == n);
+            let res = Resolver {
+                signal,
+                has_symbol: &has,
+                plan_index: &pidx,
+            };
+            let mut slots = std::mem::take(&mut self.sh.slots);
+            let compiled = CTrigger::compile(&w.when, &res, &mut slots);
+            for (sym, m, _) in &slots.pcts {
+                self.sh.ms.track(sym.as_str(), *m);
+            }
+            self.sh.slots = slots;
+            self.wakes.retain(|x| x.name != w.name.text);
+            match compiled {
+                Ok(trig) => {
+                    self.wake_seq += 1;
+                    self.wakes.push(WakeRt {
+                        name: w.name.text.clone(),
+                        why: crate::lang::print::trigger_text(&w.when),
+                        trig,
+                        deliver: w.deliver.as_ref().map(|d| d.text.clone()),
+                        priority: w.priority.as_ref().map(|p| p.value() as i64).unwrap_or(0),
+                        budget: w.budget.as_ref().map(|b| b.value().max(0.0) as u64),
+                        used: 0,
+                        prev: Tri::U,
+                        seq: self.wake_seq,
+                    });
+                }
+                Err(why) => self.sh.bus.emit(Event::Error {
+                    ts: self.sh.now,
+                    plan: None,
+                    message: format!("WAKE {} not armed: {why}", w.name.text),
+                }),
+            }
+        }
+    }
+
+    fn check_pods(&mut self) {
+        let total: i64 = self.plans.iter().map(|p| p.pnl_now).sum();
+        for pi in 0..self.pods.len() {
+            let pod = &mut self.pods[pi];
+            if pod.halted || total >= 0 || -total <= pod.limit {
+                continue;
+            }
+            pod.halted = true;
+            let (name, limit) = (pod.name.clone(), pod.limit);
+            self.sh.bus.emit(Event::PodHalt {
+                ts: self.sh.now,
+                pod: name.clone(),
+                loss_usd: Px(-total),
+                limit_usd: Px(limit),
+            });
+            for p in &mut self.plans {
+                if p.status == Status::Closed {
+                    continue;
+                }
+                p.entries_open = false;
+                cancel_orders(p, &mut self.sh, |_| true, "pod halt");
+                set_state(
+                    p,
+                    &mut self.sh,
+                    PlanState::Halted,
+                    Some(format!("POD {name} day-loss")),
+                );
+                flatten(p, &mut self.sh, "FLATTEN");
+                p.status = if p.status == Status::Dormant || p.status == Status::Armed {
+                    Status::Closed
+                } else {
+                    p.status
+                };
+            }
+        }
+    }
+
+    /// STAND-DOWN: de-arm every plan (no new entries, resting entry orders pulled); open
+    /// inventory rides its TP / EXIT.
+    pub fn stand_down(&mut self, reason: &str) {
+        self.sh.bus.emit(Event::StandDown {
+            ts: self.sh.now,
+            reason: reason.to_string(),
+        });
+        for p in &mut self.plans {
+            stand_down_plan(p, &mut self.sh, "stand-down");
+        }
+    }
+
+    /// CANCEL <name>: stand a plan down by name (entries pulled, inventory rides). Returns
+    /// whether a plan of that name was live.
+    pub fn cancel(&mut self, name: &str) -> bool {
+        let hit = self
+            .plans
+            .iter()
+            .position(|p| p.name == name && p.status != Status::Closed);
+        let outcome = match hit {
+            Some(_) => "plan stood down: entries pulled, inventory rides".to_string(),
+            None => format!("no live plan named {name}"),
+        };
+        self.sh.bus.emit(Event::Cancel {
+            ts: self.sh.now,
+            target: name.to_string(),
+            outcome,
+        });
+        if let Some(i) = hit {
+            stand_down_plan(&mut self.plans[i], &mut self.sh, "cancel");
+        }
+        hit.is_some()
+    }
+
+    fn close_session(&mut self) {
+        if self.closed {
+            return;
+        }
+        self.closed = true;
+        let now = self.sh.now.min(self.sh.close).max(self.sh.now);
+        for p in &mut self.plans {
+            cancel_orders(p, &mut self.sh, |_| true, "session close");
+            for li in 0..p.legs.len() {
+                let qty = p.legs[li].pos.qty;
+                if qty == 0 {
+                    continue;
+                }
+                let inst = p.legs[li].inst;
+                let q = quote(&mut self.sh, inst);
+                let ir = &self.sh.insts[inst];
+                let zero_dte = match ir.kind {
+                    InstKind::Opt { expiry, .. } => {
+                        expiry.resolve(self.sh.date) == Some(self.sh.date)
+                    }
+                    InstKind::Shares => false,
+                };
+                let (mult, key) = (ir.mult, ir.key.clone());
+                if zero_dte {
+                    let px = q.map_or(Px::ZERO, |q| q.intrinsic);
+                    p.legs[li].pos.trade(-qty, px, mult);
+                    self.sh.bus.emit(Event::Settlement {
+                        ts: now,
+                        plan: p.name.clone(),
+                        leg: key,
+                        qty,
+                        px,
+                        mult,
+                    });
+                } else if let Some(q) = q {
+                    let px = if q.option {
+                        Px::round_cents(q.fair).unwrap_or(q.mid)
+                    } else {
+                        q.last
+                    };
+                    p.legs[li].pos.mark = Some(px);
+                    self.sh.bus.emit(Event::Mark {
+                        ts: now,
+                        plan: p.name.clone(),
+                        leg: key,
+                        px,
+                    });
+                }
+            }
+            let pnl: i64 = p
+                .legs
+                .iter()
+                .map(|l| l.pos.realised.saturating_add(l.pos.open_pnl()))
+                .sum();
+            p.pnl_now = pnl;
+            if p.had_fill {
+                p.mae = p.mae.min(pnl);
+                self.sh.bus.emit(Event::Excursion {
+                    ts: now,
+                    plan: p.name.clone(),
+                    mae_usd: Px(p.mae.min(0)),
+                });
+            }
+            if p.status != Status::Closed {
+                p.status = Status::Closed;
+                set_state(
+                    p,
+                    &mut self.sh,
+                    PlanState::Done,
+                    Some("session close".into()),
+                );
+            }
+        }
+    }
+
+    /// Close the session (if the tape ended before its close time, the end of the tape is
+    /// the close), write `session-end`, and give back the Bus.
+    pub fn finish(mut self) -> Bus {
+        self.close_session();
+        let ts = self.sh.now;
+        self.sh.bus.emit(Event::SessionEnd {
+            ts,
+            tape_events: self.tape_events,
+        });
+        self.sh.bus
+    }
+}
+
+/// Replay a tape: arm `docs` at the open, feed every event, finish. The first refused tape
+/// line stops the replay with its error (the Bus is dropped: nothing half-written is kept
+/// by callers that write atomically).
+pub fn replay<I>(
+    header: &TapeHeader,
+    events: I,
+    docs: &[Document],
+    cfg: EngineConfig,
+    bus: Bus,
+) -> Result<Bus, TapeError>
+where
+    I: IntoIterator<Item = Result<TapeEvent, TapeError>>,
+{
+    let mut e = Engine::new(header, cfg, bus);
+    for d in docs {
+        e.arm_document(d);
+    }
+    for ev in events {
+        e.on_event(&ev?);
+    }
+    Ok(e.finish())
+}
+
+// ------------------------------------------------------------------ plan stepping
+
+fn set_state(p: &mut PlanRt, sh: &mut Shared, s: PlanState, reason: Option<String>) {
+    if p.label == s {
+        return;
+    }
+    p.label = s;
+    sh.bus.emit(Event::PlanState {
+        ts: sh.now,
+        plan: p.name.clone(),
+        state: s,
+        reason,
+    });
+}
+
+fn arm_plan(p: &mut PlanRt, sh: &mut Shared, reason: Option<String>) {
+    p.status = Status::Armed;
+    p.ttl_at = Some(match &p.ttl {
+        Ttl::At(c) => Ts(c.minutes() * 60_000),
+        Ttl::After(d) => Ts(sh
+            .now
+            .ms()
+            .saturating_add(u32::try_from(d.seconds().saturating_mul(1000)).unwrap_or(u32::MAX))),
+    });
+    p.label = PlanState::Dormant;
+    set_state(p, sh, PlanState::Armed, reason);
+}
+
+fn stand_down_plan(p: &mut PlanRt, sh: &mut Shared, why: &str) {
+    if p.status == Status::Closed {
+        return;
+    }
+    p.entries_open = false;
+    cancel_orders(p, sh, |o| o.role == OrderRole::Entry, why);
+    set_state(p, sh, PlanState::StoodDown, Some(why.to_string()));
+    if matches!(p.status, Status::Dormant | Status::Armed) {
+        p.status = Status::Closed;
+    }
+    check_done(p, sh);
+}
+
+fn sym_index(sh: &Shared, sym: Sym) -> usize {
+    sh.syms.iter().position(|s| s.0 == sym).unwrap_or(0)
+}
+
+/// The instrument for a spec right now (ATM resolved at the current spot), creating it.
+fn resolve_inst(p: &PlanRt, sh: &mut Shared, spec: InstSpec) -> Result<usize, String> {
+    let sym = p.exec;
+    let kind = match spec {
+        InstSpec::Shares => InstKind::Shares,
+        InstSpec::Opt(k, right) => {
+            let strike = match k {
+                StrikeSpec::Rel(n) => sh
+                    .ms
+                    .strike_for(sym.as_str(), n)
+                    .ok_or_else(|| format!("no strike ATM{n:+} yet (spot of {sym} UNKNOWN)"))?,
+                StrikeSpec::Abs(s) => s,
+            };
+            InstKind::Opt {
+                expiry: p.expiry,
+                strike,
+                right,
+            }
+        }
+    };
+    if let Some(i) = sh.insts.iter().position(|x| x.sym == sym && x.kind == kind) {
+        return Ok(i);
+    }
+    let (key, mult) = match kind {
+        InstKind::Shares => (format!("{sym} shares"), 1),
+        InstKind::Opt {
+            expiry,
+            strike,
+            right,
+        } => {
+            let d = expiry
+                .resolve(sh.date)
+                .map_or_else(|| "expired".to_string(), |d| d.to_string());
+            let r = if right == Right::Call { "C" } else { "P" };
+            (format!("{sym} {d} {strike} {r}"), 100)
+        }
+    };
+    let sym_i = sym_index(sh, sym);
+    sh.insts.push(InstRt {
+        sym,
+        sym_i,
+        kind,
+        key,
+        mult,
+        stamp: u64::MAX,
+        q: None,
+    });
+    Ok(sh.insts.len() - 1)
+}
+
+/// The instrument's quote, re-priced only when its symbol traded or its smile changed.
+fn quote(sh: &mut Shared, inst: usize) -> Option<QuoteF> {
+    let ir = &sh.insts[inst];
+    let ver = sh.syms[ir.sym_i].1;
+    if ir.stamp == ver {
+        return ir.q;
+    }
+    let q = match ir.kind {
+        InstKind::Opt {
+            expiry,
+            strike,
+            right,
+        } => sh
+            .ms
+            .quote(ir.sym.as_str(), expiry, strike, right)
+            .map(|q| QuoteF {
+                fair: q.fair,
+                intrinsic: q.intrinsic,
+                bid: q.bid,
+                ask: q.ask,
+                mid: q.mid,
+                last: q.last,
+                option: true,
+            }),
+        InstKind::Shares => sh.ms.share_quote(ir.sym.as_str()).map(|q| QuoteF {
+            fair: q.fair.to_f64(),
+            intrinsic: q.fair,
+            bid: q.bid,
+            ask: q.ask,
+            mid: q.mid,
+            last: q.last,
+            option: false,
+        }),
+    };
+    let ir = &mut sh.insts[inst];
+    ir.stamp = ver;
+    ir.q = q;
+    q
+}
+
+fn basis_of(p: &PlanRt, inst: usize) -> Option<f64> {
+    p.legs
+        .iter()
+        .find(|l| l.inst == inst)
+        .and_then(|l| l.pos.avg_px())
+        .map(Px::to_f64)
+}
+
+/// Apply cap / floor and the SELL-at-intrinsic floor to a limit.
+fn bound(limit: Px, side: BusSide, q: &QuoteF, mods: &Mods, basis: Option<f64>) -> Px {
+    let buy = side == BusSide::Buy;
+    let mut l = limit;
+    if let Some(c) = mods.cap.as_ref().and_then(|c| c.limit(q, buy, basis)) {
+        l = l.min(c);
+    }
+    if let Some(f) = mods.floor.as_ref().and_then(|f| f.limit(q, buy, basis)) {
+        l = l.max(f);
+    }
+    if !buy && q.option {
+        if let Some(i) = to_grid(q.intrinsic.to_f64(), q, false) {
+            if q.intrinsic > Px::ZERO {
+                l = l.max(i);
+            }
+        }
+    }
+    l
+}
+
+/// Value the plan at fair (realised + open) and track its maximum adverse excursion.
+fn revalue(p: &mut PlanRt, sh: &mut Shared) {
+    if !p.had_fill {
+        return;
+    }
+    let mut pnl: i64 = 0;
+    for li in 0..p.legs.len() {
+        let inst = p.legs[li].inst;
+        let q = quote(sh, inst);
+        let pos = &p.legs[li].pos;
+        let mut v = pos.realised;
+        if pos.qty != 0 {
+            if let Some(q) = q {
+                let val = q.fair * 1e4 * pos.qty as f64 * f64::from(pos.mult);
+                v = v.saturating_add(money_of(val - pos.cost as f64));
+            }
+        }
+        pnl = pnl.saturating_add(v);
+    }
+    p.pnl_now = pnl;
+    p.mae = p.mae.min(pnl);
+}
+
+fn plan_reads(p: &mut PlanRt, sh: &mut Shared) -> PlanReads {
+    let mut r = PlanReads::default();
+    revalue(p, sh);
+    if p.uses_plan {
+        if sh.r_usd.raw() > 0 {
+            r.pnl_r = Some(p.pnl_now as f64 / sh.r_usd.raw() as f64);
+        }
+        if p.entry_qty > 0 {
+            r.avg_px = Some(p.entry_cost / p.entry_qty as f64);
+        }
+    }
+    if p.uses_leg {
+        let inst = p
+            .legs
+            .first()
+            .map(|l| l.inst)
+            .or_else(|| p.orders.first().map(|o| o.inst))
+            .or_else(|| {
+                let spec = p.entries.first()?.inst;
+                resolve_inst(p, sh, spec).ok()
+            });
+        if let Some(q) = inst.and_then(|i| quote(sh, i)) {
+            r.leg = Some((q.mid.to_f64(), q.bid.to_f64(), q.ask.to_f64()));
+        }
+    }
+    r
+}
+
+fn step_plan(p: &mut PlanRt, pi: usize, sh: &mut Shared) {
+    if matches!(p.status, Status::Dormant | Status::Closed) {
+        return;
+    }
+    let reads = plan_reads(p, sh);
+    // ttl: no new entries after it.
+    if p.entries_open && p.ttl_at.is_some_and(|t| sh.now >= t) {
+        p.entries_open = false;
+        let at = p.ttl_at.map(|t| t.to_string()).unwrap_or_default();
+        cancel_orders(p, sh, |o| o.role == OrderRole::Entry, "ttl");
+        set_state(p, sh, PlanState::Expired, Some(format!("ttl {at}")));
+        if p.status == Status::Armed {
+            p.status = Status::Closed;
+            set_state(p, sh, PlanState::Done, Some("expired before firing".into()));
+            return;
+        }
+    }
+    // INVALIDATE: from arming on.
+    for k in 0..p.invalidates.len() {
+        if p.invalidates[k].2 {
+            continue;
+        }
+        let hit = p.invalidates[k].0.eval(&ctx!(sh, reads)) == Tri::T;
+        if hit {
+            p.invalidates[k].2 = true;
+            let ride = p.invalidates[k].1;
+            emit_fired(p, sh, format!("INVALIDATE#{}", k + 1));
+            p.entries_open = false;
+            cancel_orders(p, sh, |o| o.role == OrderRole::Entry, "invalidate");
+            set_state(
+                p,
+                sh,
+                PlanState::Halted,
+                Some(
+                    if ride {
+                        "invalidate -> halt, ride"
+                    } else {
+                        "invalidate -> halt"
+                    }
+                    .into(),
+                ),
+            );
+            if !ride {
+                cancel_orders(p, sh, |_| true, "invalidate");
+                flatten(p, sh, "FLATTEN");
+            }
+            if p.status == Status::Armed {
+                p.status = Status::Closed;
+            }
+        }
+    }
+    if p.status == Status::Armed {
+        let hit = match p.when.as_mut() {
+            Some(w) => w.eval(&ctx!(sh, reads)) == Tri::T,
+            None => false,
+        };
+        if p.entries_open && hit {
+            fire(p, pi, sh, None);
+            relabel(p, sh);
+            revalue(p, sh);
+        }
+        return;
+    }
+    // Active.
+    process_orders(p, pi, sh, reads);
+    for k in 0..p.cancel_ifs.len() {
+        if p.cancel_ifs[k].1 {
+            continue;
+        }
+        if p.cancel_ifs[k].0.eval(&ctx!(sh, reads)) == Tri::T {
+            p.cancel_ifs[k].1 = true;
+            emit_fired(p, sh, format!("CANCEL-IF#{}", k + 1));
+            p.entries_open = false;
+            cancel_orders(p, sh, |o| o.role == OrderRole::Entry, "cancel-if");
+        }
+    }
+    for k in 0..p.reloads.len() {
+        if p.reloads[k].2 {
+            continue;
+        }
+        let hit = p.reloads[k].0.eval(&ctx!(sh, reads)) == Tri::T;
+        if hit && p.entries_open {
+            p.reloads[k].2 = true;
+            fire(p, pi, sh, Some(k));
+        }
+    }
+    manage_position(p, pi, sh, reads);
+    relabel(p, sh);
+    revalue(p, sh);
+    check_done(p, sh);
+}
+
+fn relabel(p: &mut PlanRt, sh: &mut Shared) {
+    if p.entries_open && p.status == Status::Active {
+        let holding = p.legs.iter().any(|l| l.pos.qty != 0);
+        let resting = p.orders.iter().any(|o| o.role == OrderRole::Entry);
+        if holding {
+            set_state(p, sh, PlanState::Filled, None);
+        } else if resting {
+            set_state(p, sh, PlanState::Resting, None);
+        }
+    }
+}
+
+fn check_done(p: &mut PlanRt, sh: &mut Shared) {
+    if p.status != Status::Active {
+        return;
+    }
+    let flat = p.legs.iter().all(|l| l.pos.qty == 0);
+    let pending_reload = p.entries_open && p.reloads.iter().any(|r| !r.2);
+    if flat && p.orders.is_empty() && (!p.entries_open || !pending_reload) {
+        p.status = Status::Closed;
+        p.entries_open = false;
+        set_state(p, sh, PlanState::Done, None);
+    }
+}
+
+fn emit_fired(p: &PlanRt, sh: &mut Shared, clause: String) {
+    sh.bus.emit(Event::PlanFired {
+        ts: sh.now,
+        plan: p.name.clone(),
+        clause,
+    });
+}
+
+struct Prepared {
+    inst: usize,
+    side: BusSide,
+    qty: u64,
+    limit: Px,
+    unit: i64,
+    price: CPrice,
+    mods: Mods,
+    clause: String,
+}
+
+/// Fire WHEN (`reload = None`) or a RELOAD clause: price every ticket, fit risk, place.
+fn fire(p: &mut PlanRt, pi: usize, sh: &mut Shared, reload: Option<usize>) {
+    let tickets: Vec<TicketT> = match reload {
+        None => p.entries.clone(),
+        Some(k) => vec![p.reloads[k].1.clone()],
+    };
+    let mut prep = Vec::with_capacity(tickets.len());
+    for t in &tickets {
+        let inst = match resolve_inst(p, sh, t.inst) {
+            Ok(i) => i,
+            Err(e) => return price_error(p, sh, &t.clause, &e, reload),
+        };
+        let Some(q) = quote(sh, inst) else {
+            return price_error(p, sh, &t.clause, "no quote (UNKNOWN)", reload);
+        };
+        let buy = t.side == BusSide::Buy;
+        let basis = basis_of(p, inst);
+        let Some(l) = t.price.limit(&q, buy, basis) else {
+            return price_error(
+                p,
+                sh,
+                &t.clause,
+                "price UNKNOWN (basis with no position?)",
+                reload,
+            );
+        };
+        let limit = bound(l, t.side, &q, &t.mods, basis);
+        let mult = sh.insts[inst].mult;
+        let unit = if buy {
+            if q.option {
+                limit.raw().saturating_mul(i64::from(mult))
+            } else {
+                share_stop(p, sh, limit)
+            }
+        } else {
+            0
+        };
+        prep.push(Prepared {
+            inst,
+            side: t.side,
+            qty: t.qty,
+            limit,
+            unit,
+            price: t.price.clone(),
+            mods: t.mods.clone(),
+            clause: t.clause.clone(),
+        });
+    }
+    let clause = match reload {
+        None => "WHEN".to_string(),
+        Some(k) => format!("RELOAD#{}", k + 1),
+    };
+    emit_fired(p, sh, clause.clone());
+    if reload.is_none() {
+        sh.ev.fired[pi] = Some(sh.now);
+        p.status = Status::Active;
+        set_state(p, sh, PlanState::Fired, None);
+    }
+    if !fit_risk(p, sh, &mut prep) {
+        check_done(p, sh);
+        return;
+    }
+    for x in prep {
+        if x.qty == 0 {
+            continue;
+        }
+        let worst = x.unit.saturating_mul(x.qty as i64);
+        p.committed = p.committed.saturating_add(worst);
+        if let Some(b) = p.book {
+            sh.books[b].committed = sh.books[b].committed.saturating_add(worst);
+        }
+        place(
+            p,
+            pi,
+            sh,
+            x.inst,
+            x.side,
+            x.qty,
+            x.limit,
+            OrderRole::Entry,
+            &x.clause,
+            x.price,
+            x.mods,
+            worst,
+        );
+    }
+}
+
+fn price_error(p: &mut PlanRt, sh: &mut Shared, clause: &str, why: &str, reload: Option<usize>) {
+    if let Some(k) = reload {
+        // Let the reload try again on a later evaluation.
+        p.reloads[k].2 = false;
+    }
+    if !p.price_err {
+        p.price_err = true;
+        sh.bus.emit(Event::Error {
+            ts: sh.now,
+            plan: Some(p.name.clone()),
+            message: format!("{clause}: cannot price the ticket: {why}; not fired"),
+        });
+    }
+}
+
+/// Notional stop distance per share for a buy at `limit` (dollars, money units).
+fn share_stop(p: &PlanRt, sh: &Shared, limit: Px) -> i64 {
+    let lim = limit.to_f64();
+    let exec_spot = sh.ms.spot(p.exec.as_str()).map(Px::to_f64);
+    let mut best: Option<f64> = None;
+    for (sym, level) in &p.stop_levels {
+        let lvl = if *sym == p.exec {
+            Some(*level)
+        } else {
+            match (exec_spot, sh.ms.spot(sym.as_str()).map(Px::to_f64)) {
+                (Some(e), Some(s)) if s > 0.0 => Some(level * e / s),
+                _ => None,
+            }
+        };
+        if let Some(l) = lvl {
+            if l < lim {
+                let d = lim - l;
+                best = Some(best.map_or(d, |b: f64| b.min(d)));
+            }
+        }
+    }
+    let d = best.unwrap_or(lim * DEFAULT_SHARE_STOP);
+    money_of(d * 1e4).max(1)
+}
+
+/// Fit a fire's tickets into the plan and BOOK budgets: clamp every quantity by the same
+/// factor (logged), or veto (logged). Returns false on a veto.
+fn fit_risk(p: &PlanRt, sh: &mut Shared, prep: &mut [Prepared]) -> bool {
+    let want: i128 = prep
+        .iter()
+        .map(|x| i128::from(x.unit) * i128::from(x.qty))
+        .sum();
+    if want == 0 {
+        return true;
+    }
+    let mut room = i128::from(p.budget) - i128::from(p.committed);
+    let mut which = "plan".to_string();
+    if let Some(b) = p.book {
+        let br = i128::from(sh.books[b].budget) - i128::from(sh.books[b].committed);
+        if br < room {
+            room = br;
+            which = format!("book {}", sh.books[b].name);
+        }
+    }
+    if want <= room {
+        return true;
+    }
+    let clause = prep.first().map(|x| x.clause.clone()).unwrap_or_default();
+    let usd = |x: i128| Px(x.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64);
+    let new: Vec<u64> = prep
+        .iter()
+        .map(|x| {
+            if room <= 0 {
+                0
+            } else {
+                (i128::from(x.qty) * room / want) as u64
+            }
+        })
+        .collect();
+    let opened: i128 = prep
+        .iter()
+        .zip(&new)
+        .map(|(x, n)| i128::from(x.unit) * i128::from(*n))
+        .sum();
+    if opened == 0 {
+        sh.bus.emit(Event::Veto {
+            ts: sh.now,
+            plan: p.name.clone(),
+            clause,
+            budget: which,
+            reason: format!(
+                "worst case ${} exceeds the ${} left in the budget, and one unit does not fit",
+                usd(want),
+                usd(room.max(0))
+            ),
+        });
+        return false;
+    }
+    for (x, n) in prep.iter_mut().zip(new) {
+        if n != x.qty {
+            sh.bus.emit(Event::Clamp {
+                ts: sh.now,
+                plan: p.name.clone(),
+                clause: x.clause.clone(),
+                from_qty: x.qty,
+                to_qty: n,
+                budget: which.clone(),
+                reason: format!(
+                    "worst case ${} exceeds the ${} left; quantity scaled by {}/{}",
+                    usd(want),
+                    usd(room),
+                    usd(room),
+                    usd(want)
+                ),
+            });
+            x.qty = n;
+        }
+    }
+    true
+}
+
+#[allow(clippy::too_many_arguments)]
+fn place(
+    p: &mut PlanRt,
+    pi: usize,
+    sh: &mut Shared,
+    inst: usize,
+    side: BusSide,
+    qty: u64,
+    limit: Px,
+    role: OrderRole,
+    clause: &str,
+    price: CPrice,
+    mods: Mods,
+    worst: i64,
+) {
+    let id = sh.next_order;
+    sh.next_order += 1;
+    let ir = &sh.insts[inst];
+    sh.bus.emit(Event::OrderPlaced {
+        ts: sh.now,
+        order: id,
+        plan: p.name.clone(),
+        clause: clause.to_string(),
+        role,
+        leg: ir.key.clone(),
+        side,
+        qty,
+        limit,
+        mult: ir.mult,
+    });
+    let q = quote(sh, inst);
+    let o = Order {
+        id,
+        inst,
+        side,
+        qty,
+        limit,
+        role,
+        price,
+        mods,
+        esc_next: 0,
+        esc_since: sh.now,
+        seen: sh.insts[inst].stamp,
+        worst,
+    };
+    match q.and_then(|q| sh.fill.on_place(side, limit, q.bid, q.ask)) {
+        Some(px) => do_fill(p, pi, sh, o, px),
+        None => p.orders.push(o),
+    }
+}
+
+fn do_fill(p: &mut PlanRt, pi: usize, sh: &mut Shared, o: Order, px: Px) {
+    let ir = &sh.insts[o.inst];
+    let (key, mult) = (ir.key.clone(), ir.mult);
+    let li = match p.legs.iter().position(|l| l.inst == o.inst) {
+        Some(i) => i,
+        None => {
+            p.legs.push(Leg {
+                inst: o.inst,
+                pos: Position::default(),
+            });
+            p.legs.len() - 1
+        }
+    };
+    let mut qty = o.qty;
+    if o.role != OrderRole::Entry {
+        // A closing order never flips the position.
+        let held = p.legs[li].pos.qty;
+        let closable = if (held > 0) == (o.side == BusSide::Sell) {
+            held.unsigned_abs()
+        } else {
+            0
+        };
+        qty = qty.min(closable);
+        if qty == 0 {
+            sh.bus.emit(Event::OrderCancelled {
+                ts: sh.now,
+                order: o.id,
+                reason: "nothing left to close".into(),
+            });
+            return;
+        }
+    }
+    sh.bus.emit(Event::Fill {
+        ts: sh.now,
+        order: o.id,
+        plan: p.name.clone(),
+        leg: key,
+        side: o.side,
+        qty,
+        px,
+        mult,
+    });
+    let signed = i64::try_from(qty).unwrap_or(i64::MAX) * o.side.sign();
+    p.legs[li].pos.trade(signed, px, mult);
+    if o.role == OrderRole::Entry {
+        if o.side == BusSide::Buy {
+            p.entry_qty += qty;
+            p.entry_cost += px.to_f64() * qty as f64;
+        }
+        if !p.had_fill {
+            sh.ev.filled[pi] = Some(sh.now);
+            for &j in &p.arms {
+                sh.to_arm.push((pi, j));
+            }
+        }
+    }
+    p.had_fill = true;
+}
+
+fn cancel_orders(p: &mut PlanRt, sh: &mut Shared, which: impl Fn(&Order) -> bool, why: &str) {
+    let mut k = 0;
+    while k < p.orders.len() {
+        if which(&p.orders[k]) {
+            let o = p.orders.remove(k);
+            release(p, sh, &o);
+            sh.bus.emit(Event::OrderCancelled {
+                ts: sh.now,
+                order: o.id,
+                reason: why.to_string(),
+            });
+        } else {
+            k += 1;
+        }
+    }
+}
+
+fn release(p: &mut PlanRt, sh: &mut Shared, o: &Order) {
+    if o.role == OrderRole::Entry && o.worst > 0 {
+        p.committed -= o.worst;
+        if let Some(b) = p.book {
+            sh.books[b].committed -= o.worst;
+        }
+    }
+}
+
+fn process_orders(p: &mut PlanRt, pi: usize, sh: &mut Shared, reads: PlanReads) {
+    let mut k = 0;
+    while k < p.orders.len() {
+        // Line-level cancel-if.
+        let cancel = match p.orders[k].mods.cancel_if.as_mut() {
+            Some(t) => t.eval(&ctx!(sh, reads)) == Tri::T,
+            None => false,
+        };
+        if cancel {
+            let o = p.orders.remove(k);
+            release(p, sh, &o);
+            sh.bus.emit(Event::OrderCancelled {
+                ts: sh.now,
+                order: o.id,
+                reason: "cancel-if".into(),
+            });
+            continue;
+        }
+        let inst = p.orders[k].inst;
+        let Some(q) = quote(sh, inst) else {
+            k += 1;
+            continue;
+        };
+        let stamp = sh.insts[inst].stamp;
+        let basis = basis_of(p, inst);
+        let o = &mut p.orders[k];
+        let buy = o.side == BusSide::Buy;
+        let mut new_limit: Option<(Px, String)> = None;
+        if let Some((ep, dur)) = o.mods.esc.get(o.esc_next) {
+            if sh.now.ms().saturating_sub(o.esc_since.ms()) >= *dur {
+                let n = o.esc_next + 1;
+                let ep = ep.clone();
+                o.esc_next = n;
+                o.esc_since = sh.now;
+                if let Some(l) = ep.limit(&q, buy, basis) {
+                    new_limit = Some((bound(l, o.side, &q, &o.mods, basis), format!("esc#{n}")));
+                }
+                o.price = ep;
+            }
+        }
+        if new_limit.is_none() && o.mods.peg && o.seen != stamp {
+            if let Some(l) = o.price.limit(&q, buy, basis) {
+                let l = bound(l, o.side, &q, &o.mods, basis);
+                if l != o.limit {
+                    new_limit = Some((l, "peg".into()));
+                }
+            }
+        }
+        let fill_px = if let Some((l, why)) = new_limit {
+            o.limit = l;
+            o.seen = stamp;
+            let id = o.id;
+            sh.bus.emit(Event::OrderRepriced {
+                ts: sh.now,
+                order: id,
+                limit: l,
+                reason: why,
+            });
+            sh.fill.on_place(o.side, l, q.bid, q.ask)
+        } else if o.seen != stamp {
+            o.seen = stamp;
+            sh.fill.on_book(o.side, o.limit, q.bid, q.ask)
+        } else {
+            None
+        };
+        if let Some(px) = fill_px {
+            let o = p.orders.remove(k);
+            do_fill(p, pi, sh, o, px);
+            continue;
+        }
+        k += 1;
+    }
+}
+
+/// Place closing orders for every open leg (a fraction `frac` of each, default all), at
+/// `price` (or marketable: a sell at the bid, a buy at the ask), never more than is held
+/// net of closing orders already resting.
+#[allow(clippy::too_many_arguments)]
+fn close_legs(
+    p: &mut PlanRt,
+    pi: usize,
+    sh: &mut Shared,
+    frac: Option<f64>,
+    price: Option<&CPrice>,
+    mods: &Mods,
+    role: OrderRole,
+    clause: &str,
+) {
+    for li in 0..p.legs.len() {
+        let (inst, held) = (p.legs[li].inst, p.legs[li].pos.qty);
+        if held == 0 {
+            continue;
+        }
+        let side = if held > 0 {
+            BusSide::Sell
+        } else {
+            BusSide::Buy
+        };
+        let resting: u64 = p
+            .orders
+            .iter()
+            .filter(|o| o.inst == inst && o.side == side && o.role != OrderRole::Entry)
+            .map(|o| o.qty)
+            .sum();
+        let avail = held.unsigned_abs().saturating_sub(resting);
+        let want = match frac {
+            Some(f) => ((held.unsigned_abs() as f64 * f).floor() as u64).max(1),
+            None => avail,
+        }
+        .min(avail);
+        if want == 0 {
+            continue;
+        }
+        let Some(q) = quote(sh, inst) else {
+            continue;
+        };
+        let buy = side == BusSide::Buy;
+        let basis = basis_of(p, inst);
+        let (limit, pexpr) = match price {
+            Some(pr) => match pr.limit(&q, buy, basis) {
+                Some(l) => (l, pr.clone()),
+                None => continue,
+            },
+            None => {
+                let l = if buy { q.ask } else { q.bid.max(Px::CENT) };
+                (
+                    l,
+                    CPrice::Anchor(
+                        if buy {
+                            ast::AnchorKind::Ask
+                        } else {
+                            ast::AnchorKind::Bid
+                        },
+                        None,
+                    ),
+                )
+            }
+        };
+        let limit = bound(limit, side, &q, mods, basis);
+        place(
+            p,
+            pi,
+            sh,
+            inst,
+            side,
+            want,
+            limit,
+            role,
+            clause,
+            pexpr,
+            mods.clone(),
+            0,
+        );
+    }
+}
+
+fn flatten(p: &mut PlanRt, sh: &mut Shared, clause: &str) {
+    // pi is only used for entry fills; closing fills never touch it.
+    close_legs(
+        p,
+        usize::MAX,
+        sh,
+        None,
+        None,
+        &Mods::default(),
+        OrderRole::Flatten,
+        clause,
+    );
+}
+
+fn manage_position(p: &mut PlanRt, pi: usize, sh: &mut Shared, reads: PlanReads) {
+    let holding = p.legs.iter().any(|l| l.pos.qty != 0);
+    if !holding {
+        return;
+    }
+    // TP: value at fair against cost.
+    if p.tps.iter().any(|t| !t.done) {
+        let mut value = 0.0;
+        let mut cost = 0.0;
+        let mut known = true;
+        for li in 0..p.legs.len() {
+            let (inst, qty, c, mult) = (
+                p.legs[li].inst,
+                p.legs[li].pos.qty,
+                p.legs[li].pos.cost,
+                p.legs[li].pos.mult,
+            );
+            if qty == 0 {
+                continue;
+            }
+            match quote(sh, inst) {
+                Some(q) => value += q.fair * qty as f64 * f64::from(mult),
+                None => known = false,
+            }
+            cost += c as f64 / 1e4;
+        }
+        if known && cost > 0.0 {
+            for k in 0..p.tps.len() {
+                if p.tps[k].done || value < p.tps[k].mult * cost {
+                    continue;
+                }
+                p.tps[k].done = true;
+                let label = format!("TP#{}", k + 1);
+                emit_fired(p, sh, label.clone());
+                let (frac, pr, mods) =
+                    (p.tps[k].frac, p.tps[k].price.clone(), p.tps[k].mods.clone());
+                close_legs(p, pi, sh, frac, Some(&pr), &mods, OrderRole::Tp, &label);
+            }
+        }
+    }
+    for k in 0..p.exits.len() {
+        if p.exits[k].done {
+            continue;
+        }
+        if p.exits[k].when.eval(&ctx!(sh, reads)) != Tri::T {
+            continue;
+        }
+        p.exits[k].done = true;
+        let label = format!("EXIT#{}", k + 1);
+        emit_fired(p, sh, label.clone());
+        p.entries_open = false;
+        cancel_orders(p, sh, |_| true, "exit");
+        let (pr, mods) = (p.exits[k].price.clone(), p.exits[k].mods.clone());
+        close_legs(p, pi, sh, None, pr.as_ref(), &mods, OrderRole::Exit, &label);
+        if !p.legs.iter().any(|l| l.pos.qty != 0) {
+            break;
+        }
+    }
+}
+
+/// `n` synthetic PLANs (five rotating templates with varied parameters: crosses, velocity,
+/// held, percentiles, clock triggers; options and shares; esc, peg, cancel-if, TP, EXIT,
+/// RELOAD, INVALIDATE) for benchmarks and load tests. The text is a valid document.
+pub fn synthetic_plans(n: usize) -> String {
+    let mut s = String::from("USING signal SPX exec SPY 0dte\n");
+    for i in 0..n {
+        let k = i / 5 + 1;
+        s.push('\n');
+        s.push_str(&match i % 5 {
+            0 => format!(
+                "PLAN p{i} budget 0.2R ttl 15:30\n  WHEN spot crosses above vwap AND NOT phase open\n  DO buy 1 +{} C @ fair+1c esc ask 30s\n  TP 1.5x frac 0.5 @ fair\n  EXIT spot crosses below vwap\n",
+                k % 3
+            ),
+            1 => format!(
+                "PLAN p{i} budget 0.2R ttl 15:30\n  WHEN velocity(1m) < -0.0{}\n  DO buy 1 ATM P @ fair peg\n  TP 1.3x @ fair+2%\n  EXIT T-15\n",
+                k % 9 + 1
+            ),
+            2 => format!(
+                "PLAN p{i} budget 0.2R ttl 15:30\n  WHEN spot >= hod held {}s\n  DO buy 10 shares @ bid\n  RELOAD WHEN spot >= hod held 120s buy 10 shares @ bid\n  TP 1.002x @ ask\n  EXIT spot < vwap\n",
+                10 + k
+            ),
+            3 => format!(
+                "PLAN p{i} budget 0.2R ttl 15:30\n  WHEN spot > p{} AND NOT phase open\n  DO buy 1 +2 C @ join cancel-if velocity(1m) < 0\n  TP 2x @ fair\n",
+                90 + k % 9
+            ),
+            _ => format!(
+                "PLAN p{i} budget 0.2R ttl 15:45\n  WHEN time >= {}:{:02}\n  DO buy 1 -1 P @ fair-2c esc fair 60s\n  INVALIDATE velocity(5m) > 0.3 -> halt, ride\n  EXIT spot > vwap\n",
+                10 + k % 5,
+                (7 * k) % 60
+            ),
+        });
+    }
+    s
+}

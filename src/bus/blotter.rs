@@ -1,0 +1,379 @@
+//! The Blotter: positions, resting orders, fills, realised and open P&L in dollars and in R,
+//! as a pure projection of the Bus. [`Blotter::from_events`] over a saved Bus gives exactly
+//! the Blotter the engine held when it wrote that Bus.
+//!
+//! Money is fixed-point ([`Px`] units: ten-thousandths of a dollar), so P&L is exact.
+//! Positions use average cost: closing `k` of `q` units releases `k/q` of the cost
+//! (integer division, truncating toward zero).
+
+use std::collections::BTreeMap;
+
+use super::{BusSide, Event, OrderRole, PlanState};
+use crate::market::Px;
+
+/// One position: a plan's holding of one instrument.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Position {
+    /// Signed quantity (positive = long).
+    pub qty: i64,
+    /// Signed cost of the open quantity, money units (Σ qty·px·mult).
+    pub cost: i128,
+    /// Realised P&L on this instrument, money units.
+    pub realised: i64,
+    /// Latest mark (a fill, a settlement or a mark event).
+    pub mark: Option<Px>,
+    /// Contract multiplier.
+    pub mult: u32,
+}
+
+impl Position {
+    /// Open P&L at the latest mark, money units (0 when flat or unmarked).
+    pub fn open_pnl(&self) -> i64 {
+        match self.mark {
+            Some(m) if self.qty != 0 => {
+                let value = i128::from(m.raw()) * i128::from(self.qty) * i128::from(self.mult);
+                clamp_i64(value - self.cost)
+            }
+            _ => 0,
+        }
+    }
+
+    /// Average cost per unit (price units), if not flat.
+    pub fn avg_px(&self) -> Option<Px> {
+        if self.qty == 0 || self.mult == 0 {
+            return None;
+        }
+        Some(Px(clamp_i64(
+            self.cost / (i128::from(self.qty) * i128::from(self.mult)),
+        )))
+    }
+
+    /// Apply a trade of `signed` units at `px`.
+    pub fn trade(&mut self, signed: i64, px: Px, mult: u32) {
+        self.mult = mult;
+        self.mark = Some(px);
+        let m = i128::from(mult);
+        let p = i128::from(px.raw());
+        let mut rest = signed;
+        if self.qty != 0 && (self.qty > 0) != (signed > 0) {
+            let k = signed.unsigned_abs().min(self.qty.unsigned_abs()) as i64;
+            let q = self.qty.unsigned_abs() as i128;
+            let removed = self.cost * i128::from(k) / q;
+            let sign: i64 = if self.qty > 0 { 1 } else { -1 };
+            let proceeds = p * m * i128::from(k) * i128::from(sign);
+            self.realised = clamp_i64(i128::from(self.realised) + proceeds - removed);
+            self.cost -= removed;
+            self.qty -= k * sign;
+            rest = signed + k * sign;
+            if self.qty == 0 {
+                self.cost = 0;
+            }
+        }
+        if rest != 0 {
+            self.cost += p * m * i128::from(rest);
+            self.qty += rest;
+        }
+    }
+}
+
+fn clamp_i64(x: i128) -> i64 {
+    x.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
+}
+
+/// A resting order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resting {
+    /// Plan name.
+    pub plan: String,
+    /// Clause that placed it.
+    pub clause: String,
+    /// Role.
+    pub role: OrderRole,
+    /// Instrument key.
+    pub leg: String,
+    /// Side.
+    pub side: BusSide,
+    /// Quantity.
+    pub qty: u64,
+    /// Current limit.
+    pub limit: Px,
+}
+
+/// One fill.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FillRow {
+    /// Tape time, `HH:MM:SS.mmm`.
+    pub ts: String,
+    /// Order id.
+    pub order: u64,
+    /// Plan name.
+    pub plan: String,
+    /// Instrument key.
+    pub leg: String,
+    /// Side.
+    pub side: BusSide,
+    /// Quantity.
+    pub qty: u64,
+    /// Price.
+    pub px: Px,
+}
+
+/// Per-plan summary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanLine {
+    /// Latest state.
+    pub state: PlanState,
+    /// Entry fires (WHEN and RELOAD).
+    pub fires: u64,
+    /// Fills (every role).
+    pub fills: u64,
+    /// Maximum adverse excursion, money units (≤ 0), from the `excursion` event.
+    pub mae: i64,
+    /// Order in which plans first appeared.
+    pub seq: u64,
+}
+
+/// The Blotter: a pure projection of the Bus.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Blotter {
+    /// Tape name.
+    pub tape: String,
+    /// Fill model.
+    pub fill_model: String,
+    /// Dollars per R, money units.
+    pub r_usd: Px,
+    /// Positions by plan, then instrument key.
+    pub positions: BTreeMap<String, BTreeMap<String, Position>>,
+    /// Resting orders by id.
+    pub resting: BTreeMap<u64, Resting>,
+    /// Every fill, in order.
+    pub fills: Vec<FillRow>,
+    /// Per-plan lines.
+    pub plans: BTreeMap<String, PlanLine>,
+    /// Events applied.
+    pub events: u64,
+}
+
+impl Blotter {
+    /// Rebuild from a whole Bus.
+    pub fn from_events(events: &[Event]) -> Blotter {
+        let mut b = Blotter::default();
+        for e in events {
+            b.apply(e);
+        }
+        b
+    }
+
+    fn line(&mut self, plan: &str) -> &mut PlanLine {
+        let n = self.plans.len() as u64;
+        self.plans.entry(plan.to_string()).or_insert(PlanLine {
+            state: PlanState::Armed,
+            fires: 0,
+            fills: 0,
+            mae: 0,
+            seq: n,
+        })
+    }
+
+    /// Apply one event.
+    pub fn apply(&mut self, ev: &Event) {
+        self.events += 1;
+        match ev {
+            Event::SessionStart {
+                tape,
+                fill_model,
+                r_usd,
+                ..
+            } => {
+                self.tape = tape.clone();
+                self.fill_model = fill_model.clone();
+                self.r_usd = *r_usd;
+            }
+            Event::DocumentArmed { plans, .. } => {
+                for p in plans {
+                    self.line(p);
+                }
+            }
+            Event::PlanState { plan, state, .. } => self.line(plan).state = *state,
+            Event::PlanFired { plan, clause, .. }
+                if clause == "WHEN" || clause.starts_with("RELOAD") =>
+            {
+                self.line(plan).fires += 1;
+            }
+            Event::OrderPlaced {
+                order,
+                plan,
+                clause,
+                role,
+                leg,
+                side,
+                qty,
+                limit,
+                ..
+            } => {
+                self.resting.insert(
+                    *order,
+                    Resting {
+                        plan: plan.clone(),
+                        clause: clause.clone(),
+                        role: *role,
+                        leg: leg.clone(),
+                        side: *side,
+                        qty: *qty,
+                        limit: *limit,
+                    },
+                );
+            }
+            Event::OrderRepriced { order, limit, .. } => {
+                if let Some(r) = self.resting.get_mut(order) {
+                    r.limit = *limit;
+                }
+            }
+            Event::OrderCancelled { order, .. } => {
+                self.resting.remove(order);
+            }
+            Event::Fill {
+                ts,
+                order,
+                plan,
+                leg,
+                side,
+                qty,
+                px,
+                mult,
+            } => {
+                self.resting.remove(order);
+                let signed = i64::try_from(*qty).unwrap_or(i64::MAX) * side.sign();
+                self.positions
+                    .entry(plan.clone())
+                    .or_default()
+                    .entry(leg.clone())
+                    .or_default()
+                    .trade(signed, *px, *mult);
+                self.fills.push(FillRow {
+                    ts: ts.to_string(),
+                    order: *order,
+                    plan: plan.clone(),
+                    leg: leg.clone(),
+                    side: *side,
+                    qty: *qty,
+                    px: *px,
+                });
+                self.line(plan).fills += 1;
+            }
+            Event::Settlement {
+                plan,
+                leg,
+                qty,
+                px,
+                mult,
+                ..
+            } => {
+                self.positions
+                    .entry(plan.clone())
+                    .or_default()
+                    .entry(leg.clone())
+                    .or_default()
+                    .trade(-qty, *px, *mult);
+            }
+            Event::Mark { plan, leg, px, .. } => {
+                if let Some(p) = self.positions.get_mut(plan).and_then(|m| m.get_mut(leg)) {
+                    p.mark = Some(*px);
+                }
+            }
+            Event::Excursion { plan, mae_usd, .. } => self.line(plan).mae = mae_usd.raw(),
+            _ => {}
+        }
+    }
+
+    /// A plan's realised P&L, money units.
+    pub fn realised(&self, plan: &str) -> i64 {
+        self.positions
+            .get(plan)
+            .map_or(0, |m| m.values().map(|p| p.realised).sum())
+    }
+
+    /// A plan's open P&L at the latest marks, money units.
+    pub fn open(&self, plan: &str) -> i64 {
+        self.positions
+            .get(plan)
+            .map_or(0, |m| m.values().map(Position::open_pnl).sum())
+    }
+
+    /// A plan's total P&L (realised + open), money units.
+    pub fn pnl(&self, plan: &str) -> i64 {
+        self.realised(plan).saturating_add(self.open(plan))
+    }
+
+    /// The whole book's P&L, money units.
+    pub fn book_pnl(&self) -> i64 {
+        self.plans.keys().map(|p| self.pnl(p)).sum()
+    }
+
+    /// Money in R at this Blotter's `r_usd`, as an exact 4-decimal [`Px`] (rounded half away
+    /// from zero). `None` without an R.
+    pub fn in_r(&self, money: i64) -> Option<Px> {
+        to_r(money, self.r_usd)
+    }
+
+    /// Plan names in the order they first appeared.
+    pub fn plan_names(&self) -> Vec<String> {
+        let mut v: Vec<(&u64, &String)> = self.plans.iter().map(|(k, l)| (&l.seq, k)).collect();
+        v.sort();
+        v.into_iter().map(|(_, k)| k.clone()).collect()
+    }
+}
+
+/// `money / r_usd` as a 4-decimal fixed-point number (rounded half away from zero).
+pub fn to_r(money: i64, r_usd: Px) -> Option<Px> {
+    if r_usd.raw() <= 0 {
+        return None;
+    }
+    let num = i128::from(money) * 10_000;
+    let den = i128::from(r_usd.raw());
+    let q = num / den;
+    let r = num % den;
+    let q = if 2 * r.abs() >= den {
+        q + num.signum()
+    } else {
+        q
+    };
+    Some(Px(clamp_i64(q)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn average_cost_long_and_short() {
+        // Buy 10 @ 1.00 (x100): cost 1000$. Sell 4 @ 1.50: realised 4*0.50*100 = 200$.
+        let mut p = Position::default();
+        p.trade(10, Px(10_000), 100);
+        p.trade(-4, Px(15_000), 100);
+        assert_eq!(p.qty, 6);
+        assert_eq!(p.realised, 200 * 10_000);
+        // Open at mark 1.50: 6*0.50*100 = 300$.
+        assert_eq!(p.open_pnl(), 300 * 10_000);
+        // Short 5 shares @ 10, cover @ 9: +5$.
+        let mut s = Position::default();
+        s.trade(-5, Px(100_000), 1);
+        s.trade(5, Px(90_000), 1);
+        assert_eq!((s.qty, s.realised), (0, 5 * 10_000));
+        // Flip: long 2 @ 1, sell 5 @ 2: realise 2$, short 3 @ 2.
+        let mut f = Position::default();
+        f.trade(2, Px(10_000), 1);
+        f.trade(-5, Px(20_000), 1);
+        assert_eq!(
+            (f.qty, f.realised, f.avg_px()),
+            (-3, 20_000, Some(Px(20_000)))
+        );
+    }
+
+    #[test]
+    fn r_rounding() {
+        assert_eq!(to_r(50 * 10_000, Px(1000 * 10_000)), Some(Px(500))); // 50/1000 = 0.05R
+        assert_eq!(to_r(-1, Px(3 * 10_000)), Some(Px(0)));
+        assert_eq!(to_r(1, Px(0)), None);
+    }
+}

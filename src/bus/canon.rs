@@ -1,0 +1,670 @@
+//! The fast canonical writer: each event's fields as `(key, value)` pairs, sorted by key and
+//! written into a reused buffer, with no intermediate map. It writes exactly the bytes of the
+//! reference path (`serde_json::to_value` then `to_vec`, whose map sorts keys); a test checks
+//! that on every variant.
+
+use super::{BusSide, Event, OrderRole, PlanState};
+use crate::market::{Px, Ts};
+
+enum V<'a> {
+    S(&'a str),
+    U(u64),
+    I(i64),
+    P(Px),
+    T(Ts),
+    L(&'a [String]),
+}
+
+fn side(s: BusSide) -> &'static str {
+    match s {
+        BusSide::Buy => "buy",
+        BusSide::Sell => "sell",
+    }
+}
+
+fn role(r: OrderRole) -> &'static str {
+    match r {
+        OrderRole::Entry => "entry",
+        OrderRole::Tp => "tp",
+        OrderRole::Exit => "exit",
+        OrderRole::Flatten => "flatten",
+    }
+}
+
+/// The kebab-case name of a plan state.
+pub fn state_name(s: PlanState) -> &'static str {
+    match s {
+        PlanState::Dormant => "dormant",
+        PlanState::Armed => "armed",
+        PlanState::Fired => "fired",
+        PlanState::Resting => "resting",
+        PlanState::Filled => "filled",
+        PlanState::Expired => "expired",
+        PlanState::StoodDown => "stood-down",
+        PlanState::Halted => "halted",
+        PlanState::DeArmed => "de-armed",
+        PlanState::Done => "done",
+    }
+}
+
+fn push_u64(out: &mut Vec<u8>, mut n: u64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&buf[i..]);
+}
+
+/// `Px`'s display (2 to 4 decimals, trailing zeros past the second trimmed), without `fmt`.
+fn push_px(out: &mut Vec<u8>, p: Px) {
+    let raw = p.raw();
+    if raw < 0 {
+        out.push(b'-');
+    }
+    let abs = raw.unsigned_abs();
+    push_u64(out, abs / 10_000);
+    out.push(b'.');
+    let frac = abs % 10_000;
+    let d = [
+        (frac / 1000) as u8,
+        (frac / 100 % 10) as u8,
+        (frac / 10 % 10) as u8,
+        (frac % 10) as u8,
+    ];
+    let n = if d[3] != 0 {
+        4
+    } else if d[2] != 0 {
+        3
+    } else {
+        2
+    };
+    for x in &d[..n] {
+        out.push(b'0' + x);
+    }
+}
+
+/// `HH:MM:SS.mmm`.
+fn push_ts(out: &mut Vec<u8>, t: Ts) {
+    let ms = t.ms();
+    let s = ms / 1000;
+    let two = |out: &mut Vec<u8>, v: u32| {
+        out.push(b'0' + (v / 10 % 10) as u8);
+        out.push(b'0' + (v % 10) as u8);
+    };
+    two(out, s / 3600);
+    out.push(b':');
+    two(out, (s / 60) % 60);
+    out.push(b':');
+    two(out, s % 60);
+    out.push(b'.');
+    let m = ms % 1000;
+    out.push(b'0' + (m / 100) as u8);
+    out.push(b'0' + (m / 10 % 10) as u8);
+    out.push(b'0' + (m % 10) as u8);
+}
+
+fn json_str(out: &mut Vec<u8>, s: &str) {
+    // Writing a &str into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, s);
+}
+
+fn write_fields(out: &mut Vec<u8>, fields: &mut [(&str, V<'_>)]) {
+    fields.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    out.push(b'{');
+    for (i, (k, v)) in fields.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        json_str(out, k);
+        out.push(b':');
+        match v {
+            V::S(s) => json_str(out, s),
+            V::U(n) => push_u64(out, *n),
+            V::I(n) => {
+                if *n < 0 {
+                    out.push(b'-');
+                }
+                push_u64(out, n.unsigned_abs());
+            }
+            V::P(p) => {
+                out.push(b'"');
+                push_px(out, *p);
+                out.push(b'"');
+            }
+            V::T(t) => {
+                out.push(b'"');
+                push_ts(out, *t);
+                out.push(b'"');
+            }
+            V::L(xs) => {
+                out.push(b'[');
+                for (j, x) in xs.iter().enumerate() {
+                    if j > 0 {
+                        out.push(b',');
+                    }
+                    json_str(out, x);
+                }
+                out.push(b']');
+            }
+        }
+    }
+    out.extend_from_slice(b"}\n");
+}
+
+/// Append the canonical line of `ev` (with its `\n`) to `out`.
+pub fn write_canonical(out: &mut Vec<u8>, ev: &Event) {
+    use V::*;
+    match ev {
+        Event::SessionStart {
+            tape,
+            date,
+            fill_model,
+            r_usd,
+            open,
+            close,
+        } => write_fields(
+            out,
+            &mut [
+                ("type", S("session-start")),
+                ("tape", S(tape)),
+                ("date", S(date)),
+                ("fill_model", S(fill_model)),
+                ("r_usd", P(*r_usd)),
+                ("open", T(*open)),
+                ("close", T(*close)),
+            ],
+        ),
+        Event::DocumentArmed {
+            ts,
+            text,
+            blake3,
+            plans,
+        } => write_fields(
+            out,
+            &mut [
+                ("type", S("document-armed")),
+                ("ts", T(*ts)),
+                ("text", S(text)),
+                ("blake3", S(blake3)),
+                ("plans", L(plans)),
+            ],
+        ),
+        Event::PlanState {
+            ts,
+            plan,
+            state,
+            reason,
+        } => match reason {
+            Some(r) => write_fields(
+                out,
+                &mut [
+                    ("type", S("plan-state")),
+                    ("ts", T(*ts)),
+                    ("plan", S(plan)),
+                    ("state", S(state_name(*state))),
+                    ("reason", S(r)),
+                ],
+            ),
+            None => write_fields(
+                out,
+                &mut [
+                    ("type", S("plan-state")),
+                    ("ts", T(*ts)),
+                    ("plan", S(plan)),
+                    ("state", S(state_name(*state))),
+                ],
+            ),
+        },
+        Event::PlanFired { ts, plan, clause } => write_fields(
+            out,
+            &mut [
+                ("type", S("plan-fired")),
+                ("ts", T(*ts)),
+                ("plan", S(plan)),
+                ("clause", S(clause)),
+            ],
+        ),
+        Event::OrderPlaced {
+            ts,
+            order,
+            plan,
+            clause,
+            role: r,
+            leg,
+            side: sd,
+            qty,
+            limit,
+            mult,
+        } => write_fields(
+            out,
+            &mut [
+                ("type", S("order-placed")),
+                ("ts", T(*ts)),
+                ("order", U(*order)),
+                ("plan", S(plan)),
+                ("clause", S(clause)),
+                ("role", S(role(*r))),
+                ("leg", S(leg)),
+                ("side", S(side(*sd))),
+                ("qty", U(*qty)),
+                ("limit", P(*limit)),
+                ("mult", U(u64::from(*mult))),
+            ],
+        ),
+        Event::OrderRepriced {
+            ts,
+            order,
+            limit,
+            reason,
+        } => write_fields(
+            out,
+            &mut [
+                ("type", S("order-repriced")),
+                ("ts", T(*ts)),
+                ("order", U(*order)),
+                ("limit", P(*limit)),
+                ("reason", S(reason)),
+            ],
+        ),
+        Event::OrderCancelled { ts, order, reason } => write_fields(
+            out,
+            &mut [
+                ("type", S("order-cancelled")),
+                ("ts", T(*ts)),
+                ("order", U(*order)),
+                ("reason", S(reason)),
+            ],
+        ),
+        Event::Fill {
+            ts,
+            order,
+            plan,
+            leg,
+            side: sd,
+            qty,
+            px,
+            mult,
+        } => write_fields(
+            out,
+            &mut [
+                ("type", S("fill")),
+                ("ts", T(*ts)),
+                ("order", U(*order)),
+                ("plan", S(plan)),
+                ("leg", S(leg)),
+                ("side", S(side(*sd))),
+                ("qty", U(*qty)),
+                ("px", P(*px)),
+                ("mult", U(u64::from(*mult))),
+            ],
+        ),
+        Event::Clamp {
+            ts,
+            plan,
+            clause,
+            from_qty,
+            to_qty,
+            budget,
+            reason,
+        } => write_fields(
+            out,
+            &mut [
+                ("type", S("clamp")),
+                ("ts", T(*ts)),
+                ("plan", S(plan)),
+                ("clause", S(clause)),
+                ("from_qty", U(*from_qty)),
+                ("to_qty", U(*to_qty)),
+                ("budget", S(budget)),
+                ("reason", S(reason)),
+            ],
+        ),
+        Event::Veto {
+            ts,
+            plan,
+            clause,
+            budget,
+            reason,
+        } => write_fields(
+            out,
+            &mut [
+                ("type", S("veto")),
+                ("ts", T(*ts)),
+                ("plan", S(plan)),
+                ("clause", S(clause)),
+                ("budget", S(budget)),
+                ("reason", S(reason)),
+            ],
+        ),
+        Event::Settlement {
+            ts,
+            plan,
+            leg,
+            qty,
+            px,
+            mult,
+        } => write_fields(
+            out,
+            &mut [
+                ("type", S("settlement")),
+                ("ts", T(*ts)),
+                ("plan", S(plan)),
+                ("leg", S(leg)),
+                ("qty", I(*qty)),
+                ("px", P(*px)),
+                ("mult", U(u64::from(*mult))),
+            ],
+        ),
+        Event::Mark { ts, plan, leg, px } => write_fields(
+            out,
+            &mut [
+                ("type", S("mark")),
+                ("ts", T(*ts)),
+                ("plan", S(plan)),
+                ("leg", S(leg)),
+                ("px", P(*px)),
+            ],
+        ),
+        Event::Headline { ts, text } => write_fields(
+            out,
+            &mut [("type", S("headline")), ("ts", T(*ts)), ("text", S(text))],
+        ),
+        Event::WakeFired {
+            ts,
+            wake,
+            why,
+            deliver,
+            priority,
+            used,
+        } => write_fields(
+            out,
+            &mut [
+                ("type", S("wake-fired")),
+                ("ts", T(*ts)),
+                ("wake", S(wake)),
+                ("why", S(why)),
+                ("deliver", S(deliver)),
+                ("priority", I(*priority)),
+                ("used", U(*used)),
+            ],
+        ),
+        Event::WakeSuppressed { ts, wake, reason } => write_fields(
+            out,
+            &mut [
+                ("type", S("wake-suppressed")),
+                ("ts", T(*ts)),
+                ("wake", S(wake)),
+                ("reason", S(reason)),
+            ],
+        ),
+        Event::StandDown { ts, reason } => write_fields(
+            out,
+            &mut [
+                ("type", S("stand-down")),
+                ("ts", T(*ts)),
+                ("reason", S(reason)),
+            ],
+        ),
+        Event::Cancel {
+            ts,
+            target,
+            outcome,
+        } => write_fields(
+            out,
+            &mut [
+                ("type", S("cancel")),
+                ("ts", T(*ts)),
+                ("target", S(target)),
+                ("outcome", S(outcome)),
+            ],
+        ),
+        Event::PodHalt {
+            ts,
+            pod,
+            loss_usd,
+            limit_usd,
+        } => write_fields(
+            out,
+            &mut [
+                ("type", S("pod-halt")),
+                ("ts", T(*ts)),
+                ("pod", S(pod)),
+                ("loss_usd", P(*loss_usd)),
+                ("limit_usd", P(*limit_usd)),
+            ],
+        ),
+        Event::Excursion { ts, plan, mae_usd } => write_fields(
+            out,
+            &mut [
+                ("type", S("excursion")),
+                ("ts", T(*ts)),
+                ("plan", S(plan)),
+                ("mae_usd", P(*mae_usd)),
+            ],
+        ),
+        Event::Error { ts, plan, message } => match plan {
+            Some(p) => write_fields(
+                out,
+                &mut [
+                    ("type", S("error")),
+                    ("ts", T(*ts)),
+                    ("plan", S(p)),
+                    ("message", S(message)),
+                ],
+            ),
+            None => write_fields(
+                out,
+                &mut [
+                    ("type", S("error")),
+                    ("ts", T(*ts)),
+                    ("message", S(message)),
+                ],
+            ),
+        },
+        Event::SessionEnd { ts, tape_events } => write_fields(
+            out,
+            &mut [
+                ("type", S("session-end")),
+                ("ts", T(*ts)),
+                ("tape_events", U(*tape_events)),
+            ],
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One of every variant (and both shapes of the optional fields), with awkward text.
+    pub(crate) fn samples() -> Vec<Event> {
+        let ts = Ts::hms(10, 1, 2, 345);
+        let s = |x: &str| x.to_string();
+        vec![
+            Event::SessionStart {
+                tape: s("t\"1"),
+                date: s("2025-04-09"),
+                fill_model: s("strict-cross-v1"),
+                r_usd: Px(10_000_000),
+                open: Ts::hms(9, 30, 0, 0),
+                close: Ts::hms(16, 0, 0, 0),
+            },
+            Event::DocumentArmed {
+                ts,
+                text: s("PLAN x\n  é \\ \u{1}"),
+                blake3: s("ab"),
+                plans: vec![s("a"), s("b")],
+            },
+            Event::PlanState {
+                ts,
+                plan: s("p"),
+                state: PlanState::StoodDown,
+                reason: Some(s("r")),
+            },
+            Event::PlanState {
+                ts,
+                plan: s("p"),
+                state: PlanState::DeArmed,
+                reason: None,
+            },
+            Event::PlanFired {
+                ts,
+                plan: s("p"),
+                clause: s("WHEN"),
+            },
+            Event::OrderPlaced {
+                ts,
+                order: 7,
+                plan: s("p"),
+                clause: s("DO#1"),
+                role: OrderRole::Flatten,
+                leg: s("SPY 2025-04-09 500.00 C"),
+                side: BusSide::Sell,
+                qty: 3,
+                limit: Px(12_345),
+                mult: 100,
+            },
+            Event::OrderRepriced {
+                ts,
+                order: 7,
+                limit: Px(-5),
+                reason: s("peg"),
+            },
+            Event::OrderCancelled {
+                ts,
+                order: 7,
+                reason: s("ttl"),
+            },
+            Event::Fill {
+                ts,
+                order: 7,
+                plan: s("p"),
+                leg: s("SPY shares"),
+                side: BusSide::Buy,
+                qty: 10,
+                px: Px(1_000_100),
+                mult: 1,
+            },
+            Event::Clamp {
+                ts,
+                plan: s("p"),
+                clause: s("DO#1"),
+                from_qty: 5,
+                to_qty: 1,
+                budget: s("plan"),
+                reason: s("x"),
+            },
+            Event::Veto {
+                ts,
+                plan: s("p"),
+                clause: s("DO#1"),
+                budget: s("book b"),
+                reason: s("y"),
+            },
+            Event::Settlement {
+                ts,
+                plan: s("p"),
+                leg: s("l"),
+                qty: -2,
+                px: Px(0),
+                mult: 100,
+            },
+            Event::Mark {
+                ts,
+                plan: s("p"),
+                leg: s("l"),
+                px: Px(1),
+            },
+            Event::Headline {
+                ts,
+                text: s("news"),
+            },
+            Event::WakeFired {
+                ts,
+                wake: s("w"),
+                why: s("T-30"),
+                deliver: s("scan"),
+                priority: -2,
+                used: 1,
+            },
+            Event::WakeSuppressed {
+                ts,
+                wake: s("w"),
+                reason: s("budget"),
+            },
+            Event::StandDown { ts, reason: s("") },
+            Event::Cancel {
+                ts,
+                target: s("p"),
+                outcome: s("o"),
+            },
+            Event::PodHalt {
+                ts,
+                pod: s("d"),
+                loss_usd: Px(1),
+                limit_usd: Px(2),
+            },
+            Event::Excursion {
+                ts,
+                plan: s("p"),
+                mae_usd: Px(-3),
+            },
+            Event::Error {
+                ts,
+                plan: Some(s("p")),
+                message: s("m"),
+            },
+            Event::Error {
+                ts,
+                plan: None,
+                message: s("m"),
+            },
+            Event::SessionEnd { ts, tape_events: 9 },
+        ]
+    }
+
+    #[test]
+    fn fast_number_formatting_matches_display() {
+        for raw in [
+            0,
+            1,
+            -1,
+            5,
+            10,
+            100,
+            125,
+            12_345,
+            -30_000,
+            50_021_000,
+            i64::MAX,
+            i64::MIN + 1,
+        ] {
+            let mut o = Vec::new();
+            push_px(&mut o, Px(raw));
+            assert_eq!(String::from_utf8(o).unwrap(), Px(raw).to_string());
+        }
+        for ms in [0, 1, 999, 34_200_000, 57_600_000, 86_399_999] {
+            let mut o = Vec::new();
+            push_ts(&mut o, Ts(ms));
+            assert_eq!(String::from_utf8(o).unwrap(), Ts(ms).to_string());
+        }
+    }
+
+    #[test]
+    fn fast_writer_matches_the_reference_serialisation() {
+        for ev in samples() {
+            let mut fast = Vec::new();
+            write_canonical(&mut fast, &ev);
+            assert_eq!(
+                String::from_utf8(fast).unwrap(),
+                String::from_utf8(super::super::canonical_line_reference(&ev)).unwrap()
+            );
+        }
+    }
+}

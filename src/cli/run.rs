@@ -1,0 +1,445 @@
+//! `kestrel run`: headless replay of a tape with armed documents, and a per-plan report.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::bus::{self, Blotter, Bus};
+use crate::engine::{Engine, EngineConfig, fill};
+use crate::lang::{self, Document, Mode};
+use crate::market::{Px, open_tape};
+
+/// Arguments of `kestrel run`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The tape (JSON Lines).
+    #[arg(long)]
+    pub tape: PathBuf,
+    /// The documents to arm at the open (repeatable).
+    #[arg(long, required = true)]
+    pub plans: Vec<PathBuf>,
+    /// The fill model.
+    #[arg(long, default_value = "strict-cross-v1")]
+    pub fill: String,
+    /// Dollars per 1R (e.g. 1000).
+    #[arg(long = "r-usd")]
+    pub r_usd: String,
+    /// Print the canonical JSON report.
+    #[arg(long)]
+    pub json: bool,
+    /// Write the Bus (JSON Lines) here, atomically.
+    #[arg(long)]
+    pub bus: Option<PathBuf>,
+}
+
+/// One plan's line of the report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlanReport {
+    /// Plan name.
+    pub name: String,
+    /// Final state.
+    pub state: String,
+    /// Entry fires.
+    pub fires: u64,
+    /// Fills.
+    pub fills: u64,
+    /// P&L, dollars.
+    pub pnl_usd: Px,
+    /// P&L, R.
+    pub pnl_r: Px,
+    /// Maximum adverse excursion, dollars.
+    pub mae_usd: Px,
+    /// Maximum adverse excursion, R.
+    pub mae_r: Px,
+}
+
+/// Per-plan lines from a Blotter, in order of first appearance.
+pub fn plan_reports(b: &Blotter) -> Vec<PlanReport> {
+    b.plan_names()
+        .into_iter()
+        .filter_map(|n| {
+            let l = b.plans.get(&n)?;
+            let pnl = b.pnl(&n);
+            let state = serde_json::to_value(l.state)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            Some(PlanReport {
+                state,
+                fires: l.fires,
+                fills: l.fills,
+                pnl_usd: Px(pnl),
+                pnl_r: b.in_r(pnl).unwrap_or(Px::ZERO),
+                mae_usd: Px(l.mae),
+                mae_r: b.in_r(l.mae).unwrap_or(Px::ZERO),
+                name: n,
+            })
+        })
+        .collect()
+}
+
+/// A JSON number from an exact decimal (printing is then the shortest round-trip form of that
+/// decimal, the same on every machine).
+fn num(p: Px) -> serde_json::Value {
+    p.to_string()
+        .parse::<f64>()
+        .ok()
+        .and_then(serde_json::Number::from_f64)
+        .map_or(serde_json::Value::Null, serde_json::Value::Number)
+}
+
+/// The canonical JSON report (sorted keys, exact decimals, one line).
+pub fn json_report(bus: &Bus, tape_path: &str) -> String {
+    let b = bus.blotter();
+    let plans: Vec<serde_json::Value> = plan_reports(b)
+        .into_iter()
+        .map(|p| {
+            serde_json::json!({
+                "name": p.name,
+                "state": p.state,
+                "fires": p.fires,
+                "fills": p.fills,
+                "pnl_usd": num(p.pnl_usd),
+                "pnl_r": num(p.pnl_r),
+                "mae_usd": num(p.mae_usd),
+                "mae_r": num(p.mae_r),
+            })
+        })
+        .collect();
+    let total = b.book_pnl();
+    let v = serde_json::json!({
+        "tape": b.tape,
+        "tape_path": tape_path,
+        "fill_model": b.fill_model,
+        "r_usd": num(b.r_usd),
+        "determinism_hash": bus.hash_hex(),
+        "bus_events": bus.count(),
+        "plans": plans,
+        "pnl_usd": num(Px(total)),
+        "pnl_r": num(b.in_r(total).unwrap_or(Px::ZERO)),
+    });
+    v.to_string()
+}
+
+/// The human report.
+pub fn text_report(bus: &Bus) -> String {
+    let b = bus.blotter();
+    let mut s = String::new();
+    s.push_str(&format!(
+        "tape {}  fill {}  1R = ${}\n",
+        b.tape, b.fill_model, b.r_usd
+    ));
+    s.push_str(&format!(
+        "{:<24} {:<11} {:>5} {:>5} {:>12} {:>9} {:>12} {:>9}\n",
+        "plan", "state", "fires", "fills", "pnl $", "pnl R", "mae $", "mae R"
+    ));
+    for p in plan_reports(b) {
+        s.push_str(&format!(
+            "{:<24} {:<11} {:>5} {:>5} {:>12} {:>9} {:>12} {:>9}\n",
+            p.name,
+            p.state,
+            p.fires,
+            p.fills,
+            p.pnl_usd.to_string(),
+            p.pnl_r.to_string(),
+            p.mae_usd.to_string(),
+            p.mae_r.to_string()
+        ));
+    }
+    let total = b.book_pnl();
+    s.push_str(&format!(
+        "book pnl ${} ({}R)\ndeterminism {}\n",
+        Px(total),
+        b.in_r(total).unwrap_or(Px::ZERO),
+        bus.hash_hex()
+    ));
+    s
+}
+
+fn temp_path(out: &Path) -> PathBuf {
+    let name = out
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_else(|| "bus".into());
+    out.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
+}
+
+/// Run `kestrel run`; returns the exit code (0 ok, 1 usage / I/O / bad tape, 2 refused
+/// document).
+pub fn run(a: Args) -> i32 {
+    let r_usd = match bus::parse_px(a.r_usd.trim()) {
+        Some(p) if p > Px::ZERO => p,
+        _ => {
+            eprintln!(
+                "error code=USAGE message=--r-usd must be a positive amount of dollars, got {:?}",
+                a.r_usd
+            );
+            return 1;
+        }
+    };
+    let Some(model) = fill::by_name(&a.fill) else {
+        eprintln!(
+            "error code=USAGE message=unknown fill model {:?} (known: {})",
+            a.fill,
+            fill::FILL_MODELS.join(", ")
+        );
+        return 1;
+    };
+    let mut docs: Vec<Document> = Vec::new();
+    let mut refused = false;
+    for path in &a.plans {
+        let src = match std::fs::read_to_string(path) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("error code=IO message=cannot read {}: {e}", path.display());
+                return 1;
+            }
+        };
+        match lang::check(&src, Mode::File) {
+            Ok(d) => docs.push(d),
+            Err(errs) => {
+                refused = true;
+                for e in errs {
+                    eprintln!("{}: {}", path.display(), e.one_line());
+                }
+            }
+        }
+    }
+    if refused {
+        return 2;
+    }
+    let reader = match open_tape(&a.tape) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("{}: {e}", a.tape.display());
+            return 1;
+        }
+    };
+    let header = reader.header().clone();
+    let tmp = a.bus.as_ref().map(|o| temp_path(o));
+    let sink: Option<Box<dyn Write>> = match &tmp {
+        Some(t) => match std::fs::File::create(t) {
+            Ok(f) => Some(Box::new(std::io::BufWriter::new(f))),
+            Err(e) => {
+                eprintln!("error code=IO message=cannot create {}: {e}", t.display());
+                return 1;
+            }
+        },
+        None => None,
+    };
+    let cleanup = |t: &Option<PathBuf>| {
+        if let Some(t) = t {
+            let _ = std::fs::remove_file(t);
+        }
+    };
+    let cfg = EngineConfig { r_usd, fill: model };
+    let mut engine = Engine::new(&header, cfg, Bus::new(sink));
+    for d in &docs {
+        engine.arm_document(d);
+    }
+    for ev in reader {
+        match ev {
+            Ok(ev) => engine.on_event(&ev),
+            Err(e) => {
+                drop(engine);
+                cleanup(&tmp);
+                eprintln!("{}: {e}", a.tape.display());
+                return 1;
+            }
+        }
+    }
+    let bus = engine.finish();
+    if let Some(e) = bus.error() {
+        eprintln!("error code=IO message=writing the bus: {e}");
+        drop(bus);
+        cleanup(&tmp);
+        return 1;
+    }
+    let report = if a.json {
+        json_report(&bus, &a.tape.display().to_string()) + "\n"
+    } else {
+        text_report(&bus)
+    };
+    match bus.into_sink() {
+        Ok(sink) => drop(sink),
+        Err(e) => {
+            eprintln!("error code=IO message=flushing the bus: {e}");
+            cleanup(&tmp);
+            return 1;
+        }
+    }
+    if let (Some(t), Some(out)) = (&tmp, &a.bus) {
+        if let Err(e) = std::fs::rename(t, out) {
+            eprintln!("error code=IO message=cannot write {}: {e}", out.display());
+            cleanup(&tmp);
+            return 1;
+        }
+    }
+    let mut o = std::io::stdout().lock();
+    if o.write_all(report.as_bytes()).is_err() {
+        return 1;
+    }
+    0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HDR: &str = r#"{"type":"header","v":1,"name":"tiny","date":"2025-04-09","open":"09:30","close":"16:00","symbols":{"SPY":{"prior_close":100.0}}}"#;
+    const PLAN: &str =
+        "PLAN up budget 1R ttl +10m\n  WHEN spot crosses above 100.7\n  DO buy 10 shares @ ask\n";
+
+    fn dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("kestrel-run-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn args(d: &Path, tape: &str, plans: &str, json: bool) -> Args {
+        std::fs::write(d.join("t.jsonl"), tape).unwrap();
+        std::fs::write(d.join("p.kestrel"), plans).unwrap();
+        Args {
+            tape: d.join("t.jsonl"),
+            plans: vec![d.join("p.kestrel")],
+            fill: "strict-cross-v1".into(),
+            r_usd: "1000".into(),
+            json,
+            bus: Some(d.join("out.bus.jsonl")),
+        }
+    }
+
+    fn good_tape() -> String {
+        let mut s = format!("{HDR}\n");
+        for (i, px) in ["100.00", "100.50", "101.00", "102.00", "101.50"]
+            .iter()
+            .enumerate()
+        {
+            s.push_str(&format!(
+                "{{\"type\":\"tick\",\"ts\":\"09:30:0{i}.000\",\"sym\":\"SPY\",\"px\":{px},\"sz\":10}}\n"
+            ));
+        }
+        s
+    }
+
+    #[test]
+    fn run_writes_the_bus_atomically_and_the_same_run_is_byte_identical() {
+        let d = dir("ok");
+        assert_eq!(run(args(&d, &good_tape(), PLAN, true)), 0);
+        let bus1 = std::fs::read(d.join("out.bus.jsonl")).unwrap();
+        assert_eq!(run(args(&d, &good_tape(), PLAN, true)), 0);
+        let bus2 = std::fs::read(d.join("out.bus.jsonl")).unwrap();
+        assert_eq!(bus1, bus2);
+        // The Blotter rebuilt from the saved Bus reports the hand-worked P&L:
+        // buy 10 @ 101.01 at 09:30:02, marked at 101.50: 4.90 = 0.0049R.
+        let evs = bus::parse_bus(&bus1).unwrap();
+        let b = Blotter::from_events(&evs);
+        let r = plan_reports(&b);
+        assert_eq!((r[0].fires, r[0].fills), (1, 1));
+        assert_eq!(
+            (r[0].pnl_usd.to_string(), r[0].pnl_r.to_string()),
+            ("4.90".into(), "0.0049".into())
+        );
+        // No temp file is left behind.
+        let names: Vec<_> = std::fs::read_dir(&d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 3, "{names:?}");
+    }
+
+    #[test]
+    fn json_report_is_canonical() {
+        let d = dir("json");
+        let a = args(&d, &good_tape(), PLAN, true);
+        let reader = open_tape(&a.tape).unwrap();
+        let h = reader.header().clone();
+        let doc = lang::check(PLAN, Mode::File).unwrap();
+        let go = || {
+            let evs = open_tape(&a.tape).unwrap();
+            crate::engine::replay(
+                &h,
+                evs,
+                std::slice::from_ref(&doc),
+                EngineConfig::strict(Px(10_000_000)),
+                Bus::new(None),
+            )
+            .unwrap()
+        };
+        let j1 = json_report(&go(), "t");
+        let j2 = json_report(&go(), "t");
+        assert_eq!(j1, j2);
+        let v: serde_json::Value = serde_json::from_str(&j1).unwrap();
+        assert_eq!(v["fill_model"], "strict-cross-v1");
+        assert_eq!(v["tape"], "tiny");
+        assert_eq!(v["plans"][0]["name"], "up");
+        assert_eq!(v["plans"][0]["pnl_usd"], 4.9);
+        assert_eq!(v["plans"][0]["pnl_r"], 0.0049);
+        assert_eq!(v["determinism_hash"].as_str().unwrap().len(), 64);
+        // Keys are sorted at every level.
+        assert!(j1.starts_with("{\"bus_events\":"));
+    }
+
+    #[test]
+    fn bad_tapes_are_refused_with_exit_1_and_nothing_half_written() {
+        let good = good_tape();
+        let mut lines: Vec<String> = good.lines().map(String::from).collect();
+        let cases: Vec<(&str, String)> = vec![
+            ("truncated", {
+                let mut l = lines.clone();
+                l[3] = l[3][..l[3].len() - 8].to_string();
+                l.join("\n") + "\n"
+            }),
+            ("out-of-order", {
+                let mut l = lines.clone();
+                l.swap(2, 3);
+                l.join("\n") + "\n"
+            }),
+            ("unknown-symbol", {
+                let mut l = lines.clone();
+                l[4] = l[4].replace("SPY", "QQQ");
+                l.join("\n") + "\n"
+            }),
+            ("nan", {
+                lines[3] = lines[3].replace("101.00", "NaN");
+                lines.join("\n") + "\n"
+            }),
+        ];
+        for (name, tape) in cases {
+            let d = dir(name);
+            assert_eq!(run(args(&d, &tape, PLAN, false)), 1, "{name}");
+            let names: Vec<_> = std::fs::read_dir(&d)
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect();
+            assert_eq!(names.len(), 2, "{name}: {names:?} (no bus, no temp file)");
+            // The reader names the line.
+            let err = crate::market::read_tape_bytes(tape.as_bytes()).unwrap_err();
+            assert!(err.line >= 4, "{name}: {err}");
+        }
+    }
+
+    #[test]
+    fn refused_document_exits_2_and_usage_errors_exit_1() {
+        let d = dir("refused");
+        assert_eq!(
+            run(args(
+                &d,
+                &good_tape(),
+                "PLAN x budget 0R ttl +1m\n  WHEN spot > 1\n  DO buy 1 shares @ ask\n",
+                false
+            )),
+            2
+        );
+        assert!(!d.join("out.bus.jsonl").exists());
+        let mut a = args(&d, &good_tape(), PLAN, false);
+        a.r_usd = "-5".into();
+        assert_eq!(run(a), 1);
+        let mut a = args(&d, &good_tape(), PLAN, false);
+        a.fill = "optimistic".into();
+        assert_eq!(run(a), 1);
+        let mut a = args(&d, &good_tape(), PLAN, false);
+        a.tape = d.join("missing.jsonl");
+        assert_eq!(run(a), 1);
+    }
+}

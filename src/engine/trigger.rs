@@ -1,0 +1,596 @@
+//! Triggers compiled from the typed model (LANGUAGE.md §3.3) and their three-valued
+//! evaluation.
+//!
+//! A trigger is compiled once, when its plan arms, into a flat list of predicates plus a
+//! small tree of AND / OR / NOT over predicate indices. Evaluation first evaluates *every*
+//! predicate (so the state of `crosses` and `held` advances on every evaluation, whatever
+//! short-circuiting would have skipped), then folds the tree with Kleene logic:
+//! `F AND U = F`, `T OR U = T`, `NOT U = U`. A clause acts only on `T`: **UNKNOWN is not
+//! false, and nothing fires on it.** Evaluation never allocates.
+
+use crate::lang::ast::{self, CmpOp, CrossDir, Phase, Predicate, SeriesKind, Trigger};
+use crate::market::{MarketState, Series as MSeries, Sym, Ts};
+
+/// A three-valued truth.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tri {
+    /// Known false.
+    F,
+    /// Unknown (a series not yet defined).
+    U,
+    /// Known true.
+    T,
+}
+
+impl Tri {
+    fn and(self, o: Tri) -> Tri {
+        match (self, o) {
+            (Tri::F, _) | (_, Tri::F) => Tri::F,
+            (Tri::U, _) | (_, Tri::U) => Tri::U,
+            _ => Tri::T,
+        }
+    }
+    fn or(self, o: Tri) -> Tri {
+        match (self, o) {
+            (Tri::T, _) | (_, Tri::T) => Tri::T,
+            (Tri::U, _) | (_, Tri::U) => Tri::U,
+            _ => Tri::F,
+        }
+    }
+    fn not(self) -> Tri {
+        match self {
+            Tri::T => Tri::F,
+            Tri::F => Tri::T,
+            Tri::U => Tri::U,
+        }
+    }
+    fn of(b: bool) -> Tri {
+        if b { Tri::T } else { Tri::F }
+    }
+}
+
+/// The plan's option-leg quote series (marks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LegSeries {
+    /// `mark` (= mid of the synthetic book).
+    Mark,
+    /// `mid`.
+    Mid,
+    /// `bid`.
+    Bid,
+    /// `ask`.
+    Ask,
+}
+
+/// A compiled series reference.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum CSeries {
+    /// A market series of a symbol, read through a per-event cache slot.
+    Mkt(Sym, MSeries, u16),
+    /// The clock, seconds since midnight.
+    Time,
+    /// The plan's P&L in R, valued at fair.
+    Pnl,
+    /// The plan's average entry fill price.
+    AvgPx,
+    /// The plan's leg quotes.
+    Leg(LegSeries),
+}
+
+/// A compiled comparison value.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum CValue {
+    /// A constant (numbers, clocks as seconds since midnight).
+    Num(f64),
+    /// Another series.
+    Series(CSeries),
+    /// The compared series' own intraday percentile `p`, read through a per-event cache slot.
+    Pct(f64, u16),
+}
+
+/// A compiled predicate with its evaluation state.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CPred {
+    /// `s crosses above|below v`: true on the evaluation where `s - v` goes from `<= 0` to
+    /// `> 0` (above) or from `>= 0` to `< 0` (below), both evaluations known.
+    Cross {
+        /// Series.
+        s: CSeries,
+        /// Above (true) or below.
+        above: bool,
+        /// Level.
+        v: CValue,
+        /// Sign of `s - v` at the previous evaluation (None = unknown or none yet).
+        prev: Option<i8>,
+    },
+    /// `s op v [held d]`.
+    Cmp {
+        /// Series.
+        s: CSeries,
+        /// Operator.
+        op: CmpOp,
+        /// Value.
+        v: CValue,
+        /// `held` duration in ms.
+        held_ms: Option<u32>,
+        /// Since when the comparison has been continuously true.
+        since: Option<Ts>,
+    },
+    /// `plan(x).fired [within d]`: x's WHEN fired (latched; with `within`, the latest fire
+    /// is at most d old).
+    Fired {
+        /// Plan index.
+        plan: usize,
+        /// Window, ms.
+        within_ms: Option<u32>,
+    },
+    /// `plan(x).filled [within d]`: x got its first entry fill.
+    Filled {
+        /// Plan index.
+        plan: usize,
+        /// Window, ms.
+        within_ms: Option<u32>,
+    },
+    /// `headline [within d]`: a headline has crossed (latched; with `within`, the latest is
+    /// at most d old).
+    Headline {
+        /// Window, ms.
+        within_ms: Option<u32>,
+    },
+    /// `T-n`: `now >= close - n minutes`.
+    TMinus(u32),
+    /// `phase open` / `phase close`.
+    Phase(bool),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Node {
+    And(Vec<Node>),
+    Or(Vec<Node>),
+    Not(Box<Node>),
+    Pred(usize),
+}
+
+/// A compiled trigger.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CTrigger {
+    root: Node,
+    preds: Vec<CPred>,
+    vals: Vec<Tri>,
+    /// Reads the plan's leg quotes (mark / mid / bid / ask).
+    pub uses_leg: bool,
+    /// Reads the plan's P&L or fills.
+    pub uses_plan: bool,
+}
+
+/// Times of the events predicates read, and the session clock.
+#[derive(Debug, Clone, Default)]
+pub struct EventTimes {
+    /// Latest WHEN fire per plan index.
+    pub fired: Vec<Option<Ts>>,
+    /// First entry fill per plan index.
+    pub filled: Vec<Option<Ts>>,
+    /// Latest headline.
+    pub headline: Option<Ts>,
+}
+
+/// Plan-local reads for one evaluation.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PlanReads {
+    /// P&L in R at fair (None before R is known).
+    pub pnl_r: Option<f64>,
+    /// Average entry fill price.
+    pub avg_px: Option<f64>,
+    /// Leg quote: mid, bid, ask.
+    pub leg: Option<(f64, f64, f64)>,
+}
+
+/// Everything an evaluation reads.
+pub struct Ctx<'a> {
+    /// Market state (series, percentiles).
+    pub ms: &'a MarketState,
+    /// Now.
+    pub now: Ts,
+    /// Session open.
+    pub open: Ts,
+    /// Session close.
+    pub close: Ts,
+    /// Event times.
+    pub ev: &'a EventTimes,
+    /// Plan reads.
+    pub plan: PlanReads,
+    /// Market series values this event, by slot (see [`Slots`]).
+    pub mkt: &'a [Option<f64>],
+    /// Percentile values this event, by slot.
+    pub pct: &'a [Option<f64>],
+}
+
+/// Interned market reads: each distinct `(symbol, series)` and `(symbol, series, p)` read by
+/// any trigger gets one slot, refreshed once per tape event, so triggers read an array.
+#[derive(Debug, Clone, Default)]
+pub struct Slots {
+    /// Series slots.
+    pub series: Vec<(Sym, MSeries)>,
+    /// Percentile slots.
+    pub pcts: Vec<(Sym, MSeries, f64)>,
+}
+
+impl Slots {
+    fn series_slot(&mut self, sym: Sym, m: MSeries) -> u16 {
+        let i = match self.series.iter().position(|x| *x == (sym, m)) {
+            Some(i) => i,
+            None => {
+                self.series.push((sym, m));
+                self.series.len() - 1
+            }
+        };
+        u16::try_from(i).unwrap_or(u16::MAX)
+    }
+    fn pct_slot(&mut self, sym: Sym, m: MSeries, p: f64) -> u16 {
+        let i = match self
+            .pcts
+            .iter()
+            .position(|x| x.0 == sym && x.1 == m && x.2 == p)
+        {
+            Some(i) => i,
+            None => {
+                self.pcts.push((sym, m, p));
+                self.pcts.len() - 1
+            }
+        };
+        u16::try_from(i).unwrap_or(u16::MAX)
+    }
+    /// Refresh every slot from the market state.
+    pub fn refresh(
+        &self,
+        ms: &MarketState,
+        mkt: &mut Vec<Option<f64>>,
+        pct: &mut Vec<Option<f64>>,
+    ) {
+        mkt.resize(self.series.len(), None);
+        pct.resize(self.pcts.len(), None);
+        for (v, (sym, m)) in mkt.iter_mut().zip(&self.series) {
+            *v = ms.value(sym.as_str(), *m).filter(|x| x.is_finite());
+        }
+        for (v, (sym, m, p)) in pct.iter_mut().zip(&self.pcts) {
+            *v = ms
+                .percentile(sym.as_str(), *m, *p)
+                .filter(|x| x.is_finite());
+        }
+    }
+}
+
+/// What compilation needs to resolve names.
+pub struct Resolver<'a> {
+    /// The signal symbol (`spot`, `hod`, ...).
+    pub signal: Sym,
+    /// Does the tape carry this symbol?
+    pub has_symbol: &'a dyn Fn(&str) -> bool,
+    /// Plan index by name.
+    pub plan_index: &'a dyn Fn(&str) -> Option<usize>,
+}
+
+/// Series a percentile may be taken of (and tracked for).
+pub fn percentile_target(s: CSeries) -> Option<(Sym, MSeries)> {
+    match s {
+        CSeries::Mkt(sym, m, _) => Some((sym, m)),
+        _ => None,
+    }
+}
+
+fn compile_series(s: &ast::Series, r: &Resolver<'_>, slots: &mut Slots) -> Result<CSeries, String> {
+    let c = compile_series0(s, r)?;
+    Ok(match c {
+        CSeries::Mkt(sym, m, _) => CSeries::Mkt(sym, m, slots.series_slot(sym, m)),
+        other => other,
+    })
+}
+
+fn compile_series0(s: &ast::Series, r: &Resolver<'_>) -> Result<CSeries, String> {
+    let sig = r.signal;
+    Ok(match &s.kind {
+        SeriesKind::Spot => CSeries::Mkt(sig, MSeries::Spot, 0),
+        SeriesKind::Hod => CSeries::Mkt(sig, MSeries::Hod, 0),
+        SeriesKind::Lod => CSeries::Mkt(sig, MSeries::Lod, 0),
+        SeriesKind::Vwap => CSeries::Mkt(sig, MSeries::Vwap, 0),
+        SeriesKind::Open => CSeries::Mkt(sig, MSeries::Open, 0),
+        SeriesKind::PriorClose => CSeries::Mkt(sig, MSeries::PriorClose, 0),
+        SeriesKind::Velocity { window } => {
+            let w = u32::try_from(window.seconds()).unwrap_or(u32::MAX);
+            if w == 0 {
+                return Err(format!("velocity({}) has a zero window", window.text));
+            }
+            CSeries::Mkt(sig, MSeries::Velocity(w), 0)
+        }
+        SeriesKind::Pnl => CSeries::Pnl,
+        SeriesKind::Time => CSeries::Time,
+        SeriesKind::FillsAvgPx => CSeries::AvgPx,
+        SeriesKind::SymSpot { sym } => {
+            if !(r.has_symbol)(&sym.text) {
+                return Err(format!(
+                    "UNKNOWN symbol {}: the tape does not carry it ({})",
+                    sym.text, s.text
+                ));
+            }
+            let sy = Sym::new(&sym.text).ok_or_else(|| format!("bad symbol {}", sym.text))?;
+            CSeries::Mkt(sy, MSeries::Spot, 0)
+        }
+        SeriesKind::Mark => CSeries::Leg(LegSeries::Mark),
+        SeriesKind::Mid => CSeries::Leg(LegSeries::Mid),
+        SeriesKind::Bid => CSeries::Leg(LegSeries::Bid),
+        SeriesKind::Ask => CSeries::Leg(LegSeries::Ask),
+    })
+}
+
+fn compile_value(
+    v: &ast::Value,
+    of: CSeries,
+    r: &Resolver<'_>,
+    slots: &mut Slots,
+) -> Result<CValue, String> {
+    Ok(match v {
+        ast::Value::Number { value } => {
+            let x = value.value();
+            if !x.is_finite() {
+                return Err(format!("bad number {}", value.text));
+            }
+            CValue::Num(x)
+        }
+        ast::Value::Clock { clock } => CValue::Num(f64::from(clock.minutes()) * 60.0),
+        ast::Value::Series { series } => CValue::Series(compile_series(series, r, slots)?),
+        ast::Value::Percentile { pct } => {
+            let p = pct.value();
+            if !(0.0..=100.0).contains(&p) {
+                return Err(format!("percentile p{} is outside 0..100", pct.text));
+            }
+            let t = percentile_target(of).ok_or_else(|| {
+                "a percentile is only defined for market series (spot, hod, lod, vwap, open, prior-close, velocity, SYM.spot)".to_string()
+            })?;
+            CValue::Pct(p, slots.pct_slot(t.0, t.1, p))
+        }
+    })
+}
+
+fn compile_node(
+    t: &Trigger,
+    r: &Resolver<'_>,
+    preds: &mut Vec<CPred>,
+    slots: &mut Slots,
+) -> Result<Node, String> {
+    Ok(match t {
+        Trigger::Or { terms } => Node::Or(
+            terms
+                .iter()
+                .map(|x| compile_node(x, r, preds, slots))
+                .collect::<Result<_, _>>()?,
+        ),
+        Trigger::And { terms } => Node::And(
+            terms
+                .iter()
+                .map(|x| compile_node(x, r, preds, slots))
+                .collect::<Result<_, _>>()?,
+        ),
+        Trigger::Not { inner } => Node::Not(Box::new(compile_node(inner, r, preds, slots)?)),
+        Trigger::Group { inner } => compile_node(inner, r, preds, slots)?,
+        Trigger::Pred { pred } => {
+            let p = match pred {
+                Predicate::Cross {
+                    series, dir, value, ..
+                } => {
+                    let s = compile_series(series, r, slots)?;
+                    CPred::Cross {
+                        s,
+                        above: *dir == CrossDir::Above,
+                        v: compile_value(value, s, r, slots)?,
+                        prev: None,
+                    }
+                }
+                Predicate::Compare {
+                    series,
+                    op,
+                    value,
+                    held,
+                    ..
+                } => {
+                    let s = compile_series(series, r, slots)?;
+                    CPred::Cmp {
+                        s,
+                        op: *op,
+                        v: compile_value(value, s, r, slots)?,
+                        held_ms: held.as_ref().map(dur_ms),
+                        since: None,
+                    }
+                }
+                Predicate::Event { event, within, .. } => {
+                    let within_ms = within.as_ref().map(dur_ms);
+                    match event {
+                        ast::Event::PlanFired { plan } => CPred::Fired {
+                            plan: (r.plan_index)(&plan.text)
+                                .ok_or_else(|| format!("no plan named {}", plan.text))?,
+                            within_ms,
+                        },
+                        ast::Event::PlanFilled { plan } => CPred::Filled {
+                            plan: (r.plan_index)(&plan.text)
+                                .ok_or_else(|| format!("no plan named {}", plan.text))?,
+                            within_ms,
+                        },
+                        ast::Event::Headline => CPred::Headline { within_ms },
+                    }
+                }
+                Predicate::TMinus { minutes, .. } => {
+                    let m = minutes.value();
+                    if !(m.is_finite() && m >= 0.0) {
+                        return Err(format!("T-{} is not a number of minutes", minutes.text));
+                    }
+                    CPred::TMinus((m * 60_000.0) as u32)
+                }
+                Predicate::Phase { phase, .. } => CPred::Phase(*phase == Phase::Open),
+            };
+            preds.push(p);
+            Node::Pred(preds.len() - 1)
+        }
+    })
+}
+
+fn dur_ms(d: &ast::Dur) -> u32 {
+    u32::try_from(d.seconds().saturating_mul(1000)).unwrap_or(u32::MAX)
+}
+
+impl CTrigger {
+    /// Compile a trigger. `Err` is the reason its statement de-arms (an UNKNOWN symbol, a
+    /// percentile of a series that has none). Market reads are interned into `slots`.
+    pub fn compile(t: &Trigger, r: &Resolver<'_>, slots: &mut Slots) -> Result<CTrigger, String> {
+        let mut preds = Vec::new();
+        let root = compile_node(t, r, &mut preds, slots)?;
+        let uses = |f: &dyn Fn(CSeries) -> bool| {
+            preds.iter().any(|p| match p {
+                CPred::Cross { s, v, .. } | CPred::Cmp { s, v, .. } => {
+                    f(*s) || matches!(v, CValue::Series(x) if f(*x))
+                }
+                _ => false,
+            })
+        };
+        let uses_leg = uses(&|s| matches!(s, CSeries::Leg(_)));
+        let uses_plan = uses(&|s| matches!(s, CSeries::Pnl | CSeries::AvgPx));
+        let vals = vec![Tri::U; preds.len()];
+        Ok(CTrigger {
+            root,
+            preds,
+            vals,
+            uses_leg,
+            uses_plan,
+        })
+    }
+
+    /// The compiled predicates.
+    pub fn preds(&self) -> &[CPred] {
+        &self.preds
+    }
+
+    /// Evaluate (advancing `crosses` / `held` state).
+    pub fn eval(&mut self, cx: &Ctx<'_>) -> Tri {
+        for (i, p) in self.preds.iter_mut().enumerate() {
+            self.vals[i] = eval_pred(p, cx);
+        }
+        fold(&self.root, &self.vals)
+    }
+}
+
+fn fold(n: &Node, vals: &[Tri]) -> Tri {
+    match n {
+        Node::Pred(i) => vals.get(*i).copied().unwrap_or(Tri::U),
+        Node::Not(x) => fold(x, vals).not(),
+        Node::And(xs) => xs.iter().fold(Tri::T, |a, x| a.and(fold(x, vals))),
+        Node::Or(xs) => xs.iter().fold(Tri::F, |a, x| a.or(fold(x, vals))),
+    }
+}
+
+/// Read a series now; `None` is UNKNOWN.
+pub fn read_series(s: CSeries, cx: &Ctx<'_>) -> Option<f64> {
+    let v = match s {
+        CSeries::Mkt(_, _, slot) => cx.mkt.get(usize::from(slot)).copied().flatten(),
+        CSeries::Time => Some(cx.now.secs_f64()),
+        CSeries::Pnl => cx.plan.pnl_r,
+        CSeries::AvgPx => cx.plan.avg_px,
+        CSeries::Leg(l) => cx.plan.leg.map(|(mid, bid, ask)| match l {
+            LegSeries::Mark | LegSeries::Mid => mid,
+            LegSeries::Bid => bid,
+            LegSeries::Ask => ask,
+        }),
+    };
+    v.filter(|x| x.is_finite())
+}
+
+fn read_value(v: CValue, of: CSeries, cx: &Ctx<'_>) -> Option<f64> {
+    match v {
+        CValue::Num(x) => Some(x),
+        CValue::Series(s) => read_series(s, cx),
+        CValue::Pct(_, slot) => {
+            percentile_target(of)?;
+            cx.pct.get(usize::from(slot)).copied().flatten()
+        }
+    }
+}
+
+fn within(at: Option<Ts>, w: Option<u32>, now: Ts) -> Tri {
+    match (at, w) {
+        (None, _) => Tri::F,
+        (Some(_), None) => Tri::T,
+        (Some(t), Some(w)) => Tri::of(now.ms().saturating_sub(t.ms()) <= w && t <= now),
+    }
+}
+
+fn eval_pred(p: &mut CPred, cx: &Ctx<'_>) -> Tri {
+    match p {
+        CPred::Cross { s, above, v, prev } => {
+            let (Some(a), Some(b)) = (read_series(*s, cx), read_value(*v, *s, cx)) else {
+                *prev = None;
+                return Tri::U;
+            };
+            let sign: i8 = if a > b {
+                1
+            } else if a < b {
+                -1
+            } else {
+                0
+            };
+            let hit = match *prev {
+                None => false,
+                Some(ps) if *above => ps <= 0 && sign > 0,
+                Some(ps) => ps >= 0 && sign < 0,
+            };
+            *prev = Some(sign);
+            Tri::of(hit)
+        }
+        CPred::Cmp {
+            s,
+            op,
+            v,
+            held_ms,
+            since,
+        } => {
+            let (Some(a), Some(b)) = (read_series(*s, cx), read_value(*v, *s, cx)) else {
+                *since = None;
+                return Tri::U;
+            };
+            let ok = match op {
+                CmpOp::Gt => a > b,
+                CmpOp::Lt => a < b,
+                CmpOp::Ge => a >= b,
+                CmpOp::Le => a <= b,
+            };
+            match held_ms {
+                None => Tri::of(ok),
+                Some(h) => {
+                    if !ok {
+                        *since = None;
+                        return Tri::F;
+                    }
+                    let t0 = *since.get_or_insert(cx.now);
+                    Tri::of(cx.now.ms().saturating_sub(t0.ms()) >= *h)
+                }
+            }
+        }
+        CPred::Fired { plan, within_ms } => within(
+            cx.ev.fired.get(*plan).copied().flatten(),
+            *within_ms,
+            cx.now,
+        ),
+        CPred::Filled { plan, within_ms } => within(
+            cx.ev.filled.get(*plan).copied().flatten(),
+            *within_ms,
+            cx.now,
+        ),
+        CPred::Headline { within_ms } => within(cx.ev.headline, *within_ms, cx.now),
+        CPred::TMinus(ms) => Tri::of(cx.now.ms() >= cx.close.ms().saturating_sub(*ms)),
+        CPred::Phase(open) => {
+            const P: u32 = 15 * 60_000;
+            let n = cx.now.ms();
+            if *open {
+                Tri::of(n >= cx.open.ms() && n < cx.open.ms() + P)
+            } else {
+                Tri::of(n >= cx.close.ms().saturating_sub(P) && n <= cx.close.ms())
+            }
+        }
+    }
+}

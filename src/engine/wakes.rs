@@ -1,0 +1,40 @@
+//! WAKEs: when the author wants to be asked again (LANGUAGE.md §3, RUNTIME.md §6).
+//!
+//! A WAKE's trigger is compiled like a plan's and evaluated on every tape event. It fires on
+//! the evaluation where its trigger **becomes** true (a level that stays true does not fire
+//! again until it has been false or unknown), within its `BUDGET n wakes/day`. When several
+//! wakes rise at one instant, the highest `PRIORITY` (then document order) fires and the
+//! others are logged as suppressed: the author is asked once per instant. In a WAKE, `pnl`
+//! is the whole book's P&L in R. Everything lands on the Bus: `wake-fired` and
+//! `wake-suppressed`.
+
+use super::trigger::{CTrigger, Tri};
+use crate::market::Ts;
+
+/// A compiled, armed WAKE.
+#[derive(Debug)]
+pub(crate) struct WakeRt {
+    pub name: String,
+    /// The trigger as canonical text (the `why` of the Frame header).
+    pub why: String,
+    pub trig: CTrigger,
+    pub deliver: Option<String>,
+    pub priority: i64,
+    pub budget: Option<u64>,
+    pub used: u64,
+    pub prev: Tri,
+    /// Order of arming (ties in priority go to the earlier wake).
+    pub seq: u64,
+}
+
+/// A wake that fired, for the session to deliver its View.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FiredWake {
+    pub ts: Ts,
+    pub wake: String,
+    /// The trigger as canonical text.
+    pub why: String,
+    /// The View to deliver (`None`: the default view).
+    pub deliver: Option<String>,
+    pub priority: i64,
+}
