@@ -95,7 +95,7 @@ async fn initialize_and_list_flat_schemas() {
     let tools = client.list_all_tools().await.expect("tools/list");
     let mut names: Vec<String> = tools.iter().map(|t| t.name.to_string()).collect();
     names.sort();
-    let mut want = vec!["card", "check", "frame", "print", "route_turn"];
+    let mut want = vec!["card", "check", "frame", "print", "route_turn", "run"];
     want.sort();
     for w in &want {
         assert!(
@@ -353,6 +353,96 @@ async fn frame_matches_the_cli_and_refuses_bad_tapes() {
             text(&r)
         );
     }
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn run_matches_the_cli_report() {
+    let client = connect().await;
+    let plans =
+        std::fs::read_to_string(common::root().join("examples/run-desk.kestrel")).expect("plans");
+    let (code, out, _) = cli(&[
+        "run",
+        "--tape",
+        "tapes/trend-2025-04-09-s1.jsonl",
+        "--plans",
+        "examples/run-desk.kestrel",
+        "--r-usd",
+        "1000",
+        "--json",
+    ]);
+    assert_eq!(code, 0);
+    // By path (the report names the path as given), r_usd as a number.
+    let r = call(
+        &client,
+        "run",
+        json!({ "plans": plans, "tape": "tapes/trend-2025-04-09-s1.jsonl", "r_usd": 1000 }),
+    )
+    .await
+    .expect("run");
+    assert!(!is_error(&r), "{}", text(&r));
+    assert_eq!(
+        text(&r),
+        out.trim_end(),
+        "the canonical report, byte for byte"
+    );
+    let mut want: Value = serde_json::from_str(&out).expect("json");
+    want["ok"] = json!(true);
+    assert_eq!(data(&r), &want);
+
+    // By short name, r_usd as a string: the same replay (same determinism hash).
+    let r = call(
+        &client,
+        "run",
+        json!({ "plans": plans, "tape": "trend-2025-04-09-s1", "r_usd": "1000", "fill": "strict-cross-v1" }),
+    )
+    .await
+    .expect("run");
+    assert!(!is_error(&r), "{}", text(&r));
+    assert_eq!(data(&r)["determinism_hash"], want["determinism_hash"]);
+    assert_eq!(data(&r)["pnl_usd"], want["pnl_usd"]);
+
+    // Refusals with the CLI's codes.
+    for (args, code) in [
+        (
+            json!({ "plans": "PLAN p budget 0.2R ttl 15:00\n", "tape": "trend-2025-04-09-s1", "r_usd": 1000 }),
+            "PARSE",
+        ),
+        (
+            json!({ "plans": plans, "tape": "trend-2025-04-09-s1", "r_usd": "0" }),
+            "USAGE",
+        ),
+        (
+            json!({ "plans": plans, "tape": "trend-2025-04-09-s1", "r_usd": "lots" }),
+            "USAGE",
+        ),
+        (
+            json!({ "plans": plans, "tape": "trend-2025-04-09-s1", "r_usd": 1000, "fill": "generous" }),
+            "USAGE",
+        ),
+        (
+            json!({ "plans": plans, "tape": "nope", "r_usd": 1000 }),
+            "USAGE",
+        ),
+        (
+            json!({ "plans": plans, "tape": "README.md", "r_usd": 1000 }),
+            "TAPE",
+        ),
+    ] {
+        let r = call(&client, "run", args.clone()).await.expect("run");
+        assert!(is_error(&r), "{args}: {}", text(&r));
+        assert_eq!(data(&r)["errors"][0]["code"], code, "{}", text(&r));
+    }
+    let r = call(
+        &client,
+        "run",
+        json!({ "plans": "PLAN p budget 0.2R ttl 15:00\n", "tape": "trend-2025-04-09-s1", "r_usd": 1000 }),
+    )
+    .await
+    .expect("run");
+    let e0 = &data(&r)["errors"][0];
+    assert_eq!(e0["rule"], "clause-count");
+    assert_eq!(e0["line"], 1);
     client.cancel().await.expect("close");
 }
 

@@ -171,6 +171,20 @@ impl KestrelServer {
     ) -> Result<CallToolResult, ErrorData> {
         self.call("frame", move || tools::frame(&a)).await
     }
+
+    /// `run`.
+    #[tool(
+        description = "Replay a tape headlessly with a document of plans armed at the open and \
+        return the canonical JSON run report `kestrel run --json` prints: per-plan state, fires, \
+        fills, P&L and MAE in dollars and R, the book P&L and the determinism hash. The tape is \
+        a bundled tape's short name (e.g. trend-2025-04-09-s1) or a path."
+    )]
+    async fn run(
+        &self,
+        Parameters(a): Parameters<tools::RunArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.call("run", move || tools::run(&a)).await
+    }
 }
 
 /// The prefix rmcp gives an argument-deserialization failure.

@@ -538,6 +538,110 @@ pub fn frame(a: &FrameArgs) -> ToolOutput {
     )
 }
 
+// ---------------------------------------------------------------------------------------------
+// run
+
+/// Input of `run`.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunArgs {
+    /// The Kestrel document of plans (POD, BOOK, PLAN, WAKE, ...) armed at the open.
+    pub plans: String,
+    /// A bundled tape's short name (e.g. `trend-2025-04-09-s1`) or a path to a `.jsonl` tape.
+    pub tape: String,
+    /// The fill model (known: `strict-cross-v1`).
+    #[serde(default = "default_fill")]
+    pub fill: String,
+    /// Dollars per 1R, as a decimal string (`"1000"`) or a number (`1000`).
+    #[serde(deserialize_with = "de_amount")]
+    #[schemars(schema_with = "amount_schema")]
+    pub r_usd: String,
+}
+
+fn default_fill() -> String {
+    "strict-cross-v1".to_string()
+}
+
+/// An amount given as a JSON string or number, kept as its decimal text.
+fn de_amount<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    match Value::deserialize(d)? {
+        Value::String(s) => Ok(s),
+        Value::Number(n) => Ok(n.to_string()),
+        other => Err(serde::de::Error::custom(format!(
+            "invalid type: {other}, expected a decimal string or a number"
+        ))),
+    }
+}
+
+fn amount_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": ["string", "number"],
+        "description": "Dollars per 1R, as a decimal string (\"1000\") or a number (1000).",
+    })
+}
+
+/// `run`: replay the tape headlessly with the plans armed at the open; the canonical JSON
+/// report `kestrel run --json` prints.
+pub fn run(a: &RunArgs) -> ToolOutput {
+    use crate::bus::{self, Bus};
+    use crate::engine::{self, EngineConfig, fill};
+    use crate::market::Px;
+
+    let r_usd = match bus::parse_px(a.r_usd.trim()) {
+        Some(p) if p > Px::ZERO => p,
+        _ => {
+            return CodedError::plain(
+                "USAGE",
+                format!(
+                    "r_usd must be a positive amount of dollars, got {:?}",
+                    a.r_usd
+                ),
+            )
+            .into();
+        }
+    };
+    let Some(model) = fill::by_name(&a.fill) else {
+        return CodedError::plain(
+            "USAGE",
+            format!(
+                "unknown fill model {:?} (known: {})",
+                a.fill,
+                fill::FILL_MODELS.join(", ")
+            ),
+        )
+        .into();
+    };
+    let doc = match lang::check(&a.plans, lang::Mode::File) {
+        Ok(d) => d,
+        Err(errors) => return ToolOutput::refused(&doc_errors(&errors)),
+    };
+    let path = match super::tapes::resolve(&a.tape) {
+        Ok(p) => p,
+        Err(e) => return e.into(),
+    };
+    let reader = match open_tape(&path) {
+        Ok(r) => r,
+        Err(e) => return CodedError::from(&e).into(),
+    };
+    let header = reader.header().clone();
+    let cfg = EngineConfig { r_usd, fill: model };
+    let bus = match engine::replay(
+        &header,
+        reader,
+        std::slice::from_ref(&doc),
+        cfg,
+        Bus::new(None),
+    ) {
+        Ok(b) => b,
+        Err(e) => return CodedError::from(&e).into(),
+    };
+    let report = crate::cli::run::json_report(&bus, &path.display().to_string());
+    match serde_json::from_str::<Value>(&report) {
+        Ok(v) => ToolOutput::success(report, v),
+        Err(e) => CodedError::plain("INTERNAL", format!("the run report is not JSON: {e}")).into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
