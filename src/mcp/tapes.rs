@@ -67,28 +67,36 @@ fn is_short_name(s: &str) -> bool {
 }
 
 /// Check that `p` is a regular file we can open for reading.
-fn readable_file(p: &Path, shown: &str) -> Result<PathBuf, CodedError> {
-    let meta = std::fs::metadata(p)
-        .map_err(|e| CodedError::plain("IO", format!("cannot read tape {shown}: {e}")))?;
+fn readable_file(p: &Path, shown: &str) -> Result<PathBuf, Box<CodedError>> {
+    let meta = std::fs::metadata(p).map_err(|e| {
+        Box::new(CodedError::plain(
+            "IO",
+            format!("cannot read tape {shown}: {e}"),
+        ))
+    })?;
     if !meta.is_file() {
-        return Err(CodedError::plain(
+        return Err(Box::new(CodedError::plain(
             "IO",
             format!("cannot read tape {shown}: not a regular file"),
-        ));
+        )));
     }
-    std::fs::File::open(p)
-        .map_err(|e| CodedError::plain("IO", format!("cannot read tape {shown}: {e}")))?;
+    std::fs::File::open(p).map_err(|e| {
+        Box::new(CodedError::plain(
+            "IO",
+            format!("cannot read tape {shown}: {e}"),
+        ))
+    })?;
     Ok(p.to_path_buf())
 }
 
 /// Resolve a tape argument: a bundled short name (with or without `.jsonl`) or a path.
-pub fn resolve(tape: &str) -> Result<PathBuf, CodedError> {
+pub fn resolve(tape: &str) -> Result<PathBuf, Box<CodedError>> {
     let tape = tape.trim();
     if tape.is_empty() {
-        return Err(CodedError::plain(
+        return Err(Box::new(CodedError::plain(
             "USAGE",
             "tape is empty: give a bundled tape name (e.g. trend-2025-04-09-s1) or a path",
-        ));
+        )));
     }
     let as_path = Path::new(tape);
     let looks_like_path = tape.contains('/') || tape.contains('\\') || as_path.is_absolute();
@@ -110,10 +118,10 @@ pub fn resolve(tape: &str) -> Result<PathBuf, CodedError> {
         } else {
             format!("bundled tapes: {}", names.join(", "))
         };
-        return Err(CodedError::plain(
+        return Err(Box::new(CodedError::plain(
             "USAGE",
             format!("unknown tape {tape:?}: {list}; or give a path to a .jsonl tape"),
-        ));
+        )));
     }
     readable_file(as_path, tape)
 }

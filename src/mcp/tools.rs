@@ -510,7 +510,7 @@ pub fn frame(a: &FrameArgs) -> ToolOutput {
     };
     let path = match super::tapes::resolve(&a.tape) {
         Ok(p) => p,
-        Err(e) => return e.into(),
+        Err(e) => return (*e).into(),
     };
     let reader = match open_tape(&path) {
         Ok(r) => r,
@@ -617,7 +617,7 @@ pub fn run(a: &RunArgs) -> ToolOutput {
     };
     let path = match super::tapes::resolve(&a.tape) {
         Ok(p) => p,
-        Err(e) => return e.into(),
+        Err(e) => return (*e).into(),
     };
     let reader = match open_tape(&path) {
         Ok(r) => r,
