@@ -11,6 +11,7 @@ pub mod engine;
 pub mod lang;
 pub mod market;
 pub mod mcp;
+pub mod session;
 pub mod tokens;
 pub mod turn;
 pub mod view;

@@ -13,6 +13,8 @@ enum V<'a> {
     P(Px),
     T(Ts),
     L(&'a [String]),
+    /// A JSON value, written compact with sorted keys (serde_json's default map).
+    J(&'a serde_json::Value),
 }
 
 fn side(s: BusSide) -> &'static str {
@@ -141,6 +143,9 @@ fn write_fields(out: &mut Vec<u8>, fields: &mut [(&str, V<'_>)]) {
                 out.push(b'"');
                 push_ts(out, *t);
                 out.push(b'"');
+            }
+            V::J(v) => {
+                let _ = serde_json::to_writer(&mut *out, v);
             }
             V::L(xs) => {
                 out.push(b'[');
@@ -394,6 +399,43 @@ pub fn write_canonical(out: &mut Vec<u8>, ev: &Event) {
                 ("used", U(*used)),
             ],
         ),
+        Event::ViewDelivered {
+            ts,
+            wake,
+            view,
+            tokens,
+            dropped,
+            frame,
+        } => write_fields(
+            out,
+            &mut [
+                ("type", S("view-delivered")),
+                ("ts", T(*ts)),
+                ("wake", S(wake)),
+                ("view", S(view)),
+                ("tokens", U(*tokens)),
+                ("dropped", L(dropped)),
+                ("frame", S(frame)),
+            ],
+        ),
+        Event::Turn { ts, wake, turn } => write_fields(
+            out,
+            &mut [
+                ("type", S("turn")),
+                ("ts", T(*ts)),
+                ("wake", S(wake)),
+                ("turn", J(turn)),
+            ],
+        ),
+        Event::Repair { ts, wake, attempt } => write_fields(
+            out,
+            &mut [
+                ("type", S("repair")),
+                ("ts", T(*ts)),
+                ("wake", S(wake)),
+                ("attempt", J(attempt)),
+            ],
+        ),
         Event::WakeSuppressed { ts, wake, reason } => write_fields(
             out,
             &mut [
@@ -597,6 +639,24 @@ mod tests {
                 ts,
                 wake: s("w"),
                 reason: s("budget"),
+            },
+            Event::ViewDelivered {
+                ts,
+                wake: s("open"),
+                view: s("default"),
+                tokens: 412,
+                dropped: vec![s("headlines pane"), s("q\"uote")],
+                frame: s("FRAME tape=t\n[levels SPX]\n"),
+            },
+            Event::Turn {
+                ts,
+                wake: s("w"),
+                turn: serde_json::json!({"outcome": "pass", "journal": ["a \"b\""], "z": 1, "a": {"y": [1, 2], "b": null}}),
+            },
+            Event::Repair {
+                ts,
+                wake: s("w"),
+                attempt: serde_json::json!({"attempt": 0, "written": "PLAN x\n", "next_parsed": true}),
             },
             Event::StandDown { ts, reason: s("") },
             Event::Cancel {

@@ -366,6 +366,43 @@ pub enum Event {
         /// Why it did not fire.
         reason: String,
     },
+    /// A View delivered to the author at a wake: the Frame exactly as sent.
+    ViewDelivered {
+        /// Tape time (the frozen cutoff of the Frame).
+        #[serde(with = "ts_str")]
+        ts: Ts,
+        /// The wake that asked (`open` for the OPEN wake).
+        wake: String,
+        /// The View's name.
+        view: String,
+        /// cl100k tokens of the Frame.
+        tokens: u64,
+        /// What the budget cut.
+        dropped: Vec<String>,
+        /// The Frame text.
+        frame: String,
+    },
+    /// An author's routed turn (canonical: the routed record, never the raw reply).
+    Turn {
+        /// Tape time the reply arrived (and acted).
+        #[serde(with = "ts_str")]
+        ts: Ts,
+        /// The wake it answers.
+        wake: String,
+        /// The routed turn (`turn::RoutedTurn`, canonical JSON).
+        turn: serde_json::Value,
+    },
+    /// One attempt of a bounded repair loop (what was written, the error, whether the next
+    /// attempt parsed).
+    Repair {
+        /// Tape time.
+        #[serde(with = "ts_str")]
+        ts: Ts,
+        /// The wake it answers.
+        wake: String,
+        /// The attempt (`turn::RepairAttempt`, canonical JSON).
+        attempt: serde_json::Value,
+    },
     /// STAND-DOWN act: every plan de-armed; inventory rides its TP / EXIT.
     StandDown {
         /// Tape time.

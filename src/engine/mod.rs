@@ -352,6 +352,11 @@ impl Engine {
         &self.sh.bus
     }
 
+    /// The Bus, to write session events (views delivered, turns) in order with the engine's.
+    pub fn bus_mut(&mut self) -> &mut Bus {
+        &mut self.sh.bus
+    }
+
     /// The market state.
     pub fn market(&self) -> &MarketState {
         &self.sh.ms

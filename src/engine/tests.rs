@@ -296,14 +296,24 @@ fn held_needs_the_comparison_true_continuously() {
 
 #[test]
 fn comparisons_against_series_and_clock() {
-    // spot >= hod: true at every new high. First tick: spot = hod = 100 -> fires at 100.01.
-    let t = tape_s(HDR_SH, &[100.0, 99.0]);
+    // `hod` in a trigger is the high *before* the latest print. First tick: no prior high,
+    // UNKNOWN, nothing fires. 99 < 100. 100.5 >= 100 (a new high) -> fires at 09:30:02 at
+    // the ask 100.51.
+    let t = tape_s(HDR_SH, &[100.0, 99.0, 100.5]);
     let b = run(
         &t,
         "PLAN hi budget 1R ttl +10m\n  WHEN spot >= hod\n  DO buy 10 shares @ ask\n",
         1000,
     );
-    assert_eq!(fills(&b), vec![f("hi", Buy, 10, "100.01", "09:30:00")]);
+    assert_eq!(fills(&b), vec![f("hi", Buy, 10, "100.51", "09:30:02")]);
+    // `spot crosses above hod` is a breakout: 100, 99 (s - hod_before = -1), 100.5 (+0.5):
+    // the sign goes from <= 0 to > 0 at 09:30:02.
+    let b = run(
+        &t,
+        "PLAN br budget 1R ttl +10m\n  WHEN spot crosses above hod\n  DO buy 10 shares @ ask\n",
+        1000,
+    );
+    assert_eq!(fills(&b), vec![f("br", Buy, 10, "100.51", "09:30:02")]);
     // time >= 09:31 fires on the 09:31:00 tick (the 61st second) at its ask.
     let mut pxs = vec![100.0; 60];
     pxs.push(100.3);

@@ -97,6 +97,9 @@ struct SymState {
     open_at: Option<Ts>,
     hod: Option<Px>,
     lod: Option<Px>,
+    /// HOD / LOD before the symbol's latest print (what triggers compare against).
+    hod_before: Option<Px>,
+    lod_before: Option<Px>,
     /// Σ px_raw · sz over session trades.
     vw_num: i128,
     /// Σ sz over session trades.
@@ -228,6 +231,8 @@ impl MarketState {
                 open_at: None,
                 hod: None,
                 lod: None,
+                hod_before: None,
+                lod_before: None,
                 vw_num: 0,
                 vw_den: 0,
                 eq_num: 0,
@@ -301,6 +306,8 @@ impl MarketState {
                         s.open = Some(t.px);
                         s.open_at = Some(t.ts);
                     }
+                    s.hod_before = s.hod;
+                    s.lod_before = s.lod;
                     s.hod = Some(s.hod.map_or(t.px, |h| h.max(t.px)));
                     s.lod = Some(s.lod.map_or(t.px, |l| l.min(t.px)));
                     let raw = i128::from(t.px.raw());
@@ -407,6 +414,18 @@ impl MarketState {
         self.sym(sym)?.lod
     }
 
+    /// The session high before the symbol's latest print (UNKNOWN until a second print).
+    /// Triggers compare against this: a print above it is a new high, so `spot crosses
+    /// above hod` is a breakout and `spot > hod` holds while price keeps making highs.
+    pub fn hod_before(&self, sym: &str) -> Option<Px> {
+        self.sym(sym)?.hod_before
+    }
+
+    /// The session low before the symbol's latest print (see [`hod_before`](Self::hod_before)).
+    pub fn lod_before(&self, sym: &str) -> Option<Px> {
+        self.sym(sym)?.lod_before
+    }
+
     /// First session trade.
     pub fn open_px(&self, sym: &str) -> Option<Px> {
         self.sym(sym)?.open
@@ -443,13 +462,14 @@ impl MarketState {
         self.now.map(Ts::secs_f64)
     }
 
-    /// The value of any series as `f64`; `None` is UNKNOWN (unknown symbol, or not yet
-    /// defined).
+    /// The value of any series as triggers read it, as `f64`; `None` is UNKNOWN (unknown
+    /// symbol, or not yet defined). `hod` and `lod` read the extremes **before** the latest
+    /// print ([`hod_before`](Self::hod_before)), so a comparison with `spot` can be true.
     pub fn value(&self, sym: &str, series: Series) -> Option<f64> {
         match series {
             Series::Spot => self.spot(sym).map(Px::to_f64),
-            Series::Hod => self.hod(sym).map(Px::to_f64),
-            Series::Lod => self.lod(sym).map(Px::to_f64),
+            Series::Hod => self.hod_before(sym).map(Px::to_f64),
+            Series::Lod => self.lod_before(sym).map(Px::to_f64),
             Series::Vwap => self.vwap(sym),
             Series::Open => self.open_px(sym).map(Px::to_f64),
             Series::PriorClose => self.prior_close(sym).map(Px::to_f64),

@@ -1,0 +1,607 @@
+//! A session: one tape, the engine, its WAKEs, the Views they deliver, and an author's
+//! turns, all on one Bus.
+//!
+//! The loop is: feed the next tape event to the engine; when a WAKE fires (or at the OPEN
+//! wake), render the View it delivers at that instant (a `view-delivered` event carries the
+//! Frame exactly as sent), ask the author through the bounded repair loop, and apply the
+//! routed turn (`supersede`, `stand-down`, `cancel`, `pass`; a SHOW VIEW request is answered
+//! at the same frozen cutoff and the author is asked again) at the tape time the reply
+//! arrives. Only routed turns cross into the Bus (`turn`, plus one `repair` event per
+//! attempt), canonicalised; a [`Recorded`] author replays them from a saved Bus, so the same
+//! tape with the same recording gives a byte-identical Bus and the same determinism hash.
+//!
+//! Headless sessions pace replies by their recorded arrival time, or take them at the wake's
+//! instant (the frozen cutoff) for authors that answer synchronously; the desk runs the same
+//! session with a live author on its own task, so the tape never waits.
+
+use crate::bus::{Bus, Event, PlanState, parse_bus};
+use crate::engine::{Engine, EngineConfig, FiredWake};
+use crate::lang::{self, Scope, ast};
+use crate::market::{TapeError, TapeEvent, TapeReader, Ts};
+use crate::turn::repair::{self, Ask, RepairAttempt, RepairPolicy, RepairRun};
+use crate::turn::{AuthorKind, Outcome, Profile, Reply, RoutedTurn, TurnContext, WakePhase};
+use crate::view::snapshot::{FillRow, JournalRow, OrderRow, PlanRow, PositionRow};
+use crate::view::{self, Bars, Rendered, Snapshot, Woke};
+use std::collections::BTreeMap;
+use std::io::BufRead;
+
+/// What the author is asked at a wake.
+#[derive(Debug, Clone)]
+pub struct WakeAsk {
+    /// The wake's tape time (the Frame's cutoff).
+    pub ts: Ts,
+    /// The wake's name (`open` for the OPEN wake).
+    pub wake: String,
+    pub phase: WakePhase,
+    /// The Frame, exactly as delivered.
+    pub frame: String,
+    /// The prompt: the profile's text with the menu (the card is the author's to add).
+    pub prompt: String,
+}
+
+/// An author's answer to a wake: the repair run (the routed turn and every attempt) and the
+/// tape time the reply arrived (`None`: at the wake's instant).
+#[derive(Debug, Clone)]
+pub struct Answer {
+    pub run: RepairRun,
+    pub at: Option<Ts>,
+}
+
+/// Something that answers wakes.
+pub trait TurnSource {
+    /// Answer one wake. `ctx` is the router's context (phase, profile, standing book).
+    fn answer(&mut self, ask: &WakeAsk, ctx: &TurnContext) -> Answer;
+    /// A short name for reports and the status line.
+    fn name(&self) -> String;
+}
+
+/// An author that writes replies (a person, a program, a model): each wake runs the bounded
+/// repair loop around it; the reply acts at the wake's instant.
+pub struct Live<F: FnMut(&WakeAsk, &Ask) -> Reply> {
+    pub name: String,
+    pub write: F,
+    pub policy: RepairPolicy,
+}
+
+impl<F: FnMut(&WakeAsk, &Ask) -> Reply> TurnSource for Live<F> {
+    fn answer(&mut self, ask: &WakeAsk, ctx: &TurnContext) -> Answer {
+        let write = &mut self.write;
+        let mut author = |a: &Ask| write(ask, a);
+        Answer {
+            run: repair::drive(&mut author, ctx, self.policy),
+            at: None,
+        }
+    }
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+}
+
+/// A scripted author: replies in order from a list, one per ask (re-asks included); when the
+/// script runs out it passes (an empty reply from a file is a pass).
+pub fn scripted(name: &str, replies: Vec<String>) -> impl TurnSource {
+    let mut it = replies.into_iter();
+    Live {
+        name: name.to_string(),
+        write: move |_: &WakeAsk, _: &Ask| Reply::Text(it.next().unwrap_or_default()),
+        policy: RepairPolicy::default(),
+    }
+}
+
+/// A recorded author: replays the routed turns and repair attempts of a saved Bus, wake by
+/// wake, at their recorded arrival times.
+pub struct Recorded {
+    name: String,
+    /// (wake, wake time) → answers in order.
+    answers: Vec<(String, Ts, Answer)>,
+    next: usize,
+}
+
+impl Recorded {
+    /// Read the turns of a saved Bus (JSON Lines).
+    pub fn from_bus(name: &str, bytes: &[u8]) -> Result<Recorded, String> {
+        let events = parse_bus(bytes).map_err(|(line, e)| format!("line {line}: {e}"))?;
+        let mut answers = Vec::new();
+        let mut attempts: Vec<RepairAttempt> = Vec::new();
+        let mut asked: Option<(String, Ts)> = None;
+        for ev in events {
+            match ev {
+                Event::ViewDelivered { ts, wake, .. } => asked = Some((wake, ts)),
+                Event::Repair { attempt, .. } => {
+                    let a: RepairAttempt = serde_json::from_value(attempt)
+                        .map_err(|e| format!("a repair record does not read back: {e}"))?;
+                    attempts.push(a);
+                }
+                Event::Turn { ts, wake, turn } => {
+                    let turn: RoutedTurn = serde_json::from_value(turn)
+                        .map_err(|e| format!("a turn record does not read back: {e}"))?;
+                    let (w, wt) = asked.clone().unwrap_or((wake.clone(), ts));
+                    let re_asks = attempts.len().saturating_sub(1) as u32;
+                    let tokens_spent = attempts.iter().map(|a| a.tokens).sum();
+                    let fail_closed = None;
+                    answers.push((
+                        w,
+                        wt,
+                        Answer {
+                            run: RepairRun {
+                                turn,
+                                attempts: std::mem::take(&mut attempts),
+                                re_asks,
+                                tokens_spent,
+                                fail_closed,
+                            },
+                            at: Some(ts),
+                        },
+                    ));
+                }
+                _ => {}
+            }
+        }
+        Ok(Recorded {
+            name: name.to_string(),
+            answers,
+            next: 0,
+        })
+    }
+
+    /// Turns left to replay.
+    pub fn remaining(&self) -> usize {
+        self.answers.len() - self.next
+    }
+}
+
+impl TurnSource for Recorded {
+    fn answer(&mut self, ask: &WakeAsk, ctx: &TurnContext) -> Answer {
+        match self.answers.get(self.next) {
+            Some((w, t, a)) if *w == ask.wake && *t == ask.ts => {
+                self.next += 1;
+                a.clone()
+            }
+            _ => Answer {
+                run: RepairRun {
+                    turn: crate::turn::route(
+                        &Reply::ProviderError(format!(
+                            "the recording has no turn for wake {} at {}",
+                            ask.wake, ask.ts
+                        )),
+                        ctx,
+                    ),
+                    attempts: Vec::new(),
+                    re_asks: 0,
+                    tokens_spent: 0,
+                    fail_closed: None,
+                },
+                at: None,
+            },
+        }
+    }
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+}
+
+/// Session settings.
+pub struct SessionConfig {
+    pub engine: EngineConfig,
+    pub profile: Profile,
+    pub author: AuthorKind,
+    /// Ask the author at the open (the OPEN wake).
+    pub open_wake: bool,
+    /// SHOW VIEW requests answered per wake (the profile's cap when `None`).
+    pub view_request_cap: Option<u32>,
+}
+
+/// Outcome counts across a session.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Counts {
+    pub wakes: u64,
+    pub supersede: u64,
+    pub stand_down: u64,
+    pub view_request: u64,
+    pub cancel: u64,
+    pub pass: u64,
+    pub fail_closed_pass: u64,
+    pub invalid: u64,
+    pub truncated: u64,
+    pub provider_error: u64,
+    pub repairs: u64,
+    pub repaired: u64,
+}
+
+/// A running session.
+pub struct Session<R: BufRead> {
+    reader: TapeReader<R>,
+    pub engine: Engine,
+    pub bars: Bars,
+    pub signal: crate::market::Sym,
+    pub exec: crate::market::Sym,
+    tape: String,
+    views: BTreeMap<String, ast::View>,
+    default_view: ast::View,
+    profile: Profile,
+    author: AuthorKind,
+    open_wake: bool,
+    opened: bool,
+    view_cap: Option<u32>,
+    journal: Vec<JournalRow>,
+    pub counts: Counts,
+    /// A turn that arrives later than its wake: (arrival, wake, answer).
+    pending: Option<(Ts, String, Answer)>,
+    done: bool,
+}
+
+fn cl100k(s: &str) -> usize {
+    view::cl100k(s)
+}
+
+impl<R: BufRead> Session<R> {
+    /// A session over a tape writing to `bus` (give it a sink to write the Bus as it goes;
+    /// keep its events with [`Bus::keeping`] for the Blotter-backed panes); `docs` arm at the
+    /// open, before the first event.
+    pub fn new(
+        reader: TapeReader<R>,
+        cfg: SessionConfig,
+        docs: &[ast::Document],
+        bus: Bus,
+    ) -> Result<Self, String> {
+        let header = reader.header().clone();
+        let (signal, exec) = view::symbols_of(&header).ok_or("the tape carries no symbol")?;
+        let mut engine = Engine::new(&header, cfg.engine, bus);
+        let mut views = BTreeMap::new();
+        for d in docs {
+            engine.arm_document(d);
+            collect_views(d, &mut views);
+        }
+        let open = engine.market().open_time();
+        Ok(Session {
+            reader,
+            engine,
+            bars: Bars::new(signal, open),
+            signal,
+            exec,
+            tape: header.name.clone(),
+            views,
+            default_view: view::default_view(),
+            profile: cfg.profile,
+            author: cfg.author,
+            open_wake: cfg.open_wake,
+            opened: false,
+            view_cap: cfg.view_request_cap,
+            journal: Vec::new(),
+            counts: Counts::default(),
+            pending: None,
+            done: false,
+        })
+    }
+
+    /// The tape's name.
+    pub fn tape(&self) -> &str {
+        &self.tape
+    }
+
+    /// Is the tape finished?
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// The standing book's names (for the router's scope).
+    pub fn standing(&self) -> Scope {
+        let b = self.engine.bus().blotter();
+        Scope {
+            plans: b.plans.keys().cloned().collect(),
+            views: self.views.keys().cloned().collect(),
+            wakes: self.engine.wake_names().into_iter().collect(),
+        }
+    }
+
+    /// Advance by one tape event; returns the wakes that fired on it (the OPEN wake first,
+    /// at the session's first event).
+    pub fn step(&mut self) -> Result<Vec<FiredWake>, TapeError> {
+        let Some(ev) = self.reader.next() else {
+            self.done = true;
+            return Ok(Vec::new());
+        };
+        let ev = ev?;
+        // A reply due before this event acts first.
+        if let Some((at, _, _)) = &self.pending
+            && *at <= ev.ts()
+        {
+            if let Some((at, wake, ans)) = self.pending.take() {
+                self.apply(at, &wake, ans);
+            }
+        }
+        if let TapeEvent::Tick(t) = &ev {
+            self.bars.apply(t);
+        }
+        self.engine.on_event(&ev);
+        let mut fired = Vec::new();
+        if self.open_wake && !self.opened && ev.ts() >= self.engine.market().open_time() {
+            self.opened = true;
+            fired.push(FiredWake {
+                ts: ev.ts(),
+                wake: "open".into(),
+                why: "the session opened".into(),
+                deliver: None,
+                priority: i64::MAX,
+            });
+        }
+        fired.extend(self.engine.take_fired_wakes());
+        Ok(fired)
+    }
+
+    /// The book now, for the kernel / plans / blotter / journal panes.
+    pub fn snapshot(&self) -> Snapshot {
+        let b = self.engine.bus().blotter();
+        let r = b.r_usd.to_f64();
+        let money = |m: i64| m as f64 / 10_000.0;
+        let mut snap = Snapshot {
+            journal: self.journal.clone(),
+            wakes_used: self.counts.wakes.min(u64::from(u32::MAX)) as u32,
+            pnl_usd: money(b.book_pnl()),
+            pnl_r: if r > 0.0 {
+                money(b.book_pnl()) / r
+            } else {
+                0.0
+            },
+            ..Snapshot::default()
+        };
+        for (plan, legs) in &b.positions {
+            for (leg, p) in legs {
+                if p.qty == 0 {
+                    continue;
+                }
+                snap.positions.push(PositionRow {
+                    plan: plan.clone(),
+                    instrument: leg.clone(),
+                    qty: p.qty,
+                    avg_px: p.avg_px().map(|x| x.to_f64()).unwrap_or(0.0),
+                    mark: p.mark.map(|x| x.to_f64()).unwrap_or(0.0),
+                    pnl_usd: money(p.open_pnl() + p.realised),
+                });
+            }
+        }
+        for o in b.resting.values() {
+            snap.orders.push(OrderRow {
+                plan: o.plan.clone(),
+                side: format!("{:?}", o.side).to_lowercase(),
+                qty: o.qty as i64,
+                instrument: o.leg.clone(),
+                limit: o.limit.to_f64(),
+            });
+        }
+        for (name, p) in &b.plans {
+            snap.plans.push(PlanRow {
+                name: name.clone(),
+                state: crate::bus::canon::state_name(p.state).to_string(),
+                budget_r: 0.0,
+                used_r: 0.0,
+                ttl: String::new(),
+                note: format!("fires {} fills {}", p.fires, p.fills),
+            });
+        }
+        for f in &b.fills {
+            snap.fills.push(FillRow {
+                time: f.ts.get(..8).unwrap_or(&f.ts).to_string(),
+                plan: f.plan.clone(),
+                side: format!("{:?}", f.side).to_lowercase(),
+                qty: f.qty as i64,
+                instrument: f.leg.clone(),
+                px: f.px.to_f64(),
+            });
+        }
+        snap
+    }
+
+    /// Render a View (by name, or the default) at the current instant.
+    pub fn render(&self, view: Option<&str>, woke: Option<Woke>) -> (String, Rendered) {
+        let v = view
+            .and_then(|n| self.views.get(n))
+            .unwrap_or(&self.default_view);
+        (v.name.text.clone(), self.render_view(v, woke))
+    }
+
+    fn render_view(&self, v: &ast::View, woke: Option<Woke>) -> Rendered {
+        let input = view::FrameInput {
+            tape: &self.tape,
+            market: self.engine.market(),
+            bars: &self.bars,
+            signal: self.signal,
+            exec: self.exec,
+            snapshot: &self.snapshot(),
+            woke,
+            width: 0,
+        };
+        view::render_frame(v, &input, &cl100k)
+    }
+
+    fn deliver(&mut self, ts: Ts, wake: &str, view_name: String, r: &Rendered) {
+        self.engine.bus_mut().emit(Event::ViewDelivered {
+            ts,
+            wake: wake.to_string(),
+            view: view_name,
+            tokens: r.tokens as u64,
+            dropped: r.dropped.clone(),
+            frame: r.text.clone(),
+        });
+    }
+
+    /// Deliver a fired wake's View and ask the author; the turn acts now or, when it
+    /// arrives later, at its arrival time (a wake while a turn is outstanding is logged as
+    /// suppressed: the author is busy).
+    pub fn wake(&mut self, w: &FiredWake, author: &mut dyn TurnSource) {
+        if let Some((_, busy, _)) = &self.pending {
+            let reason = format!("the author is still answering {busy}");
+            self.engine.bus_mut().emit(Event::WakeSuppressed {
+                ts: w.ts,
+                wake: w.wake.clone(),
+                reason,
+            });
+            return;
+        }
+        self.counts.wakes += 1;
+        let phase = if w.wake == "open" {
+            WakePhase::Open
+        } else {
+            WakePhase::Mid
+        };
+        let woke = Woke {
+            by: w.wake.clone(),
+            why: w.why.clone(),
+        };
+        let (name, r) = self.render(w.deliver.as_deref(), Some(woke));
+        self.deliver(w.ts, &w.wake, name, &r);
+        let mut frame = r.text;
+        let mut views_requested = 0u32;
+        loop {
+            let mut ctx = TurnContext::new(phase, self.profile, self.author);
+            ctx.views_requested = views_requested;
+            ctx.standing = Some(self.standing());
+            let menu = ctx.menu();
+            let ask = WakeAsk {
+                ts: w.ts,
+                wake: w.wake.clone(),
+                phase,
+                frame: frame.clone(),
+                prompt: self.profile.render(&menu.prompt_text(), ""),
+            };
+            let ans = author.answer(&ask, &ctx);
+            // A SHOW VIEW is answered now, at the same frozen cutoff, then asked again.
+            if let Outcome::ViewRequest { .. } = &ans.run.turn.outcome {
+                let cap = self.view_cap.unwrap_or(self.profile.view_request_cap());
+                if views_requested < cap {
+                    let at = w.ts;
+                    let requested = ans.run.turn.document().and_then(|d| {
+                        d.statements.into_iter().find_map(|s| match s.kind {
+                            ast::StatementKind::ShowView(v) => Some(v),
+                            _ => None,
+                        })
+                    });
+                    self.record(at, &w.wake, &ans);
+                    if let Some(v) = requested {
+                        let r = self.render_view(&v, None);
+                        self.deliver(at, &w.wake, v.name.text.clone(), &r);
+                        frame = r.text;
+                    }
+                    views_requested += 1;
+                    continue;
+                }
+            }
+            match ans.at {
+                Some(at) if at > self.engine.market().now().unwrap_or(w.ts) => {
+                    self.pending = Some((at, w.wake.clone(), ans));
+                }
+                at => {
+                    let at = at.unwrap_or(w.ts).max(w.ts);
+                    self.apply(at, &w.wake, ans);
+                }
+            }
+            return;
+        }
+    }
+
+    /// Put a turn and its repair attempts on the Bus; count it.
+    fn record(&mut self, at: Ts, wake: &str, ans: &Answer) {
+        for a in &ans.run.attempts {
+            if ans.run.attempts.len() > 1 {
+                self.counts.repairs += 1;
+            }
+            let attempt = serde_json::to_value(a).unwrap_or(serde_json::Value::Null);
+            self.engine.bus_mut().emit(Event::Repair {
+                ts: at,
+                wake: wake.to_string(),
+                attempt,
+            });
+        }
+        if ans.run.repaired() {
+            self.counts.repaired += 1;
+        }
+        let t = &ans.run.turn;
+        match &t.outcome {
+            Outcome::Supersede { .. } => self.counts.supersede += 1,
+            Outcome::StandDown { .. } => self.counts.stand_down += 1,
+            Outcome::ViewRequest { .. } => self.counts.view_request += 1,
+            Outcome::Cancel { .. } => self.counts.cancel += 1,
+            Outcome::Pass { fail_closed: true } => self.counts.fail_closed_pass += 1,
+            Outcome::Pass { .. } => self.counts.pass += 1,
+            Outcome::Invalid { .. } => self.counts.invalid += 1,
+            Outcome::Truncated { .. } => self.counts.truncated += 1,
+            Outcome::ProviderError { .. } => self.counts.provider_error += 1,
+        }
+        let turn = serde_json::to_value(t).unwrap_or(serde_json::Value::Null);
+        self.engine.bus_mut().emit(Event::Turn {
+            ts: at,
+            wake: wake.to_string(),
+            turn,
+        });
+        let author = match t.author {
+            AuthorKind::Human => "human",
+            AuthorKind::Model => "agent",
+            AuthorKind::File => "script",
+        };
+        for j in &t.journal {
+            self.journal.push(JournalRow {
+                time: at.to_string().get(..8).unwrap_or("").to_string(),
+                author: author.to_string(),
+                text: j.clone(),
+            });
+        }
+    }
+
+    /// Record a turn and carry out its act at `at`.
+    fn apply(&mut self, at: Ts, wake: &str, ans: Answer) {
+        self.record(at, wake, &ans);
+        let t = &ans.run.turn;
+        match &t.outcome {
+            Outcome::Supersede { .. } => {
+                if let Some(doc) = t.document() {
+                    self.views.clear();
+                    collect_views(&doc, &mut self.views);
+                    self.engine.supersede(&doc);
+                }
+            }
+            Outcome::StandDown { reason } => self.engine.stand_down(reason),
+            Outcome::Cancel { target } => {
+                self.engine.cancel(target);
+            }
+            _ => {}
+        }
+    }
+
+    /// Run to the end of the tape with an author; returns the Bus.
+    pub fn run(mut self, author: &mut dyn TurnSource) -> Result<Bus, TapeError> {
+        while !self.done {
+            let fired = self.step()?;
+            for w in &fired {
+                self.wake(w, author);
+            }
+        }
+        if let Some((at, wake, ans)) = self.pending.take() {
+            self.apply(at, &wake, ans);
+        }
+        Ok(self.engine.finish())
+    }
+
+    /// Plans' states right now (name, state).
+    pub fn plan_states(&self) -> Vec<(String, PlanState)> {
+        self.engine
+            .bus()
+            .blotter()
+            .plans
+            .iter()
+            .map(|(n, p)| (n.clone(), p.state))
+            .collect()
+    }
+}
+
+fn collect_views(doc: &ast::Document, views: &mut BTreeMap<String, ast::View>) {
+    for s in &doc.statements {
+        if let ast::StatementKind::View(v) = &s.kind {
+            views.insert(v.name.text.clone(), v.clone());
+        }
+    }
+}
+
+/// Parse a document for a session (file rules).
+pub fn load_plans(src: &str) -> Result<ast::Document, Vec<lang::Diagnostic>> {
+    lang::check(src, lang::Mode::File)
+}
