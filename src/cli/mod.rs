@@ -19,6 +19,7 @@ macro_rules! out {
 
 mod card;
 pub mod frame;
+pub mod grammar;
 mod lang;
 mod mcp;
 pub mod run;
@@ -65,6 +66,10 @@ pub enum Command {
     ///
     /// Example: kestrel run --tape tapes/trend-2025-04-09-s1.jsonl --plans examples/run-desk.kestrel --r-usd 1000 --json
     Run(run::Args),
+    /// Print the constrained-decoding grammar (GBNF or Lark) generated from the parser.
+    ///
+    /// Example: kestrel grammar --format lark --scope turn
+    Grammar(grammar::Args),
     /// List the fail-closed rules with their stable names.
     ///
     /// Example: kestrel rules
@@ -129,5 +134,6 @@ pub fn run(cmd: Command) -> i32 {
         Command::Card(a) => card::run(&a),
         Command::Mcp(a) => mcp::run(&a),
         Command::Run(a) => run::run(a),
+        Command::Grammar(a) => grammar::run(&a),
     }
 }

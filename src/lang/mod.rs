@@ -11,6 +11,8 @@
 pub mod ast;
 pub mod card;
 pub mod diag;
+pub mod grammar;
+pub mod lexicon;
 pub mod print;
 pub mod rules;
 mod syntax;

@@ -4,6 +4,7 @@
 
 use super::ast::*;
 use super::diag::{Diagnostic, LineIndex, RESERVED_WORDS, Rule};
+use super::lexicon::{DIRECTIVE_KEYWORDS, STATEMENT_KEYWORDS};
 use winnow::error::{ErrMode, ParserError};
 use winnow::stream::{Stateful, Stream};
 use winnow::token::take_while;
@@ -1665,18 +1666,8 @@ fn clause(i: &mut In<'_>) -> R<ClauseKind> {
     Ok(k)
 }
 
-const CLAUSES: &[&str] = &[
-    "USING",
-    "WHEN",
-    "DO",
-    "ALSO",
-    "RELOAD",
-    "TP",
-    "EXIT",
-    "INVALIDATE",
-    "CANCEL-IF",
-    "ARM",
-];
+/// Clause keywords, from the shared lexicon (the grammars read the same table).
+use super::lexicon::CLAUSE_KEYWORDS as CLAUSES;
 
 const STATEMENTS: &str = "IMPORT, USING, VIEW, WAKE, PLAN, POD, BOOK, GRADE (and in a turn: STAND-DOWN, SHOW VIEW, CANCEL)";
 
@@ -1923,20 +1914,10 @@ fn head(i: &mut In<'_>) -> R<Head> {
             let up = w.to_ascii_uppercase();
             let msg = if CLAUSES.contains(&w) {
                 format!("{w} is a clause, not a statement: indent it two spaces under its PLAN")
-            } else if [
-                "IMPORT",
-                "USING",
-                "VIEW",
-                "WAKE",
-                "PLAN",
-                "POD",
-                "BOOK",
-                "GRADE",
-                "STAND-DOWN",
-                "CANCEL",
-                "SHOW",
-            ]
-            .contains(&up.as_str())
+            } else if STATEMENT_KEYWORDS
+                .iter()
+                .chain(DIRECTIVE_KEYWORDS)
+                .any(|k| *k == up)
             {
                 format!("statement keywords are upper case: write `{up}` instead of {f}")
             } else {

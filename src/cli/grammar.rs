@@ -1,0 +1,63 @@
+//! `kestrel grammar`: print the constrained-decoding grammar (LANGUAGE.md §8).
+
+use crate::lang::grammar::{self, GrammarFormat, GrammarOptions, GrammarScope};
+use clap::ValueEnum;
+
+/// Output format of `kestrel grammar`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// GBNF: llama.cpp's `grammar` request field (xgrammar reads it too).
+    Gbnf,
+    /// Lark in llguidance's dialect.
+    Lark,
+}
+
+/// What the grammar covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Scope {
+    /// An author's turn: one directive, or a module of statements, or only comments.
+    Turn,
+    /// A `.kestrel` file: statements without directives.
+    File,
+}
+
+/// Print the grammar generated from the parser's tables.
+///
+/// Example: kestrel grammar --format gbnf --scope turn > kestrel-turn.gbnf
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// gbnf or lark.
+    #[arg(long, value_enum, default_value = "gbnf")]
+    pub format: Format,
+    /// turn or file.
+    #[arg(long, value_enum, default_value = "turn")]
+    pub scope: Scope,
+    /// Longest free text (a comment, a STAND-DOWN reason) in characters.
+    #[arg(long, default_value_t = GrammarOptions::default().free_text_max)]
+    pub free_text_max: u32,
+    /// Longest run of spaces, digits or name characters.
+    #[arg(long, default_value_t = GrammarOptions::default().run_max)]
+    pub run_max: u32,
+}
+
+/// Print the grammar to stdout; exit 0, or 1 on bad bounds.
+pub fn run(a: &Args) -> i32 {
+    if a.free_text_max == 0 || a.run_max == 0 {
+        eprintln!("error: --free-text-max and --run-max must be at least 1");
+        return 1;
+    }
+    let opts = GrammarOptions {
+        scope: match a.scope {
+            Scope::Turn => GrammarScope::Turn,
+            Scope::File => GrammarScope::File,
+        },
+        free_text_max: a.free_text_max,
+        run_max: a.run_max,
+    };
+    let format = match a.format {
+        Format::Gbnf => GrammarFormat::Gbnf,
+        Format::Lark => GrammarFormat::Lark,
+    };
+    print!("{}", grammar::export(format, opts));
+    0
+}
