@@ -95,7 +95,15 @@ async fn initialize_and_list_flat_schemas() {
     let tools = client.list_all_tools().await.expect("tools/list");
     let mut names: Vec<String> = tools.iter().map(|t| t.name.to_string()).collect();
     names.sort();
-    let mut want = vec!["card", "check", "frame", "print", "route_turn", "run"];
+    let mut want = vec![
+        "card",
+        "check",
+        "frame",
+        "grammar",
+        "print",
+        "route_turn",
+        "run",
+    ];
     want.sort();
     for w in &want {
         assert!(
@@ -357,6 +365,35 @@ async fn frame_matches_the_cli_and_refuses_bad_tapes() {
 }
 
 #[tokio::test]
+async fn grammar_matches_the_cli() {
+    let client = connect().await;
+    for (format, scope) in [("gbnf", "turn"), ("lark", "file")] {
+        let r = call(
+            &client,
+            "grammar",
+            json!({ "format": format, "scope": scope }),
+        )
+        .await
+        .expect("grammar");
+        assert!(!is_error(&r), "{}", text(&r));
+        let (code, out, _) = cli(&["grammar", "--format", format, "--scope", scope]);
+        assert_eq!(code, 0);
+        assert_eq!(text(&r), out, "{format} {scope}");
+        assert_eq!(data(&r)["grammar"], out);
+    }
+    // Defaults: gbnf for a turn.
+    let r = call(&client, "grammar", json!({})).await.expect("grammar");
+    let (_, out, _) = cli(&["grammar"]);
+    assert_eq!(text(&r), out);
+    let r = call(&client, "grammar", json!({ "run_max": 0 }))
+        .await
+        .expect("grammar");
+    assert!(is_error(&r));
+    assert_eq!(data(&r)["errors"][0]["code"], "USAGE");
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
 async fn run_matches_the_cli_report() {
     let client = connect().await;
     let plans =
@@ -461,6 +498,7 @@ async fn malformed_calls_are_protocol_errors() {
             "frame",
             json!({ "tape": "trend-2025-04-09-s1", "at": 1130 }),
         ),
+        ("grammar", json!({ "format": "yacc" })),
         ("no_such_tool", json!({})),
     ] {
         match call(&client, tool, args.clone()).await {

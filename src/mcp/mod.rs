@@ -144,6 +144,19 @@ impl KestrelServer {
         self.call("card", move || tools::card(&a)).await
     }
 
+    /// `grammar`.
+    #[tool(
+        description = "The Kestrel constrained-decoding grammar generated from the parser: \
+        GBNF (llama.cpp's grammar field, xgrammar) or Lark (llguidance), for an author's turn or \
+        a .kestrel file, as `kestrel grammar` prints it."
+    )]
+    async fn grammar(
+        &self,
+        Parameters(a): Parameters<tools::GrammarArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.call("grammar", move || tools::grammar(&a)).await
+    }
+
     /// `route_turn`.
     #[tool(
         description = "Route an author's reply as a turn at a wake: the outcome (supersede, \

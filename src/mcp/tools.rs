@@ -346,6 +346,88 @@ pub fn card(a: &CardArgs) -> ToolOutput {
 }
 
 // ---------------------------------------------------------------------------------------------
+// grammar
+
+/// A grammar export format.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[schemars(inline)]
+pub enum GrammarFormat {
+    #[default]
+    Gbnf,
+    Lark,
+}
+
+/// What a grammar covers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[schemars(inline)]
+pub enum GrammarScope {
+    #[default]
+    Turn,
+    File,
+}
+
+/// Input of `grammar`.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GrammarArgs {
+    /// `gbnf` (llama.cpp's `grammar` field; xgrammar reads it too) or `lark` (llguidance).
+    #[serde(default)]
+    pub format: GrammarFormat,
+    /// `turn` (an author's turn: one directive, or a module of statements, or only comments)
+    /// or `file` (a `.kestrel` file: statements without directives).
+    #[serde(default)]
+    pub scope: GrammarScope,
+    /// Longest free text (a comment, a STAND-DOWN reason) in characters.
+    #[serde(default = "default_free_text_max")]
+    pub free_text_max: u32,
+    /// Longest run of spaces, digits or name characters.
+    #[serde(default = "default_run_max")]
+    pub run_max: u32,
+}
+
+fn default_free_text_max() -> u32 {
+    lang::grammar::GrammarOptions::default().free_text_max
+}
+
+fn default_run_max() -> u32 {
+    lang::grammar::GrammarOptions::default().run_max
+}
+
+/// `grammar`: the constrained-decoding grammar generated from the parser's tables, as
+/// `kestrel grammar` prints it.
+pub fn grammar(a: &GrammarArgs) -> ToolOutput {
+    use lang::grammar as g;
+    if a.free_text_max == 0 || a.run_max == 0 {
+        return CodedError::plain("USAGE", "free_text_max and run_max must be at least 1").into();
+    }
+    let opts = g::GrammarOptions {
+        scope: match a.scope {
+            GrammarScope::Turn => g::GrammarScope::Turn,
+            GrammarScope::File => g::GrammarScope::File,
+        },
+        free_text_max: a.free_text_max,
+        run_max: a.run_max,
+    };
+    let format = match a.format {
+        GrammarFormat::Gbnf => g::GrammarFormat::Gbnf,
+        GrammarFormat::Lark => g::GrammarFormat::Lark,
+    };
+    let text = g::export(format, opts);
+    ToolOutput::success(
+        text.clone(),
+        json!({
+            "grammar": text,
+            "format": a.format,
+            "scope": a.scope,
+            "free_text_max": a.free_text_max,
+            "run_max": a.run_max,
+        }),
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
 // route_turn
 
 /// Input of `route_turn`.
