@@ -516,9 +516,41 @@ async fn malformed_calls_are_protocol_errors() {
     client.cancel().await.expect("close");
 }
 
-/// The docs/mcp.md one-liner: JSON-RPC lines into `kestrel mcp`; stdout is only protocol.
+/// The first JSON-RPC lines of docs/mcp.md's try-it command, and its documented output.
+fn docs_example() -> (Vec<String>, Vec<Value>) {
+    let doc = std::fs::read_to_string(common::root().join("docs/mcp.md")).expect("docs/mcp.md");
+    let sh = doc
+        .split("```sh\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .expect("a sh block");
+    let lines: Vec<String> = sh
+        .lines()
+        .filter_map(|l| {
+            let l = l.trim().trim_end_matches('\\').trim();
+            let l = l.strip_prefix('\'')?.strip_suffix('\'')?;
+            Some(l.to_string())
+        })
+        .collect();
+    assert!(sh.contains("| kestrel mcp"), "{sh}");
+    let text = doc
+        .split("```text\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .expect("a text block");
+    let expected = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("docs: not JSON: {l}: {e}")))
+        .collect();
+    (lines, expected)
+}
+
+/// The docs/mcp.md try-it command, run for real: JSON-RPC lines into `kestrel mcp` as a child
+/// process; stdout is only protocol and matches the documented responses.
 #[test]
-fn child_process_speaks_json_rpc_on_stdout_only() {
+fn child_process_answers_as_the_docs_show() {
+    let (lines, expected) = docs_example();
+    assert_eq!(lines.len(), 5, "{lines:?}");
     let mut child = Command::new(KESTREL)
         .arg("mcp")
         .current_dir(common::root())
@@ -527,37 +559,70 @@ fn child_process_speaks_json_rpc_on_stdout_only() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn kestrel mcp");
-    let lines = [
-        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"sh","version":"0"}}}"#,
-        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"check","arguments":{"document":"PLAN p budget 0.2R ttl 15:00\n"}}}"#,
-        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"check","arguments":{"document":true}}}"#,
-    ];
     {
         let mut stdin = child.stdin.take().expect("stdin");
-        for l in lines {
+        for l in &lines {
             writeln!(stdin, "{l}").expect("write");
         }
     }
     let out = child.wait_with_output().expect("wait");
     assert!(out.status.success(), "exit {:?}", out.status);
     let stdout = String::from_utf8(out.stdout).expect("utf8");
-    let msgs: Vec<Value> = stdout
+    let mut msgs: Vec<Value> = stdout
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON-RPC: {l}: {e}")))
         .collect();
-    assert_eq!(msgs.len(), 3, "{stdout}");
-    let by_id = |id: u64| {
-        msgs.iter()
-            .find(|m| m["id"] == id)
-            .unwrap_or_else(|| panic!("no response {id}"))
-    };
+    assert_eq!(msgs.len(), expected.len(), "{stdout}");
+    // The docs shorten the instructions; responses may come in any order.
+    for m in &mut msgs {
+        if let Some(i) = m.pointer_mut("/result/instructions") {
+            *i = json!("Kestrel desk: check, print and route Kestrel documents ...");
+        }
+    }
+    for e in &expected {
+        let got = msgs
+            .iter()
+            .find(|m| m["id"] == e["id"])
+            .unwrap_or_else(|| panic!("no response {}", e["id"]));
+        assert_eq!(got, e, "response {} differs from docs/mcp.md", e["id"]);
+    }
+    let by_id = |id: u64| msgs.iter().find(|m| m["id"] == id).expect("response");
     assert_eq!(by_id(1)["result"]["serverInfo"]["name"], "kestrel");
-    let r = &by_id(2)["result"];
-    assert_eq!(r["isError"], true);
-    assert_eq!(r["structuredContent"]["errors"][0]["rule"], "clause-count");
-    assert_eq!(r["structuredContent"]["errors"][0]["line"], 1);
-    assert_eq!(by_id(3)["error"]["code"], -32602);
+    assert_eq!(by_id(3)["result"]["isError"], true);
+    assert_eq!(
+        by_id(3)["result"]["structuredContent"]["errors"][0]["rule"],
+        "clause-count"
+    );
+    assert_eq!(by_id(4)["error"]["code"], -32602);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("kestrel mcp: serving on stdio"), "{stderr}");
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// Any text in any field is an answer (success or coded refusal), never a panic.
+    #[test]
+    fn tools_never_panic(text in "\\PC{0,80}", at in "[0-9:.a-z]{0,12}") {
+        use kestrel_desk::mcp::tools;
+        for mode in [tools::DocMode::File, tools::DocMode::Turn] {
+            let a = tools::DocumentArgs { document: text.clone(), mode };
+            let c = tools::check(&a);
+            let p = tools::print(&a);
+            proptest::prop_assert_eq!(c.ok, p.ok);
+            if !c.ok {
+                proptest::prop_assert!(c.text.starts_with("error code="));
+            }
+        }
+        let r = tools::route_turn(&serde_json::from_value(json!({ "reply": text, "author": "model" })).expect("args"));
+        proptest::prop_assert_eq!(r.data["ok"].as_bool(), Some(r.ok));
+        let f = tools::frame(&tools::FrameArgs {
+            tape: text.clone(),
+            at: at.clone(),
+            view: Some(text.clone()),
+            name: None,
+            width: 0,
+        });
+        proptest::prop_assert!(!f.ok || text.is_empty());
+    }
 }
