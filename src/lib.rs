@@ -7,6 +7,7 @@
 
 pub mod bus;
 pub mod cli;
+pub mod desk;
 pub mod engine;
 pub mod lang;
 pub mod market;

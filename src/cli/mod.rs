@@ -17,6 +17,7 @@ macro_rules! out {
     }};
 }
 
+pub mod agent;
 mod card;
 pub mod frame;
 pub mod grammar;
@@ -33,12 +34,17 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "kestrel", version, about, long_about = None)]
 pub struct Cli {
+    /// No subcommand opens the desk.
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Open the desk (the default): the tape, the chart, the View, plans, and an agent.
+    ///
+    /// Example: kestrel desk --tape tapes/shock-2025-04-09-s7.jsonl --copilot
+    Desk(crate::desk::DeskArgs),
     /// Parse a document and print its typed model as JSON.
     ///
     /// Example: kestrel parse examples/chase.kestrel | jq '.statements[0]'
@@ -70,6 +76,10 @@ pub enum Command {
     ///
     /// Example: kestrel grammar --format lark --scope turn
     Grammar(grammar::Args),
+    /// A headless session with an attached author: wakes, Views, turns, the Bus, the report.
+    ///
+    /// Example: kestrel agent --tape tapes/trend-2025-04-09-s1.jsonl --author examples/house-agent.jsonl
+    Agent(agent::AgentArgs),
     /// List the fail-closed rules with their stable names.
     ///
     /// Example: kestrel rules
@@ -116,18 +126,23 @@ pub fn main() -> i32 {
             return code;
         }
     };
-    run(cli.command)
+    match cli.command {
+        Some(c) => run(c),
+        None => crate::desk::run(&crate::desk::DeskArgs::default()),
+    }
 }
 
 /// Dispatch one command.
 pub fn run(cmd: Command) -> i32 {
     match cmd {
+        Command::Desk(a) => crate::desk::run(&a),
         Command::Parse(a) => lang::parse(&a),
         Command::Print(a) => lang::print(&a),
         Command::Fmt(a) => lang::fmt(&a),
         Command::Check(a) => lang::check(&a),
         Command::Tape(TapeCommand::Gen(a)) => tape::tape_gen(&a),
         Command::Rules => lang::rules(),
+        Command::Agent(a) => agent::run(&a),
         Command::Frame(a) => frame::run(&a),
         Command::Turn(a) => turn::run(&a),
         Command::Tokens(a) => tokens::run(&a),

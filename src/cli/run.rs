@@ -155,7 +155,8 @@ pub fn text_report(bus: &Bus) -> String {
     s
 }
 
-fn temp_path(out: &Path) -> PathBuf {
+/// The temporary sibling a Bus is written to before its rename.
+pub(crate) fn temp_path(out: &Path) -> PathBuf {
     let name = out
         .file_name()
         .map(|n| n.to_string_lossy().to_string())

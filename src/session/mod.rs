@@ -79,7 +79,7 @@ impl<F: FnMut(&WakeAsk, &Ask) -> Reply> TurnSource for Live<F> {
 
 /// A scripted author: replies in order from a list, one per ask (re-asks included); when the
 /// script runs out it passes (an empty reply from a file is a pass).
-pub fn scripted(name: &str, replies: Vec<String>) -> impl TurnSource {
+pub fn scripted(name: &str, replies: Vec<String>) -> impl TurnSource + use<> {
     let mut it = replies.into_iter();
     Live {
         name: name.to_string(),
@@ -565,6 +565,14 @@ impl<R: BufRead> Session<R> {
             }
             _ => {}
         }
+    }
+
+    /// Close the session (settle at the close) and give back the Bus.
+    pub fn finish(mut self) -> Bus {
+        if let Some((at, wake, ans)) = self.pending.take() {
+            self.apply(at, &wake, ans);
+        }
+        self.engine.finish()
     }
 
     /// Run to the end of the tape with an author; returns the Bus.

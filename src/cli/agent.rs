@@ -1,0 +1,226 @@
+//! `kestrel agent`: a headless session with an attached author, writing the Bus and printing
+//! the run report and the outcome counts.
+
+use super::run::{json_report, text_report};
+use crate::bus::{self, Bus};
+use crate::engine::{EngineConfig, fill};
+use crate::lang::{self, Document, Mode};
+use crate::market::{Px, open_tape};
+use crate::session::{self, Recorded, Session, SessionConfig, TurnSource};
+use crate::turn::{AuthorKind, Profile};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProfileArg {
+    AuthoringV2,
+    ViewshopV2,
+    AuthoringV1,
+}
+
+/// Arguments of `kestrel agent`.
+#[derive(Debug, clap::Args)]
+pub struct AgentArgs {
+    /// The tape (JSON Lines).
+    #[arg(long)]
+    pub tape: PathBuf,
+    /// The author: a saved Bus (`.jsonl` starting with `session-start`) replays its turns;
+    /// a script (`.jsonl` of `{"reply": "..."}` lines) answers wakes in order.
+    #[arg(long)]
+    pub author: String,
+    /// Documents armed at the open, before the author's first turn (repeatable).
+    #[arg(long)]
+    pub plans: Vec<PathBuf>,
+    /// The prompt profile.
+    #[arg(long, value_enum, default_value = "authoring-v2")]
+    pub profile: ProfileArg,
+    /// Dollars per 1R.
+    #[arg(long = "r-usd", default_value = "1000")]
+    pub r_usd: String,
+    /// The fill model.
+    #[arg(long, default_value = "strict-cross-v1")]
+    pub fill: String,
+    /// Write the Bus (JSON Lines) here, atomically.
+    #[arg(long)]
+    pub bus: Option<PathBuf>,
+    /// Print the canonical JSON report.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn load_author(spec: &str) -> Result<Box<dyn TurnSource>, String> {
+    let path = Path::new(spec);
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read the author {spec}: {e}"))?;
+    let first = bytes.split(|b| *b == b'\n').next().unwrap_or_default();
+    let v: serde_json::Value = serde_json::from_slice(first)
+        .map_err(|e| format!("{spec}: line 1 is not JSON ({e}): an author file is a saved Bus or a script of {{\"reply\": ...}} lines"))?;
+    if v["type"] == "session-start" {
+        return Ok(Box::new(Recorded::from_bus(spec, &bytes)?));
+    }
+    let mut replies = Vec::new();
+    for (n, line) in bytes.split(|b| *b == b'\n').enumerate() {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let v: serde_json::Value = serde_json::from_slice(line)
+            .map_err(|e| format!("{spec}: line {}: not JSON: {e}", n + 1))?;
+        let reply = v["reply"]
+            .as_str()
+            .ok_or_else(|| format!("{spec}: line {}: expected {{\"reply\": \"...\"}}", n + 1))?;
+        replies.push(reply.to_string());
+    }
+    Ok(Box::new(session::scripted(spec, replies)))
+}
+
+pub fn run(a: &AgentArgs) -> i32 {
+    let Some(r_usd) = bus::parse_px(a.r_usd.trim()).filter(|p| *p > Px::ZERO) else {
+        eprintln!(
+            "error code=USAGE message=--r-usd must be a positive amount of dollars, got {:?}",
+            a.r_usd
+        );
+        return 1;
+    };
+    let Some(model) = fill::by_name(&a.fill) else {
+        eprintln!(
+            "error code=USAGE message=unknown fill model {:?} (known: {})",
+            a.fill,
+            fill::FILL_MODELS.join(", ")
+        );
+        return 1;
+    };
+    let mut author = match load_author(&a.author) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("error code=USAGE message={e}");
+            return 1;
+        }
+    };
+    let mut docs: Vec<Document> = Vec::new();
+    for p in &a.plans {
+        let Some(src) = super::lang::read_source(p) else {
+            return 1;
+        };
+        match lang::check(&src, Mode::File) {
+            Ok(d) => docs.push(d),
+            Err(errs) => {
+                for e in errs {
+                    eprintln!("{}: {}", p.display(), e.one_line());
+                }
+                return 2;
+            }
+        }
+    }
+    let reader = match open_tape(&a.tape) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("{}: {e}", a.tape.display());
+            return 1;
+        }
+    };
+    let tmp = a.bus.as_ref().map(|o| super::run::temp_path(o));
+    let sink: Option<Box<dyn Write>> = match &tmp {
+        Some(t) => match std::fs::File::create(t) {
+            Ok(f) => Some(Box::new(std::io::BufWriter::new(f))),
+            Err(e) => {
+                eprintln!("error code=IO message=cannot create {}: {e}", t.display());
+                return 1;
+            }
+        },
+        None => None,
+    };
+    let cleanup = |t: &Option<PathBuf>| {
+        if let Some(t) = t {
+            let _ = std::fs::remove_file(t);
+        }
+    };
+    let profile = match a.profile {
+        ProfileArg::AuthoringV2 => Profile::AuthoringV2,
+        ProfileArg::ViewshopV2 => Profile::ViewshopV2,
+        ProfileArg::AuthoringV1 => Profile::AuthoringV1,
+    };
+    let cfg = SessionConfig {
+        engine: EngineConfig { r_usd, fill: model },
+        profile,
+        author: AuthorKind::File,
+        open_wake: true,
+        view_request_cap: None,
+    };
+    let s = match Session::new(reader, cfg, &docs, Bus::new(sink)) {
+        Ok(s) => s,
+        Err(e) => {
+            cleanup(&tmp);
+            eprintln!("error code=TAPE message={e}");
+            return 1;
+        }
+    };
+    let counts = std::rc::Rc::new(std::cell::RefCell::new(session::Counts::default()));
+    let bus = {
+        let mut s = s;
+        let mut result = Ok(());
+        while !s.is_done() {
+            match s.step() {
+                Ok(fired) => {
+                    for w in &fired {
+                        s.wake(w, author.as_mut());
+                    }
+                }
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        if let Err(e) = result {
+            cleanup(&tmp);
+            eprintln!("{}: {e}", a.tape.display());
+            return 1;
+        }
+        *counts.borrow_mut() = s.counts.clone();
+        s.finish()
+    };
+    if let Some(e) = bus.error() {
+        eprintln!("error code=IO message=writing the bus: {e}");
+        cleanup(&tmp);
+        return 1;
+    }
+    let c = counts.borrow().clone();
+    let report = if a.json {
+        let mut v: serde_json::Value =
+            serde_json::from_str(&json_report(&bus, &a.tape.display().to_string()))
+                .unwrap_or_default();
+        v["author"] = serde_json::Value::String(author.name());
+        v["outcomes"] = serde_json::to_value(&c).unwrap_or_default();
+        v.to_string() + "\n"
+    } else {
+        format!(
+            "{}author {}: wakes {} | supersede {} stand-down {} view-request {} cancel {} pass {} | invalid {} truncated {} provider-error {} | fail-closed pass {} | repaired {}\n",
+            text_report(&bus),
+            author.name(),
+            c.wakes,
+            c.supersede,
+            c.stand_down,
+            c.view_request,
+            c.cancel,
+            c.pass,
+            c.invalid,
+            c.truncated,
+            c.provider_error,
+            c.fail_closed_pass,
+            c.repaired
+        )
+    };
+    if let Err(e) = bus.into_sink() {
+        eprintln!("error code=IO message=flushing the bus: {e}");
+        cleanup(&tmp);
+        return 1;
+    }
+    if let (Some(t), Some(out)) = (&tmp, &a.bus)
+        && let Err(e) = std::fs::rename(t, out)
+    {
+        eprintln!("error code=IO message=cannot write {}: {e}", out.display());
+        cleanup(&tmp);
+        return 1;
+    }
+    out!("{report}");
+    0
+}

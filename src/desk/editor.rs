@@ -1,0 +1,406 @@
+//! The turn editor: a small multi-line text area with Kestrel highlighting and a live parse
+//! on every edit. Coded errors are drawn under the line they point at.
+//!
+//! A hand-rolled widget rather than a text-area crate: the desk needs virtual lines (the
+//! errors) between buffer lines and per-token styling, which is simpler to own than to bend
+//! a general widget into.
+
+use super::theme::Theme;
+use crate::lang::{self, Diagnostic, Mode};
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+
+/// Statement heads and turn directives.
+const HEADS: &[&str] = &[
+    "PLAN",
+    "VIEW",
+    "WAKE",
+    "POD",
+    "BOOK",
+    "GRADE",
+    "IMPORT",
+    "USING",
+    "STAND-DOWN",
+    "SHOW",
+    "CANCEL",
+];
+const CLAUSES: &[&str] = &[
+    "WHEN",
+    "DO",
+    "ALSO",
+    "TP",
+    "EXIT",
+    "INVALIDATE",
+    "RELOAD",
+    "CANCEL-IF",
+    "ARM",
+    "DELIVER",
+    "PRIORITY",
+    "BUDGET",
+    "AND",
+    "OR",
+    "NOT",
+];
+const ANCHORS: &[&str] = &[
+    "fair",
+    "mid",
+    "bid",
+    "ask",
+    "last",
+    "intrinsic",
+    "basis",
+    "min",
+    "max",
+    "peg",
+    "esc",
+    "cap",
+    "floor",
+];
+const SERIES: &[&str] = &[
+    "spot", "hod", "lod", "vwap", "open", "velocity", "pnl", "fills", "mark", "headline", "iv",
+    "phase", "time",
+];
+
+/// The editor's state.
+#[derive(Debug, Clone)]
+pub struct Editor {
+    lines: Vec<String>,
+    row: usize,
+    col: usize,
+    /// First buffer line shown.
+    pub scroll: usize,
+    diags: Vec<Diagnostic>,
+}
+
+impl Default for Editor {
+    fn default() -> Self {
+        Editor::new("")
+    }
+}
+
+fn char_to_byte(s: &str, col: usize) -> usize {
+    s.char_indices().nth(col).map(|(i, _)| i).unwrap_or(s.len())
+}
+
+impl Editor {
+    /// An editor holding `text`, the cursor at its end.
+    pub fn new(text: &str) -> Editor {
+        let mut e = Editor {
+            lines: vec![String::new()],
+            row: 0,
+            col: 0,
+            scroll: 0,
+            diags: Vec::new(),
+        };
+        e.set_text(text);
+        e
+    }
+
+    /// Replace the text; the cursor goes to the end.
+    pub fn set_text(&mut self, text: &str) {
+        self.lines = text
+            .split('\n')
+            .map(|l| l.trim_end_matches('\r').to_string())
+            .collect();
+        if self.lines.len() > 1 && self.lines.last().is_some_and(String::is_empty) {
+            self.lines.pop();
+        }
+        if self.lines.is_empty() {
+            self.lines.push(String::new());
+        }
+        self.row = self.lines.len() - 1;
+        self.col = self.lines[self.row].chars().count();
+        self.reparse();
+    }
+
+    /// The text, lines joined with `\n` (a final newline when not empty).
+    pub fn text(&self) -> String {
+        let mut s = self.lines.join("\n");
+        if !s.trim().is_empty() {
+            s.push('\n');
+        }
+        s
+    }
+
+    /// Is the buffer blank?
+    pub fn is_blank(&self) -> bool {
+        self.lines.iter().all(|l| l.trim().is_empty())
+    }
+
+    /// The cursor (0-based row, column in characters).
+    pub fn cursor(&self) -> (usize, usize) {
+        (self.row, self.col)
+    }
+
+    /// The live parse's coded errors (empty when the text checks).
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        &self.diags
+    }
+
+    fn reparse(&mut self) {
+        self.diags = if self.is_blank() {
+            Vec::new()
+        } else {
+            lang::check(&self.text(), Mode::Turn)
+                .err()
+                .unwrap_or_default()
+        };
+    }
+
+    /// Apply an editing key; returns whether the text or cursor changed.
+    pub fn key(&mut self, k: &KeyEvent) -> bool {
+        let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
+        let len = |e: &Editor| e.lines[e.row].chars().count();
+        let mut edited = false;
+        match k.code {
+            KeyCode::Char('a') if ctrl => self.col = 0,
+            KeyCode::Char('e') if ctrl => self.col = len(self),
+            KeyCode::Char('k') if ctrl => {
+                let b = char_to_byte(&self.lines[self.row], self.col);
+                self.lines[self.row].truncate(b);
+                edited = true;
+            }
+            KeyCode::Char('u') if ctrl => {
+                self.set_text("");
+                return true;
+            }
+            KeyCode::Char(c) if !ctrl => {
+                let b = char_to_byte(&self.lines[self.row], self.col);
+                self.lines[self.row].insert(b, c);
+                self.col += 1;
+                edited = true;
+            }
+            KeyCode::Tab => {
+                let b = char_to_byte(&self.lines[self.row], self.col);
+                self.lines[self.row].insert_str(b, "  ");
+                self.col += 2;
+                edited = true;
+            }
+            KeyCode::Enter => {
+                let b = char_to_byte(&self.lines[self.row], self.col);
+                let rest = self.lines[self.row].split_off(b);
+                let cur = &self.lines[self.row];
+                let mut indent: String = cur.chars().take_while(|c| *c == ' ').collect();
+                let first = cur.split_whitespace().next().unwrap_or("");
+                if indent.is_empty() && matches!(first, "PLAN" | "VIEW" | "SHOW" | "POD" | "BOOK") {
+                    indent = "  ".into();
+                }
+                self.row += 1;
+                self.col = indent.chars().count();
+                self.lines.insert(self.row, indent + rest.trim_start());
+                edited = true;
+            }
+            KeyCode::Backspace => {
+                if self.col > 0 {
+                    let b = char_to_byte(&self.lines[self.row], self.col - 1);
+                    self.lines[self.row].remove(b);
+                    self.col -= 1;
+                } else if self.row > 0 {
+                    let line = self.lines.remove(self.row);
+                    self.row -= 1;
+                    self.col = len(self);
+                    self.lines[self.row].push_str(&line);
+                }
+                edited = true;
+            }
+            KeyCode::Delete => {
+                if self.col < len(self) {
+                    let b = char_to_byte(&self.lines[self.row], self.col);
+                    self.lines[self.row].remove(b);
+                } else if self.row + 1 < self.lines.len() {
+                    let line = self.lines.remove(self.row + 1);
+                    self.lines[self.row].push_str(&line);
+                }
+                edited = true;
+            }
+            KeyCode::Left => {
+                if self.col > 0 {
+                    self.col -= 1;
+                } else if self.row > 0 {
+                    self.row -= 1;
+                    self.col = len(self);
+                }
+            }
+            KeyCode::Right => {
+                if self.col < len(self) {
+                    self.col += 1;
+                } else if self.row + 1 < self.lines.len() {
+                    self.row += 1;
+                    self.col = 0;
+                }
+            }
+            KeyCode::Up => {
+                self.row = self.row.saturating_sub(1);
+                self.col = self.col.min(len(self));
+            }
+            KeyCode::Down => {
+                self.row = (self.row + 1).min(self.lines.len() - 1);
+                self.col = self.col.min(len(self));
+            }
+            KeyCode::Home => self.col = 0,
+            KeyCode::End => self.col = len(self),
+            KeyCode::PageUp => self.row = self.row.saturating_sub(10),
+            KeyCode::PageDown => self.row = (self.row + 10).min(self.lines.len() - 1),
+            _ => return false,
+        }
+        self.col = self.col.min(len(self));
+        if edited {
+            self.reparse();
+        }
+        true
+    }
+
+    /// The lines to draw: each buffer line highlighted, each error under its line (a caret
+    /// at its column and the coded one-line message). Returns the lines and, for each buffer
+    /// line, the index of its display line (for the cursor).
+    pub fn display(&self, theme: &Theme) -> (Vec<Line<'static>>, Vec<usize>) {
+        let mut out = Vec::new();
+        let mut at = Vec::with_capacity(self.lines.len());
+        let err = Style::default().fg(theme.c("syntax.error"));
+        for (i, l) in self.lines.iter().enumerate() {
+            at.push(out.len());
+            out.push(highlight(l, theme));
+            for d in self.diags.iter().filter(|d| d.line == i + 1) {
+                let pad = " ".repeat(d.col.saturating_sub(1));
+                out.push(Line::from(vec![
+                    Span::styled(format!("{pad}^ "), err.add_modifier(Modifier::BOLD)),
+                    Span::styled(
+                        format!(
+                            "code={} rule={}: {}",
+                            d.code,
+                            d.rule,
+                            d.message.replace('\n', " ")
+                        ),
+                        err,
+                    ),
+                ]));
+            }
+        }
+        for d in self
+            .diags
+            .iter()
+            .filter(|d| d.line > self.lines.len() || d.line == 0)
+        {
+            out.push(Line::from(Span::styled(d.one_line(), err)));
+        }
+        (out, at)
+    }
+}
+
+/// Highlight one line of Kestrel.
+pub fn highlight(line: &str, theme: &Theme) -> Line<'static> {
+    let st = |k: &str| Style::default().fg(theme.c(k));
+    let (code, comment) = match line.find('#') {
+        Some(i) => (&line[..i], Some(&line[i..])),
+        None => (line, None),
+    };
+    let mut spans = Vec::new();
+    let mut word = String::new();
+    let mut prev_head = false;
+    let flush = |w: &mut String, spans: &mut Vec<Span<'static>>, prev_head: &mut bool| {
+        if w.is_empty() {
+            return;
+        }
+        let bare = w.trim_end_matches(['(', ')', ',', ':']);
+        let style = if HEADS.contains(&bare) {
+            *prev_head = true;
+            spans.push(Span::styled(
+                w.clone(),
+                st("syntax.keyword").add_modifier(Modifier::BOLD),
+            ));
+            w.clear();
+            return;
+        } else if *prev_head && bare != "VIEW" {
+            *prev_head = false;
+            st("syntax.name").add_modifier(Modifier::UNDERLINED)
+        } else if CLAUSES.contains(&bare) {
+            st("syntax.clause")
+        } else if w.starts_with(|c: char| c.is_ascii_digit())
+            || (w.len() > 1
+                && w.starts_with(['+', '-'])
+                && w[1..].starts_with(|c: char| c.is_ascii_digit()))
+        {
+            st("syntax.number")
+        } else if ANCHORS.iter().any(|a| w.starts_with(a)) {
+            st("syntax.anchor")
+        } else if SERIES.iter().any(|a| w.starts_with(a)) {
+            st("syntax.series")
+        } else {
+            st("ui.fg")
+        };
+        spans.push(Span::styled(w.clone(), style));
+        w.clear();
+    };
+    for ch in code.chars() {
+        if ch == ' ' {
+            flush(&mut word, &mut spans, &mut prev_head);
+            spans.push(Span::raw(" "));
+        } else {
+            word.push(ch);
+        }
+    }
+    flush(&mut word, &mut spans, &mut prev_head);
+    if let Some(c) = comment {
+        spans.push(Span::styled(
+            c.to_string(),
+            st("syntax.comment").add_modifier(Modifier::ITALIC),
+        ));
+    }
+    Line::from(spans)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn typed(s: &str) -> Editor {
+        let mut e = Editor::default();
+        for c in s.chars() {
+            let code = if c == '\n' {
+                KeyCode::Enter
+            } else {
+                KeyCode::Char(c)
+            };
+            e.key(&KeyEvent::new(code, KeyModifiers::NONE));
+        }
+        e
+    }
+
+    #[test]
+    fn typing_edits_and_auto_indents() {
+        let e = typed(
+            "PLAN p budget 0.05R ttl +20m\nWHEN spot crosses above 5200\nDO buy 1 +1 C @ fair-2c",
+        );
+        // The line after PLAN is indented; the next keeps the indent.
+        assert_eq!(
+            e.text(),
+            "PLAN p budget 0.05R ttl +20m\n  WHEN spot crosses above 5200\n  DO buy 1 +1 C @ fair-2c\n"
+        );
+        assert!(e.diagnostics().is_empty(), "{:?}", e.diagnostics());
+    }
+
+    #[test]
+    fn live_parse_reports_the_offending_line() {
+        let e =
+            typed("PLAN p budget 0.05R ttl +20m\nWHEN spot crosses above\nDO buy 1 +1 C @ fair-2c");
+        assert!(!e.diagnostics().is_empty());
+        assert_eq!(e.diagnostics()[0].line, 2);
+        let (lines, at) = e.display(&super::super::theme::default_theme());
+        let under: String = lines[at[1] + 1]
+            .spans
+            .iter()
+            .map(|s| s.content.as_ref())
+            .collect();
+        assert!(under.contains("code=PARSE"), "{under}");
+    }
+
+    #[test]
+    fn backspace_joins_lines() {
+        let mut e = typed("ab\ncd");
+        e.key(&KeyEvent::new(KeyCode::Home, KeyModifiers::NONE));
+        e.key(&KeyEvent::new(KeyCode::Backspace, KeyModifiers::NONE));
+        assert_eq!(e.text(), "abcd\n");
+        assert_eq!(e.cursor(), (0, 2));
+    }
+}

@@ -1,0 +1,364 @@
+//! The key map: every desk action, its default key, and overrides from `keys.toml` in the
+//! user's config directory:
+//!
+//! ```toml
+//! [keys]
+//! play = "p"                 # one key
+//! stand_down = ["S", "f9"]   # or several
+//! ```
+//!
+//! Keys are written `a`, `A`, `?`, `space`, `enter`, `esc`, `tab`, `backtab`, `up`, `f5`,
+//! `ctrl+s`, `alt+x`. Unknown actions and unparsable keys are reported, never fatal. The
+//! editor's own editing keys (arrows, backspace, ...) are fixed; its submit and leave keys
+//! are actions and can be remapped.
+
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use std::collections::BTreeMap;
+
+macro_rules! actions {
+    ($( $v:ident, $name:literal, [$($k:literal),*], $doc:literal; )*) => {
+        /// Something a key does.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Action { $( #[doc = $doc] $v, )* }
+
+        impl Action {
+            /// Every action, in help order.
+            pub const ALL: &'static [Action] = &[$(Action::$v),*];
+
+            /// The action's name in `keys.toml`.
+            pub fn name(self) -> &'static str { match self { $(Action::$v => $name,)* } }
+
+            /// What it does (for the help screen).
+            pub fn describe(self) -> &'static str { match self { $(Action::$v => $doc,)* } }
+
+            /// The default keys.
+            pub fn defaults(self) -> &'static [&'static str] { match self { $(Action::$v => &[$($k),*],)* } }
+        }
+    };
+}
+
+actions! {
+    Quit, "quit", ["q", "ctrl+c"], "quit the desk (the session is already saved)";
+    Help, "help", ["?"], "show every key";
+    FocusNext, "focus_next", ["tab"], "focus the next pane";
+    FocusPrev, "focus_prev", ["backtab"], "focus the previous pane";
+    Editor, "editor", ["e"], "focus the editor";
+    PlayPause, "play_pause", ["space"], "play / pause the replay";
+    Faster, "faster", ["+", "="], "replay faster (1x, 10x, 60x, 600x, max)";
+    Slower, "slower", ["-"], "replay slower";
+    StepTick, "step_tick", ["."], "step one tick";
+    StepBar, "step_bar", [">"], "step one bar (1 minute)";
+    Seek, "seek", ["g"], "seek to a tape time (HH:MM[:SS])";
+    Restart, "restart", ["R"], "restart the session from the open";
+    StandDown, "stand_down", ["s"], "STAND-DOWN, with a reason";
+    ShowView, "show_view", ["v"], "SHOW VIEW: pick panes from the catalog";
+    Copilot, "copilot", ["c"], "toggle co-pilot (approve agent turns) / autopilot";
+    Accept, "accept", ["a"], "co-pilot: accept the agent's proposed turn";
+    Reject, "reject", ["x"], "co-pilot: reject the agent's proposed turn";
+    Attach, "attach", ["A"], "attach / detach the house agent";
+    Theme, "theme", ["t"], "next theme";
+    BusToggle, "bus_toggle", ["b"], "Bus / Blotter pane: toggle";
+    Up, "up", ["up", "k"], "select up (Plans, scroll panes)";
+    Down, "down", ["down", "j"], "select down";
+    Open, "open", ["enter"], "Plans: show the selected plan's canonical text";
+    Yank, "yank", ["y"], "Plans: copy the selected plan's text into the editor";
+    Submit, "submit", ["ctrl+s", "alt+enter"], "editor: submit the turn through the router";
+    Leave, "leave", ["esc"], "editor / dialogs: leave";
+}
+
+/// A key as the desk compares them: code plus the ctrl / alt modifiers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Key {
+    /// The key.
+    pub code: KeyCodeOrd,
+    /// Ctrl held.
+    pub ctrl: bool,
+    /// Alt held.
+    pub alt: bool,
+}
+
+/// The key codes the map knows (an orderable subset of crossterm's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum KeyCodeOrd {
+    /// A character (case significant).
+    Char(char),
+    /// A function key.
+    F(u8),
+    /// Enter.
+    Enter,
+    /// Esc.
+    Esc,
+    /// Tab.
+    Tab,
+    /// Shift+Tab.
+    BackTab,
+    /// Backspace.
+    Backspace,
+    /// Arrow up.
+    Up,
+    /// Arrow down.
+    Down,
+    /// Arrow left.
+    Left,
+    /// Arrow right.
+    Right,
+    /// Page up.
+    PageUp,
+    /// Page down.
+    PageDown,
+    /// Home.
+    Home,
+    /// End.
+    End,
+    /// Delete.
+    Delete,
+}
+
+impl Key {
+    /// The map's key for a terminal key event (`None` for keys the map never binds).
+    pub fn from_event(k: &KeyEvent) -> Option<Key> {
+        let code = match k.code {
+            KeyCode::Char(c) => KeyCodeOrd::Char(c),
+            KeyCode::F(n) => KeyCodeOrd::F(n),
+            KeyCode::Enter => KeyCodeOrd::Enter,
+            KeyCode::Esc => KeyCodeOrd::Esc,
+            KeyCode::Tab => KeyCodeOrd::Tab,
+            KeyCode::BackTab => KeyCodeOrd::BackTab,
+            KeyCode::Backspace => KeyCodeOrd::Backspace,
+            KeyCode::Up => KeyCodeOrd::Up,
+            KeyCode::Down => KeyCodeOrd::Down,
+            KeyCode::Left => KeyCodeOrd::Left,
+            KeyCode::Right => KeyCodeOrd::Right,
+            KeyCode::PageUp => KeyCodeOrd::PageUp,
+            KeyCode::PageDown => KeyCodeOrd::PageDown,
+            KeyCode::Home => KeyCodeOrd::Home,
+            KeyCode::End => KeyCodeOrd::End,
+            KeyCode::Delete => KeyCodeOrd::Delete,
+            _ => return None,
+        };
+        Some(Key {
+            code,
+            ctrl: k.modifiers.contains(KeyModifiers::CONTROL),
+            alt: k.modifiers.contains(KeyModifiers::ALT),
+        })
+    }
+
+    /// Parse `ctrl+s`, `A`, `space`, `f5`, ...
+    pub fn parse(s: &str) -> Option<Key> {
+        let mut ctrl = false;
+        let mut alt = false;
+        let mut rest = s.trim();
+        loop {
+            let lower = rest.to_ascii_lowercase();
+            if lower.starts_with("ctrl+") && rest.len() > 5 {
+                ctrl = true;
+                rest = &rest[5..];
+            } else if lower.starts_with("alt+") && rest.len() > 4 {
+                alt = true;
+                rest = &rest[4..];
+            } else {
+                break;
+            }
+        }
+        let code = if rest.chars().count() == 1 {
+            KeyCodeOrd::Char(rest.chars().next()?)
+        } else {
+            match rest.to_ascii_lowercase().as_str() {
+                "space" => KeyCodeOrd::Char(' '),
+                "enter" | "return" => KeyCodeOrd::Enter,
+                "esc" | "escape" => KeyCodeOrd::Esc,
+                "tab" => KeyCodeOrd::Tab,
+                "backtab" | "shift+tab" => KeyCodeOrd::BackTab,
+                "backspace" => KeyCodeOrd::Backspace,
+                "up" => KeyCodeOrd::Up,
+                "down" => KeyCodeOrd::Down,
+                "left" => KeyCodeOrd::Left,
+                "right" => KeyCodeOrd::Right,
+                "pageup" => KeyCodeOrd::PageUp,
+                "pagedown" => KeyCodeOrd::PageDown,
+                "home" => KeyCodeOrd::Home,
+                "end" => KeyCodeOrd::End,
+                "delete" | "del" => KeyCodeOrd::Delete,
+                f if f.starts_with('f') => {
+                    KeyCodeOrd::F(f[1..].parse().ok().filter(|n| *n >= 1 && *n <= 24)?)
+                }
+                _ => return None,
+            }
+        };
+        // Ctrl+letter is case-insensitive in terminals.
+        let code = match code {
+            KeyCodeOrd::Char(c) if ctrl => KeyCodeOrd::Char(c.to_ascii_lowercase()),
+            c => c,
+        };
+        Some(Key { code, ctrl, alt })
+    }
+
+    /// How the key is written in the footer and help.
+    pub fn label(&self) -> String {
+        let base = match self.code {
+            KeyCodeOrd::Char(' ') => "space".to_string(),
+            KeyCodeOrd::Char(c) => c.to_string(),
+            KeyCodeOrd::F(n) => format!("F{n}"),
+            KeyCodeOrd::Enter => "enter".into(),
+            KeyCodeOrd::Esc => "esc".into(),
+            KeyCodeOrd::Tab => "tab".into(),
+            KeyCodeOrd::BackTab => "S-tab".into(),
+            KeyCodeOrd::Backspace => "bksp".into(),
+            KeyCodeOrd::Up => "↑".into(),
+            KeyCodeOrd::Down => "↓".into(),
+            KeyCodeOrd::Left => "←".into(),
+            KeyCodeOrd::Right => "→".into(),
+            KeyCodeOrd::PageUp => "pgup".into(),
+            KeyCodeOrd::PageDown => "pgdn".into(),
+            KeyCodeOrd::Home => "home".into(),
+            KeyCodeOrd::End => "end".into(),
+            KeyCodeOrd::Delete => "del".into(),
+        };
+        let mut s = String::new();
+        if self.ctrl {
+            s.push_str("C-");
+        }
+        if self.alt {
+            s.push_str("M-");
+        }
+        s + &base
+    }
+}
+
+/// The key map in force.
+#[derive(Debug, Clone)]
+pub struct KeyMap {
+    by_key: BTreeMap<Key, Action>,
+    by_action: BTreeMap<Action, Vec<Key>>,
+}
+
+impl Default for KeyMap {
+    fn default() -> Self {
+        KeyMap::with_overrides(None).0
+    }
+}
+
+impl KeyMap {
+    /// The defaults, with `keys.toml` text (when given) overriding per action. Returns the
+    /// map and any warnings.
+    pub fn with_overrides(toml_text: Option<&str>) -> (KeyMap, Vec<String>) {
+        let mut warnings = Vec::new();
+        let mut by_action: BTreeMap<Action, Vec<Key>> = Action::ALL
+            .iter()
+            .map(|a| {
+                (
+                    *a,
+                    a.defaults().iter().filter_map(|k| Key::parse(k)).collect(),
+                )
+            })
+            .collect();
+        if let Some(text) = toml_text {
+            match text.parse::<toml::Table>() {
+                Ok(t) => {
+                    let table = t.get("keys").and_then(|v| v.as_table()).unwrap_or(&t);
+                    for (name, v) in table {
+                        let Some(a) = Action::ALL.iter().find(|a| a.name() == name) else {
+                            warnings.push(format!("keys.toml: no action named {name}"));
+                            continue;
+                        };
+                        let specs: Vec<&str> = match v {
+                            toml::Value::String(s) => vec![s.as_str()],
+                            toml::Value::Array(a) => a.iter().filter_map(|x| x.as_str()).collect(),
+                            _ => Vec::new(),
+                        };
+                        let keys: Vec<Key> = specs.iter().filter_map(|s| Key::parse(s)).collect();
+                        if keys.is_empty() || keys.len() != specs.len() {
+                            warnings.push(format!(
+                                "keys.toml: {name} = {v:?} has a key that does not parse (write e.g. \"p\", \"ctrl+s\", \"f5\"); kept the default"
+                            ));
+                            continue;
+                        }
+                        by_action.insert(*a, keys);
+                    }
+                }
+                Err(e) => warnings.push(format!(
+                    "keys.toml is not valid TOML ({}); using the default keys",
+                    e.message().trim()
+                )),
+            }
+        }
+        let mut by_key = BTreeMap::new();
+        for a in Action::ALL {
+            for k in by_action.get(a).into_iter().flatten() {
+                by_key.entry(*k).or_insert(*a);
+            }
+        }
+        (KeyMap { by_key, by_action }, warnings)
+    }
+
+    /// The action bound to a key event.
+    pub fn action(&self, k: &KeyEvent) -> Option<Action> {
+        let key = Key::from_event(k)?;
+        // Terminals report shifted characters with SHIFT set; the map ignores SHIFT.
+        self.by_key.get(&key).copied()
+    }
+
+    /// The first key of an action, as a label.
+    pub fn label(&self, a: Action) -> String {
+        self.by_action
+            .get(&a)
+            .and_then(|v| v.first())
+            .map(Key::label)
+            .unwrap_or_else(|| "-".into())
+    }
+
+    /// Every key of an action, as labels.
+    pub fn labels(&self, a: Action) -> Vec<String> {
+        self.by_action
+            .get(&a)
+            .map(|v| v.iter().map(Key::label).collect())
+            .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(code: KeyCode, m: KeyModifiers) -> KeyEvent {
+        KeyEvent::new(code, m)
+    }
+
+    #[test]
+    fn defaults_and_parsing() {
+        let m = KeyMap::default();
+        assert_eq!(
+            m.action(&ev(KeyCode::Char(' '), KeyModifiers::NONE)),
+            Some(Action::PlayPause)
+        );
+        assert_eq!(
+            m.action(&ev(KeyCode::Char('s'), KeyModifiers::CONTROL)),
+            Some(Action::Submit)
+        );
+        assert_eq!(
+            m.action(&ev(KeyCode::Char('R'), KeyModifiers::SHIFT)),
+            Some(Action::Restart)
+        );
+        assert_eq!(Key::parse("f5").map(|k| k.code), Some(KeyCodeOrd::F(5)));
+        assert_eq!(Key::parse("nonsense"), None);
+    }
+
+    #[test]
+    fn overrides_replace_one_action_and_report_bad_entries() {
+        let (m, w) = KeyMap::with_overrides(Some(
+            "[keys]\nplay_pause = \"p\"\nnope = \"z\"\nseek = \"ctrl+nothing\"\n",
+        ));
+        assert_eq!(
+            m.action(&ev(KeyCode::Char('p'), KeyModifiers::NONE)),
+            Some(Action::PlayPause)
+        );
+        assert_eq!(m.action(&ev(KeyCode::Char(' '), KeyModifiers::NONE)), None);
+        assert_eq!(
+            m.action(&ev(KeyCode::Char('g'), KeyModifiers::NONE)),
+            Some(Action::Seek)
+        );
+        assert_eq!(w.len(), 2, "{w:?}");
+        let (_, w) = KeyMap::with_overrides(Some("[keys"));
+        assert!(w[0].contains("not valid TOML"));
+    }
+}

@@ -1,0 +1,523 @@
+//! The runtime seam: what the desk drives behind the replay clock.
+//!
+//! A [`Runtime`] receives every tape event in order and the acts routed turns carry (arm a
+//! document, stand down, cancel). It owns the market state the Frame is rendered from and
+//! reports plans, the book, the event stream and the determinism hash. [`MarketOnly`] is the
+//! runtime used until the tick engine is wired: it keeps the market and a canonical log of
+//! the acts it received (hashed with BLAKE3), and lists armed plans without evaluating them.
+
+use crate::bus::{self, Bus, Event};
+use crate::engine::{Engine, EngineConfig};
+use crate::lang::{self, Document, ast::StatementKind};
+use crate::market::Px;
+use crate::market::{MarketState, TapeEvent, TapeHeader, Ts};
+use crate::view::Snapshot;
+use std::collections::BTreeMap;
+use std::io::Write;
+
+/// One plan as the Plans pane shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlanInfo {
+    /// The plan's name.
+    pub name: String,
+    /// armed / fired / resting / filled / expired / stood down / done / de-armed.
+    pub state: String,
+    /// The plan's budget in R.
+    pub budget_r: f64,
+    /// Risk used, in R.
+    pub used_r: f64,
+    /// `ttl` as written (`+30m`, `14:45`).
+    pub ttl: String,
+    /// The clause that fired last, or why the plan is in its state.
+    pub note: String,
+    /// The plan in canonical Kestrel.
+    pub text: String,
+}
+
+/// A mark on the chart: a fill or a fire at a tape time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mark {
+    /// When.
+    pub ts: Ts,
+    /// The plan.
+    pub plan: String,
+    /// `buy` / `sell` for fills, the clause for fires.
+    pub what: String,
+}
+
+/// What the desk drives behind the clock. Implementations must be deterministic: the same
+/// events and acts in the same order give the same log bytes and hash.
+pub trait Runtime {
+    /// `market-only` or `engine`.
+    fn name(&self) -> &'static str;
+    /// Feed one tape event (in tape order).
+    fn on_event(&mut self, ev: &TapeEvent);
+    /// The market state (what the Frame is rendered from).
+    fn market(&self) -> &MarketState;
+    /// Arm a checked document at the current tape time; returns the plans armed.
+    fn arm(&mut self, doc: &Document, now: Ts) -> Vec<String>;
+    /// STAND-DOWN: de-arm the book; the reason is kept verbatim.
+    fn stand_down(&mut self, reason: &str, now: Ts);
+    /// CANCEL a plan by name; whether one was live.
+    fn cancel(&mut self, target: &str, now: Ts) -> bool;
+    /// Armed plans and their states.
+    fn plans(&self) -> Vec<PlanInfo>;
+    /// The book for the Frame's kernel / plans / blotter panes and the Blotter pane.
+    fn book(&self) -> Snapshot;
+    /// The newest `n` lines of the event stream (canonical JSON).
+    fn tail(&self, n: usize) -> Vec<String>;
+    /// Events in the stream so far.
+    fn event_count(&self) -> u64;
+    /// Fills and fires so far, for the chart.
+    fn marks(&self) -> (Vec<Mark>, Vec<Mark>);
+    /// The determinism hash of the stream so far (BLAKE3 hex).
+    fn hash(&self) -> String;
+    /// Close the session at the end of the tape (idempotent).
+    fn finish(&mut self) {}
+}
+
+/// The runtime used until the engine is wired: market state plus a canonical log of acts.
+pub struct MarketOnly {
+    market: MarketState,
+    plans: Vec<PlanInfo>,
+    log: Vec<String>,
+    hasher: blake3::Hasher,
+    sink: Option<Box<dyn Write>>,
+}
+
+impl MarketOnly {
+    /// A runtime for a tape; `sink` receives the log as JSON Lines (flushed per line).
+    pub fn new(header: &TapeHeader, sink: Option<Box<dyn Write>>) -> MarketOnly {
+        let mut m = MarketOnly {
+            market: MarketState::new(header),
+            plans: Vec::new(),
+            log: Vec::new(),
+            hasher: blake3::Hasher::new(),
+            sink,
+        };
+        m.emit(serde_json::json!({
+            "type": "session-start",
+            "tape": header.name,
+            "date": header.date.to_string(),
+            "runtime": "market-only",
+        }));
+        m
+    }
+
+    fn emit(&mut self, v: serde_json::Value) {
+        // serde_json's Map is a BTreeMap here: keys come out sorted (canonical).
+        let line = v.to_string();
+        self.hasher.update(line.as_bytes());
+        self.hasher.update(b"\n");
+        if let Some(w) = self.sink.as_mut() {
+            let ok = w
+                .write_all(line.as_bytes())
+                .and_then(|_| w.write_all(b"\n"))
+                .and_then(|_| w.flush());
+            if ok.is_err() {
+                self.sink = None;
+            }
+        }
+        self.log.push(line);
+    }
+}
+
+/// The PLAN statements of a document as Plans-pane rows, in the given state.
+pub fn plan_infos(doc: &Document, state: &str) -> Vec<PlanInfo> {
+    doc.statements
+        .iter()
+        .filter_map(|s| match &s.kind {
+            StatementKind::Plan(p) => {
+                let one = Document {
+                    statements: vec![s.clone()],
+                    tail: Vec::new(),
+                };
+                let text = lang::print(&one);
+                let head = text
+                    .lines()
+                    .find(|l| l.starts_with("PLAN"))
+                    .unwrap_or_default();
+                let ttl = head
+                    .split_whitespace()
+                    .skip_while(|w| *w != "ttl")
+                    .nth(1)
+                    .unwrap_or("-")
+                    .to_string();
+                Some(PlanInfo {
+                    name: p.name.text.clone(),
+                    state: state.to_string(),
+                    budget_r: p.budget.value(),
+                    used_r: 0.0,
+                    ttl,
+                    note: String::new(),
+                    text,
+                })
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+impl Runtime for MarketOnly {
+    fn name(&self) -> &'static str {
+        "market-only"
+    }
+
+    fn on_event(&mut self, ev: &TapeEvent) {
+        self.market.apply(ev);
+    }
+
+    fn market(&self) -> &MarketState {
+        &self.market
+    }
+
+    fn arm(&mut self, doc: &Document, now: Ts) -> Vec<String> {
+        let text = lang::print(doc);
+        let infos = plan_infos(doc, "armed");
+        let names: Vec<String> = infos.iter().map(|p| p.name.clone()).collect();
+        self.emit(serde_json::json!({
+            "type": "document-armed",
+            "ts": now.to_string(),
+            "text": text,
+            "blake3": blake3::hash(text.as_bytes()).to_hex().to_string(),
+            "plans": names,
+        }));
+        // A supersede replaces the standing book.
+        self.plans = infos
+            .into_iter()
+            .map(|mut p| {
+                p.note = "not evaluated: market-only runtime".into();
+                p
+            })
+            .collect();
+        names
+    }
+
+    fn stand_down(&mut self, reason: &str, now: Ts) {
+        self.emit(serde_json::json!({
+            "type": "stand-down", "ts": now.to_string(), "reason": reason,
+        }));
+        for p in &mut self.plans {
+            p.state = "stood down".into();
+            p.note = format!("STAND-DOWN {reason}");
+        }
+    }
+
+    fn cancel(&mut self, target: &str, now: Ts) -> bool {
+        let mut hit = false;
+        for p in self.plans.iter_mut().filter(|p| p.name == target) {
+            hit = true;
+            p.state = "stood down".into();
+            p.note = "CANCEL".into();
+        }
+        self.emit(serde_json::json!({
+            "type": "cancel", "ts": now.to_string(), "target": target,
+            "result": if hit { "stood down" } else { "no such plan" },
+        }));
+        hit
+    }
+
+    fn plans(&self) -> Vec<PlanInfo> {
+        self.plans.clone()
+    }
+
+    fn book(&self) -> Snapshot {
+        Snapshot {
+            plans: self
+                .plans
+                .iter()
+                .map(|p| crate::view::snapshot::PlanRow {
+                    name: p.name.clone(),
+                    state: p.state.clone(),
+                    budget_r: p.budget_r,
+                    used_r: p.used_r,
+                    ttl: p.ttl.clone(),
+                    note: p.note.clone(),
+                })
+                .collect(),
+            ..Snapshot::default()
+        }
+    }
+
+    fn tail(&self, n: usize) -> Vec<String> {
+        self.log[self.log.len().saturating_sub(n)..].to_vec()
+    }
+
+    fn event_count(&self) -> u64 {
+        self.log.len() as u64
+    }
+
+    fn marks(&self) -> (Vec<Mark>, Vec<Mark>) {
+        (Vec::new(), Vec::new())
+    }
+
+    fn hash(&self) -> String {
+        self.hasher.finalize().to_hex().to_string()
+    }
+}
+
+/// The tick engine behind the desk: plans evaluated on every tick, orders, fills, P&L, and
+/// the Bus (written as it goes, hashed: the determinism hash).
+pub struct EngineRt {
+    engine: Option<Engine>,
+    done: Option<Bus>,
+    /// The engine's market is gone once the session is finished; this copy serves the
+    /// Frame and chart after the close.
+    shadow: MarketState,
+    texts: BTreeMap<String, PlanInfo>,
+    notes: BTreeMap<String, String>,
+    fills: Vec<Mark>,
+    fires: Vec<Mark>,
+    seen: usize,
+    sink: Option<Box<dyn Write>>,
+    r_usd: Px,
+}
+
+/// Dollars per 1R when the desk is not told otherwise.
+pub const DEFAULT_R_USD: i64 = 1000;
+
+impl EngineRt {
+    /// The engine on a tape, 1R = `r_usd`, fill model strict-cross-v1; the Bus is written to
+    /// `sink` as it goes.
+    pub fn new(header: &TapeHeader, r_usd: Px, sink: Option<Box<dyn Write>>) -> EngineRt {
+        let engine = Engine::new(
+            header,
+            EngineConfig::strict(r_usd),
+            Bus::new(None).keeping(),
+        );
+        let mut rt = EngineRt {
+            engine: Some(engine),
+            done: None,
+            shadow: MarketState::new(header),
+            texts: BTreeMap::new(),
+            notes: BTreeMap::new(),
+            fills: Vec::new(),
+            fires: Vec::new(),
+            seen: 0,
+            sink,
+            r_usd,
+        };
+        rt.sync();
+        rt
+    }
+
+    fn bus(&self) -> Option<&Bus> {
+        self.engine.as_ref().map(Engine::bus).or(self.done.as_ref())
+    }
+
+    /// Write new Bus events to the sink and note fires, fills and reasons.
+    fn sync(&mut self) {
+        let Some(bus) = self.engine.as_ref().map(Engine::bus).or(self.done.as_ref()) else {
+            return;
+        };
+        let evs = &bus.events()[self.seen.min(bus.events().len())..];
+        for ev in evs {
+            if let Some(w) = self.sink.as_mut()
+                && w.write_all(&bus::canonical_line(ev))
+                    .and_then(|_| w.flush())
+                    .is_err()
+            {
+                self.sink = None;
+            }
+            match ev {
+                Event::PlanFired { ts, plan, clause } => {
+                    self.notes
+                        .insert(plan.clone(), format!("{clause} fired {}", ts.hhmm()));
+                    self.fires.push(Mark {
+                        ts: *ts,
+                        plan: plan.clone(),
+                        what: clause.clone(),
+                    });
+                }
+                Event::Fill { ts, plan, side, .. } => self.fills.push(Mark {
+                    ts: *ts,
+                    plan: plan.clone(),
+                    what: format!("{side:?}").to_lowercase(),
+                }),
+                Event::PlanState {
+                    plan,
+                    reason: Some(r),
+                    ..
+                } => {
+                    self.notes.insert(plan.clone(), r.clone());
+                }
+                _ => {}
+            }
+        }
+        self.seen += evs.len();
+    }
+
+    fn money(&self, m: i64) -> f64 {
+        m as f64 / crate::market::types::PX_SCALE as f64
+    }
+}
+
+fn state_name(s: bus::PlanState) -> String {
+    serde_json::to_value(s)
+        .ok()
+        .and_then(|v| v.as_str().map(|s| s.replace('-', " ")))
+        .unwrap_or_default()
+}
+
+impl Runtime for EngineRt {
+    fn name(&self) -> &'static str {
+        "engine"
+    }
+
+    fn on_event(&mut self, ev: &TapeEvent) {
+        self.shadow.apply(ev);
+        if let Some(e) = self.engine.as_mut() {
+            e.on_event(ev);
+            self.sync();
+        }
+    }
+
+    fn market(&self) -> &MarketState {
+        match &self.engine {
+            Some(e) => e.market(),
+            None => &self.shadow,
+        }
+    }
+
+    fn arm(&mut self, doc: &Document, _now: Ts) -> Vec<String> {
+        let Some(e) = self.engine.as_mut() else {
+            return Vec::new();
+        };
+        let names = e.arm_document(doc);
+        for p in plan_infos(doc, "armed") {
+            self.texts.insert(p.name.clone(), p);
+        }
+        self.sync();
+        names
+    }
+
+    fn stand_down(&mut self, reason: &str, _now: Ts) {
+        if let Some(e) = self.engine.as_mut() {
+            e.stand_down(reason);
+            self.sync();
+        }
+    }
+
+    fn cancel(&mut self, target: &str, _now: Ts) -> bool {
+        let hit = self.engine.as_mut().is_some_and(|e| e.cancel(target));
+        self.sync();
+        hit
+    }
+
+    fn plans(&self) -> Vec<PlanInfo> {
+        let Some(bus) = self.bus() else {
+            return Vec::new();
+        };
+        let b = bus.blotter();
+        b.plans
+            .iter()
+            .map(|(name, line)| {
+                let base = self.texts.get(name);
+                let pnl = b.in_r(b.pnl(name)).map(|p| p.to_f64()).unwrap_or(0.0);
+                PlanInfo {
+                    name: name.clone(),
+                    state: state_name(line.state),
+                    budget_r: base.map(|p| p.budget_r).unwrap_or(0.0),
+                    used_r: pnl,
+                    ttl: base.map(|p| p.ttl.clone()).unwrap_or_default(),
+                    note: self
+                        .notes
+                        .get(name)
+                        .cloned()
+                        .unwrap_or_else(|| format!("fires {} fills {}", line.fires, line.fills)),
+                    text: base.map(|p| p.text.clone()).unwrap_or_default(),
+                }
+            })
+            .collect()
+    }
+
+    fn book(&self) -> Snapshot {
+        use crate::view::snapshot::{FillRow, OrderRow, PlanRow, PositionRow};
+        let Some(bus) = self.bus() else {
+            return Snapshot::default();
+        };
+        let b = bus.blotter();
+        let mut s = Snapshot::default();
+        for (plan, legs) in &b.positions {
+            for (leg, p) in legs.iter().filter(|(_, p)| p.qty != 0) {
+                s.positions.push(PositionRow {
+                    plan: plan.clone(),
+                    instrument: leg.clone(),
+                    qty: p.qty,
+                    avg_px: p.avg_px().map(Px::to_f64).unwrap_or(0.0),
+                    mark: p.mark.map(Px::to_f64).unwrap_or(0.0),
+                    pnl_usd: self.money(p.open_pnl() + p.realised),
+                });
+            }
+        }
+        for o in b.resting.values() {
+            s.orders.push(OrderRow {
+                plan: o.plan.clone(),
+                side: format!("{:?}", o.side).to_lowercase(),
+                qty: o.qty as i64,
+                instrument: o.leg.clone(),
+                limit: o.limit.to_f64(),
+            });
+        }
+        for f in &b.fills {
+            s.fills.push(FillRow {
+                time: f.ts.get(..8).unwrap_or(&f.ts).to_string(),
+                plan: f.plan.clone(),
+                side: format!("{:?}", f.side).to_lowercase(),
+                qty: f.qty as i64,
+                instrument: f.leg.clone(),
+                px: f.px.to_f64(),
+            });
+        }
+        for p in self.plans() {
+            s.plans.push(PlanRow {
+                name: p.name,
+                state: p.state,
+                budget_r: p.budget_r,
+                used_r: p.used_r,
+                ttl: p.ttl,
+                note: p.note,
+            });
+        }
+        let pnl = b.book_pnl();
+        s.pnl_usd = self.money(pnl);
+        s.pnl_r = bus::blotter::to_r(pnl, self.r_usd)
+            .map(Px::to_f64)
+            .unwrap_or(0.0);
+        s
+    }
+
+    fn tail(&self, n: usize) -> Vec<String> {
+        let Some(bus) = self.bus() else {
+            return Vec::new();
+        };
+        let evs = bus.events();
+        evs[evs.len().saturating_sub(n)..]
+            .iter()
+            .map(|e| {
+                String::from_utf8_lossy(&bus::canonical_line(e))
+                    .trim_end()
+                    .to_string()
+            })
+            .collect()
+    }
+
+    fn event_count(&self) -> u64 {
+        self.bus().map(Bus::count).unwrap_or(0)
+    }
+
+    fn marks(&self) -> (Vec<Mark>, Vec<Mark>) {
+        (self.fills.clone(), self.fires.clone())
+    }
+
+    fn hash(&self) -> String {
+        self.bus().map(Bus::hash_hex).unwrap_or_default()
+    }
+
+    fn finish(&mut self) {
+        if let Some(e) = self.engine.take() {
+            self.done = Some(e.finish());
+            self.sync();
+        }
+    }
+}

@@ -1,0 +1,455 @@
+//! The desk without a terminal: render tests on ratatui's TestBackend at two sizes, and
+//! state tests driving the app with synthetic key events over an inline replay.
+
+use kestrel_desk::desk::app::{App, Pane, TurnStatus};
+use kestrel_desk::desk::author::{AuthorLink, AuthorMsg, AuthorTurn};
+use kestrel_desk::desk::engine::{Act, Command, Driver, EngineHandle};
+use kestrel_desk::desk::{self, session, ui};
+use kestrel_desk::market::Ts;
+use kestrel_desk::turn::{AuthorKind, Reply};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use std::time::Duration;
+
+fn app() -> App {
+    desk::inline_app(desk::tape_source(None).unwrap()).unwrap()
+}
+
+fn press(app: &mut App, code: KeyCode) {
+    app.key(KeyEvent::new(code, KeyModifiers::NONE));
+    app.tick();
+}
+
+fn ctrl(app: &mut App, c: char) {
+    app.key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL));
+    app.tick();
+}
+
+/// Type text as keys (newlines as Enter; the editor auto-indents, so lines are given bare).
+fn typ(app: &mut App, s: &str) {
+    for c in s.chars() {
+        let code = if c == '\n' {
+            KeyCode::Enter
+        } else {
+            KeyCode::Char(c)
+        };
+        app.key(KeyEvent::new(code, KeyModifiers::NONE));
+    }
+    app.tick();
+}
+
+fn screen(app: &App, w: u16, h: u16) -> Vec<String> {
+    let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+    t.draw(|f| ui::draw(f, app)).unwrap();
+    let buf = t.backend().buffer().clone();
+    (0..h)
+        .map(|y| (0..w).map(|x| buf[(x, y)].symbol().to_string()).collect())
+        .collect()
+}
+
+fn has(lines: &[String], needle: &str) -> bool {
+    lines.iter().any(|l| l.contains(needle))
+}
+
+fn ms(h: u32, m: u32, s: u32) -> Ts {
+    Ts::hms(h, m, s, 0)
+}
+
+#[test]
+fn status_line_shows_tape_clock_speed_and_hash() {
+    let app = app();
+    for (w, h) in [(100, 30), (160, 48)] {
+        let s = screen(&app, w, h);
+        assert!(s[0].contains("trend-2025-04-09-s1"), "{}", s[0]);
+        assert!(s[0].contains("09:30:00.000"), "{}", s[0]);
+        assert!(s[0].contains("60x") && s[0].contains("paused"), "{}", s[0]);
+        assert!(
+            s[0].contains("mode sim") && s[0].contains("hash"),
+            "{}",
+            s[0]
+        );
+    }
+}
+
+#[test]
+fn every_pane_draws_its_content_at_100x30() {
+    let mut app = app();
+    app.send(Command::Seek(ms(10, 0, 0)));
+    app.human_turn("STAND-DOWN # nothing yet\n");
+    app.tick();
+    let expect = [
+        (Pane::Chart, "Chart SPX"),
+        (Pane::View, "FRAME tape="),
+        (Pane::Plans, "no plans armed"),
+        (Pane::Bus, "{\"reason\":\"\""),
+        (Pane::Journal, "stand-down"),
+        (Pane::Tokens, "Tokens (cl100k)"),
+        (Pane::Editor, "Editor"),
+    ];
+    for (pane, needle) in expect {
+        app.set_focus(pane);
+        let s = screen(&app, 100, 30);
+        assert!(
+            has(&s, needle),
+            "{pane:?} lacks {needle:?}:\n{}",
+            s.join("\n")
+        );
+    }
+    // The footer shows keys for the focused pane.
+    app.set_focus(Pane::Chart);
+    let s = screen(&app, 100, 30);
+    assert!(s[29].contains("play-pause"), "{}", s[29]);
+}
+
+#[test]
+fn wide_screen_shows_every_pane_at_once() {
+    let mut app = app();
+    app.send(Command::Seek(ms(10, 15, 0)));
+    let s = screen(&app, 160, 48);
+    for needle in [
+        "Chart SPX",
+        "View default",
+        "FRAME tape=",
+        "Plans",
+        "Bus",
+        "Journal",
+        "Tokens (cl100k)",
+        "Editor",
+        "[levels SPX]",
+    ] {
+        assert!(has(&s, needle), "missing {needle:?}:\n{}", s.join("\n"));
+    }
+    // The View pane shows the Frame's token count against its budget.
+    assert!(has(&s, "/ 900 tok"), "{}", s.join("\n"));
+}
+
+#[test]
+fn editor_shows_the_coded_error_under_the_offending_line() {
+    let mut app = app();
+    press(&mut app, KeyCode::Char('e'));
+    assert_eq!(app.focus, Pane::Editor);
+    typ(
+        &mut app,
+        "PLAN probe budget 0.05R ttl +20m\nWHEN spot crosses above\nDO buy 1 +1 C @ fair-2c",
+    );
+    assert!(!app.editor.diagnostics().is_empty());
+    let s = screen(&app, 100, 30);
+    let row = s
+        .iter()
+        .position(|l| l.contains("WHEN spot crosses above"))
+        .expect("the line is drawn");
+    assert!(s[row + 1].contains("code=PARSE"), "{}", s[row + 1]);
+    // Submitting it routes as invalid and keeps the text for fixing.
+    ctrl(&mut app, 's');
+    let last = app.turns.last().unwrap();
+    assert_eq!(last.routed.as_ref().unwrap().outcome.name(), "invalid");
+    assert!(!app.editor.is_blank());
+}
+
+#[test]
+fn submitting_a_valid_plan_routes_as_supersede_and_arms_it() {
+    let mut app = app();
+    app.send(Command::Seek(ms(9, 40, 0)));
+    press(&mut app, KeyCode::Char('e'));
+    typ(
+        &mut app,
+        "PLAN probe budget 0.05R ttl +20m\nUSING signal SPX exec SPY 0dte\nWHEN spot crosses above 5300\nDO buy 1 +1 C @ fair-2c\nEXIT spot < vwap @ fair",
+    );
+    assert!(
+        app.editor.diagnostics().is_empty(),
+        "{:?}",
+        app.editor.diagnostics()
+    );
+    ctrl(&mut app, 's');
+    let t = app.turns.last().unwrap();
+    assert_eq!(t.routed.as_ref().unwrap().outcome.name(), "supersede");
+    assert!(matches!(t.status, TurnStatus::Applied(_)), "{:?}", t.status);
+    assert!(app.editor.is_blank());
+    let p = app.snap.plans.iter().find(|p| p.name == "probe").unwrap();
+    assert_eq!(p.state, "armed");
+    assert!(p.text.starts_with("PLAN probe"));
+    // The Bus carries the armed document; the Plans pane lists it.
+    assert!(app.snap.bus.iter().any(|l| l.contains("document-armed")));
+    app.set_focus(Pane::Plans);
+    assert!(has(&screen(&app, 100, 30), "probe"));
+    // Enter shows its canonical text; y copies it into the editor.
+    press(&mut app, KeyCode::Enter);
+    assert!(app.modal.is_some());
+    press(&mut app, KeyCode::Char('y'));
+    assert_eq!(app.focus, Pane::Editor);
+    assert!(app.editor.text().starts_with("PLAN probe"));
+}
+
+#[test]
+fn stand_down_key_with_a_reason_routes_as_stand_down() {
+    let mut app = app();
+    app.human_turn("PLAN p budget 0.05R ttl +20m\n  USING signal SPX exec SPY 0dte\n  WHEN spot crosses above 5300\n  DO buy 1 +1 C @ fair-2c\n");
+    press(&mut app, KeyCode::Char('s'));
+    assert!(has(&screen(&app, 100, 30), "STAND-DOWN"));
+    typ(&mut app, "chop, no edge");
+    press(&mut app, KeyCode::Enter);
+    let t = app.turns.last().unwrap();
+    let r = t.routed.as_ref().unwrap();
+    assert_eq!(r.outcome.name(), "stand-down");
+    assert_eq!(r.kestrel, "STAND-DOWN chop, no edge\n");
+    assert!(matches!(t.status, TurnStatus::Applied(_)));
+    assert!(
+        app.snap
+            .bus
+            .iter()
+            .any(|l| l.contains("\"type\":\"stand-down\""))
+    );
+    assert_eq!(app.outcome_counts()[4], ("stand-down", 1));
+}
+
+#[test]
+fn show_view_picks_panes_from_the_catalog() {
+    let mut app = app();
+    press(&mut app, KeyCode::Char('v'));
+    // tape and levels are checked by default; add chain (third entry).
+    press(&mut app, KeyCode::Down);
+    press(&mut app, KeyCode::Down);
+    press(&mut app, KeyCode::Char(' '));
+    press(&mut app, KeyCode::Enter);
+    let r = app.turns.last().unwrap().routed.clone().unwrap();
+    assert_eq!(r.outcome.name(), "view-request", "{r:?}");
+    assert_eq!(app.focus, Pane::View);
+    assert_eq!(app.snap.view_name, "desk-pick");
+    assert!(app.snap.frame.text.contains("[chain"));
+    assert!(!app.snap.frame.text.contains("[kernel]"));
+}
+
+#[test]
+fn replay_controls_move_the_clock() {
+    let mut app = app();
+    assert_eq!(app.snap.clock, ms(9, 30, 0));
+    assert!(!app.snap.playing);
+    // Play at 60x: one wall second is a tape minute.
+    press(&mut app, KeyCode::Char(' '));
+    assert!(app.snap.playing);
+    app.send(Command::Tick(Duration::from_secs(1)));
+    assert_eq!(app.snap.clock, ms(9, 31, 0));
+    // Faster: 600x.
+    press(&mut app, KeyCode::Char('+'));
+    assert_eq!(app.snap.speed.label(), "600x");
+    app.send(Command::Tick(Duration::from_secs(1)));
+    assert_eq!(app.snap.clock, ms(9, 41, 0));
+    press(&mut app, KeyCode::Char('-'));
+    press(&mut app, KeyCode::Char('-'));
+    assert_eq!(app.snap.speed.label(), "10x");
+    // Pause: time stands still.
+    press(&mut app, KeyCode::Char(' '));
+    assert!(!app.snap.playing);
+    app.send(Command::Tick(Duration::from_secs(5)));
+    assert_eq!(app.snap.clock, ms(9, 41, 0));
+    // Step a tick: the next event's time (the tape ticks every second).
+    let seq = app.snap.seq;
+    press(&mut app, KeyCode::Char('.'));
+    assert_eq!(app.snap.clock, ms(9, 41, 1));
+    assert!(app.snap.seq > seq);
+    // Step a bar: the next minute boundary.
+    press(&mut app, KeyCode::Char('>'));
+    assert_eq!(app.snap.clock, ms(9, 42, 0));
+    // Seek forward and back.
+    press(&mut app, KeyCode::Char('g'));
+    typ(&mut app, "11:15");
+    press(&mut app, KeyCode::Enter);
+    assert_eq!(app.snap.clock, ms(11, 15, 0));
+    press(&mut app, KeyCode::Char('g'));
+    typ(&mut app, "10:00:30");
+    press(&mut app, KeyCode::Enter);
+    assert_eq!(app.snap.clock, ms(10, 0, 30));
+    // A bad time is a message, not a move.
+    press(&mut app, KeyCode::Char('g'));
+    typ(&mut app, "noon");
+    press(&mut app, KeyCode::Enter);
+    assert_eq!(app.snap.clock, ms(10, 0, 30));
+    assert!(app.message.as_deref().unwrap_or("").contains("not a time"));
+    // Restart: back to the open, the book empty.
+    press(&mut app, KeyCode::Char('R'));
+    assert_eq!(app.snap.clock, ms(9, 30, 0));
+    assert!(app.snap.plans.is_empty());
+    // Max speed runs to the end of the tape in bounded slices.
+    app.send(Command::Speed(kestrel_desk::desk::engine::Speed::Max));
+    app.send(Command::Play);
+    for _ in 0..100_000 {
+        if app.snap.ended {
+            break;
+        }
+        app.send(Command::Tick(Duration::from_millis(10)));
+    }
+    assert!(app.snap.ended);
+    assert!(!app.snap.playing);
+    assert!(app.snap.clock >= ms(15, 59, 0));
+}
+
+fn agent_turn(at: Ts, text: &str) -> AuthorMsg {
+    AuthorMsg::Turn(AuthorTurn {
+        author: "house".into(),
+        kind: AuthorKind::Model,
+        reply: Reply::text(text),
+        at: Some(at),
+    })
+}
+
+const AGENT_PLAN: &str = "# thesis\nPLAN agent-p budget 0.05R ttl +20m\n  USING signal SPX exec SPY 0dte\n  WHEN spot crosses above 5300\n  DO buy 1 +1 C @ fair-2c\n";
+
+#[test]
+fn copilot_reject_keeps_the_turn_from_routing() {
+    let mut app = app();
+    let (link, tx) = AuthorLink::channel("house");
+    app.attach(link);
+    press(&mut app, KeyCode::Char('c'));
+    assert!(app.copilot);
+    tx.send(agent_turn(ms(9, 35, 0), AGENT_PLAN)).unwrap();
+    app.tick();
+    // Not proposed before its tape time.
+    assert!(app.proposal.is_none());
+    app.send(Command::Seek(ms(9, 36, 0)));
+    app.tick();
+    assert!(app.proposal.is_some());
+    let s = screen(&app, 100, 30);
+    assert!(s[29].contains("proposes"), "{}", s[29]);
+    press(&mut app, KeyCode::Char('x'));
+    assert!(app.proposal.is_none());
+    let t = app.turns.last().unwrap();
+    assert_eq!(t.status, TurnStatus::Rejected);
+    assert!(t.routed.is_none());
+    assert!(app.snap.plans.is_empty());
+    assert!(app.snap.applied.is_empty());
+    // Accept routes it.
+    tx.send(agent_turn(ms(9, 36, 0), AGENT_PLAN)).unwrap();
+    app.tick();
+    press(&mut app, KeyCode::Char('a'));
+    let t = app.turns.last().unwrap();
+    assert_eq!(t.routed.as_ref().unwrap().outcome.name(), "supersede");
+    assert!(app.snap.plans.iter().any(|p| p.name == "agent-p"));
+}
+
+#[test]
+fn autopilot_arms_a_recorded_turn_at_its_tape_time_whatever_the_stepping() {
+    let run = |steps: &[Ts]| {
+        let mut app = app();
+        let (link, tx) = AuthorLink::channel("house");
+        app.attach(link);
+        tx.send(agent_turn(ms(9, 45, 0), AGENT_PLAN)).unwrap();
+        app.tick();
+        assert!(app.turns.is_empty(), "listed only once its time comes");
+        for t in steps {
+            app.send(Command::Seek(*t));
+            app.tick();
+        }
+        assert_eq!(app.turns.len(), 1);
+        let TurnStatus::Applied(a) = &app.turns[0].status else {
+            panic!("{:?}", app.turns[0].status)
+        };
+        (a.seq, app.snap.hash.clone())
+    };
+    let a = run(&[ms(10, 0, 0)]);
+    let b = run(&[ms(9, 44, 59), ms(9, 45, 0), ms(9, 50, 0), ms(10, 0, 0)]);
+    assert_eq!(a, b);
+}
+
+#[test]
+fn a_saved_session_replays_to_the_same_hash() {
+    let dir = std::env::temp_dir().join(format!("kestrel-desk-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("s.jsonl");
+    let src = desk::tape_source(None).unwrap();
+    let driver = Driver::new(src.clone(), desk::engine_factory(Some(path.clone()), 1000))
+        .unwrap()
+        .with_record(Box::new(std::fs::File::create(&path).unwrap()));
+    let mut h = EngineHandle::inline(driver);
+    h.send(Command::Seek(ms(9, 40, 0)));
+    h.send(Command::Apply {
+        id: 1,
+        act: Act::Arm {
+            text: desk::EXAMPLE_PLAN.to_string(),
+        },
+        at: None,
+    });
+    h.send(Command::Seek(ms(11, 0, 0)));
+    h.send(Command::Apply {
+        id: 2,
+        act: Act::StandDown {
+            reason: "done".into(),
+        },
+        at: Some(ms(11, 30, 0)),
+    });
+    // Rewind and go on: the session keeps only what the rerun did.
+    h.send(Command::Seek(ms(10, 30, 0)));
+    h.send(Command::Seek(ms(12, 0, 0)));
+    let first = h.latest();
+    drop(h);
+    let saved = session::load(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(saved.tape, "bundled:trend-2025-04-09-s1");
+    assert_eq!(saved.acts.len(), 1, "{:?}", saved.acts);
+    let bus = std::fs::read(session::bus_path(&path, 1)).unwrap();
+    assert_eq!(kestrel_desk::bus::hash_bytes(&bus), first.hash);
+    let driver = Driver::new(src, desk::engine_factory(None, 1000))
+        .unwrap()
+        .with_script(saved.acts);
+    let mut h = EngineHandle::inline(driver);
+    h.send(Command::Seek(ms(12, 0, 0)));
+    assert_eq!(h.latest().hash, first.hash);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn themes_switch_and_keys_show_in_help() {
+    let mut app = app();
+    let first = app.theme().name.clone();
+    press(&mut app, KeyCode::Char('t'));
+    assert_ne!(app.theme().name, first);
+    press(&mut app, KeyCode::Char('?'));
+    let s = screen(&app, 100, 30);
+    assert!(has(&s, "Keys") && has(&s, "stand down") || has(&s, "STAND-DOWN"));
+    press(&mut app, KeyCode::Char('q'));
+    assert!(!app.quit, "the first key closes help");
+    press(&mut app, KeyCode::Char('q'));
+    assert!(app.quit);
+}
+
+#[test]
+fn every_catalog_pane_spelling_is_a_valid_show_view() {
+    use kestrel_desk::desk::app::pane_spelling;
+    use kestrel_desk::lang::{self, Mode, ast::PANE_CATALOG};
+    for p in PANE_CATALOG {
+        let text = format!("SHOW VIEW pick budget 900\n  {}\n", pane_spelling(p));
+        assert!(lang::check(&text, Mode::Turn).is_ok(), "{p}: {text}");
+    }
+}
+
+/// Figures for docs/desk.md (run with `--ignored --nocapture`): one full draw at 200x60 of a
+/// busy session, and replay at max speed.
+#[test]
+#[ignore]
+fn figures_draw_and_replay_speed() {
+    let mut app = app();
+    app.human_turn(desk::EXAMPLE_PLAN);
+    app.send(Command::Seek(ms(13, 0, 0)));
+    app.human_turn("STAND-DOWN measured\n");
+    let mut t = Terminal::new(TestBackend::new(200, 60)).unwrap();
+    let n = 200;
+    let start = std::time::Instant::now();
+    for _ in 0..n {
+        t.draw(|f| ui::draw(f, &app)).unwrap();
+    }
+    let per = start.elapsed() / n;
+    println!("draw 200x60: {per:?} per frame");
+    let mut app = self::app();
+    app.human_turn(desk::EXAMPLE_PLAN);
+    app.send(Command::Speed(kestrel_desk::desk::engine::Speed::Max));
+    app.send(Command::Play);
+    let start = std::time::Instant::now();
+    while !app.snap.ended {
+        app.send(Command::Tick(Duration::from_millis(10)));
+    }
+    let secs = start.elapsed().as_secs_f64();
+    println!(
+        "replay at max (inline, snapshot per 10 ms slice): {} tape events in {secs:.2}s = {:.0} events/s",
+        app.snap.seq,
+        app.snap.seq as f64 / secs
+    );
+}

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Drive the real desk binary in tmux as a person would, checking the screen at each step:
+# open, play, write a plan in the editor and submit it, see it armed, stand down, quit; then
+# check the saved session and its Bus.
+#
+#   KESTREL_TMUX=1 bash tests/tmux/desk-smoke.sh [path/to/kestrel]
+#
+# Skips (exit 0, says so) unless KESTREL_TMUX=1 and tmux is installed. Writes only under a
+# temporary HOME / XDG dirs.
+set -euo pipefail
+if [[ "${KESTREL_TMUX:-}" != "1" ]]; then echo "SKIP: set KESTREL_TMUX=1 to run the tmux smoke check"; exit 0; fi
+if ! command -v tmux >/dev/null; then echo "SKIP: tmux is not installed"; exit 0; fi
+BIN="${1:-target/debug/kestrel}"
+BIN="$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")"
+TMP="$(mktemp -d)"
+export HOME="$TMP" XDG_DATA_HOME="$TMP/data" XDG_CONFIG_HOME="$TMP/config"
+S="kestrel-smoke-$$"
+trap 'tmux kill-session -t "$S" 2>/dev/null || true; rm -rf "$TMP"' EXIT
+fail() { echo "FAIL: $1"; echo "--- screen ---"; tmux capture-pane -p -t "$S" || true; exit 1; }
+screen() { tmux capture-pane -p -t "$S"; }
+wait_for() { for _ in $(seq 1 50); do screen | grep -qF -- "$1" && return 0; sleep 0.2; done; fail "screen never showed: $1"; }
+
+tmux new-session -d -s "$S" -x 120 -y 36 "env HOME=$HOME XDG_DATA_HOME=$XDG_DATA_HOME XDG_CONFIG_HOME=$XDG_CONFIG_HOME $BIN desk --no-agent --no-example"
+wait_for "FRAME tape="
+wait_for "paused"
+echo "ok: desk open"
+tmux send-keys -t "$S" ' '
+wait_for "play"
+tmux send-keys -t "$S" ' '
+wait_for "paused"
+echo "ok: play / pause"
+tmux send-keys -t "$S" e
+for l in "PLAN smoke budget 0.05R ttl +20m" "USING signal SPX exec SPY 0dte" "WHEN spot crosses above 9000" "DO buy 1 +1 C @ fair-2c"; do
+  tmux send-keys -t "$S" -l "$l"; tmux send-keys -t "$S" Enter
+done
+wait_for "parses"
+tmux send-keys -t "$S" C-s
+wait_for "you: supersede"
+tmux send-keys -t "$S" Escape; sleep 0.4; tmux send-keys -t "$S" Tab; sleep 0.2; tmux send-keys -t "$S" Tab
+wait_for "smoke"
+screen | grep -F "smoke" | grep -qF "armed" || fail "plan smoke not armed"
+echo "ok: plan authored, submitted, armed"
+tmux send-keys -t "$S" s
+wait_for "reason"
+tmux send-keys -t "$S" -l "smoke test done"; tmux send-keys -t "$S" Enter
+wait_for "you: stand-down"
+echo "ok: stand-down"
+tmux send-keys -t "$S" q
+for _ in $(seq 1 25); do tmux has-session -t "$S" 2>/dev/null || break; sleep 0.2; done
+SES="$(ls "$XDG_DATA_HOME"/kestrel/sessions/*.jsonl 2>/dev/null | grep -v '\.bus-' | head -1)"
+[[ -n "$SES" ]] || fail "no session saved"
+grep -q '"type":"desk-session"' "$SES" || fail "session header missing"
+grep -q '"act":"arm"' "$SES" || fail "arm act missing"
+grep -q '"act":"stand-down"' "$SES" || fail "stand-down act missing"
+BUS="${SES%.jsonl}.bus-0.jsonl"
+grep -q '"type":"document-armed"' "$BUS" || fail "document-armed missing from the Bus"
+grep -q '"type":"stand-down"' "$BUS" || fail "stand-down missing from the Bus"
+echo "ok: session and Bus saved"
+echo "5 passed, 0 failed"
