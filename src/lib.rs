@@ -13,6 +13,7 @@ pub mod engine;
 pub mod grade;
 pub mod lang;
 pub mod market;
+pub mod mcp;
 pub mod session;
 pub mod tokens;
 pub mod turn;

@@ -23,6 +23,7 @@ pub mod frame;
 pub mod grade;
 pub mod grammar;
 mod lang;
+mod mcp;
 pub mod run;
 pub mod tape;
 mod tokens;
@@ -72,14 +73,14 @@ pub enum Command {
     ///
     /// Example: kestrel run --tape tapes/trend-2025-04-09-s1.jsonl --plans examples/run-desk.kestrel --r-usd 1000 --json
     Run(run::Args),
-    /// A headless session with an attached author: wakes, Views, turns, the Bus, the report.
-    ///
-    /// Example: kestrel agent --tape tapes/trend-2025-04-09-s1.jsonl --author examples/house-agent.jsonl
-    Agent(agent::AgentArgs),
     /// Print the constrained-decoding grammar (GBNF or Lark) generated from the parser.
     ///
     /// Example: kestrel grammar --format lark --scope turn
     Grammar(grammar::Args),
+    /// A headless session with an attached author: wakes, Views, turns, the Bus, the report.
+    ///
+    /// Example: kestrel agent --tape tapes/trend-2025-04-09-s1.jsonl --author examples/house-agent.jsonl
+    Agent(agent::AgentArgs),
     /// Grade plans over many tapes against counterfactuals (VS null, VS ungated), by cell;
     /// shard the work (--shard I/N) and merge shard files (grade merge).
     ///
@@ -101,6 +102,11 @@ pub enum Command {
     ///
     /// Example: kestrel card --budget 2000
     Card(card::CardArgs),
+    /// Serve the tools (check, print, card, grammar, route_turn, frame, run) over the Model
+    /// Context Protocol on stdio; logs on stderr.
+    ///
+    /// Example: kestrel mcp   (register it in an MCP client as command `kestrel`, args `["mcp"]`)
+    Mcp(mcp::McpArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -147,6 +153,7 @@ pub fn run(cmd: Command) -> i32 {
         Command::Turn(a) => turn::run(&a),
         Command::Tokens(a) => tokens::run(&a),
         Command::Card(a) => card::run(&a),
+        Command::Mcp(a) => mcp::run(&a),
         Command::Run(a) => run::run(a),
         Command::Grammar(a) => grammar::run(&a),
         Command::Grade(a) => grade::run(a),

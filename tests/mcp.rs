@@ -1,0 +1,628 @@
+//! The MCP server driven by a real MCP client (rmcp's), in process over a duplex pipe, and
+//! as a child process (`kestrel mcp`) fed raw JSON-RPC lines the way docs/mcp.md shows.
+//!
+//! Every tool is called; results are compared with what the CLI verb prints for the same input,
+//! refusals must carry the CLI's coded errors, and a malformed call must be a protocol error.
+
+mod common;
+
+use kestrel_desk::mcp::KestrelServer;
+use rmcp::model::{CallToolRequestParams, CallToolResult, ClientInfo};
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::{ServiceError, ServiceExt};
+use serde_json::{Value, json};
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+const KESTREL: &str = env!("CARGO_BIN_EXE_kestrel");
+
+/// Run the CLI; (exit code, stdout, stderr).
+fn cli(args: &[&str]) -> (i32, String, String) {
+    let o = Command::new(KESTREL)
+        .args(args)
+        .current_dir(common::root())
+        .output()
+        .expect("run kestrel");
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// Start the server in process and connect rmcp's client to it.
+async fn connect() -> RunningService<RoleClient, ClientInfo> {
+    let (server_io, client_io) = tokio::io::duplex(1 << 16);
+    tokio::spawn(async move {
+        if let Ok(s) = KestrelServer::quiet().serve(server_io).await {
+            let _ = s.waiting().await;
+        }
+    });
+    ClientInfo::default()
+        .serve(client_io)
+        .await
+        .expect("initialize")
+}
+
+async fn call(
+    client: &RunningService<RoleClient, ClientInfo>,
+    tool: &str,
+    args: Value,
+) -> Result<CallToolResult, ServiceError> {
+    let Value::Object(m) = args else {
+        panic!("arguments must be an object")
+    };
+    client
+        .call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(m))
+        .await
+}
+
+fn text(r: &CallToolResult) -> String {
+    r.content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn data(r: &CallToolResult) -> &Value {
+    r.structured_content.as_ref().expect("structured content")
+}
+
+fn is_error(r: &CallToolResult) -> bool {
+    r.is_error == Some(true)
+}
+
+/// Is this schema node free of `oneOf`/`anyOf`/`allOf` and `$ref` at any depth?
+fn no_combinators(v: &Value) -> bool {
+    match v {
+        Value::Object(m) => m.iter().all(|(k, v)| {
+            !matches!(k.as_str(), "oneOf" | "anyOf" | "allOf" | "$ref") && no_combinators(v)
+        }),
+        Value::Array(a) => a.iter().all(no_combinators),
+        _ => true,
+    }
+}
+
+#[tokio::test]
+async fn initialize_and_list_flat_schemas() {
+    let client = connect().await;
+    let info = client.peer_info().expect("server info");
+    assert_eq!(info.server_info.name, "kestrel");
+    assert!(info.capabilities.tools.is_some());
+    assert!(info.instructions.as_deref().unwrap_or("").contains("card"));
+
+    let tools = client.list_all_tools().await.expect("tools/list");
+    let mut names: Vec<String> = tools.iter().map(|t| t.name.to_string()).collect();
+    names.sort();
+    let mut want = vec![
+        "card",
+        "check",
+        "frame",
+        "grammar",
+        "print",
+        "route_turn",
+        "run",
+    ];
+    want.sort();
+    for w in &want {
+        assert!(
+            names.iter().any(|n| n == w),
+            "missing tool {w} in {names:?}"
+        );
+    }
+    for t in &tools {
+        let s = Value::Object((*t.input_schema).clone());
+        assert_eq!(s["type"], "object", "{}: {s}", t.name);
+        assert!(s["properties"].is_object(), "{}: {s}", t.name);
+        assert_eq!(s["additionalProperties"], false, "{}: {s}", t.name);
+        assert!(
+            no_combinators(&s),
+            "{}: the schema must be one flat object: {s}",
+            t.name
+        );
+        // Enum choices are plain string enums.
+        for (k, p) in s["properties"].as_object().expect("properties") {
+            if let Some(e) = p.get("enum") {
+                assert_eq!(p["type"], "string", "{}.{k}", t.name);
+                assert!(
+                    e.as_array().is_some_and(|a| !a.is_empty()),
+                    "{}.{k}",
+                    t.name
+                );
+            }
+        }
+        assert!(
+            t.description.as_deref().is_some_and(|d| d.len() > 40),
+            "{} needs a description",
+            t.name
+        );
+    }
+    let check = tools.iter().find(|t| t.name == "check").expect("check");
+    assert_eq!(check.input_schema["required"], json!(["document"]));
+    assert_eq!(
+        check.input_schema["properties"]["mode"]["enum"],
+        json!(["file", "turn"])
+    );
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn check_and_print_match_the_cli() {
+    let client = connect().await;
+    let src = std::fs::read_to_string(common::root().join("examples/fade-ladder.kestrel"))
+        .expect("example");
+
+    let r = call(&client, "check", json!({ "document": src }))
+        .await
+        .expect("check");
+    assert!(!is_error(&r), "{}", text(&r));
+    let n = data(&r)["statements"].as_u64().expect("statements");
+    assert_eq!(data(&r)["ok"], true);
+    let (code, out, _) = cli(&["check", "examples/fade-ladder.kestrel"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains(&format!("({n} statement")),
+        "cli says {out}, mcp {n}"
+    );
+
+    let r = call(&client, "print", json!({ "document": src }))
+        .await
+        .expect("print");
+    assert!(!is_error(&r));
+    let (code, out, _) = cli(&["print", "examples/fade-ladder.kestrel"]);
+    assert_eq!(code, 0);
+    assert_eq!(text(&r), out, "print: the same canonical text as the CLI");
+    assert_eq!(data(&r)["canonical"], out);
+
+    // A refused document: the same coded errors as `kestrel check`, with rule and line.
+    let bad = "PLAN fade budget 0.2R ttl 15:00\n  ENTRY buy 1 SPY at mark\n";
+    let dir = std::env::temp_dir().join(format!("kestrel-mcp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("tmp");
+    let path = dir.join("bad.kestrel");
+    std::fs::write(&path, bad).expect("write");
+    let (code, _, err) = cli(&["check", path.to_str().expect("utf8")]);
+    assert_eq!(code, 2);
+    let cli_errors: Vec<String> = err
+        .lines()
+        .filter_map(|l| l.split_once(": error ").map(|(_, e)| format!("error {e}")))
+        .collect();
+    assert!(!cli_errors.is_empty(), "{err}");
+
+    for tool in ["check", "print"] {
+        let r = call(&client, tool, json!({ "document": bad }))
+            .await
+            .expect("a refusal is a tool result");
+        assert!(is_error(&r), "{tool}: a refused document is isError");
+        let lines: Vec<String> = text(&r).lines().map(str::to_string).collect();
+        assert_eq!(lines, cli_errors, "{tool}: the CLI's one-line errors");
+        let d = data(&r);
+        assert_eq!(d["ok"], false);
+        let e0 = &d["errors"][0];
+        assert_eq!(e0["code"], "PARSE");
+        assert!(e0["rule"].as_str().is_some_and(|s| !s.is_empty()), "{e0}");
+        assert!(e0["line"].as_u64().is_some_and(|l| l >= 1), "{e0}");
+        assert!(e0["col"].as_u64().is_some_and(|c| c >= 1), "{e0}");
+        assert_eq!(e0["error"], cli_errors[0].as_str());
+    }
+
+    // A turn directive: refused in a file, accepted as a turn.
+    let r = call(
+        &client,
+        "check",
+        json!({ "document": "STAND-DOWN tired\n" }),
+    )
+    .await
+    .expect("check");
+    assert!(is_error(&r));
+    assert_eq!(data(&r)["errors"][0]["rule"], "directive-in-file");
+    let r = call(
+        &client,
+        "check",
+        json!({ "document": "STAND-DOWN tired\n", "mode": "turn" }),
+    )
+    .await
+    .expect("check");
+    assert!(!is_error(&r), "{}", text(&r));
+    let _ = std::fs::remove_dir_all(&dir);
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn card_and_route_turn_match_the_cli() {
+    let client = connect().await;
+    let r = call(&client, "card", json!({ "budget": 2000, "phase": "open" }))
+        .await
+        .expect("card");
+    assert!(!is_error(&r), "{}", text(&r));
+    let (code, out, _) = cli(&["card", "--budget", "2000", "--phase", "open"]);
+    assert_eq!(code, 0);
+    assert_eq!(text(&r), out);
+    assert!(data(&r)["tokens"].as_u64().is_some_and(|t| t <= 2000));
+
+    let r = call(&client, "card", json!({ "budget": 5 }))
+        .await
+        .expect("card");
+    assert!(is_error(&r));
+    let (code, _, err) = cli(&["card", "--budget", "5"]);
+    assert_eq!(code, 1);
+    assert_eq!(text(&r), err.trim_end(), "the CLI's coded error");
+
+    // An authored turn: the same JSON as `kestrel turn --json`.
+    let reply_path = "examples/turns/02-stand-down.txt";
+    let reply = std::fs::read_to_string(common::root().join(reply_path)).expect("turn");
+    let r = call(&client, "route_turn", json!({ "reply": reply }))
+        .await
+        .expect("route_turn");
+    assert!(!is_error(&r), "{}", text(&r));
+    let (code, out, _) = cli(&["turn", reply_path, "--json"]);
+    assert_eq!(code, 0);
+    let mut want: Value = serde_json::from_str(&out).expect("json");
+    want["ok"] = json!(true);
+    assert_eq!(data(&r), &want);
+    assert_eq!(data(&r)["outcome"], "stand-down");
+
+    // A refused turn: SHOW VIEW at a mid wake is off the menu.
+    let r = call(
+        &client,
+        "route_turn",
+        json!({ "reply": "SHOW VIEW v\n  levels\n", "phase": "mid", "author": "model" }),
+    )
+    .await
+    .expect("route_turn");
+    assert!(is_error(&r), "{}", text(&r));
+    let d = data(&r);
+    assert_eq!(d["ok"], false);
+    assert_eq!(d["class"], "invalid");
+    assert!(text(&r).starts_with("error code="), "{}", text(&r));
+    assert!(d["errors"][0]["rule"].is_string());
+
+    // A model's empty reply is a provider error.
+    let r = call(
+        &client,
+        "route_turn",
+        json!({ "reply": "", "author": "model" }),
+    )
+    .await
+    .expect("route_turn");
+    assert!(is_error(&r));
+    assert_eq!(data(&r)["outcome"], "provider-error");
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn frame_matches_the_cli_and_refuses_bad_tapes() {
+    let client = connect().await;
+    let view =
+        std::fs::read_to_string(common::root().join("examples/view-wake.kestrel")).expect("view");
+    let r = call(
+        &client,
+        "frame",
+        json!({ "tape": "trend-2025-04-09-s1", "at": "11:30", "view": view }),
+    )
+    .await
+    .expect("frame");
+    assert!(!is_error(&r), "{}", text(&r));
+    let (code, out, _) = cli(&[
+        "frame",
+        "--tape",
+        "tapes/trend-2025-04-09-s1.jsonl",
+        "--at",
+        "11:30",
+        "--view",
+        "examples/view-wake.kestrel",
+        "--json",
+    ]);
+    assert_eq!(code, 0);
+    let want: Value = serde_json::from_str(&out).expect("json");
+    let d = data(&r);
+    assert_eq!(d["frame"], want["frame"]);
+    assert_eq!(d["tokens_cl100k"], want["tokens_cl100k"]);
+    assert_eq!(d["dropped"], want["dropped"]);
+    assert_eq!(text(&r), want["frame"].as_str().expect("frame text"));
+
+    // By path, with the default view.
+    let path = common::root().join("tapes/range-2025-04-09-s2.jsonl");
+    let r = call(
+        &client,
+        "frame",
+        json!({ "tape": path.to_str().expect("utf8"), "at": "10:00:30" }),
+    )
+    .await
+    .expect("frame");
+    assert!(!is_error(&r), "{}", text(&r));
+    assert!(text(&r).starts_with("FRAME tape=range-2025-04-09-s2"));
+
+    // Refusals: coded, never a hang or a protocol error.
+    for (args, code) in [
+        (json!({ "tape": "no-such-tape", "at": "11:30" }), "USAGE"),
+        (json!({ "tape": "/dev/zero", "at": "11:30" }), "IO"),
+        (json!({ "tape": "/", "at": "11:30" }), "IO"),
+        (json!({ "tape": "Cargo.toml", "at": "11:30" }), "TAPE"),
+        (
+            json!({ "tape": "trend-2025-04-09-s1", "at": "half past" }),
+            "USAGE",
+        ),
+        (
+            json!({ "tape": "trend-2025-04-09-s1", "at": "11:30", "view": "VIEW v\n  nonsense\n" }),
+            "PARSE",
+        ),
+        (
+            json!({ "tape": "trend-2025-04-09-s1", "at": "11:30", "view": view, "name": "nope" }),
+            "USAGE",
+        ),
+    ] {
+        let r = call(&client, "frame", args.clone()).await.expect("frame");
+        assert!(is_error(&r), "{args}: {}", text(&r));
+        assert_eq!(data(&r)["errors"][0]["code"], code, "{args}: {}", text(&r));
+        assert!(
+            text(&r).starts_with(&format!("error code={code}")),
+            "{}",
+            text(&r)
+        );
+    }
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn grammar_matches_the_cli() {
+    let client = connect().await;
+    for (format, scope) in [("gbnf", "turn"), ("lark", "file")] {
+        let r = call(
+            &client,
+            "grammar",
+            json!({ "format": format, "scope": scope }),
+        )
+        .await
+        .expect("grammar");
+        assert!(!is_error(&r), "{}", text(&r));
+        let (code, out, _) = cli(&["grammar", "--format", format, "--scope", scope]);
+        assert_eq!(code, 0);
+        assert_eq!(text(&r), out, "{format} {scope}");
+        assert_eq!(data(&r)["grammar"], out);
+    }
+    // Defaults: gbnf for a turn.
+    let r = call(&client, "grammar", json!({})).await.expect("grammar");
+    let (_, out, _) = cli(&["grammar"]);
+    assert_eq!(text(&r), out);
+    let r = call(&client, "grammar", json!({ "run_max": 0 }))
+        .await
+        .expect("grammar");
+    assert!(is_error(&r));
+    assert_eq!(data(&r)["errors"][0]["code"], "USAGE");
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn run_matches_the_cli_report() {
+    let client = connect().await;
+    let plans =
+        std::fs::read_to_string(common::root().join("examples/run-desk.kestrel")).expect("plans");
+    let (code, out, _) = cli(&[
+        "run",
+        "--tape",
+        "tapes/trend-2025-04-09-s1.jsonl",
+        "--plans",
+        "examples/run-desk.kestrel",
+        "--r-usd",
+        "1000",
+        "--json",
+    ]);
+    assert_eq!(code, 0);
+    // By path (the report names the path as given), r_usd as a number.
+    let r = call(
+        &client,
+        "run",
+        json!({ "plans": plans, "tape": "tapes/trend-2025-04-09-s1.jsonl", "r_usd": 1000 }),
+    )
+    .await
+    .expect("run");
+    assert!(!is_error(&r), "{}", text(&r));
+    assert_eq!(
+        text(&r),
+        out.trim_end(),
+        "the canonical report, byte for byte"
+    );
+    let mut want: Value = serde_json::from_str(&out).expect("json");
+    want["ok"] = json!(true);
+    assert_eq!(data(&r), &want);
+
+    // By short name, r_usd as a string: the same replay (same determinism hash).
+    let r = call(
+        &client,
+        "run",
+        json!({ "plans": plans, "tape": "trend-2025-04-09-s1", "r_usd": "1000", "fill": "strict-cross-v1" }),
+    )
+    .await
+    .expect("run");
+    assert!(!is_error(&r), "{}", text(&r));
+    assert_eq!(data(&r)["determinism_hash"], want["determinism_hash"]);
+    assert_eq!(data(&r)["pnl_usd"], want["pnl_usd"]);
+
+    // Refusals with the CLI's codes.
+    for (args, code) in [
+        (
+            json!({ "plans": "PLAN p budget 0.2R ttl 15:00\n", "tape": "trend-2025-04-09-s1", "r_usd": 1000 }),
+            "PARSE",
+        ),
+        (
+            json!({ "plans": plans, "tape": "trend-2025-04-09-s1", "r_usd": "0" }),
+            "USAGE",
+        ),
+        (
+            json!({ "plans": plans, "tape": "trend-2025-04-09-s1", "r_usd": "lots" }),
+            "USAGE",
+        ),
+        (
+            json!({ "plans": plans, "tape": "trend-2025-04-09-s1", "r_usd": 1000, "fill": "generous" }),
+            "USAGE",
+        ),
+        (
+            json!({ "plans": plans, "tape": "nope", "r_usd": 1000 }),
+            "USAGE",
+        ),
+        (
+            json!({ "plans": plans, "tape": "README.md", "r_usd": 1000 }),
+            "TAPE",
+        ),
+    ] {
+        let r = call(&client, "run", args.clone()).await.expect("run");
+        assert!(is_error(&r), "{args}: {}", text(&r));
+        assert_eq!(data(&r)["errors"][0]["code"], code, "{}", text(&r));
+    }
+    let r = call(
+        &client,
+        "run",
+        json!({ "plans": "PLAN p budget 0.2R ttl 15:00\n", "tape": "trend-2025-04-09-s1", "r_usd": 1000 }),
+    )
+    .await
+    .expect("run");
+    let e0 = &data(&r)["errors"][0];
+    assert_eq!(e0["rule"], "clause-count");
+    assert_eq!(e0["line"], 1);
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn malformed_calls_are_protocol_errors() {
+    let client = connect().await;
+    for (tool, args) in [
+        ("check", json!({ "document": 5 })),
+        ("check", json!({})),
+        ("check", json!({ "document": "", "mode": "sideways" })),
+        ("check", json!({ "document": "", "colour": "red" })),
+        ("card", json!({ "budget": "lots" })),
+        ("card", json!({ "budget": -3 })),
+        ("route_turn", json!({ "reply": "", "standing": "a,b" })),
+        (
+            "frame",
+            json!({ "tape": "trend-2025-04-09-s1", "at": 1130 }),
+        ),
+        ("grammar", json!({ "format": "yacc" })),
+        ("no_such_tool", json!({})),
+    ] {
+        match call(&client, tool, args.clone()).await {
+            Err(ServiceError::McpError(e)) => {
+                assert_eq!(e.code.0, -32602, "{tool} {args}: {e:?}");
+            }
+            other => panic!("{tool} {args}: expected a protocol error, got {other:?}"),
+        }
+    }
+    // The server is still up.
+    let r = call(&client, "check", json!({ "document": "" }))
+        .await
+        .expect("check");
+    assert!(!is_error(&r), "{}", text(&r));
+    client.cancel().await.expect("close");
+}
+
+/// The first JSON-RPC lines of docs/mcp.md's try-it command, and its documented output.
+fn docs_example() -> (Vec<String>, Vec<Value>) {
+    let doc = std::fs::read_to_string(common::root().join("docs/mcp.md")).expect("docs/mcp.md");
+    let sh = doc
+        .split("```sh\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .expect("a sh block");
+    let lines: Vec<String> = sh
+        .lines()
+        .filter_map(|l| {
+            let l = l.trim().trim_end_matches('\\').trim();
+            let l = l.strip_prefix('\'')?.strip_suffix('\'')?;
+            Some(l.to_string())
+        })
+        .collect();
+    assert!(sh.contains("| kestrel mcp"), "{sh}");
+    let text = doc
+        .split("```text\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .expect("a text block");
+    let expected = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("docs: not JSON: {l}: {e}")))
+        .collect();
+    (lines, expected)
+}
+
+/// The docs/mcp.md try-it command, run for real: JSON-RPC lines into `kestrel mcp` as a child
+/// process; stdout is only protocol and matches the documented responses.
+#[test]
+fn child_process_answers_as_the_docs_show() {
+    let (lines, expected) = docs_example();
+    assert_eq!(lines.len(), 5, "{lines:?}");
+    let mut child = Command::new(KESTREL)
+        .arg("mcp")
+        .current_dir(common::root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn kestrel mcp");
+    {
+        let mut stdin = child.stdin.take().expect("stdin");
+        for l in &lines {
+            writeln!(stdin, "{l}").expect("write");
+        }
+    }
+    let out = child.wait_with_output().expect("wait");
+    assert!(out.status.success(), "exit {:?}", out.status);
+    let stdout = String::from_utf8(out.stdout).expect("utf8");
+    let mut msgs: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON-RPC: {l}: {e}")))
+        .collect();
+    assert_eq!(msgs.len(), expected.len(), "{stdout}");
+    // The docs shorten the instructions; responses may come in any order.
+    for m in &mut msgs {
+        if let Some(i) = m.pointer_mut("/result/instructions") {
+            *i = json!("Kestrel desk: check, print and route Kestrel documents ...");
+        }
+    }
+    for e in &expected {
+        let got = msgs
+            .iter()
+            .find(|m| m["id"] == e["id"])
+            .unwrap_or_else(|| panic!("no response {}", e["id"]));
+        assert_eq!(got, e, "response {} differs from docs/mcp.md", e["id"]);
+    }
+    let by_id = |id: u64| msgs.iter().find(|m| m["id"] == id).expect("response");
+    assert_eq!(by_id(1)["result"]["serverInfo"]["name"], "kestrel");
+    assert_eq!(by_id(3)["result"]["isError"], true);
+    assert_eq!(
+        by_id(3)["result"]["structuredContent"]["errors"][0]["rule"],
+        "clause-count"
+    );
+    assert_eq!(by_id(4)["error"]["code"], -32602);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("kestrel mcp: serving on stdio"), "{stderr}");
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// Any text in any field is an answer (success or coded refusal), never a panic.
+    #[test]
+    fn tools_never_panic(text in "\\PC{0,80}", at in "[0-9:.a-z]{0,12}") {
+        use kestrel_desk::mcp::tools;
+        for mode in [tools::DocMode::File, tools::DocMode::Turn] {
+            let a = tools::DocumentArgs { document: text.clone(), mode };
+            let c = tools::check(&a);
+            let p = tools::print(&a);
+            proptest::prop_assert_eq!(c.ok, p.ok);
+            if !c.ok {
+                proptest::prop_assert!(c.text.starts_with("error code="));
+            }
+        }
+        let r = tools::route_turn(&serde_json::from_value(json!({ "reply": text, "author": "model" })).expect("args"));
+        proptest::prop_assert_eq!(r.data["ok"].as_bool(), Some(r.ok));
+        let f = tools::frame(&tools::FrameArgs {
+            tape: text.clone(),
+            at: at.clone(),
+            view: Some(text.clone()),
+            name: None,
+            width: 0,
+        });
+        proptest::prop_assert!(!f.ok || text.is_empty());
+    }
+}
