@@ -110,12 +110,24 @@ fn push_ts(out: &mut Vec<u8>, t: Ts) {
 }
 
 fn json_str(out: &mut Vec<u8>, s: &str) {
-    // Writing a &str into a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut *out, s);
+    // serde_json escapes only control characters, `"` and `\\` (UTF-8 is written as is): a
+    // string with none of them is written verbatim between quotes.
+    if s.bytes().all(|c| c >= 0x20 && c != b'"' && c != b'\\') {
+        out.reserve(s.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+    } else {
+        // Writing a &str into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut *out, s);
+    }
 }
 
 fn write_fields(out: &mut Vec<u8>, fields: &mut [(&str, V<'_>)]) {
-    fields.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    // The hot variants list their fields already in key order.
+    if !fields.is_sorted_by(|a, b| a.0 <= b.0) {
+        fields.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    }
     out.push(b'{');
     for (i, (k, v)) in fields.iter().enumerate() {
         if i > 0 {
@@ -244,17 +256,17 @@ pub fn write_canonical(out: &mut Vec<u8>, ev: &Event) {
         } => write_fields(
             out,
             &mut [
-                ("type", S("order-placed")),
-                ("ts", T(*ts)),
-                ("order", U(*order)),
-                ("plan", S(plan)),
                 ("clause", S(clause)),
-                ("role", S(role(*r))),
                 ("leg", S(leg)),
-                ("side", S(side(*sd))),
-                ("qty", U(*qty)),
                 ("limit", P(*limit)),
                 ("mult", U(u64::from(*mult))),
+                ("order", U(*order)),
+                ("plan", S(plan)),
+                ("qty", U(*qty)),
+                ("role", S(role(*r))),
+                ("side", S(side(*sd))),
+                ("ts", T(*ts)),
+                ("type", S("order-placed")),
             ],
         ),
         Event::OrderRepriced {
@@ -265,20 +277,20 @@ pub fn write_canonical(out: &mut Vec<u8>, ev: &Event) {
         } => write_fields(
             out,
             &mut [
-                ("type", S("order-repriced")),
-                ("ts", T(*ts)),
-                ("order", U(*order)),
                 ("limit", P(*limit)),
+                ("order", U(*order)),
                 ("reason", S(reason)),
+                ("ts", T(*ts)),
+                ("type", S("order-repriced")),
             ],
         ),
         Event::OrderCancelled { ts, order, reason } => write_fields(
             out,
             &mut [
-                ("type", S("order-cancelled")),
-                ("ts", T(*ts)),
                 ("order", U(*order)),
                 ("reason", S(reason)),
+                ("ts", T(*ts)),
+                ("type", S("order-cancelled")),
             ],
         ),
         Event::Fill {
@@ -293,15 +305,15 @@ pub fn write_canonical(out: &mut Vec<u8>, ev: &Event) {
         } => write_fields(
             out,
             &mut [
-                ("type", S("fill")),
-                ("ts", T(*ts)),
+                ("leg", S(leg)),
+                ("mult", U(u64::from(*mult))),
                 ("order", U(*order)),
                 ("plan", S(plan)),
-                ("leg", S(leg)),
-                ("side", S(side(*sd))),
-                ("qty", U(*qty)),
                 ("px", P(*px)),
-                ("mult", U(u64::from(*mult))),
+                ("qty", U(*qty)),
+                ("side", S(side(*sd))),
+                ("ts", T(*ts)),
+                ("type", S("fill")),
             ],
         ),
         Event::Clamp {
@@ -629,6 +641,44 @@ mod tests {
                 String::from_utf8(fast).unwrap(),
                 String::from_utf8(super::super::canonical_line_reference(&ev)).unwrap()
             );
+        }
+    }
+}
+
+#[cfg(test)]
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+        /// The verbatim string path writes what serde_json writes, for any text (control
+        /// characters, quotes, backslashes, DEL, non-ASCII).
+        #[test]
+        fn json_str_matches_serde(s in any::<String>(), t in "[ -~\u{7f}\u{e9}\u{1}\n\"\\\\]{0,24}") {
+            for x in [&s, &t] {
+                let mut fast = Vec::new();
+                json_str(&mut fast, x);
+                prop_assert_eq!(fast, serde_json::to_vec(x).unwrap());
+            }
+        }
+
+        /// Every variant, with arbitrary text in its string fields, matches the reference.
+        #[test]
+        fn canonical_lines_match_reference_with_any_text(s in any::<String>(), n in any::<u64>(), raw in any::<i64>()) {
+            let ts = Ts(u32::try_from(n % 86_400_000).unwrap_or(0));
+            let evs = [
+                Event::OrderRepriced { ts, order: n, limit: Px(raw), reason: s.clone() },
+                Event::OrderCancelled { ts, order: n, reason: s.clone() },
+                Event::Fill { ts, order: n, plan: s.clone(), leg: s.clone(), side: BusSide::Sell, qty: n, px: Px(raw), mult: 100 },
+                Event::OrderPlaced { ts, order: n, plan: s.clone(), clause: s.clone(), role: OrderRole::Tp, leg: s.clone(), side: BusSide::Buy, qty: n, limit: Px(raw), mult: 1 },
+                Event::Headline { ts, text: s.clone() },
+            ];
+            for ev in evs {
+                let mut fast = Vec::new();
+                write_canonical(&mut fast, &ev);
+                prop_assert_eq!(fast, super::super::canonical_line_reference(&ev));
+            }
         }
     }
 }

@@ -1083,7 +1083,7 @@ fn quote(sh: &mut Shared, inst: usize) -> Option<QuoteF> {
             right,
         } => sh
             .ms
-            .quote(ir.sym.as_str(), expiry, strike, right)
+            .quote_sym(ir.sym, expiry, strike, right)
             .map(|q| QuoteF {
                 fair: q.fair,
                 intrinsic: q.intrinsic,
@@ -1093,7 +1093,7 @@ fn quote(sh: &mut Shared, inst: usize) -> Option<QuoteF> {
                 last: q.last,
                 option: true,
             }),
-        InstKind::Shares => sh.ms.share_quote(ir.sym.as_str()).map(|q| QuoteF {
+        InstKind::Shares => sh.ms.share_quote_sym(ir.sym).map(|q| QuoteF {
             fair: q.fair.to_f64(),
             intrinsic: q.fair,
             bid: q.bid,

@@ -250,12 +250,10 @@ impl Slots {
         mkt.resize(self.series.len(), None);
         pct.resize(self.pcts.len(), None);
         for (v, (sym, m)) in mkt.iter_mut().zip(&self.series) {
-            *v = ms.value(sym.as_str(), *m).filter(|x| x.is_finite());
+            *v = ms.value_sym(*sym, *m).filter(|x| x.is_finite());
         }
         for (v, (sym, m, p)) in pct.iter_mut().zip(&self.pcts) {
-            *v = ms
-                .percentile(sym.as_str(), *m, *p)
-                .filter(|x| x.is_finite());
+            *v = ms.percentile_sym(*sym, *m, *p).filter(|x| x.is_finite());
         }
     }
 }

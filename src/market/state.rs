@@ -338,7 +338,12 @@ impl MarketState {
     }
 
     fn sym(&self, sym: &str) -> Option<&SymState> {
-        self.syms.iter().find(|s| s.sym.as_str() == sym)
+        let b = sym.as_bytes();
+        self.syms.iter().find(|s| s.sym.as_bytes() == b)
+    }
+
+    fn sym_of(&self, sym: Sym) -> Option<&SymState> {
+        self.syms.iter().find(|s| s.sym == sym)
     }
 
     fn sym_idx(&self, sym: Sym) -> Option<usize> {
@@ -509,7 +514,10 @@ impl MarketState {
 
     /// Percent change of spot over the trailing `window_secs` (≥ 1), on the sample grid.
     pub fn velocity(&self, sym: &str, window_secs: u32) -> Option<f64> {
-        let s = self.sym(sym)?;
+        self.velocity_in(self.sym(sym)?, window_secs)
+    }
+
+    fn velocity_in(&self, s: &SymState, window_secs: u32) -> Option<f64> {
         let now = self.now?;
         let spot = s.last?;
         if window_secs == 0 {
@@ -531,15 +539,24 @@ impl MarketState {
     /// The value of any series as `f64`; `None` is UNKNOWN (unknown symbol, or not yet
     /// defined).
     pub fn value(&self, sym: &str, series: Series) -> Option<f64> {
+        self.value_in(self.sym(sym)?, series)
+    }
+
+    /// [`value`](Self::value) by [`Sym`] (no text comparison: the engine's per-event reads).
+    pub fn value_sym(&self, sym: Sym, series: Series) -> Option<f64> {
+        self.value_in(self.sym_of(sym)?, series)
+    }
+
+    fn value_in(&self, s: &SymState, series: Series) -> Option<f64> {
         match series {
-            Series::Spot => self.spot(sym).map(Px::to_f64),
-            Series::Hod => self.hod(sym).map(Px::to_f64),
-            Series::Lod => self.lod(sym).map(Px::to_f64),
-            Series::Vwap => self.vwap(sym),
-            Series::Open => self.open_px(sym).map(Px::to_f64),
-            Series::PriorClose => self.prior_close(sym).map(Px::to_f64),
-            Series::Velocity(w) => self.velocity(sym, w),
-            Series::Time => self.sym(sym).and(self.time_secs()),
+            Series::Spot => s.last.map(Px::to_f64),
+            Series::Hod => s.hod.map(Px::to_f64),
+            Series::Lod => s.lod.map(Px::to_f64),
+            Series::Vwap => s.vwap(),
+            Series::Open => s.open.map(Px::to_f64),
+            Series::PriorClose => Some(s.prior_close.to_f64()),
+            Series::Velocity(w) => self.velocity_in(s, w),
+            Series::Time => self.time_secs(),
         }
     }
 
@@ -554,7 +571,11 @@ impl MarketState {
             return false;
         }
         let sampled = self.sampled;
-        let Some(s) = self.syms.iter_mut().find(|s| s.sym.as_str() == sym) else {
+        let Some(s) = self
+            .syms
+            .iter_mut()
+            .find(|s| s.sym.as_bytes() == sym.as_bytes())
+        else {
             return false;
         };
         if s.tracked.iter().any(|t| t.series == series) {
@@ -578,7 +599,15 @@ impl MarketState {
     /// up to now (no look-ahead). `None` (UNKNOWN) for an unknown symbol, `p` out of range,
     /// or fewer than [`MIN_PERCENTILE_SAMPLES`] defined samples.
     pub fn percentile(&self, sym: &str, series: Series, p: f64) -> Option<f64> {
-        let s = self.sym(sym)?;
+        self.percentile_in(self.sym(sym)?, series, p)
+    }
+
+    /// [`percentile`](Self::percentile) by [`Sym`].
+    pub fn percentile_sym(&self, sym: Sym, series: Series, p: f64) -> Option<f64> {
+        self.percentile_in(self.sym_of(sym)?, series, p)
+    }
+
+    fn percentile_in(&self, s: &SymState, series: Series, p: f64) -> Option<f64> {
         if !(0.0..=100.0).contains(&p) {
             return None;
         }
@@ -667,7 +696,15 @@ impl MarketState {
     /// smile, spot is unknown, the strike is not positive or not on the strike grid, or the
     /// expiry is in the past.
     pub fn quote(&self, sym: &str, expiry: Expiry, strike: Px, right: Right) -> Option<Quote> {
-        let s = self.sym(sym)?;
+        self.quote_in(self.sym(sym)?, expiry, strike, right)
+    }
+
+    /// [`quote`](Self::quote) by [`Sym`].
+    pub fn quote_sym(&self, sym: Sym, expiry: Expiry, strike: Px, right: Right) -> Option<Quote> {
+        self.quote_in(self.sym_of(sym)?, expiry, strike, right)
+    }
+
+    fn quote_in(&self, s: &SymState, expiry: Expiry, strike: Px, right: Right) -> Option<Quote> {
         let step = s.strike_step?;
         let smile = s.smile?;
         let spot = s.last?;
@@ -738,6 +775,11 @@ impl MarketState {
     /// Share quote: fair = last trade, book one cent either side.
     pub fn share_quote(&self, sym: &str) -> Option<ShareQuote> {
         self.spot(sym).map(ShareQuote::from_last)
+    }
+
+    /// [`share_quote`](Self::share_quote) by [`Sym`].
+    pub fn share_quote_sym(&self, sym: Sym) -> Option<ShareQuote> {
+        self.sym_of(sym)?.last.map(ShareQuote::from_last)
     }
 
     // ----- headlines ------------------------------------------------------------------------

@@ -359,6 +359,11 @@ impl Sym {
         })
     }
 
+    /// The symbol's bytes (ASCII), without the UTF-8 check of [`as_str`](Self::as_str).
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+
     /// The symbol text.
     pub fn as_str(&self) -> &str {
         // Only ASCII is ever stored, so this cannot fail.
