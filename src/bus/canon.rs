@@ -47,7 +47,15 @@ pub fn state_name(s: PlanState) -> &'static str {
     }
 }
 
-fn push_u64(out: &mut Vec<u8>, mut n: u64) {
+fn push_u64(out: &mut Vec<u8>, n: u64) {
+    if n < 10 {
+        out.push(b'0' + n as u8);
+        return;
+    }
+    push_u64_long(out, n);
+}
+
+fn push_u64_long(out: &mut Vec<u8>, mut n: u64) {
     let mut buf = [0u8; 20];
     let mut i = buf.len();
     loop {
@@ -93,20 +101,22 @@ fn push_px(out: &mut Vec<u8>, p: Px) {
 fn push_ts(out: &mut Vec<u8>, t: Ts) {
     let ms = t.ms();
     let s = ms / 1000;
-    let two = |out: &mut Vec<u8>, v: u32| {
-        out.push(b'0' + (v / 10 % 10) as u8);
-        out.push(b'0' + (v % 10) as u8);
-    };
-    two(out, s / 3600);
-    out.push(b':');
-    two(out, (s / 60) % 60);
-    out.push(b':');
-    two(out, s % 60);
-    out.push(b'.');
-    let m = ms % 1000;
-    out.push(b'0' + (m / 100) as u8);
-    out.push(b'0' + (m / 10 % 10) as u8);
-    out.push(b'0' + (m % 10) as u8);
+    let d = |v: u32| b'0' + (v % 10) as u8;
+    let (h, m, sec, milli) = (s / 3600, (s / 60) % 60, s % 60, ms % 1000);
+    out.extend_from_slice(&[
+        d(h / 10),
+        d(h),
+        b':',
+        d(m / 10),
+        d(m),
+        b':',
+        d(sec / 10),
+        d(sec),
+        b'.',
+        d(milli / 100),
+        d(milli / 10),
+        d(milli),
+    ]);
 }
 
 fn json_str(out: &mut Vec<u8>, s: &str) {
@@ -133,8 +143,10 @@ fn write_fields(out: &mut Vec<u8>, fields: &mut [(&str, V<'_>)]) {
         if i > 0 {
             out.push(b',');
         }
-        json_str(out, k);
-        out.push(b':');
+        // Keys are this file's own identifiers: nothing to escape.
+        out.push(b'"');
+        out.extend_from_slice(k.as_bytes());
+        out.extend_from_slice(b"\":");
         match v {
             V::S(s) => json_str(out, s),
             V::U(n) => push_u64(out, *n),

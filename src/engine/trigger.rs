@@ -213,6 +213,10 @@ pub struct Slots {
     pub series: Vec<(Sym, MSeries)>,
     /// Percentile slots.
     pub pcts: Vec<(Sym, MSeries, f64)>,
+    /// The first `pct_fresh` percentile values were computed with `pct_samples` grid
+    /// samples recorded; they change only when a sample is recorded (see `refresh`).
+    pct_fresh: usize,
+    pct_samples: usize,
 }
 
 impl Slots {
@@ -240,21 +244,35 @@ impl Slots {
         };
         u16::try_from(i).unwrap_or(u16::MAX)
     }
-    /// Refresh every slot from the market state.
+    /// Refresh every slot from the market state (`pct` is the vector refreshed last time).
+    ///
+    /// A percentile is a function of the one-second samples recorded so far (and of
+    /// constants), except that of `open`, which also moves with the first session trade: so
+    /// the others are recomputed only when a sample was recorded since the last refresh, or
+    /// when their slot is new.
     pub fn refresh(
-        &self,
+        &mut self,
         ms: &MarketState,
         mkt: &mut Vec<Option<f64>>,
         pct: &mut Vec<Option<f64>>,
     ) {
         mkt.resize(self.series.len(), None);
-        pct.resize(self.pcts.len(), None);
         for (v, (sym, m)) in mkt.iter_mut().zip(&self.series) {
             *v = ms.value_sym(*sym, *m).filter(|x| x.is_finite());
         }
-        for (v, (sym, m, p)) in pct.iter_mut().zip(&self.pcts) {
+        let n = ms.samples_recorded();
+        if n != self.pct_samples || pct.len() < self.pct_fresh {
+            self.pct_fresh = 0;
+            self.pct_samples = n;
+        }
+        pct.resize(self.pcts.len(), None);
+        for (i, (v, (sym, m, p))) in pct.iter_mut().zip(&self.pcts).enumerate() {
+            if i < self.pct_fresh && *m != MSeries::Open {
+                continue;
+            }
             *v = ms.percentile_sym(*sym, *m, *p).filter(|x| x.is_finite());
         }
+        self.pct_fresh = self.pcts.len();
     }
 }
 

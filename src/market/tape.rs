@@ -360,7 +360,7 @@ fn fast_tick(b: &[u8], header: &TapeHeader) -> Option<(Tick, usize)> {
     let rest = b.strip_prefix(HEAD)?;
     let ts_b = rest.get(..12)?;
     let rest = rest[12..].strip_prefix(SYM)?;
-    let ts = Ts::parse(std::str::from_utf8(ts_b).ok()?)?;
+    let ts = Ts::parse_bytes(ts_b)?;
     let q = rest.iter().take(SYM_SCAN).position(|&c| c == b'"')?;
     let sym_b = &rest[..q];
     let sym = header
