@@ -774,7 +774,8 @@ impl Engine {
 
     fn step(&mut self) {
         let sh = &mut self.sh;
-        sh.slots.refresh(&sh.ms, &mut sh.mvals, &mut sh.pvals);
+        sh.slots
+            .refresh(&sh.ms, &sh.syms, &mut sh.mvals, &mut sh.pvals);
         for k in 0..self.order.len() {
             let i = self.order[k];
             step_plan(&mut self.plans[i], i, &mut self.sh);

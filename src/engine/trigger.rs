@@ -217,6 +217,9 @@ pub struct Slots {
     /// samples recorded; they change only when a sample is recorded (see `refresh`).
     pct_fresh: usize,
     pct_samples: usize,
+    /// Per series slot: the index of its symbol in the update counts (`usize::MAX`: not
+    /// there), and the update count and clock its value was read at.
+    series_seen: Vec<(usize, u64, Option<Ts>)>,
 }
 
 impl Slots {
@@ -250,14 +253,41 @@ impl Slots {
     /// constants), except that of `open`, which also moves with the first session trade: so
     /// the others are recomputed only when a sample was recorded since the last refresh, or
     /// when their slot is new.
+    ///
+    /// A series value is a function of its symbol's trades and volatility events (counted in
+    /// `updates`, per symbol) and of the clock (velocity, time; the sample grid moves only
+    /// with the clock): a slot whose symbol had no update and whose clock did not move keeps
+    /// its value (e.g. the signal's series on the exec symbol's tick of the same instant).
     pub fn refresh(
         &mut self,
         ms: &MarketState,
+        updates: &[(Sym, u64)],
         mkt: &mut Vec<Option<f64>>,
         pct: &mut Vec<Option<f64>>,
     ) {
+        let now = ms.now();
+        if mkt.len() < self.series_seen.len() {
+            self.series_seen.clear();
+        }
         mkt.resize(self.series.len(), None);
-        for (v, (sym, m)) in mkt.iter_mut().zip(&self.series) {
+        for (sym, _) in &self.series[self.series_seen.len()..] {
+            let i = updates.iter().position(|u| u.0 == *sym);
+            self.series_seen
+                .push((i.unwrap_or(usize::MAX), u64::MAX, None));
+        }
+        for ((v, seen), (sym, m)) in mkt
+            .iter_mut()
+            .zip(self.series_seen.iter_mut())
+            .zip(&self.series)
+        {
+            let n = updates.get(seen.0).map(|u| u.1);
+            if let Some(n) = n {
+                if seen.1 == n && seen.2 == now {
+                    continue;
+                }
+            }
+            seen.1 = n.unwrap_or(u64::MAX);
+            seen.2 = now;
             *v = ms.value_sym(*sym, *m).filter(|x| x.is_finite());
         }
         let n = ms.samples_recorded();

@@ -353,13 +353,9 @@ fn fast_uint(b: &[u8], max_digits: usize) -> Option<(u64, usize)> {
 /// to it as on the general path; any value the general path would refuse (an unknown symbol,
 /// a bad clock, a zero price) falls back to it, so refusals are the general path's own.
 fn fast_tick(b: &[u8], header: &TapeHeader) -> Option<(Tick, usize)> {
-    const HEAD: &[u8] = br#"{"type":"tick","ts":""#;
-    const SYM: &[u8] = br#"","sym":""#;
-    const PX: &[u8] = br#"","px":"#;
-    const SZ: &[u8] = br#","sz":"#;
-    let rest = b.strip_prefix(HEAD)?;
-    let ts_b = rest.get(..12)?;
-    let rest = rest[12..].strip_prefix(SYM)?;
+    let rest = lit(b, br#"{"type":"tick","ts":""#)?;
+    let (ts_b, rest) = rest.split_first_chunk::<12>()?;
+    let rest = lit(rest, br#"","sym":""#)?;
     let ts = Ts::parse_bytes(ts_b)?;
     let q = rest.iter().take(SYM_SCAN).position(|&c| c == b'"')?;
     let sym_b = &rest[..q];
@@ -368,7 +364,7 @@ fn fast_tick(b: &[u8], header: &TapeHeader) -> Option<(Tick, usize)> {
         .iter()
         .find(|s| s.sym.as_str().as_bytes() == sym_b)?
         .sym;
-    let rest = rest[q..].strip_prefix(PX)?;
+    let rest = lit(&rest[q..], br#"","px":"#)?;
     // The price: integer part, then optionally `.` and 1 to 4 decimals.
     let (int, ni) = fast_uint(rest, 12)?;
     let mut rest = &rest[ni..];
@@ -385,7 +381,7 @@ fn fast_tick(b: &[u8], header: &TapeHeader) -> Option<(Tick, usize)> {
     }
     let x = m as f64 / POW10[k];
     let px = Px::from_f64_exact(x)?;
-    let rest = rest.strip_prefix(SZ)?;
+    let rest = lit(rest, br#","sz":"#)?;
     let (sz, nz) = fast_uint(rest, 20)?;
     let rest = rest[nz..].strip_prefix(b"}")?;
     let end = match rest {
@@ -395,6 +391,13 @@ fn fast_tick(b: &[u8], header: &TapeHeader) -> Option<(Tick, usize)> {
     };
     let used = b.len() - rest.len() + end;
     Some((Tick { ts, sym, px, sz }, used))
+}
+
+/// `b` after the literal `l`, compared as a fixed-size array (inlined, no `memcmp` call).
+#[inline]
+fn lit<'a, const N: usize>(b: &'a [u8], l: &[u8; N]) -> Option<&'a [u8]> {
+    let (head, rest) = b.split_first_chunk::<N>()?;
+    (head == l).then_some(rest)
 }
 
 /// The longest symbol the fast path looks for its closing quote in (longer: general path).
