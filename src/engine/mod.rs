@@ -1084,7 +1084,7 @@ fn quote(sh: &mut Shared, inst: usize) -> Option<QuoteF> {
             right,
         } => sh
             .ms
-            .quote_sym(ir.sym, expiry, strike, right)
+            .book_quote_sym(ir.sym, expiry, strike, right)
             .map(|q| QuoteF {
                 fair: q.fair,
                 intrinsic: q.intrinsic,

@@ -30,7 +30,8 @@
 //! copy (correct, slower).
 
 use super::options::{
-    Expiry, Quote, Right, ShareQuote, Smile, black_scholes, open_interest, price_option,
+    BookQuote, Expiry, Quote, Right, ShareQuote, Smile, black_scholes, book_quote, open_interest,
+    price_option,
 };
 use super::tape::{Headline, TapeEvent, TapeHeader};
 use super::types::{Date, Px, Sym, Ts};
@@ -697,6 +698,26 @@ impl MarketState {
     /// expiry is in the past.
     pub fn quote(&self, sym: &str, expiry: Expiry, strike: Px, right: Right) -> Option<Quote> {
         self.quote_in(self.sym(sym)?, expiry, strike, right)
+    }
+
+    /// [`quote`](Self::quote)'s book (fair, bid, ask, mid, last, intrinsic) by [`Sym`],
+    /// without greeks or open interest: the same values, at a fraction of the cost.
+    pub fn book_quote_sym(
+        &self,
+        sym: Sym,
+        expiry: Expiry,
+        strike: Px,
+        right: Right,
+    ) -> Option<BookQuote> {
+        let s = self.sym_of(sym)?;
+        let step = s.strike_step?;
+        let smile = s.smile?;
+        let spot = s.last?;
+        if strike.raw() <= 0 || strike.raw() % step.raw() != 0 {
+            return None;
+        }
+        let t = self.years_to_expiry(expiry)?;
+        book_quote(right, spot, strike, t, self.rate, smile)
     }
 
     /// [`quote`](Self::quote) by [`Sym`].
