@@ -518,16 +518,30 @@ impl CTrigger {
         for (i, p) in self.preds.iter_mut().enumerate() {
             self.vals[i] = eval_pred(p, cx);
         }
-        fold(&self.root, &self.vals)
+        fold_near(&self.root, &self.vals)
     }
 }
 
 fn fold(n: &Node, vals: &[Tri]) -> Tri {
     match n {
         Node::Pred(i) => vals.get(*i).copied().unwrap_or(Tri::U),
-        Node::Not(x) => fold(x, vals).not(),
-        Node::And(xs) => xs.iter().fold(Tri::T, |a, x| a.and(fold(x, vals))),
-        Node::Or(xs) => xs.iter().fold(Tri::F, |a, x| a.or(fold(x, vals))),
+        Node::Not(x) => fold_near(x, vals).not(),
+        Node::And(xs) => xs.iter().fold(Tri::T, |a, x| a.and(fold_near(x, vals))),
+        Node::Or(xs) => xs.iter().fold(Tri::F, |a, x| a.or(fold_near(x, vals))),
+    }
+}
+
+/// [`fold`] with a predicate and a negated predicate (the usual leaves) read in place
+/// rather than through a call.
+#[inline(always)]
+fn fold_near(n: &Node, vals: &[Tri]) -> Tri {
+    match n {
+        Node::Pred(i) => vals.get(*i).copied().unwrap_or(Tri::U),
+        Node::Not(x) => match &**x {
+            Node::Pred(i) => vals.get(*i).copied().unwrap_or(Tri::U).not(),
+            _ => fold(n, vals),
+        },
+        _ => fold(n, vals),
     }
 }
 
