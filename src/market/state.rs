@@ -25,9 +25,10 @@
 //! **Percentiles** compare with the series' own samples. `pN` uses linear interpolation
 //! between closest ranks (`h = (n−1)·N/100`, `x[⌊h⌋] + (h−⌊h⌋)(x[⌊h⌋+1] − x[⌊h⌋])`) over the
 //! `n` defined samples, and is UNKNOWN (`None`) while `n < MIN_PERCENTILE_SAMPLES`.
-//! [`MarketState::track`] keeps a series' samples in a sorted vector (binary insertion, one
-//! per second), so a query is O(1); an untracked series is computed on demand by sorting a
-//! copy (correct, slower).
+//! [`MarketState::track`] keeps a series' samples in a blocked order-statistics structure
+//! (one insertion per second moves at most one block; a query is a binary search over the
+//! blocks), holding exactly the sequence binary insertion into one sorted vector would; an
+//! untracked series is computed on demand by sorting a copy (correct, slower).
 
 use super::options::{
     BookQuote, Expiry, Quote, Right, ShareQuote, Smile, black_scholes, book_quote, open_interest,
