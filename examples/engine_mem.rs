@@ -64,9 +64,10 @@ fn main() {
     let bus = e.finish();
     let secs = t0.elapsed().as_secs_f64();
     println!(
-        "plans={n} events={count} secs={secs:.4} events_per_sec={:.0} bus_events={} vm_hwm_kib_before={before} vm_hwm_kib={}",
+        "plans={n} events={count} secs={secs:.4} events_per_sec={:.0} bus_events={} vm_hwm_kib_before={before} vm_hwm_kib={} hash={}",
         count as f64 / secs,
         bus.count(),
-        vm_hwm_kib().unwrap_or(0)
+        vm_hwm_kib().unwrap_or(0),
+        bus.hash_hex()
     );
 }

@@ -49,7 +49,15 @@ pub fn state_name(s: PlanState) -> &'static str {
     }
 }
 
-fn push_u64(out: &mut Vec<u8>, mut n: u64) {
+fn push_u64(out: &mut Vec<u8>, n: u64) {
+    if n < 10 {
+        out.push(b'0' + n as u8);
+        return;
+    }
+    push_u64_long(out, n);
+}
+
+fn push_u64_long(out: &mut Vec<u8>, mut n: u64) {
     let mut buf = [0u8; 20];
     let mut i = buf.len();
     loop {
@@ -95,20 +103,22 @@ fn push_px(out: &mut Vec<u8>, p: Px) {
 fn push_ts(out: &mut Vec<u8>, t: Ts) {
     let ms = t.ms();
     let s = ms / 1000;
-    let two = |out: &mut Vec<u8>, v: u32| {
-        out.push(b'0' + (v / 10 % 10) as u8);
-        out.push(b'0' + (v % 10) as u8);
-    };
-    two(out, s / 3600);
-    out.push(b':');
-    two(out, (s / 60) % 60);
-    out.push(b':');
-    two(out, s % 60);
-    out.push(b'.');
-    let m = ms % 1000;
-    out.push(b'0' + (m / 100) as u8);
-    out.push(b'0' + (m / 10 % 10) as u8);
-    out.push(b'0' + (m % 10) as u8);
+    let d = |v: u32| b'0' + (v % 10) as u8;
+    let (h, m, sec, milli) = (s / 3600, (s / 60) % 60, s % 60, ms % 1000);
+    out.extend_from_slice(&[
+        d(h / 10),
+        d(h),
+        b':',
+        d(m / 10),
+        d(m),
+        b':',
+        d(sec / 10),
+        d(sec),
+        b'.',
+        d(milli / 100),
+        d(milli / 10),
+        d(milli),
+    ]);
 }
 
 /// Write a JSON value compactly with every object's keys sorted (byte order), independent of
@@ -148,19 +158,33 @@ pub fn write_json_sorted(out: &mut Vec<u8>, v: &serde_json::Value) {
 }
 
 fn json_str(out: &mut Vec<u8>, s: &str) {
-    // Writing a &str into a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut *out, s);
+    // serde_json escapes only control characters, `"` and `\\` (UTF-8 is written as is): a
+    // string with none of them is written verbatim between quotes.
+    if s.bytes().all(|c| c >= 0x20 && c != b'"' && c != b'\\') {
+        out.reserve(s.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+    } else {
+        // Writing a &str into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut *out, s);
+    }
 }
 
 fn write_fields(out: &mut Vec<u8>, fields: &mut [(&str, V<'_>)]) {
-    fields.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    // The hot variants list their fields already in key order.
+    if !fields.is_sorted_by(|a, b| a.0 <= b.0) {
+        fields.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    }
     out.push(b'{');
     for (i, (k, v)) in fields.iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
-        json_str(out, k);
-        out.push(b':');
+        // Keys are this file's own identifiers: nothing to escape.
+        out.push(b'"');
+        out.extend_from_slice(k.as_bytes());
+        out.extend_from_slice(b"\":");
         match v {
             V::S(s) => json_str(out, s),
             V::U(n) => push_u64(out, *n),
@@ -283,17 +307,17 @@ pub fn write_canonical(out: &mut Vec<u8>, ev: &Event) {
         } => write_fields(
             out,
             &mut [
-                ("type", S("order-placed")),
-                ("ts", T(*ts)),
-                ("order", U(*order)),
-                ("plan", S(plan)),
                 ("clause", S(clause)),
-                ("role", S(role(*r))),
                 ("leg", S(leg)),
-                ("side", S(side(*sd))),
-                ("qty", U(*qty)),
                 ("limit", P(*limit)),
                 ("mult", U(u64::from(*mult))),
+                ("order", U(*order)),
+                ("plan", S(plan)),
+                ("qty", U(*qty)),
+                ("role", S(role(*r))),
+                ("side", S(side(*sd))),
+                ("ts", T(*ts)),
+                ("type", S("order-placed")),
             ],
         ),
         Event::OrderRepriced {
@@ -304,20 +328,20 @@ pub fn write_canonical(out: &mut Vec<u8>, ev: &Event) {
         } => write_fields(
             out,
             &mut [
-                ("type", S("order-repriced")),
-                ("ts", T(*ts)),
-                ("order", U(*order)),
                 ("limit", P(*limit)),
+                ("order", U(*order)),
                 ("reason", S(reason)),
+                ("ts", T(*ts)),
+                ("type", S("order-repriced")),
             ],
         ),
         Event::OrderCancelled { ts, order, reason } => write_fields(
             out,
             &mut [
-                ("type", S("order-cancelled")),
-                ("ts", T(*ts)),
                 ("order", U(*order)),
                 ("reason", S(reason)),
+                ("ts", T(*ts)),
+                ("type", S("order-cancelled")),
             ],
         ),
         Event::Fill {
@@ -332,15 +356,15 @@ pub fn write_canonical(out: &mut Vec<u8>, ev: &Event) {
         } => write_fields(
             out,
             &mut [
-                ("type", S("fill")),
-                ("ts", T(*ts)),
+                ("leg", S(leg)),
+                ("mult", U(u64::from(*mult))),
                 ("order", U(*order)),
                 ("plan", S(plan)),
-                ("leg", S(leg)),
-                ("side", S(side(*sd))),
-                ("qty", U(*qty)),
                 ("px", P(*px)),
-                ("mult", U(u64::from(*mult))),
+                ("qty", U(*qty)),
+                ("side", S(side(*sd))),
+                ("ts", T(*ts)),
+                ("type", S("fill")),
             ],
         ),
         Event::Clamp {
@@ -759,6 +783,44 @@ mod tests {
                 String::from_utf8(fast).unwrap(),
                 String::from_utf8(super::super::canonical_line_reference(&ev)).unwrap()
             );
+        }
+    }
+}
+
+#[cfg(test)]
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+        /// The verbatim string path writes what serde_json writes, for any text (control
+        /// characters, quotes, backslashes, DEL, non-ASCII).
+        #[test]
+        fn json_str_matches_serde(s in any::<String>(), t in "[ -~\u{7f}\u{e9}\u{1}\n\"\\\\]{0,24}") {
+            for x in [&s, &t] {
+                let mut fast = Vec::new();
+                json_str(&mut fast, x);
+                prop_assert_eq!(fast, serde_json::to_vec(x).unwrap());
+            }
+        }
+
+        /// Every variant, with arbitrary text in its string fields, matches the reference.
+        #[test]
+        fn canonical_lines_match_reference_with_any_text(s in any::<String>(), n in any::<u64>(), raw in any::<i64>()) {
+            let ts = Ts(u32::try_from(n % 86_400_000).unwrap_or(0));
+            let evs = [
+                Event::OrderRepriced { ts, order: n, limit: Px(raw), reason: s.clone() },
+                Event::OrderCancelled { ts, order: n, reason: s.clone() },
+                Event::Fill { ts, order: n, plan: s.clone(), leg: s.clone(), side: BusSide::Sell, qty: n, px: Px(raw), mult: 100 },
+                Event::OrderPlaced { ts, order: n, plan: s.clone(), clause: s.clone(), role: OrderRole::Tp, leg: s.clone(), side: BusSide::Buy, qty: n, limit: Px(raw), mult: 1 },
+                Event::Headline { ts, text: s.clone() },
+            ];
+            for ev in evs {
+                let mut fast = Vec::new();
+                write_canonical(&mut fast, &ev);
+                prop_assert_eq!(fast, super::super::canonical_line_reference(&ev));
+            }
         }
     }
 }

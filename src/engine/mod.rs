@@ -835,7 +835,8 @@ impl Engine {
 
     fn step(&mut self) {
         let sh = &mut self.sh;
-        sh.slots.refresh(&sh.ms, &mut sh.mvals, &mut sh.pvals);
+        sh.slots
+            .refresh(&sh.ms, &sh.syms, &mut sh.mvals, &mut sh.pvals);
         for k in 0..self.order.len() {
             let i = self.order[k];
             step_plan(&mut self.plans[i], i, &mut self.sh);
@@ -1293,7 +1294,7 @@ fn quote(sh: &mut Shared, inst: usize) -> Option<QuoteF> {
             right,
         } => sh
             .ms
-            .quote(ir.sym.as_str(), expiry, strike, right)
+            .book_quote_sym(ir.sym, expiry, strike, right)
             .map(|q| QuoteF {
                 fair: q.fair,
                 intrinsic: q.intrinsic,
@@ -1303,7 +1304,7 @@ fn quote(sh: &mut Shared, inst: usize) -> Option<QuoteF> {
                 last: q.last,
                 option: true,
             }),
-        InstKind::Shares => sh.ms.share_quote(ir.sym.as_str()).map(|q| QuoteF {
+        InstKind::Shares => sh.ms.share_quote_sym(ir.sym).map(|q| QuoteF {
             fair: q.fair.to_f64(),
             intrinsic: q.fair,
             bid: q.bid,

@@ -213,6 +213,13 @@ pub struct Slots {
     pub series: Vec<(Sym, MSeries)>,
     /// Percentile slots.
     pub pcts: Vec<(Sym, MSeries, f64)>,
+    /// The first `pct_fresh` percentile values were computed with `pct_samples` grid
+    /// samples recorded; they change only when a sample is recorded (see `refresh`).
+    pct_fresh: usize,
+    pct_samples: usize,
+    /// Per series slot: the index of its symbol in the update counts (`usize::MAX`: not
+    /// there), and the update count and clock its value was read at.
+    series_seen: Vec<(usize, u64, Option<Ts>)>,
 }
 
 impl Slots {
@@ -240,23 +247,62 @@ impl Slots {
         };
         u16::try_from(i).unwrap_or(u16::MAX)
     }
-    /// Refresh every slot from the market state.
+    /// Refresh every slot from the market state (`pct` is the vector refreshed last time).
+    ///
+    /// A percentile is a function of the one-second samples recorded so far (and of
+    /// constants), except that of `open`, which also moves with the first session trade: so
+    /// the others are recomputed only when a sample was recorded since the last refresh, or
+    /// when their slot is new.
+    ///
+    /// A series value is a function of its symbol's trades and volatility events (counted in
+    /// `updates`, per symbol) and of the clock (velocity, time; the sample grid moves only
+    /// with the clock): a slot whose symbol had no update and whose clock did not move keeps
+    /// its value (e.g. the signal's series on the exec symbol's tick of the same instant).
     pub fn refresh(
-        &self,
+        &mut self,
         ms: &MarketState,
+        updates: &[(Sym, u64)],
         mkt: &mut Vec<Option<f64>>,
         pct: &mut Vec<Option<f64>>,
     ) {
+        let now = ms.now();
+        if mkt.len() < self.series_seen.len() {
+            self.series_seen.clear();
+        }
         mkt.resize(self.series.len(), None);
+        for (sym, _) in &self.series[self.series_seen.len()..] {
+            let i = updates.iter().position(|u| u.0 == *sym);
+            self.series_seen
+                .push((i.unwrap_or(usize::MAX), u64::MAX, None));
+        }
+        for ((v, seen), (sym, m)) in mkt
+            .iter_mut()
+            .zip(self.series_seen.iter_mut())
+            .zip(&self.series)
+        {
+            let n = updates.get(seen.0).map(|u| u.1);
+            if let Some(n) = n {
+                if seen.1 == n && seen.2 == now {
+                    continue;
+                }
+            }
+            seen.1 = n.unwrap_or(u64::MAX);
+            seen.2 = now;
+            *v = ms.value_sym(*sym, *m).filter(|x| x.is_finite());
+        }
+        let n = ms.samples_recorded();
+        if n != self.pct_samples || pct.len() < self.pct_fresh {
+            self.pct_fresh = 0;
+            self.pct_samples = n;
+        }
         pct.resize(self.pcts.len(), None);
-        for (v, (sym, m)) in mkt.iter_mut().zip(&self.series) {
-            *v = ms.value(sym.as_str(), *m).filter(|x| x.is_finite());
+        for (i, (v, (sym, m, p))) in pct.iter_mut().zip(&self.pcts).enumerate() {
+            if i < self.pct_fresh && *m != MSeries::Open {
+                continue;
+            }
+            *v = ms.percentile_sym(*sym, *m, *p).filter(|x| x.is_finite());
         }
-        for (v, (sym, m, p)) in pct.iter_mut().zip(&self.pcts) {
-            *v = ms
-                .percentile(sym.as_str(), *m, *p)
-                .filter(|x| x.is_finite());
-        }
+        self.pct_fresh = self.pcts.len();
     }
 }
 
@@ -472,16 +518,30 @@ impl CTrigger {
         for (i, p) in self.preds.iter_mut().enumerate() {
             self.vals[i] = eval_pred(p, cx);
         }
-        fold(&self.root, &self.vals)
+        fold_near(&self.root, &self.vals)
     }
 }
 
 fn fold(n: &Node, vals: &[Tri]) -> Tri {
     match n {
         Node::Pred(i) => vals.get(*i).copied().unwrap_or(Tri::U),
-        Node::Not(x) => fold(x, vals).not(),
-        Node::And(xs) => xs.iter().fold(Tri::T, |a, x| a.and(fold(x, vals))),
-        Node::Or(xs) => xs.iter().fold(Tri::F, |a, x| a.or(fold(x, vals))),
+        Node::Not(x) => fold_near(x, vals).not(),
+        Node::And(xs) => xs.iter().fold(Tri::T, |a, x| a.and(fold_near(x, vals))),
+        Node::Or(xs) => xs.iter().fold(Tri::F, |a, x| a.or(fold_near(x, vals))),
+    }
+}
+
+/// [`fold`] with a predicate and a negated predicate (the usual leaves) read in place
+/// rather than through a call.
+#[inline(always)]
+fn fold_near(n: &Node, vals: &[Tri]) -> Tri {
+    match n {
+        Node::Pred(i) => vals.get(*i).copied().unwrap_or(Tri::U),
+        Node::Not(x) => match &**x {
+            Node::Pred(i) => vals.get(*i).copied().unwrap_or(Tri::U).not(),
+            _ => fold(n, vals),
+        },
+        _ => fold(n, vals),
     }
 }
 

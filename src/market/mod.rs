@@ -18,7 +18,7 @@ pub use generator::{
     DEFAULT_DATE, EDGE_SECS, FamilyMember, GenOptions, Generator, Regime, generate,
     generate_family, generate_with, tape_name, write_generated,
 };
-pub use options::{Expiry, Quote, Right, ShareQuote, Smile};
+pub use options::{BookQuote, Expiry, Quote, Right, ShareQuote, Smile};
 pub use state::{MIN_PERCENTILE_SAMPLES, MarketState, Series};
 pub use tape::{
     Headline, IvChange, SymbolSpec, TapeError, TapeErrorKind, TapeEvent, TapeHeader, TapeReader,

@@ -84,6 +84,25 @@ pub struct Bs {
 /// volatility `sigma`. With `t <= 0` or `sigma <= 0` it returns the (discounted-forward)
 /// intrinsic value with a step delta and zero gamma. Non-finite inputs give `None`.
 pub fn black_scholes(right: Right, s: f64, k: f64, t: f64, r: f64, sigma: f64) -> Option<Bs> {
+    bs_core(right, s, k, t, r, sigma, true)
+}
+
+/// The Black-Scholes value alone: bit for bit [`black_scholes`]'s `price` (the same code,
+/// with the greeks left out).
+pub fn black_scholes_price(
+    right: Right,
+    s: f64,
+    k: f64,
+    t: f64,
+    r: f64,
+    sigma: f64,
+) -> Option<f64> {
+    bs_core(right, s, k, t, r, sigma, false).map(|b| b.price)
+}
+
+/// Black-Scholes; with `greeks` false, `delta` and `gamma` are NaN and not computed.
+#[inline(always)]
+fn bs_core(right: Right, s: f64, k: f64, t: f64, r: f64, sigma: f64, greeks: bool) -> Option<Bs> {
     if !(s.is_finite() && k.is_finite() && t.is_finite() && r.is_finite() && sigma.is_finite())
         || s <= 0.0
         || k <= 0.0
@@ -110,12 +129,19 @@ pub fn black_scholes(right: Right, s: f64, k: f64, t: f64, r: f64, sigma: f64) -
     let sqrt_t = libm::sqrt(t);
     let d1 = (libm::log(s / k) + (r + 0.5 * sigma * sigma) * t) / (sigma * sqrt_t);
     let d2 = d1 - sigma * sqrt_t;
-    let gamma = norm_pdf(d1) / (s * sigma * sqrt_t);
+    let gamma = if greeks {
+        norm_pdf(d1) / (s * sigma * sqrt_t)
+    } else {
+        f64::NAN
+    };
     let (price, delta) = match right {
-        Right::Call => (s * norm_cdf(d1) - k * df * norm_cdf(d2), norm_cdf(d1)),
+        Right::Call => {
+            let n1 = norm_cdf(d1);
+            (s * n1 - k * df * norm_cdf(d2), n1)
+        }
         Right::Put => (
             k * df * norm_cdf(-d2) - s * norm_cdf(-d1),
-            norm_cdf(d1) - 1.0,
+            if greeks { norm_cdf(d1) - 1.0 } else { f64::NAN },
         ),
     };
     Some(Bs {
@@ -253,6 +279,23 @@ pub struct Quote {
     pub open_interest: u64,
 }
 
+/// An option's book without greeks: what an order needs (see [`book_quote`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BookQuote {
+    /// As [`Quote::fair`].
+    pub fair: f64,
+    /// As [`Quote::bid`].
+    pub bid: Px,
+    /// As [`Quote::ask`].
+    pub ask: Px,
+    /// As [`Quote::mid`].
+    pub mid: Px,
+    /// As [`Quote::last`].
+    pub last: Px,
+    /// As [`Quote::intrinsic`].
+    pub intrinsic: Px,
+}
+
 /// A share quote: fair is the last trade; the book is one cent either side.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ShareQuote {
@@ -322,9 +365,68 @@ pub fn price_option(
     })
 }
 
+/// [`price_option`]'s book fields alone (no greeks, no open interest): the same values,
+/// computed by the same code, for the engine's per-tick re-pricing of resting orders.
+pub fn book_quote(
+    right: Right,
+    spot: Px,
+    strike: Px,
+    t_years: f64,
+    rate: f64,
+    smile: Smile,
+) -> Option<BookQuote> {
+    let t = if t_years.is_finite() {
+        t_years.max(MIN_T_YEARS)
+    } else {
+        return None;
+    };
+    let s = spot.to_f64();
+    let k = strike.to_f64();
+    let iv = smile_iv(smile.atm_iv, smile.skew, s, k);
+    let price = black_scholes_price(right, s, k, t, rate, iv)?;
+    let (bid, ask) = option_book(price);
+    let last = Px::round_to(price, option_tick(price))
+        .unwrap_or(bid)
+        .clamp(bid, ask);
+    Some(BookQuote {
+        fair: price,
+        bid,
+        ask,
+        mid: Px((bid.raw() + ask.raw()) / 2),
+        last,
+        intrinsic: intrinsic(right, spot, strike),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The book-only quote is bit for bit the full quote's book.
+        #[test]
+        fn book_quote_matches_price_option(
+            put in any::<bool>(),
+            spot in 1i64..20_000_000,
+            strike_steps in 1i64..2_000,
+            t in prop_oneof![Just(0.0), Just(-1.0), Just(f64::NAN), 0.0f64..0.02, 0.0f64..2.0],
+            rate in -0.05f64..0.1,
+            atm_iv in prop_oneof![Just(0.0), 0.01f64..3.0],
+            skew in -3.0f64..1.0,
+        ) {
+            let right = if put { Right::Put } else { Right::Call };
+            let (spot, strike) = (Px(spot), Px(strike_steps * 10_000));
+            let smile = Smile { atm_iv, skew };
+            let full = price_option(right, spot, strike, t, rate, smile, 7);
+            let book = book_quote(right, spot, strike, t, rate, smile);
+            prop_assert_eq!(full.is_some(), book.is_some());
+            if let (Some(f), Some(b)) = (full, book) {
+                prop_assert_eq!(f.fair.to_bits(), b.fair.to_bits());
+                prop_assert_eq!((f.bid, f.ask, f.mid, f.last, f.intrinsic), (b.bid, b.ask, b.mid, b.last, b.intrinsic));
+            }
+        }
+    }
 
     #[test]
     fn textbook_black_scholes() {

@@ -25,12 +25,14 @@
 //! **Percentiles** compare with the series' own samples. `pN` uses linear interpolation
 //! between closest ranks (`h = (n−1)·N/100`, `x[⌊h⌋] + (h−⌊h⌋)(x[⌊h⌋+1] − x[⌊h⌋])`) over the
 //! `n` defined samples, and is UNKNOWN (`None`) while `n < MIN_PERCENTILE_SAMPLES`.
-//! [`MarketState::track`] keeps a series' samples in a sorted vector (binary insertion, one
-//! per second), so a query is O(1); an untracked series is computed on demand by sorting a
-//! copy (correct, slower).
+//! [`MarketState::track`] keeps a series' samples in a blocked order-statistics structure
+//! (one insertion per second moves at most one block; a query is a binary search over the
+//! blocks), holding exactly the sequence binary insertion into one sorted vector would; an
+//! untracked series is computed on demand by sorting a copy (correct, slower).
 
 use super::options::{
-    Expiry, Quote, Right, ShareQuote, Smile, black_scholes, open_interest, price_option,
+    BookQuote, Expiry, Quote, Right, ShareQuote, Smile, black_scholes, book_quote, open_interest,
+    price_option,
 };
 use super::tape::{Headline, TapeEvent, TapeHeader};
 use super::types::{Date, Px, Sym, Ts};
@@ -82,7 +84,86 @@ impl Series {
 #[derive(Debug)]
 struct Tracked {
     series: Series,
-    sorted: Vec<f64>,
+    sorted: SortedSamples,
+}
+
+/// Samples per block of [`SortedSamples`] (a block splits in two when it reaches twice this).
+const BLOCK: usize = 128;
+
+/// An order-statistics structure over `f64` samples: the sorted sequence cut into blocks of
+/// `BLOCK..2·BLOCK` values, with each block's starting rank. Insertion moves at most one
+/// block's values (instead of half the session's, as one sorted vector would), and the
+/// `k`-th value is a binary search over the block starts.
+///
+/// The sequence is exactly the one binary insertion into a single sorted vector builds
+/// (each value goes after every value `<=` it), so every percentile is bit-for-bit the
+/// same.
+#[derive(Debug, Default, Clone)]
+struct SortedSamples {
+    blocks: Vec<Vec<f64>>,
+    /// Rank of each block's first value.
+    starts: Vec<usize>,
+    len: usize,
+}
+
+impl SortedSamples {
+    /// From values already in order.
+    fn from_sorted(v: &[f64]) -> SortedSamples {
+        let mut out = SortedSamples::default();
+        for c in v.chunks(BLOCK) {
+            let mut b = Vec::with_capacity(2 * BLOCK);
+            b.extend_from_slice(c);
+            out.starts.push(out.len);
+            out.len += c.len();
+            out.blocks.push(b);
+        }
+        out
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Insert a finite value after every value `<=` it (others are ignored).
+    fn insert(&mut self, x: f64) {
+        if !x.is_finite() {
+            return;
+        }
+        if self.blocks.is_empty() {
+            self.blocks.push(Vec::with_capacity(2 * BLOCK));
+            self.starts.push(0);
+        }
+        // The first block whose last value is > x takes it (or the last block): every value
+        // before that block is <= x, so this is the single vector's insertion point.
+        let last = self.blocks.len() - 1;
+        let bi = self
+            .blocks
+            .partition_point(|b| b.last().is_some_and(|&y| y <= x))
+            .min(last);
+        let b = &mut self.blocks[bi];
+        let i = b.partition_point(|&y| y <= x);
+        b.insert(i, x);
+        self.len += 1;
+        for s in &mut self.starts[bi + 1..] {
+            *s += 1;
+        }
+        if b.len() >= 2 * BLOCK {
+            let mut tail = Vec::with_capacity(2 * BLOCK);
+            tail.extend_from_slice(&b[BLOCK..]);
+            b.truncate(BLOCK);
+            self.blocks.insert(bi + 1, tail);
+            self.starts.insert(bi + 1, self.starts[bi] + BLOCK);
+        }
+    }
+
+    /// The value of rank `k` (0-based).
+    fn get(&self, k: usize) -> Option<f64> {
+        if k >= self.len {
+            return None;
+        }
+        let bi = self.starts.partition_point(|&s| s <= k).checked_sub(1)?;
+        self.blocks.get(bi)?.get(k - self.starts[bi]).copied()
+    }
 }
 
 /// Per-symbol state.
@@ -170,7 +251,9 @@ fn velocity_pct(now: f64, then: f64) -> f64 {
     }
 }
 
-/// Insert into a sorted vector (finite values only).
+/// Insert into a sorted vector (finite values only): the reference [`SortedSamples`] is
+/// tested against.
+#[cfg(test)]
 fn insert_sorted(v: &mut Vec<f64>, x: f64) {
     if x.is_finite() {
         let i = v.partition_point(|&y| y <= x);
@@ -180,16 +263,20 @@ fn insert_sorted(v: &mut Vec<f64>, x: f64) {
 
 /// Linear-interpolation percentile of sorted values.
 fn percentile_sorted(sorted: &[f64], p: f64) -> Option<f64> {
-    let n = sorted.len();
+    percentile_ranked(sorted.len(), p, |k| sorted.get(k).copied())
+}
+
+/// Linear-interpolation percentile of `n` sorted values, read by rank with `at`.
+fn percentile_ranked(n: usize, p: f64, at: impl Fn(usize) -> Option<f64>) -> Option<f64> {
     if n < MIN_PERCENTILE_SAMPLES || !(0.0..=100.0).contains(&p) {
         return None;
     }
     let h = (n - 1) as f64 * p / 100.0;
     let lo = libm::floor(h) as usize;
     let frac = h - lo as f64;
-    let a = *sorted.get(lo)?;
-    match sorted.get(lo + 1) {
-        Some(&b) if frac > 0.0 => Some(a + frac * (b - a)),
+    let a = at(lo)?;
+    match at(lo + 1) {
+        Some(b) if frac > 0.0 => Some(a + frac * (b - a)),
         _ => Some(a),
     }
 }
@@ -258,7 +345,12 @@ impl MarketState {
     }
 
     fn sym(&self, sym: &str) -> Option<&SymState> {
-        self.syms.iter().find(|s| s.sym.as_str() == sym)
+        let b = sym.as_bytes();
+        self.syms.iter().find(|s| s.sym.as_bytes() == b)
+    }
+
+    fn sym_of(&self, sym: Sym) -> Option<&SymState> {
+        self.syms.iter().find(|s| s.sym == sym)
     }
 
     fn sym_idx(&self, sym: Sym) -> Option<usize> {
@@ -283,7 +375,7 @@ impl MarketState {
                 s.vwap_s.push(s.vwap().unwrap_or(f64::NAN));
                 for t in 0..s.tracked.len() {
                     let x = s.sample_at(s.tracked[t].series, k);
-                    insert_sorted(&mut s.tracked[t].sorted, x);
+                    s.tracked[t].sorted.insert(x);
                 }
             }
             self.sampled += 1;
@@ -443,7 +535,10 @@ impl MarketState {
 
     /// Percent change of spot over the trailing `window_secs` (≥ 1), on the sample grid.
     pub fn velocity(&self, sym: &str, window_secs: u32) -> Option<f64> {
-        let s = self.sym(sym)?;
+        self.velocity_in(self.sym(sym)?, window_secs)
+    }
+
+    fn velocity_in(&self, s: &SymState, window_secs: u32) -> Option<f64> {
         let now = self.now?;
         let spot = s.last?;
         if window_secs == 0 {
@@ -466,15 +561,24 @@ impl MarketState {
     /// symbol, or not yet defined). `hod` and `lod` read the extremes **before** the latest
     /// print ([`hod_before`](Self::hod_before)), so a comparison with `spot` can be true.
     pub fn value(&self, sym: &str, series: Series) -> Option<f64> {
+        self.value_in(self.sym(sym)?, series)
+    }
+
+    /// [`value`](Self::value) by [`Sym`] (no text comparison: the engine's per-event reads).
+    pub fn value_sym(&self, sym: Sym, series: Series) -> Option<f64> {
+        self.value_in(self.sym_of(sym)?, series)
+    }
+
+    fn value_in(&self, s: &SymState, series: Series) -> Option<f64> {
         match series {
-            Series::Spot => self.spot(sym).map(Px::to_f64),
-            Series::Hod => self.hod_before(sym).map(Px::to_f64),
-            Series::Lod => self.lod_before(sym).map(Px::to_f64),
-            Series::Vwap => self.vwap(sym),
-            Series::Open => self.open_px(sym).map(Px::to_f64),
-            Series::PriorClose => self.prior_close(sym).map(Px::to_f64),
-            Series::Velocity(w) => self.velocity(sym, w),
-            Series::Time => self.sym(sym).and(self.time_secs()),
+            Series::Spot => s.last.map(Px::to_f64),
+            Series::Hod => s.hod_before.map(Px::to_f64),
+            Series::Lod => s.lod_before.map(Px::to_f64),
+            Series::Vwap => s.vwap(),
+            Series::Open => s.open.map(Px::to_f64),
+            Series::PriorClose => Some(s.prior_close.to_f64()),
+            Series::Velocity(w) => self.velocity_in(s, w),
+            Series::Time => self.time_secs(),
         }
     }
 
@@ -488,22 +592,28 @@ impl MarketState {
         {
             return false;
         }
-        let grid_len = self.grid_len;
         let sampled = self.sampled;
-        let Some(s) = self.syms.iter_mut().find(|s| s.sym.as_str() == sym) else {
+        let Some(s) = self
+            .syms
+            .iter_mut()
+            .find(|s| s.sym.as_bytes() == sym.as_bytes())
+        else {
             return false;
         };
         if s.tracked.iter().any(|t| t.series == series) {
             return true;
         }
-        let mut sorted = Vec::with_capacity(grid_len);
+        let mut sorted = Vec::with_capacity(sampled);
         sorted.extend(
             (0..sampled)
                 .map(|k| s.sample_at(series, k))
                 .filter(|x| x.is_finite()),
         );
         sorted.sort_by(f64::total_cmp);
-        s.tracked.push(Tracked { series, sorted });
+        s.tracked.push(Tracked {
+            series,
+            sorted: SortedSamples::from_sorted(&sorted),
+        });
         true
     }
 
@@ -511,7 +621,15 @@ impl MarketState {
     /// up to now (no look-ahead). `None` (UNKNOWN) for an unknown symbol, `p` out of range,
     /// or fewer than [`MIN_PERCENTILE_SAMPLES`] defined samples.
     pub fn percentile(&self, sym: &str, series: Series, p: f64) -> Option<f64> {
-        let s = self.sym(sym)?;
+        self.percentile_in(self.sym(sym)?, series, p)
+    }
+
+    /// [`percentile`](Self::percentile) by [`Sym`].
+    pub fn percentile_sym(&self, sym: Sym, series: Series, p: f64) -> Option<f64> {
+        self.percentile_in(self.sym_of(sym)?, series, p)
+    }
+
+    fn percentile_in(&self, s: &SymState, series: Series, p: f64) -> Option<f64> {
         if !(0.0..=100.0).contains(&p) {
             return None;
         }
@@ -534,7 +652,8 @@ impl MarketState {
             Series::Velocity(0) => None,
             _ => {
                 if let Some(t) = s.tracked.iter().find(|t| t.series == series) {
-                    return percentile_sorted(&t.sorted, p);
+                    let t = &t.sorted;
+                    return percentile_ranked(t.len(), p, |k| t.get(k));
                 }
                 let mut v: Vec<f64> = (0..n)
                     .map(|k| s.sample_at(series, k))
@@ -599,7 +718,35 @@ impl MarketState {
     /// smile, spot is unknown, the strike is not positive or not on the strike grid, or the
     /// expiry is in the past.
     pub fn quote(&self, sym: &str, expiry: Expiry, strike: Px, right: Right) -> Option<Quote> {
-        let s = self.sym(sym)?;
+        self.quote_in(self.sym(sym)?, expiry, strike, right)
+    }
+
+    /// [`quote`](Self::quote)'s book (fair, bid, ask, mid, last, intrinsic) by [`Sym`],
+    /// without greeks or open interest: the same values, at a fraction of the cost.
+    pub fn book_quote_sym(
+        &self,
+        sym: Sym,
+        expiry: Expiry,
+        strike: Px,
+        right: Right,
+    ) -> Option<BookQuote> {
+        let s = self.sym_of(sym)?;
+        let step = s.strike_step?;
+        let smile = s.smile?;
+        let spot = s.last?;
+        if strike.raw() <= 0 || strike.raw() % step.raw() != 0 {
+            return None;
+        }
+        let t = self.years_to_expiry(expiry)?;
+        book_quote(right, spot, strike, t, self.rate, smile)
+    }
+
+    /// [`quote`](Self::quote) by [`Sym`].
+    pub fn quote_sym(&self, sym: Sym, expiry: Expiry, strike: Px, right: Right) -> Option<Quote> {
+        self.quote_in(self.sym_of(sym)?, expiry, strike, right)
+    }
+
+    fn quote_in(&self, s: &SymState, expiry: Expiry, strike: Px, right: Right) -> Option<Quote> {
         let step = s.strike_step?;
         let smile = s.smile?;
         let spot = s.last?;
@@ -672,6 +819,11 @@ impl MarketState {
         self.spot(sym).map(ShareQuote::from_last)
     }
 
+    /// [`share_quote`](Self::share_quote) by [`Sym`].
+    pub fn share_quote_sym(&self, sym: Sym) -> Option<ShareQuote> {
+        self.sym_of(sym)?.last.map(ShareQuote::from_last)
+    }
+
     // ----- headlines ------------------------------------------------------------------------
 
     /// Every headline seen so far, oldest first.
@@ -725,8 +877,53 @@ mod tests {
         }
     }
 
+    /// A sample value: few distinct values (many ties), signed zeros, extremes, NaN and
+    /// infinities (ignored by both structures).
+    fn sample_value() -> impl Strategy<Value = f64> {
+        prop_oneof![
+            (0i32..40).prop_map(|k| f64::from(k) * 0.25 - 5.0),
+            Just(0.0),
+            Just(-0.0),
+            Just(f64::NAN),
+            Just(f64::INFINITY),
+            Just(f64::MIN),
+            Just(f64::MAX),
+            any::<f64>(),
+        ]
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
+        /// The blocked order-statistics structure holds exactly the sequence binary insertion
+        /// into one sorted vector builds (bit for bit, signed zeros in the same places), and
+        /// every percentile agrees, after a back-fill and any insertions.
+        #[test]
+        fn sorted_samples_match_the_sorted_vector(
+            backfill in proptest::collection::vec(sample_value(), 0..300),
+            inserts in proptest::collection::vec(sample_value(), 0..1200),
+            ps in proptest::collection::vec(-5.0f64..105.0, 1..8),
+        ) {
+            let mut reference: Vec<f64> = backfill.iter().copied().filter(|x| x.is_finite()).collect();
+            reference.sort_by(f64::total_cmp);
+            let mut blocks = SortedSamples::from_sorted(&reference);
+            for (i, &x) in inserts.iter().enumerate() {
+                insert_sorted(&mut reference, x);
+                blocks.insert(x);
+                if i % 97 == 0 || i + 1 == inserts.len() {
+                    prop_assert_eq!(blocks.len(), reference.len());
+                    for p in ps.iter().copied().chain([0.0, 50.0, 100.0]) {
+                        let a = percentile_sorted(&reference, p).map(f64::to_bits);
+                        let b = percentile_ranked(blocks.len(), p, |k| blocks.get(k)).map(f64::to_bits);
+                        prop_assert_eq!(a, b, "p={}", p);
+                    }
+                }
+            }
+            let all: Vec<u64> = (0..blocks.len()).filter_map(|k| blocks.get(k)).map(f64::to_bits).collect();
+            let want: Vec<u64> = reference.iter().map(|x| x.to_bits()).collect();
+            prop_assert_eq!(all, want);
+            prop_assert_eq!(blocks.get(blocks.len()), None);
+        }
+
         /// Any event sequence (even out of order, extreme prices and sizes) never panics,
         /// and every query answers.
         #[test]

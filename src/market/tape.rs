@@ -259,6 +259,8 @@ pub struct TapeReader<R> {
     last_ts: Option<Ts>,
     buf: Vec<u8>,
     done: bool,
+    /// Decode canonical tick lines with [`fast_tick`] (off only in tests of the fast path).
+    fast: bool,
 }
 
 enum RawLine {
@@ -312,6 +314,112 @@ fn read_line_capped<R: BufRead>(r: &mut R, buf: &mut Vec<u8>) -> io::Result<RawL
         buf.pop();
     }
     Ok(RawLine::Line)
+}
+
+/// `10^k` for the decimals of a fast-path price.
+const POW10: [f64; 5] = [1.0, 10.0, 100.0, 1_000.0, 10_000.0];
+
+/// Parse an unsigned JSON integer (no sign, no leading zero, at most `max_digits` digits,
+/// at most `u64::MAX`) at the start of `b`: the value and its digit count.
+#[inline]
+fn fast_uint(b: &[u8], max_digits: usize) -> Option<(u64, usize)> {
+    let mut v: u64 = 0;
+    let mut n = 0;
+    while let Some(&c) = b.get(n) {
+        if !c.is_ascii_digit() {
+            break;
+        }
+        if n == max_digits {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
+        n += 1;
+    }
+    // JSON forbids leading zeros ("007"); "0" alone is fine.
+    if n == 0 || (n > 1 && b[0] == b'0') {
+        return None;
+    }
+    Some((v, n))
+}
+
+/// The zero-copy decoder of one canonical tick line, exactly as the writer emits it:
+/// `{"type":"tick","ts":"HH:MM:SS.mmm","sym":"SYM","px":DIGITS[.D{1,4}],"sz":DIGITS}`
+/// followed by `\n` or `\r\n`, all within `b`. Returns the tick and the bytes used (with the
+/// line end), or `None` for anything else, valid or not, which the general path then reads.
+///
+/// It accepts only what the general path accepts, with the same value: the price's digits
+/// make an integer of at most 2^53 with at most 4 decimals, so `significand / 10^decimals` is the
+/// correctly rounded `f64` serde_json produces too, and [`Px::from_f64_exact`] is applied
+/// to it as on the general path; any value the general path would refuse (an unknown symbol,
+/// a bad clock, a zero price) falls back to it, so refusals are the general path's own.
+fn fast_tick(b: &[u8], header: &TapeHeader) -> Option<(Tick, usize)> {
+    let rest = lit(b, br#"{"type":"tick","ts":""#)?;
+    let (ts_b, rest) = rest.split_first_chunk::<12>()?;
+    let rest = lit(rest, br#"","sym":""#)?;
+    let ts = Ts::parse_bytes(ts_b)?;
+    let q = rest.iter().take(SYM_SCAN).position(|&c| c == b'"')?;
+    let sym_b = &rest[..q];
+    let sym = header
+        .symbols
+        .iter()
+        .find(|s| s.sym.as_str().as_bytes() == sym_b)?
+        .sym;
+    let rest = lit(&rest[q..], br#"","px":"#)?;
+    // The price: integer part, then optionally `.` and 1 to 4 decimals.
+    let (int, ni) = fast_uint(rest, 12)?;
+    let mut rest = &rest[ni..];
+    let (mut m, mut k) = (int, 0usize);
+    if let Some(r) = rest.strip_prefix(b".") {
+        let (frac, nf) = fast_uint_any(r, 4)?;
+        m = int * 10u64.pow(nf as u32) + frac;
+        k = nf;
+        rest = &r[nf..];
+    }
+    // At most 2^53, the significand converts exactly (larger: beyond any tape price).
+    if m == 0 || m > 1 << 53 {
+        return None;
+    }
+    let x = m as f64 / POW10[k];
+    let px = Px::from_f64_exact(x)?;
+    let rest = lit(rest, br#","sz":"#)?;
+    let (sz, nz) = fast_uint(rest, 20)?;
+    let rest = rest[nz..].strip_prefix(b"}")?;
+    let end = match rest {
+        [b'\n', ..] => 1,
+        [b'\r', b'\n', ..] => 2,
+        _ => return None,
+    };
+    let used = b.len() - rest.len() + end;
+    Some((Tick { ts, sym, px, sz }, used))
+}
+
+/// `b` after the literal `l`, compared as a fixed-size array (inlined, no `memcmp` call).
+#[inline]
+fn lit<'a, const N: usize>(b: &'a [u8], l: &[u8; N]) -> Option<&'a [u8]> {
+    let (head, rest) = b.split_first_chunk::<N>()?;
+    (head == l).then_some(rest)
+}
+
+/// The longest symbol the fast path looks for its closing quote in (longer: general path).
+const SYM_SCAN: usize = super::types::SYM_MAX_LEN + 1;
+
+/// 1 to `max_digits` decimal digits at the start of `b` (leading zeros allowed, as after a
+/// decimal point): the value and the digit count.
+#[inline]
+fn fast_uint_any(b: &[u8], max_digits: usize) -> Option<(u64, usize)> {
+    let mut v: u64 = 0;
+    let mut n = 0;
+    while let Some(&c) = b.get(n) {
+        if !c.is_ascii_digit() {
+            break;
+        }
+        if n == max_digits {
+            return None;
+        }
+        v = v * 10 + u64::from(c - b'0');
+        n += 1;
+    }
+    (n > 0).then_some((v, n))
 }
 
 /// Parse one line into a JSON object, or refuse it.
@@ -790,7 +898,16 @@ impl<R: BufRead> TapeReader<R> {
             last_ts: None,
             buf,
             done: false,
+            fast: true,
         })
+    }
+
+    /// The same reader without the tick fast path: every line goes through the general
+    /// (serde) decoder. The reference the fast path is tested against.
+    #[doc(hidden)]
+    pub fn reference(mut self) -> Self {
+        self.fast = false;
+        self
     }
 
     /// The tape's header.
@@ -805,6 +922,27 @@ impl<R: BufRead> TapeReader<R> {
 
     fn next_event(&mut self) -> Option<Res<TapeEvent>> {
         let line = self.line + 1;
+        if self.fast {
+            // Fast path: a canonical tick line wholly in the reader's buffer is decoded in
+            // place, without copying or allocating. Anything else (another event type, other
+            // key order or spacing, an unusual number, a line split across buffer refills, a
+            // refusal) goes through the general path below, which decides alone what is
+            // accepted and how a line is refused.
+            let avail = loop {
+                match self.r.fill_buf() {
+                    Ok(b) => break b,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => {
+                        return Some(Err(TapeError::new(line, TapeErrorKind::Io, e.to_string())));
+                    }
+                }
+            };
+            if let Some((tick, used)) = fast_tick(avail, &self.header) {
+                self.r.consume(used);
+                self.line = line;
+                return Some(self.in_order(line, TapeEvent::Tick(tick)));
+            }
+        }
         match read_line_capped(&mut self.r, &mut self.buf) {
             Err(e) => return Some(Err(TapeError::new(line, TapeErrorKind::Io, e.to_string()))),
             Ok(RawLine::Eof) => return None,
@@ -820,20 +958,23 @@ impl<R: BufRead> TapeReader<R> {
         }
         self.line = line;
         let ev = parse_object(line, &self.buf).and_then(|m| parse_event(line, &m, &self.header));
-        Some(ev.and_then(|ev| {
-            let ts = ev.ts();
-            if let Some(prev) = self.last_ts {
-                if ts < prev {
-                    return Err(TapeError::new(
-                        line,
-                        TapeErrorKind::OutOfOrder,
-                        format!("ts {ts} is earlier than the previous event's {prev}"),
-                    ));
-                }
+        Some(ev.and_then(|ev| self.in_order(line, ev)))
+    }
+
+    /// Refuse an event earlier than the previous one; otherwise advance the clock.
+    fn in_order(&mut self, line: u64, ev: TapeEvent) -> Res<TapeEvent> {
+        let ts = ev.ts();
+        if let Some(prev) = self.last_ts {
+            if ts < prev {
+                return Err(TapeError::new(
+                    line,
+                    TapeErrorKind::OutOfOrder,
+                    format!("ts {ts} is earlier than the previous event's {prev}"),
+                ));
             }
-            self.last_ts = Some(ts);
-            Ok(ev)
-        }))
+        }
+        self.last_ts = Some(ts);
+        Ok(ev)
     }
 }
 
@@ -1172,6 +1313,133 @@ mod tests {
     mod fuzz {
         use super::*;
         use proptest::prelude::*;
+
+        /// Read a tape through a `BufReader` of `cap` bytes (so lines straddle refills), with
+        /// the fast path (the reader as shipped) or without it (the serde reference).
+        fn read_with(
+            bytes: &[u8],
+            cap: usize,
+            fast: bool,
+        ) -> Result<(TapeHeader, Vec<TapeEvent>), TapeError> {
+            let r = TapeReader::new(io::BufReader::with_capacity(cap, bytes))?;
+            let r = if fast { r } else { r.reference() };
+            let header = r.header().clone();
+            let events = r.collect::<Result<Vec<_>, _>>()?;
+            Ok((header, events))
+        }
+
+        fn ts_text() -> impl Strategy<Value = String> {
+            prop_oneof![
+                4 => (9u32..16, 0u32..60, 0u32..60, 0u32..1000)
+                    .prop_map(|(h, m, s, ms)| format!("{h:02}:{m:02}:{s:02}.{ms:03}")),
+                1 => Just("09:30:01.000".to_string()),
+                1 => prop::sample::select(vec![
+                    "9:30", "24:00:00.000", "09:60:00.000", "09:30:00.0000", "09:30:00,000",
+                    "09:30:00.00", "\\u0030", "", "09:30:0a.000", "23:59:59.999",
+                ]).prop_map(str::to_string),
+            ]
+        }
+
+        fn sym_text() -> impl Strategy<Value = String> {
+            prop_oneof![
+                4 => prop::sample::select(vec!["SPX", "SPY"]).prop_map(str::to_string),
+                1 => prop::sample::select(vec![
+                    "QQQ", "spy", "SP", "SPYY", "SP\\u0059", "", "SPY ", "ABCDEFGHIJKLMNOPQ",
+                ]).prop_map(str::to_string),
+            ]
+        }
+
+        fn number_text() -> impl Strategy<Value = String> {
+            prop_oneof![
+                // Decimals: integer part with or without leading zeros, 0 to 6 decimals.
+                6 => ("[0-9]{1,13}", prop::option::of("[0-9]{0,6}")).prop_map(|(i, f)| match f {
+                    Some(f) => format!("{i}.{f}"),
+                    None => i,
+                }),
+                1 => "-?[0-9]{1,4}(\\.[0-9]{1,3})?([eE][+-]?[0-9]{1,2})?",
+                1 => prop::sample::select(vec![
+                    "NaN", "Infinity", "-Infinity", "\"1.0\"", "null", "true", "1e400",
+                    "18446744073709551615", "18446744073709551616", "99999999999999999999",
+                    "0", "0.0", "0.0001", "00.5", ".5", "5.", "1.00000", "922337203685.4775",
+                ]).prop_map(str::to_string),
+            ]
+        }
+
+        prop_compose! {
+            /// A tick line: canonical most of the time, otherwise with one thing changed.
+            fn tick_line()(
+                ts in ts_text(),
+                sym in sym_text(),
+                px in number_text(),
+                sz in prop_oneof![4 => (0u64..100_000).prop_map(|n| n.to_string()), 1 => number_text()],
+                shape in 0u8..12,
+            ) -> String {
+                match shape {
+                    0 => format!(r#"{{"type":"tick", "ts":"{ts}","sym":"{sym}","px":{px},"sz":{sz}}}"#),
+                    1 => format!(r#"{{"ts":"{ts}","type":"tick","sym":"{sym}","px":{px},"sz":{sz}}}"#),
+                    2 => format!(r#"{{"type":"tick","ts":"{ts}","sym":"{sym}","px":{px},"sz":{sz}}} "#),
+                    3 => format!(r#"{{"type":"tick","ts":"{ts}","sym":"{sym}","px":{px},"sz":{sz}}}"#) + "\r",
+                    4 => format!(r#"{{"type":"tick","ts":"{ts}","sym":"{sym}","px":{px}}}"#),
+                    5 => format!(r#"{{"type":"tick","ts":"{ts}","sym":"{sym}","px":{px},"sz":{sz},"sz":1}}"#),
+                    6 => format!(r#"{{"type":"tick","ts":"{ts}","sym":"{sym}","px":{px},"sz":{sz}}}x"#),
+                    _ => format!(r#"{{"type":"tick","ts":"{ts}","sym":"{sym}","px":{px},"sz":{sz}}}"#),
+                }
+            }
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(512))]
+            /// The tick fast path and the serde path agree: the same events from generated
+            /// tick lines (canonical or not, valid or not), and the same refusal (line, reason
+            /// and message) of the malformed ones, whatever the buffer size.
+            #[test]
+            fn fast_path_agrees_with_serde(
+                lines in proptest::collection::vec(tick_line(), 1..6),
+                cap in prop_oneof![Just(8192usize), 1usize..200],
+                crlf in any::<bool>(),
+                final_newline in any::<bool>(),
+            ) {
+                let nl = if crlf { "\r\n" } else { "\n" };
+                let mut t = String::from(HDR);
+                t.push_str(nl);
+                t.push_str(r#"{"type":"tick","ts":"09:30:01.000","sym":"SPX","px":5002.10,"sz":0}"#);
+                for l in &lines {
+                    t.push_str(nl);
+                    t.push_str(l);
+                }
+                if final_newline {
+                    t.push_str(nl);
+                }
+                let fast = read_with(t.as_bytes(), cap, true);
+                let slow = read_with(t.as_bytes(), cap, false);
+                prop_assert_eq!(&fast, &slow);
+                prop_assert_eq!(fast, read_tape_bytes(t.as_bytes()));
+            }
+
+            /// Every tick the canonical writer emits takes the fast path, with its value.
+            #[test]
+            fn canonical_ticks_take_the_fast_path(
+                ms in 0u32..86_400_000,
+                spy in any::<bool>(),
+                raw in 1i64..=1_000_000_000_000_000,
+                sz in any::<u64>(),
+                crlf in any::<bool>(),
+            ) {
+                let h = read_tape_bytes(format!("{HDR}\n").as_bytes()).unwrap().0;
+                let sym = Sym::new(if spy { "SPY" } else { "SPX" }).unwrap();
+                let tick = Tick { ts: Ts(ms), sym, px: Px(raw), sz };
+                let mut line = Vec::new();
+                write_event(&mut line, &TapeEvent::Tick(tick)).unwrap();
+                if crlf {
+                    line.insert(line.len() - 1, b'\r');
+                }
+                prop_assert_eq!(fast_tick(&line, &h), Some((tick, line.len())));
+                // The same line cut anywhere before its end is left to the general path.
+                for cut in [1, line.len() / 2, line.len() - 1] {
+                    prop_assert_eq!(fast_tick(&line[..cut], &h), None);
+                }
+            }
+        }
 
         proptest! {
             #![proptest_config(ProptestConfig::with_cases(256))]

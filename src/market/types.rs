@@ -163,7 +163,11 @@ impl Ts {
 
     /// Parse the tape timestamp form `HH:MM:SS.mmm` (exactly 12 characters).
     pub fn parse(s: &str) -> Option<Ts> {
-        let b = s.as_bytes();
+        Ts::parse_bytes(s.as_bytes())
+    }
+
+    /// [`parse`](Self::parse) of the text's bytes.
+    pub fn parse_bytes(b: &[u8]) -> Option<Ts> {
         if b.len() != 12 || b[2] != b':' || b[5] != b':' || b[8] != b'.' {
             return None;
         }
@@ -357,6 +361,11 @@ impl Sym {
             len: b.len() as u8,
             bytes,
         })
+    }
+
+    /// The symbol's bytes (ASCII), without the UTF-8 check of [`as_str`](Self::as_str).
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
     }
 
     /// The symbol text.
