@@ -124,3 +124,86 @@ fn rules_lists_every_rule() {
         assert!(out.contains(r.name()), "{r}");
     }
 }
+
+#[test]
+fn agent_sessions_record_and_replay_to_the_same_hash() {
+    let dir = std::env::temp_dir().join(format!("kestrel-agent-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("tmp");
+    let bus = dir.join("a.bus.jsonl");
+    let b = bus.to_str().expect("utf8");
+    let (code, out, err) = kestrel(
+        &[
+            "agent",
+            "--tape",
+            "tapes/trend-2025-04-09-s1.jsonl",
+            "--author",
+            "examples/house-agent.jsonl",
+            "--bus",
+            b,
+            "--json",
+        ],
+        None,
+    );
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json report");
+    let hash = v["determinism_hash"].as_str().expect("hash").to_string();
+    assert_eq!(v["outcomes"]["provider_error"], 0);
+    assert!(v["outcomes"]["supersede"].as_u64().expect("n") >= 1);
+    // The saved Bus is a recording: replaying it gives the same Bus bytes and hash.
+    let again = dir.join("b.bus.jsonl");
+    let (code, out, err) = kestrel(
+        &[
+            "agent",
+            "--tape",
+            "tapes/trend-2025-04-09-s1.jsonl",
+            "--author",
+            b,
+            "--bus",
+            again.to_str().expect("utf8"),
+            "--json",
+        ],
+        None,
+    );
+    assert_eq!(code, 0, "{err}");
+    let w: serde_json::Value = serde_json::from_str(&out).expect("json report");
+    assert_eq!(w["determinism_hash"].as_str(), Some(hash.as_str()));
+    assert_eq!(
+        std::fs::read(&bus).expect("a"),
+        std::fs::read(&again).expect("b")
+    );
+    // A command author: the prompt on stdin, the turn on stdout.
+    let (code, out, err) = kestrel(
+        &[
+            "agent",
+            "--tape",
+            "tapes/range-2025-04-09-s2.jsonl",
+            "--author",
+            "sh examples/command-author.sh",
+            "--json",
+        ],
+        None,
+    );
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json report");
+    assert!(v["outcomes"]["wakes"].as_u64().expect("n") >= 1);
+    assert_eq!(v["outcomes"]["invalid"], 0);
+    // A dead provider is a provider error, never a pass.
+    let (code, out, _) = kestrel(
+        &[
+            "agent",
+            "--tape",
+            "tapes/range-2025-04-09-s2.jsonl",
+            "--author",
+            "http://127.0.0.1:9/v1",
+            "--timeout",
+            "2",
+            "--json",
+        ],
+        None,
+    );
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json report");
+    assert_eq!(v["outcomes"]["provider_error"], 1);
+    assert_eq!(v["outcomes"]["pass"], 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}

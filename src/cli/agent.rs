@@ -2,11 +2,14 @@
 //! the run report and the outcome counts.
 
 use super::run::{json_report, text_report};
+use crate::author::command::CommandAuthor;
+use crate::author::openai::{OpenAiAuthor, OpenAiConfig};
+use crate::author::secret::{config_dir, load_api_key};
 use crate::bus::{self, Bus};
 use crate::engine::{EngineConfig, fill};
 use crate::lang::{self, Document, Mode};
 use crate::market::{Px, open_tape};
-use crate::session::{self, Recorded, Session, SessionConfig, TurnSource};
+use crate::session::{self, Attached, Recorded, Session, SessionConfig, TurnSource};
 use crate::turn::{AuthorKind, Profile};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -24,10 +27,24 @@ pub struct AgentArgs {
     /// The tape (JSON Lines).
     #[arg(long)]
     pub tape: PathBuf,
-    /// The author: a saved Bus (`.jsonl` starting with `session-start`) replays its turns;
-    /// a script (`.jsonl` of `{"reply": "..."}` lines) answers wakes in order.
+    /// The author: `http(s)://HOST/v1` is an OpenAI-compatible server; an existing
+    /// `.jsonl` file is a saved Bus (its turns replay) or a script of `{"reply": "..."}`
+    /// lines answered in order; anything else is a command run with `sh -c` (the prompt on
+    /// its stdin, the reply on its stdout).
     #[arg(long)]
     pub author: String,
+    /// The model name sent to an OpenAI-compatible server.
+    #[arg(long, default_value = "default")]
+    pub model: String,
+    /// Sampling temperature for a model author.
+    #[arg(long, default_value_t = 0.7)]
+    pub temperature: f32,
+    /// Send the exported GBNF as `grammar` (llama.cpp-style constrained decoding).
+    #[arg(long)]
+    pub constrained: bool,
+    /// Seconds a model or command author may take for one reply.
+    #[arg(long, default_value_t = 120)]
+    pub timeout: u64,
     /// Documents armed at the open, before the author's first turn (repeatable).
     #[arg(long)]
     pub plans: Vec<PathBuf>,
@@ -48,8 +65,28 @@ pub struct AgentArgs {
     pub json: bool,
 }
 
-fn load_author(spec: &str) -> Result<Box<dyn TurnSource>, String> {
+fn load_author(a: &AgentArgs) -> Result<(Box<dyn TurnSource>, AuthorKind), String> {
+    let spec = a.author.as_str();
+    let timeout = std::time::Duration::from_secs(a.timeout.max(1));
+    if spec.starts_with("http://") || spec.starts_with("https://") {
+        let mut cfg = OpenAiConfig::new(spec, &a.model);
+        cfg.temperature = a.temperature;
+        cfg.constrained = a.constrained;
+        cfg.total_timeout = timeout;
+        cfg.api_key = load_api_key(None, config_dir().as_deref())?;
+        let src = Attached::new(Box::new(OpenAiAuthor::new(cfg)))?;
+        return Ok((Box::new(src), AuthorKind::Model));
+    }
     let path = Path::new(spec);
+    if !(path.is_file() && spec.ends_with(".jsonl")) {
+        let cmd = CommandAuthor::new("sh", vec!["-c".into(), spec.to_string()], timeout);
+        let src = Attached::new(Box::new(cmd))?;
+        return Ok((Box::new(src), AuthorKind::File));
+    }
+    Ok((read_author_file(spec, path)?, AuthorKind::File))
+}
+
+fn read_author_file(spec: &str, path: &Path) -> Result<Box<dyn TurnSource>, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read the author {spec}: {e}"))?;
     let first = bytes.split(|b| *b == b'\n').next().unwrap_or_default();
     let v: serde_json::Value = serde_json::from_slice(first)
@@ -88,7 +125,7 @@ pub fn run(a: &AgentArgs) -> i32 {
         );
         return 1;
     };
-    let mut author = match load_author(&a.author) {
+    let (mut author, author_kind) = match load_author(a) {
         Ok(x) => x,
         Err(e) => {
             eprintln!("error code=USAGE message={e}");
@@ -144,7 +181,7 @@ pub fn run(a: &AgentArgs) -> i32 {
             ..EngineConfig::strict(r_usd)
         },
         profile,
-        author: AuthorKind::File,
+        author: author_kind,
         open_wake: true,
         view_request_cap: None,
     };

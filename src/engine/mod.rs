@@ -870,10 +870,11 @@ impl Engine {
         for (i, w) in self.wakes.iter_mut().enumerate() {
             let cx = ctx!(self.sh, reads);
             let v = w.trig.eval(&cx);
-            if v == Tri::T && w.prev != Tri::T {
+            if v == Tri::T && w.prev != Tri::T && w.primed {
                 rising.push(i);
             }
             w.prev = v;
+            w.primed = true;
         }
         if rising.is_empty() {
             return;
@@ -991,6 +992,7 @@ impl Engine {
                         budget: w.budget.as_ref().map(|b| b.value().max(0.0) as u64),
                         used: 0,
                         prev: Tri::U,
+                        primed: false,
                         seq: self.wake_seq,
                     });
                 }

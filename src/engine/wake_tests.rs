@@ -166,3 +166,30 @@ fn supersede_replaces_the_standing_wakes_and_plans() {
         |x| matches!(x, Event::PlanState { plan, state: PlanState::StoodDown, .. } if plan == "p")
     ));
 }
+
+#[test]
+fn a_wake_armed_while_its_trigger_is_true_waits_for_a_new_rise() {
+    // spot 101 (T), re-armed at 09:30:01 while still T: no fire at 09:30:02 (T); 99 at
+    // 09:30:03 (F); 101 at 09:30:04 (rise) fires. Without priming, the re-armed wake would
+    // fire at once and a turn re-arming it would wake the author on every tick.
+    let (h, evs) =
+        read_tape_bytes(tape(&[101.0, 101.0, 101.0, 99.0, 101.0]).as_bytes()).expect("tape");
+    let mut e = Engine::new(
+        &h,
+        EngineConfig::strict(Px(1000 * 10_000)),
+        Bus::new(None).keeping(),
+    );
+    e.on_event(&evs[0]);
+    e.on_event(&evs[1]);
+    let d =
+        crate::lang::check("WAKE w WHEN spot > 100.5\n", crate::lang::Mode::File).expect("valid");
+    e.supersede(&d);
+    for ev in &evs[2..] {
+        e.on_event(ev);
+    }
+    let b = e.finish();
+    assert_eq!(
+        wake_events(&b),
+        vec![("09:30:04.000".into(), "fired".into(), "w".into())]
+    );
+}

@@ -613,3 +613,69 @@ fn collect_views(doc: &ast::Document, views: &mut BTreeMap<String, ast::View>) {
 pub fn load_plans(src: &str) -> Result<ast::Document, Vec<lang::Diagnostic>> {
     lang::check(src, lang::Mode::File)
 }
+
+/// An attached author (`crate::author`: an OpenAI-compatible model, a command, a recording
+/// of replies, a person) as a session's turn source. Each wake runs the bounded repair loop;
+/// the prompt is the profile's text, the language card, the View and the menu (plus the
+/// guided error on a re-ask). In a headless session the reply acts at the wake's instant
+/// (the frozen cutoff); the desk runs authors on their own task so the tape keeps moving.
+pub struct Attached {
+    author: Box<dyn crate::author::Author>,
+    rt: tokio::runtime::Runtime,
+    card: String,
+    pub policy: RepairPolicy,
+}
+
+impl Attached {
+    /// Attach an author; the card is built once (it does not change within a session).
+    pub fn new(author: Box<dyn crate::author::Author>) -> Result<Attached, String> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+        let card = crate::lang::card::build("", None, &cl100k)
+            .map(|c| c.text)
+            .unwrap_or_default();
+        Ok(Attached {
+            author,
+            rt,
+            card,
+            policy: RepairPolicy::default(),
+        })
+    }
+
+    /// The author's identity (kind, model, constrained, temperature).
+    pub fn info(&self) -> crate::author::AuthorInfo {
+        self.author.info()
+    }
+}
+
+impl TurnSource for Attached {
+    fn answer(&mut self, ask: &WakeAsk, ctx: &TurnContext) -> Answer {
+        let author = &mut self.author;
+        let rt = &self.rt;
+        let card = &self.card;
+        let profile = ctx.profile;
+        let mut write = |a: &Ask| -> Reply {
+            let prompt = crate::author::Prompt {
+                profile: profile.prompt().to_string(),
+                card: card.clone(),
+                view: ask.frame.clone(),
+                menu: a.menu.prompt_text(),
+                repair: a.repair_prompt(),
+            };
+            match rt.block_on(author.author(&prompt, None)) {
+                crate::author::Outcome::Reply(text) => Reply::Text(text),
+                crate::author::Outcome::ProviderError(e) => Reply::ProviderError(e.to_string()),
+            }
+        };
+        Answer {
+            run: repair::drive(&mut write, ctx, self.policy),
+            at: None,
+        }
+    }
+    fn name(&self) -> String {
+        let i = self.author.info();
+        format!("{} {}", i.kind, i.model)
+    }
+}
