@@ -1,0 +1,59 @@
+//! Snapshot tests of the desk (ratatui TestBackend + insta): the whole screen at two sizes
+//! and each pane in focus, at a fixed tape instant after a deterministic inline replay.
+//! Review changes with `cargo insta review` (or `INSTA_UPDATE=always cargo test --test
+//! desk_snapshots` to rewrite them) and commit the `.snap` files.
+
+use kestrel_desk::desk::app::{App, Pane};
+use kestrel_desk::desk::{self, ui};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+fn app_at_1030() -> App {
+    let mut app = desk::inline_app(desk::tape_source(None).expect("bundled tape")).expect("app");
+    // Seek to 10:30 through the seek dialog, as a person would.
+    app.key(KeyEvent::new(KeyCode::Char('g'), KeyModifiers::NONE));
+    for c in "10:30".chars() {
+        app.key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));
+    }
+    app.key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
+    app.tick();
+    app
+}
+
+fn screen(app: &App, w: u16, h: u16) -> String {
+    let mut t = Terminal::new(TestBackend::new(w, h)).expect("terminal");
+    t.draw(|f| ui::draw(f, app)).expect("draw");
+    let buf = t.backend().buffer().clone();
+    (0..h)
+        .map(|y| {
+            let line: String = (0..w).map(|x| buf[(x, y)].symbol().to_string()).collect();
+            line.trim_end().to_string()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn whole_screen_at_two_sizes() {
+    let app = app_at_1030();
+    insta::assert_snapshot!("screen_100x30", screen(&app, 100, 30));
+    insta::assert_snapshot!("screen_160x48", screen(&app, 160, 48));
+}
+
+#[test]
+fn each_pane_in_focus() {
+    let mut app = app_at_1030();
+    for (name, pane) in [
+        ("view", Pane::View),
+        ("chart", Pane::Chart),
+        ("plans", Pane::Plans),
+        ("bus", Pane::Bus),
+        ("journal", Pane::Journal),
+        ("tokens", Pane::Tokens),
+        ("editor", Pane::Editor),
+    ] {
+        app.set_focus(pane);
+        insta::assert_snapshot!(format!("pane_{name}_160x48"), screen(&app, 160, 48));
+    }
+}
