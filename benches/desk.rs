@@ -1,0 +1,58 @@
+//! The desk's draw and replay figures (docs/desk.md): one full draw at 200x60 with a busy
+//! session (goal: under 2 ms), and replay at max speed while drawing a frame after every
+//! 10 ms slice of engine work (tick events per second).
+//!
+//! Run: `cargo bench --bench desk`.
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use kestrel_desk::desk::engine::{Command, Speed};
+use kestrel_desk::desk::{self, ui};
+use kestrel_desk::market::Ts;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use std::hint::black_box;
+use std::time::Duration;
+
+fn bench(c: &mut Criterion) {
+    // A busy session: the example plan armed, replayed to 13:00, then a stand-down.
+    let mut app = desk::inline_app(desk::tape_source(None).expect("tape")).expect("app");
+    app.human_turn(desk::EXAMPLE_PLAN);
+    app.send(Command::Seek(Ts::hms(13, 0, 0, 0)));
+    app.human_turn("STAND-DOWN measured\n");
+    let mut t = Terminal::new(TestBackend::new(200, 60)).expect("terminal");
+    c.bench_function("desk/draw 200x60 busy", |b| {
+        b.iter(|| t.draw(|f| ui::draw(f, black_box(&app))).map(|_| ()))
+    });
+
+    // Replay a whole session at max speed, drawing after each 10 ms slice.
+    let mut g = c.benchmark_group("desk/replay-while-drawing");
+    g.sample_size(10);
+    let events = {
+        let mut a = desk::inline_app(desk::tape_source(None).expect("tape")).expect("app");
+        a.send(Command::Speed(Speed::Max));
+        a.send(Command::Play);
+        while !a.snap.ended {
+            a.send(Command::Tick(Duration::from_millis(10)));
+        }
+        a.snap.seq
+    };
+    g.throughput(Throughput::Elements(events));
+    g.bench_function("full session, max speed", |b| {
+        b.iter(|| {
+            let mut a = desk::inline_app(desk::tape_source(None).expect("tape")).expect("app");
+            a.human_turn(desk::EXAMPLE_PLAN);
+            a.send(Command::Speed(Speed::Max));
+            a.send(Command::Play);
+            let mut t = Terminal::new(TestBackend::new(160, 48)).expect("terminal");
+            while !a.snap.ended {
+                a.send(Command::Tick(Duration::from_millis(10)));
+                let _ = t.draw(|f| ui::draw(f, &a));
+            }
+            a.snap.seq
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
