@@ -453,3 +453,35 @@ fn figures_draw_and_replay_speed() {
         app.snap.seq as f64 / secs
     );
 }
+
+#[test]
+fn the_house_agent_answers_wakes_on_the_bus_and_human_turns_are_recorded() {
+    let src = desk::tape_source(None).unwrap();
+    let replies = desk::parse_script(desk::HOUSE_AGENT_SCRIPT).unwrap();
+    let run = || {
+        let f = desk::agent_factory(None, 1000, Some(("house".into(), replies.clone())));
+        let mut h = EngineHandle::inline(Driver::new(src.clone(), f).unwrap());
+        h.send(Command::Seek(ms(11, 0, 0)));
+        h.latest()
+    };
+    let snap = run();
+    let bus = snap.bus.join("\n");
+    assert!(bus.contains("\"type\":\"view-delivered\""), "{bus}");
+    assert!(bus.contains("\"wake\":\"open\""), "{bus}");
+    assert!(bus.contains("\"type\":\"turn\""), "{bus}");
+    assert_eq!(
+        run().hash,
+        snap.hash,
+        "the agent on the Bus is deterministic"
+    );
+    // A person's turn from the editor is a `turn` event too (wake `desk`).
+    let mut app = app();
+    app.send(Command::Seek(ms(9, 40, 0)));
+    app.human_turn("STAND-DOWN # nothing yet\n");
+    app.tick();
+    let bus = app.snap.bus.join("\n");
+    assert!(
+        bus.contains("\"type\":\"turn\"") && bus.contains("\"wake\":\"desk\""),
+        "{bus}"
+    );
+}

@@ -441,6 +441,14 @@ impl App {
             "routed": serde_json::to_value(&routed).unwrap_or_default(),
             "tokens": serde_json::to_value(&toks).unwrap_or_default(),
         })));
+        // The routed turn goes on the Bus (a `turn` event) at the point it acts.
+        self.engine.send(Command::Apply {
+            id,
+            act: Act::Turn {
+                routed: serde_json::to_value(&routed).unwrap_or_default(),
+            },
+            at,
+        });
         if let Some(act) = act {
             self.engine.send(Command::Apply { id, act, at });
         }

@@ -94,6 +94,12 @@ pub enum Act {
         /// The plan's name.
         target: String,
     },
+    /// Record a turn routed at the desk (a person's, or a linked author's) on the Bus as a
+    /// `turn` event; its act (if any) follows as its own act.
+    Turn {
+        /// The routed turn, as serialised.
+        routed: serde_json::Value,
+    },
 }
 
 /// An act the driver applied: which turn, at which point of the tape.
@@ -569,7 +575,17 @@ impl Driver {
                     format!("no live plan {target}")
                 }
             }
+            Act::Turn { routed } => {
+                match serde_json::from_value::<crate::turn::RoutedTurn>(routed.clone()) {
+                    Ok(t) => {
+                        self.rt.record_turn(&t, ts);
+                        "recorded".to_string()
+                    }
+                    Err(e) => format!("refused: the turn does not read back: {e}"),
+                }
+            }
         };
+        let is_turn = matches!(act, Act::Turn { .. });
         let rec = serde_json::json!({
             "type": "act", "id": id, "seq": self.seq, "ts": ts.to_string(),
             "act": serde_json::to_value(&act).unwrap_or_default(), "result": result,
@@ -578,12 +594,14 @@ impl Driver {
             self.write_record(rec);
         }
         self.history.push((self.seq, ts, id, act));
-        self.applied.push(Applied {
-            id,
-            seq: self.seq,
-            ts,
-            result,
-        });
+        if !is_turn {
+            self.applied.push(Applied {
+                id,
+                seq: self.seq,
+                ts,
+                result,
+            });
+        }
         self.frame_seq = None;
         self.changed = true;
     }

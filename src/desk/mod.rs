@@ -105,8 +105,45 @@ pub fn market_only_factory(session: Option<PathBuf>) -> RuntimeFactory {
 /// A factory of tick-engine runtimes (1R = `r_usd` dollars, strict-cross-v1), the Bus
 /// written beside `session` (when given).
 pub fn engine_factory(session: Option<PathBuf>, r_usd: i64) -> RuntimeFactory {
+    agent_factory(session, r_usd, None)
+}
+
+/// A factory of tick-engine runtimes with an agent attached on the Bus: a script of replies
+/// (`{"reply": ...}` lines, like `examples/house-agent.jsonl`) answered wake by wake, the
+/// OPEN wake first. Each run (restart) starts the script over.
+pub fn agent_factory(
+    session: Option<PathBuf>,
+    r_usd: i64,
+    agent: Option<(String, Vec<String>)>,
+) -> RuntimeFactory {
     let r = crate::market::Px::from_raw(r_usd.saturating_mul(crate::market::types::PX_SCALE));
-    Box::new(move |h, n| Box::new(EngineRt::new(h, r, bus_sink(&session, n))) as Box<dyn Runtime>)
+    Box::new(move |h, n| {
+        let mut rt = EngineRt::new(h, r, bus_sink(&session, n));
+        if let Some((name, replies)) = &agent {
+            rt = rt.with_agent(Box::new(crate::session::scripted(name, replies.clone())));
+        }
+        Box::new(rt) as Box<dyn Runtime>
+    })
+}
+
+/// The bundled house agent: a script of replies, one per wake.
+pub const HOUSE_AGENT_SCRIPT: &str = include_str!("../../examples/house-agent.jsonl");
+
+/// Read a script of `{"reply": "..."}` lines (one reply per wake). Errors name the line.
+pub fn parse_script(text: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    for (i, l) in text.lines().enumerate() {
+        if l.trim().is_empty() {
+            continue;
+        }
+        let v: serde_json::Value =
+            serde_json::from_str(l).map_err(|e| format!("line {}: not JSON: {e}", i + 1))?;
+        let r = v["reply"]
+            .as_str()
+            .ok_or_else(|| format!("line {}: expected {{\"reply\": \"...\"}}", i + 1))?;
+        out.push(r.to_string());
+    }
+    Ok(out)
 }
 
 /// Load themes and keys from the config directory (or `dir`), with warnings.
@@ -173,15 +210,48 @@ fn run_inner(a: &DeskArgs) -> color_eyre::Result<()> {
         None => None,
     };
     let script = saved.as_ref().map(|s| s.acts.clone());
+    // The agent on the Bus: a script of replies answered wake by wake (the house agent by
+    // default). A time-keyed recording given with --agent keeps the older channel seam (and
+    // co-pilot); its turns still reach the Bus as `turn` events.
+    let mut linked: Option<Vec<author::AuthorTurn>> = None;
+    let wake_agent: Option<(String, Vec<String>)> = match &saved {
+        Some(s) => s.agent.clone(),
+        None if a.no_agent || a.market_only => None,
+        None => {
+            let text = match &a.agent {
+                Some(p) => std::fs::read_to_string(p).map_err(|e| eyre!("{}: {e}", p.display()))?,
+                None => HOUSE_AGENT_SCRIPT.to_string(),
+            };
+            match parse_script(&text) {
+                Ok(replies) => Some(("house".to_string(), replies)),
+                Err(script_err) => match author::parse_recording(&text) {
+                    Ok(turns) => {
+                        linked = Some(turns);
+                        None
+                    }
+                    Err(e) => {
+                        return Err(eyre!(
+                            "agent: not a script ({script_err}) nor a recording ({e})"
+                        ));
+                    }
+                },
+            }
+        }
+    };
     let factory = if a.market_only {
         market_only_factory(session_path.clone())
     } else {
-        engine_factory(session_path.clone(), a.r_usd)
+        agent_factory(session_path.clone(), a.r_usd, wake_agent.clone())
     };
     let build = move || {
         let mut d = Driver::new(src, factory)?;
         if let Some(f) = record {
             d = d.with_record(Box::new(f));
+            if let Some((name, replies)) = &wake_agent {
+                d.command(engine::Command::Record(serde_json::json!({
+                    "type": "agent", "name": name, "replies": replies,
+                })));
+            }
         }
         if let Some(acts) = script {
             d = d.with_script(acts);
@@ -212,11 +282,7 @@ fn run_inner(a: &DeskArgs) -> color_eyre::Result<()> {
         }
         app.message = Some("replaying a saved session".into());
     } else {
-        let rec = match &a.agent {
-            Some(p) => std::fs::read_to_string(p).map_err(|e| eyre!("{}: {e}", p.display()))?,
-            None => author::HOUSE_AGENT.to_string(),
-        };
-        app.attach_turns = Some(author::parse_recording(&rec).map_err(|e| eyre!(e))?);
+        app.attach_turns = linked;
         if !a.no_example {
             let rec = app.route(
                 "examples",
@@ -230,6 +296,8 @@ fn run_inner(a: &DeskArgs) -> color_eyre::Result<()> {
             && let Some(turns) = app.attach_turns.clone()
         {
             app.attach(author::spawn_recorded(rt.handle(), "house", turns));
+        } else if app.author.is_none() && !a.no_agent && !a.market_only {
+            app.message = Some("house agent attached on the Bus: it answers every wake".into());
         }
     }
     if let Some(w) = app.warnings.first() {

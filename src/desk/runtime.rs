@@ -10,9 +10,13 @@ use crate::bus::{self, Bus, Event};
 use crate::engine::{Engine, EngineConfig};
 use crate::lang::{self, Document, ast::StatementKind};
 use crate::market::Px;
+use crate::market::TapeReader;
 use crate::market::{MarketState, TapeEvent, TapeHeader, Ts};
+use crate::session::{Session, SessionConfig, TurnSource};
+use crate::turn::{AuthorKind, Outcome, Profile, RoutedTurn};
 use crate::view::Snapshot;
 use std::collections::BTreeMap;
+use std::io::Cursor;
 use std::io::Write;
 
 /// One plan as the Plans pane shows it.
@@ -74,6 +78,9 @@ pub trait Runtime {
     fn hash(&self) -> String;
     /// Close the session at the end of the tape (idempotent).
     fn finish(&mut self) {}
+    /// Put a turn routed at the desk (a person's, or a linked author's) on the stream as a
+    /// `turn` event; its act arrives separately. Runtimes without a Bus ignore it.
+    fn record_turn(&mut self, _routed: &RoutedTurn, _now: Ts) {}
 }
 
 /// The runtime used until the engine is wired: market state plus a canonical log of acts.
@@ -256,10 +263,14 @@ impl Runtime for MarketOnly {
     }
 }
 
-/// The tick engine behind the desk: plans evaluated on every tick, orders, fills, P&L, and
-/// the Bus (written as it goes, hashed: the determinism hash).
+/// The tick engine behind the desk, inside a [`Session`]: plans evaluated on every tick,
+/// orders, fills, P&L, and the Bus (written as it goes, hashed: the determinism hash). When
+/// an agent is attached, every WAKE the engine fires (and the OPEN wake) delivers its View to
+/// the agent and routes its turn through the bounded repair loop, exactly as a headless
+/// session does: `view-delivered`, `repair` and `turn` events on the Bus.
 pub struct EngineRt {
-    engine: Option<Engine>,
+    session: Option<Session<Cursor<Vec<u8>>>>,
+    agent: Option<Box<dyn TurnSource>>,
     done: Option<Bus>,
     /// The engine's market is gone once the session is finished; this copy serves the
     /// Frame and chart after the close.
@@ -276,18 +287,34 @@ pub struct EngineRt {
 /// Dollars per 1R when the desk is not told otherwise.
 pub const DEFAULT_R_USD: i64 = 1000;
 
+/// The wake name human (editor) turns are recorded under on the Bus.
+pub const DESK_WAKE: &str = "desk";
+
 impl EngineRt {
     /// The engine on a tape, 1R = `r_usd`, fill model strict-cross-v1; the Bus is written to
-    /// `sink` as it goes.
+    /// `sink` as it goes. No agent is attached (wakes fire on the Bus but nobody is asked).
     pub fn new(header: &TapeHeader, r_usd: Px, sink: Option<Box<dyn Write>>) -> EngineRt {
-        let engine = Engine::new(
-            header,
-            EngineConfig::strict(r_usd),
-            Bus::new(None).keeping(),
-        );
+        let mut line = crate::market::tape::header_line(header).into_bytes();
+        line.push(b'\n');
+        let cfg = SessionConfig {
+            engine: EngineConfig::strict(r_usd),
+            profile: Profile::AuthoringV2,
+            author: AuthorKind::Model,
+            open_wake: true,
+            view_request_cap: None,
+        };
+        let (session, done) = match TapeReader::new(Cursor::new(line))
+            .map_err(|e| e.to_string())
+            .and_then(|r| Session::new(r, cfg, &[], Bus::new(None).keeping()))
+        {
+            Ok(s) => (Some(s), None),
+            // Unreachable for a tape the driver opened; the desk then shows the market only.
+            Err(_) => (None, Some(Bus::new(None).keeping())),
+        };
         let mut rt = EngineRt {
-            engine: Some(engine),
-            done: None,
+            session,
+            agent: None,
+            done,
             shadow: MarketState::new(header),
             texts: BTreeMap::new(),
             notes: BTreeMap::new(),
@@ -301,13 +328,28 @@ impl EngineRt {
         rt
     }
 
+    /// Attach an agent: it is asked at every wake (the OPEN wake first).
+    pub fn with_agent(mut self, agent: Box<dyn TurnSource>) -> EngineRt {
+        self.agent = Some(agent);
+        self
+    }
+
+    fn engine(&self) -> Option<&Engine> {
+        self.session.as_ref().map(|s| &s.engine)
+    }
+
     fn bus(&self) -> Option<&Bus> {
-        self.engine.as_ref().map(Engine::bus).or(self.done.as_ref())
+        self.engine().map(Engine::bus).or(self.done.as_ref())
     }
 
     /// Write new Bus events to the sink and note fires, fills and reasons.
     fn sync(&mut self) {
-        let Some(bus) = self.engine.as_ref().map(Engine::bus).or(self.done.as_ref()) else {
+        let Some(bus) = self
+            .session
+            .as_ref()
+            .map(|s| s.engine.bus())
+            .or(self.done.as_ref())
+        else {
             return;
         };
         let evs = &bus.events()[self.seen.min(bus.events().len())..];
@@ -341,6 +383,18 @@ impl EngineRt {
                 } => {
                     self.notes.insert(plan.clone(), r.clone());
                 }
+                // An agent's supersede: keep its plans' texts for the Plans pane.
+                Event::Turn { turn, .. } => {
+                    if let Some(doc) = serde_json::from_value::<RoutedTurn>(turn.clone())
+                        .ok()
+                        .filter(|t| matches!(t.outcome, Outcome::Supersede { .. }))
+                        .and_then(|t| t.document())
+                    {
+                        for p in plan_infos(&doc, "armed") {
+                            self.texts.insert(p.name.clone(), p);
+                        }
+                    }
+                }
                 _ => {}
             }
         }
@@ -366,21 +420,26 @@ impl Runtime for EngineRt {
 
     fn on_event(&mut self, ev: &TapeEvent) {
         self.shadow.apply(ev);
-        if let Some(e) = self.engine.as_mut() {
-            e.on_event(ev);
+        if let Some(s) = self.session.as_mut() {
+            let fired = s.feed(ev);
+            if let Some(agent) = self.agent.as_mut() {
+                for w in &fired {
+                    s.wake(w, agent.as_mut());
+                }
+            }
             self.sync();
         }
     }
 
     fn market(&self) -> &MarketState {
-        match &self.engine {
+        match self.engine() {
             Some(e) => e.market(),
             None => &self.shadow,
         }
     }
 
     fn arm(&mut self, doc: &Document, _now: Ts) -> Vec<String> {
-        let Some(e) = self.engine.as_mut() else {
+        let Some(e) = self.session.as_mut().map(|s| &mut s.engine) else {
             return Vec::new();
         };
         let names = e.arm_document(doc);
@@ -392,16 +451,26 @@ impl Runtime for EngineRt {
     }
 
     fn stand_down(&mut self, reason: &str, _now: Ts) {
-        if let Some(e) = self.engine.as_mut() {
-            e.stand_down(reason);
+        if let Some(s) = self.session.as_mut() {
+            s.engine.stand_down(reason);
             self.sync();
         }
     }
 
     fn cancel(&mut self, target: &str, _now: Ts) -> bool {
-        let hit = self.engine.as_mut().is_some_and(|e| e.cancel(target));
+        let hit = self
+            .session
+            .as_mut()
+            .is_some_and(|s| s.engine.cancel(target));
         self.sync();
         hit
+    }
+
+    fn record_turn(&mut self, routed: &RoutedTurn, now: Ts) {
+        if let Some(s) = self.session.as_mut() {
+            s.record_human(now, DESK_WAKE, routed.clone());
+            self.sync();
+        }
     }
 
     fn plans(&self) -> Vec<PlanInfo> {
@@ -479,6 +548,9 @@ impl Runtime for EngineRt {
                 note: p.note,
             });
         }
+        if let Some(se) = &self.session {
+            s.journal = se.snapshot().journal;
+        }
         let pnl = b.book_pnl();
         s.pnl_usd = self.money(pnl);
         s.pnl_r = bus::blotter::to_r(pnl, self.r_usd)
@@ -515,8 +587,8 @@ impl Runtime for EngineRt {
     }
 
     fn finish(&mut self) {
-        if let Some(e) = self.engine.take() {
-            self.done = Some(e.finish());
+        if let Some(s) = self.session.take() {
+            self.done = Some(s.finish());
             self.sync();
         }
     }

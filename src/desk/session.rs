@@ -67,6 +67,8 @@ pub struct Saved {
     pub acts: Vec<(u64, Ts, u64, Act)>,
     /// Routed turns of the last run: (seq, author, routed turn).
     pub turns: Vec<(u64, String, RoutedTurn)>,
+    /// The agent attached on the Bus: (name, its script of replies).
+    pub agent: Option<(String, Vec<String>)>,
 }
 
 /// Read a session file. Errors name the line.
@@ -86,6 +88,19 @@ pub fn load(text: &str) -> Result<Saved, String> {
                     .and_then(|t| t.as_str())
                     .unwrap_or_default()
                     .to_string();
+            }
+            Some("agent") => {
+                let name = v.get("name").and_then(|x| x.as_str()).unwrap_or("house");
+                let replies = v
+                    .get("replies")
+                    .and_then(|r| r.as_array())
+                    .map(|r| {
+                        r.iter()
+                            .map(|x| x.as_str().unwrap_or_default().to_string())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                s.agent = Some((name.to_string(), replies));
             }
             Some("act") => {
                 let act: Act = serde_json::from_value(v.get("act").cloned().unwrap_or_default())

@@ -302,6 +302,12 @@ impl<R: BufRead> Session<R> {
             return Ok(Vec::new());
         };
         let ev = ev?;
+        Ok(self.feed(&ev))
+    }
+
+    /// Advance by one tape event given by the caller (a driver that reads the tape itself,
+    /// like the desk); returns the wakes that fired on it, as [`Session::step`] does.
+    pub fn feed(&mut self, ev: &TapeEvent) -> Vec<FiredWake> {
         // A reply due before this event acts first.
         if let Some((at, _, _)) = &self.pending
             && *at <= ev.ts()
@@ -310,10 +316,10 @@ impl<R: BufRead> Session<R> {
                 self.apply(at, &wake, ans);
             }
         }
-        if let TapeEvent::Tick(t) = &ev {
+        if let TapeEvent::Tick(t) = ev {
             self.bars.apply(t);
         }
-        self.engine.on_event(&ev);
+        self.engine.on_event(ev);
         let mut fired = Vec::new();
         if self.open_wake && !self.opened && ev.ts() >= self.engine.market().open_time() {
             self.opened = true;
@@ -326,7 +332,29 @@ impl<R: BufRead> Session<R> {
             });
         }
         fired.extend(self.engine.take_fired_wakes());
-        Ok(fired)
+        fired
+    }
+
+    /// Put a turn routed outside the wake loop (a person's, from the desk's editor) on the
+    /// Bus as a `turn` event at `at`, counted and journaled like an author's. It is only
+    /// recorded: the caller carries out its act.
+    pub fn record_human(&mut self, at: Ts, wake: &str, routed: RoutedTurn) {
+        let ans = Answer {
+            run: RepairRun {
+                turn: routed,
+                attempts: Vec::new(),
+                re_asks: 0,
+                tokens_spent: 0,
+                fail_closed: None,
+            },
+            at: Some(at),
+        };
+        self.record(at, wake, &ans);
+    }
+
+    /// Is a turn still outstanding (it arrives later than its wake)?
+    pub fn has_pending(&self) -> bool {
+        self.pending.is_some()
     }
 
     /// The book now, for the kernel / plans / blotter / journal panes.
