@@ -1,5 +1,6 @@
-//! The document generator of `tests/roundtrip_prop.rs`, copied so the grammar tests can feed
-//! the exported grammars the same documents the round-trip properties use.
+//! Documents generated from the typed model (every statement, clause, pane, price, trigger
+//! and trivia kind), shared by the round-trip properties (`tests/roundtrip_prop.rs`) and the
+//! grammar agreement tests (`tests/grammar.rs`).
 #![allow(dead_code)]
 
 use kestrel_desk::lang::ast::*;
