@@ -6,9 +6,8 @@ use crate::author::command::CommandAuthor;
 use crate::author::openai::{OpenAiAuthor, OpenAiConfig};
 use crate::author::secret::{config_dir, load_api_key};
 use crate::bus::{self, Bus};
-use crate::engine::{EngineConfig, fill};
 use crate::lang::{self, Document, Mode};
-use crate::market::{Px, open_tape};
+use crate::market::open_tape;
 use crate::session::{self, Attached, Recorded, Session, SessionConfig, TurnSource};
 use crate::turn::{AuthorKind, Profile};
 use std::io::Write;
@@ -110,20 +109,12 @@ fn read_author_file(spec: &str, path: &Path) -> Result<Box<dyn TurnSource>, Stri
 }
 
 pub fn run(a: &AgentArgs) -> i32 {
-    let Some(r_usd) = bus::parse_px(a.r_usd.trim()).filter(|p| *p > Px::ZERO) else {
-        eprintln!(
-            "error code=USAGE message=--r-usd must be a positive amount of dollars, got {:?}",
-            a.r_usd
-        );
-        return 1;
-    };
-    let Some(model) = fill::by_name(&a.fill) else {
-        eprintln!(
-            "error code=USAGE message=unknown fill model {:?} (known: {})",
-            a.fill,
-            fill::FILL_MODELS.join(", ")
-        );
-        return 1;
+    let engine = match super::run::engine_config(&a.r_usd, &a.fill) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error code=USAGE message={e}");
+            return 1;
+        }
     };
     let (mut author, author_kind) = match load_author(a) {
         Ok(x) => x,
@@ -176,10 +167,7 @@ pub fn run(a: &AgentArgs) -> i32 {
         ProfileArg::AuthoringV1 => Profile::AuthoringV1,
     };
     let cfg = SessionConfig {
-        engine: EngineConfig {
-            fill: model,
-            ..EngineConfig::strict(r_usd)
-        },
+        engine,
         profile,
         author: author_kind,
         open_wake: true,
@@ -193,37 +181,33 @@ pub fn run(a: &AgentArgs) -> i32 {
             return 1;
         }
     };
-    let counts = std::rc::Rc::new(std::cell::RefCell::new(session::Counts::default()));
-    let bus = {
-        let mut s = s;
-        let mut result = Ok(());
-        while !s.is_done() {
-            match s.step() {
-                Ok(fired) => {
-                    for w in &fired {
-                        s.wake(w, author.as_mut());
-                    }
-                }
-                Err(e) => {
-                    result = Err(e);
-                    break;
+    let mut s = s;
+    let mut failed = None;
+    while !s.is_done() {
+        match s.step() {
+            Ok(fired) => {
+                for w in &fired {
+                    s.wake(w, author.as_mut());
                 }
             }
+            Err(e) => {
+                failed = Some(e);
+                break;
+            }
         }
-        if let Err(e) = result {
-            cleanup(&tmp);
-            eprintln!("{}: {e}", a.tape.display());
-            return 1;
-        }
-        *counts.borrow_mut() = s.counts.clone();
-        s.finish()
-    };
+    }
+    if let Some(e) = failed {
+        cleanup(&tmp);
+        eprintln!("{}: {e}", a.tape.display());
+        return 1;
+    }
+    let c = s.counts.clone();
+    let bus = s.finish();
     if let Some(e) = bus.error() {
         eprintln!("error code=IO message=writing the bus: {e}");
         cleanup(&tmp);
         return 1;
     }
-    let c = counts.borrow().clone();
     let report = if a.json {
         let mut v: serde_json::Value =
             serde_json::from_str(&json_report(&bus, &a.tape.display().to_string()))

@@ -164,26 +164,37 @@ pub(crate) fn temp_path(out: &Path) -> PathBuf {
     out.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
 }
 
+/// `--r-usd` and `--fill` as an engine configuration, or the usage message to print.
+pub(crate) fn engine_config(r_usd: &str, fill_name: &str) -> Result<EngineConfig, String> {
+    let r_usd = match bus::parse_px(r_usd.trim()) {
+        Some(p) if p > Px::ZERO => p,
+        _ => {
+            return Err(format!(
+                "--r-usd must be a positive amount of dollars, got {r_usd:?}"
+            ));
+        }
+    };
+    let Some(model) = fill::by_name(fill_name) else {
+        return Err(format!(
+            "unknown fill model {fill_name:?} (known: {})",
+            fill::FILL_MODELS.join(", ")
+        ));
+    };
+    Ok(EngineConfig {
+        fill: model,
+        ..EngineConfig::strict(r_usd)
+    })
+}
+
 /// Run `kestrel run`; returns the exit code (0 ok, 1 usage / I/O / bad tape, 2 refused
 /// document).
 pub fn run(a: Args) -> i32 {
-    let r_usd = match bus::parse_px(a.r_usd.trim()) {
-        Some(p) if p > Px::ZERO => p,
-        _ => {
-            eprintln!(
-                "error code=USAGE message=--r-usd must be a positive amount of dollars, got {:?}",
-                a.r_usd
-            );
+    let cfg = match engine_config(&a.r_usd, &a.fill) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error code=USAGE message={e}");
             return 1;
         }
-    };
-    let Some(model) = fill::by_name(&a.fill) else {
-        eprintln!(
-            "error code=USAGE message=unknown fill model {:?} (known: {})",
-            a.fill,
-            fill::FILL_MODELS.join(", ")
-        );
-        return 1;
     };
     let mut docs: Vec<Document> = Vec::new();
     let mut refused = false;
@@ -231,10 +242,6 @@ pub fn run(a: Args) -> i32 {
         if let Some(t) = t {
             let _ = std::fs::remove_file(t);
         }
-    };
-    let cfg = EngineConfig {
-        fill: model,
-        ..EngineConfig::strict(r_usd)
     };
     let mut engine = Engine::new(&header, cfg, Bus::new(sink));
     for d in &docs {
