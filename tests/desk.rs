@@ -1,12 +1,12 @@
 //! The desk without a terminal: render tests on ratatui's TestBackend at two sizes, and
 //! state tests driving the app with synthetic key events over an inline replay.
 
+use kestrel_desk::desk::agent::DeskAgent;
 use kestrel_desk::desk::app::{App, Pane, TurnStatus};
-use kestrel_desk::desk::author::{AuthorLink, AuthorMsg, AuthorTurn};
 use kestrel_desk::desk::engine::{Act, Command, Driver, EngineHandle};
+use kestrel_desk::desk::runtime::{AgentAct, AgentCall};
 use kestrel_desk::desk::{self, session, ui};
 use kestrel_desk::market::Ts;
-use kestrel_desk::turn::{AuthorKind, Reply};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -284,71 +284,205 @@ fn replay_controls_move_the_clock() {
     assert!(app.snap.clock >= ms(15, 59, 0));
 }
 
-fn agent_turn(at: Ts, text: &str) -> AuthorMsg {
-    AuthorMsg::Turn(AuthorTurn {
-        author: "house".into(),
-        kind: AuthorKind::Model,
-        reply: Reply::text(text),
-        at: Some(at),
-    })
+/// A script agent: its first reply answers the OPEN wake.
+fn script(replies: &[&str]) -> DeskAgent {
+    DeskAgent::Script {
+        name: "house".into(),
+        replies: replies.iter().map(|r| r.to_string()).collect(),
+    }
 }
 
-const AGENT_PLAN: &str = "# thesis\nPLAN agent-p budget 0.05R ttl +20m\n  USING signal SPX exec SPY 0dte\n  WHEN spot crosses above 5300\n  DO buy 1 +1 C @ fair-2c\n";
+const AGENT_PLAN: &str = "# thesis: a break of 5300 runs\nPLAN agent-p budget 0.05R ttl +20m\n  USING signal SPX exec SPY 0dte\n  WHEN spot crosses above 5300\n  DO buy 1 +1 C @ fair-2c\n";
+
+fn bus_has(app: &App, ty: &str) -> bool {
+    app.snap
+        .bus
+        .iter()
+        .any(|l| l.contains(&format!("\"type\":\"{ty}\"")))
+}
 
 #[test]
-fn copilot_reject_keeps_the_turn_from_routing() {
-    let mut app = app();
-    let (link, tx) = AuthorLink::channel("house");
-    app.attach(link);
-    press(&mut app, KeyCode::Char('c'));
-    assert!(app.copilot);
-    tx.send(agent_turn(ms(9, 35, 0), AGENT_PLAN)).unwrap();
+fn copilot_holds_the_agents_turn_until_the_person_rejects_or_accepts_it() {
+    let src = desk::tape_source(None).unwrap();
+    // Reject: the OPEN wake's answer is proposed, not routed; rejecting routes nothing.
+    let mut app = desk::inline_app_with(src.clone(), Some(script(&[AGENT_PLAN])), true).unwrap();
+    app.send(Command::Seek(ms(9, 31, 0)));
     app.tick();
-    // Not proposed before its tape time.
-    assert!(app.proposal.is_none());
-    app.send(Command::Seek(ms(9, 36, 0)));
-    app.tick();
-    assert!(app.proposal.is_some());
+    let p = app
+        .proposal
+        .as_ref()
+        .expect("the OPEN wake's answer is proposed");
+    assert_eq!(p.wake, "open");
+    assert_eq!(p.run.turn.outcome.name(), "supersede");
+    assert!(bus_has(&app, "view-delivered"));
+    assert!(
+        !bus_has(&app, "turn"),
+        "nothing routes before the person decides"
+    );
     let s = screen(&app, 100, 30);
     assert!(s[29].contains("proposes"), "{}", s[29]);
     press(&mut app, KeyCode::Char('x'));
     assert!(app.proposal.is_none());
-    let t = app.turns.last().unwrap();
-    assert_eq!(t.status, TurnStatus::Rejected);
-    assert!(t.routed.is_none());
-    assert!(app.snap.plans.is_empty());
-    assert!(app.snap.applied.is_empty());
-    // Accept routes it.
-    tx.send(agent_turn(ms(9, 36, 0), AGENT_PLAN)).unwrap();
+    assert!(bus_has(&app, "turn-rejected"));
+    assert!(!app.snap.plans.iter().any(|p| p.name == "agent-p"));
+    let rows = app.turn_rows();
+    assert!(
+        rows.last().unwrap().label().contains("rejected"),
+        "{}",
+        rows.last().unwrap().label()
+    );
+    // Accept: the same answer acts at the tape point of the accept.
+    let mut app = desk::inline_app_with(src, Some(script(&[AGENT_PLAN])), true).unwrap();
+    app.send(Command::Seek(ms(9, 40, 0)));
     app.tick();
+    assert!(app.proposal.is_some());
     press(&mut app, KeyCode::Char('a'));
-    let t = app.turns.last().unwrap();
-    assert_eq!(t.routed.as_ref().unwrap().outcome.name(), "supersede");
+    assert!(app.proposal.is_none());
     assert!(app.snap.plans.iter().any(|p| p.name == "agent-p"));
+    let turn = app
+        .snap
+        .bus
+        .iter()
+        .find(|l| l.contains("\"type\":\"turn\""))
+        .unwrap();
+    assert!(
+        turn.contains("\"ts\":\"09:40:00.000\"") && turn.contains("\"wake\":\"open\""),
+        "{turn}"
+    );
+    // The agent's turn is listed in the Journal and Tokens panes (from the Bus).
+    let row = app
+        .turn_rows()
+        .into_iter()
+        .find(|r| r.author() == "house")
+        .unwrap();
+    assert!(
+        row.label().starts_with("supersede @ wake open"),
+        "{}",
+        row.label()
+    );
+    assert!(row.tokens().is_some_and(|t| t.reply > 0));
+    let s = screen(&app, 160, 48);
+    assert!(
+        has(&s, "thesis: a break of 5300 runs"),
+        "the journal line shows"
+    );
 }
 
 #[test]
-fn autopilot_arms_a_recorded_turn_at_its_tape_time_whatever_the_stepping() {
-    let run = |steps: &[Ts]| {
-        let mut app = app();
-        let (link, tx) = AuthorLink::channel("house");
-        app.attach(link);
-        tx.send(agent_turn(ms(9, 45, 0), AGENT_PLAN)).unwrap();
-        app.tick();
-        assert!(app.turns.is_empty(), "listed only once its time comes");
-        for t in steps {
-            app.send(Command::Seek(*t));
-            app.tick();
-        }
-        assert_eq!(app.turns.len(), 1);
-        let TurnStatus::Applied(a) = &app.turns[0].status else {
-            panic!("{:?}", app.turns[0].status)
-        };
-        (a.seq, app.snap.hash.clone())
+fn switching_to_autopilot_routes_the_waiting_proposal_and_later_wakes_answer_inline() {
+    let src = desk::tape_source(None).unwrap();
+    let replies = desk::parse_script(desk::HOUSE_AGENT_SCRIPT).unwrap();
+    let house = DeskAgent::Script {
+        name: "house".into(),
+        replies,
     };
-    let a = run(&[ms(10, 0, 0)]);
-    let b = run(&[ms(9, 44, 59), ms(9, 45, 0), ms(9, 50, 0), ms(10, 0, 0)]);
-    assert_eq!(a, b);
+    let mut app = desk::inline_app_with(src, Some(house), true).unwrap();
+    app.send(Command::Seek(ms(9, 35, 0)));
+    app.tick();
+    assert!(app.proposal.is_some());
+    press(&mut app, KeyCode::Char('c'));
+    assert!(!app.copilot && app.proposal.is_none());
+    app.send(Command::Seek(ms(16, 0, 0)));
+    app.tick();
+    let agent_rows = app
+        .turn_rows()
+        .into_iter()
+        .filter(|r| r.author() == "house")
+        .count();
+    assert!(
+        agent_rows >= 2,
+        "the OPEN turn and at least one later wake: {agent_rows}"
+    );
+    assert!(app.proposal.is_none(), "autopilot answers inline");
+}
+
+#[test]
+fn copilot_answers_replay_from_a_saved_session_to_the_same_hash() {
+    let dir = std::env::temp_dir().join(format!("kestrel-desk-agent-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("s.jsonl");
+    let src = desk::tape_source(None).unwrap();
+    let agent = script(&[AGENT_PLAN]);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let f = desk::agent_factory(Some(path.clone()), 1000, Some(agent.clone()), Some(tx));
+    let mut d = Driver::start(src.clone(), f, true)
+        .unwrap()
+        .with_record(Box::new(std::fs::File::create(&path).unwrap()));
+    d.command(Command::Record(agent.record()));
+    let mut h = EngineHandle::inline(d);
+    h.send(Command::Seek(ms(9, 45, 0)));
+    let Ok(AgentCall::Proposal {
+        segment, call, run, ..
+    }) = rx.try_recv()
+    else {
+        panic!("a proposal")
+    };
+    h.send(Command::AgentReply {
+        segment,
+        act: AgentAct::Answer { call, run },
+    });
+    h.send(Command::Seek(ms(12, 0, 0)));
+    let first = h.latest();
+    assert!(first.plans.iter().any(|p| p.name == "agent-p"));
+    drop(h);
+    let saved = session::load(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert!(saved.hold);
+    let f = desk::agent_factory(None, 1000, saved.agent.clone(), None);
+    let mut h = EngineHandle::inline(
+        Driver::start(src, f, saved.hold)
+            .unwrap()
+            .with_script(saved.acts),
+    );
+    h.send(Command::Seek(ms(12, 0, 0)));
+    assert_eq!(h.latest().hash, first.hash);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Wait (wall time) until the app has an answer from its live worker.
+fn wait_for(app: &mut App, what: impl Fn(&App) -> bool) {
+    let start = std::time::Instant::now();
+    while !what(app) {
+        assert!(start.elapsed() < Duration::from_secs(20), "timed out");
+        std::thread::sleep(Duration::from_millis(20));
+        app.tick();
+    }
+}
+
+#[test]
+fn a_live_command_author_answers_off_the_tape_thread_and_acts_where_its_reply_arrives() {
+    let dir = std::env::temp_dir().join(format!("kestrel-desk-live-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let reply = dir.join("reply.txt");
+    std::fs::write(&reply, AGENT_PLAN).unwrap();
+    let spec = kestrel_desk::session::AuthorSpec {
+        spec: format!("cat >/dev/null; cat '{}'", reply.display()),
+        model: "default".into(),
+        temperature: 0.0,
+        constrained: false,
+        timeout_secs: 20,
+    };
+    let src = desk::tape_source(None).unwrap();
+    let mut app = desk::inline_app_with(src, Some(DeskAgent::Live(spec)), false).unwrap();
+    // The OPEN wake was asked; the tape moves on while the author writes.
+    app.send(Command::Seek(ms(9, 50, 0)));
+    assert_eq!(app.waiting.as_ref().map(|w| w.0.as_str()), Some("open"));
+    assert!(
+        app.snap.agent_turns.is_empty(),
+        "nothing acts before the reply is read"
+    );
+    wait_for(&mut app, |a| !a.snap.agent_turns.is_empty());
+    let line = &app.snap.agent_turns[0];
+    assert_eq!(line.wake, "open");
+    assert_eq!(
+        line.ts,
+        ms(9, 50, 0),
+        "it acts at the tape point its reply arrived"
+    );
+    assert!(app.snap.plans.iter().any(|p| p.name == "agent-p"));
+    // Detach while a call is out: it is dropped as rejected by `detached`.
+    press(&mut app, KeyCode::Char('A'));
+    assert!(!app.agent_attached);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -459,7 +593,11 @@ fn the_house_agent_answers_wakes_on_the_bus_and_human_turns_are_recorded() {
     let src = desk::tape_source(None).unwrap();
     let replies = desk::parse_script(desk::HOUSE_AGENT_SCRIPT).unwrap();
     let run = || {
-        let f = desk::agent_factory(None, 1000, Some(("house".into(), replies.clone())));
+        let house = DeskAgent::Script {
+            name: "house".into(),
+            replies: replies.clone(),
+        };
+        let f = desk::agent_factory(None, 1000, Some(house), None);
         let mut h = EngineHandle::inline(Driver::new(src.clone(), f).unwrap());
         h.send(Command::Seek(ms(11, 0, 0)));
         h.latest()

@@ -494,6 +494,21 @@ pub fn write_canonical(out: &mut Vec<u8>, ev: &Event) {
                 ("attempt", J(attempt)),
             ],
         ),
+        Event::TurnRejected {
+            ts,
+            wake,
+            by,
+            outcome,
+        } => write_fields(
+            out,
+            &mut [
+                ("type", S("turn-rejected")),
+                ("ts", T(*ts)),
+                ("wake", S(wake)),
+                ("by", S(by)),
+                ("outcome", S(outcome)),
+            ],
+        ),
         Event::WakeSuppressed { ts, wake, reason } => write_fields(
             out,
             &mut [
@@ -697,6 +712,12 @@ mod tests {
                 ts,
                 wake: s("w"),
                 reason: s("budget"),
+            },
+            Event::TurnRejected {
+                ts,
+                wake: s("w"),
+                by: s("human"),
+                outcome: s("supersede"),
             },
             Event::ViewDelivered {
                 ts,

@@ -392,6 +392,18 @@ pub enum Event {
         /// The routed turn (`turn::RoutedTurn`, canonical JSON).
         turn: serde_json::Value,
     },
+    /// An agent's turn a person rejected in co-pilot: it was never routed into the book.
+    TurnRejected {
+        /// Tape time of the rejection.
+        #[serde(with = "ts_str")]
+        ts: Ts,
+        /// The wake it answered.
+        wake: String,
+        /// Who rejected it (`human`, or `detached` when the author went away first).
+        by: String,
+        /// The outcome the router gave the turn (what was rejected).
+        outcome: String,
+    },
     /// One attempt of a bounded repair loop (what was written, the error, whether the next
     /// attempt parsed).
     Repair {

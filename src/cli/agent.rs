@@ -2,16 +2,13 @@
 //! the run report and the outcome counts.
 
 use super::run::{json_report, text_report};
-use crate::author::command::CommandAuthor;
-use crate::author::openai::{OpenAiAuthor, OpenAiConfig};
-use crate::author::secret::{config_dir, load_api_key};
 use crate::bus::{self, Bus};
 use crate::lang::{self, Document, Mode};
 use crate::market::open_tape;
-use crate::session::{self, Attached, Recorded, Session, SessionConfig, TurnSource};
+use crate::session::{self, Session, SessionConfig, TurnSource};
 use crate::turn::{AuthorKind, Profile};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ProfileArg {
@@ -65,47 +62,14 @@ pub struct AgentArgs {
 }
 
 fn load_author(a: &AgentArgs) -> Result<(Box<dyn TurnSource>, AuthorKind), String> {
-    let spec = a.author.as_str();
-    let timeout = std::time::Duration::from_secs(a.timeout.max(1));
-    if spec.starts_with("http://") || spec.starts_with("https://") {
-        let mut cfg = OpenAiConfig::new(spec, &a.model);
-        cfg.temperature = a.temperature;
-        cfg.constrained = a.constrained;
-        cfg.total_timeout = timeout;
-        cfg.api_key = load_api_key(None, config_dir().as_deref())?;
-        let src = Attached::new(Box::new(OpenAiAuthor::new(cfg)))?;
-        return Ok((Box::new(src), AuthorKind::Model));
+    session::AuthorSpec {
+        spec: a.author.clone(),
+        model: a.model.clone(),
+        temperature: a.temperature,
+        constrained: a.constrained,
+        timeout_secs: a.timeout,
     }
-    let path = Path::new(spec);
-    if !(path.is_file() && spec.ends_with(".jsonl")) {
-        let cmd = CommandAuthor::new("sh", vec!["-c".into(), spec.to_string()], timeout);
-        let src = Attached::new(Box::new(cmd))?;
-        return Ok((Box::new(src), AuthorKind::File));
-    }
-    Ok((read_author_file(spec, path)?, AuthorKind::File))
-}
-
-fn read_author_file(spec: &str, path: &Path) -> Result<Box<dyn TurnSource>, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read the author {spec}: {e}"))?;
-    let first = bytes.split(|b| *b == b'\n').next().unwrap_or_default();
-    let v: serde_json::Value = serde_json::from_slice(first)
-        .map_err(|e| format!("{spec}: line 1 is not JSON ({e}): an author file is a saved Bus or a script of {{\"reply\": ...}} lines"))?;
-    if v["type"] == "session-start" {
-        return Ok(Box::new(Recorded::from_bus(spec, &bytes)?));
-    }
-    let mut replies = Vec::new();
-    for (n, line) in bytes.split(|b| *b == b'\n').enumerate() {
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        let v: serde_json::Value = serde_json::from_slice(line)
-            .map_err(|e| format!("{spec}: line {}: not JSON: {e}", n + 1))?;
-        let reply = v["reply"]
-            .as_str()
-            .ok_or_else(|| format!("{spec}: line {}: expected {{\"reply\": \"...\"}}", n + 1))?;
-        replies.push(reply.to_string());
-    }
-    Ok(Box::new(session::scripted(spec, replies)))
+    .open()
 }
 
 pub fn run(a: &AgentArgs) -> i32 {

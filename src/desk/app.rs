@@ -2,14 +2,16 @@
 //! attached author, co-pilot / autopilot. Pure state: key events in, commands to the replay
 //! out; no terminal. [`App::tick`] pulls the latest replay snapshot and author events.
 
-use super::author::{AuthorLink, AuthorMsg, AuthorTurn};
+use super::agent::{DeskAgent, LiveWorker, WorkerMsg};
 use super::editor::Editor;
 use super::engine::{Act, Applied, Command, DeskSnapshot, EngineHandle};
 use super::keys::{Action, KeyMap};
+use super::runtime::{AgentAct, AgentCall, AgentTurnLine};
 use super::theme::Theme;
 use crate::lang::{self, ast};
 use crate::market::Ts;
 use crate::tokens::{self, Encoding, TurnTokens};
+use crate::turn::repair::RepairRun;
 use crate::turn::{self, AuthorKind, Outcome, Profile, Reply, RoutedTurn, TurnContext, WakePhase};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use std::collections::VecDeque;
@@ -133,6 +135,94 @@ pub struct TurnRecord {
     pub seq: u64,
 }
 
+/// An agent's answer waiting for the person (co-pilot).
+#[derive(Debug, Clone)]
+pub struct Proposal {
+    /// The run the call belongs to.
+    pub segment: u32,
+    /// The call.
+    pub call: u64,
+    /// The agent's name.
+    pub author: String,
+    /// The wake it answers.
+    pub wake: String,
+    /// The answer: the routed turn and its attempts.
+    pub run: RepairRun,
+    /// Token figures of the reply.
+    pub tokens: Option<TurnTokens>,
+}
+
+/// One row of the Journal and Tokens panes: a desk turn or an agent's (from the Bus).
+#[derive(Debug, Clone, Copy)]
+pub enum TurnRow<'a> {
+    /// Routed at the desk (a person's, the examples).
+    Desk(&'a TurnRecord),
+    /// The agent's, from the Bus.
+    Agent(&'a AgentTurnLine),
+}
+
+impl TurnRow<'_> {
+    /// Tape time.
+    pub fn ts(&self) -> Ts {
+        match self {
+            TurnRow::Desk(t) => t.ts,
+            TurnRow::Agent(a) => a.ts,
+        }
+    }
+    /// Who wrote it.
+    pub fn author(&self) -> &str {
+        match self {
+            TurnRow::Desk(t) => &t.author,
+            TurnRow::Agent(a) => &a.author,
+        }
+    }
+    /// The routed turn (`None`: rejected).
+    pub fn routed(&self) -> Option<&RoutedTurn> {
+        match self {
+            TurnRow::Desk(t) => t.routed.as_ref(),
+            TurnRow::Agent(a) => a.routed.as_ref(),
+        }
+    }
+    /// Token figures.
+    pub fn tokens(&self) -> Option<&TurnTokens> {
+        match self {
+            TurnRow::Desk(t) => t.tokens.as_ref(),
+            TurnRow::Agent(a) => a.tokens.as_ref(),
+        }
+    }
+    /// Re-asks of its repair loop.
+    pub fn repairs(&self) -> usize {
+        match self {
+            TurnRow::Desk(_) => 0,
+            TurnRow::Agent(a) => a.attempts.saturating_sub(1),
+        }
+    }
+    /// What became of it, for the Journal.
+    pub fn label(&self) -> String {
+        match self {
+            TurnRow::Desk(t) => match (&t.routed, &t.status) {
+                (None, _) => "rejected".into(),
+                (Some(r), TurnStatus::Applied(a)) => {
+                    format!("{} → {}", r.outcome.name(), a.result)
+                }
+                (Some(r), TurnStatus::Sent) => format!("{} (pending)", r.outcome.name()),
+                (Some(r), _) => r.outcome.name().to_string(),
+            },
+            TurnRow::Agent(a) => match (&a.routed, &a.rejected) {
+                (_, Some((outcome, by))) => format!("{outcome} rejected ({by})"),
+                (Some(r), None) => {
+                    let mut l = format!("{} @ wake {}", r.outcome.name(), a.wake);
+                    if a.attempts > 1 {
+                        l.push_str(&format!(" after {} re-asks", a.attempts - 1));
+                    }
+                    l
+                }
+                (None, None) => String::new(),
+            },
+        }
+    }
+}
+
 /// The desk.
 pub struct App {
     /// The replay.
@@ -160,20 +250,22 @@ pub struct App {
     next_id: u64,
     /// Co-pilot (true: agent turns wait for accept / reject) or autopilot.
     pub copilot: bool,
-    /// Agent turns waiting for their tape time (co-pilot) before they are proposed.
-    pub incoming: VecDeque<AuthorTurn>,
-    /// The agent turn proposed now (co-pilot).
-    pub proposal: Option<AuthorTurn>,
-    /// Autopilot turns routed and scheduled, listed once the clock reaches them.
-    pub scheduled: Vec<TurnRecord>,
+    /// The agent's answer proposed now (co-pilot).
+    pub proposal: Option<Proposal>,
     /// Recorded turns of an opened session, listed when the tape reaches their seq.
     pub recorded: VecDeque<TurnRecord>,
-    /// The attached author.
-    pub author: Option<AuthorLink>,
-    /// What re-attaching starts (the recorded house agent), when known.
-    pub attach_turns: Option<Vec<AuthorTurn>>,
-    /// Runtime handle for author tasks.
-    pub rt: Option<tokio::runtime::Handle>,
+    /// The agent seated in the session.
+    pub agent: Option<DeskAgent>,
+    /// Is it attached (asked at wakes)?
+    pub agent_attached: bool,
+    /// Calls from the session's agent (live asks, co-pilot proposals).
+    calls: Option<std::sync::mpsc::Receiver<AgentCall>>,
+    /// A live author's worker.
+    pub live: Option<LiveWorker>,
+    /// The wake a live author is answering, and the tape time it was asked.
+    pub waiting: Option<(String, Ts)>,
+    /// Replaying a saved session: nobody is asked; recorded answers act.
+    pub replaying: bool,
     /// What the agent is writing now (streamed).
     pub thinking: String,
     /// Bus or Blotter.
@@ -239,13 +331,14 @@ impl App {
             turns: Vec::new(),
             next_id: 1,
             copilot: false,
-            incoming: VecDeque::new(),
             proposal: None,
-            scheduled: Vec::new(),
             recorded: VecDeque::new(),
-            author: None,
-            attach_turns: None,
-            rt: None,
+            agent: None,
+            agent_attached: false,
+            calls: None,
+            live: None,
+            waiting: None,
+            replaying: false,
             thinking: String::new(),
             bus_mode: BusMode::Bus,
             plan_sel: 0,
@@ -262,25 +355,85 @@ impl App {
         &self.themes[self.theme.min(self.themes.len() - 1)]
     }
 
-    /// Attach an author link (the recorded house agent, or any author task).
-    pub fn attach(&mut self, link: AuthorLink) {
-        self.message = Some(format!("attached author {}", link.name));
-        self.author = Some(link);
+    /// Seat the session's agent: `calls` is where its calls arrive (the replay thread's
+    /// other end). A live author's worker starts now (not when replaying a saved session).
+    pub fn seat(
+        &mut self,
+        agent: Option<DeskAgent>,
+        calls: std::sync::mpsc::Receiver<AgentCall>,
+    ) -> Result<(), String> {
+        self.calls = Some(calls);
+        if let Some(DeskAgent::Live(spec)) = &agent
+            && !self.replaying
+        {
+            self.live = Some(LiveWorker::for_spec(spec)?);
+        }
+        if let Some(a) = &agent {
+            self.message = Some(format!(
+                "agent {} seated: it is asked at every wake{}",
+                a.name(),
+                if self.copilot {
+                    " (co-pilot: you accept or reject)"
+                } else {
+                    ""
+                }
+            ));
+        }
+        self.agent_attached = agent.is_some();
+        self.agent = agent;
+        Ok(())
     }
 
-    /// Detach the author: its task stops; turns not yet applied are dropped.
+    /// Detach the agent: it is no longer asked; a call outstanding is dropped (on the Bus
+    /// as rejected by `detached`); a live worker stops.
     pub fn detach(&mut self) {
-        if let Some(mut a) = self.author.take() {
-            a.detach();
-            self.message = Some(format!("detached author {}", a.name));
+        if !self.agent_attached {
+            return;
         }
-        self.incoming.clear();
+        self.agent_attached = false;
+        self.live = None;
         self.proposal = None;
+        self.waiting = None;
         self.thinking.clear();
-        let ids: Vec<u64> = self.scheduled.drain(..).map(|t| t.id).collect();
-        if !ids.is_empty() {
-            self.engine.send(Command::Unschedule(ids));
+        self.agent_act_now(AgentAct::Attach { on: false });
+        let name = self.agent.as_ref().map(DeskAgent::name).unwrap_or_default();
+        self.message = Some(format!("detached agent {name}"));
+    }
+
+    /// Attach the seated agent again (a live author gets a fresh worker).
+    pub fn attach(&mut self) {
+        let Some(a) = self.agent.clone() else {
+            self.message = Some(
+                "no agent: start the desk with --author URL|CMD|FILE or --agent SCRIPT".into(),
+            );
+            return;
+        };
+        if self.agent_attached {
+            return;
         }
+        if let DeskAgent::Live(spec) = &a
+            && !self.replaying
+        {
+            match LiveWorker::for_spec(spec) {
+                Ok(w) => self.live = Some(w),
+                Err(e) => {
+                    self.message = Some(format!("attach {}: {e}", a.name()));
+                    return;
+                }
+            }
+        }
+        self.agent_attached = true;
+        self.agent_act_now(AgentAct::Attach { on: true });
+        self.message = Some(format!("attached agent {}", a.name()));
+    }
+
+    /// Apply an agent act now (recorded with its tape point).
+    fn agent_act_now(&mut self, act: AgentAct) {
+        self.send(Command::Apply {
+            id: 0,
+            act: Act::Agent(act),
+            at: None,
+        });
     }
 
     /// Send a command to the replay.
@@ -289,34 +442,28 @@ impl App {
         self.snap = self.engine.latest();
     }
 
-    /// Pull the latest snapshot and author events; release turns whose time has come.
+    /// Pull the latest snapshot, the agent's calls and a live author's answers and text.
     pub fn tick(&mut self) {
         self.snap = self.engine.latest();
-        let mut msgs = Vec::new();
-        if let Some(a) = self.author.as_mut() {
-            while let Ok(m) = a.rx.try_recv() {
-                msgs.push(m);
+        let calls: Vec<AgentCall> = self
+            .calls
+            .as_ref()
+            .map(|c| c.try_iter().collect())
+            .unwrap_or_default();
+        for c in calls {
+            self.agent_call(c);
+        }
+        let mut answers = Vec::new();
+        if let Some(w) = self.live.as_mut() {
+            while let Ok(d) = w.deltas.try_recv() {
+                self.thinking.push_str(&d);
             }
+            answers.extend(w.answers.try_iter());
         }
-        for m in msgs {
-            self.author_msg(m);
+        self.trim_thinking();
+        for m in answers {
+            self.worker_msg(m);
         }
-        let clock = self.snap.clock;
-        // Co-pilot: propose the next turn once its tape time has come.
-        if self.proposal.is_none()
-            && self
-                .incoming
-                .front()
-                .is_some_and(|t| t.at.is_none_or(|at| at <= clock))
-        {
-            self.proposal = self.incoming.pop_front();
-        }
-        // Autopilot: list scheduled turns once the clock reaches them.
-        let (due, rest): (Vec<TurnRecord>, Vec<TurnRecord>) = std::mem::take(&mut self.scheduled)
-            .into_iter()
-            .partition(|t| t.ts <= clock);
-        self.scheduled = rest;
-        self.turns.extend(due);
         while self
             .recorded
             .front()
@@ -336,44 +483,140 @@ impl App {
         }
     }
 
-    /// Handle an author event.
-    pub fn author_msg(&mut self, m: AuthorMsg) {
+    fn trim_thinking(&mut self) {
+        if self.thinking.len() > 2000 {
+            let cut = self.thinking.len() - 2000;
+            let cut = (cut..self.thinking.len())
+                .find(|i| self.thinking.is_char_boundary(*i))
+                .unwrap_or(0);
+            self.thinking.drain(..cut);
+        }
+    }
+
+    /// A call from the session's agent.
+    pub fn agent_call(&mut self, c: AgentCall) {
+        if self.replaying {
+            return;
+        }
+        let name = self.agent.as_ref().map(DeskAgent::name).unwrap_or_default();
+        match c {
+            AgentCall::Ask {
+                segment,
+                call,
+                ask,
+                ctx,
+            } => {
+                if let Some(w) = &self.live {
+                    self.thinking.clear();
+                    self.waiting = Some((ask.wake.clone(), ask.ts));
+                    self.message = Some(format!("asked {name} at wake {}", ask.wake));
+                    w.ask(segment, call, ask, ctx);
+                }
+            }
+            AgentCall::Proposal {
+                segment,
+                call,
+                wake,
+                run,
+            } => self.answered(segment, call, wake, run),
+        }
+    }
+
+    /// A live worker's message.
+    fn worker_msg(&mut self, m: WorkerMsg) {
         match m {
-            AuthorMsg::Thinking(s) => {
-                self.thinking.push_str(&s);
-                if self.thinking.len() > 2000 {
-                    let cut = self.thinking.len() - 2000;
-                    let cut = (cut..self.thinking.len())
-                        .find(|i| self.thinking.is_char_boundary(*i))
-                        .unwrap_or(0);
-                    self.thinking.drain(..cut);
+            WorkerMsg::Answered {
+                segment,
+                call,
+                wake,
+                run,
+            } => {
+                self.waiting = None;
+                if segment == self.snap.segment {
+                    self.answered(segment, call, wake, run);
                 }
             }
-            AuthorMsg::Gone(why) => {
-                let name = self
-                    .author
-                    .as_ref()
-                    .map(|a| a.name.clone())
-                    .unwrap_or_default();
-                self.message = Some(format!("author {name}: {why}"));
-            }
-            AuthorMsg::Turn(t) => {
-                self.thinking.clear();
-                if self.copilot {
-                    self.incoming.push_back(t);
-                } else {
-                    let mut rec = self.route(&t.author, t.kind, &t.reply, t.at);
-                    if let Some(at) = t.at
-                        && at > self.snap.clock
-                    {
-                        rec.ts = at;
-                        self.scheduled.push(rec);
-                    } else {
-                        self.turns.push(rec);
-                    }
-                }
+            WorkerMsg::Failed(e) => {
+                self.live = None;
+                self.message = Some(format!("agent stopped: {e}"));
             }
         }
+    }
+
+    /// An answer came: in co-pilot it is proposed; in autopilot it acts now.
+    fn answered(&mut self, segment: u32, call: u64, wake: String, run: RepairRun) {
+        let author = self.agent.as_ref().map(DeskAgent::name).unwrap_or_default();
+        if self.copilot {
+            let written = run.attempts.last().map(|a| a.written.clone());
+            let tokens =
+                written.and_then(|w| tokens::measure(&w, &run.turn, Encoding::Cl100k).ok());
+            self.message = Some(format!(
+                "{author} proposes {} at wake {wake}: accept or reject",
+                run.turn.outcome.name()
+            ));
+            self.proposal = Some(Proposal {
+                segment,
+                call,
+                author,
+                wake,
+                run,
+                tokens,
+            });
+        } else {
+            self.message = Some(format!("{author}: {}", run.turn.outcome.name()));
+            self.thinking.clear();
+            self.send(Command::AgentReply {
+                segment,
+                act: AgentAct::Answer { call, run },
+            });
+        }
+    }
+
+    /// Accept the proposal: it routes now.
+    pub fn accept(&mut self) {
+        if let Some(p) = self.proposal.take() {
+            self.message = Some(format!(
+                "accepted {}'s {}",
+                p.author,
+                p.run.turn.outcome.name()
+            ));
+            self.thinking.clear();
+            self.send(Command::AgentReply {
+                segment: p.segment,
+                act: AgentAct::Answer {
+                    call: p.call,
+                    run: p.run,
+                },
+            });
+        }
+    }
+
+    /// Reject the proposal: nothing routes (a `turn-rejected` event).
+    pub fn reject(&mut self) {
+        if let Some(p) = self.proposal.take() {
+            let outcome = p.run.turn.outcome.name().to_string();
+            self.message = Some(format!(
+                "rejected {}'s {outcome}: it was not routed",
+                p.author
+            ));
+            self.thinking.clear();
+            self.send(Command::AgentReply {
+                segment: p.segment,
+                act: AgentAct::Reject {
+                    call: p.call,
+                    outcome,
+                },
+            });
+        }
+    }
+
+    /// Every turn for the Journal and Tokens panes, in tape order: the desk's and the
+    /// agent's (from the Bus).
+    pub fn turn_rows(&self) -> Vec<TurnRow<'_>> {
+        let mut rows: Vec<TurnRow> = self.turns.iter().map(TurnRow::Desk).collect();
+        rows.extend(self.snap.agent_turns.iter().map(TurnRow::Agent));
+        rows.sort_by_key(|r| r.ts());
+        rows
     }
 
     fn context(&self, kind: AuthorKind) -> TurnContext {
@@ -537,7 +780,9 @@ impl App {
             Action::Restart => {
                 self.send(Command::Restart);
                 self.turns.clear();
-                self.scheduled.clear();
+                self.proposal = None;
+                self.waiting = None;
+                self.thinking.clear();
                 self.message = Some("restarted from the open".into());
             }
             Action::StandDown => {
@@ -555,51 +800,24 @@ impl App {
             }
             Action::Copilot => {
                 self.copilot = !self.copilot;
+                self.agent_act_now(AgentAct::Hold { on: self.copilot });
                 self.message = Some(if self.copilot {
                     "co-pilot: agent turns wait for your accept / reject".into()
                 } else {
                     "autopilot: agent turns route as they arrive".into()
                 });
-            }
-            Action::Accept => {
-                if let Some(t) = self.proposal.take() {
-                    let rec = self.route(&t.author, t.kind, &t.reply, None);
-                    self.turns.push(rec);
+                // Autopilot routes what was waiting.
+                if !self.copilot {
+                    self.accept();
                 }
             }
-            Action::Reject => {
-                if let Some(t) = self.proposal.take() {
-                    let id = self.next_id;
-                    self.next_id += 1;
-                    self.engine.send(Command::Record(serde_json::json!({
-                        "type": "rejected", "id": id, "author": t.author,
-                    })));
-                    self.turns.push(TurnRecord {
-                        id,
-                        author: t.author.clone(),
-                        ts: self.snap.clock,
-                        routed: None,
-                        tokens: None,
-                        status: TurnStatus::Rejected,
-                        seq: self.snap.seq,
-                    });
-                    self.message = Some(format!("rejected {}'s turn: it was not routed", t.author));
-                }
-            }
+            Action::Accept => self.accept(),
+            Action::Reject => self.reject(),
             Action::Attach => {
-                if self.author.is_some() {
+                if self.agent_attached {
                     self.detach();
-                } else if let (Some(rt), Some(turns)) = (&self.rt, &self.attach_turns) {
-                    let clock = self.snap.clock;
-                    let turns = turns
-                        .iter()
-                        .filter(|t| t.at.is_none_or(|at| at >= clock))
-                        .cloned()
-                        .collect();
-                    let link = super::author::spawn_recorded(rt, "house", turns);
-                    self.attach(link);
                 } else {
-                    self.message = Some("no author to attach".into());
+                    self.attach();
                 }
             }
             Action::Theme => {
@@ -753,8 +971,8 @@ impl App {
             ("stand-down", 0),
             ("rejected", 0),
         ];
-        for t in &self.turns {
-            let Some(r) = &t.routed else {
+        for t in self.turn_rows() {
+            let Some(r) = t.routed() else {
                 c[5].1 += 1;
                 continue;
             };

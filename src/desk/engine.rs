@@ -9,7 +9,7 @@
 //! other. Tests use [`EngineHandle::inline`], which applies commands at once and advances
 //! only when told.
 
-use super::runtime::{Mark, PlanInfo, Runtime};
+use super::runtime::{AgentAct, AgentTurnLine, Mark, PlanInfo, Runtime};
 use crate::lang::{self, ast};
 use crate::market::{Sym, TapeEvent, TapeHeader, TapeReader, Ts};
 use crate::view::{self, Bars, Rendered, Snapshot};
@@ -76,7 +76,7 @@ impl Speed {
 }
 
 /// An act a routed turn carries into the runtime.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "act", rename_all = "kebab-case")]
 pub enum Act {
     /// Arm (supersede with) a document, given in canonical Kestrel.
@@ -100,6 +100,8 @@ pub enum Act {
         /// The routed turn, as serialised.
         routed: serde_json::Value,
     },
+    /// An act of the attached agent: an answer, a rejection, co-pilot on/off, attach.
+    Agent(AgentAct),
 }
 
 /// An act the driver applied: which turn, at which point of the tape.
@@ -143,8 +145,16 @@ pub enum Command {
         /// When it takes effect.
         at: Option<Ts>,
     },
-    /// Drop scheduled acts of these turns (a detached author's).
+    /// Drop scheduled acts of these turns.
     Unschedule(Vec<u64>),
+    /// An agent act answering a call of run `segment` (dropped when the run has since been
+    /// restarted or rewound: the call belongs to a run that no longer exists).
+    AgentReply {
+        /// The run the call was made in.
+        segment: u32,
+        /// The act.
+        act: AgentAct,
+    },
     /// Show this View in the View pane (a SHOW VIEW, or the default).
     SetView(ast::View),
     /// Write a record to the session log (stamped with the tape point).
@@ -223,6 +233,12 @@ pub struct DeskSnapshot {
     pub error: Option<String>,
     /// Tape events per wall second over the last play interval.
     pub events_per_sec: f64,
+    /// The run (restarts and rewinds count up).
+    pub segment: u32,
+    /// Is the agent held for co-pilot in this run?
+    pub hold: bool,
+    /// The agent's turns and rejections, from the Bus.
+    pub agent_turns: Arc<Vec<AgentTurnLine>>,
 }
 
 /// A tape held in memory, so restarts and seeks re-read it without I/O.
@@ -236,8 +252,18 @@ pub struct TapeSource {
 
 type Reader = TapeReader<Cursor<Arc<[u8]>>>;
 
-/// Makes a fresh runtime for a run (the segment counts restarts from 0).
-pub type RuntimeFactory = Box<dyn Fn(&TapeHeader, u32) -> Box<dyn Runtime> + Send>;
+/// How a run starts: its number (restarts and rewinds count up from 0) and whether the
+/// agent's answers wait for the person (co-pilot).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RunStart {
+    /// The run's number.
+    pub segment: u32,
+    /// Co-pilot at the start of the run.
+    pub hold: bool,
+}
+
+/// Makes a fresh runtime for a run.
+pub type RuntimeFactory = Box<dyn Fn(&TapeHeader, RunStart) -> Box<dyn Runtime> + Send>;
 
 struct Scheduled {
     id: u64,
@@ -272,6 +298,8 @@ pub struct Driver {
     replaying: bool,
     error: Option<String>,
     segment: u32,
+    hold: bool,
+    run_hold: bool,
     frame: Option<Arc<Rendered>>,
     frame_seq: Option<(u64, Ts)>,
     chart_cache: Option<Arc<ChartData>>,
@@ -285,12 +313,17 @@ fn open_reader(src: &TapeSource) -> Result<Reader, String> {
 }
 
 impl Driver {
-    /// A driver at the session open, paused at 1x, with the default View.
+    /// A driver at the session open, paused at 60x, with the default View.
     pub fn new(src: TapeSource, make: RuntimeFactory) -> Result<Driver, String> {
+        Driver::start(src, make, false)
+    }
+
+    /// A driver whose agent starts held for co-pilot (`hold`) or not.
+    pub fn start(src: TapeSource, make: RuntimeFactory, hold: bool) -> Result<Driver, String> {
         let reader = open_reader(&src)?;
         let header = reader.header().clone();
         let (signal, exec) = view::symbols_of(&header).ok_or("the tape has no symbols")?;
-        let rt = make(&header, 0);
+        let rt = make(&header, RunStart { segment: 0, hold });
         let open = rt.market().open_time();
         let mut d = Driver {
             bars: Bars::new(signal, open),
@@ -318,6 +351,8 @@ impl Driver {
             replaying: false,
             error: None,
             segment: 0,
+            hold,
+            run_hold: hold,
             frame: None,
             frame_seq: None,
             chart_cache: None,
@@ -334,7 +369,7 @@ impl Driver {
         self.record = Some(w);
         let v = serde_json::json!({
             "type": "desk-session", "v": 1, "tape": self.src.label,
-            "tape_name": self.header.name, "runtime": self.rt.name(),
+            "tape_name": self.header.name, "runtime": self.rt.name(), "hold": self.hold,
         });
         self.write_record(v);
         self
@@ -422,7 +457,10 @@ impl Driver {
                 self.seek(t);
             }
             Command::Restart => {
-                self.control("restart");
+                let hold = self.hold;
+                self.write_record(
+                    serde_json::json!({"type": "control", "action": "restart", "hold": hold}),
+                );
                 self.restart();
             }
             Command::Apply { id, act, at } => match at {
@@ -436,6 +474,14 @@ impl Driver {
                 }
             },
             Command::Unschedule(ids) => self.scheduled.retain(|s| !ids.contains(&s.id)),
+            Command::AgentReply { segment, act } => {
+                if segment == self.segment {
+                    let ts = self.clock;
+                    self.apply_act(0, Act::Agent(act), ts);
+                } else {
+                    self.control("stale agent reply dropped: its run was restarted");
+                }
+            }
             Command::SetView(v) => {
                 self.view = v;
                 self.frame_seq = None;
@@ -477,12 +523,15 @@ impl Driver {
             // Re-run from the open, re-applying every act taken before the target.
             let keep: Vec<(u64, Ts, u64, Act)> = self.history.clone();
             let playing = self.playing;
-            self.restart();
+            // The rerun starts as the run did; its acts (co-pilot switches included) replay.
+            self.hold = self.run_hold;
+            self.restart_quiet();
             self.script = keep.into();
             self.replaying = true;
             self.apply_script();
             self.advance_to(t);
             self.replaying = false;
+            self.rt.set_quiet(false);
             self.script.clear();
             self.control("rewound");
             self.playing = playing && !self.ended;
@@ -492,6 +541,15 @@ impl Driver {
     }
 
     fn restart(&mut self) {
+        self.restart_with(false);
+    }
+
+    /// Restart with the agent quiet until the caller says (a rewind re-running acts).
+    fn restart_quiet(&mut self) {
+        self.restart_with(true);
+    }
+
+    fn restart_with(&mut self, quiet: bool) {
         self.segment += 1;
         match open_reader(&self.src) {
             Ok(r) => self.reader = r,
@@ -500,7 +558,13 @@ impl Driver {
                 return;
             }
         }
-        self.rt = (self.make)(&self.header, self.segment);
+        self.run_hold = self.hold;
+        let start = RunStart {
+            segment: self.segment,
+            hold: self.hold,
+        };
+        self.rt = (self.make)(&self.header, start);
+        self.rt.set_quiet(quiet);
         let open = self.rt.market().open_time();
         self.bars = Bars::new(self.signal, open);
         self.pending = None;
@@ -575,6 +639,12 @@ impl Driver {
                     format!("no live plan {target}")
                 }
             }
+            Act::Agent(a) => {
+                if let AgentAct::Hold { on } = a {
+                    self.hold = *on;
+                }
+                self.rt.agent_act(a, ts)
+            }
             Act::Turn { routed } => {
                 match serde_json::from_value::<crate::turn::RoutedTurn>(routed.clone()) {
                     Ok(t) => {
@@ -585,7 +655,7 @@ impl Driver {
                 }
             }
         };
-        let is_turn = matches!(act, Act::Turn { .. });
+        let is_turn = matches!(act, Act::Turn { .. } | Act::Agent(_));
         let rec = serde_json::json!({
             "type": "act", "id": id, "seq": self.seq, "ts": ts.to_string(),
             "act": serde_json::to_value(&act).unwrap_or_default(), "result": result,
@@ -783,6 +853,9 @@ impl Driver {
             applied: self.applied.clone(),
             error: self.error.clone(),
             events_per_sec: self.events_per_sec,
+            segment: self.segment,
+            hold: self.hold,
+            agent_turns: self.rt.agent_turns(),
         }
     }
 }

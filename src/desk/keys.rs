@@ -55,7 +55,7 @@ actions! {
     Copilot, "copilot", ["c"], "toggle co-pilot (approve agent turns) / autopilot";
     Accept, "accept", ["a"], "co-pilot: accept the agent's proposed turn";
     Reject, "reject", ["x"], "co-pilot: reject the agent's proposed turn";
-    Attach, "attach", ["A"], "attach / detach the house agent";
+    Attach, "attach", ["A"], "attach / detach the agent";
     Theme, "theme", ["t"], "next theme";
     BusToggle, "bus_toggle", ["b"], "Bus / Blotter pane: toggle";
     Up, "up", ["up", "k"], "select up (Plans, scroll panes)";

@@ -7,13 +7,14 @@
 //! - [`engine`]: the replay [`Driver`](engine::Driver) on its own thread behind an
 //!   [`EngineHandle`](engine::EngineHandle): commands in, snapshots out.
 //! - [`runtime`]: the seam the driver feeds: market only today, the tick engine later.
-//! - [`author`]: attached authors as async tasks whose turns arrive as events.
+//! - [`agent`]: the agent in the session: a script answering inline, or a live author on
+//!   its own worker whose answers arrive as events (co-pilot holds either for the person).
 //! - [`app`]: the state machine (keys, focus, dialogs, routing turns); no terminal.
 //! - [`ui`]: drawing, a pure function of the app.
 //! - [`editor`], [`theme`], [`keys`], [`session`]: the pieces.
 
+pub mod agent;
 pub mod app;
-pub mod author;
 pub mod editor;
 pub mod engine;
 pub mod keys;
@@ -22,9 +23,10 @@ pub mod session;
 pub mod theme;
 pub mod ui;
 
+use agent::DeskAgent;
 use app::App;
 use engine::{Driver, EngineHandle, RuntimeFactory, TapeSource};
-use runtime::{EngineRt, MarketOnly, Runtime};
+use runtime::{AgentCall, EngineRt, MarketOnly, Runtime};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -46,9 +48,27 @@ pub struct DeskArgs {
     /// Replay a saved session (its tape and its acts at their recorded tape points).
     #[arg(long)]
     pub open: Option<PathBuf>,
-    /// A recording to attach as the agent (JSON Lines); default: the house agent.
+    /// A script of `{"reply": "..."}` lines to seat as the agent, one reply per wake;
+    /// default: the house agent.
     #[arg(long)]
     pub agent: Option<PathBuf>,
+    /// A live author instead: `http(s)://HOST/v1` (an OpenAI-compatible server, key from
+    /// KESTREL_API_KEY or the config directory), a saved Bus (`.jsonl`, its turns replay),
+    /// or a command run with `sh -c` (prompt on stdin, reply on stdout).
+    #[arg(long, conflicts_with = "agent")]
+    pub author: Option<String>,
+    /// The model name sent to an OpenAI-compatible server.
+    #[arg(long, default_value = "default")]
+    pub model: String,
+    /// Sampling temperature for a model author.
+    #[arg(long, default_value_t = 0.7)]
+    pub temperature: f32,
+    /// Send the exported GBNF as `grammar` (llama.cpp-style constrained decoding).
+    #[arg(long)]
+    pub constrained: bool,
+    /// Seconds a live author may take for one reply.
+    #[arg(long, default_value_t = 120)]
+    pub timeout: u64,
     /// Start with no agent attached.
     #[arg(long)]
     pub no_agent: bool,
@@ -99,51 +119,46 @@ fn bus_sink(session: &Option<PathBuf>, n: u32) -> Option<Box<dyn std::io::Write>
 
 /// A factory of market-only runtimes writing their stream beside `session` (when given).
 pub fn market_only_factory(session: Option<PathBuf>) -> RuntimeFactory {
-    Box::new(move |h, n| Box::new(MarketOnly::new(h, bus_sink(&session, n))) as Box<dyn Runtime>)
+    Box::new(move |h, run| {
+        Box::new(MarketOnly::new(h, bus_sink(&session, run.segment))) as Box<dyn Runtime>
+    })
 }
 
 /// A factory of tick-engine runtimes (1R = `r_usd` dollars, strict-cross-v1), the Bus
 /// written beside `session` (when given).
 pub fn engine_factory(session: Option<PathBuf>, r_usd: i64) -> RuntimeFactory {
-    agent_factory(session, r_usd, None)
+    agent_factory(session, r_usd, None, None)
 }
 
-/// A factory of tick-engine runtimes with an agent attached on the Bus: a script of replies
-/// (`{"reply": ...}` lines, like `examples/house-agent.jsonl`) answered wake by wake, the
-/// OPEN wake first. Each run (restart) starts the script over.
+/// A factory of tick-engine runtimes with an agent seated in the session, asked at every
+/// wake (the OPEN wake first); calls that leave the replay thread (a live author's, or
+/// co-pilot proposals) go to `out`. Each run (restart) seats the agent afresh: a script
+/// starts over.
 pub fn agent_factory(
     session: Option<PathBuf>,
     r_usd: i64,
-    agent: Option<(String, Vec<String>)>,
+    agent: Option<DeskAgent>,
+    out: Option<std::sync::mpsc::Sender<AgentCall>>,
 ) -> RuntimeFactory {
     let r = crate::market::Px::from_raw(r_usd.saturating_mul(crate::market::types::PX_SCALE));
-    Box::new(move |h, n| {
-        let mut rt = EngineRt::new(h, r, bus_sink(&session, n));
-        if let Some((name, replies)) = &agent {
-            rt = rt.with_agent(Box::new(crate::session::scripted(name, replies.clone())));
+    Box::new(move |h, run| {
+        let mut rt = EngineRt::new(h, r, bus_sink(&session, run.segment));
+        if let Some(a) = &agent {
+            // The agent was read when the desk started; a seat that fails now sits out.
+            if let Ok(seat) = a.seat() {
+                rt = rt.with_agent(&a.name(), seat, run.hold, out.clone(), run.segment);
+            }
         }
         Box::new(rt) as Box<dyn Runtime>
     })
 }
 
 /// The bundled house agent: a script of replies, one per wake.
-pub const HOUSE_AGENT_SCRIPT: &str = include_str!("../../examples/house-agent.jsonl");
+pub const HOUSE_AGENT_SCRIPT: &str = agent::HOUSE_AGENT_SCRIPT;
 
 /// Read a script of `{"reply": "..."}` lines (one reply per wake). Errors name the line.
 pub fn parse_script(text: &str) -> Result<Vec<String>, String> {
-    let mut out = Vec::new();
-    for (i, l) in text.lines().enumerate() {
-        if l.trim().is_empty() {
-            continue;
-        }
-        let v: serde_json::Value =
-            serde_json::from_str(l).map_err(|e| format!("line {}: not JSON: {e}", i + 1))?;
-        let r = v["reply"]
-            .as_str()
-            .ok_or_else(|| format!("line {}: expected {{\"reply\": \"...\"}}", i + 1))?;
-        out.push(r.to_string());
-    }
-    Ok(out)
+    crate::session::parse_script(text)
 }
 
 /// Load themes and keys from the config directory (or `dir`), with warnings.
@@ -158,9 +173,25 @@ pub fn load_config(dir: Option<&Path>) -> (Vec<theme::Theme>, keys::KeyMap, Vec<
 /// A desk over an inline (synchronous) replay of `src`: for tests and benchmarks. Nothing is
 /// written; no author is attached.
 pub fn inline_app(src: TapeSource) -> Result<App, String> {
-    let driver = Driver::new(src, engine_factory(None, runtime::DEFAULT_R_USD))?;
+    inline_app_with(src, None, false)
+}
+
+/// A desk over an inline replay with an agent seated (held for co-pilot when `copilot`).
+/// A live agent's worker starts at once. Nothing is written.
+pub fn inline_app_with(
+    src: TapeSource,
+    agent: Option<DeskAgent>,
+    copilot: bool,
+) -> Result<App, String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let factory = agent_factory(None, runtime::DEFAULT_R_USD, agent.clone(), Some(tx));
+    let driver = Driver::start(src, factory, copilot)?;
     let (themes, keys, _) = load_config(None);
-    Ok(App::new(EngineHandle::inline(driver), themes, keys))
+    let mut app = App::new(EngineHandle::inline(driver), themes, keys);
+    app.copilot = copilot;
+    app.seat(agent, rx)?;
+    app.tick();
+    Ok(app)
 }
 
 /// Run the desk; returns the process exit code.
@@ -171,6 +202,59 @@ pub fn run(a: &DeskArgs) -> i32 {
             eprintln!("error code=DESK message={e}");
             1
         }
+    }
+}
+
+/// The agent the options ask for (`None`: no agent).
+fn desk_agent(a: &DeskArgs) -> Result<Option<DeskAgent>, String> {
+    if a.no_agent || a.market_only {
+        return Ok(None);
+    }
+    if let Some(spec) = &a.author {
+        let spec = crate::session::AuthorSpec {
+            spec: spec.clone(),
+            model: a.model.clone(),
+            temperature: a.temperature,
+            constrained: a.constrained,
+            timeout_secs: a.timeout,
+        };
+        if spec.is_live() {
+            return Ok(Some(DeskAgent::Live(spec)));
+        }
+        let bytes = std::fs::read(&spec.spec).map_err(|e| format!("{}: {e}", spec.spec))?;
+        let first = bytes.split(|b| *b == b'\n').next().unwrap_or_default();
+        let is_bus = serde_json::from_slice::<serde_json::Value>(first)
+            .is_ok_and(|v| v["type"] == "session-start");
+        let name = spec
+            .spec
+            .rsplit('/')
+            .next()
+            .unwrap_or("recorded")
+            .to_string();
+        if is_bus {
+            crate::session::Recorded::from_bus(&name, &bytes)
+                .map_err(|e| format!("{}: {e}", spec.spec))?;
+            return Ok(Some(DeskAgent::Recorded {
+                name,
+                bus: Arc::from(bytes),
+            }));
+        }
+        let replies = parse_script(&String::from_utf8_lossy(&bytes))
+            .map_err(|e| format!("{}: {e}", spec.spec))?;
+        return Ok(Some(DeskAgent::Script { name, replies }));
+    }
+    match &a.agent {
+        Some(p) => {
+            let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+            let replies = parse_script(&text).map_err(|e| format!("{}: {e}", p.display()))?;
+            let name = p
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or("agent")
+                .to_string();
+            Ok(Some(DeskAgent::Script { name, replies }))
+        }
+        None => Ok(Some(DeskAgent::house())),
     }
 }
 
@@ -210,47 +294,27 @@ fn run_inner(a: &DeskArgs) -> color_eyre::Result<()> {
         None => None,
     };
     let script = saved.as_ref().map(|s| s.acts.clone());
-    // The agent on the Bus: a script of replies answered wake by wake (the house agent by
-    // default). A time-keyed recording given with --agent keeps the older channel seam (and
-    // co-pilot); its turns still reach the Bus as `turn` events.
-    let mut linked: Option<Vec<author::AuthorTurn>> = None;
-    let wake_agent: Option<(String, Vec<String>)> = match &saved {
+    let agent = match &saved {
         Some(s) => s.agent.clone(),
-        None if a.no_agent || a.market_only => None,
-        None => {
-            let text = match &a.agent {
-                Some(p) => std::fs::read_to_string(p).map_err(|e| eyre!("{}: {e}", p.display()))?,
-                None => HOUSE_AGENT_SCRIPT.to_string(),
-            };
-            match parse_script(&text) {
-                Ok(replies) => Some(("house".to_string(), replies)),
-                Err(script_err) => match author::parse_recording(&text) {
-                    Ok(turns) => {
-                        linked = Some(turns);
-                        None
-                    }
-                    Err(e) => {
-                        return Err(eyre!(
-                            "agent: not a script ({script_err}) nor a recording ({e})"
-                        ));
-                    }
-                },
-            }
-        }
+        None => desk_agent(a).map_err(|e| eyre!("agent: {e}"))?,
     };
+    let hold = match &saved {
+        Some(s) => s.hold,
+        None => a.copilot,
+    };
+    let (call_tx, call_rx) = std::sync::mpsc::channel();
     let factory = if a.market_only {
         market_only_factory(session_path.clone())
     } else {
-        agent_factory(session_path.clone(), a.r_usd, wake_agent.clone())
+        agent_factory(session_path.clone(), a.r_usd, agent.clone(), Some(call_tx))
     };
+    let agent_record = agent.as_ref().map(DeskAgent::record);
     let build = move || {
-        let mut d = Driver::new(src, factory)?;
+        let mut d = Driver::start(src, factory, hold)?;
         if let Some(f) = record {
             d = d.with_record(Box::new(f));
-            if let Some((name, replies)) = &wake_agent {
-                d.command(engine::Command::Record(serde_json::json!({
-                    "type": "agent", "name": name, "replies": replies,
-                })));
+            if let Some(r) = agent_record {
+                d.command(engine::Command::Record(r));
             }
         }
         if let Some(acts) = script {
@@ -259,16 +323,14 @@ fn run_inner(a: &DeskArgs) -> color_eyre::Result<()> {
         Ok(d)
     };
     let handle = EngineHandle::spawn(build).map_err(|e| eyre!(e))?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_time()
-        .build()?;
     let (themes, keys, warnings) = load_config(session::config_dir().as_deref());
     let mut app = App::new(handle, themes, keys);
     app.warnings = warnings;
-    app.rt = Some(rt.handle().clone());
-    app.copilot = a.copilot;
+    app.copilot = hold;
     if let Some(s) = saved {
+        // A replay: the recorded answers act at their tape points; nobody is asked again.
+        app.replaying = true;
+        app.seat(agent, call_rx).map_err(|e| eyre!(e))?;
         for (seq, author, routed) in s.turns {
             app.recorded.push_back(app::TurnRecord {
                 id: 0,
@@ -282,7 +344,7 @@ fn run_inner(a: &DeskArgs) -> color_eyre::Result<()> {
         }
         app.message = Some("replaying a saved session".into());
     } else {
-        app.attach_turns = linked;
+        app.seat(agent, call_rx).map_err(|e| eyre!(e))?;
         if !a.no_example {
             let rec = app.route(
                 "examples",
@@ -291,13 +353,6 @@ fn run_inner(a: &DeskArgs) -> color_eyre::Result<()> {
                 None,
             );
             app.turns.push(rec);
-        }
-        if !a.no_agent
-            && let Some(turns) = app.attach_turns.clone()
-        {
-            app.attach(author::spawn_recorded(rt.handle(), "house", turns));
-        } else if app.author.is_none() && !a.no_agent && !a.market_only {
-            app.message = Some("house agent attached on the Bus: it answers every wake".into());
         }
     }
     if let Some(w) = app.warnings.first() {
@@ -321,7 +376,6 @@ fn run_inner(a: &DeskArgs) -> color_eyre::Result<()> {
     ratatui::restore();
     app.engine.shutdown();
     drop(app);
-    rt.shutdown_background();
     if let Some(p) = &session_path {
         eprintln!("session saved: {}", p.display());
     }

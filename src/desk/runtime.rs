@@ -12,12 +12,15 @@ use crate::lang::{self, Document, ast::StatementKind};
 use crate::market::Px;
 use crate::market::TapeReader;
 use crate::market::{MarketState, TapeEvent, TapeHeader, Ts};
-use crate::session::{Session, SessionConfig, TurnSource};
-use crate::turn::{AuthorKind, Outcome, Profile, RoutedTurn};
+use crate::session::{Session, SessionConfig, TurnSource, WakeAsk};
+use crate::tokens::{self, Encoding, TurnTokens};
+use crate::turn::repair::{RepairAttempt, RepairRun};
+use crate::turn::{AuthorKind, Outcome, Profile, RoutedTurn, TurnContext};
 use crate::view::Snapshot;
 use std::collections::BTreeMap;
 use std::io::Cursor;
 use std::io::Write;
+use std::sync::Arc;
 
 /// One plan as the Plans pane shows it.
 #[derive(Debug, Clone, PartialEq)]
@@ -81,6 +84,154 @@ pub trait Runtime {
     /// Put a turn routed at the desk (a person's, or a linked author's) on the stream as a
     /// `turn` event; its act arrives separately. Runtimes without a Bus ignore it.
     fn record_turn(&mut self, _routed: &RoutedTurn, _now: Ts) {}
+    /// An act of the attached agent (answer, reject, co-pilot hold, attach); returns what
+    /// it did. Runtimes without an agent refuse it.
+    fn agent_act(&mut self, _act: &AgentAct, _now: Ts) -> String {
+        "refused: no agent on this runtime".into()
+    }
+    /// While quiet (a rewind re-running recorded acts) calls are not sent out; leaving
+    /// quiet re-sends the one outstanding, if any.
+    fn set_quiet(&mut self, _quiet: bool) {}
+    /// The agent's turns and rejections so far, from the Bus (Journal and Tokens panes).
+    fn agent_turns(&self) -> Arc<Vec<AgentTurnLine>> {
+        Arc::default()
+    }
+}
+
+/// What the runtime's agent sends out of the replay thread to the desk.
+#[derive(Debug, Clone)]
+pub enum AgentCall {
+    /// Ask the attached live author this wake; it answers with [`AgentAct::Answer`] (or, in
+    /// co-pilot, the person decides first).
+    Ask {
+        /// The run (restart / rewind count) the call belongs to.
+        segment: u32,
+        /// The call's number within the run.
+        call: u64,
+        /// What the author is asked (the View, the prompt).
+        ask: WakeAsk,
+        /// The router's context.
+        ctx: TurnContext,
+    },
+    /// Co-pilot: the scripted agent's answer, waiting for accept ([`AgentAct::Answer`]) or
+    /// reject ([`AgentAct::Reject`]).
+    Proposal {
+        /// The run the call belongs to.
+        segment: u32,
+        /// The call's number within the run.
+        call: u64,
+        /// The wake it answers.
+        wake: String,
+        /// The answer.
+        run: RepairRun,
+    },
+}
+
+/// An act of the attached agent, applied at a tape point like any act (and recorded, so a
+/// saved session replays it).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "agent", rename_all = "kebab-case")]
+pub enum AgentAct {
+    /// The answer to call `call` arrived (or the person accepted it).
+    Answer {
+        /// The call answered.
+        call: u64,
+        /// The repair run: the routed turn and every attempt.
+        run: RepairRun,
+    },
+    /// The person rejected the answer to call `call`: nothing routes.
+    Reject {
+        /// The call rejected.
+        call: u64,
+        /// The outcome the rejected turn had.
+        outcome: String,
+    },
+    /// Co-pilot on (answers wait for the person) or off.
+    Hold {
+        /// On or off.
+        on: bool,
+    },
+    /// Attach (the agent is asked at wakes) or detach (it is not; an outstanding call is
+    /// dropped as rejected by `detached`).
+    Attach {
+        /// On or off.
+        on: bool,
+    },
+}
+
+/// The agent attached to the engine runtime.
+pub enum AgentSeat {
+    /// Answers inline on the replay thread (a script or a recording: it has already
+    /// thought), unless held for co-pilot.
+    Script(Box<dyn TurnSource>),
+    /// Answers off the replay thread (a model, a command): every wake is a call sent out.
+    Remote,
+}
+
+struct Agent {
+    seat: AgentSeat,
+    name: String,
+    out: Option<std::sync::mpsc::Sender<AgentCall>>,
+    attached: bool,
+    hold: bool,
+    quiet: bool,
+    segment: u32,
+    calls: u64,
+    outstanding: Option<AgentCall>,
+}
+
+impl Agent {
+    fn call(&mut self, ask: WakeAsk, ctx: TurnContext) {
+        self.calls += 1;
+        let call = self.calls;
+        let c = match &mut self.seat {
+            AgentSeat::Script(src) => AgentCall::Proposal {
+                segment: self.segment,
+                call,
+                wake: ask.wake.clone(),
+                run: src.answer(&ask, &ctx).run,
+            },
+            AgentSeat::Remote => AgentCall::Ask {
+                segment: self.segment,
+                call,
+                ask,
+                ctx,
+            },
+        };
+        self.outstanding = Some(c.clone());
+        if !self.quiet
+            && let Some(o) = &self.out
+        {
+            let _ = o.send(c);
+        }
+    }
+
+    fn outstanding_call(&self) -> Option<u64> {
+        match &self.outstanding {
+            Some(AgentCall::Ask { call, .. } | AgentCall::Proposal { call, .. }) => Some(*call),
+            None => None,
+        }
+    }
+}
+
+/// An agent's turn (or a rejected one) as the Journal and Tokens panes list it, read off
+/// the Bus.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentTurnLine {
+    /// Tape time it acted (or was rejected).
+    pub ts: Ts,
+    /// The wake it answered.
+    pub wake: String,
+    /// The agent's name.
+    pub author: String,
+    /// The routed turn (`None` when rejected).
+    pub routed: Option<RoutedTurn>,
+    /// The rejected turn's outcome and who rejected it.
+    pub rejected: Option<(String, String)>,
+    /// Token figures of the reply that acted.
+    pub tokens: Option<TurnTokens>,
+    /// Attempts in its repair loop (1: no re-ask).
+    pub attempts: usize,
 }
 
 /// The runtime used until the engine is wired: market state plus a canonical log of acts.
@@ -270,7 +421,9 @@ impl Runtime for MarketOnly {
 /// session does: `view-delivered`, `repair` and `turn` events on the Bus.
 pub struct EngineRt {
     session: Option<Session<Cursor<Vec<u8>>>>,
-    agent: Option<Box<dyn TurnSource>>,
+    agent: Option<Agent>,
+    lines: Arc<Vec<AgentTurnLine>>,
+    attempts: Vec<RepairAttempt>,
     done: Option<Bus>,
     /// The engine's market is gone once the session is finished; this copy serves the
     /// Frame and chart after the close.
@@ -314,6 +467,8 @@ impl EngineRt {
         let mut rt = EngineRt {
             session,
             agent: None,
+            lines: Arc::default(),
+            attempts: Vec::new(),
             done,
             shadow: MarketState::new(header),
             texts: BTreeMap::new(),
@@ -328,9 +483,28 @@ impl EngineRt {
         rt
     }
 
-    /// Attach an agent: it is asked at every wake (the OPEN wake first).
-    pub fn with_agent(mut self, agent: Box<dyn TurnSource>) -> EngineRt {
-        self.agent = Some(agent);
+    /// Attach an agent: it is asked at every wake (the OPEN wake first). A script answers
+    /// inline (held for the person when `hold`); a remote seat sends every wake out on `out`
+    /// and waits for [`AgentAct::Answer`]. `segment` tags the calls of this run.
+    pub fn with_agent(
+        mut self,
+        name: &str,
+        seat: AgentSeat,
+        hold: bool,
+        out: Option<std::sync::mpsc::Sender<AgentCall>>,
+        segment: u32,
+    ) -> EngineRt {
+        self.agent = Some(Agent {
+            seat,
+            name: name.to_string(),
+            out,
+            attached: true,
+            hold,
+            quiet: false,
+            segment,
+            calls: 0,
+            outstanding: None,
+        });
         self
     }
 
@@ -383,10 +557,16 @@ impl EngineRt {
                 } => {
                     self.notes.insert(plan.clone(), r.clone());
                 }
-                // An agent's supersede: keep its plans' texts for the Plans pane.
-                Event::Turn { turn, .. } => {
-                    if let Some(doc) = serde_json::from_value::<RoutedTurn>(turn.clone())
-                        .ok()
+                Event::Repair { attempt, .. } => {
+                    if let Ok(a) = serde_json::from_value::<RepairAttempt>(attempt.clone()) {
+                        self.attempts.push(a);
+                    }
+                }
+                Event::Turn { ts, wake, turn } => {
+                    let routed = serde_json::from_value::<RoutedTurn>(turn.clone()).ok();
+                    // An agent's supersede: keep its plans' texts for the Plans pane.
+                    if let Some(doc) = routed
+                        .as_ref()
                         .filter(|t| matches!(t.outcome, Outcome::Supersede { .. }))
                         .and_then(|t| t.document())
                     {
@@ -394,6 +574,41 @@ impl EngineRt {
                             self.texts.insert(p.name.clone(), p);
                         }
                     }
+                    let attempts = std::mem::take(&mut self.attempts);
+                    if wake != DESK_WAKE
+                        && let Some(r) = routed
+                    {
+                        let written = attempts.last().map(|a| a.written.as_str());
+                        let tokens =
+                            written.and_then(|w| tokens::measure(w, &r, Encoding::Cl100k).ok());
+                        let author = self.agent.as_ref().map(|a| a.name.clone());
+                        Arc::make_mut(&mut self.lines).push(AgentTurnLine {
+                            ts: *ts,
+                            wake: wake.clone(),
+                            author: author.unwrap_or_else(|| "agent".into()),
+                            routed: Some(r),
+                            rejected: None,
+                            tokens,
+                            attempts: attempts.len(),
+                        });
+                    }
+                }
+                Event::TurnRejected {
+                    ts,
+                    wake,
+                    by,
+                    outcome,
+                } => {
+                    let author = self.agent.as_ref().map(|a| a.name.clone());
+                    Arc::make_mut(&mut self.lines).push(AgentTurnLine {
+                        ts: *ts,
+                        wake: wake.clone(),
+                        author: author.unwrap_or_else(|| "agent".into()),
+                        routed: None,
+                        rejected: Some((outcome.clone(), by.clone())),
+                        tokens: None,
+                        attempts: 0,
+                    });
                 }
                 _ => {}
             }
@@ -422,9 +637,16 @@ impl Runtime for EngineRt {
         self.shadow.apply(ev);
         if let Some(s) = self.session.as_mut() {
             let fired = s.feed(ev);
-            if let Some(agent) = self.agent.as_mut() {
+            if let Some(agent) = self.agent.as_mut().filter(|a| a.attached) {
                 for w in &fired {
-                    s.wake(w, agent.as_mut());
+                    match &mut agent.seat {
+                        AgentSeat::Script(src) if !agent.hold => s.wake(w, src.as_mut()),
+                        _ => {
+                            if let Some((ask, ctx)) = s.ask(w) {
+                                agent.call(ask, ctx);
+                            }
+                        }
+                    }
                 }
             }
             self.sync();
@@ -471,6 +693,59 @@ impl Runtime for EngineRt {
             s.record_human(now, DESK_WAKE, routed.clone());
             self.sync();
         }
+    }
+
+    fn agent_act(&mut self, act: &AgentAct, now: Ts) -> String {
+        let (Some(s), Some(agent)) = (self.session.as_mut(), self.agent.as_mut()) else {
+            return "refused: no agent attached to this session".into();
+        };
+        let result = match act {
+            AgentAct::Answer { call, run } => {
+                if agent.outstanding_call() != Some(*call) {
+                    return format!("refused: call {call} is not outstanding");
+                }
+                agent.outstanding = None;
+                let outcome = run.turn.outcome.name().to_string();
+                if let Some((ask, ctx)) = s.resolve(now, run.clone()) {
+                    agent.call(ask, ctx);
+                }
+                format!("answered: {outcome}")
+            }
+            AgentAct::Reject { call, outcome } => {
+                if agent.outstanding_call() != Some(*call) {
+                    return format!("refused: call {call} is not outstanding");
+                }
+                agent.outstanding = None;
+                s.reject(now, "human", outcome);
+                format!("rejected: {outcome}")
+            }
+            AgentAct::Hold { on } => {
+                agent.hold = *on;
+                if *on { "co-pilot" } else { "autopilot" }.to_string()
+            }
+            AgentAct::Attach { on } => {
+                agent.attached = *on;
+                if !*on && agent.outstanding.take().is_some() {
+                    s.reject(now, "detached", "unanswered");
+                }
+                if *on { "attached" } else { "detached" }.to_string()
+            }
+        };
+        self.sync();
+        result
+    }
+
+    fn set_quiet(&mut self, quiet: bool) {
+        if let Some(a) = self.agent.as_mut() {
+            a.quiet = quiet;
+            if !quiet && let (Some(c), Some(o)) = (&a.outstanding, &a.out) {
+                let _ = o.send(c.clone());
+            }
+        }
+    }
+
+    fn agent_turns(&self) -> Arc<Vec<AgentTurnLine>> {
+        self.lines.clone()
     }
 
     fn plans(&self) -> Vec<PlanInfo> {

@@ -67,8 +67,10 @@ pub struct Saved {
     pub acts: Vec<(u64, Ts, u64, Act)>,
     /// Routed turns of the last run: (seq, author, routed turn).
     pub turns: Vec<(u64, String, RoutedTurn)>,
-    /// The agent attached on the Bus: (name, its script of replies).
-    pub agent: Option<(String, Vec<String>)>,
+    /// The agent seated in the session.
+    pub agent: Option<super::agent::DeskAgent>,
+    /// Co-pilot at the start of the last run.
+    pub hold: bool,
 }
 
 /// Read a session file. Errors name the line.
@@ -88,20 +90,9 @@ pub fn load(text: &str) -> Result<Saved, String> {
                     .and_then(|t| t.as_str())
                     .unwrap_or_default()
                     .to_string();
+                s.hold = v.get("hold").and_then(|h| h.as_bool()).unwrap_or(false);
             }
-            Some("agent") => {
-                let name = v.get("name").and_then(|x| x.as_str()).unwrap_or("house");
-                let replies = v
-                    .get("replies")
-                    .and_then(|r| r.as_array())
-                    .map(|r| {
-                        r.iter()
-                            .map(|x| x.as_str().unwrap_or_default().to_string())
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                s.agent = Some((name.to_string(), replies));
-            }
+            Some("agent") => s.agent = super::agent::DeskAgent::from_record(&v),
             Some("act") => {
                 let act: Act = serde_json::from_value(v.get("act").cloned().unwrap_or_default())
                     .map_err(|e| format!("line {n}: act: {e}"))?;
@@ -129,6 +120,7 @@ pub fn load(text: &str) -> Result<Saved, String> {
                 Some("restart") => {
                     s.acts.clear();
                     s.turns.clear();
+                    s.hold = v.get("hold").and_then(|h| h.as_bool()).unwrap_or(s.hold);
                 }
                 Some("rewound") => {
                     s.acts.retain(|a| a.0 <= seq);

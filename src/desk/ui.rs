@@ -1,7 +1,7 @@
 //! Drawing: the layout, every pane, the status line, the key footer and the dialogs. Pure
 //! functions of the [`App`]; nothing here blocks or mutates the replay.
 
-use super::app::{App, BusMode, Modal, Pane, PromptKind, TurnStatus};
+use super::app::{App, BusMode, Modal, Pane, PromptKind};
 use super::keys::Action;
 use crate::lang;
 use crate::turn::Outcome;
@@ -170,12 +170,21 @@ fn draw_status(f: &mut Frame, app: &App, r: Rect) {
     } else {
         "⏸ paused"
     };
-    let author = match &app.author {
-        Some(a) => format!(
-            "{} ({})",
-            a.name,
-            if app.copilot { "co-pilot" } else { "autopilot" }
-        ),
+    let author = match &app.agent {
+        Some(a) => {
+            let state = if !app.agent_attached {
+                "detached".to_string()
+            } else if app.proposal.is_some() {
+                "proposing".to_string()
+            } else if let Some((w, _)) = &app.waiting {
+                format!("writing @ {w}")
+            } else if app.copilot {
+                "co-pilot".to_string()
+            } else {
+                "autopilot".to_string()
+            };
+            format!("{} ({state})", a.name())
+        }
         None => "none".into(),
     };
     let text = format!(
@@ -213,9 +222,8 @@ fn draw_footer(f: &mut Frame, app: &App, r: Rect) {
     let muted = Style::default().fg(t.c("ui.muted"));
     let mut spans = Vec::new();
     if let Some(p) = &app.proposal {
-        let ctx_line = p
-            .reply
-            .written()
+        let written = p.run.turn.kestrel.clone();
+        let ctx_line = written
             .lines()
             .find(|l| {
                 !l.trim().is_empty() && !l.trim_start().starts_with('#') && !l.starts_with("```")
@@ -223,7 +231,13 @@ fn draw_footer(f: &mut Frame, app: &App, r: Rect) {
             .unwrap_or("(comments only)")
             .to_string();
         spans.push(Span::styled(
-            format!(" {} proposes: {} ", p.author, ctx_line),
+            format!(
+                " {} proposes {} @ {}: {} ",
+                p.author,
+                p.run.turn.outcome.name(),
+                p.wake,
+                ctx_line
+            ),
             Style::default().fg(t.c("state.warn")),
         ));
         spans.push(Span::styled(app.keys.label(Action::Accept), key));
@@ -502,30 +516,22 @@ fn draw_bus(f: &mut Frame, app: &App, r: Rect) {
     f.render_widget(Paragraph::new(lines).block(block(app, Pane::Bus, title)), r);
 }
 
-fn outcome_label(t: &super::app::TurnRecord) -> String {
-    match (&t.routed, &t.status) {
-        (None, _) => "rejected".into(),
-        (Some(r), TurnStatus::Applied(a)) => format!("{} → {}", r.outcome.name(), a.result),
-        (Some(r), TurnStatus::Sent) => format!("{} (pending)", r.outcome.name()),
-        (Some(r), _) => r.outcome.name().to_string(),
-    }
-}
-
 fn draw_journal(f: &mut Frame, app: &App, r: Rect) {
     let t = app.theme();
     let muted = Style::default().fg(t.c("ui.muted"));
     let mut lines: Vec<Line> = Vec::new();
-    for turn in &app.turns {
-        let time = turn.ts.to_string();
+    let rows = app.turn_rows();
+    for turn in &rows {
+        let time = turn.ts().to_string();
         lines.push(Line::from(vec![
             Span::styled(format!("{} ", &time[..8.min(time.len())]), muted),
             Span::styled(
-                format!("{} ", turn.author),
+                format!("{} ", turn.author()),
                 Style::default().add_modifier(Modifier::BOLD),
             ),
-            Span::raw(outcome_label(turn)),
+            Span::raw(turn.label()),
         ]));
-        if let Some(r) = &turn.routed {
+        if let Some(r) = turn.routed() {
             for j in &r.journal {
                 lines.push(Line::from(Span::styled(
                     format!("  # {j}"),
@@ -541,6 +547,23 @@ fn draw_journal(f: &mut Frame, app: &App, r: Rect) {
                     Style::default().fg(t.c("state.error")),
                 )));
             }
+        }
+    }
+    if let Some(p) = &app.proposal {
+        lines.push(Line::from(Span::styled(
+            format!(
+                "{} proposes {} @ {} (accept / reject):",
+                p.author,
+                p.run.turn.outcome.name(),
+                p.wake
+            ),
+            Style::default().fg(t.c("state.warn")),
+        )));
+        for j in &p.run.turn.journal {
+            lines.push(Line::from(Span::styled(
+                format!("  # {j}"),
+                Style::default().fg(t.c("syntax.comment")),
+            )));
         }
     }
     if !app.thinking.is_empty() {
@@ -566,7 +589,7 @@ fn draw_journal(f: &mut Frame, app: &App, r: Rect) {
             .block(block(
                 app,
                 Pane::Journal,
-                format!("Journal — {} turns", app.turns.len()),
+                format!("Journal — {} turns", rows.len()),
             )),
         r,
     );
@@ -577,19 +600,20 @@ fn draw_tokens(f: &mut Frame, app: &App, r: Rect) {
     let muted = Style::default().fg(t.c("ui.muted"));
     let mut rows = Vec::new();
     let (mut tr, mut tk, mut te) = (0usize, 0usize, 0usize);
-    for turn in &app.turns {
-        let Some(tok) = &turn.tokens else { continue };
+    let mut repairs = 0usize;
+    for turn in app.turn_rows() {
+        repairs += turn.repairs();
+        let Some(tok) = turn.tokens() else { continue };
         let name = turn
-            .routed
-            .as_ref()
+            .routed()
             .map(|r| r.outcome.name())
             .unwrap_or("rejected");
         tr += tok.reply;
         tk += tok.kestrel.unwrap_or(0);
         te += tok.envelope.unwrap_or(0);
         rows.push(Row::new(vec![
-            Cell::from(turn.ts.hhmm()),
-            Cell::from(turn.author.clone()),
+            Cell::from(turn.ts().hhmm()),
+            Cell::from(turn.author().to_string()),
             Cell::from(name),
             Cell::from(tok.reply.to_string()),
             Cell::from(tok.kestrel.map(|x| x.to_string()).unwrap_or("-".into())),
@@ -628,7 +652,7 @@ fn draw_tokens(f: &mut Frame, app: &App, r: Rect) {
         .collect::<Vec<_>>()
         .join(" · ");
     let foot = vec![
-        Line::from(Span::styled(format!("{counts} · repairs 0"), muted)),
+        Line::from(Span::styled(format!("{counts} · repairs {repairs}"), muted)),
         Line::from(Span::styled(
             format!(
                 "prompt: card {} · view {} · menu {}",

@@ -24,6 +24,7 @@ use crate::view::snapshot::{FillRow, JournalRow, OrderRow, PlanRow, PositionRow}
 use crate::view::{self, Bars, Rendered, Snapshot, Woke};
 use std::collections::BTreeMap;
 use std::io::BufRead;
+use std::path::Path;
 
 /// What the author is asked at a wake.
 #[derive(Debug, Clone)]
@@ -53,6 +54,9 @@ pub trait TurnSource {
     fn answer(&mut self, ask: &WakeAsk, ctx: &TurnContext) -> Answer;
     /// A short name for reports and the status line.
     fn name(&self) -> String;
+    /// Stream the text being written to `sink` as it arrives (authors that write live; the
+    /// desk shows it). Others ignore it.
+    fn stream_to(&mut self, _sink: crate::author::DeltaSink) {}
 }
 
 /// An author that writes replies (a person, a program, a model): each wake runs the bounded
@@ -227,7 +231,20 @@ pub struct Session<R: BufRead> {
     pub counts: Counts,
     /// A turn that arrives later than its wake: (arrival, wake, answer).
     pending: Option<(Ts, String, Answer)>,
+    /// A wake asked of an author that answers off the tape thread ([`Session::ask`]): the
+    /// author is busy until [`Session::resolve`] or [`Session::reject`].
+    awaiting: Option<Awaiting>,
     done: bool,
+}
+
+/// A wake whose answer is outstanding (asked with [`Session::ask`]).
+#[derive(Debug, Clone)]
+struct Awaiting {
+    ts: Ts,
+    wake: String,
+    phase: WakePhase,
+    views_requested: u32,
+    frame: String,
 }
 
 fn cl100k(s: &str) -> usize {
@@ -270,6 +287,7 @@ impl<R: BufRead> Session<R> {
             journal: Vec::new(),
             counts: Counts::default(),
             pending: None,
+            awaiting: None,
             done: false,
         })
     }
@@ -457,14 +475,52 @@ impl<R: BufRead> Session<R> {
     /// arrives later, at its arrival time (a wake while a turn is outstanding is logged as
     /// suppressed: the author is busy).
     pub fn wake(&mut self, w: &FiredWake, author: &mut dyn TurnSource) {
-        if let Some((_, busy, _)) = &self.pending {
+        let Some((mut ask, mut ctx)) = self.ask(w) else {
+            return;
+        };
+        self.awaiting = None;
+        let mut views_requested = 0u32;
+        loop {
+            let ans = author.answer(&ask, &ctx);
+            // A SHOW VIEW is answered now, at the same frozen cutoff, then asked again.
+            if let Some(frame) = self.view_request(w.ts, &w.wake, views_requested, &ans) {
+                let frame = if frame.is_empty() { ask.frame } else { frame };
+                views_requested += 1;
+                (ask, ctx) = self.make_ask(w.ts, &w.wake, ask.phase, views_requested, frame);
+                continue;
+            }
+            match ans.at {
+                Some(at) if at > self.engine.market().now().unwrap_or(w.ts) => {
+                    self.pending = Some((at, w.wake.clone(), ans));
+                }
+                at => {
+                    let at = at.unwrap_or(w.ts).max(w.ts);
+                    self.apply(at, &w.wake, ans);
+                }
+            }
+            return;
+        }
+    }
+
+    /// The busy check, the count and the View of a fired wake: delivers the View (a
+    /// `view-delivered` event) and gives back what to ask the author, or `None` when the
+    /// author is still answering an earlier wake (a `wake-suppressed` event). The wake is
+    /// then outstanding until [`Session::resolve`] or [`Session::reject`]: this is how an
+    /// author that answers off the tape thread (the desk's) is asked.
+    pub fn ask(&mut self, w: &FiredWake) -> Option<(WakeAsk, TurnContext)> {
+        let busy = self
+            .pending
+            .as_ref()
+            .map(|p| p.1.clone())
+            .or_else(|| self.awaiting.as_ref().map(|a| a.wake.clone()));
+        if let Some(busy) = busy {
             let reason = format!("the author is still answering {busy}");
             self.engine.bus_mut().emit(Event::WakeSuppressed {
                 ts: w.ts,
                 wake: w.wake.clone(),
                 reason,
             });
-            return;
+            return None;
         }
         self.counts.wakes += 1;
         let phase = if w.wake == "open" {
@@ -478,52 +534,106 @@ impl<R: BufRead> Session<R> {
         };
         let (name, r) = self.render(w.deliver.as_deref(), Some(woke));
         self.deliver(w.ts, &w.wake, name, &r);
-        let mut frame = r.text;
-        let mut views_requested = 0u32;
-        loop {
-            let mut ctx = TurnContext::new(phase, self.profile, self.author);
-            ctx.views_requested = views_requested;
-            ctx.standing = Some(self.standing());
-            let menu = ctx.menu();
-            let ask = WakeAsk {
-                ts: w.ts,
-                wake: w.wake.clone(),
-                phase,
-                frame: frame.clone(),
-                prompt: self.profile.render(&menu.prompt_text(), ""),
-            };
-            let ans = author.answer(&ask, &ctx);
-            // A SHOW VIEW is answered now, at the same frozen cutoff, then asked again.
-            if let Outcome::ViewRequest { .. } = &ans.run.turn.outcome {
-                let cap = self.view_cap.unwrap_or(self.profile.view_request_cap());
-                if views_requested < cap {
-                    let at = w.ts;
-                    let requested = ans.run.turn.document().and_then(|d| {
-                        d.statements.into_iter().find_map(|s| match s.kind {
-                            ast::StatementKind::ShowView(v) => Some(v),
-                            _ => None,
-                        })
-                    });
-                    self.record(at, &w.wake, &ans);
-                    if let Some(v) = requested {
-                        let r = self.render_view(&v, None);
-                        self.deliver(at, &w.wake, v.name.text.clone(), &r);
-                        frame = r.text;
-                    }
-                    views_requested += 1;
-                    continue;
-                }
+        self.awaiting = Some(Awaiting {
+            ts: w.ts,
+            wake: w.wake.clone(),
+            phase,
+            views_requested: 0,
+            frame: r.text.clone(),
+        });
+        Some(self.make_ask(w.ts, &w.wake, phase, 0, r.text))
+    }
+
+    fn make_ask(
+        &self,
+        ts: Ts,
+        wake: &str,
+        phase: WakePhase,
+        views_requested: u32,
+        frame: String,
+    ) -> (WakeAsk, TurnContext) {
+        let mut ctx = TurnContext::new(phase, self.profile, self.author);
+        ctx.views_requested = views_requested;
+        ctx.standing = Some(self.standing());
+        let menu = ctx.menu();
+        let ask = WakeAsk {
+            ts,
+            wake: wake.to_string(),
+            phase,
+            frame,
+            prompt: self.profile.render(&menu.prompt_text(), ""),
+        };
+        (ask, ctx)
+    }
+
+    /// A SHOW VIEW within the cap: record it, deliver the requested View at the wake's
+    /// frozen cutoff `at`, and give back its Frame (the author is asked again).
+    fn view_request(
+        &mut self,
+        at: Ts,
+        wake: &str,
+        views_requested: u32,
+        ans: &Answer,
+    ) -> Option<String> {
+        if !matches!(ans.run.turn.outcome, Outcome::ViewRequest { .. }) {
+            return None;
+        }
+        let cap = self.view_cap.unwrap_or(self.profile.view_request_cap());
+        if views_requested >= cap {
+            return None;
+        }
+        let requested = ans.run.turn.document().and_then(|d| {
+            d.statements.into_iter().find_map(|s| match s.kind {
+                ast::StatementKind::ShowView(v) => Some(v),
+                _ => None,
+            })
+        });
+        self.record(at, wake, ans);
+        let mut frame = String::new();
+        if let Some(v) = requested {
+            let r = self.render_view(&v, None);
+            self.deliver(at, wake, v.name.text.clone(), &r);
+            frame = r.text;
+        }
+        Some(frame)
+    }
+
+    /// The wake outstanding since [`Session::ask`], if any: (name, tape time).
+    pub fn awaiting(&self) -> Option<(&str, Ts)> {
+        self.awaiting.as_ref().map(|a| (a.wake.as_str(), a.ts))
+    }
+
+    /// The answer to the outstanding wake arrives at `at` (the tape point the reply reached
+    /// the desk): a SHOW VIEW within the cap is delivered (at the wake's frozen cutoff) and
+    /// the next ask is given back; any other turn is recorded and carried out now. With no
+    /// wake outstanding the run is ignored and `None` returned.
+    pub fn resolve(&mut self, at: Ts, run: RepairRun) -> Option<(WakeAsk, TurnContext)> {
+        let a = self.awaiting.clone()?;
+        let ans = Answer { run, at: Some(at) };
+        if let Some(frame) = self.view_request(a.ts, &a.wake, a.views_requested, &ans) {
+            let n = a.views_requested + 1;
+            let frame = if frame.is_empty() { a.frame } else { frame };
+            if let Some(aw) = self.awaiting.as_mut() {
+                aw.views_requested = n;
+                aw.frame = frame.clone();
             }
-            match ans.at {
-                Some(at) if at > self.engine.market().now().unwrap_or(w.ts) => {
-                    self.pending = Some((at, w.wake.clone(), ans));
-                }
-                at => {
-                    let at = at.unwrap_or(w.ts).max(w.ts);
-                    self.apply(at, &w.wake, ans);
-                }
-            }
-            return;
+            return Some(self.make_ask(a.ts, &a.wake, a.phase, n, frame));
+        }
+        self.awaiting = None;
+        self.apply(at.max(a.ts), &a.wake, ans);
+        None
+    }
+
+    /// The outstanding wake's turn was rejected (co-pilot) or its author went away: a
+    /// `turn-rejected` event, nothing routed into the book; the author is free again.
+    pub fn reject(&mut self, at: Ts, by: &str, outcome: &str) {
+        if let Some(a) = self.awaiting.take() {
+            self.engine.bus_mut().emit(Event::TurnRejected {
+                ts: at.max(a.ts),
+                wake: a.wake,
+                by: by.to_string(),
+                outcome: outcome.to_string(),
+            });
         }
     }
 
@@ -600,6 +710,9 @@ impl<R: BufRead> Session<R> {
         if let Some((at, wake, ans)) = self.pending.take() {
             self.apply(at, &wake, ans);
         }
+        // A call still out at the close was never answered in time.
+        let close = self.engine.market().now().unwrap_or(Ts(0));
+        self.reject(close, "close", "unanswered");
         self.engine.finish()
     }
 
@@ -651,6 +764,7 @@ pub struct Attached {
     author: Box<dyn crate::author::Author>,
     rt: tokio::runtime::Runtime,
     card: String,
+    deltas: Option<crate::author::DeltaSink>,
     pub policy: RepairPolicy,
 }
 
@@ -668,6 +782,7 @@ impl Attached {
             author,
             rt,
             card,
+            deltas: None,
             policy: RepairPolicy::default(),
         })
     }
@@ -683,6 +798,7 @@ impl TurnSource for Attached {
         let author = &mut self.author;
         let rt = &self.rt;
         let card = &self.card;
+        let deltas = &self.deltas;
         let profile = ctx.profile;
         let mut write = |a: &Ask| -> Reply {
             let prompt = crate::author::Prompt {
@@ -692,7 +808,7 @@ impl TurnSource for Attached {
                 menu: a.menu.prompt_text(),
                 repair: a.repair_prompt(),
             };
-            match rt.block_on(author.author(&prompt, None)) {
+            match rt.block_on(author.author(&prompt, deltas.clone())) {
                 crate::author::Outcome::Reply(text) => Reply::Text(text),
                 crate::author::Outcome::ProviderError(e) => Reply::ProviderError(e.to_string()),
             }
@@ -706,4 +822,92 @@ impl TurnSource for Attached {
         let i = self.author.info();
         format!("{} {}", i.kind, i.model)
     }
+    fn stream_to(&mut self, sink: crate::author::DeltaSink) {
+        self.deltas = Some(sink);
+    }
+}
+
+/// How to reach an author given as one string (`kestrel agent --author`, `kestrel desk
+/// --author`).
+#[derive(Debug, Clone)]
+pub struct AuthorSpec {
+    /// `http(s)://HOST/v1` (an OpenAI-compatible server), an existing `.jsonl` file (a
+    /// saved Bus whose turns replay, or a script of `{"reply": "..."}` lines), or else a
+    /// command run with `sh -c` (prompt on stdin, reply on stdout).
+    pub spec: String,
+    /// The model name sent to a server.
+    pub model: String,
+    /// Sampling temperature for a model.
+    pub temperature: f32,
+    /// Send the exported GBNF as `grammar`.
+    pub constrained: bool,
+    /// Seconds one reply may take.
+    pub timeout_secs: u64,
+}
+
+impl AuthorSpec {
+    /// Does this author write live (a model or a command), rather than replay a file?
+    pub fn is_live(&self) -> bool {
+        let s = self.spec.as_str();
+        s.starts_with("http://")
+            || s.starts_with("https://")
+            || !(Path::new(s).is_file() && s.ends_with(".jsonl"))
+    }
+
+    /// Open the author as a turn source, with the kind the router is told. The API key of a
+    /// model author comes from the environment or the config directory, never from here.
+    pub fn open(&self) -> Result<(Box<dyn TurnSource>, AuthorKind), String> {
+        use crate::author::command::CommandAuthor;
+        use crate::author::openai::{OpenAiAuthor, OpenAiConfig};
+        use crate::author::secret::{config_dir, load_api_key};
+        let spec = self.spec.as_str();
+        let timeout = std::time::Duration::from_secs(self.timeout_secs.max(1));
+        if spec.starts_with("http://") || spec.starts_with("https://") {
+            let mut cfg = OpenAiConfig::new(spec, &self.model);
+            cfg.temperature = self.temperature;
+            cfg.constrained = self.constrained;
+            cfg.total_timeout = timeout;
+            cfg.api_key = load_api_key(None, config_dir().as_deref())?;
+            let src = Attached::new(Box::new(OpenAiAuthor::new(cfg)))?;
+            return Ok((Box::new(src), AuthorKind::Model));
+        }
+        if self.is_live() {
+            let cmd = CommandAuthor::new("sh", vec!["-c".into(), spec.to_string()], timeout);
+            let src = Attached::new(Box::new(cmd))?;
+            return Ok((Box::new(src), AuthorKind::File));
+        }
+        Ok((read_author_file(spec, Path::new(spec))?, AuthorKind::File))
+    }
+}
+
+/// Read an author file: a saved Bus (its turns replay) or a script of `{"reply": "..."}`
+/// lines answered in order. Errors name the file and line.
+pub fn read_author_file(spec: &str, path: &Path) -> Result<Box<dyn TurnSource>, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read the author {spec}: {e}"))?;
+    let first = bytes.split(|b| *b == b'\n').next().unwrap_or_default();
+    let v: serde_json::Value = serde_json::from_slice(first)
+        .map_err(|e| format!("{spec}: line 1 is not JSON ({e}): an author file is a saved Bus or a script of {{\"reply\": ...}} lines"))?;
+    if v["type"] == "session-start" {
+        return Ok(Box::new(Recorded::from_bus(spec, &bytes)?));
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    let replies = parse_script(&text).map_err(|e| format!("{spec}: {e}"))?;
+    Ok(Box::new(scripted(spec, replies)))
+}
+
+/// Read a script of `{"reply": "..."}` lines (one reply per ask). Errors name the line.
+pub fn parse_script(text: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    for (i, l) in text.lines().enumerate() {
+        if l.trim().is_empty() {
+            continue;
+        }
+        let v: serde_json::Value =
+            serde_json::from_str(l).map_err(|e| format!("line {}: not JSON: {e}", i + 1))?;
+        let r = v["reply"]
+            .as_str()
+            .ok_or_else(|| format!("line {}: expected {{\"reply\": \"...\"}}", i + 1))?;
+        out.push(r.to_string());
+    }
+    Ok(out)
 }

@@ -1,0 +1,245 @@
+//! The desk's agent: who answers the session's wakes, and how, without the tape waiting.
+//!
+//! Every agent sits in the tick engine's [`Session`](crate::session::Session) and is asked
+//! at every WAKE it fires (the OPEN wake first), with the View that wake delivers: the same
+//! `view-delivered`, `repair` and `turn` events a headless `kestrel agent` run writes.
+//!
+//! - A **script** (the bundled house agent, `--agent FILE`, or a saved Bus given with
+//!   `--author FILE.jsonl`) has already thought: in autopilot it answers inline at the
+//!   wake's instant, so a replay at any speed gives the same Bus. In co-pilot its answer is
+//!   held and proposed; the person accepts (it acts at the tape point of the accept) or
+//!   rejects (a `turn-rejected` event; nothing routes).
+//! - A **live** author (an OpenAI-compatible server or a command, `--author URL|CMD`) runs
+//!   on its own worker thread: each wake is sent out as a call, the tape keeps moving, the
+//!   text streams into the Journal pane as it is written, and the routed answer acts at the
+//!   tape point it arrives (wakes in between are logged as suppressed: the author is busy).
+//!   In co-pilot the answer is proposed first, as above.
+//!
+//! Answers, rejections, co-pilot switches and attach / detach are acts: recorded with their
+//! tape point in the session file, so `kestrel desk --open` replays them to the same hash.
+
+use super::runtime::AgentSeat;
+use crate::author::DeltaSink;
+use crate::session::{self, AuthorSpec, TurnSource, WakeAsk};
+use crate::turn::TurnContext;
+use crate::turn::repair::RepairRun;
+use std::sync::Arc;
+use std::sync::mpsc;
+
+/// The bundled house agent: a script of replies, one per wake.
+pub const HOUSE_AGENT_SCRIPT: &str = include_str!("../../examples/house-agent.jsonl");
+
+/// Who the desk's agent is.
+#[derive(Debug, Clone)]
+pub enum DeskAgent {
+    /// A script of replies answered wake by wake.
+    Script {
+        /// Display name.
+        name: String,
+        /// The replies, in order (re-asks take the next one).
+        replies: Vec<String>,
+    },
+    /// A saved Bus whose turns replay at their wakes.
+    Recorded {
+        /// Display name.
+        name: String,
+        /// The Bus file's bytes.
+        bus: Arc<[u8]>,
+    },
+    /// A model or a command, answering off the replay thread.
+    Live(AuthorSpec),
+}
+
+impl DeskAgent {
+    /// The bundled house agent.
+    pub fn house() -> DeskAgent {
+        DeskAgent::Script {
+            name: "house".into(),
+            replies: session::parse_script(HOUSE_AGENT_SCRIPT).unwrap_or_default(),
+        }
+    }
+
+    /// The name on the status line.
+    pub fn name(&self) -> String {
+        match self {
+            DeskAgent::Script { name, .. } | DeskAgent::Recorded { name, .. } => name.clone(),
+            DeskAgent::Live(s) => {
+                if s.spec.starts_with("http") {
+                    format!("{} @ {}", s.model, s.spec)
+                } else {
+                    s.spec.clone()
+                }
+            }
+        }
+    }
+
+    /// Is it a live author (worker thread, calls out)?
+    pub fn is_live(&self) -> bool {
+        matches!(self, DeskAgent::Live(_))
+    }
+
+    /// Its seat in a fresh run's engine (a script starts over at every run).
+    pub fn seat(&self) -> Result<AgentSeat, String> {
+        Ok(match self {
+            DeskAgent::Script { name, replies } => {
+                AgentSeat::Script(Box::new(session::scripted(name, replies.clone())))
+            }
+            DeskAgent::Recorded { name, bus } => {
+                AgentSeat::Script(Box::new(session::Recorded::from_bus(name, bus)?))
+            }
+            DeskAgent::Live(_) => AgentSeat::Remote,
+        })
+    }
+
+    /// The session-file record that lets `--open` seat the same agent again (a live author
+    /// is not called again on replay: its recorded answers act at their tape points).
+    pub fn record(&self) -> serde_json::Value {
+        match self {
+            DeskAgent::Script { name, replies } => {
+                serde_json::json!({"type": "agent", "name": name, "replies": replies})
+            }
+            DeskAgent::Recorded { name, bus } => serde_json::json!({
+                "type": "agent", "name": name,
+                "bus": String::from_utf8_lossy(bus),
+            }),
+            DeskAgent::Live(s) => {
+                serde_json::json!({"type": "agent", "name": self.name(), "live": s.spec})
+            }
+        }
+    }
+
+    /// Read an agent record back (see [`DeskAgent::record`]). A live author comes back as a
+    /// [`DeskAgent::Live`] whose calls nobody answers but the recording.
+    pub fn from_record(v: &serde_json::Value) -> Option<DeskAgent> {
+        let name = v.get("name")?.as_str()?.to_string();
+        if let Some(r) = v.get("replies").and_then(|r| r.as_array()) {
+            let replies = r
+                .iter()
+                .map(|x| x.as_str().unwrap_or_default().to_string())
+                .collect();
+            return Some(DeskAgent::Script { name, replies });
+        }
+        if let Some(b) = v.get("bus").and_then(|b| b.as_str()) {
+            return Some(DeskAgent::Recorded {
+                name,
+                bus: Arc::from(b.as_bytes()),
+            });
+        }
+        let spec = v.get("live")?.as_str()?.to_string();
+        Some(DeskAgent::Live(AuthorSpec {
+            spec,
+            model: name,
+            temperature: 0.0,
+            constrained: false,
+            timeout_secs: 1,
+        }))
+    }
+}
+
+/// A call for the live worker.
+#[derive(Debug)]
+struct Job {
+    segment: u32,
+    call: u64,
+    ask: WakeAsk,
+    ctx: TurnContext,
+}
+
+/// What the live worker sends back.
+#[derive(Debug)]
+pub enum WorkerMsg {
+    /// The answer to a call.
+    Answered {
+        /// The run the call was made in.
+        segment: u32,
+        /// The call.
+        call: u64,
+        /// The wake it answers.
+        wake: String,
+        /// The repair run.
+        run: RepairRun,
+    },
+    /// The author could not be opened (the worker stopped).
+    Failed(String),
+}
+
+/// A live author on its own worker thread: calls in, answers and streamed text out. Dropping
+/// it stops the worker once its current answer is done (that answer is dropped).
+pub struct LiveWorker {
+    jobs: Option<mpsc::Sender<Job>>,
+    /// Answers.
+    pub answers: mpsc::Receiver<WorkerMsg>,
+    /// Text as it is written.
+    pub deltas: tokio::sync::mpsc::UnboundedReceiver<String>,
+    join: Option<std::thread::JoinHandle<()>>,
+}
+
+impl LiveWorker {
+    /// Start a worker over a turn source made on its thread (`make` opens the author).
+    pub fn spawn<F>(make: F) -> Result<LiveWorker, String>
+    where
+        F: FnOnce() -> Result<Box<dyn TurnSource>, String> + Send + 'static,
+    {
+        let (jtx, jrx) = mpsc::channel::<Job>();
+        let (atx, arx) = mpsc::channel::<WorkerMsg>();
+        let (dtx, drx): (DeltaSink, _) = tokio::sync::mpsc::unbounded_channel();
+        let join = std::thread::Builder::new()
+            .name("kestrel-author".into())
+            .spawn(move || {
+                let mut src = match make() {
+                    Ok(s) => s,
+                    Err(e) => {
+                        let _ = atx.send(WorkerMsg::Failed(e));
+                        return;
+                    }
+                };
+                src.stream_to(dtx);
+                while let Ok(j) = jrx.recv() {
+                    let run = src.answer(&j.ask, &j.ctx).run;
+                    let msg = WorkerMsg::Answered {
+                        segment: j.segment,
+                        call: j.call,
+                        wake: j.ask.wake,
+                        run,
+                    };
+                    if atx.send(msg).is_err() {
+                        return;
+                    }
+                }
+            })
+            .map_err(|e| format!("cannot start the author's worker: {e}"))?;
+        Ok(LiveWorker {
+            jobs: Some(jtx),
+            answers: arx,
+            deltas: drx,
+            join: Some(join),
+        })
+    }
+
+    /// Start a worker for an author spec.
+    pub fn for_spec(spec: &AuthorSpec) -> Result<LiveWorker, String> {
+        let spec = spec.clone();
+        LiveWorker::spawn(move || spec.open().map(|(s, _)| s))
+    }
+
+    /// Send a call (never blocks; calls queue while the author is busy).
+    pub fn ask(&self, segment: u32, call: u64, ask: WakeAsk, ctx: TurnContext) {
+        if let Some(j) = &self.jobs {
+            let _ = j.send(Job {
+                segment,
+                call,
+                ask,
+                ctx,
+            });
+        }
+    }
+}
+
+impl Drop for LiveWorker {
+    fn drop(&mut self) {
+        // Closing the job channel ends the worker after its current answer; it is not
+        // joined here, so a slow provider never holds up the desk.
+        self.jobs = None;
+        drop(self.join.take());
+    }
+}
