@@ -481,3 +481,55 @@ async fn the_example_command_author_writes_valid_turns() {
         kestrel_desk::lang::check(&text, kestrel_desk::lang::Mode::Turn).expect("a valid turn");
     }
 }
+
+/// The desk seats a live model author: the OPEN wake's View goes to the server, the reply
+/// streams into the desk as it is written (the tape is not waited for), and in co-pilot the
+/// routed turn waits for the person, then acts where it is accepted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_desk_streams_a_live_model_author_and_holds_its_turn_in_copilot() {
+    use kestrel_desk::desk::{self, agent::DeskAgent, engine::Command};
+    let server = serve(Behaviour::Normal).await;
+    let spec = kestrel_desk::session::AuthorSpec {
+        spec: server.base.clone(),
+        model: "test-model".into(),
+        temperature: 0.0,
+        constrained: false,
+        timeout_secs: 10,
+    };
+    let src = desk::tape_source(None).expect("bundled tape");
+    let mut app = desk::inline_app_with(src, Some(DeskAgent::Live(spec)), true).expect("desk");
+    assert_eq!(app.waiting.as_ref().map(|w| w.0.as_str()), Some("open"));
+    // The tape moves while the model writes.
+    app.send(Command::Seek(kestrel_desk::market::Ts::hms(9, 33, 0, 0)));
+    let start = std::time::Instant::now();
+    while app.proposal.is_none() {
+        assert!(start.elapsed() < Duration::from_secs(20), "no answer");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        app.tick();
+    }
+    assert_eq!(
+        app.thinking, "STAND-DOWN chop, no edge",
+        "streamed as written"
+    );
+    let p = app.proposal.as_ref().expect("proposal");
+    assert_eq!(p.run.turn.outcome.name(), "stand-down");
+    let seen = server.seen.lock().expect("lock").clone();
+    let body = seen[0].body.to_string();
+    assert!(
+        body.contains("FRAME tape=trend-2025-04-09-s1"),
+        "the View is in the prompt"
+    );
+    assert_eq!(seen[0].body["stream"], true);
+    assert!(!app.snap.bus.iter().any(|l| l.contains("\"type\":\"turn\"")));
+    app.accept();
+    let turn = app
+        .snap
+        .bus
+        .iter()
+        .find(|l| l.contains("\"type\":\"turn\""))
+        .expect("the accepted turn is on the Bus");
+    assert!(
+        turn.contains("\"ts\":\"09:33:00.000\"") && turn.contains("stand-down"),
+        "{turn}"
+    );
+}
