@@ -56,4 +56,20 @@ BUS="${SES%.jsonl}.bus-0.jsonl"
 grep -q '"type":"document-armed"' "$BUS" || fail "document-armed missing from the Bus"
 grep -q '"type":"stand-down"' "$BUS" || fail "stand-down missing from the Bus"
 echo "ok: session and Bus saved"
-echo "5 passed, 0 failed"
+
+# Co-pilot: the house agent's OPEN answer is proposed; reject it, quit, check the Bus.
+rm -rf "$XDG_DATA_HOME/kestrel/sessions"
+tmux new-session -d -s "$S" -x 160 -y 48 "env HOME=$HOME XDG_DATA_HOME=$XDG_DATA_HOME XDG_CONFIG_HOME=$XDG_CONFIG_HOME $BIN desk --copilot --no-example"
+wait_for "house proposes supersede"
+tmux send-keys -t "$S" x
+wait_for "rejected house"
+tmux send-keys -t "$S" q
+for _ in $(seq 1 25); do tmux has-session -t "$S" 2>/dev/null || break; sleep 0.2; done
+SES="$(ls "$XDG_DATA_HOME"/kestrel/sessions/*.jsonl 2>/dev/null | grep -v '\.bus-' | head -1)"
+[[ -n "$SES" ]] || fail "no co-pilot session saved"
+BUS="${SES%.jsonl}.bus-0.jsonl"
+grep -q '"type":"view-delivered"' "$BUS" || fail "view-delivered missing from the Bus"
+grep -q '"type":"turn-rejected"' "$BUS" || fail "turn-rejected missing from the Bus"
+grep -q '"agent":"reject"' "$SES" || fail "reject act missing from the session"
+echo "ok: co-pilot reject on the Bus"
+echo "6 passed, 0 failed"
