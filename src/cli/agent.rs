@@ -29,18 +29,8 @@ pub struct AgentArgs {
     /// its stdin, the reply on its stdout).
     #[arg(long)]
     pub author: String,
-    /// The model name sent to an OpenAI-compatible server.
-    #[arg(long, default_value = "default")]
-    pub model: String,
-    /// Sampling temperature for a model author.
-    #[arg(long, default_value_t = 0.7)]
-    pub temperature: f32,
-    /// Send the exported GBNF as `grammar` (llama.cpp-style constrained decoding).
-    #[arg(long)]
-    pub constrained: bool,
-    /// Seconds a model or command author may take for one reply.
-    #[arg(long, default_value_t = 120)]
-    pub timeout: u64,
+    #[command(flatten)]
+    pub how: session::AuthorFlags,
     /// Documents armed at the open, before the author's first turn (repeatable).
     #[arg(long)]
     pub plans: Vec<PathBuf>,
@@ -62,14 +52,7 @@ pub struct AgentArgs {
 }
 
 fn load_author(a: &AgentArgs) -> Result<(Box<dyn TurnSource>, AuthorKind), String> {
-    session::AuthorSpec {
-        spec: a.author.clone(),
-        model: a.model.clone(),
-        temperature: a.temperature,
-        constrained: a.constrained,
-        timeout_secs: a.timeout,
-    }
-    .open()
+    a.how.spec(&a.author).open()
 }
 
 pub fn run(a: &AgentArgs) -> i32 {

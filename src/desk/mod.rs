@@ -57,18 +57,8 @@ pub struct DeskArgs {
     /// or a command run with `sh -c` (prompt on stdin, reply on stdout).
     #[arg(long, conflicts_with = "agent")]
     pub author: Option<String>,
-    /// The model name sent to an OpenAI-compatible server.
-    #[arg(long, default_value = "default")]
-    pub model: String,
-    /// Sampling temperature for a model author.
-    #[arg(long, default_value_t = 0.7)]
-    pub temperature: f32,
-    /// Send the exported GBNF as `grammar` (llama.cpp-style constrained decoding).
-    #[arg(long)]
-    pub constrained: bool,
-    /// Seconds a live author may take for one reply.
-    #[arg(long, default_value_t = 120)]
-    pub timeout: u64,
+    #[command(flatten)]
+    pub how: crate::session::AuthorFlags,
     /// Start with no agent attached.
     #[arg(long)]
     pub no_agent: bool,
@@ -211,13 +201,7 @@ fn desk_agent(a: &DeskArgs) -> Result<Option<DeskAgent>, String> {
         return Ok(None);
     }
     if let Some(spec) = &a.author {
-        let spec = crate::session::AuthorSpec {
-            spec: spec.clone(),
-            model: a.model.clone(),
-            temperature: a.temperature,
-            constrained: a.constrained,
-            timeout_secs: a.timeout,
-        };
+        let spec = a.how.spec(spec);
         if spec.is_live() {
             return Ok(Some(DeskAgent::Live(spec)));
         }

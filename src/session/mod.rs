@@ -827,6 +827,47 @@ impl TurnSource for Attached {
     }
 }
 
+/// How a model or command author is run (`kestrel agent`, `kestrel desk`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct AuthorFlags {
+    /// The model name sent to an OpenAI-compatible server.
+    #[arg(long, default_value = "default")]
+    pub model: String,
+    /// Sampling temperature for a model author.
+    #[arg(long, default_value_t = 0.7)]
+    pub temperature: f32,
+    /// Send the exported GBNF as `grammar` (llama.cpp-style constrained decoding).
+    #[arg(long)]
+    pub constrained: bool,
+    /// Seconds a model or command author may take for one reply.
+    #[arg(long, default_value_t = 120)]
+    pub timeout: u64,
+}
+
+impl Default for AuthorFlags {
+    fn default() -> Self {
+        AuthorFlags {
+            model: "default".into(),
+            temperature: 0.7,
+            constrained: false,
+            timeout: 120,
+        }
+    }
+}
+
+impl AuthorFlags {
+    /// The author `spec` run this way.
+    pub fn spec(&self, spec: &str) -> AuthorSpec {
+        AuthorSpec {
+            spec: spec.to_string(),
+            model: self.model.clone(),
+            temperature: self.temperature,
+            constrained: self.constrained,
+            timeout_secs: self.timeout,
+        }
+    }
+}
+
 /// How to reach an author given as one string (`kestrel agent --author`, `kestrel desk
 /// --author`).
 #[derive(Debug, Clone)]
