@@ -874,6 +874,10 @@ fn null_book(
     (!instants.is_empty()).then_some((instants, out))
 }
 
+/// Documents to arm during a replay: at the open (`None`) or after the last event at or
+/// before an instant.
+type Schedule = Vec<(Option<Ts>, Document)>;
+
 /// The null of an agent subject for one draw: each root that entered, with its ARM
 /// descendants, armed when the agent first armed it on this tape, entering at seeded
 /// instants of its window from then.
@@ -883,7 +887,7 @@ fn null_agent(
     tape: &str,
     draw: u32,
     h: &TapeHeader,
-) -> Option<(Vec<u32>, Vec<(Option<Ts>, Document)>)> {
+) -> Option<(Vec<u32>, Schedule)> {
     let mut instants = Vec::new();
     let mut sched = Vec::new();
     for (li, doc, si) in roots {

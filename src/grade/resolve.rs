@@ -62,6 +62,12 @@ pub(super) fn load(sources: &[Source]) -> Result<Vec<File>, GradeError> {
         let mut stack = Vec::new();
         visit(i, &mut files, &mut done, &mut stack)?;
     }
+    // Every IMPORT names a plan its file defines (or imports in turn).
+    for i in 0..files.len() {
+        for (name, _, _) in &files[i].imports {
+            lookup(&files, i, name)?;
+        }
+    }
     Ok(files)
 }
 
