@@ -96,6 +96,10 @@ impl AgentSession {
                 Event::Turn { wake, turn, .. } => {
                     let t: RoutedTurn = serde_json::from_value(turn)
                         .map_err(|e| bad(path, format!("a turn record does not read back: {e}")))?;
+                    // A person's turns (the desk's editor) are not the agent's.
+                    if t.author == AuthorKind::Human {
+                        continue;
+                    }
                     if turns == 0 {
                         s.profile = t.profile;
                     }
@@ -132,7 +136,7 @@ impl AgentSession {
         if turns == 0 {
             return Err(bad(
                 path,
-                "the session has no turns: there is no agent to grade",
+                "the session has no agent turns (only a person's, or none): there is no agent to grade",
             ));
         }
         Ok(s)
@@ -212,4 +216,71 @@ pub fn replay(
         }
     }
     Ok(s.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::market::{Px, open_tape};
+    use crate::session::scripted;
+    use crate::turn::{WakePhase, route};
+
+    /// The agent's turns are read wake by wake; a person's turn on the same Bus is not the
+    /// agent's and is neither replayed nor counted.
+    #[test]
+    fn reads_the_agents_turns_and_skips_a_persons() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let tape = root.join("tapes/trend-2025-04-09-s1.jsonl");
+        let cfg = SessionConfig {
+            engine: EngineConfig::strict(Px::from_cents(100_000)),
+            profile: Profile::AuthoringV2,
+            author: AuthorKind::File,
+            open_wake: true,
+            view_request_cap: None,
+        };
+        let mut s = Session::new(
+            open_tape(&tape).unwrap(),
+            cfg,
+            &[],
+            Bus::new(None).keeping(),
+        )
+        .unwrap();
+        let mut author = scripted(
+            "script",
+            vec![
+                "PLAN mine budget 0.1R ttl 10:00\n  WHEN time >= 09:40\n  DO buy 1 shares @ ask\n"
+                    .into(),
+            ],
+        );
+        let mut human_done = false;
+        while !s.is_done() {
+            for w in s.step().unwrap() {
+                s.wake(&w, &mut author);
+                if !human_done {
+                    human_done = true;
+                    let ctx =
+                        TurnContext::new(WakePhase::Mid, Profile::AuthoringV2, AuthorKind::Human);
+                    let t = route(
+                        &Reply::Text("PLAN theirs budget 0.1R ttl 10:00\n  WHEN time >= 09:41\n  DO buy 1 shares @ ask\n".into()),
+                        &ctx,
+                    );
+                    s.record_human(w.ts, "desk", t);
+                }
+            }
+        }
+        let bus = s.finish();
+        let bytes: Vec<u8> = bus
+            .events()
+            .iter()
+            .flat_map(crate::bus::canonical_line)
+            .collect();
+        let a = AgentSession::from_bus("s.jsonl", &bytes).unwrap();
+        let names: Vec<&str> = a.intros.iter().map(|i| i.name.as_str()).collect();
+        assert_eq!(names, ["mine"]);
+        assert_eq!(a.intros[0].wake, "open");
+        assert_eq!(a.intros[0].view, "default");
+        assert_eq!(a.wakes(), ["open"]);
+        assert_eq!(a.replies["open"].len(), 1);
+        assert!(a.replies["open"][0].starts_with("PLAN mine"));
+    }
 }
