@@ -440,7 +440,7 @@ fn resolution_fails_closed() {
         (
             "GRADE wake a OVER tapes/* FILL strict-cross-v1\n",
             "GRADE",
-            "only plan subjects",
+            "with --agent SESSION.jsonl",
         ),
         (
             "GRADE plan a OVER tapes/* FILL optimistic-v9\n",
@@ -473,14 +473,30 @@ fn resolution_fails_closed() {
                GRADE plan a OVER tapes/* FILL strict-cross-v1\n";
     let e = prepare(doc, &o).err().unwrap();
     assert!(e.message.contains("outside the lineage"), "{e}");
-    // IMPORTs are not followed, and say so.
+    // A missing IMPORT is an error naming the file.
     let e = prepare(
         "IMPORT fade FROM other.kestrel\n\nGRADE plan fade OVER tapes/* FILL strict-cross-v1\n",
         &o,
     )
     .err()
     .unwrap();
-    assert!(e.message.contains("does not follow IMPORTs"), "{e}");
+    assert_eq!(e.code, "GRADE");
+    assert!(e.message.contains("cannot read other.kestrel"), "{e}");
+    // A view subject needs an agent too; a pod that does not exist is refused.
+    for (g, msg) in [
+        (
+            "GRADE view scan OVER tapes/* FILL strict-cross-v1\n",
+            "--agent",
+        ),
+        (
+            "GRADE pod nope OVER tapes/* FILL strict-cross-v1\n",
+            "no POD named nope",
+        ),
+    ] {
+        let e = prepare(&format!("{plan}\n{g}"), &o).err().unwrap();
+        assert_eq!(e.code, "GRADE");
+        assert!(e.message.contains(msg), "{g}: {e}");
+    }
     // Month ranges select by the tape's date tag: both tapes are in April 2025.
     let p = prepare(
         &format!("{plan}\nGRADE plan a OVER 2025-03..2025-04 FILL strict-cross-v1\n"),
@@ -536,5 +552,578 @@ fn example_grades_the_bundled_tapes() {
     let (code, _, err) = kestrel(&["grade", d.join("nope.kestrel").to_str().unwrap()], root);
     assert_eq!(code, 2);
     assert!(err.contains("error code=GRADE"), "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// The cells of grade `i` of a JSON report (the whole array, for comparisons).
+fn cells_of(report: &str, i: usize) -> serde_json::Value {
+    let v: serde_json::Value = serde_json::from_str(report).unwrap();
+    v["grades"][i]["cells"].clone()
+}
+
+fn mean_units(cell: &serde_json::Value, key: &str) -> i64 {
+    (r(&cell[key]) * 10_000.0).round() as i64
+}
+
+/// Two independent plans, each a fixed-time round trip in shares, and the POD they share.
+/// `GRADE pod desk` grades them as one book: on every tape the book's P&L is the sum of the
+/// two plans' (they share no budget, and the pod's day-loss of 5R is far beyond two
+/// 100-share holds of five minutes, ≈ ±0.05R each), so the pod's mean per run is exactly
+/// the sum of the two plan grades' means (integer 0.0001R units, no rounding between).
+/// The pod's null rewrites each root with the same seed as the plan grade's null
+/// (`kestrel-grade-null-v1|<plan>|<tape>|<draw>`), so its null mean is the sum too. With a
+/// day-loss of 0.0001R the pod halts (flattening) at the first losing mark, and the book is
+/// then no longer the sum: the grade sees the POD's risk rule.
+#[test]
+fn pod_is_one_book_whose_pnl_is_its_plans_pnl() {
+    let d = tmp("pod");
+    family(&d, Regime::Trend, 2, 11, 30, 0.0);
+    family(&d, Regime::Range, 2, 21, 30, 0.0);
+    let plans = |loss: &str| {
+        format!(
+            "POD desk RISK day-loss {loss}R -> halt
+
+PLAN early budget 1R ttl 10:00
+  WHEN time >= 09:35 AND time < 09:40
+  DO buy 100 shares @ ask
+  EXIT time >= 09:40
+
+PLAN late budget 1R ttl 10:00
+  WHEN time >= 09:45
+  DO buy 100 shares @ ask
+  EXIT time >= 09:52
+
+GRADE pod desk OVER tapes/* FILL strict-cross-v1
+  VS null
+  VS ungated
+  BY regime.intraday
+
+GRADE plan early OVER tapes/* FILL strict-cross-v1
+  VS null
+  BY regime.intraday
+
+GRADE plan late OVER tapes/* FILL strict-cross-v1
+  VS null
+  BY regime.intraday
+"
+        )
+    };
+    let p = prepare(&plans("5"), &options(&d, 3, 200)).unwrap();
+    let g = &p.job.grades[0];
+    assert_eq!(g.subject_kind, "pod");
+    let names: Vec<&str> = g.lineage.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(names, ["early", "late"]);
+    let results = grade::run_all(&p, &mut FileTapes::default()).unwrap();
+    let json = grade::report_json(&p.job, &results);
+    let (pod, early, late) = (cells_of(&json, 0), cells_of(&json, 1), cells_of(&json, 2));
+    assert_eq!(
+        pod.as_array().unwrap().len(),
+        2,
+        "range and trend, never pooled"
+    );
+    // Per tape and per draw, the pod's per-plan figures are the plan grades' figures; the
+    // book's P&L is their sum (the cells' means are of those sums).
+    let units = |gi: usize| -> Vec<&grade::UnitResult> {
+        results
+            .iter()
+            .filter(|u| u.grade == gi && u.kind != RunKind::Ungated)
+            .collect()
+    };
+    let (pu, eu, lu) = (units(0), units(1), units(2));
+    assert_eq!(pu.len(), eu.len());
+    for ((pu, eu), lu) in pu.iter().zip(&eu).zip(&lu) {
+        assert_eq!((pu.tape, pu.kind, pu.draw), (eu.tape, eu.kind, eu.draw));
+        assert_eq!(pu.plans[0], eu.plans[0], "{pu:?}");
+        assert_eq!(pu.plans[1], lu.plans[0], "{pu:?}");
+    }
+    for k in 0..2 {
+        assert_eq!(pod[k]["cell"], early[k]["cell"]);
+        assert_eq!(pod[k]["cell"], late[k]["cell"]);
+        assert_eq!(pod[k]["runs"], 2);
+        // Both plans trade on every tape (fixed times): the book is active everywhere.
+        assert_eq!(pod[k]["active"], 2);
+        // Means agree up to the last digit's rounding (each printed mean is rounded).
+        let sum = mean_units(&early[k], "mean_r") + mean_units(&late[k], "mean_r");
+        assert!(
+            (mean_units(&pod[k], "mean_r") - sum).abs() <= 1,
+            "{}",
+            pod[k]
+        );
+        // No regime gate: ungated is the book itself.
+        assert_eq!(pod[k]["vs"]["ungated"]["diff_mean_r"], "0.0000");
+    }
+    // The pod's null enters each plan once: two instants per draw, each in 09:30–10:00.
+    for u in results
+        .iter()
+        .filter(|u| u.grade == 0 && u.kind == RunKind::Null)
+    {
+        assert_eq!(u.instants.len(), 2, "{u:?}");
+        assert!(u.plans.iter().all(|x| x.fires == 1), "{u:?}");
+    }
+    // A day-loss of 0.0001R halts the pod at its first loss: the book is not the sum.
+    let p = prepare(&plans("0.0001"), &options(&d, 2, 100)).unwrap();
+    let results = grade::run_all(&p, &mut FileTapes::default()).unwrap();
+    let halted_late: u64 = results
+        .iter()
+        .filter(|u| u.grade == 0 && u.kind == RunKind::Plan)
+        .map(|u| u.plans[1].fills)
+        .sum();
+    let free_late: u64 = results
+        .iter()
+        .filter(|u| u.grade == 2 && u.kind == RunKind::Plan)
+        .map(|u| u.plans[0].fills)
+        .sum();
+    assert_eq!(
+        free_late,
+        4 * 2,
+        "late enters and exits on every tape on its own"
+    );
+    assert!(
+        halted_late < free_late,
+        "a halted pod stops `late`: {halted_late}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// IMPORTs are followed, relative to the importing file; the imported plan keeps its own
+/// USING and ARM chain; missing and cyclic imports are errors naming the files.
+#[test]
+fn imports_are_followed_relative_to_the_importing_file() {
+    let d = tmp("imports");
+    family(&d, Regime::Trend, 2, 5, 30, 0.0);
+    std::fs::create_dir_all(d.join("lib")).unwrap();
+    let lib = "USING signal SPX exec SPY
+
+PLAN fade budget 1R ttl 10:00
+  WHEN time >= 09:36
+  DO buy 100 shares @ ask
+  EXIT time >= 09:41
+  ARM add
+
+PLAN add budget 1R ttl 10:00
+  WHEN time >= 09:43
+  DO buy 50 shares @ ask
+  EXIT time >= 09:47
+";
+    std::fs::write(d.join("lib/fade.kestrel"), lib).unwrap();
+    let main = "IMPORT fade FROM lib/fade.kestrel\n\nGRADE plan fade OVER tapes/* FILL strict-cross-v1\n  VS null\n  BY lineage\n";
+    std::fs::write(d.join("main.kestrel"), main).unwrap();
+    let source = |path: &Path| Source {
+        path: path.display().to_string(),
+        doc: lang::check(&std::fs::read_to_string(path).unwrap(), Mode::File).unwrap(),
+    };
+    let o = options(&d, 3, 100);
+    let p = grade::prepare(&[source(&d.join("main.kestrel"))], &o).unwrap();
+    let g = &p.job.grades[0];
+    assert_eq!(
+        g.subject_file,
+        d.join("lib/fade.kestrel").display().to_string()
+    );
+    let paths: Vec<&str> = g.lineage.iter().map(|l| l.path.as_str()).collect();
+    assert_eq!(paths, ["fade", "fade>add"]);
+    // The same plan graded from its own file gives the same results, unit for unit.
+    std::fs::write(
+        d.join("lib/direct.kestrel"),
+        format!(
+            "{lib}\nGRADE plan fade OVER tapes/* FILL strict-cross-v1\n  VS null\n  BY lineage\n"
+        ),
+    )
+    .unwrap();
+    let direct = grade::prepare(&[source(&d.join("lib/direct.kestrel"))], &o).unwrap();
+    let a = grade::run_all(&p, &mut FileTapes::default()).unwrap();
+    let b = grade::run_all(&direct, &mut FileTapes::default()).unwrap();
+    assert_eq!(a, b);
+    // fade fills once and ARMs add, which fills once: 2 + 2 fills per tape (entry and exit).
+    assert!(
+        a.iter()
+            .filter(|u| u.kind == RunKind::Plan)
+            .all(|u| u.plans[0].fills == 2 && u.plans[1].fills == 2)
+    );
+    // A cycle: x imports y, y imports x.
+    std::fs::write(
+        d.join("x.kestrel"),
+        "IMPORT b FROM y.kestrel\n\nPLAN a budget 1R ttl 10:00\n  WHEN time >= 09:40\n  DO buy 1 shares @ ask\n\nGRADE plan a OVER tapes/* FILL strict-cross-v1\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("y.kestrel"),
+        "IMPORT a FROM ./x.kestrel\n\nPLAN b budget 1R ttl 10:00\n  WHEN plan(a).filled\n  DO buy 1 shares @ ask\n",
+    )
+    .unwrap();
+    let e = grade::prepare(&[source(&d.join("x.kestrel"))], &o)
+        .err()
+        .unwrap();
+    assert_eq!(e.code, "GRADE");
+    assert!(
+        e.message.contains("import cycle")
+            && e.message.contains("y.kestrel")
+            && e.message.contains("x.kestrel"),
+        "{e}"
+    );
+    // An import of a name the file does not define.
+    std::fs::write(
+        d.join("z.kestrel"),
+        "IMPORT nope FROM lib/fade.kestrel\n\nGRADE plan nope OVER tapes/* FILL strict-cross-v1\n",
+    )
+    .unwrap();
+    let e = grade::prepare(&[source(&d.join("z.kestrel"))], &o)
+        .err()
+        .unwrap();
+    assert!(
+        e.message.contains("defines no PLAN nope") && e.message.contains("fade.kestrel"),
+        "{e}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// The agent's two turns: at the open it arms `early` and stands up a View `scan` and a
+/// WAKE `later` (09:45, once) that delivers it; at `later` it re-sends `early` and adds
+/// `late`. Both plans are fixed-time round trips.
+const AGENT_SCRIPT: [&str; 2] = [
+    "# open: one early round trip, and look again at 09:45
+VIEW scan budget 900
+  levels
+WAKE later WHEN time >= 09:45 DELIVER scan BUDGET 1 wakes/day
+PLAN early budget 1R ttl 10:00
+  USING signal SPX exec SPY
+  WHEN time >= 09:35 AND time < 09:40
+  DO buy 100 shares @ ask
+  EXIT time >= 09:40
+",
+    "# later: add a second round trip
+PLAN early budget 1R ttl 10:00
+  USING signal SPX exec SPY
+  WHEN time >= 09:35 AND time < 09:40
+  DO buy 100 shares @ ask
+  EXIT time >= 09:40
+PLAN late budget 1R ttl 10:00
+  USING signal SPX exec SPY
+  WHEN time >= 09:50
+  DO buy 100 shares @ ask
+  EXIT time >= 09:55
+",
+];
+
+/// The same plans as files, armed at the open.
+const AGENT_PLANS_AS_FILES: &str = "\
+PLAN early budget 1R ttl 10:00
+  USING signal SPX exec SPY
+  WHEN time >= 09:35 AND time < 09:40
+  DO buy 100 shares @ ask
+  EXIT time >= 09:40
+
+PLAN late budget 1R ttl 10:00
+  USING signal SPX exec SPY
+  WHEN time >= 09:50
+  DO buy 100 shares @ ask
+  EXIT time >= 09:55
+
+GRADE plan early OVER tapes/* FILL strict-cross-v1
+  VS null
+  BY regime.intraday
+
+GRADE plan late OVER tapes/* FILL strict-cross-v1
+  BY regime.intraday
+";
+
+const AGENT_GRADES: &str = "\
+GRADE wake open OVER tapes/* FILL strict-cross-v1
+  VS null
+  BY regime.intraday
+
+GRADE wake later OVER tapes/* FILL strict-cross-v1
+  VS null
+  VS ungated
+  BY regime.intraday
+
+GRADE view scan OVER tapes/* FILL strict-cross-v1
+  BY regime.intraday
+
+GRADE plan late OVER tapes/* FILL strict-cross-v1
+  BY regime.intraday
+";
+
+/// Record a session with `kestrel agent` (a scripted author) on one tape of `d/tapes`; the
+/// Bus lands in `d/session.jsonl`.
+fn record_session(d: &Path) -> PathBuf {
+    let script: String = AGENT_SCRIPT
+        .iter()
+        .map(|r| serde_json::json!({ "reply": r }).to_string() + "\n")
+        .collect();
+    std::fs::write(d.join("script.jsonl"), script).unwrap();
+    let mut tapes: Vec<PathBuf> = std::fs::read_dir(d.join("tapes"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    tapes.sort();
+    let (code, _, err) = kestrel(
+        &[
+            "agent",
+            "--tape",
+            tapes[0].to_str().unwrap(),
+            "--author",
+            "script.jsonl",
+            "--bus",
+            "session.jsonl",
+        ],
+        d,
+    );
+    assert_eq!(code, 0, "{err}");
+    d.join("session.jsonl")
+}
+
+fn agent_family(name: &str) -> PathBuf {
+    let d = tmp(name);
+    std::fs::create_dir_all(d.join("tapes")).unwrap();
+    family(&d.join("tapes"), Regime::Trend, 2, 61, 30, 0.0);
+    family(&d.join("tapes"), Regime::Range, 2, 71, 30, 0.0);
+    d
+}
+
+/// A saved session's agent graded wake by wake, View by View and plan by plan.
+///
+/// Worked reasoning. Replayed on any tape, the open turn arms `early` at the first event
+/// (09:30:00, the OPEN wake) and `later` fires once at 09:45:00, whose turn stands `early`
+/// down (it is flat by then: out at 09:40) and arms `late`, plus a new version of `early`
+/// that cannot enter (its WHEN is bounded to 09:35–09:40; with an unbounded WHEN the re-sent
+/// version would enter again at 09:45 — a re-sent plan is a new version, and the grade
+/// would count that round trip too). Every entry and exit is on a clock, so each plan
+/// trades exactly as the same plan armed at the open from a file:
+/// - `GRADE wake open` counts `early` (first armed at the open) and equals `GRADE plan early`
+///   from the file, cell for cell, null included: the null's window starts when the agent
+///   armed the plan (the open's first event, 09:30:00, the same whole second as the open)
+///   and its draws are seeded by plan and tape, so the draws are the same too.
+/// - `GRADE wake later` counts `late` only (`early` was re-sent, but it belongs to the turn
+///   that first armed it) and its plan figures equal `GRADE plan late` from the file; its
+///   null enters between 09:45:00 (when the agent armed it) and the 10:00 ttl.
+/// - `GRADE view scan` is the turns that answered the View `scan`: the `later` turn, so
+///   `late` again.
+/// - `GRADE plan late` with no file defining `late` is the agent's plan `late`.
+/// - the whole agent (`--over`) is the book: its mean is early's plus late's.
+#[test]
+fn an_agent_is_graded_by_wake_view_and_plan() {
+    let d = agent_family("agent");
+    let session = record_session(&d);
+    let bytes = std::fs::read(&session).unwrap();
+    let agent = std::sync::Arc::new(
+        grade::AgentSession::from_bus(&session.display().to_string(), &bytes).unwrap(),
+    );
+    let o = Options {
+        agent: Some(agent.clone()),
+        ..options(&d.join("tapes"), 4, 300)
+    };
+    let p = prepare(AGENT_GRADES, &o).unwrap();
+    let kinds: Vec<(&str, Vec<&str>)> = p
+        .job
+        .grades
+        .iter()
+        .map(|g| {
+            (
+                g.subject_kind.as_str(),
+                g.lineage.iter().map(|l| l.name.as_str()).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("wake", vec!["early"]),
+            ("wake", vec!["late"]),
+            ("view", vec!["late"]),
+            ("plan", vec!["late"]),
+        ]
+    );
+    let results = grade::run_all(&p, &mut FileTapes::default()).unwrap();
+    let json = grade::report_json(&p.job, &results);
+    let files = prepare(AGENT_PLANS_AS_FILES, &options(&d.join("tapes"), 4, 300)).unwrap();
+    let fjson = grade::report_json(
+        &files.job,
+        &grade::run_all(&files, &mut FileTapes::default()).unwrap(),
+    );
+    // wake open == plan early from the file, null included (bootstrap seeds name the grade
+    // line, so compare everything but the intervals).
+    let strip = |mut c: serde_json::Value| {
+        for cell in c.as_array_mut().unwrap() {
+            if let Some(n) = cell["vs"].get_mut("null") {
+                n["ci_low_r"] = serde_json::Value::Null;
+                n["ci_high_r"] = serde_json::Value::Null;
+                n["ci_excludes_zero"] = serde_json::Value::Null;
+            }
+        }
+        c
+    };
+    assert_eq!(strip(cells_of(&json, 0)), strip(cells_of(&fjson, 0)));
+    let late_file = cells_of(&fjson, 1);
+    for gi in 1..4 {
+        let c = cells_of(&json, gi);
+        for k in 0..2 {
+            for key in [
+                "cell", "runs", "active", "wins", "mean_r", "median_r", "worst_r",
+            ] {
+                assert_eq!(c[k][key], late_file[k][key], "grade {gi} cell {k} {key}");
+            }
+        }
+    }
+    // Every plan trades on every tape: active everywhere.
+    assert!(
+        cells_of(&json, 1)
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["active"] == 2)
+    );
+    // late's null enters after the agent armed it at 09:45, before its 10:00 ttl.
+    for u in results
+        .iter()
+        .filter(|u| u.grade == 1 && u.kind == RunKind::Null)
+    {
+        assert_eq!(u.instants.len(), 1);
+        assert!(
+            u.instants[0].as_str() >= "09:45:00" && u.instants[0].as_str() < "10:00:00",
+            "{u:?}"
+        );
+    }
+    // No gate anywhere: ungated is the plan itself.
+    assert!(
+        cells_of(&json, 1)
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["vs"]["ungated"]["diff_mean_r"] == "0.0000")
+    );
+
+    // The whole agent: every plan it armed, one book.
+    let whole = {
+        let src = "GRADE wake x OVER tapes/* FILL strict-cross-v1\n  BY regime.intraday\n";
+        let doc = lang::check(src, Mode::File).unwrap();
+        let g = match &doc.statements[0].kind {
+            lang::ast::StatementKind::Grade(g) => g.clone(),
+            _ => unreachable!(),
+        };
+        let o = Options {
+            agent: Some(agent.clone()),
+            agent_grades: vec![g],
+            ..options(&d.join("tapes"), 4, 300)
+        };
+        grade::prepare(&[], &o).unwrap()
+    };
+    assert_eq!(whole.job.grades[0].subject_kind, "agent");
+    let wjson = grade::report_json(
+        &whole.job,
+        &grade::run_all(&whole, &mut FileTapes::default()).unwrap(),
+    );
+    let (w, e) = (cells_of(&wjson, 0), cells_of(&fjson, 0));
+    for k in 0..2 {
+        // Up to the last digit's rounding (each printed mean is rounded on its own).
+        let sum = mean_units(&e[k], "mean_r") + mean_units(&late_file[k], "mean_r");
+        assert!((mean_units(&w[k], "mean_r") - sum).abs() <= 1, "{}", w[k]);
+    }
+
+    // Sharded and merged: byte-identical with agent subjects.
+    let text = grade::report_text(&p.job, &results);
+    assert!(text.contains("subject wake later (the agent of"), "{text}");
+    for n in [1u64, 2, 3, 5] {
+        let files: Vec<(String, String)> = (0..n)
+            .map(|i| {
+                (
+                    format!("s{i}"),
+                    grade::run_shard(&p, i, n, &mut FileTapes::default()).unwrap(),
+                )
+            })
+            .collect();
+        let (job, merged) = grade::merge_shards(&files).unwrap();
+        assert_eq!(merged, results, "N = {n}");
+        assert_eq!(grade::report_json(&job, &merged), json, "N = {n}");
+        assert_eq!(grade::report_text(&job, &merged), text, "N = {n}");
+    }
+
+    // Fail closed: a wake with no plan-arming turn, a view nobody answered, a non-session.
+    for (g, msg) in [
+        (
+            "GRADE wake nope OVER tapes/* FILL strict-cross-v1\n",
+            "wakes with turns: later, open",
+        ),
+        (
+            "GRADE view nope OVER tapes/* FILL strict-cross-v1\n",
+            "Views answered by plan-arming turns: default, scan",
+        ),
+        (
+            "GRADE plan nope OVER tapes/* FILL strict-cross-v1\n",
+            "never armed a plan named nope",
+        ),
+    ] {
+        let e = prepare(g, &o).err().unwrap();
+        assert_eq!(e.code, "GRADE");
+        assert!(e.message.contains(msg), "{g}: {e}");
+    }
+    let e = grade::AgentSession::from_bus("t.jsonl", b"{\"type\":\"header\"}\n")
+        .err()
+        .unwrap();
+    assert_eq!(e.code, "GRADE");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Through the binary: `--agent` with GRADE statements, the whole agent with `--over`,
+/// shards merged byte for byte, and the errors.
+#[test]
+fn cli_grades_an_agent() {
+    let d = agent_family("agent-cli");
+    record_session(&d);
+    std::fs::write(d.join("g.kestrel"), AGENT_GRADES).unwrap();
+    let base = [
+        "grade",
+        "g.kestrel",
+        "--agent",
+        "session.jsonl",
+        "--over",
+        "tapes/*",
+        "--vs",
+        "null",
+        "--by",
+        "regime.intraday",
+        "--draws",
+        "3",
+        "--resamples",
+        "200",
+    ];
+    let (code, single, err) = kestrel(&[&base[..], &["--json"]].concat(), &d);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&single).unwrap();
+    assert_eq!(v["grades"].as_array().unwrap().len(), 5);
+    assert_eq!(v["grades"][4]["subject_kind"], "agent");
+    assert_eq!(
+        v["grades"][4]["grade"],
+        "GRADE agent session.jsonl OVER tapes/* FILL strict-cross-v1 VS null BY regime.intraday"
+    );
+    let mut merge = vec![
+        "grade".to_string(),
+        "merge".to_string(),
+        "--json".to_string(),
+    ];
+    for i in 0..2 {
+        let out = format!("s{i}.jsonl");
+        let shard = format!("{i}/2");
+        let (code, _, err) = kestrel(
+            &[&base[..], &["--shard", &shard, "--out", &out]].concat(),
+            &d,
+        );
+        assert_eq!(code, 0, "{err}");
+        merge.push(out);
+    }
+    let merge: Vec<&str> = merge.iter().map(String::as_str).collect();
+    let (code, merged, err) = kestrel(&merge, &d);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(merged, single);
+    // A wake subject without --agent: exit 2, a GRADE error saying what to pass.
+    let (code, _, err) = kestrel(&["grade", "g.kestrel"], &d);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("error code=GRADE") && err.contains("--agent SESSION.jsonl"),
+        "{err}"
+    );
+    // A session given as a document: a usage error pointing at --agent.
+    let (code, _, err) = kestrel(&["grade", "session.jsonl"], &d);
+    assert_eq!(code, 1);
+    assert!(err.contains("pass it with --agent"), "{err}");
     let _ = std::fs::remove_dir_all(&d);
 }

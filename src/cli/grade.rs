@@ -16,9 +16,27 @@ pub struct Args {
     /// `merge`: combine shard files into the report.
     #[command(subcommand)]
     pub command: Option<GradeCommand>,
-    /// Documents: every GRADE statement in them runs; subjects resolve across them.
-    #[arg(required = true)]
+    /// Documents: every GRADE statement in them runs; subjects resolve across them and the
+    /// files they IMPORT.
     pub files: Vec<PathBuf>,
+    /// A saved session (the Bus written by `kestrel agent --bus`, `kestrel run --bus` or the
+    /// desk): its agent is replayed for `GRADE wake|view` subjects and for `GRADE plan`
+    /// subjects no file defines.
+    #[arg(long)]
+    pub agent: Option<PathBuf>,
+    /// With --agent: also grade the whole agent (every plan it armed) over this range (a
+    /// tape glob or YYYY-MM[..YYYY-MM]), as a GRADE statement would.
+    #[arg(long, requires = "agent")]
+    pub over: Option<String>,
+    /// With --over: the fill model of the whole-agent grade.
+    #[arg(long, default_value = "strict-cross-v1", requires = "over")]
+    pub fill: String,
+    /// With --over: a counterfactual of the whole-agent grade (`null`, `ungated`; repeatable).
+    #[arg(long, requires = "over")]
+    pub vs: Vec<String>,
+    /// With --over: a BY key of the whole-agent grade (repeatable).
+    #[arg(long, requires = "over")]
+    pub by: Vec<String>,
     /// Candidate tapes (a glob, or a directory = DIR/*.jsonl). A glob range keeps those whose
     /// file name matches its last component; a month range filters them by date.
     #[arg(long)]
@@ -123,6 +141,35 @@ pub fn run(a: Args) -> i32 {
             return 1;
         }
     };
+    if a.files.is_empty() && a.over.is_none() {
+        eprintln!(
+            "error code=USAGE message=give the documents whose GRADE statements run (kestrel grade FILE...), or --agent SESSION.jsonl --over RANGE to grade a whole agent"
+        );
+        return 1;
+    }
+    let agent = match &a.agent {
+        None => None,
+        Some(p) => match std::fs::read(p) {
+            Ok(bytes) => match grade::AgentSession::from_bus(&p.display().to_string(), &bytes) {
+                Ok(s) => Some(std::sync::Arc::new(s)),
+                Err(e) => return fail(&e),
+            },
+            Err(e) => {
+                eprintln!("error code=IO message=cannot read {}: {e}", p.display());
+                return 1;
+            }
+        },
+    };
+    let mut agent_grades = Vec::new();
+    if let Some(over) = &a.over {
+        match whole_agent_grade(over, &a.fill, &a.vs, &a.by) {
+            Ok(g) => agent_grades.push(g),
+            Err(e) => {
+                eprintln!("error code=USAGE message={e}");
+                return 1;
+            }
+        }
+    }
     let mut sources = Vec::new();
     let mut refused = false;
     for path in &a.files {
@@ -133,6 +180,14 @@ pub fn run(a: Args) -> i32 {
                 return 1;
             }
         };
+        if src.starts_with('{') && src.contains("\"session-start\"") {
+            eprintln!(
+                "error code=USAGE message={} is a saved session, not a document: pass it with --agent {}",
+                path.display(),
+                path.display()
+            );
+            return 1;
+        }
         match lang::check(&src, Mode::File) {
             Ok(doc) => sources.push(Source {
                 path: path.display().to_string(),
@@ -153,6 +208,8 @@ pub fn run(a: Args) -> i32 {
         tapes: a.tapes.clone(),
         draws: a.draws,
         resamples: a.resamples,
+        agent,
+        agent_grades,
         ..Options::new(r_usd)
     };
     let prepared = match grade::prepare(&sources, &opts) {
@@ -177,6 +234,47 @@ pub fn run(a: Args) -> i32 {
         },
     };
     emit(a.out.as_deref(), &text)
+}
+
+/// The whole-agent grade of `--over/--fill/--vs/--by`, parsed by the language's own GRADE
+/// rules (so ranges and keys mean what they mean in a document).
+fn whole_agent_grade(
+    over: &str,
+    fill: &str,
+    vs: &[String],
+    by: &[String],
+) -> Result<lang::ast::Grade, String> {
+    let one_token = |what: &str, v: &str| {
+        if v.is_empty() || v.chars().any(|c| c.is_whitespace() || c == '#') {
+            Err(format!("--{what} takes one word without spaces, got {v:?}"))
+        } else {
+            Ok(())
+        }
+    };
+    one_token("over", over)?;
+    one_token("fill", fill)?;
+    let mut text = format!("GRADE wake agent OVER {over} FILL {fill}\n");
+    for v in vs {
+        one_token("vs", v)?;
+        text.push_str(&format!("  VS {v}\n"));
+    }
+    for k in by {
+        one_token("by", k)?;
+        text.push_str(&format!("  BY {k}\n"));
+    }
+    let doc = lang::check(&text, Mode::File).map_err(|es| {
+        format!(
+            "--over/--fill/--vs/--by do not make a GRADE: {}",
+            es.first().map(|e| e.one_line()).unwrap_or_default()
+        )
+    })?;
+    doc.statements
+        .into_iter()
+        .find_map(|s| match s.kind {
+            lang::ast::StatementKind::Grade(g) => Some(g),
+            _ => None,
+        })
+        .ok_or_else(|| "--over/--fill/--vs/--by do not make a GRADE".to_string())
 }
 
 fn merge(m: &MergeArgs) -> i32 {

@@ -18,22 +18,27 @@
 //! Statistics (cells, the paired differences, the bootstrap) are in [`stats`] and written
 //! down in `docs/grade.md`.
 
+pub mod agent;
 pub mod glob;
+mod resolve;
 pub mod stats;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::bus::{Blotter, Bus};
+use crate::bus::{Blotter, Bus, Event};
+
 use crate::engine::{Engine, EngineConfig, fill, gate};
 use crate::lang::ast::{
     self, ClauseKind, CmpOp, Counterfactual, Document, GradeClauseKind, GradeRange, GradeSubject,
     Num, Predicate, Series, SeriesKind, Span, Statement, StatementKind, Trigger, Ttl, Value,
 };
 use crate::market::{Px, TapeEvent, TapeHeader, Ts, open_tape, read_tape_file};
+pub use agent::AgentSession;
 
 /// Version of the shard file format and of the job (part of the fingerprint).
 pub const GRADE_FORMAT: u32 = 1;
@@ -92,16 +97,25 @@ pub struct Options {
     /// component; a month range filters them by date. Without it, a glob range is expanded
     /// relative to the current directory and a month range looks in `tapes/*.jsonl`.
     pub tapes: Option<String>,
+    /// `--agent`: the saved session whose agent `wake` / `view` subjects (and `plan`
+    /// subjects no file defines) grade.
+    pub agent: Option<Arc<AgentSession>>,
+    /// Grades of the whole agent (`--agent` with `--over`): each is graded like a GRADE
+    /// statement whose subject is every plan the agent armed (its subject keyword and name
+    /// are ignored).
+    pub agent_grades: Vec<ast::Grade>,
 }
 
 impl Options {
-    /// Defaults: 1R = $1000, 20 null draws, 2000 resamples, no `--tapes`.
+    /// Defaults: 1R = $1000, 20 null draws, 2000 resamples, no `--tapes`, no agent.
     pub fn new(r_usd: Px) -> Options {
         Options {
             r_usd,
             draws: DEFAULT_DRAWS,
             resamples: DEFAULT_RESAMPLES,
             tapes: None,
+            agent: None,
+            agent_grades: Vec::new(),
         }
     }
 }
@@ -135,10 +149,17 @@ pub struct GradeJob {
     pub title: String,
     /// The file the statement is in.
     pub file: String,
-    /// The subject plan.
+    /// The subject's kind: `plan`, `pod`, `wake`, `view`, or `agent` (the whole agent).
+    #[serde(default)]
+    pub subject_kind: String,
+    /// The subject's name (for `agent`, the session file).
     pub subject: String,
-    /// The file that defines the subject.
+    /// The file that defines the subject (for agent subjects, the saved session).
     pub subject_file: String,
+    /// For agent subjects: BLAKE3 of the saved session (so shards of different sessions
+    /// never merge).
+    #[serde(default)]
+    pub session_blake3: Option<String>,
     /// Fill model name.
     pub fill: String,
     /// `VS null` requested.
@@ -240,11 +261,20 @@ pub struct Prepared {
 }
 
 #[derive(Debug, Clone)]
-struct GradeRun {
-    /// The subject and its lineage, with BOOK / POD statements and effective USINGs.
-    doc: Document,
-    /// Index of the subject's statement in `doc`.
-    subject_stmt: usize,
+enum GradeRun {
+    /// Plans from files, armed at the open (plan and pod subjects).
+    Book {
+        /// The lineage, with BOOK / POD statements and effective USINGs.
+        doc: Document,
+        /// Per root: (lineage index, statement index in `doc`).
+        roots: Vec<(usize, usize)>,
+    },
+    /// A saved session's agent, replayed turn by turn.
+    Agent {
+        agent: Arc<AgentSession>,
+        /// Per root: (lineage index, the document its null arms, the root's statement).
+        roots: Vec<(usize, Document, usize)>,
+    },
 }
 
 /// A document given to `grade`, with the path it came from.
@@ -288,7 +318,7 @@ fn grade_title(g: &ast::Grade) -> String {
 }
 
 /// Plan names referenced by `plan(x).fired` / `plan(x).filled` anywhere in a plan.
-fn plan_refs(p: &ast::Plan) -> BTreeSet<String> {
+pub(crate) fn plan_refs(p: &ast::Plan) -> BTreeSet<String> {
     fn walk(v: &serde_json::Value, out: &mut BTreeSet<String>) {
         match v {
             serde_json::Value::Object(m) => {
@@ -317,6 +347,7 @@ fn plan_refs(p: &ast::Plan) -> BTreeSet<String> {
     out
 }
 
+#[cfg(test)]
 fn plans_of(doc: &Document) -> Vec<(usize, &ast::Plan)> {
     doc.statements
         .iter()
@@ -328,156 +359,13 @@ fn plans_of(doc: &Document) -> Vec<(usize, &ast::Plan)> {
         .collect()
 }
 
-fn stmt(kind: StatementKind) -> Statement {
+pub(crate) fn stmt(kind: StatementKind) -> Statement {
     Statement {
         leading: Vec::new(),
         kind,
         trailing: None,
         span: Span::default(),
     }
-}
-
-/// The subject, its lineage and the run document.
-fn resolve_subject(
-    sources: &[Source],
-    name: &str,
-) -> Result<(String, Vec<LineageEntry>, GradeRun, bool), GradeError> {
-    let hits: Vec<(usize, usize)> = sources
-        .iter()
-        .enumerate()
-        .flat_map(|(si, s)| {
-            plans_of(&s.doc)
-                .into_iter()
-                .filter(|(_, p)| p.name.text == name)
-                .map(move |(i, _)| (si, i))
-        })
-        .collect();
-    let (si, _) = match hits.as_slice() {
-        [one] => *one,
-        [] => {
-            let imported = sources.iter().any(|s| {
-                s.doc.statements.iter().any(|st| match &st.kind {
-                    StatementKind::Import(imp) => imp.name.text == name,
-                    _ => false,
-                })
-            });
-            let why = if imported {
-                format!(
-                    "plan {name} is only IMPORTed: grade does not follow IMPORTs; pass the file that defines it"
-                )
-            } else {
-                format!("no PLAN named {name} in the given files")
-            };
-            return Err(GradeError::new("GRADE", why));
-        }
-        many => {
-            let files: Vec<&str> = many
-                .iter()
-                .map(|(s, _)| sources[*s].path.as_str())
-                .collect();
-            return Err(GradeError::new(
-                "GRADE",
-                format!(
-                    "plan {name} is defined in several files ({}): names are keys",
-                    files.join(", ")
-                ),
-            ));
-        }
-    };
-    let src = &sources[si];
-    let plans = plans_of(&src.doc);
-    let by_name: BTreeMap<&str, &ast::Plan> = plans
-        .iter()
-        .map(|(_, p)| (p.name.text.as_str(), *p))
-        .collect();
-    // Lineage: breadth-first over ARM clauses from the subject.
-    let mut lineage = vec![LineageEntry {
-        name: name.to_string(),
-        parent: None,
-        path: name.to_string(),
-    }];
-    let mut k = 0;
-    while k < lineage.len() {
-        let cur = lineage[k].clone();
-        if let Some(p) = by_name.get(cur.name.as_str()) {
-            for c in &p.clauses {
-                if let ClauseKind::Arm(n) = &c.kind {
-                    if !lineage.iter().any(|e| e.name == n.text) {
-                        lineage.push(LineageEntry {
-                            name: n.text.clone(),
-                            parent: Some(cur.name.clone()),
-                            path: format!("{}>{}", cur.path, n.text),
-                        });
-                    }
-                }
-            }
-        }
-        k += 1;
-    }
-    let members: BTreeSet<&str> = lineage.iter().map(|e| e.name.as_str()).collect();
-    for e in &lineage {
-        let Some(p) = by_name.get(e.name.as_str()) else {
-            return Err(GradeError::new(
-                "GRADE",
-                format!(
-                    "plan {} (ARMed by {name}'s lineage) is not in {}",
-                    e.name, src.path
-                ),
-            ));
-        };
-        for r in plan_refs(p) {
-            if !members.contains(r.as_str()) {
-                return Err(GradeError::new(
-                    "GRADE",
-                    format!(
-                        "plan {} reads plan({r}), which is outside the lineage of {name}: a grade replays the subject and its ARM chain alone",
-                        e.name
-                    ),
-                ));
-            }
-        }
-    }
-    // The run document: BOOK and POD statements, then each lineage plan in document order
-    // under its effective USING.
-    let mut doc = Document {
-        statements: Vec::new(),
-        tail: Vec::new(),
-    };
-    for st in &src.doc.statements {
-        if matches!(st.kind, StatementKind::Book(_) | StatementKind::Pod(_)) {
-            let mut s = st.clone();
-            s.leading.clear();
-            s.trailing = None;
-            doc.statements.push(s);
-        }
-    }
-    let mut using: Option<ast::Using> = None;
-    let mut subject_stmt = 0;
-    let mut gated = false;
-    for st in &src.doc.statements {
-        match &st.kind {
-            StatementKind::Using(u) => using = Some(u.clone()),
-            StatementKind::Plan(p) if members.contains(p.name.text.as_str()) => {
-                if p.using().is_none() {
-                    if let Some(u) = &using {
-                        doc.statements.push(stmt(StatementKind::Using(u.clone())));
-                    }
-                }
-                if p.name.text == name {
-                    subject_stmt = doc.statements.len();
-                }
-                gated |= p.regime.as_ref().is_some_and(|r| !r.is_empty());
-                doc.statements.push(stmt(StatementKind::Plan(p.clone())));
-            }
-            _ => {}
-        }
-    }
-    Ok((
-        src.path.clone(),
-        lineage,
-        GradeRun { doc, subject_stmt },
-        gated,
-    ))
 }
 
 /// The candidate tapes of `--tapes` (a directory means `DIR/*.jsonl`).
@@ -551,81 +439,225 @@ pub fn prepare(sources: &[Source], opts: &Options) -> Result<Prepared, GradeErro
             "1R must be a positive amount of dollars",
         ));
     }
+    let files = resolve::load(sources)?;
     let mut grades = Vec::new();
     let mut runs = Vec::new();
-    for s in sources {
-        for st in &s.doc.statements {
-            let StatementKind::Grade(g) = &st.kind else {
-                continue;
-            };
-            let title = grade_title(g);
-            if g.subject != GradeSubject::Plan {
+    let given = sources
+        .iter()
+        .flat_map(|s| {
+            s.doc
+                .statements
+                .iter()
+                .filter_map(move |st| match &st.kind {
+                    StatementKind::Grade(g) => Some((s.path.clone(), g, false)),
+                    _ => None,
+                })
+        })
+        .chain(opts.agent_grades.iter().map(|g| {
+            let path = opts
+                .agent
+                .as_ref()
+                .map_or_else(String::new, |a| a.path.clone());
+            (path, g, true)
+        }));
+    for (file, g, whole_agent) in given {
+        let title = if whole_agent {
+            let t = grade_title(g);
+            let rest = t.split_once(" OVER ").map_or("", |x| x.1);
+            format!("GRADE agent {file} OVER {rest}")
+        } else {
+            grade_title(g)
+        };
+        if fill::by_name(&g.fill).is_none() {
+            return Err(GradeError::new(
+                "GRADE",
+                format!(
+                    "{title}: unknown fill model {} (known: {})",
+                    g.fill,
+                    fill::FILL_MODELS.join(", ")
+                ),
+            ));
+        }
+        if let GradeRange::Months { from, to } = &g.over {
+            let bad = !month_ok(from)
+                || to
+                    .as_deref()
+                    .is_some_and(|t| !month_ok(t) || t < from.as_str());
+            if bad {
                 return Err(GradeError::new(
                     "GRADE",
-                    format!(
-                        "{title}: only plan subjects are graded in this version (wakes, views and pods need recorded sessions)"
-                    ),
+                    format!("{title}: a month range is YYYY-MM[..YYYY-MM], in order"),
                 ));
             }
-            if fill::by_name(&g.fill).is_none() {
-                return Err(GradeError::new(
-                    "GRADE",
-                    format!(
-                        "{title}: unknown fill model {} (known: {})",
-                        g.fill,
-                        fill::FILL_MODELS.join(", ")
-                    ),
-                ));
-            }
-            if let GradeRange::Months { from, to } = &g.over {
-                let bad = !month_ok(from)
-                    || to
-                        .as_deref()
-                        .is_some_and(|t| !month_ok(t) || t < from.as_str());
-                if bad {
-                    return Err(GradeError::new(
-                        "GRADE",
-                        format!("{title}: a month range is YYYY-MM[..YYYY-MM], in order"),
-                    ));
-                }
-            }
-            let (subject_file, lineage, run, gated) = resolve_subject(sources, &g.name.text)?;
-            let tapes = select_tapes(&g.over, opts)?;
-            if tapes.is_empty() {
-                return Err(GradeError::new(
-                    "USAGE",
-                    format!("{title}: the range selects no tapes"),
-                ));
-            }
-            let mut null = false;
-            let mut ungated = false;
-            let mut by = Vec::new();
-            for c in &g.clauses {
-                match &c.kind {
-                    GradeClauseKind::Vs(Counterfactual::Null) => null = true,
-                    GradeClauseKind::Vs(Counterfactual::Ungated) => ungated = true,
-                    GradeClauseKind::By(k) => {
-                        if !by.contains(k) {
-                            by.push(k.clone())
-                        }
+        }
+        let mut null = false;
+        let mut ungated = false;
+        let mut by = Vec::new();
+        for c in &g.clauses {
+            match &c.kind {
+                GradeClauseKind::Vs(Counterfactual::Null) => null = true,
+                GradeClauseKind::Vs(Counterfactual::Ungated) => ungated = true,
+                GradeClauseKind::By(k) => {
+                    if !by.contains(k) {
+                        by.push(k.clone())
                     }
                 }
             }
-            grades.push(GradeJob {
-                title,
-                file: s.path.clone(),
-                subject: g.name.text.clone(),
-                subject_file,
-                fill: g.fill.clone(),
-                null,
-                ungated,
-                by,
-                gated,
-                lineage,
-                tapes,
-            });
-            runs.push(run);
         }
+        let name = g.name.text.as_str();
+        let need_agent = |what: &str| -> Result<Arc<AgentSession>, GradeError> {
+            opts.agent.clone().ok_or_else(|| {
+                GradeError::new(
+                    "GRADE",
+                    format!(
+                        "{title}: {what} grades an agent's turns: pass the saved session (the Bus written by `kestrel agent --bus`, `kestrel run --bus` or the desk) with --agent SESSION.jsonl"
+                    ),
+                )
+            })
+        };
+        let agent_run = |a: Arc<AgentSession>, pick: resolve::AgentPick<'_>| {
+            let r = resolve::agent(&a, pick, &title, null)?;
+            let run = GradeRun::Agent {
+                agent: a.clone(),
+                roots: r.roots,
+            };
+            Ok::<_, GradeError>((
+                a.path.clone(),
+                r.lineage,
+                run,
+                r.gated,
+                Some(a.blake3.clone()),
+            ))
+        };
+        let (kind, subject, (subject_file, lineage, run, gated, session)) = if whole_agent {
+            let a = need_agent("the whole agent")?;
+            let path = a.path.clone();
+            ("agent", path, agent_run(a, resolve::AgentPick::All)?)
+        } else {
+            match g.subject {
+                GradeSubject::Plan => {
+                    let defs = resolve::defining(&files, name);
+                    match (defs.as_slice(), &opts.agent) {
+                        ([fi], _) => {
+                            let b = resolve::book(&files, *fi, &[name.to_string()], name)?;
+                            let run = GradeRun::Book {
+                                doc: b.doc,
+                                roots: b.roots,
+                            };
+                            (
+                                "plan",
+                                name.to_string(),
+                                (b.file, b.lineage, run, b.gated, None),
+                            )
+                        }
+                        ([], Some(a)) => (
+                            "plan",
+                            name.to_string(),
+                            agent_run(a.clone(), resolve::AgentPick::Plan(name))?,
+                        ),
+                        ([], None) => {
+                            return Err(GradeError::new(
+                                "GRADE",
+                                format!(
+                                    "{title}: no PLAN named {name} in the given files or the files they IMPORT (a plan an agent armed needs --agent SESSION.jsonl)"
+                                ),
+                            ));
+                        }
+                        (many, _) => {
+                            let fs: Vec<&str> =
+                                many.iter().map(|i| files[*i].path.as_str()).collect();
+                            return Err(GradeError::new(
+                                "GRADE",
+                                format!(
+                                    "{title}: plan {name} is defined in several files ({}): names are keys",
+                                    fs.join(", ")
+                                ),
+                            ));
+                        }
+                    }
+                }
+                GradeSubject::Pod => {
+                    let fi = match resolve::pod_files(&files, name).as_slice() {
+                        [fi] => *fi,
+                        [] => {
+                            return Err(GradeError::new(
+                                "GRADE",
+                                format!(
+                                    "{title}: no POD named {name} in the given files or the files they IMPORT"
+                                ),
+                            ));
+                        }
+                        many => {
+                            let fs: Vec<&str> =
+                                many.iter().map(|i| files[*i].path.as_str()).collect();
+                            return Err(GradeError::new(
+                                "GRADE",
+                                format!(
+                                    "{title}: POD {name} is defined in several files ({}): names are keys",
+                                    fs.join(", ")
+                                ),
+                            ));
+                        }
+                    };
+                    let roots = resolve::pod_roots(&files[fi]);
+                    if roots.is_empty() {
+                        return Err(GradeError::new(
+                            "GRADE",
+                            format!("{title}: POD {name}'s file {} has no PLAN", files[fi].path),
+                        ));
+                    }
+                    let b = resolve::book(&files, fi, &roots, &format!("POD {name}"))?;
+                    let run = GradeRun::Book {
+                        doc: b.doc,
+                        roots: b.roots,
+                    };
+                    (
+                        "pod",
+                        name.to_string(),
+                        (b.file, b.lineage, run, b.gated, None),
+                    )
+                }
+                GradeSubject::Wake => {
+                    let a = need_agent(&format!("wake {name}"))?;
+                    (
+                        "wake",
+                        name.to_string(),
+                        agent_run(a, resolve::AgentPick::Wake(name))?,
+                    )
+                }
+                GradeSubject::View => {
+                    let a = need_agent(&format!("view {name}"))?;
+                    (
+                        "view",
+                        name.to_string(),
+                        agent_run(a, resolve::AgentPick::View(name))?,
+                    )
+                }
+            }
+        };
+        let tapes = select_tapes(&g.over, opts)?;
+        if tapes.is_empty() {
+            return Err(GradeError::new(
+                "USAGE",
+                format!("{title}: the range selects no tapes"),
+            ));
+        }
+        grades.push(GradeJob {
+            title,
+            file,
+            subject_kind: kind.to_string(),
+            subject,
+            subject_file,
+            session_blake3: session,
+            fill: g.fill.clone(),
+            null,
+            ungated,
+            by,
+            gated,
+            lineage,
+            tapes,
+        });
+        runs.push(run);
     }
     if grades.is_empty() {
         return Err(GradeError::new(
@@ -733,18 +765,16 @@ fn time_trigger(secs: u32) -> Trigger {
     }
 }
 
-/// The subject's active window on a tape, in ms since midnight: from the open (documents
-/// are armed at the open) to its ttl, capped at the close. Empty when the ttl is not after
-/// the open.
-fn active_window(ttl: &Ttl, h: &TapeHeader) -> (u32, u32) {
-    let open = h.open.ms();
+/// A plan's active window on a tape, in ms since midnight: from `start` (when it is armed:
+/// the open for documents, the turn's instant for an agent's plan) to its ttl (`HH:MM`, or
+/// `start` plus `+dur`), capped at the close. Empty when the ttl is not after `start`.
+fn active_window(ttl: &Ttl, start: u32, h: &TapeHeader) -> (u32, u32) {
     let end = match ttl {
         Ttl::At(c) => c.minutes() * 60_000,
-        Ttl::After(d) => {
-            open.saturating_add(u32::try_from(d.seconds().saturating_mul(1000)).unwrap_or(u32::MAX))
-        }
+        Ttl::After(d) => start
+            .saturating_add(u32::try_from(d.seconds().saturating_mul(1000)).unwrap_or(u32::MAX)),
     };
-    (open, end.min(h.close.ms()).max(open))
+    (start, end.min(h.close.ms()).max(start))
 }
 
 fn hms(secs: u32) -> String {
@@ -752,28 +782,25 @@ fn hms(secs: u32) -> String {
     t.get(..8).unwrap_or(&t).to_string()
 }
 
-/// The null rewrite for one draw: entry instants (seconds since midnight) and the document
-/// whose subject enters at them. `entries` is the subject's entry fires on this tape (WHEN
-/// plus RELOADs). Seeds: `kestrel-grade-null-v1|<plan>|<tape name>|<draw>`.
-fn null_doc(
-    run: &GradeRun,
-    subject: &str,
+/// The null rewrite of one root for one draw: its entry instants (seconds since midnight)
+/// and the plan entering at them. `entries` is the root's entry fires on this tape (WHEN
+/// plus RELOADs); `window` its active window (ms). Seeds:
+/// `kestrel-grade-null-v1|<plan>|<tape name>|<draw>`.
+fn null_plan(
+    p: &ast::Plan,
+    window: (u32, u32),
     tape: &str,
     draw: u32,
     entries: u64,
-    h: &TapeHeader,
-) -> Option<(Vec<u32>, Document)> {
+) -> Option<(Vec<u32>, ast::Plan)> {
     if entries == 0 {
         return None;
     }
-    let StatementKind::Plan(p) = &run.doc.statements.get(run.subject_stmt)?.kind else {
-        return None;
-    };
-    let (ws, we) = active_window(&p.ttl, h);
-    let (ws, we) = (ws.div_ceil(1000), we / 1000);
+    let (ws, we) = (window.0.div_ceil(1000), window.1 / 1000);
     if we <= ws {
         return None;
     }
+    let subject = &p.name.text;
     let mut rng = stats::rng_for(&format!("kestrel-grade-null-v1|{subject}|{tape}|{draw}"));
     let u0 = ws + stats::below(&mut rng, u64::from(we - ws)) as u32;
     let mut instants = vec![u0];
@@ -797,11 +824,103 @@ fn null_doc(
         }
         _ => true,
     });
-    let mut doc = run.doc.clone();
-    doc.statements[run.subject_stmt].kind = StatementKind::Plan(plan);
-    Some((instants, doc))
+    Some((instants, plan))
 }
 
+/// A root that made no entry on a tape makes none in the null either: its WHEN can never be
+/// true (`time >= 86400`) and its RELOADs go; it stays in the document so that what reads it
+/// still resolves.
+fn never_enters(p: &ast::Plan) -> ast::Plan {
+    let mut plan = p.clone();
+    plan.clauses.retain_mut(|c| match &mut c.kind {
+        ClauseKind::When(t) => {
+            *t = time_trigger(86_400);
+            true
+        }
+        ClauseKind::Reload { .. } => false,
+        _ => true,
+    });
+    plan
+}
+
+/// The null of a plan or pod subject for one draw: every root that entered is rewritten by
+/// [`null_plan`], the others never enter. `None` when no root makes an entry (the null is
+/// then P&L 0, not replayed).
+fn null_book(
+    doc: &Document,
+    roots: &[(usize, usize)],
+    subject: &[PlanResult],
+    tape: &str,
+    draw: u32,
+    h: &TapeHeader,
+) -> Option<(Vec<u32>, Document)> {
+    let mut out = doc.clone();
+    let mut instants = Vec::new();
+    for (li, si) in roots {
+        let StatementKind::Plan(p) = &doc.statements.get(*si)?.kind else {
+            return None;
+        };
+        let entries = subject.get(*li).map_or(0, |r| r.fires);
+        let window = active_window(&p.ttl, h.open.ms(), h);
+        let plan = match null_plan(p, window, tape, draw, entries) {
+            Some((inst, plan)) => {
+                instants.extend(inst);
+                plan
+            }
+            None => never_enters(p),
+        };
+        out.statements[*si].kind = StatementKind::Plan(plan);
+    }
+    (!instants.is_empty()).then_some((instants, out))
+}
+
+/// Documents to arm during a replay: at the open (`None`) or after the last event at or
+/// before an instant.
+type Schedule = Vec<(Option<Ts>, Document)>;
+
+/// The null of an agent subject for one draw: each root that entered, with its ARM
+/// descendants, armed when the agent first armed it on this tape, entering at seeded
+/// instants of its window from then.
+fn null_agent(
+    roots: &[(usize, Document, usize)],
+    subject: &SubjectRun,
+    tape: &str,
+    draw: u32,
+    h: &TapeHeader,
+) -> Option<(Vec<u32>, Schedule)> {
+    let mut instants = Vec::new();
+    let mut sched = Vec::new();
+    for (li, doc, si) in roots {
+        let entries = subject.plans.get(*li).map_or(0, |r| r.fires);
+        let Some(Some(at)) = subject.armed.get(*li) else {
+            continue;
+        };
+        let StatementKind::Plan(p) = &doc.statements.get(*si)?.kind else {
+            continue;
+        };
+        let window = active_window(&p.ttl, at.0, h);
+        if let Some((inst, plan)) = null_plan(p, window, tape, draw, entries) {
+            instants.extend(inst);
+            let mut d = doc.clone();
+            d.statements[*si].kind = StatementKind::Plan(plan);
+            sched.push((Some(*at), d));
+        }
+    }
+    sched.sort_by_key(|(t, _)| *t);
+    (!instants.is_empty()).then_some((instants, sched))
+}
+
+fn engine_config(fill_name: &str, r_usd: Px, gate_on: bool) -> Result<EngineConfig, GradeError> {
+    let model = fill::by_name(fill_name)
+        .ok_or_else(|| GradeError::new("GRADE", format!("unknown fill model {fill_name}")))?;
+    Ok(EngineConfig {
+        fill: model,
+        ..EngineConfig::strict(r_usd)
+    }
+    .with_regime_gate(gate_on))
+}
+
+#[cfg(test)]
 fn replay(
     h: &TapeHeader,
     events: &[TapeEvent],
@@ -810,24 +929,92 @@ fn replay(
     r_usd: Px,
     gate_on: bool,
 ) -> Result<Bus, GradeError> {
-    let model = fill::by_name(fill_name)
-        .ok_or_else(|| GradeError::new("GRADE", format!("unknown fill model {fill_name}")))?;
-    let cfg = EngineConfig {
-        fill: model,
-        ..EngineConfig::strict(r_usd)
+    replay_sched(h, events, &[(None, doc.clone())], fill_name, r_usd, gate_on)
+}
+
+/// Replay documents over a tape: a document with no instant arms before the first event,
+/// one with an instant `t` after the last event at or before `t` (as a turn acts after the
+/// wake's event).
+fn replay_sched(
+    h: &TapeHeader,
+    events: &[TapeEvent],
+    sched: &[(Option<Ts>, Document)],
+    fill_name: &str,
+    r_usd: Px,
+    gate_on: bool,
+) -> Result<Bus, GradeError> {
+    let mut e = Engine::new(h, engine_config(fill_name, r_usd, gate_on)?, Bus::new(None));
+    let mut next = 0;
+    while let Some((None, d)) = sched.get(next) {
+        e.arm_document(d);
+        next += 1;
     }
-    .with_regime_gate(gate_on);
-    let mut e = Engine::new(h, cfg, Bus::new(None));
-    e.arm_document(doc);
-    // Stop once every plan is closed: nothing later can change a fill or a P&L (the
-    // results read only those from the Blotter).
+    // Stop once every plan is closed and nothing is left to arm: nothing later can change a
+    // fill or a P&L (the results read only those from the Blotter).
     for ev in events {
-        if e.all_plans_closed() {
+        while let Some((Some(t), d)) = sched.get(next) {
+            if *t >= ev.ts() {
+                break;
+            }
+            e.arm_document(d);
+            next += 1;
+        }
+        if next == sched.len() && e.all_plans_closed() {
             break;
         }
         e.on_event(ev);
     }
     Ok(e.finish())
+}
+
+/// The subject's run on one tape: per lineage plan its result and, for an agent, when the
+/// agent first armed it (its null's window starts there).
+#[derive(Debug, Clone)]
+struct SubjectRun {
+    plans: Vec<PlanResult>,
+    armed: Vec<Option<Ts>>,
+}
+
+fn run_subject(
+    run: &GradeRun,
+    g: &GradeJob,
+    lt: &LoadedTape,
+    r_usd: Px,
+    gate_on: bool,
+) -> Result<SubjectRun, GradeError> {
+    let (h, evs) = (&lt.header, lt.events.as_slice());
+    match run {
+        GradeRun::Book { doc, .. } => {
+            let bus = replay_sched(h, evs, &[(None, doc.clone())], &g.fill, r_usd, gate_on)?;
+            Ok(SubjectRun {
+                plans: results_of(bus.blotter(), &g.lineage),
+                armed: vec![None; g.lineage.len()],
+            })
+        }
+        GradeRun::Agent { agent, .. } => {
+            let cfg = engine_config(&g.fill, r_usd, gate_on)?;
+            let bus = agent::replay(agent, h, evs, cfg)?;
+            let mut armed = vec![None; g.lineage.len()];
+            let mut turned = false;
+            for ev in bus.events() {
+                match ev {
+                    Event::Turn { .. } => turned = true,
+                    Event::DocumentArmed { ts, plans, .. } if turned => {
+                        for (i, l) in g.lineage.iter().enumerate() {
+                            if armed[i].is_none() && plans.contains(&l.name) {
+                                armed[i] = Some(*ts);
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            Ok(SubjectRun {
+                plans: results_of(bus.blotter(), &g.lineage),
+                armed,
+            })
+        }
+    }
 }
 
 fn results_of(b: &Blotter, lineage: &[LineageEntry]) -> Vec<PlanResult> {
@@ -882,8 +1069,8 @@ impl TapeSource for FileTapes {
 }
 
 /// Run the units with indices in `[lo, hi)`, in order. A null unit needs the subject's entry
-/// count on its tape: it is taken from the plan unit when that is in the slice, else the
-/// plan run is replayed again (deterministic, so every shard agrees).
+/// counts on its tape: they are taken from the plan unit when that is in the slice, else the
+/// subject is replayed again (deterministic, so every shard agrees).
 pub fn run_units(
     p: &Prepared,
     lo: u64,
@@ -897,54 +1084,58 @@ pub fn run_units(
         .filter(|u| u.index >= lo && u.index < hi)
         .collect();
     let mut out = Vec::with_capacity(units.len());
-    // (grade, tape) -> subject's plan results (cached for the current tape).
-    let mut subject_cache: Option<((usize, usize), Vec<PlanResult>)> = None;
+    // (grade, tape) -> the subject's run (cached for the current tape).
+    let mut cache: Option<((usize, usize), SubjectRun)> = None;
     for u in units {
         let g = &p.job.grades[u.grade];
         let run = &p.runs[u.grade];
         let tref = &g.tapes[u.tape];
         let lt = tapes.load(tref)?;
-        let (h, evs) = (&lt.header, lt.events.as_slice());
-        let plan_results = |cache: &mut Option<((usize, usize), Vec<PlanResult>)>| {
+        let h = &lt.header;
+        let subject = |cache: &mut Option<((usize, usize), SubjectRun)>| {
             if let Some((k, r)) = cache {
                 if *k == (u.grade, u.tape) {
                     return Ok::<_, GradeError>(r.clone());
                 }
             }
-            let bus = replay(h, evs, &run.doc, &g.fill, p.r_usd, true)?;
-            let r = results_of(bus.blotter(), &g.lineage);
+            let r = run_subject(run, g, &lt, p.r_usd, true)?;
             *cache = Some(((u.grade, u.tape), r.clone()));
             Ok(r)
         };
+        let zero = || {
+            g.lineage
+                .iter()
+                .map(|l| PlanResult {
+                    name: l.name.clone(),
+                    pnl: 0,
+                    fires: 0,
+                    fills: 0,
+                })
+                .collect()
+        };
         let (instants, plans) = match u.kind {
-            RunKind::Plan => (Vec::new(), plan_results(&mut subject_cache)?),
-            RunKind::Ungated => {
-                let bus = replay(h, evs, &run.doc, &g.fill, p.r_usd, false)?;
-                (Vec::new(), results_of(bus.blotter(), &g.lineage))
-            }
+            RunKind::Plan => (Vec::new(), subject(&mut cache)?.plans),
+            RunKind::Ungated => (Vec::new(), run_subject(run, g, &lt, p.r_usd, false)?.plans),
             RunKind::Null => {
-                let subj = plan_results(&mut subject_cache)?;
-                let entries = subj.first().map_or(0, |r| r.fires);
-                match null_doc(run, &g.subject, &tref.name, u.draw, entries, h) {
-                    Some((inst, doc)) => {
-                        let bus = replay(h, evs, &doc, &g.fill, p.r_usd, true)?;
+                let subj = subject(&mut cache)?;
+                let null = match run {
+                    GradeRun::Book { doc, roots } => {
+                        null_book(doc, roots, &subj.plans, &tref.name, u.draw, h)
+                            .map(|(i, d)| (i, vec![(None, d)]))
+                    }
+                    GradeRun::Agent { roots, .. } => {
+                        null_agent(roots, &subj, &tref.name, u.draw, h)
+                    }
+                };
+                match null {
+                    Some((inst, sched)) => {
+                        let bus = replay_sched(h, &lt.events, &sched, &g.fill, p.r_usd, true)?;
                         (
                             inst.into_iter().map(hms).collect(),
                             results_of(bus.blotter(), &g.lineage),
                         )
                     }
-                    None => (
-                        Vec::new(),
-                        g.lineage
-                            .iter()
-                            .map(|l| PlanResult {
-                                name: l.name.clone(),
-                                pnl: 0,
-                                fires: 0,
-                                fills: 0,
-                            })
-                            .collect(),
-                    ),
+                    None => (Vec::new(), zero()),
                 }
             }
         };
@@ -1347,7 +1538,9 @@ pub fn report_json(job: &Job, results: &[UnitResult]) -> String {
                 "grade": g.title,
                 "file": g.file,
                 "subject": g.subject,
+                "subject_kind": if g.subject_kind.is_empty() { "plan" } else { g.subject_kind.as_str() },
                 "subject_file": g.subject_file,
+                "session_blake3": g.session_blake3,
                 "fill_model": g.fill,
                 "gated": g.gated,
                 "by": g.by,
@@ -1389,15 +1582,24 @@ pub fn report_text(job: &Job, results: &[UnitResult]) -> String {
         }
         s.push_str(&g.title);
         s.push('\n');
+        let subject = match g.subject_kind.as_str() {
+            "" | "plan" => format!("{} ({})", g.subject, g.subject_file),
+            "pod" => format!("pod {} ({})", g.subject, g.subject_file),
+            "agent" => format!("the agent of {}", g.subject_file),
+            k => format!("{k} {} (the agent of {})", g.subject, g.subject_file),
+        };
         s.push_str(&format!(
-            "  subject {} ({}){}  tapes {}  1R = ${}  fill {}\n",
-            g.subject,
-            g.subject_file,
+            "  subject {}{}  tapes {}  1R = ${}  fill {}\n",
+            subject,
             if g.gated { "  regime-gated" } else { "" },
             g.tapes.len(),
             job.r_usd,
             g.fill
         ));
+        if !matches!(g.subject_kind.as_str(), "" | "plan") {
+            let plans: Vec<&str> = g.lineage.iter().map(|l| l.path.as_str()).collect();
+            s.push_str(&format!("  plans {}\n", plans.join(", ")));
+        }
         if g.null || g.ungated {
             s.push_str(&format!(
                 "  differences: plan minus counterfactual, mean per run, 95% percentile bootstrap CI ({} resamples){}\n",

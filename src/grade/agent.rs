@@ -1,0 +1,286 @@
+//! A saved session's agent as a GRADE subject (`docs/grade.md`, "Agents").
+//!
+//! A saved session is a Bus file (JSON Lines) written by `kestrel agent`, `kestrel run` or
+//! the desk. Its `turn` events are the agent's routed turns, wake by wake. Grading the agent
+//! replays those turns over other tapes: each tape runs a [`Session`] whose author answers the
+//! `n`-th ask at wake `W` with the `n`-th recorded turn at `W` (its canonical Kestrel), at the
+//! wake's instant, and passes when `W`'s recorded turns run out.
+//!
+//! Attribution is by plan name (the Blotter's key): a plan belongs to the turn that first
+//! armed it (its wake, and the View that turn answered). A plan re-sent by later turns keeps
+//! that attribution.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::io::Cursor;
+
+use crate::bus::{Bus, Event, parse_bus};
+use crate::engine::EngineConfig;
+use crate::lang::ast::{Document, StatementKind};
+use crate::lang::{self, Mode};
+use crate::market::{TapeEvent, TapeHeader, TapeReader, write_tape};
+use crate::session::{Answer, Session, SessionConfig, TurnSource, WakeAsk};
+use crate::turn::repair::{self, Ask, RepairPolicy};
+use crate::turn::{AuthorKind, Outcome, Profile, Reply, RoutedTurn, TurnContext};
+
+use super::GradeError;
+
+/// A plan as the agent first armed it.
+#[derive(Debug, Clone)]
+pub struct Intro {
+    /// Plan name.
+    pub name: String,
+    /// The wake whose turn armed it.
+    pub wake: String,
+    /// The View that turn answered (the last one delivered at that wake before the turn).
+    pub view: String,
+    /// The turn's document (the plan, its ARM targets and the USING they read).
+    pub doc: Document,
+}
+
+/// A saved session read for grading: the agent's turns, wake by wake.
+#[derive(Debug, Clone)]
+pub struct AgentSession {
+    /// Path as given.
+    pub path: String,
+    /// BLAKE3 of the file (part of the job, so shards of different sessions never merge).
+    pub blake3: String,
+    /// The profile the turns were answered under (the first turn's).
+    pub profile: Profile,
+    /// Documents armed before the first turn (`--plans` of `kestrel agent`): replayed as
+    /// context, never graded.
+    pub initial: Vec<Document>,
+    /// Wake name → the recorded turns' canonical Kestrel, in order (empty for a turn that
+    /// carried no Kestrel: invalid, truncated, provider error; replayed as a pass).
+    pub replies: BTreeMap<String, Vec<String>>,
+    /// Plans in the order the agent first armed them.
+    pub intros: Vec<Intro>,
+}
+
+fn bad(path: &str, m: impl std::fmt::Display) -> GradeError {
+    GradeError::new("GRADE", format!("{path}: {m}"))
+}
+
+impl AgentSession {
+    /// Read a saved session (a Bus whose first event is `session-start`).
+    pub fn from_bus(path: &str, bytes: &[u8]) -> Result<AgentSession, GradeError> {
+        let events = parse_bus(bytes).map_err(|(line, e)| {
+            bad(
+                path,
+                format!("line {line}: not a saved session's Bus line: {e}"),
+            )
+        })?;
+        if !matches!(events.first(), Some(Event::SessionStart { .. })) {
+            return Err(bad(
+                path,
+                "not a saved session: its first line is not a session-start event (pass the Bus written by `kestrel agent --bus`, `kestrel run` or the desk)",
+            ));
+        }
+        let mut s = AgentSession {
+            path: path.to_string(),
+            blake3: blake3::hash(bytes).to_hex().to_string(),
+            profile: Profile::AuthoringV2,
+            initial: Vec::new(),
+            replies: BTreeMap::new(),
+            intros: Vec::new(),
+        };
+        let mut turns = 0usize;
+        let mut last_view: Option<(String, String)> = None;
+        for ev in events {
+            match ev {
+                Event::DocumentArmed { text, .. } if turns == 0 => {
+                    let doc = lang::check(&text, Mode::File)
+                        .map_err(|_| bad(path, "a document armed at the open does not parse"))?;
+                    s.initial.push(doc);
+                }
+                Event::ViewDelivered { wake, view, .. } => last_view = Some((wake, view)),
+                Event::Turn { wake, turn, .. } => {
+                    let t: RoutedTurn = serde_json::from_value(turn)
+                        .map_err(|e| bad(path, format!("a turn record does not read back: {e}")))?;
+                    // A person's turns (the desk's editor) are not the agent's.
+                    if t.author == AuthorKind::Human {
+                        continue;
+                    }
+                    if turns == 0 {
+                        s.profile = t.profile;
+                    }
+                    turns += 1;
+                    s.replies
+                        .entry(wake.clone())
+                        .or_default()
+                        .push(t.kestrel.clone());
+                    if let Outcome::Supersede { .. } = t.outcome {
+                        let Some(doc) = t.document() else {
+                            return Err(bad(path, "a supersede turn's Kestrel does not parse"));
+                        };
+                        let view = match &last_view {
+                            Some((w, v)) if *w == wake => v.clone(),
+                            _ => "default".to_string(),
+                        };
+                        for st in &doc.statements {
+                            if let StatementKind::Plan(p) = &st.kind
+                                && !s.intros.iter().any(|i| i.name == p.name.text)
+                            {
+                                s.intros.push(Intro {
+                                    name: p.name.text.clone(),
+                                    wake: wake.clone(),
+                                    view: view.clone(),
+                                    doc: doc.clone(),
+                                });
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        if turns == 0 {
+            return Err(bad(
+                path,
+                "the session has no agent turns (only a person's, or none): there is no agent to grade",
+            ));
+        }
+        Ok(s)
+    }
+
+    /// The wakes that have recorded turns, sorted.
+    pub fn wakes(&self) -> Vec<String> {
+        self.replies.keys().cloned().collect()
+    }
+
+    /// The Views the agent's plan-arming turns answered, sorted and deduplicated.
+    pub fn views(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.intros.iter().map(|i| i.view.clone()).collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+}
+
+/// The agent's author in a replay: the `n`-th ask at wake `W` gets the `n`-th recorded turn
+/// at `W`; a pass once they run out.
+struct WakeScript {
+    queues: BTreeMap<String, VecDeque<String>>,
+}
+
+impl TurnSource for WakeScript {
+    fn answer(&mut self, ask: &WakeAsk, ctx: &TurnContext) -> Answer {
+        let text = self
+            .queues
+            .get_mut(&ask.wake)
+            .and_then(VecDeque::pop_front)
+            .unwrap_or_default();
+        let mut once = Some(text);
+        let mut write = |_: &Ask| Reply::Text(once.take().unwrap_or_default());
+        Answer {
+            run: repair::drive(&mut write, ctx, RepairPolicy::default()),
+            at: None,
+        }
+    }
+    fn name(&self) -> String {
+        "recorded agent".into()
+    }
+}
+
+/// Replay the agent over one tape; the Bus keeps its events (the caller reads when each
+/// plan was armed).
+pub fn replay(
+    agent: &AgentSession,
+    h: &TapeHeader,
+    events: &[TapeEvent],
+    engine: EngineConfig,
+) -> Result<Bus, GradeError> {
+    let mut head = Vec::new();
+    write_tape(&mut head, h, std::iter::empty())
+        .map_err(|e| GradeError::new("TAPE", format!("{}: {e}", h.name)))?;
+    let reader = TapeReader::new(Cursor::new(head))
+        .map_err(|e| GradeError::new("TAPE", format!("{}: {e}", h.name)))?;
+    let cfg = SessionConfig {
+        engine,
+        profile: agent.profile,
+        author: AuthorKind::File,
+        open_wake: true,
+        view_request_cap: None,
+    };
+    let mut s = Session::new(reader, cfg, &agent.initial, Bus::new(None).keeping())
+        .map_err(|e| GradeError::new("TAPE", format!("{}: {e}", h.name)))?;
+    let mut author = WakeScript {
+        queues: agent
+            .replies
+            .iter()
+            .map(|(w, r)| (w.clone(), r.iter().cloned().collect()))
+            .collect(),
+    };
+    for ev in events {
+        for w in s.feed(ev) {
+            s.wake(&w, &mut author);
+        }
+    }
+    Ok(s.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::market::{Px, open_tape};
+    use crate::session::scripted;
+    use crate::turn::{WakePhase, route};
+
+    /// The agent's turns are read wake by wake; a person's turn on the same Bus is not the
+    /// agent's and is neither replayed nor counted.
+    #[test]
+    fn reads_the_agents_turns_and_skips_a_persons() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let tape = root.join("tapes/trend-2025-04-09-s1.jsonl");
+        let cfg = SessionConfig {
+            engine: EngineConfig::strict(Px::from_cents(100_000)),
+            profile: Profile::AuthoringV2,
+            author: AuthorKind::File,
+            open_wake: true,
+            view_request_cap: None,
+        };
+        let mut s = Session::new(
+            open_tape(&tape).unwrap(),
+            cfg,
+            &[],
+            Bus::new(None).keeping(),
+        )
+        .unwrap();
+        let mut author = scripted(
+            "script",
+            vec![
+                "PLAN mine budget 0.1R ttl 10:00\n  WHEN time >= 09:40\n  DO buy 1 shares @ ask\n"
+                    .into(),
+            ],
+        );
+        let mut human_done = false;
+        while !s.is_done() {
+            for w in s.step().unwrap() {
+                s.wake(&w, &mut author);
+                if !human_done {
+                    human_done = true;
+                    let ctx =
+                        TurnContext::new(WakePhase::Mid, Profile::AuthoringV2, AuthorKind::Human);
+                    let t = route(
+                        &Reply::Text("PLAN theirs budget 0.1R ttl 10:00\n  WHEN time >= 09:41\n  DO buy 1 shares @ ask\n".into()),
+                        &ctx,
+                    );
+                    s.record_human(w.ts, "desk", t);
+                }
+            }
+        }
+        let bus = s.finish();
+        let bytes: Vec<u8> = bus
+            .events()
+            .iter()
+            .flat_map(crate::bus::canonical_line)
+            .collect();
+        let a = AgentSession::from_bus("s.jsonl", &bytes).unwrap();
+        let names: Vec<&str> = a.intros.iter().map(|i| i.name.as_str()).collect();
+        assert_eq!(names, ["mine"]);
+        assert_eq!(a.intros[0].wake, "open");
+        assert_eq!(a.intros[0].view, "default");
+        assert_eq!(a.wakes(), ["open"]);
+        assert_eq!(a.replies["open"].len(), 1);
+        assert!(a.replies["open"][0].starts_with("PLAN mine"));
+    }
+}
