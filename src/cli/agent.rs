@@ -6,11 +6,9 @@ use crate::author::command::CommandAuthor;
 use crate::author::openai::{OpenAiAuthor, OpenAiConfig};
 use crate::author::secret::{config_dir, load_api_key};
 use crate::bus::{self, Bus};
-use crate::lang::{self, Document, Mode};
 use crate::market::open_tape;
 use crate::session::{self, Attached, Recorded, Session, SessionConfig, TurnSource};
 use crate::turn::{AuthorKind, Profile};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -123,21 +121,10 @@ pub fn run(a: &AgentArgs) -> i32 {
             return 1;
         }
     };
-    let mut docs: Vec<Document> = Vec::new();
-    for p in &a.plans {
-        let Some(src) = super::lang::read_source(p) else {
-            return 1;
-        };
-        match lang::check(&src, Mode::File) {
-            Ok(d) => docs.push(d),
-            Err(errs) => {
-                for e in errs {
-                    eprintln!("{}: {}", p.display(), e.one_line());
-                }
-                return 2;
-            }
-        }
-    }
+    let docs = match super::lang::check_files(&a.plans) {
+        Ok(d) => d,
+        Err(code) => return code,
+    };
     let reader = match open_tape(&a.tape) {
         Ok(r) => r,
         Err(e) => {
@@ -145,20 +132,11 @@ pub fn run(a: &AgentArgs) -> i32 {
             return 1;
         }
     };
-    let tmp = a.bus.as_ref().map(|o| super::run::temp_path(o));
-    let sink: Option<Box<dyn Write>> = match &tmp {
-        Some(t) => match std::fs::File::create(t) {
-            Ok(f) => Some(Box::new(std::io::BufWriter::new(f))),
-            Err(e) => {
-                eprintln!("error code=IO message=cannot create {}: {e}", t.display());
-                return 1;
-            }
-        },
-        None => None,
-    };
-    let cleanup = |t: &Option<PathBuf>| {
-        if let Some(t) = t {
-            let _ = std::fs::remove_file(t);
+    let (pending, sink) = match super::out::bus_sink(a.bus.as_deref()) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("{e}");
+            return 1;
         }
     };
     let profile = match a.profile {
@@ -176,7 +154,6 @@ pub fn run(a: &AgentArgs) -> i32 {
     let s = match Session::new(reader, cfg, &docs, Bus::new(sink)) {
         Ok(s) => s,
         Err(e) => {
-            cleanup(&tmp);
             eprintln!("error code=TAPE message={e}");
             return 1;
         }
@@ -197,7 +174,6 @@ pub fn run(a: &AgentArgs) -> i32 {
         }
     }
     if let Some(e) = failed {
-        cleanup(&tmp);
         eprintln!("{}: {e}", a.tape.display());
         return 1;
     }
@@ -205,7 +181,6 @@ pub fn run(a: &AgentArgs) -> i32 {
     let bus = s.finish();
     if let Some(e) = bus.error() {
         eprintln!("error code=IO message=writing the bus: {e}");
-        cleanup(&tmp);
         return 1;
     }
     let report = if a.json {
@@ -235,14 +210,10 @@ pub fn run(a: &AgentArgs) -> i32 {
     };
     if let Err(e) = bus.into_sink() {
         eprintln!("error code=IO message=flushing the bus: {e}");
-        cleanup(&tmp);
         return 1;
     }
-    if let (Some(t), Some(out)) = (&tmp, &a.bus)
-        && let Err(e) = std::fs::rename(t, out)
-    {
-        eprintln!("error code=IO message=cannot write {}: {e}", out.display());
-        cleanup(&tmp);
+    if let Err(e) = super::out::commit(pending) {
+        eprintln!("{e}");
         return 1;
     }
     out!("{report}");

@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 
 use crate::bus;
 use crate::grade::{self, FileTapes, GradeError, Options, Source};
-use crate::lang::{self, Mode};
 use crate::market::Px;
 
 /// Arguments of `kestrel grade`.
@@ -83,14 +82,7 @@ fn emit(out: Option<&Path>, text: &str) -> i32 {
             0
         }
         Some(p) => {
-            let name = p
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_else(|| "grade".into());
-            let tmp = p.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-            let r = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, p));
-            if let Err(e) = r {
-                let _ = std::fs::remove_file(&tmp);
+            if let Err(e) = super::out::write_atomic(p, text.as_bytes()) {
                 eprintln!("error code=IO message=cannot write {}: {e}", p.display());
                 return 1;
             }
@@ -123,32 +115,16 @@ pub fn run(a: Args) -> i32 {
             return 1;
         }
     };
-    let mut sources = Vec::new();
-    let mut refused = false;
-    for path in &a.files {
-        let src = match std::fs::read_to_string(path) {
-            Ok(s) => s,
-            Err(e) => {
-                eprintln!("error code=IO message=cannot read {}: {e}", path.display());
-                return 1;
-            }
-        };
-        match lang::check(&src, Mode::File) {
-            Ok(doc) => sources.push(Source {
-                path: path.display().to_string(),
-                doc,
-            }),
-            Err(errs) => {
-                refused = true;
-                for e in errs {
-                    eprintln!("{}: {}", path.display(), e.one_line());
-                }
-            }
-        }
-    }
-    if refused {
-        return 2;
-    }
+    let docs = match super::lang::check_files(&a.files) {
+        Ok(d) => d,
+        Err(code) => return code,
+    };
+    let sources: Vec<Source> = (a.files.iter().zip(docs))
+        .map(|(path, doc)| Source {
+            path: path.display().to_string(),
+            doc,
+        })
+        .collect();
     let opts = Options {
         tapes: a.tapes.clone(),
         draws: a.draws,

@@ -25,6 +25,7 @@ pub mod grade;
 pub mod grammar;
 mod lang;
 mod mcp;
+mod out;
 pub mod run;
 pub mod tape;
 mod tokens;
