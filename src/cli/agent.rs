@@ -107,7 +107,7 @@ fn read_author_file(spec: &str, path: &Path) -> Result<Box<dyn TurnSource>, Stri
 }
 
 pub fn run(a: &AgentArgs) -> i32 {
-    let engine = match super::run::engine_config(&a.r_usd, &a.fill) {
+    let engine = match super::run::engine_config("--r-usd", &a.r_usd, &a.fill) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error code=USAGE message={e}");

@@ -156,13 +156,19 @@ pub fn text_report(bus: &Bus) -> String {
     s
 }
 
-/// `--r-usd` and `--fill` as an engine configuration, or the usage message to print.
-pub(crate) fn engine_config(r_usd: &str, fill_name: &str) -> Result<EngineConfig, String> {
+/// Dollars per 1R and a fill model's name as an engine configuration, or the usage message
+/// to print. `r_name` names the amount as the caller's interface does (`--r-usd` on the
+/// command line, `r_usd` for the MCP `run` tool).
+pub(crate) fn engine_config(
+    r_name: &str,
+    r_usd: &str,
+    fill_name: &str,
+) -> Result<EngineConfig, String> {
     let r_usd = match bus::parse_px(r_usd.trim()) {
         Some(p) if p > Px::ZERO => p,
         _ => {
             return Err(format!(
-                "--r-usd must be a positive amount of dollars, got {r_usd:?}"
+                "{r_name} must be a positive amount of dollars, got {r_usd:?}"
             ));
         }
     };
@@ -181,7 +187,7 @@ pub(crate) fn engine_config(r_usd: &str, fill_name: &str) -> Result<EngineConfig
 /// Run `kestrel run`; returns the exit code (0 ok, 1 usage / I/O / bad tape, 2 refused
 /// document).
 pub fn run(a: Args) -> i32 {
-    let cfg = match engine_config(&a.r_usd, &a.fill) {
+    let cfg = match engine_config("--r-usd", &a.r_usd, &a.fill) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error code=USAGE message={e}");
