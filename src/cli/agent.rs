@@ -3,11 +3,9 @@
 
 use super::run::{json_report, text_report};
 use crate::bus::{self, Bus};
-use crate::lang::{self, Document, Mode};
 use crate::market::open_tape;
 use crate::session::{self, Session, SessionConfig, TurnSource};
 use crate::turn::{AuthorKind, Profile};
-use std::io::Write;
 use std::path::PathBuf;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -56,7 +54,7 @@ fn load_author(a: &AgentArgs) -> Result<(Box<dyn TurnSource>, AuthorKind), Strin
 }
 
 pub fn run(a: &AgentArgs) -> i32 {
-    let engine = match super::run::engine_config(&a.r_usd, &a.fill) {
+    let engine = match super::run::engine_config("--r-usd", &a.r_usd, &a.fill) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error code=USAGE message={e}");
@@ -70,21 +68,10 @@ pub fn run(a: &AgentArgs) -> i32 {
             return 1;
         }
     };
-    let mut docs: Vec<Document> = Vec::new();
-    for p in &a.plans {
-        let Some(src) = super::lang::read_source(p) else {
-            return 1;
-        };
-        match lang::check(&src, Mode::File) {
-            Ok(d) => docs.push(d),
-            Err(errs) => {
-                for e in errs {
-                    eprintln!("{}: {}", p.display(), e.one_line());
-                }
-                return 2;
-            }
-        }
-    }
+    let docs = match super::lang::check_files(&a.plans) {
+        Ok(d) => d,
+        Err(code) => return code,
+    };
     let reader = match open_tape(&a.tape) {
         Ok(r) => r,
         Err(e) => {
@@ -92,20 +79,11 @@ pub fn run(a: &AgentArgs) -> i32 {
             return 1;
         }
     };
-    let tmp = a.bus.as_ref().map(|o| super::run::temp_path(o));
-    let sink: Option<Box<dyn Write>> = match &tmp {
-        Some(t) => match std::fs::File::create(t) {
-            Ok(f) => Some(Box::new(std::io::BufWriter::new(f))),
-            Err(e) => {
-                eprintln!("error code=IO message=cannot create {}: {e}", t.display());
-                return 1;
-            }
-        },
-        None => None,
-    };
-    let cleanup = |t: &Option<PathBuf>| {
-        if let Some(t) = t {
-            let _ = std::fs::remove_file(t);
+    let (pending, sink) = match super::out::bus_sink(a.bus.as_deref()) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("{e}");
+            return 1;
         }
     };
     let profile = match a.profile {
@@ -123,7 +101,6 @@ pub fn run(a: &AgentArgs) -> i32 {
     let s = match Session::new(reader, cfg, &docs, Bus::new(sink)) {
         Ok(s) => s,
         Err(e) => {
-            cleanup(&tmp);
             eprintln!("error code=TAPE message={e}");
             return 1;
         }
@@ -144,7 +121,6 @@ pub fn run(a: &AgentArgs) -> i32 {
         }
     }
     if let Some(e) = failed {
-        cleanup(&tmp);
         eprintln!("{}: {e}", a.tape.display());
         return 1;
     }
@@ -152,7 +128,6 @@ pub fn run(a: &AgentArgs) -> i32 {
     let bus = s.finish();
     if let Some(e) = bus.error() {
         eprintln!("error code=IO message=writing the bus: {e}");
-        cleanup(&tmp);
         return 1;
     }
     let report = if a.json {
@@ -182,14 +157,10 @@ pub fn run(a: &AgentArgs) -> i32 {
     };
     if let Err(e) = bus.into_sink() {
         eprintln!("error code=IO message=flushing the bus: {e}");
-        cleanup(&tmp);
         return 1;
     }
-    if let (Some(t), Some(out)) = (&tmp, &a.bus)
-        && let Err(e) = std::fs::rename(t, out)
-    {
-        eprintln!("error code=IO message=cannot write {}: {e}", out.display());
-        cleanup(&tmp);
+    if let Err(e) = super::out::commit(pending) {
+        eprintln!("{e}");
         return 1;
     }
     out!("{report}");

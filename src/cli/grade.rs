@@ -101,14 +101,7 @@ fn emit(out: Option<&Path>, text: &str) -> i32 {
             0
         }
         Some(p) => {
-            let name = p
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_else(|| "grade".into());
-            let tmp = p.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-            let r = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, p));
-            if let Err(e) = r {
-                let _ = std::fs::remove_file(&tmp);
+            if let Err(e) = super::out::write_atomic(p, text.as_bytes()) {
                 eprintln!("error code=IO message=cannot write {}: {e}", p.display());
                 return 1;
             }
@@ -170,17 +163,14 @@ pub fn run(a: Args) -> i32 {
             }
         }
     }
-    let mut sources = Vec::new();
-    let mut refused = false;
     for path in &a.files {
-        let src = match std::fs::read_to_string(path) {
-            Ok(s) => s,
-            Err(e) => {
-                eprintln!("error code=IO message=cannot read {}: {e}", path.display());
-                return 1;
-            }
-        };
-        if src.starts_with('{') && src.contains("\"session-start\"") {
+        let is_session = std::fs::read(path).is_ok_and(|b| {
+            b.starts_with(b"{")
+                && b.split(|c| *c == b'\n')
+                    .next()
+                    .is_some_and(|l| l.windows(15).any(|w| w == b"\"session-start\""))
+        });
+        if is_session {
             eprintln!(
                 "error code=USAGE message={} is a saved session, not a document: pass it with --agent {}",
                 path.display(),
@@ -188,22 +178,17 @@ pub fn run(a: Args) -> i32 {
             );
             return 1;
         }
-        match lang::check(&src, Mode::File) {
-            Ok(doc) => sources.push(Source {
-                path: path.display().to_string(),
-                doc,
-            }),
-            Err(errs) => {
-                refused = true;
-                for e in errs {
-                    eprintln!("{}: {}", path.display(), e.one_line());
-                }
-            }
-        }
     }
-    if refused {
-        return 2;
-    }
+    let docs = match super::lang::check_files(&a.files) {
+        Ok(d) => d,
+        Err(code) => return code,
+    };
+    let sources: Vec<Source> = (a.files.iter().zip(docs))
+        .map(|(path, doc)| Source {
+            path: path.display().to_string(),
+            doc,
+        })
+        .collect();
     let opts = Options {
         tapes: a.tapes.clone(),
         draws: a.draws,

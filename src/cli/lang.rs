@@ -1,6 +1,6 @@
 //! Language verbs: parse, print, fmt, check, rules.
 
-use crate::lang::{self, Diagnostic, Mode, Rule};
+use crate::lang::{self, Diagnostic, Document, Mode, Rule};
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 
@@ -72,6 +72,29 @@ pub(crate) fn read_source(path: &Path) -> Option<String> {
             None
         }
     }
+}
+
+/// Read and check documents under the file rules (`--plans`, grade's documents), in order.
+/// An unreadable file prints its I/O error and stops at once (`Err(1)`); every refused
+/// document prints its errors, and after all are checked any refusal is `Err(2)`.
+pub(crate) fn check_files(paths: &[PathBuf]) -> Result<Vec<Document>, i32> {
+    let mut docs = Vec::new();
+    let mut refused = false;
+    for path in paths {
+        let Some(src) = read_source(path) else {
+            return Err(1);
+        };
+        match lang::check(&src, Mode::File) {
+            Ok(d) => docs.push(d),
+            Err(errs) => {
+                refused = true;
+                for e in errs {
+                    eprintln!("{}: {}", path.display(), e.one_line());
+                }
+            }
+        }
+    }
+    if refused { Err(2) } else { Ok(docs) }
 }
 
 fn mode(turn: bool) -> Mode {
@@ -167,7 +190,7 @@ pub fn fmt(a: &FmtArgs) -> i32 {
         if a.check {
             outln!("not canonical: {}", path.display());
             code = 2;
-        } else if let Err(e) = write_atomic(path, canon.as_bytes()) {
+        } else if let Err(e) = super::out::write_atomic(path, canon.as_bytes()) {
             eprintln!("error code=IO message=cannot write {}: {e}", path.display());
             code = code.max(1);
         } else {
@@ -175,27 +198,6 @@ pub fn fmt(a: &FmtArgs) -> i32 {
         }
     }
     code
-}
-
-/// Write a file by writing a sibling temporary and renaming it over the target.
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().to_string())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-    }
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
 }
 
 pub fn check(a: &CheckArgs) -> i32 {

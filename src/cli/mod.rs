@@ -19,11 +19,13 @@ macro_rules! out {
 
 pub mod agent;
 mod card;
+pub mod errors;
 pub mod frame;
 pub mod grade;
 pub mod grammar;
 mod lang;
 mod mcp;
+mod out;
 pub mod run;
 pub mod tape;
 mod tokens;
@@ -98,6 +100,11 @@ pub enum Command {
     ///
     /// Example: kestrel tokens --table examples/turns/*.txt
     Tokens(tokens::TokensArgs),
+    /// Grade the guided error messages from the repair attempts on saved Bus files.
+    ///
+    /// Example: kestrel errors report runs/*.bus.jsonl --json
+    #[command(subcommand)]
+    Errors(errors::ErrorsCommand),
     /// Print the whole language as a prompt card.
     ///
     /// Example: kestrel card --budget 2000
@@ -153,6 +160,7 @@ pub fn run(cmd: Command) -> i32 {
         Command::Turn(a) => turn::run(&a),
         Command::Tokens(a) => tokens::run(&a),
         Command::Card(a) => card::run(&a),
+        Command::Errors(c) => errors::run(&c),
         Command::Mcp(a) => mcp::run(&a),
         Command::Run(a) => run::run(a),
         Command::Grammar(a) => grammar::run(&a),

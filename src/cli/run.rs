@@ -1,11 +1,12 @@
 //! `kestrel run`: headless replay of a tape with armed documents, and a per-plan report.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+
+use super::out;
 
 use crate::bus::{self, Blotter, Bus};
 use crate::engine::{Engine, EngineConfig, fill};
-use crate::lang::{self, Document, Mode};
 use crate::market::{Px, open_tape};
 
 /// Arguments of `kestrel run`.
@@ -155,22 +156,19 @@ pub fn text_report(bus: &Bus) -> String {
     s
 }
 
-/// The temporary sibling a Bus is written to before its rename.
-pub(crate) fn temp_path(out: &Path) -> PathBuf {
-    let name = out
-        .file_name()
-        .map(|n| n.to_string_lossy().to_string())
-        .unwrap_or_else(|| "bus".into());
-    out.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
-}
-
-/// `--r-usd` and `--fill` as an engine configuration, or the usage message to print.
-pub(crate) fn engine_config(r_usd: &str, fill_name: &str) -> Result<EngineConfig, String> {
+/// Dollars per 1R and a fill model's name as an engine configuration, or the usage message
+/// to print. `r_name` names the amount as the caller's interface does (`--r-usd` on the
+/// command line, `r_usd` for the MCP `run` tool).
+pub(crate) fn engine_config(
+    r_name: &str,
+    r_usd: &str,
+    fill_name: &str,
+) -> Result<EngineConfig, String> {
     let r_usd = match bus::parse_px(r_usd.trim()) {
         Some(p) if p > Px::ZERO => p,
         _ => {
             return Err(format!(
-                "--r-usd must be a positive amount of dollars, got {r_usd:?}"
+                "{r_name} must be a positive amount of dollars, got {r_usd:?}"
             ));
         }
     };
@@ -189,36 +187,17 @@ pub(crate) fn engine_config(r_usd: &str, fill_name: &str) -> Result<EngineConfig
 /// Run `kestrel run`; returns the exit code (0 ok, 1 usage / I/O / bad tape, 2 refused
 /// document).
 pub fn run(a: Args) -> i32 {
-    let cfg = match engine_config(&a.r_usd, &a.fill) {
+    let cfg = match engine_config("--r-usd", &a.r_usd, &a.fill) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error code=USAGE message={e}");
             return 1;
         }
     };
-    let mut docs: Vec<Document> = Vec::new();
-    let mut refused = false;
-    for path in &a.plans {
-        let src = match std::fs::read_to_string(path) {
-            Ok(s) => s,
-            Err(e) => {
-                eprintln!("error code=IO message=cannot read {}: {e}", path.display());
-                return 1;
-            }
-        };
-        match lang::check(&src, Mode::File) {
-            Ok(d) => docs.push(d),
-            Err(errs) => {
-                refused = true;
-                for e in errs {
-                    eprintln!("{}: {}", path.display(), e.one_line());
-                }
-            }
-        }
-    }
-    if refused {
-        return 2;
-    }
+    let docs = match super::lang::check_files(&a.plans) {
+        Ok(d) => d,
+        Err(code) => return code,
+    };
     let reader = match open_tape(&a.tape) {
         Ok(r) => r,
         Err(e) => {
@@ -227,20 +206,11 @@ pub fn run(a: Args) -> i32 {
         }
     };
     let header = reader.header().clone();
-    let tmp = a.bus.as_ref().map(|o| temp_path(o));
-    let sink: Option<Box<dyn Write>> = match &tmp {
-        Some(t) => match std::fs::File::create(t) {
-            Ok(f) => Some(Box::new(std::io::BufWriter::new(f))),
-            Err(e) => {
-                eprintln!("error code=IO message=cannot create {}: {e}", t.display());
-                return 1;
-            }
-        },
-        None => None,
-    };
-    let cleanup = |t: &Option<PathBuf>| {
-        if let Some(t) = t {
-            let _ = std::fs::remove_file(t);
+    let (pending, sink) = match out::bus_sink(a.bus.as_deref()) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("{e}");
+            return 1;
         }
     };
     let mut engine = Engine::new(&header, cfg, Bus::new(sink));
@@ -251,8 +221,6 @@ pub fn run(a: Args) -> i32 {
         match ev {
             Ok(ev) => engine.on_event(&ev),
             Err(e) => {
-                drop(engine);
-                cleanup(&tmp);
                 eprintln!("{}: {e}", a.tape.display());
                 return 1;
             }
@@ -261,8 +229,6 @@ pub fn run(a: Args) -> i32 {
     let bus = engine.finish();
     if let Some(e) = bus.error() {
         eprintln!("error code=IO message=writing the bus: {e}");
-        drop(bus);
-        cleanup(&tmp);
         return 1;
     }
     let report = if a.json {
@@ -274,16 +240,12 @@ pub fn run(a: Args) -> i32 {
         Ok(sink) => drop(sink),
         Err(e) => {
             eprintln!("error code=IO message=flushing the bus: {e}");
-            cleanup(&tmp);
             return 1;
         }
     }
-    if let (Some(t), Some(out)) = (&tmp, &a.bus) {
-        if let Err(e) = std::fs::rename(t, out) {
-            eprintln!("error code=IO message=cannot write {}: {e}", out.display());
-            cleanup(&tmp);
-            return 1;
-        }
+    if let Err(e) = out::commit(pending) {
+        eprintln!("{e}");
+        return 1;
     }
     let mut o = std::io::stdout().lock();
     if o.write_all(report.as_bytes()).is_err() {
@@ -295,6 +257,8 @@ pub fn run(a: Args) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lang::{self, Mode};
+    use std::path::Path;
 
     const HDR: &str = r#"{"type":"header","v":1,"name":"tiny","date":"2025-04-09","open":"09:30","close":"16:00","symbols":{"SPY":{"prior_close":100.0}}}"#;
     const PLAN: &str =

@@ -302,6 +302,27 @@ impl std::fmt::Debug for Engine {
     }
 }
 
+impl Shared {
+    /// The exec symbol when nothing says otherwise: the first with an option chain, else the
+    /// first symbol.
+    fn default_exec(&self) -> Option<Sym> {
+        self.has_chain
+            .first()
+            .copied()
+            .or_else(|| self.syms.first().map(|s| s.0))
+    }
+
+    /// The signal symbol when nothing says otherwise (plans and WAKEs alike): the first
+    /// without an option chain, else the default exec.
+    fn default_signal(&self) -> Option<Sym> {
+        self.syms
+            .iter()
+            .map(|s| s.0)
+            .find(|s| !self.has_chain.contains(s))
+            .or_else(|| self.default_exec())
+    }
+}
+
 fn money_of(px_raw: f64) -> i64 {
     let x = libm::round(px_raw);
     if x.is_finite() {
@@ -506,19 +527,8 @@ impl Engine {
     ) -> Result<PlanRt, (Box<PlanRt>, String)> {
         let using = p.using().or(doc_using);
         let header_has = |s: &str| self.sh.syms.iter().any(|(x, _)| x.as_str() == s);
-        let default_exec = self
-            .sh
-            .has_chain
-            .first()
-            .copied()
-            .or_else(|| self.sh.syms.first().map(|s| s.0));
-        let default_signal = self
-            .sh
-            .syms
-            .iter()
-            .map(|s| s.0)
-            .find(|s| !self.sh.has_chain.contains(s))
-            .or(default_exec);
+        let default_exec = self.sh.default_exec();
+        let default_signal = self.sh.default_signal();
         let fallback = self
             .sh
             .syms
@@ -953,14 +963,7 @@ impl Engine {
             };
             let signal = using
                 .and_then(|u| Sym::new(&u.signal.text))
-                .or_else(|| {
-                    self.sh
-                        .syms
-                        .iter()
-                        .map(|s| s.0)
-                        .find(|s| !self.sh.has_chain.contains(s))
-                })
-                .or_else(|| self.sh.syms.first().map(|s| s.0));
+                .or_else(|| self.sh.default_signal());
             let Some(signal) = signal else {
                 continue;
             };

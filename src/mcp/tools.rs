@@ -665,33 +665,12 @@ fn amount_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 /// `run`: replay the tape headlessly with the plans armed at the open; the canonical JSON
 /// report `kestrel run --json` prints.
 pub fn run(a: &RunArgs) -> ToolOutput {
-    use crate::bus::{self, Bus};
-    use crate::engine::{self, EngineConfig, fill};
-    use crate::market::Px;
+    use crate::bus::Bus;
+    use crate::engine;
 
-    let r_usd = match bus::parse_px(a.r_usd.trim()) {
-        Some(p) if p > Px::ZERO => p,
-        _ => {
-            return CodedError::plain(
-                "USAGE",
-                format!(
-                    "r_usd must be a positive amount of dollars, got {:?}",
-                    a.r_usd
-                ),
-            )
-            .into();
-        }
-    };
-    let Some(model) = fill::by_name(&a.fill) else {
-        return CodedError::plain(
-            "USAGE",
-            format!(
-                "unknown fill model {:?} (known: {})",
-                a.fill,
-                fill::FILL_MODELS.join(", ")
-            ),
-        )
-        .into();
+    let cfg = match crate::cli::run::engine_config("r_usd", &a.r_usd, &a.fill) {
+        Ok(c) => c,
+        Err(e) => return CodedError::plain("USAGE", e).into(),
     };
     let doc = match lang::check(&a.plans, lang::Mode::File) {
         Ok(d) => d,
@@ -706,10 +685,6 @@ pub fn run(a: &RunArgs) -> ToolOutput {
         Err(e) => return CodedError::from(&e).into(),
     };
     let header = reader.header().clone();
-    let cfg = EngineConfig {
-        fill: model,
-        ..EngineConfig::strict(r_usd)
-    };
     let bus = match engine::replay(
         &header,
         reader,

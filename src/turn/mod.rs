@@ -30,6 +30,7 @@ pub mod extract;
 pub mod menu;
 pub mod profile;
 pub mod repair;
+pub mod report;
 
 pub use menu::{Menu, Move, WakePhase};
 pub use profile::{Config, Profile, Wire};

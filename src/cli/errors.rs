@@ -1,0 +1,114 @@
+//! `kestrel errors report`: grade the guided error messages from the repair attempts of saved
+//! Bus files (TURNS.md §2; `crate::turn::report`).
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use crate::grade::glob;
+use crate::turn::report::{ErrorsReport, read_asks};
+
+/// Sub-commands of `kestrel errors`.
+#[derive(Debug, clap::Subcommand)]
+pub enum ErrorsCommand {
+    /// Per coded error the authors were shown: how often, how often the next reply parsed,
+    /// how often the turn still failed closed, what the next reply cost; totals per author
+    /// kind, profile and file.
+    ///
+    /// Example: kestrel errors report /tmp/runs/ --json
+    Report(ReportArgs),
+}
+
+/// Arguments of `kestrel errors report`.
+#[derive(Debug, clap::Args)]
+pub struct ReportArgs {
+    /// Saved Bus files (JSON Lines from `kestrel agent --bus`, `kestrel run --bus`, the
+    /// desk), globs of them (`runs/*.bus.jsonl`), or directories (their `*.bus.jsonl` and
+    /// `*.bus-N.jsonl` files).
+    #[arg(required = true)]
+    pub inputs: Vec<String>,
+    /// Print the canonical JSON report.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn has_magic(s: &str) -> bool {
+    s.contains(['*', '?', '['])
+}
+
+/// The Bus files an input names, or the usage / I/O error to print.
+fn expand(input: &str) -> Result<Vec<PathBuf>, String> {
+    if has_magic(input) {
+        let files = glob::expand(input)
+            .map_err(|e| format!("error code=IO message=cannot list {input}: {e}"))?;
+        if files.is_empty() {
+            return Err(format!("error code=USAGE message=no file matches {input}"));
+        }
+        return Ok(files);
+    }
+    let path = Path::new(input);
+    if !path.is_dir() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let rd = std::fs::read_dir(path)
+        .map_err(|e| format!("error code=IO message=cannot list {input}: {e}"))?;
+    let mut files = Vec::new();
+    for e in rd {
+        let e = e.map_err(|e| format!("error code=IO message=cannot list {input}: {e}"))?;
+        let name = e.file_name().to_string_lossy().into_owned();
+        let p = path.join(&name);
+        if (glob::matches("*.bus.jsonl", &name) || glob::matches("*.bus-*.jsonl", &name))
+            && p.is_file()
+        {
+            files.push(p);
+        }
+    }
+    if files.is_empty() {
+        return Err(format!(
+            "error code=USAGE message=no Bus files (*.bus.jsonl, *.bus-N.jsonl) in {input}"
+        ));
+    }
+    Ok(files)
+}
+
+/// Build the report from the inputs, or the error line to print. Every file is read before
+/// anything is printed.
+pub fn build(inputs: &[String]) -> Result<ErrorsReport, String> {
+    let mut files = BTreeSet::new();
+    for i in inputs {
+        files.extend(expand(i)?);
+    }
+    let mut report = ErrorsReport::default();
+    for f in &files {
+        let bytes = std::fs::read(f)
+            .map_err(|e| format!("error code=IO message=cannot read {}: {e}", f.display()))?;
+        let asks = read_asks(&bytes).map_err(|e| {
+            format!(
+                "error code=BUS message={}: line {}: {}",
+                f.display(),
+                e.line,
+                e.message
+            )
+        })?;
+        report.add_file(&f.display().to_string(), &asks);
+    }
+    Ok(report)
+}
+
+/// Run `kestrel errors …`; returns the exit code (0 ok; 1 usage, I/O or a bad Bus file).
+pub fn run(cmd: &ErrorsCommand) -> i32 {
+    let ErrorsCommand::Report(a) = cmd;
+    match build(&a.inputs) {
+        Ok(r) => {
+            if a.json {
+                outln!("{}", r.json());
+            } else {
+                out!("{}", r.text());
+            }
+            0
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            1
+        }
+    }
+}

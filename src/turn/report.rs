@@ -1,0 +1,550 @@
+//! Grading the error messages themselves (TURNS.md §2, `kestrel errors report`).
+//!
+//! Every repair attempt is a `repair` event on the Bus, and the attempts of one ask are
+//! followed by its `turn` event. Read back, they say for each coded error an author was shown
+//! (`code` + `rule`) how often the very next reply was an authored turn (the message's repair
+//! rate), how often the turn still ended in the fail-closed pass, and what the reply after it
+//! cost in tokens. Everything here is exact integer counting in a fixed order, so the report
+//! is the same bytes whatever order the Bus files are given in.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use super::repair::RepairAttempt;
+use super::{Outcome, RoutedTurn, TurnClass};
+use crate::bus::{Event, canonical_json};
+
+/// One ask as the Bus recorded it: every attempt, then the routed turn.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AskRecord {
+    /// The repair attempts, in order (none for a person's turn typed at the desk).
+    pub attempts: Vec<RepairAttempt>,
+    /// The turn that acted (authored, provider-error, or the fail-closed pass).
+    pub turn: RoutedTurn,
+}
+
+/// A Bus file that cannot be read: the 1-based line and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BusFileError {
+    /// 1-based line.
+    pub line: usize,
+    /// What is wrong.
+    pub message: String,
+}
+
+fn bad(line: usize, message: impl Into<String>) -> BusFileError {
+    BusFileError {
+        line,
+        message: message.into(),
+    }
+}
+
+/// Read a saved Bus (JSON Lines) into its asks. Fails closed on the first line that is not a
+/// Bus event, a `repair` or `turn` record that does not read back, attempts out of order, a
+/// file that does not start with `session-start`, or attempts with no turn after them.
+pub fn read_asks(bytes: &[u8]) -> Result<Vec<AskRecord>, BusFileError> {
+    let mut body = bytes;
+    if let Some(b) = body.strip_suffix(b"\n") {
+        body = b;
+    }
+    if body.is_empty() {
+        return Err(bad(
+            1,
+            "empty: a Bus file starts with a session-start event",
+        ));
+    }
+    let mut asks = Vec::new();
+    let mut pending: Vec<RepairAttempt> = Vec::new();
+    let mut pending_from = 0usize;
+    for (i, raw) in body.split(|b| *b == b'\n').enumerate() {
+        let n = i + 1;
+        let line = std::str::from_utf8(raw).map_err(|_| bad(n, "not UTF-8 text"))?;
+        let ev: Event =
+            serde_json::from_str(line).map_err(|e| bad(n, format!("not a Bus event: {e}")))?;
+        if n == 1 && !matches!(ev, Event::SessionStart { .. }) {
+            return Err(bad(1, "a Bus file starts with a session-start event"));
+        }
+        match ev {
+            Event::Repair { attempt, .. } => {
+                let a: RepairAttempt = serde_json::from_value(attempt)
+                    .map_err(|e| bad(n, format!("the repair record does not read back: {e}")))?;
+                if a.attempt as usize != pending.len() {
+                    return Err(bad(
+                        n,
+                        format!(
+                            "repair attempt {} where attempt {} was due",
+                            a.attempt,
+                            pending.len()
+                        ),
+                    ));
+                }
+                if pending.is_empty() {
+                    pending_from = n;
+                }
+                pending.push(a);
+            }
+            Event::Turn { turn, .. } => {
+                let turn: RoutedTurn = serde_json::from_value(turn)
+                    .map_err(|e| bad(n, format!("the turn record does not read back: {e}")))?;
+                asks.push(AskRecord {
+                    attempts: std::mem::take(&mut pending),
+                    turn,
+                });
+            }
+            _ => {}
+        }
+    }
+    if !pending.is_empty() {
+        return Err(bad(
+            pending_from,
+            "repair attempts with no turn after them (the Bus was cut off)",
+        ));
+    }
+    Ok(asks)
+}
+
+/// What happened to the turns of one group (all, one author kind, one profile, one file).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Totals {
+    /// Turns (`turn` events).
+    pub turns: u64,
+    /// Turns that ended authored (supersede, stand-down, view-request, cancel, pass).
+    pub authored: u64,
+    /// Authored turns that needed at least one re-ask.
+    pub repaired: u64,
+    /// Turns that ended in the terminal fail-closed pass.
+    pub fail_closed: u64,
+    /// Turns that ended refused without the loop (a person's invalid turn at the desk).
+    pub refused: u64,
+    /// Turns that ended in a provider error.
+    pub provider_error: u64,
+    /// Replies written (`repair` events).
+    pub attempts: u64,
+    /// Re-asks: guided errors shown to the author.
+    pub re_asks: u64,
+    /// Re-asks whose very next reply was an authored turn.
+    pub re_asks_parsed: u64,
+    /// Re-asks answered by a provider error rather than a reply.
+    pub re_asks_provider_error: u64,
+    /// cl100k tokens of every reply written.
+    pub tokens: u64,
+}
+
+impl Totals {
+    fn add(&mut self, ask: &AskRecord) {
+        self.turns += 1;
+        let re_asks = ask.attempts.len().saturating_sub(1) as u64;
+        match (&ask.turn.outcome, ask.turn.class()) {
+            (Outcome::Pass { fail_closed: true }, _) => self.fail_closed += 1,
+            (_, TurnClass::Authored) => {
+                self.authored += 1;
+                if re_asks > 0 {
+                    self.repaired += 1;
+                }
+            }
+            (_, TurnClass::ProviderError) => self.provider_error += 1,
+            (_, TurnClass::Invalid) => self.refused += 1,
+        }
+        self.attempts += ask.attempts.len() as u64;
+        self.re_asks += re_asks;
+        for next in ask.attempts.iter().skip(1) {
+            match next_kind(next) {
+                Next::Parsed => self.re_asks_parsed += 1,
+                Next::ProviderError => self.re_asks_provider_error += 1,
+                Next::Refused => {}
+            }
+        }
+        self.tokens += ask.attempts.iter().map(|a| a.tokens as u64).sum::<u64>();
+    }
+
+    fn json(&self) -> Value {
+        json!({
+            "turns": self.turns,
+            "authored": self.authored,
+            "repaired": self.repaired,
+            "fail_closed": self.fail_closed,
+            "refused": self.refused,
+            "provider_error": self.provider_error,
+            "attempts": self.attempts,
+            "re_asks": self.re_asks,
+            "re_asks_parsed": self.re_asks_parsed,
+            "re_asks_provider_error": self.re_asks_provider_error,
+            "repair_rate": rate(self.re_asks_parsed, self.re_asks - self.re_asks_provider_error),
+            "tokens": self.tokens,
+        })
+    }
+}
+
+/// How the reply after a re-ask went.
+enum Next {
+    Parsed,
+    Refused,
+    ProviderError,
+}
+
+fn next_kind(a: &RepairAttempt) -> Next {
+    match a.outcome.as_str() {
+        "invalid" | "truncated" => Next::Refused,
+        "provider-error" => Next::ProviderError,
+        _ => Next::Parsed,
+    }
+}
+
+/// One coded error (`code`, `rule`) across every Bus read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ErrorStats {
+    /// `PARSE`, `TURN`, `ENVELOPE`, `TRUNCATED`.
+    pub code: String,
+    /// The rule name (`syntax`, `menu`, `turn-mix`, ...).
+    pub rule: String,
+    /// Refused replies that carried it (counted once per reply).
+    pub refused: u64,
+    /// Of those, the ones the author was re-asked with (the rest ended the loop: its
+    /// budget was spent, so the message was never shown).
+    pub shown: u64,
+    /// Re-asks answered by a provider error instead of a reply (not the message's fault).
+    pub provider_error: u64,
+    /// Re-asks whose very next reply was an authored turn.
+    pub parsed_next: u64,
+    /// Re-asks after which the turn still ended in the fail-closed pass.
+    pub fail_closed: u64,
+    /// cl100k tokens of the reply written after each re-ask.
+    pub next_tokens: Vec<u64>,
+    /// Its messages (shown or not), and how often each.
+    pub messages: BTreeMap<String, u64>,
+}
+
+impl ErrorStats {
+    /// Re-asks that got a reply (shown less provider errors).
+    pub fn replied(&self) -> u64 {
+        self.shown - self.provider_error
+    }
+
+    /// The most frequent message (ties: the first in byte order).
+    pub fn example(&self) -> &str {
+        let mut best: Option<(&String, u64)> = None;
+        for (m, n) in &self.messages {
+            if best.is_none_or(|(_, b)| *n > b) {
+                best = Some((m, *n));
+            }
+        }
+        best.map(|(m, _)| m.as_str()).unwrap_or("")
+    }
+
+    fn json(&self) -> Value {
+        let vals: Vec<i64> = self
+            .next_tokens
+            .iter()
+            .map(|t| i64::try_from(*t).unwrap_or(i64::MAX))
+            .collect();
+        let median = if vals.is_empty() {
+            Value::Null
+        } else {
+            let (num, den) = crate::grade::stats::median(&vals);
+            decimal(num, den)
+        };
+        json!({
+            "code": self.code,
+            "rule": self.rule,
+            "refused": self.refused,
+            "shown": self.shown,
+            "unshown": self.refused - self.shown,
+            "replied": self.replied(),
+            "provider_error": self.provider_error,
+            "parsed_next": self.parsed_next,
+            "repair_rate": rate(self.parsed_next, self.replied()),
+            "fail_closed": self.fail_closed,
+            "fail_closed_rate": rate(self.fail_closed, self.shown),
+            "next_tokens_median": median,
+            "next_tokens_total": self.next_tokens.iter().sum::<u64>(),
+            "example": self.example(),
+        })
+    }
+}
+
+/// `num / den` rounded half up to 4 decimals, as a JSON number; `null` when `den` is 0.
+fn rate(num: u64, den: u64) -> Value {
+    if den == 0 {
+        return Value::Null;
+    }
+    let (n, d) = (u128::from(num), u128::from(den));
+    let scaled = (n * 20_000 + d) / (2 * d);
+    let s = format!("{}.{:04}", scaled / 10_000, scaled % 10_000);
+    number(&s)
+}
+
+fn decimal(num: i128, den: i128) -> Value {
+    if den == 2 {
+        number(&format!("{}.{}", num / 2, if num % 2 == 0 { 0 } else { 5 }))
+    } else {
+        number(&num.to_string())
+    }
+}
+
+/// A non-negative exact decimal string as a JSON number: an integer when it has no
+/// fraction, else the shortest float that prints back as the same decimal.
+fn number(s: &str) -> Value {
+    let s = if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        s
+    };
+    if let Ok(i) = s.parse::<u64>() {
+        return Value::from(i);
+    }
+    s.parse::<f64>()
+        .ok()
+        .and_then(serde_json::Number::from_f64)
+        .map_or(Value::Null, Value::Number)
+}
+
+/// The aggregate over every Bus file read.
+#[derive(Debug, Clone, Default)]
+pub struct ErrorsReport {
+    /// Per `(code, rule)`.
+    pub errors: BTreeMap<(String, String), ErrorStats>,
+    /// Every turn.
+    pub totals: Totals,
+    /// Per author kind (`human`, `model`, `file`), as the turn records carry it.
+    pub by_author: BTreeMap<String, Totals>,
+    /// Per prompt profile.
+    pub by_profile: BTreeMap<String, Totals>,
+    /// Per file, by path.
+    pub files: BTreeMap<String, Totals>,
+}
+
+impl ErrorsReport {
+    /// Add one file's asks.
+    pub fn add_file(&mut self, path: &str, asks: &[AskRecord]) {
+        let mut file = self.files.remove(path).unwrap_or_default();
+        for ask in asks {
+            file.add(ask);
+            self.totals.add(ask);
+            self.by_author
+                .entry(ask.turn.author.name().to_string())
+                .or_default()
+                .add(ask);
+            self.by_profile
+                .entry(ask.turn.profile.name().to_string())
+                .or_default()
+                .add(ask);
+            self.add_errors(ask);
+        }
+        self.files.insert(path.to_string(), file);
+    }
+
+    fn add_errors(&mut self, ask: &AskRecord) {
+        let fail_closed = matches!(ask.turn.outcome, Outcome::Pass { fail_closed: true });
+        for (i, a) in ask.attempts.iter().enumerate() {
+            let next = ask.attempts.get(i + 1);
+            // One count per reply for each (code, rule) it carried; the example is the
+            // first error of that kind in the reply.
+            let mut seen: BTreeMap<(String, String), &str> = BTreeMap::new();
+            for e in &a.errors {
+                seen.entry((e.code.clone(), e.rule.clone()))
+                    .or_insert(e.message.as_str());
+            }
+            for (key, message) in seen {
+                let s = self
+                    .errors
+                    .entry(key.clone())
+                    .or_insert_with(|| ErrorStats {
+                        code: key.0.clone(),
+                        rule: key.1.clone(),
+                        ..ErrorStats::default()
+                    });
+                s.refused += 1;
+                *s.messages.entry(message.replace('\n', " ")).or_insert(0) += 1;
+                let Some(next) = next else { continue };
+                s.shown += 1;
+                match next_kind(next) {
+                    Next::Parsed => s.parsed_next += 1,
+                    Next::ProviderError => s.provider_error += 1,
+                    Next::Refused => {}
+                }
+                if !matches!(next_kind(next), Next::ProviderError) {
+                    s.next_tokens.push(next.tokens as u64);
+                }
+                if fail_closed {
+                    s.fail_closed += 1;
+                }
+            }
+        }
+    }
+
+    /// The errors in report order: most shown first, then most refused, then by code and
+    /// rule.
+    pub fn ranked(&self) -> Vec<&ErrorStats> {
+        let mut v: Vec<&ErrorStats> = self.errors.values().collect();
+        v.sort_by(|a, b| {
+            b.shown
+                .cmp(&a.shown)
+                .then(b.refused.cmp(&a.refused))
+                .then(a.code.cmp(&b.code))
+                .then(a.rule.cmp(&b.rule))
+        });
+        v
+    }
+
+    /// The canonical JSON report (sorted keys, one line).
+    pub fn json(&self) -> String {
+        let group = |m: &BTreeMap<String, Totals>| -> Value {
+            Value::Object(m.iter().map(|(k, t)| (k.clone(), t.json())).collect())
+        };
+        let v = json!({
+            "errors": self.ranked().into_iter().map(ErrorStats::json).collect::<Vec<_>>(),
+            "totals": self.totals.json(),
+            "by_author": group(&self.by_author),
+            "by_profile": group(&self.by_profile),
+            "files": self.files.iter().map(|(p, t)| {
+                let mut o = t.json();
+                o["path"] = Value::String(p.clone());
+                o
+            }).collect::<Vec<_>>(),
+        });
+        canonical_json(&v)
+    }
+
+    /// The text report: one row per error, then the totals.
+    pub fn text(&self) -> String {
+        let mut s = format!(
+            "errors report: {} file(s), {} turn(s), {} repl(ies), {} re-ask(s)\n",
+            self.files.len(),
+            self.totals.turns,
+            self.totals.attempts,
+            self.totals.re_asks
+        );
+        s.push_str(&format!(
+            "{:<9} {:<18} {:>7} {:>6} {:>6} {:>7} {:>11} {:>8}  {}\n",
+            "code",
+            "rule",
+            "refused",
+            "shown",
+            "parsed",
+            "repair",
+            "fail-closed",
+            "next-tok",
+            "example"
+        ));
+        let ranked = self.ranked();
+        if ranked.is_empty() {
+            s.push_str("(no refused replies)\n");
+        }
+        for e in ranked {
+            let j = e.json();
+            s.push_str(&format!(
+                "{:<9} {:<18} {:>7} {:>6} {:>6} {:>7} {:>11} {:>8}  {}\n",
+                e.code,
+                e.rule,
+                e.refused,
+                e.shown,
+                e.parsed_next,
+                pct(e.parsed_next, e.replied()),
+                e.fail_closed,
+                show(&j["next_tokens_median"]),
+                clip(e.example(), 72)
+            ));
+        }
+        s.push_str(&format!(
+            "\n{:<24} {:>5} {:>8} {:>8} {:>11} {:>14} {:>7} {:>7} {:>7}\n",
+            "group",
+            "turns",
+            "authored",
+            "repaired",
+            "fail-closed",
+            "provider-error",
+            "re-asks",
+            "repair",
+            "tokens"
+        ));
+        let mut row = |name: String, t: &Totals| {
+            s.push_str(&format!(
+                "{:<24} {:>5} {:>8} {:>8} {:>11} {:>14} {:>7} {:>7} {:>7}\n",
+                name,
+                t.turns,
+                t.authored,
+                t.repaired,
+                t.fail_closed,
+                t.provider_error,
+                t.re_asks,
+                pct(t.re_asks_parsed, t.re_asks - t.re_asks_provider_error),
+                t.tokens
+            ));
+        };
+        row("all".into(), &self.totals);
+        for (k, t) in &self.by_author {
+            row(format!("author {k}"), t);
+        }
+        for (k, t) in &self.by_profile {
+            row(format!("profile {k}"), t);
+        }
+        s
+    }
+}
+
+/// A rate as a percentage with one decimal (rounded half up), `-` when there is none.
+fn pct(num: u64, den: u64) -> String {
+    if den == 0 {
+        return "-".into();
+    }
+    let (n, d) = (u128::from(num), u128::from(den));
+    let tenths = (n * 2000 + d) / (2 * d);
+    format!("{}.{}%", tenths / 10, tenths % 10)
+}
+
+fn show(v: &Value) -> String {
+    match v {
+        Value::Null => "-".into(),
+        v => v.to_string(),
+    }
+}
+
+fn clip(s: &str, width: usize) -> String {
+    if s.chars().count() <= width {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(width - 1).collect();
+    out.push('…');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_round_half_up_to_four_decimals() {
+        assert_eq!(rate(2, 3).to_string(), "0.6667");
+        assert_eq!(rate(1, 2).to_string(), "0.5");
+        assert_eq!(rate(3, 3).to_string(), "1");
+        assert_eq!(rate(0, 3).to_string(), "0");
+        assert_eq!(rate(1, 0), Value::Null);
+        assert_eq!(pct(2, 3), "66.7%");
+        assert_eq!(pct(1, 8), "12.5%");
+        assert_eq!(pct(0, 0), "-");
+        assert_eq!(decimal(7, 2).to_string(), "3.5");
+        assert_eq!(decimal(8, 2).to_string(), "4");
+        assert_eq!(decimal(9, 1).to_string(), "9");
+    }
+
+    #[test]
+    fn bad_bus_files_name_the_line() {
+        assert_eq!(read_asks(b"").unwrap_err().line, 1);
+        let tape = b"{\"type\":\"header\",\"v\":1}\n";
+        assert_eq!(read_asks(tape).unwrap_err().line, 1);
+        let start = "{\"close\":\"16:00:00.000\",\"date\":\"2025-04-09\",\"fill_model\":\"strict-cross-v1\",\"open\":\"09:30:00.000\",\"r_usd\":\"1000.00\",\"tape\":\"t\",\"type\":\"session-start\"}\n";
+        let ok =
+            format!("{start}{{\"text\":\"h\",\"ts\":\"09:30:00.000\",\"type\":\"headline\"}}\n");
+        assert_eq!(read_asks(ok.as_bytes()).unwrap(), vec![]);
+        let cut = format!("{ok}{{\"text\":\"h\",\"ts\":\"09:3");
+        let e = read_asks(cut.as_bytes()).unwrap_err();
+        assert_eq!(e.line, 3, "{e:?}");
+        let bad_attempt = format!(
+            "{ok}{{\"attempt\":{{\"x\":1}},\"ts\":\"09:30:00.000\",\"type\":\"repair\",\"wake\":\"open\"}}\n"
+        );
+        let e = read_asks(bad_attempt.as_bytes()).unwrap_err();
+        assert_eq!(e.line, 3);
+        assert!(e.message.contains("repair record"), "{e:?}");
+    }
+}
