@@ -344,6 +344,18 @@ fn sharded_and_merged_equals_single_run_byte_for_byte() {
         !v.to_string().contains("unrelated"),
         "only the lineage runs"
     );
+    // A shard run on different tape bytes than the grade was prepared on refuses.
+    let t = &p.job.grades[0].tapes[0];
+    assert_eq!(t.blake3.len(), 64);
+    let mut bytes = std::fs::read(&t.path).unwrap();
+    bytes.extend_from_slice(b"\n");
+    std::fs::write(&t.path, &bytes).unwrap();
+    let e = grade::run_shard(&p, 0, 1, &mut FileTapes::default()).unwrap_err();
+    assert_eq!(e.code, "TAPE", "{e:?}");
+    assert!(
+        e.message.contains("not the ones the grade was prepared on"),
+        "{e:?}"
+    );
     let _ = std::fs::remove_dir_all(&d);
 }
 

@@ -17,7 +17,7 @@ use crate::bus::{Bus, Event, parse_bus};
 use crate::engine::EngineConfig;
 use crate::lang::ast::{Document, StatementKind};
 use crate::lang::{self, Mode};
-use crate::market::{TapeEvent, TapeHeader, TapeReader, write_tape};
+use crate::market::{TapeEvent, TapeHeader, TapeReader, Ts, write_tape};
 use crate::session::{Answer, Session, SessionConfig, TurnSource, WakeAsk};
 use crate::turn::repair::{self, Ask, RepairPolicy};
 use crate::turn::{AuthorKind, Outcome, Profile, Reply, RoutedTurn, TurnContext};
@@ -52,6 +52,10 @@ pub struct AgentSession {
     /// Wake name → the recorded turns' canonical Kestrel, in order (empty for a turn that
     /// carried no Kestrel: invalid, truncated, provider error; replayed as a pass).
     pub replies: BTreeMap<String, Vec<String>>,
+    /// Wake name → how long after its View each recorded turn acted, in tape ms (0 for a
+    /// headless session's; a desk's live author, or a person accepting in co-pilot, took
+    /// longer). The replay keeps the delay: the turn acts that long after the wake.
+    pub delays: BTreeMap<String, Vec<u32>>,
     /// Plans in the order the agent first armed them.
     pub intros: Vec<Intro>,
 }
@@ -81,10 +85,12 @@ impl AgentSession {
             profile: Profile::AuthoringV2,
             initial: Vec::new(),
             replies: BTreeMap::new(),
+            delays: BTreeMap::new(),
             intros: Vec::new(),
         };
         let mut turns = 0usize;
         let mut last_view: Option<(String, String)> = None;
+        let mut viewed_at: Option<Ts> = None;
         for ev in events {
             match ev {
                 Event::DocumentArmed { text, .. } if turns == 0 => {
@@ -92,8 +98,11 @@ impl AgentSession {
                         .map_err(|_| bad(path, "a document armed at the open does not parse"))?;
                     s.initial.push(doc);
                 }
-                Event::ViewDelivered { wake, view, .. } => last_view = Some((wake, view)),
-                Event::Turn { wake, turn, .. } => {
+                Event::ViewDelivered { ts, wake, view, .. } => {
+                    last_view = Some((wake, view));
+                    viewed_at = Some(ts);
+                }
+                Event::Turn { ts, wake, turn } => {
                     let t: RoutedTurn = serde_json::from_value(turn)
                         .map_err(|e| bad(path, format!("a turn record does not read back: {e}")))?;
                     // A person's turns (the desk's editor) are not the agent's.
@@ -108,6 +117,8 @@ impl AgentSession {
                         .entry(wake.clone())
                         .or_default()
                         .push(t.kestrel.clone());
+                    let delay = viewed_at.map_or(0, |v| ts.0.saturating_sub(v.0));
+                    s.delays.entry(wake.clone()).or_default().push(delay);
                     if let Outcome::Supersede { .. } = t.outcome {
                         let Some(doc) = t.document() else {
                             return Err(bad(path, "a supersede turn's Kestrel does not parse"));
@@ -159,12 +170,12 @@ impl AgentSession {
 /// The agent's author in a replay: the `n`-th ask at wake `W` gets the `n`-th recorded turn
 /// at `W`; a pass once they run out.
 struct WakeScript {
-    queues: BTreeMap<String, VecDeque<String>>,
+    queues: BTreeMap<String, VecDeque<(String, u32)>>,
 }
 
 impl TurnSource for WakeScript {
     fn answer(&mut self, ask: &WakeAsk, ctx: &TurnContext) -> Answer {
-        let text = self
+        let (text, delay) = self
             .queues
             .get_mut(&ask.wake)
             .and_then(VecDeque::pop_front)
@@ -173,7 +184,8 @@ impl TurnSource for WakeScript {
         let mut write = |_: &Ask| Reply::Text(once.take().unwrap_or_default());
         Answer {
             run: repair::drive(&mut write, ctx, RepairPolicy::default()),
-            at: None,
+            // The recorded latency, on this tape's clock.
+            at: (delay > 0).then(|| Ts(ask.ts.0.saturating_add(delay))),
         }
     }
     fn name(&self) -> String {
@@ -207,7 +219,15 @@ pub fn replay(
         queues: agent
             .replies
             .iter()
-            .map(|(w, r)| (w.clone(), r.iter().cloned().collect()))
+            .map(|(w, r)| {
+                let d = agent.delays.get(w);
+                let q = r
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| (t.clone(), d.and_then(|d| d.get(i)).copied().unwrap_or(0)))
+                    .collect();
+                (w.clone(), q)
+            })
             .collect(),
     };
     for ev in events {
@@ -282,5 +302,83 @@ mod tests {
         assert_eq!(a.wakes(), ["open"]);
         assert_eq!(a.replies["open"].len(), 1);
         assert!(a.replies["open"][0].starts_with("PLAN mine"));
+        assert_eq!(
+            a.delays["open"],
+            [0],
+            "a headless turn acts at the wake's instant"
+        );
+    }
+
+    /// A turn that arrived late (a desk's live author) is replayed with the same latency:
+    /// on the recorded tape its plan arms at the same instant as it did live.
+    #[test]
+    fn a_late_answer_is_replayed_with_its_latency() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let tape = root.join("tapes/trend-2025-04-09-s1.jsonl");
+        let cfg = || SessionConfig {
+            engine: EngineConfig::strict(Px::from_cents(100_000)),
+            profile: Profile::AuthoringV2,
+            author: AuthorKind::Model,
+            open_wake: true,
+            view_request_cap: None,
+        };
+        let mut s = Session::new(
+            open_tape(&tape).unwrap(),
+            cfg(),
+            &[],
+            Bus::new(None).keeping(),
+        )
+        .unwrap();
+        let plan =
+            "PLAN late budget 0.1R ttl 11:00\n  WHEN time >= 09:40\n  DO buy 1 shares @ ask\n";
+        let mut asked = None;
+        let arrive = Ts::hms(9, 47, 0, 0);
+        while !s.is_done() {
+            let fired = s.step().unwrap();
+            for w in &fired {
+                if let Some((_, ctx)) = s.ask(w) {
+                    asked = Some((w.ts, ctx));
+                }
+            }
+            // The reply reaches the desk at 09:47 (the tape did not wait).
+            if let Some((_, ctx)) = asked.as_ref()
+                && s.awaiting().is_some()
+                && s.engine.market().now().is_some_and(|t| t >= arrive)
+            {
+                let mut once = Some(plan.to_string());
+                let mut w = |_: &Ask| Reply::Text(once.take().unwrap_or_default());
+                let run = repair::drive(&mut w, ctx, RepairPolicy::default());
+                let now = s.engine.market().now().unwrap();
+                assert!(s.resolve(now, run).is_none());
+            }
+        }
+        let (open_ts, _) = asked.unwrap();
+        let live = s.finish();
+        let armed_at = |b: &Bus| {
+            b.events().iter().find_map(|e| match e {
+                Event::DocumentArmed { ts, plans, .. } if plans.iter().any(|p| p == "late") => {
+                    Some(*ts)
+                }
+                _ => None,
+            })
+        };
+        let live_armed = armed_at(&live).unwrap();
+        assert!(live_armed >= arrive);
+        let bytes: Vec<u8> = live
+            .events()
+            .iter()
+            .flat_map(crate::bus::canonical_line)
+            .collect();
+        let a = AgentSession::from_bus("s.jsonl", &bytes).unwrap();
+        assert_eq!(a.delays["open"], [live_armed.0 - open_ts.0]);
+        let (h, events) = crate::market::read_tape_file(&tape).unwrap();
+        let replayed = replay(
+            &a,
+            &h,
+            &events,
+            EngineConfig::strict(Px::from_cents(100_000)),
+        )
+        .unwrap();
+        assert_eq!(armed_at(&replayed), Some(live_armed));
     }
 }

@@ -37,7 +37,7 @@ use crate::lang::ast::{
     self, ClauseKind, CmpOp, Counterfactual, Document, GradeClauseKind, GradeRange, GradeSubject,
     Num, Predicate, Series, SeriesKind, Span, Statement, StatementKind, Trigger, Ttl, Value,
 };
-use crate::market::{Px, TapeEvent, TapeHeader, Ts, open_tape, read_tape_file};
+use crate::market::{Px, TapeEvent, TapeHeader, Ts};
 pub use agent::AgentSession;
 
 /// Version of the shard file format and of the job (part of the fingerprint).
@@ -129,6 +129,10 @@ pub struct TapeRef {
     pub name: String,
     /// The header's tags.
     pub tags: BTreeMap<String, String>,
+    /// BLAKE3 of the tape's bytes when the grade was prepared: part of the job's
+    /// fingerprint (shards graded on different tape contents never merge), and checked
+    /// again when a shard loads the tape.
+    pub blake3: String,
 }
 
 /// A plan of the subject's lineage (the subject and the plans its ARM clauses reach).
@@ -408,7 +412,10 @@ fn select_tapes(over: &GradeRange, opts: &Options) -> Result<Vec<TapeRef>, Grade
     let mut out = Vec::new();
     for p in paths {
         let path = p.display().to_string();
-        let r = open_tape(&p).map_err(|e| GradeError::new("TAPE", format!("{path}: {e}")))?;
+        let bytes = std::fs::read(&p)
+            .map_err(|e| GradeError::new("IO", format!("cannot read {path}: {e}")))?;
+        let r = crate::market::TapeReader::new(bytes.as_slice())
+            .map_err(|e| GradeError::new("TAPE", format!("{path}: {e}")))?;
         let h = r.header();
         if let GradeRange::Months { from, to } = over {
             let date = h
@@ -426,6 +433,7 @@ fn select_tapes(over: &GradeRange, opts: &Options) -> Result<Vec<TapeRef>, Grade
             path,
             name: h.name.clone(),
             tags: h.tags.clone(),
+            blake3: blake3::hash(&bytes).to_hex().to_string(),
         });
     }
     Ok(out)
@@ -1060,7 +1068,21 @@ impl TapeSource for FileTapes {
                 return Ok(lt.clone());
             }
         }
-        let (header, events) = read_tape_file(Path::new(&t.path))
+        let bytes = std::fs::read(&t.path)
+            .map_err(|e| GradeError::new("IO", format!("cannot read {}: {e}", t.path)))?;
+        let hash = blake3::hash(&bytes).to_hex().to_string();
+        if hash != t.blake3 {
+            return Err(GradeError::new(
+                "TAPE",
+                format!(
+                    "{}: the tape's bytes are not the ones the grade was prepared on (blake3 {} here, {} in the job): grade every shard on the same tapes",
+                    t.path,
+                    &hash[..12],
+                    t.blake3.get(..12).unwrap_or(&t.blake3)
+                ),
+            ));
+        }
+        let (header, events) = crate::market::tape::read_tape_bytes(&bytes)
             .map_err(|e| GradeError::new("TAPE", format!("{}: {e}", t.path)))?;
         let lt = std::sync::Arc::new(LoadedTape { header, events });
         self.last = Some((t.path.clone(), lt.clone()));
@@ -1692,7 +1714,8 @@ mod tests {
             "range-2025-04-09-s2",
             "shock-2025-04-09-s7",
         ] {
-            let (h, evs) = read_tape_file(&root.join(format!("tapes/{t}.jsonl"))).unwrap();
+            let (h, evs) =
+                crate::market::read_tape_file(&root.join(format!("tapes/{t}.jsonl"))).unwrap();
             for (d, l) in [(&doc, &names), (&quick, &quick_names)] {
                 let early = replay(&h, &evs, d, "strict-cross-v1", r, false).unwrap();
                 let mut e = Engine::new(&h, EngineConfig::strict(r), Bus::new(None));

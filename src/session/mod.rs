@@ -326,9 +326,10 @@ impl<R: BufRead> Session<R> {
     /// Advance by one tape event given by the caller (a driver that reads the tape itself,
     /// like the desk); returns the wakes that fired on it, as [`Session::step`] does.
     pub fn feed(&mut self, ev: &TapeEvent) -> Vec<FiredWake> {
-        // A reply due before this event acts first.
+        // A reply that arrived before this event acts first (one that arrived at the same
+        // instant acts after the events of that instant, as the desk applies it).
         if let Some((at, _, _)) = &self.pending
-            && *at <= ev.ts()
+            && *at < ev.ts()
         {
             if let Some((at, wake, ans)) = self.pending.take() {
                 self.apply(at, &wake, ans);
