@@ -623,3 +623,41 @@ fn the_house_agent_answers_wakes_on_the_bus_and_human_turns_are_recorded() {
         "{bus}"
     );
 }
+
+#[test]
+fn any_bus_event_can_be_selected_and_inspected() {
+    let mut app = app();
+    app.human_turn(desk::EXAMPLE_PLAN);
+    app.send(Command::Seek(ms(10, 30, 0)));
+    app.tick();
+    app.set_focus(Pane::Bus);
+    let newest = app.selected_event().unwrap().to_string();
+    press(&mut app, KeyCode::Up);
+    press(&mut app, KeyCode::Up);
+    let (_, last) = app.bus_window();
+    assert_eq!(app.bus_sel, Some(last - 2));
+    let picked = app.selected_event().unwrap().to_string();
+    assert_ne!(picked, newest);
+    let s = screen(&app, 160, 48);
+    assert!(
+        has(&s, &format!("event {} of", last - 1)),
+        "the title names the selection"
+    );
+    press(&mut app, KeyCode::Enter);
+    let Some(kestrel_desk::desk::app::Modal::Event(text)) = &app.modal else {
+        panic!("{:?}", app.modal)
+    };
+    let v: serde_json::Value = serde_json::from_str(text).unwrap();
+    assert_eq!(
+        v,
+        serde_json::from_str::<serde_json::Value>(&picked).unwrap()
+    );
+    assert!(text.lines().count() > 2, "pretty-printed");
+    let s = screen(&app, 160, 48);
+    assert!(has(&s, "Event"));
+    press(&mut app, KeyCode::Esc);
+    assert!(app.modal.is_none());
+    press(&mut app, KeyCode::Down);
+    press(&mut app, KeyCode::Down);
+    assert_eq!(app.bus_sel, None, "back to following the newest");
+}

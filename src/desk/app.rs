@@ -83,6 +83,8 @@ pub enum Modal {
     },
     /// A plan's canonical text.
     PlanText(String),
+    /// One Bus event, pretty-printed.
+    Event(String),
 }
 
 /// What a prompt asks for.
@@ -272,6 +274,9 @@ pub struct App {
     pub bus_mode: BusMode,
     /// Selected plan row.
     pub plan_sel: usize,
+    /// Selected Bus event (its number in the stream, 0 = the first); `None` follows the
+    /// newest.
+    pub bus_sel: Option<u64>,
     /// Scroll of the View pane.
     pub view_scroll: u16,
     /// The last message for the status area.
@@ -342,6 +347,7 @@ impl App {
             thinking: String::new(),
             bus_mode: BusMode::Bus,
             plan_sel: 0,
+            bus_sel: None,
             view_scroll: 0,
             message: None,
             warnings: Vec::new(),
@@ -610,6 +616,23 @@ impl App {
         }
     }
 
+    /// The event numbers the Bus pane holds: (oldest, newest).
+    pub fn bus_window(&self) -> (u64, u64) {
+        let n = self.snap.bus_events;
+        let held = self.snap.bus.len() as u64;
+        (n.saturating_sub(held), n.saturating_sub(1))
+    }
+
+    /// The selected Bus event's line (the newest when following).
+    pub fn selected_event(&self) -> Option<&str> {
+        let (first, last) = self.bus_window();
+        let i = self.bus_sel.unwrap_or(last).clamp(first, last);
+        self.snap
+            .bus
+            .get(usize::try_from(i - first).ok()?)
+            .map(String::as_str)
+    }
+
     /// Every turn for the Journal and Tokens panes, in tape order: the desk's and the
     /// agent's (from the Bus).
     pub fn turn_rows(&self) -> Vec<TurnRow<'_>> {
@@ -832,6 +855,11 @@ impl App {
             }
             Action::Up => match self.focus {
                 Pane::Plans => self.plan_sel = self.plan_sel.saturating_sub(1),
+                Pane::Bus => {
+                    let (first, last) = self.bus_window();
+                    let cur = self.bus_sel.unwrap_or(last);
+                    self.bus_sel = Some(cur.saturating_sub(1).max(first).min(last));
+                }
                 Pane::View => self.view_scroll = self.view_scroll.saturating_sub(1),
                 _ => {}
             },
@@ -840,13 +868,31 @@ impl App {
                     self.plan_sel = (self.plan_sel + 1).min(self.snap.plans.len().saturating_sub(1))
                 }
                 Pane::View => self.view_scroll = self.view_scroll.saturating_add(1),
+                Pane::Bus => {
+                    let (_, last) = self.bus_window();
+                    self.bus_sel = match self.bus_sel {
+                        Some(i) if i + 1 < last => Some(i + 1),
+                        _ => None,
+                    };
+                }
                 _ => {}
             },
-            Action::Open => {
-                if let Some(p) = self.snap.plans.get(self.plan_sel) {
-                    self.modal = Some(Modal::PlanText(p.text.clone()));
+            Action::Open => match self.focus {
+                Pane::Bus => {
+                    if let Some(line) = self.selected_event() {
+                        let text = serde_json::from_str::<serde_json::Value>(line)
+                            .ok()
+                            .and_then(|v| serde_json::to_string_pretty(&v).ok())
+                            .unwrap_or_else(|| line.to_string());
+                        self.modal = Some(Modal::Event(text));
+                    }
                 }
-            }
+                _ => {
+                    if let Some(p) = self.snap.plans.get(self.plan_sel) {
+                        self.modal = Some(Modal::PlanText(p.text.clone()));
+                    }
+                }
+            },
             Action::Yank => {
                 if let Some(p) = self.snap.plans.get(self.plan_sel) {
                     let (text, name) = (p.text.clone(), p.name.clone());
@@ -887,7 +933,7 @@ impl App {
     fn modal_key(&mut self, m: Modal, k: KeyEvent) {
         let esc = k.code == KeyCode::Esc;
         match m {
-            Modal::Help | Modal::PlanText(_) => {
+            Modal::Help | Modal::PlanText(_) | Modal::Event(_) => {
                 if let (Modal::PlanText(t), Some(Action::Yank)) = (&m, self.keys.action(&k)) {
                     self.editor.set_text(t);
                     self.set_focus(Pane::Editor);

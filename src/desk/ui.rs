@@ -205,7 +205,9 @@ fn footer_keys(app: &App) -> Vec<Action> {
     match app.focus {
         Pane::Editor => vec![Submit, Leave],
         Pane::Plans => vec![Up, Down, Open, Yank, PlayPause, StandDown, Help, Quit],
-        Pane::Bus => vec![BusToggle, PlayPause, Faster, Slower, Help, Quit],
+        Pane::Bus => vec![
+            Up, Down, Open, BusToggle, PlayPause, Faster, Slower, Help, Quit,
+        ],
         Pane::View => vec![Up, Down, ShowView, PlayPause, Help, Quit],
         _ => vec![
             PlayPause, Faster, Slower, StepTick, StepBar, Seek, Editor, StandDown, ShowView,
@@ -477,11 +479,37 @@ fn draw_bus(f: &mut Frame, app: &App, r: Rect) {
     let muted = Style::default().fg(t.c("ui.muted"));
     let (title, lines): (String, Vec<Line>) = match app.bus_mode {
         BusMode::Bus => {
-            let lines = s.bus[s.bus.len().saturating_sub(inner_h)..]
+            // Follow the newest, or keep the selected event in view (highlighted).
+            let (first, last) = app.bus_window();
+            let sel = app.bus_sel.map(|i| i.clamp(first, last));
+            let end = sel
+                .map(|i| (i - first) as usize + 1)
+                .unwrap_or(s.bus.len())
+                .max(inner_h.min(s.bus.len()));
+            let start = end.saturating_sub(inner_h);
+            let hi = Style::default()
+                .bg(t.c("ui.selection_bg"))
+                .add_modifier(Modifier::BOLD);
+            let lines = s.bus[start..end.min(s.bus.len())]
                 .iter()
-                .map(|l| Line::from(l.clone()))
+                .enumerate()
+                .map(|(k, l)| {
+                    if sel == Some(first + (start + k) as u64) {
+                        Line::from(Span::styled(l.clone(), hi))
+                    } else {
+                        Line::from(l.clone())
+                    }
+                })
                 .collect();
-            (format!("Bus — {} events [b: Blotter]", s.bus_events), lines)
+            let title = match sel {
+                Some(i) => format!(
+                    "Bus — event {} of {} [↑↓ select · enter inspect · b: Blotter]",
+                    i + 1,
+                    s.bus_events
+                ),
+                None => format!("Bus — {} events [b: Blotter]", s.bus_events),
+            };
+            (title, lines)
         }
         BusMode::Blotter => {
             let b = &s.book;
@@ -818,6 +846,22 @@ fn draw_modal(f: &mut Frame, app: &App, m: &Modal, area: Rect) {
             )));
             f.render_widget(Clear, r);
             f.render_widget(Paragraph::new(lines).block(frame_block("SHOW VIEW")), r);
+        }
+        Modal::Event(text) => {
+            let h = (text.lines().count() as u16 + 3).min(area.height);
+            let r = centered(area, area.width.saturating_sub(8).min(110), h);
+            let mut lines: Vec<Line> = text.lines().map(|l| Line::from(l.to_string())).collect();
+            lines.push(Line::from(Span::styled(
+                "any key closes",
+                Style::default().fg(t.c("ui.muted")),
+            )));
+            f.render_widget(Clear, r);
+            f.render_widget(
+                Paragraph::new(lines)
+                    .wrap(Wrap { trim: false })
+                    .block(frame_block("Event")),
+                r,
+            );
         }
         Modal::PlanText(text) => {
             let h = (text.lines().count() as u16 + 3).min(area.height);
