@@ -57,3 +57,21 @@ fn each_pane_in_focus() {
         insta::assert_snapshot!(format!("pane_{name}_160x48"), screen(&app, 160, 48));
     }
 }
+
+/// The house agent seated: at 10:30 in autopilot its turns are in the Journal and Tokens
+/// panes; in co-pilot its OPEN answer waits in the footer and the Journal.
+#[test]
+fn the_house_agent_in_autopilot_and_copilot() {
+    use kestrel_desk::desk::agent::DeskAgent;
+    use kestrel_desk::desk::engine::Command;
+    use kestrel_desk::market::Ts;
+    let src = desk::tape_source(None).expect("bundled tape");
+    let mut app = desk::inline_app_with(src.clone(), Some(DeskAgent::house()), false).expect("app");
+    app.send(Command::Seek(Ts::hms(10, 30, 0, 0)));
+    app.tick();
+    insta::assert_snapshot!("house_autopilot_160x48", screen(&app, 160, 48));
+    let mut app = desk::inline_app_with(src, Some(DeskAgent::house()), true).expect("app");
+    app.send(Command::Seek(Ts::hms(9, 31, 0, 0)));
+    app.tick();
+    insta::assert_snapshot!("house_copilot_100x30", screen(&app, 100, 30));
+}
