@@ -661,3 +661,26 @@ fn any_bus_event_can_be_selected_and_inspected() {
     press(&mut app, KeyCode::Down);
     assert_eq!(app.bus_sel, None, "back to following the newest");
 }
+
+#[test]
+fn a_dead_provider_answers_with_a_provider_error_and_frees_the_wake() {
+    // Nothing listens on port 9: every attempt fails to connect.
+    let spec = kestrel_desk::session::AuthorSpec {
+        spec: "https://127.0.0.1:9/v1".into(),
+        model: "m".into(),
+        temperature: 0.0,
+        constrained: false,
+        timeout_secs: 1,
+    };
+    let src = desk::tape_source(None).unwrap();
+    let mut app = desk::inline_app_with(src, Some(DeskAgent::Live(spec)), false).unwrap();
+    // The call ends in a provider error, which is a turn like any other (never a pass): the
+    // wake is answered, not held, and later wakes are asked again.
+    wait_for(&mut app, |a| !a.snap.agent_turns.is_empty());
+    let line = &app.snap.agent_turns[0];
+    assert_eq!(
+        line.routed.as_ref().unwrap().outcome.name(),
+        "provider-error"
+    );
+    assert!(app.waiting.is_none());
+}

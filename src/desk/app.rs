@@ -543,8 +543,10 @@ impl App {
                 }
             }
             WorkerMsg::Failed(e) => {
-                self.live = None;
-                self.message = Some(format!("agent stopped: {e}"));
+                // The author could not be opened: detach, so the call out is dropped (on the
+                // Bus as rejected by `detached`) and later wakes are not held for it.
+                self.detach();
+                self.message = Some(format!("agent stopped: {e} (A attaches again)"));
             }
         }
     }
