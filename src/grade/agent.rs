@@ -245,26 +245,33 @@ mod tests {
     use crate::session::scripted;
     use crate::turn::{WakePhase, route};
 
-    /// The agent's turns are read wake by wake; a person's turn on the same Bus is not the
-    /// agent's and is neither replayed nor counted.
-    #[test]
-    fn reads_the_agents_turns_and_skips_a_persons() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-        let tape = root.join("tapes/trend-2025-04-09-s1.jsonl");
+    fn trend_tape() -> std::path::PathBuf {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tapes/trend-2025-04-09-s1.jsonl")
+    }
+
+    /// A session on the bundled trend tape, 1R = $1000, the OPEN wake on.
+    fn trend_session(author: AuthorKind) -> Session<std::io::BufReader<std::fs::File>> {
         let cfg = SessionConfig {
             engine: EngineConfig::strict(Px::from_cents(100_000)),
             profile: Profile::AuthoringV2,
-            author: AuthorKind::File,
+            author,
             open_wake: true,
             view_request_cap: None,
         };
-        let mut s = Session::new(
-            open_tape(&tape).unwrap(),
+        Session::new(
+            open_tape(&trend_tape()).unwrap(),
             cfg,
             &[],
             Bus::new(None).keeping(),
         )
-        .unwrap();
+        .unwrap()
+    }
+
+    /// The agent's turns are read wake by wake; a person's turn on the same Bus is not the
+    /// agent's and is neither replayed nor counted.
+    #[test]
+    fn reads_the_agents_turns_and_skips_a_persons() {
+        let mut s = trend_session(AuthorKind::File);
         let mut author = scripted(
             "script",
             vec![
@@ -313,22 +320,8 @@ mod tests {
     /// on the recorded tape its plan arms at the same instant as it did live.
     #[test]
     fn a_late_answer_is_replayed_with_its_latency() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-        let tape = root.join("tapes/trend-2025-04-09-s1.jsonl");
-        let cfg = || SessionConfig {
-            engine: EngineConfig::strict(Px::from_cents(100_000)),
-            profile: Profile::AuthoringV2,
-            author: AuthorKind::Model,
-            open_wake: true,
-            view_request_cap: None,
-        };
-        let mut s = Session::new(
-            open_tape(&tape).unwrap(),
-            cfg(),
-            &[],
-            Bus::new(None).keeping(),
-        )
-        .unwrap();
+        let tape = trend_tape();
+        let mut s = trend_session(AuthorKind::Model);
         let plan =
             "PLAN late budget 0.1R ttl 11:00\n  WHEN time >= 09:40\n  DO buy 1 shares @ ask\n";
         let mut asked = None;
