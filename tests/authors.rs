@@ -489,13 +489,13 @@ async fn the_example_command_author_writes_valid_turns() {
 async fn the_desk_streams_a_live_model_author_and_holds_its_turn_in_copilot() {
     use kestrel_desk::desk::{self, agent::DeskAgent, engine::Command};
     let server = serve(Behaviour::Normal).await;
-    let spec = kestrel_desk::session::AuthorSpec {
-        spec: server.base.clone(),
+    let spec = kestrel_desk::session::AuthorFlags {
         model: "test-model".into(),
         temperature: 0.0,
-        constrained: false,
-        timeout_secs: 10,
-    };
+        timeout: 10,
+        ..Default::default()
+    }
+    .spec(&server.base);
     let src = desk::tape_source(None).expect("bundled tape");
     let mut app = desk::inline_app_with(src, Some(DeskAgent::Live(spec)), true).expect("desk");
     assert_eq!(app.waiting.as_ref().map(|w| w.0.as_str()), Some("open"));

@@ -454,13 +454,13 @@ fn a_live_command_author_answers_off_the_tape_thread_and_acts_where_its_reply_ar
     std::fs::create_dir_all(&dir).unwrap();
     let reply = dir.join("reply.txt");
     std::fs::write(&reply, AGENT_PLAN).unwrap();
-    let spec = kestrel_desk::session::AuthorSpec {
-        spec: format!("cat >/dev/null; cat '{}'", reply.display()),
+    let spec = kestrel_desk::session::AuthorFlags {
         model: "default".into(),
         temperature: 0.0,
-        constrained: false,
-        timeout_secs: 20,
-    };
+        timeout: 20,
+        ..Default::default()
+    }
+    .spec(&format!("cat >/dev/null; cat '{}'", reply.display()));
     let src = desk::tape_source(None).unwrap();
     let mut app = desk::inline_app_with(src, Some(DeskAgent::Live(spec)), false).unwrap();
     // The OPEN wake was asked; the tape moves on while the author writes.
@@ -665,13 +665,13 @@ fn any_bus_event_can_be_selected_and_inspected() {
 #[test]
 fn a_dead_provider_answers_with_a_provider_error_and_frees_the_wake() {
     // Nothing listens on port 9: every attempt fails to connect.
-    let spec = kestrel_desk::session::AuthorSpec {
-        spec: "https://127.0.0.1:9/v1".into(),
+    let spec = kestrel_desk::session::AuthorFlags {
         model: "m".into(),
         temperature: 0.0,
-        constrained: false,
-        timeout_secs: 1,
-    };
+        timeout: 1,
+        ..Default::default()
+    }
+    .spec("https://127.0.0.1:9/v1");
     let src = desk::tape_source(None).unwrap();
     let mut app = desk::inline_app_with(src, Some(DeskAgent::Live(spec)), false).unwrap();
     // The call ends in a provider error, which is a turn like any other (never a pass): the
