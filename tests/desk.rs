@@ -479,6 +479,10 @@ fn a_live_command_author_answers_off_the_tape_thread_and_acts_where_its_reply_ar
         "it acts at the tape point its reply arrived"
     );
     assert!(app.snap.plans.iter().any(|p| p.name == "agent-p"));
+    let (_, toks, re_asks) = app.last_answer.expect("the worker measured the answer");
+    assert!(toks > 0 && re_asks == 0);
+    let s = screen(&app, 160, 48);
+    assert!(s[0].contains(&format!("{toks} tok 0 re-ask")), "{}", s[0]);
     // Detach while a call is out: it is dropped as rejected by `detached`.
     press(&mut app, KeyCode::Char('A'));
     assert!(!app.agent_attached);

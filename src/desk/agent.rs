@@ -64,10 +64,18 @@ impl DeskAgent {
         match self {
             DeskAgent::Script { name, .. } | DeskAgent::Recorded { name, .. } => name.clone(),
             DeskAgent::Live(s) => {
-                if s.spec.starts_with("http") {
+                let full = if s.spec.starts_with("http") {
                     format!("{} @ {}", s.model, s.spec)
                 } else {
                     s.spec.clone()
+                };
+                // The status line has room for a short name.
+                if full.chars().count() > 28 {
+                    let mut short: String = full.chars().take(27).collect();
+                    short.push('…');
+                    short
+                } else {
+                    full
                 }
             }
         }
@@ -102,9 +110,9 @@ impl DeskAgent {
                 "type": "agent", "name": name,
                 "bus": String::from_utf8_lossy(bus),
             }),
-            DeskAgent::Live(s) => {
-                serde_json::json!({"type": "agent", "name": self.name(), "live": s.spec})
-            }
+            DeskAgent::Live(s) => serde_json::json!({
+                "type": "agent", "name": self.name(), "live": s.spec, "model": s.model,
+            }),
         }
     }
 
@@ -126,9 +134,10 @@ impl DeskAgent {
             });
         }
         let spec = v.get("live")?.as_str()?.to_string();
+        let model = v.get("model").and_then(|m| m.as_str()).unwrap_or(&name);
         Some(DeskAgent::Live(AuthorSpec {
             spec,
-            model: name,
+            model: model.to_string(),
             temperature: 0.0,
             constrained: false,
             timeout_secs: 1,
@@ -158,6 +167,9 @@ pub enum WorkerMsg {
         wake: String,
         /// The repair run.
         run: RepairRun,
+        /// Wall time the author took (every attempt of the repair loop). Shown, never on
+        /// the Bus: the Bus is deterministic, a provider's speed is not.
+        wall: std::time::Duration,
     },
     /// The author could not be opened (the worker stopped).
     Failed(String),
@@ -195,12 +207,14 @@ impl LiveWorker {
                 };
                 src.stream_to(dtx);
                 while let Ok(j) = jrx.recv() {
+                    let started = std::time::Instant::now();
                     let run = src.answer(&j.ask, &j.ctx).run;
                     let msg = WorkerMsg::Answered {
                         segment: j.segment,
                         call: j.call,
                         wake: j.ask.wake,
                         run,
+                        wall: started.elapsed(),
                     };
                     if atx.send(msg).is_err() {
                         return;

@@ -266,6 +266,8 @@ pub struct App {
     pub live: Option<LiveWorker>,
     /// The wake a live author is answering, and the tape time it was asked.
     pub waiting: Option<(String, Ts)>,
+    /// The last live answer: wall time, output tokens across its attempts, re-asks.
+    pub last_answer: Option<(std::time::Duration, usize, u32)>,
     /// Replaying a saved session: nobody is asked; recorded answers act.
     pub replaying: bool,
     /// What the agent is writing now (streamed).
@@ -343,6 +345,7 @@ impl App {
             calls: None,
             live: None,
             waiting: None,
+            last_answer: None,
             replaying: false,
             thinking: String::new(),
             bus_mode: BusMode::Bus,
@@ -536,8 +539,10 @@ impl App {
                 call,
                 wake,
                 run,
+                wall,
             } => {
                 self.waiting = None;
+                self.last_answer = Some((wall, run.tokens_spent, run.re_asks));
                 if segment == self.snap.segment {
                     self.answered(segment, call, wake, run);
                 }

@@ -183,7 +183,15 @@ fn draw_status(f: &mut Frame, app: &App, r: Rect) {
             } else {
                 "autopilot".to_string()
             };
-            format!("{} ({state})", a.name())
+            // A live author's last answer: wall time, output tokens, re-asks (measured by the
+            // worker around the whole repair loop).
+            let last = app
+                .last_answer
+                .map(|(wall, toks, re)| {
+                    format!(" last {:.1}s {toks} tok {re} re-ask", wall.as_secs_f64())
+                })
+                .unwrap_or_default();
+            format!("{} ({state}{last})", a.name())
         }
         None => "none".into(),
     };
