@@ -1,6 +1,7 @@
 //! The desk's draw and replay figures (docs/desk.md): one full draw at 200x60 with a busy
-//! session (goal: under 2 ms), and replay at max speed while drawing a frame after every
-//! 10 ms slice of engine work (tick events per second).
+//! session (goal: under 2 ms), and replay at max speed with the house agent answering its
+//! wakes while drawing a frame after every 10 ms slice of engine work (tick events per
+//! second).
 //!
 //! Run: `cargo bench --bench desk`.
 
@@ -14,8 +15,11 @@ use std::hint::black_box;
 use std::time::Duration;
 
 fn bench(c: &mut Criterion) {
-    // A busy session: the example plan armed, replayed to 13:00, then a stand-down.
-    let mut app = desk::inline_app(desk::tape_source(None).expect("tape")).expect("app");
+    // A busy session: the house agent seated (its turns in the Journal and Tokens panes),
+    // the example plan armed, replayed to 13:00, then a stand-down.
+    let house = Some(desk::agent::DeskAgent::house());
+    let mut app =
+        desk::inline_app_with(desk::tape_source(None).expect("tape"), house, false).expect("app");
     app.human_turn(desk::EXAMPLE_PLAN);
     app.send(Command::Seek(Ts::hms(13, 0, 0, 0)));
     app.human_turn("STAND-DOWN measured\n");
@@ -39,7 +43,9 @@ fn bench(c: &mut Criterion) {
     g.throughput(Throughput::Elements(events));
     g.bench_function("full session, max speed", |b| {
         b.iter(|| {
-            let mut a = desk::inline_app(desk::tape_source(None).expect("tape")).expect("app");
+            let house = Some(desk::agent::DeskAgent::house());
+            let mut a = desk::inline_app_with(desk::tape_source(None).expect("tape"), house, false)
+                .expect("app");
             a.human_turn(desk::EXAMPLE_PLAN);
             a.send(Command::Speed(Speed::Max));
             a.send(Command::Play);
