@@ -688,3 +688,62 @@ fn a_dead_provider_answers_with_a_provider_error_and_frees_the_wake() {
     );
     assert!(app.waiting.is_none());
 }
+
+mod keys_prop {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn key() -> impl Strategy<Value = KeyEvent> {
+        let codes = prop_oneof![
+            any::<char>().prop_map(KeyCode::Char),
+            proptest::sample::select(vec![
+                KeyCode::Enter,
+                KeyCode::Esc,
+                KeyCode::Tab,
+                KeyCode::BackTab,
+                KeyCode::Backspace,
+                KeyCode::Delete,
+                KeyCode::Up,
+                KeyCode::Down,
+                KeyCode::Left,
+                KeyCode::Right,
+                KeyCode::Home,
+                KeyCode::End,
+                KeyCode::PageUp,
+                KeyCode::PageDown,
+            ]),
+            proptest::sample::select(" .>+-gesvcaxAtb?yqEnter".chars().collect::<Vec<_>>())
+                .prop_map(KeyCode::Char),
+        ];
+        let mods = proptest::sample::select(vec![
+            KeyModifiers::NONE,
+            KeyModifiers::SHIFT,
+            KeyModifiers::CONTROL,
+            KeyModifiers::ALT,
+        ]);
+        (codes, mods).prop_map(|(c, m)| KeyEvent::new(c, m))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+        /// Any key sequence, with the house agent seated in co-pilot and the tape moving,
+        /// leaves the desk drawable at both sizes: no key panics it.
+        #[test]
+        fn any_keys_never_panic_the_desk(keys in proptest::collection::vec(key(), 0..80)) {
+            let src = desk::tape_source(None).unwrap();
+            let mut app = desk::inline_app_with(src, Some(DeskAgent::house()), true).unwrap();
+            for (i, k) in keys.into_iter().enumerate() {
+                app.key(k);
+                if i % 7 == 0 {
+                    app.send(Command::Tick(Duration::from_millis(250)));
+                }
+                app.tick();
+                if app.quit {
+                    break;
+                }
+            }
+            let _ = screen(&app, 100, 30);
+            let _ = screen(&app, 200, 60);
+        }
+    }
+}
