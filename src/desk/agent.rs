@@ -29,6 +29,19 @@ use std::sync::mpsc;
 /// The bundled house agent: a script of replies, one per wake.
 pub const HOUSE_AGENT_SCRIPT: &str = include_str!("../../examples/house-agent.jsonl");
 
+/// A URL with any `user:password@` part removed (what the screen and the session file
+/// show of a server address: credentials are never displayed or written).
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let host_end = rest.find('/').unwrap_or(rest.len());
+    match rest[..host_end].rfind('@') {
+        Some(at) => format!("{scheme}://{}", &rest[at + 1..]),
+        None => url.to_string(),
+    }
+}
+
 /// Who the desk's agent is.
 #[derive(Debug, Clone)]
 pub enum DeskAgent {
@@ -65,7 +78,7 @@ impl DeskAgent {
             DeskAgent::Script { name, .. } | DeskAgent::Recorded { name, .. } => name.clone(),
             DeskAgent::Live(s) => {
                 let full = if s.spec.starts_with("http") {
-                    format!("{} @ {}", s.model, s.spec)
+                    format!("{} @ {}", s.model, redact_url(&s.spec))
                 } else {
                     s.spec.clone()
                 };
@@ -111,7 +124,7 @@ impl DeskAgent {
                 "bus": String::from_utf8_lossy(bus),
             }),
             DeskAgent::Live(s) => serde_json::json!({
-                "type": "agent", "name": self.name(), "live": s.spec, "model": s.model,
+                "type": "agent", "name": self.name(), "live": redact_url(&s.spec), "model": s.model,
             }),
         }
     }
@@ -255,5 +268,46 @@ impl Drop for LiveWorker {
         // joined here, so a slow provider never holds up the desk.
         self.jobs = None;
         drop(self.join.take());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_in_a_server_url_are_never_shown_or_recorded() {
+        assert_eq!(
+            redact_url("https://u:sk-123@h.example/v1"),
+            "https://h.example/v1"
+        );
+        assert_eq!(
+            redact_url("http://127.0.0.1:8080/v1"),
+            "http://127.0.0.1:8080/v1"
+        );
+        assert_eq!(redact_url("sh examples/a.sh"), "sh examples/a.sh");
+        let a = DeskAgent::Live(AuthorSpec {
+            spec: "https://u:sk-123@h.example/v1".into(),
+            model: "m".into(),
+            temperature: 0.0,
+            constrained: false,
+            timeout_secs: 1,
+        });
+        assert!(!a.name().contains("sk-123"));
+        assert!(!a.record().to_string().contains("sk-123"));
+    }
+
+    #[test]
+    fn agent_records_read_back() {
+        for a in [
+            DeskAgent::house(),
+            DeskAgent::Recorded {
+                name: "r".into(),
+                bus: Arc::from(&b"{}"[..]),
+            },
+        ] {
+            let back = DeskAgent::from_record(&a.record()).unwrap();
+            assert_eq!(back.record(), a.record());
+        }
     }
 }
