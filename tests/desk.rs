@@ -382,6 +382,11 @@ fn switching_to_autopilot_routes_the_waiting_proposal_and_later_wakes_answer_inl
     assert!(app.proposal.is_some());
     press(&mut app, KeyCode::Char('c'));
     assert!(!app.copilot && app.proposal.is_none());
+    app.send(Command::Seek(ms(15, 30, 0)));
+    app.tick();
+    // The kernel pane counts the wakes the agent was asked at: the OPEN wake, two range
+    // breaks (its budget), the last hour.
+    assert!(app.snap.frame.text.contains(" wakes 4"), "{}", app.snap.frame.text);
     app.send(Command::Seek(ms(16, 0, 0)));
     app.tick();
     let agent_rows = app

@@ -824,7 +824,9 @@ impl Runtime for EngineRt {
             });
         }
         if let Some(se) = &self.session {
-            s.journal = se.snapshot().journal;
+            let snap = se.snapshot();
+            s.journal = snap.journal;
+            s.wakes_used = snap.wakes_used;
         }
         let pnl = b.book_pnl();
         s.pnl_usd = self.money(pnl);
