@@ -386,7 +386,11 @@ fn switching_to_autopilot_routes_the_waiting_proposal_and_later_wakes_answer_inl
     app.tick();
     // The kernel pane counts the wakes the agent was asked at: the OPEN wake, two range
     // breaks (its budget), the last hour.
-    assert!(app.snap.frame.text.contains(" wakes 4"), "{}", app.snap.frame.text);
+    assert!(
+        app.snap.frame.text.contains(" wakes 4"),
+        "{}",
+        app.snap.frame.text
+    );
     app.send(Command::Seek(ms(16, 0, 0)));
     app.tick();
     let agent_rows = app

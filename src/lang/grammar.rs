@@ -10,8 +10,9 @@
 //! generated documents and mutations of them.
 //!
 //! The grammar is **character-level**: every terminal is one character (a literal is a
-//! sequence of one-character terminals), except free text, which is one bounded run. That is
-//! deliberate. llguidance lexes greedily without backtracking, so two multi-character
+//! sequence of one-character terminals), except free text, which is one bounded run (and, in
+//! the Lark export, runs of blanks and the two-space indentation, each one lexeme: see
+//! [`to_lark`]). That is deliberate. llguidance lexes greedily without backtracking, so two multi-character
 //! terminals that share a prefix at the same position (say the symbol `NOTE.spot` against the
 //! keyword `NOT`) would make it refuse text the parser accepts. With one-character terminals
 //! there is nothing to split, and the GBNF and Lark exports are the same grammar.
@@ -1143,6 +1144,8 @@ impl LarkOut {
             Term::Lit(s) if s.chars().count() == 1 => {
                 format!("\"{}\"", lark_str_char(s.chars().next().unwrap_or(' ')))
             }
+            // Indentation is one terminal, so it and a blank run (below) lex the same spaces.
+            Term::Lit(s) if s.chars().all(|c| c == ' ') => format!("\"{s}\""),
             Term::Lit(s) if !s.chars().any(|c| c.is_ascii_alphanumeric()) => {
                 let parts: Vec<String> = s
                     .chars()
@@ -1183,6 +1186,31 @@ impl LarkOut {
                     s
                 }
             }
+            // A run of blanks is one lexeme: a vocabulary token full of spaces is then one
+            // step for llguidance, not one per space (docs/grammar.md, the item limit).
+            Term::Rep(x, min, max)
+                if match &**x {
+                    Term::Lit(l) => l == " ",
+                    Term::Class(c) => {
+                        !c.negated
+                            && c.ranges
+                                .iter()
+                                .all(|&(a, b)| a == b && (a == ' ' || a == '\t'))
+                    }
+                    _ => false,
+                } =>
+            {
+                let class = match &**x {
+                    Term::Lit(_) => "[ ]".to_string(),
+                    Term::Class(c) => lark_class(c),
+                    _ => unreachable!(),
+                };
+                let body = match max {
+                    Some(m) => format!("/{class}{{{},{m}}}/", (*min).max(1)),
+                    None => format!("/{class}{{{},}}/", (*min).max(1)),
+                };
+                if *min == 0 { format!("{body}?") } else { body }
+            }
             Term::Rep(x, min, max) => {
                 let inner = self.term(x, true);
                 let inner = if matches!(**x, Term::Seq(_) | Term::Alt(_)) && !inner.starts_with('(')
@@ -1204,9 +1232,10 @@ impl LarkOut {
     }
 }
 
-/// Lark for llguidance. Lower-case rules only, every terminal one character (a literal
-/// keyword is a rule spelling it `"P" "L" "A" "N"`), free text one bounded regex; the whole
-/// text, newlines included, is matched by rules (no `%ignore`). The start rule is `start`.
+/// Lark for llguidance. Lower-case rules only; every terminal is one character (a literal
+/// keyword is a rule spelling it `"P" "L" "A" "N"`) except free text (one bounded regex), runs
+/// of blanks (one bounded regex) and indentation (one two-space terminal); the whole text,
+/// newlines included, is matched by rules (no `%ignore`). The start rule is `start`.
 pub fn to_lark(g: &Grammar) -> String {
     let mut o = LarkOut {
         lits: BTreeMap::new(),
