@@ -47,6 +47,8 @@ pub enum Command {
     /// Open the desk (the default): the tape, the chart, the View, plans, and an agent.
     ///
     /// Example: kestrel desk --tape tapes/shock-2025-04-09-s7.jsonl --copilot
+    ///
+    /// Example: kestrel desk --author http://127.0.0.1:8080/v1 --model qwen2.5 --constrained
     Desk(crate::desk::DeskArgs),
     /// Parse a document and print its typed model as JSON.
     ///
