@@ -504,7 +504,9 @@ impl App {
 
     /// A call from the session's agent.
     pub fn agent_call(&mut self, c: AgentCall) {
-        if self.replaying {
+        // A replay's answers are recorded acts; a call sent just before a detach is void
+        // (the runtime dropped it as rejected by `detached`).
+        if self.replaying || !self.agent_attached {
             return;
         }
         let name = self.agent.as_ref().map(DeskAgent::name).unwrap_or_default();
