@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Drive the real desk binary in tmux as a person would, checking the screen at each step:
 # open, play, write a plan in the editor and submit it, see it armed, stand down, quit; then
-# check the saved session and its Bus.
+# check the saved session and its Bus. Then: the house agent in co-pilot (reject its turn),
+# and a live command author answering off the replay thread.
 #
 #   KESTREL_TMUX=1 bash tests/tmux/desk-smoke.sh [path/to/kestrel]
 #
@@ -72,4 +73,21 @@ grep -q '"type":"view-delivered"' "$BUS" || fail "view-delivered missing from th
 grep -q '"type":"turn-rejected"' "$BUS" || fail "turn-rejected missing from the Bus"
 grep -q '"agent":"reject"' "$SES" || fail "reject act missing from the session"
 echo "ok: co-pilot reject on the Bus"
-echo "6 passed, 0 failed"
+
+# A live command author (examples/command-author.sh): asked at the OPEN wake off the replay
+# thread; its turn lands on the Bus and in the Journal.
+rm -rf "$XDG_DATA_HOME/kestrel/sessions"
+REPO="$(cd "$(dirname "$0")/../.." && pwd)"
+tmux new-session -d -s "$S" -x 160 -y 48 -c "$REPO" "env HOME=$HOME XDG_DATA_HOME=$XDG_DATA_HOME XDG_CONFIG_HOME=$XDG_CONFIG_HOME $BIN desk --no-example --author 'sh examples/command-author.sh'"
+wait_for "@ wake open"
+screen | grep -qF "last " || fail "the status line does not show the author's last answer"
+tmux send-keys -t "$S" q
+for _ in $(seq 1 25); do tmux has-session -t "$S" 2>/dev/null || break; sleep 0.2; done
+SES="$(ls "$XDG_DATA_HOME"/kestrel/sessions/*.jsonl 2>/dev/null | grep -v '\.bus-' | head -1)"
+[[ -n "$SES" ]] || fail "no live-author session saved"
+grep -q '"live":"sh examples/command-author.sh"' "$SES" || fail "the agent record is missing"
+grep -q '"agent":"answer"' "$SES" || fail "the answer act is missing"
+BUS="${SES%.jsonl}.bus-0.jsonl"
+grep -q '"type":"turn","wake":"open"' "$BUS" || fail "the live author's turn is missing from the Bus"
+echo "ok: a live command author answers on the Bus"
+echo "7 passed, 0 failed"
