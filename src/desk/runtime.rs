@@ -434,7 +434,6 @@ pub struct EngineRt {
     fires: Vec<Mark>,
     seen: usize,
     sink: Option<Box<dyn Write>>,
-    r_usd: Px,
 }
 
 /// Dollars per 1R when the desk is not told otherwise.
@@ -477,7 +476,6 @@ impl EngineRt {
             fires: Vec::new(),
             seen: 0,
             sink,
-            r_usd,
         };
         rt.sync();
         rt
@@ -614,10 +612,6 @@ impl EngineRt {
             }
         }
         self.seen += evs.len();
-    }
-
-    fn money(&self, m: i64) -> f64 {
-        m as f64 / crate::market::types::PX_SCALE as f64
     }
 }
 
@@ -776,43 +770,11 @@ impl Runtime for EngineRt {
     }
 
     fn book(&self) -> Snapshot {
-        use crate::view::snapshot::{FillRow, OrderRow, PlanRow, PositionRow};
+        use crate::view::snapshot::PlanRow;
         let Some(bus) = self.bus() else {
             return Snapshot::default();
         };
-        let b = bus.blotter();
-        let mut s = Snapshot::default();
-        for (plan, legs) in &b.positions {
-            for (leg, p) in legs.iter().filter(|(_, p)| p.qty != 0) {
-                s.positions.push(PositionRow {
-                    plan: plan.clone(),
-                    instrument: leg.clone(),
-                    qty: p.qty,
-                    avg_px: p.avg_px().map(Px::to_f64).unwrap_or(0.0),
-                    mark: p.mark.map(Px::to_f64).unwrap_or(0.0),
-                    pnl_usd: self.money(p.open_pnl() + p.realised),
-                });
-            }
-        }
-        for o in b.resting.values() {
-            s.orders.push(OrderRow {
-                plan: o.plan.clone(),
-                side: format!("{:?}", o.side).to_lowercase(),
-                qty: o.qty as i64,
-                instrument: o.leg.clone(),
-                limit: o.limit.to_f64(),
-            });
-        }
-        for f in &b.fills {
-            s.fills.push(FillRow {
-                time: f.ts.get(..8).unwrap_or(&f.ts).to_string(),
-                plan: f.plan.clone(),
-                side: format!("{:?}", f.side).to_lowercase(),
-                qty: f.qty as i64,
-                instrument: f.leg.clone(),
-                px: f.px.to_f64(),
-            });
-        }
+        let mut s = Snapshot::from_blotter(bus.blotter());
         for p in self.plans() {
             s.plans.push(PlanRow {
                 name: p.name,
@@ -824,15 +786,9 @@ impl Runtime for EngineRt {
             });
         }
         if let Some(se) = &self.session {
-            let snap = se.snapshot();
-            s.journal = snap.journal;
-            s.wakes_used = snap.wakes_used;
+            s.journal = se.journal().to_vec();
+            s.wakes_used = se.wakes_used();
         }
-        let pnl = b.book_pnl();
-        s.pnl_usd = self.money(pnl);
-        s.pnl_r = bus::blotter::to_r(pnl, self.r_usd)
-            .map(Px::to_f64)
-            .unwrap_or(0.0);
         s
     }
 

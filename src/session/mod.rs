@@ -20,7 +20,7 @@ use crate::lang::{self, Scope, ast};
 use crate::market::{TapeError, TapeEvent, TapeReader, Ts};
 use crate::turn::repair::{self, Ask, RepairAttempt, RepairPolicy, RepairRun};
 use crate::turn::{AuthorKind, Outcome, Profile, Reply, RoutedTurn, TurnContext, WakePhase};
-use crate::view::snapshot::{FillRow, JournalRow, OrderRow, PlanRow, PositionRow};
+use crate::view::snapshot::{JournalRow, PlanRow};
 use crate::view::{self, Bars, Rendered, Snapshot, Woke};
 use std::collections::BTreeMap;
 use std::io::BufRead;
@@ -379,43 +379,9 @@ impl<R: BufRead> Session<R> {
     /// The book now, for the kernel / plans / blotter / journal panes.
     pub fn snapshot(&self) -> Snapshot {
         let b = self.engine.bus().blotter();
-        let r = b.r_usd.to_f64();
-        let money = |m: i64| m as f64 / 10_000.0;
-        let mut snap = Snapshot {
-            journal: self.journal.clone(),
-            wakes_used: self.counts.wakes.min(u64::from(u32::MAX)) as u32,
-            pnl_usd: money(b.book_pnl()),
-            pnl_r: if r > 0.0 {
-                money(b.book_pnl()) / r
-            } else {
-                0.0
-            },
-            ..Snapshot::default()
-        };
-        for (plan, legs) in &b.positions {
-            for (leg, p) in legs {
-                if p.qty == 0 {
-                    continue;
-                }
-                snap.positions.push(PositionRow {
-                    plan: plan.clone(),
-                    instrument: leg.clone(),
-                    qty: p.qty,
-                    avg_px: p.avg_px().map(|x| x.to_f64()).unwrap_or(0.0),
-                    mark: p.mark.map(|x| x.to_f64()).unwrap_or(0.0),
-                    pnl_usd: money(p.open_pnl() + p.realised),
-                });
-            }
-        }
-        for o in b.resting.values() {
-            snap.orders.push(OrderRow {
-                plan: o.plan.clone(),
-                side: format!("{:?}", o.side).to_lowercase(),
-                qty: o.qty as i64,
-                instrument: o.leg.clone(),
-                limit: o.limit.to_f64(),
-            });
-        }
+        let mut snap = Snapshot::from_blotter(b);
+        snap.journal = self.journal.clone();
+        snap.wakes_used = self.wakes_used();
         for (name, p) in &b.plans {
             snap.plans.push(PlanRow {
                 name: name.clone(),
@@ -426,17 +392,17 @@ impl<R: BufRead> Session<R> {
                 note: format!("fires {} fills {}", p.fires, p.fills),
             });
         }
-        for f in &b.fills {
-            snap.fills.push(FillRow {
-                time: f.ts.get(..8).unwrap_or(&f.ts).to_string(),
-                plan: f.plan.clone(),
-                side: format!("{:?}", f.side).to_lowercase(),
-                qty: f.qty as i64,
-                instrument: f.leg.clone(),
-                px: f.px.to_f64(),
-            });
-        }
         snap
+    }
+
+    /// The journal lines of every turn so far (the journal pane).
+    pub fn journal(&self) -> &[JournalRow] {
+        &self.journal
+    }
+
+    /// Wakes the author was asked at so far (the kernel pane).
+    pub fn wakes_used(&self) -> u32 {
+        self.counts.wakes.min(u64::from(u32::MAX)) as u32
     }
 
     /// Render a View (by name, or the default) at the current instant.

@@ -77,3 +77,50 @@ pub struct Snapshot {
     pub pnl_usd: f64,
     pub pnl_r: f64,
 }
+
+impl Snapshot {
+    /// The book as the Blotter projects it: open positions, resting orders, fills, and the
+    /// book's P&L in dollars and in R (exact, [`crate::bus::blotter::to_r`]). Plans, the
+    /// journal and the wake count are the caller's to fill.
+    pub fn from_blotter(b: &crate::bus::blotter::Blotter) -> Snapshot {
+        let money = |m: i64| m as f64 / crate::market::types::PX_SCALE as f64;
+        let mut snap = Snapshot::default();
+        for (plan, legs) in &b.positions {
+            for (leg, p) in legs.iter().filter(|(_, p)| p.qty != 0) {
+                snap.positions.push(PositionRow {
+                    plan: plan.clone(),
+                    instrument: leg.clone(),
+                    qty: p.qty,
+                    avg_px: p.avg_px().map(|x| x.to_f64()).unwrap_or(0.0),
+                    mark: p.mark.map(|x| x.to_f64()).unwrap_or(0.0),
+                    pnl_usd: money(p.open_pnl() + p.realised),
+                });
+            }
+        }
+        for o in b.resting.values() {
+            snap.orders.push(OrderRow {
+                plan: o.plan.clone(),
+                side: format!("{:?}", o.side).to_lowercase(),
+                qty: o.qty as i64,
+                instrument: o.leg.clone(),
+                limit: o.limit.to_f64(),
+            });
+        }
+        for f in &b.fills {
+            snap.fills.push(FillRow {
+                time: f.ts.get(..8).unwrap_or(&f.ts).to_string(),
+                plan: f.plan.clone(),
+                side: format!("{:?}", f.side).to_lowercase(),
+                qty: f.qty as i64,
+                instrument: f.leg.clone(),
+                px: f.px.to_f64(),
+            });
+        }
+        let pnl = b.book_pnl();
+        snap.pnl_usd = money(pnl);
+        snap.pnl_r = crate::bus::blotter::to_r(pnl, b.r_usd)
+            .map(|x| x.to_f64())
+            .unwrap_or(0.0);
+        snap
+    }
+}
