@@ -3,7 +3,6 @@
 
 use super::run::{json_report, text_report};
 use crate::bus::{self, Bus};
-use crate::market::open_tape;
 use crate::session::{self, Session, SessionConfig, TurnSource};
 use crate::turn::{AuthorKind, Profile};
 use std::path::PathBuf;
@@ -68,23 +67,14 @@ pub fn run(a: &AgentArgs) -> i32 {
             return 1;
         }
     };
-    let docs = match super::lang::check_files(&a.plans) {
-        Ok(d) => d,
-        Err(code) => return code,
-    };
-    let reader = match open_tape(&a.tape) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("{}: {e}", a.tape.display());
-            return 1;
-        }
-    };
-    let (pending, sink) = match super::out::bus_sink(a.bus.as_deref()) {
+    let super::run::Inputs {
+        docs,
+        reader,
+        pending,
+        sink,
+    } = match super::run::open_inputs(&a.plans, &a.tape, a.bus.as_deref()) {
         Ok(x) => x,
-        Err(e) => {
-            eprintln!("{e}");
-            return 1;
-        }
+        Err(code) => return code,
     };
     let profile = match a.profile {
         ProfileArg::AuthoringV2 => Profile::AuthoringV2,

@@ -7,7 +7,7 @@ use super::out;
 
 use crate::bus::{self, Blotter, Bus};
 use crate::engine::{Engine, EngineConfig, fill};
-use crate::market::{Px, open_tape};
+use crate::market::{Px, TapeReader, open_tape};
 
 /// Arguments of `kestrel run`.
 #[derive(Debug, clap::Args)]
@@ -184,6 +184,39 @@ pub(crate) fn engine_config(
     })
 }
 
+/// What a headless replay reads and writes: the checked documents, the open tape, and the
+/// Bus file (written beside its final name, renamed when the run is done).
+pub(crate) struct Inputs {
+    pub docs: Vec<crate::lang::Document>,
+    pub reader: TapeReader<std::io::BufReader<std::fs::File>>,
+    pub pending: Option<out::Pending>,
+    pub sink: Option<out::Sink>,
+}
+
+/// Check `--plans`, open `--tape` and `--bus` for `kestrel run` and `kestrel agent`; on a
+/// refusal the message is printed and the exit code returned.
+pub(crate) fn open_inputs(
+    plans: &[PathBuf],
+    tape: &std::path::Path,
+    bus: Option<&std::path::Path>,
+) -> Result<Inputs, i32> {
+    let docs = super::lang::check_files(plans)?;
+    let reader = open_tape(tape).map_err(|e| {
+        eprintln!("{}: {e}", tape.display());
+        1
+    })?;
+    let (pending, sink) = out::bus_sink(bus).map_err(|e| {
+        eprintln!("{e}");
+        1
+    })?;
+    Ok(Inputs {
+        docs,
+        reader,
+        pending,
+        sink,
+    })
+}
+
 /// Run `kestrel run`; returns the exit code (0 ok, 1 usage / I/O / bad tape, 2 refused
 /// document).
 pub fn run(a: Args) -> i32 {
@@ -194,25 +227,16 @@ pub fn run(a: Args) -> i32 {
             return 1;
         }
     };
-    let docs = match super::lang::check_files(&a.plans) {
-        Ok(d) => d,
+    let Inputs {
+        docs,
+        reader,
+        pending,
+        sink,
+    } = match open_inputs(&a.plans, &a.tape, a.bus.as_deref()) {
+        Ok(x) => x,
         Err(code) => return code,
     };
-    let reader = match open_tape(&a.tape) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("{}: {e}", a.tape.display());
-            return 1;
-        }
-    };
     let header = reader.header().clone();
-    let (pending, sink) = match out::bus_sink(a.bus.as_deref()) {
-        Ok(x) => x,
-        Err(e) => {
-            eprintln!("{e}");
-            return 1;
-        }
-    };
     let mut engine = Engine::new(&header, cfg, Bus::new(sink));
     for d in &docs {
         engine.arm_document(d);
