@@ -994,48 +994,44 @@ fn gbnf_term(t: &Term, nested: bool) -> String {
         Term::Class(c) => gbnf_class(c),
         Term::Text(c, max) => format!("{}{{0,{max}}}", gbnf_class(c)),
         Term::Ref(n) => gbnf_name(n),
-        Term::Seq(v) => {
-            let s = v
-                .iter()
-                .map(|x| gbnf_term(x, true))
-                .collect::<Vec<_>>()
-                .join(" ");
-            if nested && v.len() > 1 {
-                format!("({s})")
-            } else {
-                s
-            }
-        }
-        Term::Alt(v) => {
-            let s = v
-                .iter()
-                .map(|x| gbnf_term(x, false))
-                .collect::<Vec<_>>()
-                .join(" | ");
-            if nested && v.len() > 1 {
-                format!("({s})")
-            } else {
-                s
-            }
-        }
-        Term::Rep(x, min, max) => {
-            let inner = gbnf_term(x, true);
-            let inner = if matches!(**x, Term::Seq(_) | Term::Alt(_) | Term::LitCi(_))
-                && !inner.starts_with('(')
-            {
-                format!("({inner})")
-            } else {
-                inner
-            };
-            match (min, max) {
-                (0, Some(1)) => format!("{inner}?"),
-                (0, None) => format!("{inner}*"),
-                (1, None) => format!("{inner}+"),
-                (m, None) => format!("{inner}{{{m},}}"),
-                (m, Some(x)) if m == x => format!("{inner}{{{m}}}"),
-                (m, Some(x)) => format!("{inner}{{{m},{x}}}"),
-            }
-        }
+        Term::Seq(v) => group(v.iter().map(|x| gbnf_term(x, true)), " ", nested),
+        Term::Alt(v) => group(v.iter().map(|x| gbnf_term(x, false)), " | ", nested),
+        Term::Rep(x, min, max) => repeat(
+            gbnf_term(x, true),
+            matches!(**x, Term::Seq(_) | Term::Alt(_) | Term::LitCi(_)),
+            *min,
+            *max,
+        ),
+    }
+}
+
+/// Terms joined by `sep` (a sequence or alternatives), parenthesised when nested and more
+/// than one (both exporters).
+fn group(parts: impl Iterator<Item = String>, sep: &str, nested: bool) -> String {
+    let parts: Vec<String> = parts.collect();
+    let s = parts.join(sep);
+    if nested && parts.len() > 1 {
+        format!("({s})")
+    } else {
+        s
+    }
+}
+
+/// A repetition with its quantifier; `compound` terms are parenthesised unless they already
+/// are (both exporters).
+fn repeat(inner: String, compound: bool, min: u32, max: Option<u32>) -> String {
+    let inner = if compound && !inner.starts_with('(') {
+        format!("({inner})")
+    } else {
+        inner
+    };
+    match (min, max) {
+        (0, Some(1)) => format!("{inner}?"),
+        (0, None) => format!("{inner}*"),
+        (1, None) => format!("{inner}+"),
+        (m, None) => format!("{inner}{{{m},}}"),
+        (m, Some(x)) if m == x => format!("{inner}{{{m}}}"),
+        (m, Some(x)) => format!("{inner}{{{m},{x}}}"),
     }
 }
 
@@ -1104,6 +1100,22 @@ fn lark_class(c: &CharClass) -> String {
     s
 }
 
+/// The Lark class of a blank (a space, or spaces and tabs), when `t` is one.
+fn blank_class(t: &Term) -> Option<String> {
+    match t {
+        Term::Lit(l) if l == " " => Some("[ ]".to_string()),
+        Term::Class(c)
+            if !c.negated
+                && c.ranges
+                    .iter()
+                    .all(|&(a, b)| a == b && (a == ' ' || a == '\t')) =>
+        {
+            Some(lark_class(c))
+        }
+        _ => None,
+    }
+}
+
 struct LarkOut {
     /// Literal text → the name of the rule that spells it one character at a time.
     lits: BTreeMap<(String, bool), String>,
@@ -1163,71 +1175,33 @@ impl LarkOut {
             Term::Text(c, max) => format!("/{}{{1,{max}}}/?", lark_class(c)),
             Term::Ref(n) => n.clone(),
             Term::Seq(v) => {
-                let s = v
-                    .iter()
-                    .map(|x| self.term(x, true))
-                    .collect::<Vec<_>>()
-                    .join(" ");
-                if nested && v.len() > 1 {
-                    format!("({s})")
-                } else {
-                    s
-                }
+                let parts: Vec<String> = v.iter().map(|x| self.term(x, true)).collect();
+                group(parts.into_iter(), " ", nested)
             }
             Term::Alt(v) => {
-                let s = v
-                    .iter()
-                    .map(|x| self.term(x, false))
-                    .collect::<Vec<_>>()
-                    .join(" | ");
-                if nested && v.len() > 1 {
-                    format!("({s})")
-                } else {
-                    s
-                }
+                let parts: Vec<String> = v.iter().map(|x| self.term(x, false)).collect();
+                group(parts.into_iter(), " | ", nested)
             }
             // A run of blanks is one lexeme: a vocabulary token full of spaces is then one
             // step for llguidance, not one per space (docs/grammar.md, the item limit).
-            Term::Rep(x, min, max)
-                if match &**x {
-                    Term::Lit(l) => l == " ",
-                    Term::Class(c) => {
-                        !c.negated
-                            && c.ranges
-                                .iter()
-                                .all(|&(a, b)| a == b && (a == ' ' || a == '\t'))
-                    }
-                    _ => false,
-                } =>
-            {
-                let class = match &**x {
-                    Term::Lit(_) => "[ ]".to_string(),
-                    Term::Class(c) => lark_class(c),
-                    _ => unreachable!(),
-                };
-                let body = match max {
-                    Some(m) => format!("/{class}{{{},{m}}}/", (*min).max(1)),
-                    None => format!("/{class}{{{},}}/", (*min).max(1)),
-                };
-                if *min == 0 { format!("{body}?") } else { body }
-            }
-            Term::Rep(x, min, max) => {
-                let inner = self.term(x, true);
-                let inner = if matches!(**x, Term::Seq(_) | Term::Alt(_)) && !inner.starts_with('(')
-                {
-                    format!("({inner})")
-                } else {
-                    inner
-                };
-                match (min, max) {
-                    (0, Some(1)) => format!("{inner}?"),
-                    (0, None) => format!("{inner}*"),
-                    (1, None) => format!("{inner}+"),
-                    (m, None) => format!("{inner}{{{m},}}"),
-                    (m, Some(x)) if m == x => format!("{inner}{{{m}}}"),
-                    (m, Some(x)) => format!("{inner}{{{m},{x}}}"),
+            Term::Rep(x, min, max) => match blank_class(x) {
+                Some(class) => {
+                    let body = match max {
+                        Some(m) => format!("/{class}{{{},{m}}}/", (*min).max(1)),
+                        None => format!("/{class}{{{},}}/", (*min).max(1)),
+                    };
+                    if *min == 0 { format!("{body}?") } else { body }
                 }
-            }
+                None => {
+                    let inner = self.term(x, true);
+                    repeat(
+                        inner,
+                        matches!(**x, Term::Seq(_) | Term::Alt(_)),
+                        *min,
+                        *max,
+                    )
+                }
+            },
         }
     }
 }
