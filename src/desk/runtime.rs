@@ -41,6 +41,20 @@ pub struct PlanInfo {
     pub text: String,
 }
 
+impl PlanInfo {
+    /// The row the Frame's plans pane and the Blotter read (everything but the text).
+    pub fn row(&self) -> crate::view::snapshot::PlanRow {
+        crate::view::snapshot::PlanRow {
+            name: self.name.clone(),
+            state: self.state.clone(),
+            budget_r: self.budget_r,
+            used_r: self.used_r,
+            ttl: self.ttl.clone(),
+            note: self.note.clone(),
+        }
+    }
+}
+
 /// A mark on the chart: a fill or a fire at a tape time.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Mark {
@@ -381,18 +395,7 @@ impl Runtime for MarketOnly {
 
     fn book(&self) -> Snapshot {
         Snapshot {
-            plans: self
-                .plans
-                .iter()
-                .map(|p| crate::view::snapshot::PlanRow {
-                    name: p.name.clone(),
-                    state: p.state.clone(),
-                    budget_r: p.budget_r,
-                    used_r: p.used_r,
-                    ttl: p.ttl.clone(),
-                    note: p.note.clone(),
-                })
-                .collect(),
+            plans: self.plans.iter().map(PlanInfo::row).collect(),
             ..Snapshot::default()
         }
     }
@@ -770,21 +773,11 @@ impl Runtime for EngineRt {
     }
 
     fn book(&self) -> Snapshot {
-        use crate::view::snapshot::PlanRow;
         let Some(bus) = self.bus() else {
             return Snapshot::default();
         };
         let mut s = Snapshot::from_blotter(bus.blotter());
-        for p in self.plans() {
-            s.plans.push(PlanRow {
-                name: p.name,
-                state: p.state,
-                budget_r: p.budget_r,
-                used_r: p.used_r,
-                ttl: p.ttl,
-                note: p.note,
-            });
-        }
+        s.plans = self.plans().iter().map(PlanInfo::row).collect();
         if let Some(se) = &self.session {
             s.journal = se.journal().to_vec();
             s.wakes_used = se.wakes_used();
