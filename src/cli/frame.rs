@@ -1,6 +1,6 @@
 //! `kestrel frame`: render a View at a tape time, exactly as an agent would receive it.
 
-use crate::lang::{self, Mode, ast};
+use crate::lang::{self, Mode};
 use crate::market::{Ts, open_tape};
 use crate::view::{self, Replay, Snapshot};
 use std::path::PathBuf;
@@ -58,18 +58,9 @@ pub fn run(a: &FrameArgs) -> i32 {
                     return 2;
                 }
             };
-            let views: Vec<ast::View> = doc
-                .statements
-                .into_iter()
-                .filter_map(|s| match s.kind {
-                    ast::StatementKind::View(v) | ast::StatementKind::ShowView(v) => Some(v),
-                    _ => None,
-                })
-                .filter(|v| a.name.as_ref().is_none_or(|n| *n == v.name.text))
-                .collect();
-            match views.len() {
-                1 => views.into_iter().next().expect("one view"),
-                0 => {
+            match view::pick_view(doc, a.name.as_deref()) {
+                Ok(v) => v,
+                Err(view::PickError::None) => {
                     eprintln!(
                         "error code=USAGE message={} holds no VIEW{}",
                         p.display(),
@@ -80,8 +71,7 @@ pub fn run(a: &FrameArgs) -> i32 {
                     );
                     return 1;
                 }
-                _ => {
-                    let names: Vec<String> = views.iter().map(|v| v.name.text.clone()).collect();
+                Err(view::PickError::Several(names)) => {
                     eprintln!(
                         "error code=USAGE message={} holds several views ({}): choose one with --name",
                         p.display(),

@@ -542,36 +542,24 @@ pub fn parse_at(s: &str) -> Option<Ts> {
 fn pick_view(src: &str, name: Option<&str>) -> Result<ast::View, ToolOutput> {
     let doc = lang::check(src, lang::Mode::Turn)
         .map_err(|errs| ToolOutput::refused(&doc_errors(&errs)))?;
-    let views: Vec<ast::View> = doc
-        .statements
-        .into_iter()
-        .filter_map(|s| match s.kind {
-            ast::StatementKind::View(v) | ast::StatementKind::ShowView(v) => Some(v),
-            _ => None,
-        })
-        .filter(|v| name.is_none_or(|n| n == v.name.text))
-        .collect();
-    if views.len() == 1 {
-        if let Some(v) = views.into_iter().next() {
-            return Ok(v);
+    match view::pick_view(doc, name) {
+        Ok(v) => Ok(v),
+        Err(view::PickError::None) => {
+            let named = name.map(|n| format!(" named {n}")).unwrap_or_default();
+            Err(
+                CodedError::plain("USAGE", format!("the view document holds no VIEW{named}"))
+                    .into(),
+            )
         }
-        return Err(CodedError::plain("USAGE", "the view document holds no VIEW").into());
+        Err(view::PickError::Several(names)) => Err(CodedError::plain(
+            "USAGE",
+            format!(
+                "the view document holds several views ({}): choose one with name",
+                names.join(", ")
+            ),
+        )
+        .into()),
     }
-    if views.is_empty() {
-        let named = name.map(|n| format!(" named {n}")).unwrap_or_default();
-        return Err(
-            CodedError::plain("USAGE", format!("the view document holds no VIEW{named}")).into(),
-        );
-    }
-    let names: Vec<String> = views.iter().map(|v| v.name.text.clone()).collect();
-    Err(CodedError::plain(
-        "USAGE",
-        format!(
-            "the view document holds several views ({}): choose one with name",
-            names.join(", ")
-        ),
-    )
-    .into())
 }
 
 /// `frame`: render a View at a tape time, exactly as an agent would receive it.

@@ -29,6 +29,35 @@ pub const DEFAULT_VIEW: &str = "VIEW default budget 900
   headlines last 3
 ";
 
+/// Why a document did not give exactly one View.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PickError {
+    /// No VIEW (or SHOW VIEW), or none of that name.
+    None,
+    /// Several: their names, for the caller to ask which.
+    Several(Vec<String>),
+}
+
+/// The one VIEW or SHOW VIEW of `doc` (the one named `name`, when given).
+pub fn pick_view(doc: ast::Document, name: Option<&str>) -> Result<ast::View, PickError> {
+    let mut views: Vec<ast::View> = doc
+        .statements
+        .into_iter()
+        .filter_map(|s| match s.kind {
+            ast::StatementKind::View(v) | ast::StatementKind::ShowView(v) => Some(v),
+            _ => None,
+        })
+        .filter(|v| name.is_none_or(|n| n == v.name.text))
+        .collect();
+    match views.len() {
+        0 => Err(PickError::None),
+        1 => Ok(views.remove(0)),
+        _ => Err(PickError::Several(
+            views.iter().map(|v| v.name.text.clone()).collect(),
+        )),
+    }
+}
+
 /// The default View as a model.
 pub fn default_view() -> ast::View {
     match lang::parse(DEFAULT_VIEW).map(|d| d.statements.into_iter().next().map(|s| s.kind)) {
