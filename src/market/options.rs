@@ -326,6 +326,38 @@ impl ShareQuote {
     }
 }
 
+/// The time (floored at [`MIN_T_YEARS`]; `None` when not finite), spot, strike and the
+/// smile's vol for one contract.
+fn contract_inputs(
+    spot: Px,
+    strike: Px,
+    t_years: f64,
+    smile: Smile,
+) -> Option<(f64, f64, f64, f64)> {
+    if !t_years.is_finite() {
+        return None;
+    }
+    let t = t_years.max(MIN_T_YEARS);
+    let (s, k) = (spot.to_f64(), strike.to_f64());
+    Some((t, s, k, smile_iv(smile.atm_iv, smile.skew, s, k)))
+}
+
+/// The book of a contract whose fair value is `price`.
+fn book_at(right: Right, spot: Px, strike: Px, price: f64) -> BookQuote {
+    let (bid, ask) = option_book(price);
+    let last = Px::round_to(price, option_tick(price))
+        .unwrap_or(bid)
+        .clamp(bid, ask);
+    BookQuote {
+        fair: price,
+        bid,
+        ask,
+        mid: Px((bid.raw() + ask.raw()) / 2),
+        last,
+        intrinsic: intrinsic(right, spot, strike),
+    }
+}
+
 /// Price one contract: `spot` (exact), `strike`, `t_years` (floored at [`MIN_T_YEARS`]), rate,
 /// the smile, and the contract's open interest.
 pub fn price_option(
@@ -337,26 +369,16 @@ pub fn price_option(
     smile: Smile,
     open_interest: u64,
 ) -> Option<Quote> {
-    let t = if t_years.is_finite() {
-        t_years.max(MIN_T_YEARS)
-    } else {
-        return None;
-    };
-    let s = spot.to_f64();
-    let k = strike.to_f64();
-    let iv = smile_iv(smile.atm_iv, smile.skew, s, k);
+    let (t, s, k, iv) = contract_inputs(spot, strike, t_years, smile)?;
     let bs = black_scholes(right, s, k, t, rate, iv)?;
-    let (bid, ask) = option_book(bs.price);
-    let last = Px::round_to(bs.price, option_tick(bs.price))
-        .unwrap_or(bid)
-        .clamp(bid, ask);
+    let b = book_at(right, spot, strike, bs.price);
     Some(Quote {
-        fair: bs.price,
-        bid,
-        ask,
-        mid: Px((bid.raw() + ask.raw()) / 2),
-        last,
-        intrinsic: intrinsic(right, spot, strike),
+        fair: b.fair,
+        bid: b.bid,
+        ask: b.ask,
+        mid: b.mid,
+        last: b.last,
+        intrinsic: b.intrinsic,
         delta: bs.delta,
         gamma: bs.gamma,
         iv,
@@ -375,27 +397,9 @@ pub fn book_quote(
     rate: f64,
     smile: Smile,
 ) -> Option<BookQuote> {
-    let t = if t_years.is_finite() {
-        t_years.max(MIN_T_YEARS)
-    } else {
-        return None;
-    };
-    let s = spot.to_f64();
-    let k = strike.to_f64();
-    let iv = smile_iv(smile.atm_iv, smile.skew, s, k);
+    let (t, s, k, iv) = contract_inputs(spot, strike, t_years, smile)?;
     let price = black_scholes_price(right, s, k, t, rate, iv)?;
-    let (bid, ask) = option_book(price);
-    let last = Px::round_to(price, option_tick(price))
-        .unwrap_or(bid)
-        .clamp(bid, ask);
-    Some(BookQuote {
-        fair: price,
-        bid,
-        ask,
-        mid: Px((bid.raw() + ask.raw()) / 2),
-        last,
-        intrinsic: intrinsic(right, spot, strike),
-    })
+    Some(book_at(right, spot, strike, price))
 }
 
 #[cfg(test)]
