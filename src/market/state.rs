@@ -731,14 +731,20 @@ impl MarketState {
         right: Right,
     ) -> Option<BookQuote> {
         let s = self.sym_of(sym)?;
+        let (spot, smile, _, t) = self.listed(s, expiry, strike)?;
+        book_quote(right, spot, strike, t, self.rate, smile)
+    }
+
+    /// A listed contract's pricing inputs: spot, smile, strike step and years to expiry
+    /// (`None` for an unpriced symbol, or a strike off the grid).
+    fn listed(&self, s: &SymState, expiry: Expiry, strike: Px) -> Option<(Px, Smile, Px, f64)> {
         let step = s.strike_step?;
         let smile = s.smile?;
         let spot = s.last?;
         if strike.raw() <= 0 || strike.raw() % step.raw() != 0 {
             return None;
         }
-        let t = self.years_to_expiry(expiry)?;
-        book_quote(right, spot, strike, t, self.rate, smile)
+        Some((spot, smile, step, self.years_to_expiry(expiry)?))
     }
 
     /// [`quote`](Self::quote) by [`Sym`].
@@ -747,13 +753,7 @@ impl MarketState {
     }
 
     fn quote_in(&self, s: &SymState, expiry: Expiry, strike: Px, right: Right) -> Option<Quote> {
-        let step = s.strike_step?;
-        let smile = s.smile?;
-        let spot = s.last?;
-        if strike.raw() <= 0 || strike.raw() % step.raw() != 0 {
-            return None;
-        }
-        let t = self.years_to_expiry(expiry)?;
+        let (spot, smile, step, t) = self.listed(s, expiry, strike)?;
         let oi = open_interest(expiry, right, strike, s.prior_close, step);
         price_option(right, spot, strike, t, self.rate, smile, oi)
     }

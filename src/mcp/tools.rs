@@ -539,6 +539,16 @@ pub fn parse_at(s: &str) -> Option<Ts> {
     }
 }
 
+type FileTape = crate::market::TapeReader<std::io::BufReader<std::fs::File>>;
+
+/// A tool's tape argument (a bundled name or a path), resolved and opened; refusals as
+/// coded output.
+fn open_tool_tape(tape: &str) -> Result<(std::path::PathBuf, FileTape), ToolOutput> {
+    let path = super::tapes::resolve(tape).map_err(|e| ToolOutput::from(*e))?;
+    let reader = open_tape(&path).map_err(|e| ToolOutput::from(CodedError::from(&e)))?;
+    Ok((path, reader))
+}
+
 fn pick_view(src: &str, name: Option<&str>) -> Result<ast::View, ToolOutput> {
     let doc = lang::check(src, lang::Mode::Turn)
         .map_err(|errs| ToolOutput::refused(&doc_errors(&errs)))?;
@@ -578,13 +588,9 @@ pub fn frame(a: &FrameArgs) -> ToolOutput {
             Err(out) => return out,
         },
     };
-    let path = match super::tapes::resolve(&a.tape) {
-        Ok(p) => p,
-        Err(e) => return (*e).into(),
-    };
-    let reader = match open_tape(&path) {
-        Ok(r) => r,
-        Err(e) => return CodedError::from(&e).into(),
+    let (_, reader) = match open_tool_tape(&a.tape) {
+        Ok(x) => x,
+        Err(out) => return out,
     };
     let mut replay = match Replay::new(reader, &view) {
         Ok(r) => r,
@@ -664,13 +670,9 @@ pub fn run(a: &RunArgs) -> ToolOutput {
         Ok(d) => d,
         Err(errors) => return ToolOutput::refused(&doc_errors(&errors)),
     };
-    let path = match super::tapes::resolve(&a.tape) {
-        Ok(p) => p,
-        Err(e) => return (*e).into(),
-    };
-    let reader = match open_tape(&path) {
-        Ok(r) => r,
-        Err(e) => return CodedError::from(&e).into(),
+    let (path, reader) = match open_tool_tape(&a.tape) {
+        Ok(x) => x,
+        Err(out) => return out,
     };
     let header = reader.header().clone();
     let bus = match engine::replay(
