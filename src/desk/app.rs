@@ -667,15 +667,9 @@ impl App {
         }
     }
 
-    /// Route a reply through the one router and act on the outcome: arm, stand down,
-    /// cancel (sent to the replay at `at`, or now), or show a requested view.
-    pub fn route(
-        &mut self,
-        author: &str,
-        kind: AuthorKind,
-        reply: &Reply,
-        at: Option<Ts>,
-    ) -> TurnRecord {
+    /// Route a reply through the one router and act on the outcome now: arm, stand down,
+    /// cancel (sent to the replay), or show a requested view.
+    pub fn route(&mut self, author: &str, kind: AuthorKind, reply: &Reply) -> TurnRecord {
         let ctx = self.context(kind);
         let routed = turn::route(reply, &ctx);
         let toks = tokens::measure(reply.written(), &routed, Encoding::Cl100k).ok();
@@ -722,10 +716,10 @@ impl App {
             act: Act::Turn {
                 routed: serde_json::to_value(&routed).unwrap_or_default(),
             },
-            at,
+            at: None,
         });
         if let Some(act) = act {
-            self.engine.send(Command::Apply { id, act, at });
+            self.engine.send(Command::Apply { id, act, at: None });
         }
         self.snap = self.engine.latest();
         let what = match &routed.outcome {
@@ -748,7 +742,7 @@ impl App {
 
     /// Route a human reply and list it.
     pub fn human_turn(&mut self, text: &str) -> &TurnRecord {
-        let rec = self.route("you", AuthorKind::Human, &Reply::text(text), None);
+        let rec = self.route("you", AuthorKind::Human, &Reply::text(text));
         self.turns.push(rec);
         self.tick();
         let n = self.turns.len() - 1;

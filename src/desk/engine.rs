@@ -145,8 +145,6 @@ pub enum Command {
         /// When it takes effect.
         at: Option<Ts>,
     },
-    /// Drop scheduled acts of these turns.
-    Unschedule(Vec<u64>),
     /// An agent act answering a call of run `segment` (dropped when the run has since been
     /// restarted or rewound: the call belongs to a run that no longer exists).
     AgentReply {
@@ -235,8 +233,6 @@ pub struct DeskSnapshot {
     pub events_per_sec: f64,
     /// The run (restarts and rewinds count up).
     pub segment: u32,
-    /// Is the agent held for co-pilot in this run?
-    pub hold: bool,
     /// The agent's turns and rejections, from the Bus.
     pub agent_turns: Arc<Vec<AgentTurnLine>>,
 }
@@ -473,7 +469,6 @@ impl Driver {
                     self.apply_act(id, act, ts);
                 }
             },
-            Command::Unschedule(ids) => self.scheduled.retain(|s| !ids.contains(&s.id)),
             Command::AgentReply { segment, act } => {
                 if segment == self.segment {
                     let ts = self.clock;
@@ -525,7 +520,7 @@ impl Driver {
             let playing = self.playing;
             // The rerun starts as the run did; its acts (co-pilot switches included) replay.
             self.hold = self.run_hold;
-            self.restart_quiet();
+            self.restart_with(true);
             self.script = keep.into();
             self.replaying = true;
             self.apply_script();
@@ -544,11 +539,8 @@ impl Driver {
         self.restart_with(false);
     }
 
-    /// Restart with the agent quiet until the caller says (a rewind re-running acts).
-    fn restart_quiet(&mut self) {
-        self.restart_with(true);
-    }
-
+    /// Start a new run; `quiet`: the agent sends no call until the caller says (a rewind
+    /// re-running recorded acts).
     fn restart_with(&mut self, quiet: bool) {
         self.segment += 1;
         match open_reader(&self.src) {
@@ -854,7 +846,6 @@ impl Driver {
             error: self.error.clone(),
             events_per_sec: self.events_per_sec,
             segment: self.segment,
-            hold: self.hold,
             agent_turns: self.rt.agent_turns(),
         }
     }

@@ -334,7 +334,6 @@ fn run_inner(a: &DeskArgs) -> color_eyre::Result<()> {
                 "examples",
                 crate::turn::AuthorKind::File,
                 &crate::turn::Reply::text(EXAMPLE_PLAN),
-                None,
             );
             app.turns.push(rec);
         }
