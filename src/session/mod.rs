@@ -442,10 +442,9 @@ impl<R: BufRead> Session<R> {
     /// arrives later, at its arrival time (a wake while a turn is outstanding is logged as
     /// suppressed: the author is busy).
     pub fn wake(&mut self, w: &FiredWake, author: &mut dyn TurnSource) {
-        let Some((mut ask, mut ctx)) = self.ask(w) else {
+        let Some((mut ask, mut ctx)) = self.open_wake(w) else {
             return;
         };
-        self.awaiting = None;
         let mut views_requested = 0u32;
         loop {
             let ans = author.answer(&ask, &ctx);
@@ -475,6 +474,20 @@ impl<R: BufRead> Session<R> {
     /// then outstanding until [`Session::resolve`] or [`Session::reject`]: this is how an
     /// author that answers off the tape thread (the desk's) is asked.
     pub fn ask(&mut self, w: &FiredWake) -> Option<(WakeAsk, TurnContext)> {
+        let (ask, ctx) = self.open_wake(w)?;
+        self.awaiting = Some(Awaiting {
+            ts: w.ts,
+            wake: w.wake.clone(),
+            phase: ask.phase,
+            views_requested: 0,
+            frame: ask.frame.clone(),
+        });
+        Some((ask, ctx))
+    }
+
+    /// The busy check, the count and the View of a fired wake (see [`Session::ask`]),
+    /// without marking it outstanding.
+    fn open_wake(&mut self, w: &FiredWake) -> Option<(WakeAsk, TurnContext)> {
         let busy = self
             .pending
             .as_ref()
@@ -501,13 +514,6 @@ impl<R: BufRead> Session<R> {
         };
         let (name, r) = self.render(w.deliver.as_deref(), Some(woke));
         self.deliver(w.ts, &w.wake, name, &r);
-        self.awaiting = Some(Awaiting {
-            ts: w.ts,
-            wake: w.wake.clone(),
-            phase,
-            views_requested: 0,
-            frame: r.text.clone(),
-        });
         Some(self.make_ask(w.ts, &w.wake, phase, 0, r.text))
     }
 
