@@ -150,8 +150,6 @@ pub struct Proposal {
     pub wake: String,
     /// The answer: the routed turn and its attempts.
     pub run: RepairRun,
-    /// Token figures of the reply.
-    pub tokens: Option<TurnTokens>,
 }
 
 /// One row of the Journal and Tokens panes: a desk turn or an agent's (from the Bus).
@@ -562,9 +560,6 @@ impl App {
     fn answered(&mut self, segment: u32, call: u64, wake: String, run: RepairRun) {
         let author = self.agent.as_ref().map(DeskAgent::name).unwrap_or_default();
         if self.copilot {
-            let written = run.attempts.last().map(|a| a.written.clone());
-            let tokens =
-                written.and_then(|w| tokens::measure(&w, &run.turn, Encoding::Cl100k).ok());
             self.message = Some(format!(
                 "{author} proposes {} at wake {wake}: accept or reject",
                 run.turn.outcome.name()
@@ -575,7 +570,6 @@ impl App {
                 author,
                 wake,
                 run,
-                tokens,
             });
         } else {
             self.message = Some(format!("{author}: {}", run.turn.outcome.name()));
