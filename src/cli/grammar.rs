@@ -21,7 +21,7 @@ pub enum Scope {
     File,
 }
 
-/// Print the grammar generated from the parser's tables.
+/// Print the grammar generated from the parser's syntax definitions.
 ///
 /// Example: kestrel grammar --format gbnf --scope turn > kestrel-turn.gbnf
 #[derive(Debug, Clone, clap::Args)]

@@ -2,12 +2,14 @@
 //!
 //! [`grammar`] builds one rule table (rule name → a [`Term`] tree of literals, character
 //! classes, bounded free text, rule references, sequences, alternatives and bounded
-//! repetition) from the same word tables the parser reads ([`super::lexicon`]). Two exporters
-//! write it out: [`to_gbnf`] (llama.cpp's `grammar` field, also read by xgrammar) and
-//! [`to_lark`] (llguidance's Lark dialect). Nothing here is maintained beside the parser by
-//! hand: the keyword, pane, anchor, series and modifier words all come from the shared tables,
-//! and the tests check the exported grammar against the parser on the corpus, the examples,
-//! generated documents and mutations of them.
+//! repetition) by asking the parser's own syntax definitions to describe themselves: the
+//! statement table, the clause, pane, trigger, ticket and price rules are values of
+//! [`super::syn`] pieces that both parse and describe ([`super::syntax::describe_document`]
+//! starts from the line layer). Nothing here is maintained beside the parser: change a rule in
+//! `syntax.rs` and the exported grammar changes with it. Two exporters write the table out:
+//! [`to_gbnf`] (llama.cpp's `grammar` field, also read by xgrammar) and [`to_lark`]
+//! (llguidance's Lark dialect). The tests check the exported grammar against the parser on
+//! the corpus, the examples, generated documents and mutations of them.
 //!
 //! The grammar is **character-level**: every terminal is one character (a literal is a
 //! sequence of one-character terminals), except free text, which is one bounded run (and, in
@@ -24,7 +26,6 @@
 //! token budget inside one field (seed 001). Semantic rules (§6) stay post-parse: a CFG
 //! cannot see them, and the grammar does not try.
 
-use super::lexicon::*;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -156,53 +157,42 @@ impl Grammar {
 }
 
 // ---------------------------------------------------------------- building blocks
+// Small constructors the syntax definitions use to write their lexemes' terms.
 
-fn lit(s: &str) -> Term {
+pub(crate) fn lit(s: &str) -> Term {
     Term::Lit(s.to_string())
 }
-fn ci(s: &str) -> Term {
+pub(crate) fn ci(s: &str) -> Term {
     Term::LitCi(s.to_string())
 }
-fn r(name: &str) -> Term {
+pub(crate) fn r(name: &str) -> Term {
     Term::Ref(name.to_string())
 }
-fn seq(v: Vec<Term>) -> Term {
+pub(crate) fn seq(v: Vec<Term>) -> Term {
     Term::Seq(v)
 }
-fn alt(v: Vec<Term>) -> Term {
+pub(crate) fn alt(v: Vec<Term>) -> Term {
     Term::Alt(v)
 }
-fn opt(t: Term) -> Term {
+pub(crate) fn opt(t: Term) -> Term {
     Term::Rep(Box::new(t), 0, Some(1))
 }
-fn star(t: Term) -> Term {
+pub(crate) fn star(t: Term) -> Term {
     Term::Rep(Box::new(t), 0, None)
 }
-fn rep(t: Term, min: u32, max: u32) -> Term {
+pub(crate) fn rep(t: Term, min: u32, max: u32) -> Term {
     Term::Rep(Box::new(t), min, Some(max))
 }
-fn class(ranges: &[(char, char)]) -> Term {
+pub(crate) fn class(ranges: &[(char, char)]) -> Term {
     Term::Class(CharClass::of(ranges))
 }
-fn not_class(ranges: &[(char, char)]) -> Term {
+pub(crate) fn not_class(ranges: &[(char, char)]) -> Term {
     Term::Class(CharClass::not(ranges))
-}
-/// Alternatives of literals from a table.
-fn words(ws: &[&str]) -> Term {
-    alt(ws.iter().map(|w| lit(w)).collect())
-}
-/// Alternatives of case-insensitive literals from a table.
-fn words_ci<'a>(ws: impl IntoIterator<Item = &'a str>) -> Term {
-    alt(ws.into_iter().map(ci).collect())
-}
-/// A word that must be in `table` (the parser's table); the grammar takes the table's copy.
-fn from(table: &[&'static str], w: &str) -> Term {
-    lit(table.iter().find(|t| **t == w).copied().unwrap_or(w))
 }
 
 /// The characters `char::is_whitespace` accepts (Unicode White_Space), which end a token
 /// for the parser's `next_token`.
-const WHITESPACE: &[(char, char)] = &[
+pub(crate) const WHITESPACE: &[(char, char)] = &[
     ('\u{9}', '\u{d}'),
     (' ', ' '),
     ('\u{85}', '\u{85}'),
@@ -216,707 +206,23 @@ const WHITESPACE: &[(char, char)] = &[
 ];
 
 /// Characters that end a token after its first character (`next_token`).
-const TOKEN_PUNCT: &[(char, char)] = &[('(', ')'), (',', ','), ('{', '{'), ('}', '}'), ('@', '@')];
+pub(crate) const TOKEN_PUNCT: &[(char, char)] =
+    &[('(', ')'), (',', ','), ('{', '{'), ('}', '}'), ('@', '@')];
 
-fn ws_plus(extra: &[(char, char)]) -> Vec<(char, char)> {
+pub(crate) fn ws_plus(extra: &[(char, char)]) -> Vec<(char, char)> {
     let mut v = WHITESPACE.to_vec();
     v.extend_from_slice(extra);
     v
 }
 
-struct B {
-    rules: Vec<Rule>,
-}
-
-impl B {
-    fn def(&mut self, name: &str, body: Term) {
-        self.rules.push(Rule {
-            name: name.to_string(),
-            body,
-        });
-    }
-}
-
-/// Build the grammar for `opts`.
+/// Build the grammar for `opts`: the parser's syntax definitions describe themselves
+/// ([`super::syn`]), starting from the document's line layer.
 pub fn grammar(opts: GrammarOptions) -> Grammar {
-    let n = opts.run_max.max(1);
-    let text_max = opts.free_text_max;
-    let mut b = B { rules: Vec::new() };
-    let digit = || class(&[('0', '9')]);
-
-    // ------------------------------------------------------------ documents and lines
-    match opts.scope {
-        GrammarScope::Turn => {
-            b.def("start", alt(vec![r("module"), r("directive_turn")]));
-        }
-        GrammarScope::File => b.def("start", r("module")),
-    }
-    b.def(
-        "module",
-        seq(vec![r("unit"), star(seq(vec![lit("\n"), r("unit")]))]),
-    );
-    b.def("unit", alt(vec![r("trivia"), r("statement")]));
-    if opts.scope == GrammarScope::Turn {
-        b.def(
-            "directive_turn",
-            seq(vec![
-                star(seq(vec![r("trivia"), lit("\n")])),
-                r("directive"),
-                star(seq(vec![lit("\n"), r("trivia")])),
-            ]),
-        );
-        b.def(
-            "directive",
-            alt(vec![
-                seq(vec![r("stand_down"), r("line_end")]),
-                seq(vec![r("cancel"), r("line_end")]),
-                r("show_view_block"),
-            ]),
-        );
-    }
-    b.def(
-        "statement",
-        alt(vec![
-            r("plan_block"),
-            r("view_block"),
-            r("grade_block"),
-            seq(vec![
-                alt(vec![
-                    r("import"),
-                    r("using"),
-                    r("wake"),
-                    r("pod"),
-                    r("book"),
-                ]),
-                r("line_end"),
-            ]),
-        ]),
-    );
-    let block = |head: &str, body: &str| {
-        seq(vec![
-            r(head),
-            r("line_end"),
-            star(seq(vec![lit("\n"), alt(vec![r(body), r("trivia")])])),
-        ])
-    };
-    b.def("plan_block", block("plan", "clause_line"));
-    b.def("view_block", block("view", "pane_line"));
-    if opts.scope == GrammarScope::Turn {
-        b.def("show_view_block", block("show_view", "pane_line"));
-    }
-    b.def("grade_block", block("grade", "grade_clause_line"));
-    b.def("trivia", alt(vec![r("blank"), r("comment_line")]));
-    let space_tab = || class(&[(' ', ' '), ('\t', '\t')]);
-    b.def("blank", seq(vec![rep(space_tab(), 0, n), opt(lit("\r"))]));
-    b.def(
-        "comment_line",
-        seq(vec![rep(space_tab(), 0, n), r("comment"), opt(lit("\r"))]),
-    );
-    b.def(
-        "comment",
-        seq(vec![
-            lit("#"),
-            Term::Text(CharClass::not(&[('\n', '\n')]), text_max),
-        ]),
-    );
-    // The end of a code line: trailing blanks, an optional trailing comment, a CR. The gap
-    // before a trailing comment is often aligned to a column, so it shares the free-text bound.
-    b.def(
-        "line_end",
-        seq(vec![
-            rep(space_tab(), 0, text_max.max(1)),
-            opt(r("comment")),
-            opt(lit("\r")),
-        ]),
-    );
-    b.def("sp", rep(lit(" "), 1, n));
-    b.def("sp0", rep(lit(" "), 0, n));
-    b.def("indent", lit("  "));
-
-    // ------------------------------------------------------------ lexical
-    b.def("nat", rep(digit(), 1, n));
-    b.def(
-        "unsigned",
-        seq(vec![r("nat"), opt(seq(vec![lit("."), r("nat")]))]),
-    );
-    b.def("number", seq(vec![opt(lit("-")), r("unsigned")]));
-    b.def("risk", seq(vec![r("number"), lit("R")]));
-    let units: Vec<(char, char)> = DUR_UNITS.iter().map(|&c| (c, c)).collect();
-    b.def("dur", seq(vec![r("nat"), class(&units)]));
-    b.def(
-        "clock",
-        seq(vec![
-            alt(vec![
-                seq(vec![class(&[('0', '1')]), digit()]),
-                seq(vec![lit("2"), class(&[('0', '3')])]),
-            ]),
-            lit(":"),
-            class(&[('0', '5')]),
-            digit(),
-        ]),
-    );
-    b.def(
-        "name",
-        seq(vec![
-            class(&[('a', 'z')]),
-            rep(class(&[('a', 'z'), ('0', '9'), ('-', '-')]), 0, n),
-        ]),
-    );
-    let sym_char = || class(&[('A', 'Z'), ('0', '9')]);
-    b.def(
-        "sym",
-        seq(vec![
-            class(&[('A', 'Z')]),
-            rep(sym_char(), 0, n),
-            rep(seq(vec![lit("."), rep(sym_char(), 1, n)]), 0, n),
-        ]),
-    );
-    b.def(
-        "expiry",
-        alt(vec![
-            seq(vec![r("nat"), lit("dte")]),
-            seq(vec![
-                rep(digit(), 4, 4),
-                lit("-"),
-                alt(vec![
-                    seq(vec![lit("0"), class(&[('1', '9')])]),
-                    seq(vec![lit("1"), class(&[('0', '2')])]),
-                ]),
-                lit("-"),
-                alt(vec![
-                    seq(vec![lit("0"), class(&[('1', '9')])]),
-                    seq(vec![class(&[('1', '2')]), digit()]),
-                    seq(vec![lit("3"), class(&[('0', '1')])]),
-                ]),
-            ]),
-        ]),
-    );
-    b.def(
-        "key",
-        seq(vec![
-            class(&[('a', 'z')]),
-            rep(
-                class(&[('a', 'z'), ('0', '9'), ('_', '_'), ('.', '.'), ('-', '-')]),
-                0,
-                n,
-            ),
-        ]),
-    );
-
-    // ------------------------------------------------------------ prices
-    b.def("anchor", words_ci(AnchorKind::ALL.iter().map(|(w, _)| *w)));
-    let unit_terms: Vec<Term> = OFFSET_UNITS.iter().map(|u| lit(u)).collect();
-    b.def(
-        "offset",
-        seq(vec![
-            class(&[('+', '+'), ('-', '-')]),
-            r("unsigned"),
-            opt(alt(unit_terms)),
-        ]),
-    );
-    b.def("comma", seq(vec![r("sp0"), lit(","), r("sp0")]));
-    b.def(
-        "price",
-        alt(vec![
-            r("unsigned"),
-            ci(STUB),
-            seq(vec![r("anchor"), opt(r("offset"))]),
-            seq(vec![
-                ci(LEAN),
-                lit("("),
-                r("sp0"),
-                r("price"),
-                r("comma"),
-                r("price"),
-                r("comma"),
-                r("number"),
-                r("sp0"),
-                lit(")"),
-            ]),
-            seq(vec![
-                words_ci(PRICE_PAIR_FUNCTIONS.iter().copied()),
-                lit("("),
-                r("sp0"),
-                r("price"),
-                r("comma"),
-                r("price"),
-                r("sp0"),
-                lit(")"),
-            ]),
-        ]),
-    );
-
-    // ------------------------------------------------------------ tickets
-    b.def(
-        "modifier",
-        alt(vec![
-            words(FLAG_MODIFIERS),
-            seq(vec![
-                lit(ESC_MODIFIER),
-                r("sp"),
-                r("price"),
-                r("sp"),
-                r("dur"),
-            ]),
-            seq(vec![words(PRICE_MODIFIERS), r("sp"), r("price")]),
-        ]),
-    );
-    b.def(
-        "modifiers",
-        seq(vec![
-            star(seq(vec![r("sp"), r("modifier")])),
-            opt(seq(vec![
-                r("sp"),
-                lit(CANCEL_IF_MODIFIER),
-                r("sp"),
-                r("trigger"),
-            ])),
-        ]),
-    );
-    b.def(
-        "strike",
-        alt(vec![
-            lit(ATM),
-            seq(vec![class(&[('+', '+'), ('-', '-')]), r("unsigned")]),
-            r("unsigned"),
-        ]),
-    );
-    b.def(
-        "instrument",
-        alt(vec![
-            lit(SHARES),
-            seq(vec![r("strike"), r("sp"), words(RIGHTS)]),
-        ]),
-    );
-    b.def(
-        "ticket",
-        seq(vec![
-            words(SIDES),
-            r("sp"),
-            r("number"),
-            r("sp"),
-            r("instrument"),
-            r("sp"),
-            lit("@"),
-            r("sp"),
-            r("price"),
-            r("modifiers"),
-        ]),
-    );
-
-    // ------------------------------------------------------------ triggers
-    b.def(
-        "trigger",
-        seq(vec![
-            r("and_term"),
-            star(seq(vec![r("sp"), lit(OR), r("sp"), r("and_term")])),
-        ]),
-    );
-    b.def(
-        "and_term",
-        seq(vec![
-            r("unary"),
-            star(seq(vec![r("sp"), lit(AND), r("sp"), r("unary")])),
-        ]),
-    );
-    b.def(
-        "unary",
-        alt(vec![
-            seq(vec![lit(NOT), r("sp"), r("unary")]),
-            seq(vec![lit("("), r("sp0"), r("trigger"), r("sp0"), lit(")")]),
-            r("predicate"),
-        ]),
-    );
-    b.def(
-        "within",
-        seq(vec![r("sp"), lit("within"), r("sp"), r("dur")]),
-    );
-    b.def("held", seq(vec![r("sp"), lit("held"), r("sp"), r("dur")]));
-    b.def(
-        "predicate",
-        alt(vec![
-            seq(vec![lit("T-"), r("nat")]),
-            seq(vec![lit(PHASE), r("sp"), words(PHASES)]),
-            seq(vec![
-                lit("plan("),
-                r("name"),
-                lit(")."),
-                words(PLAN_EVENTS),
-                opt(r("within")),
-            ]),
-            seq(vec![lit(HEADLINE), opt(r("within"))]),
-            seq(vec![
-                r("series"),
-                r("sp"),
-                lit(CROSSES),
-                r("sp"),
-                words(CROSS_DIRS),
-                r("sp"),
-                r("value"),
-                opt(r("held")),
-            ]),
-            seq(vec![
-                r("series"),
-                r("sp"),
-                words(CMP_OPS),
-                r("sp"),
-                r("value"),
-                opt(r("held")),
-            ]),
-        ]),
-    );
-    b.def(
-        "series",
-        alt(vec![
-            seq(vec![r("sym"), lit(".s"), ci("pot")]),
-            seq(vec![ci(VELOCITY), lit("("), r("dur"), lit(")")]),
-            words_ci(SIMPLE_SERIES.iter().map(|(w, _)| *w)),
-        ]),
-    );
-    b.def(
-        "value",
-        alt(vec![
-            r("clock"),
-            r("number"),
-            seq(vec![lit("p"), r("unsigned")]),
-            r("series"),
-        ]),
-    );
-
-    // ------------------------------------------------------------ PLAN and its clauses
-    b.def(
-        "using_body",
-        seq(vec![
-            lit("signal"),
-            r("sp"),
-            r("sym"),
-            r("sp"),
-            lit("exec"),
-            r("sp"),
-            r("sym"),
-            opt(seq(vec![r("sp"), r("expiry")])),
-        ]),
-    );
-    let ck = |w: &str| from(CLAUSE_KEYWORDS, w);
-    let sk = |w: &str| from(STATEMENT_KEYWORDS, w);
-    let dk = |w: &str| from(DIRECTIVE_KEYWORDS, w);
-    let price_tail = || seq(vec![r("sp"), lit("@"), r("sp"), r("price"), r("modifiers")]);
-    b.def(
-        "clause",
-        alt(vec![
-            seq(vec![ck("USING"), r("sp"), r("using_body")]),
-            seq(vec![ck("WHEN"), r("sp"), r("trigger")]),
-            seq(vec![alt(vec![ck("DO"), ck("ALSO")]), r("sp"), r("ticket")]),
-            seq(vec![
-                ck("RELOAD"),
-                r("sp"),
-                ck("WHEN"),
-                r("sp"),
-                r("trigger"),
-                r("sp"),
-                r("ticket"),
-            ]),
-            seq(vec![
-                ck("TP"),
-                r("sp"),
-                r("number"),
-                lit("x"),
-                opt(seq(vec![r("sp"), lit("frac"), r("sp"), r("number")])),
-                price_tail(),
-            ]),
-            seq(vec![ck("EXIT"), r("sp"), r("trigger"), opt(price_tail())]),
-            seq(vec![
-                ck("INVALIDATE"),
-                r("sp"),
-                r("trigger"),
-                opt(seq(vec![
-                    r("sp"),
-                    lit("->"),
-                    r("sp"),
-                    lit("halt"),
-                    opt(seq(vec![r("sp0"), lit(","), r("sp"), lit("ride")])),
-                ])),
-            ]),
-            seq(vec![ck("CANCEL-IF"), r("sp"), r("trigger")]),
-            seq(vec![ck("ARM"), r("sp"), r("name")]),
-        ]),
-    );
-    b.def(
-        "clause_line",
-        seq(vec![r("indent"), r("clause"), r("line_end")]),
-    );
-    b.def(
-        "plan",
-        seq(vec![
-            sk("PLAN"),
-            r("sp"),
-            r("name"),
-            r("sp"),
-            lit("budget"),
-            r("sp"),
-            r("risk"),
-            r("sp"),
-            lit("ttl"),
-            r("sp"),
-            alt(vec![seq(vec![lit("+"), r("dur")]), r("clock")]),
-            opt(seq(vec![
-                r("sp"),
-                lit("regime"),
-                r("sp"),
-                lit("{"),
-                r("sp0"),
-                r("regime_entry"),
-                rep(
-                    seq(vec![r("sp0"), lit(","), r("sp0"), r("regime_entry")]),
-                    0,
-                    n,
-                ),
-                r("sp0"),
-                lit("}"),
-            ])),
-            opt(seq(vec![r("sp"), lit("priority"), r("sp"), r("number")])),
-        ]),
-    );
-    b.def(
-        "regime_entry",
-        seq(vec![r("key"), lit(":"), r("sp0"), r("key")]),
-    );
-
-    // ------------------------------------------------------------ VIEW / SHOW VIEW panes
-    let view_rest = || {
-        vec![
-            r("sp"),
-            r("name"),
-            opt(seq(vec![r("sp"), lit("budget"), r("sp"), r("number")])),
-        ]
-    };
-    let mut v = vec![sk("VIEW")];
-    v.extend(view_rest());
-    b.def("view", seq(v));
-    if opts.scope == GrammarScope::Turn {
-        let mut v = vec![dk("SHOW"), r("sp"), sk("VIEW")];
-        v.extend(view_rest());
-        b.def("show_view", seq(v));
-    }
-    let panes: Vec<Term> = PANES
-        .iter()
-        .map(|&(p, args)| {
-            let last = || opt(seq(vec![r("sp"), lit("last"), r("sp"), r("number")]));
-            match args {
-                PaneArgs::None => lit(p),
-                PaneArgs::OptBar => seq(vec![lit(p), opt(seq(vec![r("sp"), r("dur")]))]),
-                PaneArgs::ExpiryStrikes => seq(vec![
-                    lit(p),
-                    r("sp"),
-                    r("expiry"),
-                    opt(seq(vec![r("sp"), lit("strikes"), r("sp"), r("number")])),
-                ]),
-                PaneArgs::Expiry => seq(vec![lit(p), r("sp"), r("expiry")]),
-                PaneArgs::Delta => seq(vec![lit(p), r("sp"), r("number"), lit("d")]),
-                PaneArgs::Window => seq(vec![lit(p), r("sp"), r("dur")]),
-                PaneArgs::OptLast => seq(vec![lit(p), last()]),
-            }
-        })
-        .collect();
-    b.def("pane", alt(panes));
-    b.def(
-        "pane_line",
-        seq(vec![r("indent"), r("pane"), r("line_end")]),
-    );
-
-    // ------------------------------------------------------------ other statements
-    b.def(
-        "wake",
-        seq(vec![
-            sk("WAKE"),
-            r("sp"),
-            r("name"),
-            r("sp"),
-            ck("WHEN"),
-            r("sp"),
-            r("trigger"),
-            opt(seq(vec![r("sp"), lit("DELIVER"), r("sp"), r("name")])),
-            opt(seq(vec![r("sp"), lit("PRIORITY"), r("sp"), r("number")])),
-            opt(seq(vec![
-                r("sp"),
-                lit("BUDGET"),
-                r("sp"),
-                r("number"),
-                r("sp"),
-                lit("wakes/day"),
-            ])),
-        ]),
-    );
-    // IMPORT paths and GRADE globs are one parser token: any non-blank first character, then
-    // characters that do not end a token; `#` always starts a comment.
-    let tok_first = ws_plus(&[('#', '#')]);
-    let mut tok_rest = ws_plus(&[('#', '#')]);
-    tok_rest.extend_from_slice(TOKEN_PUNCT);
-    b.def(
-        "path",
-        seq(vec![not_class(&tok_first), rep(not_class(&tok_rest), 0, n)]),
-    );
-    b.def(
-        "import",
-        seq(vec![
-            sk("IMPORT"),
-            r("sp"),
-            r("name"),
-            r("sp"),
-            lit("FROM"),
-            r("sp"),
-            r("path"),
-        ]),
-    );
-    b.def("using", seq(vec![sk("USING"), r("sp"), r("using_body")]));
-    b.def(
-        "pod",
-        seq(vec![
-            sk("POD"),
-            r("sp"),
-            r("name"),
-            r("sp"),
-            lit("RISK"),
-            r("sp"),
-            lit("day-loss"),
-            r("sp"),
-            r("risk"),
-            r("sp"),
-            lit("->"),
-            r("sp"),
-            lit("halt"),
-        ]),
-    );
-    b.def(
-        "book",
-        seq(vec![
-            sk("BOOK"),
-            r("sp"),
-            r("name"),
-            r("sp"),
-            lit("budget"),
-            r("sp"),
-            r("risk"),
-            r("sp"),
-            lit("coverage"),
-            r("sp"),
-            r("sym"),
-            rep(seq(vec![r("sp0"), lit(","), r("sp0"), r("sym")]), 0, n),
-        ]),
-    );
-    b.def(
-        "grade",
-        seq(vec![
-            sk("GRADE"),
-            r("sp"),
-            words(GRADE_SUBJECTS),
-            r("sp"),
-            r("name"),
-            r("sp"),
-            lit("OVER"),
-            r("sp"),
-            alt(vec![r("months"), r("glob")]),
-            r("sp"),
-            lit("FILL"),
-            r("sp"),
-            rep(
-                class(&[('a', 'z'), ('0', '9'), ('.', '.'), ('-', '-')]),
-                1,
-                n,
-            ),
-        ]),
-    );
-    b.def(
-        "month",
-        seq(vec![rep(digit(), 4, 4), lit("-"), rep(digit(), 2, 2)]),
-    );
-    b.def(
-        "months",
-        seq(vec![r("month"), opt(seq(vec![lit(".."), r("month")]))]),
-    );
-    // A glob is any token that does not start like a month range `YYYY-MM..`: the parser
-    // reads such a token as a range and refuses it unless it is exactly `YYYY-MM..YYYY-MM`.
-    // The chain g0..g8 spells "not that prefix" as a regular language.
-    let rest = || rep(not_class(&tok_rest), 0, n);
-    let but = |extra: &[(char, char)], first: bool| {
-        let mut v = if first {
-            tok_first.clone()
-        } else {
-            tok_rest.clone()
-        };
-        v.extend_from_slice(extra);
-        not_class(&v)
-    };
-    let prefix: [Term; 9] = [
-        digit(),
-        digit(),
-        digit(),
-        digit(),
-        lit("-"),
-        digit(),
-        digit(),
-        lit("."),
-        lit("."),
-    ];
-    let excl: [&[(char, char)]; 9] = [
-        &[('0', '9')],
-        &[('0', '9')],
-        &[('0', '9')],
-        &[('0', '9')],
-        &[('-', '-')],
-        &[('0', '9')],
-        &[('0', '9')],
-        &[('.', '.')],
-        &[('.', '.')],
-    ];
-    for (k, (p, ex)) in prefix.into_iter().zip(excl).enumerate() {
-        let name = if k == 0 {
-            "glob".to_string()
-        } else {
-            format!("glob_{k}")
-        };
-        let mut alts = Vec::new();
-        if k > 0 {
-            alts.push(lit(""));
-        }
-        alts.push(seq(vec![but(ex, k == 0), rest()]));
-        if k < 8 {
-            alts.push(seq(vec![p, r(&format!("glob_{}", k + 1))]));
-        }
-        b.def(&name, alt(alts));
-    }
-    b.def(
-        "grade_clause",
-        alt(vec![
-            seq(vec![lit("VS"), r("sp"), words(COUNTERFACTUALS)]),
-            seq(vec![lit("BY"), r("sp"), r("key")]),
-        ]),
-    );
-    b.def(
-        "grade_clause_line",
-        seq(vec![r("indent"), r("grade_clause"), r("line_end")]),
-    );
-    if opts.scope == GrammarScope::Turn {
-        let mut sd_sep = vec![('\t', '\t'), ('\u{b}', '\r')];
-        sd_sep.extend_from_slice(&WHITESPACE[1..]);
-        sd_sep.extend_from_slice(TOKEN_PUNCT);
-        // The reason is the rest of the line: the parser's token `STAND-DOWN` ends at a blank
-        // or a token-ending character, and everything after it up to `#` is the reason.
-        b.def(
-            "stand_down",
-            seq(vec![
-                dk("STAND-DOWN"),
-                opt(seq(vec![
-                    Term::Class(CharClass::of(&sd_sep)),
-                    Term::Text(CharClass::not(&[('\n', '\n'), ('#', '#')]), text_max),
-                ])),
-            ]),
-        );
-        b.def("cancel", seq(vec![dk("CANCEL"), r("sp"), r("name")]));
-    }
+    let mut d = super::syn::Describer::new(opts);
+    super::syntax::describe_document(&mut d);
     Grammar {
         options: opts,
-        rules: b.rules,
+        rules: d.into_rules(),
     }
 }
 
@@ -1041,7 +347,7 @@ fn header(g: &Grammar, comment: &str) -> String {
         GrammarScope::File => "file",
     };
     format!(
-        "{comment} Kestrel desk dialect v1, scope {scope}: generated by `kestrel grammar` from the parser's tables.\n\
+        "{comment} Kestrel desk dialect v1, scope {scope}: generated by `kestrel grammar` from the parser's syntax definitions.\n\
          {comment} Free text <= {} chars, other runs <= {}. Semantic rules (LANGUAGE.md section 6) are checked after parsing.\n",
         g.options.free_text_max, g.options.run_max
     )

@@ -4,7 +4,10 @@
 
 use super::ast::*;
 use super::diag::{Diagnostic, LineIndex, RESERVED_WORDS, Rule};
-use super::lexicon::{DIRECTIVE_KEYWORDS, STATEMENT_KEYWORDS};
+use super::grammar::{self as g, CharClass, GrammarScope, Term};
+use super::lexicon::*;
+use super::syn::*;
+use std::sync::OnceLock;
 use winnow::error::{ErrMode, ParserError};
 use winnow::stream::{Stateful, Stream};
 use winnow::token::take_while;
@@ -13,7 +16,7 @@ use winnow::{ModalResult, Parser};
 /// The whole document rides along as parser state; spans are computed from slice addresses
 /// (every line slice is a subslice of it).
 pub(crate) type In<'a> = Stateful<&'a str, &'a str>;
-type R<T> = ModalResult<T, PErr>;
+pub(crate) type R<T> = ModalResult<T, PErr>;
 
 /// A syntax error inside a line: absolute byte range, rule, message and caret label.
 #[derive(Debug, Clone)]
@@ -53,12 +56,12 @@ impl<'a> ParserError<In<'a>> for PErr {
     }
 }
 
-fn pos(i: &In<'_>) -> usize {
+pub(crate) fn pos(i: &In<'_>) -> usize {
     i.input.as_ptr() as usize - i.state.as_ptr() as usize
 }
 
 /// The document text between `start` and the current position.
-fn consumed_since<'a>(i: &In<'a>, start: usize) -> &'a str {
+pub(crate) fn consumed_since<'a>(i: &In<'a>, start: usize) -> &'a str {
     i.state.get(start..pos(i)).unwrap_or("")
 }
 
@@ -83,7 +86,7 @@ fn next_token(s: &str) -> &str {
     }
 }
 
-fn found(i: &In<'_>) -> String {
+pub(crate) fn found(i: &In<'_>) -> String {
     let t = next_token(i.input);
     if t.is_empty() {
         "end of line".to_string()
@@ -93,7 +96,7 @@ fn found(i: &In<'_>) -> String {
 }
 
 /// A cut error at the current position covering the next token.
-fn fail<T>(i: &In<'_>, msg: impl Into<String>, label: impl Into<String>) -> R<T> {
+pub(crate) fn fail<T>(i: &In<'_>, msg: impl Into<String>, label: impl Into<String>) -> R<T> {
     let rest = i.input.trim_start_matches(' ');
     let start = pos(i) + (i.input.len() - rest.len());
     let tok = next_token(rest);
@@ -116,7 +119,7 @@ fn fail_rule<T>(i: &In<'_>, rule: Rule, msg: impl Into<String>, label: &str) -> 
     }
 }
 
-fn expected<T>(i: &In<'_>, what: &str) -> R<T> {
+pub(crate) fn expected<T>(i: &In<'_>, what: &str) -> R<T> {
     let f = found(i);
     fail(
         i,
@@ -127,66 +130,24 @@ fn expected<T>(i: &In<'_>, what: &str) -> R<T> {
 
 // ---------------------------------------------------------------- lexical helpers
 
-/// One or more spaces. A tab between tokens is refused.
-fn sp(i: &mut In<'_>) -> R<()> {
-    let n = i.input.len() - i.input.trim_start_matches(' ').len();
-    if i.input[n..].starts_with('\t') {
-        let _ = i.next_slice(n);
-        return fail(
-            i,
-            "a tab separates tokens here: separate tokens with single spaces",
-            "tab",
-        );
-    }
-    if n == 0 {
-        return Err(ErrMode::Backtrack(PErr::from_input(i)));
-    }
-    let _ = i.next_slice(n);
-    Ok(())
-}
-
 fn sp0(i: &mut In<'_>) {
     let n = i.input.len() - i.input.trim_start_matches(' ').len();
     let _ = i.next_slice(n);
 }
 
 /// Does a word end where `rest` starts (end, or a char that cannot continue a word)?
-fn ends_word(rest: &str) -> bool {
+pub(crate) fn ends_word(rest: &str) -> bool {
     rest.chars()
         .next()
         .is_none_or(|c| !(c.is_alphanumeric() || matches!(c, '-' | '_' | '.' | '/')))
 }
 
 /// Does the input start with keyword `kw` as a whole word?
-fn at_kw(i: &In<'_>, kw: &str) -> bool {
-    i.input.starts_with(kw) && ends_word(&i.input[kw.len()..])
+pub(crate) fn at_kw(i: &In<'_>, kw: &str) -> bool {
+    starts(i.input, kw) && ends_word(&i.input[kw.len()..])
 }
 
-/// After spaces, is the next word `kw`? (Does not consume.)
-fn peek_sp_kw(i: &In<'_>, kw: &str) -> bool {
-    let rest = i.input.trim_start_matches(' ');
-    rest.len() < i.input.len() && rest.starts_with(kw) && ends_word(&rest[kw.len()..])
-}
-
-/// Consume keyword `kw` (case-sensitive, whole word) or fail with `expected`.
-fn kw(i: &mut In<'_>, kw: &str, what: &str) -> R<()> {
-    if at_kw(i, kw) {
-        let _ = i.next_slice(kw.len());
-        Ok(())
-    } else {
-        expected(i, what)
-    }
-}
-
-/// Spaces then keyword.
-fn sp_kw(i: &mut In<'_>, k: &str, what: &str) -> R<()> {
-    if sp(i).is_err() {
-        return expected(i, what);
-    }
-    kw(i, k, what)
-}
-
-fn word<'a>(i: &mut In<'a>) -> &'a str {
+fn word_run<'a>(i: &mut In<'a>) -> &'a str {
     let r: R<&str> = take_while(0.., |c: char| {
         c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.'
     })
@@ -246,7 +207,7 @@ pub(crate) fn name(i: &mut In<'_>, what: &str) -> R<Name> {
         && (c.is_ascii_alphanumeric() || c == '_')
     {
         let _ = text;
-        let _ = word(i);
+        let _ = word_run(i);
         let bad = consumed_since(i, start);
         return Err(ErrMode::Cut(PErr {
             start,
@@ -362,6 +323,31 @@ fn dur(i: &mut In<'_>, what: &str) -> R<Dur> {
     })
 }
 
+/// Does the text start like a clock (one or two digits, then `:`)? `try_clock` then reads it
+/// or refuses it.
+fn looks_like_clock(s: &str) -> bool {
+    let b = s.as_bytes();
+    let colon = if b.len() >= 3 && b[1] == b':' {
+        1
+    } else if b.len() >= 4 && b[2] == b':' {
+        2
+    } else {
+        return false;
+    };
+    b[..colon].iter().all(u8::is_ascii_digit)
+}
+
+fn regime_word(i: &mut In<'_>, what: &str) -> R<String> {
+    let w: &str = take_while(0.., |c: char| {
+        c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_' || c == '.'
+    })
+    .parse_next(i)?;
+    if w.is_empty() || !w.starts_with(|c: char| c.is_ascii_lowercase()) {
+        return expected(i, what);
+    }
+    Ok(w.to_string())
+}
+
 /// `HH:MM` if the input starts with one.
 fn try_clock(i: &mut In<'_>) -> R<Option<Clock>> {
     let b = i.input.as_bytes();
@@ -409,23 +395,9 @@ fn try_clock(i: &mut In<'_>) -> R<Option<Clock>> {
 
 fn sym(i: &mut In<'_>, what: &str) -> R<Sym> {
     let start = pos(i);
-    let b = i.input.as_bytes();
-    if !b.first().is_some_and(u8::is_ascii_uppercase) {
+    let n = sym_len(i.input.as_bytes());
+    if n == 0 {
         return expected(i, what);
-    }
-    let mut n = 1;
-    loop {
-        while n < b.len() && (b[n].is_ascii_uppercase() || b[n].is_ascii_digit()) {
-            n += 1;
-        }
-        if n + 1 < b.len()
-            && b[n] == b'.'
-            && (b[n + 1].is_ascii_uppercase() || b[n + 1].is_ascii_digit())
-        {
-            n += 1;
-            continue;
-        }
-        break;
     }
     let t = i.next_slice(n);
     Ok(Sym {
@@ -499,130 +471,655 @@ fn eol(i: &mut In<'_>, after: &str) -> R<()> {
     fail(i, msg, "unexpected")
 }
 
+// ---------------------------------------------------------------- lexemes
+//
+// Each lexeme is its lexer (above) and its character-level term, side by side. Everything
+// built from lexemes below is one definition: the parser runs it and the grammar is written
+// from it.
+
+fn first_is(s: &str, f: impl Fn(char) -> bool) -> bool {
+    s.chars().next().is_some_and(f)
+}
+
+fn digit() -> Term {
+    g::class(&[('0', '9')])
+}
+
+fn nat_body(d: &mut Describer) -> Term {
+    g::rep(digit(), 1, d.run())
+}
+
+fn nat_term(d: &mut Describer) -> Term {
+    d.rule("nat", nat_body)
+}
+
+fn unsigned_body(d: &mut Describer) -> Term {
+    let nat = nat_term(d);
+    g::seq(vec![nat.clone(), g::opt(g::seq(vec![g::lit("."), nat]))])
+}
+
+fn unsigned_term(d: &mut Describer) -> Term {
+    d.rule("unsigned", unsigned_body)
+}
+
+fn number_body(d: &mut Describer) -> Term {
+    let u = unsigned_term(d);
+    g::seq(vec![g::opt(g::lit("-")), u])
+}
+
+fn number_term(d: &mut Describer) -> Term {
+    d.rule("number", number_body)
+}
+
+fn sym_body(d: &mut Describer) -> Term {
+    let n = d.run();
+    let sym_char = || g::class(&[('A', 'Z'), ('0', '9')]);
+    g::seq(vec![
+        g::class(&[('A', 'Z')]),
+        g::rep(sym_char(), 0, n),
+        g::rep(g::seq(vec![g::lit("."), g::rep(sym_char(), 1, n)]), 0, n),
+    ])
+}
+
+fn dur_body(d: &mut Describer) -> Term {
+    let units: Vec<(char, char)> = DUR_UNITS.iter().map(|&c| (c, c)).collect();
+    let nat = nat_term(d);
+    g::seq(vec![nat, g::class(&units)])
+}
+
+static NAME: Lexeme<Name> = Lexeme {
+    rule: "name",
+    lex: name,
+    looks: |s| first_is(s, |c| c.is_ascii_lowercase()),
+    term: |d| {
+        let n = d.run();
+        g::seq(vec![
+            g::class(&[('a', 'z')]),
+            g::rep(g::class(&[('a', 'z'), ('0', '9'), ('-', '-')]), 0, n),
+        ])
+    },
+};
+
+/// A number that ends its token.
+static NUMBER: Lexeme<Num> = Lexeme {
+    rule: "number",
+    lex: number_tok,
+    looks: |s| first_is(s, |c| c.is_ascii_digit() || c == '-'),
+    term: number_body,
+};
+
+/// A number directly followed by its unit (`2x`, `25d`, `0.5)`).
+static NUMBER_RAW: Lexeme<Num> = Lexeme {
+    rule: "number",
+    lex: number,
+    looks: |s| first_is(s, |c| c.is_ascii_digit() || c == '-'),
+    term: number_body,
+};
+
+/// An unsigned number that ends its token (prices, strikes, percentiles).
+static UNSIGNED: Lexeme<Num> = Lexeme {
+    rule: "unsigned",
+    lex: |i, what| {
+        if first_is(i.input, |c| c.is_ascii_digit()) {
+            number_tok(i, what)
+        } else {
+            expected(i, what)
+        }
+    },
+    looks: |s| first_is(s, |c| c.is_ascii_digit()),
+    term: unsigned_body,
+};
+
+/// Whole minutes (`T-30`).
+static MINUTES: Lexeme<Num> = Lexeme {
+    rule: "nat",
+    lex: |i, what| {
+        let minutes = number_tok(i, what)?;
+        if minutes.text.starts_with('-') || minutes.text.contains('.') {
+            return fail(i, "T-n takes whole minutes, like `T-30`", "whole minutes");
+        }
+        Ok(minutes)
+    },
+    looks: |s| first_is(s, |c| c.is_ascii_digit()),
+    term: nat_body,
+};
+
+static RISK: Lexeme<Num> = Lexeme {
+    rule: "risk",
+    lex: risk,
+    looks: |s| first_is(s, |c| c.is_ascii_digit() || c == '-'),
+    term: |d| {
+        let n = number_term(d);
+        g::seq(vec![n, g::lit("R")])
+    },
+};
+
+static DUR: Lexeme<Dur> = Lexeme {
+    rule: "dur",
+    lex: dur,
+    looks: |s| first_is(s, |c| c.is_ascii_digit()),
+    term: dur_body,
+};
+
+static CLOCK: Lexeme<Clock> = Lexeme {
+    rule: "clock",
+    lex: |i, what| match try_clock(i)? {
+        Some(c) => Ok(c),
+        None => expected(i, what),
+    },
+    looks: looks_like_clock,
+    term: |_| {
+        g::seq(vec![
+            g::alt(vec![
+                g::seq(vec![g::class(&[('0', '1')]), digit()]),
+                g::seq(vec![g::lit("2"), g::class(&[('0', '3')])]),
+            ]),
+            g::lit(":"),
+            g::class(&[('0', '5')]),
+            digit(),
+        ])
+    },
+};
+
+static SYM: Lexeme<Sym> = Lexeme {
+    rule: "sym",
+    lex: sym,
+    looks: |s| first_is(s, |c| c.is_ascii_uppercase()),
+    term: sym_body,
+};
+
+/// `<SYM>.spot`: the symbol, then `.spot` in any case. The symbol is greedy, so after its
+/// `.` only a lower-case `s` can follow.
+/// The length of a `<SYM>` at the start of `b` (upper case, digits, `.`-joined groups).
+fn sym_len(b: &[u8]) -> usize {
+    if !b.first().is_some_and(u8::is_ascii_uppercase) {
+        return 0;
+    }
+    let mut n = 1;
+    loop {
+        while n < b.len() && (b[n].is_ascii_uppercase() || b[n].is_ascii_digit()) {
+            n += 1;
+        }
+        if n + 1 < b.len()
+            && b[n] == b'.'
+            && (b[n + 1].is_ascii_uppercase() || b[n + 1].is_ascii_digit())
+        {
+            n += 1;
+            continue;
+        }
+        return n;
+    }
+}
+
+/// The length of a `<SYM>.spot` at the start of `s`, if there is one.
+fn sym_spot_len(s: &str) -> Option<usize> {
+    let n = sym_len(s.as_bytes());
+    (n > 0
+        && s.get(n..n + 5)
+            .is_some_and(|x| x.eq_ignore_ascii_case(".spot"))
+        && ends_word(&s[n + 5..]))
+    .then_some(n + 5)
+}
+
+/// `<SYM>.spot`: the symbol, then `.spot` in any case. The symbol is greedy, so after its
+/// `.` only a lower-case `s` can follow.
+static SYM_SPOT: Lexeme<(Sym, String)> = Lexeme {
+    rule: "sym_spot",
+    lex: |i, what| {
+        let start = pos(i);
+        let Some(n) = sym_spot_len(i.input) else {
+            return expected(i, what);
+        };
+        let s = sym(i, what)?;
+        let _ = i.next_slice(n - s.text.len());
+        Ok((s, consumed_since(i, start).to_string()))
+    },
+    looks: |s| sym_spot_len(s).is_some(),
+    term: |d| {
+        let s = d.rule("sym", sym_body);
+        g::seq(vec![s, g::lit(".s"), g::ci("pot")])
+    },
+};
+
+static EXPIRY: Lexeme<Expiry> = Lexeme {
+    rule: "expiry",
+    lex: expiry,
+    looks: |s| first_is(s, |c| c.is_ascii_digit()),
+    term: |d| {
+        let nat = nat_term(d);
+        g::alt(vec![
+            g::seq(vec![nat, g::lit("dte")]),
+            g::seq(vec![
+                g::rep(digit(), 4, 4),
+                g::lit("-"),
+                g::alt(vec![
+                    g::seq(vec![g::lit("0"), g::class(&[('1', '9')])]),
+                    g::seq(vec![g::lit("1"), g::class(&[('0', '2')])]),
+                ]),
+                g::lit("-"),
+                g::alt(vec![
+                    g::seq(vec![g::lit("0"), g::class(&[('1', '9')])]),
+                    g::seq(vec![g::class(&[('1', '2')]), digit()]),
+                    g::seq(vec![g::lit("3"), g::class(&[('0', '1')])]),
+                ]),
+            ]),
+        ])
+    },
+};
+
+/// Regime keys and values, GRADE `BY` keys.
+static KEY: Lexeme<String> = Lexeme {
+    rule: "key",
+    lex: regime_word,
+    looks: |s| first_is(s, |c| c.is_ascii_lowercase()),
+    term: |d| {
+        let n = d.run();
+        g::seq(vec![
+            g::class(&[('a', 'z')]),
+            g::rep(
+                g::class(&[('a', 'z'), ('0', '9'), ('_', '_'), ('.', '.'), ('-', '-')]),
+                0,
+                n,
+            ),
+        ])
+    },
+};
+
+/// A parser token: any non-blank first character, then characters that do not end a token;
+/// `#` always starts a comment.
+type Ranges = Vec<(char, char)>;
+
+fn token_classes() -> (Ranges, Ranges) {
+    let first = g::ws_plus(&[('#', '#')]);
+    let mut rest = first.clone();
+    rest.extend_from_slice(g::TOKEN_PUNCT);
+    (first, rest)
+}
+
+/// An IMPORT path: one parser token.
+static PATH: Lexeme<String> = Lexeme {
+    rule: "path",
+    lex: |i, what| {
+        let p = next_token(i.input);
+        if p.is_empty() || i.input.starts_with(' ') {
+            return expected(i, what);
+        }
+        Ok(i.next_slice(p.len()).to_string())
+    },
+    looks: |s| !next_token(s).is_empty(),
+    term: |d| {
+        let n = d.run();
+        let (first, rest) = token_classes();
+        g::seq(vec![
+            g::not_class(&first),
+            g::rep(g::not_class(&rest), 0, n),
+        ])
+    },
+};
+
+fn is_month(s: &str) -> bool {
+    s.len() == 7
+        && s.as_bytes()[..4].iter().all(u8::is_ascii_digit)
+        && s.as_bytes()[4] == b'-'
+        && s.as_bytes()[5..].iter().all(u8::is_ascii_digit)
+}
+
+/// GRADE's `OVER`: a month range `YYYY-MM[..YYYY-MM]`, or else a tape glob (one token).
+static OVER: Lexeme<GradeRange> = Lexeme {
+    rule: "over",
+    lex: |i, what| {
+        let tok = next_token(i.input);
+        if tok.is_empty() || i.input.starts_with(' ') {
+            return expected(i, what);
+        }
+        let over = if is_month(tok.get(..7).unwrap_or(""))
+            && (tok.len() == 7 || tok[7..].starts_with(".."))
+        {
+            let from = tok[..7].to_string();
+            let to = if tok.len() > 7 {
+                let t = &tok[9..];
+                if !is_month(t) {
+                    return fail(i, "a month range is `YYYY-MM..YYYY-MM`", "bad range");
+                }
+                Some(t.to_string())
+            } else {
+                None
+            };
+            GradeRange::Months { from, to }
+        } else {
+            GradeRange::Glob(tok.to_string())
+        };
+        let _ = i.next_slice(tok.len());
+        Ok(over)
+    },
+    looks: |s| !next_token(s).is_empty(),
+    term: over_term,
+};
+
+fn over_term(d: &mut Describer) -> Term {
+    let n = d.run();
+    let month = d.rule("month", |_| {
+        g::seq(vec![
+            g::rep(digit(), 4, 4),
+            g::lit("-"),
+            g::rep(digit(), 2, 2),
+        ])
+    });
+    let months = d.rule("months", |_| {
+        g::seq(vec![
+            month.clone(),
+            g::opt(g::seq(vec![g::lit(".."), month.clone()])),
+        ])
+    });
+    // A glob is any token that does not start like a month range `YYYY-MM..`: such a token
+    // is read as a range and refused unless it is exactly `YYYY-MM..YYYY-MM`. The chain
+    // glob, glob_1 .. glob_8 spells "not that prefix" as a regular language.
+    const GLOB: [&str; 9] = [
+        "glob", "glob_1", "glob_2", "glob_3", "glob_4", "glob_5", "glob_6", "glob_7", "glob_8",
+    ];
+    let (tok_first, tok_rest) = token_classes();
+    for k in (0..9).rev() {
+        let prefix = match k {
+            4 => g::lit("-"),
+            7 | 8 => g::lit("."),
+            _ => digit(),
+        };
+        let excl: &[(char, char)] = match k {
+            4 => &[('-', '-')],
+            7 | 8 => &[('.', '.')],
+            _ => &[('0', '9')],
+        };
+        let mut but = if k == 0 {
+            tok_first.clone()
+        } else {
+            tok_rest.clone()
+        };
+        but.extend_from_slice(excl);
+        let mut alts = Vec::new();
+        if k > 0 {
+            alts.push(g::lit(""));
+        }
+        alts.push(g::seq(vec![
+            g::not_class(&but),
+            g::rep(g::not_class(&tok_rest), 0, n),
+        ]));
+        if k < 8 {
+            alts.push(g::seq(vec![prefix, g::r(GLOB[k + 1])]));
+        }
+        d.rule(GLOB[k], |_| g::alt(alts));
+    }
+    g::alt(vec![months, g::r("glob")])
+}
+
+/// A GRADE fill model name.
+static FILL: Lexeme<String> = Lexeme {
+    rule: "fill",
+    lex: |i, what| {
+        let fill: &str = take_while(1.., |c: char| {
+            c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.'
+        })
+        .parse_next(i)
+        .or_else(|_: ErrMode<PErr>| expected(i, what))?;
+        Ok(fill.to_string())
+    },
+    looks: |s| first_is(s, |c| c.is_ascii_lowercase() || c.is_ascii_digit()),
+    term: |d| {
+        let n = d.run();
+        g::rep(
+            g::class(&[('a', 'z'), ('0', '9'), ('.', '.'), ('-', '-')]),
+            1,
+            n,
+        )
+    },
+};
+
+/// The characters that end the token `STAND-DOWN` (a blank or a token-ending character).
+fn ends_stand_down(c: char) -> bool {
+    c.is_whitespace() || matches!(c, '(' | ')' | ',' | '{' | '}' | '@')
+}
+
+/// The STAND-DOWN reason: the rest of the line (the line layer removed any comment).
+static REASON: Lexeme<String> = Lexeme {
+    rule: "reason",
+    lex: |i, what| {
+        if !i.input.is_empty() && !first_is(i.input, ends_stand_down) {
+            return expected(i, what);
+        }
+        let reason = i.input.trim_matches(|c| c == ' ' || c == '\t').to_string();
+        let n = i.input.len();
+        let _ = i.next_slice(n);
+        Ok(reason)
+    },
+    looks: |_| true,
+    term: |d| {
+        let mut sep = vec![('\t', '\t'), ('\u{b}', '\r')];
+        sep.extend_from_slice(&g::WHITESPACE[1..]);
+        sep.extend_from_slice(g::TOKEN_PUNCT);
+        let text_max = d.opts.free_text_max;
+        g::opt(g::seq(vec![
+            g::class(&sep),
+            Term::Text(CharClass::not(&[('\n', '\n'), ('#', '#')]), text_max),
+        ]))
+    },
+};
+
+/// An anchor offset: `+`/`-`, an unsigned amount, and `c` (cents), `%` or nothing.
+static OFFSET: Lexeme<Offset> = Lexeme {
+    rule: "offset",
+    lex: |i, _| {
+        let negative = i.input.starts_with('-');
+        let _ = i.next_slice(1);
+        let astart = pos(i);
+        let Some(lex) = number_lexeme(i).filter(|l| !l.starts_with('-')) else {
+            let sign = if negative { '-' } else { '+' };
+            return fail(
+                i,
+                format!(
+                    "expected an offset amount after `{{prev}}{sign}`: like `{{prev}}-3c`, `{{prev}}+0.05` or `{{prev}}+10%`"
+                ),
+                "expected an amount",
+            );
+        };
+        let amount = Num {
+            text: lex.to_string(),
+            span: span_from(astart, i),
+        };
+        let unit = if i.input.starts_with('c') {
+            let _ = i.next_slice(1);
+            OffsetUnit::Cents
+        } else if i.input.starts_with('%') {
+            let _ = i.next_slice(1);
+            OffsetUnit::Percent
+        } else {
+            OffsetUnit::Price
+        };
+        Ok(Offset {
+            negative,
+            amount,
+            unit,
+        })
+    },
+    looks: |s| s.starts_with(['+', '-']),
+    term: |d| {
+        let u = unsigned_term(d);
+        g::seq(vec![
+            g::class(&[('+', '+'), ('-', '-')]),
+            u,
+            g::opt(g::alt(OFFSET_UNITS.iter().map(|u| g::lit(u)).collect())),
+        ])
+    },
+};
+
+/// `p95`: a percentile of the series' own history.
+static PERCENTILE: Lexeme<Num> = Lexeme {
+    rule: "percentile",
+    lex: |i, _| {
+        let _ = i.next_slice(1);
+        number_tok(i, "a percentile like p95")
+    },
+    looks: |s| s.starts_with('p') && s[1..].starts_with(|c: char| c.is_ascii_digit()),
+    term: |d| {
+        let u = unsigned_term(d);
+        g::seq(vec![g::lit("p"), u])
+    },
+};
+
+// ---------------------------------------------------------------- small pieces
+
+/// `<what>` needs spaces then keyword `k`.
+fn sp_kw(k: &'static str, what: &'static str) -> (Sp, Kw) {
+    (Sp(Need::Expected(what)), Kw(k, Need::Expected(what)))
+}
+
+/// An optional `<spaces> <keyword> <spaces> <value>` tail, taken when the keyword is there.
+fn tail<S: Syn>(k: &'static str, after: &'static str, value: S) -> Opt<(Sp, Kw, Sp, S)> {
+    opt((sp("a space"), kw(k, k), sp(after), value))
+}
+
+/// `,` between list items, with optional spaces around it.
+fn comma(what: &'static str) -> (Sp0, Lit, Sp0) {
+    (Sp0, lit(",", what), Sp0)
+}
+
+fn close(what: &'static str) -> (Sp0, Lit) {
+    (Sp0, lit(")", what))
+}
+
+/// A whole word, case-sensitive, giving `T`.
+fn word<T: 'static>(w: &'static str, v: fn() -> T) -> Map<Kw, impl Fn(()) -> T + Send + Sync> {
+    kw(w, w).map(move |_| v())
+}
+
+/// The end of a line, with its guided messages (`WHEN … DO …` collapsed, a stray token).
+fn end(after: fn(&mut In<'_>) -> R<()>) -> Check {
+    Check(after)
+}
+
+fn price_word_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_' || c == '.'
+}
+
+fn series_word_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.'
+}
+
 // ---------------------------------------------------------------- prices
 
 const ANCHOR_LIST: &str = "fair, intrinsic, basis, bid, ask, mid, last, join, improve";
 
-fn anchor_kind(w: &str) -> Option<AnchorKind> {
-    AnchorKind::ALL
-        .iter()
-        .find(|(s, _)| s.eq_ignore_ascii_case(w))
-        .map(|(_, k)| *k)
-}
-
 fn is_series_word(w: &str) -> bool {
     SIMPLE_SERIES.iter().any(|(s, _)| s.eq_ignore_ascii_case(w))
-        || w.eq_ignore_ascii_case("velocity")
+        || w.eq_ignore_ascii_case(VELOCITY)
         || w.ends_with(".spot")
 }
 
-pub(crate) fn price(i: &mut In<'_>) -> R<Price> {
-    let start = pos(i);
-    let b = i.input.as_bytes();
-    if b.first().is_some_and(|c| c.is_ascii_digit()) {
-        let value = number_tok(i, "a price")?;
-        return Ok(Price::Number { value });
+const MIN_CALL: &[(&str, ())] = &[(PRICE_PAIR_FUNCTIONS[0], ())];
+const MAX_CALL: &[(&str, ())] = &[(PRICE_PAIR_FUNCTIONS[1], ())];
+
+/// A function call head, `lean(` in any case.
+fn call(table: &'static [(&'static str, ())]) -> CiTable<()> {
+    CiTable {
+        table,
+        chars: WordChars::Price,
+        then: "(",
+        need: Need::Expected("a price"),
     }
-    if b.first() == Some(&b'-') {
+}
+
+rule!(pub(crate) fn price -> Price = "price", Alt {
+    arms: vec![
+        arm(UNSIGNED.what("a price").map(|value| Price::Number { value })),
+        arm(CiTable {
+            table: &[(STUB, ())],
+            chars: WordChars::Price,
+            then: "",
+            need: Need::Expected("a price"),
+        }
+        .spanned()
+        .map(|((_, text), span)| Price::Stub { text, span })),
+        arm((
+            Ctx {
+                a: CiTable {
+                    table: AnchorKind::ALL,
+                    chars: WordChars::Price,
+                    then: "",
+                    need: Need::Expected("a price"),
+                }
+                .spanned(),
+                b: opt(OFFSET.what("an offset")),
+                f: |((_, text), _): &((AnchorKind, String), Span)| text.clone(),
+            },
+            end(|i| {
+                if first_is(i.input, |c| c.is_ascii_alphanumeric() || c == '.') {
+                    return expected(i, "a space or the end of the price");
+                }
+                Ok(())
+            }),
+        )
+            .map(|((((kind, text), span), offset), ())| Price::Anchor {
+                anchor: Anchor { kind, text, span },
+                offset,
+            })),
+        arm((
+            call(&[(LEAN, ())]),
+            Sp0,
+            price(),
+            comma("`,` between the two prices of lean(...)"),
+            price(),
+            comma("`,` before the weight of lean(a, b, w)"),
+            NUMBER_RAW.what("a weight in [0, 1] as the third argument of lean"),
+            close("`)` after lean(a, b, w)"),
+        )
+            .spanned()
+            .map(|((_, _, a, _, b, _, w, _), span)| Price::Lean {
+                a: Box::new(a),
+                b: Box::new(b),
+                w,
+                span,
+            })),
+        arm((
+            call(MIN_CALL),
+            Sp0,
+            price(),
+            comma("`,` between the two prices of min(...)"),
+            price(),
+            close("`)` to close min(...)"),
+        )
+            .spanned()
+            .map(|((_, _, a, _, b, _), span)| Price::Min {
+                a: Box::new(a),
+                b: Box::new(b),
+                span,
+            })),
+        arm((
+            call(MAX_CALL),
+            Sp0,
+            price(),
+            comma("`,` between the two prices of max(...)"),
+            price(),
+            close("`)` to close max(...)"),
+        )
+            .spanned()
+            .map(|((_, _, a, _, b, _), span)| Price::Max {
+                a: Box::new(a),
+                b: Box::new(b),
+                span,
+            })),
+    ],
+    otherwise: price_guide,
+});
+
+/// Why the text at `i` is not a price (the guided escapes: `@ spot`, a negative price).
+fn price_guide(i: &mut In<'_>) -> R<Price> {
+    if i.input.starts_with('-') {
         return fail(
             i,
             "a price cannot be negative: write an anchor with an offset, like `fair-3c`",
             "negative price",
         );
     }
-    let w = peek_word(i, |c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
+    let w = peek_word(i, price_word_char);
     let lw = w.to_ascii_lowercase();
-    if (lw == "lean" || lw == "min" || lw == "max") && i.input[w.len()..].starts_with('(') {
-        let _ = i.next_slice(w.len() + 1);
-        sp0(i);
-        let a = price(i)?;
-        comma(i, &format!("`,` between the two prices of {lw}(...)"))?;
-        let b2 = price(i)?;
-        if lw == "lean" {
-            comma(i, "`,` before the weight of lean(a, b, w)")?;
-            let wt = number(i, "a weight in [0, 1] as the third argument of lean")?;
-            close_paren(i, "`)` after lean(a, b, w)")?;
-            return Ok(Price::Lean {
-                a: Box::new(a),
-                b: Box::new(b2),
-                w: wt,
-                span: span_from(start, i),
-            });
-        }
-        close_paren(i, &format!("`)` to close {lw}(...)"))?;
-        let span = span_from(start, i);
-        return Ok(if lw == "min" {
-            Price::Min {
-                a: Box::new(a),
-                b: Box::new(b2),
-                span,
-            }
-        } else {
-            Price::Max {
-                a: Box::new(a),
-                b: Box::new(b2),
-                span,
-            }
-        });
-    }
-    if lw == "stub" {
-        let t = i.next_slice(w.len());
-        return Ok(Price::Stub {
-            text: t.to_string(),
-            span: span_from(start, i),
-        });
-    }
-    if let Some(kind) = anchor_kind(&lw) {
-        let t = i.next_slice(w.len());
-        let anchor = Anchor {
-            kind,
-            text: t.to_string(),
-            span: span_from(start, i),
-        };
-        let offset = if i.input.starts_with('+') || i.input.starts_with('-') {
-            let negative = i.input.starts_with('-');
-            let _ = i.next_slice(1);
-            let astart = pos(i);
-            let Some(lex) = number_lexeme(i).filter(|l| !l.starts_with('-')) else {
-                return fail(
-                    i,
-                    format!(
-                        "expected an offset amount after `{t}{}`: like `{t}-3c`, `{t}+0.05` or `{t}+10%`",
-                        if negative { '-' } else { '+' }
-                    ),
-                    "expected an amount",
-                );
-            };
-            let amount = Num {
-                text: lex.to_string(),
-                span: span_from(astart, i),
-            };
-            let unit = if i.input.starts_with('c') {
-                let _ = i.next_slice(1);
-                OffsetUnit::Cents
-            } else if i.input.starts_with('%') {
-                let _ = i.next_slice(1);
-                OffsetUnit::Percent
-            } else {
-                OffsetUnit::Price
-            };
-            Some(Offset {
-                negative,
-                amount,
-                unit,
-            })
-        } else {
-            None
-        };
-        if i.input
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_alphanumeric() || c == '.')
-        {
-            return expected(i, "a space or the end of the price");
-        }
-        return Ok(Price::Anchor { anchor, offset });
-    }
     if w.is_empty() && i.input.is_empty() {
         return fail(
             i,
@@ -654,314 +1151,58 @@ pub(crate) fn price(i: &mut In<'_>) -> R<Price> {
     )
 }
 
-fn comma(i: &mut In<'_>, what: &str) -> R<()> {
-    sp0(i);
-    if i.input.starts_with(',') {
-        let _ = i.next_slice(1);
-        sp0(i);
-        Ok(())
-    } else {
-        expected(i, what)
-    }
-}
-
-fn close_paren(i: &mut In<'_>, what: &str) -> R<()> {
-    sp0(i);
-    if i.input.starts_with(')') {
-        let _ = i.next_slice(1);
-        Ok(())
-    } else {
-        expected(i, what)
-    }
-}
-
-// ---------------------------------------------------------------- triggers
-
-pub(crate) fn trigger(i: &mut In<'_>) -> R<Trigger> {
-    joined(i, "OR", and_term, |terms| Trigger::Or { terms })
-}
-
-fn and_term(i: &mut In<'_>) -> R<Trigger> {
-    joined(i, "AND", unary, |terms| Trigger::And { terms })
-}
-
-/// `term (<kw> term)*`; a single term stands alone, several are joined by `mk`.
-fn joined(
-    i: &mut In<'_>,
-    op: &str,
-    term: fn(&mut In<'_>) -> R<Trigger>,
-    mk: fn(Vec<Trigger>) -> Trigger,
-) -> R<Trigger> {
-    let mut terms = vec![term(i)?];
-    while peek_sp_kw(i, op) {
-        sp(i)?;
-        kw(i, op, op)?;
-        if sp(i).is_err() {
-            return expected(i, &format!("a predicate after {op}"));
-        }
-        terms.push(term(i)?);
-    }
-    Ok(match terms.len() {
-        1 => terms.pop().unwrap_or_else(|| mk(Vec::new())),
-        _ => mk(terms),
-    })
-}
-
-fn unary(i: &mut In<'_>) -> R<Trigger> {
-    if at_kw(i, "NOT") {
-        let _ = i.next_slice(3);
-        if sp(i).is_err() {
-            return expected(i, "a predicate after NOT");
-        }
-        let inner = unary(i)?;
-        return Ok(Trigger::Not {
-            inner: Box::new(inner),
-        });
-    }
-    if i.input.starts_with('(') {
-        let _ = i.next_slice(1);
-        sp0(i);
-        let inner = trigger(i)?;
-        close_paren(i, "`)` to close the group, or AND / OR")?;
-        return Ok(Trigger::Group {
-            inner: Box::new(inner),
-        });
-    }
-    let p = predicate(i)?;
-    Ok(Trigger::Pred { pred: p })
-}
-
-fn predicate(i: &mut In<'_>) -> R<Predicate> {
-    let start = pos(i);
-    // T-<minutes>
-    if i.input.starts_with("T-") {
-        let _ = i.next_slice(2);
-        let minutes = number_tok(i, "minutes before the close after `T-`, like `T-30`")?;
-        if minutes.text.starts_with('-') || minutes.text.contains('.') {
-            return fail(i, "T-n takes whole minutes, like `T-30`", "whole minutes");
-        }
-        return Ok(Predicate::TMinus {
-            minutes,
-            span: span_from(start, i),
-        });
-    }
-    if at_kw(i, "phase") {
-        let _ = i.next_slice(5);
-        if sp(i).is_err() {
-            return expected(i, "`open` or `close` after `phase`");
-        }
-        let phase = if at_kw(i, "open") {
-            let _ = i.next_slice(4);
-            Phase::Open
-        } else if at_kw(i, "close") {
-            let _ = i.next_slice(5);
-            Phase::Close
-        } else {
-            return expected(i, "`open` or `close` after `phase`");
-        };
-        return Ok(Predicate::Phase {
-            phase,
-            span: span_from(start, i),
-        });
-    }
-    if i.input.starts_with("plan(") {
-        let _ = i.next_slice(5);
-        let plan = name(i, "a plan name inside plan(...)")?;
-        if !i.input.starts_with(").") {
-            return expected(i, "`).fired` or `).filled` after plan(<name>")?;
-        }
-        let _ = i.next_slice(2);
-        let event = if at_kw(i, "fired") {
-            let _ = i.next_slice(5);
-            Event::PlanFired { plan }
-        } else if at_kw(i, "filled") {
-            let _ = i.next_slice(6);
-            Event::PlanFilled { plan }
-        } else {
-            return expected(i, "`fired` or `filled` after `plan(<name>).`");
-        };
-        let within = within(i)?;
-        return Ok(Predicate::Event {
-            event,
-            within,
-            span: span_from(start, i),
-        });
-    }
-    if at_kw(i, "headline") {
-        let _ = i.next_slice(8);
-        let within = within(i)?;
-        return Ok(Predicate::Event {
-            event: Event::Headline,
-            within,
-            span: span_from(start, i),
-        });
-    }
-    let series = series(i)?;
-    if sp(i).is_err() {
-        return expected(
-            i,
-            &format!(
-                "`crosses above|below` or a comparison (>, <, >=, <=) after `{}`",
-                series.text
-            ),
-        );
-    }
-    if at_kw(i, "crosses") {
-        let _ = i.next_slice(7);
-        if sp(i).is_err() {
-            return expected(i, "`above` or `below` after `crosses`");
-        }
-        let dir = if at_kw(i, "above") {
-            let _ = i.next_slice(5);
-            CrossDir::Above
-        } else if at_kw(i, "below") {
-            let _ = i.next_slice(5);
-            CrossDir::Below
-        } else {
-            return expected(i, "`above` or `below` after `crosses`");
-        };
-        if sp(i).is_err() {
-            return expected(
-                i,
-                "a value to cross (a number, a clock time, a series or pN)",
-            );
-        }
-        let value = value(i)?;
-        let held = held(i)?;
-        return Ok(Predicate::Cross {
-            series,
-            dir,
-            value,
-            held,
-            span: span_from(start, i),
-        });
-    }
-    let op = if i.input.starts_with(">=") {
-        let _ = i.next_slice(2);
-        CmpOp::Ge
-    } else if i.input.starts_with("<=") {
-        let _ = i.next_slice(2);
-        CmpOp::Le
-    } else if i.input.starts_with('>') {
-        let _ = i.next_slice(1);
-        CmpOp::Gt
-    } else if i.input.starts_with('<') {
-        let _ = i.next_slice(1);
-        CmpOp::Lt
-    } else if i.input.starts_with('=') || i.input.starts_with("!=") {
-        return fail(
-            i,
-            "Kestrel compares with >, <, >= or <= (prices are never exactly equal): use a comparison or `crosses above|below`",
-            "no equality",
-        );
-    } else {
-        return expected(
-            i,
-            &format!(
-                "`crosses above|below` or a comparison (>, <, >=, <=) after `{}`",
-                series.text
-            ),
-        );
-    };
-    if sp(i).is_err() {
-        return expected(i, "a space then a value after the comparison");
-    }
-    let value = value(i)?;
-    let held = held(i)?;
-    Ok(Predicate::Compare {
-        series,
-        op,
-        value,
-        held,
-        span: span_from(start, i),
-    })
-}
-
-fn within(i: &mut In<'_>) -> R<Option<Dur>> {
-    if peek_sp_kw(i, "within") {
-        sp(i)?;
-        let _ = i.next_slice(6);
-        if sp(i).is_err() {
-            return expected(i, "a duration after `within`");
-        }
-        return Ok(Some(dur(i, "a duration after `within`")?));
-    }
-    if peek_sp_kw(i, "held") {
-        sp(i)?;
-        return fail(
-            i,
-            "an event is an instant and cannot be held: use `within <dur>` to ask whether it happened recently",
-            "use within",
-        );
-    }
-    Ok(None)
-}
-
-fn held(i: &mut In<'_>) -> R<Option<Dur>> {
-    if peek_sp_kw(i, "held") {
-        sp(i)?;
-        let _ = i.next_slice(4);
-        if sp(i).is_err() {
-            return expected(i, "a duration after `held`, like `held 60s`");
-        }
-        return Ok(Some(dur(i, "a duration after `held`")?));
-    }
-    Ok(None)
-}
+// ---------------------------------------------------------------- series and values
 
 const SERIES_LIST: &str = "spot, hod, lod, vwap, open, prior-close, velocity(<dur>), pnl, time, fills.avg_px, <SYM>.spot, mark, mid, bid, ask";
 
-fn series(i: &mut In<'_>) -> R<Series> {
-    let start = pos(i);
-    // <SYM>.spot
-    if i.input.starts_with(|c: char| c.is_ascii_uppercase()) {
-        let mut j = *i;
-        if let Ok(s) = sym(&mut j, "a symbol")
-            && j.input
-                .get(..5)
-                .is_some_and(|x| x.eq_ignore_ascii_case(".spot"))
-            && ends_word(&j.input[5..])
-        {
-            let _ = j.next_slice(5);
-            *i = j;
-            let text = consumed_since(i, start).to_string();
-            return Ok(Series {
-                kind: SeriesKind::SymSpot { sym: s },
+rule!(fn series -> Series = "series", Alt {
+    arms: vec![
+        arm(SYM_SPOT
+            .what("a symbol")
+            .spanned()
+            .map(|((sym, text), span)| Series {
+                kind: SeriesKind::SymSpot { sym },
                 text,
-                span: span_from(start, i),
-            });
+                span,
+            })),
+        arm((
+            CiTable {
+                table: &[(VELOCITY, ())],
+                chars: WordChars::Series,
+                then: "(",
+                need: Need::Expected("velocity"),
+            },
+            DUR.what("the window of velocity(...)"),
+            lit(")", "`)` after the velocity window"),
+        )
+            .spanned()
+            .map(|(((_, t), window, ()), span)| Series {
+                kind: SeriesKind::Velocity { window },
+                text: t,
+                span,
+            })),
+        arm(CiTable {
+            table: SIMPLE_SERIES,
+            chars: WordChars::Series,
+            then: "",
+            need: Need::Expected("a series"),
         }
-    }
-    let w = peek_word(i, |c| {
-        c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.'
-    });
-    if w.eq_ignore_ascii_case("velocity") {
-        let t = i.next_slice(w.len());
-        if !i.input.starts_with('(') {
-            return expected(i, "`(<window>)` after velocity, like `velocity(1m)`");
-        }
-        let _ = i.next_slice(1);
-        let window = dur(i, "the window of velocity(...)")?;
-        if !i.input.starts_with(')') {
-            return expected(i, "`)` after the velocity window");
-        }
-        let _ = i.next_slice(1);
-        return Ok(Series {
-            kind: SeriesKind::Velocity { window },
-            text: t.to_string(),
-            span: span_from(start, i),
-        });
-    }
-    if let Some((_, mk)) = SIMPLE_SERIES
-        .iter()
-        .find(|(s, _)| s.eq_ignore_ascii_case(w))
-    {
-        let t = i.next_slice(w.len());
-        return Ok(Series {
+        .spanned()
+        .map(|((mk, text), span)| Series {
             kind: mk(),
-            text: t.to_string(),
-            span: span_from(start, i),
-        });
+            text,
+            span,
+        })),
+    ],
+    otherwise: series_guide,
+});
+
+/// Why the text at `i` is not a series (and so not a predicate).
+fn series_guide<T>(i: &mut In<'_>) -> R<T> {
+    let w = peek_word(i, series_word_char);
+    if w.eq_ignore_ascii_case(VELOCITY) {
+        let _ = i.next_slice(w.len());
+        return expected(i, "`(<window>)` after velocity, like `velocity(1m)`");
     }
     if is_reserved(w) {
         return reserved_err(i, w);
@@ -969,7 +1210,6 @@ fn series(i: &mut In<'_>) -> R<Series> {
     let f = found(i);
     let hint = match w {
         "WHEN" | "DO" => format!(" ({w} belongs on its own line, indented two spaces)"),
-        _ if anchor_kind(w).is_some() => String::new(),
         _ => String::new(),
     };
     fail(
@@ -981,970 +1221,1118 @@ fn series(i: &mut In<'_>) -> R<Series> {
     )
 }
 
-fn value(i: &mut In<'_>) -> R<Value> {
-    if let Some(clock) = try_clock(i)? {
-        return Ok(Value::Clock { clock });
-    }
-    let b = i.input.as_bytes();
-    if b.first().is_some_and(|c| c.is_ascii_digit() || *c == b'-') {
-        let value = number_tok(i, "a number")?;
-        return Ok(Value::Number { value });
-    }
-    if b.first() == Some(&b'p') && b.get(1).is_some_and(u8::is_ascii_digit) {
-        let _ = i.next_slice(1);
-        let pct = number_tok(i, "a percentile like p95")?;
-        return Ok(Value::Percentile { pct });
-    }
-    let series = series(i)?;
-    Ok(Value::Series { series })
+rule!(fn value -> Value = "value", OrElse {
+    arms: vec![
+        arm(CLOCK.what("a clock time").map(|clock| Value::Clock { clock })),
+        arm(NUMBER.what("a number").map(|value| Value::Number { value })),
+        arm(PERCENTILE.what("a percentile").map(|pct| Value::Percentile { pct })),
+    ],
+    last: arm(series().map(|series| Value::Series { series })),
+});
+
+// ---------------------------------------------------------------- triggers
+
+rule!(pub(crate) fn trigger -> Trigger = "trigger", Joined {
+    item: and_term(),
+    sep: (sp("a space"), kw(OR, OR), sp("a predicate after OR")),
+    many: |terms| Trigger::Or { terms },
+});
+
+rule!(fn and_term -> Trigger = "and_term", Joined {
+    item: unary(),
+    sep: (sp("a space"), kw(AND, AND), sp("a predicate after AND")),
+    many: |terms| Trigger::And { terms },
+});
+
+rule!(fn unary -> Trigger = "unary", OrElse {
+    arms: vec![
+        arm((kw(NOT, NOT), sp("a predicate after NOT"), unary()).map(|(_, _, inner)| {
+            Trigger::Not {
+                inner: Box::new(inner),
+            }
+        })),
+        arm((
+            lit("(", "`(`"),
+            Sp0,
+            trigger(),
+            close("`)` to close the group, or AND / OR"),
+        )
+            .map(|(_, _, inner, _)| Trigger::Group {
+                inner: Box::new(inner),
+            })),
+    ],
+    last: arm(predicate().map(|pred| Trigger::Pred { pred })),
+});
+
+/// `within <dur>` after an event; an event cannot be `held`.
+/// `<spaces> <keyword> <spaces> <duration>`, optional.
+type DurTail = Opt<(Sp, Kw, Sp, Lex<Dur>)>;
+
+fn within() -> (DurTail, Refuse<(Sp, Kw)>) {
+    (
+        tail(
+            "within",
+            "a duration after `within`",
+            DUR.what("a duration after `within`"),
+        ),
+        Refuse {
+            when: (sp("a space"), kw("held", "held")),
+            refuse: |i| {
+                let _ = Sp0.parse(i);
+                fail(
+                    i,
+                    "an event is an instant and cannot be held: use `within <dur>` to ask whether it happened recently",
+                    "use within",
+                )
+            },
+        },
+    )
 }
+
+fn held() -> DurTail {
+    tail(
+        "held",
+        "a duration after `held`, like `held 60s`",
+        DUR.what("a duration after `held`"),
+    )
+}
+
+/// What follows a series in a predicate.
+enum Tail {
+    Cross(CrossDir, Value, Option<Dur>),
+    Cmp(CmpOp, Value, Option<Dur>),
+}
+
+const CROSS_DIR_VALUES: [CrossDir; 2] = [CrossDir::Above, CrossDir::Below];
+const CMP_OP_VALUES: [CmpOp; 4] = [CmpOp::Ge, CmpOp::Le, CmpOp::Gt, CmpOp::Lt];
+const PHASE_VALUES: [Phase; 2] = [Phase::Open, Phase::Close];
+
+rule!(fn predicate -> Predicate = "predicate", OrElse {
+    arms: vec![
+        arm((
+            lit("T-", "T-"),
+            MINUTES.what("minutes before the close after `T-`, like `T-30`"),
+        )
+            .spanned()
+            .map(|((_, minutes), span)| Predicate::TMinus { minutes, span })),
+        arm((
+            kw(PHASE, PHASE),
+            sp("`open` or `close` after `phase`"),
+            OneOf(PHASES, Need::Expected("`open` or `close` after `phase`")),
+        )
+            .spanned()
+            .map(|((_, _, k), span)| Predicate::Phase {
+                phase: PHASE_VALUES[k],
+                span,
+            })),
+        arm((
+            lit("plan(", "plan("),
+            NAME.what("a plan name inside plan(...)"),
+            lit(").", "`).fired` or `).filled` after plan(<name>"),
+            OneOf(
+                PLAN_EVENTS,
+                Need::Expected("`fired` or `filled` after `plan(<name>).`"),
+            ),
+            within(),
+        )
+            .spanned()
+            .map(|((_, plan, _, k, (within, ())), span)| Predicate::Event {
+                event: if k == 0 {
+                    Event::PlanFired { plan }
+                } else {
+                    Event::PlanFilled { plan }
+                },
+                within: within.map(|(_, _, _, d)| d),
+                span,
+            })),
+        arm((kw(HEADLINE, HEADLINE), within())
+            .spanned()
+            .map(|((_, (within, ())), span)| Predicate::Event {
+                event: Event::Headline,
+                within: within.map(|(_, _, _, d)| d),
+                span,
+            })),
+    ],
+    last: arm(Ctx {
+            a: series(),
+            f: |s: &Series| s.text.clone(),
+            b: (
+            sp("`crosses above|below` or a comparison (>, <, >=, <=) after `{prev}`"),
+            Alt {
+                arms: vec![
+                    arm((
+                        kw(CROSSES, CROSSES),
+                        sp("`above` or `below` after `crosses`"),
+                        OneOf(CROSS_DIRS, Need::Expected("`above` or `below` after `crosses`")),
+                        sp("a value to cross (a number, a clock time, a series or pN)"),
+                        value(),
+                        held(),
+                    )
+                        .map(|(_, _, k, _, v, h)| {
+                            Tail::Cross(CROSS_DIR_VALUES[k], v, h.map(|(_, _, _, d)| d))
+                        })),
+                    arm((
+                        Lits(CMP_OPS, Need::Expected("a comparison")),
+                        sp("a space then a value after the comparison"),
+                        value(),
+                        held(),
+                    )
+                        .map(|(k, _, v, h)| {
+                            Tail::Cmp(CMP_OP_VALUES[k], v, h.map(|(_, _, _, d)| d))
+                        })),
+                ],
+                otherwise: |i| {
+                    if i.input.starts_with('=') || i.input.starts_with("!=") {
+                        return fail(
+                            i,
+                            "Kestrel compares with >, <, >= or <= (prices are never exactly equal): use a comparison or `crosses above|below`",
+                            "no equality",
+                        );
+                    }
+                    expected(
+                        i,
+                        "`crosses above|below` or a comparison (>, <, >=, <=) after `{prev}`",
+                    )
+                },
+            },
+            ),
+        }
+            .spanned()
+            .map(|((series, (_, tail)), span)| match tail {
+                Tail::Cross(dir, value, held) => Predicate::Cross {
+                    series,
+                    dir,
+                    value,
+                    held,
+                    span,
+                },
+                Tail::Cmp(op, value, held) => Predicate::Compare {
+                    series,
+                    op,
+                    value,
+                    held,
+                    span,
+                },
+            })),
+});
 
 // ---------------------------------------------------------------- tickets
 
-fn ticket(i: &mut In<'_>) -> R<Ticket> {
-    let start = pos(i);
-    let side = if at_kw(i, "buy") {
-        let _ = i.next_slice(3);
-        Side::Buy
-    } else if at_kw(i, "sell") {
-        let _ = i.next_slice(4);
-        Side::Sell
-    } else {
-        let f = found(i);
-        let w = next_token(i.input);
-        let hint = if w.eq_ignore_ascii_case("buy") || w.eq_ignore_ascii_case("sell") {
-            format!(": write `{}` in lower case", w.to_ascii_lowercase())
-        } else {
-            ": a ticket is `buy|sell <qty> <strike> C|P @ <price>` or `buy|sell <qty> shares @ <price>`".to_string()
-        };
-        return fail(
-            i,
-            format!("expected `buy` or `sell`, found {f}{hint}"),
-            "expected buy or sell",
-        );
-    };
-    if sp(i).is_err() {
-        return expected(i, "a quantity after the side");
-    }
-    let qty = number_tok(i, "a quantity (a positive integer) after the side")?;
-    if sp(i).is_err() {
-        return expected(
-            i,
-            "an instrument after the quantity: `<strike> C|P` or `shares`",
-        );
-    }
-    let instrument = if at_kw(i, "shares") {
-        let _ = i.next_slice(6);
-        Instrument::Shares
-    } else {
-        let strike = if at_kw(i, "ATM") {
-            let _ = i.next_slice(3);
-            Strike::Atm
-        } else if i.input.starts_with('+') || i.input.starts_with('-') {
-            let sstart = pos(i);
-            let neg = i.input.starts_with('-');
-            let _ = i.next_slice(1);
-            let n = number_tok(i, "a strike offset like `+1` or `-2`")?;
-            if n.text.starts_with('-') {
-                return expected(i, "a strike offset like `+1` or `-2`");
-            }
-            Strike::Relative(Num {
-                text: format!("{}{}", if neg { '-' } else { '+' }, n.text),
-                span: span_from(sstart, i),
-            })
-        } else if i.input.starts_with(|c: char| c.is_ascii_digit()) {
-            Strike::Absolute(number_tok(i, "a strike")?)
-        } else {
-            let f = found(i);
-            return fail(
-                i,
-                format!(
-                    "expected an instrument, found {f}: write a strike then C or P (`ATM C`, `+1 C`, `-2 P`, `5200 C`) or `shares`"
-                ),
-                "expected an instrument",
-            );
-        };
-        if sp(i).is_err() {
-            return expected(i, "`C` or `P` after the strike");
+const MODIFIER_LIST: &str =
+    "peg, fix, esc <price> <dur>, cap <price>, floor <price>, cancel-if <trigger>";
+
+/// `@` after spaces, or the guided message for a ticket or TP without one.
+fn at_sign(msg: &'static str) -> (Sp, Lit) {
+    (
+        Sp(Need::Guide(msg, "missing `@`")),
+        Lit("@", Need::Guide(msg, "missing `@`")),
+    )
+}
+
+const SIDE_VALUES: [Side; 2] = [Side::Buy, Side::Sell];
+const RIGHT_VALUES: [Right; 2] = [Right::C, Right::P];
+
+rule!(fn strike -> Strike = "strike", Alt {
+    arms: vec![
+        arm(word(ATM, || Strike::Atm)),
+        arm((
+            Lits(&["+", "-"], Need::Expected("a sign")),
+            UNSIGNED.what("a strike offset like `+1` or `-2`"),
+        )
+            .spanned()
+            .map(|((k, n), span)| {
+                Strike::Relative(Num {
+                    text: format!("{}{}", if k == 1 { '-' } else { '+' }, n.text),
+                    span,
+                })
+            })),
+        arm(UNSIGNED.what("a strike").map(Strike::Absolute)),
+    ],
+    otherwise: instrument_guide,
+});
+
+fn instrument_guide<T>(i: &mut In<'_>) -> R<T> {
+    let f = found(i);
+    fail(
+        i,
+        format!(
+            "expected an instrument, found {f}: write a strike then C or P (`ATM C`, `+1 C`, `-2 P`, `5200 C`) or `shares`"
+        ),
+        "expected an instrument",
+    )
+}
+
+rule!(fn instrument -> Instrument = "instrument", Alt {
+    arms: vec![
+        arm(word(SHARES, || Instrument::Shares)),
+        arm((
+            strike(),
+            sp("`C` or `P` after the strike"),
+            OneOf(RIGHTS, Need::Expected("`C` or `P` after the strike")),
+        )
+            .map(|(strike, _, k)| Instrument::Option {
+                strike,
+                right: RIGHT_VALUES[k],
+            })),
+    ],
+    otherwise: instrument_guide,
+});
+
+rule!(fn modifier -> Modifier = "modifier", Alt {
+    arms: vec![
+        arm(word(FLAG_MODIFIERS[0], || Modifier::Peg)),
+        arm(word(FLAG_MODIFIERS[1], || Modifier::Fix)),
+        arm((
+            kw(ESC_MODIFIER, ESC_MODIFIER),
+            sp("a price after `esc`"),
+            price(),
+            sp("a duration after the esc price, like `esc fair 2m`"),
+            DUR.what("how long to wait before re-pricing"),
+        )
+            .map(|(_, _, price, _, after)| Modifier::Esc { price, after })),
+        arm((kw(PRICE_MODIFIERS[0], "cap"), sp("a price after `cap`"), price())
+            .map(|(_, _, price)| Modifier::Cap { price })),
+        arm((kw(PRICE_MODIFIERS[1], "floor"), sp("a price after `floor`"), price())
+            .map(|(_, _, price)| Modifier::Floor { price })),
+    ],
+    otherwise: backtrack,
+});
+
+rule!(fn modifiers -> Vec<Modifier> = "modifiers", (
+    Many((sp("a space"), modifier()).map(|(_, m)| m)),
+    // cancel-if ends the line.
+    tail(
+        CANCEL_IF_MODIFIER,
+        "a trigger after `cancel-if`",
+        trigger(),
+    ),
+)
+    .map(|(mut out, cancel)| {
+        if let Some((_, _, _, when)) = cancel {
+            out.push(Modifier::CancelIf { when });
         }
-        let right = if at_kw(i, "C") {
-            let _ = i.next_slice(1);
-            Right::C
-        } else if at_kw(i, "P") {
-            let _ = i.next_slice(1);
-            Right::P
-        } else {
-            return expected(i, "`C` or `P` after the strike");
-        };
-        Instrument::Option { strike, right }
-    };
-    if sp(i).is_err() || !i.input.starts_with('@') {
-        let f = found(i);
-        return fail(
-            i,
-            format!(
-                "expected `@` and a price after the instrument, found {f}: write e.g. `buy 1 +1 C @ fair`"
-            ),
-            "missing `@`",
-        );
-    }
-    let _ = i.next_slice(1);
-    if sp(i).is_err() {
-        return expected(i, "a space then a price after `@`");
-    }
-    let price = price(i)?;
-    let modifiers = modifiers(i)?;
-    Ok(Ticket {
+        out
+    }));
+
+rule!(fn ticket -> Ticket = "ticket", (
+    Alt {
+        arms: vec![arm(OneOf(SIDES, Need::Expected("`buy` or `sell`")).map(|k| SIDE_VALUES[k]))],
+        otherwise: |i| {
+            let f = found(i);
+            let w = next_token(i.input);
+            let hint = if w.eq_ignore_ascii_case("buy") || w.eq_ignore_ascii_case("sell") {
+                format!(": write `{}` in lower case", w.to_ascii_lowercase())
+            } else {
+                ": a ticket is `buy|sell <qty> <strike> C|P @ <price>` or `buy|sell <qty> shares @ <price>`".to_string()
+            };
+            fail(
+                i,
+                format!("expected `buy` or `sell`, found {f}{hint}"),
+                "expected buy or sell",
+            )
+        },
+    },
+    sp("a quantity after the side"),
+    NUMBER.what("a quantity (a positive integer) after the side"),
+    sp("an instrument after the quantity: `<strike> C|P` or `shares`"),
+    instrument(),
+    at_sign("expected `@` and a price after the instrument, found {found}: write e.g. `buy 1 +1 C @ fair`"),
+    sp("a space then a price after `@`"),
+    price(),
+    modifiers(),
+)
+    .spanned()
+    .map(|((side, _, qty, _, instrument, _, _, price, modifiers), span)| Ticket {
         side,
         qty,
         instrument,
         price,
         modifiers,
-        span: span_from(start, i),
-    })
-}
+        span,
+    }));
 
-const MODIFIER_LIST: &str =
-    "peg, fix, esc <price> <dur>, cap <price>, floor <price>, cancel-if <trigger>";
+// ---------------------------------------------------------------- PLAN clauses
 
-fn modifiers(i: &mut In<'_>) -> R<Vec<Modifier>> {
-    let mut out = Vec::new();
-    loop {
-        let mut j = *i;
-        if sp(&mut j).is_err() {
-            return Ok(out);
-        }
-        let w = next_token(j.input);
-        let m = match w {
-            "peg" => {
-                let _ = j.next_slice(3);
-                Modifier::Peg
-            }
-            "fix" => {
-                let _ = j.next_slice(3);
-                Modifier::Fix
-            }
-            "esc" => {
-                let _ = j.next_slice(3);
-                if sp(&mut j).is_err() {
-                    return expected(&j, "a price after `esc`");
-                }
-                let price = price(&mut j)?;
-                if sp(&mut j).is_err() {
-                    return expected(&j, "a duration after the esc price, like `esc fair 2m`");
-                }
-                let after = dur(&mut j, "how long to wait before re-pricing")?;
-                Modifier::Esc { price, after }
-            }
-            "cap" | "floor" => {
-                let _ = j.next_slice(w.len());
-                if sp(&mut j).is_err() {
-                    return expected(&j, &format!("a price after `{w}`"));
-                }
-                let price = price(&mut j)?;
-                if w == "cap" {
-                    Modifier::Cap { price }
-                } else {
-                    Modifier::Floor { price }
-                }
-            }
-            "cancel-if" => {
-                let _ = j.next_slice(9);
-                if sp(&mut j).is_err() {
-                    return expected(&j, "a trigger after `cancel-if`");
-                }
-                let when = trigger(&mut j)?;
-                out.push(Modifier::CancelIf { when });
-                *i = j;
-                // cancel-if ends the line.
-                return Ok(out);
-            }
-            w if is_reserved(w) => return reserved_err(&j, w),
-            _ => return Ok(out),
-        };
-        out.push(m);
-        *i = j;
-    }
-}
-
-// ---------------------------------------------------------------- statements
-
-pub(crate) fn using_body(i: &mut In<'_>) -> R<Using> {
+rule!(pub(crate) fn using_body -> Using = "using_body", (
     kw(
-        i,
         "signal",
         "`signal <SYM>` after USING: `USING signal SPX exec SPY 0dte`",
-    )?;
-    if sp(i).is_err() {
-        return expected(i, "a symbol after `signal`");
-    }
-    let signal = sym(i, "a symbol after `signal` (upper case, like `SPX`)")?;
-    sp_kw(i, "exec", "`exec <SYM>` after the signal symbol")?;
-    if sp(i).is_err() {
-        return expected(i, "a symbol after `exec`");
-    }
-    let exec = sym(i, "a symbol after `exec` (upper case, like `SPY`)")?;
-    let mut j = *i;
-    let expiry = if sp(&mut j).is_ok() && j.input.starts_with(|c: char| c.is_ascii_digit()) {
-        let e = expiry(&mut j, "an expiry: `0dte`, `1dte` or `YYYY-MM-DD`")?;
-        *i = j;
-        Some(e)
-    } else {
-        None
-    };
-    Ok(Using {
+    ),
+    sp("a symbol after `signal`"),
+    SYM.what("a symbol after `signal` (upper case, like `SPX`)"),
+    sp_kw("exec", "`exec <SYM>` after the signal symbol"),
+    sp("a symbol after `exec`"),
+    SYM.what("a symbol after `exec` (upper case, like `SPY`)"),
+    opt((
+        sp("a space"),
+        EXPIRY.what("an expiry: `0dte`, `1dte` or `YYYY-MM-DD`"),
+    )),
+)
+    .map(|(_, _, signal, _, _, exec, expiry)| Using {
         signal,
         exec,
-        expiry,
-    })
+        expiry: expiry.map(|(_, e)| e),
+    }));
+
+/// `@ <price> <modifiers>` after a clause's trigger or multiple.
+fn priced() -> (Sp, Lit, Sp, Named<Price>, Named<Vec<Modifier>>) {
+    (
+        sp("a space"),
+        lit("@", "`@`"),
+        sp("a price after `@`"),
+        price(),
+        modifiers(),
+    )
 }
 
-fn view_head(i: &mut In<'_>) -> R<View> {
-    let name = name(i, "a view name")?;
-    let budget = if peek_sp_kw(i, "budget") {
-        sp(i)?;
-        let _ = i.next_slice(6);
-        if sp(i).is_err() {
-            return expected(i, "a token count after `budget`");
-        }
-        Some(number_tok(
-            i,
-            "a token budget (cl100k tokens), like `budget 900`",
-        )?)
-    } else {
-        None
-    };
-    Ok(View {
-        name,
-        budget,
-        panes: Vec::new(),
-    })
-}
-
-fn pane(i: &mut In<'_>) -> R<Pane> {
-    let w = next_token(i.input);
-    let opt_last = |i: &mut In<'_>| -> R<Option<Num>> {
-        if peek_sp_kw(i, "last") {
-            sp(i)?;
-            let _ = i.next_slice(4);
-            if sp(i).is_err() {
-                return expected(i, "a count after `last`");
-            }
-            Ok(Some(number_tok(i, "a count after `last`")?))
+rule!(fn clause -> ClauseKind = "clause", Alt {
+    arms: vec![
+        arm((
+            kw("USING", "USING"),
+            sp("`signal <SYM> exec <SYM>` after USING"),
+            using_body(),
+            end(|i| eol(i, "the USING clause")),
+        )
+            .map(|(_, _, u, _)| ClauseKind::Using(u))),
+        arm((
+            kw("WHEN", "WHEN"),
+            sp("a trigger after WHEN"),
+            trigger(),
+            end(|i| eol(i, "the WHEN trigger")),
+        )
+            .map(|(_, _, t, _)| ClauseKind::When(t))),
+        arm((
+            kw("DO", "DO"),
+            sp("a ticket after DO, like `DO buy 1 +1 C @ fair`"),
+            ticket(),
+            end(|i| eol(i, "the DO clause")),
+        )
+            .map(|(_, _, t, _)| ClauseKind::Do(t))),
+        arm((
+            kw("ALSO", "ALSO"),
+            sp("a ticket after ALSO, like `ALSO buy 1 +1 C @ fair`"),
+            ticket(),
+            end(|i| eol(i, "the ALSO clause")),
+        )
+            .map(|(_, _, t, _)| ClauseKind::Also(t))),
+        arm((
+            kw("RELOAD", "RELOAD"),
+            sp_kw("WHEN", "`WHEN <trigger> <ticket>` after RELOAD"),
+            sp("a trigger after RELOAD WHEN"),
+            trigger(),
+            sp("a ticket after the RELOAD trigger, like `buy 1 -2 P @ fair`"),
+            ticket(),
+            end(|i| eol(i, "the RELOAD clause")),
+        )
+            .map(|(_, _, _, when, _, ticket, _)| ClauseKind::Reload { when, ticket })),
+        arm((
+            kw("TP", "TP"),
+            sp("a multiple of cost after TP, like `TP 2x @ fair`"),
+            Ctx {
+                a: NUMBER_RAW.what("a multiple of cost after TP, like `TP 2x @ fair`"),
+                b: lit("x", "`x` after the multiple: `TP {prev}x`"),
+                f: |n: &Num| n.text.clone(),
+            },
+            tail(
+                "frac",
+                "a fraction after `frac`, like `frac 0.5`",
+                NUMBER.what("a fraction after `frac`, like `frac 0.5`"),
+            ),
+            at_sign("expected `@` and a price after the TP multiple, found {found}: write e.g. `TP 2x frac 0.5 @ fair`"),
+            sp("a price after `@`"),
+            price(),
+            modifiers(),
+            end(|i| eol(i, "the TP clause")),
+        )
+            .map(|(_, _, (mult, _), frac, _, _, price, modifiers, _)| ClauseKind::Tp {
+                mult,
+                frac: frac.map(|(_, _, _, f)| f),
+                price,
+                modifiers,
+            })),
+        arm((
+            kw("EXIT", "EXIT"),
+            sp("a trigger after EXIT"),
+            trigger(),
+            opt(priced()),
+            end(|i| eol(i, "the EXIT clause")),
+        )
+            .map(|(_, _, when, priced, _)| match priced {
+                Some((_, _, _, price, modifiers)) => ClauseKind::Exit {
+                    when,
+                    price: Some(price),
+                    modifiers,
+                },
+                None => ClauseKind::Exit {
+                    when,
+                    price: None,
+                    modifiers: Vec::new(),
+                },
+            })),
+        arm((
+            kw("INVALIDATE", "INVALIDATE"),
+            sp("a trigger after INVALIDATE"),
+            trigger(),
+            opt((
+                sp("a space"),
+                lit("->", "->"),
+                sp("`halt` or `halt, ride` after `->`"),
+                kw("halt", "`halt` or `halt, ride` after `->`"),
+                opt((
+                    Sp0,
+                    lit(",", ","),
+                    sp("`ride` after `halt,`"),
+                    kw("ride", "`ride` after `halt,`"),
+                )),
+            )),
+            end(|i| eol(i, "the INVALIDATE clause")),
+        )
+            .map(|(_, _, when, action, _)| ClauseKind::Invalidate {
+                when,
+                action: action.map(|(_, _, _, _, ride)| match ride {
+                    Some(_) => InvalidateAction::HaltRide,
+                    None => InvalidateAction::Halt,
+                }),
+            })),
+        arm((
+            kw("CANCEL-IF", "CANCEL-IF"),
+            sp("a trigger after CANCEL-IF"),
+            trigger(),
+            end(|i| eol(i, "the CANCEL-IF clause")),
+        )
+            .map(|(_, _, t, _)| ClauseKind::CancelIf(t))),
+        arm((
+            kw("ARM", "ARM"),
+            sp("a plan name after ARM"),
+            NAME.what("a plan name after ARM"),
+            end(|i| eol(i, "the ARM clause")),
+        )
+            .map(|(_, _, n, _)| ClauseKind::Arm(n))),
+    ],
+    otherwise: |i| {
+        let w = next_token(i.input);
+        let f = found(i);
+        let upper = w.to_ascii_uppercase();
+        let hint = if CLAUSES.contains(&upper.as_str()) {
+            format!(": clause keywords are upper case, write `{upper}`")
+        } else if is_reserved(w) {
+            return reserved_err(i, w);
         } else {
-            Ok(None)
+            String::new()
+        };
+        fail(
+            i,
+            format!(
+                "expected a PLAN clause (USING, WHEN, DO, ALSO, RELOAD, TP, EXIT, INVALIDATE, CANCEL-IF, ARM), found {f}{hint}"
+            ),
+            "expected a clause",
+        )
+    },
+});
+
+/// Clause keywords, from the shared lexicon.
+use super::lexicon::CLAUSE_KEYWORDS as CLAUSES;
+
+// ---------------------------------------------------------------- VIEW panes
+
+/// What a pane's arguments parsed into, before the pane is named.
+#[derive(Default)]
+struct PaneVals {
+    dur: Option<Dur>,
+    expiry: Option<Expiry>,
+    num: Option<Num>,
+}
+
+fn make_pane(p: &str, v: PaneVals) -> Pane {
+    match (p, v) {
+        ("tape", v) => Pane::Tape { bar: v.dur },
+        (
+            "chain",
+            PaneVals {
+                expiry: Some(expiry),
+                num,
+                ..
+            },
+        ) => Pane::Chain {
+            expiry,
+            strikes: num,
+        },
+        (
+            "gex",
+            PaneVals {
+                expiry: Some(expiry),
+                ..
+            },
+        ) => Pane::Gex { expiry },
+        (
+            "skew",
+            PaneVals {
+                num: Some(delta), ..
+            },
+        ) => Pane::Skew { delta },
+        (
+            "velocity",
+            PaneVals {
+                dur: Some(window), ..
+            },
+        ) => Pane::Velocity { window },
+        ("kernel", _) => Pane::Kernel,
+        ("plans", _) => Pane::Plans,
+        ("blotter", v) => Pane::Blotter { last: v.num },
+        ("journal", v) => Pane::Journal { last: v.num },
+        ("headlines", v) => Pane::Headlines { last: v.num },
+        _ => Pane::Levels,
+    }
+}
+
+/// One pane of the catalog, from its row of the lexicon's `PANES` table.
+fn pane_arm(p: &'static str, args: PaneArgs) -> Dyn<Pane> {
+    let k = move || Kw(p, Need::Expected("a pane"));
+    let mk = move |v: PaneVals| make_pane(p, v);
+    // `{prev}` in a message is the pane's name.
+    let named = move |_: &()| p.to_string();
+    const EXPIRY_WHAT: &str = "an expiry after `{prev}`: `0dte`, `1dte` or `YYYY-MM-DD`";
+    match args {
+        PaneArgs::None => arm(k().map(move |_| mk(PaneVals::default()))),
+        PaneArgs::OptBar => arm(
+            (k(), opt((sp("a space"), DUR.what("a bar size like `5m`")))).map(move |(_, d)| {
+                mk(PaneVals {
+                    dur: d.map(|(_, d)| d),
+                    ..PaneVals::default()
+                })
+            }),
+        ),
+        PaneArgs::ExpiryStrikes => arm(Ctx {
+            a: k(),
+            b: (
+                sp(EXPIRY_WHAT),
+                EXPIRY.what(EXPIRY_WHAT),
+                tail(
+                    "strikes",
+                    "a count after `strikes`",
+                    NUMBER.what("how many strikes around ATM"),
+                ),
+            ),
+            f: named,
         }
-    };
-    let p = match w {
-        "tape" => {
-            let _ = i.next_slice(4);
-            let mut j = *i;
-            if sp(&mut j).is_ok() && j.input.starts_with(|c: char| c.is_ascii_digit()) {
-                let bar = dur(&mut j, "a bar size like `5m`")?;
-                *i = j;
-                Pane::Tape { bar: Some(bar) }
-            } else {
-                Pane::Tape { bar: None }
-            }
+        .map(move |(_, (_, e, n))| {
+            mk(PaneVals {
+                expiry: Some(e),
+                num: n.map(|(_, _, _, n)| n),
+                ..PaneVals::default()
+            })
+        })),
+        PaneArgs::Expiry => arm(Ctx {
+            a: k(),
+            b: (sp(EXPIRY_WHAT), EXPIRY.what("an expiry after `{prev}`")),
+            f: named,
         }
-        "levels" => {
-            let _ = i.next_slice(6);
-            Pane::Levels
+        .map(move |(_, (_, e))| {
+            mk(PaneVals {
+                expiry: Some(e),
+                ..PaneVals::default()
+            })
+        })),
+        PaneArgs::Delta => arm((
+            k(),
+            sp("a delta after `skew`, like `skew 25d`"),
+            NUMBER_RAW.what("a delta after `skew`, like `skew 25d`"),
+            lit("d", "`d` after the skew delta, like `skew 25d`"),
+        )
+            .map(move |(_, _, n, _)| {
+                mk(PaneVals {
+                    num: Some(n),
+                    ..PaneVals::default()
+                })
+            })),
+        PaneArgs::Window => arm(Ctx {
+            a: k(),
+            b: (
+                sp("a window after `{prev}`, like `{prev} 1m`"),
+                DUR.what("a window after `{prev}`"),
+            ),
+            f: named,
         }
-        "chain" => {
-            let _ = i.next_slice(5);
-            if sp(i).is_err() {
-                return expected(i, "an expiry after `chain`: `0dte`, `1dte` or `YYYY-MM-DD`");
-            }
-            let expiry = expiry(i, "an expiry after `chain`: `0dte`, `1dte` or `YYYY-MM-DD`")?;
-            let strikes = if peek_sp_kw(i, "strikes") {
-                sp(i)?;
-                let _ = i.next_slice(7);
-                if sp(i).is_err() {
-                    return expected(i, "a count after `strikes`");
-                }
-                Some(number_tok(i, "how many strikes around ATM")?)
-            } else {
-                None
-            };
-            Pane::Chain { expiry, strikes }
-        }
-        "gex" => {
-            let _ = i.next_slice(3);
-            if sp(i).is_err() {
-                return expected(i, "an expiry after `gex`: `0dte`, `1dte` or `YYYY-MM-DD`");
-            }
-            Pane::Gex {
-                expiry: expiry(i, "an expiry after `gex`")?,
-            }
-        }
-        "skew" => {
-            let _ = i.next_slice(4);
-            if sp(i).is_err() {
-                return expected(i, "a delta after `skew`, like `skew 25d`");
-            }
-            let delta = number(i, "a delta after `skew`, like `skew 25d`")?;
-            if !i.input.starts_with('d') {
-                return expected(i, "`d` after the skew delta, like `skew 25d`");
-            }
-            let _ = i.next_slice(1);
-            Pane::Skew { delta }
-        }
-        "velocity" => {
-            let _ = i.next_slice(8);
-            if sp(i).is_err() {
-                return expected(i, "a window after `velocity`, like `velocity 1m`");
-            }
-            Pane::Velocity {
-                window: dur(i, "a window after `velocity`")?,
-            }
-        }
-        "kernel" => {
-            let _ = i.next_slice(6);
-            Pane::Kernel
-        }
-        "plans" => {
-            let _ = i.next_slice(5);
-            Pane::Plans
-        }
-        "blotter" => {
-            let _ = i.next_slice(7);
-            Pane::Blotter { last: opt_last(i)? }
-        }
-        "journal" => {
-            let _ = i.next_slice(7);
-            Pane::Journal { last: opt_last(i)? }
-        }
-        "headlines" => {
-            let _ = i.next_slice(9);
-            Pane::Headlines { last: opt_last(i)? }
-        }
-        _ => {
+        .map(move |(_, (_, d))| {
+            mk(PaneVals {
+                dur: Some(d),
+                ..PaneVals::default()
+            })
+        })),
+        PaneArgs::OptLast => arm((
+            k(),
+            tail(
+                "last",
+                "a count after `last`",
+                NUMBER.what("a count after `last`"),
+            ),
+        )
+            .map(move |(_, n)| {
+                mk(PaneVals {
+                    num: n.map(|(_, _, _, n)| n),
+                    ..PaneVals::default()
+                })
+            })),
+    }
+}
+
+rule!(fn pane -> Pane = "pane", (
+    Alt {
+        arms: PANES.iter().map(|&(p, args)| pane_arm(p, args)).collect(),
+        otherwise: |i| {
             let f = found(i);
-            return fail(
+            fail(
                 i,
                 format!(
                     "unknown pane {f}: the pane catalog is tape [<bar>], levels, chain <expiry> [strikes <n>], gex <expiry>, skew <n>d, velocity <dur>, kernel, plans, blotter [last <n>], journal [last <n>], headlines [last <n>]"
                 ),
                 "unknown pane",
-            );
-        }
-    };
-    Ok(p)
+            )
+        },
+    },
+    end(|i| eol(i, "the pane")),
+)
+    .map(|(p, _)| p));
+
+// ---------------------------------------------------------------- GRADE clauses
+
+const COUNTERFACTUAL_VALUES: [Counterfactual; 2] = [Counterfactual::Null, Counterfactual::Ungated];
+const GRADE_SUBJECT_VALUES: [GradeSubject; 4] = [
+    GradeSubject::Plan,
+    GradeSubject::Wake,
+    GradeSubject::View,
+    GradeSubject::Pod,
+];
+
+rule!(fn grade_clause -> GradeClauseKind = "grade_clause", (
+    Alt {
+        arms: vec![
+            arm((
+                kw("VS", "VS"),
+                sp("`null` or `ungated` after VS"),
+                OneOf(
+                    COUNTERFACTUALS,
+                    Need::Expected("a counterfactual after VS: `null` or `ungated`"),
+                ),
+            )
+                .map(|(_, _, k)| GradeClauseKind::Vs(COUNTERFACTUAL_VALUES[k]))),
+            arm((
+                kw("BY", "BY"),
+                sp("a key after BY, like `regime.intraday` or `lineage`"),
+                KEY.what("a key after BY, like `regime.intraday` or `lineage`"),
+            )
+                .map(|(_, _, k)| GradeClauseKind::By(k))),
+        ],
+        otherwise: |i| expected(i, "a GRADE clause: `VS null`, `VS ungated` or `BY <key>`"),
+    },
+    end(|i| eol(i, "the GRADE clause")),
+)
+    .map(|(k, _)| k));
+
+// ---------------------------------------------------------------- statement heads
+
+rule!(fn view_head -> View = "view_head", (
+    NAME.what("a view name"),
+    tail(
+        "budget",
+        "a token count after `budget`",
+        NUMBER.what("a token budget (cl100k tokens), like `budget 900`"),
+    ),
+)
+    .map(|(name, budget)| View {
+        name,
+        budget: budget.map(|(_, _, _, b)| b),
+        panes: Vec::new(),
+    }));
+
+fn regime_entry() -> impl Syn<Out = RegimeEntry> {
+    (
+        KEY.what("a regime key like `intraday`"),
+        lit(":", "`:` after the regime key"),
+        Sp0,
+        KEY.what("a regime value like `trend`"),
+    )
+        .map(|(key, _, _, value)| RegimeEntry { key, value })
 }
 
-fn wake_head(i: &mut In<'_>) -> R<Wake> {
-    let wname = name(i, "a wake name")?;
-    sp_kw(i, "WHEN", "`WHEN <trigger>` after the wake name")?;
-    if sp(i).is_err() {
-        return expected(i, "a trigger after WHEN");
-    }
-    let when = trigger(i)?;
-    let mut deliver = None;
-    let mut priority = None;
-    let mut budget = None;
-    if peek_sp_kw(i, "DELIVER") {
-        sp(i)?;
-        let _ = i.next_slice(7);
-        if sp(i).is_err() {
-            return expected(i, "a view name after DELIVER");
-        }
-        deliver = Some(name(i, "a view name after DELIVER")?);
-    }
-    if peek_sp_kw(i, "PRIORITY") {
-        sp(i)?;
-        let _ = i.next_slice(8);
-        if sp(i).is_err() {
-            return expected(i, "a number after PRIORITY");
-        }
-        priority = Some(number_tok(i, "a priority number")?);
-    }
-    if peek_sp_kw(i, "BUDGET") {
-        sp(i)?;
-        let _ = i.next_slice(6);
-        if sp(i).is_err() {
-            return expected(i, "a count after BUDGET, like `BUDGET 6 wakes/day`");
-        }
-        budget = Some(number_tok(i, "a count, like `BUDGET 6 wakes/day`")?);
-        if sp(i).is_err() || !i.input.starts_with("wakes/day") {
-            return expected(i, "`wakes/day` after the wake budget");
-        }
-        let _ = i.next_slice(9);
-    }
-    Ok(Wake {
-        name: wname,
-        when,
-        deliver,
-        priority,
-        budget,
-    })
-}
-
-fn plan_head(i: &mut In<'_>) -> R<Plan> {
-    let name = name(i, "a plan name")?;
+rule!(fn plan_head -> Plan = "plan_head", (
+    NAME.what("a plan name"),
     sp_kw(
-        i,
         "budget",
         "`budget <n>R` after the plan name: `PLAN <name> budget 0.2R ttl 15:00`",
-    )?;
-    if sp(i).is_err() {
-        return expected(i, "a risk amount after `budget`, like `0.25R`");
-    }
-    let budget = risk(i, "a risk amount after `budget`, like `0.25R`")?;
+    ),
+    sp("a risk amount after `budget`, like `0.25R`"),
+    RISK.what("a risk amount after `budget`, like `0.25R`"),
     sp_kw(
-        i,
         "ttl",
         "`ttl <HH:MM|+dur>` after the budget: `ttl 15:00` or `ttl +30m`",
-    )?;
-    if sp(i).is_err() {
-        return expected(i, "a time after `ttl`: `15:00` or `+30m`");
-    }
-    let ttl = if i.input.starts_with('+') {
-        let _ = i.next_slice(1);
-        Ttl::After(dur(i, "a duration after `ttl +`")?)
-    } else if let Some(c) = try_clock(i)? {
-        Ttl::At(c)
-    } else {
-        return expected(
-            i,
-            "a time after `ttl`: a clock `HH:MM` or a relative `+30m`",
-        );
-    };
-    let regime = if peek_sp_kw(i, "regime") {
-        sp(i)?;
-        let _ = i.next_slice(6);
-        if sp(i).is_err() || !i.input.starts_with('{') {
-            return expected(i, "`{<key>: <value>, ...}` after `regime`");
-        }
-        let _ = i.next_slice(1);
-        sp0(i);
-        let mut entries = Vec::new();
-        loop {
-            let key = regime_word(i, "a regime key like `intraday`")?;
-            if !i.input.starts_with(':') {
-                return expected(i, "`:` after the regime key");
-            }
-            let _ = i.next_slice(1);
-            sp0(i);
-            let value = regime_word(i, "a regime value like `trend`")?;
-            entries.push(RegimeEntry { key, value });
-            sp0(i);
-            if i.input.starts_with(',') {
-                let _ = i.next_slice(1);
-                sp0(i);
-                continue;
-            }
-            if i.input.starts_with('}') {
-                let _ = i.next_slice(1);
-                break;
-            }
-            return expected(i, "`,` or `}` in the regime map");
-        }
-        Some(entries)
-    } else {
-        None
-    };
-    let priority = if peek_sp_kw(i, "priority") {
-        sp(i)?;
-        let _ = i.next_slice(8);
-        if sp(i).is_err() {
-            return expected(i, "a number after `priority`");
-        }
-        Some(number_tok(i, "a priority number")?)
-    } else {
-        None
-    };
-    Ok(Plan {
+    ),
+    sp("a time after `ttl`: `15:00` or `+30m`"),
+    Alt {
+        arms: vec![
+            arm((lit("+", "+"), DUR.what("a duration after `ttl +`")).map(|(_, d)| Ttl::After(d))),
+            arm(CLOCK.what("a clock time").map(Ttl::At)),
+        ],
+        otherwise: |i| expected(i, "a time after `ttl`: a clock `HH:MM` or a relative `+30m`"),
+    },
+    opt((
+        sp("a space"),
+        kw("regime", "regime"),
+        Sp(Need::Expected("`{<key>: <value>, ...}` after `regime`")),
+        lit("{", "`{<key>: <value>, ...}` after `regime`"),
+        Sp0,
+        List {
+            item: regime_entry(),
+            sep: comma("`,`"),
+            next: regime_entry(),
+            bounded: true,
+        },
+        Sp0,
+        lit("}", "`,` or `}` in the regime map"),
+    )),
+    tail(
+        "priority",
+        "a number after `priority`",
+        NUMBER.what("a priority number"),
+    ),
+)
+    .map(|(name, _, _, budget, _, _, ttl, regime, priority)| Plan {
         name,
         budget,
         ttl,
-        regime,
-        priority,
+        regime: regime.map(|(_, _, _, _, _, entries, _, _)| entries),
+        priority: priority.map(|(_, _, _, p)| p),
         clauses: Vec::new(),
+    }));
+
+rule!(fn wake_head -> Wake = "wake_head", (
+    NAME.what("a wake name"),
+    sp_kw("WHEN", "`WHEN <trigger>` after the wake name"),
+    sp("a trigger after WHEN"),
+    trigger(),
+    tail(
+        "DELIVER",
+        "a view name after DELIVER",
+        NAME.what("a view name after DELIVER"),
+    ),
+    tail(
+        "PRIORITY",
+        "a number after PRIORITY",
+        NUMBER.what("a priority number"),
+    ),
+    tail(
+        "BUDGET",
+        "a count after BUDGET, like `BUDGET 6 wakes/day`",
+        (
+            NUMBER.what("a count, like `BUDGET 6 wakes/day`"),
+            sp("`wakes/day` after the wake budget"),
+            lit("wakes/day", "`wakes/day` after the wake budget"),
+        ),
+    ),
+)
+    .map(|(name, _, _, when, deliver, priority, budget)| Wake {
+        name,
+        when,
+        deliver: deliver.map(|(_, _, _, d)| d),
+        priority: priority.map(|(_, _, _, p)| p),
+        budget: budget.map(|(_, _, _, (b, _, _))| b),
+    }));
+
+rule!(fn grade_head -> Grade = "grade_head", (
+    OneOf(
+        GRADE_SUBJECTS,
+        Need::Expected("what to grade: `plan`, `wake`, `view` or `pod`"),
+    ),
+    sp("a name to grade"),
+    NAME.what("a name to grade"),
+    sp_kw("OVER", "`OVER <tapes>` after the graded name"),
+    sp("a tape glob or `YYYY-MM[..YYYY-MM]` after OVER"),
+    OVER.what("a tape glob after OVER"),
+    sp_kw(
+        "FILL",
+        "`FILL <model>` after the range, like `FILL strict-cross-v1`",
+    ),
+    sp("a fill model name, like `strict-cross-v1`"),
+    FILL.what("a fill model name, like `strict-cross-v1`"),
+)
+    .map(|(k, _, name, _, _, over, _, _, fill)| Grade {
+        subject: GRADE_SUBJECT_VALUES[k],
+        name,
+        over,
+        fill,
+        clauses: Vec::new(),
+    }));
+
+/// What the indented lines under a statement are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Body {
+    /// None: the statement is one line.
+    Flat,
+    Clauses,
+    Panes,
+    GradeClauses,
+}
+
+/// A statement: its head line and its body. The line layer reads this table to parse a
+/// document, and [`describe_document`] reads it to write the grammar's blocks.
+pub(crate) struct StatementSyntax {
+    /// The head's first keyword.
+    pub kw: &'static str,
+    /// The grammar rule of the head line.
+    pub rule: &'static str,
+    /// A turn directive (STAND-DOWN, SHOW VIEW, CANCEL): only in the turn grammar.
+    pub directive: bool,
+    pub body: Body,
+    pub head: Dyn<StatementKind>,
+}
+
+fn head_end(what: &'static str) -> Check {
+    Check(match what {
+        "the PLAN line" => |i| eol(i, "the PLAN line"),
+        "the WAKE line" => |i| eol(i, "the WAKE line"),
+        _ => |i| eol(i, "the statement"),
     })
 }
 
-fn regime_word(i: &mut In<'_>, what: &str) -> R<String> {
-    let w: &str = take_while(0.., |c: char| {
-        c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_' || c == '.'
-    })
-    .parse_next(i)?;
-    if w.is_empty() || !w.starts_with(|c: char| c.is_ascii_lowercase()) {
-        return expected(i, what);
-    }
-    Ok(w.to_string())
-}
-
-fn clause(i: &mut In<'_>) -> R<ClauseKind> {
-    let w = next_token(i.input);
-    let k = match w {
-        "USING" => {
-            let _ = i.next_slice(5);
-            if sp(i).is_err() {
-                return expected(i, "`signal <SYM> exec <SYM>` after USING");
-            }
-            ClauseKind::Using(using_body(i)?)
-        }
-        "WHEN" => {
-            let _ = i.next_slice(4);
-            if sp(i).is_err() {
-                return expected(i, "a trigger after WHEN");
-            }
-            let t = trigger(i)?;
-            eol(i, "the WHEN trigger")?;
-            ClauseKind::When(t)
-        }
-        "DO" | "ALSO" => {
-            let _ = i.next_slice(w.len());
-            if sp(i).is_err() {
-                return expected(
-                    i,
-                    &format!("a ticket after {w}, like `{w} buy 1 +1 C @ fair`"),
-                );
-            }
-            let t = ticket(i)?;
-            if w == "DO" {
-                ClauseKind::Do(t)
-            } else {
-                ClauseKind::Also(t)
-            }
-        }
-        "RELOAD" => {
-            let _ = i.next_slice(6);
-            sp_kw(i, "WHEN", "`WHEN <trigger> <ticket>` after RELOAD")?;
-            if sp(i).is_err() {
-                return expected(i, "a trigger after RELOAD WHEN");
-            }
-            let when = trigger(i)?;
-            if sp(i).is_err() {
-                return expected(
-                    i,
-                    "a ticket after the RELOAD trigger, like `buy 1 -2 P @ fair`",
-                );
-            }
-            let ticket = ticket(i)?;
-            ClauseKind::Reload { when, ticket }
-        }
-        "TP" => {
-            let _ = i.next_slice(2);
-            if sp(i).is_err() {
-                return expected(i, "a multiple of cost after TP, like `TP 2x @ fair`");
-            }
-            let mult = number(i, "a multiple of cost after TP, like `TP 2x @ fair`")?;
-            if !i.input.starts_with('x') {
-                return expected(i, &format!("`x` after the multiple: `TP {}x`", mult.text));
-            }
-            let _ = i.next_slice(1);
-            let frac = if peek_sp_kw(i, "frac") {
-                sp(i)?;
-                let _ = i.next_slice(4);
-                if sp(i).is_err() {
-                    return expected(i, "a fraction after `frac`, like `frac 0.5`");
-                }
-                Some(number_tok(i, "a fraction after `frac`, like `frac 0.5`")?)
-            } else {
-                None
-            };
-            if sp(i).is_err() || !i.input.starts_with('@') {
-                let f = found(i);
-                return fail(
-                    i,
-                    format!(
-                        "expected `@` and a price after the TP multiple, found {f}: write e.g. `TP 2x frac 0.5 @ fair`"
+/// The statement table, in the order of LANGUAGE.md.
+pub(crate) fn statements() -> &'static [StatementSyntax] {
+    static S: OnceLock<Vec<StatementSyntax>> = OnceLock::new();
+    S.get_or_init(|| {
+        let st = |kw: &'static str, rule: &'static str, directive, body, head| StatementSyntax {
+            kw,
+            rule,
+            directive,
+            body,
+            head,
+        };
+        vec![
+            st(
+                "IMPORT",
+                "import",
+                false,
+                Body::Flat,
+                arm((
+                    kw("IMPORT", "IMPORT"),
+                    sp("a name after IMPORT"),
+                    NAME.what("a plan name after IMPORT"),
+                    sp_kw("FROM", "`FROM <path>` after the imported name"),
+                    sp("a path after FROM"),
+                    PATH.what("a path after FROM"),
+                    head_end("the statement"),
+                )
+                    .map(|(_, _, name, _, _, path, _)| {
+                        StatementKind::Import(Import { name, path })
+                    })),
+            ),
+            st(
+                "USING",
+                "using",
+                false,
+                Body::Flat,
+                arm((
+                    kw("USING", "USING"),
+                    sp("`signal <SYM> exec <SYM>` after USING"),
+                    using_body(),
+                    head_end("the statement"),
+                )
+                    .map(|(_, _, u, _)| StatementKind::Using(u))),
+            ),
+            st(
+                "VIEW",
+                "view",
+                false,
+                Body::Panes,
+                arm((
+                    kw("VIEW", "VIEW"),
+                    sp("a view name after VIEW"),
+                    view_head(),
+                    head_end("the statement"),
+                )
+                    .map(|(_, _, v, _)| StatementKind::View(v))),
+            ),
+            st(
+                "WAKE",
+                "wake",
+                false,
+                Body::Flat,
+                arm((
+                    kw("WAKE", "WAKE"),
+                    sp("a wake name after WAKE"),
+                    wake_head(),
+                    head_end("the WAKE line"),
+                )
+                    .map(|(_, _, w, _)| StatementKind::Wake(w))),
+            ),
+            st(
+                "PLAN",
+                "plan",
+                false,
+                Body::Clauses,
+                arm((
+                    kw("PLAN", "PLAN"),
+                    sp("a plan name after PLAN"),
+                    plan_head(),
+                    // A collapsed PLAN: the first clause keyword on the head line.
+                    Refuse {
+                        when: (Sp0, OneOf(CLAUSES, Need::Expected("a clause"))),
+                        refuse: |i| {
+                            let _ = Sp0.parse(i);
+                            let t = next_token(i.input);
+                            fail(
+                                i,
+                                format!(
+                                    "{t} belongs on its own line: end the PLAN line after its header and write each clause (WHEN, DO, ...) on its own line, indented two spaces"
+                                ),
+                                "put this on its own indented line",
+                            )
+                        },
+                    },
+                    head_end("the PLAN line"),
+                )
+                    .map(|(_, _, p, _, _)| StatementKind::Plan(p))),
+            ),
+            st(
+                "POD",
+                "pod",
+                false,
+                Body::Flat,
+                arm((
+                    kw("POD", "POD"),
+                    sp("a pod name after POD"),
+                    NAME.what("a pod name"),
+                    sp_kw("RISK", "`RISK day-loss <n>R -> halt` after the pod name"),
+                    sp_kw("day-loss", "`day-loss <n>R` after RISK"),
+                    sp("a risk amount after `day-loss`, like `2R`"),
+                    RISK.what("a risk amount after `day-loss`, like `2R`"),
+                    sp_kw("->", "`-> halt` after the day-loss"),
+                    sp_kw("halt", "`halt` after `->`"),
+                    head_end("the statement"),
+                )
+                    .map(|(_, _, name, _, _, _, day_loss, _, _, _)| {
+                        StatementKind::Pod(Pod { name, day_loss })
+                    })),
+            ),
+            st(
+                "BOOK",
+                "book",
+                false,
+                Body::Flat,
+                arm((
+                    kw("BOOK", "BOOK"),
+                    sp("a book name after BOOK"),
+                    NAME.what("a book name"),
+                    sp_kw("budget", "`budget <n>R` after the book name"),
+                    sp("a risk amount after `budget`"),
+                    RISK.what("a risk amount after `budget`, like `1.5R`"),
+                    sp_kw(
+                        "coverage",
+                        "`coverage <SYM>[, <SYM>...]` after the budget",
                     ),
-                    "missing `@`",
-                );
-            }
-            let _ = i.next_slice(1);
-            if sp(i).is_err() {
-                return expected(i, "a price after `@`");
-            }
-            let price = price(i)?;
-            let modifiers = modifiers(i)?;
-            ClauseKind::Tp {
-                mult,
-                frac,
-                price,
-                modifiers,
-            }
-        }
-        "EXIT" => {
-            let _ = i.next_slice(4);
-            if sp(i).is_err() {
-                return expected(i, "a trigger after EXIT");
-            }
-            let when = trigger(i)?;
-            let mut j = *i;
-            if sp(&mut j).is_ok() && j.input.starts_with('@') {
-                let _ = j.next_slice(1);
-                if sp(&mut j).is_err() {
-                    return expected(&j, "a price after `@`");
-                }
-                let price = price(&mut j)?;
-                let modifiers = modifiers(&mut j)?;
-                *i = j;
-                ClauseKind::Exit {
-                    when,
-                    price: Some(price),
-                    modifiers,
-                }
-            } else {
-                ClauseKind::Exit {
-                    when,
-                    price: None,
-                    modifiers: Vec::new(),
-                }
-            }
-        }
-        "INVALIDATE" => {
-            let _ = i.next_slice(10);
-            if sp(i).is_err() {
-                return expected(i, "a trigger after INVALIDATE");
-            }
-            let when = trigger(i)?;
-            let mut j = *i;
-            let action = if sp(&mut j).is_ok() && j.input.starts_with("->") {
-                let _ = j.next_slice(2);
-                if sp(&mut j).is_err() || !at_kw(&j, "halt") && !j.input.starts_with("halt,") {
-                    return expected(&j, "`halt` or `halt, ride` after `->`");
-                }
-                let _ = j.next_slice(4);
-                let mut k = j;
-                sp0(&mut k);
-                let a = if k.input.starts_with(',') {
-                    let _ = k.next_slice(1);
-                    if sp(&mut k).is_err() || !at_kw(&k, "ride") {
-                        return expected(&k, "`ride` after `halt,`");
-                    }
-                    let _ = k.next_slice(4);
-                    j = k;
-                    InvalidateAction::HaltRide
-                } else {
-                    InvalidateAction::Halt
-                };
-                *i = j;
-                Some(a)
-            } else {
-                None
-            };
-            ClauseKind::Invalidate { when, action }
-        }
-        "CANCEL-IF" => {
-            let _ = i.next_slice(9);
-            if sp(i).is_err() {
-                return expected(i, "a trigger after CANCEL-IF");
-            }
-            ClauseKind::CancelIf(trigger(i)?)
-        }
-        "ARM" => {
-            let _ = i.next_slice(3);
-            if sp(i).is_err() {
-                return expected(i, "a plan name after ARM");
-            }
-            ClauseKind::Arm(name(i, "a plan name after ARM")?)
-        }
-        _ => {
-            let f = found(i);
-            let upper = w.to_ascii_uppercase();
-            let hint = if CLAUSES.contains(&upper.as_str()) {
-                format!(": clause keywords are upper case, write `{upper}`")
-            } else if is_reserved(w) {
-                return reserved_err(i, w);
-            } else {
-                String::new()
-            };
-            return fail(
-                i,
-                format!(
-                    "expected a PLAN clause (USING, WHEN, DO, ALSO, RELOAD, TP, EXIT, INVALIDATE, CANCEL-IF, ARM), found {f}{hint}"
-                ),
-                "expected a clause",
-            );
-        }
-    };
-    eol(i, &format!("the {} clause", k.keyword()))?;
-    Ok(k)
+                    sp("a symbol after `coverage`"),
+                    List {
+                        item: SYM.what("a symbol after `coverage`, like `SPY`"),
+                        sep: comma("`,`"),
+                        next: SYM.what("a symbol after `,`"),
+                        bounded: true,
+                    },
+                    head_end("the statement"),
+                )
+                    .map(|(_, _, name, _, _, budget, _, _, coverage, _)| {
+                        StatementKind::Book(Book {
+                            name,
+                            budget,
+                            coverage,
+                        })
+                    })),
+            ),
+            st(
+                "GRADE",
+                "grade",
+                false,
+                Body::GradeClauses,
+                arm((
+                    kw("GRADE", "GRADE"),
+                    sp("what to grade after GRADE"),
+                    grade_head(),
+                    head_end("the statement"),
+                )
+                    .map(|(_, _, g, _)| StatementKind::Grade(g))),
+            ),
+            st(
+                "STAND-DOWN",
+                "stand_down",
+                true,
+                Body::Flat,
+                arm((
+                    kw("STAND-DOWN", "STAND-DOWN"),
+                    REASON.what("a blank before the reason"),
+                )
+                    .map(|(_, reason)| StatementKind::StandDown(StandDown { reason }))),
+            ),
+            st(
+                "SHOW",
+                "show_view",
+                true,
+                Body::Panes,
+                arm((
+                    kw("SHOW", "SHOW"),
+                    sp_kw("VIEW", "`VIEW <name>` after SHOW"),
+                    sp("a view name after SHOW VIEW"),
+                    view_head(),
+                    head_end("the statement"),
+                )
+                    .map(|(_, _, _, v, _)| StatementKind::ShowView(v))),
+            ),
+            st(
+                "CANCEL",
+                "cancel",
+                true,
+                Body::Flat,
+                arm((
+                    kw("CANCEL", "CANCEL"),
+                    sp("what to cancel: a plan or order name"),
+                    NAME.what("a plan or order name to cancel"),
+                    head_end("the statement"),
+                )
+                    .map(|(_, _, target, _)| StatementKind::Cancel(Cancel { target }))),
+            ),
+        ]
+    })
 }
-
-/// Clause keywords, from the shared lexicon (the grammars read the same table).
-use super::lexicon::CLAUSE_KEYWORDS as CLAUSES;
 
 const STATEMENTS: &str = "IMPORT, USING, VIEW, WAKE, PLAN, POD, BOOK, GRADE (and in a turn: STAND-DOWN, SHOW VIEW, CANCEL)";
 
-fn grade_head(i: &mut In<'_>) -> R<Grade> {
-    let subject = if at_kw(i, "plan") {
-        GradeSubject::Plan
-    } else if at_kw(i, "wake") {
-        GradeSubject::Wake
-    } else if at_kw(i, "view") {
-        GradeSubject::View
-    } else if at_kw(i, "pod") {
-        GradeSubject::Pod
-    } else {
-        return expected(i, "what to grade: `plan`, `wake`, `view` or `pod`");
-    };
-    let n = next_token(i.input).len();
-    let _ = i.next_slice(n);
-    if sp(i).is_err() {
-        return expected(i, "a name to grade");
-    }
-    let name = name(i, "a name to grade")?;
-    sp_kw(i, "OVER", "`OVER <tapes>` after the graded name")?;
-    if sp(i).is_err() {
-        return expected(i, "a tape glob or `YYYY-MM[..YYYY-MM]` after OVER");
-    }
-    let tok = next_token(i.input);
-    let is_month = |s: &str| {
-        s.len() == 7
-            && s.as_bytes()[..4].iter().all(u8::is_ascii_digit)
-            && s.as_bytes()[4] == b'-'
-            && s.as_bytes()[5..].iter().all(u8::is_ascii_digit)
-    };
-    let over =
-        if is_month(tok.get(..7).unwrap_or("")) && (tok.len() == 7 || tok[7..].starts_with("..")) {
-            let from = tok[..7].to_string();
-            let to = if tok.len() > 7 {
-                let t = &tok[9..];
-                if !is_month(t) {
-                    return fail(i, "a month range is `YYYY-MM..YYYY-MM`", "bad range");
-                }
-                Some(t.to_string())
-            } else {
-                None
-            };
-            GradeRange::Months { from, to }
-        } else if tok.is_empty() {
-            return expected(i, "a tape glob after OVER");
-        } else {
-            GradeRange::Glob(tok.to_string())
-        };
-    let _ = i.next_slice(tok.len());
-    sp_kw(
-        i,
-        "FILL",
-        "`FILL <model>` after the range, like `FILL strict-cross-v1`",
-    )?;
-    if sp(i).is_err() {
-        return expected(i, "a fill model name, like `strict-cross-v1`");
-    }
-    let fill: &str = take_while(1.., |c: char| {
-        c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.'
-    })
-    .parse_next(i)
-    .or_else(|_: ErrMode<PErr>| expected(i, "a fill model name, like `strict-cross-v1`"))?;
-    Ok(Grade {
-        subject,
-        name,
-        over,
-        fill: fill.to_string(),
-        clauses: Vec::new(),
-    })
-}
-
-fn grade_clause(i: &mut In<'_>) -> R<GradeClauseKind> {
-    let k = if at_kw(i, "VS") {
-        let _ = i.next_slice(2);
-        if sp(i).is_err() {
-            return expected(i, "`null` or `ungated` after VS");
+/// A statement head line (column 1).
+fn head(i: &mut In<'_>) -> R<StatementKind> {
+    for s in statements() {
+        if matches!(s.head.lead(i.input), Lead::Yes) {
+            return s.head.parse(i);
         }
-        if at_kw(i, "null") {
-            let _ = i.next_slice(4);
-            GradeClauseKind::Vs(Counterfactual::Null)
-        } else if at_kw(i, "ungated") {
-            let _ = i.next_slice(7);
-            GradeClauseKind::Vs(Counterfactual::Ungated)
-        } else {
-            return expected(i, "a counterfactual after VS: `null` or `ungated`");
-        }
-    } else if at_kw(i, "BY") {
-        let _ = i.next_slice(2);
-        if sp(i).is_err() {
-            return expected(i, "a key after BY, like `regime.intraday` or `lineage`");
-        }
-        let k = regime_word(i, "a key after BY, like `regime.intraday` or `lineage`")?;
-        GradeClauseKind::By(k)
-    } else {
-        return expected(i, "a GRADE clause: `VS null`, `VS ungated` or `BY <key>`");
-    };
-    eol(i, "the GRADE clause")?;
-    Ok(k)
-}
-
-/// What a head line parsed into.
-enum Head {
-    Stmt(StatementKind),
-}
-
-fn head(i: &mut In<'_>) -> R<Head> {
+    }
     let w = next_token(i.input);
-    let kind = match w {
-        "IMPORT" => {
-            let _ = i.next_slice(6);
-            if sp(i).is_err() {
-                return expected(i, "a name after IMPORT");
-            }
-            let name = name(i, "a plan name after IMPORT")?;
-            sp_kw(i, "FROM", "`FROM <path>` after the imported name")?;
-            if sp(i).is_err() {
-                return expected(i, "a path after FROM");
-            }
-            let p = next_token(i.input);
-            if p.is_empty() {
-                return expected(i, "a path after FROM");
-            }
-            let path = i.next_slice(p.len()).to_string();
-            StatementKind::Import(Import { name, path })
-        }
-        "USING" => {
-            let _ = i.next_slice(5);
-            if sp(i).is_err() {
-                return expected(i, "`signal <SYM> exec <SYM>` after USING");
-            }
-            StatementKind::Using(using_body(i)?)
-        }
-        "VIEW" => {
-            let _ = i.next_slice(4);
-            if sp(i).is_err() {
-                return expected(i, "a view name after VIEW");
-            }
-            StatementKind::View(view_head(i)?)
-        }
-        "SHOW" => {
-            let _ = i.next_slice(4);
-            sp_kw(i, "VIEW", "`VIEW <name>` after SHOW")?;
-            if sp(i).is_err() {
-                return expected(i, "a view name after SHOW VIEW");
-            }
-            StatementKind::ShowView(view_head(i)?)
-        }
-        "WAKE" => {
-            let _ = i.next_slice(4);
-            if sp(i).is_err() {
-                return expected(i, "a wake name after WAKE");
-            }
-            StatementKind::Wake(wake_head(i)?)
-        }
-        "PLAN" => {
-            let _ = i.next_slice(4);
-            if sp(i).is_err() {
-                return expected(i, "a plan name after PLAN");
-            }
-            StatementKind::Plan(plan_head(i)?)
-        }
-        "POD" => {
-            let _ = i.next_slice(3);
-            if sp(i).is_err() {
-                return expected(i, "a pod name after POD");
-            }
-            let name = name(i, "a pod name")?;
-            sp_kw(i, "RISK", "`RISK day-loss <n>R -> halt` after the pod name")?;
-            sp_kw(i, "day-loss", "`day-loss <n>R` after RISK")?;
-            if sp(i).is_err() {
-                return expected(i, "a risk amount after `day-loss`, like `2R`");
-            }
-            let day_loss = risk(i, "a risk amount after `day-loss`, like `2R`")?;
-            sp_kw(i, "->", "`-> halt` after the day-loss")?;
-            sp_kw(i, "halt", "`halt` after `->`")?;
-            StatementKind::Pod(Pod { name, day_loss })
-        }
-        "BOOK" => {
-            let _ = i.next_slice(4);
-            if sp(i).is_err() {
-                return expected(i, "a book name after BOOK");
-            }
-            let name = name(i, "a book name")?;
-            sp_kw(i, "budget", "`budget <n>R` after the book name")?;
-            if sp(i).is_err() {
-                return expected(i, "a risk amount after `budget`");
-            }
-            let budget = risk(i, "a risk amount after `budget`, like `1.5R`")?;
-            sp_kw(
-                i,
-                "coverage",
-                "`coverage <SYM>[, <SYM>...]` after the budget",
-            )?;
-            if sp(i).is_err() {
-                return expected(i, "a symbol after `coverage`");
-            }
-            let mut coverage = vec![sym(i, "a symbol after `coverage`, like `SPY`")?];
-            loop {
-                let mut j = *i;
-                sp0(&mut j);
-                if j.input.starts_with(',') {
-                    let _ = j.next_slice(1);
-                    sp0(&mut j);
-                    coverage.push(sym(&mut j, "a symbol after `,`")?);
-                    *i = j;
-                } else {
-                    break;
-                }
-            }
-            StatementKind::Book(Book {
-                name,
-                budget,
-                coverage,
-            })
-        }
-        "GRADE" => {
-            let _ = i.next_slice(5);
-            if sp(i).is_err() {
-                return expected(i, "what to grade after GRADE");
-            }
-            StatementKind::Grade(grade_head(i)?)
-        }
-        "STAND-DOWN" => {
-            let _ = i.next_slice(10);
-            // The reason is the rest of the line (the line layer removed any comment).
-            let reason = i.input.trim_matches(|c| c == ' ' || c == '\t').to_string();
-            let n = i.input.len();
-            let _ = i.next_slice(n);
-            StatementKind::StandDown(StandDown { reason })
-        }
-        "CANCEL" => {
-            let _ = i.next_slice(6);
-            if sp(i).is_err() {
-                return expected(i, "what to cancel: a plan or order name");
-            }
-            StatementKind::Cancel(Cancel {
-                target: name(i, "a plan or order name to cancel")?,
-            })
-        }
-        _ => {
-            let f = found(i);
-            let up = w.to_ascii_uppercase();
-            let msg = if CLAUSES.contains(&w) {
-                format!("{w} is a clause, not a statement: indent it two spaces under its PLAN")
-            } else if STATEMENT_KEYWORDS
-                .iter()
-                .chain(DIRECTIVE_KEYWORDS)
-                .any(|k| *k == up)
-            {
-                format!("statement keywords are upper case: write `{up}` instead of {f}")
-            } else {
-                format!("expected a statement ({STATEMENTS}) at the start of the line, found {f}")
-            };
-            return fail(i, msg, "expected a statement");
-        }
+    let f = found(i);
+    let up = w.to_ascii_uppercase();
+    let msg = if CLAUSES.contains(&w) {
+        format!("{w} is a clause, not a statement: indent it two spaces under its PLAN")
+    } else if STATEMENT_KEYWORDS
+        .iter()
+        .chain(DIRECTIVE_KEYWORDS)
+        .any(|k| *k == up)
+    {
+        format!("statement keywords are upper case: write `{up}` instead of {f}")
+    } else {
+        format!("expected a statement ({STATEMENTS}) at the start of the line, found {f}")
     };
-    let what = match &kind {
-        StatementKind::Plan(_) => "the PLAN line",
-        StatementKind::Wake(_) => "the WAKE line",
-        _ => "the statement",
-    };
-    // Collapsed PLAN: the first clause keyword on the head line gets its own message.
-    sp0(i);
-    let t = next_token(i.input);
-    if matches!(kind, StatementKind::Plan(_)) && CLAUSES.contains(&t) {
-        return fail(
-            i,
-            format!(
-                "{t} belongs on its own line: end the PLAN line after its header and write each clause (WHEN, DO, ...) on its own line, indented two spaces"
-            ),
-            "put this on its own indented line",
-        );
-    }
-    eol(i, what)?;
-    Ok(Head::Stmt(kind))
+    fail(i, msg, "expected a statement")
+}
+
+fn body_of(kind: &StatementKind) -> Body {
+    let kw = kind.keyword();
+    statements()
+        .iter()
+        .find(|s| kw.starts_with(s.kw))
+        .map(|s| s.body)
+        .unwrap_or(Body::Flat)
 }
 
 // ---------------------------------------------------------------- the line layer
@@ -2007,7 +2395,8 @@ enum Open {
 /// Parse a document. On any syntax error, every broken line is reported (one error per
 /// line) and no document is returned.
 pub fn parse_document(src: &str) -> Result<Document, Vec<Diagnostic>> {
-    let index = LineIndex::new(src);
+    // Line numbers are only needed for errors: the index is built on the first one.
+    let index = std::cell::OnceCell::new();
     let base: &str = src;
     let mut errors: Vec<Diagnostic> = Vec::new();
     let mut statements: Vec<Statement> = Vec::new();
@@ -2024,7 +2413,7 @@ pub fn parse_document(src: &str) -> Result<Document, Vec<Diagnostic>> {
     let err = |errors: &mut Vec<Diagnostic>, e: PErr| {
         errors.push(Diagnostic::new(
             src,
-            &index,
+            index.get_or_init(|| LineIndex::new(src)),
             e.rule,
             e.start..e.end,
             e.msg,
@@ -2073,12 +2462,12 @@ pub fn parse_document(src: &str) -> Result<Document, Vec<Diagnostic>> {
             // A statement head.
             let start = line.start;
             match head(&mut input) {
-                Ok(Head::Stmt(kind)) => {
-                    open = match &kind {
-                        StatementKind::Plan(_) => Open::Plan,
-                        StatementKind::View(_) | StatementKind::ShowView(_) => Open::View,
-                        StatementKind::Grade(_) => Open::Grade,
-                        k => Open::Flat(k.keyword()),
+                Ok(kind) => {
+                    open = match body_of(&kind) {
+                        Body::Clauses => Open::Plan,
+                        Body::Panes => Open::View,
+                        Body::GradeClauses => Open::Grade,
+                        Body::Flat => Open::Flat(kind.keyword()),
                     };
                     statements.push(Statement {
                         leading: std::mem::take(&mut pending),
@@ -2125,7 +2514,7 @@ pub fn parse_document(src: &str) -> Result<Document, Vec<Diagnostic>> {
                     kind: StatementKind::Plan(p),
                     ..
                 }),
-            ) => match clause(&mut input) {
+            ) => match clause().parse(&mut input) {
                 Ok(kind) => p.clauses.push(Clause {
                     leading: std::mem::take(&mut pending),
                     kind,
@@ -2140,25 +2529,22 @@ pub fn parse_document(src: &str) -> Result<Document, Vec<Diagnostic>> {
                     kind: StatementKind::View(v) | StatementKind::ShowView(v),
                     ..
                 }),
-            ) => {
-                let r = pane(&mut input).and_then(|p| eol(&mut input, "the pane").map(|_| p));
-                match r {
-                    Ok(pane) => v.panes.push(PaneLine {
-                        leading: std::mem::take(&mut pending),
-                        pane,
-                        trailing,
-                        span,
-                    }),
-                    Err(e) => err(&mut errors, into_perr(e, &input)),
-                }
-            }
+            ) => match pane().parse(&mut input) {
+                Ok(pane) => v.panes.push(PaneLine {
+                    leading: std::mem::take(&mut pending),
+                    pane,
+                    trailing,
+                    span,
+                }),
+                Err(e) => err(&mut errors, into_perr(e, &input)),
+            },
             (
                 Open::Grade,
                 Some(Statement {
                     kind: StatementKind::Grade(g),
                     ..
                 }),
-            ) => match grade_clause(&mut input) {
+            ) => match grade_clause().parse(&mut input) {
                 Ok(kind) => g.clauses.push(GradeClause {
                     leading: std::mem::take(&mut pending),
                     kind,
@@ -2223,4 +2609,124 @@ fn into_perr(e: ErrMode<PErr>, i: &In<'_>) -> PErr {
         }
         ErrMode::Incomplete(_) => PErr::from_input(i),
     }
+}
+
+// ---------------------------------------------------------------- the document's grammar
+
+/// Write the grammar of a whole document (or turn) into `d`: the line layer above, as
+/// rules, over the statement table and the pieces the parser runs.
+pub(crate) fn describe_document(d: &mut Describer) {
+    let turn = d.opts.scope == GrammarScope::Turn;
+    d.rule("start", |d| {
+        let module = d.rule("module", |d| {
+            let unit = d.rule("unit", |d| {
+                let trivia = trivia(d);
+                let statement = d.rule("statement", |d| {
+                    let blocks = statements()
+                        .iter()
+                        .filter(|s| !s.directive)
+                        .map(|s| block(d, s))
+                        .collect();
+                    g::alt(blocks)
+                });
+                g::alt(vec![trivia, statement])
+            });
+            g::seq(vec![
+                unit.clone(),
+                g::star(g::seq(vec![g::lit("\n"), unit])),
+            ])
+        });
+        if !turn {
+            return module;
+        }
+        // A turn is a module, or one directive with trivia around it (TURNS.md §1).
+        let directive_turn = d.rule("directive_turn", |d| {
+            let trivia = trivia(d);
+            let directive = d.rule("directive", |d| {
+                let blocks = statements()
+                    .iter()
+                    .filter(|s| s.directive)
+                    .map(|s| block(d, s))
+                    .collect();
+                g::alt(blocks)
+            });
+            g::seq(vec![
+                g::star(g::seq(vec![trivia.clone(), g::lit("\n")])),
+                directive,
+                g::star(g::seq(vec![g::lit("\n"), trivia])),
+            ])
+        });
+        g::alt(vec![module, directive_turn])
+    });
+}
+
+/// A statement's lines: its head line, then (for PLAN, VIEW, SHOW VIEW, GRADE) its indented
+/// body lines with trivia among them.
+fn block(d: &mut Describer, s: &'static StatementSyntax) -> Term {
+    let head = d.rule(s.rule, |d| s.head.describe(d));
+    let end = line_end(d);
+    let (name, line): (&'static str, &'static str) = match (s.body, s.rule) {
+        (Body::Flat, _) => return g::seq(vec![head, end]),
+        (Body::Clauses, _) => ("plan_block", "clause_line"),
+        (Body::Panes, "show_view") => ("show_view_block", "pane_line"),
+        (Body::Panes, _) => ("view_block", "pane_line"),
+        (Body::GradeClauses, _) => ("grade_block", "grade_clause_line"),
+    };
+    d.rule(name, |d| {
+        let body = d.rule(line, |d| {
+            let piece = match s.body {
+                Body::Clauses => clause().describe(d),
+                Body::Panes => pane().describe(d),
+                _ => grade_clause().describe(d),
+            };
+            let indent = d.rule("indent", |_| g::lit("  "));
+            let end = line_end(d);
+            g::seq(vec![indent, piece, end])
+        });
+        let trivia = trivia(d);
+        g::seq(vec![
+            head,
+            end,
+            g::star(g::seq(vec![g::lit("\n"), g::alt(vec![body, trivia])])),
+        ])
+    })
+}
+
+/// Blank lines and comment lines (kept as trivia by the line layer).
+fn trivia(d: &mut Describer) -> Term {
+    d.rule("trivia", |d| {
+        let n = d.run();
+        let blanks = || g::rep(g::class(&[(' ', ' '), ('\t', '\t')]), 0, n);
+        let blank = d.rule("blank", |_| g::seq(vec![blanks(), g::opt(g::lit("\r"))]));
+        let comment = comment(d);
+        let comment_line = d.rule("comment_line", |_| {
+            g::seq(vec![blanks(), comment, g::opt(g::lit("\r"))])
+        });
+        g::alt(vec![blank, comment_line])
+    })
+}
+
+/// `#` and the rest of the line (`split_comment`), bounded for the grammar.
+fn comment(d: &mut Describer) -> Term {
+    let max = d.opts.free_text_max;
+    d.rule("comment", |_| {
+        g::seq(vec![
+            g::lit("#"),
+            Term::Text(CharClass::not(&[('\n', '\n')]), max),
+        ])
+    })
+}
+
+/// The end of a code line: trailing blanks, an optional trailing comment, a CR. The gap
+/// before a trailing comment is often aligned to a column, so it shares the free-text bound.
+fn line_end(d: &mut Describer) -> Term {
+    let max = d.opts.free_text_max.max(1);
+    d.rule("line_end", |d| {
+        let comment = comment(d);
+        g::seq(vec![
+            g::rep(g::class(&[(' ', ' '), ('\t', '\t')]), 0, max),
+            g::opt(comment),
+            g::opt(g::lit("\r")),
+        ])
+    })
 }

@@ -395,7 +395,7 @@ fn default_run_max() -> u32 {
     lang::grammar::GrammarOptions::default().run_max
 }
 
-/// `grammar`: the constrained-decoding grammar generated from the parser's tables, as
+/// `grammar`: the constrained-decoding grammar generated from the parser's syntax definitions, as
 /// `kestrel grammar` prints it.
 pub fn grammar(a: &GrammarArgs) -> ToolOutput {
     use lang::grammar as g;

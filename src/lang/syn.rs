@@ -1,0 +1,885 @@
+//! Syntax pieces that parse **and** describe themselves: the one definition the parser runs
+//! and the constrained-decoding grammar is generated from (LANGUAGE.md §8).
+//!
+//! Every piece implements [`Syn`]: `parse` reads Kestrel on winnow's input with the parser's
+//! guided errors, `describe` writes the same piece as a grammar [`Term`], and `lead` tells,
+//! without consuming, whether the piece starts here (how alternatives and optional parts are
+//! chosen, the way the hand-written parser used to peek). The statement, clause, pane,
+//! trigger, ticket and price rules in [`super::syntax`] are values built from these pieces,
+//! so what the parser sequences is exactly what the grammar says. Pieces that only refuse
+//! (guided messages for common escapes such as `@ spot`) describe as nothing: the grammar has
+//! no production for what the parser refuses.
+//!
+//! The leaves are lexemes ([`Lexeme`]): a fast hand-written lexer (names, numbers, durations,
+//! clocks, symbols, expiries...) and its character-level term, defined together, one value
+//! each. That pairing is the one place where a lexer and its term are two pieces of code;
+//! `tests/grammar.rs` checks the whole grammar, lexemes included, against the parser.
+//!
+//! Performance: pieces are built once (`rule!` keeps each rule in a `OnceLock`), words are
+//! compared byte by byte, and a choice asks each alternative whether it leads before parsing
+//! it. `cargo bench --bench lang` measures the result (docs/language.md).
+
+use super::grammar::{GrammarOptions, Rule as GRule, Term};
+use super::syntax::{In, PErr, R, at_kw, expected, fail, found};
+use std::collections::HashMap;
+use winnow::error::ErrMode;
+use winnow::stream::Stream;
+
+/// Whether a piece starts at some text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Lead<'s> {
+    /// It does not.
+    No,
+    /// It does (the piece decides here: an alternative or optional part is committed to).
+    Yes,
+    /// Spaces that match; whether the piece after them starts decides.
+    Skip(&'s str),
+}
+
+/// Does `s` start with `w`? The first byte is compared first: most tries fail there, and
+/// that saves a `memcmp` call per try (the parser tries many words at each position).
+#[inline]
+pub(crate) fn starts(s: &str, w: &str) -> bool {
+    let (s, w) = (s.as_bytes(), w.as_bytes());
+    if s.len() < w.len() {
+        return false;
+    }
+    // Words are short: a byte loop beats a call to `memcmp`.
+    for k in 0..w.len() {
+        if s[k] != w[k] {
+            return false;
+        }
+    }
+    true
+}
+
+/// Collects the grammar's rules while pieces describe themselves.
+pub(crate) struct Describer {
+    pub opts: GrammarOptions,
+    rules: Vec<GRule>,
+    named: HashMap<&'static str, usize>,
+}
+
+impl Describer {
+    pub fn new(opts: GrammarOptions) -> Describer {
+        Describer {
+            opts,
+            rules: Vec::new(),
+            named: HashMap::new(),
+        }
+    }
+
+    /// A reference to rule `name`, described by `body` the first time it is met (rules come
+    /// out in first-use order, so the start rule is first).
+    pub fn rule(&mut self, name: &'static str, body: impl FnOnce(&mut Describer) -> Term) -> Term {
+        if !self.named.contains_key(name) {
+            let k = self.rules.len();
+            self.named.insert(name, k);
+            self.rules.push(GRule {
+                name: name.to_string(),
+                body: Term::Seq(Vec::new()),
+            });
+            let t = simplify(body(self));
+            self.rules[k].body = t;
+        }
+        Term::Ref(name.to_string())
+    }
+
+    /// The bound on unbounded runs (spaces, digits, list items).
+    pub fn run(&self) -> u32 {
+        self.opts.run_max.max(1)
+    }
+
+    pub fn into_rules(self) -> Vec<GRule> {
+        self.rules
+    }
+}
+
+/// Flatten nested sequences, drop empty ones, unwrap singletons.
+fn simplify(t: Term) -> Term {
+    match t {
+        Term::Seq(v) => {
+            let mut out = Vec::new();
+            for x in v.into_iter().map(simplify) {
+                match x {
+                    Term::Seq(inner) => out.extend(inner),
+                    x => out.push(x),
+                }
+            }
+            if out.len() == 1 {
+                out.pop().unwrap_or(Term::Seq(Vec::new()))
+            } else {
+                Term::Seq(out)
+            }
+        }
+        Term::Alt(v) => {
+            let mut out: Vec<Term> = Vec::new();
+            for x in v.into_iter().map(simplify) {
+                let x = match x {
+                    Term::Seq(s) if s.is_empty() => Term::Lit(String::new()),
+                    x => x,
+                };
+                match x {
+                    Term::Alt(inner) => out.extend(inner),
+                    x => out.push(x),
+                }
+            }
+            if out.len() == 1 {
+                out.pop().unwrap_or(Term::Seq(Vec::new()))
+            } else {
+                Term::Alt(out)
+            }
+        }
+        Term::Rep(x, min, max) => match simplify(*x) {
+            Term::Seq(s) if s.is_empty() => Term::Seq(s),
+            x => Term::Rep(Box::new(x), min, max),
+        },
+        t => t,
+    }
+}
+
+/// What a piece says when it is not there.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Need {
+    /// "expected {what}, found {found}".
+    Expected(&'static str),
+    /// A message of its own (`{found}` is replaced by what was found) and a caret label.
+    Guide(&'static str, &'static str),
+}
+
+impl Need {
+    pub fn fail<T>(self, i: &In<'_>) -> R<T> {
+        match self {
+            Need::Expected(what) => expected(i, what),
+            Need::Guide(msg, label) => fail(i, msg.replace("{found}", &found(i)), label),
+        }
+    }
+}
+
+/// A piece of syntax.
+pub(crate) trait Syn: Send + Sync {
+    type Out;
+    fn parse(&self, i: &mut In<'_>) -> R<Self::Out>;
+    fn describe(&self, d: &mut Describer) -> Term;
+    fn lead<'s>(&self, s: &'s str) -> Lead<'s>;
+
+    /// The piece with the source span it covered.
+    fn spanned(self) -> Spanned<Self>
+    where
+        Self: Sized,
+    {
+        Spanned(self)
+    }
+
+    fn map<F, O>(self, f: F) -> Map<Self, F>
+    where
+        Self: Sized,
+        F: Fn(Self::Out) -> O + Send + Sync,
+    {
+        Map { s: self, f }
+    }
+}
+
+/// A boxed piece (alternatives of different shapes, rules).
+pub(crate) type Dyn<O> = Box<dyn Syn<Out = O>>;
+
+impl<O> Syn for Dyn<O> {
+    type Out = O;
+    fn parse(&self, i: &mut In<'_>) -> R<O> {
+        (**self).parse(i)
+    }
+    fn describe(&self, d: &mut Describer) -> Term {
+        (**self).describe(d)
+    }
+    fn lead<'s>(&self, s: &'s str) -> Lead<'s> {
+        (**self).lead(s)
+    }
+}
+
+// ---------------------------------------------------------------- words and blanks
+
+/// A keyword, case-sensitive, as a whole word.
+pub(crate) struct Kw(pub &'static str, pub Need);
+
+impl Syn for Kw {
+    type Out = ();
+    fn parse(&self, i: &mut In<'_>) -> R<()> {
+        if at_kw(i, self.0) {
+            let _ = i.next_slice(self.0.len());
+            Ok(())
+        } else {
+            self.1.fail(i)
+        }
+    }
+    fn describe(&self, _: &mut Describer) -> Term {
+        Term::Lit(self.0.to_string())
+    }
+    fn lead<'s>(&self, s: &'s str) -> Lead<'s> {
+        if starts(s, self.0) && super::syntax::ends_word(&s[self.0.len()..]) {
+            Lead::Yes
+        } else {
+            Lead::No
+        }
+    }
+}
+
+/// `kw(w, what)`: keyword `w`, or "expected {what}".
+pub(crate) fn kw(w: &'static str, what: &'static str) -> Kw {
+    Kw(w, Need::Expected(what))
+}
+
+/// Exact text, no word boundary.
+pub(crate) struct Lit(pub &'static str, pub Need);
+
+impl Syn for Lit {
+    type Out = ();
+    fn parse(&self, i: &mut In<'_>) -> R<()> {
+        if starts(i.input, self.0) {
+            let _ = i.next_slice(self.0.len());
+            Ok(())
+        } else {
+            self.1.fail(i)
+        }
+    }
+    fn describe(&self, _: &mut Describer) -> Term {
+        Term::Lit(self.0.to_string())
+    }
+    fn lead<'s>(&self, s: &'s str) -> Lead<'s> {
+        if starts(s, self.0) {
+            Lead::Yes
+        } else {
+            Lead::No
+        }
+    }
+}
+
+pub(crate) fn lit(s: &'static str, what: &'static str) -> Lit {
+    Lit(s, Need::Expected(what))
+}
+
+/// A word (the characters `chars` accepts) that is in `table`, ignoring ASCII case. Gives the
+/// table's value and the word as written.
+pub(crate) struct CiTable<T: 'static> {
+    pub table: &'static [(&'static str, T)],
+    pub chars: WordChars,
+    /// Must be followed directly by this text (consumed), like the `(` of `lean(`.
+    pub then: &'static str,
+    pub need: Need,
+}
+
+/// Which characters make up a word, for [`CiTable`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WordChars {
+    /// Price words: ASCII letters, digits, `_` and `.` (`fair-3c` is the word `fair`).
+    Price,
+    /// Series words: those and `-` (`prior-close`).
+    Series,
+}
+
+impl WordChars {
+    /// The length of the word at the start of `s` (words are ASCII).
+    #[inline]
+    fn end(self, s: &str) -> usize {
+        let dash = self == WordChars::Series;
+        s.bytes()
+            .position(|b| {
+                !(b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || (dash && b == b'-'))
+            })
+            .unwrap_or(s.len())
+    }
+}
+
+impl<T> CiTable<T> {
+    fn find(&self, s: &str) -> Option<(usize, usize)> {
+        let b0 = *s.as_bytes().first()?;
+        if !self.table.iter().any(|(w, _)| {
+            w.as_bytes()
+                .first()
+                .is_some_and(|c| c.eq_ignore_ascii_case(&b0))
+        }) {
+            return None;
+        }
+        let end = self.chars.end(s);
+        let w = &s[..end];
+        let k = self
+            .table
+            .iter()
+            .position(|(x, _)| x.eq_ignore_ascii_case(w))?;
+        starts(&s[end..], self.then).then_some((k, end))
+    }
+}
+
+impl<T: Copy + Send + Sync> Syn for CiTable<T> {
+    type Out = (T, String);
+    fn parse(&self, i: &mut In<'_>) -> R<(T, String)> {
+        match self.find(i.input) {
+            Some((k, end)) => {
+                let t = i.next_slice(end).to_string();
+                let _ = i.next_slice(self.then.len());
+                Ok((self.table[k].1, t))
+            }
+            None => self.need.fail(i),
+        }
+    }
+    fn describe(&self, _: &mut Describer) -> Term {
+        let words = Term::Alt(
+            self.table
+                .iter()
+                .map(|(w, _)| Term::LitCi(w.to_string()))
+                .collect(),
+        );
+        if self.then.is_empty() {
+            words
+        } else {
+            Term::Seq(vec![words, Term::Lit(self.then.to_string())])
+        }
+    }
+    fn lead<'s>(&self, s: &'s str) -> Lead<'s> {
+        if self.find(s).is_some() {
+            Lead::Yes
+        } else {
+            Lead::No
+        }
+    }
+}
+
+/// One of `words`, case-sensitive, each a whole word: gives its index.
+pub(crate) struct OneOf(pub &'static [&'static str], pub Need);
+
+impl Syn for OneOf {
+    type Out = usize;
+    fn parse(&self, i: &mut In<'_>) -> R<usize> {
+        match self.0.iter().position(|w| at_kw(i, w)) {
+            Some(k) => {
+                let _ = i.next_slice(self.0[k].len());
+                Ok(k)
+            }
+            None => self.1.fail(i),
+        }
+    }
+    fn describe(&self, _: &mut Describer) -> Term {
+        Term::Alt(self.0.iter().map(|w| Term::Lit(w.to_string())).collect())
+    }
+    fn lead<'s>(&self, s: &'s str) -> Lead<'s> {
+        let hit = self
+            .0
+            .iter()
+            .any(|w| starts(s, w) && super::syntax::ends_word(&s[w.len()..]));
+        if hit { Lead::Yes } else { Lead::No }
+    }
+}
+
+/// One of several exact texts, tried in order (`>=` before `>`): gives its index.
+pub(crate) struct Lits(pub &'static [&'static str], pub Need);
+
+impl Syn for Lits {
+    type Out = usize;
+    fn parse(&self, i: &mut In<'_>) -> R<usize> {
+        match self.0.iter().position(|w| starts(i.input, w)) {
+            Some(k) => {
+                let _ = i.next_slice(self.0[k].len());
+                Ok(k)
+            }
+            None => self.1.fail(i),
+        }
+    }
+    fn describe(&self, _: &mut Describer) -> Term {
+        Term::Alt(self.0.iter().map(|w| Term::Lit(w.to_string())).collect())
+    }
+    fn lead<'s>(&self, s: &'s str) -> Lead<'s> {
+        if self.0.iter().any(|w| starts(s, w)) {
+            Lead::Yes
+        } else {
+            Lead::No
+        }
+    }
+}
+
+/// One or more spaces between tokens. A tab, or no space, is refused with the piece's need.
+pub(crate) struct Sp(pub Need);
+
+/// `sp(what)`: spaces, or "expected {what}".
+pub(crate) fn sp(what: &'static str) -> Sp {
+    Sp(Need::Expected(what))
+}
+
+#[inline]
+fn spaces(s: &str) -> usize {
+    s.bytes().position(|b| b != b' ').unwrap_or(s.len())
+}
+
+impl Syn for Sp {
+    type Out = ();
+    fn parse(&self, i: &mut In<'_>) -> R<()> {
+        let n = spaces(i.input);
+        let _ = i.next_slice(n);
+        if n == 0 || i.input.starts_with('\t') {
+            return self.0.fail(i);
+        }
+        Ok(())
+    }
+    fn describe(&self, d: &mut Describer) -> Term {
+        let n = d.run();
+        d.rule("sp", |_| {
+            Term::Rep(Box::new(Term::Lit(" ".into())), 1, Some(n))
+        })
+    }
+    fn lead<'s>(&self, s: &'s str) -> Lead<'s> {
+        let n = spaces(s);
+        if n == 0 || s[n..].starts_with('\t') {
+            Lead::No
+        } else {
+            Lead::Skip(&s[n..])
+        }
+    }
+}
+
+/// Zero or more spaces.
+pub(crate) struct Sp0;
+
+impl Syn for Sp0 {
+    type Out = ();
+    fn parse(&self, i: &mut In<'_>) -> R<()> {
+        let n = spaces(i.input);
+        let _ = i.next_slice(n);
+        Ok(())
+    }
+    fn describe(&self, d: &mut Describer) -> Term {
+        let n = d.run();
+        d.rule("sp0", |_| {
+            Term::Rep(Box::new(Term::Lit(" ".into())), 0, Some(n))
+        })
+    }
+    fn lead<'s>(&self, s: &'s str) -> Lead<'s> {
+        Lead::Skip(&s[spaces(s)..])
+    }
+}
+
+// ---------------------------------------------------------------- composition
+
+/// Sequences are tuples of pieces.
+macro_rules! seq_impl {
+    ($($n:ident $v:ident),+) => {
+        impl<$($n: Syn),+> Syn for ($($n,)+) {
+            type Out = ($($n::Out,)+);
+            fn parse(&self, i: &mut In<'_>) -> R<Self::Out> {
+                let ($($v,)+) = self;
+                Ok(($($v.parse(i)?,)+))
+            }
+            fn describe(&self, d: &mut Describer) -> Term {
+                let ($($v,)+) = self;
+                Term::Seq(vec![$($v.describe(d)),+])
+            }
+            fn lead<'s>(&self, s: &'s str) -> Lead<'s> {
+                let ($($v,)+) = self;
+                let mut s = s;
+                $(
+                    match $v.lead(s) {
+                        Lead::Skip(rest) => s = rest,
+                        other => return other,
+                    }
+                )+
+                Lead::Skip(s)
+            }
+        }
+    };
+}
+seq_impl!(A a, B b);
+seq_impl!(A a, B b, C c);
+seq_impl!(A a, B b, C c, D d);
+seq_impl!(A a, B b, C c, D d, E e);
+seq_impl!(A a, B b, C c, D d, E e, F f);
+seq_impl!(A a, B b, C c, D d, E e, F f, G g);
+seq_impl!(A a, B b, C c, D d, E e, F f, G g, H h);
+seq_impl!(A a, B b, C c, D d, E e, F f, G g, H h, I i2);
+seq_impl!(A a, B b, C c, D d, E e, F f, G g, H h, I i2, J j);
+seq_impl!(A a, B b, C c, D d, E e, F f, G g, H h, I i2, J j, K k);
+
+/// A piece with its result mapped.
+pub(crate) struct Map<S, F> {
+    s: S,
+    f: F,
+}
+
+impl<S: Syn, F: Fn(S::Out) -> O + Send + Sync, O> Syn for Map<S, F> {
+    type Out = O;
+    fn parse(&self, i: &mut In<'_>) -> R<O> {
+        self.s.parse(i).map(&self.f)
+    }
+    fn describe(&self, d: &mut Describer) -> Term {
+        self.s.describe(d)
+    }
+    fn lead<'s>(&self, s: &'s str) -> Lead<'s> {
+        self.s.lead(s)
+    }
+}
+
+fn leads(l: Lead<'_>) -> bool {
+    matches!(l, Lead::Yes)
+}
+
+/// An optional part: taken when it leads here, and then it must be whole.
+pub(crate) struct Opt<S>(pub S);
+
+pub(crate) fn opt<S: Syn>(s: S) -> Opt<S> {
+    Opt(s)
+}
+
+impl<S: Syn> Syn for Opt<S> {
+    type Out = Option<S::Out>;
+    fn parse(&self, i: &mut In<'_>) -> R<Option<S::Out>> {
+        if leads(self.0.lead(i.input)) {
+            Ok(Some(self.0.parse(i)?))
+        } else {
+            Ok(None)
+        }
+    }
+    fn describe(&self, d: &mut Describer) -> Term {
+        Term::Rep(Box::new(self.0.describe(d)), 0, Some(1))
+    }
+    fn lead<'s>(&self, s: &'s str) -> Lead<'s> {
+        match self.0.lead(s) {
+            Lead::Yes => Lead::Yes,
+            _ => Lead::Skip(s),
+        }
+    }
+}
+
+/// `item (sep item)*`: the separator decides whether another item follows. `bounded` lists
+/// are capped at the grammar's run bound.
+pub(crate) struct List<S, P> {
+    pub item: S,
+    pub sep: P,
+    /// The item after a separator (the same piece, with its own message).
+    pub next: S,
+    pub bounded: bool,
+}
+
+impl<S: Syn, P: Syn> Syn for List<S, P> {
+    type Out = Vec<S::Out>;
+    fn parse(&self, i: &mut In<'_>) -> R<Vec<S::Out>> {
+        let mut out = vec![self.item.parse(i)?];
+        while leads(self.sep.lead(i.input)) {
+            self.sep.parse(i)?;
+            out.push(self.next.parse(i)?);
+        }
+        Ok(out)
+    }
+    fn describe(&self, d: &mut Describer) -> Term {
+        let item = self.item.describe(d);
+        let more = Term::Seq(vec![self.sep.describe(d), item.clone()]);
+        let max = self.bounded.then(|| d.run());
+        Term::Seq(vec![item, Term::Rep(Box::new(more), 0, max)])
+    }
+    fn lead<'s>(&self, s: &'s str) -> Lead<'s> {
+        self.item.lead(s)
+    }
+}
+
+/// `item (sep item)*` folded into one value: a lone item is returned as it is (no list is
+/// built for the common one-term trigger), several are joined by `many`.
+pub(crate) struct Joined<S: Syn, P> {
+    pub item: S,
+    pub sep: P,
+    pub many: fn(Vec<S::Out>) -> S::Out,
+}
+
+impl<S: Syn, P: Syn> Syn for Joined<S, P> {
+    type Out = S::Out;
+    fn parse(&self, i: &mut In<'_>) -> R<S::Out> {
+        let first = self.item.parse(i)?;
+        if !leads(self.sep.lead(i.input)) {
+            return Ok(first);
+        }
+        let mut out = vec![first];
+        while leads(self.sep.lead(i.input)) {
+            self.sep.parse(i)?;
+            out.push(self.item.parse(i)?);
+        }
+        Ok((self.many)(out))
+    }
+    fn describe(&self, d: &mut Describer) -> Term {
+        let item = self.item.describe(d);
+        let more = Term::Seq(vec![self.sep.describe(d), item.clone()]);
+        Term::Seq(vec![item, Term::Rep(Box::new(more), 0, None)])
+    }
+    fn lead<'s>(&self, s: &'s str) -> Lead<'s> {
+        self.item.lead(s)
+    }
+}
+
+/// Zero or more of a piece, while it leads.
+pub(crate) struct Many<S>(pub S);
+
+impl<S: Syn> Syn for Many<S> {
+    type Out = Vec<S::Out>;
+    fn parse(&self, i: &mut In<'_>) -> R<Vec<S::Out>> {
+        let mut out = Vec::new();
+        while leads(self.0.lead(i.input)) {
+            out.push(self.0.parse(i)?);
+        }
+        Ok(out)
+    }
+    fn describe(&self, d: &mut Describer) -> Term {
+        Term::Rep(Box::new(self.0.describe(d)), 0, None)
+    }
+    fn lead<'s>(&self, s: &'s str) -> Lead<'s> {
+        match self.0.lead(s) {
+            Lead::Yes => Lead::Yes,
+            _ => Lead::Skip(s),
+        }
+    }
+}
+
+/// Alternatives: the first that leads is taken; when none does, `otherwise` refuses with a
+/// guided message (or, for a last alternative that needs no lead, parses it).
+pub(crate) struct Alt<O> {
+    pub arms: Vec<Dyn<O>>,
+    pub otherwise: fn(&mut In<'_>) -> R<O>,
+}
+
+/// Alternatives whose last arm is taken, without asking whether it leads, when no other arm
+/// does: its own refusals are the guided messages. (A predicate's series: asking whether a
+/// series leads is the most expensive question the parser asks, so it is asked once.)
+pub(crate) struct OrElse<O> {
+    pub arms: Vec<Dyn<O>>,
+    pub last: Dyn<O>,
+}
+
+impl<O> Syn for OrElse<O> {
+    type Out = O;
+    fn parse(&self, i: &mut In<'_>) -> R<O> {
+        for a in &self.arms {
+            if leads(a.lead(i.input)) {
+                return a.parse(i);
+            }
+        }
+        self.last.parse(i)
+    }
+    fn describe(&self, d: &mut Describer) -> Term {
+        let mut v: Vec<Term> = self.arms.iter().map(|a| a.describe(d)).collect();
+        v.push(self.last.describe(d));
+        Term::Alt(v)
+    }
+    fn lead<'s>(&self, s: &'s str) -> Lead<'s> {
+        if self.arms.iter().any(|a| leads(a.lead(s))) || leads(self.last.lead(s)) {
+            Lead::Yes
+        } else {
+            Lead::No
+        }
+    }
+}
+
+impl<O> Syn for Alt<O> {
+    type Out = O;
+    fn parse(&self, i: &mut In<'_>) -> R<O> {
+        for a in &self.arms {
+            if leads(a.lead(i.input)) {
+                return a.parse(i);
+            }
+        }
+        (self.otherwise)(i)
+    }
+    fn describe(&self, d: &mut Describer) -> Term {
+        Term::Alt(self.arms.iter().map(|a| a.describe(d)).collect())
+    }
+    fn lead<'s>(&self, s: &'s str) -> Lead<'s> {
+        if self.arms.iter().any(|a| leads(a.lead(s))) {
+            Lead::Yes
+        } else {
+            Lead::No
+        }
+    }
+}
+
+/// Box a piece as an alternative arm.
+pub(crate) fn arm<S: Syn + 'static>(s: S) -> Dyn<S::Out> {
+    Box::new(s)
+}
+
+/// A named grammar rule: built once, shared, and referred to by name in the grammar (rules
+/// may be recursive: a price inside `lean(...)`, a trigger inside a group).
+pub(crate) struct Named<O: 'static> {
+    pub name: &'static str,
+    pub get: fn() -> &'static Dyn<O>,
+}
+
+impl<O> Syn for Named<O> {
+    type Out = O;
+    fn parse(&self, i: &mut In<'_>) -> R<O> {
+        (self.get)().parse(i)
+    }
+    fn describe(&self, d: &mut Describer) -> Term {
+        let get = self.get;
+        d.rule(self.name, |d| get().describe(d))
+    }
+    fn lead<'s>(&self, s: &'s str) -> Lead<'s> {
+        (self.get)().lead(s)
+    }
+}
+
+/// `rule!(fn price -> Price = "price", <piece>)`: a [`Named`] rule built on first use.
+macro_rules! rule {
+    ($vis:vis fn $f:ident -> $out:ty = $name:literal, $body:expr) => {
+        $vis fn $f() -> $crate::lang::syn::Named<$out> {
+            fn get() -> &'static $crate::lang::syn::Dyn<$out> {
+                static S: std::sync::OnceLock<$crate::lang::syn::Dyn<$out>> =
+                    std::sync::OnceLock::new();
+                S.get_or_init(|| Box::new($body))
+            }
+            $crate::lang::syn::Named { name: $name, get }
+        }
+    };
+}
+pub(crate) use rule;
+
+/// A lexeme: a hand-written lexer and its character-level term, defined together.
+pub(crate) struct Lexeme<O: 'static> {
+    /// The grammar rule it is written as.
+    pub rule: &'static str,
+    pub lex: fn(&mut In<'_>, &str) -> R<O>,
+    /// Does the lexeme start here? (Cheap: its first character, or a full try.)
+    pub looks: fn(&str) -> bool,
+    pub term: fn(&mut Describer) -> Term,
+}
+
+impl<O> Lexeme<O> {
+    /// The lexeme, refusing with "expected {what}".
+    pub fn what(&'static self, what: &'static str) -> Lex<O> {
+        Lex { def: self, what }
+    }
+}
+
+/// A lexeme in use, with what to say when it is not there.
+pub(crate) struct Lex<O: 'static> {
+    pub def: &'static Lexeme<O>,
+    pub what: &'static str,
+}
+
+impl<O> Syn for Lex<O> {
+    type Out = O;
+    fn parse(&self, i: &mut In<'_>) -> R<O> {
+        (self.def.lex)(i, self.what)
+    }
+    fn describe(&self, d: &mut Describer) -> Term {
+        let term = self.def.term;
+        d.rule(self.def.rule, term)
+    }
+    fn lead<'s>(&self, s: &'s str) -> Lead<'s> {
+        if (self.def.looks)(s) {
+            Lead::Yes
+        } else {
+            Lead::No
+        }
+    }
+}
+
+/// A check that only refuses: when `when` leads here, `refuse` gives the guided error.
+/// It consumes nothing and is not in the grammar.
+pub(crate) struct Refuse<S> {
+    pub when: S,
+    pub refuse: fn(&mut In<'_>) -> R<()>,
+}
+
+impl<S: Syn> Syn for Refuse<S> {
+    type Out = ();
+    fn parse(&self, i: &mut In<'_>) -> R<()> {
+        if leads(self.when.lead(i.input)) {
+            (self.refuse)(i)
+        } else {
+            Ok(())
+        }
+    }
+    fn describe(&self, _: &mut Describer) -> Term {
+        Term::Seq(Vec::new())
+    }
+    fn lead<'s>(&self, s: &'s str) -> Lead<'s> {
+        Lead::Skip(s)
+    }
+}
+
+/// A piece that only checks the input, with code (the end of a line with its guided
+/// messages): not in the grammar, which the line layer ends.
+pub(crate) struct Check(pub fn(&mut In<'_>) -> R<()>);
+
+impl Syn for Check {
+    type Out = ();
+    fn parse(&self, i: &mut In<'_>) -> R<()> {
+        (self.0)(i)
+    }
+    fn describe(&self, _: &mut Describer) -> Term {
+        Term::Seq(Vec::new())
+    }
+    fn lead<'s>(&self, s: &'s str) -> Lead<'s> {
+        Lead::Skip(s)
+    }
+}
+
+/// A piece with the source span it covered.
+pub(crate) struct Spanned<S>(pub S);
+
+impl<S: Syn> Syn for Spanned<S> {
+    type Out = (S::Out, super::ast::Span);
+    fn parse(&self, i: &mut In<'_>) -> R<Self::Out> {
+        let start = super::syntax::pos(i);
+        let out = self.0.parse(i)?;
+        Ok((out, super::ast::Span::new(start, super::syntax::pos(i))))
+    }
+    fn describe(&self, d: &mut Describer) -> Term {
+        self.0.describe(d)
+    }
+    fn lead<'s>(&self, s: &'s str) -> Lead<'s> {
+        self.0.lead(s)
+    }
+}
+
+/// Turn a lost alternative into the parser's error at this point.
+pub(crate) fn backtrack<T>(i: &mut In<'_>) -> R<T> {
+    Err(ErrMode::Backtrack(<PErr as winnow::error::ParserError<
+        In<'_>,
+    >>::from_input(&*i)))
+}
+
+/// `a` then `b`, where `b`'s messages may name what `a` read: `{prev}` in them is replaced
+/// by `f(&a's result)` ("after `fills.avg_px`", "`TP 2x`").
+pub(crate) struct Ctx<A, B, F> {
+    pub a: A,
+    pub b: B,
+    pub f: F,
+}
+
+impl<A: Syn, B: Syn, F: Fn(&A::Out) -> String + Send + Sync> Syn for Ctx<A, B, F> {
+    type Out = (A::Out, B::Out);
+    fn parse(&self, i: &mut In<'_>) -> R<Self::Out> {
+        let x = self.a.parse(i)?;
+        match self.b.parse(i) {
+            Ok(y) => Ok((x, y)),
+            Err(ErrMode::Cut(e)) => Err(ErrMode::Cut(self.name(e, &x))),
+            Err(ErrMode::Backtrack(e)) => Err(ErrMode::Backtrack(self.name(e, &x))),
+            Err(e) => Err(e),
+        }
+    }
+    fn describe(&self, d: &mut Describer) -> Term {
+        Term::Seq(vec![self.a.describe(d), self.b.describe(d)])
+    }
+    fn lead<'s>(&self, s: &'s str) -> Lead<'s> {
+        match self.a.lead(s) {
+            Lead::Skip(rest) => self.b.lead(rest),
+            other => other,
+        }
+    }
+}
+
+impl<A, B, F> Ctx<A, B, F> {
+    fn name<O>(&self, mut e: PErr, x: &O) -> PErr
+    where
+        F: Fn(&O) -> String,
+    {
+        if e.msg.contains("{prev}") || e.label.contains("{prev}") {
+            let p = (self.f)(x);
+            e.msg = e.msg.replace("{prev}", &p);
+            e.label = e.label.replace("{prev}", &p);
+        }
+        e
+    }
+}
