@@ -1175,7 +1175,20 @@ impl LarkOut {
             Term::Text(c, max) => format!("/{}{{1,{max}}}/?", lark_class(c)),
             Term::Ref(n) => n.clone(),
             Term::Seq(v) => {
-                let parts: Vec<String> = v.iter().map(|x| self.term(x, true)).collect();
+                let mut parts: Vec<String> = Vec::new();
+                let mut i = 0;
+                while i < v.len() {
+                    // A one-character class that introduces free text (the STAND-DOWN
+                    // separator and reason) is one lexeme with it: apart, the blanks of a
+                    // reason that starts with one would lex as the line's trailing blanks.
+                    if let (Term::Class(c), Some(Term::Text(t, max))) = (&v[i], v.get(i + 1)) {
+                        parts.push(format!("/{}{}{{0,{max}}}/", lark_class(c), lark_class(t)));
+                        i += 2;
+                        continue;
+                    }
+                    parts.push(self.term(&v[i], true));
+                    i += 1;
+                }
                 group(parts.into_iter(), " ", nested)
             }
             Term::Alt(v) => {
@@ -1252,5 +1265,39 @@ pub fn export(format: GrammarFormat, opts: GrammarOptions) -> String {
     match format {
         GrammarFormat::Gbnf => to_gbnf(&g),
         GrammarFormat::Lark => to_lark(&g),
+    }
+}
+
+#[cfg(test)]
+mod lark_tests {
+    use super::*;
+    use llguidance::api::TopLevelGrammar;
+    use llguidance::toktrie::ApproximateTokEnv;
+    use llguidance::{Matcher, ParserFactory};
+
+    fn accepts(lark: &str, text: &str) -> bool {
+        let env = ApproximateTokEnv::single_byte_env();
+        let mut factory = ParserFactory::new_simple(&env).expect("llguidance factory");
+        factory.quiet();
+        let mut m = Matcher::new(factory.create_parser(TopLevelGrammar::from_lark(lark.into())));
+        assert!(m.get_error().is_none(), "{:?}", m.get_error());
+        let toks: Vec<u32> = text.bytes().map(u32::from).collect();
+        m.consume_tokens(&toks).is_ok() && m.is_accepting().unwrap_or(false)
+    }
+
+    /// The STAND-DOWN separator is one lexeme with the reason: otherwise a reason that
+    /// starts with a blank (`STAND-DOWN  two spaces`, which the parser reads as the separator
+    /// and ` two spaces`) lexes its blanks as the line's trailing blanks and is refused.
+    #[test]
+    fn a_stand_down_reason_may_start_with_a_blank() {
+        let lark = export(GrammarFormat::Lark, GrammarOptions::default());
+        for text in [
+            "STAND-DOWN  two spaces\n",
+            "STAND-DOWN \tx",
+            "STAND-DOWN\t\tx\n",
+        ] {
+            assert!(crate::lang::parse(text).is_ok(), "{text:?}");
+            assert!(accepts(&lark, text), "{text:?}");
+        }
     }
 }
