@@ -1,16 +1,24 @@
 //! Seed 001's constrained-decoding experiment without a model: prints the table in
 //! docs/grammar.md.
 //!
-//! cargo run --release --example grammar_experiment -- [samples-per-target] [budget...] [--full-vocab]
+//! cargo run --release --example grammar_experiment -- [samples-per-target] [budget...] [--full-vocab] [--plain]
+//!
+//! `--plain` constrains with `grammar::to_lark_plain` (every line-layer symbol its own
+//! lexeme) instead of `grammar::to_lark`, to compare; llguidance runs with its default limits.
 
 #[path = "../tests/grammar_support/experiment.rs"]
 mod experiment;
 
-use experiment::{Errors, Vocab, run_arm, targets};
+use experiment::{Errors, Export, Vocab, run_arm_with, targets};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let full = args.iter().any(|a| a == "--full-vocab");
+    let export = if args.iter().any(|a| a == "--plain") {
+        Export::Plain
+    } else {
+        Export::Lark
+    };
     let nums: Vec<usize> = args.iter().filter_map(|a| a.parse().ok()).collect();
     let per_target = nums.first().copied().unwrap_or(8);
     let budgets: Vec<usize> = if nums.len() > 1 {
@@ -32,6 +40,13 @@ fn main() {
         },
         targets.len()
     );
+    println!(
+        "constraint: {} under llguidance's default limits",
+        match export {
+            Export::Lark => "grammar::to_lark",
+            Export::Plain => "grammar::to_lark_plain",
+        }
+    );
     let errors = Errors {
         collapse: 0.15,
         spot_price: 0.4,
@@ -44,13 +59,21 @@ fn main() {
         errors.noise * 100.0
     );
     println!(
-        "| budget | arm | samples | completed | grammar escapes (of completed) | truncated at budget | semantic refusals (of completed) | engine errors |"
+        "| budget | arm | samples | completed | grammar escapes (of completed) | truncated at budget | semantic refusals (of completed) | engine errors | most items in one mask | most lexer fuel in one mask |"
     );
-    println!("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |");
+    println!("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     let n = targets.len() * per_target;
     for &budget in &budgets {
         for constrained in [false, true] {
-            let t = run_arm(&vocab, &targets, errors, budget, n, 7, constrained);
+            let t = run_arm_with(
+                &vocab,
+                &targets,
+                errors,
+                budget,
+                n,
+                7,
+                constrained.then_some(export),
+            );
             let pct = |a: usize, b: usize| {
                 if b == 0 {
                     0.0
@@ -59,7 +82,7 @@ fn main() {
                 }
             };
             println!(
-                "| {budget} | {} | {} | {} | {} ({:.1}%) | {} ({:.1}%) | {} ({:.1}%) | {} |",
+                "| {budget} | {} | {} | {} | {} ({:.1}%) | {} ({:.1}%) | {} ({:.1}%) | {} | {} | {} |",
                 if constrained {
                     "constrained"
                 } else {
@@ -74,6 +97,16 @@ fn main() {
                 t.semantic,
                 pct(t.semantic, t.completed),
                 t.engine_errors,
+                if constrained {
+                    t.max_items.to_string()
+                } else {
+                    "-".into()
+                },
+                if constrained {
+                    t.max_lexer_fuel.to_string()
+                } else {
+                    "-".into()
+                },
             );
         }
     }

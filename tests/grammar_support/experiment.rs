@@ -6,9 +6,10 @@
 //! writes `@ spot` for a price) or emits a uniformly random vocabulary token (noise). Run
 //! unconstrained, its completions are parsed by the real parser and the syntax refusals are
 //! counted as grammar escapes. Run constrained, every step's proposal distribution is masked
-//! by llguidance with the exported Lark turn grammar (renormalised over allowed tokens, EOS
-//! only where the grammar may end): completed generations must all parse; a generation that
-//! reaches the token budget first is a truncation, counted apart.
+//! by llguidance, at its default limits, with the exported Lark turn grammar (renormalised
+//! over allowed tokens, EOS only where the grammar may end): completed generations must all
+//! parse; a generation that reaches the token budget first is a truncation, counted apart; a
+//! mask llguidance refuses to compute (a limit) is an engine error.
 #![allow(dead_code)]
 
 use kestrel_desk::lang::grammar::{self, GrammarOptions, GrammarScope};
@@ -133,6 +134,34 @@ pub struct Tally {
     /// The constraint engine refused to compute a mask (a limit): neither a completion nor a
     /// truncation.
     pub engine_errors: usize,
+    /// The most Earley items llguidance made for one mask (its default limit,
+    /// `step_max_items`, is 50 000).
+    pub max_items: usize,
+    /// The most lexer fuel llguidance spent on one mask (default limit `step_lexer_fuel`,
+    /// 200 000).
+    pub max_lexer_fuel: u64,
+}
+
+/// Which Lark export constrains the generation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Export {
+    /// `grammar::to_lark`, the one `kestrel grammar --format lark` prints.
+    Lark,
+    /// `grammar::to_lark_plain`: the rules as they are, one character per terminal (the
+    /// export before the line layer was lexed as gaps), for comparison.
+    Plain,
+}
+
+/// The exported Lark turn grammar.
+pub fn lark_turn(export: Export) -> String {
+    let g = grammar::grammar(GrammarOptions {
+        scope: GrammarScope::Turn,
+        ..GrammarOptions::default()
+    });
+    match export {
+        Export::Lark => grammar::to_lark(&g),
+        Export::Plain => grammar::to_lark_plain(&g),
+    }
 }
 
 /// Targets: the project's example documents and a few directive turns.
@@ -159,7 +188,8 @@ pub fn targets(root: &std::path::Path) -> Vec<String> {
     t
 }
 
-/// Run one arm: `samples` generations, each toward target `i % targets.len()`.
+/// Run one arm: `samples` generations, each toward target `i % targets.len()`, constrained
+/// by the Lark export under llguidance's default limits (or not constrained).
 pub fn run_arm(
     vocab: &Vocab,
     targets: &[String],
@@ -169,24 +199,29 @@ pub fn run_arm(
     seed: u64,
     constrained: bool,
 ) -> Tally {
+    let export = constrained.then_some(Export::Lark);
+    run_arm_with(vocab, targets, errors, budget, samples, seed, export)
+}
+
+/// [`run_arm`] with the export to constrain by (`None`: unconstrained). llguidance runs with
+/// its default limits (`ParserFactory::new_simple`): a mask it refuses is an engine error.
+pub fn run_arm_with(
+    vocab: &Vocab,
+    targets: &[String],
+    errors: Errors,
+    budget: usize,
+    samples: usize,
+    seed: u64,
+    export: Option<Export>,
+) -> Tally {
     let mut tally = Tally::default();
-    let fresh = if constrained {
-        let lark = grammar::to_lark(&grammar::grammar(GrammarOptions {
-            scope: GrammarScope::Turn,
-            ..GrammarOptions::default()
-        }));
+    let fresh = export.map(|export| {
         let mut factory = ParserFactory::new_simple(&vocab.env).expect("llguidance factory");
         factory.quiet();
-        // The char-level grammar makes many Earley items per mask over a 100k vocabulary:
-        // raise the per-step item limit (default 50 000) rather than count its refusals.
-        factory.limits_mut().step_max_items = 2_000_000;
-        factory.limits_mut().step_lexer_fuel = 2_000_000_000;
-        let m = Matcher::new(factory.create_parser(TopLevelGrammar::from_lark(lark)));
+        let m = Matcher::new(factory.create_parser(TopLevelGrammar::from_lark(lark_turn(export))));
         assert!(m.get_error().is_none(), "grammar: {:?}", m.get_error());
-        Some(m)
-    } else {
-        None
-    };
+        m
+    });
     let space = vocab.id(b" ");
     let spot = vocab.id(b" spot");
     let encoded: Vec<Vec<u32>> = targets.iter().map(|t| vocab.encode(t)).collect();
@@ -229,13 +264,20 @@ pub fn run_arm(
                 None => props.push((vocab.eos, 1.0 - errors.noise, 0)),
             }
             let mask = match matcher.as_mut() {
-                Some(m) => match m.compute_mask() {
-                    Ok(mask) => Some(mask),
-                    Err(_) => {
-                        engine_error = true;
-                        break;
+                Some(m) => {
+                    let mask = m.compute_mask();
+                    if let Ok(st) = m.last_step_stats() {
+                        tally.max_items = tally.max_items.max(st.all_items);
+                        tally.max_lexer_fuel = tally.max_lexer_fuel.max(st.lexer_cost);
                     }
-                },
+                    match mask {
+                        Ok(mask) => Some(mask),
+                        Err(_) => {
+                            engine_error = true;
+                            break;
+                        }
+                    }
+                }
                 None => None,
             };
             let allowed = |t: u32| mask.as_ref().is_none_or(|mk| mk.is_allowed(t));
@@ -321,4 +363,23 @@ fn nth_set(mask: &llguidance::toktrie::SimpleVob, k: usize) -> u32 {
         i += 1;
     });
     found
+}
+
+/// Compile `lark` for `vocab` under llguidance's default limits, consume `prefix` (cl100k's
+/// tokenisation) and compute one mask: the items and lexer fuel it took, or the engine's
+/// refusal.
+pub fn mask_cost(vocab: &Vocab, lark: &str, prefix: &str) -> Result<(usize, u64), String> {
+    let mut factory = ParserFactory::new_simple(&vocab.env).expect("llguidance factory");
+    factory.quiet();
+    let mut m = Matcher::new(factory.create_parser(TopLevelGrammar::from_lark(lark.into())));
+    assert!(m.get_error().is_none(), "grammar: {:?}", m.get_error());
+    m.consume_tokens(&vocab.encode(prefix))
+        .map_err(|e| format!("the prefix {prefix:?}: {e}"))?;
+    match m.compute_mask() {
+        Ok(_) => {
+            let st = m.last_step_stats().map_err(|e| e.to_string())?;
+            Ok((st.all_items, st.lexer_cost))
+        }
+        Err(e) => Err(e.to_string().lines().next().unwrap_or("").to_string()),
+    }
 }
