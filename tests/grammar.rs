@@ -221,6 +221,11 @@ const SYNTAX_ERRORS: &[&str] = &[
     "POD p RISK day-loss 2R -> stop\n",
     "PLAN a budget 0.1R ttl +5m\n  WHEN T-30.5\n",
     "PLAN a budget 0.1R ttl +5m\n  WHEN spot > 5200.\n",
+    // Two the hand-written parser accepted and the grammar refused (found when the parser
+    // was rebuilt from the same definitions as the grammar): a subject glued to punctuation,
+    // and a path that is a non-breaking space.
+    "GRADE view= a OVER 2025-01 FILL f\n",
+    "IMPORT a FROM \u{a0}\n",
 ];
 
 #[test]

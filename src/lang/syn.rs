@@ -22,6 +22,7 @@
 use super::grammar::{GrammarOptions, Rule as GRule, Term};
 use super::syntax::{In, PErr, R, at_kw, expected, fail, found};
 use std::collections::HashMap;
+use std::sync::OnceLock;
 use winnow::error::ErrMode;
 use winnow::stream::Stream;
 
@@ -51,6 +52,59 @@ pub(crate) fn starts(s: &str, w: &str) -> bool {
         }
     }
     true
+}
+
+/// The bytes a piece may start with (a superset: "all" when a piece cannot tell cheaply).
+/// Alternatives use it to skip, without a call, the arms that cannot lead here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Firsts([u64; 4]);
+
+impl Firsts {
+    pub const ALL: Firsts = Firsts([u64::MAX; 4]);
+    pub const NONE: Firsts = Firsts([0; 4]);
+
+    pub fn of(bytes: impl IntoIterator<Item = u8>) -> Firsts {
+        let mut f = Firsts::NONE;
+        for b in bytes {
+            f.0[(b >> 6) as usize] |= 1 << (b & 63);
+        }
+        f
+    }
+
+    /// The first bytes of words, in both ASCII cases when `ci`.
+    fn words<'a>(words: impl IntoIterator<Item = &'a str>, ci: bool) -> Firsts {
+        Firsts::of(
+            words
+                .into_iter()
+                .filter_map(|w| w.as_bytes().first())
+                .flat_map(|&b| {
+                    if ci {
+                        [b.to_ascii_lowercase(), b.to_ascii_uppercase()]
+                    } else {
+                        [b, b]
+                    }
+                }),
+        )
+    }
+
+    pub fn union(self, o: Firsts) -> Firsts {
+        Firsts([
+            self.0[0] | o.0[0],
+            self.0[1] | o.0[1],
+            self.0[2] | o.0[2],
+            self.0[3] | o.0[3],
+        ])
+    }
+
+    /// May a piece start at `s`? (The empty text: only if the piece may match nothing,
+    /// which "all" stands for.)
+    #[inline]
+    pub fn may(&self, s: &str) -> bool {
+        match s.as_bytes().first() {
+            Some(&b) => self.0[(b >> 6) as usize] & (1 << (b & 63)) != 0,
+            None => *self == Firsts::ALL,
+        }
+    }
 }
 
 /// Collects the grammar's rules while pieces describe themselves.
@@ -163,6 +217,11 @@ pub(crate) trait Syn: Send + Sync {
     fn describe(&self, d: &mut Describer) -> Term;
     fn lead<'s>(&self, s: &'s str) -> Lead<'s>;
 
+    /// The bytes this piece may start with ([`Firsts::ALL`] unless a piece knows better).
+    fn firsts(&self) -> Firsts {
+        Firsts::ALL
+    }
+
     /// The piece with the source span it covered.
     fn spanned(self) -> Spanned<Self>
     where
@@ -194,6 +253,9 @@ impl<O> Syn for Dyn<O> {
     fn lead<'s>(&self, s: &'s str) -> Lead<'s> {
         (**self).lead(s)
     }
+    fn firsts(&self) -> Firsts {
+        (**self).firsts()
+    }
 }
 
 // ---------------------------------------------------------------- words and blanks
@@ -220,6 +282,9 @@ impl Syn for Kw {
         } else {
             Lead::No
         }
+    }
+    fn firsts(&self) -> Firsts {
+        Firsts::words([self.0], false)
     }
 }
 
@@ -249,6 +314,13 @@ impl Syn for Lit {
             Lead::Yes
         } else {
             Lead::No
+        }
+    }
+    fn firsts(&self) -> Firsts {
+        if self.0.is_empty() {
+            Firsts::ALL
+        } else {
+            Firsts::words([self.0], false)
         }
     }
 }
@@ -291,15 +363,10 @@ impl WordChars {
 
 impl<T> CiTable<T> {
     fn find(&self, s: &str) -> Option<(usize, usize)> {
-        let b0 = *s.as_bytes().first()?;
-        if !self.table.iter().any(|(w, _)| {
-            w.as_bytes()
-                .first()
-                .is_some_and(|c| c.eq_ignore_ascii_case(&b0))
-        }) {
+        let end = self.chars.end(s);
+        if end == 0 {
             return None;
         }
-        let end = self.chars.end(s);
         let w = &s[..end];
         let k = self
             .table
@@ -341,6 +408,9 @@ impl<T: Copy + Send + Sync> Syn for CiTable<T> {
             Lead::No
         }
     }
+    fn firsts(&self) -> Firsts {
+        Firsts::words(self.table.iter().map(|(w, _)| *w), true)
+    }
 }
 
 /// One of `words`, case-sensitive, each a whole word: gives its index.
@@ -367,6 +437,9 @@ impl Syn for OneOf {
             .any(|w| starts(s, w) && super::syntax::ends_word(&s[w.len()..]));
         if hit { Lead::Yes } else { Lead::No }
     }
+    fn firsts(&self) -> Firsts {
+        Firsts::words(self.0.iter().copied(), false)
+    }
 }
 
 /// One of several exact texts, tried in order (`>=` before `>`): gives its index.
@@ -392,6 +465,9 @@ impl Syn for Lits {
         } else {
             Lead::No
         }
+    }
+    fn firsts(&self) -> Firsts {
+        Firsts::words(self.0.iter().copied(), false)
     }
 }
 
@@ -431,6 +507,9 @@ impl Syn for Sp {
         } else {
             Lead::Skip(&s[n..])
         }
+    }
+    fn firsts(&self) -> Firsts {
+        Firsts::of([b' '])
     }
 }
 
@@ -481,6 +560,10 @@ macro_rules! seq_impl {
                 )+
                 Lead::Skip(s)
             }
+            fn firsts(&self) -> Firsts {
+                // Only a first piece that is not optional decides; spaces (`Sp`) are.
+                self.0.firsts()
+            }
         }
     };
 }
@@ -511,6 +594,9 @@ impl<S: Syn, F: Fn(S::Out) -> O + Send + Sync, O> Syn for Map<S, F> {
     }
     fn lead<'s>(&self, s: &'s str) -> Lead<'s> {
         self.s.lead(s)
+    }
+    fn firsts(&self) -> Firsts {
+        self.s.firsts()
     }
 }
 
@@ -631,50 +717,27 @@ impl<S: Syn> Syn for Many<S> {
     }
 }
 
-/// Alternatives: the first that leads is taken; when none does, `otherwise` refuses with a
-/// guided message (or, for a last alternative that needs no lead, parses it).
+/// Alternatives built at run time from a table (the pane catalog): the first that leads is
+/// taken; when none does, `otherwise` refuses with a guided message. Fixed alternatives are
+/// [`Choice`] tuples.
 pub(crate) struct Alt<O> {
     pub arms: Vec<Dyn<O>>,
     pub otherwise: fn(&mut In<'_>) -> R<O>,
+    /// Each arm's first bytes, computed on first use.
+    pub firsts: OnceLock<Vec<Firsts>>,
 }
 
-/// Alternatives whose last arm is taken, without asking whether it leads, when no other arm
-/// does: its own refusals are the guided messages. (A predicate's series: asking whether a
-/// series leads is the most expensive question the parser asks, so it is asked once.)
-pub(crate) struct OrElse<O> {
-    pub arms: Vec<Dyn<O>>,
-    pub last: Dyn<O>,
-}
-
-impl<O> Syn for OrElse<O> {
-    type Out = O;
-    fn parse(&self, i: &mut In<'_>) -> R<O> {
-        for a in &self.arms {
-            if leads(a.lead(i.input)) {
-                return a.parse(i);
-            }
-        }
-        self.last.parse(i)
-    }
-    fn describe(&self, d: &mut Describer) -> Term {
-        let mut v: Vec<Term> = self.arms.iter().map(|a| a.describe(d)).collect();
-        v.push(self.last.describe(d));
-        Term::Alt(v)
-    }
-    fn lead<'s>(&self, s: &'s str) -> Lead<'s> {
-        if self.arms.iter().any(|a| leads(a.lead(s))) || leads(self.last.lead(s)) {
-            Lead::Yes
-        } else {
-            Lead::No
-        }
-    }
+/// Each arm's first bytes.
+fn arm_firsts<O>(arms: &[Dyn<O>]) -> Vec<Firsts> {
+    arms.iter().map(|a| a.firsts()).collect()
 }
 
 impl<O> Syn for Alt<O> {
     type Out = O;
     fn parse(&self, i: &mut In<'_>) -> R<O> {
-        for a in &self.arms {
-            if leads(a.lead(i.input)) {
+        let firsts = self.firsts.get_or_init(|| arm_firsts(&self.arms));
+        for (a, f) in self.arms.iter().zip(firsts) {
+            if f.may(i.input) && leads(a.lead(i.input)) {
                 return a.parse(i);
             }
         }
@@ -684,11 +747,22 @@ impl<O> Syn for Alt<O> {
         Term::Alt(self.arms.iter().map(|a| a.describe(d)).collect())
     }
     fn lead<'s>(&self, s: &'s str) -> Lead<'s> {
-        if self.arms.iter().any(|a| leads(a.lead(s))) {
+        let firsts = self.firsts.get_or_init(|| arm_firsts(&self.arms));
+        if self
+            .arms
+            .iter()
+            .zip(firsts)
+            .any(|(a, f)| f.may(s) && leads(a.lead(s)))
+        {
             Lead::Yes
         } else {
             Lead::No
         }
+    }
+    fn firsts(&self) -> Firsts {
+        self.arms
+            .iter()
+            .fold(Firsts::NONE, |acc, a| acc.union(a.firsts()))
     }
 }
 
@@ -715,6 +789,9 @@ impl<O> Syn for Named<O> {
     }
     fn lead<'s>(&self, s: &'s str) -> Lead<'s> {
         (self.get)().lead(s)
+    }
+    fn firsts(&self) -> Firsts {
+        (self.get)().firsts()
     }
 }
 
@@ -831,6 +908,9 @@ impl<S: Syn> Syn for Spanned<S> {
     fn lead<'s>(&self, s: &'s str) -> Lead<'s> {
         self.0.lead(s)
     }
+    fn firsts(&self) -> Firsts {
+        self.0.firsts()
+    }
 }
 
 /// Turn a lost alternative into the parser's error at this point.
@@ -881,5 +961,121 @@ impl<A, B, F> Ctx<A, B, F> {
             e.label = e.label.replace("{prev}", &p);
         }
         e
+    }
+}
+
+/// Alternatives as a tuple of pieces (no boxes: each arm is compiled in place). The first
+/// that leads is taken; when none does, `otherwise` refuses with a guided message.
+pub(crate) struct Choice<T, O> {
+    pub arms: T,
+    pub otherwise: fn(&mut In<'_>) -> R<O>,
+}
+
+/// Alternatives as a tuple whose last arm is taken, without asking whether it leads, when no
+/// other arm does: its own refusals are then the guided messages. (A predicate's series:
+/// asking whether a series leads is the most expensive question the parser asks, so it is
+/// asked once.)
+pub(crate) struct ChoiceOr<T, L> {
+    pub arms: T,
+    pub last: L,
+}
+
+/// A tuple of arms with one output type.
+pub(crate) trait Arms<O> {
+    fn take(&self, i: &mut In<'_>) -> Option<R<O>>;
+    fn terms(&self, d: &mut Describer, out: &mut Vec<Term>);
+    fn any_leads(&self, s: &str) -> bool;
+    fn union(&self) -> Firsts;
+}
+
+macro_rules! arms_impl {
+    ($($n:ident $v:ident),+) => {
+        impl<O, $($n: Syn<Out = O>),+> Arms<O> for ($($n,)+) {
+            #[inline]
+            fn take(&self, i: &mut In<'_>) -> Option<R<O>> {
+                let ($($v,)+) = self;
+                $(
+                    if leads($v.lead(i.input)) {
+                        return Some($v.parse(i));
+                    }
+                )+
+                None
+            }
+            fn terms(&self, d: &mut Describer, out: &mut Vec<Term>) {
+                let ($($v,)+) = self;
+                $(out.push($v.describe(d));)+
+            }
+            fn any_leads(&self, s: &str) -> bool {
+                let ($($v,)+) = self;
+                false $(|| leads($v.lead(s)))+
+            }
+            fn union(&self) -> Firsts {
+                let ($($v,)+) = self;
+                Firsts::NONE $(.union($v.firsts()))+
+            }
+        }
+    };
+}
+arms_impl!(A a);
+arms_impl!(A a, B b);
+arms_impl!(A a, B b, C c);
+arms_impl!(A a, B b, C c, D d);
+arms_impl!(A a, B b, C c, D d, E e);
+arms_impl!(A a, B b, C c, D d, E e, F f);
+arms_impl!(A a, B b, C c, D d, E e, F f, G g);
+arms_impl!(A a, B b, C c, D d, E e, F f, G g, H h);
+arms_impl!(A a, B b, C c, D d, E e, F f, G g, H h, I i2);
+arms_impl!(A a, B b, C c, D d, E e, F f, G g, H h, I i2, J j);
+
+impl<O, T: Arms<O> + Send + Sync> Syn for Choice<T, O> {
+    type Out = O;
+    #[inline]
+    fn parse(&self, i: &mut In<'_>) -> R<O> {
+        match self.arms.take(i) {
+            Some(r) => r,
+            None => (self.otherwise)(i),
+        }
+    }
+    fn describe(&self, d: &mut Describer) -> Term {
+        let mut v = Vec::new();
+        self.arms.terms(d, &mut v);
+        Term::Alt(v)
+    }
+    fn lead<'s>(&self, s: &'s str) -> Lead<'s> {
+        if self.arms.any_leads(s) {
+            Lead::Yes
+        } else {
+            Lead::No
+        }
+    }
+    fn firsts(&self) -> Firsts {
+        self.arms.union()
+    }
+}
+
+impl<O, T: Arms<O> + Send + Sync, L: Syn<Out = O>> Syn for ChoiceOr<T, L> {
+    type Out = O;
+    #[inline]
+    fn parse(&self, i: &mut In<'_>) -> R<O> {
+        match self.arms.take(i) {
+            Some(r) => r,
+            None => self.last.parse(i),
+        }
+    }
+    fn describe(&self, d: &mut Describer) -> Term {
+        let mut v = Vec::new();
+        self.arms.terms(d, &mut v);
+        v.push(self.last.describe(d));
+        Term::Alt(v)
+    }
+    fn lead<'s>(&self, s: &'s str) -> Lead<'s> {
+        if self.arms.any_leads(s) || leads(self.last.lead(s)) {
+            Lead::Yes
+        } else {
+            Lead::No
+        }
+    }
+    fn firsts(&self) -> Firsts {
+        self.arms.union().union(self.last.firsts())
     }
 }

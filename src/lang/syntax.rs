@@ -556,16 +556,19 @@ static NUMBER_RAW: Lexeme<Num> = Lexeme {
     term: number_body,
 };
 
+/// An unsigned number that ends its token.
+const UNSIGNED_LEX: fn(&mut In<'_>, &str) -> R<Num> = |i, what| {
+    if first_is(i.input, |c| c.is_ascii_digit()) {
+        number_tok(i, what)
+    } else {
+        expected(i, what)
+    }
+};
+
 /// An unsigned number that ends its token (prices, strikes, percentiles).
 static UNSIGNED: Lexeme<Num> = Lexeme {
     rule: "unsigned",
-    lex: |i, what| {
-        if first_is(i.input, |c| c.is_ascii_digit()) {
-            number_tok(i, what)
-        } else {
-            expected(i, what)
-        }
-    },
+    lex: UNSIGNED_LEX,
     looks: |s| first_is(s, |c| c.is_ascii_digit()),
     term: unsigned_body,
 };
@@ -741,12 +744,12 @@ static PATH: Lexeme<String> = Lexeme {
     rule: "path",
     lex: |i, what| {
         let p = next_token(i.input);
-        if p.is_empty() || i.input.starts_with(' ') {
+        if p.is_empty() || first_is(i.input, char::is_whitespace) {
             return expected(i, what);
         }
         Ok(i.next_slice(p.len()).to_string())
     },
-    looks: |s| !next_token(s).is_empty(),
+    looks: |s| !next_token(s).is_empty() && !first_is(s, char::is_whitespace),
     term: |d| {
         let n = d.run();
         let (first, rest) = token_classes();
@@ -769,7 +772,7 @@ static OVER: Lexeme<GradeRange> = Lexeme {
     rule: "over",
     lex: |i, what| {
         let tok = next_token(i.input);
-        if tok.is_empty() || i.input.starts_with(' ') {
+        if tok.is_empty() || first_is(i.input, char::is_whitespace) {
             return expected(i, what);
         }
         let over = if is_month(tok.get(..7).unwrap_or(""))
@@ -792,7 +795,7 @@ static OVER: Lexeme<GradeRange> = Lexeme {
         let _ = i.next_slice(tok.len());
         Ok(over)
     },
-    looks: |s| !next_token(s).is_empty(),
+    looks: |s| !next_token(s).is_empty() && !first_is(s, char::is_whitespace),
     term: over_term,
 };
 
@@ -862,7 +865,11 @@ static FILL: Lexeme<String> = Lexeme {
         .or_else(|_: ErrMode<PErr>| expected(i, what))?;
         Ok(fill.to_string())
     },
-    looks: |s| first_is(s, |c| c.is_ascii_lowercase() || c.is_ascii_digit()),
+    looks: |s| {
+        first_is(s, |c| {
+            c.is_ascii_lowercase() || c.is_ascii_digit() || c == '.' || c == '-'
+        })
+    },
     term: |d| {
         let n = d.run();
         g::rep(
@@ -953,9 +960,12 @@ static OFFSET: Lexeme<Offset> = Lexeme {
 /// `p95`: a percentile of the series' own history.
 static PERCENTILE: Lexeme<Num> = Lexeme {
     rule: "percentile",
-    lex: |i, _| {
+    lex: |i, what| {
+        if !i.input.starts_with('p') {
+            return expected(i, what);
+        }
         let _ = i.next_slice(1);
-        number_tok(i, "a percentile like p95")
+        UNSIGNED_LEX(i, "a percentile like p95")
     },
     looks: |s| s.starts_with('p') && s[1..].starts_with(|c: char| c.is_ascii_digit()),
     term: |d| {
@@ -1026,18 +1036,14 @@ fn call(table: &'static [(&'static str, ())]) -> CiTable<()> {
     }
 }
 
-rule!(pub(crate) fn price -> Price = "price", Alt {
-    arms: vec![
-        arm(UNSIGNED.what("a price").map(|value| Price::Number { value })),
-        arm(CiTable {
+rule!(pub(crate) fn price -> Price = "price", Choice { arms: (UNSIGNED.what("a price").map(|value| Price::Number { value }), CiTable {
             table: &[(STUB, ())],
             chars: WordChars::Price,
             then: "",
             need: Need::Expected("a price"),
         }
         .spanned()
-        .map(|((_, text), span)| Price::Stub { text, span })),
-        arm((
+        .map(|((_, text), span)| Price::Stub { text, span }), (
             Ctx {
                 a: CiTable {
                     table: AnchorKind::ALL,
@@ -1059,8 +1065,7 @@ rule!(pub(crate) fn price -> Price = "price", Alt {
             .map(|((((kind, text), span), offset), ())| Price::Anchor {
                 anchor: Anchor { kind, text, span },
                 offset,
-            })),
-        arm((
+            }), (
             call(&[(LEAN, ())]),
             Sp0,
             price(),
@@ -1076,8 +1081,7 @@ rule!(pub(crate) fn price -> Price = "price", Alt {
                 b: Box::new(b),
                 w,
                 span,
-            })),
-        arm((
+            }), (
             call(MIN_CALL),
             Sp0,
             price(),
@@ -1090,8 +1094,7 @@ rule!(pub(crate) fn price -> Price = "price", Alt {
                 a: Box::new(a),
                 b: Box::new(b),
                 span,
-            })),
-        arm((
+            }), (
             call(MAX_CALL),
             Sp0,
             price(),
@@ -1104,10 +1107,7 @@ rule!(pub(crate) fn price -> Price = "price", Alt {
                 a: Box::new(a),
                 b: Box::new(b),
                 span,
-            })),
-    ],
-    otherwise: price_guide,
-});
+            })), otherwise: price_guide });
 
 /// Why the text at `i` is not a price (the guided escapes: `@ spot`, a negative price).
 fn price_guide(i: &mut In<'_>) -> R<Price> {
@@ -1155,17 +1155,14 @@ fn price_guide(i: &mut In<'_>) -> R<Price> {
 
 const SERIES_LIST: &str = "spot, hod, lod, vwap, open, prior-close, velocity(<dur>), pnl, time, fills.avg_px, <SYM>.spot, mark, mid, bid, ask";
 
-rule!(fn series -> Series = "series", Alt {
-    arms: vec![
-        arm(SYM_SPOT
+rule!(fn series -> Series = "series", Choice { arms: (SYM_SPOT
             .what("a symbol")
             .spanned()
             .map(|((sym, text), span)| Series {
                 kind: SeriesKind::SymSpot { sym },
                 text,
                 span,
-            })),
-        arm((
+            }), (
             CiTable {
                 table: &[(VELOCITY, ())],
                 chars: WordChars::Series,
@@ -1180,8 +1177,7 @@ rule!(fn series -> Series = "series", Alt {
                 kind: SeriesKind::Velocity { window },
                 text: t,
                 span,
-            })),
-        arm(CiTable {
+            }), CiTable {
             table: SIMPLE_SERIES,
             chars: WordChars::Series,
             then: "",
@@ -1192,10 +1188,7 @@ rule!(fn series -> Series = "series", Alt {
             kind: mk(),
             text,
             span,
-        })),
-    ],
-    otherwise: series_guide,
-});
+        })), otherwise: series_guide });
 
 /// Why the text at `i` is not a series (and so not a predicate).
 fn series_guide<T>(i: &mut In<'_>) -> R<T> {
@@ -1221,14 +1214,7 @@ fn series_guide<T>(i: &mut In<'_>) -> R<T> {
     )
 }
 
-rule!(fn value -> Value = "value", OrElse {
-    arms: vec![
-        arm(CLOCK.what("a clock time").map(|clock| Value::Clock { clock })),
-        arm(NUMBER.what("a number").map(|value| Value::Number { value })),
-        arm(PERCENTILE.what("a percentile").map(|pct| Value::Percentile { pct })),
-    ],
-    last: arm(series().map(|series| Value::Series { series })),
-});
+rule!(fn value -> Value = "value", ChoiceOr { arms: (CLOCK.what("a clock time").map(|clock| Value::Clock { clock }), NUMBER.what("a number").map(|value| Value::Number { value }), PERCENTILE.what("a percentile").map(|pct| Value::Percentile { pct })), last: series().map(|series| Value::Series { series }) });
 
 // ---------------------------------------------------------------- triggers
 
@@ -1244,14 +1230,11 @@ rule!(fn and_term -> Trigger = "and_term", Joined {
     many: |terms| Trigger::And { terms },
 });
 
-rule!(fn unary -> Trigger = "unary", OrElse {
-    arms: vec![
-        arm((kw(NOT, NOT), sp("a predicate after NOT"), unary()).map(|(_, _, inner)| {
+rule!(fn unary -> Trigger = "unary", ChoiceOr { arms: ((kw(NOT, NOT), sp("a predicate after NOT"), unary()).map(|(_, _, inner)| {
             Trigger::Not {
                 inner: Box::new(inner),
             }
-        })),
-        arm((
+        }), (
             lit("(", "`(`"),
             Sp0,
             trigger(),
@@ -1259,10 +1242,7 @@ rule!(fn unary -> Trigger = "unary", OrElse {
         )
             .map(|(_, _, inner, _)| Trigger::Group {
                 inner: Box::new(inner),
-            })),
-    ],
-    last: arm(predicate().map(|pred| Trigger::Pred { pred })),
-});
+            })), last: predicate().map(|pred| Trigger::Pred { pred }) });
 
 /// `within <dur>` after an event; an event cannot be `held`.
 /// `<spaces> <keyword> <spaces> <duration>`, optional.
@@ -1307,15 +1287,12 @@ const CROSS_DIR_VALUES: [CrossDir; 2] = [CrossDir::Above, CrossDir::Below];
 const CMP_OP_VALUES: [CmpOp; 4] = [CmpOp::Ge, CmpOp::Le, CmpOp::Gt, CmpOp::Lt];
 const PHASE_VALUES: [Phase; 2] = [Phase::Open, Phase::Close];
 
-rule!(fn predicate -> Predicate = "predicate", OrElse {
-    arms: vec![
-        arm((
+rule!(fn predicate -> Predicate = "predicate", ChoiceOr { arms: ((
             lit("T-", "T-"),
             MINUTES.what("minutes before the close after `T-`, like `T-30`"),
         )
             .spanned()
-            .map(|((_, minutes), span)| Predicate::TMinus { minutes, span })),
-        arm((
+            .map(|((_, minutes), span)| Predicate::TMinus { minutes, span }), (
             kw(PHASE, PHASE),
             sp("`open` or `close` after `phase`"),
             OneOf(PHASES, Need::Expected("`open` or `close` after `phase`")),
@@ -1324,8 +1301,7 @@ rule!(fn predicate -> Predicate = "predicate", OrElse {
             .map(|((_, _, k), span)| Predicate::Phase {
                 phase: PHASE_VALUES[k],
                 span,
-            })),
-        arm((
+            }), (
             lit("plan(", "plan("),
             NAME.what("a plan name inside plan(...)"),
             lit(").", "`).fired` or `).filled` after plan(<name>"),
@@ -1344,23 +1320,18 @@ rule!(fn predicate -> Predicate = "predicate", OrElse {
                 },
                 within: within.map(|(_, _, _, d)| d),
                 span,
-            })),
-        arm((kw(HEADLINE, HEADLINE), within())
+            }), (kw(HEADLINE, HEADLINE), within())
             .spanned()
             .map(|((_, (within, ())), span)| Predicate::Event {
                 event: Event::Headline,
                 within: within.map(|(_, _, _, d)| d),
                 span,
-            })),
-    ],
-    last: arm(Ctx {
+            })), last: Ctx {
             a: series(),
             f: |s: &Series| s.text.clone(),
             b: (
             sp("`crosses above|below` or a comparison (>, <, >=, <=) after `{prev}`"),
-            Alt {
-                arms: vec![
-                    arm((
+            Choice { arms: ((
                         kw(CROSSES, CROSSES),
                         sp("`above` or `below` after `crosses`"),
                         OneOf(CROSS_DIRS, Need::Expected("`above` or `below` after `crosses`")),
@@ -1370,8 +1341,7 @@ rule!(fn predicate -> Predicate = "predicate", OrElse {
                     )
                         .map(|(_, _, k, _, v, h)| {
                             Tail::Cross(CROSS_DIR_VALUES[k], v, h.map(|(_, _, _, d)| d))
-                        })),
-                    arm((
+                        }), (
                         Lits(CMP_OPS, Need::Expected("a comparison")),
                         sp("a space then a value after the comparison"),
                         value(),
@@ -1379,9 +1349,7 @@ rule!(fn predicate -> Predicate = "predicate", OrElse {
                     )
                         .map(|(k, _, v, h)| {
                             Tail::Cmp(CMP_OP_VALUES[k], v, h.map(|(_, _, _, d)| d))
-                        })),
-                ],
-                otherwise: |i| {
+                        })), otherwise: |i| {
                     if i.input.starts_with('=') || i.input.starts_with("!=") {
                         return fail(
                             i,
@@ -1393,8 +1361,7 @@ rule!(fn predicate -> Predicate = "predicate", OrElse {
                         i,
                         "`crosses above|below` or a comparison (>, <, >=, <=) after `{prev}`",
                     )
-                },
-            },
+                } },
             ),
         }
             .spanned()
@@ -1413,8 +1380,7 @@ rule!(fn predicate -> Predicate = "predicate", OrElse {
                     held,
                     span,
                 },
-            })),
-});
+            }) });
 
 // ---------------------------------------------------------------- tickets
 
@@ -1432,10 +1398,7 @@ fn at_sign(msg: &'static str) -> (Sp, Lit) {
 const SIDE_VALUES: [Side; 2] = [Side::Buy, Side::Sell];
 const RIGHT_VALUES: [Right; 2] = [Right::C, Right::P];
 
-rule!(fn strike -> Strike = "strike", Alt {
-    arms: vec![
-        arm(word(ATM, || Strike::Atm)),
-        arm((
+rule!(fn strike -> Strike = "strike", Choice { arms: (word(ATM, || Strike::Atm), (
             Lits(&["+", "-"], Need::Expected("a sign")),
             UNSIGNED.what("a strike offset like `+1` or `-2`"),
         )
@@ -1445,11 +1408,7 @@ rule!(fn strike -> Strike = "strike", Alt {
                     text: format!("{}{}", if k == 1 { '-' } else { '+' }, n.text),
                     span,
                 })
-            })),
-        arm(UNSIGNED.what("a strike").map(Strike::Absolute)),
-    ],
-    otherwise: instrument_guide,
-});
+            }), UNSIGNED.what("a strike").map(Strike::Absolute)), otherwise: instrument_guide });
 
 fn instrument_guide<T>(i: &mut In<'_>) -> R<T> {
     let f = found(i);
@@ -1462,10 +1421,7 @@ fn instrument_guide<T>(i: &mut In<'_>) -> R<T> {
     )
 }
 
-rule!(fn instrument -> Instrument = "instrument", Alt {
-    arms: vec![
-        arm(word(SHARES, || Instrument::Shares)),
-        arm((
+rule!(fn instrument -> Instrument = "instrument", Choice { arms: (word(SHARES, || Instrument::Shares), (
             strike(),
             sp("`C` or `P` after the strike"),
             OneOf(RIGHTS, Need::Expected("`C` or `P` after the strike")),
@@ -1473,30 +1429,18 @@ rule!(fn instrument -> Instrument = "instrument", Alt {
             .map(|(strike, _, k)| Instrument::Option {
                 strike,
                 right: RIGHT_VALUES[k],
-            })),
-    ],
-    otherwise: instrument_guide,
-});
+            })), otherwise: instrument_guide });
 
-rule!(fn modifier -> Modifier = "modifier", Alt {
-    arms: vec![
-        arm(word(FLAG_MODIFIERS[0], || Modifier::Peg)),
-        arm(word(FLAG_MODIFIERS[1], || Modifier::Fix)),
-        arm((
+rule!(fn modifier -> Modifier = "modifier", Choice { arms: (word(FLAG_MODIFIERS[0], || Modifier::Peg), word(FLAG_MODIFIERS[1], || Modifier::Fix), (
             kw(ESC_MODIFIER, ESC_MODIFIER),
             sp("a price after `esc`"),
             price(),
             sp("a duration after the esc price, like `esc fair 2m`"),
             DUR.what("how long to wait before re-pricing"),
         )
-            .map(|(_, _, price, _, after)| Modifier::Esc { price, after })),
-        arm((kw(PRICE_MODIFIERS[0], "cap"), sp("a price after `cap`"), price())
-            .map(|(_, _, price)| Modifier::Cap { price })),
-        arm((kw(PRICE_MODIFIERS[1], "floor"), sp("a price after `floor`"), price())
-            .map(|(_, _, price)| Modifier::Floor { price })),
-    ],
-    otherwise: backtrack,
-});
+            .map(|(_, _, price, _, after)| Modifier::Esc { price, after }), (kw(PRICE_MODIFIERS[0], "cap"), sp("a price after `cap`"), price())
+            .map(|(_, _, price)| Modifier::Cap { price }), (kw(PRICE_MODIFIERS[1], "floor"), sp("a price after `floor`"), price())
+            .map(|(_, _, price)| Modifier::Floor { price })), otherwise: backtrack });
 
 rule!(fn modifiers -> Vec<Modifier> = "modifiers", (
     Many((sp("a space"), modifier()).map(|(_, m)| m)),
@@ -1515,9 +1459,7 @@ rule!(fn modifiers -> Vec<Modifier> = "modifiers", (
     }));
 
 rule!(fn ticket -> Ticket = "ticket", (
-    Alt {
-        arms: vec![arm(OneOf(SIDES, Need::Expected("`buy` or `sell`")).map(|k| SIDE_VALUES[k]))],
-        otherwise: |i| {
+    Choice { arms: (OneOf(SIDES, Need::Expected("`buy` or `sell`")).map(|k| SIDE_VALUES[k]),), otherwise: |i| {
             let f = found(i);
             let w = next_token(i.input);
             let hint = if w.eq_ignore_ascii_case("buy") || w.eq_ignore_ascii_case("sell") {
@@ -1530,8 +1472,7 @@ rule!(fn ticket -> Ticket = "ticket", (
                 format!("expected `buy` or `sell`, found {f}{hint}"),
                 "expected buy or sell",
             )
-        },
-    },
+        } },
     sp("a quantity after the side"),
     NUMBER.what("a quantity (a positive integer) after the side"),
     sp("an instrument after the quantity: `<strike> C|P` or `shares`"),
@@ -1585,37 +1526,31 @@ fn priced() -> (Sp, Lit, Sp, Named<Price>, Named<Vec<Modifier>>) {
     )
 }
 
-rule!(fn clause -> ClauseKind = "clause", Alt {
-    arms: vec![
-        arm((
+rule!(fn clause -> ClauseKind = "clause", Choice { arms: ((
             kw("USING", "USING"),
             sp("`signal <SYM> exec <SYM>` after USING"),
             using_body(),
             end(|i| eol(i, "the USING clause")),
         )
-            .map(|(_, _, u, _)| ClauseKind::Using(u))),
-        arm((
+            .map(|(_, _, u, _)| ClauseKind::Using(u)), (
             kw("WHEN", "WHEN"),
             sp("a trigger after WHEN"),
             trigger(),
             end(|i| eol(i, "the WHEN trigger")),
         )
-            .map(|(_, _, t, _)| ClauseKind::When(t))),
-        arm((
+            .map(|(_, _, t, _)| ClauseKind::When(t)), (
             kw("DO", "DO"),
             sp("a ticket after DO, like `DO buy 1 +1 C @ fair`"),
             ticket(),
             end(|i| eol(i, "the DO clause")),
         )
-            .map(|(_, _, t, _)| ClauseKind::Do(t))),
-        arm((
+            .map(|(_, _, t, _)| ClauseKind::Do(t)), (
             kw("ALSO", "ALSO"),
             sp("a ticket after ALSO, like `ALSO buy 1 +1 C @ fair`"),
             ticket(),
             end(|i| eol(i, "the ALSO clause")),
         )
-            .map(|(_, _, t, _)| ClauseKind::Also(t))),
-        arm((
+            .map(|(_, _, t, _)| ClauseKind::Also(t)), (
             kw("RELOAD", "RELOAD"),
             sp_kw("WHEN", "`WHEN <trigger> <ticket>` after RELOAD"),
             sp("a trigger after RELOAD WHEN"),
@@ -1624,8 +1559,7 @@ rule!(fn clause -> ClauseKind = "clause", Alt {
             ticket(),
             end(|i| eol(i, "the RELOAD clause")),
         )
-            .map(|(_, _, _, when, _, ticket, _)| ClauseKind::Reload { when, ticket })),
-        arm((
+            .map(|(_, _, _, when, _, ticket, _)| ClauseKind::Reload { when, ticket }), (
             kw("TP", "TP"),
             sp("a multiple of cost after TP, like `TP 2x @ fair`"),
             Ctx {
@@ -1649,8 +1583,7 @@ rule!(fn clause -> ClauseKind = "clause", Alt {
                 frac: frac.map(|(_, _, _, f)| f),
                 price,
                 modifiers,
-            })),
-        arm((
+            }), (
             kw("EXIT", "EXIT"),
             sp("a trigger after EXIT"),
             trigger(),
@@ -1668,8 +1601,7 @@ rule!(fn clause -> ClauseKind = "clause", Alt {
                     price: None,
                     modifiers: Vec::new(),
                 },
-            })),
-        arm((
+            }), (
             kw("INVALIDATE", "INVALIDATE"),
             sp("a trigger after INVALIDATE"),
             trigger(),
@@ -1693,23 +1625,19 @@ rule!(fn clause -> ClauseKind = "clause", Alt {
                     Some(_) => InvalidateAction::HaltRide,
                     None => InvalidateAction::Halt,
                 }),
-            })),
-        arm((
+            }), (
             kw("CANCEL-IF", "CANCEL-IF"),
             sp("a trigger after CANCEL-IF"),
             trigger(),
             end(|i| eol(i, "the CANCEL-IF clause")),
         )
-            .map(|(_, _, t, _)| ClauseKind::CancelIf(t))),
-        arm((
+            .map(|(_, _, t, _)| ClauseKind::CancelIf(t)), (
             kw("ARM", "ARM"),
             sp("a plan name after ARM"),
             NAME.what("a plan name after ARM"),
             end(|i| eol(i, "the ARM clause")),
         )
-            .map(|(_, _, n, _)| ClauseKind::Arm(n))),
-    ],
-    otherwise: |i| {
+            .map(|(_, _, n, _)| ClauseKind::Arm(n))), otherwise: |i| {
         let w = next_token(i.input);
         let f = found(i);
         let upper = w.to_ascii_uppercase();
@@ -1727,8 +1655,7 @@ rule!(fn clause -> ClauseKind = "clause", Alt {
             ),
             "expected a clause",
         )
-    },
-});
+    } });
 
 /// Clause keywords, from the shared lexicon.
 use super::lexicon::CLAUSE_KEYWORDS as CLAUSES;
@@ -1889,6 +1816,7 @@ rule!(fn pane -> Pane = "pane", (
                 "unknown pane",
             )
         },
+        firsts: OnceLock::new(),
     },
     end(|i| eol(i, "the pane")),
 )
@@ -1905,9 +1833,7 @@ const GRADE_SUBJECT_VALUES: [GradeSubject; 4] = [
 ];
 
 rule!(fn grade_clause -> GradeClauseKind = "grade_clause", (
-    Alt {
-        arms: vec![
-            arm((
+    Choice { arms: ((
                 kw("VS", "VS"),
                 sp("`null` or `ungated` after VS"),
                 OneOf(
@@ -1915,16 +1841,12 @@ rule!(fn grade_clause -> GradeClauseKind = "grade_clause", (
                     Need::Expected("a counterfactual after VS: `null` or `ungated`"),
                 ),
             )
-                .map(|(_, _, k)| GradeClauseKind::Vs(COUNTERFACTUAL_VALUES[k]))),
-            arm((
+                .map(|(_, _, k)| GradeClauseKind::Vs(COUNTERFACTUAL_VALUES[k])), (
                 kw("BY", "BY"),
                 sp("a key after BY, like `regime.intraday` or `lineage`"),
                 KEY.what("a key after BY, like `regime.intraday` or `lineage`"),
             )
-                .map(|(_, _, k)| GradeClauseKind::By(k))),
-        ],
-        otherwise: |i| expected(i, "a GRADE clause: `VS null`, `VS ungated` or `BY <key>`"),
-    },
+                .map(|(_, _, k)| GradeClauseKind::By(k))), otherwise: |i| expected(i, "a GRADE clause: `VS null`, `VS ungated` or `BY <key>`") },
     end(|i| eol(i, "the GRADE clause")),
 )
     .map(|(k, _)| k));
@@ -1968,13 +1890,7 @@ rule!(fn plan_head -> Plan = "plan_head", (
         "`ttl <HH:MM|+dur>` after the budget: `ttl 15:00` or `ttl +30m`",
     ),
     sp("a time after `ttl`: `15:00` or `+30m`"),
-    Alt {
-        arms: vec![
-            arm((lit("+", "+"), DUR.what("a duration after `ttl +`")).map(|(_, d)| Ttl::After(d))),
-            arm(CLOCK.what("a clock time").map(Ttl::At)),
-        ],
-        otherwise: |i| expected(i, "a time after `ttl`: a clock `HH:MM` or a relative `+30m`"),
-    },
+    Choice { arms: ((lit("+", "+"), DUR.what("a duration after `ttl +`")).map(|(_, d)| Ttl::After(d)), CLOCK.what("a clock time").map(Ttl::At)), otherwise: |i| expected(i, "a time after `ttl`: a clock `HH:MM` or a relative `+30m`") },
     opt((
         sp("a space"),
         kw("regime", "regime"),
@@ -2304,8 +2220,9 @@ const STATEMENTS: &str = "IMPORT, USING, VIEW, WAKE, PLAN, POD, BOOK, GRADE (and
 
 /// A statement head line (column 1).
 fn head(i: &mut In<'_>) -> R<StatementKind> {
+    let b0 = i.input.as_bytes().first().copied();
     for s in statements() {
-        if matches!(s.head.lead(i.input), Lead::Yes) {
+        if s.kw.as_bytes().first().copied() == b0 && matches!(s.head.lead(i.input), Lead::Yes) {
             return s.head.parse(i);
         }
     }
@@ -2729,4 +2646,197 @@ fn line_end(d: &mut Describer) -> Term {
             g::opt(g::lit("\r")),
         ])
     })
+}
+
+#[cfg(test)]
+mod lexeme_tests {
+    //! Each lexeme is the one place where a lexer and its grammar term are two pieces of
+    //! code. Here every lexer is run against its own term, on many small random texts: the
+    //! lexer reads a whole text exactly when the term matches it.
+    use super::*;
+    use crate::lang::grammar::GrammarOptions;
+
+    /// Every end position at which `t` can finish matching `s` from `at`.
+    fn ends(t: &Term, rules: &[g::Rule], s: &[char], at: usize, out: &mut Vec<usize>) {
+        match t {
+            Term::Lit(l) => {
+                let l: Vec<char> = l.chars().collect();
+                if s[at..].starts_with(&l) {
+                    out.push(at + l.len());
+                }
+            }
+            Term::LitCi(l) => {
+                let l: Vec<char> = l.chars().collect();
+                if s.len() >= at + l.len()
+                    && s[at..at + l.len()]
+                        .iter()
+                        .zip(&l)
+                        .all(|(a, b)| a.eq_ignore_ascii_case(b))
+                {
+                    out.push(at + l.len());
+                }
+            }
+            Term::Class(c) => {
+                if s.get(at).is_some_and(|&ch| c.matches(ch)) {
+                    out.push(at + 1);
+                }
+            }
+            Term::Text(c, max) => {
+                let mut k = at;
+                out.push(k);
+                while k < s.len() && k - at < *max as usize && c.matches(s[k]) {
+                    k += 1;
+                    out.push(k);
+                }
+            }
+            Term::Ref(n) => {
+                let r = rules.iter().find(|r| &r.name == n).expect("rule");
+                ends(&r.body, rules, s, at, out);
+            }
+            Term::Seq(v) => {
+                let mut cur = vec![at];
+                for x in v {
+                    let mut next = Vec::new();
+                    for &p in &cur {
+                        ends(x, rules, s, p, &mut next);
+                    }
+                    next.sort_unstable();
+                    next.dedup();
+                    cur = next;
+                }
+                out.extend(cur);
+            }
+            Term::Alt(v) => v.iter().for_each(|x| ends(x, rules, s, at, out)),
+            Term::Rep(x, min, max) => {
+                let mut cur = vec![at];
+                let mut n = 0;
+                if *min == 0 {
+                    out.push(at);
+                }
+                while !cur.is_empty() && max.is_none_or(|m| n < m) {
+                    let mut next = Vec::new();
+                    for &p in &cur {
+                        ends(x, rules, s, p, &mut next);
+                    }
+                    next.retain(|&e| !cur.contains(&e) || e > at);
+                    next.sort_unstable();
+                    next.dedup();
+                    n += 1;
+                    if n >= *min {
+                        out.extend(&next);
+                    }
+                    if next == cur {
+                        break;
+                    }
+                    cur = next;
+                }
+            }
+        }
+    }
+
+    fn term_accepts<O>(lx: &'static Lexeme<O>, text: &str) -> bool {
+        let mut d = Describer::new(GrammarOptions::default());
+        let t = lx.what("x").describe(&mut d);
+        let rules = d.into_rules();
+        let s: Vec<char> = text.chars().collect();
+        let mut out = Vec::new();
+        ends(&t, &rules, &s, 0, &mut out);
+        out.contains(&s.len())
+    }
+
+    fn lexer_reads<O>(lx: &'static Lexeme<O>, text: &str) -> bool {
+        let mut i = In {
+            input: text,
+            state: text,
+        };
+        // The parser asks `looks` before it lexes wherever a lexeme is a choice.
+        (lx.looks)(text) && (lx.lex)(&mut i, "x").is_ok() && i.input.is_empty()
+    }
+
+    fn check<O>(name: &str, lx: &'static Lexeme<O>, alphabet: &str, samples: &[&str]) {
+        let alphabet: Vec<char> = alphabet.chars().collect();
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut texts: Vec<String> = samples.iter().map(|s| s.to_string()).collect();
+        for _ in 0..4000 {
+            let len = (next() % 12) as usize;
+            // Half the texts grow from a valid sample, so both verdicts are exercised.
+            let mut t = if next() % 2 == 0 && !samples.is_empty() {
+                samples[(next() % samples.len() as u64) as usize].to_string()
+            } else {
+                String::new()
+            };
+            for _ in 0..len.saturating_sub(t.len() / 2) {
+                let c = alphabet[(next() % alphabet.len() as u64) as usize];
+                if next() % 3 == 0 && !t.is_empty() {
+                    let at = (next() as usize) % t.chars().count();
+                    let at = t.char_indices().nth(at).map(|(k, _)| k).unwrap_or(0);
+                    t.insert(at, c);
+                } else {
+                    t.push(c);
+                }
+            }
+            texts.push(t);
+        }
+        let mut both = 0;
+        for t in &texts {
+            let (l, g) = (lexer_reads(lx, t), term_accepts(lx, t));
+            assert_eq!(l, g, "{name}: lexer {l}, term {g} on {t:?}");
+            both += l as usize;
+        }
+        assert!(both > 20, "{name}: too few accepted texts ({both})");
+    }
+
+    #[test]
+    fn every_lexer_agrees_with_its_term() {
+        check("name", &NAME, "az09-_A.", &["fade-ladder", "a1", "x"]);
+        check("number", &NUMBER, "0159.-x", &["12", "-3.5", "0.25"]);
+        check("number raw", &NUMBER_RAW, "0159.-", &["12", "-3.5"]);
+        check("unsigned", &UNSIGNED, "0159.-a", &["12", "3.5"]);
+        check("minutes", &MINUTES, "0159.-", &["30", "5"]);
+        check("risk", &RISK, "0159.-Rr", &["0.25R", "1R", "-2R"]);
+        check("dur", &DUR, "0159smhd.", &["30s", "5m", "2h"]);
+        check("clock", &CLOCK, "0129345:", &["09:45", "23:59", "14:30"]);
+        check("sym", &SYM, "ASPX09.s", &["SPX", "C2.E", "SPY"]);
+        check(
+            "sym.spot",
+            &SYM_SPOT,
+            "ASPX09.spotSPOT",
+            &["SPX.spot", "Q.SPOT", "A1.B.spot"],
+        );
+        check(
+            "expiry",
+            &EXPIRY,
+            "0123dte-9",
+            &["0dte", "2025-02-28", "2026-12-31"],
+        );
+        check("key", &KEY, "az09_.-A", &["intraday", "regime.intraday"]);
+        check("fill", &FILL, "az09.-A_", &["strict-cross-v1"]);
+        check("percentile", &PERCENTILE, "p0159.-", &["p95", "p99.9"]);
+        check("offset", &OFFSET, "+-0159.c%x", &["-3c", "+0.05", "+10%"]);
+        check(
+            "reason",
+            &REASON,
+            " \tab(@,\u{a0}x",
+            &["", " no setup", "\tchop"],
+        );
+        // No `#`: the line layer has cut a line's comment off before any lexer runs.
+        check(
+            "path",
+            &PATH,
+            "a/.*( )@,\t{}-\u{a0}\u{b}",
+            &["lib/base.kestrel", "(x)/y"],
+        );
+        check(
+            "over",
+            &OVER,
+            "2025-01.x*/(\u{a0}",
+            &["2025-01", "2025-01..2025-03", "tapes/*", "2025-01x"],
+        );
+    }
 }
