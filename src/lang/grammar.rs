@@ -828,6 +828,21 @@ fn re_nonempty(
     }
 }
 
+/// Alternatives, nested ones flattened: `None` for none, the term itself for one.
+fn one_alt(alts: impl Iterator<Item = Term>) -> Option<Term> {
+    let mut alts: Vec<Term> = alts
+        .flat_map(|x| match x {
+            Term::Alt(w) => w,
+            x => vec![x],
+        })
+        .collect();
+    match alts.len() {
+        0 => None,
+        1 => alts.pop(),
+        _ => Some(Term::Alt(alts)),
+    }
+}
+
 /// The non-empty texts of `t` as a term (`None`: it has none); rule references are
 /// inlined where the rule may be empty.
 fn term_nonempty(t: &Term, rules: &BTreeMap<&str, &Term>) -> Option<Term> {
@@ -841,43 +856,16 @@ fn term_nonempty(t: &Term, rules: &BTreeMap<&str, &Term>) -> Option<Term> {
             (*max > 0).then(|| Term::Rep(Box::new(Term::Class(c.clone())), 1, Some(*max)))
         }
         Term::Ref(n) => term_nonempty(rules.get(n.as_str())?, rules),
-        Term::Seq(v) => {
-            let alts: Vec<Term> = (0..v.len())
-                .filter_map(|k| {
-                    let mut w = vec![term_nonempty(&v[k], rules)?];
-                    w.extend(v[k + 1..].iter().cloned());
-                    Some(if w.len() == 1 {
-                        w.remove(0)
-                    } else {
-                        Term::Seq(w)
-                    })
-                })
-                .flat_map(|x| match x {
-                    Term::Alt(w) => w,
-                    x => vec![x],
-                })
-                .collect();
-            match alts.len() {
-                0 => None,
-                1 => alts.into_iter().next(),
-                _ => Some(Term::Alt(alts)),
-            }
-        }
-        Term::Alt(v) => {
-            let alts: Vec<Term> = v
-                .iter()
-                .filter_map(|x| term_nonempty(x, rules))
-                .flat_map(|x| match x {
-                    Term::Alt(w) => w,
-                    x => vec![x],
-                })
-                .collect();
-            match alts.len() {
-                0 => None,
-                1 => alts.into_iter().next(),
-                _ => Some(Term::Alt(alts)),
-            }
-        }
+        Term::Seq(v) => one_alt((0..v.len()).filter_map(|k| {
+            let mut w = vec![term_nonempty(&v[k], rules)?];
+            w.extend(v[k + 1..].iter().cloned());
+            Some(if w.len() == 1 {
+                w.remove(0)
+            } else {
+                Term::Seq(w)
+            })
+        })),
+        Term::Alt(v) => one_alt(v.iter().filter_map(|x| term_nonempty(x, rules))),
         Term::Rep(x, _, max) => {
             if max == &Some(0) {
                 return None;

@@ -413,61 +413,68 @@ impl<T: Copy + Send + Sync> Syn for CiTable<T> {
     }
 }
 
-/// One of `words`, case-sensitive, each a whole word: gives its index.
-pub(crate) struct OneOf(pub &'static [&'static str], pub Need);
+/// One of `words`, case-sensitive, tried in order: gives its index. `whole` words must end
+/// where a word ends (`buy`, `above`); otherwise the text is matched exactly (`>=` before `>`).
+pub(crate) struct Words {
+    pub words: &'static [&'static str],
+    pub whole: bool,
+    pub need: Need,
+}
 
-impl Syn for OneOf {
-    type Out = usize;
-    fn parse(&self, i: &mut In<'_>) -> R<usize> {
-        match self.0.iter().position(|w| at_kw(i, w)) {
-            Some(k) => {
-                let _ = i.next_slice(self.0[k].len());
-                Ok(k)
-            }
-            None => self.1.fail(i),
-        }
-    }
-    fn describe(&self, _: &mut Describer) -> Term {
-        Term::Alt(self.0.iter().map(|w| Term::Lit(w.to_string())).collect())
-    }
-    fn lead<'s>(&self, s: &'s str) -> Lead<'s> {
-        let hit = self
-            .0
-            .iter()
-            .any(|w| starts(s, w) && super::syntax::ends_word(&s[w.len()..]));
-        if hit { Lead::Yes } else { Lead::No }
-    }
-    fn firsts(&self) -> Firsts {
-        Firsts::words(self.0.iter().copied(), false)
+/// One of `words`, each a whole word.
+pub(crate) fn one_of(words: &'static [&'static str], need: Need) -> Words {
+    Words {
+        words,
+        whole: true,
+        need,
     }
 }
 
-/// One of several exact texts, tried in order (`>=` before `>`): gives its index.
-pub(crate) struct Lits(pub &'static [&'static str], pub Need);
+/// One of several exact texts, tried in order.
+pub(crate) fn lits(words: &'static [&'static str], need: Need) -> Words {
+    Words {
+        words,
+        whole: false,
+        need,
+    }
+}
 
-impl Syn for Lits {
+impl Words {
+    fn find(&self, s: &str) -> Option<usize> {
+        self.words
+            .iter()
+            .position(|w| starts(s, w) && (!self.whole || super::syntax::ends_word(&s[w.len()..])))
+    }
+}
+
+impl Syn for Words {
     type Out = usize;
     fn parse(&self, i: &mut In<'_>) -> R<usize> {
-        match self.0.iter().position(|w| starts(i.input, w)) {
+        match self.find(i.input) {
             Some(k) => {
-                let _ = i.next_slice(self.0[k].len());
+                let _ = i.next_slice(self.words[k].len());
                 Ok(k)
             }
-            None => self.1.fail(i),
+            None => self.need.fail(i),
         }
     }
     fn describe(&self, _: &mut Describer) -> Term {
-        Term::Alt(self.0.iter().map(|w| Term::Lit(w.to_string())).collect())
+        Term::Alt(
+            self.words
+                .iter()
+                .map(|w| Term::Lit(w.to_string()))
+                .collect(),
+        )
     }
     fn lead<'s>(&self, s: &'s str) -> Lead<'s> {
-        if self.0.iter().any(|w| starts(s, w)) {
+        if self.find(s).is_some() {
             Lead::Yes
         } else {
             Lead::No
         }
     }
     fn firsts(&self) -> Firsts {
-        Firsts::words(self.0.iter().copied(), false)
+        Firsts::words(self.words.iter().copied(), false)
     }
 }
 

@@ -1295,7 +1295,7 @@ rule!(fn predicate -> Predicate = "predicate", ChoiceOr { arms: ((
             .map(|((_, minutes), span)| Predicate::TMinus { minutes, span }), (
             kw(PHASE, PHASE),
             sp("`open` or `close` after `phase`"),
-            OneOf(PHASES, Need::Expected("`open` or `close` after `phase`")),
+            one_of(PHASES, Need::Expected("`open` or `close` after `phase`")),
         )
             .spanned()
             .map(|((_, _, k), span)| Predicate::Phase {
@@ -1305,7 +1305,7 @@ rule!(fn predicate -> Predicate = "predicate", ChoiceOr { arms: ((
             lit("plan(", "plan("),
             NAME.what("a plan name inside plan(...)"),
             lit(").", "`).fired` or `).filled` after plan(<name>"),
-            OneOf(
+            one_of(
                 PLAN_EVENTS,
                 Need::Expected("`fired` or `filled` after `plan(<name>).`"),
             ),
@@ -1334,7 +1334,7 @@ rule!(fn predicate -> Predicate = "predicate", ChoiceOr { arms: ((
             Choice { arms: ((
                         kw(CROSSES, CROSSES),
                         sp("`above` or `below` after `crosses`"),
-                        OneOf(CROSS_DIRS, Need::Expected("`above` or `below` after `crosses`")),
+                        one_of(CROSS_DIRS, Need::Expected("`above` or `below` after `crosses`")),
                         sp("a value to cross (a number, a clock time, a series or pN)"),
                         value(),
                         held(),
@@ -1342,7 +1342,7 @@ rule!(fn predicate -> Predicate = "predicate", ChoiceOr { arms: ((
                         .map(|(_, _, k, _, v, h)| {
                             Tail::Cross(CROSS_DIR_VALUES[k], v, h.map(|(_, _, _, d)| d))
                         }), (
-                        Lits(CMP_OPS, Need::Expected("a comparison")),
+                        lits(CMP_OPS, Need::Expected("a comparison")),
                         sp("a space then a value after the comparison"),
                         value(),
                         held(),
@@ -1399,7 +1399,7 @@ const SIDE_VALUES: [Side; 2] = [Side::Buy, Side::Sell];
 const RIGHT_VALUES: [Right; 2] = [Right::C, Right::P];
 
 rule!(fn strike -> Strike = "strike", Choice { arms: (word(ATM, || Strike::Atm), (
-            Lits(&["+", "-"], Need::Expected("a sign")),
+            lits(&["+", "-"], Need::Expected("a sign")),
             UNSIGNED.what("a strike offset like `+1` or `-2`"),
         )
             .spanned()
@@ -1424,7 +1424,7 @@ fn instrument_guide<T>(i: &mut In<'_>) -> R<T> {
 rule!(fn instrument -> Instrument = "instrument", Choice { arms: (word(SHARES, || Instrument::Shares), (
             strike(),
             sp("`C` or `P` after the strike"),
-            OneOf(RIGHTS, Need::Expected("`C` or `P` after the strike")),
+            one_of(RIGHTS, Need::Expected("`C` or `P` after the strike")),
         )
             .map(|(strike, _, k)| Instrument::Option {
                 strike,
@@ -1459,7 +1459,7 @@ rule!(fn modifiers -> Vec<Modifier> = "modifiers", (
     }));
 
 rule!(fn ticket -> Ticket = "ticket", (
-    Choice { arms: (OneOf(SIDES, Need::Expected("`buy` or `sell`")).map(|k| SIDE_VALUES[k]),), otherwise: |i| {
+    Choice { arms: (one_of(SIDES, Need::Expected("`buy` or `sell`")).map(|k| SIDE_VALUES[k]),), otherwise: |i| {
             let f = found(i);
             let w = next_token(i.input);
             let hint = if w.eq_ignore_ascii_case("buy") || w.eq_ignore_ascii_case("sell") {
@@ -1836,7 +1836,7 @@ rule!(fn grade_clause -> GradeClauseKind = "grade_clause", (
     Choice { arms: ((
                 kw("VS", "VS"),
                 sp("`null` or `ungated` after VS"),
-                OneOf(
+                one_of(
                     COUNTERFACTUALS,
                     Need::Expected("a counterfactual after VS: `null` or `ungated`"),
                 ),
@@ -1955,7 +1955,7 @@ rule!(fn wake_head -> Wake = "wake_head", (
     }));
 
 rule!(fn grade_head -> Grade = "grade_head", (
-    OneOf(
+    one_of(
         GRADE_SUBJECTS,
         Need::Expected("what to grade: `plan`, `wake`, `view` or `pod`"),
     ),
@@ -2090,7 +2090,7 @@ pub(crate) fn statements() -> &'static [StatementSyntax] {
                     plan_head(),
                     // A collapsed PLAN: the first clause keyword on the head line.
                     Refuse {
-                        when: (Sp0, OneOf(CLAUSES, Need::Expected("a clause"))),
+                        when: (Sp0, one_of(CLAUSES, Need::Expected("a clause"))),
                         refuse: |i| {
                             let _ = Sp0.parse(i);
                             let t = next_token(i.input);
