@@ -20,7 +20,7 @@
 //! it. `cargo bench --bench lang` measures the result (docs/language.md).
 
 use super::grammar::{GrammarOptions, Rule as GRule, Term};
-use super::syntax::{In, PErr, R, at_kw, expected, fail, found};
+use super::syntax::{In, PErr, R, expected, fail, found};
 use std::collections::HashMap;
 use std::sync::OnceLock;
 use winnow::error::ErrMode;
@@ -260,46 +260,26 @@ impl<O> Syn for Dyn<O> {
 
 // ---------------------------------------------------------------- words and blanks
 
+/// Does `s` start with `w`, and (when `whole`) does a word end right after it? The one
+/// test behind keywords, exact texts and word lists.
+#[inline]
+pub(crate) fn at_word(s: &str, w: &str, whole: bool) -> bool {
+    starts(s, w) && (!whole || super::syntax::ends_word(&s[w.len()..]))
+}
+
+/// Exact text: a keyword when `WHOLE` (it must end where a word ends: [`Kw`]), or any text
+/// with no word boundary ([`Lit`]).
+pub(crate) struct Exact<const WHOLE: bool>(pub &'static str, pub Need);
+
 /// A keyword, case-sensitive, as a whole word.
-pub(crate) struct Kw(pub &'static str, pub Need);
-
-impl Syn for Kw {
-    type Out = ();
-    fn parse(&self, i: &mut In<'_>) -> R<()> {
-        if at_kw(i, self.0) {
-            let _ = i.next_slice(self.0.len());
-            Ok(())
-        } else {
-            self.1.fail(i)
-        }
-    }
-    fn describe(&self, _: &mut Describer) -> Term {
-        Term::Lit(self.0.to_string())
-    }
-    fn lead<'s>(&self, s: &'s str) -> Lead<'s> {
-        if starts(s, self.0) && super::syntax::ends_word(&s[self.0.len()..]) {
-            Lead::Yes
-        } else {
-            Lead::No
-        }
-    }
-    fn firsts(&self) -> Firsts {
-        Firsts::words([self.0], false)
-    }
-}
-
-/// `kw(w, what)`: keyword `w`, or "expected {what}".
-pub(crate) fn kw(w: &'static str, what: &'static str) -> Kw {
-    Kw(w, Need::Expected(what))
-}
-
+pub(crate) type Kw = Exact<true>;
 /// Exact text, no word boundary.
-pub(crate) struct Lit(pub &'static str, pub Need);
+pub(crate) type Lit = Exact<false>;
 
-impl Syn for Lit {
+impl<const WHOLE: bool> Syn for Exact<WHOLE> {
     type Out = ();
     fn parse(&self, i: &mut In<'_>) -> R<()> {
-        if starts(i.input, self.0) {
+        if at_word(i.input, self.0, WHOLE) {
             let _ = i.next_slice(self.0.len());
             Ok(())
         } else {
@@ -310,7 +290,7 @@ impl Syn for Lit {
         Term::Lit(self.0.to_string())
     }
     fn lead<'s>(&self, s: &'s str) -> Lead<'s> {
-        if starts(s, self.0) {
+        if at_word(s, self.0, WHOLE) {
             Lead::Yes
         } else {
             Lead::No
@@ -325,8 +305,13 @@ impl Syn for Lit {
     }
 }
 
+/// `kw(w, what)`: keyword `w`, or "expected {what}".
+pub(crate) fn kw(w: &'static str, what: &'static str) -> Kw {
+    Exact(w, Need::Expected(what))
+}
+
 pub(crate) fn lit(s: &'static str, what: &'static str) -> Lit {
-    Lit(s, Need::Expected(what))
+    Exact(s, Need::Expected(what))
 }
 
 /// A word (the characters `chars` accepts) that is in `table`, ignoring ASCII case. Gives the
@@ -349,6 +334,11 @@ pub(crate) enum WordChars {
 }
 
 impl WordChars {
+    /// The word at the start of `s` (not consumed; guided messages name it).
+    pub fn word(self, s: &str) -> &str {
+        &s[..self.end(s)]
+    }
+
     /// The length of the word at the start of `s` (words are ASCII).
     #[inline]
     fn end(self, s: &str) -> usize {
@@ -659,14 +649,19 @@ impl<S: Syn, P: Syn> Syn for List<S, P> {
         Ok(out)
     }
     fn describe(&self, d: &mut Describer) -> Term {
-        let item = self.item.describe(d);
-        let more = Term::Seq(vec![self.sep.describe(d), item.clone()]);
         let max = self.bounded.then(|| d.run());
-        Term::Seq(vec![item, Term::Rep(Box::new(more), 0, max)])
+        list_term(d, &self.item, &self.sep, max)
     }
     fn lead<'s>(&self, s: &'s str) -> Lead<'s> {
         self.item.lead(s)
     }
+}
+
+/// The grammar of `item (sep item)*`, with at most `max` more items.
+fn list_term(d: &mut Describer, item: &impl Syn, sep: &impl Syn, max: Option<u32>) -> Term {
+    let item = item.describe(d);
+    let more = Term::Seq(vec![sep.describe(d), item.clone()]);
+    Term::Seq(vec![item, Term::Rep(Box::new(more), 0, max)])
 }
 
 /// `item (sep item)*` folded into one value: a lone item is returned as it is (no list is
@@ -692,9 +687,7 @@ impl<S: Syn, P: Syn> Syn for Joined<S, P> {
         Ok((self.many)(out))
     }
     fn describe(&self, d: &mut Describer) -> Term {
-        let item = self.item.describe(d);
-        let more = Term::Seq(vec![self.sep.describe(d), item.clone()]);
-        Term::Seq(vec![item, Term::Rep(Box::new(more), 0, None)])
+        list_term(d, &self.item, &self.sep, None)
     }
     fn lead<'s>(&self, s: &'s str) -> Lead<'s> {
         self.item.lead(s)

@@ -130,21 +130,11 @@ pub(crate) fn expected<T>(i: &In<'_>, what: &str) -> R<T> {
 
 // ---------------------------------------------------------------- lexical helpers
 
-fn sp0(i: &mut In<'_>) {
-    let n = i.input.len() - i.input.trim_start_matches(' ').len();
-    let _ = i.next_slice(n);
-}
-
 /// Does a word end where `rest` starts (end, or a char that cannot continue a word)?
 pub(crate) fn ends_word(rest: &str) -> bool {
     rest.chars()
         .next()
         .is_none_or(|c| !(c.is_alphanumeric() || matches!(c, '-' | '_' | '.' | '/')))
-}
-
-/// Does the input start with keyword `kw` as a whole word?
-pub(crate) fn at_kw(i: &In<'_>, kw: &str) -> bool {
-    starts(i.input, kw) && ends_word(&i.input[kw.len()..])
 }
 
 fn word_run<'a>(i: &mut In<'a>) -> &'a str {
@@ -153,17 +143,6 @@ fn word_run<'a>(i: &mut In<'a>) -> &'a str {
     })
     .parse_next(i);
     r.unwrap_or("")
-}
-
-/// The longest prefix of the input whose chars satisfy `f` (not consumed).
-fn peek_word<'a>(i: &In<'a>, f: impl Fn(char) -> bool) -> &'a str {
-    let s = i.input;
-    let end = s
-        .char_indices()
-        .find(|&(_, c)| !f(c))
-        .map(|(n, _)| n)
-        .unwrap_or(s.len());
-    &s[..end]
 }
 
 fn span_from(start: usize, i: &In<'_>) -> Span {
@@ -445,7 +424,7 @@ fn expiry(i: &mut In<'_>, what: &str) -> R<Expiry> {
 }
 
 fn eol(i: &mut In<'_>, after: &str) -> R<()> {
-    sp0(i);
+    Sp0.parse(i)?;
     if i.input.is_empty() {
         return Ok(());
     }
@@ -978,7 +957,7 @@ static PERCENTILE: Lexeme<Num> = Lexeme {
 
 /// `<what>` needs spaces then keyword `k`.
 fn sp_kw(k: &'static str, what: &'static str) -> (Sp, Kw) {
-    (Sp(Need::Expected(what)), Kw(k, Need::Expected(what)))
+    (sp(what), kw(k, what))
 }
 
 /// An optional `<spaces> <keyword> <spaces> <value>` tail, taken when the keyword is there.
@@ -1003,14 +982,6 @@ fn word<T: 'static>(w: &'static str, v: fn() -> T) -> Map<Kw, impl Fn(()) -> T +
 /// The end of a line, with its guided messages (`WHEN … DO …` collapsed, a stray token).
 fn end(after: fn(&mut In<'_>) -> R<()>) -> Check {
     Check(after)
-}
-
-fn price_word_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || c == '_' || c == '.'
-}
-
-fn series_word_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.'
 }
 
 // ---------------------------------------------------------------- prices
@@ -1118,7 +1089,7 @@ fn price_guide(i: &mut In<'_>) -> R<Price> {
             "negative price",
         );
     }
-    let w = peek_word(i, price_word_char);
+    let w = WordChars::Price.word(i.input);
     let lw = w.to_ascii_lowercase();
     if w.is_empty() && i.input.is_empty() {
         return fail(
@@ -1192,7 +1163,7 @@ rule!(fn series -> Series = "series", Choice { arms: (SYM_SPOT
 
 /// Why the text at `i` is not a series (and so not a predicate).
 fn series_guide<T>(i: &mut In<'_>) -> R<T> {
-    let w = peek_word(i, series_word_char);
+    let w = WordChars::Series.word(i.input);
     if w.eq_ignore_ascii_case(VELOCITY) {
         let _ = i.next_slice(w.len());
         return expected(i, "`(<window>)` after velocity, like `velocity(1m)`");
@@ -1391,7 +1362,7 @@ const MODIFIER_LIST: &str =
 fn at_sign(msg: &'static str) -> (Sp, Lit) {
     (
         Sp(Need::Guide(msg, "missing `@`")),
-        Lit("@", Need::Guide(msg, "missing `@`")),
+        Exact("@", Need::Guide(msg, "missing `@`")),
     )
 }
 
@@ -1714,7 +1685,7 @@ fn make_pane(p: &str, v: PaneVals) -> Pane {
 
 /// One pane of the catalog, from its row of the lexicon's `PANES` table.
 fn pane_arm(p: &'static str, args: PaneArgs) -> Dyn<Pane> {
-    let k = move || Kw(p, Need::Expected("a pane"));
+    let k = move || kw(p, "a pane");
     let mk = move |v: PaneVals| make_pane(p, v);
     // `{prev}` in a message is the pane's name.
     let named = move |_: &()| p.to_string();
@@ -2002,14 +1973,6 @@ pub(crate) struct StatementSyntax {
     pub head: Dyn<StatementKind>,
 }
 
-fn head_end(what: &'static str) -> Check {
-    Check(match what {
-        "the PLAN line" => |i| eol(i, "the PLAN line"),
-        "the WAKE line" => |i| eol(i, "the WAKE line"),
-        _ => |i| eol(i, "the statement"),
-    })
-}
-
 /// The statement table, in the order of LANGUAGE.md.
 pub(crate) fn statements() -> &'static [StatementSyntax] {
     static S: OnceLock<Vec<StatementSyntax>> = OnceLock::new();
@@ -2034,7 +1997,7 @@ pub(crate) fn statements() -> &'static [StatementSyntax] {
                     sp_kw("FROM", "`FROM <path>` after the imported name"),
                     sp("a path after FROM"),
                     PATH.what("a path after FROM"),
-                    head_end("the statement"),
+                    end(|i| eol(i, "the statement")),
                 )
                     .map(|(_, _, name, _, _, path, _)| {
                         StatementKind::Import(Import { name, path })
@@ -2049,7 +2012,7 @@ pub(crate) fn statements() -> &'static [StatementSyntax] {
                     kw("USING", "USING"),
                     sp("`signal <SYM> exec <SYM>` after USING"),
                     using_body(),
-                    head_end("the statement"),
+                    end(|i| eol(i, "the statement")),
                 )
                     .map(|(_, _, u, _)| StatementKind::Using(u))),
             ),
@@ -2062,7 +2025,7 @@ pub(crate) fn statements() -> &'static [StatementSyntax] {
                     kw("VIEW", "VIEW"),
                     sp("a view name after VIEW"),
                     view_head(),
-                    head_end("the statement"),
+                    end(|i| eol(i, "the statement")),
                 )
                     .map(|(_, _, v, _)| StatementKind::View(v))),
             ),
@@ -2075,7 +2038,7 @@ pub(crate) fn statements() -> &'static [StatementSyntax] {
                     kw("WAKE", "WAKE"),
                     sp("a wake name after WAKE"),
                     wake_head(),
-                    head_end("the WAKE line"),
+                    end(|i| eol(i, "the WAKE line")),
                 )
                     .map(|(_, _, w, _)| StatementKind::Wake(w))),
             ),
@@ -2103,7 +2066,7 @@ pub(crate) fn statements() -> &'static [StatementSyntax] {
                             )
                         },
                     },
-                    head_end("the PLAN line"),
+                    end(|i| eol(i, "the PLAN line")),
                 )
                     .map(|(_, _, p, _, _)| StatementKind::Plan(p))),
             ),
@@ -2122,7 +2085,7 @@ pub(crate) fn statements() -> &'static [StatementSyntax] {
                     RISK.what("a risk amount after `day-loss`, like `2R`"),
                     sp_kw("->", "`-> halt` after the day-loss"),
                     sp_kw("halt", "`halt` after `->`"),
-                    head_end("the statement"),
+                    end(|i| eol(i, "the statement")),
                 )
                     .map(|(_, _, name, _, _, _, day_loss, _, _, _)| {
                         StatementKind::Pod(Pod { name, day_loss })
@@ -2151,7 +2114,7 @@ pub(crate) fn statements() -> &'static [StatementSyntax] {
                         next: SYM.what("a symbol after `,`"),
                         bounded: true,
                     },
-                    head_end("the statement"),
+                    end(|i| eol(i, "the statement")),
                 )
                     .map(|(_, _, name, _, _, budget, _, _, coverage, _)| {
                         StatementKind::Book(Book {
@@ -2170,7 +2133,7 @@ pub(crate) fn statements() -> &'static [StatementSyntax] {
                     kw("GRADE", "GRADE"),
                     sp("what to grade after GRADE"),
                     grade_head(),
-                    head_end("the statement"),
+                    end(|i| eol(i, "the statement")),
                 )
                     .map(|(_, _, g, _)| StatementKind::Grade(g))),
             ),
@@ -2195,7 +2158,7 @@ pub(crate) fn statements() -> &'static [StatementSyntax] {
                     sp_kw("VIEW", "`VIEW <name>` after SHOW"),
                     sp("a view name after SHOW VIEW"),
                     view_head(),
-                    head_end("the statement"),
+                    end(|i| eol(i, "the statement")),
                 )
                     .map(|(_, _, _, v, _)| StatementKind::ShowView(v))),
             ),
@@ -2208,7 +2171,7 @@ pub(crate) fn statements() -> &'static [StatementSyntax] {
                     kw("CANCEL", "CANCEL"),
                     sp("what to cancel: a plan or order name"),
                     NAME.what("a plan or order name to cancel"),
-                    head_end("the statement"),
+                    end(|i| eol(i, "the statement")),
                 )
                     .map(|(_, _, target, _)| StatementKind::Cancel(Cancel { target }))),
             ),
@@ -2218,12 +2181,12 @@ pub(crate) fn statements() -> &'static [StatementSyntax] {
 
 const STATEMENTS: &str = "IMPORT, USING, VIEW, WAKE, PLAN, POD, BOOK, GRADE (and in a turn: STAND-DOWN, SHOW VIEW, CANCEL)";
 
-/// A statement head line (column 1).
-fn head(i: &mut In<'_>) -> R<StatementKind> {
+/// A statement head line (column 1), with what the statement's indented lines are.
+fn head(i: &mut In<'_>) -> R<(StatementKind, Body)> {
     let b0 = i.input.as_bytes().first().copied();
     for s in statements() {
         if s.kw.as_bytes().first().copied() == b0 && matches!(s.head.lead(i.input), Lead::Yes) {
-            return s.head.parse(i);
+            return Ok((s.head.parse(i)?, s.body));
         }
     }
     let w = next_token(i.input);
@@ -2241,15 +2204,6 @@ fn head(i: &mut In<'_>) -> R<StatementKind> {
         format!("expected a statement ({STATEMENTS}) at the start of the line, found {f}")
     };
     fail(i, msg, "expected a statement")
-}
-
-fn body_of(kind: &StatementKind) -> Body {
-    let kw = kind.keyword();
-    statements()
-        .iter()
-        .find(|s| kw.starts_with(s.kw))
-        .map(|s| s.body)
-        .unwrap_or(Body::Flat)
 }
 
 // ---------------------------------------------------------------- the line layer
@@ -2379,8 +2333,8 @@ pub fn parse_document(src: &str) -> Result<Document, Vec<Diagnostic>> {
             // A statement head.
             let start = line.start;
             match head(&mut input) {
-                Ok(kind) => {
-                    open = match body_of(&kind) {
+                Ok((kind, body)) => {
+                    open = match body {
                         Body::Clauses => Open::Plan,
                         Body::Panes => Open::View,
                         Body::GradeClauses => Open::Grade,
