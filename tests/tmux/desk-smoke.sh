@@ -20,6 +20,14 @@ trap 'tmux kill-session -t "$S" 2>/dev/null || true; rm -rf "$TMP"' EXIT
 fail() { echo "FAIL: $1"; echo "--- screen ---"; tmux capture-pane -p -t "$S" || true; exit 1; }
 screen() { tmux capture-pane -p -t "$S"; }
 wait_for() { for _ in $(seq 1 50); do screen | grep -qF -- "$1" && return 0; sleep 0.2; done; fail "screen never showed: $1"; }
+# Quit the desk, wait for it to exit, and set SES (the saved session) and BUS (its Bus).
+quit_and_find_session() {
+  tmux send-keys -t "$S" q
+  for _ in $(seq 1 25); do tmux has-session -t "$S" 2>/dev/null || break; sleep 0.2; done
+  SES="$(ls "$XDG_DATA_HOME"/kestrel/sessions/*.jsonl 2>/dev/null | grep -v '\.bus-' | head -1)"
+  [[ -n "$SES" ]] || fail "$1"
+  BUS="${SES%.jsonl}.bus-0.jsonl"
+}
 
 tmux new-session -d -s "$S" -x 120 -y 36 "env HOME=$HOME XDG_DATA_HOME=$XDG_DATA_HOME XDG_CONFIG_HOME=$XDG_CONFIG_HOME $BIN desk --no-agent --no-example"
 wait_for "FRAME tape="
@@ -46,14 +54,10 @@ wait_for "reason"
 tmux send-keys -t "$S" -l "smoke test done"; tmux send-keys -t "$S" Enter
 wait_for "you: stand-down"
 echo "ok: stand-down"
-tmux send-keys -t "$S" q
-for _ in $(seq 1 25); do tmux has-session -t "$S" 2>/dev/null || break; sleep 0.2; done
-SES="$(ls "$XDG_DATA_HOME"/kestrel/sessions/*.jsonl 2>/dev/null | grep -v '\.bus-' | head -1)"
-[[ -n "$SES" ]] || fail "no session saved"
+quit_and_find_session "no session saved"
 grep -q '"type":"desk-session"' "$SES" || fail "session header missing"
 grep -q '"act":"arm"' "$SES" || fail "arm act missing"
 grep -q '"act":"stand-down"' "$SES" || fail "stand-down act missing"
-BUS="${SES%.jsonl}.bus-0.jsonl"
 grep -q '"type":"document-armed"' "$BUS" || fail "document-armed missing from the Bus"
 grep -q '"type":"stand-down"' "$BUS" || fail "stand-down missing from the Bus"
 echo "ok: session and Bus saved"
@@ -64,11 +68,7 @@ tmux new-session -d -s "$S" -x 160 -y 48 "env HOME=$HOME XDG_DATA_HOME=$XDG_DATA
 wait_for "house proposes supersede"
 tmux send-keys -t "$S" x
 wait_for "rejected house"
-tmux send-keys -t "$S" q
-for _ in $(seq 1 25); do tmux has-session -t "$S" 2>/dev/null || break; sleep 0.2; done
-SES="$(ls "$XDG_DATA_HOME"/kestrel/sessions/*.jsonl 2>/dev/null | grep -v '\.bus-' | head -1)"
-[[ -n "$SES" ]] || fail "no co-pilot session saved"
-BUS="${SES%.jsonl}.bus-0.jsonl"
+quit_and_find_session "no co-pilot session saved"
 grep -q '"type":"view-delivered"' "$BUS" || fail "view-delivered missing from the Bus"
 grep -q '"type":"turn-rejected"' "$BUS" || fail "turn-rejected missing from the Bus"
 grep -q '"agent":"reject"' "$SES" || fail "reject act missing from the session"
@@ -81,13 +81,9 @@ REPO="$(cd "$(dirname "$0")/../.." && pwd)"
 tmux new-session -d -s "$S" -x 160 -y 48 -c "$REPO" "env HOME=$HOME XDG_DATA_HOME=$XDG_DATA_HOME XDG_CONFIG_HOME=$XDG_CONFIG_HOME $BIN desk --no-example --author 'sh examples/command-author.sh'"
 wait_for "@ wake open"
 screen | grep -qF "last " || fail "the status line does not show the author's last answer"
-tmux send-keys -t "$S" q
-for _ in $(seq 1 25); do tmux has-session -t "$S" 2>/dev/null || break; sleep 0.2; done
-SES="$(ls "$XDG_DATA_HOME"/kestrel/sessions/*.jsonl 2>/dev/null | grep -v '\.bus-' | head -1)"
-[[ -n "$SES" ]] || fail "no live-author session saved"
+quit_and_find_session "no live-author session saved"
 grep -q '"live":"sh examples/command-author.sh"' "$SES" || fail "the agent record is missing"
 grep -q '"agent":"answer"' "$SES" || fail "the answer act is missing"
-BUS="${SES%.jsonl}.bus-0.jsonl"
 grep -q '"type":"turn","wake":"open"' "$BUS" || fail "the live author's turn is missing from the Bus"
 echo "ok: a live command author answers on the Bus"
 echo "7 passed, 0 failed"
