@@ -6,7 +6,7 @@
 //! Run: `cargo bench --bench desk`.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use kestrel_desk::desk::engine::{Command, Speed};
+use kestrel_desk::session::{Command, Speed};
 use kestrel_desk::desk::{self, ui};
 use kestrel_desk::market::Ts;
 use ratatui::Terminal;
@@ -17,7 +17,7 @@ use std::time::Duration;
 fn bench(c: &mut Criterion) {
     // A busy session: the house agent seated (its turns in the Journal and Tokens panes),
     // the example plan armed, replayed to 13:00, then a stand-down.
-    let house = Some(desk::agent::DeskAgent::house());
+    let house = Some(kestrel_desk::session::agent::Agent::house());
     let mut app =
         desk::inline_app_with(desk::tape_source(None).expect("tape"), house, false).expect("app");
     app.human_turn(desk::EXAMPLE_PLAN);
@@ -43,7 +43,7 @@ fn bench(c: &mut Criterion) {
     g.throughput(Throughput::Elements(events));
     g.bench_function("full session, max speed", |b| {
         b.iter(|| {
-            let house = Some(desk::agent::DeskAgent::house());
+            let house = Some(kestrel_desk::session::agent::Agent::house());
             let mut a = desk::inline_app_with(desk::tape_source(None).expect("tape"), house, false)
                 .expect("app");
             a.human_turn(desk::EXAMPLE_PLAN);

@@ -487,7 +487,8 @@ async fn the_example_command_author_writes_valid_turns() {
 /// routed turn waits for the person, then acts where it is accepted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_desk_streams_a_live_model_author_and_holds_its_turn_in_copilot() {
-    use kestrel_desk::desk::{self, agent::DeskAgent, engine::Command};
+    use kestrel_desk::desk;
+    use kestrel_desk::session::{Command, agent::Agent as DeskAgent};
     let server = serve(Behaviour::Normal).await;
     let spec = kestrel_desk::session::AuthorFlags {
         model: "test-model".into(),
@@ -498,20 +499,26 @@ async fn the_desk_streams_a_live_model_author_and_holds_its_turn_in_copilot() {
     .spec(&server.base);
     let src = desk::tape_source(None).expect("bundled tape");
     let mut app = desk::inline_app_with(src, Some(DeskAgent::Live(spec)), true).expect("desk");
-    assert_eq!(app.waiting.as_ref().map(|w| w.0.as_str()), Some("open"));
+    assert_eq!(
+        app.agent()
+            .and_then(|a| a.waiting.as_ref())
+            .map(|w| w.0.as_str()),
+        Some("open")
+    );
     // The tape moves while the model writes.
     app.send(Command::Seek(kestrel_desk::market::Ts::hms(9, 33, 0, 0)));
     let start = std::time::Instant::now();
-    while app.proposal.is_none() {
+    while app.proposal().is_none() {
         assert!(start.elapsed() < Duration::from_secs(20), "no answer");
         tokio::time::sleep(Duration::from_millis(20)).await;
         app.tick();
     }
     assert_eq!(
-        app.thinking, "STAND-DOWN chop, no edge",
+        app.agent().map(|a| a.thinking.as_str()),
+        Some("STAND-DOWN chop, no edge"),
         "streamed as written"
     );
-    let p = app.proposal.as_ref().expect("proposal");
+    let p = app.proposal().expect("proposal");
     assert_eq!(p.run.turn.outcome.name(), "stand-down");
     let seen = server.seen.lock().expect("lock").clone();
     let body = seen[0].body.to_string();
@@ -521,7 +528,7 @@ async fn the_desk_streams_a_live_model_author_and_holds_its_turn_in_copilot() {
     );
     assert_eq!(seen[0].body["stream"], true);
     assert!(!app.snap.bus.iter().any(|l| l.contains("\"type\":\"turn\"")));
-    app.accept();
+    app.send(Command::Accept);
     let turn = app
         .snap
         .bus

@@ -1,11 +1,13 @@
 //! The desk without a terminal: render tests on ratatui's TestBackend at two sizes, and
 //! state tests driving the app with synthetic key events over an inline replay.
 
-use kestrel_desk::desk::agent::DeskAgent;
-use kestrel_desk::desk::app::{App, Pane, TurnStatus};
-use kestrel_desk::desk::engine::{Act, Command, Driver, EngineHandle};
-use kestrel_desk::desk::runtime::{AgentAct, AgentCall};
-use kestrel_desk::desk::{self, session, ui};
+use kestrel_desk::bus::PlanState;
+use kestrel_desk::desk::app::{App, Pane};
+use kestrel_desk::desk::{self, ui};
+use kestrel_desk::session::agent::Agent as DeskAgent;
+use kestrel_desk::desk::handle::SessionHandle;
+use kestrel_desk::session::owner::TurnLine;
+use kestrel_desk::session::{Command, Opening, Settings, saved};
 use kestrel_desk::market::Ts;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -142,7 +144,7 @@ fn editor_shows_the_coded_error_under_the_offending_line() {
     assert!(s[row + 1].contains("code=PARSE"), "{}", s[row + 1]);
     // Submitting it routes as invalid and keeps the text for fixing.
     ctrl(&mut app, 's');
-    let last = app.turns.last().unwrap();
+    let last = app.turn_rows().last().unwrap();
     assert_eq!(last.routed.as_ref().unwrap().outcome.name(), "invalid");
     assert!(!app.editor.is_blank());
 }
@@ -162,12 +164,12 @@ fn submitting_a_valid_plan_routes_as_supersede_and_arms_it() {
         app.editor.diagnostics()
     );
     ctrl(&mut app, 's');
-    let t = app.turns.last().unwrap();
+    let t = app.turn_rows().last().unwrap();
     assert_eq!(t.routed.as_ref().unwrap().outcome.name(), "supersede");
-    assert!(matches!(t.status, TurnStatus::Applied(_)), "{:?}", t.status);
+    assert_eq!(t.result, "armed probe", "{t:?}");
     assert!(app.editor.is_blank());
     let p = app.snap.plans.iter().find(|p| p.name == "probe").unwrap();
-    assert_eq!(p.state, "armed");
+    assert_eq!(p.state, PlanState::Armed);
     assert!(p.text.starts_with("PLAN probe"));
     // The Bus carries the armed document; the Plans pane lists it.
     assert!(app.snap.bus.iter().any(|l| l.contains("document-armed")));
@@ -189,11 +191,11 @@ fn stand_down_key_with_a_reason_routes_as_stand_down() {
     assert!(has(&screen(&app, 100, 30), "STAND-DOWN"));
     typ(&mut app, "chop, no edge");
     press(&mut app, KeyCode::Enter);
-    let t = app.turns.last().unwrap();
+    let t = app.turn_rows().last().unwrap();
     let r = t.routed.as_ref().unwrap();
     assert_eq!(r.outcome.name(), "stand-down");
     assert_eq!(r.kestrel, "STAND-DOWN chop, no edge\n");
-    assert!(matches!(t.status, TurnStatus::Applied(_)));
+    assert_eq!(t.result, "stood down every plan");
     assert!(
         app.snap
             .bus
@@ -212,7 +214,7 @@ fn show_view_picks_panes_from_the_catalog() {
     press(&mut app, KeyCode::Down);
     press(&mut app, KeyCode::Char(' '));
     press(&mut app, KeyCode::Enter);
-    let r = app.turns.last().unwrap().routed.clone().unwrap();
+    let r = app.turn_rows().last().unwrap().routed.clone().unwrap();
     assert_eq!(r.outcome.name(), "view-request", "{r:?}");
     assert_eq!(app.focus, Pane::View);
     assert_eq!(app.snap.view_name, "desk-pick");
@@ -266,12 +268,18 @@ fn replay_controls_move_the_clock() {
     press(&mut app, KeyCode::Enter);
     assert_eq!(app.snap.clock, ms(10, 0, 30));
     assert!(app.message.as_deref().unwrap_or("").contains("not a time"));
+    // Restart asks first; any other key keeps going.
+    press(&mut app, KeyCode::Char('R'));
+    assert!(has(&screen(&app, 100, 30), "Restart from the open?"));
+    press(&mut app, KeyCode::Char('n'));
+    assert_eq!(app.snap.clock, ms(10, 0, 30));
     // Restart: back to the open, the book empty.
     press(&mut app, KeyCode::Char('R'));
+    press(&mut app, KeyCode::Char('y'));
     assert_eq!(app.snap.clock, ms(9, 30, 0));
     assert!(app.snap.plans.is_empty());
     // Max speed runs to the end of the tape in bounded slices.
-    app.send(Command::Speed(kestrel_desk::desk::engine::Speed::Max));
+    app.send(Command::Speed(kestrel_desk::session::Speed::Max));
     app.send(Command::Play);
     for _ in 0..100_000 {
         if app.snap.ended {
@@ -294,6 +302,22 @@ fn script(replies: &[&str]) -> DeskAgent {
 
 const AGENT_PLAN: &str = "# thesis: a break of 5300 runs\nPLAN agent-p budget 0.05R ttl +20m\n  USING signal SPX exec SPY 0dte\n  WHEN spot crosses above 5300\n  DO buy 1 +1 C @ fair-2c\n";
 
+/// The agent's turns (not the person's), in tape order.
+fn agent_rows(app: &App) -> Vec<TurnLine> {
+    app.turn_rows()
+        .iter()
+        .filter(|t| !t.from_desk())
+        .cloned()
+        .collect()
+}
+
+/// A fresh directory for one test's files.
+fn tmp(what: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("kestrel-desk-{what}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 fn bus_has(app: &App, ty: &str) -> bool {
     app.snap
         .bus
@@ -308,10 +332,7 @@ fn copilot_holds_the_agents_turn_until_the_person_rejects_or_accepts_it() {
     let mut app = desk::inline_app_with(src.clone(), Some(script(&[AGENT_PLAN])), true).unwrap();
     app.send(Command::Seek(ms(9, 31, 0)));
     app.tick();
-    let p = app
-        .proposal
-        .as_ref()
-        .expect("the OPEN wake's answer is proposed");
+    let p = app.proposal().expect("the OPEN wake's answer is proposed");
     assert_eq!(p.wake, "open");
     assert_eq!(p.run.turn.outcome.name(), "supersede");
     assert!(bus_has(&app, "view-delivered"));
@@ -322,7 +343,7 @@ fn copilot_holds_the_agents_turn_until_the_person_rejects_or_accepts_it() {
     let s = screen(&app, 100, 30);
     assert!(s[29].contains("proposes"), "{}", s[29]);
     press(&mut app, KeyCode::Char('x'));
-    assert!(app.proposal.is_none());
+    assert!(app.proposal().is_none());
     assert!(bus_has(&app, "turn-rejected"));
     assert!(!app.snap.plans.iter().any(|p| p.name == "agent-p"));
     let rows = app.turn_rows();
@@ -335,9 +356,9 @@ fn copilot_holds_the_agents_turn_until_the_person_rejects_or_accepts_it() {
     let mut app = desk::inline_app_with(src, Some(script(&[AGENT_PLAN])), true).unwrap();
     app.send(Command::Seek(ms(9, 40, 0)));
     app.tick();
-    assert!(app.proposal.is_some());
+    assert!(app.proposal().is_some());
     press(&mut app, KeyCode::Char('a'));
-    assert!(app.proposal.is_none());
+    assert!(app.proposal().is_none());
     assert!(app.snap.plans.iter().any(|p| p.name == "agent-p"));
     let turn = app
         .snap
@@ -352,7 +373,7 @@ fn copilot_holds_the_agents_turn_until_the_person_rejects_or_accepts_it() {
     // The agent's turn is listed in the Journal and Tokens panes (from the Bus).
     let row = app
         .turn_rows()
-        .into_iter()
+        .iter()
         .find(|r| r.author() == "house")
         .unwrap();
     assert!(
@@ -379,9 +400,9 @@ fn switching_to_autopilot_routes_the_waiting_proposal_and_later_wakes_answer_inl
     let mut app = desk::inline_app_with(src, Some(house), true).unwrap();
     app.send(Command::Seek(ms(9, 35, 0)));
     app.tick();
-    assert!(app.proposal.is_some());
+    assert!(app.proposal().is_some());
     press(&mut app, KeyCode::Char('c'));
-    assert!(!app.copilot && app.proposal.is_none());
+    assert!(!app.copilot() && app.proposal().is_none());
     app.send(Command::Seek(ms(15, 30, 0)));
     app.tick();
     // The kernel pane counts the wakes the agent was asked at: the OPEN wake, two range
@@ -395,55 +416,47 @@ fn switching_to_autopilot_routes_the_waiting_proposal_and_later_wakes_answer_inl
     app.tick();
     let agent_rows = app
         .turn_rows()
-        .into_iter()
+        .iter()
         .filter(|r| r.author() == "house")
         .count();
     assert!(
         agent_rows >= 2,
         "the OPEN turn and at least one later wake: {agent_rows}"
     );
-    assert!(app.proposal.is_none(), "autopilot answers inline");
+    assert!(app.proposal().is_none(), "autopilot answers inline");
 }
 
 #[test]
 fn copilot_answers_replay_from_a_saved_session_to_the_same_hash() {
-    let dir = std::env::temp_dir().join(format!("kestrel-desk-agent-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = tmp("agent");
     let path = dir.join("s.jsonl");
     let src = desk::tape_source(None).unwrap();
-    let agent = script(&[AGENT_PLAN]);
-    let (tx, rx) = std::sync::mpsc::channel();
-    let f = desk::agent_factory(Some(path.clone()), 1000, Some(agent.clone()), Some(tx));
-    let mut d = Driver::start(src.clone(), f, true)
-        .unwrap()
-        .with_record(Box::new(std::fs::File::create(&path).unwrap()));
-    d.command(Command::Record(agent.record()));
-    let mut h = EngineHandle::inline(d);
-    h.send(Command::Seek(ms(9, 45, 0)));
-    let Ok(AgentCall::Proposal {
-        segment, call, run, ..
-    }) = rx.try_recv()
-    else {
-        panic!("a proposal")
+    let settings = Settings {
+        copilot: true,
+        agent: Some(script(&[AGENT_PLAN])),
+        ..Settings::default()
     };
-    h.send(Command::AgentReply {
-        segment,
-        act: AgentAct::Answer { call, run },
-    });
-    h.send(Command::Seek(ms(12, 0, 0)));
-    let first = h.latest();
+    let how = Opening {
+        save: Some(path.clone()),
+        ..Opening::default()
+    };
+    let mut app = desk::inline_app_from(src, settings, how).unwrap();
+    app.send(Command::Seek(ms(9, 45, 0)));
+    assert!(app.proposal().is_some());
+    press(&mut app, KeyCode::Char('a'));
+    app.send(Command::Seek(ms(12, 0, 0)));
+    let first = app.snap.clone();
     assert!(first.plans.iter().any(|p| p.name == "agent-p"));
-    drop(h);
-    let saved = session::load(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    assert!(saved.hold);
-    let f = desk::agent_factory(None, 1000, saved.agent.clone(), None);
-    let mut h = EngineHandle::inline(
-        Driver::start(src, f, saved.hold)
-            .unwrap()
-            .with_script(saved.acts),
-    );
-    h.send(Command::Seek(ms(12, 0, 0)));
-    assert_eq!(h.latest().hash, first.hash);
+    drop(app);
+    let saved = saved::open(&path).unwrap();
+    assert!(saved.settings.copilot);
+    assert_eq!(saved.last.1, ms(12, 0, 0));
+    // Reopened, it resumes where it was left, at the same hash.
+    let s = kestrel_desk::session::owner::reopen(&path, None).unwrap();
+    let mut h = SessionHandle::inline(s);
+    let again = h.latest();
+    assert_eq!(again.clock, ms(12, 0, 0));
+    assert_eq!(again.hash, first.hash);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -474,13 +487,16 @@ fn a_live_command_author_answers_off_the_tape_thread_and_acts_where_its_reply_ar
     let mut app = desk::inline_app_with(src, Some(DeskAgent::Live(spec)), false).unwrap();
     // The OPEN wake was asked; the tape moves on while the author writes.
     app.send(Command::Seek(ms(9, 50, 0)));
-    assert_eq!(app.waiting.as_ref().map(|w| w.0.as_str()), Some("open"));
+    assert_eq!(
+        app.agent().and_then(|a| a.waiting.as_ref()).map(|w| w.0.as_str()),
+        Some("open")
+    );
     assert!(
-        app.snap.agent_turns.is_empty(),
+        agent_rows(&app).is_empty(),
         "nothing acts before the reply is read"
     );
-    wait_for(&mut app, |a| !a.snap.agent_turns.is_empty());
-    let line = &app.snap.agent_turns[0];
+    wait_for(&mut app, |a| !agent_rows(a).is_empty());
+    let line = &agent_rows(&app)[0];
     assert_eq!(line.wake, "open");
     assert_eq!(
         line.ts,
@@ -488,56 +504,62 @@ fn a_live_command_author_answers_off_the_tape_thread_and_acts_where_its_reply_ar
         "it acts at the tape point its reply arrived"
     );
     assert!(app.snap.plans.iter().any(|p| p.name == "agent-p"));
-    let (_, toks, re_asks) = app.last_answer.expect("the worker measured the answer");
+    let (_, toks, re_asks) = app
+        .agent()
+        .and_then(|a| a.last_answer)
+        .expect("the worker measured the answer");
     assert!(toks > 0 && re_asks == 0);
     let s = screen(&app, 160, 48);
     assert!(s[0].contains(&format!("{toks} tok 0 re-ask")), "{}", s[0]);
     // Detach while a call is out: it is dropped as rejected by `detached`.
     press(&mut app, KeyCode::Char('A'));
-    assert!(!app.agent_attached);
+    assert!(!app.agent_attached());
     let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn a_saved_session_replays_to_the_same_hash() {
-    let dir = std::env::temp_dir().join(format!("kestrel-desk-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = tmp("test");
     let path = dir.join("s.jsonl");
     let src = desk::tape_source(None).unwrap();
-    let driver = Driver::new(src.clone(), desk::engine_factory(Some(path.clone()), 1000))
-        .unwrap()
-        .with_record(Box::new(std::fs::File::create(&path).unwrap()));
-    let mut h = EngineHandle::inline(driver);
-    h.send(Command::Seek(ms(9, 40, 0)));
-    h.send(Command::Apply {
-        id: 1,
-        act: Act::Arm {
-            text: desk::EXAMPLE_PLAN.to_string(),
-        },
-        at: None,
-    });
-    h.send(Command::Seek(ms(11, 0, 0)));
-    h.send(Command::Apply {
-        id: 2,
-        act: Act::StandDown {
-            reason: "done".into(),
-        },
-        at: Some(ms(11, 30, 0)),
-    });
-    // Rewind and go on: the session keeps only what the rerun did.
-    h.send(Command::Seek(ms(10, 30, 0)));
-    h.send(Command::Seek(ms(12, 0, 0)));
-    let first = h.latest();
-    drop(h);
-    let saved = session::load(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let settings = Settings {
+        agent: None,
+        ..Settings::default()
+    };
+    let how = Opening {
+        save: Some(path.clone()),
+        ..Opening::default()
+    };
+    let mut app = desk::inline_app_from(src, settings, how).unwrap();
+    app.send(Command::Seek(ms(9, 40, 0)));
+    app.human_turn(desk::EXAMPLE_PLAN);
+    app.send(Command::Seek(ms(11, 0, 0)));
+    app.human_turn("STAND-DOWN done\n");
+    // Rewind: the acts before the target re-run; the one after it waits to replay ...
+    app.send(Command::Seek(ms(10, 30, 0)));
+    assert_eq!(app.turn_rows().len(), 1);
+    app.send(Command::Seek(ms(11, 30, 0)));
+    assert_eq!(app.turn_rows().len(), 2, "the recorded stand-down replays");
+    // ... until the person acts on another branch: the recorded future is dropped.
+    app.send(Command::Seek(ms(10, 30, 0)));
+    app.human_turn("STAND-DOWN changed my mind\n");
+    assert!(
+        app.message.as_deref().unwrap_or("").contains("dropped")
+            || app.snap.notices.iter().any(|n| n.text.contains("dropped")),
+        "{:?}",
+        app.snap.notices
+    );
+    app.send(Command::Seek(ms(12, 0, 0)));
+    assert_eq!(app.turn_rows().len(), 2);
+    let first = app.snap.clone();
+    drop(app);
+    let saved = saved::open(&path).unwrap();
     assert_eq!(saved.tape, "bundled:trend-2025-04-09-s1");
-    assert_eq!(saved.acts.len(), 1, "{:?}", saved.acts);
-    let bus = std::fs::read(session::bus_path(&path, 1)).unwrap();
+    assert_eq!(saved.acts.len(), 2, "{:?}", saved.acts);
+    let bus = std::fs::read(saved::bus_path(&path, first.segment)).unwrap();
     assert_eq!(kestrel_desk::bus::hash_bytes(&bus), first.hash);
-    let driver = Driver::new(src, desk::engine_factory(None, 1000))
-        .unwrap()
-        .with_script(saved.acts);
-    let mut h = EngineHandle::inline(driver);
+    let s = kestrel_desk::session::owner::reopen(&path, None).unwrap();
+    let mut h = SessionHandle::inline(s);
     h.send(Command::Seek(ms(12, 0, 0)));
     assert_eq!(h.latest().hash, first.hash);
     let _ = std::fs::remove_dir_all(&dir);
@@ -587,7 +609,7 @@ fn figures_draw_and_replay_speed() {
     println!("draw 200x60: {per:?} per frame");
     let mut app = self::app();
     app.human_turn(desk::EXAMPLE_PLAN);
-    app.send(Command::Speed(kestrel_desk::desk::engine::Speed::Max));
+    app.send(Command::Speed(kestrel_desk::session::Speed::Max));
     app.send(Command::Play);
     let start = std::time::Instant::now();
     while !app.snap.ended {
@@ -610,10 +632,9 @@ fn the_house_agent_answers_wakes_on_the_bus_and_human_turns_are_recorded() {
             name: "house".into(),
             replies: replies.clone(),
         };
-        let f = desk::agent_factory(None, 1000, Some(house), None);
-        let mut h = EngineHandle::inline(Driver::new(src.clone(), f).unwrap());
-        h.send(Command::Seek(ms(11, 0, 0)));
-        h.latest()
+        let mut app = desk::inline_app_with(src.clone(), Some(house), false).unwrap();
+        app.send(Command::Seek(ms(11, 0, 0)));
+        app.snap.clone()
     };
     let snap = run();
     let bus = snap.bus.join("\n");
@@ -689,13 +710,13 @@ fn a_dead_provider_answers_with_a_provider_error_and_frees_the_wake() {
     let mut app = desk::inline_app_with(src, Some(DeskAgent::Live(spec)), false).unwrap();
     // The call ends in a provider error, which is a turn like any other (never a pass): the
     // wake is answered, not held, and later wakes are asked again.
-    wait_for(&mut app, |a| !a.snap.agent_turns.is_empty());
-    let line = &app.snap.agent_turns[0];
+    wait_for(&mut app, |a| !agent_rows(a).is_empty());
+    let line = &agent_rows(&app)[0];
     assert_eq!(
         line.routed.as_ref().unwrap().outcome.name(),
         "provider-error"
     );
-    assert!(app.waiting.is_none());
+    assert!(app.agent().unwrap().waiting.is_none());
 }
 
 mod keys_prop {
@@ -755,4 +776,279 @@ mod keys_prop {
             let _ = screen(&app, 200, 60);
         }
     }
+}
+
+// ---- One owner of a run (the Session): settings, --open, --plans, whose book ----
+
+fn args(argv: &[&str]) -> desk::DeskArgs {
+    use clap::Parser;
+    let cli = kestrel_desk::cli::Cli::try_parse_from(argv).expect("the flags parse");
+    match cli.command {
+        Some(kestrel_desk::cli::Command::Desk(a)) => a,
+        None => cli.desk,
+        Some(c) => panic!("not the desk: {c:?}"),
+    }
+}
+
+fn opened(a: &desk::DeskArgs, save: Option<std::path::PathBuf>) -> SessionHandle {
+    SessionHandle::inline(desk::open_session(a, save).expect("the session opens"))
+}
+
+#[test]
+fn bare_kestrel_and_kestrel_desk_open_the_same_session() {
+    for (bare, sub) in [
+        (vec!["kestrel"], vec!["kestrel", "desk"]),
+        (
+            vec!["kestrel", "--r-usd", "500", "--copilot"],
+            vec!["kestrel", "desk", "--r-usd", "500", "--copilot"],
+        ),
+    ] {
+        let (a, b) = (args(&bare), args(&sub));
+        let (sa, sb) = (desk::settings(&a).unwrap(), desk::settings(&b).unwrap());
+        assert_eq!(sa, sb, "{bare:?} and {sub:?} give one set of settings");
+        let (mut ha, mut hb) = (opened(&a, None), opened(&b, None));
+        let (la, lb) = (ha.latest(), hb.latest());
+        // The session-start event (R, fill model, tape) is the same byte for byte.
+        assert_eq!(la.bus[0], lb.bus[0]);
+        ha.send(Command::Seek(ms(10, 0, 0)));
+        hb.send(Command::Seek(ms(10, 0, 0)));
+        assert_eq!(ha.latest().hash, hb.latest().hash);
+    }
+    // The defaults are the documented ones: 1R = $1000, so the example plan can trade.
+    let d = desk::settings(&args(&["kestrel"])).unwrap();
+    assert_eq!(d.r_usd, 1000);
+    assert_eq!(d.fill, "strict-cross-v1");
+    let mut h = opened(&args(&["kestrel"]), None);
+    let first = h.latest();
+    assert!(first.bus[0].contains("\"r_usd\":\"1000"), "{}", first.bus[0]);
+    assert!(first.plans.iter().any(|p| p.name == "breakout-chase"));
+    h.send(Command::Seek(ms(16, 0, 0)));
+    let end = h.latest();
+    assert!(
+        !end.bus.iter().any(|l| l.contains("exceeds the $0.00 left")),
+        "nothing is vetoed for a zero R"
+    );
+}
+
+#[test]
+fn a_session_saved_from_bare_kestrel_reopens_with_open_to_the_same_hash() {
+    let dir = tmp("bare");
+    let path = dir.join("bare.jsonl");
+    let mut h = opened(&args(&["kestrel"]), Some(path.clone()));
+    h.send(Command::Seek(ms(11, 0, 0)));
+    h.send(Command::Submit {
+        author: "you".into(),
+        kind: kestrel_desk::turn::AuthorKind::Human,
+        text: "STAND-DOWN enough\n".into(),
+    });
+    h.send(Command::Seek(ms(11, 30, 0)));
+    let first = h.latest();
+    drop(h);
+    // The header records every setting the hash depends on.
+    let head = std::fs::read_to_string(&path).unwrap();
+    let head: serde_json::Value = serde_json::from_str(head.lines().next().unwrap()).unwrap();
+    assert_eq!(head["settings"]["r_usd"], 1000);
+    assert_eq!(head["settings"]["fill"], "strict-cross-v1");
+    assert_eq!(head["settings"]["profile"], "authoring-v2");
+    assert_eq!(head["settings"]["agent"]["name"], "house");
+    assert_eq!(head["tape_blake3"].as_str().unwrap().len(), 64);
+    // `kestrel --open FILE` resumes where it was left, at the same hash, and writes nothing
+    // until the person acts.
+    let reopen = args(&["kestrel", "--open", path.to_str().unwrap()]);
+    desk::check(&reopen).expect("a consistent --open");
+    let again_path = dir.join("again.jsonl");
+    let mut h = opened(&reopen, Some(again_path.clone()));
+    let again = h.latest();
+    assert_eq!(again.clock, ms(11, 30, 0));
+    assert_eq!(again.hash, first.hash);
+    assert!(!again.written && !again_path.exists(), "nothing written yet");
+    // Home: back to the open; playing on replays the same acts to the same hash.
+    h.send(Command::Seek(ms(9, 30, 0)));
+    h.send(Command::Seek(ms(11, 30, 0)));
+    assert_eq!(h.latest().hash, first.hash);
+    assert!(!again_path.exists());
+    h.send(Command::Submit {
+        author: "you".into(),
+        kind: kestrel_desk::turn::AuthorKind::Human,
+        text: "# a note\n".into(),
+    });
+    assert!(h.latest().written && again_path.exists(), "an act writes");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn open_refuses_contradicting_flags_and_names_the_session_of_a_bus_file() {
+    let dir = tmp("contra");
+    let path = dir.join("s.jsonl");
+    let mut h = opened(&args(&["kestrel"]), Some(path.clone()));
+    h.send(Command::Seek(ms(9, 45, 0)));
+    drop(h);
+    let p = path.to_str().unwrap();
+    let e = desk::check(&args(&["kestrel", "--open", p, "--r-usd", "250"])).unwrap_err();
+    assert!(
+        e.contains("--r-usd 250") && e.contains("1R = $1000"),
+        "{e}"
+    );
+    let e = desk::check(&args(&["kestrel", "desk", "--open", p, "--no-agent"])).unwrap_err();
+    assert!(e.contains("--no-agent"), "{e}");
+    // The same R is no contradiction.
+    desk::check(&args(&["kestrel", "--open", p, "--r-usd", "1000", "--no-save"])).unwrap();
+    // A Bus file given instead of the session names the session file.
+    let bus = saved::bus_path(&path, 0);
+    assert!(bus.exists());
+    let e = desk::check(&args(&["kestrel", "--open", bus.to_str().unwrap()])).unwrap_err();
+    assert!(
+        e.contains("this is a Bus file") && e.contains(p),
+        "{e}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn desk_plans_arm_documents_at_the_open_and_a_bad_one_is_refused_first() {
+    let a = args(&[
+        "kestrel",
+        "desk",
+        "--no-agent",
+        "--plans",
+        "examples/fade-ladder.kestrel",
+        "examples/shares.kestrel",
+    ]);
+    let mut h = opened(&a, None);
+    let s = h.latest();
+    assert!(
+        !s.plans.iter().any(|p| p.name == "breakout-chase"),
+        "--plans replaces the example plan"
+    );
+    let armed = s
+        .bus
+        .iter()
+        .filter(|l| l.contains("\"type\":\"document-armed\""))
+        .count();
+    assert_eq!(armed, 2, "{:?}", s.bus);
+    assert_eq!(s.turns.len(), 2);
+    assert!(s.turns.iter().all(|t| t.author.ends_with(".kestrel")));
+    let dir = tmp("plans");
+    let bad = dir.join("bad.kestrel");
+    std::fs::write(&bad, "PLAN x budget 1R ttl +5m\n  WHEN spot > 1\n  DO sell 5 ATM C @ bid\n")
+        .unwrap();
+    let e = desk::check(&args(&["kestrel", "--plans", bad.to_str().unwrap()])).unwrap_err();
+    assert!(e.contains("bad.kestrel") && e.contains("code="), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The agent arms `agent-p` at the open and asks to be woken at 09:40, where `second` is
+/// its answer.
+fn owner_agent(second: &str) -> DeskAgent {
+    let open = format!("{AGENT_PLAN}WAKE check WHEN time >= 09:40\n");
+    script(&[&open, second])
+}
+
+const MINE: &str = "PLAN mine budget 0.05R ttl +60m\n  USING signal SPX exec SPY 0dte\n  WHEN spot crosses above 5400\n  DO buy 1 +1 C @ fair-2c\n";
+
+#[test]
+fn an_agents_supersede_replaces_its_own_plans_and_leaves_the_persons_armed() {
+    let src = desk::tape_source(None).unwrap();
+    let second = "PLAN agent-q budget 0.05R ttl +20m\n  USING signal SPX exec SPY 0dte\n  WHEN spot crosses above 5350\n  DO buy 1 +1 C @ fair-2c\n";
+    let mut app = desk::inline_app_with(src, Some(owner_agent(second)), false).unwrap();
+    app.send(Command::Seek(ms(9, 35, 0)));
+    app.human_turn(MINE);
+    app.send(Command::Seek(ms(9, 45, 0)));
+    let plan = |n: &str| app.snap.plans.iter().find(|p| p.name == n).cloned().unwrap();
+    assert_eq!(
+        plan("agent-p").state,
+        PlanState::StoodDown,
+        "the agent's own plan was superseded"
+    );
+    assert_eq!(plan("agent-q").state, PlanState::Armed);
+    assert_eq!(plan("mine").state, PlanState::Armed, "the person's plan keeps running");
+    assert_eq!(plan("mine").owner, kestrel_desk::session::owner::Owner::Person);
+    assert_eq!(
+        plan("agent-q").owner,
+        kestrel_desk::session::owner::Owner::Agent("house".into())
+    );
+    // The owners are on the Bus.
+    assert!(
+        app.snap
+            .bus
+            .iter()
+            .any(|l| l.contains("document-armed") && l.contains("\"owner\":\"person\""))
+    );
+    // The person's own supersede replaces the person's plans, not the agent's.
+    app.human_turn(&MINE.replace("mine", "mine-2"));
+    let plan = |n: &str| app.snap.plans.iter().find(|p| p.name == n).cloned().unwrap();
+    assert_eq!(plan("mine").state, PlanState::StoodDown);
+    assert_eq!(plan("agent-q").state, PlanState::Armed);
+    // The person's STAND-DOWN is the kill switch: every plan.
+    app.human_turn("STAND-DOWN flat into lunch\n");
+    assert!(
+        app.snap
+            .plans
+            .iter()
+            .all(|p| p.state != PlanState::Armed),
+        "{:?}",
+        app.snap.plans
+    );
+}
+
+#[test]
+fn an_agents_cancel_of_a_persons_plan_is_shown_as_a_notice() {
+    let src = desk::tape_source(None).unwrap();
+    let mut app = desk::inline_app_with(src, Some(owner_agent("CANCEL mine\n")), false).unwrap();
+    app.send(Command::Seek(ms(9, 35, 0)));
+    app.human_turn(MINE);
+    app.send(Command::Seek(ms(9, 45, 0)));
+    let mine = app.snap.plans.iter().find(|p| p.name == "mine").unwrap();
+    assert_eq!(mine.state, PlanState::StoodDown, "the turn named it");
+    assert!(
+        app.snap
+            .notices
+            .iter()
+            .any(|n| n.text == "house cancelled your plan mine"),
+        "{:?}",
+        app.snap.notices
+    );
+    assert_eq!(app.message.as_deref(), Some("house cancelled your plan mine"));
+    let s = screen(&app, 160, 48);
+    assert!(has(&s, "house cancelled your plan mine"));
+}
+
+#[test]
+fn a_persons_turn_is_routed_against_the_standing_book_inside_the_session() {
+    let mut app = app();
+    app.send(Command::Seek(ms(9, 35, 0)));
+    app.human_turn(MINE);
+    // A CANCEL of a plan the book does not hold is refused by the router, with the book's
+    // names in scope.
+    let t = app.human_turn("CANCEL nosuch\n").expect("a turn");
+    let r = t.routed.as_ref().unwrap();
+    assert_eq!(r.outcome.name(), "invalid", "{r:?}");
+    let e = r.outcome.errors()[0].one_line();
+    assert!(e.contains("standing book") && e.contains("mine"), "{e}");
+    // One that names a live plan stands it down.
+    let t = app.human_turn("CANCEL mine\n").expect("a turn");
+    assert_eq!(t.result, "mine stood down");
+    let mine = app.snap.plans.iter().find(|p| p.name == "mine").unwrap();
+    assert_eq!(mine.state, PlanState::StoodDown);
+}
+
+#[test]
+fn plan_rows_carry_typed_state_budget_and_ttl() {
+    let mut app = app();
+    app.send(Command::Seek(ms(9, 35, 0)));
+    app.human_turn(MINE);
+    let p = app.snap.plans.iter().find(|p| p.name == "mine").unwrap();
+    assert_eq!(p.budget_r, 0.05);
+    assert_eq!(p.expires, Some(ms(10, 35, 0)), "ttl +60m from 09:35");
+    assert!(matches!(
+        p.ttl,
+        Some(kestrel_desk::lang::ast::Ttl::After(_))
+    ));
+    // The Frame's plans pane reads the same budget and ttl.
+    let (name, frame) = {
+        app.human_turn("SHOW VIEW p budget 400\n  plans\n");
+        (app.snap.view_name.clone(), app.snap.frame.text.clone())
+    };
+    assert_eq!(name, "p");
+    assert!(frame.contains("mine armed 0.00/0.05R ttl +60m"), "{frame}");
 }

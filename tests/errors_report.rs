@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 use kestrel_desk::bus::{Bus, canonical_line};
 use kestrel_desk::engine::EngineConfig;
 use kestrel_desk::market::{Px, open_tape};
-use kestrel_desk::session::{self, Session, SessionConfig};
+use kestrel_desk::session::{self, Run, RunConfig};
 use kestrel_desk::tokens::{Encoding, count};
 use kestrel_desk::turn::repair::{Ask, RepairPolicy};
 use kestrel_desk::turn::{AuthorKind, Profile, Reply};
@@ -98,14 +98,14 @@ fn model_session(dir: &Path, name: &str, replies: Vec<Reply>) -> PathBuf {
         },
         policy: RepairPolicy::default(),
     };
-    let cfg = SessionConfig {
+    let cfg = RunConfig {
         engine: EngineConfig::strict(Px(1000 * 10_000)),
         profile: Profile::AuthoringV2,
         author: AuthorKind::Model,
         open_wake: true,
         view_request_cap: None,
     };
-    let s = Session::new(
+    let s = Run::new(
         open_tape(&common::root().join(TAPE)).expect("tape"),
         cfg,
         &[],

@@ -4,11 +4,11 @@
 //! answers with a value or a coded error naming the line: it never panics.
 
 use kestrel_desk::bus::{self, Bus};
-use kestrel_desk::desk::{agent::DeskAgent, session as desk_session};
+use kestrel_desk::session::{agent::Agent as DeskAgent, saved as desk_session};
 use kestrel_desk::engine::EngineConfig;
 use kestrel_desk::grade::AgentSession;
 use kestrel_desk::market::{Px, open_tape};
-use kestrel_desk::session::{self, Recorded, Session, SessionConfig};
+use kestrel_desk::session::{self, Recorded, Run, RunConfig};
 use kestrel_desk::turn::report::{ErrorsReport, read_asks};
 use kestrel_desk::turn::{AuthorKind, Profile};
 use proptest::prelude::*;
@@ -21,7 +21,7 @@ fn real_bus() -> &'static [u8] {
     BUS.get_or_init(|| {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
         let tape = open_tape(&root.join("tapes/trend-2025-04-09-s1.jsonl")).expect("tape");
-        let cfg = SessionConfig {
+        let cfg = RunConfig {
             engine: EngineConfig::strict(Px::from_cents(100_000)),
             profile: Profile::AuthoringV2,
             author: AuthorKind::File,
@@ -31,7 +31,7 @@ fn real_bus() -> &'static [u8] {
         let mut replies = vec!["PLAN broken budget\n".to_string()];
         replies.extend(session::parse_script(kestrel_desk::desk::HOUSE_AGENT_SCRIPT).unwrap());
         let mut author = session::scripted("house", replies);
-        let s = Session::new(tape, cfg, &[], Bus::new(None).keeping()).expect("session");
+        let s = Run::new(tape, cfg, &[], Bus::new(None).keeping()).expect("session");
         let bus = s.run(&mut author).expect("run");
         bus.events().iter().flat_map(bus::canonical_line).collect()
     })

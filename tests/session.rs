@@ -7,12 +7,12 @@ mod common;
 use kestrel_desk::bus::{Bus, Event};
 use kestrel_desk::engine::EngineConfig;
 use kestrel_desk::market::{Px, open_tape};
-use kestrel_desk::session::{self, Recorded, Session, SessionConfig, TurnSource};
+use kestrel_desk::session::{self, Recorded, Run, RunConfig, TurnSource};
 use kestrel_desk::turn::repair::RepairPolicy;
 use kestrel_desk::turn::{AuthorKind, Profile, Reply};
 
-fn cfg(profile: Profile, author: AuthorKind) -> SessionConfig {
-    SessionConfig {
+fn cfg(profile: Profile, author: AuthorKind) -> RunConfig {
+    RunConfig {
         engine: EngineConfig::strict(Px(1000 * 10_000)),
         profile,
         author,
@@ -26,7 +26,7 @@ fn trend() -> std::path::PathBuf {
 }
 
 fn run(author: &mut dyn TurnSource, profile: Profile, kind: AuthorKind) -> (Bus, session::Counts) {
-    let s = Session::new(
+    let s = Run::new(
         open_tape(&trend()).expect("tape"),
         cfg(profile, kind),
         &[],
@@ -110,7 +110,7 @@ fn a_scripted_session_wakes_delivers_routes_and_acts() {
     let turn = ev
         .iter()
         .find_map(|e| match e {
-            Event::Turn { turn, .. } => Some(turn.clone()),
+            Event::Turn { turn, .. } => Some(serde_json::to_value(turn).unwrap()),
             _ => None,
         })
         .expect("turn");
@@ -173,7 +173,7 @@ fn a_repaired_turn_is_recorded_and_an_unrepaired_one_fails_closed() {
         .events()
         .iter()
         .filter_map(|e| match e {
-            Event::Repair { attempt, .. } => Some(attempt.clone()),
+            Event::Repair { attempt, .. } => Some(serde_json::to_value(attempt).unwrap()),
             _ => None,
         })
         .collect();
@@ -198,7 +198,7 @@ fn a_repaired_turn_is_recorded_and_an_unrepaired_one_fails_closed() {
         .events()
         .iter()
         .find_map(|e| match e {
-            Event::Turn { turn, .. } => Some(turn.clone()),
+            Event::Turn { turn, .. } => Some(serde_json::to_value(turn).unwrap()),
             _ => None,
         })
         .expect("turn");
@@ -222,7 +222,7 @@ fn a_provider_error_is_never_a_pass() {
         .events()
         .iter()
         .find_map(|e| match e {
-            Event::Turn { turn, .. } => Some(turn.clone()),
+            Event::Turn { turn, .. } => Some(serde_json::to_value(turn).unwrap()),
             _ => None,
         })
         .expect("turn");

@@ -122,7 +122,7 @@ fn book_panes_render_the_snapshot() {
         }],
         plans: vec![PlanRow {
             name: "probe".into(),
-            state: "filled".into(),
+            state: kestrel_desk::bus::PlanState::Filled,
             budget_r: 0.25,
             used_r: 0.12,
             ttl: "10:30".into(),

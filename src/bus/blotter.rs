@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use super::{BusSide, Event, OrderRole, PlanState};
-use crate::market::Px;
+use crate::market::{Px, Ts};
 
 /// One position: a plan's holding of one instrument.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -131,6 +131,52 @@ pub struct PlanLine {
     pub mae: i64,
     /// Order in which plans first appeared.
     pub seq: u64,
+    /// Who armed it, where the book is shared (the desk).
+    pub owner: Option<String>,
+    /// The last clause that fired (`WHEN fired 09:31`) or why the plan is in its state.
+    pub note: Option<String>,
+    /// The last risk decision on its tickets: a veto or a size clamp, with the arithmetic.
+    pub risk: Option<Risk>,
+}
+
+/// A risk decision on a plan's ticket (`veto`, `clamp` events), for the screen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Risk {
+    /// Tape time.
+    pub ts: Ts,
+    /// The clause whose ticket it was.
+    pub clause: String,
+    /// Refused, or reduced from one quantity to another.
+    pub kind: RiskKind,
+    /// Which budget decided.
+    pub budget: String,
+    /// The arithmetic, as the engine wrote it.
+    pub reason: String,
+}
+
+/// What L0 risk did to a ticket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RiskKind {
+    /// Refused whole.
+    Veto,
+    /// Quantity reduced to fit.
+    Clamp {
+        /// Asked.
+        from: u64,
+        /// Allowed.
+        to: u64,
+    },
+}
+
+/// A fire or a fill at a tape time (the chart's marks).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mark {
+    /// When.
+    pub ts: Ts,
+    /// The plan.
+    pub plan: String,
+    /// A fill (`Some(side)`) or a fire (`None`).
+    pub fill: Option<BusSide>,
 }
 
 /// The Blotter: a pure projection of the Bus.
@@ -152,6 +198,8 @@ pub struct Blotter {
     pub plans: BTreeMap<String, PlanLine>,
     /// Events applied.
     pub events: u64,
+    /// Every fire and fill, in order.
+    pub marks: Vec<Mark>,
 }
 
 impl Blotter {
@@ -172,6 +220,9 @@ impl Blotter {
             fills: 0,
             mae: 0,
             seq: n,
+            owner: None,
+            note: None,
+            risk: None,
         })
     }
 
@@ -189,16 +240,71 @@ impl Blotter {
                 self.fill_model = fill_model.clone();
                 self.r_usd = *r_usd;
             }
-            Event::DocumentArmed { plans, .. } => {
+            Event::DocumentArmed { plans, owner, .. } => {
                 for p in plans {
-                    self.line(p);
+                    self.line(p).owner = owner.clone();
                 }
             }
-            Event::PlanState { plan, state, .. } => self.line(plan).state = *state,
-            Event::PlanFired { plan, clause, .. }
-                if clause == "WHEN" || clause.starts_with("RELOAD") =>
-            {
-                self.line(plan).fires += 1;
+            Event::PlanState {
+                plan,
+                state,
+                reason,
+                ..
+            } => {
+                let l = self.line(plan);
+                l.state = *state;
+                if let Some(r) = reason {
+                    l.note = Some(r.clone());
+                }
+            }
+            Event::PlanFired {
+                ts, plan, clause, ..
+            } => {
+                let l = self.line(plan);
+                if clause == "WHEN" || clause.starts_with("RELOAD") {
+                    l.fires += 1;
+                }
+                l.note = Some(format!("{clause} fired {}", ts.hhmm()));
+                self.marks.push(Mark {
+                    ts: *ts,
+                    plan: plan.clone(),
+                    fill: None,
+                });
+            }
+            Event::Veto {
+                ts,
+                plan,
+                clause,
+                budget,
+                reason,
+            } => {
+                self.line(plan).risk = Some(Risk {
+                    ts: *ts,
+                    clause: clause.clone(),
+                    kind: RiskKind::Veto,
+                    budget: budget.clone(),
+                    reason: reason.clone(),
+                });
+            }
+            Event::Clamp {
+                ts,
+                plan,
+                clause,
+                from_qty,
+                to_qty,
+                budget,
+                reason,
+            } => {
+                self.line(plan).risk = Some(Risk {
+                    ts: *ts,
+                    clause: clause.clone(),
+                    kind: RiskKind::Clamp {
+                        from: *from_qty,
+                        to: *to_qty,
+                    },
+                    budget: budget.clone(),
+                    reason: reason.clone(),
+                });
             }
             Event::OrderPlaced {
                 order,
@@ -243,6 +349,11 @@ impl Blotter {
                 mult,
             } => {
                 self.resting.remove(order);
+                self.marks.push(Mark {
+                    ts: *ts,
+                    plan: plan.clone(),
+                    fill: Some(*side),
+                });
                 let signed = i64::try_from(*qty).unwrap_or(i64::MAX) * side.sign();
                 self.positions
                     .entry(plan.clone())

@@ -248,16 +248,20 @@ pub fn write_canonical(out: &mut Vec<u8>, ev: &Event) {
             text,
             blake3,
             plans,
-        } => write_fields(
-            out,
-            &mut [
+            owner,
+        } => {
+            let mut f = vec![
                 ("type", S("document-armed")),
                 ("ts", T(*ts)),
                 ("text", S(text)),
                 ("blake3", S(blake3)),
                 ("plans", L(plans)),
-            ],
-        ),
+            ];
+            if let Some(o) = owner {
+                f.push(("owner", S(o)));
+            }
+            write_fields(out, &mut f)
+        }
         Event::PlanState {
             ts,
             plan,
@@ -476,24 +480,30 @@ pub fn write_canonical(out: &mut Vec<u8>, ev: &Event) {
                 ("frame", S(frame)),
             ],
         ),
-        Event::Turn { ts, wake, turn } => write_fields(
-            out,
-            &mut [
-                ("type", S("turn")),
-                ("ts", T(*ts)),
-                ("wake", S(wake)),
-                ("turn", J(turn)),
-            ],
-        ),
-        Event::Repair { ts, wake, attempt } => write_fields(
-            out,
-            &mut [
-                ("type", S("repair")),
-                ("ts", T(*ts)),
-                ("wake", S(wake)),
-                ("attempt", J(attempt)),
-            ],
-        ),
+        Event::Turn { ts, wake, turn } => {
+            let turn = serde_json::to_value(turn).unwrap_or(serde_json::Value::Null);
+            write_fields(
+                out,
+                &mut [
+                    ("type", S("turn")),
+                    ("ts", T(*ts)),
+                    ("wake", S(wake)),
+                    ("turn", J(&turn)),
+                ],
+            )
+        }
+        Event::Repair { ts, wake, attempt } => {
+            let attempt = serde_json::to_value(attempt).unwrap_or(serde_json::Value::Null);
+            write_fields(
+                out,
+                &mut [
+                    ("type", S("repair")),
+                    ("ts", T(*ts)),
+                    ("wake", S(wake)),
+                    ("attempt", J(&attempt)),
+                ],
+            )
+        }
         Event::TurnRejected {
             ts,
             wake,
@@ -518,14 +528,17 @@ pub fn write_canonical(out: &mut Vec<u8>, ev: &Event) {
                 ("reason", S(reason)),
             ],
         ),
-        Event::StandDown { ts, reason } => write_fields(
-            out,
-            &mut [
+        Event::StandDown { ts, reason, owner } => {
+            let mut f = vec![
                 ("type", S("stand-down")),
                 ("ts", T(*ts)),
                 ("reason", S(reason)),
-            ],
-        ),
+            ];
+            if let Some(o) = owner {
+                f.push(("owner", S(o)));
+            }
+            write_fields(out, &mut f)
+        }
         Event::Cancel {
             ts,
             target,
@@ -615,6 +628,14 @@ mod tests {
                 text: s("PLAN x\n  é \\ \u{1}"),
                 blake3: s("ab"),
                 plans: vec![s("a"), s("b")],
+                owner: None,
+            },
+            Event::DocumentArmed {
+                ts,
+                text: s("PLAN y"),
+                blake3: s("cd"),
+                plans: vec![s("y")],
+                owner: Some(s("house")),
             },
             Event::PlanState {
                 ts,
@@ -730,14 +751,38 @@ mod tests {
             Event::Turn {
                 ts,
                 wake: s("w"),
-                turn: serde_json::json!({"outcome": "pass", "journal": ["a \"b\""], "z": 1, "a": {"y": [1, 2], "b": null}}),
+                turn: Box::new(crate::turn::route(
+                    &crate::turn::Reply::text("# a \"b\"\nSTAND-DOWN é \\ quiet\n"),
+                    &crate::turn::TurnContext::new(
+                        crate::turn::WakePhase::Mid,
+                        crate::turn::Profile::AuthoringV2,
+                        crate::turn::AuthorKind::Model,
+                    ),
+                )),
             },
             Event::Repair {
                 ts,
                 wake: s("w"),
-                attempt: serde_json::json!({"attempt": 0, "written": "PLAN x\n", "next_parsed": true}),
+                attempt: crate::turn::repair::RepairAttempt {
+                    attempt: 0,
+                    written: s("PLAN x\n"),
+                    outcome: s("invalid"),
+                    errors: Vec::new(),
+                    guided: Some(s("write \"EXIT\"")),
+                    tokens: 3,
+                    next_parsed: Some(true),
+                },
             },
-            Event::StandDown { ts, reason: s("") },
+            Event::StandDown {
+                ts,
+                reason: s(""),
+                owner: None,
+            },
+            Event::StandDown {
+                ts,
+                reason: s("r"),
+                owner: Some(s("you")),
+            },
             Event::Cancel {
                 ts,
                 target: s("p"),

@@ -174,6 +174,10 @@ pub enum Event {
         blake3: String,
         /// The PLAN names it declares, in order.
         plans: Vec<String>,
+        /// Who armed it, where a person and an agent share the book (the desk); absent in
+        /// a headless run with one author.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        owner: Option<String>,
     },
     /// A plan changed state.
     PlanState {
@@ -389,8 +393,9 @@ pub enum Event {
         ts: Ts,
         /// The wake it answers.
         wake: String,
-        /// The routed turn (`turn::RoutedTurn`, canonical JSON).
-        turn: serde_json::Value,
+        /// The routed turn, typed: a Bus that does not read back as one is refused where
+        /// it is read, by the one reader every consumer shares.
+        turn: Box<crate::turn::RoutedTurn>,
     },
     /// An agent's turn a person rejected in co-pilot: it was never routed into the book.
     TurnRejected {
@@ -412,8 +417,8 @@ pub enum Event {
         ts: Ts,
         /// The wake it answers.
         wake: String,
-        /// The attempt (`turn::RepairAttempt`, canonical JSON).
-        attempt: serde_json::Value,
+        /// The attempt, typed.
+        attempt: crate::turn::repair::RepairAttempt,
     },
     /// STAND-DOWN act: every plan de-armed; inventory rides its TP / EXIT.
     StandDown {
@@ -422,6 +427,10 @@ pub enum Event {
         ts: Ts,
         /// Reason as written.
         reason: String,
+        /// Whose book was de-armed (an agent's STAND-DOWN de-arms its own plans only);
+        /// absent when the whole book was.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        owner: Option<String>,
     },
     /// CANCEL act on a plan by name.
     Cancel {

@@ -3,7 +3,7 @@
 
 use super::run::{json_report, text_report};
 use crate::bus::{self, Bus};
-use crate::session::{self, Session, SessionConfig, TurnSource};
+use crate::session::{self, Run, RunConfig, TurnSource};
 use crate::turn::{AuthorKind, Profile};
 use std::path::PathBuf;
 
@@ -81,14 +81,14 @@ pub fn run(a: &AgentArgs) -> i32 {
         ProfileArg::ViewshopV2 => Profile::ViewshopV2,
         ProfileArg::AuthoringV1 => Profile::AuthoringV1,
     };
-    let cfg = SessionConfig {
+    let cfg = RunConfig {
         engine,
         profile,
         author: author_kind,
         open_wake: true,
         view_request_cap: None,
     };
-    let s = match Session::new(reader, cfg, &docs, Bus::new(sink)) {
+    let s = match Run::new(reader, cfg, &docs, Bus::new(sink)) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error code=TAPE message={e}");

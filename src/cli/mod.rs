@@ -35,11 +35,20 @@ use clap::{Parser, Subcommand};
 
 /// Kestrel desk: a terminal desk where a person and an LLM agent fly one trading book.
 #[derive(Debug, Parser)]
-#[command(name = "kestrel", version, about, long_about = None)]
+#[command(
+    name = "kestrel",
+    version,
+    about,
+    long_about = None,
+    args_conflicts_with_subcommands = true
+)]
 pub struct Cli {
     /// No subcommand opens the desk.
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// With no subcommand, the desk's options: `kestrel --open S` is `kestrel desk --open S`.
+    #[command(flatten)]
+    pub desk: crate::desk::DeskArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -143,7 +152,7 @@ pub fn main() -> i32 {
     };
     match cli.command {
         Some(c) => run(c),
-        None => crate::desk::run(&crate::desk::DeskArgs::default()),
+        None => crate::desk::run(&cli.desk),
     }
 }
 

@@ -1,20 +1,19 @@
-//! The desk's state machine: focus, modals, the editor, turns and their routing, the
-//! attached author, co-pilot / autopilot. Pure state: key events in, commands to the replay
-//! out; no terminal. [`App::tick`] pulls the latest replay snapshot and author events.
+//! The desk's screen state: focus, dialogs, the editor, selections. Pure state: key events
+//! in, [`Command`]s to the [`Session`](crate::session::Session) out; no terminal and no
+//! market, engine or agent state — [`App::tick`] takes the latest [`SessionSnapshot`].
 
-use super::agent::{DeskAgent, LiveWorker, WorkerMsg};
 use super::editor::Editor;
-use super::engine::{Act, Applied, Command, DeskSnapshot, EngineHandle};
+use super::handle::SessionHandle;
 use super::keys::{Action, KeyMap};
-use super::runtime::{AgentAct, AgentCall, AgentTurnLine};
 use super::theme::Theme;
-use crate::lang::{self, ast};
+use crate::lang;
 use crate::market::Ts;
-use crate::tokens::{self, Encoding, TurnTokens};
-use crate::turn::repair::RepairRun;
-use crate::turn::{self, AuthorKind, Outcome, Profile, Reply, RoutedTurn, TurnContext, WakePhase};
+use crate::session::agent::Proposal;
+use crate::session::owner::{AgentStatus, TurnLine};
+use crate::session::{Command, SessionSnapshot};
+use crate::tokens::{self, Encoding};
+use crate::turn::{self, AuthorKind, Outcome, Profile, WakePhase};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// The panes, in focus order.
@@ -85,6 +84,15 @@ pub enum Modal {
     PlanText(String),
     /// One Bus event, pretty-printed.
     Event(String),
+    /// A yes / no question before something that cannot be undone.
+    Confirm(Confirm),
+}
+
+/// What a confirmation asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Confirm {
+    /// Restart the session (the book and the clock back to the open).
+    Restart,
 }
 
 /// What a prompt asks for.
@@ -105,130 +113,12 @@ pub enum BusMode {
     Blotter,
 }
 
-/// Where a turn is.
-#[derive(Debug, Clone, PartialEq)]
-pub enum TurnStatus {
-    /// Routed; nothing for the runtime to do (pass, invalid, view request, ...).
-    Routed,
-    /// Sent to the runtime, not yet applied.
-    Sent,
-    /// Applied by the runtime.
-    Applied(Applied),
-    /// Rejected in co-pilot (never routed).
-    Rejected,
-}
-
-/// One turn, from any author.
-#[derive(Debug, Clone)]
-pub struct TurnRecord {
-    /// The desk's id.
-    pub id: u64,
-    /// `you` or the agent's name.
-    pub author: String,
-    /// Tape time it was routed (or proposed).
-    pub ts: Ts,
-    /// The routed turn (`None` for a rejected proposal).
-    pub routed: Option<RoutedTurn>,
-    /// Token figures.
-    pub tokens: Option<TurnTokens>,
-    /// Where it is.
-    pub status: TurnStatus,
-    /// Tape events applied when it was routed (orders turns when a session is replayed).
-    pub seq: u64,
-}
-
-/// An agent's answer waiting for the person (co-pilot).
-#[derive(Debug, Clone)]
-pub struct Proposal {
-    /// The run the call belongs to.
-    pub segment: u32,
-    /// The call.
-    pub call: u64,
-    /// The agent's name.
-    pub author: String,
-    /// The wake it answers.
-    pub wake: String,
-    /// The answer: the routed turn and its attempts.
-    pub run: RepairRun,
-}
-
-/// One row of the Journal and Tokens panes: a desk turn or an agent's (from the Bus).
-#[derive(Debug, Clone, Copy)]
-pub enum TurnRow<'a> {
-    /// Routed at the desk (a person's, the examples).
-    Desk(&'a TurnRecord),
-    /// The agent's, from the Bus.
-    Agent(&'a AgentTurnLine),
-}
-
-impl TurnRow<'_> {
-    /// Tape time.
-    pub fn ts(&self) -> Ts {
-        match self {
-            TurnRow::Desk(t) => t.ts,
-            TurnRow::Agent(a) => a.ts,
-        }
-    }
-    /// Who wrote it.
-    pub fn author(&self) -> &str {
-        match self {
-            TurnRow::Desk(t) => &t.author,
-            TurnRow::Agent(a) => &a.author,
-        }
-    }
-    /// The routed turn (`None`: rejected).
-    pub fn routed(&self) -> Option<&RoutedTurn> {
-        match self {
-            TurnRow::Desk(t) => t.routed.as_ref(),
-            TurnRow::Agent(a) => a.routed.as_ref(),
-        }
-    }
-    /// Token figures.
-    pub fn tokens(&self) -> Option<&TurnTokens> {
-        match self {
-            TurnRow::Desk(t) => t.tokens.as_ref(),
-            TurnRow::Agent(a) => a.tokens.as_ref(),
-        }
-    }
-    /// Re-asks of its repair loop.
-    pub fn repairs(&self) -> usize {
-        match self {
-            TurnRow::Desk(_) => 0,
-            TurnRow::Agent(a) => a.attempts.saturating_sub(1),
-        }
-    }
-    /// What became of it, for the Journal.
-    pub fn label(&self) -> String {
-        match self {
-            TurnRow::Desk(t) => match (&t.routed, &t.status) {
-                (None, _) => "rejected".into(),
-                (Some(r), TurnStatus::Applied(a)) => {
-                    format!("{} → {}", r.outcome.name(), a.result)
-                }
-                (Some(r), TurnStatus::Sent) => format!("{} (pending)", r.outcome.name()),
-                (Some(r), _) => r.outcome.name().to_string(),
-            },
-            TurnRow::Agent(a) => match (&a.routed, &a.rejected) {
-                (_, Some((outcome, by))) => format!("{outcome} rejected ({by})"),
-                (Some(r), None) => {
-                    let mut l = format!("{} @ wake {}", r.outcome.name(), a.wake);
-                    if a.attempts > 1 {
-                        l.push_str(&format!(" after {} re-asks", a.attempts - 1));
-                    }
-                    l
-                }
-                (None, None) => String::new(),
-            },
-        }
-    }
-}
-
 /// The desk.
 pub struct App {
-    /// The replay.
-    pub engine: EngineHandle,
+    /// The session (the one owner of the run).
+    pub session: SessionHandle,
     /// The latest snapshot.
-    pub snap: Arc<DeskSnapshot>,
+    pub snap: Arc<SessionSnapshot>,
     /// The focused pane.
     pub focus: Pane,
     /// The pane focused before the editor (Esc goes back).
@@ -245,31 +135,6 @@ pub struct App {
     pub keys: KeyMap,
     /// The open dialog.
     pub modal: Option<Modal>,
-    /// Turns, oldest first.
-    pub turns: Vec<TurnRecord>,
-    next_id: u64,
-    /// Co-pilot (true: agent turns wait for accept / reject) or autopilot.
-    pub copilot: bool,
-    /// The agent's answer proposed now (co-pilot).
-    pub proposal: Option<Proposal>,
-    /// Recorded turns of an opened session, listed when the tape reaches their seq.
-    pub recorded: VecDeque<TurnRecord>,
-    /// The agent seated in the session.
-    pub agent: Option<DeskAgent>,
-    /// Is it attached (asked at wakes)?
-    pub agent_attached: bool,
-    /// Calls from the session's agent (live asks, co-pilot proposals).
-    calls: Option<std::sync::mpsc::Receiver<AgentCall>>,
-    /// A live author's worker.
-    pub live: Option<LiveWorker>,
-    /// The wake a live author is answering, and the tape time it was asked.
-    pub waiting: Option<(String, Ts)>,
-    /// The last live answer: wall time, output tokens across its attempts, re-asks.
-    pub last_answer: Option<(std::time::Duration, usize, u32)>,
-    /// Replaying a saved session: nobody is asked; recorded answers act.
-    pub replaying: bool,
-    /// What the agent is writing now (streamed).
-    pub thinking: String,
     /// Bus or Blotter.
     pub bus_mode: BusMode,
     /// Selected plan row.
@@ -279,8 +144,10 @@ pub struct App {
     pub bus_sel: Option<u64>,
     /// Scroll of the View pane.
     pub view_scroll: u16,
-    /// The last message for the status area.
+    /// The last message of the screen's own (a theme switch, a bad seek time).
     pub message: Option<String>,
+    /// Notices of the session already shown.
+    notices_seen: usize,
     /// Warnings from config loading (themes, keys).
     pub warnings: Vec<String>,
     /// Set when the user quits.
@@ -309,9 +176,9 @@ pub fn pane_spelling(name: &str) -> &'static str {
 }
 
 impl App {
-    /// A desk over a replay handle.
-    pub fn new(mut engine: EngineHandle, themes: Vec<Theme>, keys: KeyMap) -> App {
-        let snap = engine.latest();
+    /// A desk over a session.
+    pub fn new(mut session: SessionHandle, themes: Vec<Theme>, keys: KeyMap) -> App {
+        let snap = session.latest();
         let themes = if themes.is_empty() {
             vec![super::theme::default_theme()]
         } else {
@@ -322,8 +189,9 @@ impl App {
         let card = lang::card::build(&menu, None, &count)
             .map(|c| c.tokens)
             .unwrap_or(0);
+        let notices_seen = snap.notices.len();
         App {
-            engine,
+            session,
             snap,
             focus: Pane::Chart,
             prev_focus: Pane::Chart,
@@ -333,24 +201,12 @@ impl App {
             theme: 0,
             keys,
             modal: None,
-            turns: Vec::new(),
-            next_id: 1,
-            copilot: false,
-            proposal: None,
-            recorded: VecDeque::new(),
-            agent: None,
-            agent_attached: false,
-            calls: None,
-            live: None,
-            waiting: None,
-            last_answer: None,
-            replaying: false,
-            thinking: String::new(),
             bus_mode: BusMode::Bus,
             plan_sel: 0,
             bus_sel: None,
             view_scroll: 0,
             message: None,
+            notices_seen,
             warnings: Vec::new(),
             quit: false,
             prompt_tokens: (card, count(&menu)),
@@ -362,260 +218,42 @@ impl App {
         &self.themes[self.theme.min(self.themes.len() - 1)]
     }
 
-    /// Seat the session's agent: `calls` is where its calls arrive (the replay thread's
-    /// other end). A live author's worker starts now (not when replaying a saved session).
-    pub fn seat(
-        &mut self,
-        agent: Option<DeskAgent>,
-        calls: std::sync::mpsc::Receiver<AgentCall>,
-    ) -> Result<(), String> {
-        self.calls = Some(calls);
-        if let Some(DeskAgent::Live(spec)) = &agent
-            && !self.replaying
-        {
-            self.live = Some(LiveWorker::for_spec(spec)?);
-        }
-        if let Some(a) = &agent {
-            self.message = Some(format!(
-                "agent {} seated: it is asked at every wake{}",
-                a.name(),
-                if self.copilot {
-                    " (co-pilot: you accept or reject)"
-                } else {
-                    ""
-                }
-            ));
-        }
-        self.agent_attached = agent.is_some();
-        self.agent = agent;
-        Ok(())
+    /// The seated agent, as the session reports it.
+    pub fn agent(&self) -> Option<&AgentStatus> {
+        self.snap.agent.as_ref()
     }
 
-    /// Detach the agent: it is no longer asked; a call outstanding is dropped (on the Bus
-    /// as rejected by `detached`); a live worker stops.
-    pub fn detach(&mut self) {
-        if !self.agent_attached {
-            return;
-        }
-        self.agent_attached = false;
-        self.live = None;
-        self.proposal = None;
-        self.waiting = None;
-        self.thinking.clear();
-        self.agent_act_now(AgentAct::Attach { on: false });
-        let name = self.agent.as_ref().map(DeskAgent::name).unwrap_or_default();
-        self.message = Some(format!("detached agent {name}"));
+    /// Is an agent seated and attached?
+    pub fn agent_attached(&self) -> bool {
+        self.agent().is_some_and(|a| a.attached)
     }
 
-    /// Attach the seated agent again (a live author gets a fresh worker).
-    pub fn attach(&mut self) {
-        let Some(a) = self.agent.clone() else {
-            self.message = Some(
-                "no agent: start the desk with --author URL|CMD|FILE or --agent SCRIPT".into(),
-            );
-            return;
-        };
-        if self.agent_attached {
-            return;
-        }
-        if let DeskAgent::Live(spec) = &a
-            && !self.replaying
-        {
-            match LiveWorker::for_spec(spec) {
-                Ok(w) => self.live = Some(w),
-                Err(e) => {
-                    self.message = Some(format!("attach {}: {e}", a.name()));
-                    return;
-                }
-            }
-        }
-        self.agent_attached = true;
-        self.agent_act_now(AgentAct::Attach { on: true });
-        self.message = Some(format!("attached agent {}", a.name()));
+    /// Co-pilot (agent turns wait for the person) or autopilot.
+    pub fn copilot(&self) -> bool {
+        self.agent().is_some_and(|a| a.copilot)
     }
 
-    /// Apply an agent act now (recorded with its tape point).
-    fn agent_act_now(&mut self, act: AgentAct) {
-        self.send(Command::Apply {
-            id: 0,
-            act: Act::Agent(act),
-            at: None,
-        });
+    /// The agent's answer waiting for the person.
+    pub fn proposal(&self) -> Option<&Proposal> {
+        self.agent().and_then(|a| a.proposal.as_ref())
     }
 
-    /// Send a command to the replay.
+    /// Send a command to the session.
     pub fn send(&mut self, c: Command) {
-        self.engine.send(c);
-        self.snap = self.engine.latest();
+        self.session.send(c);
+        self.tick();
     }
 
-    /// Pull the latest snapshot, the agent's calls and a live author's answers and text.
+    /// Take the latest snapshot; a new notice of the session becomes the message.
     pub fn tick(&mut self) {
-        self.snap = self.engine.latest();
-        let calls: Vec<AgentCall> = self
-            .calls
-            .as_ref()
-            .map(|c| c.try_iter().collect())
-            .unwrap_or_default();
-        for c in calls {
-            self.agent_call(c);
-        }
-        let mut answers = Vec::new();
-        if let Some(w) = self.live.as_mut() {
-            while let Ok(d) = w.deltas.try_recv() {
-                self.thinking.push_str(&d);
-            }
-            answers.extend(w.answers.try_iter());
-        }
-        self.trim_thinking();
-        for m in answers {
-            self.worker_msg(m);
-        }
-        while self
-            .recorded
-            .front()
-            .is_some_and(|t| t.seq <= self.snap.seq)
-        {
-            if let Some(t) = self.recorded.pop_front() {
-                self.turns.push(t);
-            }
-        }
-        // Mark applied turns.
-        for a in &self.snap.applied {
-            if let Some(t) = self.turns.iter_mut().find(|t| t.id == a.id)
-                && !matches!(t.status, TurnStatus::Applied(_))
+        self.snap = self.session.latest();
+        if self.snap.notices.len() != self.notices_seen || self.notices_seen > 20 {
+            if let Some(n) = self.snap.notices.last()
+                && self.snap.notices.len() > self.notices_seen.min(self.snap.notices.len())
             {
-                t.status = TurnStatus::Applied(a.clone());
+                self.message = Some(n.text.clone());
             }
-        }
-    }
-
-    fn trim_thinking(&mut self) {
-        if self.thinking.len() > 2000 {
-            let cut = self.thinking.len() - 2000;
-            let cut = (cut..self.thinking.len())
-                .find(|i| self.thinking.is_char_boundary(*i))
-                .unwrap_or(0);
-            self.thinking.drain(..cut);
-        }
-    }
-
-    /// A call from the session's agent.
-    pub fn agent_call(&mut self, c: AgentCall) {
-        // A replay's answers are recorded acts; a call sent just before a detach is void
-        // (the runtime dropped it as rejected by `detached`).
-        if self.replaying || !self.agent_attached {
-            return;
-        }
-        let name = self.agent.as_ref().map(DeskAgent::name).unwrap_or_default();
-        match c {
-            AgentCall::Ask {
-                segment,
-                call,
-                ask,
-                ctx,
-            } => {
-                if let Some(w) = &self.live {
-                    self.thinking.clear();
-                    self.waiting = Some((ask.wake.clone(), ask.ts));
-                    self.message = Some(format!("asked {name} at wake {}", ask.wake));
-                    w.ask(segment, call, ask, ctx);
-                }
-            }
-            AgentCall::Proposal {
-                segment,
-                call,
-                wake,
-                run,
-            } => self.answered(segment, call, wake, run),
-        }
-    }
-
-    /// A live worker's message.
-    fn worker_msg(&mut self, m: WorkerMsg) {
-        match m {
-            WorkerMsg::Answered {
-                segment,
-                call,
-                wake,
-                run,
-                wall,
-            } => {
-                self.waiting = None;
-                self.last_answer = Some((wall, run.tokens_spent, run.re_asks));
-                if segment == self.snap.segment {
-                    self.answered(segment, call, wake, run);
-                }
-            }
-            WorkerMsg::Failed(e) => {
-                // The author could not be opened: detach, so the call out is dropped (on the
-                // Bus as rejected by `detached`) and later wakes are not held for it.
-                self.detach();
-                self.message = Some(format!("agent stopped: {e} (A attaches again)"));
-            }
-        }
-    }
-
-    /// An answer came: in co-pilot it is proposed; in autopilot it acts now.
-    fn answered(&mut self, segment: u32, call: u64, wake: String, run: RepairRun) {
-        let author = self.agent.as_ref().map(DeskAgent::name).unwrap_or_default();
-        if self.copilot {
-            self.message = Some(format!(
-                "{author} proposes {} at wake {wake}: accept or reject",
-                run.turn.outcome.name()
-            ));
-            self.proposal = Some(Proposal {
-                segment,
-                call,
-                author,
-                wake,
-                run,
-            });
-        } else {
-            self.message = Some(format!("{author}: {}", run.turn.outcome.name()));
-            self.thinking.clear();
-            self.send(Command::AgentReply {
-                segment,
-                act: AgentAct::Answer { call, run },
-            });
-        }
-    }
-
-    /// Accept the proposal: it routes now.
-    pub fn accept(&mut self) {
-        if let Some(p) = self.proposal.take() {
-            self.message = Some(format!(
-                "accepted {}'s {}",
-                p.author,
-                p.run.turn.outcome.name()
-            ));
-            self.thinking.clear();
-            self.send(Command::AgentReply {
-                segment: p.segment,
-                act: AgentAct::Answer {
-                    call: p.call,
-                    run: p.run,
-                },
-            });
-        }
-    }
-
-    /// Reject the proposal: nothing routes (a `turn-rejected` event).
-    pub fn reject(&mut self) {
-        if let Some(p) = self.proposal.take() {
-            let outcome = p.run.turn.outcome.name().to_string();
-            self.message = Some(format!(
-                "rejected {}'s {outcome}: it was not routed",
-                p.author
-            ));
-            self.thinking.clear();
-            self.send(Command::AgentReply {
-                segment: p.segment,
-                act: AgentAct::Reject {
-                    call: p.call,
-                    outcome,
-                },
-            });
+            self.notices_seen = self.snap.notices.len();
         }
     }
 
@@ -636,111 +274,48 @@ impl App {
             .map(String::as_str)
     }
 
-    /// Every turn for the Journal and Tokens panes, in tape order: the desk's and the
-    /// agent's (from the Bus).
-    pub fn turn_rows(&self) -> Vec<TurnRow<'_>> {
-        let mut rows: Vec<TurnRow> = self.turns.iter().map(TurnRow::Desk).collect();
-        rows.extend(self.snap.agent_turns.iter().map(TurnRow::Agent));
-        rows.sort_by_key(|r| r.ts());
-        rows
+    /// Every turn for the Journal and Tokens panes, in tape order: the person's and the
+    /// agent's.
+    pub fn turn_rows(&self) -> &[TurnLine] {
+        &self.snap.turns
     }
 
-    fn context(&self, kind: AuthorKind) -> TurnContext {
-        match kind {
-            // A person at the desk may always look: SHOW VIEW is on their menu.
-            AuthorKind::Human => TurnContext::new(WakePhase::Open, Profile::ViewshopV2, kind),
-            _ => {
-                let open = self.snap.clock < Ts(self.snap.open.0 + 15 * 60 * 1000);
-                let phase = if open {
-                    WakePhase::Open
-                } else {
-                    WakePhase::Mid
-                };
-                TurnContext::new(phase, Profile::AuthoringV2, kind)
-            }
-        }
-    }
-
-    /// Route a reply through the one router and act on the outcome now: arm, stand down,
-    /// cancel (sent to the replay), or show a requested view.
-    pub fn route(&mut self, author: &str, kind: AuthorKind, reply: &Reply) -> TurnRecord {
-        let ctx = self.context(kind);
-        let routed = turn::route(reply, &ctx);
-        let toks = tokens::measure(reply.written(), &routed, Encoding::Cl100k).ok();
-        let id = self.next_id;
-        self.next_id += 1;
-        let act = match &routed.outcome {
-            Outcome::Supersede { .. } => Some(Act::Arm {
-                text: routed.kestrel.clone(),
-            }),
-            Outcome::StandDown { reason } => Some(Act::StandDown {
-                reason: reason.clone(),
-            }),
-            Outcome::Cancel { target } => Some(Act::Cancel {
-                target: target.clone(),
-            }),
-            Outcome::ViewRequest { .. } => {
-                if let Some(v) = routed.document().and_then(|d| {
-                    d.statements.into_iter().find_map(|s| match s.kind {
-                        ast::StatementKind::ShowView(v) => Some(v),
-                        _ => None,
-                    })
-                }) {
-                    self.engine.send(Command::SetView(v));
-                    self.set_focus(Pane::View);
-                    self.view_scroll = 0;
-                }
-                None
-            }
-            _ => None,
-        };
-        let status = if act.is_some() {
-            TurnStatus::Sent
-        } else {
-            TurnStatus::Routed
-        };
-        self.engine.send(Command::Record(serde_json::json!({
-            "type": "turn", "id": id, "author": author,
-            "routed": serde_json::to_value(&routed).unwrap_or_default(),
-            "tokens": serde_json::to_value(&toks).unwrap_or_default(),
-        })));
-        // The routed turn goes on the Bus (a `turn` event) at the point it acts.
-        self.engine.send(Command::Apply {
-            id,
-            act: Act::Turn {
-                routed: serde_json::to_value(&routed).unwrap_or_default(),
-            },
-            at: None,
+    /// Submit a turn as the person.
+    pub fn human_turn(&mut self, text: &str) -> Option<TurnLine> {
+        let before = self.snap.turns.len();
+        self.send(Command::Submit {
+            author: "you".into(),
+            kind: AuthorKind::Human,
+            text: text.to_string(),
         });
-        if let Some(act) = act {
-            self.engine.send(Command::Apply { id, act, at: None });
+        let t = self.snap.turns.get(before..).and_then(|t| {
+            t.iter()
+                .rev()
+                .find(|l| l.wake == crate::session::owner::DESK_WAKE)
+                .cloned()
+        });
+        if let Some(r) = t.as_ref().and_then(|t| t.routed.as_ref())
+            && matches!(r.outcome, Outcome::ViewRequest { .. })
+        {
+            self.set_focus(Pane::View);
+            self.view_scroll = 0;
         }
-        self.snap = self.engine.latest();
-        let what = match &routed.outcome {
-            Outcome::Invalid { errors } | Outcome::Truncated { errors } => {
-                errors.first().map(|e| e.one_line()).unwrap_or_default()
-            }
-            o => o.name().to_string(),
-        };
-        self.message = Some(format!("{author}: {what}"));
-        TurnRecord {
-            id,
-            author: author.to_string(),
-            ts: self.snap.clock,
-            routed: Some(routed),
-            tokens: toks,
-            status,
-            seq: self.snap.seq,
-        }
+        t
     }
 
-    /// Route a human reply and list it.
-    pub fn human_turn(&mut self, text: &str) -> &TurnRecord {
-        let rec = self.route("you", AuthorKind::Human, &Reply::text(text));
-        self.turns.push(rec);
-        self.tick();
-        let n = self.turns.len() - 1;
-        &self.turns[n]
+    /// Detach the agent or attach it again.
+    pub fn toggle_attach(&mut self) {
+        match self.agent() {
+            None => {
+                self.message = Some(
+                    "no agent: start the desk with --author URL|CMD|FILE or --agent SCRIPT".into(),
+                )
+            }
+            Some(a) => {
+                let on = !a.attached;
+                self.send(Command::Attach(on));
+            }
+        }
     }
 
     /// Handle one key event.
@@ -798,12 +373,15 @@ impl App {
                 })
             }
             Action::Restart => {
-                self.send(Command::Restart);
-                self.turns.clear();
-                self.proposal = None;
-                self.waiting = None;
-                self.thinking.clear();
-                self.message = Some("restarted from the open".into());
+                self.modal = Some(Modal::Confirm(Confirm::Restart));
+            }
+            Action::BackToOpen => {
+                let open = self.snap.open;
+                self.send(Command::Seek(open));
+                self.message = Some(format!(
+                    "back to the open {}: Space plays the session again",
+                    open.hhmm()
+                ));
             }
             Action::StandDown => {
                 self.modal = Some(Modal::Prompt {
@@ -819,27 +397,33 @@ impl App {
                 self.modal = Some(Modal::ViewPicker { sel: 0, checked });
             }
             Action::Copilot => {
-                self.copilot = !self.copilot;
-                self.agent_act_now(AgentAct::Hold { on: self.copilot });
-                self.message = Some(if self.copilot {
+                if self.agent().is_none() {
+                    self.message = Some("no agent seated: co-pilot has nobody to hold".into());
+                    return;
+                }
+                let on = !self.copilot();
+                self.send(Command::Copilot(on));
+                self.message = Some(if on {
                     "co-pilot: agent turns wait for your accept / reject".into()
                 } else {
                     "autopilot: agent turns route as they arrive".into()
                 });
-                // Autopilot routes what was waiting.
-                if !self.copilot {
-                    self.accept();
-                }
             }
-            Action::Accept => self.accept(),
-            Action::Reject => self.reject(),
-            Action::Attach => {
-                if self.agent_attached {
-                    self.detach();
+            Action::Accept => {
+                if self.proposal().is_some() {
+                    self.send(Command::Accept);
                 } else {
-                    self.attach();
+                    self.message = Some("nothing to accept: no proposal is waiting".into());
                 }
             }
+            Action::Reject => {
+                if self.proposal().is_some() {
+                    self.send(Command::Reject);
+                } else {
+                    self.message = Some("nothing to reject: no proposal is waiting".into());
+                }
+            }
+            Action::Attach => self.toggle_attach(),
             Action::Theme => {
                 self.theme = (self.theme + 1) % self.themes.len();
                 self.message = Some(format!("theme {}", self.theme().name));
@@ -919,8 +503,7 @@ impl App {
         let text = self.editor.text();
         let authored = self
             .human_turn(&text)
-            .routed
-            .as_ref()
+            .and_then(|t| t.routed)
             .is_some_and(|r| r.class() == turn::TurnClass::Authored);
         if authored {
             self.editor.set_text("");
@@ -930,6 +513,12 @@ impl App {
     fn modal_key(&mut self, m: Modal, k: KeyEvent) {
         let esc = k.code == KeyCode::Esc;
         match m {
+            Modal::Confirm(Confirm::Restart) => {
+                if matches!(k.code, KeyCode::Char('y') | KeyCode::Char('Y') | KeyCode::Enter) {
+                    self.send(Command::Restart);
+                    self.message = Some("restarted from the open: the book is empty".into());
+                }
+            }
             Modal::Help | Modal::PlanText(_) | Modal::Event(_) => {
                 if let (Modal::PlanText(t), Some(Action::Yank)) = (&m, self.keys.action(&k)) {
                     self.editor.set_text(t);
@@ -1004,7 +593,7 @@ impl App {
         }
     }
 
-    /// Counts of outcomes: (authored, invalid, provider-error, pass, stand-down).
+    /// Counts of outcomes: (authored, invalid, provider-error, pass, stand-down, rejected).
     pub fn outcome_counts(&self) -> [(&'static str, usize); 6] {
         let mut c = [
             ("authored", 0),
@@ -1015,7 +604,7 @@ impl App {
             ("rejected", 0),
         ];
         for t in self.turn_rows() {
-            let Some(r) = t.routed() else {
+            let Some(r) = &t.routed else {
                 c[5].1 += 1;
                 continue;
             };

@@ -49,7 +49,8 @@ actions! {
     StepTick, "step_tick", ["."], "step one tick";
     StepBar, "step_bar", [">"], "step one bar (1 minute)";
     Seek, "seek", ["g"], "seek to a tape time (HH:MM[:SS])";
-    Restart, "restart", ["R"], "restart the session from the open";
+    Restart, "restart", ["R"], "restart the session from the open (asks first; the book is emptied)";
+    BackToOpen, "back_to_open", ["home"], "go back to the open and replay every act taken so far";
     StandDown, "stand_down", ["s"], "STAND-DOWN, with a reason";
     ShowView, "show_view", ["v"], "SHOW VIEW: pick panes from the catalog";
     Copilot, "copilot", ["c"], "toggle co-pilot (approve agent turns) / autopilot";

@@ -1,53 +1,54 @@
 //! The desk: the ratatui terminal app where a person and an agent fly one book on a replayed
 //! tape (DESK.md). `kestrel` with no arguments (or `kestrel desk`) opens it on the bundled
-//! tape with the example plan armed and the recorded house agent attached.
+//! tape with the example plan armed and the recorded house agent seated.
 //!
-//! Structure (one way data flow, nothing blocks drawing):
+//! The desk is a client of the [`Session`](crate::session::Session), which owns the run
+//! (docs/desk.md, "One owner"): keys become [`Command`]s, the screen draws
+//! [`SessionSnapshot`](crate::session::SessionSnapshot)s. The desk keeps no market, engine
+//! or bar state of its own.
 //!
-//! - [`engine`]: the replay [`Driver`](engine::Driver) on its own thread behind an
-//!   [`EngineHandle`](engine::EngineHandle): commands in, snapshots out.
-//! - [`runtime`]: the seam the driver feeds: market only today, the tick engine later.
-//! - [`agent`]: the agent in the session: a script answering inline, or a live author on
-//!   its own worker whose answers arrive as events (co-pilot holds either for the person).
-//! - [`app`]: the state machine (keys, focus, dialogs, routing turns); no terminal.
+//! - [`handle`]: the session on its own thread (or inline, for tests).
+//! - [`app`]: the state machine of the screen (keys, focus, dialogs, the editor); no
+//!   terminal.
 //! - [`ui`]: drawing, a pure function of the app.
-//! - [`editor`], [`theme`], [`keys`], [`session`]: the pieces.
+//! - [`editor`], [`theme`], [`keys`]: the pieces.
 
-pub mod agent;
 pub mod app;
 pub mod editor;
-pub mod engine;
+pub mod handle;
 pub mod keys;
-pub mod runtime;
-pub mod session;
 pub mod theme;
 pub mod ui;
 
-use agent::DeskAgent;
+use crate::session::agent::Agent;
+use crate::session::{self, Command, Opening, Session, Settings, TapeSource, saved};
+use crate::turn::AuthorKind;
 use app::App;
-use engine::{Driver, EngineHandle, RuntimeFactory, TapeSource};
-use runtime::{AgentCall, EngineRt, MarketOnly, Runtime};
+use handle::SessionHandle;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// The tape the desk opens on when none is given.
-pub const BUNDLED_TAPE: (&str, &[u8]) = (
-    "trend-2025-04-09-s1",
-    include_bytes!("../../tapes/trend-2025-04-09-s1.jsonl"),
-);
+pub use crate::session::owner::BUNDLED_TAPE;
 
 /// The example plan armed at the open.
 pub const EXAMPLE_PLAN: &str = include_str!("../../examples/chase.kestrel");
 
-/// `kestrel desk` options.
+/// The bundled house agent: a script of replies, one per wake.
+pub const HOUSE_AGENT_SCRIPT: &str = session::agent::HOUSE_AGENT_SCRIPT;
+
+/// `kestrel desk` options (also `kestrel` with no subcommand).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct DeskArgs {
     /// A tape (JSON Lines); default: the bundled trend session.
     #[arg(long)]
     pub tape: Option<PathBuf>,
-    /// Replay a saved session (its tape and its acts at their recorded tape points).
+    /// Reopen a saved session: its tape, settings and acts, resumed where it was left
+    /// (Home goes back to the open). Nothing is written until you act.
     #[arg(long)]
     pub open: Option<PathBuf>,
+    /// Documents to arm at the open (checked first), instead of the example plan.
+    #[arg(long, num_args = 1..)]
+    pub plans: Vec<PathBuf>,
     /// A script of `{"reply": "..."}` lines to seat as the agent, one reply per wake;
     /// default: the house agent.
     #[arg(long)]
@@ -59,7 +60,7 @@ pub struct DeskArgs {
     pub author: Option<String>,
     #[command(flatten)]
     pub how: crate::session::AuthorFlags,
-    /// Start with no agent attached.
+    /// Start with no agent seated.
     #[arg(long)]
     pub no_agent: bool,
     /// Start in co-pilot mode (agent turns wait for accept / reject).
@@ -74,81 +75,22 @@ pub struct DeskArgs {
     /// Start playing at once.
     #[arg(long)]
     pub play: bool,
-    /// Dollars per 1R.
-    #[arg(long, default_value_t = runtime::DEFAULT_R_USD)]
-    pub r_usd: i64,
-    /// Replay the market only (no tick engine: plans are listed, not evaluated).
+    /// Dollars per 1R [default: 1000].
     #[arg(long)]
-    pub market_only: bool,
+    pub r_usd: Option<i64>,
+    /// The fill model [default: strict-cross-v1].
+    #[arg(long)]
+    pub fill: Option<String>,
 }
-
-/// Resolve a tape label (`bundled:<name>` or a path) to its bytes.
-pub fn tape_source(label: Option<&str>) -> Result<TapeSource, String> {
-    match label {
-        None => Ok(TapeSource {
-            label: format!("bundled:{}", BUNDLED_TAPE.0),
-            bytes: Arc::from(BUNDLED_TAPE.1),
-        }),
-        Some(l) if l.starts_with("bundled:") => tape_source(None),
-        Some(p) => std::fs::read(p)
-            .map(|b| TapeSource {
-                label: p.to_string(),
-                bytes: Arc::from(b),
-            })
-            .map_err(|e| format!("{p}: {e}")),
-    }
-}
-
-fn bus_sink(session: &Option<PathBuf>, n: u32) -> Option<Box<dyn std::io::Write>> {
-    session.as_ref().and_then(|s| {
-        std::fs::File::create(session::bus_path(s, n))
-            .ok()
-            .map(|f| Box::new(f) as Box<dyn std::io::Write>)
-    })
-}
-
-/// A factory of market-only runtimes writing their stream beside `session` (when given).
-pub fn market_only_factory(session: Option<PathBuf>) -> RuntimeFactory {
-    Box::new(move |h, run| {
-        Box::new(MarketOnly::new(h, bus_sink(&session, run.segment))) as Box<dyn Runtime>
-    })
-}
-
-/// A factory of tick-engine runtimes (1R = `r_usd` dollars, strict-cross-v1), the Bus
-/// written beside `session` (when given).
-pub fn engine_factory(session: Option<PathBuf>, r_usd: i64) -> RuntimeFactory {
-    agent_factory(session, r_usd, None, None)
-}
-
-/// A factory of tick-engine runtimes with an agent seated in the session, asked at every
-/// wake (the OPEN wake first); calls that leave the replay thread (a live author's, or
-/// co-pilot proposals) go to `out`. Each run (restart) seats the agent afresh: a script
-/// starts over.
-pub fn agent_factory(
-    session: Option<PathBuf>,
-    r_usd: i64,
-    agent: Option<DeskAgent>,
-    out: Option<std::sync::mpsc::Sender<AgentCall>>,
-) -> RuntimeFactory {
-    let r = crate::market::Px::from_raw(r_usd.saturating_mul(crate::market::types::PX_SCALE));
-    Box::new(move |h, run| {
-        let mut rt = EngineRt::new(h, r, bus_sink(&session, run.segment));
-        if let Some(a) = &agent {
-            // The agent was read when the desk started; a seat that fails now sits out.
-            if let Ok(seat) = a.seat() {
-                rt = rt.with_agent(&a.name(), seat, run.hold, out.clone(), run.segment);
-            }
-        }
-        Box::new(rt) as Box<dyn Runtime>
-    })
-}
-
-/// The bundled house agent: a script of replies, one per wake.
-pub const HOUSE_AGENT_SCRIPT: &str = agent::HOUSE_AGENT_SCRIPT;
 
 /// Read a script of `{"reply": "..."}` lines (one reply per wake). Errors name the line.
 pub fn parse_script(text: &str) -> Result<Vec<String>, String> {
     crate::session::parse_script(text)
+}
+
+/// Resolve a tape label (`bundled:<name>` or a path) to its bytes.
+pub fn tape_source(label: Option<&str>) -> Result<TapeSource, String> {
+    TapeSource::open(label)
 }
 
 /// Load themes and keys from the config directory (or `dir`), with warnings.
@@ -160,26 +102,155 @@ pub fn load_config(dir: Option<&Path>) -> (Vec<theme::Theme>, keys::KeyMap, Vec<
     (themes, keys, warnings)
 }
 
-/// A desk over an inline (synchronous) replay of `src`: for tests and benchmarks. Nothing is
-/// written; no author is attached.
+/// The agent the options ask for (`None`: no agent).
+pub fn desk_agent(a: &DeskArgs) -> Result<Option<Agent>, String> {
+    if a.no_agent {
+        return Ok(None);
+    }
+    if let Some(spec) = &a.author {
+        let spec = a.how.spec(spec);
+        if spec.is_live() {
+            return Ok(Some(Agent::Live(spec)));
+        }
+        let bytes = std::fs::read(&spec.spec).map_err(|e| format!("{}: {e}", spec.spec))?;
+        let first = bytes.split(|b| *b == b'\n').next().unwrap_or_default();
+        let is_bus = serde_json::from_slice::<serde_json::Value>(first)
+            .is_ok_and(|v| v["type"] == "session-start");
+        let name = spec
+            .spec
+            .rsplit('/')
+            .next()
+            .unwrap_or("recorded")
+            .to_string();
+        if is_bus {
+            crate::session::Recorded::from_bus(&name, &bytes)
+                .map_err(|e| format!("{}: {e}", spec.spec))?;
+            return Ok(Some(Agent::Recorded {
+                name,
+                bus: Arc::from(bytes),
+            }));
+        }
+        let replies = parse_script(&String::from_utf8_lossy(&bytes))
+            .map_err(|e| format!("{}: {e}", spec.spec))?;
+        return Ok(Some(Agent::Script { name, replies }));
+    }
+    match &a.agent {
+        Some(p) => {
+            let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+            let replies = parse_script(&text).map_err(|e| format!("{}: {e}", p.display()))?;
+            let name = p
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or("agent")
+                .to_string();
+            Ok(Some(Agent::Script { name, replies }))
+        }
+        None => Ok(Some(Agent::house())),
+    }
+}
+
+/// The settings the options ask for: the one path from flags to a session (bare `kestrel`
+/// and `kestrel desk` both come here).
+pub fn settings(a: &DeskArgs) -> Result<Settings, String> {
+    let d = Settings::default();
+    Ok(Settings {
+        r_usd: a.r_usd.unwrap_or(d.r_usd),
+        fill: a.fill.clone().unwrap_or(d.fill),
+        profile: d.profile,
+        copilot: a.copilot,
+        agent: desk_agent(a)?,
+    })
+}
+
+/// The documents `--plans` names (or the example plan), checked before the desk opens:
+/// (author, text).
+pub fn opening_plans(a: &DeskArgs) -> Result<Vec<(String, String)>, String> {
+    if a.plans.is_empty() {
+        return Ok(if a.no_example {
+            Vec::new()
+        } else {
+            vec![("examples".into(), EXAMPLE_PLAN.into())]
+        });
+    }
+    let mut out = Vec::new();
+    for p in &a.plans {
+        let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        if let Err(errs) = crate::lang::check(&text, crate::lang::Mode::File) {
+            let first = errs.first().map(|e| e.one_line()).unwrap_or_default();
+            return Err(format!("{}: {first}", p.display()));
+        }
+        let name = p
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("plans")
+            .to_string();
+        out.push((name, text));
+    }
+    Ok(out)
+}
+
+/// `--open` with flags that contradict the saved session: a clear refusal naming each.
+fn contradictions(a: &DeskArgs, s: &saved::Saved) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(r) = a.r_usd
+        && r != s.settings.r_usd
+    {
+        out.push(format!(
+            "--r-usd {r} (the session ran at 1R = ${})",
+            s.settings.r_usd
+        ));
+    }
+    if let Some(f) = &a.fill
+        && *f != s.settings.fill
+    {
+        out.push(format!(
+            "--fill {f} (the session ran with {})",
+            s.settings.fill
+        ));
+    }
+    if let Some(t) = &a.tape
+        && t.display().to_string() != s.tape
+    {
+        out.push(format!(
+            "--tape {} (the session's tape is {})",
+            t.display(),
+            s.tape
+        ));
+    }
+    if a.author.is_some() || a.agent.is_some() || a.no_agent {
+        out.push("--author / --agent / --no-agent (the session's agent is replayed)".into());
+    }
+    if !a.plans.is_empty() || a.no_example {
+        out.push("--plans / --no-example (the session's turns are replayed)".into());
+    }
+    if a.copilot && !s.settings.copilot {
+        out.push("--copilot (the session started in autopilot)".into());
+    }
+    out
+}
+
+/// A desk over an inline session on `src` with the default settings: for tests and
+/// benchmarks. Nothing is written; no agent is seated.
 pub fn inline_app(src: TapeSource) -> Result<App, String> {
     inline_app_with(src, None, false)
 }
 
-/// A desk over an inline replay with an agent seated (held for co-pilot when `copilot`).
+/// A desk over an inline session with an agent seated (held for co-pilot when `copilot`).
 /// A live agent's worker starts at once. Nothing is written.
-pub fn inline_app_with(
-    src: TapeSource,
-    agent: Option<DeskAgent>,
-    copilot: bool,
-) -> Result<App, String> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    let factory = agent_factory(None, runtime::DEFAULT_R_USD, agent.clone(), Some(tx));
-    let driver = Driver::start(src, factory, copilot)?;
+pub fn inline_app_with(src: TapeSource, agent: Option<Agent>, copilot: bool) -> Result<App, String> {
+    let settings = Settings {
+        copilot,
+        agent,
+        ..Settings::default()
+    };
+    inline_app_from(src, settings, Opening::default())
+}
+
+/// A desk over an inline session with these settings.
+pub fn inline_app_from(src: TapeSource, settings: Settings, how: Opening) -> Result<App, String> {
+    let s = Session::open(src, settings, how)?;
     let (themes, keys, _) = load_config(None);
-    let mut app = App::new(EngineHandle::inline(driver), themes, keys);
-    app.copilot = copilot;
-    app.seat(agent, rx)?;
+    let mut app = App::new(SessionHandle::inline(s), themes, keys);
     app.tick();
     Ok(app)
 }
@@ -195,156 +266,89 @@ pub fn run(a: &DeskArgs) -> i32 {
     }
 }
 
-/// The agent the options ask for (`None`: no agent).
-fn desk_agent(a: &DeskArgs) -> Result<Option<DeskAgent>, String> {
-    if a.no_agent || a.market_only {
-        return Ok(None);
+/// Where a new session is saved (`None`: `--no-save`, or no data directory).
+fn session_path(a: &DeskArgs, tape: &TapeSource) -> Option<PathBuf> {
+    if a.no_save {
+        return None;
     }
-    if let Some(spec) = &a.author {
-        let spec = a.how.spec(spec);
-        if spec.is_live() {
-            return Ok(Some(DeskAgent::Live(spec)));
-        }
-        let bytes = std::fs::read(&spec.spec).map_err(|e| format!("{}: {e}", spec.spec))?;
-        let first = bytes.split(|b| *b == b'\n').next().unwrap_or_default();
-        let is_bus = serde_json::from_slice::<serde_json::Value>(first)
-            .is_ok_and(|v| v["type"] == "session-start");
-        let name = spec
-            .spec
-            .rsplit('/')
-            .next()
-            .unwrap_or("recorded")
-            .to_string();
-        if is_bus {
-            crate::session::Recorded::from_bus(&name, &bytes)
-                .map_err(|e| format!("{}: {e}", spec.spec))?;
-            return Ok(Some(DeskAgent::Recorded {
-                name,
-                bus: Arc::from(bytes),
-            }));
-        }
-        let replies = parse_script(&String::from_utf8_lossy(&bytes))
-            .map_err(|e| format!("{}: {e}", spec.spec))?;
-        return Ok(Some(DeskAgent::Script { name, replies }));
-    }
-    match &a.agent {
+    let d = saved::sessions_dir()?;
+    std::fs::create_dir_all(&d).ok()?;
+    let name = tape.label.rsplit(['/', ':']).next().unwrap_or("tape");
+    Some(saved::new_session_path(&d, name.trim_end_matches(".jsonl")))
+}
+
+/// Check the options and say where the session will be saved, before the terminal is
+/// taken over: a bad `--open`, `--plans` or agent is refused here.
+pub fn check(a: &DeskArgs) -> Result<Option<PathBuf>, String> {
+    let tape = match &a.open {
         Some(p) => {
-            let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
-            let replies = parse_script(&text).map_err(|e| format!("{}: {e}", p.display()))?;
-            let name = p
-                .file_stem()
-                .and_then(|s| s.to_str())
-                .unwrap_or("agent")
-                .to_string();
-            Ok(Some(DeskAgent::Script { name, replies }))
+            let s = saved::open(p)?;
+            let bad = contradictions(a, &s);
+            if !bad.is_empty() {
+                return Err(format!(
+                    "{}: these flags contradict the saved session: {}",
+                    p.display(),
+                    bad.join("; ")
+                ));
+            }
+            TapeSource::open(Some(&s.tape))?
         }
-        None => Ok(Some(DeskAgent::house())),
+        None => {
+            settings(a)?.engine_check()?;
+            opening_plans(a)?;
+            TapeSource::open(a.tape.as_ref().map(|p| p.display().to_string()).as_deref())?
+        }
+    };
+    Ok(session_path(a, &tape))
+}
+
+/// Open the session the options ask for, saving to `save`: a saved session reopened at its
+/// last point, or a new one with its opening plans armed. Bare `kestrel`, `kestrel desk`
+/// and the tests all come here.
+pub fn open_session(a: &DeskArgs, save: Option<PathBuf>) -> Result<Session, String> {
+    if let Some(p) = &a.open {
+        return session::owner::reopen(p, save);
     }
+    let settings = settings(a)?;
+    let plans = opening_plans(a)?;
+    let tape = TapeSource::open(a.tape.as_ref().map(|p| p.display().to_string()).as_deref())?;
+    let how = Opening {
+        save,
+        ..Opening::default()
+    };
+    let mut s = Session::open(tape, settings, how)?;
+    for (author, text) in plans {
+        s.command(Command::Submit {
+            author,
+            kind: AuthorKind::File,
+            text,
+        });
+    }
+    Ok(s)
 }
 
 fn run_inner(a: &DeskArgs) -> color_eyre::Result<()> {
     use color_eyre::eyre::eyre;
     let _ = color_eyre::install();
-    let saved = match &a.open {
-        Some(p) => {
-            let text = std::fs::read_to_string(p).map_err(|e| eyre!("{}: {e}", p.display()))?;
-            Some(session::load(&text).map_err(|e| eyre!("{}: {e}", p.display()))?)
-        }
-        None => None,
-    };
-    let tape_label = match (&saved, &a.tape) {
-        (Some(s), _) => Some(s.tape.clone()),
-        (None, Some(p)) => Some(p.display().to_string()),
-        _ => None,
-    };
-    let src = tape_source(tape_label.as_deref()).map_err(|e| eyre!(e))?;
-    let session_path = if a.no_save {
-        None
-    } else {
-        session::sessions_dir().and_then(|d| {
-            std::fs::create_dir_all(&d).ok()?;
-            let name = src.label.rsplit(['/', ':']).next().unwrap_or("tape");
-            Some(session::new_session_path(
-                &d,
-                name.trim_end_matches(".jsonl"),
-            ))
-        })
-    };
-    let record = match &session_path {
-        Some(p) => match std::fs::File::create(p) {
-            Ok(f) => Some(f),
-            Err(e) => return Err(eyre!("session file {}: {e}", p.display())),
-        },
-        None => None,
-    };
-    let script = saved.as_ref().map(|s| s.acts.clone());
-    let agent = match &saved {
-        Some(s) => s.agent.clone(),
-        None => desk_agent(a).map_err(|e| eyre!("agent: {e}"))?,
-    };
-    let hold = match &saved {
-        Some(s) => s.hold,
-        None => a.copilot,
-    };
-    let (call_tx, call_rx) = std::sync::mpsc::channel();
-    let factory = if a.market_only {
-        market_only_factory(session_path.clone())
-    } else {
-        agent_factory(session_path.clone(), a.r_usd, agent.clone(), Some(call_tx))
-    };
-    let agent_record = agent.as_ref().map(DeskAgent::record);
-    let build = move || {
-        let mut d = Driver::start(src, factory, hold)?;
-        if let Some(f) = record {
-            d = d.with_record(Box::new(f));
-            if let Some(r) = agent_record {
-                d.command(engine::Command::Record(r));
-            }
-        }
-        if let Some(acts) = script {
-            d = d.with_script(acts);
-        }
-        Ok(d)
-    };
-    let handle = EngineHandle::spawn(build).map_err(|e| eyre!(e))?;
-    let (themes, keys, warnings) = load_config(session::config_dir().as_deref());
+    let save = check(a).map_err(|e| eyre!(e))?;
+    let (args, to) = (a.clone(), save.clone());
+    let handle = SessionHandle::spawn(move || open_session(&args, to)).map_err(|e| eyre!(e))?;
+    let (themes, keys, warnings) = load_config(saved::config_dir().as_deref());
     let mut app = App::new(handle, themes, keys);
     app.warnings = warnings;
-    app.copilot = hold;
-    if let Some(s) = saved {
-        // A replay: the recorded answers act at their tape points; nobody is asked again.
-        app.replaying = true;
-        app.seat(agent, call_rx).map_err(|e| eyre!(e))?;
-        for (seq, author, routed) in s.turns {
-            app.recorded.push_back(app::TurnRecord {
-                id: 0,
-                author,
-                ts: app.snap.clock,
-                routed: Some(routed),
-                tokens: None,
-                status: app::TurnStatus::Routed,
-                seq,
-            });
-        }
-        app.message = Some("replaying a saved session".into());
-    } else {
-        app.seat(agent, call_rx).map_err(|e| eyre!(e))?;
-        if !a.no_example {
-            let rec = app.route(
-                "examples",
-                crate::turn::AuthorKind::File,
-                &crate::turn::Reply::text(EXAMPLE_PLAN),
-            );
-            app.turns.push(rec);
-        }
-    }
     if let Some(w) = app.warnings.first() {
         app.message = Some(w.clone());
-    } else if let Some(p) = &session_path {
+    } else if a.open.is_some() {
+        app.message = Some(format!(
+            "reopened {} at {} (Home: back to the open)",
+            a.open.as_ref().map(|p| p.display().to_string()).unwrap_or_default(),
+            app.snap.clock
+        ));
+    } else if let Some(p) = &save {
         app.message = Some(format!("saving to {}", p.display()));
     }
     if a.play {
-        app.send(engine::Command::Play);
+        app.send(Command::Play);
     }
     let mut terminal = match ratatui::try_init() {
         Ok(t) => t,
@@ -357,10 +361,13 @@ fn run_inner(a: &DeskArgs) -> color_eyre::Result<()> {
     };
     let res = event_loop(&mut terminal, &mut app);
     ratatui::restore();
-    app.engine.shutdown();
+    let written = app.snap.written;
+    app.session.shutdown();
     drop(app);
-    if let Some(p) = &session_path {
-        eprintln!("session saved: {}", p.display());
+    match (&save, written) {
+        (Some(p), true) => eprintln!("session saved: {}", p.display()),
+        (Some(_), false) => eprintln!("nothing new to save: the session was only replayed"),
+        _ => {}
     }
     res
 }

@@ -3,7 +3,10 @@
 
 use super::app::{App, BusMode, Modal, Pane, PromptKind};
 use super::keys::Action;
+use crate::bus::PlanState;
+use crate::bus::blotter::RiskKind;
 use crate::lang;
+use crate::session::owner::{Owner, PlanLine};
 use crate::turn::Outcome;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -170,40 +173,41 @@ fn draw_status(f: &mut Frame, app: &App, r: Rect) {
     } else {
         "⏸ paused"
     };
-    let author = match &app.agent {
+    let author = match app.agent() {
         Some(a) => {
-            let state = if !app.agent_attached {
+            let state = if !a.attached {
                 "detached".to_string()
-            } else if app.proposal.is_some() {
+            } else if a.proposal.is_some() {
                 "proposing".to_string()
-            } else if let Some((w, _)) = &app.waiting {
+            } else if let Some((w, _)) = &a.waiting {
                 format!("writing @ {w}")
-            } else if app.copilot {
+            } else if a.replay_only && a.live {
+                "replayed".to_string()
+            } else if a.copilot {
                 "co-pilot".to_string()
             } else {
                 "autopilot".to_string()
             };
             // A live author's last answer: wall time, output tokens, re-asks (measured by the
             // worker around the whole repair loop).
-            let last = app
+            let last = a
                 .last_answer
                 .map(|(wall, toks, re)| {
                     format!(" last {:.1}s {toks} tok {re} re-ask", wall.as_secs_f64())
                 })
                 .unwrap_or_default();
-            format!("{} ({state}{last})", a.name())
+            format!("{} ({state}{last})", a.name)
         }
         None => "none".into(),
     };
     let text = format!(
-        " KESTREL │ tape {} │ {} │ {} {} │ mode sim │ author {} │ hash {} ({}) ",
+        " KESTREL │ tape {} │ {} │ {} {} │ mode sim │ author {} │ hash {} (engine) ",
         s.tape.trim_start_matches("bundled:"),
         s.clock,
         play,
         s.speed.label(),
         author,
         short_hash(&s.hash),
-        s.runtime,
     );
     f.render_widget(Paragraph::new(text).style(base), r);
 }
@@ -231,7 +235,24 @@ fn draw_footer(f: &mut Frame, app: &App, r: Rect) {
         .add_modifier(Modifier::BOLD);
     let muted = Style::default().fg(t.c("ui.muted"));
     let mut spans = Vec::new();
-    if let Some(p) = &app.proposal {
+    // The newest message (a notice of the session: what routed, what was refused, what an
+    // agent did to your plans) comes first, so a narrow screen still shows it.
+    if let Some(m) = &app.message {
+        let room = usize::from(r.width).saturating_mul(3) / 5;
+        let m: String = if m.chars().count() > room {
+            let mut s: String = m.chars().take(room.saturating_sub(1)).collect();
+            s.push('…');
+            s
+        } else {
+            m.clone()
+        };
+        spans.push(Span::styled(
+            format!(" {m} │"),
+            Style::default().fg(t.c("state.info")),
+        ));
+    }
+    if let Some(p) = app.proposal() {
+        let author = app.agent().map(|a| a.name.clone()).unwrap_or_default();
         let written = p.run.turn.kestrel.clone();
         let ctx_line = written
             .lines()
@@ -243,7 +264,7 @@ fn draw_footer(f: &mut Frame, app: &App, r: Rect) {
         spans.push(Span::styled(
             format!(
                 " {} proposes {} @ {}: {} ",
-                p.author,
+                author,
                 p.run.turn.outcome.name(),
                 p.wake,
                 ctx_line
@@ -266,12 +287,6 @@ fn draw_footer(f: &mut Frame, app: &App, r: Rect) {
                 muted,
             ));
         }
-    }
-    if let Some(m) = &app.message {
-        spans.push(Span::styled(
-            format!("  │ {m}"),
-            Style::default().fg(t.c("state.info")),
-        ));
     }
     f.render_widget(Paragraph::new(Line::from(spans)), r);
 }
@@ -415,16 +430,40 @@ fn draw_chart(f: &mut Frame, app: &App, r: Rect) {
     f.render_widget(chart, r);
 }
 
-fn state_color(app: &App, state: &str) -> Style {
+fn state_color(app: &App, state: PlanState) -> Style {
     let t = app.theme();
     let k = match state {
-        "armed" | "resting" => "state.info",
-        "fired" | "filled" => "state.ok",
-        "stood down" | "stood-down" | "expired" | "done" => "ui.muted",
-        "de-armed" | "halted" => "state.error",
-        _ => "ui.fg",
+        PlanState::Armed | PlanState::Resting => "state.info",
+        PlanState::Fired | PlanState::Filled => "state.ok",
+        PlanState::StoodDown | PlanState::Expired | PlanState::Done => "ui.muted",
+        PlanState::DeArmed | PlanState::Halted => "state.error",
+        PlanState::Dormant => "ui.fg",
     };
     Style::default().fg(t.c(k))
+}
+
+/// Who armed a plan, as the Plans pane says it.
+fn owner_label(o: &Owner) -> String {
+    match o {
+        Owner::Person => "you".into(),
+        Owner::Agent(n) => n.clone(),
+        Owner::Unowned => "-".into(),
+    }
+}
+
+/// The Plans pane's last column: the last risk decision when it is the newest thing said
+/// of the plan, else the clause that fired or why it is in its state.
+fn plan_why(p: &PlanLine) -> String {
+    match &p.risk {
+        Some(r) => {
+            let what = match r.kind {
+                RiskKind::Veto => format!("VETO {}", r.reason),
+                RiskKind::Clamp { from, to } => format!("qty {from}→{to} {}", r.budget),
+            };
+            format!("{what} · {}", p.note)
+        }
+        None => p.note.clone(),
+    }
 }
 
 fn draw_plans(f: &mut Frame, app: &App, r: Rect) {
@@ -436,10 +475,19 @@ fn draw_plans(f: &mut Frame, app: &App, r: Rect) {
         .map(|(i, p)| {
             let mut row = Row::new(vec![
                 Cell::from(p.name.clone()),
-                Cell::from(Span::styled(p.state.clone(), state_color(app, &p.state))),
-                Cell::from(format!("{:+.2}/{:.2}R", p.used_r, p.budget_r)),
-                Cell::from(p.ttl.clone()),
-                Cell::from(p.note.clone()),
+                Cell::from(owner_label(&p.owner)),
+                Cell::from(Span::styled(
+                    crate::bus::canon::state_name(p.state),
+                    state_color(app, p.state),
+                )),
+                Cell::from(format!("{:+.2}/{:.2}R", p.pnl_r, p.budget_r)),
+                Cell::from(
+                    p.ttl
+                        .as_ref()
+                        .map(lang::print::ttl_text)
+                        .unwrap_or_default(),
+                ),
+                Cell::from(plan_why(p)),
             ]);
             if i == app.plan_sel && app.focus == Pane::Plans {
                 row = row.style(Style::default().bg(t.c("ui.selection_bg")));
@@ -449,12 +497,16 @@ fn draw_plans(f: &mut Frame, app: &App, r: Rect) {
         .collect();
     let title = format!(
         "Plans — {} armed",
-        plans.iter().filter(|p| p.state == "armed").count()
+        plans
+            .iter()
+            .filter(|p| p.state == PlanState::Armed)
+            .count()
     );
     let table = Table::new(
         rows,
         [
             Constraint::Min(12),
+            Constraint::Length(6),
             Constraint::Length(10),
             Constraint::Length(11),
             Constraint::Length(6),
@@ -462,7 +514,7 @@ fn draw_plans(f: &mut Frame, app: &App, r: Rect) {
         ],
     )
     .header(
-        Row::new(vec!["plan", "state", "pnl/budget", "ttl", "clause / why"])
+        Row::new(vec!["plan", "by", "state", "pnl/budget", "ttl", "clause / why"])
             .style(Style::default().fg(t.c("ui.muted"))),
     )
     .block(block(app, Pane::Plans, title));
@@ -557,7 +609,7 @@ fn draw_journal(f: &mut Frame, app: &App, r: Rect) {
     let muted = Style::default().fg(t.c("ui.muted"));
     let mut lines: Vec<Line> = Vec::new();
     let rows = app.turn_rows();
-    for turn in &rows {
+    for turn in rows {
         let time = turn.ts().to_string();
         lines.push(Line::from(vec![
             Span::styled(format!("{} ", &time[..8.min(time.len())]), muted),
@@ -585,11 +637,11 @@ fn draw_journal(f: &mut Frame, app: &App, r: Rect) {
             }
         }
     }
-    if let Some(p) = &app.proposal {
+    if let Some(p) = app.proposal() {
         lines.push(Line::from(Span::styled(
             format!(
                 "{} proposes {} @ {} (accept / reject):",
-                p.author,
+                app.agent().map(|a| a.name.as_str()).unwrap_or("agent"),
                 p.run.turn.outcome.name(),
                 p.wake
             ),
@@ -602,10 +654,10 @@ fn draw_journal(f: &mut Frame, app: &App, r: Rect) {
             )));
         }
     }
-    if !app.thinking.is_empty() {
+    let thinking = app.agent().map(|a| a.thinking.as_str()).unwrap_or("");
+    if !thinking.is_empty() {
         lines.push(Line::from(Span::styled("agent is writing…", muted)));
-        for l in app
-            .thinking
+        for l in thinking
             .lines()
             .rev()
             .take(3)
@@ -804,12 +856,31 @@ fn draw_modal(f: &mut Frame, app: &App, m: &Modal, area: Rect) {
                     ])
                 })
                 .collect();
+            let dir = crate::session::saved::config_dir()
+                .map(|d| d.join("keys.toml").display().to_string())
+                .unwrap_or_else(|| "keys.toml in the config directory".into());
             lines.push(Line::from(Span::styled(
-                "any key closes · keys.toml in the config directory remaps",
+                format!("any key closes · {dir} remaps keys"),
                 Style::default().fg(t.c("ui.muted")),
             )));
             f.render_widget(Clear, r);
             f.render_widget(Paragraph::new(lines).block(frame_block("Keys")), r);
+        }
+        Modal::Confirm(super::app::Confirm::Restart) => {
+            let r = centered(area, 64, 5);
+            f.render_widget(Clear, r);
+            f.render_widget(
+                Paragraph::new(vec![
+                    Line::from("Restart from the open? The book is emptied and every act of"),
+                    Line::from("this run is dropped (a saved session keeps what was written)."),
+                    Line::from(Span::styled(
+                        "y / enter: restart · any other key: keep going",
+                        Style::default().fg(t.c("ui.muted")),
+                    )),
+                ])
+                .block(frame_block("Restart")),
+                r,
+            );
         }
         Modal::Prompt { kind, input } => {
             let r = centered(area, 70, 5);

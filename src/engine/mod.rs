@@ -206,6 +206,8 @@ enum Status {
 #[derive(Debug)]
 struct PlanRt {
     name: String,
+    /// Who armed it (`None` in a headless run with one author).
+    owner: Option<String>,
     status: Status,
     label: PlanState,
     signal: Sym,
@@ -287,8 +289,12 @@ pub struct Engine {
     order: Vec<usize>,
     pods: Vec<PodRt>,
     closed: bool,
+    /// `session-end` was written.
+    ended: bool,
     tape_events: u64,
     wakes: Vec<WakeRt>,
+    /// The owner of the document being armed (see [`Engine::arm_document_as`]).
+    arming_owner: Option<String>,
     wake_seq: u64,
     fired_wakes: Vec<FiredWake>,
 }
@@ -376,8 +382,10 @@ impl Engine {
             order: Vec::new(),
             pods: Vec::new(),
             closed: false,
+            ended: false,
             tape_events: 0,
             wakes: Vec::new(),
+            arming_owner: None,
             wake_seq: 0,
             fired_wakes: Vec::new(),
         }
@@ -412,6 +420,20 @@ impl Engine {
     /// BOOK and POD statements set budgets. Other statements (VIEW, WAKE, GRADE, IMPORT) are
     /// not the engine's. Returns the names of the plans that armed (or wait for an ARM).
     pub fn arm_document(&mut self, doc: &Document) -> Vec<String> {
+        self.arm_document_as(doc, None)
+    }
+
+    /// [`arm_document`](Engine::arm_document) for an owner: where a person and an agent
+    /// share one book (the desk), each plan and WAKE carries who armed it, and the
+    /// `document-armed` event names the owner.
+    pub fn arm_document_as(&mut self, doc: &Document, owner: Option<&str>) -> Vec<String> {
+        self.arming_owner = owner.map(str::to_string);
+        let names = self.arm_document_inner(doc);
+        self.arming_owner = None;
+        names
+    }
+
+    fn arm_document_inner(&mut self, doc: &Document) -> Vec<String> {
         let text = crate::lang::print(doc);
         let hash = blake3::hash(text.as_bytes()).to_hex().to_string();
         let names: Vec<String> = doc
@@ -428,6 +450,7 @@ impl Engine {
             text,
             blake3: hash,
             plans: names.clone(),
+            owner: self.arming_owner.clone(),
         });
         // BOOKs and PODs first: budgets apply to every plan of the document.
         for st in &doc.statements {
@@ -536,6 +559,7 @@ impl Engine {
             .map_or(Sym::new("X").unwrap_or_else(|| unreachable!()), |s| s.0);
         let mut rt = PlanRt {
             name: p.name.text.clone(),
+            owner: self.arming_owner.clone(),
             status: if dormant {
                 Status::Dormant
             } else {
@@ -941,11 +965,29 @@ impl Engine {
     /// is stood down (entries pulled, inventory rides its TP / EXIT), every WAKE is dropped,
     /// then the document arms. Returns the names of the plans that armed.
     pub fn supersede(&mut self, doc: &Document) -> Vec<String> {
+        self.supersede_as(doc, None)
+    }
+
+    /// Supersede one owner's book (TURNS.md §1, "Whose book"): that owner's plans stand down
+    /// and its WAKEs are dropped; every other owner's plans keep running. `None` is the
+    /// whole book (a headless run with one author).
+    pub fn supersede_as(&mut self, doc: &Document, owner: Option<&str>) -> Vec<String> {
         for p in &mut self.plans {
-            stand_down_plan(p, &mut self.sh, "superseded");
+            if owns(owner, p.owner.as_deref()) {
+                stand_down_plan(p, &mut self.sh, "superseded");
+            }
         }
-        self.wakes.clear();
-        self.arm_document(doc)
+        self.wakes.retain(|w| !owns(owner, w.owner.as_deref()));
+        self.arm_document_as(doc, owner)
+    }
+
+    /// Who armed a plan (the latest plan of that name), if the book has owners.
+    pub fn plan_owner(&self, name: &str) -> Option<&str> {
+        self.plans
+            .iter()
+            .rev()
+            .find(|p| p.name == name)
+            .and_then(|p| p.owner.as_deref())
     }
 
     /// Compile and arm a document's WAKEs (a WAKE replaces an armed one of the same name).
@@ -988,6 +1030,7 @@ impl Engine {
                     self.wake_seq += 1;
                     self.wakes.push(WakeRt {
                         name: w.name.text.clone(),
+                        owner: self.arming_owner.clone(),
                         why: crate::lang::print::trigger_text(&w.when),
                         trig,
                         deliver: w.deliver.as_ref().map(|d| d.text.clone()),
@@ -1048,12 +1091,21 @@ impl Engine {
     /// STAND-DOWN: de-arm every plan (no new entries, resting entry orders pulled); open
     /// inventory rides its TP / EXIT.
     pub fn stand_down(&mut self, reason: &str) {
+        self.stand_down_as(reason, None);
+    }
+
+    /// STAND-DOWN of one owner's book: only the plans it armed are de-armed (`None`: every
+    /// plan). The `stand-down` event names the owner.
+    pub fn stand_down_as(&mut self, reason: &str, owner: Option<&str>) {
         self.sh.bus.emit(Event::StandDown {
             ts: self.sh.now,
             reason: reason.to_string(),
+            owner: owner.map(str::to_string),
         });
         for p in &mut self.plans {
-            stand_down_plan(p, &mut self.sh, "stand-down");
+            if owns(owner, p.owner.as_deref()) {
+                stand_down_plan(p, &mut self.sh, "stand-down");
+            }
         }
     }
 
@@ -1157,13 +1209,23 @@ impl Engine {
     /// Close the session (if the tape ended before its close time, the end of the tape is
     /// the close), write `session-end`, and give back the Bus.
     pub fn finish(mut self) -> Bus {
+        self.end();
+        self.sh.bus
+    }
+
+    /// Close the session in place (settle at the close, then `session-end`), keeping the
+    /// engine for reading: the desk still draws the book after the close. Idempotent.
+    pub fn end(&mut self) {
+        if self.ended {
+            return;
+        }
+        self.ended = true;
         self.close_session();
         let ts = self.sh.now;
         self.sh.bus.emit(Event::SessionEnd {
             ts,
             tape_events: self.tape_events,
         });
-        self.sh.bus
     }
 }
 
@@ -1216,6 +1278,12 @@ fn arm_plan(p: &mut PlanRt, sh: &mut Shared, reason: Option<String>) {
     });
     p.label = PlanState::Dormant;
     set_state(p, sh, PlanState::Armed, reason);
+}
+
+/// Does an act by `actor` reach a plan or WAKE of `owner`? An act with no owner (a
+/// headless run's, or the person's STAND-DOWN) reaches everything.
+fn owns(actor: Option<&str>, owner: Option<&str>) -> bool {
+    actor.is_none() || actor == owner
 }
 
 fn stand_down_plan(p: &mut PlanRt, sh: &mut Shared, why: &str) {

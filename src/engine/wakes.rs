@@ -16,6 +16,8 @@ use crate::market::Ts;
 #[derive(Debug)]
 pub(crate) struct WakeRt {
     pub name: String,
+    /// Who armed it (see `Engine::arm_document_as`).
+    pub owner: Option<String>,
     /// The trigger as canonical text (the `why` of the Frame header).
     pub why: String,
     pub trig: CTrigger,

@@ -18,9 +18,9 @@ use crate::engine::EngineConfig;
 use crate::lang::ast::{Document, StatementKind};
 use crate::lang::{self, Mode};
 use crate::market::{TapeEvent, TapeHeader, TapeReader, Ts, write_tape};
-use crate::session::{Answer, Session, SessionConfig, TurnSource, WakeAsk};
+use crate::session::{Answer, Run, RunConfig, TurnSource, WakeAsk};
 use crate::turn::repair::{self, Ask, RepairPolicy};
-use crate::turn::{AuthorKind, Outcome, Profile, Reply, RoutedTurn, TurnContext};
+use crate::turn::{AuthorKind, Outcome, Profile, Reply, TurnContext};
 
 use super::GradeError;
 
@@ -102,9 +102,7 @@ impl AgentSession {
                     last_view = Some((wake, view));
                     viewed_at = Some(ts);
                 }
-                Event::Turn { ts, wake, turn } => {
-                    let t: RoutedTurn = serde_json::from_value(turn)
-                        .map_err(|e| bad(path, format!("a turn record does not read back: {e}")))?;
+                Event::Turn { ts, wake, turn: t } => {
                     // A person's turns (the desk's editor) are not the agent's.
                     if t.author == AuthorKind::Human {
                         continue;
@@ -206,14 +204,14 @@ pub fn replay(
         .map_err(|e| GradeError::new("TAPE", format!("{}: {e}", h.name)))?;
     let reader = TapeReader::new(Cursor::new(head))
         .map_err(|e| GradeError::new("TAPE", format!("{}: {e}", h.name)))?;
-    let cfg = SessionConfig {
+    let cfg = RunConfig {
         engine,
         profile: agent.profile,
         author: AuthorKind::File,
         open_wake: true,
         view_request_cap: None,
     };
-    let mut s = Session::new(reader, cfg, &agent.initial, Bus::new(None).keeping())
+    let mut s = Run::new(reader, cfg, &agent.initial, Bus::new(None).keeping())
         .map_err(|e| GradeError::new("TAPE", format!("{}: {e}", h.name)))?;
     let mut author = WakeScript {
         queues: agent
@@ -250,15 +248,15 @@ mod tests {
     }
 
     /// A session on the bundled trend tape, 1R = $1000, the OPEN wake on.
-    fn trend_session(author: AuthorKind) -> Session<std::io::BufReader<std::fs::File>> {
-        let cfg = SessionConfig {
+    fn trend_session(author: AuthorKind) -> Run<std::io::BufReader<std::fs::File>> {
+        let cfg = RunConfig {
             engine: EngineConfig::strict(Px::from_cents(100_000)),
             profile: Profile::AuthoringV2,
             author,
             open_wake: true,
             view_request_cap: None,
         };
-        Session::new(
+        Run::new(
             open_tape(&trend_tape()).unwrap(),
             cfg,
             &[],

@@ -548,6 +548,19 @@ fn value(out: &mut String, v: &Value) {
 }
 
 /// A trigger as canonical text (for messages, the Plans pane and the Bus).
+/// A plan's `ttl` as written after the keyword: `14:45`, `+30m`.
+pub fn ttl_text(t: &Ttl) -> String {
+    let mut out = String::new();
+    match t {
+        Ttl::At(c) => clock(&mut out, c),
+        Ttl::After(d) => {
+            out.push('+');
+            dur(&mut out, d);
+        }
+    }
+    out
+}
+
 pub fn trigger_text(t: &Trigger) -> String {
     let mut s = String::new();
     trigger(&mut s, t);

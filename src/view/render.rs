@@ -520,7 +520,11 @@ fn pane(out: &mut String, d: &PaneDetail, input: &FrameInput<'_>) {
                 let _ = write!(
                     out,
                     "{} {} {:.2}/{:.2}R ttl {}",
-                    p.name, p.state, p.used_r, p.budget_r, p.ttl
+                    p.name,
+                    crate::bus::canon::state_name(p.state),
+                    p.used_r,
+                    p.budget_r,
+                    p.ttl
                 );
                 if !p.note.is_empty() {
                     let _ = write!(out, " ({})", p.note);

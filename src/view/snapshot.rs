@@ -30,8 +30,8 @@ pub struct OrderRow {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PlanRow {
     pub name: String,
-    /// armed / fired / resting / filled / expired / stood down / done / de-armed.
-    pub state: String,
+    /// armed / fired / resting / filled / expired / stood-down / done / de-armed.
+    pub state: crate::bus::PlanState,
     pub budget_r: f64,
     pub used_r: f64,
     /// `14:45` or `+30m from 10:05`.

@@ -1,6 +1,6 @@
-//! The desk's agent: who answers the session's wakes, and how, without the tape waiting.
+//! The agent's seat: who answers the session's wakes, and how, without the tape waiting.
 //!
-//! Every agent sits in the tick engine's [`Session`](crate::session::Session) and is asked
+//! Every agent sits in the [`Session`](crate::session::Session) and is asked
 //! at every WAKE it fires (the OPEN wake first), with the View that wake delivers: the same
 //! `view-delivered`, `repair` and `turn` events a headless `kestrel agent` run writes.
 //!
@@ -18,13 +18,66 @@
 //! Answers, rejections, co-pilot switches and attach / detach are acts: recorded with their
 //! tape point in the session file, so `kestrel desk --open` replays them to the same hash.
 
-use super::runtime::AgentSeat;
 use crate::author::DeltaSink;
 use crate::session::{self, AuthorSpec, TurnSource, WakeAsk};
 use crate::turn::TurnContext;
 use crate::turn::repair::RepairRun;
 use std::sync::Arc;
 use std::sync::mpsc;
+
+/// The agent in a run's seat: a script (or a recording) answers inline on the tape thread,
+/// having already thought; a live author answers off it, on its [`LiveWorker`].
+pub enum Seat {
+    /// Answers inline at the wake's instant (unless held for co-pilot).
+    Script(Box<dyn TurnSource>),
+    /// Answers off the tape thread: every wake is a call.
+    Remote,
+}
+
+/// An act of the seated agent, applied at a tape point like any act and recorded in the
+/// session file, so `kestrel desk --open` replays it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "agent", rename_all = "kebab-case")]
+pub enum AgentAct {
+    /// The answer to call `call` acted (it arrived in autopilot, or the person accepted it).
+    Answer {
+        /// The call answered.
+        call: u64,
+        /// The repair run: the routed turn and every attempt.
+        run: RepairRun,
+    },
+    /// The person rejected the answer to call `call`: nothing routes.
+    Reject {
+        /// The call rejected.
+        call: u64,
+        /// The outcome the rejected turn had.
+        outcome: String,
+    },
+    /// Co-pilot on (answers wait for the person) or off.
+    Hold {
+        /// On or off.
+        on: bool,
+    },
+    /// Attach (asked at wakes) or detach (not asked; a call out is dropped as rejected by
+    /// `detached`).
+    Attach {
+        /// On or off.
+        on: bool,
+    },
+}
+
+/// An agent's answer waiting for the person (co-pilot).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Proposal {
+    /// The call it answers.
+    pub call: u64,
+    /// The wake it answers.
+    pub wake: String,
+    /// The tape time the wake fired.
+    pub asked_at: crate::market::Ts,
+    /// The answer: the routed turn and its attempts.
+    pub run: RepairRun,
+}
 
 /// The bundled house agent: a script of replies, one per wake.
 pub const HOUSE_AGENT_SCRIPT: &str = include_str!("../../examples/house-agent.jsonl");
@@ -42,9 +95,9 @@ pub fn redact_url(url: &str) -> String {
     }
 }
 
-/// Who the desk's agent is.
+/// Who sits in the agent's seat.
 #[derive(Debug, Clone)]
-pub enum DeskAgent {
+pub enum Agent {
     /// A script of replies answered wake by wake.
     Script {
         /// Display name.
@@ -63,10 +116,10 @@ pub enum DeskAgent {
     Live(AuthorSpec),
 }
 
-impl DeskAgent {
+impl Agent {
     /// The bundled house agent.
-    pub fn house() -> DeskAgent {
-        DeskAgent::Script {
+    pub fn house() -> Agent {
+        Agent::Script {
             name: "house".into(),
             replies: session::parse_script(HOUSE_AGENT_SCRIPT).unwrap_or_default(),
         }
@@ -75,8 +128,8 @@ impl DeskAgent {
     /// The name on the status line.
     pub fn name(&self) -> String {
         match self {
-            DeskAgent::Script { name, .. } | DeskAgent::Recorded { name, .. } => name.clone(),
-            DeskAgent::Live(s) => {
+            Agent::Script { name, .. } | Agent::Recorded { name, .. } => name.clone(),
+            Agent::Live(s) => {
                 let full = if s.spec.starts_with("http") {
                     format!("{} @ {}", s.model, redact_url(&s.spec))
                 } else {
@@ -96,19 +149,19 @@ impl DeskAgent {
 
     /// Is it a live author (worker thread, calls out)?
     pub fn is_live(&self) -> bool {
-        matches!(self, DeskAgent::Live(_))
+        matches!(self, Agent::Live(_))
     }
 
-    /// Its seat in a fresh run's engine (a script starts over at every run).
-    pub fn seat(&self) -> Result<AgentSeat, String> {
+    /// Its seat in a fresh run (a script starts over at every run).
+    pub fn seat(&self) -> Result<Seat, String> {
         Ok(match self {
-            DeskAgent::Script { name, replies } => {
-                AgentSeat::Script(Box::new(session::scripted(name, replies.clone())))
+            Agent::Script { name, replies } => {
+                Seat::Script(Box::new(session::scripted(name, replies.clone())))
             }
-            DeskAgent::Recorded { name, bus } => {
-                AgentSeat::Script(Box::new(session::Recorded::from_bus(name, bus)?))
+            Agent::Recorded { name, bus } => {
+                Seat::Script(Box::new(session::Recorded::from_bus(name, bus)?))
             }
-            DeskAgent::Live(_) => AgentSeat::Remote,
+            Agent::Live(_) => Seat::Remote,
         })
     }
 
@@ -116,39 +169,39 @@ impl DeskAgent {
     /// is not called again on replay: its recorded answers act at their tape points).
     pub fn record(&self) -> serde_json::Value {
         match self {
-            DeskAgent::Script { name, replies } => {
+            Agent::Script { name, replies } => {
                 serde_json::json!({"type": "agent", "name": name, "replies": replies})
             }
-            DeskAgent::Recorded { name, bus } => serde_json::json!({
+            Agent::Recorded { name, bus } => serde_json::json!({
                 "type": "agent", "name": name,
                 "bus": String::from_utf8_lossy(bus),
             }),
-            DeskAgent::Live(s) => serde_json::json!({
+            Agent::Live(s) => serde_json::json!({
                 "type": "agent", "name": self.name(), "live": redact_url(&s.spec), "model": s.model,
             }),
         }
     }
 
-    /// Read an agent record back (see [`DeskAgent::record`]). A live author comes back as a
-    /// [`DeskAgent::Live`] whose calls nobody answers but the recording.
-    pub fn from_record(v: &serde_json::Value) -> Option<DeskAgent> {
+    /// Read an agent record back (see [`Agent::record`]). A live author comes back as a
+    /// [`Agent::Live`] whose calls nobody answers but the recording.
+    pub fn from_record(v: &serde_json::Value) -> Option<Agent> {
         let name = v.get("name")?.as_str()?.to_string();
         if let Some(r) = v.get("replies").and_then(|r| r.as_array()) {
             let replies = r
                 .iter()
                 .map(|x| x.as_str().unwrap_or_default().to_string())
                 .collect();
-            return Some(DeskAgent::Script { name, replies });
+            return Some(Agent::Script { name, replies });
         }
         if let Some(b) = v.get("bus").and_then(|b| b.as_str()) {
-            return Some(DeskAgent::Recorded {
+            return Some(Agent::Recorded {
                 name,
                 bus: Arc::from(b.as_bytes()),
             });
         }
         let spec = v.get("live")?.as_str()?.to_string();
         let model = v.get("model").and_then(|m| m.as_str()).unwrap_or(&name);
-        Some(DeskAgent::Live(AuthorSpec {
+        Some(Agent::Live(AuthorSpec {
             spec,
             model: model.to_string(),
             temperature: 0.0,
@@ -286,7 +339,7 @@ mod tests {
             "http://127.0.0.1:8080/v1"
         );
         assert_eq!(redact_url("sh examples/a.sh"), "sh examples/a.sh");
-        let a = DeskAgent::Live(AuthorSpec {
+        let a = Agent::Live(AuthorSpec {
             spec: "https://u:sk-123@h.example/v1".into(),
             model: "m".into(),
             temperature: 0.0,
@@ -300,13 +353,13 @@ mod tests {
     #[test]
     fn agent_records_read_back() {
         for a in [
-            DeskAgent::house(),
-            DeskAgent::Recorded {
+            Agent::house(),
+            Agent::Recorded {
                 name: "r".into(),
                 bus: Arc::from(&b"{}"[..]),
             },
         ] {
-            let back = DeskAgent::from_record(&a.record()).unwrap();
+            let back = Agent::from_record(&a.record()).unwrap();
             assert_eq!(back.record(), a.record());
         }
     }

@@ -1,0 +1,1693 @@
+//! The one owner of a run: the [`Session`].
+//!
+//! A session holds everything a run is made of: the tape (in memory, so a restart or a
+//! rewind re-reads it without I/O), the [`Run`] (market state, engine, bars, wakes, views,
+//! the author's asks and answers, the Bus), the tape clock, the acts taken so far, the seat
+//! of the agent, and the session file. Whoever drives it — the desk, a test, a benchmark —
+//! sends typed [`Command`]s and reads typed [`SessionSnapshot`]s; nothing else reaches in.
+//!
+//! ```text
+//!   desk keys ──► Command ──►┌──────────── Session ────────────┐──► SessionSnapshot ──► screen
+//!   live author ─► answer ──►│ tape → Run(market → engine) → Bus│──► session file, Bus file
+//!                            └──────────────────────────────────┘
+//! ```
+//!
+//! Acts (a person's turn, an act of the agent) take effect at exact points of the tape and
+//! are recorded with that point, so a saved session replays to the same Bus bytes and the
+//! same determinism hash; a rewind re-runs the acts taken before the target.
+
+use super::agent::{Agent, AgentAct, LiveWorker, Proposal, Seat, WorkerMsg};
+use super::run::{PlanMeta, Run, RunConfig, TurnEntry};
+use super::saved;
+use crate::bus::{self, PlanState};
+use crate::engine::{EngineConfig, FiredWake, fill};
+use crate::lang::ast;
+use crate::market::{Px, Sym, TapeEvent, TapeHeader, TapeReader, Ts};
+use crate::tokens::{self, Encoding, TurnTokens};
+use crate::turn::{self, AuthorKind, Outcome, Profile, Reply, RoutedTurn, TurnContext, WakePhase};
+use crate::view::{self, Rendered};
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+use std::io::{Cursor, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Dollars per 1R when nobody says otherwise (every verb and the desk).
+pub const DEFAULT_R_USD: i64 = 1000;
+
+/// The fill model when nobody says otherwise.
+pub const DEFAULT_FILL: &str = "strict-cross-v1";
+
+/// The wake name a person's turns are recorded under on the Bus.
+pub const DESK_WAKE: &str = "desk";
+
+/// The owner the person's plans carry on the Bus where the book is shared.
+pub const PERSON: &str = "person";
+
+/// The owner the agent's plans carry on the Bus where the book is shared.
+pub const AGENT: &str = "agent";
+
+/// The bar the `step bar` key advances by, in seconds.
+pub const BAR_SECS: u32 = 60;
+
+/// The chart series: the signal symbol sampled every [`CHART_SAMPLE_SECS`].
+pub const CHART_SAMPLE_SECS: u32 = 10;
+
+/// Replay speeds, slowest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Speed {
+    /// Real time.
+    X1,
+    /// Ten times real time.
+    X10,
+    /// A minute of tape per second.
+    X60,
+    /// Ten minutes of tape per second.
+    X600,
+    /// As fast as the machine goes (drawing is never waited for).
+    Max,
+}
+
+impl Speed {
+    /// Every speed, slowest first.
+    pub const ALL: [Speed; 5] = [Speed::X1, Speed::X10, Speed::X60, Speed::X600, Speed::Max];
+
+    /// Tape seconds per wall second (`None` for max).
+    pub fn factor(self) -> Option<f64> {
+        match self {
+            Speed::X1 => Some(1.0),
+            Speed::X10 => Some(10.0),
+            Speed::X60 => Some(60.0),
+            Speed::X600 => Some(600.0),
+            Speed::Max => None,
+        }
+    }
+
+    /// `1x`, `10x`, `60x`, `600x`, `max`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Speed::X1 => "1x",
+            Speed::X10 => "10x",
+            Speed::X60 => "60x",
+            Speed::X600 => "600x",
+            Speed::Max => "max",
+        }
+    }
+
+    /// One step faster (max stays max).
+    pub fn faster(self) -> Speed {
+        let i = Speed::ALL.iter().position(|s| *s == self).unwrap_or(0);
+        Speed::ALL[(i + 1).min(Speed::ALL.len() - 1)]
+    }
+
+    /// One step slower (1x stays 1x).
+    pub fn slower(self) -> Speed {
+        let i = Speed::ALL.iter().position(|s| *s == self).unwrap_or(0);
+        Speed::ALL[i.saturating_sub(1)]
+    }
+}
+
+/// A tape held in memory, so restarts and seeks re-read it without I/O.
+#[derive(Clone)]
+pub struct TapeSource {
+    /// What the status line calls it (`bundled:<name>` or the path).
+    pub label: String,
+    /// The JSON Lines bytes.
+    pub bytes: Arc<[u8]>,
+}
+
+/// The tape the desk opens on when none is given.
+pub const BUNDLED_TAPE: (&str, &[u8]) = (
+    "trend-2025-04-09-s1",
+    include_bytes!("../../tapes/trend-2025-04-09-s1.jsonl"),
+);
+
+impl TapeSource {
+    /// A tape by label: `None` or `bundled:<name>` is the bundled tape, anything else a path.
+    pub fn open(label: Option<&str>) -> Result<TapeSource, String> {
+        match label {
+            None => Ok(TapeSource {
+                label: format!("bundled:{}", BUNDLED_TAPE.0),
+                bytes: Arc::from(BUNDLED_TAPE.1),
+            }),
+            Some(l) if l.starts_with("bundled:") => TapeSource::open(None),
+            Some(p) => std::fs::read(p)
+                .map(|b| TapeSource {
+                    label: p.to_string(),
+                    bytes: Arc::from(b),
+                })
+                .map_err(|e| format!("{p}: {e}")),
+        }
+    }
+
+    /// BLAKE3 of the tape's bytes, hex (the session file records it).
+    pub fn blake3(&self) -> String {
+        blake3::hash(&self.bytes).to_hex().to_string()
+    }
+
+    fn reader(&self) -> Result<TapeReader<Cursor<Arc<[u8]>>>, String> {
+        TapeReader::new(Cursor::new(self.bytes.clone())).map_err(|e| e.to_string())
+    }
+}
+
+/// Every setting the determinism hash depends on (the session file records them; `--open`
+/// runs with them).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Settings {
+    /// Dollars per 1R.
+    pub r_usd: i64,
+    /// The fill model's name and version.
+    pub fill: String,
+    /// The prompt profile the agent is asked with.
+    pub profile: Profile,
+    /// Co-pilot at the start (the agent's answers wait for the person).
+    pub copilot: bool,
+    /// Who sits in the agent's seat (`None`: nobody).
+    #[serde(with = "agent_record")]
+    pub agent: Option<Agent>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            r_usd: DEFAULT_R_USD,
+            fill: DEFAULT_FILL.into(),
+            profile: Profile::AuthoringV2,
+            copilot: false,
+            agent: Some(Agent::house()),
+        }
+    }
+}
+
+mod agent_record {
+    use super::Agent;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(a: &Option<Agent>, s: S) -> Result<S::Ok, S::Error> {
+        a.as_ref().map(Agent::record).serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Agent>, D::Error> {
+        let v = Option::<serde_json::Value>::deserialize(d)?;
+        match v {
+            None | Some(serde_json::Value::Null) => Ok(None),
+            Some(v) => Agent::from_record(&v)
+                .map(Some)
+                .ok_or_else(|| serde::de::Error::custom("an agent record that does not read")),
+        }
+    }
+}
+
+impl PartialEq for Agent {
+    fn eq(&self, other: &Agent) -> bool {
+        self.record() == other.record()
+    }
+}
+
+impl Settings {
+    /// Refuse settings the engine cannot run (an unknown fill model, 1R of zero).
+    pub fn engine_check(&self) -> Result<(), String> {
+        self.engine().map(|_| ())
+    }
+
+    fn engine(&self) -> Result<EngineConfig, String> {
+        let model = fill::by_name(&self.fill).ok_or_else(|| {
+            format!(
+                "unknown fill model {:?} (known: {})",
+                self.fill,
+                fill::FILL_MODELS.join(", ")
+            )
+        })?;
+        if self.r_usd <= 0 {
+            return Err(format!("1R must be a positive dollar amount, not {}", self.r_usd));
+        }
+        let r = Px::from_raw(self.r_usd.saturating_mul(crate::market::types::PX_SCALE));
+        Ok(EngineConfig {
+            fill: model,
+            ..EngineConfig::strict(r)
+        })
+    }
+}
+
+/// An act: what a person or the agent did, at a tape point. Recorded in the session file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "act", rename_all = "kebab-case")]
+pub enum Act {
+    /// A turn written at the desk (a person's, or a file armed at the open): routed inside
+    /// the session against the standing book, then carried out.
+    Turn {
+        /// Who wrote it (`you`, `examples`, a file name).
+        author: String,
+        /// What the router is told of the author.
+        kind: AuthorKind,
+        /// The reply as written.
+        text: String,
+    },
+    /// An act of the seated agent.
+    Agent(AgentAct),
+}
+
+/// A command to the session.
+#[derive(Debug, Clone)]
+pub enum Command {
+    /// Start the clock.
+    Play,
+    /// Stop the clock.
+    Pause,
+    /// Play if paused, pause if playing.
+    TogglePlay,
+    /// Set the replay speed.
+    Speed(Speed),
+    /// Advance to the next tape event's time (pauses).
+    StepTick,
+    /// Advance to the next bar boundary ([`BAR_SECS`]) (pauses).
+    StepBar,
+    /// Move the clock to a tape time (backwards re-runs the session up to it, with every
+    /// act taken or recorded before it).
+    Seek(Ts),
+    /// Start over: the clock at the open, the book empty, a script agent from its start.
+    Restart,
+    /// A turn written at the desk, routed now against the standing book.
+    Submit {
+        /// Who wrote it (`you` for the person).
+        author: String,
+        /// What the router is told of the author.
+        kind: AuthorKind,
+        /// The reply as written.
+        text: String,
+    },
+    /// Accept the agent's proposal (co-pilot): it routes now.
+    Accept,
+    /// Reject the agent's proposal: nothing routes (a `turn-rejected` event).
+    Reject,
+    /// Co-pilot on or off (off routes a waiting proposal).
+    Copilot(bool),
+    /// Attach or detach the seated agent.
+    Attach(bool),
+    /// Advance the clock by this much wall time at the current speed.
+    Tick(Duration),
+}
+
+/// A plan's owner, as the screen shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Owner {
+    /// The person at the desk (or a file armed at the open).
+    Person,
+    /// The seated agent, by name.
+    Agent(String),
+    /// Nobody said (a headless run with one author).
+    Unowned,
+}
+
+/// One plan as the Plans pane shows it: typed, from the Blotter and the document.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlanLine {
+    /// The plan's name.
+    pub name: String,
+    /// Who armed it.
+    pub owner: Owner,
+    /// Its state.
+    pub state: PlanState,
+    /// The budget in R.
+    pub budget_r: f64,
+    /// P&L so far, in R (realised and open).
+    pub pnl_r: f64,
+    /// The ttl as written.
+    pub ttl: Option<ast::Ttl>,
+    /// When the ttl ends.
+    pub expires: Option<Ts>,
+    /// The clause that fired last, or why the plan is in its state.
+    pub note: String,
+    /// The last risk decision on its tickets (a veto or a clamp).
+    pub risk: Option<bus::blotter::Risk>,
+    /// The plan in canonical Kestrel.
+    pub text: String,
+}
+
+/// A turn as the Journal and Tokens panes list it: a person's or the agent's.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnLine {
+    /// Tape time it acted (or was rejected).
+    pub ts: Ts,
+    /// The wake it answered (`desk` for a person's turn).
+    pub wake: String,
+    /// Who wrote it (`you`, `examples`, or the agent's name).
+    pub author: String,
+    /// The routed turn (`None`: rejected).
+    pub routed: Option<RoutedTurn>,
+    /// The rejected turn's outcome and who rejected it.
+    pub rejected: Option<(String, String)>,
+    /// Token figures of the reply that acted.
+    pub tokens: Option<TurnTokens>,
+    /// Attempts in its repair loop (1: no re-ask).
+    pub attempts: usize,
+    /// What it did to the book (`armed breakout`, `no live plan x`), when it acted.
+    pub result: String,
+}
+
+impl TurnLine {
+    /// Tape time.
+    pub fn ts(&self) -> Ts {
+        self.ts
+    }
+    /// Who wrote it.
+    pub fn author(&self) -> &str {
+        &self.author
+    }
+    /// The routed turn (`None`: rejected).
+    pub fn routed(&self) -> Option<&RoutedTurn> {
+        self.routed.as_ref()
+    }
+    /// Token figures.
+    pub fn tokens(&self) -> Option<&TurnTokens> {
+        self.tokens.as_ref()
+    }
+    /// Re-asks of its repair loop.
+    pub fn repairs(&self) -> usize {
+        self.attempts.saturating_sub(1)
+    }
+    /// Is it a person's (or a file's) turn, written at the desk?
+    pub fn from_desk(&self) -> bool {
+        self.wake == DESK_WAKE
+    }
+    /// What became of it, for the Journal.
+    pub fn label(&self) -> String {
+        match (&self.routed, &self.rejected) {
+            (_, Some((outcome, by))) => format!("{outcome} rejected ({by})"),
+            (Some(r), None) if self.from_desk() => {
+                if self.result.is_empty() || self.result.starts_with("refused") {
+                    r.outcome.name().to_string()
+                } else {
+                    format!("{} → {}", r.outcome.name(), self.result)
+                }
+            }
+            (Some(r), None) => {
+                let mut l = format!("{} @ wake {}", r.outcome.name(), self.wake);
+                if self.attempts > 1 {
+                    l.push_str(&format!(" after {} re-asks", self.attempts - 1));
+                }
+                l
+            }
+            (None, None) => String::new(),
+        }
+    }
+}
+
+/// A notice for the status line: something the person should know happened.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Notice {
+    /// Tape time.
+    pub ts: Ts,
+    /// What happened.
+    pub text: String,
+}
+
+/// Chart data at an instant.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ChartData {
+    /// The charted symbol.
+    pub sym: String,
+    /// (seconds since midnight, price), one point per sample.
+    pub points: Vec<(f64, f64)>,
+    /// High of day.
+    pub hod: Option<f64>,
+    /// Low of day.
+    pub lod: Option<f64>,
+    /// Volume-weighted average (or the average, for an index).
+    pub vwap: Option<f64>,
+    /// Fills: (seconds, signal price then).
+    pub fills: Vec<(f64, f64)>,
+    /// Fires: (seconds, signal price then).
+    pub fires: Vec<(f64, f64)>,
+}
+
+/// The seated agent as the screen shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentStatus {
+    /// Its name.
+    pub name: String,
+    /// A live author (model or command)?
+    pub live: bool,
+    /// Is it asked at wakes?
+    pub attached: bool,
+    /// Co-pilot now (its answers wait for the person).
+    pub copilot: bool,
+    /// The wake a live author is answering now, and when it was asked.
+    pub waiting: Option<(String, Ts)>,
+    /// Its answer waiting for the person (co-pilot).
+    pub proposal: Option<Proposal>,
+    /// The last live answer: wall time, output tokens across its attempts, re-asks.
+    pub last_answer: Option<(Duration, usize, u32)>,
+    /// What a live author is writing now (the tail of its stream).
+    pub thinking: String,
+    /// A replay of a saved session: nobody is asked; the recorded answers act.
+    pub replay_only: bool,
+}
+
+/// Everything the screen draws of the session, at one instant.
+#[derive(Debug, Clone)]
+pub struct SessionSnapshot {
+    /// The tape's label.
+    pub tape: String,
+    /// The tape clock.
+    pub clock: Ts,
+    /// Session open.
+    pub open: Ts,
+    /// Session close.
+    pub close: Ts,
+    /// Is the clock running?
+    pub playing: bool,
+    /// Replay speed.
+    pub speed: Speed,
+    /// The tape is exhausted.
+    pub ended: bool,
+    /// Tape events applied.
+    pub seq: u64,
+    /// The settings in force.
+    pub settings: Settings,
+    /// Determinism hash so far.
+    pub hash: String,
+    /// Events on the Bus.
+    pub bus_events: u64,
+    /// The desk's Frame (the View pane).
+    pub frame: Arc<Rendered>,
+    /// The View it renders.
+    pub view_name: String,
+    /// Chart data.
+    pub chart: Arc<ChartData>,
+    /// Plans, typed.
+    pub plans: Vec<PlanLine>,
+    /// The book (positions, orders, fills, P&L) as the Frame's panes read it.
+    pub book: view::Snapshot,
+    /// The newest Bus lines (canonical JSON).
+    pub bus: Vec<String>,
+    /// Every turn of this run, in tape order.
+    pub turns: Arc<Vec<TurnLine>>,
+    /// Notices, newest last.
+    pub notices: Vec<Notice>,
+    /// The seated agent.
+    pub agent: Option<AgentStatus>,
+    /// A tape or file error, if one stopped something.
+    pub error: Option<String>,
+    /// Tape events per wall second over the last play interval.
+    pub events_per_sec: f64,
+    /// The run (restarts and rewinds count up).
+    pub segment: u32,
+    /// Where the session is saved (`None`: nothing is written).
+    pub saving: Option<PathBuf>,
+    /// Is anything written yet (an opened session writes only once the person acts)?
+    pub written: bool,
+}
+
+/// The seat of the agent in a run.
+struct Chair {
+    agent: Agent,
+    seat: Seat,
+    worker: Option<LiveWorker>,
+    attached: bool,
+    hold: bool,
+    quiet: bool,
+    calls: u64,
+    outstanding: Option<Outstanding>,
+    proposal: Option<Proposal>,
+    waiting: Option<(String, Ts)>,
+    thinking: String,
+    last_answer: Option<(Duration, usize, u32)>,
+    replay_only: bool,
+}
+
+/// A call out to the agent whose answer has not acted yet.
+struct Outstanding {
+    call: u64,
+    /// What a live author is asked (kept so a rewind re-sends it).
+    ask: Option<(super::WakeAsk, TurnContext)>,
+}
+
+/// The session file: written as the session goes, or (an opened session) held until the
+/// person acts.
+struct Recorder {
+    path: Option<PathBuf>,
+    file: Option<std::fs::File>,
+    held: Vec<String>,
+    lazy: bool,
+}
+
+impl Recorder {
+    fn write(&mut self, line: String, acted: bool) -> Result<(), String> {
+        let Some(path) = &self.path else {
+            return Ok(());
+        };
+        self.held.push(line);
+        if self.lazy && !acted {
+            return Ok(());
+        }
+        if self.file.is_none() {
+            let f = std::fs::File::create(path)
+                .map_err(|e| format!("session file {}: {e}", path.display()))?;
+            self.file = Some(f);
+            self.lazy = false;
+        }
+        if let Some(f) = self.file.as_mut() {
+            for l in self.held.drain(..) {
+                f.write_all(l.as_bytes())
+                    .and_then(|_| f.write_all(b"\n"))
+                    .map_err(|e| format!("session file: {e}"))?;
+            }
+            f.flush().map_err(|e| format!("session file: {e}"))?;
+        }
+        Ok(())
+    }
+}
+
+type Reader = Cursor<Arc<[u8]>>;
+
+/// The one owner of a run. See the module docs.
+pub struct Session {
+    tape: TapeSource,
+    header: TapeHeader,
+    settings: Settings,
+    run: Run<Reader>,
+    signal: Sym,
+    exec: Sym,
+    clock: Ts,
+    last_event: Ts,
+    seq: u64,
+    playing: bool,
+    speed: Speed,
+    ended: bool,
+    view: ast::View,
+    chart: Vec<(f64, f64)>,
+    script: VecDeque<(u64, Ts, Act)>,
+    history: Vec<(u64, Ts, Act)>,
+    chair: Option<Chair>,
+    desk_turns: Vec<(usize, String, String)>,
+    lines: Arc<Vec<TurnLine>>,
+    lines_seen: usize,
+    notices: Vec<Notice>,
+    notices_seen: usize,
+    record: Recorder,
+    bus_written: usize,
+    bus_file: Option<std::fs::File>,
+    replaying: bool,
+    error: Option<String>,
+    segment: u32,
+    run_hold: bool,
+    frame: Option<Arc<Rendered>>,
+    frame_key: Option<(u64, Ts, usize)>,
+    chart_cache: Option<Arc<ChartData>>,
+    rate: (u64, Duration),
+    events_per_sec: f64,
+    changed: bool,
+}
+
+/// How a session is opened.
+#[derive(Default)]
+pub struct Opening {
+    /// Write the session file here (`None`: nothing is written).
+    pub save: Option<PathBuf>,
+    /// Acts to replay at their recorded tape points (`kestrel desk --open`).
+    pub script: Vec<(u64, Ts, Act)>,
+    /// A saved session: nothing is written until the person acts, and a live agent is not
+    /// called (its recorded answers act).
+    pub replay: bool,
+}
+
+impl Session {
+    /// A session at the open of `tape`, paused at 60x, with the default View.
+    pub fn open(tape: TapeSource, settings: Settings, how: Opening) -> Result<Session, String> {
+        let reader = tape.reader()?;
+        let header = reader.header().clone();
+        let (signal, exec) = view::symbols_of(&header).ok_or("the tape has no symbols")?;
+        let hold = settings.copilot;
+        let run = new_run(reader, &settings)?;
+        let open = run.engine.market().open_time();
+        let mut s = Session {
+            tape,
+            header,
+            run,
+            signal,
+            exec,
+            clock: open,
+            last_event: open,
+            seq: 0,
+            playing: false,
+            speed: Speed::X60,
+            ended: false,
+            view: view::default_view(),
+            chart: Vec::new(),
+            script: how.script.into(),
+            history: Vec::new(),
+            chair: None,
+            desk_turns: Vec::new(),
+            lines: Arc::default(),
+            lines_seen: 0,
+            notices: Vec::new(),
+            notices_seen: 0,
+            record: Recorder {
+                path: how.save,
+                file: None,
+                held: Vec::new(),
+                lazy: how.replay,
+            },
+            bus_written: 0,
+            bus_file: None,
+            replaying: false,
+            error: None,
+            segment: 0,
+            run_hold: hold,
+            frame: None,
+            frame_key: None,
+            chart_cache: None,
+            rate: (0, Duration::ZERO),
+            events_per_sec: 0.0,
+            changed: true,
+            settings,
+        };
+        s.chair = s.seat_agent(how.replay)?;
+        let header = serde_json::json!({
+            "type": "desk-session", "v": saved::SESSION_FORMAT, "tape": s.tape.label,
+            "tape_name": s.header.name, "tape_blake3": s.tape.blake3(),
+            "settings": serde_json::to_value(&s.settings).unwrap_or_default(),
+        });
+        s.write_record(header, false);
+        s.apply_script();
+        s.advance_to(open);
+        Ok(s)
+    }
+
+    fn seat_agent(&mut self, replay: bool) -> Result<Option<Chair>, String> {
+        let Some(agent) = self.settings.agent.clone() else {
+            return Ok(None);
+        };
+        let seat = agent.seat()?;
+        self.run.share_book(AGENT);
+        let worker = match (&agent, replay) {
+            (Agent::Live(spec), false) => Some(LiveWorker::for_spec(spec)?),
+            _ => None,
+        };
+        Ok(Some(Chair {
+            agent,
+            seat,
+            worker,
+            attached: true,
+            hold: self.settings.copilot,
+            quiet: false,
+            calls: 0,
+            outstanding: None,
+            proposal: None,
+            waiting: None,
+            thinking: String::new(),
+            last_answer: None,
+            replay_only: replay,
+        }))
+    }
+
+    /// The tape header.
+    pub fn header(&self) -> &TapeHeader {
+        &self.header
+    }
+
+    /// The settings in force.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// Is the clock running?
+    pub fn playing(&self) -> bool {
+        self.playing
+    }
+
+    /// The speed.
+    pub fn speed(&self) -> Speed {
+        self.speed
+    }
+
+    /// Did anything change since the last snapshot?
+    pub fn changed(&self) -> bool {
+        self.changed
+    }
+
+    /// The determinism hash so far.
+    pub fn hash(&self) -> String {
+        self.run.engine.bus().hash_hex()
+    }
+
+    /// The Bus so far.
+    pub fn bus(&self) -> &bus::Bus {
+        self.run.engine.bus()
+    }
+
+    fn now(&self) -> Ts {
+        self.clock
+    }
+
+    fn notice(&mut self, text: String) {
+        let ts = self.now();
+        self.notices.push(Notice { ts, text });
+    }
+
+    fn write_record(&mut self, mut v: serde_json::Value, acted: bool) {
+        if let Some(o) = v.as_object_mut() {
+            o.entry("seq").or_insert(self.seq.into());
+            o.entry("ts").or_insert(self.clock.to_string().into());
+        }
+        if let Err(e) = self.record.write(v.to_string(), acted) {
+            self.error = Some(e);
+            self.record.path = None;
+        }
+    }
+
+    fn control(&mut self, what: &str) {
+        self.write_record(serde_json::json!({"type": "control", "action": what}), false);
+    }
+
+    /// Write Bus events not yet written to this run's Bus file (once the session file is).
+    fn flush_bus(&mut self) {
+        let Some(path) = self.record.path.clone() else {
+            return;
+        };
+        if self.record.file.is_none() {
+            return;
+        }
+        if self.bus_file.is_none() {
+            match std::fs::File::create(saved::bus_path(&path, self.segment)) {
+                Ok(f) => self.bus_file = Some(f),
+                Err(e) => {
+                    self.error = Some(format!("Bus file: {e}"));
+                    self.record.path = None;
+                    return;
+                }
+            }
+        }
+        let evs = self.run.engine.bus().events();
+        if let Some(f) = self.bus_file.as_mut() {
+            let mut buf = Vec::new();
+            for ev in &evs[self.bus_written.min(evs.len())..] {
+                buf.extend_from_slice(&bus::canonical_line(ev));
+            }
+            if let Err(e) = f.write_all(&buf).and_then(|_| f.flush()) {
+                self.error = Some(format!("Bus file: {e}"));
+                self.bus_file = None;
+                self.record.path = None;
+            }
+        }
+        self.bus_written = evs.len();
+    }
+
+    /// Apply one command.
+    pub fn command(&mut self, c: Command) {
+        self.changed = true;
+        self.poll();
+        match c {
+            Command::Play => self.set_playing(true),
+            Command::Pause => self.set_playing(false),
+            Command::TogglePlay => self.set_playing(!self.playing),
+            Command::Speed(s) => {
+                self.speed = s;
+                self.control(&format!("speed {}", s.label()));
+            }
+            Command::StepTick => {
+                self.playing = false;
+                if let Some(t) = self.peek_ts() {
+                    self.advance_to(t);
+                }
+            }
+            Command::StepBar => {
+                self.playing = false;
+                let bar = BAR_SECS * 1000;
+                let next = Ts((self.clock.0 / bar + 1) * bar);
+                self.advance_to(next);
+            }
+            Command::Seek(t) => self.seek(t),
+            Command::Restart => {
+                let hold = self.chair.as_ref().is_some_and(|c| c.hold);
+                self.write_record(
+                    serde_json::json!({"type": "control", "action": "restart", "hold": hold}),
+                    true,
+                );
+                self.script.clear();
+                self.restart_with(false);
+            }
+            Command::Submit { author, kind, text } => {
+                self.act(Act::Turn { author, kind, text });
+            }
+            Command::Accept => self.accept(),
+            Command::Reject => {
+                if let Some(p) = self.chair.as_ref().and_then(|c| c.proposal.clone()) {
+                    let outcome = p.run.turn.outcome.name().to_string();
+                    self.act(Act::Agent(AgentAct::Reject {
+                        call: p.call,
+                        outcome,
+                    }));
+                }
+            }
+            Command::Copilot(on) => {
+                if self.chair.is_some() {
+                    self.act(Act::Agent(AgentAct::Hold { on }));
+                    if !on {
+                        self.accept();
+                    }
+                }
+            }
+            Command::Attach(on) => {
+                if self.chair.as_ref().is_some_and(|c| c.attached != on) {
+                    self.act(Act::Agent(AgentAct::Attach { on }));
+                }
+            }
+            Command::Tick(dt) => self.run_for(dt),
+        }
+        self.flush_bus();
+    }
+
+    fn accept(&mut self) {
+        if let Some(p) = self.chair.as_ref().and_then(|c| c.proposal.clone()) {
+            self.act(Act::Agent(AgentAct::Answer {
+                call: p.call,
+                run: p.run,
+            }));
+        }
+    }
+
+    /// Take in what a live author sent: streamed text and answers.
+    pub fn poll(&mut self) {
+        let Some(chair) = self.chair.as_mut() else {
+            return;
+        };
+        let Some(w) = chair.worker.as_mut() else {
+            return;
+        };
+        let mut changed = false;
+        while let Ok(d) = w.deltas.try_recv() {
+            chair.thinking.push_str(&d);
+            changed = true;
+        }
+        if chair.thinking.len() > 2000 {
+            let cut = chair.thinking.len() - 2000;
+            let cut = (cut..chair.thinking.len())
+                .find(|i| chair.thinking.is_char_boundary(*i))
+                .unwrap_or(0);
+            chair.thinking.drain(..cut);
+        }
+        let msgs: Vec<WorkerMsg> = w.answers.try_iter().collect();
+        self.changed |= changed || !msgs.is_empty();
+        for m in msgs {
+            self.worker_msg(m);
+        }
+    }
+
+    fn worker_msg(&mut self, m: WorkerMsg) {
+        match m {
+            WorkerMsg::Answered {
+                segment,
+                call,
+                wake,
+                run,
+                wall,
+            } => {
+                let Some(chair) = self.chair.as_mut() else {
+                    return;
+                };
+                if segment != self.segment {
+                    self.control("stale agent reply dropped: its run was restarted");
+                    return;
+                }
+                chair.waiting = None;
+                chair.last_answer = Some((wall, run.tokens_spent, run.re_asks));
+                if chair.outstanding.as_ref().map(|o| o.call) != Some(call) {
+                    return;
+                }
+                let name = chair.agent.name();
+                if chair.hold {
+                    let text = format!(
+                        "{name} proposes {} at wake {wake}: accept or reject",
+                        run.turn.outcome.name()
+                    );
+                    let asked_at = self.run.awaiting().map_or(self.clock, |a| a.1);
+                    chair.proposal = Some(Proposal {
+                        call,
+                        wake,
+                        asked_at,
+                        run,
+                    });
+                    self.notice(text);
+                } else {
+                    chair.thinking.clear();
+                    self.act(Act::Agent(AgentAct::Answer { call, run }));
+                }
+            }
+            WorkerMsg::Failed(e) => {
+                self.act(Act::Agent(AgentAct::Attach { on: false }));
+                self.notice(format!("agent stopped: {e} (A attaches again)"));
+            }
+        }
+    }
+
+    fn set_playing(&mut self, on: bool) {
+        if on && self.ended {
+            return;
+        }
+        self.playing = on;
+        self.control(if on { "play" } else { "pause" });
+    }
+
+    fn peek_ts(&mut self) -> Option<Ts> {
+        match self.run.peek_ts() {
+            Ok(t) => t,
+            Err(e) => {
+                self.error = Some(e.to_string());
+                None
+            }
+        }
+    }
+
+    fn seek(&mut self, t: Ts) {
+        if t < self.clock {
+            // Re-run from the open with every act taken (and every recorded act still to
+            // come): the rerun starts as the run did.
+            let mut keep: VecDeque<(u64, Ts, Act)> = self.history.drain(..).collect();
+            keep.extend(self.script.drain(..));
+            let playing = self.playing;
+            self.restart_with(true);
+            self.script = keep;
+            self.replaying = true;
+            self.apply_script();
+            self.advance_to(t);
+            self.replaying = false;
+            self.set_quiet(false);
+            self.control("rewound");
+            self.playing = playing && !self.ended;
+        } else {
+            self.advance_to(t);
+            self.control(&format!("seek {t}"));
+        }
+    }
+
+    /// Write where the session stands (the point `--open` resumes at).
+    fn bookmark(&mut self) {
+        self.control("left");
+    }
+
+    fn set_quiet(&mut self, quiet: bool) {
+        let Some(c) = self.chair.as_mut() else {
+            return;
+        };
+        c.quiet = quiet;
+        if !quiet
+            && let (Some(o), Some(w)) = (&c.outstanding, &c.worker)
+            && let Some((ask, ctx)) = &o.ask
+        {
+            c.waiting = Some((ask.wake.clone(), ask.ts));
+            w.ask(self.segment, o.call, ask.clone(), ctx.clone());
+        }
+    }
+
+    /// Start a new run; `quiet`: the agent sends no call until told (a rewind re-running
+    /// recorded acts).
+    fn restart_with(&mut self, quiet: bool) {
+        self.segment += 1;
+        let reader = match self.tape.reader() {
+            Ok(r) => r,
+            Err(e) => {
+                self.error = Some(e);
+                return;
+            }
+        };
+        let hold = if quiet {
+            self.run_hold
+        } else {
+            self.chair.as_ref().map_or(self.run_hold, |c| c.hold)
+        };
+        self.settings.copilot = hold;
+        self.run_hold = hold;
+        self.run = match new_run(reader, &self.settings) {
+            Ok(r) => r,
+            Err(e) => {
+                self.error = Some(e);
+                return;
+            }
+        };
+        let replay = self.chair.as_ref().is_some_and(|c| c.replay_only);
+        let worker = self.chair.as_mut().and_then(|c| c.worker.take());
+        self.chair = match self.seat_agent(true) {
+            Ok(c) => c,
+            Err(e) => {
+                self.error = Some(e);
+                None
+            }
+        };
+        if let Some(c) = self.chair.as_mut() {
+            c.worker = worker;
+            c.replay_only = replay;
+            c.quiet = quiet;
+        }
+        let open = self.run.engine.market().open_time();
+        self.clock = open;
+        self.last_event = open;
+        self.seq = 0;
+        self.playing = false;
+        self.ended = false;
+        self.chart.clear();
+        self.history.clear();
+        self.desk_turns.clear();
+        self.lines = Arc::default();
+        self.lines_seen = 0;
+        self.error = None;
+        self.frame_key = None;
+        self.chart_cache = None;
+        self.bus_written = 0;
+        self.bus_file = None;
+        self.view = view::default_view();
+        self.advance_to(open);
+    }
+
+    fn apply_script(&mut self) {
+        while let Some((seq, ..)) = self.script.front() {
+            if *seq > self.seq {
+                break;
+            }
+            if let Some((_, ts, act)) = self.script.pop_front() {
+                self.apply_act(act, ts, false);
+            }
+        }
+    }
+
+    /// An act of the person's (or of a live author's), now. After a rewind, the acts
+    /// recorded later than now are the future of another branch: a new act drops them.
+    fn act(&mut self, act: Act) {
+        let ts = self.clock;
+        if !self.script.is_empty() {
+            let n = self.script.len();
+            self.script.clear();
+            self.write_record(
+                serde_json::json!({"type": "control", "action": "rewound"}),
+                true,
+            );
+            self.notice(format!(
+                "a new act at {}: the {n} recorded act(s) after it are dropped",
+                ts.hhmm()
+            ));
+        }
+        self.apply_act(act, ts, true);
+    }
+
+    /// Apply an act at `ts`; `acted`: a new act (not one replayed from a saved session),
+    /// which makes an opened session start writing.
+    fn apply_act(&mut self, act: Act, ts: Ts, acted: bool) {
+        let result = match &act {
+            Act::Turn { author, kind, text } => self.desk_turn(author, *kind, text, ts),
+            Act::Agent(a) => self.agent_act(a, ts),
+        };
+        if !self.replaying {
+            let rec = serde_json::json!({
+                "type": "act", "seq": self.seq, "ts": ts.to_string(),
+                "act": serde_json::to_value(&act).unwrap_or_default(), "result": result,
+            });
+            self.write_record(rec, acted);
+        }
+        self.history.push((self.seq, ts, act));
+        self.frame_key = None;
+        self.changed = true;
+    }
+
+    /// Route a turn written at the desk against the standing book and carry it out.
+    fn desk_turn(&mut self, author: &str, kind: AuthorKind, text: &str, ts: Ts) -> String {
+        let mut ctx = match kind {
+            // A person at the desk may always look: SHOW VIEW is on their menu.
+            AuthorKind::Human => TurnContext::new(WakePhase::Open, Profile::ViewshopV2, kind),
+            _ => TurnContext::new(WakePhase::Open, self.settings.profile, kind),
+        };
+        ctx.standing = Some(self.run.standing());
+        let reply = Reply::text(text);
+        let routed = turn::route(&reply, &ctx);
+        let owner = self.chair.as_ref().map(|_| PERSON);
+        let result = match &routed.outcome {
+            Outcome::Supersede { .. } => match routed.document() {
+                Some(doc) => {
+                    if let Some(v) = first_view(&doc) {
+                        self.view = v;
+                    }
+                    let names = self.run.supersede_as(&doc, owner);
+                    if names.is_empty() {
+                        "armed".to_string()
+                    } else {
+                        format!("armed {}", names.join(", "))
+                    }
+                }
+                None => "refused: the checked document does not read back".into(),
+            },
+            // The person's STAND-DOWN is the desk's kill switch: every plan, whoever armed it.
+            Outcome::StandDown { reason } => {
+                self.run.stand_down_as(reason, None);
+                "stood down every plan".into()
+            }
+            Outcome::Cancel { target } => {
+                if self.run.cancel_as(target, owner) {
+                    format!("{target} stood down")
+                } else {
+                    format!("refused: no live plan {target}")
+                }
+            }
+            Outcome::ViewRequest { .. } => {
+                if let Some(v) = routed.document().and_then(|d| {
+                    d.statements.into_iter().find_map(|s| match s.kind {
+                        ast::StatementKind::ShowView(v) => Some(v),
+                        _ => None,
+                    })
+                }) {
+                    self.view = v;
+                }
+                "shown in the View pane".into()
+            }
+            Outcome::Invalid { errors } | Outcome::Truncated { errors } => errors
+                .first()
+                .map(|e| format!("refused: {}", e.one_line()))
+                .unwrap_or_else(|| "refused".into()),
+            o => o.name().to_string(),
+        };
+        self.run.record_human(ts, DESK_WAKE, routed.clone());
+        let i = self.run.turn_log().len().saturating_sub(1);
+        self.desk_turns.push((i, author.to_string(), result.clone()));
+        let what = match &routed.outcome {
+            Outcome::Invalid { .. } | Outcome::Truncated { .. } => result.clone(),
+            o => format!("{} → {result}", o.name()),
+        };
+        if !self.replaying {
+            self.notice(format!("{author}: {what}"));
+        }
+        result
+    }
+
+    fn agent_act(&mut self, act: &AgentAct, now: Ts) -> String {
+        let Some(chair) = self.chair.as_mut() else {
+            return "refused: no agent seated".into();
+        };
+        let outstanding = chair.outstanding.as_ref().map(|o| o.call);
+        match act {
+            AgentAct::Answer { call, run } => {
+                if outstanding != Some(*call) {
+                    return format!("refused: call {call} is not outstanding");
+                }
+                chair.outstanding = None;
+                chair.proposal = None;
+                chair.thinking.clear();
+                let outcome = run.turn.outcome.name().to_string();
+                let name = chair.agent.name();
+                if let Some((ask, ctx)) = self.run.resolve(now, run.clone()) {
+                    self.call(ask, ctx);
+                }
+                if !self.replaying {
+                    self.notice(format!("{name}: {outcome}"));
+                }
+                format!("answered: {outcome}")
+            }
+            AgentAct::Reject { call, outcome } => {
+                if outstanding != Some(*call) {
+                    return format!("refused: call {call} is not outstanding");
+                }
+                chair.outstanding = None;
+                chair.proposal = None;
+                let name = chair.agent.name();
+                self.run.reject(now, "human", outcome);
+                if !self.replaying {
+                    self.notice(format!("rejected {name}'s {outcome}: it was not routed"));
+                }
+                format!("rejected: {outcome}")
+            }
+            AgentAct::Hold { on } => {
+                chair.hold = *on;
+                if *on { "co-pilot" } else { "autopilot" }.to_string()
+            }
+            AgentAct::Attach { on } => {
+                chair.attached = *on;
+                if !*on {
+                    chair.worker = None;
+                    chair.waiting = None;
+                    chair.proposal = None;
+                    chair.thinking.clear();
+                    if chair.outstanding.take().is_some() {
+                        self.run.reject(now, "detached", "unanswered");
+                    }
+                } else if let (Agent::Live(spec), false, None) =
+                    (&chair.agent, chair.replay_only, &chair.worker)
+                {
+                    match LiveWorker::for_spec(spec) {
+                        Ok(w) => chair.worker = Some(w),
+                        Err(e) => {
+                            chair.attached = false;
+                            return format!("refused: attach: {e}");
+                        }
+                    }
+                }
+                if *on { "attached" } else { "detached" }.to_string()
+            }
+        }
+    }
+
+    /// Ask the agent (a wake fired, or a SHOW VIEW was answered and it is asked again).
+    fn call(&mut self, ask: super::WakeAsk, ctx: TurnContext) {
+        let segment = self.segment;
+        let Some(chair) = self.chair.as_mut() else {
+            return;
+        };
+        chair.calls += 1;
+        let call = chair.calls;
+        match &mut chair.seat {
+            Seat::Script(src) => {
+                // Co-pilot: the script's answer is held for the person.
+                let run = src.answer(&ask, &ctx).run;
+                let text = format!(
+                    "{} proposes {} at wake {}: accept or reject",
+                    chair.agent.name(),
+                    run.turn.outcome.name(),
+                    ask.wake
+                );
+                chair.outstanding = Some(Outstanding { call, ask: None });
+                chair.proposal = Some(Proposal {
+                    call,
+                    wake: ask.wake.clone(),
+                    asked_at: ask.ts,
+                    run,
+                });
+                if !self.replaying {
+                    self.notice(text);
+                }
+            }
+            Seat::Remote => {
+                if !chair.quiet
+                    && !chair.replay_only
+                    && let Some(w) = &chair.worker
+                {
+                    chair.thinking.clear();
+                    chair.waiting = Some((ask.wake.clone(), ask.ts));
+                    w.ask(segment, call, ask.clone(), ctx.clone());
+                }
+                chair.outstanding = Some(Outstanding {
+                    call,
+                    ask: Some((ask, ctx)),
+                });
+            }
+        }
+    }
+
+    /// The wakes that fired on an event: ask the agent, if one is attached.
+    fn wakes(&mut self, fired: Vec<FiredWake>) {
+        for w in &fired {
+            let Some(chair) = self.chair.as_mut() else {
+                return;
+            };
+            if !chair.attached {
+                continue;
+            }
+            match &mut chair.seat {
+                Seat::Script(src) if !chair.hold => self.run.wake(w, src.as_mut()),
+                _ => {
+                    if let Some((ask, ctx)) = self.run.ask(w) {
+                        self.call(ask, ctx);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Apply every event up to and including `target`; the clock then reads `target` (or
+    /// the last event, when the tape ends first).
+    pub fn advance_to(&mut self, target: Ts) {
+        self.changed = true;
+        loop {
+            let ts = match self.run.peek_ts() {
+                Ok(Some(ts)) => ts,
+                Ok(None) => {
+                    self.end();
+                    break;
+                }
+                Err(e) => {
+                    self.error = Some(e.to_string());
+                    self.end();
+                    break;
+                }
+            };
+            if ts > target {
+                break;
+            }
+            self.apply_script();
+            let (ev, fired) = match self.run.step_event() {
+                Ok(Some(x)) => x,
+                Ok(None) => continue,
+                Err(e) => {
+                    self.error = Some(e.to_string());
+                    self.end();
+                    break;
+                }
+            };
+            if let TapeEvent::Tick(t) = &ev
+                && t.sym == self.signal
+            {
+                let x = f64::from(ts.0 / 1000 / CHART_SAMPLE_SECS * CHART_SAMPLE_SECS);
+                let y = t.px.to_f64();
+                match self.chart.last_mut() {
+                    Some(p) if p.0 == x => p.1 = y,
+                    _ => self.chart.push((x, y)),
+                }
+                self.chart_cache = None;
+            }
+            self.wakes(fired);
+            self.seq += 1;
+            self.last_event = ts;
+            self.apply_script();
+        }
+        if target > self.clock {
+            self.clock = if self.ended {
+                self.clock.max(self.last_event)
+            } else {
+                target
+            };
+        }
+        if self.ended {
+            self.playing = false;
+        }
+    }
+
+    fn end(&mut self) {
+        if !self.ended {
+            self.ended = true;
+            self.playing = false;
+            // The close: a call still out was never answered in time; positions settle.
+            if let Some(c) = self.chair.as_mut() {
+                c.outstanding = None;
+                c.proposal = None;
+                c.waiting = None;
+            }
+            self.run.close();
+            self.control("end of tape");
+        }
+    }
+
+    /// Advance the clock by `dt` of wall time at the current speed (at max: as far as ~10 ms
+    /// of work goes).
+    pub fn run_for(&mut self, dt: Duration) {
+        if !self.playing || self.ended {
+            return;
+        }
+        let before = self.seq;
+        let started = Instant::now();
+        match self.speed.factor() {
+            Some(f) => {
+                let ms = (dt.as_secs_f64() * f * 1000.0).round() as u32;
+                let target = Ts(self.clock.0.saturating_add(ms.max(1)));
+                self.advance_to(target);
+            }
+            None => {
+                let budget = Duration::from_millis(10);
+                while self.playing && !self.ended && started.elapsed() < budget {
+                    let target = Ts(self.clock.0.saturating_add(2_000));
+                    self.advance_to(target);
+                }
+            }
+        }
+        let spent = started.elapsed().max(dt);
+        self.rate.0 += self.seq - before;
+        self.rate.1 += spent;
+        if self.rate.1 >= Duration::from_millis(500) {
+            self.events_per_sec = self.rate.0 as f64 / self.rate.1.as_secs_f64();
+            self.rate = (0, Duration::ZERO);
+        }
+    }
+
+    fn render_frame(&mut self) -> Arc<Rendered> {
+        let key = (self.seq, self.clock, self.history.len());
+        if let (Some(f), Some(k)) = (&self.frame, self.frame_key)
+            && k == key
+        {
+            return f.clone();
+        }
+        let book = self.run.snapshot();
+        let input = view::FrameInput {
+            tape: &self.header.name,
+            market: self.run.engine.market(),
+            bars: &self.run.bars,
+            signal: self.signal,
+            exec: self.exec,
+            snapshot: &book,
+            woke: None,
+            width: 0,
+        };
+        let f = Arc::new(view::render_frame(&self.view, &input, &view::cl100k));
+        self.frame = Some(f.clone());
+        self.frame_key = Some(key);
+        f
+    }
+
+    fn chart_data(&mut self) -> Arc<ChartData> {
+        if let Some(c) = &self.chart_cache {
+            return c.clone();
+        }
+        let m = self.run.engine.market();
+        let sym = self.signal.as_str();
+        let at = |ts: Ts| -> f64 {
+            let x = f64::from(ts.0 / 1000);
+            let i = self.chart.partition_point(|p| p.0 <= x);
+            self.chart
+                .get(i.saturating_sub(1))
+                .map(|p| p.1)
+                .unwrap_or_default()
+        };
+        let marks = &self.run.engine.bus().blotter().marks;
+        let pts = |fill: bool| -> Vec<(f64, f64)> {
+            marks
+                .iter()
+                .filter(|m| m.fill.is_some() == fill)
+                .map(|m| (f64::from(m.ts.0 / 1000), at(m.ts)))
+                .collect()
+        };
+        let c = Arc::new(ChartData {
+            sym: sym.to_string(),
+            points: self.chart.clone(),
+            hod: m.hod(sym).map(|p| p.to_f64()),
+            lod: m.lod(sym).map(|p| p.to_f64()),
+            vwap: m.vwap(sym),
+            fills: pts(true),
+            fires: pts(false),
+        });
+        self.chart_cache = Some(c.clone());
+        c
+    }
+
+    fn owner_of(&self, o: Option<&str>) -> Owner {
+        match o {
+            Some(PERSON) => Owner::Person,
+            Some(_) => Owner::Agent(
+                self.chair
+                    .as_ref()
+                    .map_or_else(|| "agent".to_string(), |c| c.agent.name()),
+            ),
+            None => Owner::Unowned,
+        }
+    }
+
+    fn plan_lines(&self) -> Vec<PlanLine> {
+        let b = self.run.engine.bus().blotter();
+        let meta = self.run.plan_meta();
+        let mut out: Vec<(u64, PlanLine)> = b
+            .plans
+            .iter()
+            .map(|(name, line)| {
+                let m: Option<&PlanMeta> = meta.get(name);
+                let pnl = b.in_r(b.pnl(name)).map(|p| p.to_f64()).unwrap_or(0.0);
+                let p = PlanLine {
+                    name: name.clone(),
+                    owner: self.owner_of(line.owner.as_deref()),
+                    state: line.state,
+                    budget_r: m.map_or(0.0, |m| m.budget_r),
+                    pnl_r: pnl,
+                    ttl: m.map(|m| m.ttl.clone()),
+                    expires: m.map(|m| m.expires),
+                    note: line
+                        .note
+                        .clone()
+                        .unwrap_or_else(|| format!("fires {} fills {}", line.fires, line.fills)),
+                    risk: line.risk.clone(),
+                    text: m.map(|m| m.text.clone()).unwrap_or_default(),
+                };
+                (line.seq, p)
+            })
+            .collect();
+        out.sort_by_key(|(seq, _)| *seq);
+        out.into_iter().map(|(_, p)| p).collect()
+    }
+
+    /// Bring the Journal and Tokens lines up to date with the run's turn log.
+    fn sync_lines(&mut self) {
+        let log = self.run.turn_log();
+        if self.lines_seen >= log.len() {
+            return;
+        }
+        let agent = self
+            .chair
+            .as_ref()
+            .map_or_else(|| "agent".to_string(), |c| c.agent.name());
+        let lines = Arc::make_mut(&mut self.lines);
+        for (i, e) in log.iter().enumerate().skip(self.lines_seen) {
+            let desk = self.desk_turns.iter().find(|(j, ..)| *j == i);
+            lines.push(turn_line(e, desk, &agent));
+        }
+        self.lines_seen = log.len();
+    }
+
+    /// The screen's view of the session now. `frame` re-renders the Frame if the tape moved
+    /// (otherwise the last one is reused).
+    pub fn snapshot(&mut self, frame: bool) -> SessionSnapshot {
+        self.changed = false;
+        let frame = match (&self.frame, frame) {
+            (Some(f), false) => f.clone(),
+            _ => self.render_frame(),
+        };
+        let chart = self.chart_data();
+        self.sync_lines();
+        let run_notices = self.run.notices();
+        if self.notices_seen < run_notices.len() {
+            let agent = self
+                .chair
+                .as_ref()
+                .map_or_else(|| "the agent".to_string(), |c| c.agent.name());
+            let new: Vec<Notice> = run_notices[self.notices_seen..]
+                .iter()
+                .map(|n| Notice {
+                    ts: n.ts,
+                    text: if n.actor == AGENT && n.owner == PERSON {
+                        format!("{agent} cancelled your plan {}", n.plan)
+                    } else {
+                        format!("{} cancelled {}'s plan {}", n.actor, n.owner, n.plan)
+                    },
+                })
+                .collect();
+            self.notices_seen = run_notices.len();
+            self.notices.extend(new);
+        }
+        let m = self.run.engine.market();
+        let bus = self.run.engine.bus();
+        let evs = bus.events();
+        let tail = evs[evs.len().saturating_sub(200)..]
+            .iter()
+            .map(|e| {
+                String::from_utf8_lossy(&bus::canonical_line(e))
+                    .trim_end()
+                    .to_string()
+            })
+            .collect();
+        let mut book = view::Snapshot::from_blotter(bus.blotter());
+        book.plans = self.run.snapshot().plans;
+        book.journal = self.run.journal().to_vec();
+        book.wakes_used = self.run.wakes_used();
+        let notices = self.notices[self.notices.len().saturating_sub(20)..].to_vec();
+        SessionSnapshot {
+            tape: self.tape.label.clone(),
+            clock: self.clock,
+            open: m.open_time(),
+            close: m.close_time(),
+            playing: self.playing,
+            speed: self.speed,
+            ended: self.ended,
+            seq: self.seq,
+            settings: self.settings.clone(),
+            hash: bus.hash_hex(),
+            bus_events: bus.count(),
+            frame,
+            view_name: self.view.name.text.clone(),
+            chart,
+            plans: self.plan_lines(),
+            book,
+            bus: tail,
+            turns: self.lines.clone(),
+            notices,
+            agent: self.chair.as_ref().map(|c| AgentStatus {
+                name: c.agent.name(),
+                live: c.agent.is_live(),
+                attached: c.attached,
+                copilot: c.hold,
+                waiting: c.waiting.clone(),
+                proposal: c.proposal.clone(),
+                last_answer: c.last_answer,
+                thinking: c.thinking.clone(),
+                replay_only: c.replay_only,
+            }),
+            error: self.error.clone(),
+            events_per_sec: self.events_per_sec,
+            segment: self.segment,
+            saving: self.record.path.clone(),
+            written: self.record.file.is_some(),
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        // The person leaves: the session file says where, so `--open` resumes there.
+        if self.record.file.is_some() {
+            self.bookmark();
+        }
+    }
+}
+
+fn new_run(reader: TapeReader<Reader>, settings: &Settings) -> Result<Run<Reader>, String> {
+    let cfg = RunConfig {
+        engine: settings.engine()?,
+        profile: settings.profile,
+        author: AuthorKind::Model,
+        open_wake: true,
+        view_request_cap: None,
+    };
+    Run::new(reader, cfg, &[], bus::Bus::new(None).keeping())
+}
+
+fn first_view(doc: &ast::Document) -> Option<ast::View> {
+    doc.statements.iter().find_map(|s| match &s.kind {
+        ast::StatementKind::View(v) => Some(v.clone()),
+        _ => None,
+    })
+}
+
+fn turn_line(e: &TurnEntry, desk: Option<&(usize, String, String)>, agent: &str) -> TurnLine {
+    let tokens = e.turn.as_ref().and_then(|t| {
+        let written = if desk.is_some() { &t.kestrel } else { &e.written };
+        tokens::measure(written, t, Encoding::Cl100k).ok()
+    });
+    TurnLine {
+        ts: e.ts,
+        wake: e.wake.clone(),
+        author: desk.map_or_else(|| agent.to_string(), |d| d.1.clone()),
+        routed: e.turn.clone(),
+        rejected: e.rejected.clone(),
+        tokens,
+        attempts: e.attempts,
+        result: desk.map(|d| d.2.clone()).unwrap_or_default(),
+    }
+}
+
+/// Open a session from a saved file: its settings, its tape (checked against the recorded
+/// BLAKE3) and its acts, resumed at the last point recorded.
+pub fn reopen(path: &Path, save: Option<PathBuf>) -> Result<Session, String> {
+    let s = saved::open(path)?;
+    let tape = TapeSource::open(Some(&s.tape))?;
+    if !s.tape_blake3.is_empty() && tape.blake3() != s.tape_blake3 {
+        return Err(format!(
+            "{}: the tape {} has changed since the session was saved (its BLAKE3 differs): \
+             the replay would not reach the recorded hash",
+            path.display(),
+            s.tape
+        ));
+    }
+    let last = s.last.1;
+    let mut session = Session::open(
+        tape,
+        s.settings,
+        Opening {
+            save,
+            script: s.acts,
+            replay: true,
+        },
+    )?;
+    session.seek(last);
+    Ok(session)
+}

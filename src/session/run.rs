@@ -1,0 +1,769 @@
+//! One pass of a tape from the open: the engine, the bars, the wakes, the Views they
+//! deliver, and an author's asks and answers, all on one Bus.
+//!
+//! The loop is: feed the next tape event to the engine; when a WAKE fires (or at the OPEN
+//! wake), render the View it delivers at that instant (a `view-delivered` event carries the
+//! Frame exactly as sent), ask the author through the bounded repair loop, and apply the
+//! routed turn (`supersede`, `stand-down`, `cancel`, `pass`; a SHOW VIEW request is answered
+//! at the same frozen cutoff and the author is asked again) at the tape time the reply
+//! arrives. Only routed turns cross into the Bus (`turn`, plus one `repair` event per
+//! attempt), canonicalised.
+//!
+//! A [`Run`] is what the [`Session`](super::Session) holds between restarts; headless verbs
+//! with one author drive it to the end of the tape with [`Run::run`].
+
+use super::{Answer, TurnSource, WakeAsk};
+use crate::bus::{Bus, Event, PlanState};
+use crate::engine::{Engine, EngineConfig, FiredWake};
+use crate::lang::{Scope, ast};
+use crate::market::{TapeError, TapeEvent, TapeReader, Ts};
+use crate::turn::repair::RepairRun;
+use crate::turn::{AuthorKind, Outcome, Profile, RoutedTurn, TurnContext, WakePhase};
+use crate::view::snapshot::{JournalRow, PlanRow};
+use crate::view::{self, Bars, Rendered, Snapshot, Woke};
+use std::collections::BTreeMap;
+use std::io::BufRead;
+
+/// How a run is set up.
+pub struct RunConfig {
+    pub engine: EngineConfig,
+    pub profile: Profile,
+    pub author: AuthorKind,
+    /// Ask the author at the open (the OPEN wake).
+    pub open_wake: bool,
+    /// SHOW VIEW requests answered per wake (the profile's cap when `None`).
+    pub view_request_cap: Option<u32>,
+}
+
+/// Outcome counts across a session.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Counts {
+    pub wakes: u64,
+    pub supersede: u64,
+    pub stand_down: u64,
+    pub view_request: u64,
+    pub cancel: u64,
+    pub pass: u64,
+    pub fail_closed_pass: u64,
+    pub invalid: u64,
+    pub truncated: u64,
+    pub provider_error: u64,
+    pub repairs: u64,
+    pub repaired: u64,
+}
+
+/// One pass of a tape from the open.
+pub struct Run<R: BufRead> {
+    reader: TapeReader<R>,
+    pub engine: Engine,
+    pub bars: Bars,
+    pub signal: crate::market::Sym,
+    pub exec: crate::market::Sym,
+    tape: String,
+    views: BTreeMap<String, ast::View>,
+    default_view: ast::View,
+    profile: Profile,
+    author: AuthorKind,
+    open_wake: bool,
+    opened: bool,
+    view_cap: Option<u32>,
+    journal: Vec<JournalRow>,
+    pub counts: Counts,
+    /// A turn that arrives later than its wake: (arrival, wake, answer).
+    pending: Option<(Ts, String, Answer)>,
+    /// A wake asked of an author that answers off the tape thread ([`Run::ask`]): the
+    /// author is busy until [`Run::resolve`] or [`Run::reject`].
+    awaiting: Option<Awaiting>,
+    done: bool,
+    /// The next tape event, read ahead by [`Run::peek_ts`].
+    next: Option<TapeEvent>,
+    /// The owner the author's acts carry where the book is shared (the desk: `agent`);
+    /// `None` in a headless run with one author, whose supersede replaces the whole book.
+    author_owner: Option<String>,
+    /// What each armed plan's document said of it (owner, budget, ttl, text), by name.
+    plan_meta: BTreeMap<String, PlanMeta>,
+    /// Every turn recorded on the Bus and every rejection, in order.
+    turn_log: Vec<TurnEntry>,
+    /// Acts that reached another owner's plan, for the desk to say.
+    notices: Vec<CrossOwner>,
+}
+
+/// An act that reached a plan another owner armed (an agent's CANCEL of the person's plan).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CrossOwner {
+    /// Tape time.
+    pub ts: Ts,
+    /// Who acted.
+    pub actor: String,
+    /// Whose plan it was.
+    pub owner: String,
+    /// The plan.
+    pub plan: String,
+}
+
+/// What a plan's document said of it when it was armed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlanMeta {
+    /// Who armed it (`None` in a headless run).
+    pub owner: Option<String>,
+    /// The budget in R.
+    pub budget_r: f64,
+    /// The ttl as written.
+    pub ttl: ast::Ttl,
+    /// When the ttl ends (no new entries after it).
+    pub expires: Ts,
+    /// The plan in canonical Kestrel.
+    pub text: String,
+}
+
+/// A turn recorded on the Bus (or a rejected proposal), as the Journal and Tokens panes
+/// list it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnEntry {
+    /// Tape time it acted (or was rejected).
+    pub ts: Ts,
+    /// The wake it answered (`desk` for a person's turn).
+    pub wake: String,
+    /// The routed turn (`None`: rejected).
+    pub turn: Option<RoutedTurn>,
+    /// The rejected turn's outcome and who rejected it.
+    pub rejected: Option<(String, String)>,
+    /// Attempts of its repair loop (1: no re-ask; 0: rejected or a person's).
+    pub attempts: usize,
+    /// The text the author wrote last (what the token figures measure).
+    pub written: String,
+}
+
+/// A wake whose answer is outstanding (asked with [`Run::ask`]).
+#[derive(Debug, Clone)]
+struct Awaiting {
+    ts: Ts,
+    wake: String,
+    phase: WakePhase,
+    views_requested: u32,
+    frame: String,
+}
+
+fn cl100k(s: &str) -> usize {
+    view::cl100k(s)
+}
+
+impl<R: BufRead> Run<R> {
+    /// A session over a tape writing to `bus` (give it a sink to write the Bus as it goes;
+    /// keep its events with [`Bus::keeping`] for the Blotter-backed panes); `docs` arm at the
+    /// open, before the first event.
+    pub fn new(
+        reader: TapeReader<R>,
+        cfg: RunConfig,
+        docs: &[ast::Document],
+        bus: Bus,
+    ) -> Result<Self, String> {
+        let header = reader.header().clone();
+        let (signal, exec) = view::symbols_of(&header).ok_or("the tape carries no symbol")?;
+        let mut engine = Engine::new(&header, cfg.engine, bus);
+        let mut views = BTreeMap::new();
+        for d in docs {
+            engine.arm_document(d);
+            collect_views(d, &mut views);
+        }
+        let open = engine.market().open_time();
+        let mut run = Run {
+            reader,
+            engine,
+            bars: Bars::new(signal, open),
+            signal,
+            exec,
+            tape: header.name.clone(),
+            views,
+            default_view: view::default_view(),
+            profile: cfg.profile,
+            author: cfg.author,
+            open_wake: cfg.open_wake,
+            opened: false,
+            view_cap: cfg.view_request_cap,
+            journal: Vec::new(),
+            counts: Counts::default(),
+            pending: None,
+            awaiting: None,
+            done: false,
+            next: None,
+            author_owner: None,
+            plan_meta: BTreeMap::new(),
+            turn_log: Vec::new(),
+            notices: Vec::new(),
+        };
+        for d in docs {
+            run.note_plans(d, None);
+        }
+        Ok(run)
+    }
+
+    /// The tape's name.
+    pub fn tape(&self) -> &str {
+        &self.tape
+    }
+
+    /// Is the tape finished?
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// The standing book's names (for the router's scope).
+    pub fn standing(&self) -> Scope {
+        let b = self.engine.bus().blotter();
+        Scope {
+            plans: b.plans.keys().cloned().collect(),
+            views: self.views.keys().cloned().collect(),
+            wakes: self.engine.wake_names().into_iter().collect(),
+        }
+    }
+
+    /// Advance by one tape event; returns the wakes that fired on it (the OPEN wake first,
+    /// at the session's first event).
+    pub fn step(&mut self) -> Result<Vec<FiredWake>, TapeError> {
+        Ok(self.step_event()?.map(|(_, f)| f).unwrap_or_default())
+    }
+
+    /// The time of the next tape event (`None` at the end of the tape), read ahead.
+    pub fn peek_ts(&mut self) -> Result<Option<Ts>, TapeError> {
+        if self.next.is_none() && !self.done {
+            match self.reader.next() {
+                Some(ev) => self.next = Some(ev?),
+                None => self.done = true,
+            }
+        }
+        Ok(self.next.as_ref().map(TapeEvent::ts))
+    }
+
+    /// Advance by one tape event: the event and the wakes that fired on it (`None` at the
+    /// end of the tape).
+    pub fn step_event(&mut self) -> Result<Option<(TapeEvent, Vec<FiredWake>)>, TapeError> {
+        self.peek_ts()?;
+        let Some(ev) = self.next.take() else {
+            return Ok(None);
+        };
+        let fired = self.feed(&ev);
+        Ok(Some((ev, fired)))
+    }
+
+    /// Share the book: the author's acts carry `owner`, so its supersede and STAND-DOWN
+    /// reach only the plans it armed (TURNS.md §1, "Whose book").
+    pub fn share_book(&mut self, owner: &str) {
+        self.author_owner = Some(owner.to_string());
+    }
+
+    /// Arm a checked document for `owner`, replacing that owner's book (`None`: the
+    /// whole book). Its VIEWs join the standing screens.
+    pub fn supersede_as(&mut self, doc: &ast::Document, owner: Option<&str>) -> Vec<String> {
+        let names = self.engine.supersede_as(doc, owner);
+        collect_views(doc, &mut self.views);
+        self.note_plans(doc, owner);
+        names
+    }
+
+    /// STAND-DOWN of `owner`'s book (`None`: every plan).
+    pub fn stand_down_as(&mut self, reason: &str, owner: Option<&str>) {
+        self.engine.stand_down_as(reason, owner);
+    }
+
+    /// CANCEL a plan by name on behalf of `actor`; whether one was live. A cancel that
+    /// reaches another owner's plan is noted for the desk to show.
+    pub fn cancel_as(&mut self, target: &str, actor: Option<&str>) -> bool {
+        let owner = self.engine.plan_owner(target).map(str::to_string);
+        let hit = self.engine.cancel(target);
+        if hit
+            && let (Some(a), Some(o)) = (actor, owner.as_deref())
+            && a != o
+        {
+            let now = self.engine.market().now().unwrap_or(Ts(0));
+            self.notices.push(CrossOwner {
+                ts: now,
+                actor: a.to_string(),
+                owner: o.to_string(),
+                plan: target.to_string(),
+            });
+        }
+        hit
+    }
+
+    fn note_plans(&mut self, doc: &ast::Document, owner: Option<&str>) {
+        let m = self.engine.market();
+        let now = m.now().unwrap_or(m.open_time());
+        for st in &doc.statements {
+            if let ast::StatementKind::Plan(p) = &st.kind {
+                let one = ast::Document {
+                    statements: vec![st.clone()],
+                    tail: Vec::new(),
+                };
+                let expires = match &p.ttl {
+                    ast::Ttl::At(c) => Ts(c.minutes() * 60_000),
+                    ast::Ttl::After(d) => Ts(now.0.saturating_add(
+                        u32::try_from(d.seconds().saturating_mul(1000)).unwrap_or(u32::MAX),
+                    )),
+                };
+                self.plan_meta.insert(
+                    p.name.text.clone(),
+                    PlanMeta {
+                        owner: owner.map(str::to_string),
+                        budget_r: p.budget.value(),
+                        ttl: p.ttl.clone(),
+                        expires,
+                        text: crate::lang::print(&one),
+                    },
+                );
+            }
+        }
+    }
+
+    /// What each armed plan's document said of it.
+    pub fn plan_meta(&self) -> &BTreeMap<String, PlanMeta> {
+        &self.plan_meta
+    }
+
+    /// Every turn and rejection so far.
+    pub fn turn_log(&self) -> &[TurnEntry] {
+        &self.turn_log
+    }
+
+    /// Notices about acts that crossed owners, in order.
+    pub fn notices(&self) -> &[CrossOwner] {
+        &self.notices
+    }
+
+    /// Advance by one tape event given by the caller (a driver that reads the tape itself,
+    /// like the desk); returns the wakes that fired on it, as [`Run::step`] does.
+    pub fn feed(&mut self, ev: &TapeEvent) -> Vec<FiredWake> {
+        // A reply that arrived before this event acts first (one that arrived at the same
+        // instant acts after the events of that instant, as the desk applies it).
+        if let Some((at, _, _)) = &self.pending
+            && *at < ev.ts()
+        {
+            if let Some((at, wake, ans)) = self.pending.take() {
+                self.apply(at, &wake, ans);
+            }
+        }
+        if let TapeEvent::Tick(t) = ev {
+            self.bars.apply(t);
+        }
+        self.engine.on_event(ev);
+        let mut fired = Vec::new();
+        if self.open_wake && !self.opened && ev.ts() >= self.engine.market().open_time() {
+            self.opened = true;
+            fired.push(FiredWake {
+                ts: ev.ts(),
+                wake: "open".into(),
+                why: "the session opened".into(),
+                deliver: None,
+                priority: i64::MAX,
+            });
+        }
+        fired.extend(self.engine.take_fired_wakes());
+        fired
+    }
+
+    /// Put a turn routed outside the wake loop (a person's, from the desk's editor) on the
+    /// Bus as a `turn` event at `at`, counted and journaled like an author's. It is only
+    /// recorded: the caller carries out its act.
+    pub fn record_human(&mut self, at: Ts, wake: &str, routed: RoutedTurn) {
+        let ans = Answer {
+            run: RepairRun {
+                turn: routed,
+                attempts: Vec::new(),
+                re_asks: 0,
+                tokens_spent: 0,
+                fail_closed: None,
+            },
+            at: Some(at),
+        };
+        self.record(at, wake, &ans);
+    }
+
+    /// Is a turn still outstanding (it arrives later than its wake)?
+    pub fn has_pending(&self) -> bool {
+        self.pending.is_some()
+    }
+
+    /// The book now, for the kernel / plans / blotter / journal panes.
+    pub fn snapshot(&self) -> Snapshot {
+        let b = self.engine.bus().blotter();
+        let mut snap = Snapshot::from_blotter(b);
+        snap.journal = self.journal.clone();
+        snap.wakes_used = self.wakes_used();
+        for (name, p) in &b.plans {
+            let meta = self.plan_meta.get(name);
+            snap.plans.push(PlanRow {
+                name: name.clone(),
+                state: p.state,
+                budget_r: meta.map_or(0.0, |m| m.budget_r),
+                used_r: b.in_r(b.pnl(name)).map_or(0.0, |r| r.to_f64()),
+                ttl: meta.map_or_else(String::new, |m| crate::lang::print::ttl_text(&m.ttl)),
+                note: p
+                    .note
+                    .clone()
+                    .unwrap_or_else(|| format!("fires {} fills {}", p.fires, p.fills)),
+            });
+        }
+        snap
+    }
+
+    /// The journal lines of every turn so far (the journal pane).
+    pub fn journal(&self) -> &[JournalRow] {
+        &self.journal
+    }
+
+    /// Wakes the author was asked at so far (the kernel pane).
+    pub fn wakes_used(&self) -> u32 {
+        self.counts.wakes.min(u64::from(u32::MAX)) as u32
+    }
+
+    /// Render a View (by name, or the default) at the current instant.
+    pub fn render(&self, view: Option<&str>, woke: Option<Woke>) -> (String, Rendered) {
+        let v = view
+            .and_then(|n| self.views.get(n))
+            .unwrap_or(&self.default_view);
+        (v.name.text.clone(), self.render_view(v, woke))
+    }
+
+    fn render_view(&self, v: &ast::View, woke: Option<Woke>) -> Rendered {
+        let input = view::FrameInput {
+            tape: &self.tape,
+            market: self.engine.market(),
+            bars: &self.bars,
+            signal: self.signal,
+            exec: self.exec,
+            snapshot: &self.snapshot(),
+            woke,
+            width: 0,
+        };
+        view::render_frame(v, &input, &cl100k)
+    }
+
+    fn deliver(&mut self, ts: Ts, wake: &str, view_name: String, r: &Rendered) {
+        self.engine.bus_mut().emit(Event::ViewDelivered {
+            ts,
+            wake: wake.to_string(),
+            view: view_name,
+            tokens: r.tokens as u64,
+            dropped: r.dropped.clone(),
+            frame: r.text.clone(),
+        });
+    }
+
+    /// Deliver a fired wake's View and ask the author; the turn acts now or, when it
+    /// arrives later, at its arrival time (a wake while a turn is outstanding is logged as
+    /// suppressed: the author is busy).
+    pub fn wake(&mut self, w: &FiredWake, author: &mut dyn TurnSource) {
+        let Some((mut ask, mut ctx)) = self.open_wake(w) else {
+            return;
+        };
+        let mut views_requested = 0u32;
+        loop {
+            let ans = author.answer(&ask, &ctx);
+            // A SHOW VIEW is answered now, at the same frozen cutoff, then asked again.
+            if let Some(frame) = self.view_request(w.ts, &w.wake, views_requested, &ans) {
+                let frame = if frame.is_empty() { ask.frame } else { frame };
+                views_requested += 1;
+                (ask, ctx) = self.make_ask(w.ts, &w.wake, ask.phase, views_requested, frame);
+                continue;
+            }
+            match ans.at {
+                Some(at) if at > self.engine.market().now().unwrap_or(w.ts) => {
+                    self.pending = Some((at, w.wake.clone(), ans));
+                }
+                at => {
+                    let at = at.unwrap_or(w.ts).max(w.ts);
+                    self.apply(at, &w.wake, ans);
+                }
+            }
+            return;
+        }
+    }
+
+    /// The busy check, the count and the View of a fired wake: delivers the View (a
+    /// `view-delivered` event) and gives back what to ask the author, or `None` when the
+    /// author is still answering an earlier wake (a `wake-suppressed` event). The wake is
+    /// then outstanding until [`Run::resolve`] or [`Run::reject`]: this is how an
+    /// author that answers off the tape thread (the desk's) is asked.
+    pub fn ask(&mut self, w: &FiredWake) -> Option<(WakeAsk, TurnContext)> {
+        let (ask, ctx) = self.open_wake(w)?;
+        self.awaiting = Some(Awaiting {
+            ts: w.ts,
+            wake: w.wake.clone(),
+            phase: ask.phase,
+            views_requested: 0,
+            frame: ask.frame.clone(),
+        });
+        Some((ask, ctx))
+    }
+
+    /// The busy check, the count and the View of a fired wake (see [`Run::ask`]),
+    /// without marking it outstanding.
+    fn open_wake(&mut self, w: &FiredWake) -> Option<(WakeAsk, TurnContext)> {
+        let busy = self
+            .pending
+            .as_ref()
+            .map(|p| p.1.clone())
+            .or_else(|| self.awaiting.as_ref().map(|a| a.wake.clone()));
+        if let Some(busy) = busy {
+            let reason = format!("the author is still answering {busy}");
+            self.engine.bus_mut().emit(Event::WakeSuppressed {
+                ts: w.ts,
+                wake: w.wake.clone(),
+                reason,
+            });
+            return None;
+        }
+        self.counts.wakes += 1;
+        let phase = if w.wake == "open" {
+            WakePhase::Open
+        } else {
+            WakePhase::Mid
+        };
+        let woke = Woke {
+            by: w.wake.clone(),
+            why: w.why.clone(),
+        };
+        let (name, r) = self.render(w.deliver.as_deref(), Some(woke));
+        self.deliver(w.ts, &w.wake, name, &r);
+        Some(self.make_ask(w.ts, &w.wake, phase, 0, r.text))
+    }
+
+    fn make_ask(
+        &self,
+        ts: Ts,
+        wake: &str,
+        phase: WakePhase,
+        views_requested: u32,
+        frame: String,
+    ) -> (WakeAsk, TurnContext) {
+        let mut ctx = TurnContext::new(phase, self.profile, self.author);
+        ctx.views_requested = views_requested;
+        ctx.standing = Some(self.standing());
+        let menu = ctx.menu();
+        let ask = WakeAsk {
+            ts,
+            wake: wake.to_string(),
+            phase,
+            frame,
+            prompt: self.profile.render(&menu.prompt_text(), ""),
+        };
+        (ask, ctx)
+    }
+
+    /// A SHOW VIEW within the cap: record it, deliver the requested View at the wake's
+    /// frozen cutoff `at`, and give back its Frame (the author is asked again).
+    fn view_request(
+        &mut self,
+        at: Ts,
+        wake: &str,
+        views_requested: u32,
+        ans: &Answer,
+    ) -> Option<String> {
+        if !matches!(ans.run.turn.outcome, Outcome::ViewRequest { .. }) {
+            return None;
+        }
+        let cap = self.view_cap.unwrap_or(self.profile.view_request_cap());
+        if views_requested >= cap {
+            return None;
+        }
+        let requested = ans.run.turn.document().and_then(|d| {
+            d.statements.into_iter().find_map(|s| match s.kind {
+                ast::StatementKind::ShowView(v) => Some(v),
+                _ => None,
+            })
+        });
+        self.record(at, wake, ans);
+        let mut frame = String::new();
+        if let Some(v) = requested {
+            let r = self.render_view(&v, None);
+            self.deliver(at, wake, v.name.text.clone(), &r);
+            frame = r.text;
+        }
+        Some(frame)
+    }
+
+    /// The wake outstanding since [`Run::ask`], if any: (name, tape time).
+    pub fn awaiting(&self) -> Option<(&str, Ts)> {
+        self.awaiting.as_ref().map(|a| (a.wake.as_str(), a.ts))
+    }
+
+    /// The answer to the outstanding wake arrives at `at` (the tape point the reply reached
+    /// the desk): a SHOW VIEW within the cap is delivered (at the wake's frozen cutoff) and
+    /// the next ask is given back; any other turn is recorded and carried out now. With no
+    /// wake outstanding the run is ignored and `None` returned.
+    pub fn resolve(&mut self, at: Ts, run: RepairRun) -> Option<(WakeAsk, TurnContext)> {
+        let a = self.awaiting.clone()?;
+        let ans = Answer { run, at: Some(at) };
+        if let Some(frame) = self.view_request(a.ts, &a.wake, a.views_requested, &ans) {
+            let n = a.views_requested + 1;
+            let frame = if frame.is_empty() { a.frame } else { frame };
+            if let Some(aw) = self.awaiting.as_mut() {
+                aw.views_requested = n;
+                aw.frame = frame.clone();
+            }
+            return Some(self.make_ask(a.ts, &a.wake, a.phase, n, frame));
+        }
+        self.awaiting = None;
+        self.apply(at.max(a.ts), &a.wake, ans);
+        None
+    }
+
+    /// The outstanding wake's turn was rejected (co-pilot) or its author went away: a
+    /// `turn-rejected` event, nothing routed into the book; the author is free again.
+    pub fn reject(&mut self, at: Ts, by: &str, outcome: &str) {
+        if let Some(a) = self.awaiting.take() {
+            let ts = at.max(a.ts);
+            self.turn_log.push(TurnEntry {
+                ts,
+                wake: a.wake.clone(),
+                turn: None,
+                rejected: Some((outcome.to_string(), by.to_string())),
+                attempts: 0,
+                written: String::new(),
+            });
+            self.engine.bus_mut().emit(Event::TurnRejected {
+                ts,
+                wake: a.wake,
+                by: by.to_string(),
+                outcome: outcome.to_string(),
+            });
+        }
+    }
+
+    /// Put a turn and its repair attempts on the Bus; count it.
+    fn record(&mut self, at: Ts, wake: &str, ans: &Answer) {
+        for a in &ans.run.attempts {
+            if ans.run.attempts.len() > 1 {
+                self.counts.repairs += 1;
+            }
+            self.engine.bus_mut().emit(Event::Repair {
+                ts: at,
+                wake: wake.to_string(),
+                attempt: a.clone(),
+            });
+        }
+        if ans.run.repaired() {
+            self.counts.repaired += 1;
+        }
+        let t = &ans.run.turn;
+        match &t.outcome {
+            Outcome::Supersede { .. } => self.counts.supersede += 1,
+            Outcome::StandDown { .. } => self.counts.stand_down += 1,
+            Outcome::ViewRequest { .. } => self.counts.view_request += 1,
+            Outcome::Cancel { .. } => self.counts.cancel += 1,
+            Outcome::Pass { fail_closed: true } => self.counts.fail_closed_pass += 1,
+            Outcome::Pass { .. } => self.counts.pass += 1,
+            Outcome::Invalid { .. } => self.counts.invalid += 1,
+            Outcome::Truncated { .. } => self.counts.truncated += 1,
+            Outcome::ProviderError { .. } => self.counts.provider_error += 1,
+        }
+        self.engine.bus_mut().emit(Event::Turn {
+            ts: at,
+            wake: wake.to_string(),
+            turn: Box::new(t.clone()),
+        });
+        self.turn_log.push(TurnEntry {
+            ts: at,
+            wake: wake.to_string(),
+            turn: Some(t.clone()),
+            rejected: None,
+            attempts: ans.run.attempts.len(),
+            written: ans
+                .run
+                .attempts
+                .last()
+                .map(|a| a.written.clone())
+                .unwrap_or_default(),
+        });
+        let author = match t.author {
+            AuthorKind::Human => "human",
+            AuthorKind::Model => "agent",
+            AuthorKind::File => "script",
+        };
+        for j in &t.journal {
+            self.journal.push(JournalRow {
+                time: at.to_string().get(..8).unwrap_or("").to_string(),
+                author: author.to_string(),
+                text: j.clone(),
+            });
+        }
+    }
+
+    /// Record a turn and carry out its act at `at`.
+    fn apply(&mut self, at: Ts, wake: &str, ans: Answer) {
+        self.record(at, wake, &ans);
+        let t = &ans.run.turn;
+        let owner = self.author_owner.clone();
+        match &t.outcome {
+            Outcome::Supersede { .. } => {
+                if let Some(doc) = t.document() {
+                    if owner.is_none() {
+                        self.views.clear();
+                    }
+                    self.supersede_as(&doc, owner.as_deref());
+                }
+            }
+            Outcome::StandDown { reason } => self.stand_down_as(reason, owner.as_deref()),
+            Outcome::Cancel { target } => {
+                self.cancel_as(target, owner.as_deref());
+            }
+            _ => {}
+        }
+    }
+
+    /// Close the run in place (a reply still pending acts first; a call still out was
+    /// never answered in time; positions settle at the close), keeping it for reading.
+    pub fn close(&mut self) {
+        if let Some((at, wake, ans)) = self.pending.take() {
+            self.apply(at, &wake, ans);
+        }
+        let close = self.engine.market().now().unwrap_or(Ts(0));
+        self.reject(close, "close", "unanswered");
+        self.engine.end();
+    }
+
+    /// Close the session (settle at the close) and give back the Bus.
+    pub fn finish(mut self) -> Bus {
+        if let Some((at, wake, ans)) = self.pending.take() {
+            self.apply(at, &wake, ans);
+        }
+        // A call still out at the close was never answered in time.
+        let close = self.engine.market().now().unwrap_or(Ts(0));
+        self.reject(close, "close", "unanswered");
+        self.engine.finish()
+    }
+
+    /// Run to the end of the tape with an author; returns the Bus.
+    pub fn run(mut self, author: &mut dyn TurnSource) -> Result<Bus, TapeError> {
+        while !self.done {
+            let fired = self.step()?;
+            for w in &fired {
+                self.wake(w, author);
+            }
+        }
+        if let Some((at, wake, ans)) = self.pending.take() {
+            self.apply(at, &wake, ans);
+        }
+        Ok(self.engine.finish())
+    }
+
+    /// Plans' states right now (name, state).
+    pub fn plan_states(&self) -> Vec<(String, PlanState)> {
+        self.engine
+            .bus()
+            .blotter()
+            .plans
+            .iter()
+            .map(|(n, p)| (n.clone(), p.state))
+            .collect()
+    }
+}
+
+fn collect_views(doc: &ast::Document, views: &mut BTreeMap<String, ast::View>) {
+    for s in &doc.statements {
+        if let ast::StatementKind::View(v) = &s.kind {
+            views.insert(v.name.text.clone(), v.clone());
+        }
+    }
+}
+

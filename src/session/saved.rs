@@ -1,0 +1,208 @@
+//! Session files: where the desk writes as it runs, and reading a saved session back.
+//!
+//! A session is a JSON Lines file in the data directory (`<data>/sessions/`): a
+//! `desk-session` header that records every setting the determinism hash depends on (the
+//! tape and its BLAKE3, 1R in dollars, the fill model, the profile, the agent, co-pilot at
+//! the start), then `act` records (a person's turn, or an act of the seated agent, at the
+//! tape point it took effect: `seq` = tape events applied) and `control` records (play,
+//! speed, seek, restart). The Bus goes beside it, one file per run (`<stem>.bus-<n>.jsonl`).
+//! Every line is flushed as it is written, so a crash loses at most the line being written.
+//!
+//! `kestrel desk --open FILE` reads the settings back, replays the acts at their recorded
+//! tape points (the same Bus and the same determinism hash) and resumes at the last point
+//! recorded. Nothing is written for an opened session until the person acts.
+
+use super::owner::{Act, Settings};
+use crate::market::Ts;
+use std::path::{Path, PathBuf};
+
+/// The session file format this desk writes (and the only one it reads).
+pub const SESSION_FORMAT: u64 = 2;
+
+/// The platform directories (`directories::ProjectDirs::from("", "", "kestrel")`).
+pub fn project_dirs() -> Option<directories::ProjectDirs> {
+    directories::ProjectDirs::from("", "", "kestrel")
+}
+
+/// `<config>`: themes/, keys.toml.
+pub fn config_dir() -> Option<PathBuf> {
+    project_dirs().map(|d| d.config_dir().to_path_buf())
+}
+
+/// `<data>/sessions`.
+pub fn sessions_dir() -> Option<PathBuf> {
+    project_dirs().map(|d| d.data_dir().join("sessions"))
+}
+
+/// A fresh session path for a tape, named by tape and wall-clock seconds (a counter is
+/// added when that name is taken).
+pub fn new_session_path(dir: &Path, tape_name: &str) -> PathBuf {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or_default();
+    let safe: String = tape_name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let mut p = dir.join(format!("{safe}-{secs}.jsonl"));
+    let mut n = 1;
+    while p.exists() {
+        n += 1;
+        p = dir.join(format!("{safe}-{secs}-{n}.jsonl"));
+    }
+    p
+}
+
+/// The Bus file of run `n` of a session.
+pub fn bus_path(session: &Path, n: u32) -> PathBuf {
+    let stem = session
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("session");
+    session.with_file_name(format!("{stem}.bus-{n}.jsonl"))
+}
+
+/// The session file a Bus file of the desk belongs to (`<stem>.bus-<n>.jsonl` →
+/// `<stem>.jsonl`), when the name says so.
+pub fn session_of_bus(bus: &Path) -> Option<PathBuf> {
+    let name = bus.file_name()?.to_str()?;
+    let stem = name.strip_suffix(".jsonl")?;
+    let (stem, n) = stem.rsplit_once(".bus-")?;
+    n.parse::<u32>().ok()?;
+    Some(bus.with_file_name(format!("{stem}.jsonl")))
+}
+
+/// A saved session, read back.
+#[derive(Debug, Clone)]
+pub struct Saved {
+    /// The settings it ran with.
+    pub settings: Settings,
+    /// The tape label (`bundled:<name>` or a path).
+    pub tape: String,
+    /// BLAKE3 of the tape's bytes, hex.
+    pub tape_blake3: String,
+    /// Acts of the last run: (seq, ts, act).
+    pub acts: Vec<(u64, Ts, Act)>,
+    /// The last tape point recorded (seq, ts): where `--open` resumes.
+    pub last: (u64, Ts),
+}
+
+/// Why a file is not a session this desk can open.
+fn not_a_session(first: &serde_json::Value) -> String {
+    if first.get("type").and_then(|t| t.as_str()) == Some("session-start") {
+        return "this is a Bus file (the event stream of one run), not a desk session: open \
+                the session file beside it (or replay the Bus headless with `kestrel agent \
+                --author FILE`)"
+            .into();
+    }
+    "not a desk session: no desk-session header line".into()
+}
+
+/// Read a session file. Errors name the line.
+pub fn load(text: &str) -> Result<Saved, String> {
+    let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
+    let Some((i, head)) = lines.next() else {
+        return Err("an empty file is not a desk session".into());
+    };
+    let v: serde_json::Value =
+        serde_json::from_str(head).map_err(|e| format!("line {}: {e}", i + 1))?;
+    if v.get("type").and_then(|t| t.as_str()) != Some("desk-session") {
+        return Err(not_a_session(&v));
+    }
+    let format = v.get("v").and_then(|x| x.as_u64()).unwrap_or(1);
+    if format != SESSION_FORMAT {
+        return Err(format!(
+            "line {}: a session file of format {format}; this desk reads format \
+             {SESSION_FORMAT} (replay the run's Bus with `kestrel agent --author BUS`)",
+            i + 1
+        ));
+    }
+    let settings: Settings = serde_json::from_value(v.get("settings").cloned().unwrap_or_default())
+        .map_err(|e| format!("line {}: settings: {e}", i + 1))?;
+    let text_of = |k: &str| {
+        v.get(k)
+            .and_then(|t| t.as_str())
+            .unwrap_or_default()
+            .to_string()
+    };
+    let mut s = Saved {
+        settings,
+        tape: text_of("tape"),
+        tape_blake3: text_of("tape_blake3"),
+        acts: Vec::new(),
+        last: (0, Ts(0)),
+    };
+    if s.tape.is_empty() {
+        return Err(format!("line {}: the header names no tape", i + 1));
+    }
+    for (i, l) in lines {
+        let n = i + 1;
+        let v: serde_json::Value = serde_json::from_str(l).map_err(|e| format!("line {n}: {e}"))?;
+        let seq = v.get("seq").and_then(|x| x.as_u64()).unwrap_or(0);
+        let ts = v.get("ts").and_then(|t| t.as_str()).and_then(Ts::parse);
+        if let Some(ts) = ts
+            && (seq, ts) > s.last
+        {
+            s.last = (seq, ts);
+        }
+        match v.get("type").and_then(|t| t.as_str()) {
+            Some("act") => {
+                let act: Act = serde_json::from_value(v.get("act").cloned().unwrap_or_default())
+                    .map_err(|e| format!("line {n}: act: {e}"))?;
+                let ts = ts.ok_or_else(|| format!("line {n}: act without a ts"))?;
+                s.acts.push((seq, ts, act));
+            }
+            Some("control") => match v.get("action").and_then(|a| a.as_str()) {
+                Some("restart") => {
+                    s.acts.clear();
+                    s.last = (0, Ts(0));
+                    if let Some(h) = v.get("hold").and_then(|h| h.as_bool()) {
+                        s.settings.copilot = h;
+                    }
+                }
+                Some("rewound") => s.acts.retain(|a| a.0 <= seq),
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+    Ok(s)
+}
+
+/// Read a session file from disk; a Bus file given instead is named for what it is, with
+/// the session file it belongs to.
+pub fn open(path: &Path) -> Result<Saved, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    load(&text).map_err(|e| match session_of_bus(path) {
+        Some(s) if e.starts_with("this is a Bus file") => {
+            format!("{}: {e}: {}", path.display(), s.display())
+        }
+        _ => format!("{}: {e}", path.display()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bus_file_names_its_session_file() {
+        assert_eq!(
+            session_of_bus(Path::new("/d/trend-1.bus-2.jsonl")),
+            Some(PathBuf::from("/d/trend-1.jsonl"))
+        );
+        assert_eq!(session_of_bus(Path::new("/d/trend-1.jsonl")), None);
+        let e = load("{\"type\":\"session-start\",\"tape\":\"t\"}\n").unwrap_err();
+        assert!(e.starts_with("this is a Bus file"), "{e}");
+        let e = load("{\"type\":\"desk-session\",\"v\":1,\"tape\":\"t\"}\n").unwrap_err();
+        assert!(e.contains("format 1"), "{e}");
+        assert!(load("").is_err());
+    }
+}
