@@ -190,6 +190,17 @@ impl App {
             .map(|c| c.tokens)
             .unwrap_or(0);
         let notices_seen = snap.notices.len();
+        let message = snap.agent.as_ref().map(|a| {
+            format!(
+                "agent {} seated: it is asked at every wake{}",
+                a.name,
+                if a.copilot {
+                    " (co-pilot: you accept or reject)"
+                } else {
+                    ""
+                }
+            )
+        });
         App {
             session,
             snap,
@@ -205,7 +216,7 @@ impl App {
             plan_sel: 0,
             bus_sel: None,
             view_scroll: 0,
-            message: None,
+            message,
             notices_seen,
             warnings: Vec::new(),
             quit: false,

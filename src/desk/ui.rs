@@ -237,7 +237,7 @@ fn draw_footer(f: &mut Frame, app: &App, r: Rect) {
     let mut spans = Vec::new();
     // The newest message (a notice of the session: what routed, what was refused, what an
     // agent did to your plans) comes first, so a narrow screen still shows it.
-    if let Some(m) = &app.message {
+    if let Some(m) = app.message.as_ref().filter(|_| app.proposal().is_none()) {
         let room = usize::from(r.width).saturating_mul(3) / 5;
         let m: String = if m.chars().count() > room {
             let mut s: String = m.chars().take(room.saturating_sub(1)).collect();
@@ -446,7 +446,7 @@ fn state_color(app: &App, state: PlanState) -> Style {
 fn owner_label(o: &Owner) -> String {
     match o {
         Owner::Person => "you".into(),
-        Owner::Agent(n) => n.clone(),
+        Owner::Agent(n) => n.chars().take(5).collect(),
         Owner::Unowned => "-".into(),
     }
 }
@@ -506,10 +506,10 @@ fn draw_plans(f: &mut Frame, app: &App, r: Rect) {
         rows,
         [
             Constraint::Min(12),
-            Constraint::Length(6),
+            Constraint::Length(5),
             Constraint::Length(10),
             Constraint::Length(11),
-            Constraint::Length(6),
+            Constraint::Length(5),
             Constraint::Fill(1),
         ],
     )

@@ -541,6 +541,6 @@ mod tests {
         );
         let e = read_asks(bad_attempt.as_bytes()).unwrap_err();
         assert_eq!(e.line, 3);
-        assert!(e.message.contains("repair record"), "{e:?}");
+        assert!(e.message.contains("not a Bus event"), "{e:?}");
     }
 }
