@@ -333,6 +333,29 @@ pub struct RoutedTurn {
     pub profile: Profile,
     /// Who wrote it.
     pub author: AuthorKind,
+    /// The checked document the router built, carried so that whoever carries the turn
+    /// out does not parse it again (not serialised: a turn read back from a Bus is
+    /// re-admitted from its canonical text).
+    #[serde(skip)]
+    pub checked: Checked,
+}
+
+/// The checked document a routed turn carries. Two routed turns are equal when their
+/// records are: the carried document is the record's own parse, so it never takes part in
+/// comparisons.
+#[derive(Clone, Default)]
+pub struct Checked(pub Option<std::sync::Arc<Document>>);
+
+impl PartialEq for Checked {
+    fn eq(&self, _: &Checked) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for Checked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "Checked(..)" } else { "Checked(None)" })
+    }
 }
 
 impl RoutedTurn {
@@ -353,10 +376,13 @@ impl RoutedTurn {
             .unwrap_or_default()
     }
 
-    /// The parsed document of an authored turn (re-parsed from its canonical text).
+    /// The checked document of an authored turn: the router's own, or (a turn read back
+    /// from a record) parsed from its canonical text.
     pub fn document(&self) -> Option<Document> {
         if self.kestrel.is_empty() {
             None
+        } else if let Some(d) = &self.checked.0 {
+            Some((**d).clone())
         } else {
             lang::parse(&self.kestrel).ok()
         }
@@ -369,6 +395,7 @@ impl RoutedTurn {
             journal: Vec::new(),
             kestrel: String::new(),
             source: Source::None,
+            checked: Checked::default(),
             phase: ctx.phase,
             profile: ctx.profile,
             author: ctx.author,
@@ -391,6 +418,7 @@ fn turn(
         phase: ctx.phase,
         profile: ctx.profile,
         author: ctx.author,
+        checked: Checked::default(),
     }
 }
 
@@ -708,5 +736,7 @@ fn route_kestrel(
         }
     };
     let kestrel = lang::print(&doc);
-    turn(ctx, outcome, journal, kestrel, source)
+    let mut t = turn(ctx, outcome, journal, kestrel, source);
+    t.checked = Checked(Some(std::sync::Arc::new(doc)));
+    t
 }
