@@ -678,7 +678,7 @@ pub fn prepare(sources: &[Source], opts: &Options) -> Result<Prepared, GradeErro
         let tapes_from = tapes_from(&g.over, opts);
         if tapes.is_empty() {
             let what = match &tapes_from {
-                Some(from) => format!("no tapes in {from}"),
+                Some(from) => format!("the range selects no tapes in {from}"),
                 None => "the range selects no tapes".to_string(),
             };
             return Err(GradeError::new("USAGE", format!("{title}: {what}")));
