@@ -376,6 +376,45 @@ mod tests {
     }
 
     #[test]
+    fn money_is_in_cents_and_r_has_four_decimals() {
+        let px = |s: &str| bus::parse_px(s).unwrap();
+        for (v, want) in [
+            ("-1.3274", "-1.33"),
+            ("191", "191.00"),
+            ("0.005", "0.01"),
+            ("-0.005", "-0.01"),
+            ("-0.0049", "0.00"),
+            ("418.5649", "418.56"),
+            ("0", "0.00"),
+        ] {
+            assert_eq!(usd(px(v)), want, "{v}");
+        }
+        assert_eq!(usd(Px(i64::MIN)), "-922337203685477.58");
+        for (v, want) in [("0.191", "0.1910"), ("-0.0013", "-0.0013"), ("12", "12.0000")] {
+            assert_eq!(in_r(px(v)), want, "{v}");
+        }
+    }
+
+    #[test]
+    fn table_columns_line_up_whatever_the_widths() {
+        let rows: Vec<Vec<String>> = [
+            ["plan", "n", "pnl $"],
+            ["a-very-long-plan-name-indeed", "1", "-1.33"],
+            ["x", "12345", "191.00"],
+        ]
+        .iter()
+        .map(|r| r.iter().map(|c| c.to_string()).collect())
+        .collect();
+        let t = table(&rows, 1);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 3);
+        // Every line has the same length (right-aligned last column, no trailing spaces).
+        assert!(lines.iter().all(|l| l.len() == lines[0].len()), "{t}");
+        assert!(lines[1].starts_with("a-very-long-plan-name-indeed  "), "{t}");
+        assert!(lines[2].starts_with(&format!("{:<30}12345", "x")), "{t}");
+    }
+
+    #[test]
     fn run_writes_the_bus_atomically_and_the_same_run_is_byte_identical() {
         let d = dir("ok");
         assert_eq!(run(args(&d, &good_tape(), PLAN, true)), 0);
