@@ -814,3 +814,58 @@ fn run_report_is_in_cents_and_aligned_and_the_readme_shows_it() {
         }
     }
 }
+
+#[test]
+fn the_readme_verb_table_matches_the_flags() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .expect("README");
+    let table: Vec<&str> = readme
+        .lines()
+        .skip_while(|l| *l != "## The verbs")
+        .skip_while(|l| !l.starts_with("| verb"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .collect();
+    assert!(table.len() >= 15, "{table:?}");
+    let mut seen = BTreeSet::new();
+    for row in table {
+        // `\|` is a `|` inside a cell (alternatives); it is not a column break.
+        let row = row.replace("\\|", "¦");
+        let usage = row.split('|').nth(1).unwrap_or("");
+        // Each `kestrel VERB …` span of the first column (grade has two).
+        for span in usage.split('`').filter(|s| s.starts_with("kestrel")) {
+            let words: Vec<&str> = span.split_whitespace().skip(1).collect();
+            let verb: Vec<&str> = words
+                .iter()
+                .take_while(|w| w.chars().all(|c| c.is_ascii_lowercase()))
+                .copied()
+                .collect();
+            if verb.is_empty() {
+                continue; // `kestrel` alone: the desk
+            }
+            let mut args = verb.clone();
+            args.push("--help");
+            let (code, help, _) = kestrel(&args);
+            assert_eq!(code, 0, "{span}");
+            for flag in words.iter().flat_map(|w| w.split(['[', ']', '¦'])) {
+                if flag.starts_with("--") {
+                    assert!(
+                        help.lines().any(|l| l.trim_start().starts_with(flag)
+                            || l.contains(&format!(", {flag}"))),
+                        "README `{span}`: {flag} is not a flag of kestrel {}",
+                        verb.join(" ")
+                    );
+                }
+            }
+            seen.insert(verb.join(" "));
+        }
+    }
+    // Every verb is in the table.
+    for v in all_verbs() {
+        let name = v.join(" ");
+        if name == "tape" || name == "errors" {
+            continue; // groups; their sub-verbs are rows
+        }
+        assert!(seen.contains(&name), "README's verb table has no row for {name}");
+    }
+}
