@@ -866,6 +866,9 @@ fn the_readme_verb_table_matches_the_flags() {
         if name == "tape" || name == "errors" {
             continue; // groups; their sub-verbs are rows
         }
-        assert!(seen.contains(&name), "README's verb table has no row for {name}");
+        assert!(
+            seen.contains(&name),
+            "README's verb table has no row for {name}"
+        );
     }
 }

@@ -205,10 +205,7 @@ fn grade_text(a: &Args) -> Result<String, i32> {
             return Err(1);
         }
     }
-    let docs = match super::lang::check_files(&a.files) {
-        Ok(d) => d,
-        Err(code) => return Err(code),
-    };
+    let docs = super::lang::check_files(&a.files)?;
     let sources: Vec<Source> = (a.files.iter().zip(docs))
         .map(|(path, doc)| Source {
             path: path.display().to_string(),

@@ -390,7 +390,11 @@ mod tests {
             assert_eq!(usd(px(v)), want, "{v}");
         }
         assert_eq!(usd(Px(i64::MIN)), "-922337203685477.58");
-        for (v, want) in [("0.191", "0.1910"), ("-0.0013", "-0.0013"), ("12", "12.0000")] {
+        for (v, want) in [
+            ("0.191", "0.1910"),
+            ("-0.0013", "-0.0013"),
+            ("12", "12.0000"),
+        ] {
             assert_eq!(in_r(px(v)), want, "{v}");
         }
     }
@@ -410,7 +414,10 @@ mod tests {
         assert_eq!(lines.len(), 3);
         // Every line has the same length (right-aligned last column, no trailing spaces).
         assert!(lines.iter().all(|l| l.len() == lines[0].len()), "{t}");
-        assert!(lines[1].starts_with("a-very-long-plan-name-indeed  "), "{t}");
+        assert!(
+            lines[1].starts_with("a-very-long-plan-name-indeed  "),
+            "{t}"
+        );
         assert!(lines[2].starts_with(&format!("{:<30}12345", "x")), "{t}");
     }
 
