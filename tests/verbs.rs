@@ -872,3 +872,35 @@ fn the_readme_verb_table_matches_the_flags() {
         );
     }
 }
+
+#[test]
+fn the_mcp_run_tool_defaults_r_usd_like_kestrel_run() {
+    use kestrel_desk::mcp::tools;
+    let plans = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/run-desk.kestrel"),
+    )
+    .expect("plans");
+    let a: tools::RunArgs = serde_json::from_value(serde_json::json!({
+        "plans": plans,
+        "tape": "trend-2025-04-09-s1",
+    }))
+    .expect("r_usd may be left out");
+    assert_eq!(a.r_usd, "1000");
+    let r = tools::run(&a);
+    assert!(r.ok, "{}", r.text);
+    let (_, out, _) = kestrel(&[
+        "run",
+        "--tape",
+        TAPE,
+        "--plans",
+        "examples/run-desk.kestrel",
+        "--json",
+    ]);
+    let cli: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(
+        r.data["determinism_hash"], cli["determinism_hash"],
+        "{}",
+        r.data
+    );
+    assert_eq!(r.data["r_usd"], cli["r_usd"]);
+}
