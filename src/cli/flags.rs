@@ -29,7 +29,8 @@ pub(crate) const DEFAULT_R_USD: i64 = crate::desk::runtime::DEFAULT_R_USD;
 pub(crate) const DEFAULT_FILL: &str = "strict-cross-v1";
 
 /// The `--json` help of each verb (by its path of subcommand names): the shape of what it
-/// prints. `tests/cli.rs` runs every one of these verbs with `--json` and parses the output.
+/// prints. `tests/verbs.rs` runs every verb that offers `--json` and parses the output; the
+/// test below checks every entry here names a verb with the flag.
 pub(crate) const JSON_VERBS: &[(&[&str], &str)] = &[
     (
         &["parse"],
@@ -82,7 +83,7 @@ pub(crate) const JSON_VERBS: &[(&[&str], &str)] = &[
 ];
 
 /// Set the `--json` help of the verb at `path` (left as it is when the path or the flag is
-/// not there; `tests/cli.rs` checks every entry of [`JSON_VERBS`] is).
+/// not there; the test below checks every entry of [`JSON_VERBS`] is).
 pub(crate) fn json_help(c: clap::Command, path: &[&str], help: &'static str) -> clap::Command {
     match path.split_first() {
         None if c.get_arguments().any(|a| a.get_id() == "json") => {
@@ -136,6 +137,32 @@ impl Default for Engine {
         Engine {
             fill: DEFAULT_FILL.into(),
             r: RUsd::default(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_json_verb_has_the_flag_with_its_own_help() {
+        let top = crate::cli::command();
+        for (path, help) in JSON_VERBS {
+            let mut c = &top;
+            for p in *path {
+                c = c
+                    .find_subcommand(p)
+                    .unwrap_or_else(|| panic!("{path:?}: no verb {p}"));
+            }
+            let arg = c
+                .get_arguments()
+                .find(|a| a.get_id() == "json")
+                .unwrap_or_else(|| panic!("{path:?} has no --json"));
+            assert_eq!(
+                arg.get_help().map(ToString::to_string).as_deref(),
+                Some(*help)
+            );
         }
     }
 }
