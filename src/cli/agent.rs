@@ -34,18 +34,13 @@ pub struct AgentArgs {
     /// The prompt profile.
     #[arg(long, value_enum, default_value = "authoring-v2")]
     pub profile: ProfileArg,
-    /// Dollars per 1R.
-    #[arg(long = "r-usd", default_value = "1000")]
-    pub r_usd: String,
-    /// The fill model.
-    #[arg(long, default_value = "strict-cross-v1")]
-    pub fill: String,
+    #[command(flatten)]
+    pub engine: super::flags::Engine,
     /// Write the Bus (JSON Lines) here, atomically.
     #[arg(long)]
     pub bus: Option<PathBuf>,
-    /// Print the canonical JSON report.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub out: super::flags::Json,
 }
 
 fn load_author(a: &AgentArgs) -> Result<(Box<dyn TurnSource>, AuthorKind), String> {
@@ -53,17 +48,17 @@ fn load_author(a: &AgentArgs) -> Result<(Box<dyn TurnSource>, AuthorKind), Strin
 }
 
 pub fn run(a: &AgentArgs) -> i32 {
-    let engine = match super::run::engine_config("--r-usd", &a.r_usd, &a.fill) {
+    let engine = match super::run::engine_config("--r-usd", &a.engine.r.r_usd, &a.engine.fill) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("error code=USAGE message={e}");
+            errln!("error code=USAGE message={e}");
             return 1;
         }
     };
     let (mut author, author_kind) = match load_author(a) {
         Ok(x) => x,
         Err(e) => {
-            eprintln!("error code=USAGE message={e}");
+            errln!("error code=USAGE message={e}");
             return 1;
         }
     };
@@ -91,7 +86,7 @@ pub fn run(a: &AgentArgs) -> i32 {
     let s = match Run::new(reader, cfg, &docs, Bus::new(sink)) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("error code=TAPE message={e}");
+            errln!("error code=TAPE message={e}");
             return 1;
         }
     };
@@ -111,16 +106,16 @@ pub fn run(a: &AgentArgs) -> i32 {
         }
     }
     if let Some(e) = failed {
-        eprintln!("{}: {e}", a.tape.display());
+        errln!("{}: {e}", a.tape.display());
         return 1;
     }
     let c = s.counts.clone();
     let bus = s.finish();
     if let Some(e) = bus.error() {
-        eprintln!("error code=IO message=writing the bus: {e}");
+        errln!("error code=IO message=writing the bus: {e}");
         return 1;
     }
-    let report = if a.json {
+    let report = if a.out.json {
         let mut v: serde_json::Value =
             serde_json::from_str(&json_report(&bus, &a.tape.display().to_string()))
                 .unwrap_or_default();
@@ -146,13 +141,12 @@ pub fn run(a: &AgentArgs) -> i32 {
         )
     };
     if let Err(e) = bus.into_sink() {
-        eprintln!("error code=IO message=flushing the bus: {e}");
+        errln!("error code=IO message=flushing the bus: {e}");
         return 1;
     }
     if let Err(e) = super::out::commit(pending) {
-        eprintln!("{e}");
+        errln!("{e}");
         return 1;
     }
-    out!("{report}");
-    0
+    super::out::stdout(&report)
 }

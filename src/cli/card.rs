@@ -25,7 +25,7 @@ pub struct CardArgs {
 pub fn run(a: &CardArgs) -> i32 {
     let enc: Encoding = a.encoding.into();
     if let Err(e) = tokens::bpe(enc) {
-        eprintln!("error code=IO message={e}");
+        errln!("error code=IO message={e}");
         return 1;
     }
     let menu = Menu::for_wake(a.phase.into(), a.profile.into(), 0).prompt_text();
@@ -37,9 +37,9 @@ pub fn run(a: &CardArgs) -> i32 {
                 let _ = write!(std::io::stdout().lock(), "{}", c.text);
             }
             if c.dropped.is_empty() {
-                eprintln!("card: {} tokens ({})", c.tokens, enc.name());
+                errln!("card: {} tokens ({})", c.tokens, enc.name());
             } else {
-                eprintln!(
+                errln!(
                     "card: {} tokens ({}); dropped: {}",
                     c.tokens,
                     enc.name(),
@@ -49,7 +49,7 @@ pub fn run(a: &CardArgs) -> i32 {
             0
         }
         Err(e) => {
-            eprintln!("error code=USAGE message={e}");
+            errln!("error code=USAGE message={e}");
             1
         }
     }

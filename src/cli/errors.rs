@@ -26,9 +26,8 @@ pub struct ReportArgs {
     /// `*.bus-N.jsonl` files).
     #[arg(required = true)]
     pub inputs: Vec<String>,
-    /// Print the canonical JSON report.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub out: super::flags::Json,
 }
 
 fn has_magic(s: &str) -> bool {
@@ -99,7 +98,7 @@ pub fn run(cmd: &ErrorsCommand) -> i32 {
     let ErrorsCommand::Report(a) = cmd;
     match build(&a.inputs) {
         Ok(r) => {
-            if a.json {
+            if a.out.json {
                 outln!("{}", r.json());
             } else {
                 out!("{}", r.text());
@@ -107,7 +106,7 @@ pub fn run(cmd: &ErrorsCommand) -> i32 {
             0
         }
         Err(e) => {
-            eprintln!("{e}");
+            errln!("{e}");
             1
         }
     }

@@ -1,7 +1,7 @@
 //! `kestrel frame`: render a View at a tape time, exactly as an agent would receive it.
 
 use crate::lang::{self, Mode};
-use crate::market::{Ts, open_tape};
+use crate::market::Ts;
 use crate::view::{self, Replay, Snapshot};
 use std::path::PathBuf;
 
@@ -22,9 +22,24 @@ pub struct FrameArgs {
     /// Wrap lines at this width (0: no wrapping).
     #[arg(long, default_value_t = 0)]
     pub width: usize,
-    /// Print the frame and its measurements as JSON.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub out: super::flags::Json,
+}
+
+/// The usage error for a time outside the session, naming its open and close; `None` when
+/// `at` is inside `[open, close]`.
+pub(crate) fn outside_session(at: Ts, given: &str, open: Ts, close: Ts) -> Option<String> {
+    let (o, c) = (open.hhmm(), close.hhmm());
+    let side = if at < open {
+        "before the open"
+    } else if at > close {
+        "after the close"
+    } else {
+        return None;
+    };
+    Some(format!(
+        "error code=USAGE message=--at {given} is {side}: the session runs {o} to {c} (exchange time); give a time from {o} to {c}"
+    ))
 }
 
 fn parse_at(s: &str) -> Option<Ts> {
@@ -37,7 +52,7 @@ fn parse_at(s: &str) -> Option<Ts> {
 
 pub fn run(a: &FrameArgs) -> i32 {
     let Some(at) = parse_at(&a.at) else {
-        eprintln!(
+        errln!(
             "error code=USAGE message=--at {:?} is not a time: write HH:MM or HH:MM:SS",
             a.at
         );
@@ -46,14 +61,14 @@ pub fn run(a: &FrameArgs) -> i32 {
     let view = match &a.view {
         None => view::default_view(),
         Some(p) => {
-            let Some(src) = super::lang::read_source(p) else {
+            let Some(src) = super::lang::read_document(p) else {
                 return 1;
             };
             let doc = match lang::check(&src, Mode::Turn) {
                 Ok(d) => d,
                 Err(errs) => {
                     for e in &errs {
-                        eprintln!("{}: {}", p.display(), e.one_line());
+                        errln!("{}: {}", p.display(), e.one_line());
                     }
                     return 2;
                 }
@@ -61,7 +76,7 @@ pub fn run(a: &FrameArgs) -> i32 {
             match view::pick_view(doc, a.name.as_deref()) {
                 Ok(v) => v,
                 Err(view::PickError::None) => {
-                    eprintln!(
+                    errln!(
                         "error code=USAGE message={} holds no VIEW{}",
                         p.display(),
                         a.name
@@ -72,7 +87,7 @@ pub fn run(a: &FrameArgs) -> i32 {
                     return 1;
                 }
                 Err(view::PickError::Several(names)) => {
-                    eprintln!(
+                    errln!(
                         "error code=USAGE message={} holds several views ({}): choose one with --name",
                         p.display(),
                         names.join(", ")
@@ -82,27 +97,32 @@ pub fn run(a: &FrameArgs) -> i32 {
             }
         }
     };
-    let reader = match open_tape(&a.tape) {
+    let reader = match super::run::open_tape_or_say(&a.tape) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("{}: {e}", a.tape.display());
+            errln!("{e}");
             return 1;
         }
     };
+    let (open, close) = (reader.header().open, reader.header().close);
+    if let Some(e) = outside_session(at, &a.at, open, close) {
+        errln!("{e}");
+        return 1;
+    }
     let mut replay = match Replay::new(reader, &view) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("error code=TAPE message={e}");
+            errln!("error code=TAPE message={e}");
             return 1;
         }
     };
     if let Err(e) = replay.advance_to(at) {
-        eprintln!("{}: {e}", a.tape.display());
+        errln!("{}: {e}", a.tape.display());
         return 1;
     }
     let snap = Snapshot::default();
     let r = replay.frame(&view, &snap, None, a.width, &view::cl100k);
-    if a.json {
+    if a.out.json {
         let v = serde_json::json!({
             "frame": r.text,
             "tokens_cl100k": r.tokens,
@@ -113,7 +133,31 @@ pub fn run(a: &FrameArgs) -> i32 {
     } else {
         out!("{}", r.text);
         let b = r.budget.map(|b| format!(" of {b}")).unwrap_or_default();
-        eprintln!("({} cl100k tokens{b})", r.tokens);
+        errln!("({} cl100k tokens{b})", r.tokens);
     }
     0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_outside_the_session_name_its_open_and_close() {
+        let (open, close) = (parse_at("09:30").unwrap(), parse_at("16:00").unwrap());
+        let e = outside_session(parse_at("08:00").unwrap(), "08:00", open, close).unwrap();
+        assert!(
+            e.starts_with("error code=USAGE message=--at 08:00 is before the open"),
+            "{e}"
+        );
+        assert!(e.contains("09:30 to 16:00"), "{e}");
+        let e = outside_session(parse_at("16:00:01").unwrap(), "16:00:01", open, close).unwrap();
+        assert!(e.contains("after the close"), "{e}");
+        for inside in ["09:30", "12:00", "16:00"] {
+            assert_eq!(
+                outside_session(parse_at(inside).unwrap(), inside, open, close),
+                None
+            );
+        }
+    }
 }

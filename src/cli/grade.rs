@@ -1,7 +1,6 @@
 //! `kestrel grade`: run the GRADE statements of documents over tapes, against
 //! counterfactuals; shard the work and merge shard files (see `docs/grade.md`).
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::bus;
@@ -41,16 +40,15 @@ pub struct Args {
     /// file name matches its last component; a month range filters them by date.
     #[arg(long)]
     pub tapes: Option<String>,
-    /// Dollars per 1R.
-    #[arg(long = "r-usd", default_value = "1000")]
-    pub r_usd: String,
-    /// Print the canonical JSON report.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub r: super::flags::RUsd,
+    #[command(flatten)]
+    pub out_json: super::flags::Json,
     /// Run slice I of N (0-based) of the work units and write its raw results (JSON Lines).
     #[arg(long)]
     pub shard: Option<String>,
-    /// Write the report (or, with --shard, the shard file) here, atomically.
+    /// Write the report (or, with --shard, the shard file) here, atomically; its directory
+    /// is created if missing. When the grade fails, an earlier file here is removed.
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// VS null draws per tape.
@@ -76,36 +74,58 @@ pub struct MergeArgs {
     /// Shard files (every shard of one run, in any order).
     #[arg(required = true)]
     pub shards: Vec<PathBuf>,
-    /// Print the canonical JSON report.
-    #[arg(long)]
-    pub json: bool,
-    /// Write the report here, atomically.
+    #[command(flatten)]
+    pub out_json: super::flags::Json,
+    /// Write the report here, atomically; its directory is created if missing. When the
+    /// merge is refused, an earlier file here is removed (no stale report survives).
     #[arg(long)]
     pub out: Option<PathBuf>,
 }
 
 fn fail(e: &GradeError) -> i32 {
-    eprintln!("{e}");
+    errln!("{e}");
     e.exit_code()
 }
 
-/// Write `text` to `out` atomically (temporary file in the same directory, then rename), or
-/// to stdout.
+/// Write `text` to `out` atomically (temporary file in the same directory, then rename; the
+/// directory is created first), or to stdout.
 fn emit(out: Option<&Path>, text: &str) -> i32 {
-    match out {
-        None => {
-            let mut o = std::io::stdout().lock();
-            if o.write_all(text.as_bytes()).is_err() {
-                return 1;
-            }
-            0
+    let Some(p) = out else {
+        return super::out::stdout(text);
+    };
+    if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            errln!("error code=IO message=cannot create {}: {e}", dir.display());
+            return 1;
         }
-        Some(p) => {
-            if let Err(e) = super::out::write_atomic(p, text.as_bytes()) {
-                eprintln!("error code=IO message=cannot write {}: {e}", p.display());
-                return 1;
+    }
+    if let Err(e) = super::out::write_atomic(p, text.as_bytes()) {
+        errln!("error code=IO message=cannot write {}: {e}", p.display());
+        return 1;
+    }
+    0
+}
+
+/// The end of a grade or a merge: the text written to `--out` (or stdout), or, on a failure
+/// (already printed), its exit code, after removing an earlier `--out` file so that no stale
+/// report is taken for this run's.
+fn finish(out: Option<&Path>, result: Result<String, i32>) -> i32 {
+    match result {
+        Ok(text) => emit(out, text.as_str()),
+        Err(code) => {
+            if let Some(p) = out.filter(|p| p.is_file()) {
+                match std::fs::remove_file(p) {
+                    Ok(()) => errln!(
+                        "note: removed the earlier {} (this run wrote none)",
+                        p.display()
+                    ),
+                    Err(e) => errln!(
+                        "error code=IO message=cannot remove the earlier {}: {e}; it is not this run's output",
+                        p.display()
+                    ),
+                }
             }
-            0
+            code
         }
     }
 }
@@ -113,43 +133,49 @@ fn emit(out: Option<&Path>, text: &str) -> i32 {
 /// Run `kestrel grade` / `kestrel grade merge`; returns the exit code (0 ok; 1 usage, I/O,
 /// bad tape or bad shard; 2 a refused document or a GRADE that cannot be graded).
 pub fn run(a: Args) -> i32 {
-    if let Some(GradeCommand::Merge(m)) = a.command {
-        return merge(&m);
+    if let Some(GradeCommand::Merge(m)) = &a.command {
+        return finish(m.out.as_deref(), merge(m));
     }
-    let r_usd = match bus::parse_px(a.r_usd.trim()) {
+    finish(a.out.as_deref(), grade_text(&a))
+}
+
+/// Run the grade (or one shard): the report or shard text, or the exit code of a failure
+/// (printed).
+fn grade_text(a: &Args) -> Result<String, i32> {
+    let r_usd = match bus::parse_px(a.r.r_usd.trim()) {
         Some(p) if p > Px::ZERO => p,
         _ => {
-            eprintln!(
+            errln!(
                 "error code=USAGE message=--r-usd must be a positive amount of dollars, got {:?}",
-                a.r_usd
+                a.r.r_usd
             );
-            return 1;
+            return Err(1);
         }
     };
     let shard = match a.shard.as_deref().map(grade::parse_shard) {
         None => None,
         Some(Some(s)) => Some(s),
         Some(None) => {
-            eprintln!("error code=USAGE message=--shard is I/N with 0 <= I < N, e.g. 0/4");
-            return 1;
+            errln!("error code=USAGE message=--shard is I/N with 0 <= I < N, e.g. 0/4");
+            return Err(1);
         }
     };
     if a.files.is_empty() && a.over.is_none() {
-        eprintln!(
+        errln!(
             "error code=USAGE message=give the documents whose GRADE statements run (kestrel grade FILE...), or --agent SESSION.jsonl --over RANGE to grade a whole agent"
         );
-        return 1;
+        return Err(1);
     }
     let agent = match &a.agent {
         None => None,
         Some(p) => match std::fs::read(p) {
             Ok(bytes) => match grade::AgentSession::from_bus(&p.display().to_string(), &bytes) {
                 Ok(s) => Some(std::sync::Arc::new(s)),
-                Err(e) => return fail(&e),
+                Err(e) => return Err(fail(&e)),
             },
             Err(e) => {
-                eprintln!("error code=IO message=cannot read {}: {e}", p.display());
-                return 1;
+                errln!("error code=IO message=cannot read {}: {e}", p.display());
+                return Err(1);
             }
         },
     };
@@ -158,8 +184,8 @@ pub fn run(a: Args) -> i32 {
         match whole_agent_grade(over, &a.fill, &a.vs, &a.by) {
             Ok(g) => agent_grades.push(g),
             Err(e) => {
-                eprintln!("error code=USAGE message={e}");
-                return 1;
+                errln!("error code=USAGE message={e}");
+                return Err(1);
             }
         }
     }
@@ -171,18 +197,15 @@ pub fn run(a: Args) -> i32 {
                     .is_some_and(|l| l.windows(15).any(|w| w == b"\"session-start\""))
         });
         if is_session {
-            eprintln!(
+            errln!(
                 "error code=USAGE message={} is a saved session, not a document: pass it with --agent {}",
                 path.display(),
                 path.display()
             );
-            return 1;
+            return Err(1);
         }
     }
-    let docs = match super::lang::check_files(&a.files) {
-        Ok(d) => d,
-        Err(code) => return code,
-    };
+    let docs = super::lang::check_files(&a.files)?;
     let sources: Vec<Source> = (a.files.iter().zip(docs))
         .map(|(path, doc)| Source {
             path: path.display().to_string(),
@@ -199,26 +222,26 @@ pub fn run(a: Args) -> i32 {
     };
     let prepared = match grade::prepare(&sources, &opts) {
         Ok(p) => p,
-        Err(e) => return fail(&e),
+        Err(e) => return Err(fail(&e)),
     };
     let mut tapes = FileTapes::default();
     let text = match shard {
         Some((i, n)) => match grade::run_shard(&prepared, i, n, &mut tapes) {
             Ok(t) => t,
-            Err(e) => return fail(&e),
+            Err(e) => return Err(fail(&e)),
         },
         None => match grade::run_all(&prepared, &mut tapes) {
             Ok(results) => {
-                if a.json {
+                if a.out_json.json {
                     grade::report_json(&prepared.job, &results) + "\n"
                 } else {
                     grade::report_text(&prepared.job, &results)
                 }
             }
-            Err(e) => return fail(&e),
+            Err(e) => return Err(fail(&e)),
         },
     };
-    emit(a.out.as_deref(), &text)
+    Ok(text)
 }
 
 /// The whole-agent grade of `--over/--fill/--vs/--by`, parsed by the language's own GRADE
@@ -262,25 +285,26 @@ fn whole_agent_grade(
         .ok_or_else(|| "--over/--fill/--vs/--by do not make a GRADE".to_string())
 }
 
-fn merge(m: &MergeArgs) -> i32 {
+/// Merge shard files: the report text, or the exit code of a refusal (printed).
+fn merge(m: &MergeArgs) -> Result<String, i32> {
     let mut files = Vec::new();
     for p in &m.shards {
         match std::fs::read_to_string(p) {
             Ok(t) => files.push((p.display().to_string(), t)),
             Err(e) => {
-                eprintln!("error code=IO message=cannot read {}: {e}", p.display());
-                return 1;
+                errln!("error code=IO message=cannot read {}: {e}", p.display());
+                return Err(1);
             }
         }
     }
     let (job, results) = match grade::merge_shards(&files) {
         Ok(x) => x,
-        Err(e) => return fail(&e),
+        Err(e) => return Err(fail(&e)),
     };
-    let text = if m.json {
+    let text = if m.out_json.json {
         grade::report_json(&job, &results) + "\n"
     } else {
         grade::report_text(&job, &results)
     };
-    emit(m.out.as_deref(), &text)
+    Ok(text)
 }

@@ -1,4 +1,4 @@
-//! `kestrel grammar`: print the constrained-decoding grammar (LANGUAGE.md §8).
+//! `kestrel grammar`: print the constrained-decoding grammar (docs/grammar.md).
 
 use crate::lang::grammar::{self, GrammarFormat, GrammarOptions, GrammarScope};
 use clap::ValueEnum;
@@ -43,7 +43,7 @@ pub struct Args {
 /// Print the grammar to stdout; exit 0, or 1 on bad bounds.
 pub fn run(a: &Args) -> i32 {
     if a.free_text_max == 0 || a.run_max == 0 {
-        eprintln!("error: --free-text-max and --run-max must be at least 1");
+        errln!("error code=USAGE message=--free-text-max and --run-max must be at least 1");
         return 1;
     }
     let opts = GrammarOptions {
@@ -58,6 +58,5 @@ pub fn run(a: &Args) -> i32 {
         Format::Gbnf => GrammarFormat::Gbnf,
         Format::Lark => GrammarFormat::Lark,
     };
-    print!("{}", grammar::export(format, opts));
-    0
+    super::out::stdout(&grammar::export(format, opts))
 }

@@ -11,12 +11,16 @@ pub struct ParseArgs {
     /// Check as an author's turn (turn directives allowed) instead of a file.
     #[arg(long)]
     pub turn: bool,
+    #[command(flatten)]
+    pub out: super::flags::Json,
 }
 
 #[derive(Debug, clap::Args)]
 pub struct PrintArgs {
-    /// The document (`-` reads stdin).
-    pub file: PathBuf,
+    /// Documents (`-` reads stdin), printed in order; with several, each is preceded by a
+    /// `# == FILE` comment line.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
     /// Check as an author's turn (turn directives allowed) instead of a file.
     #[arg(long)]
     pub turn: bool,
@@ -30,8 +34,12 @@ pub struct FmtArgs {
     /// Do not write: list files that are not canonical and exit 2 if any.
     #[arg(long)]
     pub check: bool,
+    /// With --check: print a unified diff (file as it is, file canonical) after each file.
+    #[arg(long, requires = "check")]
+    pub diff: bool,
 }
 
+/// `check --format`: an alias of `--json` kept for scripts written before it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
     Text,
@@ -43,8 +51,10 @@ pub struct CheckArgs {
     /// Documents to check (`-` reads stdin).
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
-    /// Output format: one line per error (plus a source snippet at a terminal), or JSON.
-    #[arg(long, value_enum, default_value = "text")]
+    #[command(flatten)]
+    pub out: super::flags::Json,
+    /// The same as --json (`--format json`); `text` is the default.
+    #[arg(long, value_enum, default_value = "text", hide_possible_values = true)]
     pub format: Format,
     /// Check as an author's turn (turn directives allowed) instead of a file.
     #[arg(long)]
@@ -54,7 +64,23 @@ pub struct CheckArgs {
     pub pretty: bool,
 }
 
-/// Read a document; `-` is stdin. Errors are printed; `None` means exit 1.
+#[derive(Debug, clap::Args)]
+pub struct RulesArgs {
+    #[command(flatten)]
+    pub out: super::flags::Json,
+}
+
+/// Read a Kestrel document; `-` is stdin. A tape, a Bus or another file the project writes
+/// is refused with what it is and where it goes. Errors are printed; `None` means exit 1.
+pub(crate) fn read_document(path: &Path) -> Option<String> {
+    if let Some(e) = super::sniff::not_a_document(path) {
+        errln!("{e}");
+        return None;
+    }
+    read_source(path)
+}
+
+/// Read a file as text; `-` is stdin. Errors are printed; `None` means exit 1.
 pub(crate) fn read_source(path: &Path) -> Option<String> {
     let mut s = String::new();
     let r = if path == Path::new("-") {
@@ -67,8 +93,15 @@ pub(crate) fn read_source(path: &Path) -> Option<String> {
     };
     match r {
         Ok(s) => Some(s),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            errln!(
+                "error code=IO message=cannot read {}: no such file",
+                path.display()
+            );
+            None
+        }
         Err(e) => {
-            eprintln!("error code=IO message=cannot read {}: {e}", path.display());
+            errln!("error code=IO message=cannot read {}: {e}", path.display());
             None
         }
     }
@@ -81,7 +114,7 @@ pub(crate) fn check_files(paths: &[PathBuf]) -> Result<Vec<Document>, i32> {
     let mut docs = Vec::new();
     let mut refused = false;
     for path in paths {
-        let Some(src) = read_source(path) else {
+        let Some(src) = read_document(path) else {
             return Err(1);
         };
         match lang::check(&src, Mode::File) {
@@ -89,12 +122,16 @@ pub(crate) fn check_files(paths: &[PathBuf]) -> Result<Vec<Document>, i32> {
             Err(errs) => {
                 refused = true;
                 for e in errs {
-                    eprintln!("{}: {}", path.display(), e.one_line());
+                    errln!("{}: {}", path.display(), e.one_line());
                 }
             }
         }
     }
-    if refused { Err(2) } else { Ok(docs) }
+    if refused {
+        Err(super::flags::EXIT_REFUSED)
+    } else {
+        Ok(docs)
+    }
 }
 
 fn mode(turn: bool) -> Mode {
@@ -116,7 +153,7 @@ fn report(path: &Path, src: &str, errors: &[Diagnostic], pretty: bool) {
 }
 
 pub fn parse(a: &ParseArgs) -> i32 {
-    let Some(src) = read_source(&a.file) else {
+    let Some(src) = read_document(&a.file) else {
         return 1;
     };
     match lang::check(&src, mode(a.turn)) {
@@ -126,7 +163,7 @@ pub fn parse(a: &ParseArgs) -> i32 {
                 0
             }
             Err(e) => {
-                eprintln!("error code=IO message={e}");
+                errln!("error code=IO message={e}");
                 1
             }
         },
@@ -138,28 +175,45 @@ pub fn parse(a: &ParseArgs) -> i32 {
 }
 
 pub fn print(a: &PrintArgs) -> i32 {
-    let Some(src) = read_source(&a.file) else {
-        return 1;
-    };
-    match lang::check(&src, mode(a.turn)) {
-        Ok(doc) => {
-            let mut o = std::io::stdout().lock();
-            if o.write_all(lang::print(&doc).as_bytes()).is_err() {
-                return 1;
+    let mut code = 0;
+    let several = a.files.len() > 1;
+    for path in &a.files {
+        let Some(src) = read_document(path) else {
+            code = code.max(1);
+            continue;
+        };
+        match lang::check(&src, mode(a.turn)) {
+            Ok(doc) => {
+                let head = if several {
+                    format!("# == {}\n", path.display())
+                } else {
+                    String::new()
+                };
+                code = code.max(super::out::stdout(&(head + &lang::print(&doc))));
             }
-            0
-        }
-        Err(errors) => {
-            report(&a.file, &src, &errors, false);
-            2
+            Err(errors) => {
+                report(path, &src, &errors, false);
+                code = 2;
+            }
         }
     }
+    code
+}
+
+/// A unified diff from `src` (the file) to `canon` (its canonical form), three lines of
+/// context, headed `--- NAME` / `+++ NAME (canonical)`.
+pub(crate) fn unified_diff(name: &str, src: &str, canon: &str) -> String {
+    similar::TextDiff::from_lines(src, canon)
+        .unified_diff()
+        .context_radius(3)
+        .header(name, &format!("{name} (canonical)"))
+        .to_string()
 }
 
 pub fn fmt(a: &FmtArgs) -> i32 {
     let mut code = 0;
     for path in &a.files {
-        let Some(src) = read_source(path) else {
+        let Some(src) = read_document(path) else {
             code = code.max(1);
             continue;
         };
@@ -177,6 +231,9 @@ pub fn fmt(a: &FmtArgs) -> i32 {
             if a.check {
                 if canon != src {
                     outln!("not canonical: -");
+                    if a.diff {
+                        out!("{}", unified_diff("-", &src, &canon));
+                    }
                     code = 2;
                 }
             } else {
@@ -189,9 +246,15 @@ pub fn fmt(a: &FmtArgs) -> i32 {
         }
         if a.check {
             outln!("not canonical: {}", path.display());
+            if a.diff {
+                out!(
+                    "{}",
+                    unified_diff(&path.display().to_string(), &src, &canon)
+                );
+            }
             code = 2;
         } else if let Err(e) = super::out::write_atomic(path, canon.as_bytes()) {
-            eprintln!("error code=IO message=cannot write {}: {e}", path.display());
+            errln!("error code=IO message=cannot write {}: {e}", path.display());
             code = code.max(1);
         } else {
             outln!("formatted: {}", path.display());
@@ -201,16 +264,17 @@ pub fn fmt(a: &FmtArgs) -> i32 {
 }
 
 pub fn check(a: &CheckArgs) -> i32 {
+    let as_json = a.out.json || a.format == Format::Json;
     let mut code = 0;
     let mut json = Vec::new();
     for path in &a.files {
-        let Some(src) = read_source(path) else {
+        let Some(src) = read_document(path) else {
             code = code.max(1);
             continue;
         };
         match lang::check(&src, mode(a.turn)) {
             Ok(doc) => {
-                if a.format == Format::Json {
+                if as_json {
                     json.push(serde_json::json!({
                         "file": path.display().to_string(),
                         "ok": true,
@@ -225,7 +289,7 @@ pub fn check(a: &CheckArgs) -> i32 {
             }
             Err(errors) => {
                 code = 2;
-                if a.format == Format::Json {
+                if as_json {
                     json.push(serde_json::json!({
                         "file": path.display().to_string(),
                         "ok": false,
@@ -237,7 +301,7 @@ pub fn check(a: &CheckArgs) -> i32 {
             }
         }
     }
-    if a.format == Format::Json {
+    if as_json {
         match serde_json::to_string_pretty(&json) {
             Ok(s) => outln!("{s}"),
             Err(_) => return 1,
@@ -246,7 +310,16 @@ pub fn check(a: &CheckArgs) -> i32 {
     code
 }
 
-pub fn rules() -> i32 {
+pub fn rules(a: &RulesArgs) -> i32 {
+    if a.out.json {
+        let rules: Vec<serde_json::Value> = Rule::ALL
+            .iter()
+            .map(|r| serde_json::json!({"name": r.name(), "summary": r.summary()}))
+            .collect();
+        let v = serde_json::json!({"rules": rules, "reserved_words": lang::RESERVED_WORDS});
+        outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        return 0;
+    }
     for r in Rule::ALL {
         outln!("{:<20} {}", r.name(), r.summary());
     }

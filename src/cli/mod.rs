@@ -1,5 +1,16 @@
-//! The `kestrel` command line. Exit codes everywhere: 0 success, 1 usage or I/O failure,
-//! 2 a refused document (or, for `fmt --check`, a file that is not canonical).
+//! The `kestrel` command line. Exit codes everywhere ([`flags::EXIT_CODES`], the footer of
+//! every `--help`): 0 success, 1 usage or I/O failure, 2 a refused document (or, for
+//! `fmt --check`, a file that is not canonical).
+//!
+//! # Closed pipes
+//!
+//! `kestrel frame … 2>&1 | head` closes both output pipes early. Rust ignores SIGPIPE, so a
+//! write to a closed pipe returns `EPIPE`, and `println!`/`eprintln!` panic on it (exit 101).
+//! Every line the verbs print goes through [`outln!`], [`out!`] and [`errln!`] instead, which
+//! drop the write error: output to a reader that has gone is lost, as with any Unix tool, and
+//! the exit code is the verb's own. SIGPIPE is *not* reset to its default: the desk, `agent`
+//! and `mcp` write to child processes (command authors) and sockets, where a peer that exits
+//! must be an error the session records, not a signal that kills the whole process.
 
 /// `println!` that ignores a closed stdout (`kestrel … | head` must not panic).
 macro_rules! outln {
@@ -17,16 +28,28 @@ macro_rules! out {
     }};
 }
 
+/// `eprintln!` that ignores a closed stderr (`kestrel … 2>&1 | head` must not panic).
+macro_rules! errln {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($t)*);
+    }};
+}
+pub(crate) use errln;
+
 pub mod agent;
 mod card;
 pub mod errors;
+pub mod flags;
 pub mod frame;
 pub mod grade;
 pub mod grammar;
 mod lang;
 mod mcp;
 mod out;
+mod paths;
 pub mod run;
+mod sniff;
 pub mod tape;
 mod tokens;
 mod turn;
@@ -63,28 +86,31 @@ pub enum Command {
     ///
     /// Example: kestrel parse examples/chase.kestrel | jq '.statements[0]'
     Parse(lang::ParseArgs),
-    /// Print a document in canonical form to stdout.
+    /// Print documents in canonical form to stdout.
     ///
-    /// Example: kestrel print examples/fade-ladder.kestrel
+    /// Example: kestrel print examples/fade-ladder.kestrel examples/chase.kestrel
     Print(lang::PrintArgs),
-    /// Rewrite documents in canonical form, or with --check report those that are not.
+    /// Rewrite documents in canonical form, or with --check report those that are not
+    /// (with --diff, what would change).
     ///
-    /// Example: kestrel fmt --check examples/*.kestrel
+    /// Example: kestrel fmt --check --diff examples/*.kestrel
     Fmt(lang::FmtArgs),
     /// Check documents against the grammar and every fail-closed rule.
     ///
-    /// Example: kestrel check examples/*.kestrel --format json
+    /// Example: kestrel check examples/*.kestrel --json
     Check(lang::CheckArgs),
     /// Render a View at a tape time, exactly as the agent receives it.
     ///
     /// Example: kestrel frame --tape tapes/trend-2025-04-09-s1.jsonl --at 11:30 --view examples/view-wake.kestrel
     Frame(frame::FrameArgs),
     /// Tapes: generate seeded synthetic sessions.
+    ///
+    /// Example: kestrel tape gen --count 12 --seed 100 -o tapes/family
     #[command(subcommand)]
     Tape(TapeCommand),
     /// Replay a tape headless with armed documents and report per plan.
     ///
-    /// Example: kestrel run --tape tapes/trend-2025-04-09-s1.jsonl --plans examples/run-desk.kestrel --r-usd 1000 --json
+    /// Example: kestrel run --tape tapes/trend-2025-04-09-s1.jsonl --plans examples/run-desk.kestrel --json
     Run(run::Args),
     /// Print the constrained-decoding grammar (GBNF or Lark) generated from the parser.
     ///
@@ -101,8 +127,8 @@ pub enum Command {
     Grade(grade::Args),
     /// List the fail-closed rules with their stable names.
     ///
-    /// Example: kestrel rules
-    Rules,
+    /// Example: kestrel rules --json
+    Rules(lang::RulesArgs),
     /// Route a reply as a turn: the outcome, the journal and the token figures.
     ///
     /// Example: kestrel turn examples/turns/02-stand-down.txt --json
@@ -125,6 +151,10 @@ pub enum Command {
     ///
     /// Example: kestrel mcp   (register it in an MCP client as command `kestrel`, args `["mcp"]`)
     Mcp(mcp::McpArgs),
+    /// Print where the desk reads its configuration (keys.toml, themes/) and saves sessions.
+    ///
+    /// Example: kestrel paths --json
+    Paths(paths::PathsArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -135,16 +165,43 @@ pub enum TapeCommand {
     Gen(tape::TapeGenArgs),
 }
 
+/// The command line's definition: [`Cli`] with the exit-code footer on every verb's
+/// `--help` and, on `kestrel --help`, the config and data directories.
+pub fn command() -> clap::Command {
+    fn with_footer(mut c: clap::Command) -> clap::Command {
+        let names: Vec<String> = c
+            .get_subcommands()
+            .map(|s| s.get_name().to_string())
+            .collect();
+        for n in names {
+            c = c.mut_subcommand(n, with_footer);
+        }
+        c.after_help(flags::EXIT_CODES)
+    }
+    use clap::CommandFactory as _;
+    let mut top = with_footer(Cli::command());
+    for (path, help) in flags::JSON_VERBS {
+        top = flags::json_help(top, path, help);
+    }
+    top.after_help(format!("{}\n\n{}", paths::summary(), flags::EXIT_CODES))
+}
+
 /// Run the command line; returns the process exit code.
 pub fn main() -> i32 {
-    let cli = match Cli::try_parse() {
+    use clap::FromArgMatches as _;
+    let parsed = command()
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(c) => c,
         Err(e) => {
             let code = match e.kind() {
                 clap::error::ErrorKind::DisplayHelp
                 | clap::error::ErrorKind::DisplayVersion
-                | clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => 0,
-                _ => 1,
+                | clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+                    flags::EXIT_OK
+                }
+                _ => flags::EXIT_USAGE,
             };
             let _ = e.print();
             return code;
@@ -165,7 +222,7 @@ pub fn run(cmd: Command) -> i32 {
         Command::Fmt(a) => lang::fmt(&a),
         Command::Check(a) => lang::check(&a),
         Command::Tape(TapeCommand::Gen(a)) => tape::tape_gen(&a),
-        Command::Rules => lang::rules(),
+        Command::Rules(a) => lang::rules(&a),
         Command::Agent(a) => agent::run(&a),
         Command::Frame(a) => frame::run(&a),
         Command::Turn(a) => turn::run(&a),
@@ -176,5 +233,6 @@ pub fn run(cmd: Command) -> i32 {
         Command::Run(a) => run::run(a),
         Command::Grammar(a) => grammar::run(&a),
         Command::Grade(a) => grade::run(a),
+        Command::Paths(a) => paths::run(&a),
     }
 }

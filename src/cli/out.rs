@@ -90,3 +90,18 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
             let _ = std::fs::remove_file(&tmp);
         })
 }
+
+/// Write a verb's product (a document, a report) to stdout and flush. A reader that has gone
+/// (`EPIPE`: `kestrel … | head`) is not an error: the rest is dropped and this returns 0. Any
+/// other failure (a full disk behind `> file`) prints a coded error and returns 1.
+pub(crate) fn stdout(text: &str) -> i32 {
+    let mut o = std::io::stdout().lock();
+    match o.write_all(text.as_bytes()).and_then(|()| o.flush()) {
+        Ok(()) => 0,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => 0,
+        Err(e) => {
+            errln!("error code=IO message=cannot write to standard output: {e}");
+            1
+        }
+    }
+}

@@ -1,6 +1,5 @@
 //! `kestrel run`: headless replay of a tape with armed documents, and a per-plan report.
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use super::out;
@@ -18,15 +17,10 @@ pub struct Args {
     /// The documents to arm at the open (repeatable).
     #[arg(long, required = true)]
     pub plans: Vec<PathBuf>,
-    /// The fill model.
-    #[arg(long, default_value = "strict-cross-v1")]
-    pub fill: String,
-    /// Dollars per 1R (e.g. 1000).
-    #[arg(long = "r-usd")]
-    pub r_usd: String,
-    /// Print the canonical JSON report.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub engine: super::flags::Engine,
+    #[command(flatten)]
+    pub out: super::flags::Json,
     /// Write the Bus (JSON Lines) here, atomically.
     #[arg(long)]
     pub bus: Option<PathBuf>,
@@ -121,36 +115,90 @@ pub fn json_report(bus: &Bus, tape_path: &str) -> String {
     bus::canonical_json(&v)
 }
 
-/// The human report.
+/// Dollars with cents, rounded half away from zero: `-1.3274` → `-1.33`, `191` → `191.00`.
+pub(crate) fn usd(p: Px) -> String {
+    let raw = i128::from(p.raw());
+    let cents = (raw.abs() + 50) / 100;
+    let sign = if raw < 0 && cents > 0 { "-" } else { "" };
+    format!("{sign}{}.{:02}", cents / 100, cents % 100)
+}
+
+/// An amount of R with exactly four decimals (the Blotter's precision): `0.191` → `0.1910`.
+pub(crate) fn in_r(p: Px) -> String {
+    let raw = i128::from(p.raw());
+    let abs = raw.abs();
+    let sign = if raw < 0 { "-" } else { "" };
+    format!("{sign}{}.{:04}", abs / 10_000, abs % 10_000)
+}
+
+/// Columns padded to their widest cell: the first `left` columns left-aligned, the rest
+/// right-aligned (so decimal points line up), two spaces apart, no trailing spaces.
+fn table(rows: &[Vec<String>], left: usize) -> String {
+    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let width: Vec<usize> = (0..cols)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut s = String::new();
+    for r in rows {
+        let mut line = String::new();
+        for (c, cell) in r.iter().enumerate() {
+            if c > 0 {
+                line.push_str("  ");
+            }
+            let w = width[c];
+            if c < left {
+                line.push_str(&format!("{cell:<w$}"));
+            } else {
+                line.push_str(&format!("{cell:>w$}"));
+            }
+        }
+        s.push_str(line.trim_end());
+        s.push('\n');
+    }
+    s
+}
+
+/// The human report: money in dollars and cents, R to four decimals, columns aligned.
 pub fn text_report(bus: &Bus) -> String {
     let b = bus.blotter();
     let mut s = String::new();
     s.push_str(&format!(
         "tape {}  fill {}  1R = ${}\n",
-        b.tape, b.fill_model, b.r_usd
+        b.tape,
+        b.fill_model,
+        usd(b.r_usd)
     ));
-    s.push_str(&format!(
-        "{:<24} {:<11} {:>5} {:>5} {:>12} {:>9} {:>12} {:>9}\n",
-        "plan", "state", "fires", "fills", "pnl $", "pnl R", "mae $", "mae R"
-    ));
+    let mut rows = vec![
+        [
+            "plan", "state", "fires", "fills", "pnl $", "pnl R", "mae $", "mae R",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
     for p in plan_reports(b) {
-        s.push_str(&format!(
-            "{:<24} {:<11} {:>5} {:>5} {:>12} {:>9} {:>12} {:>9}\n",
+        rows.push(vec![
             p.name,
             p.state,
-            p.fires,
-            p.fills,
-            p.pnl_usd.to_string(),
-            p.pnl_r.to_string(),
-            p.mae_usd.to_string(),
-            p.mae_r.to_string()
-        ));
+            p.fires.to_string(),
+            p.fills.to_string(),
+            usd(p.pnl_usd),
+            in_r(p.pnl_r),
+            usd(p.mae_usd),
+            in_r(p.mae_r),
+        ]);
     }
+    s.push_str(&table(&rows, 2));
     let total = b.book_pnl();
     s.push_str(&format!(
         "book pnl ${} ({}R)\ndeterminism {}\n",
-        Px(total),
-        b.in_r(total).unwrap_or(Px::ZERO),
+        usd(Px(total)),
+        in_r(b.in_r(total).unwrap_or(Px::ZERO)),
         bus.hash_hex()
     ));
     s
@@ -201,12 +249,12 @@ pub(crate) fn open_inputs(
     bus: Option<&std::path::Path>,
 ) -> Result<Inputs, i32> {
     let docs = super::lang::check_files(plans)?;
-    let reader = open_tape(tape).map_err(|e| {
-        eprintln!("{}: {e}", tape.display());
+    let reader = open_tape_or_say(tape).map_err(|e| {
+        errln!("{e}");
         1
     })?;
     let (pending, sink) = out::bus_sink(bus).map_err(|e| {
-        eprintln!("{e}");
+        errln!("{e}");
         1
     })?;
     Ok(Inputs {
@@ -217,13 +265,24 @@ pub(crate) fn open_inputs(
     })
 }
 
+/// Open `--tape`, or the line to print: for a file that is not a tape at all (a Kestrel
+/// document, a Bus, a directory, no file) what it is and what to do; otherwise the tape
+/// reader's own coded error, after the path.
+pub(crate) fn open_tape_or_say(
+    tape: &std::path::Path,
+) -> Result<TapeReader<std::io::BufReader<std::fs::File>>, String> {
+    open_tape(tape).map_err(|e| {
+        super::sniff::not_a_tape(tape).unwrap_or_else(|| format!("{}: {e}", tape.display()))
+    })
+}
+
 /// Run `kestrel run`; returns the exit code (0 ok, 1 usage / I/O / bad tape, 2 refused
 /// document).
 pub fn run(a: Args) -> i32 {
-    let cfg = match engine_config("--r-usd", &a.r_usd, &a.fill) {
+    let cfg = match engine_config("--r-usd", &a.engine.r.r_usd, &a.engine.fill) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("error code=USAGE message={e}");
+            errln!("error code=USAGE message={e}");
             return 1;
         }
     };
@@ -245,17 +304,17 @@ pub fn run(a: Args) -> i32 {
         match ev {
             Ok(ev) => engine.on_event(&ev),
             Err(e) => {
-                eprintln!("{}: {e}", a.tape.display());
+                errln!("{}: {e}", a.tape.display());
                 return 1;
             }
         }
     }
     let bus = engine.finish();
     if let Some(e) = bus.error() {
-        eprintln!("error code=IO message=writing the bus: {e}");
+        errln!("error code=IO message=writing the bus: {e}");
         return 1;
     }
-    let report = if a.json {
+    let report = if a.out.json {
         json_report(&bus, &a.tape.display().to_string()) + "\n"
     } else {
         text_report(&bus)
@@ -263,19 +322,15 @@ pub fn run(a: Args) -> i32 {
     match bus.into_sink() {
         Ok(sink) => drop(sink),
         Err(e) => {
-            eprintln!("error code=IO message=flushing the bus: {e}");
+            errln!("error code=IO message=flushing the bus: {e}");
             return 1;
         }
     }
     if let Err(e) = out::commit(pending) {
-        eprintln!("{e}");
+        errln!("{e}");
         return 1;
     }
-    let mut o = std::io::stdout().lock();
-    if o.write_all(report.as_bytes()).is_err() {
-        return 1;
-    }
-    0
+    out::stdout(&report)
 }
 
 #[cfg(test)]
@@ -301,9 +356,8 @@ mod tests {
         Args {
             tape: d.join("t.jsonl"),
             plans: vec![d.join("p.kestrel")],
-            fill: "strict-cross-v1".into(),
-            r_usd: "1000".into(),
-            json,
+            engine: super::super::flags::Engine::default(),
+            out: super::super::flags::Json { json },
             bus: Some(d.join("out.bus.jsonl")),
         }
     }
@@ -319,6 +373,52 @@ mod tests {
             ));
         }
         s
+    }
+
+    #[test]
+    fn money_is_in_cents_and_r_has_four_decimals() {
+        let px = |s: &str| bus::parse_px(s).unwrap();
+        for (v, want) in [
+            ("-1.3274", "-1.33"),
+            ("191", "191.00"),
+            ("0.005", "0.01"),
+            ("-0.005", "-0.01"),
+            ("-0.0049", "0.00"),
+            ("418.5649", "418.56"),
+            ("0", "0.00"),
+        ] {
+            assert_eq!(usd(px(v)), want, "{v}");
+        }
+        assert_eq!(usd(Px(i64::MIN)), "-922337203685477.58");
+        for (v, want) in [
+            ("0.191", "0.1910"),
+            ("-0.0013", "-0.0013"),
+            ("12", "12.0000"),
+        ] {
+            assert_eq!(in_r(px(v)), want, "{v}");
+        }
+    }
+
+    #[test]
+    fn table_columns_line_up_whatever_the_widths() {
+        let rows: Vec<Vec<String>> = [
+            ["plan", "n", "pnl $"],
+            ["a-very-long-plan-name-indeed", "1", "-1.33"],
+            ["x", "12345", "191.00"],
+        ]
+        .iter()
+        .map(|r| r.iter().map(|c| c.to_string()).collect())
+        .collect();
+        let t = table(&rows, 1);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 3);
+        // Every line has the same length (right-aligned last column, no trailing spaces).
+        assert!(lines.iter().all(|l| l.len() == lines[0].len()), "{t}");
+        assert!(
+            lines[1].starts_with("a-very-long-plan-name-indeed  "),
+            "{t}"
+        );
+        assert!(lines[2].starts_with(&format!("{:<30}12345", "x")), "{t}");
     }
 
     #[test]
@@ -432,10 +532,10 @@ mod tests {
         );
         assert!(!d.join("out.bus.jsonl").exists());
         let mut a = args(&d, &good_tape(), PLAN, false);
-        a.r_usd = "-5".into();
+        a.engine.r.r_usd = "-5".into();
         assert_eq!(run(a), 1);
         let mut a = args(&d, &good_tape(), PLAN, false);
-        a.fill = "optimistic".into();
+        a.engine.fill = "optimistic".into();
         assert_eq!(run(a), 1);
         let mut a = args(&d, &good_tape(), PLAN, false);
         a.tape = d.join("missing.jsonl");

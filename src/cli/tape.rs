@@ -1,9 +1,11 @@
 //! `kestrel tape gen`: write seeded synthetic sessions (see `docs/tapes.md`).
 
-use std::io::{self, Write};
+use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
-use crate::market::{DEFAULT_DATE, Date, Generator, Regime, generate, generate_family, write_tape};
+use crate::market::{
+    DEFAULT_DATE, Date, FamilyMember, Generator, Regime, generate_family, write_tape,
+};
 
 /// The regime argument of `tape gen`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -29,21 +31,112 @@ impl From<RegimeArg> for Regime {
 /// Arguments of `kestrel tape gen`.
 #[derive(Clone, Debug, clap::Args)]
 pub struct TapeGenArgs {
-    /// Market regime of the session (ignored with --count > 1, which cycles regimes).
-    #[arg(long, value_enum, default_value = "trend")]
-    pub regime: RegimeArg,
+    /// Market regime of the session [default: trend]; with --count K, every session of the
+    /// family (without it, a family cycles trend, range, shock).
+    #[arg(long, value_enum)]
+    pub regime: Option<RegimeArg>,
     /// RNG seed (with --count K, seeds N..N+K-1).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Session date, YYYY-MM-DD (with --count K, consecutive weekdays from 2025-04-09).
-    #[arg(long, default_value = "2025-04-09")]
-    pub date: String,
-    /// Output file (a directory with --count > 1); standard output when absent and K = 1.
+    /// Session date, YYYY-MM-DD, a weekday [default: 2025-04-09]; with --count K, the first
+    /// of K consecutive weekdays.
+    #[arg(long)]
+    pub date: Option<String>,
+    /// Output file, or `-` for standard output; with --count > 1, a directory (created if
+    /// missing; a name ending in .jsonl is refused). Required when standard output is a
+    /// terminal.
     #[arg(short = 'o', long = "out")]
     pub out: Option<PathBuf>,
-    /// Number of sessions: K > 1 writes a family (regimes cycled) into the -o directory.
+    /// Number of sessions: K > 1 writes a family into the -o directory, one file per session
+    /// named `<regime>-<date>-s<seed>.jsonl`.
     #[arg(long, default_value_t = 1)]
     pub count: usize,
+}
+
+const WEEKDAYS: [&str; 7] = [
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+    "Sunday",
+];
+
+/// The sessions `args` asks for, or the usage message: `--regime` and `--date` apply to
+/// every member (a family's dates are consecutive weekdays from `--date`).
+pub(crate) fn members(args: &TapeGenArgs) -> Result<Vec<FamilyMember>, String> {
+    let date = match &args.date {
+        None => DEFAULT_DATE,
+        Some(d) => {
+            Date::parse(d).ok_or_else(|| format!("--date {d:?} is not a valid YYYY-MM-DD date"))?
+        }
+    };
+    let wd = date.weekday() as usize;
+    if wd >= 5 {
+        return Err(format!(
+            "--date {date} is a {}: sessions are on weekdays (Monday to Friday); e.g. --date {}",
+            WEEKDAYS[wd],
+            date.next_weekday().unwrap_or(DEFAULT_DATE)
+        ));
+    }
+    if args.count == 0 {
+        return Err("--count must be at least 1".into());
+    }
+    let mut family = generate_family(args.count, args.seed);
+    let mut d = date;
+    for m in &mut family {
+        if let Some(r) = args.regime {
+            m.regime = r.into();
+        }
+        m.date = d;
+        d = d.next_weekday().unwrap_or(d);
+    }
+    Ok(family)
+}
+
+/// Where the sessions go.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Dest {
+    /// Standard output (one session).
+    Stdout,
+    /// One file.
+    File(PathBuf),
+    /// A directory, one file per session.
+    Dir(PathBuf),
+}
+
+/// Where `args` writes, or the usage message. `stdout_is_terminal`: a tape is megabytes of
+/// JSON Lines, so it goes to a terminal only when asked for with `-o -`.
+pub(crate) fn destination(args: &TapeGenArgs, stdout_is_terminal: bool) -> Result<Dest, String> {
+    let dash = args.out.as_deref() == Some(Path::new("-"));
+    if args.count > 1 {
+        return match &args.out {
+            None => Err("--count > 1 needs -o DIR (the family's directory)".into()),
+            Some(_) if dash => {
+                Err("--count > 1 writes one file per session: give -o DIR, not -o -".into())
+            }
+            Some(p) if p.extension().is_some_and(|e| e == "jsonl") => Err(format!(
+                "with --count > 1, -o is a directory, and {} ends in .jsonl: give a directory, e.g. -o {}",
+                p.display(),
+                p.with_extension("").display()
+            )),
+            Some(p) if p.exists() && !p.is_dir() => Err(format!(
+                "with --count > 1, -o is a directory, and {} is a file",
+                p.display()
+            )),
+            Some(p) => Ok(Dest::Dir(p.clone())),
+        };
+    }
+    match &args.out {
+        Some(_) if dash => Ok(Dest::Stdout),
+        Some(p) => Ok(Dest::File(p.clone())),
+        None if stdout_is_terminal => Err(
+            "standard output is a terminal and a tape is megabytes of JSON Lines: give -o FILE, or -o - to print it anyway"
+                .into(),
+        ),
+        None => Ok(Dest::Stdout),
+    }
 }
 
 /// Write a generated session to `path` atomically: a temporary file in the same directory,
@@ -76,51 +169,46 @@ pub fn write_atomic(path: &Path, g: Generator) -> io::Result<()> {
 }
 
 fn fail(msg: impl std::fmt::Display) -> i32 {
-    eprintln!("error code=USAGE message={msg}");
+    errln!("error code=USAGE message={msg}");
     1
 }
 
 /// Run `kestrel tape gen`. Exit codes: 0 ok, 1 usage or I/O error.
 pub fn tape_gen(args: &TapeGenArgs) -> i32 {
-    let Some(date) = Date::parse(&args.date) else {
-        return fail(format!(
-            "--date {:?} is not a valid YYYY-MM-DD date",
-            args.date
-        ));
+    tape_gen_to(args, io::stdout().is_terminal())
+}
+
+/// [`tape_gen`] with the terminal test given (tests).
+pub(crate) fn tape_gen_to(args: &TapeGenArgs, stdout_is_terminal: bool) -> i32 {
+    let family = match members(args) {
+        Ok(f) => f,
+        Err(e) => return fail(e),
     };
-    match args.count {
-        0 => fail("--count must be at least 1"),
-        1 => {
-            let g = generate(args.regime.into(), args.seed, date);
-            match &args.out {
-                Some(p) => match write_atomic(p, g) {
-                    Ok(()) => 0,
-                    Err(e) => fail(format!("cannot write {}: {e}", p.display())),
-                },
-                None => {
-                    let header = g.header().clone();
-                    let stdout = io::stdout();
-                    let mut w = io::BufWriter::new(stdout.lock());
-                    match write_tape(&mut w, &header, g).and_then(|()| w.flush()) {
-                        Ok(()) => 0,
-                        Err(e) => fail(format!("cannot write to standard output: {e}")),
-                    }
-                }
+    let dest = match destination(args, stdout_is_terminal) {
+        Ok(d) => d,
+        Err(e) => return fail(e),
+    };
+    match dest {
+        Dest::File(p) => match write_atomic(&p, family[0].generate()) {
+            Ok(()) => 0,
+            Err(e) => fail(format!("cannot write {}: {e}", p.display())),
+        },
+        Dest::Stdout => {
+            let g = family[0].generate();
+            let header = g.header().clone();
+            let stdout = io::stdout();
+            let mut w = io::BufWriter::new(stdout.lock());
+            match write_tape(&mut w, &header, g).and_then(|()| w.flush()) {
+                Ok(()) => 0,
+                Err(e) if e.kind() == io::ErrorKind::BrokenPipe => 0,
+                Err(e) => fail(format!("cannot write to standard output: {e}")),
             }
         }
-        k => {
-            let Some(dir) = &args.out else {
-                return fail("--count > 1 needs -o DIR");
-            };
-            if date != DEFAULT_DATE {
-                eprintln!(
-                    "note: --date is ignored with --count > 1 (families start at {DEFAULT_DATE})"
-                );
-            }
-            if let Err(e) = std::fs::create_dir_all(dir) {
+        Dest::Dir(dir) => {
+            if let Err(e) = std::fs::create_dir_all(&dir) {
                 return fail(format!("cannot create {}: {e}", dir.display()));
             }
-            for m in generate_family(k, args.seed) {
+            for m in family {
                 let path = dir.join(m.file_name());
                 if let Err(e) = write_atomic(&path, m.generate()) {
                     return fail(format!("cannot write {}: {e}", path.display()));
@@ -136,39 +224,103 @@ pub fn tape_gen(args: &TapeGenArgs) -> i32 {
 mod tests {
     use super::*;
 
+    fn gen_args(out: Option<PathBuf>, count: usize) -> TapeGenArgs {
+        TapeGenArgs {
+            regime: None,
+            seed: 5,
+            date: None,
+            out,
+            count,
+        }
+    }
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
     #[test]
     fn writes_atomically_and_refuses_bad_dates() {
         let dir = std::env::temp_dir().join(format!("kestrel-tape-gen-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        let args = TapeGenArgs {
-            regime: RegimeArg::Range,
-            seed: 5,
-            date: "2025-04-09".into(),
-            out: Some(dir.join("fam")),
-            count: 2,
-        };
-        assert_eq!(tape_gen(&args), 0);
-        let mut names: Vec<String> = std::fs::read_dir(dir.join("fam"))
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
+        let args = gen_args(Some(dir.join("fam")), 2);
+        assert_eq!(tape_gen_to(&args, false), 0);
         assert_eq!(
-            names,
+            names(&dir.join("fam")),
             ["range-2025-04-10-s6.jsonl", "trend-2025-04-09-s5.jsonl"]
         );
         let bad = TapeGenArgs {
-            date: "2025-13-01".into(),
+            date: Some("2025-13-01".into()),
             ..args.clone()
         };
-        assert_eq!(tape_gen(&bad), 1);
+        assert_eq!(tape_gen_to(&bad, false), 1);
         let missing_dir = TapeGenArgs {
             out: Some(dir.join("no/such/dir/x.jsonl")),
             count: 1,
             ..args
         };
-        assert_eq!(tape_gen(&missing_dir), 1);
+        assert_eq!(tape_gen_to(&missing_dir, false), 1);
         assert!(!dir.join("no").exists());
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_family_honours_regime_and_date() {
+        let a = TapeGenArgs {
+            regime: Some(RegimeArg::Shock),
+            date: Some("2025-04-10".into()),
+            ..gen_args(None, 3)
+        };
+        let m = members(&a).unwrap();
+        let got: Vec<String> = m.iter().map(FamilyMember::file_name).collect();
+        // Thursday, Friday, then Monday: weekends are skipped.
+        assert_eq!(
+            got,
+            [
+                "shock-2025-04-10-s5.jsonl",
+                "shock-2025-04-11-s6.jsonl",
+                "shock-2025-04-14-s7.jsonl"
+            ]
+        );
+        let sat = TapeGenArgs {
+            date: Some("2025-04-12".into()),
+            ..gen_args(None, 1)
+        };
+        let e = members(&sat).unwrap_err();
+        assert!(
+            e.contains("is a Saturday") && e.contains("2025-04-14"),
+            "{e}"
+        );
+        let sun = TapeGenArgs {
+            date: Some("2025-04-13".into()),
+            ..gen_args(None, 1)
+        };
+        assert!(members(&sun).unwrap_err().contains("Sunday"));
+    }
+
+    #[test]
+    fn destinations() {
+        let dash = Some(PathBuf::from("-"));
+        assert_eq!(destination(&gen_args(None, 1), false), Ok(Dest::Stdout));
+        assert!(destination(&gen_args(None, 1), true).is_err());
+        assert_eq!(
+            destination(&gen_args(dash.clone(), 1), true),
+            Ok(Dest::Stdout)
+        );
+        let e = destination(&gen_args(Some("file.jsonl".into()), 2), false).unwrap_err();
+        assert!(
+            e.contains("-o is a directory") && e.contains("-o file"),
+            "{e}"
+        );
+        assert!(destination(&gen_args(dash, 2), false).is_err());
+        assert!(destination(&gen_args(None, 2), false).is_err());
+        assert_eq!(
+            destination(&gen_args(Some("fam".into()), 2), false),
+            Ok(Dest::Dir("fam".into()))
+        );
     }
 }

@@ -1,5 +1,7 @@
 //! `kestrel tokens`: count tokens in files; for turns, the reply, its canonical Kestrel, its
-//! JSON-envelope projection and the saving; with `--table`, the seed 000 §6 table.
+//! JSON-envelope projection and the saving; with `--table`, the table of docs/tokens.md.
+//! A file that is a tape (or another file the project writes), or that does not route as a
+//! valid turn, is still counted, with a warning on stderr.
 
 use super::lang::read_source;
 use super::turn::{AuthorArg, EncodingArg, PhaseArg, ProfileArg};
@@ -16,9 +18,11 @@ pub struct TokensArgs {
     #[arg(long, value_enum, default_value = "cl100k")]
     pub encoding: EncodingArg,
     /// Print a Markdown table (JSON envelope vs pure Kestrel, and the escaping cost of each
-    /// plan's document alone), in the shape of seed 000 §6.
-    #[arg(long)]
+    /// plan's document alone), as in docs/tokens.md ("The table").
+    #[arg(long, conflicts_with = "json")]
     pub table: bool,
+    #[command(flatten)]
+    pub out: super::flags::Json,
     /// The wake the files are routed at (for the turn figures).
     #[arg(long, value_enum, default_value = "mid")]
     pub phase: PhaseArg,
@@ -47,26 +51,51 @@ fn stem(p: &std::path::Path) -> String {
 pub fn run(a: &TokensArgs) -> i32 {
     let enc: Encoding = a.encoding.into();
     if let Err(e) = tokens::bpe(enc) {
-        eprintln!("error code=IO message={e}");
+        errln!("error code=IO message={e}");
         return 1;
     }
     let ctx = TurnContext::new(a.phase.into(), a.profile.into(), a.author.into());
     let mut rows: Vec<(String, String, TurnTokens)> = Vec::new();
     let mut status = 0;
+    let mut json = Vec::new();
     for f in &a.files {
+        let kind_warning = super::turn::not_a_reply(f);
+        if let Some(w) = &kind_warning {
+            errln!("{w}");
+        }
         let Some(src) = read_source(f) else {
             status = 1;
             continue;
         };
         let t = turn::route(&Reply::text(src.clone()), &ctx);
+        if t.outcome.is_refused() && kind_warning.is_none() {
+            let first = t
+                .outcome
+                .errors()
+                .first()
+                .map(|e| format!(": {}", e.one_line()))
+                .unwrap_or_default();
+            errln!(
+                "warning: {} is not a valid document or turn ({}{first}); counted as text",
+                f.display(),
+                t.outcome.name()
+            );
+        }
         let m = match tokens::measure(&src, &t, enc) {
             Ok(m) => m,
             Err(e) => {
-                eprintln!("error code=IO message={e}");
+                errln!("error code=IO message={e}");
                 return 1;
             }
         };
-        if !a.table {
+        if a.out.json {
+            let mut v = serde_json::to_value(&m).unwrap_or_default();
+            if let serde_json::Value::Object(o) = &mut v {
+                o.insert("file".into(), f.display().to_string().into());
+                o.insert("outcome".into(), t.outcome.name().into());
+            }
+            json.push(v);
+        } else if !a.table {
             let mut s = format!("{}: {} tokens ({})", f.display(), m.reply, enc.name());
             if let (Some(k), Some(e), Some(sv)) = (m.kestrel, m.envelope, m.saving) {
                 s.push_str(&format!(
@@ -83,6 +112,10 @@ pub fn run(a: &TokensArgs) -> i32 {
             outln!("{s}");
         }
         rows.push((stem(f), t.outcome.name().to_string(), m));
+    }
+    if a.out.json {
+        let v = serde_json::Value::Array(json);
+        outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
     }
     if a.table {
         outln!("| Turn | JSON envelope | pure Kestrel | saving |");

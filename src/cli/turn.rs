@@ -93,9 +93,8 @@ pub struct TurnArgs {
     /// Who wrote it: for a model an empty reply is a provider error, otherwise a pass.
     #[arg(long, value_enum, default_value = "human")]
     pub author: AuthorArg,
-    /// Print one JSON object (`outcome` is the routed outcome's name).
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub out: super::flags::Json,
     /// Tokenizer for the figures.
     #[arg(long, value_enum, default_value = "cl100k")]
     pub encoding: EncodingArg,
@@ -146,7 +145,41 @@ fn detail(o: &Outcome) -> String {
     }
 }
 
+/// `outcome: NAME (CLASS): DETAIL`, the class left out when it is the outcome's own name
+/// (`outcome: invalid`, not `outcome: invalid (invalid)`), the detail when there is none.
+pub(crate) fn outcome_line(name: &str, class: &str, detail: &str) -> String {
+    let mut s = format!("outcome: {name}");
+    if class != name {
+        s.push_str(&format!(" ({class})"));
+    }
+    if !detail.is_empty() {
+        s.push_str(&format!(": {detail}"));
+    }
+    s
+}
+
+/// A warning line for a file given as a reply that is a tape, a Bus or another file the
+/// project writes (it routes, as any text does, but is surely not what was meant).
+pub(crate) fn not_a_reply(path: &std::path::Path) -> Option<String> {
+    use super::sniff::Kind;
+    let kind = super::sniff::file(path);
+    match kind {
+        Kind::Tape | Kind::Bus | Kind::DeskSession | Kind::ReplyScript | Kind::GradeShard => {
+            Some(format!(
+                "warning: {} is {}, not an author's reply; {}",
+                path.display(),
+                kind.describe(),
+                super::sniff::use_of(kind, path)
+            ))
+        }
+        _ => None,
+    }
+}
+
 pub fn run(a: &TurnArgs) -> i32 {
+    if let Some(w) = not_a_reply(&a.file) {
+        errln!("{w}");
+    }
     let Some(src) = read_source(&a.file) else {
         return 1;
     };
@@ -160,7 +193,7 @@ pub fn run(a: &TurnArgs) -> i32 {
     let t = turn::route(&Reply::text(src.clone()), &ctx);
     let enc: Encoding = a.encoding.into();
     let figures = tokens::measure(&src, &t, enc);
-    if a.json {
+    if a.out.json {
         let mut v = serde_json::to_value(&t).unwrap_or(serde_json::Value::Null);
         if let serde_json::Value::Object(m) = &mut v {
             m.insert(
@@ -193,13 +226,9 @@ pub fn run(a: &TurnArgs) -> i32 {
         TurnClass::Invalid => "invalid",
         TurnClass::ProviderError => "provider-error",
     };
-    if d.is_empty() {
-        outln!("outcome: {} ({class})", t.outcome.name());
-    } else {
-        outln!("outcome: {} ({class}): {d}", t.outcome.name());
-    }
+    outln!("{}", outcome_line(t.outcome.name(), class, &d));
     for e in t.outcome.errors() {
-        eprintln!("{name}: {}", e.one_line());
+        errln!("{name}: {}", e.one_line());
     }
     if t.outcome.is_refused() {
         outln!("menu: {}", ctx.menu().describe());
@@ -233,7 +262,7 @@ pub fn run(a: &TurnArgs) -> i32 {
             }
             outln!("{s}");
         }
-        Err(e) => eprintln!("warning: {e}"),
+        Err(e) => errln!("warning: {e}"),
     }
     exit_code(&t)
 }

@@ -178,6 +178,11 @@ pub struct GradeJob {
     pub lineage: Vec<LineageEntry>,
     /// The tapes, sorted by path.
     pub tapes: Vec<TapeRef>,
+    /// Where `--tapes` took them from (`DIR/*.jsonl, names matching *`), shown in the text
+    /// report's header; `None` when the statement's own OVER range found them (and then not
+    /// written, so such a job's bytes and fingerprint are what they were).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tapes_from: Option<String>,
 }
 
 /// Everything a report needs besides the results. Carried by every shard file.
@@ -372,14 +377,40 @@ pub(crate) fn stmt(kind: StatementKind) -> Statement {
     }
 }
 
-/// The candidate tapes of `--tapes` (a directory means `DIR/*.jsonl`).
-fn candidates(spec: &str) -> Result<Vec<PathBuf>, GradeError> {
-    let pat = if Path::new(spec).is_dir() {
+/// The glob `--tapes` means (a directory means `DIR/*.jsonl`).
+fn candidates_glob(spec: &str) -> String {
+    if Path::new(spec).is_dir() {
         format!("{}/*.jsonl", spec.trim_end_matches('/'))
     } else {
         spec.to_string()
-    };
+    }
+}
+
+/// The candidate tapes of `--tapes` (a directory means `DIR/*.jsonl`).
+fn candidates(spec: &str) -> Result<Vec<PathBuf>, GradeError> {
+    let pat = candidates_glob(spec);
     glob::expand(&pat).map_err(|e| GradeError::new("IO", format!("cannot list {pat}: {e}")))
+}
+
+/// Where the tapes of `over` come from, in words, when `--tapes` chose them (`None`: the
+/// statement's own glob). The text report's header and the no-tapes error say it.
+fn tapes_from(over: &GradeRange, opts: &Options) -> Option<String> {
+    let given = |t: &str| format!("--tapes {t} ({})", candidates_glob(t));
+    match over {
+        GradeRange::Glob(pat) => opts.tapes.as_deref().map(|t| {
+            let last = pat.rsplit('/').next().unwrap_or(pat);
+            format!("{}, file names matching {last}", given(t))
+        }),
+        GradeRange::Months { from, to } => opts.tapes.as_deref().map(|t| {
+            let to = to.as_deref().unwrap_or(from);
+            let months = if to == from.as_str() {
+                from.clone()
+            } else {
+                format!("{from}..{to}")
+            };
+            format!("{}, dated {months}", given(t))
+        }),
+    }
 }
 
 fn month_ok(m: &str) -> bool {
@@ -644,11 +675,13 @@ pub fn prepare(sources: &[Source], opts: &Options) -> Result<Prepared, GradeErro
             }
         };
         let tapes = select_tapes(&g.over, opts)?;
+        let tapes_from = tapes_from(&g.over, opts);
         if tapes.is_empty() {
-            return Err(GradeError::new(
-                "USAGE",
-                format!("{title}: the range selects no tapes"),
-            ));
+            let what = match &tapes_from {
+                Some(from) => format!("the range selects no tapes in {from}"),
+                None => "the range selects no tapes".to_string(),
+            };
+            return Err(GradeError::new("USAGE", format!("{title}: {what}")));
         }
         grades.push(GradeJob {
             title,
@@ -664,6 +697,7 @@ pub fn prepare(sources: &[Source], opts: &Options) -> Result<Prepared, GradeErro
             gated,
             lineage,
             tapes,
+            tapes_from,
         });
         runs.push(run);
     }
@@ -1618,6 +1652,9 @@ pub fn report_text(job: &Job, results: &[UnitResult]) -> String {
             job.r_usd,
             g.fill
         ));
+        if let Some(from) = &g.tapes_from {
+            s.push_str(&format!("  tapes from {from}\n"));
+        }
         if !matches!(g.subject_kind.as_str(), "" | "plan") {
             let plans: Vec<&str> = g.lineage.iter().map(|l| l.path.as_str()).collect();
             s.push_str(&format!("  plans {}\n", plans.join(", ")));

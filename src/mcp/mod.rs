@@ -95,7 +95,7 @@ impl KestrelServer {
         if !self.quiet {
             let first = out.text.lines().next().unwrap_or("");
             let what = if out.ok { "ok" } else { first };
-            eprintln!(
+            crate::cli::errln!(
                 "kestrel mcp: {tool}: {what} ({} ms)",
                 t0.elapsed().as_millis()
             );
@@ -233,9 +233,10 @@ impl ServerHandler for KestrelServer {
         };
         if let Err(e) = &r {
             if !self.quiet {
-                eprintln!(
+                crate::cli::errln!(
                     "kestrel mcp: {name}: protocol error {}: {}",
-                    e.code.0, e.message
+                    e.code.0,
+                    e.message
                 );
             }
         }
@@ -268,7 +269,7 @@ pub fn serve_stdio(quiet: bool) -> i32 {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("error code=IO message=cannot start the async runtime: {e}");
+            crate::cli::errln!("error code=IO message=cannot start the async runtime: {e}");
             return 1;
         }
     };
@@ -279,7 +280,7 @@ pub fn serve_stdio(quiet: bool) -> i32 {
             KestrelServer::new()
         };
         if !quiet {
-            eprintln!(
+            crate::cli::errln!(
                 "kestrel mcp: serving on stdio (kestrel {})",
                 env!("CARGO_PKG_VERSION")
             );
@@ -287,14 +288,14 @@ pub fn serve_stdio(quiet: bool) -> i32 {
         let service = match server.serve(rmcp::transport::stdio()).await {
             Ok(s) => s,
             Err(e) => {
-                eprintln!("error code=IO message=MCP initialization failed: {e}");
+                crate::cli::errln!("error code=IO message=MCP initialization failed: {e}");
                 return 1;
             }
         };
         match service.waiting().await {
             Ok(_) => 0,
             Err(e) => {
-                eprintln!("error code=IO message=MCP transport failed: {e}");
+                crate::cli::errln!("error code=IO message=MCP transport failed: {e}");
                 1
             }
         }

@@ -628,14 +628,19 @@ pub struct RunArgs {
     /// The fill model (known: `strict-cross-v1`).
     #[serde(default = "default_fill")]
     pub fill: String,
-    /// Dollars per 1R, as a decimal string (`"1000"`) or a number (`1000`).
-    #[serde(deserialize_with = "de_amount")]
+    /// Dollars per 1R, as a decimal string (`"1000"`) or a number (`1000`); 1000 when
+    /// absent, as on `kestrel run`.
+    #[serde(default = "default_r_usd", deserialize_with = "de_amount")]
     #[schemars(schema_with = "amount_schema")]
     pub r_usd: String,
 }
 
 fn default_fill() -> String {
-    "strict-cross-v1".to_string()
+    crate::cli::flags::DEFAULT_FILL.to_string()
+}
+
+fn default_r_usd() -> String {
+    crate::cli::flags::DEFAULT_R_USD.to_string()
 }
 
 /// An amount given as a JSON string or number, kept as its decimal text.
@@ -652,7 +657,7 @@ fn de_amount<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error>
 fn amount_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({
         "type": ["string", "number"],
-        "description": "Dollars per 1R, as a decimal string (\"1000\") or a number (1000).",
+        "description": "Dollars per 1R, as a decimal string (\"1000\") or a number (1000); 1000 when absent.",
     })
 }
 

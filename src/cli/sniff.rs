@@ -1,0 +1,227 @@
+//! What a file looks like, from its first line: so a verb given the wrong kind of file can
+//! say so ("this is a Kestrel document, not a tape") instead of reporting the first byte the
+//! real reader refused. Sniffing only names the kind; the tape reader and the parser stay the
+//! judges of whether a file is good.
+
+use crate::lang::lexicon::{DIRECTIVE_KEYWORDS, STATEMENT_KEYWORDS};
+use std::io::Read;
+use std::path::Path;
+
+/// How many bytes are read to decide (the first line of a tape or a Bus is well under this).
+const PREFIX: u64 = 64 * 1024;
+
+/// The kind of a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// No file at the path.
+    Missing,
+    /// A directory.
+    Directory,
+    /// Nothing in it (or only whitespace).
+    Empty,
+    /// A market tape: JSON Lines whose first line is `{"type":"header",…}`.
+    Tape,
+    /// A saved Bus (`kestrel agent --bus`, `kestrel run --bus`, the desk's `.bus-N.jsonl`).
+    Bus,
+    /// A desk session file (`desk-session` header).
+    DeskSession,
+    /// A script of `{"reply": …}` lines (a recorded author).
+    ReplyScript,
+    /// A `kestrel grade --shard` output.
+    GradeShard,
+    /// Some other JSON.
+    Json,
+    /// Text whose first statement line starts with a Kestrel keyword (or only comments).
+    Kestrel,
+    /// Other text.
+    Text,
+    /// Not UTF-8 text.
+    Binary,
+    /// There, but it cannot be read (the reader's own error says why).
+    Unreadable,
+}
+
+impl Kind {
+    /// "a Kestrel document", "a tape (JSON Lines)", … for messages.
+    pub(crate) fn describe(self) -> &'static str {
+        match self {
+            Kind::Missing => "no such file",
+            Kind::Directory => "a directory",
+            Kind::Empty => "an empty file",
+            Kind::Tape => "a tape (JSON Lines with a header line)",
+            Kind::Bus => "a saved Bus (a session's event log)",
+            Kind::DeskSession => "a desk session file",
+            Kind::ReplyScript => "a script of author replies",
+            Kind::GradeShard => "a grade shard file",
+            Kind::Json => "JSON",
+            Kind::Kestrel => "a Kestrel document",
+            Kind::Text => "text that is neither JSON nor Kestrel",
+            Kind::Binary => "not UTF-8 text",
+            Kind::Unreadable => "a file that cannot be read",
+        }
+    }
+}
+
+/// Classify the file at `path` (reads at most [`PREFIX`] bytes).
+pub(crate) fn file(path: &Path) -> Kind {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Kind::Missing;
+    };
+    if meta.is_dir() {
+        return Kind::Directory;
+    }
+    let mut buf = Vec::new();
+    match std::fs::File::open(path).and_then(|f| f.take(PREFIX).read_to_end(&mut buf)) {
+        Ok(_) => bytes(&buf),
+        Err(_) => Kind::Unreadable,
+    }
+}
+
+/// Classify the start of a file.
+pub(crate) fn bytes(b: &[u8]) -> Kind {
+    let text = match std::str::from_utf8(b) {
+        Ok(t) => t,
+        // A prefix may end inside a character; anything else is not text.
+        Err(e) if e.error_len().is_none() => {
+            std::str::from_utf8(&b[..e.valid_up_to()]).unwrap_or_default()
+        }
+        Err(_) => return Kind::Binary,
+    };
+    let text = text.trim_start_matches('\u{feff}');
+    if text.trim().is_empty() {
+        return Kind::Empty;
+    }
+    let first = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    if first.starts_with('{') || first.starts_with('[') {
+        return json_kind(first);
+    }
+    kestrel_or_text(text)
+}
+
+fn json_kind(first: &str) -> Kind {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(first) else {
+        return Kind::Json;
+    };
+    let field = |k: &str| v.get(k).and_then(|x| x.as_str()).unwrap_or("");
+    match (field("type"), field("kind")) {
+        ("header", _) => Kind::Tape,
+        ("session-start", _) => Kind::Bus,
+        ("desk-session", _) | (_, "desk-session") => Kind::DeskSession,
+        (_, "kestrel-grade-shard") => Kind::GradeShard,
+        _ if v.get("reply").is_some() => Kind::ReplyScript,
+        _ => Kind::Json,
+    }
+}
+
+/// Kestrel when every line before the first statement is blank or a comment and that line
+/// starts with a statement or directive keyword (or the text is only comments).
+fn kestrel_or_text(text: &str) -> Kind {
+    for line in text.lines() {
+        let t = line.trim();
+        if t.is_empty() || t.starts_with('#') {
+            continue;
+        }
+        let word = t.split_whitespace().next().unwrap_or("");
+        let known = STATEMENT_KEYWORDS
+            .iter()
+            .chain(DIRECTIVE_KEYWORDS)
+            .any(|k| *k == word);
+        return if known { Kind::Kestrel } else { Kind::Text };
+    }
+    Kind::Kestrel
+}
+
+/// The coded error for a file given where `wanted` is expected but that is `kind`, with what
+/// to do (`hint`, may be empty). A missing file is an I/O error naming the path.
+pub(crate) fn wrong_kind(path: &Path, kind: Kind, wanted: &str, hint: &str) -> String {
+    let p = path.display();
+    if kind == Kind::Missing {
+        return format!("error code=IO message=cannot read {p}: no such file");
+    }
+    format!(
+        "error code=USAGE message={p} is {}, not {wanted}{}",
+        kind.describe(),
+        if hint.is_empty() {
+            String::new()
+        } else {
+            format!(": {hint}")
+        }
+    )
+}
+
+/// What to do with a file of `kind`, for a message.
+pub(crate) fn use_of(kind: Kind, path: &Path) -> String {
+    let p = path.display();
+    match kind {
+        Kind::Tape => format!("give it as --tape {p}"),
+        Kind::Kestrel => format!("give it as --plans {p}, or check it with kestrel check {p}"),
+        Kind::Bus => {
+            format!("replay it with kestrel agent --author {p}, or grade with --agent {p}")
+        }
+        Kind::DeskSession => format!("open it with kestrel desk --open {p}"),
+        Kind::ReplyScript => format!("give it as kestrel agent --author {p}"),
+        Kind::GradeShard => "merge shard files with kestrel grade merge".into(),
+        _ => String::new(),
+    }
+}
+
+/// The error for a file given as `--tape` that does not open as a tape, when its kind
+/// explains why (not a tape at all, or missing); `None` leaves the tape reader's own error.
+pub(crate) fn not_a_tape(path: &Path) -> Option<String> {
+    let kind = file(path);
+    match kind {
+        Kind::Tape | Kind::Json | Kind::Binary | Kind::Unreadable => None,
+        k => Some(wrong_kind(path, k, "a tape", &use_of(k, path))),
+    }
+}
+
+/// The error for a file given as a Kestrel document that is a tape, a Bus or another
+/// JSON Lines file the project writes; `None` when it may be a document (the parser judges).
+pub(crate) fn not_a_document(path: &Path) -> Option<String> {
+    if path == Path::new("-") {
+        return None;
+    }
+    let kind = file(path);
+    match kind {
+        Kind::Tape | Kind::Bus | Kind::DeskSession | Kind::ReplyScript | Kind::GradeShard => Some(
+            wrong_kind(path, kind, "a Kestrel document", &use_of(kind, path)),
+        ),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_from_first_lines() {
+        assert_eq!(bytes(b"{\"type\":\"header\",\"v\":1}\n{}"), Kind::Tape);
+        assert_eq!(bytes(b"{\"type\":\"session-start\"}\n"), Kind::Bus);
+        assert_eq!(bytes(b"{\"reply\": \"STAND-DOWN x\"}\n"), Kind::ReplyScript);
+        assert_eq!(
+            bytes(b"{\"kind\":\"kestrel-grade-shard\"}\n"),
+            Kind::GradeShard
+        );
+        assert_eq!(bytes(b"{\"a\":1}"), Kind::Json);
+        assert_eq!(bytes(b"{not json"), Kind::Json);
+        assert_eq!(
+            bytes(b"# a comment\n\nPLAN x budget 1R ttl +1m\n"),
+            Kind::Kestrel
+        );
+        assert_eq!(bytes(b"STAND-DOWN no edge\n"), Kind::Kestrel);
+        assert_eq!(bytes(b"# only a comment\n"), Kind::Kestrel);
+        assert_eq!(bytes(b"hello world\n"), Kind::Text);
+        assert_eq!(bytes(b"  \n\t"), Kind::Empty);
+        assert_eq!(bytes(b"\xff\xfe\x00"), Kind::Binary);
+        // A prefix cut inside a character is still text.
+        assert_eq!(
+            bytes("PLAN é".as_bytes().split_last().unwrap().1),
+            Kind::Kestrel
+        );
+    }
+}

@@ -1,0 +1,906 @@
+//! The verbs as a user meets them (issue 20): one flag vocabulary, errors that say what the
+//! input looks like, no crash on a closed pipe. Every test runs the built binary.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+const TAPE: &str = "tapes/trend-2025-04-09-s1.jsonl";
+const EXIT_FOOTER: &str = "Exit status: 0 ok; 1 a usage error";
+
+fn kestrel_in(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_kestrel"))
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run kestrel");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn kestrel(args: &[&str]) -> (i32, String, String) {
+    kestrel_in(Path::new(env!("CARGO_MANIFEST_DIR")), args)
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("kestrel-verbs-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("tmp dir");
+    d
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+/// Run with stdout and stderr pipes whose reading ends are closed at once: every write the
+/// verb makes fails with EPIPE. Returns the exit code (`None`: killed by a signal).
+fn with_closed_pipes(args: &[&str]) -> Option<i32> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kestrel"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    drop(child.stdout.take());
+    drop(child.stderr.take());
+    child.wait().expect("wait").code()
+}
+
+#[test]
+fn closed_stdout_and_stderr_pipes_do_not_panic() {
+    // The issue's case: a frame (stdout) and its token line (stderr), both pipes gone.
+    assert_eq!(
+        with_closed_pipes(&["frame", "--tape", TAPE, "--at", "10:00"]),
+        Some(0)
+    );
+    // Errors to a closed stderr keep their own exit codes (1 usage / I/O, 2 refused).
+    assert_eq!(
+        with_closed_pipes(&[
+            "run",
+            "--tape",
+            "no/such.jsonl",
+            "--plans",
+            "examples/chase.kestrel"
+        ]),
+        Some(1)
+    );
+    assert_eq!(
+        with_closed_pipes(&["frame", "--tape", TAPE, "--at", "08:00"]),
+        Some(1)
+    );
+    assert_eq!(with_closed_pipes(&["check", "--no-such-flag"]), Some(1));
+    let d = tmp("pipes");
+    let bad = d.join("bad.kestrel");
+    std::fs::write(
+        &bad,
+        "PLAN x budget 0R ttl +1m\n  WHEN spot > 1\n  DO buy 1 shares @ ask\n",
+    )
+    .expect("write");
+    assert_eq!(with_closed_pipes(&["check", s(&bad)]), Some(2));
+    // Data verbs whose whole product is stdout.
+    for args in [
+        vec![
+            "run",
+            "--tape",
+            TAPE,
+            "--plans",
+            "examples/run-desk.kestrel",
+        ],
+        vec!["grammar", "--format", "lark"],
+        vec!["card"],
+        vec!["tape", "gen", "-o", "-"],
+        vec!["print", "examples/chase.kestrel", "examples/spread.kestrel"],
+        vec!["tokens", "--table", "examples/turns/02-stand-down.txt"],
+        vec!["--help"],
+    ] {
+        assert_eq!(with_closed_pipes(&args), Some(0), "{args:?}");
+    }
+    // The issue's shell pipeline, as typed.
+    let k = env!("CARGO_BIN_EXE_kestrel");
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "set -o pipefail; '{k}' frame --tape {TAPE} --at 10:00 2>&1 | head -1 >/dev/null"
+        ))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .status()
+        .expect("bash");
+    assert_eq!(out.code(), Some(0));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// The verbs and sub-verbs `kestrel --help` lists (recursively), as argument paths.
+fn all_verbs() -> Vec<Vec<String>> {
+    fn commands(help: &str) -> Vec<String> {
+        let mut v = Vec::new();
+        let mut inside = false;
+        for l in help.lines() {
+            if l.starts_with("Commands:") {
+                inside = true;
+                continue;
+            }
+            if inside {
+                if !l.starts_with("  ") {
+                    break;
+                }
+                let name = l.split_whitespace().next().unwrap_or("");
+                if !name.is_empty() && name != "help" {
+                    v.push(name.to_string());
+                }
+            }
+        }
+        v
+    }
+    let mut out = Vec::new();
+    let mut todo: Vec<Vec<String>> = vec![vec![]];
+    while let Some(path) = todo.pop() {
+        let mut args: Vec<&str> = path.iter().map(String::as_str).collect();
+        args.push("--help");
+        let (code, help, _) = kestrel(&args);
+        assert_eq!(code, 0, "{args:?}");
+        for c in commands(&help) {
+            let mut p = path.clone();
+            p.push(c);
+            out.push(p.clone());
+            todo.push(p);
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn every_help_shows_an_example_and_the_exit_codes() {
+    let verbs = all_verbs();
+    let names: BTreeSet<String> = verbs.iter().map(|v| v.join(" ")).collect();
+    for want in [
+        "check",
+        "grade merge",
+        "errors report",
+        "tape gen",
+        "paths",
+        "print",
+    ] {
+        assert!(names.contains(want), "{want} missing from {names:?}");
+    }
+    for v in &verbs {
+        let mut args: Vec<&str> = v.iter().map(String::as_str).collect();
+        args.push("--help");
+        let (_, help, _) = kestrel(&args);
+        assert!(help.contains("Example: kestrel"), "{args:?}:\n{help}");
+        assert!(help.contains(EXIT_FOOTER), "{args:?}:\n{help}");
+    }
+    let (_, top, _) = kestrel(&["--help"]);
+    assert!(top.contains(EXIT_FOOTER), "{top}");
+    // Usage errors exit 1, as the footer says (2 is a refused document).
+    let (code, _, err) = kestrel(&["run", "--no-such-flag"]);
+    assert_eq!(code, 1, "{err}");
+    let (code, _, _) = kestrel(&["print"]);
+    assert_eq!(code, 1);
+}
+
+#[test]
+fn kestrel_paths_and_help_name_the_config_and_data_directories() {
+    let (code, out, _) = kestrel(&["paths", "--json"]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    let config = v["config"].as_str().expect("config dir");
+    let sessions = v["sessions"].as_str().expect("sessions dir");
+    assert!(config.ends_with("kestrel"), "{config}");
+    assert!(sessions.ends_with("sessions"), "{sessions}");
+    let (_, text, _) = kestrel(&["paths"]);
+    assert!(text.contains(config) && text.contains(sessions), "{text}");
+    let (_, top, _) = kestrel(&["--help"]);
+    assert!(top.contains(config) && top.contains(sessions), "{top}");
+    assert!(top.contains("keys.toml"), "{top}");
+}
+
+/// Files the data verbs are run on: a Bus (from `agent --bus`) and shard files.
+struct Fixtures {
+    dir: PathBuf,
+    bus: PathBuf,
+    shard: PathBuf,
+}
+
+fn fixtures(name: &str) -> Fixtures {
+    let dir = tmp(name);
+    let bus = dir.join("a.bus.jsonl");
+    let (code, _, err) = kestrel(&[
+        "agent",
+        "--tape",
+        TAPE,
+        "--author",
+        "examples/house-agent.jsonl",
+        "--bus",
+        s(&bus),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let shard = dir.join("shards/shard-0.jsonl");
+    let (code, _, err) = kestrel(&[
+        "grade",
+        "examples/grade.kestrel",
+        "--tapes",
+        "tapes/",
+        "--draws",
+        "2",
+        "--resamples",
+        "50",
+        "--shard",
+        "0/1",
+        "--out",
+        s(&shard),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    Fixtures { dir, bus, shard }
+}
+
+#[test]
+fn every_data_verb_accepts_json() {
+    let f = fixtures("json");
+    let runs: Vec<Vec<&str>> = vec![
+        vec!["parse", "examples/chase.kestrel", "--json"],
+        vec!["check", "examples/chase.kestrel", "--json"],
+        vec!["rules", "--json"],
+        vec!["frame", "--tape", TAPE, "--at", "11:30", "--json"],
+        vec![
+            "run",
+            "--tape",
+            TAPE,
+            "--plans",
+            "examples/run-desk.kestrel",
+            "--json",
+        ],
+        vec![
+            "agent",
+            "--tape",
+            TAPE,
+            "--author",
+            "examples/house-agent.jsonl",
+            "--json",
+        ],
+        vec![
+            "grade",
+            "examples/grade.kestrel",
+            "--tapes",
+            "tapes/",
+            "--draws",
+            "2",
+            "--resamples",
+            "50",
+            "--json",
+        ],
+        vec!["grade", "merge", s(&f.shard), "--json"],
+        vec!["turn", "examples/turns/02-stand-down.txt", "--json"],
+        vec!["tokens", "examples/turns/02-stand-down.txt", "--json"],
+        vec!["errors", "report", s(&f.bus), "--json"],
+        vec!["paths", "--json"],
+    ];
+    let mut ran = BTreeSet::new();
+    for args in &runs {
+        let (code, out, err) = kestrel(args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        let v: serde_json::Value =
+            serde_json::from_str(&out).unwrap_or_else(|e| panic!("{args:?}: {e}: {out}"));
+        assert!(v.is_object() || v.is_array(), "{args:?}");
+        let verb: Vec<&str> = args
+            .iter()
+            .take_while(|a| !a.contains(['-', '/', '.']))
+            .copied()
+            .collect();
+        ran.insert(verb.join(" "));
+    }
+    // Every verb whose --help offers --json is in the list above.
+    let offering: BTreeSet<String> = all_verbs()
+        .into_iter()
+        .filter(|v| {
+            let mut a: Vec<&str> = v.iter().map(String::as_str).collect();
+            a.push("--help");
+            kestrel(&a)
+                .1
+                .lines()
+                .any(|l| l.trim_start().starts_with("--json"))
+        })
+        .map(|v| v.join(" "))
+        .collect();
+    assert_eq!(offering, ran);
+    // `check --format json` stays an alias.
+    let (_, a, _) = kestrel(&["check", "examples/chase.kestrel", "--json"]);
+    let (_, b, _) = kestrel(&["check", "examples/chase.kestrel", "--format", "json"]);
+    assert_eq!(a, b);
+    let _ = std::fs::remove_dir_all(&f.dir);
+}
+
+#[test]
+fn run_agent_and_grade_default_to_the_same_r() {
+    let (code, out, err) = kestrel(&[
+        "run",
+        "--tape",
+        TAPE,
+        "--plans",
+        "examples/run-desk.kestrel",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let run: serde_json::Value = serde_json::from_str(&out).expect("json");
+    let (_, out, _) = kestrel(&[
+        "agent",
+        "--tape",
+        TAPE,
+        "--author",
+        "examples/house-agent.jsonl",
+        "--json",
+    ]);
+    let agent: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(run["r_usd"], 1000.0);
+    assert_eq!(run["r_usd"], agent["r_usd"]);
+    // An explicit --r-usd is the same run as the default.
+    let (_, out, _) = kestrel(&[
+        "run",
+        "--tape",
+        TAPE,
+        "--plans",
+        "examples/run-desk.kestrel",
+        "--r-usd",
+        "1000",
+        "--json",
+    ]);
+    let explicit: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(explicit["determinism_hash"], run["determinism_hash"]);
+    let (_, help, _) = kestrel(&["grade", "--help"]);
+    assert!(help.contains("[default: 1000]"), "{help}");
+}
+
+#[test]
+fn print_takes_many_files() {
+    let (code, both, _) = kestrel(&["print", "examples/chase.kestrel", "examples/spread.kestrel"]);
+    assert_eq!(code, 0);
+    let (_, one, _) = kestrel(&["print", "examples/chase.kestrel"]);
+    let (_, two, _) = kestrel(&["print", "examples/spread.kestrel"]);
+    assert_eq!(
+        both,
+        format!("# == examples/chase.kestrel\n{one}# == examples/spread.kestrel\n{two}")
+    );
+    // The whole output is still a document.
+    let d = tmp("print");
+    let joined = d.join("both.kestrel");
+    std::fs::write(&joined, &both).expect("write");
+    let (code, _, err) = kestrel(&["check", s(&joined)]);
+    assert_eq!(code, 0, "{err}");
+    // A refused file among good ones: the good ones print, the exit code is 2.
+    let bad = d.join("bad.kestrel");
+    std::fs::write(&bad, "PLAN x\n").expect("write");
+    let (code, out, err) = kestrel(&["print", "examples/chase.kestrel", s(&bad)]);
+    assert_eq!(code, 2, "{err}");
+    assert!(out.contains(one.trim_end()), "{out}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn wrong_kinds_of_file_say_what_they_are() {
+    let (code, _, err) = kestrel(&[
+        "run",
+        "--tape",
+        "examples/chase.kestrel",
+        "--plans",
+        "examples/chase.kestrel",
+    ]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains(
+            "error code=USAGE message=examples/chase.kestrel is a Kestrel document, not a tape"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("invalid-json"), "{err}");
+    for args in [
+        vec!["check", TAPE],
+        vec!["print", TAPE],
+        vec!["run", "--tape", TAPE, "--plans", TAPE],
+    ] {
+        let (code, _, err) = kestrel(&args);
+        assert_eq!(code, 1, "{args:?}");
+        assert!(
+            err.contains(&format!("{TAPE} is a tape")),
+            "{args:?}: {err}"
+        );
+        assert!(err.contains("not a Kestrel document"), "{args:?}: {err}");
+        assert!(err.contains(&format!("--tape {TAPE}")), "{args:?}: {err}");
+    }
+    // A missing tape names the path and says so; no `line=0`.
+    for args in [
+        vec![
+            "run",
+            "--tape",
+            "no/such.jsonl",
+            "--plans",
+            "examples/chase.kestrel",
+        ],
+        vec!["frame", "--tape", "no/such.jsonl", "--at", "10:00"],
+        vec![
+            "agent",
+            "--tape",
+            "no/such.jsonl",
+            "--author",
+            "examples/house-agent.jsonl",
+        ],
+    ] {
+        let (code, _, err) = kestrel(&args);
+        assert_eq!(code, 1, "{args:?}");
+        assert!(
+            err.contains("no/such.jsonl: no such file"),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("line=0"), "{args:?}: {err}");
+    }
+    // A directory and a saved Bus given as a tape.
+    let (_, _, err) = kestrel(&["frame", "--tape", "tapes", "--at", "10:00"]);
+    assert!(err.contains("tapes is a directory, not a tape"), "{err}");
+    let f = tmp("kinds");
+    let bus = f.join("s.bus.jsonl");
+    let (code, _, _) = kestrel(&[
+        "run",
+        "--tape",
+        TAPE,
+        "--plans",
+        "examples/chase.kestrel",
+        "--bus",
+        s(&bus),
+    ]);
+    assert_eq!(code, 0);
+    let (_, _, err) = kestrel(&["frame", "--tape", s(&bus), "--at", "10:00"]);
+    assert!(err.contains("is a saved Bus"), "{err}");
+    let _ = std::fs::remove_dir_all(&f);
+}
+
+#[test]
+fn tape_gen_outputs_regimes_dates_and_terminals() {
+    let d = tmp("gen");
+    // -o FILE.jsonl with --count > 1 is refused, and nothing is created.
+    let (code, _, err) = kestrel_in(&d, &["tape", "gen", "--count", "2", "-o", "file.jsonl"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("-o is a directory"), "{err}");
+    assert!(!d.join("file.jsonl").exists());
+    // --regime and --date hold for every member of a family.
+    let (code, out, err) = kestrel_in(
+        &d,
+        &[
+            "tape",
+            "gen",
+            "--count",
+            "3",
+            "--regime",
+            "shock",
+            "--date",
+            "2025-04-10",
+            "--seed",
+            "4",
+            "-o",
+            "fam",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(err.is_empty(), "no note any more: {err}");
+    let files: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        files,
+        [
+            "fam/shock-2025-04-10-s4.jsonl",
+            "fam/shock-2025-04-11-s5.jsonl",
+            "fam/shock-2025-04-14-s6.jsonl"
+        ]
+    );
+    for (f, date) in files.iter().zip(["2025-04-10", "2025-04-11", "2025-04-14"]) {
+        let text = std::fs::read_to_string(d.join(f)).expect("tape");
+        let header: serde_json::Value =
+            serde_json::from_str(text.lines().next().expect("header")).expect("json");
+        assert_eq!(header["date"], date, "{f}");
+        assert!(
+            header["source"]
+                .as_str()
+                .unwrap_or("")
+                .contains("regime=shock"),
+            "{header}"
+        );
+    }
+    // Weekends are refused.
+    for (date, day) in [("2025-04-12", "Saturday"), ("2025-04-13", "Sunday")] {
+        let (code, _, err) = kestrel_in(&d, &["tape", "gen", "--date", date, "-o", "x.jsonl"]);
+        assert_eq!(code, 1);
+        assert!(err.contains(&format!("is a {day}")), "{err}");
+    }
+    assert!(!d.join("x.jsonl").exists());
+    // `-o -` writes to standard output (here a pipe).
+    let (code, out, _) = kestrel_in(&d, &["tape", "gen", "-o", "-"]);
+    assert_eq!(code, 0);
+    assert!(out.starts_with("{\"type\":\"header\""));
+    // Without -o at a terminal: refused. `script` gives the verb a terminal.
+    let k = env!("CARGO_BIN_EXE_kestrel");
+    match Command::new("script")
+        .args(["-qec", &format!("'{k}' tape gen; echo rc=$?"), "/dev/null"])
+        .current_dir(&d)
+        .stdin(Stdio::null())
+        .output()
+    {
+        Ok(o) if o.status.success() => {
+            let text = String::from_utf8_lossy(&o.stdout);
+            assert!(text.contains("standard output is a terminal"), "{text}");
+            assert!(text.contains("rc=1"), "{text}");
+            assert!(!text.contains("\"type\":\"header\""), "{text}");
+        }
+        _ => println!("SKIP: no `script` to give kestrel a terminal"),
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn frame_outside_the_session_names_its_hours() {
+    for (at, side) in [("08:00", "before the open"), ("17:00", "after the close")] {
+        let (code, out, err) = kestrel(&["frame", "--tape", TAPE, "--at", at]);
+        assert_eq!(code, 1, "{at}");
+        assert!(out.is_empty(), "{at}: {out}");
+        assert!(
+            err.contains(&format!(
+                "error code=USAGE message=--at {at} is {side}: the session runs 09:30 to 16:00"
+            )),
+            "{err}"
+        );
+    }
+    let (code, _, _) = kestrel(&["frame", "--tape", TAPE, "--at", "16:00"]);
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn grade_names_the_tapes_it_was_given_and_out_is_never_stale() {
+    let d = tmp("grade");
+    let fam = d.join("fam");
+    let (code, _, err) = kestrel(&["tape", "gen", "--count", "2", "--seed", "9", "-o", s(&fam)]);
+    assert_eq!(code, 0, "{err}");
+    let grade = |extra: &[&str]| {
+        let mut a = vec![
+            "grade",
+            "examples/grade.kestrel",
+            "--draws",
+            "2",
+            "--resamples",
+            "50",
+        ];
+        a.extend_from_slice(extra);
+        kestrel(&a)
+    };
+    let (code, out, err) = grade(&["--tapes", s(&fam)]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains(&format!(
+            "  tapes from --tapes {} ({}/*.jsonl), file names matching *",
+            s(&fam),
+            s(&fam)
+        )),
+        "{out}"
+    );
+    assert!(out.contains("tapes 2"), "{out}");
+    // An empty directory is reported against what was given.
+    let empty = d.join("empty");
+    std::fs::create_dir_all(&empty).expect("dir");
+    let (code, _, err) = grade(&["--tapes", s(&empty)]);
+    assert_eq!(code, 1);
+    assert!(err.contains("code=USAGE"), "{err}");
+    assert!(
+        err.contains(&format!("no tapes in --tapes {}", s(&empty))),
+        "{err}"
+    );
+    // --out creates its directory; shards of one run merge into --out.
+    let shard = |i: u32| d.join(format!("out/shards/shard-{i}.jsonl"));
+    for i in 0..2 {
+        let (code, _, err) = grade(&[
+            "--tapes",
+            s(&fam),
+            "--shard",
+            &format!("{i}/2"),
+            "--out",
+            s(&shard(i)),
+        ]);
+        assert_eq!(code, 0, "{err}");
+    }
+    let report = d.join("out/report/report.json");
+    let (code, _, err) = kestrel(&[
+        "grade",
+        "merge",
+        s(&shard(0)),
+        s(&shard(1)),
+        "--json",
+        "--out",
+        s(&report),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let (_, single, _) = grade(&["--tapes", s(&fam), "--json"]);
+    assert_eq!(std::fs::read_to_string(&report).expect("report"), single);
+    // A refused merge (a shard missing) removes the earlier report.
+    let (code, _, err) = kestrel(&[
+        "grade",
+        "merge",
+        s(&shard(0)),
+        "--json",
+        "--out",
+        s(&report),
+    ]);
+    assert_eq!(code, 1);
+    assert!(err.contains("code=SHARD"), "{err}");
+    assert!(err.contains("missing"), "{err}");
+    assert!(!report.exists(), "a refused merge leaves no report behind");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn fmt_check_diff_prints_a_unified_diff() {
+    let d = tmp("diff");
+    let f = d.join("a.kestrel");
+    std::fs::write(
+        &f,
+        "PLAN  x budget 0.2R ttl 15:00\n  WHEN spot > hod\n  DO buy 1 +1 C @ fair\n",
+    )
+    .expect("write");
+    let (code, out, _) = kestrel(&["fmt", "--check", "--diff", s(&f)]);
+    assert_eq!(code, 2);
+    let want = format!(
+        "not canonical: {p}\n--- {p}\n+++ {p} (canonical)\n@@ -1,3 +1,3 @@\n-PLAN  x budget 0.2R ttl 15:00\n+PLAN x budget 0.2R ttl 15:00\n   WHEN spot > hod\n   DO buy 1 +1 C @ fair\n",
+        p = s(&f)
+    );
+    assert_eq!(out, want);
+    // The file is untouched; --diff needs --check.
+    assert!(
+        std::fs::read_to_string(&f)
+            .expect("read")
+            .starts_with("PLAN  x")
+    );
+    let (code, _, _) = kestrel(&["fmt", "--diff", s(&f)]);
+    assert_eq!(code, 1);
+    // A canonical file prints nothing.
+    let (code, _, _) = kestrel(&["fmt", s(&f)]);
+    assert_eq!(code, 0);
+    let (code, out, _) = kestrel(&["fmt", "--check", "--diff", s(&f)]);
+    assert_eq!((code, out.as_str()), (0, ""));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn turn_tokens_and_grammar_speak_plainly() {
+    let d = tmp("turn");
+    let bad = d.join("bad.txt");
+    std::fs::write(&bad, "PLAN x\n").expect("write");
+    let (code, out, _) = kestrel(&["turn", s(&bad)]);
+    assert_eq!(code, 2);
+    assert_eq!(out.lines().next(), Some("outcome: invalid"));
+    let (_, out, _) = kestrel(&["turn", "examples/turns/01-rider-with-journal.txt"]);
+    assert!(out.starts_with("outcome: supersede (authored)"), "{out}");
+    // tokens warns about a tape and about a file that is not a valid document, and counts.
+    let (code, out, err) = kestrel(&["tokens", TAPE, s(&bad)]);
+    assert_eq!(code, 0);
+    assert!(err.contains(&format!("warning: {TAPE} is a tape")), "{err}");
+    assert!(
+        err.contains(&format!(
+            "warning: {} is not a valid document or turn",
+            s(&bad)
+        )),
+        "{err}"
+    );
+    assert_eq!(out.lines().count(), 2, "{out}");
+    let (_, err_ok, _) = kestrel(&["tokens", "examples/turns/02-stand-down.txt"]);
+    assert!(!err_ok.contains("warning"));
+    // Help and grammar cite pages of this repository.
+    let (_, help, _) = kestrel(&["tokens", "--help"]);
+    let (_, gbnf, _) = kestrel(&["grammar"]);
+    for text in [&help, &gbnf] {
+        assert!(
+            !text.contains("seed 000") && !text.contains("LANGUAGE.md section"),
+            "{text}"
+        );
+        assert!(text.contains("docs/"), "{text}");
+    }
+    for cited in ["docs/tokens.md", "docs/language.md"] {
+        assert!(Path::new(env!("CARGO_MANIFEST_DIR")).join(cited).is_file());
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// The end column of each whitespace-separated cell of a line.
+fn cell_ends(line: &str) -> Vec<usize> {
+    let mut ends = Vec::new();
+    let mut prev = ' ';
+    for (i, c) in line.chars().enumerate() {
+        if c == ' ' && prev != ' ' {
+            ends.push(i);
+        }
+        prev = c;
+    }
+    if prev != ' ' {
+        ends.push(line.chars().count());
+    }
+    ends
+}
+
+#[test]
+fn run_report_is_in_cents_and_aligned_and_the_readme_shows_it() {
+    let (code, out, err) = kestrel(&[
+        "run",
+        "--tape",
+        TAPE,
+        "--plans",
+        "examples/run-desk.kestrel",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    let header = lines[1];
+    assert!(
+        header.starts_with("plan") && header.ends_with("mae R"),
+        "{header}"
+    );
+    let head_cells: Vec<&str> = header
+        .split("  ")
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect();
+    assert_eq!(
+        head_cells,
+        [
+            "plan", "state", "fires", "fills", "pnl $", "pnl R", "mae $", "mae R"
+        ]
+    );
+    // Right-aligned columns end where their heading ends ("pnl $" is two words).
+    let h: Vec<usize> = cell_ends(header);
+    let numeric_ends = [h[2], h[3], h[5], h[7], h[9], h[11]];
+    let rows: Vec<&str> = lines[2..]
+        .iter()
+        .take_while(|l| !l.starts_with("book pnl"))
+        .copied()
+        .collect();
+    assert_eq!(rows.len(), 4);
+    for r in &rows {
+        let cells: Vec<&str> = r.split_whitespace().collect();
+        assert_eq!(cells.len(), 8, "{r}");
+        assert_eq!(cell_ends(r)[2..], numeric_ends, "{r}\n{header}");
+        for money in [cells[4], cells[6]] {
+            assert_eq!(
+                money.split('.').nth(1).map(str::len),
+                Some(2),
+                "{r}: {money}"
+            );
+        }
+        for r_amount in [cells[5], cells[7]] {
+            assert_eq!(
+                r_amount.split('.').nth(1).map(str::len),
+                Some(4),
+                "{r}: {r_amount}"
+            );
+        }
+    }
+    let book = lines
+        .iter()
+        .find(|l| l.starts_with("book pnl $"))
+        .expect("book line");
+    let dollars = book
+        .trim_start_matches("book pnl $")
+        .split(' ')
+        .next()
+        .unwrap_or("");
+    assert_eq!(dollars.split('.').nth(1).map(str::len), Some(2), "{book}");
+    // The README's sample is this output (its elided lines aside).
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .expect("README");
+    let cmd = format!("$ kestrel run --tape {TAPE} --plans examples/run-desk.kestrel");
+    let sample: Vec<&str> = readme
+        .lines()
+        .skip_while(|l| *l != cmd)
+        .skip(1)
+        .take_while(|l| !l.starts_with("```"))
+        .collect();
+    assert!(sample.len() >= 4, "README sample after {cmd:?}");
+    for l in sample {
+        if l == "..." {
+            continue;
+        }
+        match l.strip_suffix("...") {
+            Some(prefix) => assert!(lines.iter().any(|o| o.starts_with(prefix)), "README: {l}"),
+            None => assert!(
+                lines.contains(&l),
+                "README line not in the output: {l:?}\n{out}"
+            ),
+        }
+    }
+}
+
+#[test]
+fn the_readme_verb_table_matches_the_flags() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .expect("README");
+    let table: Vec<&str> = readme
+        .lines()
+        .skip_while(|l| *l != "## The verbs")
+        .skip_while(|l| !l.starts_with("| verb"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .collect();
+    assert!(table.len() >= 15, "{table:?}");
+    let mut seen = BTreeSet::new();
+    for row in table {
+        // `\|` is a `|` inside a cell (alternatives); it is not a column break.
+        let row = row.replace("\\|", "¦");
+        let usage = row.split('|').nth(1).unwrap_or("");
+        // Each `kestrel VERB …` span of the first column (grade has two).
+        for span in usage.split('`').filter(|s| s.starts_with("kestrel")) {
+            let words: Vec<&str> = span.split_whitespace().skip(1).collect();
+            let verb: Vec<&str> = words
+                .iter()
+                .take_while(|w| w.chars().all(|c| c.is_ascii_lowercase()))
+                .copied()
+                .collect();
+            if verb.is_empty() {
+                continue; // `kestrel` alone: the desk
+            }
+            let mut args = verb.clone();
+            args.push("--help");
+            let (code, help, _) = kestrel(&args);
+            assert_eq!(code, 0, "{span}");
+            for flag in words.iter().flat_map(|w| w.split(['[', ']', '¦'])) {
+                if flag.starts_with("--") {
+                    assert!(
+                        help.lines().any(|l| l.trim_start().starts_with(flag)
+                            || l.contains(&format!(", {flag}"))),
+                        "README `{span}`: {flag} is not a flag of kestrel {}",
+                        verb.join(" ")
+                    );
+                }
+            }
+            seen.insert(verb.join(" "));
+        }
+    }
+    // Every verb is in the table.
+    for v in all_verbs() {
+        let name = v.join(" ");
+        if name == "tape" || name == "errors" {
+            continue; // groups; their sub-verbs are rows
+        }
+        assert!(
+            seen.contains(&name),
+            "README's verb table has no row for {name}"
+        );
+    }
+}
+
+#[test]
+fn the_mcp_run_tool_defaults_r_usd_like_kestrel_run() {
+    use kestrel_desk::mcp::tools;
+    let plans = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/run-desk.kestrel"),
+    )
+    .expect("plans");
+    let a: tools::RunArgs = serde_json::from_value(serde_json::json!({
+        "plans": plans,
+        "tape": "trend-2025-04-09-s1",
+    }))
+    .expect("r_usd may be left out");
+    assert_eq!(a.r_usd, "1000");
+    let r = tools::run(&a);
+    assert!(r.ok, "{}", r.text);
+    let (_, out, _) = kestrel(&[
+        "run",
+        "--tape",
+        TAPE,
+        "--plans",
+        "examples/run-desk.kestrel",
+        "--json",
+    ]);
+    let cli: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(
+        r.data["determinism_hash"], cli["determinism_hash"],
+        "{}",
+        r.data
+    );
+    assert_eq!(r.data["r_usd"], cli["r_usd"]);
+}
