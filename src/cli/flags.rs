@@ -23,7 +23,7 @@ pub(crate) const EXIT_CODES: &str = "Exit status: 0 ok; 1 a usage error (a bad f
 
 /// Dollars per 1R when `--r-usd` is not given: the desk's default, so `run`, `agent`,
 /// `grade` and `desk` agree.
-pub(crate) const DEFAULT_R_USD: i64 = crate::desk::runtime::DEFAULT_R_USD;
+pub(crate) const DEFAULT_R_USD: i64 = crate::session::DEFAULT_R_USD;
 
 /// The fill model when `--fill` is not given.
 pub(crate) const DEFAULT_FILL: &str = "strict-cross-v1";

@@ -1,6 +1,6 @@
 //! `kestrel paths`: the directories the desk reads and writes, so a user can find
 //! `keys.toml`, add a theme, or open a saved session. The directories are the desk's own
-//! (`crate::desk::session::config_dir` / `sessions_dir`, from the platform's conventions via
+//! (`crate::session::saved::config_dir` / `sessions_dir`, from the platform's conventions via
 //! the `directories` crate); this verb only prints them.
 
 use std::path::PathBuf;
@@ -24,12 +24,12 @@ fn dirs() -> [Dir; 2] {
         Dir {
             key: "config",
             what: "config directory (keys.toml, themes/<name>.toml)",
-            path: crate::desk::session::config_dir(),
+            path: crate::session::saved::config_dir(),
         },
         Dir {
             key: "sessions",
             what: "saved desk sessions (kestrel desk --open FILE)",
-            path: crate::desk::session::sessions_dir(),
+            path: crate::session::saved::sessions_dir(),
         },
     ]
 }
