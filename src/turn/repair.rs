@@ -124,6 +124,18 @@ fn count(text: &str) -> usize {
     tokens::count(text, Encoding::Cl100k).unwrap_or(text.len() / 4 + 1)
 }
 
+/// The output tokens a reply spends: metered (cl100k) within the reply limit; an oversized
+/// reply is not metered (that would be the expensive work the limit prevents) and is charged
+/// one token per byte, which spends any authoring token budget at once.
+fn spend(reply: &Reply) -> usize {
+    let w = reply.written();
+    if w.len() > crate::limits::MAX_REPLY_BYTES {
+        w.len()
+    } else {
+        count(w)
+    }
+}
+
 /// Ask the author for a turn and repair it, within the policy's bounds.
 pub fn drive(author: &mut dyn Author, ctx: &TurnContext, policy: RepairPolicy) -> RepairRun {
     let menu = ctx.menu();
@@ -141,8 +153,9 @@ pub fn drive(author: &mut dyn Author, ctx: &TurnContext, policy: RepairPolicy) -
         };
         let reply = author.write(&ask);
         let turn = route(&reply, ctx);
-        let written = reply.written().to_string();
-        let tokens = count(&written);
+        // An oversized reply is kept only in part (never stored whole on the Bus).
+        let written = super::admit::kept(&reply).to_string();
+        let tokens = spend(&reply);
         spent = spent.saturating_add(tokens);
         let class = turn.class();
         if let Some(last) = attempts.last_mut() {
