@@ -121,8 +121,9 @@ impl Recorded {
                     attempts.push(a);
                 }
                 Event::Turn { ts, wake, turn } => {
-                    let turn: RoutedTurn = serde_json::from_value(turn)
-                        .map_err(|e| format!("line {line}: a turn record does not read back: {e}"))?;
+                    let turn: RoutedTurn = serde_json::from_value(turn).map_err(|e| {
+                        format!("line {line}: a turn record does not read back: {e}")
+                    })?;
                     let turn = gate.turn(line, &turn).map_err(|e| e.to_string())?;
                     let (w, wt) = asked.clone().unwrap_or((wake.clone(), ts));
                     let re_asks = attempts.len().saturating_sub(1) as u32;

@@ -575,7 +575,8 @@ fn pane(out: &mut String, d: &PaneDetail, input: &FrameInput<'_>) {
 /// would read as the desk's) nor send an escape sequence to the terminal that shows it.
 pub fn one_line(s: &str) -> std::borrow::Cow<'_, str> {
     fn bad(c: char) -> bool {
-        c.is_control() || matches!(c, '\u{2028}' | '\u{2029}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+        c.is_control()
+            || matches!(c, '\u{2028}' | '\u{2029}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
     }
     if !s.chars().any(bad) {
         return std::borrow::Cow::Borrowed(s);
