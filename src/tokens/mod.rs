@@ -95,6 +95,19 @@ pub fn count(text: &str, enc: Encoding) -> Result<usize, TokenError> {
 
 use crate::limits::MAX_METERED_RUN;
 
+/// The tokens a reply spends: metered within the reply limit
+/// ([`MAX_REPLY_BYTES`](crate::limits::MAX_REPLY_BYTES)); an oversized reply is refused
+/// unread, so it is not metered either (that would be the expensive work the limit
+/// prevents) and is charged one token per byte, an upper bound that spends any authoring
+/// token budget at once.
+pub fn count_reply(text: &str, enc: Encoding) -> Result<usize, TokenError> {
+    if text.len() > crate::limits::MAX_REPLY_BYTES {
+        Ok(text.len())
+    } else {
+        count(text, enc)
+    }
+}
+
 /// The token figures of one turn.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TurnTokens {
@@ -152,7 +165,7 @@ pub fn measure(reply: &str, turn: &RoutedTurn, enc: Encoding) -> Result<TurnToke
         .transpose()?;
     Ok(TurnTokens {
         encoding: enc,
-        reply: c(reply)?,
+        reply: count_reply(reply, enc)?,
         kestrel,
         envelope,
         saving,

@@ -120,20 +120,11 @@ impl RepairRun {
     }
 }
 
-fn count(text: &str) -> usize {
-    tokens::count(text, Encoding::Cl100k).unwrap_or(text.len() / 4 + 1)
-}
-
-/// The output tokens a reply spends: metered (cl100k) within the reply limit; an oversized
-/// reply is not metered (that would be the expensive work the limit prevents) and is charged
-/// one token per byte, which spends any authoring token budget at once.
+/// The output tokens a reply spends ([`tokens::count_reply`]: an oversized reply is not
+/// metered and is charged one token per byte).
 fn spend(reply: &Reply) -> usize {
     let w = reply.written();
-    if w.len() > crate::limits::MAX_REPLY_BYTES {
-        w.len()
-    } else {
-        count(w)
-    }
+    tokens::count_reply(w, Encoding::Cl100k).unwrap_or(w.len() / 4 + 1)
 }
 
 /// Ask the author for a turn and repair it, within the policy's bounds.
