@@ -126,6 +126,19 @@ fn nesting_up_to_the_limit_is_accepted_printed_and_run() {
         let doc = lang::check(&src, Mode::File).expect("at the limit");
         assert_eq!(lang::print(&doc), src);
     }
+    // At the limit, parse, check, print and the model's JSON fit in a quarter of the 2 MiB
+    // stack of a tokio worker (where the MCP server and the desk run them).
+    let small = std::thread::Builder::new()
+        .stack_size(512 * 1024)
+        .spawn(move || {
+            for src in [parens(n), mins(n), nots(n)] {
+                let doc = lang::check(&src, Mode::File).expect("at the limit");
+                assert_eq!(lang::print(&doc), src);
+                let _ = lang::model_without_spans(&doc);
+            }
+        })
+        .expect("thread");
+    small.join().expect("no overflow on a 512 KiB stack");
     let d = tmp("at-limit");
     let f = d.join("p.kestrel");
     std::fs::write(&f, parens(n)).expect("write");
@@ -391,6 +404,63 @@ fn a_document_armed_record_that_does_not_match_the_turn_or_its_hash_is_refused()
         .err()
         .expect("refused");
     assert!(e.contains("is not the supersede admitted at line"), "{e}");
+}
+
+/// At load, a turn is admitted with every name the Bus armed in scope; when the recording
+/// answers a wake it is admitted again under the live book, and a turn the live checker
+/// refuses (here `CANCEL drive` with no `drive` in the book) arms nothing.
+#[test]
+fn a_replayed_turn_is_admitted_again_under_the_live_book() {
+    let book = lang::check(OPEN_TURN, Mode::File).expect("book");
+    let s = Session::new(
+        open_tape(&common::root().join(TREND)).expect("tape"),
+        cfg(),
+        std::slice::from_ref(&book),
+        Bus::new(None).keeping(),
+    )
+    .expect("session");
+    let mut author = session::scripted("script", vec!["CANCEL drive\n".into()]);
+    let bus = s.run(&mut author).expect("run");
+    let bytes: Vec<u8> = bus.events().iter().flat_map(bus::canonical_line).collect();
+    let (ts, wake) = bus
+        .events()
+        .iter()
+        .find_map(|e| match e {
+            Event::ViewDelivered { ts, wake, .. } => Some((*ts, wake.clone())),
+            _ => None,
+        })
+        .expect("a wake");
+    let ask = session::WakeAsk {
+        ts,
+        wake,
+        phase: WakePhase::Open,
+        frame: String::new(),
+        prompt: String::new(),
+    };
+    let mut ctx = TurnContext::new(WakePhase::Open, Profile::AuthoringV2, AuthorKind::Model);
+    // The live book holds `drive`: the recorded cancel is admitted.
+    ctx.standing = Some(lang::Scope {
+        plans: ["drive".to_string()].into(),
+        ..Default::default()
+    });
+    let mut rec = Recorded::from_bus("rec", &bytes).expect("admitted at load");
+    assert_eq!(rec.answer(&ask, &ctx).run.turn.outcome.name(), "cancel");
+    // A live book without it: the same record is refused and arms nothing.
+    ctx.standing = Some(lang::Scope::default());
+    let mut rec = Recorded::from_bus("rec", &bytes).expect("admitted at load");
+    let t = rec.answer(&ask, &ctx).run.turn;
+    assert_eq!(t.outcome.name(), "invalid");
+    let e = &t.outcome.errors()[0];
+    assert_eq!(
+        (e.code.as_str(), e.rule.as_str()),
+        ("REPLAY", "replay-refused")
+    );
+    assert!(
+        e.message.contains("not in the standing book"),
+        "{}",
+        e.message
+    );
+    assert!(t.kestrel.is_empty());
 }
 
 // ------------------------------------------------------------------ item 4: size and work
