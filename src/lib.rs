@@ -12,6 +12,7 @@ pub mod desk;
 pub mod engine;
 pub mod grade;
 pub mod lang;
+pub mod limits;
 pub mod market;
 pub mod mcp;
 pub mod session;

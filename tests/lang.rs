@@ -48,6 +48,10 @@ fn rule_cases() -> Vec<(Rule, String, usize, Vec<&'static str>)> {
         (Rule::PercentileRange, "PLAN p budget 0.2R ttl 15:00\n  WHEN velocity(1m) > p101\n  DO buy 1 +1 C @ fair\n".into(), 2, vec!["p95"]),
         (Rule::TpMultiple, format!("{HEAD}  DO buy 1 +1 C @ fair\n  TP 0.5x @ fair\n"), 4, vec!["above 1", "EXIT"]),
         (Rule::DurationZero, "PLAN p budget 0.2R ttl 15:00\n  WHEN spot > hod held 0s\n  DO buy 1 +1 C @ fair\n".into(), 2, vec!["positive", "60s"]),
+        (Rule::NumberRange, format!("{HEAD}  DO buy 1 +99999999999999999999 C @ fair\n"), 3, vec!["out of range", "significant digits"]),
+        (Rule::NumberRange, format!("{HEAD}  DO buy 5000 +2000 C @ fair\n"), 3, vec!["strike offset"]),
+        (Rule::NumberRange, "PLAN p budget 0.2R ttl 15:00\n  WHEN spot > hod held 99999999999999999999999s\n  DO buy 1 +1 C @ fair\n".into(), 2, vec!["longer than a day", "30m"]),
+        (Rule::Limit, format!("PLAN p budget 0.2R ttl 15:00\n  WHEN {}spot > hod{}\n  DO buy 1 +1 C @ fair\n", "(".repeat(65), ")".repeat(65)), 2, vec!["nested more than 64 deep", "AND / OR"]),
     ]
 }
 

@@ -300,7 +300,8 @@ pub fn run(a: Args) -> i32 {
     for d in &docs {
         engine.arm_document(d);
     }
-    for ev in reader {
+    let mut reader = reader;
+    for ev in reader.by_ref() {
         match ev {
             Ok(ev) => engine.on_event(&ev),
             Err(e) => {
@@ -308,6 +309,11 @@ pub fn run(a: Args) -> i32 {
                 return 1;
             }
         }
+    }
+    // A tape cut short is refused, not reported (and settled) as a whole session.
+    if let Err(e) = reader.check_complete() {
+        eprintln!("{}: {e}", a.tape.display());
+        return 1;
     }
     let bus = engine.finish();
     if let Some(e) = bus.error() {
@@ -339,7 +345,9 @@ mod tests {
     use crate::lang::{self, Mode};
     use std::path::Path;
 
-    const HDR: &str = r#"{"type":"header","v":1,"name":"tiny","date":"2025-04-09","open":"09:30","close":"16:00","symbols":{"SPY":{"prior_close":100.0}}}"#;
+    // The session closes at 09:31, right after the last tick (a tape that ends long before
+    // its close is refused as cut short).
+    const HDR: &str = r#"{"type":"header","v":1,"name":"tiny","date":"2025-04-09","open":"09:30","close":"09:31","symbols":{"SPY":{"prior_close":100.0}}}"#;
     const PLAN: &str =
         "PLAN up budget 1R ttl +10m\n  WHEN spot crosses above 100.7\n  DO buy 10 shares @ ask\n";
 

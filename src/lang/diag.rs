@@ -26,6 +26,8 @@ pub enum Rule {
     PercentileRange,
     TpMultiple,
     DurationZero,
+    NumberRange,
+    Limit,
 }
 
 impl Rule {
@@ -47,6 +49,8 @@ impl Rule {
         Rule::PercentileRange,
         Rule::TpMultiple,
         Rule::DurationZero,
+        Rule::NumberRange,
+        Rule::Limit,
     ];
 
     pub fn name(self) -> &'static str {
@@ -68,6 +72,8 @@ impl Rule {
             Rule::PercentileRange => "percentile-range",
             Rule::TpMultiple => "tp-multiple",
             Rule::DurationZero => "duration-zero",
+            Rule::NumberRange => "number-range",
+            Rule::Limit => "limit",
         }
     }
 
@@ -95,6 +101,12 @@ impl Rule {
             Rule::PercentileRange => "a percentile pN has N in [0, 100]",
             Rule::TpMultiple => "TP takes profit: its multiple of cost is above 1x",
             Rule::DurationZero => "durations (held, within, esc, velocity, ttl) are positive",
+            Rule::NumberRange => {
+                "a number fits its field: no strike, quantity, price or duration beyond what a tape can hold"
+            }
+            Rule::Limit => {
+                "a document keeps within the desk's limits: size, statements, nesting depth (docs/limits.md)"
+            }
         }
     }
 }

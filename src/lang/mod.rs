@@ -14,6 +14,7 @@ pub mod diag;
 pub mod grammar;
 pub mod lexicon;
 pub mod print;
+pub mod ranges;
 pub mod rules;
 mod syn;
 mod syntax;

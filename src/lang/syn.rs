@@ -892,6 +892,44 @@ impl Syn for Check {
     }
 }
 
+/// A recursive use of a rule (a group inside a trigger, `NOT` before a trigger, a price
+/// inside `lean(` / `min(` / `max(`): the parser counts how deep these nest and refuses past
+/// [`MAX_NESTING`](crate::limits::MAX_NESTING) with rule `limit`, so no input can run the
+/// parser (or any recursive walk of the model after it) out of stack. The limit is a
+/// resource bound, not grammar: the piece describes as its inner piece.
+pub(crate) struct Nest<S>(pub S);
+
+impl<S: Syn> Syn for Nest<S> {
+    type Out = S::Out;
+    fn parse(&self, i: &mut In<'_>) -> R<S::Out> {
+        let depth = i.state.depth;
+        let d = depth.get();
+        if d >= crate::limits::MAX_NESTING {
+            return super::syntax::fail_limit(
+                i,
+                format!(
+                    "nested more than {} deep (groups, NOT and lean/min/max count): flatten the expression, e.g. join predicates with AND / OR instead of nesting groups",
+                    crate::limits::MAX_NESTING
+                ),
+                "nested too deep",
+            );
+        }
+        depth.set(d + 1);
+        let out = self.0.parse(i);
+        depth.set(d);
+        out
+    }
+    fn describe(&self, d: &mut Describer) -> Term {
+        self.0.describe(d)
+    }
+    fn lead<'s>(&self, s: &'s str) -> Lead<'s> {
+        self.0.lead(s)
+    }
+    fn firsts(&self) -> Firsts {
+        self.0.firsts()
+    }
+}
+
 /// A piece with the source span it covered.
 pub(crate) struct Spanned<S>(pub S);
 

@@ -15,7 +15,16 @@ use winnow::{ModalResult, Parser};
 
 /// The whole document rides along as parser state; spans are computed from slice addresses
 /// (every line slice is a subslice of it).
-pub(crate) type In<'a> = Stateful<&'a str, &'a str>;
+pub(crate) type In<'a> = Stateful<&'a str, Doc<'a>>;
+
+/// The parser's state: the document text, and how deep the recursive rules (groups, `NOT`,
+/// price calls) are nested right now ([`Nest`] counts it against
+/// [`MAX_NESTING`](crate::limits::MAX_NESTING)).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Doc<'a> {
+    pub text: &'a str,
+    pub depth: &'a std::cell::Cell<u32>,
+}
 pub(crate) type R<T> = ModalResult<T, PErr>;
 
 /// A syntax error inside a line: absolute byte range, rule, message and caret label.
@@ -57,12 +66,12 @@ impl<'a> ParserError<In<'a>> for PErr {
 }
 
 pub(crate) fn pos(i: &In<'_>) -> usize {
-    i.input.as_ptr() as usize - i.state.as_ptr() as usize
+    i.input.as_ptr() as usize - i.state.text.as_ptr() as usize
 }
 
 /// The document text between `start` and the current position.
 pub(crate) fn consumed_since<'a>(i: &In<'a>, start: usize) -> &'a str {
-    i.state.get(start..pos(i)).unwrap_or("")
+    i.state.text.get(start..pos(i)).unwrap_or("")
 }
 
 /// The next token as a person would name it in "found `x`".
@@ -107,6 +116,11 @@ pub(crate) fn fail<T>(i: &In<'_>, msg: impl Into<String>, label: impl Into<Strin
         msg: msg.into(),
         label: label.into(),
     }))
+}
+
+/// A cut error under rule `limit` (a resource limit, such as the nesting depth).
+pub(crate) fn fail_limit<T>(i: &In<'_>, msg: impl Into<String>, label: &str) -> R<T> {
+    fail_rule(i, Rule::Limit, msg, label)
 }
 
 fn fail_rule<T>(i: &In<'_>, rule: Rule, msg: impl Into<String>, label: &str) -> R<T> {
@@ -1039,9 +1053,9 @@ rule!(pub(crate) fn price -> Price = "price", Choice { arms: (UNSIGNED.what("a p
             }), (
             call(&[(LEAN, ())]),
             Sp0,
-            price(),
+            Nest(price()),
             comma("`,` between the two prices of lean(...)"),
-            price(),
+            Nest(price()),
             comma("`,` before the weight of lean(a, b, w)"),
             NUMBER_RAW.what("a weight in [0, 1] as the third argument of lean"),
             close("`)` after lean(a, b, w)"),
@@ -1055,9 +1069,9 @@ rule!(pub(crate) fn price -> Price = "price", Choice { arms: (UNSIGNED.what("a p
             }), (
             call(MIN_CALL),
             Sp0,
-            price(),
+            Nest(price()),
             comma("`,` between the two prices of min(...)"),
-            price(),
+            Nest(price()),
             close("`)` to close min(...)"),
         )
             .spanned()
@@ -1068,9 +1082,9 @@ rule!(pub(crate) fn price -> Price = "price", Choice { arms: (UNSIGNED.what("a p
             }), (
             call(MAX_CALL),
             Sp0,
-            price(),
+            Nest(price()),
             comma("`,` between the two prices of max(...)"),
-            price(),
+            Nest(price()),
             close("`)` to close max(...)"),
         )
             .spanned()
@@ -1201,14 +1215,14 @@ rule!(fn and_term -> Trigger = "and_term", Joined {
     many: |terms| Trigger::And { terms },
 });
 
-rule!(fn unary -> Trigger = "unary", ChoiceOr { arms: ((kw(NOT, NOT), sp("a predicate after NOT"), unary()).map(|(_, _, inner)| {
+rule!(fn unary -> Trigger = "unary", ChoiceOr { arms: ((kw(NOT, NOT), sp("a predicate after NOT"), Nest(unary())).map(|(_, _, inner)| {
             Trigger::Not {
                 inner: Box::new(inner),
             }
         }), (
             lit("(", "`(`"),
             Sp0,
-            trigger(),
+            Nest(trigger()),
             close("`)` to close the group, or AND / OR"),
         )
             .map(|(_, _, inner, _)| Trigger::Group {
@@ -2266,8 +2280,24 @@ enum Open {
 /// Parse a document. On any syntax error, every broken line is reported (one error per
 /// line) and no document is returned.
 pub fn parse_document(src: &str) -> Result<Document, Vec<Diagnostic>> {
+    use crate::limits::{MAX_DOCUMENT_BYTES, MAX_STATEMENTS};
     // Line numbers are only needed for errors: the index is built on the first one.
     let index = std::cell::OnceCell::new();
+    // A document over the size limit is refused before any line is read (rule `limit`).
+    if src.len() > MAX_DOCUMENT_BYTES {
+        return Err(vec![Diagnostic::new(
+            src,
+            index.get_or_init(|| LineIndex::new("")),
+            Rule::Limit,
+            0..0,
+            format!(
+                "the document is {} bytes; a document is at most {MAX_DOCUMENT_BYTES} bytes (8 MiB): split it into smaller files",
+                src.len()
+            ),
+            "document too large",
+        )]);
+    }
+    let depth = std::cell::Cell::new(0u32);
     let base: &str = src;
     let mut errors: Vec<Diagnostic> = Vec::new();
     let mut statements: Vec<Statement> = Vec::new();
@@ -2293,6 +2323,10 @@ pub fn parse_document(src: &str) -> Result<Document, Vec<Diagnostic>> {
     };
 
     for line in lines(src) {
+        if errors.len() >= MAX_STATEMENTS {
+            // The document is refused anyway; the report (and the work) stays bounded.
+            break;
+        }
         let text = line.text;
         if text.trim_matches([' ', '\t']).is_empty() {
             // A blank line; before the first statement it is dropped.
@@ -2308,9 +2342,13 @@ pub fn parse_document(src: &str) -> Result<Document, Vec<Diagnostic>> {
         }
         let indent = &text[..text.len() - trimmed.len()];
         let (code, trailing) = split_comment(text);
+        depth.set(0);
         let mut input = In {
             input: &code[indent.len()..],
-            state: base,
+            state: Doc {
+                text: base,
+                depth: &depth,
+            },
         };
         // `text` is a slice of `src`, so pointer arithmetic recovers absolute offsets.
         debug_assert_eq!(pos(&input), line.start + indent.len());
@@ -2332,6 +2370,22 @@ pub fn parse_document(src: &str) -> Result<Document, Vec<Diagnostic>> {
         if indent.is_empty() {
             // A statement head.
             let start = line.start;
+            if statements.len() >= MAX_STATEMENTS {
+                // Past the limit nothing more is read (rule `limit`): the work stays bounded.
+                err(
+                    &mut errors,
+                    PErr {
+                        start,
+                        end: start + next_token(input.input).len(),
+                        rule: Rule::Limit,
+                        msg: format!(
+                            "more than {MAX_STATEMENTS} statements: a document holds at most {MAX_STATEMENTS} (PLAN, VIEW, WAKE, ...); split it, or keep the book smaller"
+                        ),
+                        label: "one statement too many".into(),
+                    },
+                );
+                break;
+            }
             match head(&mut input) {
                 Ok((kind, body)) => {
                     open = match body {
@@ -2699,9 +2753,13 @@ mod lexeme_tests {
     }
 
     fn lexer_reads<O>(lx: &'static Lexeme<O>, text: &str) -> bool {
+        let depth = std::cell::Cell::new(0);
         let mut i = In {
             input: text,
-            state: text,
+            state: Doc {
+                text,
+                depth: &depth,
+            },
         };
         // The parser asks `looks` before it lexes wherever a lexeme is a choice.
         (lx.looks)(text) && (lx.lex)(&mut i, "x").is_ok() && i.input.is_empty()

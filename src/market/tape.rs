@@ -170,6 +170,8 @@ pub enum TapeErrorKind {
     OutOfOrder,
     /// A price that is not a finite, positive number with at most 4 decimals.
     BadPrice,
+    /// The tape ends (at a line boundary) long before the session close: cut short.
+    EndsEarly,
 }
 
 impl TapeErrorKind {
@@ -191,6 +193,7 @@ impl TapeErrorKind {
             TapeErrorKind::UnknownSymbol => "unknown-symbol",
             TapeErrorKind::OutOfOrder => "out-of-order",
             TapeErrorKind::BadPrice => "bad-price",
+            TapeErrorKind::EndsEarly => "ends-early",
         }
     }
 }
@@ -245,6 +248,10 @@ impl fmt::Display for TapeError {
 impl std::error::Error for TapeError {}
 
 type Res<T> = Result<T, TapeError>;
+
+/// The longest gap allowed between a tape's last event and its session close (60 s: a
+/// tape ticks every second; a quiet minute at the close is plausible, an hour is not).
+pub const MAX_END_GAP_MS: u32 = 60_000;
 
 /// Streaming tape reader: reads the header on construction, then yields one event per line.
 ///
@@ -913,6 +920,35 @@ impl<R: BufRead> TapeReader<R> {
     /// The tape's header.
     pub fn header(&self) -> &TapeHeader {
         &self.header
+    }
+
+    /// After the last event: is the tape whole? A tape has no closing record, so a file cut
+    /// at a line boundary (a truncated download) reads as a valid, shorter tape. What tells
+    /// is time: a session's tape runs to its header's `close`, and one whose last event is
+    /// more than [`MAX_END_GAP_MS`] before it is refused with `ends-early` (the line named
+    /// is the one after the last). A tape that really is shorter says so in its header
+    /// (`close` where it ends, as the generator's short sessions do).
+    pub fn check_complete(&self) -> Result<(), TapeError> {
+        let close = self.header.close;
+        let last = self.last_ts;
+        let gap = last.map_or(close.ms().saturating_sub(self.header.open.ms()), |t| {
+            close.ms().saturating_sub(t.ms())
+        });
+        if gap <= MAX_END_GAP_MS {
+            return Ok(());
+        }
+        let at = match last {
+            Some(t) => format!("the last event is at {t}"),
+            None => "the tape has no event".to_string(),
+        };
+        Err(TapeError::new(
+            self.line + 1,
+            TapeErrorKind::EndsEarly,
+            format!(
+                "{at}, {}s before the session close {close} in the header: the tape looks cut short (a truncated download?); fetch it whole, or give a tape whose header `close` is where it ends",
+                gap / 1000
+            ),
+        ))
     }
 
     /// The number of the last line read (1 after the header).

@@ -99,8 +99,8 @@ pub fn scripted(name: &str, replies: Vec<String>) -> impl TurnSource + use<> {
 /// wake, at their recorded arrival times.
 pub struct Recorded {
     name: String,
-    /// (wake, wake time) → answers in order.
-    answers: Vec<(String, Ts, Answer)>,
+    /// (wake, wake time, Bus line of the turn) → answers in order.
+    answers: Vec<(String, Ts, usize, Answer)>,
     next: usize,
 }
 
@@ -111,12 +111,16 @@ impl Recorded {
         let mut answers = Vec::new();
         let mut attempts: Vec<RepairAttempt> = Vec::new();
         let mut asked: Option<(String, Ts)> = None;
-        for ev in events {
+        // Every recorded turn is admitted again, as a live reply would be.
+        let mut gate = crate::turn::admit::ReplayGate::default();
+        for (n, ev) in events.into_iter().enumerate() {
+            let line = n + 1;
+            gate.event(line, &ev).map_err(|e| e.to_string())?;
             match ev {
                 Event::ViewDelivered { ts, wake, .. } => asked = Some((wake, ts)),
                 Event::Repair { attempt, .. } => attempts.push(attempt),
                 Event::Turn { ts, wake, turn } => {
-                    let turn = *turn;
+                    let turn = gate.turn(line, &turn).map_err(|e| e.to_string())?;
                     let (w, wt) = asked.clone().unwrap_or((wake.clone(), ts));
                     let re_asks = attempts.len().saturating_sub(1) as u32;
                     let tokens_spent = attempts.iter().map(|a| a.tokens).sum();
@@ -124,6 +128,7 @@ impl Recorded {
                     answers.push((
                         w,
                         wt,
+                        line,
                         Answer {
                             run: RepairRun {
                                 turn,
@@ -139,6 +144,7 @@ impl Recorded {
                 _ => {}
             }
         }
+        gate.finish().map_err(|e| e.to_string())?;
         Ok(Recorded {
             name: name.to_string(),
             answers,
@@ -155,9 +161,15 @@ impl Recorded {
 impl TurnSource for Recorded {
     fn answer(&mut self, ask: &WakeAsk, ctx: &TurnContext) -> Answer {
         match self.answers.get(self.next) {
-            Some((w, t, a)) if *w == ask.wake && *t == ask.ts => {
+            Some((w, t, line, a)) if *w == ask.wake && *t == ask.ts => {
                 self.next += 1;
-                a.clone()
+                let mut a = a.clone();
+                // Admitted again under the live book: a turn the live checker refuses arms
+                // nothing.
+                if let Err(e) = crate::turn::admit::readmit(&a.run.turn, ctx, *line) {
+                    a.run.turn = crate::turn::admit::refused(ctx, &e);
+                }
+                a
             }
             _ => Answer {
                 run: RepairRun {

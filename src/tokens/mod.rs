@@ -68,8 +68,44 @@ pub fn bpe(enc: Encoding) -> Result<&'static CoreBPE, TokenError> {
 }
 
 /// Tokens in a text (special-token spellings count as ordinary text).
+///
+/// Exact for every text whose lines are at most [`MAX_METERED_RUN`] bytes. BPE on one long
+/// run without a break costs far more per byte than on words (a megabyte of one word took
+/// seconds), so a text with a longer line is metered line by line, and each such line in
+/// chunks of [`MAX_METERED_RUN`] bytes: the count is then close, not exact, and the work is
+/// bounded by the text's length.
 pub fn count(text: &str, enc: Encoding) -> Result<usize, TokenError> {
-    Ok(bpe(enc)?.encode_ordinary(text).len())
+    let bpe = bpe(enc)?;
+    if text.split('\n').all(|l| l.len() <= MAX_METERED_RUN) {
+        return Ok(bpe.encode_ordinary(text).len());
+    }
+    let mut n = 0usize;
+    for line in text.split_inclusive('\n') {
+        let mut rest = line;
+        while !rest.is_empty() {
+            let chunk = crate::limits::prefix(rest, MAX_METERED_RUN.max(4));
+            // A chunk is never empty: a character is at most 4 bytes.
+            let chunk = if chunk.is_empty() { rest } else { chunk };
+            n += bpe.encode_ordinary(chunk).len();
+            rest = &rest[chunk.len()..];
+        }
+    }
+    Ok(n)
+}
+
+use crate::limits::MAX_METERED_RUN;
+
+/// The tokens a reply spends: metered within the reply limit
+/// ([`MAX_REPLY_BYTES`](crate::limits::MAX_REPLY_BYTES)); an oversized reply is refused
+/// unread, so it is not metered either (that would be the expensive work the limit
+/// prevents) and is charged one token per byte, an upper bound that spends any authoring
+/// token budget at once.
+pub fn count_reply(text: &str, enc: Encoding) -> Result<usize, TokenError> {
+    if text.len() > crate::limits::MAX_REPLY_BYTES {
+        Ok(text.len())
+    } else {
+        count(text, enc)
+    }
 }
 
 /// The token figures of one turn.
@@ -129,7 +165,7 @@ pub fn measure(reply: &str, turn: &RoutedTurn, enc: Encoding) -> Result<TurnToke
         .transpose()?;
     Ok(TurnTokens {
         encoding: enc,
-        reply: c(reply)?,
+        reply: count_reply(reply, enc)?,
         kestrel,
         envelope,
         saving,

@@ -25,6 +25,7 @@
 //! [`RoutedTurn`] and [`RepairAttempt`] are plain serde records: they are what the Bus will
 //! carry (canonical Kestrel text, never the raw reply).
 
+pub mod admit;
 pub mod envelope;
 pub mod extract;
 pub mod menu;
@@ -422,8 +423,14 @@ fn turn(
     }
 }
 
-/// Route one reply at one wake. Never panics; every input gets exactly one outcome.
+/// Route one reply at one wake, through [`admit::admit`] (the size limit first). Never
+/// panics; every input gets exactly one outcome.
 pub fn route(reply: &Reply, ctx: &TurnContext) -> RoutedTurn {
+    admit::admit(reply, ctx)
+}
+
+/// Route one reply already admitted by size ([`admit::admit`] is the only caller).
+fn route_reply(reply: &Reply, ctx: &TurnContext) -> RoutedTurn {
     let (text, cut_off) = match reply {
         Reply::ProviderError(m) => {
             return turn(

@@ -120,8 +120,11 @@ impl RepairRun {
     }
 }
 
-fn count(text: &str) -> usize {
-    tokens::count(text, Encoding::Cl100k).unwrap_or(text.len() / 4 + 1)
+/// The output tokens a reply spends ([`tokens::count_reply`]: an oversized reply is not
+/// metered and is charged one token per byte).
+fn spend(reply: &Reply) -> usize {
+    let w = reply.written();
+    tokens::count_reply(w, Encoding::Cl100k).unwrap_or(w.len() / 4 + 1)
 }
 
 /// Ask the author for a turn and repair it, within the policy's bounds.
@@ -141,8 +144,9 @@ pub fn drive(author: &mut dyn Author, ctx: &TurnContext, policy: RepairPolicy) -
         };
         let reply = author.write(&ask);
         let turn = route(&reply, ctx);
-        let written = reply.written().to_string();
-        let tokens = count(&written);
+        // An oversized reply is kept only in part (never stored whole on the Bus).
+        let written = super::admit::kept(&reply).to_string();
+        let tokens = spend(&reply);
         spent = spent.saturating_add(tokens);
         let class = turn.class();
         if let Some(last) = attempts.last_mut() {

@@ -555,7 +555,7 @@ fn pane(out: &mut String, d: &PaneDetail, input: &FrameInput<'_>) {
                 out.push_str("empty\n");
             }
             for j in s.journal.iter().rev().take(n).rev() {
-                let _ = writeln!(out, "{} {}: {}", j.time, j.author, j.text);
+                let _ = writeln!(out, "{} {}: {}", j.time, j.author, one_line(&j.text));
             }
         }
         Pane::Headlines { last } => {
@@ -566,10 +566,34 @@ fn pane(out: &mut String, d: &PaneDetail, input: &FrameInput<'_>) {
                 out.push_str("none\n");
             }
             for x in h.iter().rev().take(n).rev() {
-                let _ = writeln!(out, "{} {}", hhmm(x.ts, false), x.text);
+                let _ = writeln!(out, "{} {}", hhmm(x.ts, false), one_line(&x.text));
             }
         }
     }
+}
+
+/// Free text from a tape or an author (a headline, a journal line) as one line of a Frame:
+/// a line break or tab becomes a space, and every other control character (ESC and the rest
+/// of C0, DEL, C1) or bidirectional / line-separator format character becomes `\u{FFFD}`.
+/// So a headline can neither forge a line of the Frame (a fake `[kernel]` section the agent
+/// would read as the desk's) nor send an escape sequence to the terminal that shows it.
+pub fn one_line(s: &str) -> std::borrow::Cow<'_, str> {
+    fn bad(c: char) -> bool {
+        c.is_control()
+            || matches!(c, '\u{2028}' | '\u{2029}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+    }
+    if !s.chars().any(bad) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    std::borrow::Cow::Owned(
+        s.chars()
+            .map(|c| match c {
+                '\n' | '\r' | '\t' => ' ',
+                c if bad(c) => '\u{FFFD}',
+                c => c,
+            })
+            .collect(),
+    )
 }
 
 /// The tape pane: vertical, newest last, open/high/low/close of each completed bar in basis

@@ -1,0 +1,160 @@
+//! Rule `number-range`: every number in a document fits the field it is written in.
+//!
+//! The grammar reads numbers as digit strings of any length, and the model keeps them as
+//! text; it is the engine that turns them into integers and prices, and a conversion from an
+//! out-of-range text saturates (a 20-digit relative strike became `i32::MAX` strikes from
+//! ATM: the furthest strike on the chain, and it filled). So the checker refuses, at the
+//! number's span, any number that does not fit:
+//!
+//! - every number: at most 15 significant digits (an `f64` holds it exactly) and at most
+//!   [`MAX_ABS`] in size (the range of the engine's fixed-point price);
+//! - per field: [`BOUNDS`] (a quantity, a strike offset, a budget, `T-` minutes, a TP
+//!   multiple), every duration at most [`MAX_DURATION_S`], a `<n>dte` at most [`MAX_DTE`].
+//!
+//! The walk goes over the model's serialization, the one place that lists every number of
+//! every statement, so a field added later cannot escape the check: a number object is
+//! `{"text", "span"}`, a duration `{"amount", "unit", "text", "span"}`, an expiry
+//! `{"kind": "dte", "value"}`, and the bound of a field is found by the key it sits under.
+
+use super::ast::Document;
+use serde_json::{Map, Value};
+
+/// The largest magnitude of any number (the engine's price range, `Px`).
+pub const MAX_ABS: f64 = 1.0e11;
+/// The most significant digits a number may have (exact in an `f64`).
+pub const MAX_DIGITS: usize = 15;
+/// The longest duration (held, within, esc, velocity, ttl, bars): one day.
+pub const MAX_DURATION_S: u64 = 86_400;
+/// The furthest expiry, `<n>dte`: ten years.
+pub const MAX_DTE: u64 = 3_650;
+
+/// Per-field bounds: (key the number sits under, largest magnitude, what it is).
+pub const BOUNDS: &[(&str, f64, &str)] = &[
+    ("qty", 1_000_000.0, "a quantity"),
+    ("relative", 1_000.0, "a strike offset from ATM"),
+    ("minutes", 1_440.0, "minutes before the close"),
+    ("budget", 1_000_000.0, "a budget"),
+    ("day_loss", 1_000_000.0, "a day-loss limit"),
+    ("mult", 1_000.0, "a TP multiple"),
+    ("strikes", 1_000.0, "a strike count"),
+    ("last", 1_000_000.0, "a row count"),
+    ("priority", 1_000_000.0, "a priority"),
+];
+
+/// One refusal: byte range, message, caret label.
+pub(crate) type Refusal = (std::ops::Range<usize>, String, &'static str);
+
+/// Every number of `doc` that does not fit its field.
+pub(crate) fn check(doc: &Document) -> Vec<Refusal> {
+    let mut out = Vec::new();
+    if let Ok(v) = serde_json::to_value(doc) {
+        walk(&v, "", 0..0, &mut out);
+    }
+    out
+}
+
+fn span_of(m: &Map<String, Value>) -> Option<std::ops::Range<usize>> {
+    let s = m.get("span")?;
+    let a = s.get("start")?.as_u64()? as usize;
+    let b = s.get("end")?.as_u64()? as usize;
+    Some(a..b)
+}
+
+/// Significant digits of a decimal text (leading zeros, sign and point not counted).
+fn significant(text: &str) -> usize {
+    let digits: String = text.chars().filter(char::is_ascii_digit).collect();
+    let t = digits.trim_start_matches('0');
+    if t.is_empty() { 1 } else { t.len() }
+}
+
+/// `key`: the field this value sits under (for a strike, the strike's kind); `at`: the
+/// nearest enclosing span (for values without one of their own).
+fn walk(v: &Value, key: &str, at: std::ops::Range<usize>, out: &mut Vec<Refusal>) {
+    match v {
+        Value::Array(a) => a.iter().for_each(|x| walk(x, key, at.clone(), out)),
+        Value::Object(m) => {
+            let here = span_of(m).unwrap_or(at);
+            if let Some(Value::String(text)) = m.get("text")
+                && m.len() == 2
+                && m.contains_key("span")
+            {
+                number(text, key, here, out);
+                return;
+            }
+            if let (Some(amount), Some(unit), Some(Value::String(text))) =
+                (m.get("amount"), m.get("unit"), m.get("text"))
+            {
+                let per = match unit.as_str() {
+                    Some("h") => 3600,
+                    Some("m") => 60,
+                    _ => 1,
+                };
+                let secs = amount.as_u64().map(|a| a.saturating_mul(per));
+                if significant(text) > MAX_DIGITS || secs.is_none_or(|s| s > MAX_DURATION_S) {
+                    out.push((
+                        here,
+                        format!(
+                            "the duration `{text}{}` is longer than a day ({MAX_DURATION_S}s): a session is one day; write e.g. `30m` or `2h`",
+                            unit.as_str().unwrap_or("")
+                        ),
+                        "duration too long",
+                    ));
+                }
+                return;
+            }
+            if m.get("kind").and_then(Value::as_str) == Some("dte")
+                && let Some(d) = m.get("value").and_then(Value::as_u64)
+                && d > MAX_DTE
+            {
+                out.push((
+                    here.clone(),
+                    format!("`{d}dte` is more than {MAX_DTE} days out: write a nearer expiry, like `0dte` or `5dte`"),
+                    "expiry too far",
+                ));
+            }
+            // A strike's number sits under `value`, beside its kind (`relative`/`absolute`).
+            let kind = m.get("kind").and_then(Value::as_str).unwrap_or("");
+            for (k, x) in m {
+                let sub = if k == "value" && !kind.is_empty() {
+                    kind
+                } else {
+                    k.as_str()
+                };
+                walk(x, sub, here.clone(), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn number(text: &str, key: &str, at: std::ops::Range<usize>, out: &mut Vec<Refusal>) {
+    // Names and symbols share the `{text, span}` shape: only a decimal lexeme is a number
+    // (`nan` or `inf` is a name here, never a float).
+    let decimal = text.bytes().any(|b| b.is_ascii_digit())
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_digit() || matches!(b, b'-' | b'+' | b'.'));
+    if !decimal {
+        return;
+    }
+    let Ok(x) = text.parse::<f64>() else { return };
+    if significant(text) > MAX_DIGITS || !x.is_finite() || x.abs() > MAX_ABS {
+        out.push((
+            at,
+            format!(
+                "the number `{text}` is out of range: a number has at most {MAX_DIGITS} significant digits and is at most {MAX_ABS:e} in size"
+            ),
+            "number out of range",
+        ));
+        return;
+    }
+    if let Some((_, max, what)) = BOUNDS.iter().find(|(k, ..)| *k == key)
+        && x.abs() > *max
+    {
+        out.push((
+            at,
+            format!("`{text}` is out of range for {what}: at most {max} in size"),
+            "number out of range",
+        ));
+    }
+}

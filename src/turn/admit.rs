@@ -1,0 +1,322 @@
+//! Admission: the one gate every author's turn passes before it can act.
+//!
+//! Two doors lead to it, and both end in the same router and checker:
+//!
+//! - [`admit`] takes a live reply (a model, a person at the desk, a program, an envelope, the
+//!   MCP `route_turn` tool: [`route`](super::route) is this function). The reply's size is
+//!   checked first, against [`MAX_REPLY_BYTES`], before any work is done on it; then it is
+//!   routed and checked (parse, menu, every fail-closed rule).
+//! - [`readmit`] takes a turn *recorded* on a Bus (a replay). A record is not trusted: its
+//!   canonical Kestrel is routed again, under the context of the wake it answers, exactly as a
+//!   live reply would be, and the result must be the recorded outcome and the recorded text.
+//!   A record that the checker refuses, that is not Kestrel, or that diverges is a coded
+//!   `REPLAY` error naming the Bus line; nothing of it is armed.
+//!
+//! [`ArmedCheck`] then ties a replayed supersede to the `document-armed` record that follows
+//! it: the armed text must be the admitted text, and its BLAKE3 the recorded hash.
+
+use super::{Outcome, Reply, RoutedTurn, TurnContext, TurnError, guided_text};
+use crate::limits::{KEPT_REPLY_BYTES, MAX_REPLY_BYTES, prefix};
+
+/// Admit a live reply: refuse an oversized one at once (rule `limit`), else route and check
+/// it. Never panics; every reply gets exactly one outcome.
+pub fn admit(reply: &Reply, ctx: &TurnContext) -> RoutedTurn {
+    let n = reply.written().len();
+    if n > MAX_REPLY_BYTES {
+        return RoutedTurn {
+            outcome: Outcome::Invalid {
+                errors: vec![TurnError::new(
+                    "TURN",
+                    "limit",
+                    format!(
+                        "the reply is {n} bytes; a turn is at most {MAX_REPLY_BYTES} bytes (256 KiB): reply with the turn alone, a few plans"
+                    ),
+                    0,
+                    0,
+                )],
+            },
+            journal: Vec::new(),
+            kestrel: String::new(),
+            source: super::Source::None,
+            phase: ctx.phase,
+            profile: ctx.profile,
+            author: ctx.author,
+            checked: super::Checked::default(),
+        };
+    }
+    super::route_reply(reply, ctx)
+}
+
+/// What of a reply is kept (on the Bus, and quoted in a re-ask): the whole reply when it is
+/// within [`MAX_REPLY_BYTES`], else its first [`KEPT_REPLY_BYTES`] bytes, so an oversized
+/// reply is never stored whole.
+pub fn kept(reply: &Reply) -> &str {
+    let w = reply.written();
+    if w.len() > MAX_REPLY_BYTES {
+        prefix(w, KEPT_REPLY_BYTES)
+    } else {
+        w
+    }
+}
+
+/// Why a recorded turn was not admitted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplayError {
+    /// The 1-based Bus line of the record.
+    pub line: usize,
+    /// `replay-refused`, `replay-divergence`, `replay-record` or `replay-hash`.
+    pub rule: &'static str,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl ReplayError {
+    /// The stable error code.
+    pub const CODE: &'static str = "REPLAY";
+
+    fn new(line: usize, rule: &'static str, message: impl Into<String>) -> ReplayError {
+        ReplayError {
+            line,
+            rule,
+            message: message.into(),
+        }
+    }
+
+    /// The error as a turn error (a replayed turn refused at its wake).
+    pub fn turn_error(&self) -> TurnError {
+        TurnError::new(
+            Self::CODE,
+            self.rule,
+            format!("Bus line {}: {}", self.line, self.message),
+            0,
+            0,
+        )
+    }
+}
+
+impl std::fmt::Display for ReplayError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "error code={} rule={} line={} message={}",
+            Self::CODE,
+            self.rule,
+            self.line,
+            self.message.replace('\n', " ")
+        )
+    }
+}
+
+impl std::error::Error for ReplayError {}
+
+/// Admit a turn recorded at Bus line `line`, under `ctx` (the wake it answers): route its
+/// canonical Kestrel again as a live reply and require the recorded outcome and text. A
+/// refused, truncated or provider-error record arms nothing and must carry no Kestrel.
+/// Gives back the record (so a faithful replay writes the same Bus).
+pub fn readmit(
+    rec: &RoutedTurn,
+    ctx: &TurnContext,
+    line: usize,
+) -> Result<RoutedTurn, ReplayError> {
+    let arms_nothing = matches!(
+        rec.outcome,
+        Outcome::Invalid { .. }
+            | Outcome::Truncated { .. }
+            | Outcome::ProviderError { .. }
+            | Outcome::Pass { fail_closed: true }
+    );
+    if arms_nothing {
+        if !rec.kestrel.is_empty() {
+            return Err(ReplayError::new(
+                line,
+                "replay-record",
+                format!(
+                    "a {} turn carries Kestrel text; only an authored turn does",
+                    rec.outcome.name()
+                ),
+            ));
+        }
+        return Ok(rec.clone());
+    }
+    let again = admit(&Reply::text(rec.kestrel.clone()), ctx);
+    if again.outcome.is_refused() {
+        return Err(ReplayError::new(
+            line,
+            "replay-refused",
+            format!(
+                "the recorded {} turn is refused by the checker: {}",
+                rec.outcome.name(),
+                guided_text(again.outcome.errors())
+            ),
+        ));
+    }
+    if again.outcome != rec.outcome || again.kestrel != rec.kestrel {
+        return Err(ReplayError::new(
+            line,
+            "replay-divergence",
+            format!(
+                "the recorded turn says {} but its Kestrel routes as {}{}",
+                describe(rec),
+                describe(&again),
+                if again.kestrel != rec.kestrel {
+                    " (the recorded text is not the canonical text of its document)"
+                } else {
+                    ""
+                }
+            ),
+        ));
+    }
+    Ok(rec.clone())
+}
+
+fn describe(t: &RoutedTurn) -> String {
+    match &t.outcome {
+        Outcome::Supersede { plans, .. } => format!("supersede [{}]", plans.join(", ")),
+        o => o.name().to_string(),
+    }
+}
+
+/// BLAKE3 of a text, hex (the hash a `document-armed` record carries).
+pub fn text_hash(text: &str) -> String {
+    blake3::hash(text.as_bytes()).to_hex().to_string()
+}
+
+/// Ties each replayed supersede to the `document-armed` record the engine wrote after it.
+#[derive(Debug, Default)]
+pub struct ArmedCheck {
+    /// A supersede admitted at this line whose `document-armed` has not been seen yet.
+    waiting: Option<(usize, String)>,
+}
+
+impl ArmedCheck {
+    /// A supersede turn (with its canonical text) was admitted at `line`.
+    pub fn supersede(&mut self, line: usize, kestrel: &str) -> Result<(), ReplayError> {
+        self.unmatched()?;
+        self.waiting = Some((line, kestrel.to_string()));
+        Ok(())
+    }
+
+    /// A `document-armed` record at `line`: its hash must be the BLAKE3 of its text, and
+    /// after a supersede its text must be the admitted text.
+    pub fn armed(&mut self, line: usize, text: &str, blake3: &str) -> Result<(), ReplayError> {
+        if text_hash(text) != blake3 {
+            return Err(ReplayError::new(
+                line,
+                "replay-hash",
+                format!(
+                    "the document-armed hash {blake3} is not the BLAKE3 of its text ({})",
+                    text_hash(text)
+                ),
+            ));
+        }
+        if let Some((at, admitted)) = self.waiting.take()
+            && admitted != text
+        {
+            return Err(ReplayError::new(
+                line,
+                "replay-hash",
+                format!(
+                    "the document armed here ({blake3}) is not the supersede admitted at line {at} ({})",
+                    text_hash(&admitted)
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Another turn, or the end of the Bus: a supersede still waiting never armed.
+    pub fn unmatched(&mut self) -> Result<(), ReplayError> {
+        match self.waiting.take() {
+            Some((at, _)) => Err(ReplayError::new(
+                at,
+                "replay-hash",
+                "the supersede recorded here has no document-armed record after it",
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A replayed turn refused at its wake: invalid, with the `REPLAY` error, arming nothing.
+pub fn refused(ctx: &TurnContext, e: &ReplayError) -> RoutedTurn {
+    RoutedTurn {
+        outcome: Outcome::Invalid {
+            errors: vec![e.turn_error()],
+        },
+        journal: Vec::new(),
+        kestrel: String::new(),
+        source: super::Source::None,
+        phase: ctx.phase,
+        profile: ctx.profile,
+        author: ctx.author,
+        checked: super::Checked::default(),
+    }
+}
+
+/// Walks a saved Bus in order and admits each recorded turn under the context of its wake:
+/// the names in scope are those the Bus armed before it (every `document-armed` record's
+/// plans, views and wakes), the SHOW VIEW requests already answered at that wake are
+/// counted, and every `document-armed` record is checked against its hash and against the
+/// supersede before it ([`ArmedCheck`]). The scope is the union of everything armed so far,
+/// so it can only be wider than the live book's; the replaying session admits each turn again
+/// under the live context when it is asked ([`readmit`]).
+#[derive(Debug, Default)]
+pub struct ReplayGate {
+    scope: crate::lang::Scope,
+    views_requested: u32,
+    armed: ArmedCheck,
+}
+
+impl ReplayGate {
+    /// Feed a non-turn Bus event at `line`.
+    pub fn event(&mut self, line: usize, ev: &crate::bus::Event) -> Result<(), ReplayError> {
+        if let crate::bus::Event::DocumentArmed {
+            text,
+            blake3,
+            plans,
+            ..
+        } = ev
+        {
+            self.armed.armed(line, text, blake3)?;
+            self.scope.plans.extend(plans.iter().cloned());
+            if let Ok(doc) = crate::lang::parse(text) {
+                for st in &doc.statements {
+                    use crate::lang::ast::StatementKind;
+                    match &st.kind {
+                        StatementKind::View(v) => {
+                            self.scope.views.insert(v.name.text.clone());
+                        }
+                        StatementKind::Wake(w) => {
+                            self.scope.wakes.insert(w.name.text.clone());
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Admit the turn recorded at `line`.
+    pub fn turn(&mut self, line: usize, rec: &RoutedTurn) -> Result<RoutedTurn, ReplayError> {
+        let mut ctx = TurnContext::new(rec.phase, rec.profile, rec.author);
+        ctx.views_requested = self.views_requested;
+        ctx.standing = Some(self.scope.clone());
+        let t = readmit(rec, &ctx, line)?;
+        match &t.outcome {
+            Outcome::Supersede { .. } => self.armed.supersede(line, &t.kestrel)?,
+            _ => self.armed.unmatched()?,
+        }
+        if matches!(t.outcome, Outcome::ViewRequest { .. }) {
+            self.views_requested += 1;
+        } else {
+            self.views_requested = 0;
+        }
+        Ok(t)
+    }
+
+    /// The end of the Bus: a supersede must have armed.
+    pub fn finish(&mut self) -> Result<(), ReplayError> {
+        self.armed.unmatched()
+    }
+}
