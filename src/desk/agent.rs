@@ -154,6 +154,7 @@ impl DeskAgent {
             temperature: 0.0,
             constrained: false,
             timeout_secs: 1,
+            pass_api_key: false,
         }))
     }
 }
@@ -292,6 +293,7 @@ mod tests {
             temperature: 0.0,
             constrained: false,
             timeout_secs: 1,
+            pass_api_key: false,
         });
         assert!(!a.name().contains("sk-123"));
         assert!(!a.record().to_string().contains("sk-123"));
