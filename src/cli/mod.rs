@@ -27,6 +27,7 @@ mod lang;
 mod mcp;
 mod out;
 pub mod run;
+mod signals;
 pub mod tape;
 mod tokens;
 mod turn;

@@ -689,6 +689,11 @@ impl<R: BufRead> Session<R> {
         self.engine.finish()
     }
 
+    /// End the session cut short (a signal): see [`Engine::interrupt`].
+    pub fn interrupt(self, why: &str) -> Bus {
+        self.engine.interrupt(why)
+    }
+
     /// Run to the end of the tape with an author; returns the Bus.
     pub fn run(mut self, author: &mut dyn TurnSource) -> Result<Bus, TapeError> {
         while !self.done {
