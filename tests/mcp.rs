@@ -893,7 +893,10 @@ fn arb_line() -> impl proptest::strategy::Strategy<Value = (String, Option<Value
 }
 
 proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+    // 64 cases in CI; PROPTEST_CASES=N runs N.
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(
+        std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(64)
+    ))]
 
     /// The request reader answers every request it reads (garbage, deep to 100,000 levels,
     /// wide to 20,000 elements, cut off, bad ids, batches) and the server never dies: the ids
