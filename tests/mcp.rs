@@ -945,3 +945,58 @@ proptest::proptest! {
         proptest::prop_assert_eq!(got_null, want_null);
     }
 }
+
+/// A request line longer than the 16 MiB bound is answered `-32600` (id null) without being
+/// held whole, and the next request is still served.
+#[test]
+fn an_over_long_request_line_is_refused_and_the_next_one_served() {
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{{"name":"check","arguments":{{"document":"{}"}}}}}}"#,
+        "x".repeat(kestrel_desk::mcp::wire::MAX_LINE_BYTES + 1)
+    );
+    let input = [
+        INIT_LINE.to_string(),
+        INITIALIZED_LINE.to_string(),
+        big,
+        r#"{"jsonrpc":"2.0","id":6,"method":"ping"}"#.to_string(),
+    ]
+    .join("\n")
+        + "\n";
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("rt");
+    let (code, out) = rt.block_on(async {
+        let (w, mut r) = tokio::io::duplex(1 << 16);
+        let reader = tokio::spawn(async move {
+            let mut s = String::new();
+            let _ = tokio::io::AsyncReadExt::read_to_string(&mut r, &mut s).await;
+            s
+        });
+        let code = kestrel_desk::mcp::serve_lines(
+            KestrelServer::quiet(),
+            std::io::Cursor::new(input.into_bytes()),
+            w,
+            true,
+        )
+        .await;
+        (code, reader.await.expect("reader"))
+    });
+    assert_eq!(code, 0);
+    let msgs: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
+    assert_eq!(msgs.len(), 3, "{msgs:?}");
+    let long = by_id(&msgs, &Value::Null);
+    assert_eq!(long.len(), 1);
+    assert_eq!(long[0]["error"]["code"], -32600);
+    assert!(
+        long[0]["error"]["message"]
+            .as_str()
+            .expect("message")
+            .contains("longer than")
+    );
+    assert!(by_id(&msgs, &json!(5)).is_empty());
+    assert_eq!(by_id(&msgs, &json!(6))[0]["result"], json!({}));
+}
