@@ -27,6 +27,20 @@ enum Behaviour {
     Http500,
     Empty,
     Cut,
+    /// Streamed text that ends with `finish_reason: "length"`.
+    Length,
+    /// Streamed text, then `[DONE]`, but no finish reason.
+    DoneWithoutFinish,
+    /// One JSON body (no SSE) with `finish_reason: "length"`.
+    BodyLength,
+    /// One JSON body with `finish_reason: "stop"`.
+    BodyStop,
+    /// 429 with `Retry-After: 1` on the first request, then a normal stream.
+    RetryAfter,
+    /// 429 with `Retry-After: 3600`.
+    RetryAfterTooLong,
+    /// A stream whose delta holds bytes that are not UTF-8.
+    BadUtf8,
 }
 
 #[derive(Debug, Clone)]
@@ -121,8 +135,43 @@ async fn handle(
         )
     };
     let finish = "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+    let plan = "PLAN cut budget 0.2R ttl 15:00\n  WHEN spot > 1\n  DO buy 1 shares @ ask\n";
+    let body = |finish: &str| {
+        let b = serde_json::json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": plan}, "finish_reason": finish}]}).to_string();
+        format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{b}",
+            b.len()
+        )
+    };
+    let requests = seen.lock().expect("lock").len();
     match behaviour {
-        Behaviour::Normal => {
+        Behaviour::Length => {
+            sock.write_all(sse_head.as_bytes()).await?;
+            sock.write_all(delta(plan).as_bytes()).await?;
+            sock.write_all(b"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"length\"}]}\n\ndata: [DONE]\n\n").await?;
+        }
+        Behaviour::DoneWithoutFinish => {
+            sock.write_all(sse_head.as_bytes()).await?;
+            sock.write_all(delta(plan).as_bytes()).await?;
+            sock.write_all(b"data: [DONE]\n\n").await?;
+        }
+        Behaviour::BodyLength => sock.write_all(body("length").as_bytes()).await?,
+        Behaviour::BodyStop => sock.write_all(body("stop").as_bytes()).await?,
+        Behaviour::RetryAfter if requests == 1 => {
+            sock.write_all(b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").await?;
+        }
+        Behaviour::RetryAfterTooLong => {
+            sock.write_all(b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 3600\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").await?;
+        }
+        Behaviour::BadUtf8 => {
+            sock.write_all(sse_head.as_bytes()).await?;
+            sock.write_all(
+                b"data: {\"choices\":[{\"delta\":{\"content\":\"STAND-DOWN \xff\xfe\"}}]}\n\n",
+            )
+            .await?;
+            sock.write_all(finish.as_bytes()).await?;
+        }
+        Behaviour::Normal | Behaviour::RetryAfter => {
             sock.write_all(sse_head.as_bytes()).await?;
             sock.write_all(b": keep-alive\n\n").await?;
             for piece in ["STAND-DOWN", " chop,", " no", " edge"] {
@@ -201,7 +250,23 @@ fn provider_error(o: &Outcome) -> ProviderErrorKind {
     match o {
         Outcome::ProviderError(e) => e.kind,
         Outcome::Reply(r) => panic!("expected a provider error, got a reply {r:?}"),
+        Outcome::CutOff(r) => panic!("expected a provider error, got a cut-off reply {r:?}"),
     }
+}
+
+/// The cut-off text, or a panic naming what came instead.
+fn cut_off(o: &Outcome) -> &str {
+    match o {
+        Outcome::CutOff(t) => t,
+        other => panic!("expected a cut-off reply, got {other:?}"),
+    }
+}
+
+/// Route a cut-off reply the way a session does (a model's turn at a mid wake).
+fn routed(text: &str) -> kestrel_desk::turn::RoutedTurn {
+    use kestrel_desk::turn::{self, AuthorKind, Profile, Reply, TurnContext, WakePhase};
+    let ctx = TurnContext::new(WakePhase::Mid, Profile::AuthoringV2, AuthorKind::Model);
+    turn::route(&Reply::CutOff(text.to_string()), &ctx)
 }
 
 #[tokio::test]
@@ -302,13 +367,16 @@ async fn an_empty_completion_is_a_provider_error_not_a_pass() {
     assert_no_key(&out);
 }
 
+/// A stream that ends (here: the connection closes mid-event) without a finish reason is a
+/// cut-off reply, routed *truncated*; before, the text was a provider error (`stream-cut`).
+/// Either way it is never an authored partial reply.
 #[tokio::test]
-async fn a_stream_cut_mid_way_is_a_provider_error_not_a_partial_reply() {
+async fn a_stream_cut_mid_way_is_cut_off_not_a_partial_reply() {
     let server = serve(Behaviour::Cut).await;
     let mut author = OpenAiAuthor::new(config(&server.base));
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let out = author.author(&prompt(), Some(tx)).await;
-    assert_eq!(provider_error(&out), ProviderErrorKind::StreamCut);
+    assert_eq!(cut_off(&out), "PLAN half budget 0.1R ttl +5m\n  WHEN spot");
     assert!(
         rx.try_recv().is_ok(),
         "the partial text was streamed for display"
@@ -318,7 +386,127 @@ async fn a_stream_cut_mid_way_is_a_provider_error_not_a_partial_reply() {
         1,
         "text arrived: not retried"
     );
+    assert_eq!(routed(cut_off(&out)).outcome.name(), "truncated");
     assert_no_key(&out);
+}
+
+/// `finish_reason: "length"` (the output-token limit) is a cut-off reply even though the
+/// streamed prefix is a whole, valid plan: routed, it is *truncated*, never armed.
+#[tokio::test]
+async fn a_streamed_reply_cut_at_the_token_limit_is_truncated_even_when_it_parses() {
+    let server = serve(Behaviour::Length).await;
+    let out = OpenAiAuthor::new(config(&server.base))
+        .author(&prompt(), None)
+        .await;
+    let text = cut_off(&out);
+    kestrel_desk::lang::check(text, kestrel_desk::lang::Mode::Turn).expect("the prefix parses");
+    let t = routed(text);
+    assert_eq!(t.outcome.name(), "truncated");
+    assert!(t.kestrel.is_empty(), "nothing to arm: {t:?}");
+    assert_eq!(t.outcome.errors()[0].rule, "truncated");
+}
+
+/// `[DONE]` with no finish reason before it: the server never said the reply was whole.
+#[tokio::test]
+async fn a_stream_that_ends_without_a_finish_reason_is_truncated() {
+    let server = serve(Behaviour::DoneWithoutFinish).await;
+    let out = OpenAiAuthor::new(config(&server.base))
+        .author(&prompt(), None)
+        .await;
+    assert_eq!(routed(cut_off(&out)).outcome.name(), "truncated");
+}
+
+/// The non-streamed path (a server that ignores `stream: true`) reads the finish reason too.
+#[tokio::test]
+async fn a_non_streamed_reply_cut_at_the_token_limit_is_truncated() {
+    let server = serve(Behaviour::BodyLength).await;
+    let out = OpenAiAuthor::new(config(&server.base))
+        .author(&prompt(), None)
+        .await;
+    assert_eq!(routed(cut_off(&out)).outcome.name(), "truncated");
+    let server = serve(Behaviour::BodyStop).await;
+    let out = OpenAiAuthor::new(config(&server.base))
+        .author(&prompt(), None)
+        .await;
+    assert!(
+        matches!(&out, Outcome::Reply(t) if t.starts_with("PLAN cut")),
+        "{out:?}"
+    );
+}
+
+/// A 429 with `Retry-After: 1` is retried after that second (not the 20 ms backoff); one
+/// asking for an hour is beyond the bound and ends the call at once.
+#[tokio::test]
+async fn retry_after_is_honoured_and_bounded() {
+    let server = serve(Behaviour::RetryAfter).await;
+    let t = std::time::Instant::now();
+    let out = OpenAiAuthor::new(config(&server.base))
+        .author(&prompt(), None)
+        .await;
+    assert_eq!(out, Outcome::Reply("STAND-DOWN chop, no edge".into()));
+    assert!(
+        t.elapsed() >= Duration::from_millis(950),
+        "waited {:?}",
+        t.elapsed()
+    );
+    assert_eq!(server.seen.lock().expect("lock").len(), 2);
+    let server = serve(Behaviour::RetryAfterTooLong).await;
+    let t = std::time::Instant::now();
+    let out = OpenAiAuthor::new(config(&server.base))
+        .author(&prompt(), None)
+        .await;
+    assert_eq!(provider_error(&out), ProviderErrorKind::Http);
+    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    assert_eq!(server.seen.lock().expect("lock").len(), 1, "not retried");
+    let Outcome::ProviderError(e) = &out else {
+        unreachable!()
+    };
+    assert!(e.message.contains("retry after"), "{e}");
+}
+
+/// Bytes that are not UTF-8 are a bad response, never decoded lossily into a reply.
+#[tokio::test]
+async fn invalid_utf8_from_the_server_is_a_provider_error() {
+    let server = serve(Behaviour::BadUtf8).await;
+    let out = OpenAiAuthor::new(config(&server.base))
+        .author(&prompt(), None)
+        .await;
+    assert_eq!(provider_error(&out), ProviderErrorKind::BadResponse);
+}
+
+/// A base URL with a query string keeps it after the endpoint path, and neither the query
+/// nor the URL's userinfo appear in an error message (which the Bus carries).
+#[tokio::test]
+async fn the_url_query_stays_after_the_path_and_no_secret_reaches_a_message() {
+    let server = serve(Behaviour::Normal).await;
+    let base = format!("{}?api_key=QUERYSECRET123", server.base);
+    let out = OpenAiAuthor::new(config(&base))
+        .author(&prompt(), None)
+        .await;
+    assert!(matches!(out, Outcome::Reply(_)), "{out:?}");
+    let seen = server.seen.lock().expect("lock").clone();
+    assert_eq!(
+        seen[0].request_line,
+        "POST /v1/chat/completions?api_key=QUERYSECRET123 HTTP/1.1"
+    );
+    // Nothing listens here: the connect error names the URL, without its secrets.
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    drop(listener);
+    let mut cfg = config(&format!(
+        "http://user:USERINFOSECRET@{addr}/v1?api_key=QUERYSECRET123"
+    ));
+    cfg.retries = 0;
+    let out = OpenAiAuthor::new(cfg).author(&prompt(), None).await;
+    assert_eq!(provider_error(&out), ProviderErrorKind::Connect);
+    let msg = format!("{out:?}");
+    for secret in ["USERINFOSECRET", "QUERYSECRET123", "user:"] {
+        assert!(!msg.contains(secret), "{secret} leaked: {msg}");
+    }
+    assert!(
+        msg.contains(&format!("http://{addr}/v1/chat/completions")),
+        "{msg}"
+    );
 }
 
 #[tokio::test]
@@ -377,6 +565,120 @@ async fn a_command_that_fails_or_says_nothing_is_a_provider_error() {
         .author(&prompt(), None)
         .await;
     assert_eq!(provider_error(&out), ProviderErrorKind::Spawn);
+}
+
+/// Is `pid` gone (or a zombie awaiting its reaper)?
+fn process_gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// Wait up to 2 s for `pid` to be gone.
+fn wait_gone(pid: u32) -> bool {
+    let t = std::time::Instant::now();
+    while t.elapsed() < Duration::from_secs(2) {
+        if process_gone(pid) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+fn scratch(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("kestrel-authors-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("scratch dir");
+    d
+}
+
+/// 256 KiB on stderr before the reply: with stderr read only after stdout closed, the
+/// program blocked on a full pipe until the timeout.
+#[tokio::test]
+async fn a_command_flooding_stderr_does_not_deadlock() {
+    let t = std::time::Instant::now();
+    let out = sh(
+        "cat >/dev/null; head -c 262144 /dev/zero | tr '\\0' x >&2; printf 'STAND-DOWN loud\\n'",
+        10_000,
+    )
+    .author(&prompt(), None)
+    .await;
+    assert_eq!(out, Outcome::Reply("STAND-DOWN loud\n".into()));
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+}
+
+/// On a timeout the whole process group dies: the `sleep` that `sh` started too.
+#[tokio::test]
+async fn a_timed_out_command_kills_its_whole_process_group() {
+    let d = scratch("pgroup");
+    let pidfile = d.join("pid");
+    let script = format!("sleep 30 & echo $! > {}; wait", pidfile.display());
+    let out = sh(&script, 500).author(&prompt(), None).await;
+    assert_eq!(provider_error(&out), ProviderErrorKind::Timeout);
+    let pid: u32 = std::fs::read_to_string(&pidfile)
+        .expect("the script wrote its child's pid")
+        .trim()
+        .parse()
+        .expect("a pid");
+    assert!(wait_gone(pid), "the grandchild {pid} outlived the timeout");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A program that exits after writing its reply but leaves a child holding stdout open: the
+/// author answers at once (bounded grace) instead of waiting out the timeout, and the child
+/// is killed with the group.
+#[tokio::test]
+async fn a_child_holding_stdout_open_does_not_hold_the_author() {
+    let d = scratch("held");
+    let pidfile = d.join("pid");
+    let script = format!(
+        "cat >/dev/null; printf 'STAND-DOWN done\\n'; sleep 30 & echo $! > {}",
+        pidfile.display()
+    );
+    let t = std::time::Instant::now();
+    let out = sh(&script, 20_000).author(&prompt(), None).await;
+    assert_eq!(out, Outcome::Reply("STAND-DOWN done\n".into()));
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    let pid: u32 = std::fs::read_to_string(&pidfile)
+        .expect("pid")
+        .trim()
+        .parse()
+        .expect("a pid");
+    assert!(wait_gone(pid), "the child {pid} holding stdout lives on");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// The key is redacted wherever it appears: inside longer text, percent-encoded (either
+/// case), JSON-escaped, base64, and as a prefix cut off by an excerpt or the end of text.
+#[test]
+fn redaction_covers_encoded_and_cut_off_forms_of_the_key() {
+    let raw = "sk-te/st+key=\"9 QX7";
+    let key = ApiKey::new(raw);
+    let cases = [
+        format!("before{raw}after"),
+        "url?k=sk-te%2Fst%2Bkey%3D%229%20QX7&x=1".to_string(),
+        "url?k=sk-te%2fst%2bkey%3d%229%20QX7".to_string(),
+        "form k=sk-te%2Fst%2Bkey%3D%229+QX7".to_string(),
+        format!("json {}", serde_json::to_string(raw).expect("json")),
+        "b64 c2stdGUvc3Qra2V5PSI5IFFYNw==".to_string(),
+        "cut sk-te/st+k…".to_string(),
+        "ends sk-te/st+ke".to_string(),
+    ];
+    for c in &cases {
+        let r = key.redact(c);
+        assert!(r.contains("[redacted]"), "{c:?} -> {r:?}");
+        for frag in ["sk-te/st", "sk-te%2", "c2stdGUv", "9 QX7", "9+QX7"] {
+            assert!(!r.contains(frag), "{frag} left in {r:?} (from {c:?})");
+        }
+    }
+    // Short prefixes and unrelated text are left alone.
+    assert_eq!(key.redact("a sk- b"), "a sk- b");
+    assert_eq!(key.redact("nothing here"), "nothing here");
 }
 
 // ---------------------------------------------------------------- recorded and human

@@ -187,8 +187,9 @@ fn agent_sessions_record_and_replay_to_the_same_hash() {
     let v: serde_json::Value = serde_json::from_str(&out).expect("json report");
     assert!(v["outcomes"]["wakes"].as_u64().expect("n") >= 1);
     assert_eq!(v["outcomes"]["invalid"], 0);
-    // A dead provider is a provider error, never a pass.
-    let (code, out, _) = kestrel(
+    // A dead provider is a provider error, never a pass; a run where every reply was one
+    // exits 1 with a coded message (issue 16).
+    let (code, out, err) = kestrel(
         &[
             "agent",
             "--tape",
@@ -201,7 +202,8 @@ fn agent_sessions_record_and_replay_to_the_same_hash() {
         ],
         None,
     );
-    assert_eq!(code, 0);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("error code=PROVIDER"), "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).expect("json report");
     assert_eq!(v["outcomes"]["provider_error"], 1);
     assert_eq!(v["outcomes"]["pass"], 0);

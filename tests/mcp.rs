@@ -626,3 +626,377 @@ proptest::proptest! {
         proptest::prop_assert!(!f.ok || text.is_empty());
     }
 }
+
+// ------------------------------------------------------------ the request reader (issue 16)
+
+const INIT_LINE: &str = r#"{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
+const INITIALIZED_LINE: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+
+/// Run `kestrel mcp` with these lines on stdin (then closed); (exit code, responses).
+fn child_session(args: &[&str], lines: &[String], cwd: &std::path::Path) -> (i32, Vec<Value>) {
+    let mut child = Command::new(KESTREL)
+        .arg("mcp")
+        .arg("--quiet")
+        .args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn kestrel mcp");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let all: Vec<String> = lines.to_vec();
+    let feeder = std::thread::spawn(move || {
+        for l in &all {
+            if writeln!(stdin, "{l}").is_err() {
+                return;
+            }
+        }
+    });
+    let out = child.wait_with_output().expect("wait");
+    feeder.join().expect("feeder");
+    let stdout = String::from_utf8(out.stdout).expect("utf8");
+    let msgs = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON-RPC: {l}: {e}")))
+        .collect();
+    (out.status.code().unwrap_or(-1), msgs)
+}
+
+fn by_id<'a>(msgs: &'a [Value], id: &Value) -> Vec<&'a Value> {
+    msgs.iter().filter(|m| &m["id"] == id).collect()
+}
+
+/// Every request line the server reads gets one answer: the shapes rmcp dropped or misread
+/// (params `[]`, a lone surrogate, params 10,000 deep, a batch, ids `1.5`, `2^70`,
+/// `{"a":1}`, `tools/call` without params or name or with string arguments) are JSON-RPC
+/// errors, and the server goes on serving.
+#[test]
+fn every_malformed_request_gets_a_json_rpc_error_and_the_server_stays_up() {
+    let deep = format!(
+        r#"{{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{{"name":"check","arguments":{{"document":{}0{}}}}}}}"#,
+        "[".repeat(10_000),
+        "]".repeat(10_000)
+    );
+    let mut lines = vec![INIT_LINE.to_string(), INITIALIZED_LINE.to_string()];
+    let with_id: Vec<(String, i64, Value)> = vec![
+        (r#"{"jsonrpc":"2.0","id":10,"method":"tools/list","params":[]}"#.into(), -32602, json!(10)),
+        (r#"{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"check","arguments":{"document":"\ud800"}}}"#.into(), -32602, json!(11)),
+        (deep, -32602, json!(13)),
+        (r#"{"jsonrpc":"2.0","id":14,"method":"tools/call"}"#.into(), -32602, json!(14)),
+        (r#"{"jsonrpc":"2.0","id":15,"method":"tools/call","params":{"arguments":{}}}"#.into(), -32602, json!(15)),
+        (r#"{"jsonrpc":"2.0","id":16,"method":"tools/call","params":{"name":"check","arguments":"STAND-DOWN x"}}"#.into(), -32602, json!(16)),
+        (r#"{"jsonrpc":"2.0","id":17,"method":"no/such/method"}"#.into(), -32601, json!(17)),
+    ];
+    let null_id = [
+        r#"[{"jsonrpc":"2.0","id":20,"method":"ping"}]"#,
+        r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#,
+        r#"{"jsonrpc":"2.0","id":1180591620717411303424,"method":"ping"}"#,
+        r#"{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}"#,
+        "this is not json",
+    ];
+    lines.extend(with_id.iter().map(|(l, _, _)| l.clone()));
+    lines.extend(null_id.iter().map(|l| l.to_string()));
+    lines.push(
+        r#"{"jsonrpc":"2.0","id":30,"method":"tools/call","params":{"name":"check","arguments":{"document":"STAND-DOWN tired\n","mode":"turn"}}}"#
+            .into(),
+    );
+    let (code, msgs) = child_session(&[], &lines, &common::root());
+    assert_eq!(code, 0, "{msgs:?}");
+    for (line, want, id) in &with_id {
+        let got = by_id(&msgs, id);
+        assert_eq!(got.len(), 1, "{}: {got:?}", &line[..line.len().min(80)]);
+        assert_eq!(got[0]["error"]["code"], *want, "{}", got[0]);
+    }
+    let nulls = by_id(&msgs, &Value::Null);
+    assert_eq!(nulls.len(), null_id.len(), "{nulls:?}");
+    assert!(nulls.iter().all(|m| m["error"]["code"].as_i64().is_some()));
+    assert_eq!(nulls[0]["error"]["code"], -32600, "the batch: {}", nulls[0]);
+    assert_eq!(nulls[4]["error"]["code"], -32700, "not JSON: {}", nulls[4]);
+    let ok = by_id(&msgs, &json!(30));
+    assert_eq!(ok.len(), 1);
+    assert_eq!(ok[0]["result"]["isError"], false, "{}", ok[0]);
+    assert_eq!(
+        msgs.len(),
+        1 + with_id.len() + null_id.len() + 1,
+        "one answer per request"
+    );
+}
+
+/// Calls still running when stdin closes are answered before the server exits.
+#[test]
+fn calls_running_when_stdin_closes_are_answered_before_exit() {
+    let plans =
+        std::fs::read_to_string(common::root().join("examples/run-desk.kestrel")).expect("plans");
+    let mut lines = vec![INIT_LINE.to_string(), INITIALIZED_LINE.to_string()];
+    let ids: Vec<i64> = (100..112).collect();
+    for id in &ids {
+        let tool = if id % 2 == 0 {
+            json!({"name": "run", "arguments": {"plans": plans, "tape": "trend-2025-04-09-s1", "r_usd": "1000"}})
+        } else {
+            json!({"name": "frame", "arguments": {"tape": "shock-2025-04-09-s7", "at": "15:30"}})
+        };
+        lines.push(
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": tool}).to_string(),
+        );
+    }
+    let (code, msgs) = child_session(&[], &lines, &common::root());
+    assert_eq!(code, 0);
+    for id in &ids {
+        let got = by_id(&msgs, &json!(id));
+        assert_eq!(got.len(), 1, "id {id}: {got:?}");
+        assert_eq!(got[0]["result"]["isError"], false, "id {id}: {}", got[0]);
+    }
+}
+
+/// Tape paths are confined to the root (the working directory, or `--root DIR`): outside
+/// paths, `..` climbs and symlinks out are refused with one message that quotes nothing of
+/// the file and does not tell whether it exists; bundled short names still work.
+#[cfg(unix)]
+#[test]
+fn mcp_file_access_is_confined_to_the_root() {
+    let d = std::env::temp_dir().join(format!("kestrel-mcp-root-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    let root = d.join("root");
+    std::fs::create_dir_all(&root).expect("dir");
+    let d = std::fs::canonicalize(&d).expect("canonical");
+    let root = d.join("root");
+    std::fs::copy(
+        common::root().join("tapes/range-2025-04-09-s2.jsonl"),
+        root.join("mine.jsonl"),
+    )
+    .expect("copy");
+    // A JSON-shaped file outside the root, with a secret in a field value.
+    std::fs::write(
+        d.join("secret.jsonl"),
+        "{\"type\":\"header\",\"v\":\"hunter2\"}\n",
+    )
+    .expect("w");
+    std::os::unix::fs::symlink(d.join("secret.jsonl"), root.join("link.jsonl")).expect("ln");
+    let frame = |id: i64, tape: &str| {
+        json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"frame","arguments":{"tape":tape,"at":"10:00"}}}).to_string()
+    };
+    let secret = d.join("secret.jsonl").display().to_string();
+    let missing = d.join("missing.jsonl").display().to_string();
+    let outside = [
+        "/etc/shadow",
+        "../../../etc/shadow",
+        "/etc/no-such-file",
+        secret.as_str(),
+        missing.as_str(),
+        "../secret.jsonl",
+        "link.jsonl",
+        "./link.jsonl",
+    ];
+    let mut lines = vec![INIT_LINE.to_string(), INITIALIZED_LINE.to_string()];
+    for (i, p) in outside.iter().enumerate() {
+        lines.push(frame(i as i64 + 1, p));
+    }
+    lines.push(frame(50, "mine.jsonl"));
+    lines.push(frame(51, &root.join("mine.jsonl").display().to_string()));
+    lines.push(frame(52, "trend-2025-04-09-s1"));
+    let root_s = root.display().to_string();
+    // From another working directory, with --root.
+    let (code, msgs) = child_session(&["--root", &root_s], &lines, &std::env::temp_dir());
+    assert_eq!(code, 0);
+    let mut shapes = Vec::new();
+    for (i, p) in outside.iter().enumerate() {
+        let r = by_id(&msgs, &json!(i as i64 + 1));
+        let r = &r[0]["result"];
+        assert_eq!(r["isError"], true, "{p}: {r}");
+        let e = &r["structuredContent"]["errors"][0];
+        assert_eq!(e["code"], "IO", "{p}: {e}");
+        let m = e["message"].as_str().expect("message");
+        assert!(m.contains("not under the server's root"), "{p}: {m}");
+        assert!(!r.to_string().contains("hunter2"), "{p}: {r}");
+        shapes.push(m.replace(p, "<path>"));
+    }
+    shapes.dedup();
+    assert_eq!(shapes.len(), 1, "the refusals differ: {shapes:?}");
+    for id in [50, 51, 52] {
+        let r = &by_id(&msgs, &json!(id))[0]["result"];
+        assert_eq!(r["isError"], false, "{id}: {r}");
+    }
+    // A tape error over MCP names the line and the reason, never the content.
+    std::fs::write(
+        root.join("bad.jsonl"),
+        "{\"type\":\"header\",\"v\":\"hunter2\"}\n",
+    )
+    .expect("w");
+    let (_, msgs) = child_session(
+        &["--root", &root_s],
+        &[
+            INIT_LINE.to_string(),
+            INITIALIZED_LINE.to_string(),
+            frame(60, "bad.jsonl"),
+        ],
+        &std::env::temp_dir(),
+    );
+    let r = &by_id(&msgs, &json!(60))[0]["result"];
+    assert_eq!(r["structuredContent"]["errors"][0]["code"], "TAPE", "{r}");
+    assert!(!r.to_string().contains("hunter2"), "{r}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// One generated input line and the answer it is owed: `Some(id)` an answer with that id,
+/// `Some(null)` an id-less error, `None` nothing (a notification).
+fn arb_line() -> impl proptest::strategy::Strategy<Value = (String, Option<Value>)> {
+    use proptest::prelude::*;
+    let call = |id: i64, args: String| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"check","arguments":{args}}}}}"#
+        )
+    };
+    prop_oneof![
+        // Garbage that is not JSON.
+        "#[^\n\r]{0,200}".prop_map(|g| (g, Some(Value::Null))),
+        // Deep nesting, up to 100,000 levels, inside the arguments.
+        (1i64..1000, 1usize..100_000, any::<bool>()).prop_map(move |(id, depth, arr)| {
+            let (o, c) = if arr { ("[", "]") } else { ("{\"a\":", "}") };
+            let v = format!("{}0{}", o.repeat(depth), c.repeat(depth));
+            (call(id, format!("{{\"document\":{v}}}")), Some(json!(id)))
+        }),
+        // Wide arrays.
+        (1i64..1000, 0usize..20_000).prop_map(move |(id, n)| {
+            let v = format!("[{}]", vec!["1"; n].join(","));
+            (call(id, format!("{{\"document\":{v}}}")), Some(json!(id)))
+        }),
+        // A well-formed check of arbitrary text.
+        (1i64..1000, "\\PC{0,60}").prop_map(move |(id, t)| {
+            (
+                call(id, json!({"document": t}).to_string()),
+                Some(json!(id)),
+            )
+        }),
+        // Cut-off JSON.
+        (1i64..1000, 1usize..60).prop_map(move |(id, cut)| {
+            let full = call(id, "{\"document\":\"\"}".into());
+            (
+                full[..cut.min(full.len() - 1)].to_string(),
+                Some(Value::Null),
+            )
+        }),
+        // Bad ids and batches.
+        prop_oneof![
+            Just(r#"{"jsonrpc":"2.0","id":2.5,"method":"ping"}"#.to_string()),
+            Just(r#"{"jsonrpc":"2.0","id":[1],"method":"ping"}"#.to_string()),
+            Just("[]".to_string()),
+            Just(r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#.to_string()),
+        ]
+        .prop_map(|l| (l, Some(Value::Null))),
+        // A notification with bad params: never answered.
+        Just((
+            r#"{"jsonrpc":"2.0","method":"notifications/x","params":[]}"#.to_string(),
+            None
+        )),
+    ]
+}
+
+proptest::proptest! {
+    // 64 cases in CI; PROPTEST_CASES=N runs N.
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(
+        std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(64)
+    ))]
+
+    /// The request reader answers every request it reads (garbage, deep to 100,000 levels,
+    /// wide to 20,000 elements, cut off, bad ids, batches) and the server never dies: the ids
+    /// answered are exactly the ids sent, plus one id-less error per unreadable line.
+    #[test]
+    fn the_server_answers_every_request_and_never_dies(
+        lines in proptest::collection::vec(arb_line(), 1..12)
+    ) {
+        // Unique ids: renumber the generated ones in order.
+        let mut input = vec![INIT_LINE.to_string(), INITIALIZED_LINE.to_string()];
+        let mut want_ids = vec![json!("init")];
+        let mut want_null = 0usize;
+        for (i, (line, owed)) in lines.iter().enumerate() {
+            let id = 1000 + i as i64;
+            match owed {
+                Some(Value::Null) => { want_null += 1; input.push(line.clone()); }
+                Some(Value::Number(n)) => {
+                    want_ids.push(json!(id));
+                    input.push(line.replacen(&format!("\"id\":{n}"), &format!("\"id\":{id}"), 1));
+                }
+                _ => input.push(line.clone()),
+            }
+        }
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("rt");
+        let (code, out) = rt.block_on(async {
+            let (w, mut r) = tokio::io::duplex(1 << 20);
+            let reader = tokio::spawn(async move {
+                let mut s = String::new();
+                let _ = tokio::io::AsyncReadExt::read_to_string(&mut r, &mut s).await;
+                s
+            });
+            let bytes = (input.join("\n") + "\n").into_bytes();
+            let code = tokio::time::timeout(
+                std::time::Duration::from_secs(60),
+                kestrel_desk::mcp::serve_lines(KestrelServer::quiet(), std::io::Cursor::new(bytes), w, true),
+            ).await.expect("the server finished");
+            (code, reader.await.expect("reader"))
+        });
+        proptest::prop_assert_eq!(code, 0);
+        let msgs: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).expect("JSON-RPC")).collect();
+        let mut got_ids: Vec<Value> = msgs.iter().filter(|m| !m["id"].is_null()).map(|m| m["id"].clone()).collect();
+        let got_null = msgs.iter().filter(|m| m["id"].is_null()).count();
+        got_ids.sort_by_key(|v| v.to_string());
+        want_ids.sort_by_key(|v| v.to_string());
+        proptest::prop_assert_eq!(got_ids, want_ids);
+        proptest::prop_assert_eq!(got_null, want_null);
+    }
+}
+
+/// A request line longer than the 16 MiB bound is answered `-32600` (id null) without being
+/// held whole, and the next request is still served.
+#[test]
+fn an_over_long_request_line_is_refused_and_the_next_one_served() {
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{{"name":"check","arguments":{{"document":"{}"}}}}}}"#,
+        "x".repeat(kestrel_desk::mcp::wire::MAX_LINE_BYTES + 1)
+    );
+    let input = [
+        INIT_LINE.to_string(),
+        INITIALIZED_LINE.to_string(),
+        big,
+        r#"{"jsonrpc":"2.0","id":6,"method":"ping"}"#.to_string(),
+    ]
+    .join("\n")
+        + "\n";
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("rt");
+    let (code, out) = rt.block_on(async {
+        let (w, mut r) = tokio::io::duplex(1 << 16);
+        let reader = tokio::spawn(async move {
+            let mut s = String::new();
+            let _ = tokio::io::AsyncReadExt::read_to_string(&mut r, &mut s).await;
+            s
+        });
+        let code = kestrel_desk::mcp::serve_lines(
+            KestrelServer::quiet(),
+            std::io::Cursor::new(input.into_bytes()),
+            w,
+            true,
+        )
+        .await;
+        (code, reader.await.expect("reader"))
+    });
+    assert_eq!(code, 0);
+    let msgs: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
+    assert_eq!(msgs.len(), 3, "{msgs:?}");
+    let long = by_id(&msgs, &Value::Null);
+    assert_eq!(long.len(), 1);
+    assert_eq!(long[0]["error"]["code"], -32600);
+    assert!(
+        long[0]["error"]["message"]
+            .as_str()
+            .expect("message")
+            .contains("longer than")
+    );
+    assert!(by_id(&msgs, &json!(5)).is_empty());
+    assert_eq!(by_id(&msgs, &json!(6))[0]["result"], json!({}));
+}

@@ -2,14 +2,39 @@
 //! reply on stdout (the file-handshake brains of seed 000 §7). A timeout, a non-zero exit, a
 //! failure to start, output that is not UTF-8 and an empty reply are provider errors: a
 //! program that means to pass writes a comment.
+//!
+//! How the program is run, so that no program can hang or outlive the author:
+//!
+//! - **Its own process group.** The child is the leader of a new group; on a timeout the
+//!   whole group is killed (`SIGKILL`), so the children of `sh -c` die with it, and so are
+//!   any left behind once the reply is read.
+//! - **Both pipes drained at once.** Stdin is written, stdout and stderr are read
+//!   concurrently, so a program that writes more than a pipe holds (64 KiB) on stderr before
+//!   its reply does not block. Stderr is kept up to [`STDERR_KEPT`] bytes (the rest is read
+//!   and dropped).
+//! - **Bounded after exit.** When the program has exited, its pipes get [`PIPE_GRACE`] to
+//!   close; a grandchild still holding stdout open does not keep the author waiting: its
+//!   group is killed and what the program wrote before it exited is the reply.
+//! - **No key in its environment.** `KESTREL_API_KEY` and `OPENAI_API_KEY` are removed from
+//!   the child's environment unless [`CommandAuthor::pass_api_key`] is set (the
+//!   `--pass-api-key` flag).
+//! - **Redacted stderr.** What the program wrote on stderr reaches an error message (and so
+//!   the Bus) only after every known key is redacted from it ([`secret::redact_all`]).
 
+use super::secret::{self, ApiKey};
 use super::{
     Author, AuthorFuture, AuthorInfo, DeltaSink, Outcome, Prompt, ProviderErrorKind, excerpt,
 };
 use std::process::Stdio;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
+
+/// The stderr kept for error messages; more is read and dropped.
+pub const STDERR_KEPT: usize = 64 * 1024;
+
+/// How long the pipes may stay open once the program has exited.
+pub const PIPE_GRACE: Duration = Duration::from_millis(250);
 
 /// Runs `program args...` once per turn.
 #[derive(Debug, Clone)]
@@ -18,26 +43,75 @@ pub struct CommandAuthor {
     pub args: Vec<String>,
     /// The whole run: start, write the prompt, read the reply, exit.
     pub timeout: Duration,
+    /// Leave `KESTREL_API_KEY` / `OPENAI_API_KEY` in the program's environment.
+    pub pass_api_key: bool,
+    /// Keys redacted from the program's stderr (default: [`secret::known_keys`]).
+    pub redact: Vec<ApiKey>,
+}
+
+/// Kill the process group `pgid` (the program and everything it started).
+#[cfg(unix)]
+fn kill_group(pgid: Option<u32>) {
+    if let Some(id) = pgid.and_then(|p| i32::try_from(p).ok()).filter(|p| *p > 1) {
+        // SAFETY: killpg only sends a signal; a group that is gone gives ESRCH, ignored.
+        unsafe {
+            libc::killpg(id, libc::SIGKILL);
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn kill_group(_pgid: Option<u32>) {}
+
+/// Read `r` to its end into `out`, keeping at most `keep` bytes; each chunk also goes to
+/// `on_chunk`.
+async fn drain<R: AsyncRead + Unpin>(
+    r: Option<R>,
+    out: &mut Vec<u8>,
+    keep: usize,
+    mut on_chunk: impl FnMut(&[u8]),
+) {
+    let Some(mut r) = r else { return };
+    let mut buf = [0u8; 8192];
+    loop {
+        match r.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                on_chunk(&buf[..n]);
+                let room = keep.saturating_sub(out.len()).min(n);
+                out.extend_from_slice(&buf[..room]);
+            }
+        }
+    }
 }
 
 impl CommandAuthor {
+    /// A program run with the key removed from its environment and its stderr redacted of
+    /// the keys known now.
     pub fn new(program: impl Into<String>, args: Vec<String>, timeout: Duration) -> Self {
         CommandAuthor {
             program: program.into(),
             args,
             timeout,
+            pass_api_key: false,
+            redact: secret::known_keys(),
         }
     }
 
     async fn run(&self, prompt: &Prompt, deltas: Option<DeltaSink>) -> Outcome {
-        let mut child = match Command::new(&self.program)
-            .args(&self.args)
+        let mut cmd = Command::new(&self.program);
+        cmd.args(&self.args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-        {
+            .kill_on_drop(true);
+        #[cfg(unix)]
+        cmd.process_group(0);
+        if !self.pass_api_key {
+            cmd.env_remove(secret::DEFAULT_ENV)
+                .env_remove(secret::FALLBACK_ENV);
+        }
+        let mut child = match cmd.spawn() {
             Ok(c) => c,
             Err(e) => {
                 return Outcome::error(
@@ -46,62 +120,66 @@ impl CommandAuthor {
                 );
             }
         };
+        let pgid = child.id();
         let input = prompt.full_text();
-        let mut stdin = child.stdin.take();
-        let mut stdout = child.stdout.take();
-        let mut stderr = child.stderr.take();
-        let work = async {
-            if let Some(mut w) = stdin.take() {
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take();
+        let stderr = child.stderr.take();
+        let write = async move {
+            if let Some(mut w) = stdin {
                 // A program that does not read its stdin is allowed: ignore a broken pipe.
                 let _ = w.write_all(input.as_bytes()).await;
                 let _ = w.shutdown().await;
             }
-            let mut out = Vec::new();
-            if let Some(r) = stdout.as_mut() {
-                let mut buf = [0u8; 4096];
-                loop {
-                    match r.read(&mut buf).await {
-                        Ok(0) | Err(_) => break,
-                        Ok(n) => {
-                            out.extend_from_slice(&buf[..n]);
-                            if let (Some(d), Ok(s)) = (&deltas, std::str::from_utf8(&buf[..n])) {
-                                let _ = d.send(s.to_string());
-                            }
-                        }
-                    }
-                }
-            }
-            let mut err = Vec::new();
-            if let Some(r) = stderr.as_mut() {
-                let _ = r.read_to_end(&mut err).await;
-            }
-            let status = child.wait().await;
-            (out, err, status)
         };
-        let (out, err, status) = match tokio::time::timeout(self.timeout, work).await {
-            Ok(r) => r,
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let timed = {
+            // The reply is read whole (the reply-size limit is the router's).
+            let read_out = drain(stdout, &mut out, usize::MAX, |b| {
+                if let (Some(d), Ok(s)) = (&deltas, std::str::from_utf8(b)) {
+                    let _ = d.send(s.to_string());
+                }
+            });
+            let read_err = drain(stderr, &mut err, STDERR_KEPT, |_| {});
+            let work = async {
+                let pipes = async { tokio::join!(write, read_out, read_err) };
+                tokio::pin!(pipes);
+                // Wait for the exit, reading all the while; then the pipes get a bounded grace.
+                let status = tokio::select! {
+                    s = child.wait() => s,
+                    _ = &mut pipes => return child.wait().await,
+                };
+                let _ = tokio::time::timeout(PIPE_GRACE, &mut pipes).await;
+                status
+            };
+            tokio::time::timeout(self.timeout, work).await
+        };
+        let status = match timed {
+            Ok(s) => s,
             Err(_) => {
-                // kill_on_drop ends the child when `work` (which owns it) is dropped.
+                kill_group(pgid);
+                let _ = child.kill().await;
                 return Outcome::error(
                     ProviderErrorKind::Timeout,
                     format!(
-                        "`{}` did not answer within {:?}",
+                        "`{}` did not answer within {:?} (its process group was killed)",
                         self.program, self.timeout
                     ),
                 );
             }
         };
+        // Whatever the program left running (a grandchild holding stdout) ends with it.
+        kill_group(pgid);
+        let stderr_text = || {
+            let e = secret::redact_all(&String::from_utf8_lossy(&err), &self.redact);
+            excerpt(e.trim(), 200)
+        };
         match status {
             Ok(s) if s.success() => {}
             Ok(s) => {
-                let e = String::from_utf8_lossy(&err);
                 return Outcome::error(
                     ProviderErrorKind::Exit,
-                    format!(
-                        "`{}` exited with {s}: {}",
-                        self.program,
-                        excerpt(e.trim(), 200)
-                    ),
+                    format!("`{}` exited with {s}: {}", self.program, stderr_text()),
                 );
             }
             Err(e) => {

@@ -133,6 +133,11 @@ impl std::fmt::Display for ProviderError {
 pub enum Outcome {
     /// The reply as written (the router extracts, parses and routes it).
     Reply(String),
+    /// Text that did not end as a complete reply: the provider stopped it (`finish_reason`
+    /// other than `stop`, e.g. `length` at the output-token limit) or the stream ended
+    /// without saying it finished. It is routed as *truncated* (`turn::Reply::CutOff`)
+    /// whatever it parses to: a cut prefix of a plan may parse yet lack its EXIT.
+    CutOff(String),
     /// No reply: the transport failed.
     ProviderError(ProviderError),
 }

@@ -8,6 +8,16 @@
 //! left when the attempts or the deadline run out is a [`ProviderError`]; a partial reply is
 //! never returned as authored, and an empty one is never a pass.
 //!
+//! Only `finish_reason: "stop"` ends a reply normally. Any other finish reason (`length` at
+//! the output-token limit, `content_filter`, ...), a stream that ends (`[DONE]`, end of
+//! body, or a broken connection) after text arrived but without a finish reason, and a
+//! non-streamed body without one are [`Outcome::CutOff`]: the router makes them *truncated*
+//! even when the prefix parses. A server that answers 429 or 503 with `Retry-After: N`
+//! (seconds) is retried after `N` seconds, at most [`MAX_RETRY_AFTER`] and never past the
+//! total deadline. Bytes that are not UTF-8 are a `bad-response` provider error, never
+//! decoded lossily. The URL shown in any message has no userinfo and no query values, and
+//! every message passes the key's redaction.
+//!
 //! With constrained decoding on, the exported turn GBNF (or a given one) is sent as the
 //! request's `grammar` field, which llama.cpp-style servers apply at the sampling step.
 //! Servers without that field ignore or refuse it; `constrained` is recorded in
@@ -22,6 +32,61 @@ use super::{
 use crate::lang::grammar::{self, GrammarFormat, GrammarOptions};
 use std::time::Duration;
 use tokio::time::Instant;
+
+/// The longest `Retry-After` the author honours; a server asking for more is not retried.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
+
+/// The chat-completions endpoint under `base`: `/chat/completions` is appended to the path,
+/// and a query string (`?api_key=...`) stays after it.
+pub(crate) fn endpoint(base: &str) -> Result<reqwest::Url, String> {
+    let mut url = reqwest::Url::parse(base.trim()).map_err(|e| {
+        format!(
+            "the author URL {} is not a URL: {e}",
+            shown_text(base.trim())
+        )
+    })?;
+    let path = format!("{}/chat/completions", url.path().trim_end_matches('/'));
+    url.set_path(&path);
+    Ok(url)
+}
+
+/// A URL as messages may show it: no userinfo, and the query's values replaced.
+pub(crate) fn shown_url(url: &reqwest::Url) -> String {
+    let mut u = url.clone();
+    let _ = u.set_username("");
+    let _ = u.set_password(None);
+    if u.query().is_some() {
+        u.set_query(Some("[redacted]"));
+    }
+    u.set_fragment(None);
+    u.to_string()
+}
+
+/// [`shown_url`] for a text that may not parse: everything between `://` and the last `@`
+/// of the authority, and everything from `?`, hidden.
+fn shown_text(s: &str) -> String {
+    match reqwest::Url::parse(s) {
+        Ok(u) => shown_url(&u),
+        Err(_) => {
+            let s = s.split(['?', '#']).next().unwrap_or("");
+            match s.split_once("://") {
+                Some((scheme, rest)) => {
+                    let (auth, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+                    let host = auth.rsplit('@').next().unwrap_or("");
+                    format!("{scheme}://{host}{path}")
+                }
+                None => s.to_string(),
+            }
+        }
+    }
+}
+
+/// `Retry-After` as delta-seconds (an HTTP-date is not honoured: the backoff applies).
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let v = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
+    let secs: f64 = v.trim().parse().ok()?;
+    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(1e6)))
+}
 
 /// Settings of an OpenAI-compatible author.
 #[derive(Debug, Clone)]
@@ -76,16 +141,42 @@ pub struct OpenAiAuthor {
     client: Result<reqwest::Client, String>,
 }
 
-/// One failed attempt: the error, and whether another attempt may fix it.
+/// One failed attempt: the error, whether another attempt may fix it, and how long the
+/// server asked to wait first (`Retry-After`).
 struct Failure {
     error: ProviderError,
     retryable: bool,
+    wait: Option<Duration>,
 }
 
 fn fail(kind: ProviderErrorKind, message: String, retryable: bool) -> Failure {
     Failure {
         error: ProviderError { kind, message },
         retryable,
+        wait: None,
+    }
+}
+
+/// Bytes as UTF-8, or a `bad-response` failure (never decoded lossily).
+fn utf8(bytes: Vec<u8>, what: &str) -> Result<String, Failure> {
+    String::from_utf8(bytes).map_err(|e| {
+        fail(
+            ProviderErrorKind::BadResponse,
+            format!(
+                "{what} is not UTF-8 (invalid byte at offset {})",
+                e.utf8_error().valid_up_to()
+            ),
+            false,
+        )
+    })
+}
+
+/// The end of a completion: `stop` is a whole reply, anything else (or no finish reason)
+/// a cut-off one.
+fn finished(text: String, finish_reason: Option<&str>) -> Outcome {
+    match finish_reason {
+        Some("stop") => Outcome::Reply(text),
+        _ => Outcome::CutOff(text),
     }
 }
 
@@ -129,9 +220,17 @@ impl OpenAiAuthor {
     }
 
     fn redact(&self, s: String) -> String {
-        match &self.cfg.api_key {
+        let s = match &self.cfg.api_key {
             Some(k) => k.redact(&s),
             None => s,
+        };
+        // The URL's own userinfo is a secret too.
+        match reqwest::Url::parse(self.cfg.base_url.trim()) {
+            Ok(u) => [u.password().unwrap_or(""), u.username()]
+                .into_iter()
+                .filter(|p| p.len() >= 3)
+                .fold(s, |s, p| ApiKey::new(p).redact(&s)),
+            Err(_) => s,
         }
     }
 
@@ -152,7 +251,7 @@ impl OpenAiAuthor {
             )
             .await;
             let failure = match r {
-                Ok(Ok(text)) => return Outcome::Reply(text),
+                Ok(Ok(done)) => return done,
                 Ok(Err(f)) => f,
                 Err(_) => fail(
                     ProviderErrorKind::Timeout,
@@ -163,15 +262,25 @@ impl OpenAiAuthor {
                     false,
                 ),
             };
+            // The server's Retry-After replaces the backoff when it is within bounds; one
+            // asking for longer than MAX_RETRY_AFTER or past the deadline ends the call.
+            let wait = failure.wait.unwrap_or(backoff);
             let more = failure.retryable
                 && attempt <= self.cfg.retries
-                && Instant::now() + backoff < deadline;
+                && wait <= MAX_RETRY_AFTER
+                && Instant::now() + wait < deadline;
             if !more {
                 let mut e = failure.error;
-                e.message = self.redact(format!("{} (attempt {attempt})", e.message));
+                let asked = match failure.wait {
+                    Some(w) if failure.retryable && attempt <= self.cfg.retries => {
+                        format!("; the server asked to retry after {w:?}, beyond the bound")
+                    }
+                    _ => String::new(),
+                };
+                e.message = self.redact(format!("{}{asked} (attempt {attempt})", e.message));
                 return Outcome::ProviderError(e);
             }
-            tokio::time::sleep(backoff).await;
+            tokio::time::sleep(wait).await;
             backoff = backoff.saturating_mul(2);
         }
     }
@@ -182,13 +291,12 @@ impl OpenAiAuthor {
         body: &serde_json::Value,
         deltas: Option<&DeltaSink>,
         deadline: Instant,
-    ) -> Result<String, Failure> {
-        let url = format!(
-            "{}/chat/completions",
-            self.cfg.base_url.trim_end_matches('/')
-        );
+    ) -> Result<Outcome, Failure> {
+        let url =
+            endpoint(&self.cfg.base_url).map_err(|m| fail(ProviderErrorKind::Connect, m, false))?;
+        let shown = shown_url(&url);
         let mut req = client
-            .post(&url)
+            .post(url)
             .header(reqwest::header::ACCEPT, "text/event-stream")
             .json(body);
         if let Some(k) = &self.cfg.api_key {
@@ -209,23 +317,29 @@ impl OpenAiAuthor {
                 } else {
                     ProviderErrorKind::Connect
                 };
-                return Err(fail(kind, format!("request to {url} failed: {e}"), true));
+                let e = e.without_url();
+                return Err(fail(kind, format!("request to {shown} failed: {e}"), true));
             }
             Ok(Ok(r)) => r,
         };
         let status = resp.status();
         if !status.is_success() {
-            let text = tokio::time::timeout_at(first_by, resp.text())
+            let wait = retry_after(resp.headers());
+            let bytes = tokio::time::timeout_at(first_by, resp.bytes())
                 .await
                 .ok()
                 .and_then(Result::ok)
                 .unwrap_or_default();
+            // Redact before cutting: an excerpt must not keep a prefix of the key.
+            let text = self.redact(String::from_utf8_lossy(&bytes).into_owned());
             let retryable = status.is_server_error() || status.as_u16() == 429;
-            return Err(fail(
+            let mut f = fail(
                 ProviderErrorKind::Http,
-                format!("HTTP {status} from {url}: {}", excerpt(text.trim(), 200)),
+                format!("HTTP {status} from {shown}: {}", excerpt(text.trim(), 200)),
                 retryable,
-            ));
+            );
+            f.wait = wait;
+            return Err(f);
         }
         let is_sse = resp
             .headers()
@@ -239,9 +353,9 @@ impl OpenAiAuthor {
     }
 
     /// A server that ignored `stream: true` and answered with one JSON body.
-    async fn whole_body(&self, resp: reqwest::Response, by: Instant) -> Result<String, Failure> {
-        let text = match tokio::time::timeout_at(by, resp.text()).await {
-            Ok(Ok(t)) => t,
+    async fn whole_body(&self, resp: reqwest::Response, by: Instant) -> Result<Outcome, Failure> {
+        let text = match tokio::time::timeout_at(by, resp.bytes()).await {
+            Ok(Ok(t)) => utf8(t.to_vec(), "the response body")?,
             Ok(Err(e)) => {
                 return Err(fail(
                     ProviderErrorKind::StreamCut,
@@ -260,11 +374,15 @@ impl OpenAiAuthor {
         let v: serde_json::Value = serde_json::from_str(&text).map_err(|_| {
             fail(
                 ProviderErrorKind::BadResponse,
-                format!("not a chat completion: {}", excerpt(&text, 200)),
+                format!(
+                    "not a chat completion: {}",
+                    excerpt(&self.redact(text.clone()), 200)
+                ),
                 false,
             )
         })?;
-        let content = v["choices"][0]["message"]["content"].as_str().unwrap_or("");
+        let choice = &v["choices"][0];
+        let content = choice["message"]["content"].as_str().unwrap_or("");
         if content.trim().is_empty() {
             return Err(fail(
                 ProviderErrorKind::EmptyCompletion,
@@ -272,7 +390,10 @@ impl OpenAiAuthor {
                 true,
             ));
         }
-        Ok(content.to_string())
+        Ok(finished(
+            content.to_string(),
+            choice["finish_reason"].as_str(),
+        ))
     }
 
     async fn stream(
@@ -280,11 +401,11 @@ impl OpenAiAuthor {
         mut resp: reqwest::Response,
         deltas: Option<&DeltaSink>,
         first_by: Instant,
-    ) -> Result<String, Failure> {
+    ) -> Result<Outcome, Failure> {
         let mut sse = SseParser::default();
         let mut text = String::new();
-        let mut finished = false;
-        loop {
+        let mut finish: Option<String> = None;
+        'read: loop {
             let chunk = if text.is_empty() {
                 match tokio::time::timeout_at(first_by, resp.chunk()).await {
                     Ok(c) => c,
@@ -302,26 +423,38 @@ impl OpenAiAuthor {
             };
             let bytes = match chunk {
                 Ok(Some(b)) => b,
-                Ok(None) => break,
+                Ok(None) => break 'read,
+                // Text arrived, then the connection broke: a cut-off reply (below).
+                Err(_) if !text.is_empty() => break 'read,
                 Err(e) => {
                     return Err(fail(
                         ProviderErrorKind::StreamCut,
-                        format!("the stream broke after {} chars: {e}", text.chars().count()),
-                        text.is_empty(),
+                        format!("the stream broke before any text: {}", e.without_url()),
+                        true,
                     ));
                 }
             };
-            for data in sse.feed(&bytes) {
+            let events = sse.feed(&bytes).map_err(|at| {
+                fail(
+                    ProviderErrorKind::BadResponse,
+                    format!("the stream is not UTF-8 (an event line with an invalid byte at offset {at})"),
+                    false,
+                )
+            })?;
+            for data in events {
                 if data.trim() == "[DONE]" {
-                    finished = true;
-                    continue;
+                    // The end of the stream; only a finish reason says the reply is whole.
+                    break 'read;
                 }
                 let v: serde_json::Value = match serde_json::from_str(&data) {
                     Ok(v) => v,
                     Err(_) => {
                         return Err(fail(
                             ProviderErrorKind::BadResponse,
-                            format!("a stream event is not JSON: {}", excerpt(&data, 120)),
+                            format!(
+                                "a stream event is not JSON: {}",
+                                excerpt(&self.redact(data.clone()), 120)
+                            ),
                             false,
                         ));
                     }
@@ -331,7 +464,7 @@ impl OpenAiAuthor {
                         ProviderErrorKind::BadResponse,
                         format!(
                             "the server reported an error: {}",
-                            excerpt(&err.to_string(), 200)
+                            excerpt(&self.redact(err.to_string()), 200)
                         ),
                         text.is_empty(),
                     ));
@@ -345,29 +478,27 @@ impl OpenAiAuthor {
                         let _ = d.send(piece.to_string());
                     }
                 }
-                if choice["finish_reason"].is_string() {
-                    finished = true;
+                if let Some(r) = choice["finish_reason"].as_str() {
+                    finish = Some(r.to_string());
                 }
             }
         }
-        if !finished {
-            return Err(fail(
-                ProviderErrorKind::StreamCut,
-                format!(
-                    "the stream ended before the completion did ({} chars received, no finish)",
-                    text.chars().count()
-                ),
-                text.is_empty(),
-            ));
-        }
         if text.trim().is_empty() {
-            return Err(fail(
-                ProviderErrorKind::EmptyCompletion,
-                "the completion was empty".into(),
-                true,
-            ));
+            return Err(if finish.is_none() {
+                fail(
+                    ProviderErrorKind::StreamCut,
+                    "the stream ended before any text and without a finish".into(),
+                    true,
+                )
+            } else {
+                fail(
+                    ProviderErrorKind::EmptyCompletion,
+                    "the completion was empty".into(),
+                    true,
+                )
+            });
         }
-        Ok(text)
+        Ok(finished(text, finish.as_deref()))
     }
 }
 

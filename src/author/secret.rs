@@ -27,14 +27,138 @@ impl ApiKey {
     }
 
     /// Replace every occurrence of the key in `text` with `[redacted]` (error messages built
-    /// from a server's answer pass through this).
+    /// from a server's answer, and a command author's stderr, pass through this): the key
+    /// anywhere inside longer text, and also its encoded forms a server or a program may echo
+    /// — percent-encoded (upper or lower hex, `+` for a space), JSON-escaped, base64 — and a
+    /// prefix of it (at least [`MIN_REDACTED_PREFIX`] characters) cut off by the end of the text
+    /// or an excerpt's `…`.
     pub fn redact(&self, text: &str) -> String {
-        if self.0.is_empty() {
-            text.to_string()
-        } else {
-            text.replace(&self.0, "[redacted]")
+        redact_all(text, std::slice::from_ref(self))
+    }
+}
+
+/// The shortest cut-off prefix of a key that is still redacted.
+pub const MIN_REDACTED_PREFIX: usize = 8;
+
+/// The literal forms of `secret` replaced anywhere in a text (besides the percent-encoded
+/// ones, which [`replace_encoded`] matches byte by byte): the key, JSON-escaped, base64.
+fn forms(secret: &str) -> Vec<String> {
+    let json = serde_json::to_string(secret).unwrap_or_default();
+    let json = json
+        .strip_prefix('"')
+        .and_then(|j| j.strip_suffix('"'))
+        .unwrap_or("")
+        .to_string();
+    let mut out = vec![secret.to_string(), json, base64(secret.as_bytes())];
+    out.retain(|f| !f.is_empty());
+    // Longest first, so a longer form is not broken by a shorter one inside it.
+    out.sort_by_key(|f| std::cmp::Reverse(f.len()));
+    out.dedup();
+    out
+}
+
+/// Replace every run of `text` that spells `secret` with any of its bytes percent-encoded
+/// (`%2F` or `%2f`, even bytes that need no encoding) or a space as `+`.
+fn replace_encoded(text: &str, secret: &str) -> String {
+    let t = text.as_bytes();
+    let k = secret.as_bytes();
+    let hex = |a: u8, b: u8| {
+        let d = |c: u8| (c as char).to_digit(16);
+        Some((d(a)? * 16 + d(b)?) as u8)
+    };
+    // The end of a match of `k` starting at `i`, if any.
+    let matches_at = |i: usize| {
+        let mut j = i;
+        for &b in k {
+            if t.get(j) == Some(&b) {
+                j += 1;
+            } else if t.get(j) == Some(&b'%')
+                && t.len() >= j + 3
+                && hex(t[j + 1], t[j + 2]) == Some(b)
+            {
+                j += 3;
+            } else if b == b' ' && t.get(j) == Some(&b'+') {
+                j += 1;
+            } else {
+                return None;
+            }
+        }
+        Some(j)
+    };
+    let mut out = Vec::with_capacity(t.len());
+    let mut i = 0;
+    while i < t.len() {
+        match matches_at(i) {
+            Some(j) if j > i => {
+                out.extend_from_slice(b"[redacted]");
+                i = j;
+            }
+            _ => {
+                out.push(t[i]);
+                i += 1;
+            }
         }
     }
+    // Only whole matches of ASCII-or-UTF-8 runs were replaced, at byte boundaries where the
+    // key starts and ends; the rest is copied byte for byte.
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// Standard base64 with padding (a server may echo a Basic or encoded credential).
+fn base64(bytes: &[u8]) -> String {
+    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for c in bytes.chunks(3) {
+        let n = (u32::from(c[0]) << 16)
+            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
+            | u32::from(*c.get(2).unwrap_or(&0));
+        for i in 0..4 {
+            if i <= c.len() {
+                out.push(T[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// Redact every key of `keys` (see [`ApiKey::redact`]) in `text`.
+pub fn redact_all(text: &str, keys: &[ApiKey]) -> String {
+    let mut out = text.to_string();
+    for k in keys.iter().filter(|k| !k.0.is_empty()) {
+        for f in forms(&k.0) {
+            out = out.replace(&f, "[redacted]");
+        }
+        out = replace_encoded(&out, &k.0);
+        // A prefix cut off by an excerpt (`…`) or by the end of the text.
+        let chars: Vec<char> = k.0.chars().collect();
+        for n in (MIN_REDACTED_PREFIX..chars.len()).rev() {
+            let prefix: String = chars[..n].iter().collect();
+            out = out.replace(&format!("{prefix}…"), "[redacted]…");
+            if let Some(head) = out.strip_suffix(prefix.as_str()) {
+                out = format!("{head}[redacted]");
+            }
+        }
+    }
+    out
+}
+
+/// The keys a program could be handed through its environment or find in the key file:
+/// the values of [`DEFAULT_ENV`] and [`FALLBACK_ENV`] and the key file's content, for
+/// redacting what it writes. Unreadable sources are skipped.
+pub fn known_keys() -> Vec<ApiKey> {
+    let mut keys: Vec<ApiKey> = [DEFAULT_ENV, FALLBACK_ENV]
+        .iter()
+        .filter_map(|n| std::env::var(n).ok())
+        .map(ApiKey::new)
+        .filter(|k| !k.0.is_empty())
+        .collect();
+    if let Ok(Some(k)) = load_api_key_with(|_| None, None, None) {
+        keys.push(k);
+    }
+    keys.dedup();
+    keys
 }
 
 impl std::fmt::Debug for ApiKey {

@@ -2,7 +2,8 @@
 //! or CRLF (also split across chunks); `data:` lines accumulate (joined by LF) until a blank
 //! line dispatches the event; a single space after the colon is dropped; comment lines
 //! (starting with `:`) and other fields are ignored. Bytes are decoded as UTF-8 per line, so
-//! a multi-byte character split across chunks is kept whole.
+//! a multi-byte character split across chunks is kept whole; a `data` line that is not
+//! UTF-8 is an error (the caller's `bad-response`), never decoded lossily.
 
 /// Incremental parser: feed chunks, collect dispatched event data.
 #[derive(Debug, Default)]
@@ -13,8 +14,9 @@ pub(crate) struct SseParser {
 }
 
 impl SseParser {
-    /// Feed bytes; returns the data of every event completed by them.
-    pub(crate) fn feed(&mut self, bytes: &[u8]) -> Vec<String> {
+    /// Feed bytes; returns the data of every event completed by them, or the offset of the
+    /// first invalid byte in a `data` line that is not UTF-8.
+    pub(crate) fn feed(&mut self, bytes: &[u8]) -> Result<Vec<String>, usize> {
         let mut events = Vec::new();
         for &b in bytes {
             if self.last_was_cr {
@@ -27,23 +29,23 @@ impl SseParser {
                 b'\n' | b'\r' => {
                     self.last_was_cr = b == b'\r';
                     let line = std::mem::take(&mut self.line);
-                    self.end_line(&line, &mut events);
+                    self.end_line(&line, &mut events)?;
                 }
                 _ => self.line.push(b),
             }
         }
-        events
+        Ok(events)
     }
 
-    fn end_line(&mut self, line: &[u8], events: &mut Vec<String>) {
+    fn end_line(&mut self, line: &[u8], events: &mut Vec<String>) -> Result<(), usize> {
         if line.is_empty() {
             if let Some(d) = self.data.take() {
                 events.push(d);
             }
-            return;
+            return Ok(());
         }
         if line[0] == b':' {
-            return;
+            return Ok(());
         }
         let (field, value) = match line.iter().position(|&c| c == b':') {
             Some(i) => {
@@ -53,15 +55,16 @@ impl SseParser {
             None => (line, &b""[..]),
         };
         if field == b"data" {
-            let v = String::from_utf8_lossy(value);
+            let v = std::str::from_utf8(value).map_err(|e| e.valid_up_to())?;
             match &mut self.data {
                 Some(d) => {
                     d.push('\n');
-                    d.push_str(&v);
+                    d.push_str(v);
                 }
-                None => self.data = Some(v.into_owned()),
+                None => self.data = Some(v.to_string()),
             }
         }
+        Ok(())
     }
 }
 
@@ -72,18 +75,30 @@ mod tests {
     #[test]
     fn events_split_across_chunks_and_line_endings() {
         let mut p = SseParser::default();
-        let mut got = p.feed(b"data: {\"a\"");
-        got.extend(p.feed(b":1}\r"));
-        got.extend(p.feed(b"\n\r\n: keep-alive\n\ndata:x\ndata: y\n\nevent: e\nda"));
-        got.extend(p.feed(b"ta: \xc3"));
-        got.extend(p.feed(b"\xa9\n\n"));
+        let mut got = p.feed(b"data: {\"a\"").unwrap();
+        got.extend(p.feed(b":1}\r").unwrap());
+        got.extend(
+            p.feed(b"\n\r\n: keep-alive\n\ndata:x\ndata: y\n\nevent: e\nda")
+                .unwrap(),
+        );
+        got.extend(p.feed(b"ta: \xc3").unwrap());
+        got.extend(p.feed(b"\xa9\n\n").unwrap());
         assert_eq!(got, vec!["{\"a\":1}", "x\ny", "é"]);
     }
 
     #[test]
     fn unterminated_event_is_not_dispatched() {
         let mut p = SseParser::default();
-        assert!(p.feed(b"data: partial").is_empty());
-        assert!(p.feed(b"\n").is_empty());
+        assert!(p.feed(b"data: partial").unwrap().is_empty());
+        assert!(p.feed(b"\n").unwrap().is_empty());
+    }
+
+    #[test]
+    fn invalid_utf8_in_data_is_an_error_not_lossy() {
+        let mut p = SseParser::default();
+        assert_eq!(p.feed(b"data: ok\xff\xfe\n\n"), Err(2));
+        // A comment line is never decoded, so its bytes do not matter.
+        let mut p = SseParser::default();
+        assert_eq!(p.feed(b": \xff\ndata: x\n\n"), Ok(vec!["x".to_string()]));
     }
 }

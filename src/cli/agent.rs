@@ -55,6 +55,16 @@ pub fn run(a: &AgentArgs) -> i32 {
             return 1;
         }
     };
+    // An author file is an input too: the Bus may not be written over it.
+    let author_path = match a.how.spec(&a.author).resolve() {
+        Ok(session::AuthorTarget::File(f)) => Some(PathBuf::from(f)),
+        _ => None,
+    };
+    let author_file: Vec<(&str, &std::path::Path)> = author_path
+        .as_deref()
+        .map(|p| ("--author", p))
+        .into_iter()
+        .collect();
     let (mut author, author_kind) = match load_author(a) {
         Ok(x) => x,
         Err(e) => {
@@ -67,10 +77,11 @@ pub fn run(a: &AgentArgs) -> i32 {
         reader,
         pending,
         sink,
-    } = match super::run::open_inputs(&a.plans, &a.tape, a.bus.as_deref()) {
+    } = match super::run::open_inputs(&a.plans, &a.tape, a.bus.as_deref(), &author_file) {
         Ok(x) => x,
         Err(code) => return code,
     };
+    super::signals::install();
     let profile = match a.profile {
         ProfileArg::AuthoringV2 => Profile::AuthoringV2,
         ProfileArg::ViewshopV2 => Profile::ViewshopV2,
@@ -92,7 +103,12 @@ pub fn run(a: &AgentArgs) -> i32 {
     };
     let mut s = s;
     let mut failed = None;
+    let mut interrupted = None;
     while !s.is_done() {
+        if let Some(sig) = super::signals::caught() {
+            interrupted = Some(sig);
+            break;
+        }
         match s.step() {
             Ok(fired) => {
                 for w in &fired {
@@ -108,6 +124,10 @@ pub fn run(a: &AgentArgs) -> i32 {
     if let Some(e) = failed {
         errln!("{}: {e}", a.tape.display());
         return 1;
+    }
+    if let Some(sig) = interrupted.or_else(super::signals::caught) {
+        let bus = s.interrupt(&super::run::interrupted_message(sig));
+        return super::run::finish_interrupted(bus, pending, sig);
     }
     let c = s.counts.clone();
     let bus = s.finish();
@@ -148,5 +168,30 @@ pub fn run(a: &AgentArgs) -> i32 {
         errln!("{e}");
         return 1;
     }
-    super::out::stdout(&report)
+    let code = super::out::stdout(&report);
+    if code != 0 {
+        return code;
+    }
+    // An author that never answered is a failed run, not a quiet one.
+    if c.wakes > 0 && c.provider_error > 0 && all_provider_errors(&c) {
+        errln!(
+            "error code=PROVIDER message=every reply of the author ({} of {} wakes) was a provider error: check the author (each error is in its turn event on the Bus)",
+            c.provider_error, c.wakes
+        );
+        return 1;
+    }
+    0
+}
+
+/// Did every wake end in a provider error (no turn authored, refused or passed)?
+fn all_provider_errors(c: &session::Counts) -> bool {
+    let other = c.supersede
+        + c.stand_down
+        + c.view_request
+        + c.cancel
+        + c.pass
+        + c.fail_closed_pass
+        + c.invalid
+        + c.truncated;
+    other == 0
 }

@@ -50,6 +50,7 @@ mod out;
 mod paths;
 pub mod run;
 mod sniff;
+mod signals;
 pub mod tape;
 mod tokens;
 mod turn;

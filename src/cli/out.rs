@@ -1,6 +1,13 @@
 //! Output files written atomically: a temporary sibling (`.NAME.tmp-PID`), renamed over the
 //! target only when everything was written; on any failure the temporary file is removed and
 //! the target is left as it was.
+//!
+//! Rewriting an existing file keeps what it was: a **symlink** is written through (the
+//! temporary file sits beside the link's final target, which is replaced; the link stays a
+//! link), the target's **mode** is copied to the new file (0600 and 0400 stay so), and a
+//! **read-only** file is refused (`PermissionDenied`), never rewritten behind its mode.
+//! [`same_file`] lets a command refuse an output that names one of its inputs before anything
+//! is written.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -17,12 +24,52 @@ pub(crate) fn temp_path(out: &Path) -> PathBuf {
     out.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
 }
 
+/// Where a write to `out` lands: its final target when it is a symlink (followed), else
+/// itself; and the target's permissions when it exists. A read-only target is refused.
+fn landing(out: &Path) -> std::io::Result<(PathBuf, Option<std::fs::Permissions>)> {
+    let target = match std::fs::symlink_metadata(out) {
+        Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(out).or_else(|_| {
+            // A dangling link: write the file it names.
+            std::fs::read_link(out).map(|t| match out.parent() {
+                Some(dir) if t.is_relative() => dir.join(t),
+                _ => t,
+            })
+        })?,
+        _ => out.to_path_buf(),
+    };
+    match std::fs::metadata(&target) {
+        Ok(m) if m.permissions().readonly() => Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            "the file is read-only: not rewritten (make it writable first)",
+        )),
+        Ok(m) => Ok((target, Some(m.permissions()))),
+        Err(_) => Ok((target, None)),
+    }
+}
+
+/// Do `a` and `b` name the same existing file (through links, `..`, or hard links)?
+pub(crate) fn same_file(a: &Path, b: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if let (Ok(x), Ok(y)) = (std::fs::metadata(a), std::fs::metadata(b)) {
+            return x.dev() == y.dev() && x.ino() == y.ino();
+        }
+    }
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => false,
+    }
+}
+
 /// A file being written to its temporary sibling. [`Pending::commit`] renames it into place;
 /// dropped uncommitted (an early return on any error), the temporary file is removed.
 #[derive(Debug)]
 pub(crate) struct Pending {
     tmp: PathBuf,
     out: PathBuf,
+    /// The replaced file's permissions, given to the new one.
+    perms: Option<std::fs::Permissions>,
     done: bool,
 }
 
@@ -30,12 +77,15 @@ impl Pending {
     /// Create the temporary sibling of `out`; the sink writes to it (buffered). The error is
     /// the line to print.
     pub(crate) fn create(out: &Path) -> Result<(Pending, Sink), String> {
-        let tmp = temp_path(out);
+        let (target, perms) = landing(out)
+            .map_err(|e| format!("error code=IO message=cannot write {}: {e}", out.display()))?;
+        let tmp = temp_path(&target);
         let f = std::fs::File::create(&tmp)
             .map_err(|e| format!("error code=IO message=cannot create {}: {e}", tmp.display()))?;
         let pending = Pending {
             tmp,
-            out: out.to_path_buf(),
+            out: target,
+            perms,
             done: false,
         };
         Ok((pending, Box::new(std::io::BufWriter::new(f))))
@@ -44,6 +94,14 @@ impl Pending {
     /// Rename the written file into place (flush and drop its sink first). The error is the
     /// line to print; the temporary file is removed.
     pub(crate) fn commit(mut self) -> Result<(), String> {
+        if let Some(p) = self.perms.clone() {
+            std::fs::set_permissions(&self.tmp, p).map_err(|e| {
+                format!(
+                    "error code=IO message=cannot keep the mode of {}: {e}",
+                    self.out.display()
+                )
+            })?;
+        }
         std::fs::rename(&self.tmp, &self.out).map_err(|e| {
             format!(
                 "error code=IO message=cannot write {}: {e}",
@@ -77,15 +135,20 @@ pub(crate) fn commit(pending: Option<Pending>) -> Result<(), String> {
 }
 
 /// Write a whole file atomically: the temporary sibling is written, synced and renamed over
-/// the target; on failure it is removed.
+/// the target; on failure it is removed. A symlink is written through, the mode kept, and a
+/// read-only file refused (see the module notes).
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let tmp = temp_path(path);
+    let (target, perms) = landing(path)?;
+    let tmp = temp_path(&target);
     let written = std::fs::File::create(&tmp).and_then(|mut f| {
         f.write_all(bytes)?;
+        if let Some(p) = perms {
+            f.set_permissions(p)?;
+        }
         f.sync_all()
     });
     written
-        .and_then(|()| std::fs::rename(&tmp, path))
+        .and_then(|()| std::fs::rename(&tmp, &target))
         .inspect_err(|_| {
             let _ = std::fs::remove_file(&tmp);
         })
@@ -103,5 +166,77 @@ pub(crate) fn stdout(text: &str) -> i32 {
             errln!("error code=IO message=cannot write to standard output: {e}");
             1
         }
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("kestrel-out-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn mode(p: &Path) -> u32 {
+        std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn rewrites_keep_the_mode_write_through_symlinks_and_refuse_read_only_files() {
+        let d = dir("keep");
+        let f = d.join("a.txt");
+        std::fs::write(&f, "old").unwrap();
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).unwrap();
+        write_atomic(&f, b"new").unwrap();
+        assert_eq!(
+            (std::fs::read_to_string(&f).unwrap().as_str(), mode(&f)),
+            ("new", 0o600)
+        );
+        // Through a symlink: the target is replaced, the link stays.
+        let link = d.join("link.txt");
+        std::os::unix::fs::symlink("a.txt", &link).unwrap();
+        write_atomic(&link, b"via link").unwrap();
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "via link");
+        assert_eq!(mode(&f), 0o600);
+        // Read-only: refused, untouched.
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o400)).unwrap();
+        let e = write_atomic(&f, b"nope").unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::PermissionDenied);
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "via link");
+        assert_eq!(mode(&f), 0o400);
+        // The Bus path too.
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let (p, mut w) = Pending::create(&link).unwrap();
+        w.write_all(b"bus").unwrap();
+        drop(w);
+        p.commit().unwrap();
+        assert_eq!(
+            (std::fs::read_to_string(&f).unwrap().as_str(), mode(&f)),
+            ("bus", 0o640)
+        );
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        // No temporary file is left.
+        let names: Vec<_> = std::fs::read_dir(&d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 2, "{names:?}");
+        assert!(same_file(&link, &f) && !same_file(&d, &f));
+        let _ = std::fs::remove_dir_all(&d);
     }
 }

@@ -242,12 +242,30 @@ pub(crate) struct Inputs {
 }
 
 /// Check `--plans`, open `--tape` and `--bus` for `kestrel run` and `kestrel agent`; on a
-/// refusal the message is printed and the exit code returned.
+/// refusal the message is printed and the exit code returned. A `--bus` that names one of
+/// the inputs (`--tape`, a `--plans` file, or one of `others`, such as the author file) is
+/// refused before anything is written: the Bus would be renamed over it.
 pub(crate) fn open_inputs(
     plans: &[PathBuf],
     tape: &std::path::Path,
     bus: Option<&std::path::Path>,
+    others: &[(&str, &std::path::Path)],
 ) -> Result<Inputs, i32> {
+    if let Some(b) = bus {
+        let inputs = std::iter::once(("--tape", tape))
+            .chain(plans.iter().map(|p| ("--plans", p.as_path())))
+            .chain(others.iter().copied());
+        for (flag, input) in inputs {
+            if out::same_file(b, input) {
+                errln!(
+                    "error code=USAGE message=--bus {} names an input file ({flag} {}): refusing to overwrite it; write the Bus elsewhere",
+                    b.display(),
+                    input.display()
+                );
+                return Err(1);
+            }
+        }
+    }
     let docs = super::lang::check_files(plans)?;
     let reader = open_tape_or_say(tape).map_err(|e| {
         errln!("{e}");
@@ -274,6 +292,31 @@ pub(crate) fn open_tape_or_say(
     open_tape(tape).map_err(|e| {
         super::sniff::not_a_tape(tape).unwrap_or_else(|| format!("{}: {e}", tape.display()))
     })
+    }
+
+/// The Bus `error` message of a run cut short by `sig`.
+pub(crate) fn interrupted_message(sig: &str) -> String {
+    format!("interrupted by {sig}: the run stopped here, before the end of the tape")
+}
+
+/// Flush and commit the Bus of an interrupted run, and say so; the exit code (1).
+pub(crate) fn finish_interrupted(bus: Bus, pending: Option<out::Pending>, sig: &str) -> i32 {
+    let flushed = bus
+        .error()
+        .map(|e| e.to_string())
+        .map_or_else(|| bus.into_sink().map(drop).map_err(|e| e.to_string()), Err);
+    if let Err(e) = flushed {
+        errln!("error code=IO message=writing the bus: {e}");
+        return 1;
+    }
+    if let Err(e) = out::commit(pending) {
+        errln!("{e}");
+        return 1;
+    }
+    errln!(
+        "error code=INTERRUPTED message={sig}: the run stopped before the end of the tape; the Bus ends with an error event there"
+    );
+    1
 }
 
 /// Run `kestrel run`; returns the exit code (0 ok, 1 usage / I/O / bad tape, 2 refused
@@ -291,17 +334,23 @@ pub fn run(a: Args) -> i32 {
         reader,
         pending,
         sink,
-    } = match open_inputs(&a.plans, &a.tape, a.bus.as_deref()) {
+    } = match open_inputs(&a.plans, &a.tape, a.bus.as_deref(), &[]) {
         Ok(x) => x,
         Err(code) => return code,
     };
+    super::signals::install();
     let header = reader.header().clone();
     let mut engine = Engine::new(&header, cfg, Bus::new(sink));
     for d in &docs {
         engine.arm_document(d);
     }
     let mut reader = reader;
+    let mut interrupted = None;
     for ev in reader.by_ref() {
+        if let Some(sig) = super::signals::caught() {
+            interrupted = Some(sig);
+            break;
+        }
         match ev {
             Ok(ev) => engine.on_event(&ev),
             Err(e) => {
@@ -310,9 +359,12 @@ pub fn run(a: Args) -> i32 {
             }
         }
     }
+    if let Some(sig) = interrupted.or_else(super::signals::caught) {
+        return finish_interrupted(engine.interrupt(&interrupted_message(sig)), pending, sig);
+    }
     // A tape cut short is refused, not reported (and settled) as a whole session.
     if let Err(e) = reader.check_complete() {
-        eprintln!("{}: {e}", a.tape.display());
+        errln!("{}: {e}", a.tape.display());
         return 1;
     }
     let bus = engine.finish();

@@ -260,7 +260,7 @@ pub fn run(a: &DeskArgs) -> i32 {
     match run_inner(a) {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("error code=DESK message={e}");
+            crate::cli::errln!("error code=DESK message={e}");
             1
         }
     }
@@ -365,8 +365,8 @@ fn run_inner(a: &DeskArgs) -> color_eyre::Result<()> {
     app.session.shutdown();
     drop(app);
     match (&save, written) {
-        (Some(p), true) => eprintln!("session saved: {}", p.display()),
-        (Some(_), false) => eprintln!("nothing new to save: the session was only replayed"),
+        (Some(p), true) => crate::cli::errln!("session saved: {}", p.display()),
+        (Some(_), false) => crate::cli::errln!("nothing new to save: the session was only replayed"),
         _ => {}
     }
     res

@@ -1206,6 +1206,23 @@ impl Engine {
         }
     }
 
+    /// End a session cut short (a signal): an `error` event saying why at the current tape
+    /// time, then `session-end`. Nothing is settled or marked: the session never reached its
+    /// close, and the Bus says so instead of reporting a whole one.
+    pub fn interrupt(mut self, why: &str) -> Bus {
+        let ts = self.sh.now;
+        self.sh.bus.emit(Event::Error {
+            ts,
+            plan: None,
+            message: why.to_string(),
+        });
+        self.sh.bus.emit(Event::SessionEnd {
+            ts,
+            tape_events: self.tape_events,
+        });
+        self.sh.bus
+    }
+
     /// Close the session (if the tape ended before its close time, the end of the tape is
     /// the close), write `session-end`, and give back the Bus.
     pub fn finish(mut self) -> Bus {

@@ -19,6 +19,7 @@
 
 pub mod tapes;
 pub mod tools;
+pub mod wire;
 
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
@@ -34,11 +35,13 @@ replay plans over a tape headlessly. Refusals are tool results with isError true
 errors (code, rule, message, line, col) the kestrel CLI prints. Call `card` first to learn the \
 language.";
 
-/// The MCP server: stateless; every call is independent.
+/// The MCP server: stateless; every call is independent. Tape paths are confined to
+/// `root` (see [`tapes::Root`]).
 #[derive(Debug, Clone)]
 pub struct KestrelServer {
     tool_router: ToolRouter<Self>,
     quiet: bool,
+    root: std::sync::Arc<tapes::Root>,
 }
 
 impl Default for KestrelServer {
@@ -67,7 +70,15 @@ impl KestrelServer {
         KestrelServer {
             tool_router: Self::tool_router(),
             quiet: false,
+            root: std::sync::Arc::new(tapes::Root::current()),
         }
+    }
+
+    /// Confine tape paths to `dir` (canonicalized; a directory that cannot be resolved
+    /// confines to nothing but bundled tapes).
+    pub fn with_root(mut self, dir: &std::path::Path) -> Self {
+        self.root = std::sync::Arc::new(tapes::Root::new(dir));
+        self
     }
 
     /// A server that logs nothing.
@@ -182,7 +193,8 @@ impl KestrelServer {
         &self,
         Parameters(a): Parameters<tools::FrameArgs>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.call("frame", move || tools::frame(&a)).await
+        let root = self.root.clone();
+        self.call("frame", move || tools::frame_in(&root, &a)).await
     }
 
     /// `run`.
@@ -196,7 +208,8 @@ impl KestrelServer {
         &self,
         Parameters(a): Parameters<tools::RunArgs>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.call("run", move || tools::run(&a)).await
+        let root = self.root.clone();
+        self.call("run", move || tools::run_in(&root, &a)).await
     }
 }
 
@@ -260,9 +273,106 @@ fn malformed(tool: &str, why: &str) -> ErrorData {
     )
 }
 
+/// How long calls still running when stdin closes may take to finish; then each is answered
+/// `-32603` and the server exits.
+pub const DRAIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Requests forwarded to rmcp and not yet answered, by id key (a multiset: a client may
+/// reuse an id).
+#[derive(Default)]
+struct InFlight {
+    ids: std::sync::Mutex<std::collections::HashMap<String, usize>>,
+    changed: tokio::sync::Notify,
+    closed: std::sync::atomic::AtomicBool,
+}
+
+impl InFlight {
+    fn add(&self, key: &str) {
+        if let Ok(mut m) = self.ids.lock() {
+            *m.entry(key.to_string()).or_default() += 1;
+        }
+    }
+    fn answered(&self, key: &str) {
+        if let Ok(mut m) = self.ids.lock()
+            && let Some(n) = m.get_mut(key)
+        {
+            *n -= 1;
+            if *n == 0 {
+                m.remove(key);
+            }
+        }
+        self.changed.notify_waiters();
+    }
+    fn is_empty(&self) -> bool {
+        self.ids.lock().map(|m| m.is_empty()).unwrap_or(true)
+    }
+    /// Every id still owed an answer, once per request.
+    fn take_all(&self) -> Vec<String> {
+        self.ids
+            .lock()
+            .map(|mut m| {
+                m.drain()
+                    .flat_map(|(k, n)| std::iter::repeat_n(k, n))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// One stdin line, bounded.
+enum Line {
+    Bytes(Vec<u8>),
+    TooLong,
+    Eof,
+}
+
+/// Read one line of at most [`wire::MAX_LINE_BYTES`]; a longer one is skipped to its end.
+async fn read_line<R: tokio::io::AsyncBufRead + Unpin>(r: &mut R) -> std::io::Result<Line> {
+    use tokio::io::AsyncBufReadExt;
+    let mut line = Vec::new();
+    let mut too_long = false;
+    loop {
+        let buf = r.fill_buf().await?;
+        if buf.is_empty() {
+            return Ok(match (too_long, line.is_empty()) {
+                (true, _) => Line::TooLong,
+                (false, true) => Line::Eof,
+                (false, false) => Line::Bytes(line),
+            });
+        }
+        let (chunk, done) = match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => (&buf[..i], i + 1),
+            None => (buf, buf.len()),
+        };
+        let ended = done > chunk.len();
+        if !too_long {
+            if line.len() + chunk.len() > wire::MAX_LINE_BYTES {
+                too_long = true;
+                line = Vec::new();
+            } else {
+                line.extend_from_slice(chunk);
+            }
+        }
+        r.consume(done);
+        if ended {
+            return Ok(if too_long {
+                Line::TooLong
+            } else {
+                Line::Bytes(line)
+            });
+        }
+    }
+}
+
 /// Serve MCP on stdin/stdout until the client closes the connection. Returns the process
 /// exit code (0 on a clean close, 1 if the transport failed).
-pub fn serve_stdio(quiet: bool) -> i32 {
+///
+/// Stdin is read here, line by line, and screened ([`wire::Screen`]): a line rmcp would drop
+/// or misread is answered with a JSON-RPC error at once; the rest is forwarded to rmcp over
+/// an in-process pipe, and each forwarded request is tracked until its response passes out.
+/// When stdin closes, the server waits (up to [`DRAIN_TIMEOUT`]) for the calls still
+/// running, answers any left `-32603`, and only then closes rmcp's input and exits.
+pub fn serve_stdio(quiet: bool, root: &std::path::Path) -> i32 {
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -273,31 +383,169 @@ pub fn serve_stdio(quiet: bool) -> i32 {
             return 1;
         }
     };
-    rt.block_on(async move {
-        let server = if quiet {
-            KestrelServer::quiet()
-        } else {
-            KestrelServer::new()
-        };
-        if !quiet {
-            crate::cli::errln!(
-                "kestrel mcp: serving on stdio (kestrel {})",
-                env!("CARGO_PKG_VERSION")
-            );
+    let server = if quiet {
+        KestrelServer::quiet()
+    } else {
+        KestrelServer::new()
+    }
+    .with_root(root);
+    let code = rt.block_on(serve_lines(
+        server,
+        tokio::io::BufReader::new(tokio::io::stdin()),
+        tokio::io::stdout(),
+        quiet,
+    ));
+    // A tool body still running on the blocking pool (past DRAIN_TIMEOUT) does not hold
+    // the exit.
+    rt.shutdown_timeout(std::time::Duration::from_secs(1));
+    code
+}
+
+/// [`serve_stdio`] over any line input and output (tests drive it in process).
+pub async fn serve_lines<R, W>(server: KestrelServer, mut input: R, output: W, quiet: bool) -> i32
+where
+    R: tokio::io::AsyncBufRead + Unpin,
+    W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    use std::sync::Arc;
+    use std::sync::atomic::Ordering;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+
+    if !quiet {
+        crate::cli::errln!(
+            "kestrel mcp: serving on stdio (kestrel {})",
+            env!("CARGO_PKG_VERSION")
+        );
+    }
+    let (mut to_rmcp, rmcp_in) = tokio::io::duplex(1 << 16);
+    let (rmcp_out, from_rmcp) = tokio::io::duplex(1 << 16);
+    let service = tokio::spawn(async move {
+        match server.serve((rmcp_in, rmcp_out)).await {
+            Ok(s) => s
+                .waiting()
+                .await
+                .map(|_| ())
+                .map_err(|e| format!("error code=IO message=MCP transport failed: {e}")),
+            Err(e) => Err(format!(
+                "error code=IO message=MCP initialization failed: {e}"
+            )),
         }
-        let service = match server.serve(rmcp::transport::stdio()).await {
-            Ok(s) => s,
+    });
+    // One writer owns stdout: whole lines, in the order they are handed over.
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let writer = tokio::spawn(async move {
+        let mut out = output;
+        while let Some(mut line) = rx.recv().await {
+            line.push('\n');
+            if out.write_all(line.as_bytes()).await.is_err() || out.flush().await.is_err() {
+                return false;
+            }
+        }
+        true
+    });
+    let inflight = Arc::new(InFlight::default());
+    let pump = {
+        let inflight = inflight.clone();
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            let mut lines = tokio::io::BufReader::new(from_rmcp).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                let key = wire::response_key(&line);
+                let _ = tx.send(line);
+                if let Some(k) = key {
+                    inflight.answered(&k);
+                }
+            }
+            inflight.closed.store(true, Ordering::SeqCst);
+            inflight.changed.notify_waiters();
+        })
+    };
+    let mut screen = wire::Screen::default();
+    let mut failed = false;
+    loop {
+        let line = match read_line(&mut input).await {
+            Ok(Line::Eof) => break,
+            Ok(Line::TooLong) => {
+                let _ = tx.send(wire::error_line(
+                    &serde_json::Value::Null,
+                    wire::INVALID_REQUEST,
+                    &format!(
+                        "invalid request: the line is longer than {} bytes",
+                        wire::MAX_LINE_BYTES
+                    ),
+                ));
+                continue;
+            }
+            Ok(Line::Bytes(b)) => b,
             Err(e) => {
-                crate::cli::errln!("error code=IO message=MCP initialization failed: {e}");
-                return 1;
+                crate::cli::errln!("error code=IO message=reading stdin: {e}");
+                failed = true;
+                break;
             }
         };
-        match service.waiting().await {
-            Ok(_) => 0,
-            Err(e) => {
-                crate::cli::errln!("error code=IO message=MCP transport failed: {e}");
-                1
+        match screen.screen(&line) {
+            wire::Screened::Ignore => {}
+            wire::Screened::Answer(a) => {
+                let _ = tx.send(a);
+            }
+            wire::Screened::Forward(key) => {
+                if let Some(k) = &key {
+                    inflight.add(k);
+                }
+                let sent = async {
+                    to_rmcp.write_all(&line).await?;
+                    to_rmcp.write_all(b"\n").await?;
+                    to_rmcp.flush().await
+                };
+                if sent.await.is_err() || inflight.closed.load(Ordering::SeqCst) {
+                    // rmcp has stopped: what it was sent is answered below; stop reading.
+                    failed = true;
+                    break;
+                }
             }
         }
-    })
+    }
+    // Stdin closed: let the calls still running finish (bounded), then answer the rest.
+    let deadline = tokio::time::Instant::now() + DRAIN_TIMEOUT;
+    while !inflight.is_empty() && !inflight.closed.load(Ordering::SeqCst) {
+        let changed = inflight.changed.notified();
+        tokio::pin!(changed);
+        changed.as_mut().enable();
+        if inflight.is_empty() || inflight.closed.load(Ordering::SeqCst) {
+            break;
+        }
+        if tokio::time::timeout_at(deadline, changed).await.is_err() {
+            break;
+        }
+    }
+    for key in inflight.take_all() {
+        let _ = tx.send(wire::error_line(
+            &wire::id_of_key(&key),
+            wire::INTERNAL_ERROR,
+            "the server stopped before this call finished",
+        ));
+    }
+    drop(to_rmcp);
+    let result = match tokio::time::timeout(std::time::Duration::from_secs(5), service).await {
+        Ok(Ok(Ok(()))) => Ok(()),
+        Ok(Ok(Err(e))) => Err(e),
+        Ok(Err(e)) => Err(format!(
+            "error code=INTERNAL message=the MCP service failed: {e}"
+        )),
+        Err(_) => Err("error code=IO message=the MCP service did not stop".to_string()),
+    };
+    let mut pump = pump;
+    if tokio::time::timeout(std::time::Duration::from_secs(5), &mut pump)
+        .await
+        .is_err()
+    {
+        pump.abort();
+    }
+    drop(tx);
+    let wrote = writer.await.unwrap_or(false);
+    if let Err(e) = result {
+        crate::cli::errln!("{e}");
+        return 1;
+    }
+    i32::from(failed || !wrote)
 }

@@ -79,15 +79,21 @@ impl From<&TurnError> for CodedError {
     }
 }
 
+/// A refused tape line, without its detail: the detail can quote the file's content, and the
+/// tools never quote a file (the CLI, run by the file's owner, shows it whole).
 impl From<&TapeError> for CodedError {
     fn from(e: &TapeError) -> CodedError {
+        let message = format!(
+            "{}: the tape was refused at this line (run `kestrel run` or `kestrel frame` on the file for the detail)",
+            e.kind.as_str()
+        );
         CodedError {
             code: e.code().to_string(),
             rule: None,
-            message: e.message(),
+            error: format!("error code={} line={} message={message}", e.code(), e.line),
+            message,
             line: usize::try_from(e.line).ok().filter(|l| *l > 0),
             col: None,
-            error: e.to_string(),
         }
     }
 }
@@ -543,8 +549,11 @@ type FileTape = crate::market::TapeReader<std::io::BufReader<std::fs::File>>;
 
 /// A tool's tape argument (a bundled name or a path), resolved and opened; refusals as
 /// coded output.
-fn open_tool_tape(tape: &str) -> Result<(std::path::PathBuf, FileTape), ToolOutput> {
-    let path = super::tapes::resolve(tape).map_err(|e| ToolOutput::from(*e))?;
+fn open_tool_tape(
+    root: &super::tapes::Root,
+    tape: &str,
+) -> Result<(std::path::PathBuf, FileTape), ToolOutput> {
+    let path = super::tapes::resolve_in(root, tape).map_err(|e| ToolOutput::from(*e))?;
     let reader = open_tape(&path).map_err(|e| ToolOutput::from(CodedError::from(&e)))?;
     Ok((path, reader))
 }
@@ -572,8 +581,13 @@ fn pick_view(src: &str, name: Option<&str>) -> Result<ast::View, ToolOutput> {
     }
 }
 
-/// `frame`: render a View at a tape time, exactly as an agent would receive it.
+/// `frame` with tape paths confined to the working directory.
 pub fn frame(a: &FrameArgs) -> ToolOutput {
+    frame_in(&super::tapes::Root::current(), a)
+}
+
+/// `frame`: render a View at a tape time, exactly as an agent would receive it.
+pub fn frame_in(root: &super::tapes::Root, a: &FrameArgs) -> ToolOutput {
     let Some(at) = parse_at(&a.at) else {
         return CodedError::plain(
             "USAGE",
@@ -588,7 +602,7 @@ pub fn frame(a: &FrameArgs) -> ToolOutput {
             Err(out) => return out,
         },
     };
-    let (_, reader) = match open_tool_tape(&a.tape) {
+    let (_, reader) = match open_tool_tape(root, &a.tape) {
         Ok(x) => x,
         Err(out) => return out,
     };
@@ -661,9 +675,14 @@ fn amount_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     })
 }
 
+/// `run` with tape paths confined to the working directory.
+pub fn run(a: &RunArgs) -> ToolOutput {
+    run_in(&super::tapes::Root::current(), a)
+}
+
 /// `run`: replay the tape headlessly with the plans armed at the open; the canonical JSON
 /// report `kestrel run --json` prints.
-pub fn run(a: &RunArgs) -> ToolOutput {
+pub fn run_in(root: &super::tapes::Root, a: &RunArgs) -> ToolOutput {
     use crate::bus::Bus;
     use crate::engine;
 
@@ -675,7 +694,7 @@ pub fn run(a: &RunArgs) -> ToolOutput {
         Ok(d) => d,
         Err(errors) => return ToolOutput::refused(&doc_errors(&errors)),
     };
-    let (path, reader) = match open_tool_tape(&a.tape) {
+    let (path, reader) = match open_tool_tape(root, &a.tape) {
         Ok(x) => x,
         Err(out) => return out,
     };
@@ -690,7 +709,12 @@ pub fn run(a: &RunArgs) -> ToolOutput {
         Ok(b) => b,
         Err(e) => return CodedError::from(&e).into(),
     };
-    let report = crate::cli::run::json_report(&bus, &path.display().to_string());
+    // A path under the root is shown relative to it (the root's own place is not told).
+    let shown = root
+        .dir()
+        .and_then(|d| path.strip_prefix(d).ok())
+        .unwrap_or(&path);
+    let report = crate::cli::run::json_report(&bus, &shown.display().to_string());
     match serde_json::from_str::<Value>(&report) {
         Ok(v) => ToolOutput::success(report, v),
         Err(e) => CodedError::plain("INTERNAL", format!("the run report is not JSON: {e}")).into(),

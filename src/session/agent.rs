@@ -207,6 +207,7 @@ impl Agent {
             temperature: 0.0,
             constrained: false,
             timeout_secs: 1,
+            pass_api_key: false,
         }))
     }
 }
@@ -345,6 +346,7 @@ mod tests {
             temperature: 0.0,
             constrained: false,
             timeout_secs: 1,
+            pass_api_key: false,
         });
         assert!(!a.name().contains("sk-123"));
         assert!(!a.record().to_string().contains("sk-123"));

@@ -254,6 +254,7 @@ impl TurnSource for Attached {
             };
             match rt.block_on(author.author(&prompt, deltas.clone())) {
                 crate::author::Outcome::Reply(text) => Reply::Text(text),
+                crate::author::Outcome::CutOff(text) => Reply::CutOff(text),
                 crate::author::Outcome::ProviderError(e) => Reply::ProviderError(e.to_string()),
             }
         };
@@ -286,6 +287,10 @@ pub struct AuthorFlags {
     /// Seconds a model or command author may take for one reply.
     #[arg(long, default_value_t = 120)]
     pub timeout: u64,
+    /// Leave KESTREL_API_KEY and OPENAI_API_KEY in a command author's environment (by
+    /// default they are removed from it).
+    #[arg(long)]
+    pub pass_api_key: bool,
 }
 
 impl Default for AuthorFlags {
@@ -295,6 +300,7 @@ impl Default for AuthorFlags {
             temperature: 0.7,
             constrained: false,
             timeout: 120,
+            pass_api_key: false,
         }
     }
 }
@@ -308,8 +314,20 @@ impl AuthorFlags {
             temperature: self.temperature,
             constrained: self.constrained,
             timeout_secs: self.timeout,
+            pass_api_key: self.pass_api_key,
         }
     }
+}
+
+/// What an author string names (see [`AuthorSpec::resolve`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AuthorTarget {
+    /// An OpenAI-compatible server (`http(s)://HOST/v1`).
+    Model(String),
+    /// A command line run with `sh -c`.
+    Command(String),
+    /// An author file (a saved Bus or a script of replies).
+    File(String),
 }
 
 /// How to reach an author given as one string (`kestrel agent --author`, `kestrel desk
@@ -317,8 +335,10 @@ impl AuthorFlags {
 #[derive(Debug, Clone)]
 pub struct AuthorSpec {
     /// `http(s)://HOST/v1` (an OpenAI-compatible server), an existing `.jsonl` file (a
-    /// saved Bus whose turns replay, or a script of `{"reply": "..."}` lines), or else a
-    /// command run with `sh -c` (prompt on stdin, reply on stdout).
+    /// saved Bus whose turns replay, or a script of `{"reply": "..."}` lines), or
+    /// `cmd:COMMAND`, a command run with `sh -c` (prompt on stdin, reply on stdout). The
+    /// bare form of a command is still read when it cannot be a path (see
+    /// [`AuthorSpec::resolve`]).
     pub spec: String,
     /// The model name sent to a server.
     pub model: String,
@@ -328,15 +348,59 @@ pub struct AuthorSpec {
     pub constrained: bool,
     /// Seconds one reply may take.
     pub timeout_secs: u64,
+    /// Leave the API key variables in a command author's environment.
+    pub pass_api_key: bool,
 }
 
 impl AuthorSpec {
-    /// Does this author write live (a model or a command), rather than replay a file?
+    /// What the string names, or why it names nothing:
+    ///
+    /// 1. `http://` or `https://`: a model server;
+    /// 2. `cmd:COMMAND`: a command (the explicit form);
+    /// 3. an existing file ending in `.jsonl`: an author file;
+    /// 4. a value that looks like a path — it ends in `.jsonl`, `.json` or `.txt`, or holds a
+    ///    `/` and no whitespace — and is not an existing file: refused, *no such file* (a
+    ///    mistyped path is never run as a shell command); an existing `.json`/`.txt` file is
+    ///    refused too (it is neither an author file nor, unambiguously, a command);
+    /// 5. anything else (an existing script path, a command line such as
+    ///    `sh examples/command-author.sh`): a command, the old bare form.
+    pub fn resolve(&self) -> Result<AuthorTarget, String> {
+        let s = self.spec.trim();
+        if s.starts_with("http://") || s.starts_with("https://") {
+            return Ok(AuthorTarget::Model(s.to_string()));
+        }
+        if let Some(c) = s.strip_prefix("cmd:") {
+            if c.trim().is_empty() {
+                return Err("cmd: names no command: write cmd:COMMAND".into());
+            }
+            return Ok(AuthorTarget::Command(c.to_string()));
+        }
+        let path = Path::new(s);
+        let data_ext = [".jsonl", ".json", ".txt"].iter().any(|e| s.ends_with(e));
+        let pathish = data_ext || (s.contains('/') && !s.contains(char::is_whitespace));
+        if s.ends_with(".jsonl") && path.is_file() {
+            return Ok(AuthorTarget::File(s.to_string()));
+        }
+        if pathish && !path.exists() {
+            return Err(format!(
+                "no such file: {s} (an author is http(s)://HOST/v1, an existing .jsonl file, or cmd:COMMAND)"
+            ));
+        }
+        if data_ext {
+            return Err(format!(
+                "{s} is not a .jsonl author file; to run it as a command write cmd:{s}"
+            ));
+        }
+        Ok(AuthorTarget::Command(s.to_string()))
+    }
+
+    /// Does this author write live (a model or a command), rather than replay a file? An
+    /// author string that names nothing is not live (opening it reports why).
     pub fn is_live(&self) -> bool {
-        let s = self.spec.as_str();
-        s.starts_with("http://")
-            || s.starts_with("https://")
-            || !(Path::new(s).is_file() && s.ends_with(".jsonl"))
+        matches!(
+            self.resolve(),
+            Ok(AuthorTarget::Model(_) | AuthorTarget::Command(_))
+        )
     }
 
     /// Open the author as a turn source, with the kind the router is told. The API key of a
@@ -345,23 +409,25 @@ impl AuthorSpec {
         use crate::author::command::CommandAuthor;
         use crate::author::openai::{OpenAiAuthor, OpenAiConfig};
         use crate::author::secret::{config_dir, load_api_key};
-        let spec = self.spec.as_str();
         let timeout = std::time::Duration::from_secs(self.timeout_secs.max(1));
-        if spec.starts_with("http://") || spec.starts_with("https://") {
-            let mut cfg = OpenAiConfig::new(spec, &self.model);
-            cfg.temperature = self.temperature;
-            cfg.constrained = self.constrained;
-            cfg.total_timeout = timeout;
-            cfg.api_key = load_api_key(None, config_dir().as_deref())?;
-            let src = Attached::new(Box::new(OpenAiAuthor::new(cfg)))?;
-            return Ok((Box::new(src), AuthorKind::Model));
+        match self.resolve()? {
+            AuthorTarget::Model(url) => {
+                let mut cfg = OpenAiConfig::new(url, &self.model);
+                cfg.temperature = self.temperature;
+                cfg.constrained = self.constrained;
+                cfg.total_timeout = timeout;
+                cfg.api_key = load_api_key(None, config_dir().as_deref())?;
+                let src = Attached::new(Box::new(OpenAiAuthor::new(cfg)))?;
+                Ok((Box::new(src), AuthorKind::Model))
+            }
+            AuthorTarget::Command(line) => {
+                let mut cmd = CommandAuthor::new("sh", vec!["-c".into(), line], timeout);
+                cmd.pass_api_key = self.pass_api_key;
+                let src = Attached::new(Box::new(cmd))?;
+                Ok((Box::new(src), AuthorKind::File))
+            }
+            AuthorTarget::File(f) => Ok((read_author_file(&f, Path::new(&f))?, AuthorKind::File)),
         }
-        if self.is_live() {
-            let cmd = CommandAuthor::new("sh", vec!["-c".into(), spec.to_string()], timeout);
-            let src = Attached::new(Box::new(cmd))?;
-            return Ok((Box::new(src), AuthorKind::File));
-        }
-        Ok((read_author_file(spec, Path::new(spec))?, AuthorKind::File))
     }
 }
 

@@ -722,6 +722,11 @@ impl<R: BufRead> Run<R> {
         self.engine.end();
     }
 
+    /// End the run cut short (a signal): see [`Engine::interrupt`].
+    pub fn interrupt(self, why: &str) -> Bus {
+        self.engine.interrupt(why)
+    }
+
     /// Close the session (settle at the close) and give back the Bus.
     pub fn finish(mut self) -> Bus {
         if let Some((at, wake, ans)) = self.pending.take() {

@@ -1,0 +1,45 @@
+//! SIGTERM and SIGINT during a headless run (`kestrel run`, `kestrel agent`).
+//!
+//! [`install`] turns the first of either signal into a flag instead of an abrupt exit; the
+//! run loops check [`caught`] between tape events (and wakes), and an interrupted run ends as
+//! at an error: the Bus gets an `error` event naming the signal and its `session-end`, is
+//! flushed and renamed into place (complete JSON Lines, no temporary file left), and the
+//! command exits 1 with `error code=INTERRUPTED` on stderr. A second signal while the first is
+//! being handled takes the default action (the process ends at once), so a run stuck waiting
+//! on an author can still be stopped.
+
+use std::sync::Arc;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+static CAUGHT: OnceLock<Arc<AtomicUsize>> = OnceLock::new();
+
+/// Catch SIGTERM and SIGINT from now on (idempotent). Fails only if the handlers cannot be
+/// registered, in which case the default actions stay.
+pub(crate) fn install() {
+    CAUGHT.get_or_init(|| {
+        let flag = Arc::new(AtomicUsize::new(0));
+        #[cfg(unix)]
+        for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+            // Order matters: the conditional default first, so the second signal kills.
+            let armed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let _ = signal_hook::flag::register_conditional_default(sig, armed.clone());
+            let _ = signal_hook::flag::register(sig, armed);
+            let _ = signal_hook::flag::register_usize(sig, flag.clone(), sig as usize);
+        }
+        flag
+    });
+}
+
+/// The name of the signal caught, if any.
+pub(crate) fn caught() -> Option<&'static str> {
+    let n = CAUGHT.get()?.load(Ordering::SeqCst);
+    match n {
+        0 => None,
+        #[cfg(unix)]
+        n if n == signal_hook::consts::SIGTERM as usize => Some("SIGTERM"),
+        #[cfg(unix)]
+        n if n == signal_hook::consts::SIGINT as usize => Some("SIGINT"),
+        _ => Some("a signal"),
+    }
+}

@@ -1,0 +1,385 @@
+//! Issue 16, the I/O half, through the binary: files keep their mode and links and are not
+//! rewritten when read-only, `--bus` never overwrites an input, a signal finishes the Bus,
+//! and author strings that name nothing are refused instead of run.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const KESTREL: &str = env!("CARGO_BIN_EXE_kestrel");
+const TAPE: &str = "tapes/range-2025-04-09-s2.jsonl";
+const PLANS: &str = "examples/run-desk.kestrel";
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn kestrel(args: &[&str]) -> (i32, String, String) {
+    let o = Command::new(KESTREL)
+        .args(args)
+        .current_dir(root())
+        .stdin(Stdio::null())
+        .output()
+        .expect("run kestrel");
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("kestrel-fcio-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("scratch");
+    d
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf8 path")
+}
+
+/// Hidden temporary files (`.NAME.tmp-PID`) left in `d`.
+fn temp_files(d: &Path) -> Vec<String> {
+    std::fs::read_dir(d)
+        .expect("read dir")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect()
+}
+
+#[cfg(unix)]
+fn mode(p: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).expect("stat").permissions().mode() & 0o777
+}
+
+/// `fmt` rewrote 0600 files as 0644, replaced a symlink with a regular file, and rewrote
+/// read-only files.
+#[cfg(unix)]
+#[test]
+fn fmt_keeps_the_mode_writes_through_symlinks_and_refuses_read_only_files() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = scratch("fmt");
+    let messy = "STAND-DOWN   tired\n";
+    let canon = "STAND-DOWN tired\n";
+    let private = d.join("private.kestrel");
+    std::fs::write(&private, messy).expect("w");
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let (code, _, err) = kestrel(&["fmt", s(&private)]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(std::fs::read_to_string(&private).expect("r"), canon);
+    assert_eq!(mode(&private), 0o600);
+
+    let target = d.join("target.kestrel");
+    std::fs::write(&target, messy).expect("w");
+    let link = d.join("link.kestrel");
+    std::os::unix::fs::symlink("target.kestrel", &link).expect("ln");
+    let (code, _, err) = kestrel(&["fmt", s(&link)]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .expect("lstat")
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(std::fs::read_to_string(&target).expect("r"), canon);
+
+    let ro = d.join("readonly.kestrel");
+    std::fs::write(&ro, messy).expect("w");
+    std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o400)).expect("chmod");
+    let (code, _, err) = kestrel(&["fmt", s(&ro)]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("error code=IO") && err.contains("read-only"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&ro).expect("r"), messy, "untouched");
+    assert_eq!(mode(&ro), 0o400);
+    assert!(temp_files(&d).is_empty(), "{:?}", temp_files(&d));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// `run --tape t --bus t` destroyed the tape; `--bus` naming any input (the tape, a plans
+/// file, the author file, also through a symlink) is refused before anything is written.
+#[test]
+fn a_bus_naming_an_input_file_is_refused_before_any_write() {
+    let d = scratch("bus-input");
+    let tape = d.join("t.jsonl");
+    std::fs::copy(root().join(TAPE), &tape).expect("copy");
+    let plans = d.join("p.kestrel");
+    std::fs::copy(root().join(PLANS), &plans).expect("copy");
+    let before = std::fs::read(&tape).expect("r");
+    let recording = d.join("house.jsonl");
+    std::fs::copy(root().join("examples/house-agent.jsonl"), &recording).expect("copy");
+    let rec_before = std::fs::read(&recording).expect("r");
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(&tape, d.join("alias.jsonl")).expect("ln");
+    let mut cases: Vec<Vec<String>> = vec![
+        vec![
+            "run",
+            "--tape",
+            s(&tape),
+            "--plans",
+            s(&plans),
+            "--r-usd",
+            "1000",
+            "--bus",
+            s(&tape),
+        ],
+        vec![
+            "run",
+            "--tape",
+            s(&tape),
+            "--plans",
+            s(&plans),
+            "--r-usd",
+            "1000",
+            "--bus",
+            s(&plans),
+        ],
+        vec![
+            "agent",
+            "--tape",
+            s(&tape),
+            "--author",
+            s(&recording),
+            "--bus",
+            s(&tape),
+        ],
+        vec![
+            "agent",
+            "--tape",
+            s(&tape),
+            "--author",
+            s(&recording),
+            "--bus",
+            s(&recording),
+        ],
+    ]
+    .into_iter()
+    .map(|v| v.into_iter().map(String::from).collect())
+    .collect();
+    #[cfg(unix)]
+    cases.push(
+        [
+            "run",
+            "--tape",
+            s(&tape),
+            "--plans",
+            s(&plans),
+            "--r-usd",
+            "1000",
+            "--bus",
+        ]
+        .iter()
+        .map(|x| x.to_string())
+        .chain(std::iter::once(s(&d.join("alias.jsonl")).to_string()))
+        .collect(),
+    );
+    for c in &cases {
+        let args: Vec<&str> = c.iter().map(String::as_str).collect();
+        let (code, out, err) = kestrel(&args);
+        assert_eq!(code, 1, "{args:?}: {out}{err}");
+        assert!(
+            err.contains("error code=USAGE") && err.contains("names an input file"),
+            "{args:?}: {err}"
+        );
+        assert_eq!(
+            std::fs::read(&tape).expect("r"),
+            before,
+            "{args:?}: the tape changed"
+        );
+        assert_eq!(
+            std::fs::read(&recording).expect("r"),
+            rec_before,
+            "{args:?}"
+        );
+        assert!(temp_files(&d).is_empty(), "{args:?}: {:?}", temp_files(&d));
+    }
+    // A Bus elsewhere is written as before.
+    let bus = d.join("out.bus.jsonl");
+    let (code, _, err) = kestrel(&[
+        "run",
+        "--tape",
+        s(&tape),
+        "--plans",
+        s(&plans),
+        "--r-usd",
+        "1000",
+        "--bus",
+        s(&bus),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(bus.is_file());
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// SIGTERM during a run left no output and a hidden temp file; now the Bus is finished as at
+/// an error (an `error` event naming the signal, then `session-end`), renamed into place,
+/// and no temporary file remains.
+#[cfg(unix)]
+#[test]
+fn sigterm_during_a_run_finishes_the_bus_and_leaves_no_temp_file() {
+    let d = scratch("sigterm");
+    let fifo = d.join("tape.fifo");
+    let ok = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(ok.success());
+    let bus = d.join("run.bus.jsonl");
+    let mut child = Command::new(KESTREL)
+        .args([
+            "run",
+            "--tape",
+            s(&fifo),
+            "--plans",
+            PLANS,
+            "--r-usd",
+            "1000",
+            "--bus",
+            s(&bus),
+        ])
+        .current_dir(root())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let tape = std::fs::read_to_string(root().join(TAPE)).expect("tape");
+    let lines: Vec<&str> = tape.lines().collect();
+    // The run blocks reading the FIFO after these lines: the tape is "long".
+    let mut w = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&fifo)
+        .expect("open fifo");
+    for l in &lines[..200] {
+        writeln!(w, "{l}").expect("write");
+    }
+    w.flush().expect("flush");
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        child.try_wait().expect("try_wait").is_none(),
+        "still running"
+    );
+    assert!(
+        !temp_files(&d).is_empty(),
+        "the Bus is being written beside its name"
+    );
+    let pid = child.id() as i32;
+    // SAFETY: sends SIGTERM to the child we spawned.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    std::thread::sleep(Duration::from_millis(100));
+    // One more line wakes the blocked read; the run then sees the signal.
+    let _ = writeln!(w, "{}", lines[200]);
+    let _ = w.flush();
+    let t = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("try_wait") {
+            break st;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "no exit after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    drop(w);
+    let out = child.wait_with_output().expect("output");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("error code=INTERRUPTED") && err.contains("SIGTERM"),
+        "{err}"
+    );
+    let text = std::fs::read_to_string(&bus).expect("the Bus was written");
+    let events: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON Lines: {l}: {e}")))
+        .collect();
+    assert!(text.ends_with('\n'));
+    assert_eq!(events[0]["type"], "session-start");
+    let n = events.len();
+    assert_eq!(events[n - 1]["type"], "session-end", "{}", events[n - 1]);
+    assert_eq!(events[n - 2]["type"], "error", "{}", events[n - 2]);
+    assert!(
+        events[n - 2]["message"]
+            .as_str()
+            .expect("message")
+            .contains("SIGTERM")
+    );
+    assert!(temp_files(&d).is_empty(), "{:?}", temp_files(&d));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A mistyped author path was run as a shell command and the run exited 0. A path-like
+/// value that does not exist is "no such file"; `cmd:` runs a command explicitly; the bare
+/// form still runs a command line that cannot be a path.
+#[test]
+fn a_mistyped_author_path_is_no_such_file_and_cmd_runs_a_command() {
+    for typo in [
+        "examples/house-agnet.jsonl",
+        "runs/missing.json",
+        "notes.txt",
+        "./brains/none",
+    ] {
+        let (code, out, err) = kestrel(&["agent", "--tape", TAPE, "--author", typo]);
+        assert_eq!(code, 1, "{typo}: {out}{err}");
+        assert!(
+            err.contains("error code=USAGE") && err.contains("no such file"),
+            "{typo}: {err}"
+        );
+    }
+    let (code, _, err) = kestrel(&["agent", "--tape", TAPE, "--author", "README.md.txt"]);
+    assert_eq!(code, 1, "{err}");
+    let (code, out, err) = kestrel(&[
+        "agent",
+        "--tape",
+        TAPE,
+        "--author",
+        "cmd:sh examples/command-author.sh",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("report");
+    assert_eq!(v["outcomes"]["invalid"], 0);
+    assert!(v["outcomes"]["wakes"].as_u64().expect("wakes") >= 1);
+    let (code, _, err) = kestrel(&["agent", "--tape", TAPE, "--author", "cmd:"]);
+    assert_eq!(code, 1, "{err}");
+}
+
+/// A run whose every reply was a provider error exited 0 with nothing on stderr; and the
+/// author URL's userinfo and query must not reach the Bus.
+#[test]
+fn a_run_where_every_reply_failed_exits_1_and_the_url_secrets_stay_off_the_bus() {
+    let d = scratch("dead");
+    let bus = d.join("dead.bus.jsonl");
+    let (code, out, err) = kestrel(&[
+        "agent",
+        "--tape",
+        TAPE,
+        "--author",
+        "http://kuser:USERINFO-SECRET-9@127.0.0.1:9/v1?api_key=QUERY-SECRET-9",
+        "--timeout",
+        "2",
+        "--bus",
+        s(&bus),
+        "--json",
+    ]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        err.contains("error code=PROVIDER") && err.contains("provider error"),
+        "{err}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&out).expect("the report is still printed");
+    assert!(v["outcomes"]["provider_error"].as_u64().expect("n") >= 1);
+    let text = std::fs::read_to_string(&bus).expect("the Bus is still written");
+    assert!(text.contains("provider-error"), "{text}");
+    for secret in ["USERINFO-SECRET-9", "QUERY-SECRET-9", "kuser"] {
+        assert!(!text.contains(secret), "{secret} is on the Bus");
+        assert!(
+            !out.contains(secret) && !err.contains(secret),
+            "{secret} printed"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
