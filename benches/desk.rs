@@ -6,9 +6,9 @@
 //! Run: `cargo bench --bench desk`.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use kestrel_desk::session::{Command, Speed};
 use kestrel_desk::desk::{self, ui};
 use kestrel_desk::market::Ts;
+use kestrel_desk::session::{Command, Speed};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use std::hint::black_box;

@@ -3,12 +3,12 @@
 
 use kestrel_desk::bus::PlanState;
 use kestrel_desk::desk::app::{App, Pane};
-use kestrel_desk::desk::{self, ui};
-use kestrel_desk::session::agent::Agent as DeskAgent;
 use kestrel_desk::desk::handle::SessionHandle;
+use kestrel_desk::desk::{self, ui};
+use kestrel_desk::market::Ts;
+use kestrel_desk::session::agent::Agent as DeskAgent;
 use kestrel_desk::session::owner::TurnLine;
 use kestrel_desk::session::{Command, Opening, Settings, saved};
-use kestrel_desk::market::Ts;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -488,7 +488,9 @@ fn a_live_command_author_answers_off_the_tape_thread_and_acts_where_its_reply_ar
     // The OPEN wake was asked; the tape moves on while the author writes.
     app.send(Command::Seek(ms(9, 50, 0)));
     assert_eq!(
-        app.agent().and_then(|a| a.waiting.as_ref()).map(|w| w.0.as_str()),
+        app.agent()
+            .and_then(|a| a.waiting.as_ref())
+            .map(|w| w.0.as_str()),
         Some("open")
     );
     assert!(
@@ -820,7 +822,11 @@ fn bare_kestrel_and_kestrel_desk_open_the_same_session() {
     assert_eq!(d.fill, "strict-cross-v1");
     let mut h = opened(&args(&["kestrel"]), None);
     let first = h.latest();
-    assert!(first.bus[0].contains("\"r_usd\":\"1000"), "{}", first.bus[0]);
+    assert!(
+        first.bus[0].contains("\"r_usd\":\"1000"),
+        "{}",
+        first.bus[0]
+    );
     assert!(first.plans.iter().any(|p| p.name == "breakout-chase"));
     h.send(Command::Seek(ms(16, 0, 0)));
     let end = h.latest();
@@ -861,7 +867,10 @@ fn a_session_saved_from_bare_kestrel_reopens_with_open_to_the_same_hash() {
     let again = h.latest();
     assert_eq!(again.clock, ms(11, 30, 0));
     assert_eq!(again.hash, first.hash);
-    assert!(!again.written && !again_path.exists(), "nothing written yet");
+    assert!(
+        !again.written && !again_path.exists(),
+        "nothing written yet"
+    );
     // Home: back to the open; playing on replays the same acts to the same hash.
     h.send(Command::Seek(ms(9, 30, 0)));
     h.send(Command::Seek(ms(11, 30, 0)));
@@ -885,22 +894,24 @@ fn open_refuses_contradicting_flags_and_names_the_session_of_a_bus_file() {
     drop(h);
     let p = path.to_str().unwrap();
     let e = desk::check(&args(&["kestrel", "--open", p, "--r-usd", "250"])).unwrap_err();
-    assert!(
-        e.contains("--r-usd 250") && e.contains("1R = $1000"),
-        "{e}"
-    );
+    assert!(e.contains("--r-usd 250") && e.contains("1R = $1000"), "{e}");
     let e = desk::check(&args(&["kestrel", "desk", "--open", p, "--no-agent"])).unwrap_err();
     assert!(e.contains("--no-agent"), "{e}");
     // The same R is no contradiction.
-    desk::check(&args(&["kestrel", "--open", p, "--r-usd", "1000", "--no-save"])).unwrap();
+    desk::check(&args(&[
+        "kestrel",
+        "--open",
+        p,
+        "--r-usd",
+        "1000",
+        "--no-save",
+    ]))
+    .unwrap();
     // A Bus file given instead of the session names the session file.
     let bus = saved::bus_path(&path, 0);
     assert!(bus.exists());
     let e = desk::check(&args(&["kestrel", "--open", bus.to_str().unwrap()])).unwrap_err();
-    assert!(
-        e.contains("this is a Bus file") && e.contains(p),
-        "{e}"
-    );
+    assert!(e.contains("this is a Bus file") && e.contains(p), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -930,8 +941,11 @@ fn desk_plans_arm_documents_at_the_open_and_a_bad_one_is_refused_first() {
     assert!(s.turns.iter().all(|t| t.author.ends_with(".kestrel")));
     let dir = tmp("plans");
     let bad = dir.join("bad.kestrel");
-    std::fs::write(&bad, "PLAN x budget 1R ttl +5m\n  WHEN spot > 1\n  DO sell 5 ATM C @ bid\n")
-        .unwrap();
+    std::fs::write(
+        &bad,
+        "PLAN x budget 1R ttl +5m\n  WHEN spot > 1\n  DO sell 5 ATM C @ bid\n",
+    )
+    .unwrap();
     let e = desk::check(&args(&["kestrel", "--plans", bad.to_str().unwrap()])).unwrap_err();
     assert!(e.contains("bad.kestrel") && e.contains("code="), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
@@ -954,15 +968,29 @@ fn an_agents_supersede_replaces_its_own_plans_and_leaves_the_persons_armed() {
     app.send(Command::Seek(ms(9, 35, 0)));
     app.human_turn(MINE);
     app.send(Command::Seek(ms(9, 45, 0)));
-    let plan = |n: &str| app.snap.plans.iter().find(|p| p.name == n).cloned().unwrap();
+    let plan = |n: &str| {
+        app.snap
+            .plans
+            .iter()
+            .find(|p| p.name == n)
+            .cloned()
+            .unwrap()
+    };
     assert_eq!(
         plan("agent-p").state,
         PlanState::StoodDown,
         "the agent's own plan was superseded"
     );
     assert_eq!(plan("agent-q").state, PlanState::Armed);
-    assert_eq!(plan("mine").state, PlanState::Armed, "the person's plan keeps running");
-    assert_eq!(plan("mine").owner, kestrel_desk::session::owner::Owner::Person);
+    assert_eq!(
+        plan("mine").state,
+        PlanState::Armed,
+        "the person's plan keeps running"
+    );
+    assert_eq!(
+        plan("mine").owner,
+        kestrel_desk::session::owner::Owner::Person
+    );
     assert_eq!(
         plan("agent-q").owner,
         kestrel_desk::session::owner::Owner::Agent("house".into())
@@ -976,16 +1004,20 @@ fn an_agents_supersede_replaces_its_own_plans_and_leaves_the_persons_armed() {
     );
     // The person's own supersede replaces the person's plans, not the agent's.
     app.human_turn(&MINE.replace("mine", "mine-2"));
-    let plan = |n: &str| app.snap.plans.iter().find(|p| p.name == n).cloned().unwrap();
+    let plan = |n: &str| {
+        app.snap
+            .plans
+            .iter()
+            .find(|p| p.name == n)
+            .cloned()
+            .unwrap()
+    };
     assert_eq!(plan("mine").state, PlanState::StoodDown);
     assert_eq!(plan("agent-q").state, PlanState::Armed);
     // The person's STAND-DOWN is the kill switch: every plan.
     app.human_turn("STAND-DOWN flat into lunch\n");
     assert!(
-        app.snap
-            .plans
-            .iter()
-            .all(|p| p.state != PlanState::Armed),
+        app.snap.plans.iter().all(|p| p.state != PlanState::Armed),
         "{:?}",
         app.snap.plans
     );
@@ -1008,7 +1040,10 @@ fn an_agents_cancel_of_a_persons_plan_is_shown_as_a_notice() {
         "{:?}",
         app.snap.notices
     );
-    assert_eq!(app.message.as_deref(), Some("house cancelled your plan mine"));
+    assert_eq!(
+        app.message.as_deref(),
+        Some("house cancelled your plan mine")
+    );
     let s = screen(&app, 160, 48);
     assert!(has(&s, "house cancelled your plan mine"));
 }

@@ -62,9 +62,9 @@ fn each_pane_in_focus() {
 /// panes; in co-pilot its OPEN answer waits in the footer and the Journal.
 #[test]
 fn the_house_agent_in_autopilot_and_copilot() {
-    use kestrel_desk::session::agent::Agent as DeskAgent;
-    use kestrel_desk::session::Command;
     use kestrel_desk::market::Ts;
+    use kestrel_desk::session::Command;
+    use kestrel_desk::session::agent::Agent as DeskAgent;
     let src = desk::tape_source(None).expect("bundled tape");
     let mut app = desk::inline_app_with(src.clone(), Some(DeskAgent::house()), false).expect("app");
     app.send(Command::Seek(Ts::hms(10, 30, 0, 0)));

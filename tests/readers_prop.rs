@@ -4,11 +4,11 @@
 //! answers with a value or a coded error naming the line: it never panics.
 
 use kestrel_desk::bus::{self, Bus};
-use kestrel_desk::session::{agent::Agent as DeskAgent, saved as desk_session};
 use kestrel_desk::engine::EngineConfig;
 use kestrel_desk::grade::AgentSession;
 use kestrel_desk::market::{Px, open_tape};
 use kestrel_desk::session::{self, Recorded, Run, RunConfig};
+use kestrel_desk::session::{agent::Agent as DeskAgent, saved as desk_session};
 use kestrel_desk::turn::report::{ErrorsReport, read_asks};
 use kestrel_desk::turn::{AuthorKind, Profile};
 use proptest::prelude::*;

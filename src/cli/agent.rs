@@ -176,7 +176,8 @@ pub fn run(a: &AgentArgs) -> i32 {
     if c.wakes > 0 && c.provider_error > 0 && all_provider_errors(&c) {
         errln!(
             "error code=PROVIDER message=every reply of the author ({} of {} wakes) was a provider error: check the author (each error is in its turn event on the Bus)",
-            c.provider_error, c.wakes
+            c.provider_error,
+            c.wakes
         );
         return 1;
     }

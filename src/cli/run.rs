@@ -292,7 +292,7 @@ pub(crate) fn open_tape_or_say(
     open_tape(tape).map_err(|e| {
         super::sniff::not_a_tape(tape).unwrap_or_else(|| format!("{}: {e}", tape.display()))
     })
-    }
+}
 
 /// The Bus `error` message of a run cut short by `sig`.
 pub(crate) fn interrupted_message(sig: &str) -> String {

@@ -525,7 +525,10 @@ impl App {
         let esc = k.code == KeyCode::Esc;
         match m {
             Modal::Confirm(Confirm::Restart) => {
-                if matches!(k.code, KeyCode::Char('y') | KeyCode::Char('Y') | KeyCode::Enter) {
+                if matches!(
+                    k.code,
+                    KeyCode::Char('y') | KeyCode::Char('Y') | KeyCode::Enter
+                ) {
                     self.send(Command::Restart);
                     self.message = Some("restarted from the open: the book is empty".into());
                 }

@@ -237,7 +237,11 @@ pub fn inline_app(src: TapeSource) -> Result<App, String> {
 
 /// A desk over an inline session with an agent seated (held for co-pilot when `copilot`).
 /// A live agent's worker starts at once. Nothing is written.
-pub fn inline_app_with(src: TapeSource, agent: Option<Agent>, copilot: bool) -> Result<App, String> {
+pub fn inline_app_with(
+    src: TapeSource,
+    agent: Option<Agent>,
+    copilot: bool,
+) -> Result<App, String> {
     let settings = Settings {
         copilot,
         agent,
@@ -341,7 +345,10 @@ fn run_inner(a: &DeskArgs) -> color_eyre::Result<()> {
     } else if a.open.is_some() {
         app.message = Some(format!(
             "reopened {} at {} (Home: back to the open)",
-            a.open.as_ref().map(|p| p.display().to_string()).unwrap_or_default(),
+            a.open
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
             app.snap.clock
         ));
     } else if let Some(p) = &save {
@@ -366,7 +373,9 @@ fn run_inner(a: &DeskArgs) -> color_eyre::Result<()> {
     drop(app);
     match (&save, written) {
         (Some(p), true) => crate::cli::errln!("session saved: {}", p.display()),
-        (Some(_), false) => crate::cli::errln!("nothing new to save: the session was only replayed"),
+        (Some(_), false) => {
+            crate::cli::errln!("nothing new to save: the session was only replayed")
+        }
         _ => {}
     }
     res

@@ -497,10 +497,7 @@ fn draw_plans(f: &mut Frame, app: &App, r: Rect) {
         .collect();
     let title = format!(
         "Plans — {} armed",
-        plans
-            .iter()
-            .filter(|p| p.state == PlanState::Armed)
-            .count()
+        plans.iter().filter(|p| p.state == PlanState::Armed).count()
     );
     let table = Table::new(
         rows,
@@ -514,8 +511,15 @@ fn draw_plans(f: &mut Frame, app: &App, r: Rect) {
         ],
     )
     .header(
-        Row::new(vec!["plan", "by", "state", "pnl/budget", "ttl", "clause / why"])
-            .style(Style::default().fg(t.c("ui.muted"))),
+        Row::new(vec![
+            "plan",
+            "by",
+            "state",
+            "pnl/budget",
+            "ttl",
+            "clause / why",
+        ])
+        .style(Style::default().fg(t.c("ui.muted"))),
     )
     .block(block(app, Pane::Plans, title));
     if plans.is_empty() {

@@ -233,7 +233,7 @@ pub enum WorkerMsg {
         /// The wake it answers.
         wake: String,
         /// The repair run.
-        run: RepairRun,
+        run: Box<RepairRun>,
         /// Wall time the author took (every attempt of the repair loop). Shown, never on
         /// the Bus: the Bus is deterministic, a provider's speed is not.
         wall: std::time::Duration,
@@ -280,7 +280,7 @@ impl LiveWorker {
                         segment: j.segment,
                         call: j.call,
                         wake: j.ask.wake,
-                        run,
+                        run: Box::new(run),
                         wall: started.elapsed(),
                     };
                     if atx.send(msg).is_err() {

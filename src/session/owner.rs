@@ -221,7 +221,10 @@ impl Settings {
             )
         })?;
         if self.r_usd <= 0 {
-            return Err(format!("1R must be a positive dollar amount, not {}", self.r_usd));
+            return Err(format!(
+                "1R must be a positive dollar amount, not {}",
+                self.r_usd
+            ));
         }
         let r = Px::from_raw(self.r_usd.saturating_mul(crate::market::types::PX_SCALE));
         Ok(EngineConfig {
@@ -760,7 +763,10 @@ impl Session {
     }
 
     fn control(&mut self, what: &str) {
-        self.write_record(serde_json::json!({"type": "control", "action": what}), false);
+        self.write_record(
+            serde_json::json!({"type": "control", "action": what}),
+            false,
+        );
     }
 
     /// Write Bus events not yet written to this run's Bus file (once the session file is).
@@ -913,6 +919,7 @@ impl Session {
                     self.control("stale agent reply dropped: its run was restarted");
                     return;
                 }
+                let run = *run;
                 chair.waiting = None;
                 chair.last_answer = Some((wall, run.tokens_spent, run.re_asks));
                 if chair.outstanding.as_ref().map(|o| o.call) != Some(call) {
@@ -1168,7 +1175,8 @@ impl Session {
         };
         self.run.record_human(ts, DESK_WAKE, routed.clone());
         let i = self.run.turn_log().len().saturating_sub(1);
-        self.desk_turns.push((i, author.to_string(), result.clone()));
+        self.desk_turns
+            .push((i, author.to_string(), result.clone()));
         let what = match &routed.outcome {
             Outcome::Invalid { .. } | Outcome::Truncated { .. } => result.clone(),
             o => format!("{} → {result}", o.name()),
@@ -1489,30 +1497,29 @@ impl Session {
     fn plan_lines(&self) -> Vec<PlanLine> {
         let b = self.run.engine.bus().blotter();
         let meta = self.run.plan_meta();
-        let mut out: Vec<(u64, PlanLine)> = b
-            .plans
-            .iter()
-            .map(|(name, line)| {
-                let m: Option<&PlanMeta> = meta.get(name);
-                let pnl = b.in_r(b.pnl(name)).map(|p| p.to_f64()).unwrap_or(0.0);
-                let p = PlanLine {
-                    name: name.clone(),
-                    owner: self.owner_of(line.owner.as_deref()),
-                    state: line.state,
-                    budget_r: m.map_or(0.0, |m| m.budget_r),
-                    pnl_r: pnl,
-                    ttl: m.map(|m| m.ttl.clone()),
-                    expires: m.map(|m| m.expires),
-                    note: line
-                        .note
-                        .clone()
-                        .unwrap_or_else(|| format!("fires {} fills {}", line.fires, line.fills)),
-                    risk: line.risk.clone(),
-                    text: m.map(|m| m.text.clone()).unwrap_or_default(),
-                };
-                (line.seq, p)
-            })
-            .collect();
+        let mut out: Vec<(u64, PlanLine)> =
+            b.plans
+                .iter()
+                .map(|(name, line)| {
+                    let m: Option<&PlanMeta> = meta.get(name);
+                    let pnl = b.in_r(b.pnl(name)).map(|p| p.to_f64()).unwrap_or(0.0);
+                    let p = PlanLine {
+                        name: name.clone(),
+                        owner: self.owner_of(line.owner.as_deref()),
+                        state: line.state,
+                        budget_r: m.map_or(0.0, |m| m.budget_r),
+                        pnl_r: pnl,
+                        ttl: m.map(|m| m.ttl.clone()),
+                        expires: m.map(|m| m.expires),
+                        note: line.note.clone().unwrap_or_else(|| {
+                            format!("fires {} fills {}", line.fires, line.fills)
+                        }),
+                        risk: line.risk.clone(),
+                        text: m.map(|m| m.text.clone()).unwrap_or_default(),
+                    };
+                    (line.seq, p)
+                })
+                .collect();
         out.sort_by_key(|(seq, _)| *seq);
         out.into_iter().map(|(_, p)| p).collect()
     }
@@ -1650,7 +1657,11 @@ fn first_view(doc: &ast::Document) -> Option<ast::View> {
 
 fn turn_line(e: &TurnEntry, desk: Option<&(usize, String, String)>, agent: &str) -> TurnLine {
     let tokens = e.turn.as_ref().and_then(|t| {
-        let written = if desk.is_some() { &t.kestrel } else { &e.written };
+        let written = if desk.is_some() {
+            &t.kestrel
+        } else {
+            &e.written
+        };
         tokens::measure(written, t, Encoding::Cl100k).ok()
     });
     TurnLine {

@@ -771,4 +771,3 @@ fn collect_views(doc: &ast::Document, views: &mut BTreeMap<String, ast::View>) {
         }
     }
 }
-

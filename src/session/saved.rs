@@ -107,7 +107,10 @@ fn not_a_session(first: &serde_json::Value) -> String {
 
 /// Read a session file. Errors name the line.
 pub fn load(text: &str) -> Result<Saved, String> {
-    let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty());
     let Some((i, head)) = lines.next() else {
         return Err("an empty file is not a desk session".into());
     };

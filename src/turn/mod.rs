@@ -355,7 +355,11 @@ impl PartialEq for Checked {
 
 impl std::fmt::Debug for Checked {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.is_some() { "Checked(..)" } else { "Checked(None)" })
+        f.write_str(if self.0.is_some() {
+            "Checked(..)"
+        } else {
+            "Checked(None)"
+        })
     }
 }
 
