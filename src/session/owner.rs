@@ -898,8 +898,12 @@ impl Session {
         }
         let msgs: Vec<WorkerMsg> = w.answers.try_iter().collect();
         self.changed |= changed || !msgs.is_empty();
+        let acted = !msgs.is_empty();
         for m in msgs {
             self.worker_msg(m);
+        }
+        if acted {
+            self.flush_bus();
         }
     }
 
@@ -1632,6 +1636,7 @@ impl Drop for Session {
     fn drop(&mut self) {
         // The person leaves: the session file says where, so `--open` resumes there.
         if self.record.file.is_some() {
+            self.flush_bus();
             self.bookmark();
         }
     }

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Drive the real desk binary in tmux as a person would, checking the screen at each step:
-# open, play, write a plan in the editor and submit it, see it armed, stand down, quit; then
-# check the saved session and its Bus. Then: the house agent in co-pilot (reject its turn),
-# and a live command author answering off the replay thread.
+# bare `kestrel` (the README's first command: the bundled tape, the example plan armed at
+# 1R = $1000, the house agent seated), then `--open` of what it saved (resumed where it was
+# left, Home back to the open, nothing written until you act), `--plans`; then open, play,
+# write a plan in the editor and submit it, see it armed, stand down, quit, and check the
+# saved session and its Bus. Then: the house agent in co-pilot (reject its turn), and a
+# live command author answering off the replay thread.
 #
 #   KESTREL_TMUX=1 bash tests/tmux/desk-smoke.sh [path/to/kestrel]
 #
@@ -24,12 +27,50 @@ wait_for() { for _ in $(seq 1 50); do screen | grep -qF -- "$1" && return 0; sle
 quit_and_find_session() {
   tmux send-keys -t "$S" q
   for _ in $(seq 1 25); do tmux has-session -t "$S" 2>/dev/null || break; sleep 0.2; done
+  sleep 0.5 # the tmux server exits with its last session: let it, before the next one starts
   SES="$(ls "$XDG_DATA_HOME"/kestrel/sessions/*.jsonl 2>/dev/null | grep -v '\.bus-' | head -1)"
   [[ -n "$SES" ]] || fail "$1"
   BUS="${SES%.jsonl}.bus-0.jsonl"
 }
 
-tmux new-session -d -s "$S" -x 120 -y 36 "env HOME=$HOME XDG_DATA_HOME=$XDG_DATA_HOME XDG_CONFIG_HOME=$XDG_CONFIG_HOME $BIN desk --no-agent --no-example"
+ENVS="env HOME=$HOME XDG_DATA_HOME=$XDG_DATA_HOME XDG_CONFIG_HOME=$XDG_CONFIG_HOME"
+# Bare `kestrel`: the same session as `kestrel desk`, ready to trade.
+tmux new-session -d -s "$S" -x 100 -y 30 "$ENVS $BIN"
+wait_for "FRAME tape="
+wait_for "author house"
+tmux send-keys -t "$S" g; tmux send-keys -t "$S" -l "10:30"; tmux send-keys -t "$S" Enter
+wait_for "10:30:00.000"
+quit_and_find_session "bare kestrel saved no session"
+grep -q '"r_usd":1000' "$SES" || fail "the session does not record 1R = \$1000"
+grep -q '"fill":"strict-cross-v1"' "$SES" || fail "the session does not record the fill model"
+grep -q '"act":"turn","author":"examples"' "$SES" || fail "the example plan was not armed at the open"
+grep -q '"type":"document-armed"' "$BUS" || fail "document-armed missing from the bare desk's Bus"
+echo "ok: bare kestrel opens ready to trade and saves its settings"
+# --open resumes where it was left, at the same hash; Home goes back to the open; nothing is
+# written when the person only watches.
+FIRST="$SES"
+tmux new-session -d -s "$S" -x 160 -y 48 "$ENVS $BIN --open $FIRST"
+wait_for "10:30:00.000"
+wait_for "reopened"
+tmux send-keys -t "$S" Home
+wait_for "09:30:00.000"
+tmux send-keys -t "$S" q
+for _ in $(seq 1 25); do tmux has-session -t "$S" 2>/dev/null || break; sleep 0.2; done
+sleep 0.5
+[[ "$(ls "$XDG_DATA_HOME"/kestrel/sessions/ | grep -vc '\.bus-')" == "1" ]] || fail "--open wrote a new session though nobody acted"
+echo "ok: --open resumes, Home goes back to the open, nothing written"
+# --plans arms documents at the open instead of the example.
+rm -rf "$XDG_DATA_HOME/kestrel/sessions"
+REPO="$(cd "$(dirname "$0")/../.." && pwd)"
+tmux new-session -d -s "$S" -x 200 -y 60 -c "$REPO" "$ENVS $BIN desk --no-agent --plans examples/fade-ladder.kestrel examples/shares.kestrel"
+wait_for "band-fade"
+wait_for "vwap-reclaim"
+screen | grep -qF "breakout-chase" && fail "--plans should replace the example plan"
+quit_and_find_session "no --plans session saved"
+echo "ok: --plans arms documents at the open"
+
+rm -rf "$XDG_DATA_HOME/kestrel/sessions"
+tmux new-session -d -s "$S" -x 120 -y 36 "$ENVS $BIN desk --no-agent --no-example"
 wait_for "FRAME tape="
 wait_for "paused"
 echo "ok: desk open"
@@ -56,8 +97,8 @@ wait_for "you: stand-down"
 echo "ok: stand-down"
 quit_and_find_session "no session saved"
 grep -q '"type":"desk-session"' "$SES" || fail "session header missing"
-grep -q '"act":"arm"' "$SES" || fail "arm act missing"
-grep -q '"act":"stand-down"' "$SES" || fail "stand-down act missing"
+grep -q '"act":"turn","author":"you"' "$SES" || fail "the person's turn act is missing"
+grep -q 'STAND-DOWN smoke test done' "$SES" || fail "stand-down act missing"
 grep -q '"type":"document-armed"' "$BUS" || fail "document-armed missing from the Bus"
 grep -q '"type":"stand-down"' "$BUS" || fail "stand-down missing from the Bus"
 echo "ok: session and Bus saved"
@@ -77,7 +118,6 @@ echo "ok: co-pilot reject on the Bus"
 # A live command author (examples/command-author.sh): asked at the OPEN wake off the replay
 # thread; its turn lands on the Bus and in the Journal.
 rm -rf "$XDG_DATA_HOME/kestrel/sessions"
-REPO="$(cd "$(dirname "$0")/../.." && pwd)"
 tmux new-session -d -s "$S" -x 160 -y 48 -c "$REPO" "env HOME=$HOME XDG_DATA_HOME=$XDG_DATA_HOME XDG_CONFIG_HOME=$XDG_CONFIG_HOME $BIN desk --no-example --author 'sh examples/command-author.sh'"
 wait_for "@ wake open"
 screen | grep -qF "last " || fail "the status line does not show the author's last answer"
@@ -86,4 +126,4 @@ grep -q '"live":"sh examples/command-author.sh"' "$SES" || fail "the agent recor
 grep -q '"agent":"answer"' "$SES" || fail "the answer act is missing"
 grep -q '"type":"turn","wake":"open"' "$BUS" || fail "the live author's turn is missing from the Bus"
 echo "ok: a live command author answers on the Bus"
-echo "7 passed, 0 failed"
+echo "10 passed, 0 failed"
