@@ -1002,18 +1002,24 @@ fn an_agents_supersede_replaces_its_own_plans_and_leaves_the_persons_armed() {
             .iter()
             .any(|l| l.contains("document-armed") && l.contains("\"owner\":\"person\""))
     );
-    // The person's own supersede replaces the person's plans, not the agent's.
+    // The person's plans join the book; one of the same name replaces the person's own.
     app.human_turn(&MINE.replace("mine", "mine-2"));
-    let plan = |n: &str| {
+    let plan = |app: &App, n: &str| app.snap.plans.iter().find(|p| p.name == n).cloned().unwrap();
+    assert_eq!(plan(&app, "mine").state, PlanState::Armed);
+    assert_eq!(plan(&app, "mine-2").state, PlanState::Armed);
+    assert_eq!(plan(&app, "agent-q").state, PlanState::Armed);
+    let replaced = |app: &App| {
         app.snap
-            .plans
+            .bus
             .iter()
-            .find(|p| p.name == n)
-            .cloned()
-            .unwrap()
+            .filter(|l| l.contains("\"plan\":\"mine\",\"reason\":\"superseded\""))
+            .count()
     };
-    assert_eq!(plan("mine").state, PlanState::StoodDown);
-    assert_eq!(plan("agent-q").state, PlanState::Armed);
+    assert_eq!(replaced(&app), 0);
+    app.human_turn(&MINE.replace("60m", "90m"));
+    assert_eq!(replaced(&app), 1, "the older `mine` stood down for the new one");
+    assert_eq!(plan(&app, "mine").state, PlanState::Armed);
+    assert_eq!(plan(&app, "agent-q").state, PlanState::Armed);
     // The person's STAND-DOWN is the kill switch: every plan.
     app.human_turn("STAND-DOWN flat into lunch\n");
     assert!(

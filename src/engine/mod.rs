@@ -981,6 +981,33 @@ impl Engine {
         self.arm_document_as(doc, owner)
     }
 
+    /// Add a document to one owner's book (the person at the desk): its plans join the book,
+    /// replacing only that owner's live plans (and WAKEs) of the same names; everything else
+    /// keeps running.
+    pub fn add_as(&mut self, doc: &Document, owner: Option<&str>) -> Vec<String> {
+        let mut names = std::collections::BTreeSet::new();
+        let mut wakes = std::collections::BTreeSet::new();
+        for st in &doc.statements {
+            match &st.kind {
+                StatementKind::Plan(p) => {
+                    names.insert(p.name.text.as_str());
+                }
+                StatementKind::Wake(w) => {
+                    wakes.insert(w.name.text.as_str());
+                }
+                _ => {}
+            }
+        }
+        for p in &mut self.plans {
+            if names.contains(p.name.as_str()) && owns(owner, p.owner.as_deref()) {
+                stand_down_plan(p, &mut self.sh, "superseded");
+            }
+        }
+        self.wakes
+            .retain(|w| !(wakes.contains(w.name.as_str()) && owns(owner, w.owner.as_deref())));
+        self.arm_document_as(doc, owner)
+    }
+
     /// Who armed a plan (the latest plan of that name), if the book has owners.
     pub fn plan_owner(&self, name: &str) -> Option<&str> {
         self.plans

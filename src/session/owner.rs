@@ -1139,7 +1139,9 @@ impl Session {
                     if let Some(v) = first_view(&doc) {
                         self.view = v;
                     }
-                    let names = self.run.supersede_as(&doc, owner);
+                    // A person's plans join the book (same names are replaced): the person
+                    // and the agent fly one book (docs/desk.md, "Whose book").
+                    let names = self.run.add_as(&doc, owner);
                     if names.is_empty() {
                         "armed".to_string()
                     } else {
@@ -1313,7 +1315,21 @@ impl Session {
                 continue;
             }
             match &mut chair.seat {
-                Seat::Script(src) if !chair.hold => self.run.wake(w, src.as_mut()),
+                Seat::Script(src) if !chair.hold => {
+                    let before = self.run.turn_log().len();
+                    let name = chair.agent.name();
+                    self.run.wake(w, src.as_mut());
+                    if !self.replaying {
+                        let said: Vec<String> = self.run.turn_log()[before..]
+                            .iter()
+                            .filter_map(|e| e.turn.as_ref())
+                            .map(|t| format!("{name} @ {}: {}", w.wake, t.outcome.name()))
+                            .collect();
+                        for text in said {
+                            self.notice(text);
+                        }
+                    }
+                }
                 _ => {
                     if let Some((ask, ctx)) = self.run.ask(w) {
                         self.call(ask, ctx);

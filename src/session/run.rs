@@ -261,6 +261,15 @@ impl<R: BufRead> Run<R> {
         names
     }
 
+    /// Add a checked document to `owner`'s book: new plans join it, plans of the same names
+    /// that `owner` armed are replaced (the person's turns at the desk).
+    pub fn add_as(&mut self, doc: &ast::Document, owner: Option<&str>) -> Vec<String> {
+        let names = self.engine.add_as(doc, owner);
+        collect_views(doc, &mut self.views);
+        self.note_plans(doc, owner);
+        names
+    }
+
     /// STAND-DOWN of `owner`'s book (`None`: every plan).
     pub fn stand_down_as(&mut self, reason: &str, owner: Option<&str>) {
         self.engine.stand_down_as(reason, owner);
