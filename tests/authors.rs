@@ -830,7 +830,8 @@ async fn the_desk_streams_a_live_model_author_and_holds_its_turn_in_copilot() {
     );
     assert_eq!(seen[0].body["stream"], true);
     assert!(!app.snap.bus.iter().any(|l| l.contains("\"type\":\"turn\"")));
-    app.send(Command::Accept);
+    let call = p.call;
+    app.send(Command::Accept { call });
     let turn = app
         .snap
         .bus

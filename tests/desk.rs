@@ -482,7 +482,10 @@ fn a_live_command_author_answers_off_the_tape_thread_and_acts_where_its_reply_ar
         timeout: 20,
         ..Default::default()
     }
-    .spec(&format!("cat >/dev/null; cat '{}'", reply.display()));
+    .spec(&format!(
+        "cat >/dev/null; sleep 1; cat '{}'",
+        reply.display()
+    ));
     let src = desk::tape_source(None).unwrap();
     let mut app = desk::inline_app_with(src, Some(DeskAgent::Live(spec)), false).unwrap();
     // The OPEN wake was asked; the tape moves on while the author writes.
@@ -843,6 +846,7 @@ fn a_session_saved_from_bare_kestrel_reopens_with_open_to_the_same_hash() {
     let mut h = opened(&args(&["kestrel"]), Some(path.clone()));
     h.send(Command::Seek(ms(11, 0, 0)));
     h.send(Command::Submit {
+        id: 1,
         author: "you".into(),
         kind: kestrel_desk::turn::AuthorKind::Human,
         text: "STAND-DOWN enough\n".into(),
@@ -877,6 +881,7 @@ fn a_session_saved_from_bare_kestrel_reopens_with_open_to_the_same_hash() {
     assert_eq!(h.latest().hash, first.hash);
     assert!(!again_path.exists());
     h.send(Command::Submit {
+        id: 1,
         author: "you".into(),
         kind: kestrel_desk::turn::AuthorKind::Human,
         text: "# a note\n".into(),
@@ -937,7 +942,17 @@ fn desk_plans_arm_documents_at_the_open_and_a_bad_one_is_refused_first() {
         .filter(|l| l.contains("\"type\":\"document-armed\""))
         .count();
     assert_eq!(armed, 2, "{:?}", s.bus);
+    for name in ["band-fade", "vwap-reclaim"] {
+        let p = s.plans.iter().find(|p| p.name == name).unwrap();
+        assert_eq!(
+            p.state,
+            PlanState::Armed,
+            "{name}: the second file adds to the first"
+        );
+    }
     assert_eq!(s.turns.len(), 2);
+    // They arm at the open, before the first event.
+    assert!(s.turns.iter().all(|t| t.ts == ms(9, 30, 0)));
     assert!(s.turns.iter().all(|t| t.author.ends_with(".kestrel")));
     let dir = tmp("plans");
     let bad = dir.join("bad.kestrel");
@@ -1004,7 +1019,14 @@ fn an_agents_supersede_replaces_its_own_plans_and_leaves_the_persons_armed() {
     );
     // The person's plans join the book; one of the same name replaces the person's own.
     app.human_turn(&MINE.replace("mine", "mine-2"));
-    let plan = |app: &App, n: &str| app.snap.plans.iter().find(|p| p.name == n).cloned().unwrap();
+    let plan = |app: &App, n: &str| {
+        app.snap
+            .plans
+            .iter()
+            .find(|p| p.name == n)
+            .cloned()
+            .unwrap()
+    };
     assert_eq!(plan(&app, "mine").state, PlanState::Armed);
     assert_eq!(plan(&app, "mine-2").state, PlanState::Armed);
     assert_eq!(plan(&app, "agent-q").state, PlanState::Armed);
@@ -1017,7 +1039,11 @@ fn an_agents_supersede_replaces_its_own_plans_and_leaves_the_persons_armed() {
     };
     assert_eq!(replaced(&app), 0);
     app.human_turn(&MINE.replace("60m", "90m"));
-    assert_eq!(replaced(&app), 1, "the older `mine` stood down for the new one");
+    assert_eq!(
+        replaced(&app),
+        1,
+        "the older `mine` stood down for the new one"
+    );
     assert_eq!(plan(&app, "mine").state, PlanState::Armed);
     assert_eq!(plan(&app, "agent-q").state, PlanState::Armed);
     // The person's STAND-DOWN is the kill switch: every plan.
@@ -1092,4 +1118,83 @@ fn plan_rows_carry_typed_state_budget_and_ttl() {
     };
     assert_eq!(name, "p");
     assert!(frame.contains("mine armed 0.00/0.05R ttl +60m"), "{frame}");
+}
+
+#[test]
+fn nothing_acts_after_the_close_and_a_reopened_rewind_resumes_where_it_was_left() {
+    let dir = tmp("end");
+    let path = dir.join("s.jsonl");
+    let mut h = opened(&args(&["kestrel", "--no-agent"]), Some(path.clone()));
+    h.send(Command::Seek(ms(10, 30, 0)));
+    h.send(Command::Submit {
+        id: 7,
+        author: "you".into(),
+        kind: kestrel_desk::turn::AuthorKind::Human,
+        text: MINE.into(),
+    });
+    h.send(Command::Seek(ms(16, 30, 0)));
+    let end = h.latest();
+    assert!(end.ended);
+    h.send(Command::Submit {
+        id: 8,
+        author: "you".into(),
+        kind: kestrel_desk::turn::AuthorKind::Human,
+        text: "STAND-DOWN too late\n".into(),
+    });
+    let after = h.latest();
+    assert_eq!(
+        after.hash, end.hash,
+        "an act after the close changes nothing"
+    );
+    assert_eq!(after.last_submit.as_ref().map(|r| r.id), Some(8));
+    assert!(
+        after
+            .notices
+            .last()
+            .unwrap()
+            .text
+            .contains("the tape has ended")
+    );
+    // Rewind to 10:00 (before the plan) and leave there.
+    h.send(Command::Seek(ms(10, 0, 0)));
+    let left = h.latest();
+    drop(h);
+    let saved = saved::open(&path).unwrap();
+    assert_eq!(saved.last.1, ms(10, 0, 0), "resumes where the person left");
+    assert_eq!(
+        saved.acts.len(),
+        2,
+        "the example and the plan: {:?}",
+        saved.acts
+    );
+    let mut h = SessionHandle::inline(kestrel_desk::session::owner::reopen(&path, None).unwrap());
+    let again = h.latest();
+    assert_eq!((again.clock, &again.hash), (ms(10, 0, 0), &left.hash));
+    // Playing on replays the plan recorded after the rewind point, to the same end.
+    h.send(Command::Seek(ms(16, 30, 0)));
+    assert_eq!(h.latest().hash, end.hash);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn one_live_plan_per_name_whoever_armed_it() {
+    // The person's shares file and the house agent's OPEN answer both name `vwap-reclaim`:
+    // the person's arms first (at the open, before the OPEN wake); the agent's is refused.
+    let a = args(&["kestrel", "--plans", "examples/shares.kestrel"]);
+    let mut h = opened(&a, None);
+    let s = h.latest();
+    let p = s.plans.iter().find(|p| p.name == "vwap-reclaim").unwrap();
+    assert_eq!(p.owner, kestrel_desk::session::owner::Owner::Person);
+    let refused = s
+        .bus
+        .iter()
+        .filter(|l| {
+            l.contains("\"type\":\"error\"")
+                && l.contains("vwap-reclaim not armed: a live plan of another owner")
+        })
+        .count();
+    assert_eq!(
+        refused, 1,
+        "the agent's same-named plan is refused, with the reason"
+    );
 }

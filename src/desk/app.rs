@@ -148,6 +148,10 @@ pub struct App {
     pub message: Option<String>,
     /// Notices of the session already shown.
     notices_seen: usize,
+    /// The number of the next turn submitted, and the one whose result is awaited with
+    /// the editor text it was submitted from.
+    next_submit: u64,
+    awaiting_submit: Option<(u64, String)>,
     /// Warnings from config loading (themes, keys).
     pub warnings: Vec<String>,
     /// Set when the user quits.
@@ -189,7 +193,7 @@ impl App {
         let card = lang::card::build(&menu, None, &count)
             .map(|c| c.tokens)
             .unwrap_or(0);
-        let notices_seen = snap.notices.len();
+        let notices_seen = snap.notices_total;
         let message = snap.agent.as_ref().map(|a| {
             format!(
                 "agent {} seated: it is asked at every wake{}",
@@ -218,6 +222,8 @@ impl App {
             view_scroll: 0,
             message,
             notices_seen,
+            next_submit: 1,
+            awaiting_submit: None,
             warnings: Vec::new(),
             quit: false,
             prompt_tokens: (card, count(&menu)),
@@ -255,16 +261,28 @@ impl App {
         self.tick();
     }
 
-    /// Take the latest snapshot; a new notice of the session becomes the message.
+    /// Take the latest snapshot; a new notice of the session becomes the message, and the
+    /// result of a submitted turn arrives (an authored turn clears the editor it came from;
+    /// a SHOW VIEW focuses the View pane).
     pub fn tick(&mut self) {
         self.snap = self.session.latest();
-        if self.snap.notices.len() != self.notices_seen || self.notices_seen > 20 {
-            if let Some(n) = self.snap.notices.last()
-                && self.snap.notices.len() > self.notices_seen.min(self.snap.notices.len())
-            {
+        if self.snap.notices_total != self.notices_seen {
+            if let Some(n) = self.snap.notices.last() {
                 self.message = Some(n.text.clone());
             }
-            self.notices_seen = self.snap.notices.len();
+            self.notices_seen = self.snap.notices_total;
+        }
+        if let (Some((id, text)), Some(r)) = (&self.awaiting_submit, &self.snap.last_submit)
+            && r.id == *id
+        {
+            if r.authored && self.editor.text() == *text {
+                self.editor.set_text("");
+            }
+            if r.view_request {
+                self.set_focus(Pane::View);
+                self.view_scroll = 0;
+            }
+            self.awaiting_submit = None;
         }
     }
 
@@ -291,27 +309,28 @@ impl App {
         &self.snap.turns
     }
 
-    /// Submit a turn as the person.
+    /// Submit a turn as the person. With an inline session the routed turn is back at
+    /// once (a threaded one answers in a later snapshot: see [`App::tick`]).
     pub fn human_turn(&mut self, text: &str) -> Option<TurnLine> {
         let before = self.snap.turns.len();
+        let id = self.next_submit;
+        self.next_submit += 1;
+        self.awaiting_submit = Some((id, self.editor.text()));
         self.send(Command::Submit {
+            id,
             author: "you".into(),
             kind: AuthorKind::Human,
             text: text.to_string(),
         });
-        let t = self.snap.turns.get(before..).and_then(|t| {
+        if self.snap.last_submit.as_ref().is_none_or(|r| r.id != id) {
+            return None;
+        }
+        self.snap.turns.get(before..).and_then(|t| {
             t.iter()
                 .rev()
                 .find(|l| l.wake == crate::session::owner::DESK_WAKE)
                 .cloned()
-        });
-        if let Some(r) = t.as_ref().and_then(|t| t.routed.as_ref())
-            && matches!(r.outcome, Outcome::ViewRequest { .. })
-        {
-            self.set_focus(Pane::View);
-            self.view_scroll = 0;
-        }
-        t
+        })
     }
 
     /// Detach the agent or attach it again.
@@ -421,15 +440,15 @@ impl App {
                 });
             }
             Action::Accept => {
-                if self.proposal().is_some() {
-                    self.send(Command::Accept);
+                if let Some(call) = self.proposal().map(|p| p.call) {
+                    self.send(Command::Accept { call });
                 } else {
                     self.message = Some("nothing to accept: no proposal is waiting".into());
                 }
             }
             Action::Reject => {
-                if self.proposal().is_some() {
-                    self.send(Command::Reject);
+                if let Some(call) = self.proposal().map(|p| p.call) {
+                    self.send(Command::Reject { call });
                 } else {
                     self.message = Some("nothing to reject: no proposal is waiting".into());
                 }
@@ -512,13 +531,7 @@ impl App {
     /// invalid one stays, its errors under their lines.
     pub fn submit(&mut self) {
         let text = self.editor.text();
-        let authored = self
-            .human_turn(&text)
-            .and_then(|t| t.routed)
-            .is_some_and(|r| r.class() == turn::TurnClass::Authored);
-        if authored {
-            self.editor.set_text("");
-        }
+        self.human_turn(&text);
     }
 
     fn modal_key(&mut self, m: Modal, k: KeyEvent) {

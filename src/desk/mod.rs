@@ -22,7 +22,6 @@ pub mod ui;
 
 use crate::session::agent::Agent;
 use crate::session::{self, Command, Opening, Session, Settings, TapeSource, saved};
-use crate::turn::AuthorKind;
 use app::App;
 use handle::SessionHandle;
 use std::path::{Path, PathBuf};
@@ -175,7 +174,8 @@ pub fn opening_plans(a: &DeskArgs) -> Result<Vec<(String, String)>, String> {
     let mut out = Vec::new();
     for p in &a.plans {
         let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
-        if let Err(errs) = crate::lang::check(&text, crate::lang::Mode::File) {
+        // Checked as what it will be: a turn of the person's, routed at the open.
+        if let Err(errs) = crate::lang::check(&text, crate::lang::Mode::Turn) {
             let first = errs.first().map(|e| e.one_line()).unwrap_or_default();
             return Err(format!("{}: {first}", p.display()));
         }
@@ -318,17 +318,10 @@ pub fn open_session(a: &DeskArgs, save: Option<PathBuf>) -> Result<Session, Stri
     let tape = TapeSource::open(a.tape.as_ref().map(|p| p.display().to_string()).as_deref())?;
     let how = Opening {
         save,
+        plans,
         ..Opening::default()
     };
-    let mut s = Session::open(tape, settings, how)?;
-    for (author, text) in plans {
-        s.command(Command::Submit {
-            author,
-            kind: AuthorKind::File,
-            text,
-        });
-    }
-    Ok(s)
+    Session::open(tape, settings, how)
 }
 
 fn run_inner(a: &DeskArgs) -> color_eyre::Result<()> {

@@ -972,6 +972,8 @@ impl Engine {
     /// and its WAKEs are dropped; every other owner's plans keep running. `None` is the
     /// whole book (a headless run with one author).
     pub fn supersede_as(&mut self, doc: &Document, owner: Option<&str>) -> Vec<String> {
+        let doc = self.claimable(doc, owner);
+        let doc = doc.as_ref();
         for p in &mut self.plans {
             if owns(owner, p.owner.as_deref()) {
                 stand_down_plan(p, &mut self.sh, "superseded");
@@ -985,6 +987,8 @@ impl Engine {
     /// replacing only that owner's live plans (and WAKEs) of the same names; everything else
     /// keeps running.
     pub fn add_as(&mut self, doc: &Document, owner: Option<&str>) -> Vec<String> {
+        let doc = self.claimable(doc, owner);
+        let doc = doc.as_ref();
         let mut names = std::collections::BTreeSet::new();
         let mut wakes = std::collections::BTreeSet::new();
         for st in &doc.statements {
@@ -1008,12 +1012,58 @@ impl Engine {
         self.arm_document_as(doc, owner)
     }
 
-    /// Who armed a plan (the latest plan of that name), if the book has owners.
+    /// The document an owner may arm: a PLAN whose name another owner's live plan holds is
+    /// left out, with an `error` event saying why (one live plan per name, so a CANCEL, the
+    /// Blotter and the Plans pane always mean one plan).
+    fn claimable<'d>(
+        &mut self,
+        doc: &'d Document,
+        owner: Option<&str>,
+    ) -> std::borrow::Cow<'d, Document> {
+        let Some(o) = owner else {
+            return std::borrow::Cow::Borrowed(doc);
+        };
+        let taken: std::collections::BTreeSet<&str> = self
+            .plans
+            .iter()
+            .filter(|p| p.status != Status::Closed && p.owner.as_deref() != Some(o))
+            .map(|p| p.name.as_str())
+            .collect();
+        let clash = |st: &ast::Statement| matches!(&st.kind, StatementKind::Plan(p) if taken.contains(p.name.text.as_str()));
+        if !doc.statements.iter().any(clash) {
+            return std::borrow::Cow::Borrowed(doc);
+        }
+        let mut d = doc.clone();
+        let mut refused = Vec::new();
+        d.statements.retain(|st| {
+            if clash(st) {
+                if let StatementKind::Plan(p) = &st.kind {
+                    refused.push(p.name.text.clone());
+                }
+                false
+            } else {
+                true
+            }
+        });
+        for name in refused {
+            self.sh.bus.emit(Event::Error {
+                ts: self.sh.now,
+                plan: Some(name.clone()),
+                message: format!(
+                    "PLAN {name} not armed: a live plan of another owner has that name (name yours differently)"
+                ),
+            });
+        }
+        std::borrow::Cow::Owned(d)
+    }
+
+    /// Who armed a plan, if the book has owners: the live plan of that name (the one a
+    /// CANCEL reaches), else the latest.
     pub fn plan_owner(&self, name: &str) -> Option<&str> {
         self.plans
             .iter()
-            .rev()
-            .find(|p| p.name == name)
+            .find(|p| p.name == name && p.status != Status::Closed)
+            .or_else(|| self.plans.iter().rev().find(|p| p.name == name))
             .and_then(|p| p.owner.as_deref())
     }
 

@@ -274,6 +274,9 @@ pub enum Command {
     Restart,
     /// A turn written at the desk, routed now against the standing book.
     Submit {
+        /// The desk's number for it: the snapshot says what became of it
+        /// ([`SessionSnapshot::last_submit`]).
+        id: u64,
         /// Who wrote it (`you` for the person).
         author: String,
         /// What the router is told of the author.
@@ -281,10 +284,17 @@ pub enum Command {
         /// The reply as written.
         text: String,
     },
-    /// Accept the agent's proposal (co-pilot): it routes now.
-    Accept,
-    /// Reject the agent's proposal: nothing routes (a `turn-rejected` event).
-    Reject,
+    /// Accept the agent's proposal to call `call` (co-pilot): it routes now. A proposal
+    /// the person did not see (another call) is not accepted.
+    Accept {
+        /// The call the proposal answers.
+        call: u64,
+    },
+    /// Reject the agent's proposal to call `call`: nothing routes (a `turn-rejected` event).
+    Reject {
+        /// The call the proposal answers.
+        call: u64,
+    },
     /// Co-pilot on or off (off routes a waiting proposal).
     Copilot(bool),
     /// Attach or detach the seated agent.
@@ -488,8 +498,12 @@ pub struct SessionSnapshot {
     pub bus: Vec<String>,
     /// Every turn of this run, in tape order.
     pub turns: Arc<Vec<TurnLine>>,
-    /// Notices, newest last.
+    /// Notices, newest last (the last 20).
     pub notices: Vec<Notice>,
+    /// Notices so far in all (to tell a new one from the last 20).
+    pub notices_total: usize,
+    /// What became of the last turn submitted at the desk.
+    pub last_submit: Option<SubmitResult>,
     /// The seated agent.
     pub agent: Option<AgentStatus>,
     /// A tape or file error, if one stopped something.
@@ -590,6 +604,8 @@ pub struct Session {
     lines_seen: usize,
     notices: Vec<Notice>,
     notices_seen: usize,
+    last_submit: Option<SubmitResult>,
+    horizon: Ts,
     record: Recorder,
     bus_written: usize,
     bus_file: Option<std::fs::File>,
@@ -615,6 +631,21 @@ pub struct Opening {
     /// A saved session: nothing is written until the person acts, and a live agent is not
     /// called (its recorded answers act).
     pub replay: bool,
+    /// Documents the person arms at the open, before the first event: (author, text).
+    pub plans: Vec<(String, String)>,
+}
+
+/// What became of the last turn submitted at the desk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubmitResult {
+    /// The desk's number for it.
+    pub id: u64,
+    /// The routed outcome's name (`refused` when nothing was routed).
+    pub outcome: String,
+    /// Authored (a plan armed, a stand-down, a cancel, a view request, a pass)?
+    pub authored: bool,
+    /// A SHOW VIEW: the View pane shows it.
+    pub view_request: bool,
 }
 
 impl Session {
@@ -648,6 +679,8 @@ impl Session {
             lines_seen: 0,
             notices: Vec::new(),
             notices_seen: 0,
+            last_submit: None,
+            horizon: open,
             record: Recorder {
                 path: how.save,
                 file: None,
@@ -675,7 +708,25 @@ impl Session {
             "settings": serde_json::to_value(&s.settings).unwrap_or_default(),
         });
         s.write_record(header, false);
+        // A reopened session's new file starts as a copy of the acts it replays.
+        let copies: Vec<serde_json::Value> = s
+            .script
+            .iter()
+            .map(|(seq, ts, act)| act_record(*seq, *ts, act, "replayed"))
+            .collect();
+        for c in copies {
+            s.write_record(c, false);
+        }
         s.apply_script();
+        // The opening documents arm at the open, before the first event (and so before the
+        // OPEN wake asks the agent), as `run` and `agent` arm theirs.
+        for (author, text) in how.plans {
+            s.act(Act::Turn {
+                author,
+                kind: AuthorKind::File,
+                text,
+            });
+        }
         s.advance_to(open);
         Ok(s)
     }
@@ -835,15 +886,60 @@ impl Session {
                 );
                 self.script.clear();
                 self.restart_with(false);
+                let open = self.clock;
+                self.advance_to(open);
             }
-            Command::Submit { author, kind, text } => {
-                self.act(Act::Turn { author, kind, text });
+            Command::Submit { .. }
+            | Command::Accept { .. }
+            | Command::Reject { .. }
+            | Command::Copilot(_)
+            | Command::Attach(_)
+                if self.ended =>
+            {
+                // The close has settled the book: nothing acts after it (R restarts, Home
+                // goes back to the open).
+                self.notice("the tape has ended: nothing acts after the close (R restarts, Home goes back to the open)".into());
+                if let Command::Submit { id, .. } = c {
+                    self.last_submit = Some(SubmitResult {
+                        id,
+                        outcome: "refused".into(),
+                        authored: false,
+                        view_request: false,
+                    });
+                }
             }
-            Command::Accept => self.accept(),
-            Command::Reject => {
-                if let Some(p) = self.chair.as_ref().and_then(|c| c.proposal.clone()) {
+            Command::Submit {
+                id,
+                author,
+                kind,
+                text,
+            } => {
+                self.person_act(Act::Turn { author, kind, text });
+                let routed = self.run.turn_log().last().and_then(|e| e.turn.clone());
+                self.last_submit = Some(SubmitResult {
+                    id,
+                    outcome: routed
+                        .as_ref()
+                        .map_or("refused", |t| t.outcome.name())
+                        .to_string(),
+                    authored: routed
+                        .as_ref()
+                        .is_some_and(|t| t.class() == turn::TurnClass::Authored),
+                    view_request: routed
+                        .as_ref()
+                        .is_some_and(|t| matches!(t.outcome, Outcome::ViewRequest { .. })),
+                });
+            }
+            Command::Accept { call } => self.accept(Some(call)),
+            Command::Reject { call } => {
+                if let Some(p) = self
+                    .chair
+                    .as_ref()
+                    .and_then(|c| c.proposal.clone())
+                    .filter(|p| p.call == call)
+                {
                     let outcome = p.run.turn.outcome.name().to_string();
-                    self.act(Act::Agent(AgentAct::Reject {
+                    self.person_act(Act::Agent(AgentAct::Reject {
                         call: p.call,
                         outcome,
                     }));
@@ -851,15 +947,15 @@ impl Session {
             }
             Command::Copilot(on) => {
                 if self.chair.is_some() {
-                    self.act(Act::Agent(AgentAct::Hold { on }));
+                    self.person_act(Act::Agent(AgentAct::Hold { on }));
                     if !on {
-                        self.accept();
+                        self.accept(None);
                     }
                 }
             }
             Command::Attach(on) => {
                 if self.chair.as_ref().is_some_and(|c| c.attached != on) {
-                    self.act(Act::Agent(AgentAct::Attach { on }));
+                    self.person_act(Act::Agent(AgentAct::Attach { on }));
                 }
             }
             Command::Tick(dt) => self.run_for(dt),
@@ -867,9 +963,15 @@ impl Session {
         self.flush_bus();
     }
 
-    fn accept(&mut self) {
-        if let Some(p) = self.chair.as_ref().and_then(|c| c.proposal.clone()) {
-            self.act(Act::Agent(AgentAct::Answer {
+    /// Accept the waiting proposal (the one to `call`, when given).
+    fn accept(&mut self, call: Option<u64>) {
+        if let Some(p) = self
+            .chair
+            .as_ref()
+            .and_then(|c| c.proposal.clone())
+            .filter(|p| call.is_none_or(|c| c == p.call))
+        {
+            self.person_act(Act::Agent(AgentAct::Answer {
                 call: p.call,
                 run: p.run,
             }));
@@ -986,6 +1088,8 @@ impl Session {
             self.apply_script();
             self.advance_to(t);
             self.replaying = false;
+            // The re-run's notices were said the first time.
+            self.notices_seen = self.run.notices().len();
             self.set_quiet(false);
             self.control("rewound");
             self.playing = playing && !self.ended;
@@ -1005,9 +1109,15 @@ impl Session {
             return;
         };
         c.quiet = quiet;
+        let recorded = |call: u64| {
+            self.script.iter().any(|(_, _, a)| {
+                matches!(a, Act::Agent(AgentAct::Answer { call: c, .. } | AgentAct::Reject { call: c, .. }) if *c == call)
+            })
+        };
         if !quiet
             && let (Some(o), Some(w)) = (&c.outstanding, &c.worker)
             && let Some((ask, ctx)) = &o.ask
+            && !recorded(o.call)
         {
             c.waiting = Some((ask.wake.clone(), ask.ts));
             w.ask(self.segment, o.call, ask.clone(), ctx.clone());
@@ -1040,6 +1150,7 @@ impl Session {
             }
         };
         let replay = self.chair.as_ref().is_some_and(|c| c.replay_only);
+        let attached = self.chair.as_ref().is_none_or(|c| c.attached);
         let worker = self.chair.as_mut().and_then(|c| c.worker.take());
         self.chair = match self.seat_agent(true) {
             Ok(c) => c,
@@ -1052,6 +1163,21 @@ impl Session {
             c.worker = worker;
             c.replay_only = replay;
             c.quiet = quiet;
+            // A restart keeps the seat as the person left it; a rewind re-runs the acts that
+            // set it (it starts as the run did).
+            if !quiet {
+                c.attached = attached;
+                if attached
+                    && !replay
+                    && c.worker.is_none()
+                    && let Agent::Live(spec) = &c.agent
+                {
+                    c.worker = LiveWorker::for_spec(spec).ok();
+                }
+            }
+        }
+        if !quiet {
+            self.notices_seen = 0;
         }
         let open = self.run.engine.market().open_time();
         self.clock = open;
@@ -1070,12 +1196,16 @@ impl Session {
         self.bus_written = 0;
         self.bus_file = None;
         self.view = view::default_view();
-        self.advance_to(open);
+        // The caller sets the acts to replay, then advances: acts recorded at the open apply
+        // before its first event, as they did the first time.
+        self.horizon = open;
     }
 
+    /// Apply the recorded acts due at this point of the tape: recorded at the tape events
+    /// applied so far, and at a time not past the clock's target.
     fn apply_script(&mut self) {
-        while let Some((seq, ..)) = self.script.front() {
-            if *seq > self.seq {
+        while let Some((seq, ts, _)) = self.script.front() {
+            if *seq > self.seq || *ts > self.horizon {
                 break;
             }
             if let Some((_, ts, act)) = self.script.pop_front() {
@@ -1084,23 +1214,30 @@ impl Session {
         }
     }
 
-    /// An act of the person's (or of a live author's), now. After a rewind, the acts
-    /// recorded later than now are the future of another branch: a new act drops them.
+    /// An act of a live author's, now (it never drops recorded acts: see
+    /// [`Session::person_act`]).
     fn act(&mut self, act: Act) {
         let ts = self.clock;
+        self.apply_act(act, ts, true);
+    }
+
+    /// An act of the person's, now. After a rewind (or in a reopened session), the acts
+    /// recorded later than now are the future of another branch: the person's new act
+    /// drops them (a `branch` record says so in the session file).
+    fn person_act(&mut self, act: Act) {
         if !self.script.is_empty() {
             let n = self.script.len();
             self.script.clear();
             self.write_record(
-                serde_json::json!({"type": "control", "action": "rewound"}),
+                serde_json::json!({"type": "control", "action": "branch"}),
                 true,
             );
             self.notice(format!(
                 "a new act at {}: the {n} recorded act(s) after it are dropped",
-                ts.hhmm()
+                self.clock.hhmm()
             ));
         }
-        self.apply_act(act, ts, true);
+        self.act(act);
     }
 
     /// Apply an act at `ts`; `acted`: a new act (not one replayed from a saved session),
@@ -1110,12 +1247,11 @@ impl Session {
             Act::Turn { author, kind, text } => self.desk_turn(author, *kind, text, ts),
             Act::Agent(a) => self.agent_act(a, ts),
         };
-        if !self.replaying {
-            let rec = serde_json::json!({
-                "type": "act", "seq": self.seq, "ts": ts.to_string(),
-                "act": serde_json::to_value(&act).unwrap_or_default(), "result": result,
-            });
-            self.write_record(rec, acted);
+        // Acts replayed from the record (a rewind, a reopened session) are in the session
+        // file already; only new ones are written.
+        if acted {
+            let rec = act_record(self.seq, ts, &act, &result);
+            self.write_record(rec, true);
         }
         self.history.push((self.seq, ts, act));
         self.frame_key = None;
@@ -1289,6 +1425,16 @@ impl Session {
                 }
             }
             Seat::Remote => {
+                // Replayed, nobody answers but the record: a call it does not answer is not
+                // held open (later wakes are asked, not suppressed).
+                if chair.worker.is_none()
+                    && !self.script.iter().any(|(_, _, a)| {
+                        matches!(a, Act::Agent(AgentAct::Answer { call: c, .. } | AgentAct::Reject { call: c, .. }) if *c == call)
+                    })
+                {
+                    self.run.reject(ask.ts, "nobody", "unanswered");
+                    return;
+                }
                 if !chair.quiet
                     && !chair.replay_only
                     && let Some(w) = &chair.worker
@@ -1343,6 +1489,7 @@ impl Session {
     /// the last event, when the tape ends first).
     pub fn advance_to(&mut self, target: Ts) {
         self.changed = true;
+        self.horizon = target.max(self.clock);
         loop {
             let ts = match self.run.peek_ts() {
                 Ok(Some(ts)) => ts,
@@ -1392,6 +1539,7 @@ impl Session {
                 target
             };
         }
+        self.apply_script();
         if self.ended {
             self.playing = false;
         }
@@ -1628,6 +1776,8 @@ impl Session {
             bus: tail,
             turns: self.lines.clone(),
             notices,
+            notices_total: self.notices.len(),
+            last_submit: self.last_submit.clone(),
             agent: self.chair.as_ref().map(|c| AgentStatus {
                 name: c.agent.name(),
                 live: c.agent.is_live(),
@@ -1656,6 +1806,13 @@ impl Drop for Session {
             self.bookmark();
         }
     }
+}
+
+fn act_record(seq: u64, ts: Ts, act: &Act, result: &str) -> serde_json::Value {
+    serde_json::json!({
+        "type": "act", "seq": seq, "ts": ts.to_string(),
+        "act": serde_json::to_value(act).unwrap_or_default(), "result": result,
+    })
 }
 
 fn new_run(reader: TapeReader<Reader>, settings: &Settings) -> Result<Run<Reader>, String> {
@@ -1718,6 +1875,7 @@ pub fn reopen(path: &Path, save: Option<PathBuf>) -> Result<Session, String> {
             save,
             script: s.acts,
             replay: true,
+            plans: Vec::new(),
         },
     )?;
     session.seek(last);

@@ -8,9 +8,15 @@
 //! speed, seek, restart). The Bus goes beside it, one file per run (`<stem>.bus-<n>.jsonl`).
 //! Every line is flushed as it is written, so a crash loses at most the line being written.
 //!
+//! Acts are written once, when they are taken: a rewind replays them without writing them
+//! again, and keeps the ones recorded after its target (they replay as the tape reaches
+//! them) until the person acts on the new branch (`branch` drops them). `left` records where
+//! the person left.
+//!
 //! `kestrel desk --open FILE` reads the settings back, replays the acts at their recorded
-//! tape points (the same Bus and the same determinism hash) and resumes at the last point
-//! recorded. Nothing is written for an opened session until the person acts.
+//! tape points (the same Bus and the same determinism hash) and resumes where the person
+//! left. Nothing is written for an opened session until the person acts; its new file then
+//! starts with a copy of the acts it replayed.
 
 use super::owner::{Act, Settings};
 use crate::market::Ts;
@@ -90,7 +96,8 @@ pub struct Saved {
     pub tape_blake3: String,
     /// Acts of the last run: (seq, ts, act).
     pub acts: Vec<(u64, Ts, Act)>,
-    /// The last tape point recorded (seq, ts): where `--open` resumes.
+    /// The tape point `--open` resumes at (seq, ts): where the person left (the `left`
+    /// record), else the last point recorded.
     pub last: (u64, Ts),
 }
 
@@ -145,6 +152,7 @@ pub fn load(text: &str) -> Result<Saved, String> {
     if s.tape.is_empty() {
         return Err(format!("line {}: the header names no tape", i + 1));
     }
+    let mut left: Option<(u64, Ts)> = None;
     for (i, l) in lines {
         let n = i + 1;
         let v: serde_json::Value = serde_json::from_str(l).map_err(|e| format!("line {n}: {e}"))?;
@@ -154,6 +162,11 @@ pub fn load(text: &str) -> Result<Saved, String> {
             && (seq, ts) > s.last
         {
             s.last = (seq, ts);
+        }
+        if let Some(ts) = ts
+            && v.get("action").and_then(|a| a.as_str()) == Some("left")
+        {
+            left = Some((seq, ts));
         }
         match v.get("type").and_then(|t| t.as_str()) {
             Some("act") => {
@@ -166,15 +179,21 @@ pub fn load(text: &str) -> Result<Saved, String> {
                 Some("restart") => {
                     s.acts.clear();
                     s.last = (0, Ts(0));
+                    left = None;
                     if let Some(h) = v.get("hold").and_then(|h| h.as_bool()) {
                         s.settings.copilot = h;
                     }
                 }
-                Some("rewound") => s.acts.retain(|a| a.0 <= seq),
+                // The person acted after a rewind: the acts recorded later than here were
+                // another branch's future.
+                Some("branch") => s.acts.retain(|a| a.0 <= seq),
                 _ => {}
             },
             _ => {}
         }
+    }
+    if let Some(l) = left {
+        s.last = l;
     }
     Ok(s)
 }
