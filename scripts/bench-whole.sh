@@ -25,6 +25,10 @@
 # 5. `valgrind --tool=callgrind` once per cell: instructions executed by the whole process, and
 #    per tape event net of the start tape's count. Instruction counts do not move with machine
 #    load; wall times do (the script prints `uptime` before and after).
+# 6. Parse as a whole process: `kestrel print` of the largest document the limits admit that
+#    this generator makes (999 synthetic plans + USING = 1,000 statements, ~154 KB), against
+#    `kestrel print` of the 1-plan document for the start cost; wall, peak RSS, and (with
+#    callgrind) instructions per input byte.
 #
 # Deterministic inputs; the timings are whatever the machine gives. Needs: bash >= 5,
 # /usr/bin/time (Debian package `time`), valgrind (optional, skipped with a note if missing).
@@ -176,6 +180,38 @@ for p in "${PLANSETS[@]}"; do
 done
 echo "(net = ticks / (median - start median); gross = ticks / median; RSS = max of the runs' /usr/bin/time %M)"
 
+# Parse as a whole process: the largest synthetic document (1,000 statements) and a 1-plan one.
+synthetic_plans 999 >"$WORK/doc-big.kestrel"
+synthetic_plans 1 >"$WORK/doc-small.kestrel"
+BIG_BYTES=$(wc -c <"$WORK/doc-big.kestrel")
+SMALL_BYTES=$(wc -c <"$WORK/doc-small.kestrel")
+print_once() {
+    local doc="$1" t0 t1 rss
+    t0=$EPOCHREALTIME
+    /usr/bin/time -f '%M' -o "$WORK/rss" "$BIN" print "$WORK/doc-$doc.kestrel" >"$WORK/print.out"
+    t1=$EPOCHREALTIME
+    rss=$(tail -n 1 "$WORK/rss")
+    awk -v a="$t0" -v b="$t1" -v r="$rss" 'BEGIN { printf "%.3f %d\n", (b - a) * 1000, r }' \
+        >>"$WORK/print-$doc.times"
+}
+for ((r = 1; r <= RUNS; r++)); do
+    print_once small
+    print_once big
+done
+if ! cmp -s "$WORK/print.out" "$WORK/doc-big.kestrel"; then
+    echo "note: kestrel print of the big document is not byte-identical to its input" >&2
+fi
+read -r ps_min ps_med ps_max ps_rss < <(stats "$WORK/print-small.times")
+read -r pb_min pb_med pb_max pb_rss < <(stats "$WORK/print-big.times")
+echo
+echo "kestrel print, whole process, $RUNS alternated runs"
+echo "1 plan ($SMALL_BYTES bytes): min/median/max $ps_min/$ps_med/$ps_max ms, peak RSS $ps_rss MiB"
+echo "999 plans ($BIG_BYTES bytes): min/median/max $pb_min/$pb_med/$pb_max ms, peak RSS $pb_rss MiB"
+awk -v b="$BIG_BYTES" -v s="$SMALL_BYTES" -v tb="$pb_med" -v ts="$ps_med" 'BEGIN {
+    net = tb - ts
+    if (net > 0) printf "net of the 1-plan run: %.1f MiB/s\n", (b - s) / 1048576 / (net / 1000)
+    else print "net of the 1-plan run: n/a (below timer noise)" }'
+
 if [ "$CALLGRIND" = 1 ]; then
     # Instructions executed (Ir) by the whole process, from callgrind's totals line.
     instr() {
@@ -198,6 +234,18 @@ if [ "$CALLGRIND" = 1 ]; then
         done
     done
     echo "(net = (instructions - start instructions) / tape events; tape events = lines - 1, ticks included)"
+    pr_ir() {
+        local out="$WORK/cg.out"
+        rm -f "$out"
+        valgrind --tool=callgrind --callgrind-out-file="$out" \
+            "$BIN" print "$WORK/doc-$1.kestrel" >/dev/null 2>"$WORK/cg.err"
+        awk '/^(summary|totals):/ { print $2; exit }' "$out"
+    }
+    ir_s=$(pr_ir small)
+    ir_b=$(pr_ir big)
+    awk -v s="$ir_s" -v b="$ir_b" -v bs="$SMALL_BYTES" -v bb="$BIG_BYTES" 'BEGIN {
+        printf "kestrel print, callgrind: 1 plan %d instructions, 999 plans %d; net %.0f instructions per input byte\n",
+            s, b, (b - s) / (bb - bs) }'
 fi
 
 echo
