@@ -44,7 +44,7 @@ while [ $# -gt 0 ]; do
         --quick) QUICK=1; RUNS=5 ;;
         --runs) shift; RUNS="${1:?--runs needs a number}" ;;
         --no-callgrind) CALLGRIND=0 ;;
-        -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
         *) echo "error code=USAGE message=unknown argument '$1' (see --help)" >&2; exit 1 ;;
     esac
     shift
