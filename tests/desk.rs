@@ -1198,3 +1198,47 @@ fn one_live_plan_per_name_whoever_armed_it() {
         "the agent's same-named plan is refused, with the reason"
     );
 }
+
+#[test]
+fn a_session_file_edited_to_arm_a_refused_plan_arms_nothing_on_open() {
+    let dir = tmp("edited");
+    let path = dir.join("s.jsonl");
+    let settings = Settings {
+        copilot: true,
+        agent: Some(script(&[AGENT_PLAN])),
+        ..Settings::default()
+    };
+    let how = Opening {
+        save: Some(path.clone()),
+        ..Opening::default()
+    };
+    let mut app = desk::inline_app_from(desk::tape_source(None).unwrap(), settings, how).unwrap();
+    app.send(Command::Seek(ms(9, 45, 0)));
+    press(&mut app, KeyCode::Char('a'));
+    app.send(Command::Seek(ms(10, 0, 0)));
+    assert!(app.snap.plans.iter().any(|p| p.name == "agent-p"));
+    drop(app);
+    // A naked short call, which `check` refuses, written into the recorded answer.
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("DO buy 1 +1 C @ fair-2c"));
+    std::fs::write(
+        &path,
+        text.replace("DO buy 1 +1 C @ fair-2c", "DO sell 50 ATM C @ bid"),
+    )
+    .unwrap();
+    let mut h = SessionHandle::inline(kestrel_desk::session::owner::reopen(&path, None).unwrap());
+    let s = h.latest();
+    assert!(
+        !s.plans.iter().any(|p| p.name == "agent-p"),
+        "the refused plan is not armed"
+    );
+    let t = s
+        .turns
+        .iter()
+        .find(|t| !t.from_desk())
+        .expect("the agent's turn");
+    let r = t.routed.as_ref().unwrap();
+    assert_eq!(r.outcome.name(), "invalid");
+    assert!(r.outcome.errors()[0].one_line().contains("REPLAY"), "{r:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

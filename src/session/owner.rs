@@ -1245,6 +1245,12 @@ impl Session {
     fn apply_act(&mut self, act: Act, ts: Ts, acted: bool) {
         let result = match &act {
             Act::Turn { author, kind, text } => self.desk_turn(author, *kind, text, ts),
+            Act::Agent(a) if !acted => {
+                // An answer read back from a session file is admitted again, exactly as a
+                // live reply is: a hand-edited record the checker refuses arms nothing.
+                let a = self.readmit(a);
+                self.agent_act(&a, ts)
+            }
             Act::Agent(a) => self.agent_act(a, ts),
         };
         // Acts replayed from the record (a rewind, a reopened session) are in the session
@@ -1327,6 +1333,25 @@ impl Session {
             self.notice(format!("{author}: {what}"));
         }
         result
+    }
+
+    /// A recorded answer, admitted again under the live book (see `turn::admit::readmit`);
+    /// one the checker refuses becomes an invalid turn carrying the `REPLAY` error.
+    fn readmit(&self, act: &AgentAct) -> AgentAct {
+        let AgentAct::Answer { call, run } = act else {
+            return act.clone();
+        };
+        let t = &run.turn;
+        let mut ctx = TurnContext::new(t.phase, t.profile, t.author);
+        ctx.standing = Some(self.run.standing());
+        match crate::turn::admit::readmit(t, &ctx, 0) {
+            Ok(_) => act.clone(),
+            Err(e) => {
+                let mut run = run.clone();
+                run.turn = crate::turn::admit::refused(&ctx, &e);
+                AgentAct::Answer { call: *call, run }
+            }
+        }
     }
 
     fn agent_act(&mut self, act: &AgentAct, now: Ts) -> String {
