@@ -50,7 +50,7 @@ mod out;
 mod paths;
 pub mod run;
 mod signals;
-mod sniff;
+pub(crate) mod sniff;
 pub mod tape;
 mod tokens;
 mod turn;

@@ -173,6 +173,10 @@ pub fn opening_plans(a: &DeskArgs) -> Result<Vec<(String, String)>, String> {
     }
     let mut out = Vec::new();
     for p in &a.plans {
+        // A tape, a Bus or a directory given as a document says what it is.
+        if let Some(e) = crate::cli::sniff::not_a_document(p) {
+            return Err(e);
+        }
         let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
         // Checked as what it will be: a turn of the person's, routed at the open.
         if let Err(errs) = crate::lang::check(&text, crate::lang::Mode::Turn) {
@@ -264,7 +268,13 @@ pub fn run(a: &DeskArgs) -> i32 {
     match run_inner(a) {
         Ok(()) => 0,
         Err(e) => {
-            crate::cli::errln!("error code=DESK message={e}");
+            // An error that already carries its code is printed as it is.
+            let e = e.to_string();
+            if e.starts_with("error code=") {
+                crate::cli::errln!("{e}");
+            } else {
+                crate::cli::errln!("error code=DESK message={e}");
+            }
             1
         }
     }
@@ -284,6 +294,11 @@ fn session_path(a: &DeskArgs, tape: &TapeSource) -> Option<PathBuf> {
 /// Check the options and say where the session will be saved, before the terminal is
 /// taken over: a bad `--open`, `--plans` or agent is refused here.
 pub fn check(a: &DeskArgs) -> Result<Option<PathBuf>, String> {
+    if let Some(t) = &a.tape
+        && let Some(e) = crate::cli::sniff::not_a_tape(t)
+    {
+        return Err(e);
+    }
     let tape = match &a.open {
         Some(p) => {
             let s = saved::open(p)?;
