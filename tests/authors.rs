@@ -7,11 +7,9 @@
 //! bounded by the author's retry count; nothing leaves the machine.
 
 use kestrel_desk::author::command::CommandAuthor;
-use kestrel_desk::author::human;
 use kestrel_desk::author::openai::{OpenAiAuthor, OpenAiConfig};
-use kestrel_desk::author::recorded::RecordedAuthor;
 use kestrel_desk::author::secret::{self, ApiKey};
-use kestrel_desk::author::{Author, Outcome, Prompt, ProviderErrorKind};
+use kestrel_desk::author::{Author, Completion, Prompt, ProviderErrorKind};
 use kestrel_desk::lang::grammar::{self, GrammarFormat, GrammarOptions};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -238,26 +236,26 @@ fn config(base: &str) -> OpenAiConfig {
     c
 }
 
-fn assert_no_key(o: &Outcome) {
+fn assert_no_key(o: &Completion) {
     let dbg = format!("{o:?}");
     assert!(!dbg.contains(KEY), "the key leaked: {dbg}");
-    if let Outcome::ProviderError(e) = o {
+    if let Completion::ProviderError(e) = o {
         assert!(!e.to_string().contains(KEY), "the key leaked: {e}");
     }
 }
 
-fn provider_error(o: &Outcome) -> ProviderErrorKind {
+fn provider_error(o: &Completion) -> ProviderErrorKind {
     match o {
-        Outcome::ProviderError(e) => e.kind,
-        Outcome::Reply(r) => panic!("expected a provider error, got a reply {r:?}"),
-        Outcome::CutOff(r) => panic!("expected a provider error, got a cut-off reply {r:?}"),
+        Completion::ProviderError(e) => e.kind,
+        Completion::Reply(r) => panic!("expected a provider error, got a reply {r:?}"),
+        Completion::CutOff(r) => panic!("expected a provider error, got a cut-off reply {r:?}"),
     }
 }
 
 /// The cut-off text, or a panic naming what came instead.
-fn cut_off(o: &Outcome) -> &str {
+fn cut_off(o: &Completion) -> &str {
     match o {
-        Outcome::CutOff(t) => t,
+        Completion::CutOff(t) => t,
         other => panic!("expected a cut-off reply, got {other:?}"),
     }
 }
@@ -275,7 +273,7 @@ async fn a_normal_streamed_turn_and_the_request_shape() {
     let mut author = OpenAiAuthor::new(config(&server.base));
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let out = author.author(&prompt(), Some(tx)).await;
-    assert_eq!(out, Outcome::Reply("STAND-DOWN chop, no edge".into()));
+    assert_eq!(out, Completion::Reply("STAND-DOWN chop, no edge".into()));
     let mut pieces = Vec::new();
     while let Ok(p) = rx.try_recv() {
         pieces.push(p);
@@ -314,7 +312,7 @@ async fn constrained_decoding_sends_the_exported_gbnf() {
     cfg.constrained = true;
     let mut author = OpenAiAuthor::new(cfg);
     let out = author.author(&prompt(), None).await;
-    assert!(matches!(out, Outcome::Reply(_)));
+    assert!(matches!(out, Completion::Reply(_)));
     let seen = server.seen.lock().expect("lock").clone();
     let want = grammar::export(GrammarFormat::Gbnf, GrammarOptions::default());
     assert_eq!(seen[0].body["grammar"].as_str(), Some(want.as_str()));
@@ -346,7 +344,7 @@ async fn http_500_ends_in_a_provider_error_after_bounded_retries_without_the_key
     let out = author.author(&prompt(), None).await;
     assert_eq!(provider_error(&out), ProviderErrorKind::Http);
     assert_eq!(server.seen.lock().expect("lock").len(), 3, "1 + 2 retries");
-    let Outcome::ProviderError(e) = &out else {
+    let Completion::ProviderError(e) = &out else {
         unreachable!()
     };
     assert!(e.message.contains("500"), "{e}");
@@ -429,7 +427,7 @@ async fn a_non_streamed_reply_cut_at_the_token_limit_is_truncated() {
         .author(&prompt(), None)
         .await;
     assert!(
-        matches!(&out, Outcome::Reply(t) if t.starts_with("PLAN cut")),
+        matches!(&out, Completion::Reply(t) if t.starts_with("PLAN cut")),
         "{out:?}"
     );
 }
@@ -443,7 +441,7 @@ async fn retry_after_is_honoured_and_bounded() {
     let out = OpenAiAuthor::new(config(&server.base))
         .author(&prompt(), None)
         .await;
-    assert_eq!(out, Outcome::Reply("STAND-DOWN chop, no edge".into()));
+    assert_eq!(out, Completion::Reply("STAND-DOWN chop, no edge".into()));
     assert!(
         t.elapsed() >= Duration::from_millis(950),
         "waited {:?}",
@@ -458,7 +456,7 @@ async fn retry_after_is_honoured_and_bounded() {
     assert_eq!(provider_error(&out), ProviderErrorKind::Http);
     assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
     assert_eq!(server.seen.lock().expect("lock").len(), 1, "not retried");
-    let Outcome::ProviderError(e) = &out else {
+    let Completion::ProviderError(e) = &out else {
         unreachable!()
     };
     assert!(e.message.contains("retry after"), "{e}");
@@ -483,7 +481,7 @@ async fn the_url_query_stays_after_the_path_and_no_secret_reaches_a_message() {
     let out = OpenAiAuthor::new(config(&base))
         .author(&prompt(), None)
         .await;
-    assert!(matches!(out, Outcome::Reply(_)), "{out:?}");
+    assert!(matches!(out, Completion::Reply(_)), "{out:?}");
     let seen = server.seen.lock().expect("lock").clone();
     assert_eq!(
         seen[0].request_line,
@@ -534,11 +532,11 @@ fn sh(script: &str, timeout_ms: u64) -> CommandAuthor {
 #[tokio::test]
 async fn a_command_reads_the_prompt_and_writes_the_reply() {
     let out = sh("cat", 5000).author(&prompt(), None).await;
-    assert_eq!(out, Outcome::Reply(prompt().full_text()));
+    assert_eq!(out, Completion::Reply(prompt().full_text()));
     let out = sh("cat >/dev/null; printf 'STAND-DOWN quiet tape\\n'", 5000)
         .author(&prompt(), None)
         .await;
-    assert_eq!(out, Outcome::Reply("STAND-DOWN quiet tape\n".into()));
+    assert_eq!(out, Completion::Reply("STAND-DOWN quiet tape\n".into()));
 }
 
 #[tokio::test]
@@ -555,7 +553,7 @@ async fn a_command_that_fails_or_says_nothing_is_a_provider_error() {
         .author(&prompt(), None)
         .await;
     assert_eq!(provider_error(&out), ProviderErrorKind::Exit);
-    let Outcome::ProviderError(e) = out else {
+    let Completion::ProviderError(e) = out else {
         unreachable!()
     };
     assert!(e.message.contains("boom"), "{e}");
@@ -608,7 +606,7 @@ async fn a_command_flooding_stderr_does_not_deadlock() {
     )
     .author(&prompt(), None)
     .await;
-    assert_eq!(out, Outcome::Reply("STAND-DOWN loud\n".into()));
+    assert_eq!(out, Completion::Reply("STAND-DOWN loud\n".into()));
     assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
 }
 
@@ -642,7 +640,7 @@ async fn a_child_holding_stdout_open_does_not_hold_the_author() {
     );
     let t = std::time::Instant::now();
     let out = sh(&script, 20_000).author(&prompt(), None).await;
-    assert_eq!(out, Outcome::Reply("STAND-DOWN done\n".into()));
+    assert_eq!(out, Completion::Reply("STAND-DOWN done\n".into()));
     assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
     let pid: u32 = std::fs::read_to_string(&pidfile)
         .expect("pid")
@@ -682,48 +680,6 @@ fn redaction_covers_encoded_and_cut_off_forms_of_the_key() {
 }
 
 // ---------------------------------------------------------------- recorded and human
-
-#[tokio::test]
-async fn a_recording_replays_in_order_then_says_it_is_exhausted() {
-    let jsonl = "\"# pass\\n\"\n\n{\"wake\": 2, \"reply\": \"STAND-DOWN done — for today\"}\n";
-    let mut a = RecordedAuthor::from_jsonl("house", jsonl).expect("recording");
-    assert_eq!(
-        a.author(&prompt(), None).await,
-        Outcome::Reply("# pass\n".into())
-    );
-    assert_eq!(
-        a.author(&prompt(), None).await,
-        Outcome::Reply("STAND-DOWN done — for today".into())
-    );
-    assert_eq!(
-        provider_error(&a.author(&prompt(), None).await),
-        ProviderErrorKind::Exhausted
-    );
-    assert!(RecordedAuthor::from_jsonl("bad", "{\"nope\": 1}\n").is_err());
-}
-
-#[tokio::test]
-async fn the_human_author_takes_turns_from_the_editor() {
-    let (handle, mut author) = human::channel(4);
-    assert!(
-        handle.send("").await,
-        "an empty turn from a person is a pass"
-    );
-    assert!(handle.try_send("CANCEL fade"));
-    assert_eq!(
-        author.author(&prompt(), None).await,
-        Outcome::Reply(String::new())
-    );
-    assert_eq!(
-        author.author(&prompt(), None).await,
-        Outcome::Reply("CANCEL fade".into())
-    );
-    drop(handle);
-    assert_eq!(
-        provider_error(&author.author(&prompt(), None).await),
-        ProviderErrorKind::Closed
-    );
-}
 
 // ---------------------------------------------------------------- secrets
 
@@ -777,7 +733,7 @@ async fn the_example_command_author_writes_valid_turns() {
             ..prompt()
         };
         let mut a = CommandAuthor::new("sh", vec![script.clone()], Duration::from_secs(5));
-        let Outcome::Reply(text) = a.author(&p, None).await else {
+        let Completion::Reply(text) = a.author(&p, None).await else {
             panic!("the example author failed");
         };
         kestrel_desk::lang::check(&text, kestrel_desk::lang::Mode::Turn).expect("a valid turn");

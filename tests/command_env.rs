@@ -2,7 +2,7 @@
 //! sets the key variables of this process, which no other test may race with.
 
 use kestrel_desk::author::command::CommandAuthor;
-use kestrel_desk::author::{Author, Outcome, Prompt};
+use kestrel_desk::author::{Author, Completion, Prompt};
 use std::time::Duration;
 
 const KEY: &str = "sk-env-test-4d2c9e-SECRET";
@@ -26,18 +26,21 @@ fn the_command_author_gets_no_key_and_its_stderr_is_redacted() {
     let show = "printf 'STAND-DOWN k=[%s] o=[%s]\\n' \"${KESTREL_API_KEY:-none}\" \"${OPENAI_API_KEY:-none}\"";
     let mut a = CommandAuthor::new("sh", vec!["-c".into(), show.into()], Duration::from_secs(5));
     let out = rt.block_on(a.author(&p, None));
-    assert_eq!(out, Outcome::Reply("STAND-DOWN k=[none] o=[none]\n".into()));
+    assert_eq!(
+        out,
+        Completion::Reply("STAND-DOWN k=[none] o=[none]\n".into())
+    );
     a.pass_api_key = true;
     let out = rt.block_on(a.author(&p, None));
     assert_eq!(
         out,
-        Outcome::Reply(format!("STAND-DOWN k=[{KEY}] o=[{OTHER}]\n"))
+        Completion::Reply(format!("STAND-DOWN k=[{KEY}] o=[{OTHER}]\n"))
     );
 
     let leak = "echo \"auth failed for x${KESTREL_API_KEY}y and ${OPENAI_API_KEY}\" >&2; echo \"url key=$(printf %s \"$KESTREL_API_KEY\" | sed 's/-/%2D/g')\" >&2; exit 4";
     let mut a = CommandAuthor::new("sh", vec!["-c".into(), leak.into()], Duration::from_secs(5));
     a.pass_api_key = true;
-    let Outcome::ProviderError(e) = rt.block_on(a.author(&p, None)) else {
+    let Completion::ProviderError(e) = rt.block_on(a.author(&p, None)) else {
         panic!("a failing command is a provider error");
     };
     let msg = e.to_string();

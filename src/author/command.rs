@@ -23,7 +23,7 @@
 
 use super::secret::{self, ApiKey};
 use super::{
-    Author, AuthorFuture, AuthorInfo, DeltaSink, Outcome, Prompt, ProviderErrorKind, excerpt,
+    Author, AuthorFuture, AuthorInfo, Completion, DeltaSink, Prompt, ProviderErrorKind, excerpt,
 };
 use std::process::Stdio;
 use std::time::Duration;
@@ -98,7 +98,7 @@ impl CommandAuthor {
         }
     }
 
-    async fn run(&self, prompt: &Prompt, deltas: Option<DeltaSink>) -> Outcome {
+    async fn run(&self, prompt: &Prompt, deltas: Option<DeltaSink>) -> Completion {
         let mut cmd = Command::new(&self.program);
         cmd.args(&self.args)
             .stdin(Stdio::piped())
@@ -114,7 +114,7 @@ impl CommandAuthor {
         let mut child = match cmd.spawn() {
             Ok(c) => c,
             Err(e) => {
-                return Outcome::error(
+                return Completion::error(
                     ProviderErrorKind::Spawn,
                     format!("cannot start `{}`: {e}", self.program),
                 );
@@ -159,7 +159,7 @@ impl CommandAuthor {
             Err(_) => {
                 kill_group(pgid);
                 let _ = child.kill().await;
-                return Outcome::error(
+                return Completion::error(
                     ProviderErrorKind::Timeout,
                     format!(
                         "`{}` did not answer within {:?} (its process group was killed)",
@@ -177,25 +177,25 @@ impl CommandAuthor {
         match status {
             Ok(s) if s.success() => {}
             Ok(s) => {
-                return Outcome::error(
+                return Completion::error(
                     ProviderErrorKind::Exit,
                     format!("`{}` exited with {s}: {}", self.program, stderr_text()),
                 );
             }
             Err(e) => {
-                return Outcome::error(
+                return Completion::error(
                     ProviderErrorKind::Exit,
                     format!("`{}` could not be waited on: {e}", self.program),
                 );
             }
         }
         match String::from_utf8(out) {
-            Ok(s) if s.trim().is_empty() => Outcome::error(
+            Ok(s) if s.trim().is_empty() => Completion::error(
                 ProviderErrorKind::EmptyCompletion,
                 format!("`{}` wrote nothing on stdout", self.program),
             ),
-            Ok(s) => Outcome::Reply(s),
-            Err(_) => Outcome::error(
+            Ok(s) => Completion::Reply(s),
+            Err(_) => Completion::error(
                 ProviderErrorKind::BadResponse,
                 format!("`{}` wrote output that is not UTF-8", self.program),
             ),

@@ -4,20 +4,16 @@
 //!   SSE, with timeouts and bounded retries that end in a provider error, and the exported
 //!   GBNF sent as `grammar` when constrained decoding is on;
 //! - [`command::CommandAuthor`]: an external program, prompt on stdin, reply on stdout;
-//! - [`recorded::RecordedAuthor`]: captured replies replayed byte-identically, in order;
-//! - [`human::HumanAuthor`]: the desk's editor feeding a channel.
 //!
 //! The trait is async and object-safe (a boxed future), so the desk can hold a
 //! `Box<dyn Author>` and run it on a tokio task; the tick loop never waits on it. An author
-//! returns an [`Outcome`]: the reply text as written (routing is the turn router's job), or a
+//! returns an [`Completion`]: the reply text as written (routing is the turn router's job), or a
 //! [`ProviderError`]: the transport failed. A provider error is never a pass: TURNS.md §1.4
 //! keeps the three outcomes distinct, and for a model author an empty completion is a
 //! provider error (seed 001).
 
 pub mod command;
-pub mod human;
 pub mod openai;
-pub mod recorded;
 pub mod secret;
 mod sse;
 
@@ -130,7 +126,7 @@ impl std::fmt::Display for ProviderError {
 
 /// What one authoring call produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub enum Completion {
     /// The reply as written (the router extracts, parses and routes it).
     Reply(String),
     /// Text that did not end as a complete reply: the provider stopped it (`finish_reason`
@@ -142,9 +138,9 @@ pub enum Outcome {
     ProviderError(ProviderError),
 }
 
-impl Outcome {
-    pub(crate) fn error(kind: ProviderErrorKind, message: impl Into<String>) -> Outcome {
-        Outcome::ProviderError(ProviderError {
+impl Completion {
+    pub(crate) fn error(kind: ProviderErrorKind, message: impl Into<String>) -> Completion {
+        Completion::ProviderError(ProviderError {
             kind,
             message: message.into(),
         })
@@ -180,11 +176,11 @@ impl AuthorInfo {
 }
 
 /// Streamed pieces of a reply as they arrive (the desk shows the author typing). Only
-/// [`Outcome::Reply`] counts as authored; deltas of a failed call are display only.
+/// [`Completion::Reply`] counts as authored; deltas of a failed call are display only.
 pub type DeltaSink = tokio::sync::mpsc::UnboundedSender<String>;
 
 /// The future an author returns.
-pub type AuthorFuture<'a> = Pin<Box<dyn Future<Output = Outcome> + Send + 'a>>;
+pub type AuthorFuture<'a> = Pin<Box<dyn Future<Output = Completion> + Send + 'a>>;
 
 /// One interface for every kind of author.
 pub trait Author: Send {

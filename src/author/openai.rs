@@ -11,7 +11,7 @@
 //! Only `finish_reason: "stop"` ends a reply normally. Any other finish reason (`length` at
 //! the output-token limit, `content_filter`, ...), a stream that ends (`[DONE]`, end of
 //! body, or a broken connection) after text arrived but without a finish reason, and a
-//! non-streamed body without one are [`Outcome::CutOff`]: the router makes them *truncated*
+//! non-streamed body without one are [`Completion::CutOff`]: the router makes them *truncated*
 //! even when the prefix parses. A server that answers 429 or 503 with `Retry-After: N`
 //! (seconds) is retried after `N` seconds, at most [`MAX_RETRY_AFTER`] and never past the
 //! total deadline. Bytes that are not UTF-8 are a `bad-response` provider error, never
@@ -26,8 +26,8 @@
 use super::secret::ApiKey;
 use super::sse::SseParser;
 use super::{
-    Author, AuthorFuture, AuthorInfo, DeltaSink, Outcome, Prompt, ProviderError, ProviderErrorKind,
-    excerpt,
+    Author, AuthorFuture, AuthorInfo, Completion, DeltaSink, Prompt, ProviderError,
+    ProviderErrorKind, excerpt,
 };
 use crate::lang::grammar::{self, GrammarFormat, GrammarOptions};
 use std::time::Duration;
@@ -173,10 +173,10 @@ fn utf8(bytes: Vec<u8>, what: &str) -> Result<String, Failure> {
 
 /// The end of a completion: `stop` is a whole reply, anything else (or no finish reason)
 /// a cut-off one.
-fn finished(text: String, finish_reason: Option<&str>) -> Outcome {
+fn finished(text: String, finish_reason: Option<&str>) -> Completion {
     match finish_reason {
-        Some("stop") => Outcome::Reply(text),
-        _ => Outcome::CutOff(text),
+        Some("stop") => Completion::Reply(text),
+        _ => Completion::CutOff(text),
     }
 }
 
@@ -234,10 +234,10 @@ impl OpenAiAuthor {
         }
     }
 
-    async fn call(&self, prompt: &Prompt, deltas: Option<DeltaSink>) -> Outcome {
+    async fn call(&self, prompt: &Prompt, deltas: Option<DeltaSink>) -> Completion {
         let client = match &self.client {
             Ok(c) => c,
-            Err(e) => return Outcome::error(ProviderErrorKind::Connect, e.clone()),
+            Err(e) => return Completion::error(ProviderErrorKind::Connect, e.clone()),
         };
         let deadline = Instant::now() + self.cfg.total_timeout;
         let body = self.request_body(prompt);
@@ -278,7 +278,7 @@ impl OpenAiAuthor {
                     _ => String::new(),
                 };
                 e.message = self.redact(format!("{}{asked} (attempt {attempt})", e.message));
-                return Outcome::ProviderError(e);
+                return Completion::ProviderError(e);
             }
             tokio::time::sleep(wait).await;
             backoff = backoff.saturating_mul(2);
@@ -291,7 +291,7 @@ impl OpenAiAuthor {
         body: &serde_json::Value,
         deltas: Option<&DeltaSink>,
         deadline: Instant,
-    ) -> Result<Outcome, Failure> {
+    ) -> Result<Completion, Failure> {
         let url =
             endpoint(&self.cfg.base_url).map_err(|m| fail(ProviderErrorKind::Connect, m, false))?;
         let shown = shown_url(&url);
@@ -353,7 +353,11 @@ impl OpenAiAuthor {
     }
 
     /// A server that ignored `stream: true` and answered with one JSON body.
-    async fn whole_body(&self, resp: reqwest::Response, by: Instant) -> Result<Outcome, Failure> {
+    async fn whole_body(
+        &self,
+        resp: reqwest::Response,
+        by: Instant,
+    ) -> Result<Completion, Failure> {
         let text = match tokio::time::timeout_at(by, resp.bytes()).await {
             Ok(Ok(t)) => utf8(t.to_vec(), "the response body")?,
             Ok(Err(e)) => {
@@ -401,7 +405,7 @@ impl OpenAiAuthor {
         mut resp: reqwest::Response,
         deltas: Option<&DeltaSink>,
         first_by: Instant,
-    ) -> Result<Outcome, Failure> {
+    ) -> Result<Completion, Failure> {
         let mut sse = SseParser::default();
         let mut text = String::new();
         let mut finish: Option<String> = None;

@@ -253,9 +253,9 @@ impl TurnSource for Attached {
                 repair: a.repair_prompt(),
             };
             match rt.block_on(author.author(&prompt, deltas.clone())) {
-                crate::author::Outcome::Reply(text) => Reply::Text(text),
-                crate::author::Outcome::CutOff(text) => Reply::CutOff(text),
-                crate::author::Outcome::ProviderError(e) => Reply::ProviderError(e.to_string()),
+                crate::author::Completion::Reply(text) => Reply::Text(text),
+                crate::author::Completion::CutOff(text) => Reply::CutOff(text),
+                crate::author::Completion::ProviderError(e) => Reply::ProviderError(e.to_string()),
             }
         };
         Answer {
