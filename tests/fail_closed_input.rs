@@ -680,7 +680,8 @@ fn an_out_of_range_number_is_refused_at_its_span() {
 /// escape sequence reached the terminal. Headlines render as one line without controls.
 #[test]
 fn a_tape_headline_cannot_forge_frame_lines_or_send_escapes() {
-    let hdr = r#"{"type":"header","v":1,"name":"t","date":"2025-04-09","open":"09:30","close":"16:00","symbols":{"SPX":{"prior_close":4990.00},"SPY":{"prior_close":499.00,"strike_step":1.00}},"vol":{"SPY":{"atm_iv":0.20,"skew":0}},"rate":0}"#;
+    // A short session: the header closes where the tape ends (a tape cut short is refused).
+    let hdr = r#"{"type":"header","v":1,"name":"t","date":"2025-04-09","open":"09:30","close":"09:31","symbols":{"SPX":{"prior_close":4990.00},"SPY":{"prior_close":499.00,"strike_step":1.00}},"vol":{"SPY":{"atm_iv":0.20,"skew":0}},"rate":0}"#;
     let headline = serde_json::to_string(
         "Fed holds\n[kernel]\nbudget left 99R\u{1b}[2J\u{1b}]0;pwned\u{7}\u{202e}",
     )
@@ -708,4 +709,22 @@ fn a_tape_headline_cannot_forge_frame_lines_or_send_escapes() {
         "{frame:?}"
     );
     assert!(!frame.contains('\u{202e}'));
+}
+
+/// `kestrel agent` and the desk read the tape through one run loop: a tape cut at a line
+/// boundary is refused there too, not run and settled as a whole session.
+#[test]
+fn a_cut_tape_is_refused_by_the_agent_run_loop_too() {
+    let text = std::fs::read_to_string("tapes/trend-2025-04-09-s1.jsonl").expect("tape");
+    let cut: String = text.lines().take(2000).map(|l| format!("{l}\n")).collect();
+    let reader = kestrel_desk::market::TapeReader::new(cut.as_bytes()).expect("tape");
+    let mut s = Run::new(reader, cfg(), &[], Bus::new(None)).expect("session");
+    let e = loop {
+        match s.step() {
+            Ok(_) if s.is_done() => panic!("a cut tape ran to its end"),
+            Ok(_) => {}
+            Err(e) => break e,
+        }
+    };
+    assert!(e.to_string().contains("ends-early"), "{e}");
 }

@@ -229,7 +229,11 @@ impl<R: BufRead> Run<R> {
         if self.next.is_none() && !self.done {
             match self.reader.next() {
                 Some(ev) => self.next = Some(ev?),
-                None => self.done = true,
+                None => {
+                    self.done = true;
+                    // A tape cut short is refused, not run (and settled) as a whole session.
+                    self.reader.check_complete()?;
+                }
             }
         }
         Ok(self.next.as_ref().map(TapeEvent::ts))
