@@ -262,6 +262,19 @@ fn replay_controls_move_the_clock() {
     typ(&mut app, "10:00:30");
     press(&mut app, KeyCode::Enter);
     assert_eq!(app.snap.clock, ms(10, 0, 30));
+    // A time outside the session says so and does not move.
+    press(&mut app, KeyCode::Char('g'));
+    typ(&mut app, "08:00");
+    press(&mut app, KeyCode::Enter);
+    assert_eq!(app.snap.clock, ms(10, 0, 30));
+    assert!(
+        app.message
+            .as_deref()
+            .unwrap_or("")
+            .contains("outside the session 09:30–16:00"),
+        "{:?}",
+        app.message
+    );
     // A bad time is a message, not a move.
     press(&mut app, KeyCode::Char('g'));
     typ(&mut app, "noon");

@@ -560,6 +560,14 @@ impl App {
                         self.human_turn(&text);
                     }
                     PromptKind::Seek => match parse_time(input.trim()) {
+                        Some(t) if t < self.snap.open || t > self.snap.close => {
+                            self.message = Some(format!(
+                                "seek: {} is outside the session {}–{}: nothing moved",
+                                input.trim(),
+                                self.snap.open.hhmm(),
+                                self.snap.close.hhmm()
+                            ))
+                        }
                         Some(t) => self.send(Command::Seek(t)),
                         None => {
                             self.message = Some(format!(
