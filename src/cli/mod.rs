@@ -49,7 +49,7 @@ mod mcp;
 mod out;
 mod paths;
 pub mod run;
-mod signals;
+pub(crate) mod signals;
 pub(crate) mod sniff;
 pub mod tape;
 mod tokens;

@@ -365,6 +365,9 @@ fn run_inner(a: &DeskArgs) -> color_eyre::Result<()> {
     if a.play {
         app.send(Command::Play);
     }
+    // SIGTERM / SIGINT (a `kill`, a closing terminal's hangup aside) leave the desk as `q`
+    // does: the terminal restored, the session file complete.
+    crate::cli::signals::install();
     let mut terminal = match ratatui::try_init() {
         Ok(t) => t,
         Err(e) => {
@@ -407,7 +410,7 @@ fn event_loop(terminal: &mut ratatui::DefaultTerminal, app: &mut App) -> color_e
                 }
             }
         }
-        if app.quit {
+        if app.quit || crate::cli::signals::caught().is_some() {
             return Ok(());
         }
     }
