@@ -389,6 +389,11 @@ fn run_inner(a: &DeskArgs) -> color_eyre::Result<()> {
         }
         _ => {}
     }
+    if let Some(sig) = crate::cli::signals::caught() {
+        return Err(eyre!(
+            "interrupted by {sig}: the desk closed as q does (terminal restored, session saved)"
+        ));
+    }
     res
 }
 
