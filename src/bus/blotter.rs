@@ -212,6 +212,25 @@ impl Blotter {
         b
     }
 
+    /// Note a risk decision on one of `plan`'s tickets.
+    fn risk(
+        &mut self,
+        plan: &str,
+        ts: Ts,
+        clause: &str,
+        kind: RiskKind,
+        budget: &str,
+        reason: &str,
+    ) {
+        self.line(plan).risk = Some(Risk {
+            ts,
+            clause: clause.to_string(),
+            kind,
+            budget: budget.to_string(),
+            reason: reason.to_string(),
+        });
+    }
+
     fn line(&mut self, plan: &str) -> &mut PlanLine {
         let n = self.plans.len() as u64;
         self.plans.entry(plan.to_string()).or_insert(PlanLine {
@@ -277,15 +296,7 @@ impl Blotter {
                 clause,
                 budget,
                 reason,
-            } => {
-                self.line(plan).risk = Some(Risk {
-                    ts: *ts,
-                    clause: clause.clone(),
-                    kind: RiskKind::Veto,
-                    budget: budget.clone(),
-                    reason: reason.clone(),
-                });
-            }
+            } => self.risk(plan, *ts, clause, RiskKind::Veto, budget, reason),
             Event::Clamp {
                 ts,
                 plan,
@@ -295,16 +306,11 @@ impl Blotter {
                 budget,
                 reason,
             } => {
-                self.line(plan).risk = Some(Risk {
-                    ts: *ts,
-                    clause: clause.clone(),
-                    kind: RiskKind::Clamp {
-                        from: *from_qty,
-                        to: *to_qty,
-                    },
-                    budget: budget.clone(),
-                    reason: reason.clone(),
-                });
+                let kind = RiskKind::Clamp {
+                    from: *from_qty,
+                    to: *to_qty,
+                };
+                self.risk(plan, *ts, clause, kind, budget, reason)
             }
             Event::OrderPlaced {
                 order,

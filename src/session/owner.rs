@@ -612,7 +612,6 @@ pub struct Session {
     replaying: bool,
     error: Option<String>,
     segment: u32,
-    run_hold: bool,
     frame: Option<Arc<Rendered>>,
     frame_key: Option<(u64, Ts, usize)>,
     chart_cache: Option<Arc<ChartData>>,
@@ -654,7 +653,6 @@ impl Session {
         let reader = tape.reader()?;
         let header = reader.header().clone();
         let (signal, exec) = view::symbols_of(&header).ok_or("the tape has no symbols")?;
-        let hold = settings.copilot;
         let run = new_run(reader, &settings)?;
         let open = run.engine.market().open_time();
         let mut s = Session {
@@ -692,7 +690,6 @@ impl Session {
             replaying: false,
             error: None,
             segment: 0,
-            run_hold: hold,
             frame: None,
             frame_key: None,
             chart_cache: None,
@@ -1109,15 +1106,10 @@ impl Session {
             return;
         };
         c.quiet = quiet;
-        let recorded = |call: u64| {
-            self.script.iter().any(|(_, _, a)| {
-                matches!(a, Act::Agent(AgentAct::Answer { call: c, .. } | AgentAct::Reject { call: c, .. }) if *c == call)
-            })
-        };
         if !quiet
             && let (Some(o), Some(w)) = (&c.outstanding, &c.worker)
             && let Some((ask, ctx)) = &o.ask
-            && !recorded(o.call)
+            && !records_answer(&self.script, o.call)
         {
             c.waiting = Some((ask.wake.clone(), ask.ts));
             w.ask(self.segment, o.call, ask.clone(), ctx.clone());
@@ -1135,13 +1127,10 @@ impl Session {
                 return;
             }
         };
-        let hold = if quiet {
-            self.run_hold
-        } else {
-            self.chair.as_ref().map_or(self.run_hold, |c| c.hold)
-        };
-        self.settings.copilot = hold;
-        self.run_hold = hold;
+        // A rewind starts as the run did; a restart starts as the person left it.
+        if !quiet && let Some(c) = &self.chair {
+            self.settings.copilot = c.hold;
+        }
         self.run = match new_run(reader, &self.settings) {
             Ok(r) => r,
             Err(e) => {
@@ -1452,11 +1441,7 @@ impl Session {
             Seat::Remote => {
                 // Replayed, nobody answers but the record: a call it does not answer is not
                 // held open (later wakes are asked, not suppressed).
-                if chair.worker.is_none()
-                    && !self.script.iter().any(|(_, _, a)| {
-                        matches!(a, Act::Agent(AgentAct::Answer { call: c, .. } | AgentAct::Reject { call: c, .. }) if *c == call)
-                    })
-                {
+                if chair.worker.is_none() && !records_answer(&self.script, call) {
                     self.run.reject(ask.ts, "nobody", "unanswered");
                     return;
                 }
@@ -1831,6 +1816,13 @@ impl Drop for Session {
             self.bookmark();
         }
     }
+}
+
+/// Does the record still to replay answer (or reject) the agent's call `call`?
+fn records_answer(script: &VecDeque<(u64, Ts, Act)>, call: u64) -> bool {
+    script.iter().any(|(_, _, a)| {
+        matches!(a, Act::Agent(AgentAct::Answer { call: c, .. } | AgentAct::Reject { call: c, .. }) if *c == call)
+    })
 }
 
 fn act_record(seq: u64, ts: Ts, act: &Act, result: &str) -> serde_json::Value {

@@ -23,26 +23,22 @@ use crate::limits::{KEPT_REPLY_BYTES, MAX_REPLY_BYTES, prefix};
 pub fn admit(reply: &Reply, ctx: &TurnContext) -> RoutedTurn {
     let n = reply.written().len();
     if n > MAX_REPLY_BYTES {
-        return RoutedTurn {
-            outcome: Outcome::Invalid {
-                errors: vec![TurnError::new(
-                    "TURN",
-                    "limit",
-                    format!(
-                        "the reply is {n} bytes; a turn is at most {MAX_REPLY_BYTES} bytes (256 KiB): reply with the turn alone, a few plans"
-                    ),
-                    0,
-                    0,
-                )],
-            },
-            journal: Vec::new(),
-            kestrel: String::new(),
-            source: super::Source::None,
-            phase: ctx.phase,
-            profile: ctx.profile,
-            author: ctx.author,
-            checked: super::Checked::default(),
-        };
+        let errors = vec![TurnError::new(
+            "TURN",
+            "limit",
+            format!(
+                "the reply is {n} bytes; a turn is at most {MAX_REPLY_BYTES} bytes (256 KiB): reply with the turn alone, a few plans"
+            ),
+            0,
+            0,
+        )];
+        return super::turn(
+            ctx,
+            Outcome::Invalid { errors },
+            Vec::new(),
+            String::new(),
+            super::Source::None,
+        );
     }
     super::route_reply(reply, ctx)
 }
@@ -239,18 +235,14 @@ impl ArmedCheck {
 
 /// A replayed turn refused at its wake: invalid, with the `REPLAY` error, arming nothing.
 pub fn refused(ctx: &TurnContext, e: &ReplayError) -> RoutedTurn {
-    RoutedTurn {
-        outcome: Outcome::Invalid {
-            errors: vec![e.turn_error()],
-        },
-        journal: Vec::new(),
-        kestrel: String::new(),
-        source: super::Source::None,
-        phase: ctx.phase,
-        profile: ctx.profile,
-        author: ctx.author,
-        checked: super::Checked::default(),
-    }
+    let errors = vec![e.turn_error()];
+    super::turn(
+        ctx,
+        Outcome::Invalid { errors },
+        Vec::new(),
+        String::new(),
+        super::Source::None,
+    )
 }
 
 /// Walks a saved Bus in order and admits each recorded turn under the context of its wake:
