@@ -1133,6 +1133,22 @@ fn plan_rows_carry_typed_state_budget_and_ttl() {
     assert!(frame.contains("mine armed 0.00/0.05R ttl +60m"), "{frame}");
 }
 
+/// A plan armed later by an ARM target has no ttl end until it arms: `+30m` runs from then,
+/// not from when its document arrived.
+#[test]
+fn a_chained_plan_has_no_ttl_end_until_it_arms() {
+    let mut app = app();
+    app.send(Command::Seek(ms(9, 35, 0)));
+    app.human_turn(
+        "PLAN lead budget 0.05R ttl 15:00\n  WHEN spot > 100000\n  DO buy 1 shares @ ask\n  ARM chained\n\nPLAN chained budget 0.05R ttl +30m\n  WHEN spot > 0\n  DO buy 1 shares @ ask\n",
+    );
+    let lead = app.snap.plans.iter().find(|p| p.name == "lead").unwrap();
+    assert_eq!(lead.expires, Some(ms(15, 0, 0)));
+    let chained = app.snap.plans.iter().find(|p| p.name == "chained").unwrap();
+    assert_eq!(chained.state, PlanState::Dormant, "{chained:?}");
+    assert_eq!(chained.expires, None, "no ttl end before it arms");
+}
+
 #[test]
 fn nothing_acts_after_the_close_and_a_reopened_rewind_resumes_where_it_was_left() {
     let dir = tmp("end");

@@ -263,3 +263,111 @@ fn show_view_at_the_open_is_answered_at_the_same_cutoff() {
     assert_eq!(views[0].0, views[1].0, "same frozen cutoff");
     assert_eq!(views[1].1, "probe");
 }
+
+/// The headless verbs play a `Session` (`Session::headless`): on every bundled tape, with a
+/// scripted author and documents armed at the open, it writes exactly the Bus a bare `Run`
+/// loop writes, byte for byte (the path `kestrel agent` took before the Session owned it), and
+/// the outcome counts agree.
+#[test]
+fn a_headless_session_writes_the_bus_a_bare_run_writes() {
+    use kestrel_desk::lang::{self, Mode};
+    use kestrel_desk::session::{Headless, Session};
+    let docs = vec![
+        lang::check(
+            "PLAN early budget 0.1R ttl +30m\n  WHEN spot crosses above vwap\n  DO buy 10 shares @ ask\n",
+            Mode::File,
+        )
+        .expect("doc"),
+    ];
+    let replies = || {
+        vec![
+            OPEN_TURN.to_string(),
+            "PLAN oops budget 0.1R ttl 15:00\n  WHEN spot > hod DO buy 1 ATM C @ fair\n".into(),
+            "CANCEL drive-follow\n".into(),
+        ]
+    };
+    for tape in [
+        "trend-2025-04-09-s1",
+        "range-2025-04-09-s2",
+        "shock-2025-04-09-s7",
+    ] {
+        let path = common::root().join(format!("tapes/{tape}.jsonl"));
+        // The bare loop.
+        let mut author = session::scripted("script", replies());
+        let mut s = Run::new(
+            open_tape(&path).expect("tape"),
+            cfg(Profile::AuthoringV2, AuthorKind::Model),
+            &docs,
+            Bus::new(None).keeping(),
+        )
+        .expect("run");
+        while !s.is_done() {
+            for w in &s.step().expect("tape") {
+                s.wake(w, &mut author);
+            }
+        }
+        let want_counts = s.counts.clone();
+        let want = bus_bytes(&s.finish());
+        // The Session.
+        let h = Headless {
+            bus: Bus::new(None).keeping(),
+            docs: docs.clone(),
+            author: Some(Box::new(session::scripted("script", replies()))),
+        };
+        let mut s = Session::headless(
+            tape,
+            open_tape(&path).expect("tape").boxed(),
+            cfg(Profile::AuthoringV2, AuthorKind::Model),
+            h,
+        )
+        .expect("session");
+        assert_eq!(s.play_to_end(&mut || None).expect("tape"), None);
+        assert_eq!(s.counts(), &want_counts, "{tape}");
+        assert!(want_counts.wakes > 0, "{tape}: the author was asked");
+        let got = bus_bytes(&s.finish());
+        assert_eq!(got, want, "{tape}: the Session's Bus is the bare run's");
+    }
+}
+
+/// A stop asked between events (a caught SIGTERM) ends a headless session where it is: an
+/// `error` event naming why, then `session-end`; nothing settles at a close never reached.
+#[test]
+fn a_headless_session_stops_where_the_signal_finds_it() {
+    use kestrel_desk::session::{Headless, Session};
+    let h = Headless {
+        bus: Bus::new(None).keeping(),
+        docs: Vec::new(),
+        author: None,
+    };
+    let mut s = Session::headless(
+        "trend",
+        open_tape(&trend()).expect("tape").boxed(),
+        cfg(Profile::AuthoringV2, AuthorKind::File),
+        h,
+    )
+    .expect("session");
+    let mut n = 0;
+    let stopped = s
+        .play_to_end(&mut || {
+            n += 1;
+            (n > 500).then_some("SIGTERM")
+        })
+        .expect("tape");
+    assert_eq!(stopped, Some("SIGTERM"));
+    let bus = s.interrupt("interrupted by SIGTERM");
+    let evs = bus.events();
+    assert!(
+        matches!(&evs[evs.len() - 2], Event::Error { message, .. } if message.contains("SIGTERM")),
+        "{:?}",
+        evs[evs.len() - 2]
+    );
+    match &evs[evs.len() - 1] {
+        Event::SessionEnd { tape_events, .. } => {
+            assert!(
+                *tape_events <= 500,
+                "stopped within 500 events: {tape_events}"
+            );
+        }
+        e => panic!("the Bus ends with {e:?}"),
+    }
+}

@@ -3,7 +3,7 @@
 
 use super::run::{json_report, text_report};
 use crate::bus::{self, Bus};
-use crate::session::{self, Run, RunConfig, TurnSource};
+use crate::session::{self, Headless, RunConfig, Session, TurnSource};
 use crate::turn::{AuthorKind, Profile};
 use std::path::PathBuf;
 
@@ -65,7 +65,7 @@ pub fn run(a: &AgentArgs) -> i32 {
         .map(|p| ("--author", p))
         .into_iter()
         .collect();
-    let (mut author, author_kind) = match load_author(a) {
+    let (author, author_kind) = match load_author(a) {
         Ok(x) => x,
         Err(e) => {
             errln!("error code=USAGE message={e}");
@@ -94,42 +94,25 @@ pub fn run(a: &AgentArgs) -> i32 {
         open_wake: true,
         view_request_cap: None,
     };
-    let s = match Run::new(reader, cfg, &docs, Bus::new(sink)) {
+    let author_name = author.name();
+    let h = Headless {
+        bus: Bus::new(sink),
+        docs,
+        author: Some(author),
+    };
+    let s = match Session::headless(&a.tape.display().to_string(), reader, cfg, h) {
         Ok(s) => s,
         Err(e) => {
             errln!("error code=TAPE message={e}");
             return 1;
         }
     };
-    let mut s = s;
-    let mut failed = None;
-    let mut interrupted = None;
-    while !s.is_done() {
-        if let Some(sig) = super::signals::caught() {
-            interrupted = Some(sig);
-            break;
-        }
-        match s.step() {
-            Ok(fired) => {
-                for w in &fired {
-                    s.wake(w, author.as_mut());
-                }
-            }
-            Err(e) => {
-                failed = Some(e);
-                break;
-            }
-        }
-    }
-    if let Some(e) = failed {
-        errln!("{}: {e}", a.tape.display());
-        return 1;
-    }
-    if let Some(sig) = interrupted.or_else(super::signals::caught) {
-        let bus = s.interrupt(&super::run::interrupted_message(sig));
-        return super::run::finish_interrupted(bus, pending, sig);
-    }
-    let c = s.counts.clone();
+    let mut pending = pending;
+    let s = match super::run::play(s, &a.tape, &mut pending) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let c = s.counts().clone();
     let bus = s.finish();
     if let Some(e) = bus.error() {
         errln!("error code=IO message=writing the bus: {e}");
@@ -139,14 +122,14 @@ pub fn run(a: &AgentArgs) -> i32 {
         let mut v: serde_json::Value =
             serde_json::from_str(&json_report(&bus, &a.tape.display().to_string()))
                 .unwrap_or_default();
-        v["author"] = serde_json::Value::String(author.name());
+        v["author"] = serde_json::Value::String(author_name.clone());
         v["outcomes"] = serde_json::to_value(&c).unwrap_or_default();
         bus::canonical_json(&v) + "\n"
     } else {
         format!(
             "{}author {}: wakes {} | supersede {} stand-down {} view-request {} cancel {} pass {} | invalid {} truncated {} provider-error {} | fail-closed pass {} | repaired {}\n",
             text_report(&bus),
-            author.name(),
+            author_name.clone(),
             c.wakes,
             c.supersede,
             c.stand_down,

@@ -5,8 +5,9 @@ use std::path::PathBuf;
 use super::out;
 
 use crate::bus::{self, Blotter, Bus};
-use crate::engine::{Engine, EngineConfig, fill};
-use crate::market::{Px, TapeReader, open_tape};
+use crate::engine::{EngineConfig, fill};
+use crate::market::{Px, TapeReader};
+use crate::session::{Headless, Reader, RunConfig, Session};
 
 /// Arguments of `kestrel run`.
 #[derive(Debug, clap::Args)]
@@ -236,7 +237,7 @@ pub(crate) fn engine_config(
 /// Bus file (written beside its final name, renamed when the run is done).
 pub(crate) struct Inputs {
     pub docs: Vec<crate::lang::Document>,
-    pub reader: TapeReader<std::io::BufReader<std::fs::File>>,
+    pub reader: TapeReader<Reader>,
     pub pending: Option<out::Pending>,
     pub sink: Option<out::Sink>,
 }
@@ -286,12 +287,58 @@ pub(crate) fn open_inputs(
 /// Open `--tape`, or the line to print: for a file that is not a tape at all (a Kestrel
 /// document, a Bus, a directory, no file) what it is and what to do; otherwise the tape
 /// reader's own coded error, after the path.
-pub(crate) fn open_tape_or_say(
+pub(crate) fn open_tape_or_say(tape: &std::path::Path) -> Result<TapeReader<Reader>, String> {
+    crate::market::open_tape(tape)
+        .map(TapeReader::boxed)
+        .map_err(|e| {
+            super::sniff::not_a_tape(tape).unwrap_or_else(|| format!("{}: {e}", tape.display()))
+        })
+}
+
+/// Play a headless session to the end, stopping at SIGTERM/SIGINT: the session at the end
+/// of the tape, or the exit code once the refusal or the interruption has been said (and an
+/// interrupted run's Bus committed).
+pub(crate) fn play(
+    mut s: Session,
     tape: &std::path::Path,
-) -> Result<TapeReader<std::io::BufReader<std::fs::File>>, String> {
-    open_tape(tape).map_err(|e| {
-        super::sniff::not_a_tape(tape).unwrap_or_else(|| format!("{}: {e}", tape.display()))
-    })
+    pending: &mut Option<out::Pending>,
+) -> Result<Session, i32> {
+    match s.play_to_end(&mut super::signals::caught) {
+        Ok(None) => Ok(s),
+        Ok(Some(sig)) => Err(finish_interrupted(
+            s.interrupt(&interrupted_message(sig)),
+            pending.take(),
+            sig,
+        )),
+        Err(e) => {
+            errln!("{}: {e}", tape.display());
+            Err(1)
+        }
+    }
+}
+
+/// A headless session over `reader` with `docs` armed at the open and nobody asked at the
+/// wakes: the whole book is the documents (`kestrel run`, the MCP `run` tool).
+pub(crate) fn book_session(
+    label: &str,
+    reader: TapeReader<Reader>,
+    docs: Vec<crate::lang::Document>,
+    engine: EngineConfig,
+    bus: Bus,
+) -> Result<Session, String> {
+    let cfg = RunConfig {
+        engine,
+        profile: crate::turn::Profile::AuthoringV2,
+        author: crate::turn::AuthorKind::File,
+        open_wake: false,
+        view_request_cap: None,
+    };
+    let h = Headless {
+        bus,
+        docs,
+        author: None,
+    };
+    Session::headless(label, reader, cfg, h)
 }
 
 /// The Bus `error` message of a run cut short by `sig`.
@@ -339,35 +386,20 @@ pub fn run(a: Args) -> i32 {
         Err(code) => return code,
     };
     super::signals::install();
-    let header = reader.header().clone();
-    let mut engine = Engine::new(&header, cfg, Bus::new(sink));
-    for d in &docs {
-        engine.arm_document(d);
-    }
-    let mut reader = reader;
-    let mut interrupted = None;
-    for ev in reader.by_ref() {
-        if let Some(sig) = super::signals::caught() {
-            interrupted = Some(sig);
-            break;
+    let label = a.tape.display().to_string();
+    let s = match book_session(&label, reader, docs, cfg, Bus::new(sink)) {
+        Ok(s) => s,
+        Err(e) => {
+            errln!("error code=TAPE message={e}");
+            return 1;
         }
-        match ev {
-            Ok(ev) => engine.on_event(&ev),
-            Err(e) => {
-                errln!("{}: {e}", a.tape.display());
-                return 1;
-            }
-        }
-    }
-    if let Some(sig) = interrupted.or_else(super::signals::caught) {
-        return finish_interrupted(engine.interrupt(&interrupted_message(sig)), pending, sig);
-    }
-    // A tape cut short is refused, not reported (and settled) as a whole session.
-    if let Err(e) = reader.check_complete() {
-        errln!("{}: {e}", a.tape.display());
-        return 1;
-    }
-    let bus = engine.finish();
+    };
+    let mut pending = pending;
+    let s = match play(s, &a.tape, &mut pending) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let bus = s.finish();
     if let Some(e) = bus.error() {
         errln!("error code=IO message=writing the bus: {e}");
         return 1;
@@ -395,6 +427,7 @@ pub fn run(a: Args) -> i32 {
 mod tests {
     use super::*;
     use crate::lang::{self, Mode};
+    use crate::market::open_tape;
     use std::path::Path;
 
     // The session closes at 09:31, right after the last tick (a tape that ends long before

@@ -1067,6 +1067,17 @@ impl Engine {
             .and_then(|p| p.owner.as_deref())
     }
 
+    /// When a plan's ttl ends (no new entries after it): set when the plan arms, so `None`
+    /// for a plan still waiting for its ARM target (and an unknown name). The live plan of
+    /// that name, else the latest.
+    pub fn plan_ttl_end(&self, name: &str) -> Option<Ts> {
+        self.plans
+            .iter()
+            .find(|p| p.name == name && p.status != Status::Closed)
+            .or_else(|| self.plans.iter().rev().find(|p| p.name == name))
+            .and_then(|p| p.ttl_at)
+    }
+
     /// Compile and arm a document's WAKEs (a WAKE replaces an armed one of the same name).
     fn arm_wakes(&mut self, doc: &Document) {
         let mut using: Option<&ast::Using> = None;
@@ -1287,6 +1298,17 @@ impl Engine {
     /// time, then `session-end`. Nothing is settled or marked: the session never reached its
     /// close, and the Bus says so instead of reporting a whole one.
     pub fn interrupt(mut self, why: &str) -> Bus {
+        self.cut(why);
+        self.sh.bus
+    }
+
+    /// [`Engine::interrupt`] in place (the caller takes the Bus out after). Once only: an
+    /// engine already ended or cut is left as it is.
+    pub fn cut(&mut self, why: &str) {
+        if self.ended {
+            return;
+        }
+        self.ended = true;
         let ts = self.sh.now;
         self.sh.bus.emit(Event::Error {
             ts,
@@ -1297,7 +1319,6 @@ impl Engine {
             ts,
             tape_events: self.tape_events,
         });
-        self.sh.bus
     }
 
     /// Close the session (if the tape ended before its close time, the end of the tape is

@@ -18,7 +18,7 @@ use crate::engine::EngineConfig;
 use crate::lang::ast::{Document, StatementKind};
 use crate::lang::{self, Mode};
 use crate::market::{TapeEvent, TapeHeader, TapeReader, Ts, write_tape};
-use crate::session::{Answer, Run, RunConfig, TurnSource, WakeAsk};
+use crate::session::{Answer, Headless, Reader, RunConfig, Session, TurnSource, WakeAsk};
 use crate::turn::repair::{self, Ask, RepairPolicy};
 use crate::turn::{AuthorKind, Outcome, Profile, Reply, TurnContext};
 
@@ -202,7 +202,7 @@ pub fn replay(
     let mut head = Vec::new();
     write_tape(&mut head, h, std::iter::empty())
         .map_err(|e| GradeError::new("TAPE", format!("{}: {e}", h.name)))?;
-    let reader = TapeReader::new(Cursor::new(head))
+    let reader = TapeReader::new(Box::new(Cursor::new(head)) as Reader)
         .map_err(|e| GradeError::new("TAPE", format!("{}: {e}", h.name)))?;
     let cfg = RunConfig {
         engine,
@@ -211,9 +211,7 @@ pub fn replay(
         open_wake: true,
         view_request_cap: None,
     };
-    let mut s = Run::new(reader, cfg, &agent.initial, Bus::new(None).keeping())
-        .map_err(|e| GradeError::new("TAPE", format!("{}: {e}", h.name)))?;
-    let mut author = WakeScript {
+    let author = WakeScript {
         queues: agent
             .replies
             .iter()
@@ -228,10 +226,15 @@ pub fn replay(
             })
             .collect(),
     };
+    let run = Headless {
+        bus: Bus::new(None).keeping(),
+        docs: agent.initial.clone(),
+        author: Some(Box::new(author)),
+    };
+    let mut s = Session::headless(&h.name, reader, cfg, run)
+        .map_err(|e| GradeError::new("TAPE", format!("{}: {e}", h.name)))?;
     for ev in events {
-        for w in s.feed(ev) {
-            s.wake(&w, &mut author);
-        }
+        s.feed(ev);
     }
     Ok(s.finish())
 }
@@ -240,7 +243,7 @@ pub fn replay(
 mod tests {
     use super::*;
     use crate::market::{Px, open_tape};
-    use crate::session::scripted;
+    use crate::session::{Run, scripted};
     use crate::turn::{WakePhase, route};
 
     fn trend_tape() -> std::path::PathBuf {

@@ -11,7 +11,8 @@
 //! - per field: [`BOUNDS`] (a quantity, a strike offset, a budget, `T-` minutes, a TP
 //!   multiple), every duration at most [`MAX_DURATION_S`], a `<n>dte` at most [`MAX_DTE`].
 //!
-//! The walk goes over the model's serialization, the one place that lists every number of
+//! The walk goes over the model's serialization (when a scan of the text finds a number
+//! that might not fit, [`may_refuse`]), the one place that lists every number of
 //! every statement, so a field added later cannot escape the check: a number object is
 //! `{"text", "span"}`, a duration `{"amount", "unit", "text", "span"}`, an expiry
 //! `{"kind": "dte", "value"}`, and the bound of a field is found by the key it sits under.
@@ -44,13 +45,63 @@ pub const BOUNDS: &[(&str, f64, &str)] = &[
 /// One refusal: byte range, message, caret label.
 pub(crate) type Refusal = (std::ops::Range<usize>, String, &'static str);
 
-/// Every number of `doc` that does not fit its field.
-pub(crate) fn check(doc: &Document) -> Vec<Refusal> {
+/// Every number of `doc` (parsed from `src`) that does not fit its field.
+///
+/// The walk over the serialization costs more than parsing the document (a JSON tree of
+/// the whole model), so it runs only when the text holds a number that might not fit: see
+/// [`may_refuse`].
+pub(crate) fn check(src: &str, doc: &Document) -> Vec<Refusal> {
     let mut out = Vec::new();
-    if let Ok(v) = serde_json::to_value(doc) {
+    if may_refuse(src)
+        && let Ok(v) = serde_json::to_value(doc)
+    {
         walk(&v, "", 0..0, &mut out);
     }
     out
+}
+
+/// Could any number of a document parsed from `src` be refused? Every number of the model
+/// is a lexeme of its text (spans point into it), so a scan of the text's digit runs
+/// decides it conservatively: a run passes when it has at most [`MAX_DIGITS`] digits, its
+/// value is at most the smallest bound of any field (of [`BOUNDS`], [`MAX_DTE`],
+/// [`MAX_ABS`]), and, followed by a duration unit, the duration is at most
+/// [`MAX_DURATION_S`]. A text with a run that does not pass gets the full walk, which gives
+/// the exact refusals (a `2000` that is a strike count, say, or a `1441m`). The bounds are
+/// read from the same constants, so a tighter bound added to [`BOUNDS`] tightens the scan.
+fn may_refuse(src: &str) -> bool {
+    let smallest = BOUNDS
+        .iter()
+        .map(|b| b.1)
+        .fold(MAX_ABS.min(MAX_DTE as f64), f64::min);
+    let b = src.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if !b[i].is_ascii_digit() {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < b.len() && (b[i].is_ascii_digit() || b[i] == b'.') {
+            i += 1;
+        }
+        let run = &src[start..i];
+        let digits = run.bytes().filter(u8::is_ascii_digit).count();
+        let Ok(x) = run.trim_end_matches('.').parse::<f64>() else {
+            return true;
+        };
+        if digits > MAX_DIGITS || x > smallest {
+            return true;
+        }
+        let per = match b.get(i) {
+            Some(b'h') => 3600.0,
+            Some(b'm') => 60.0,
+            _ => 1.0,
+        };
+        if x * per > MAX_DURATION_S as f64 {
+            return true;
+        }
+    }
+    false
 }
 
 fn span_of(m: &Map<String, Value>) -> Option<std::ops::Range<usize>> {
@@ -156,5 +207,58 @@ fn number(text: &str, key: &str, at: std::ops::Range<usize>, out: &mut Vec<Refus
             format!("`{text}` is out of range for {what}: at most {max} in size"),
             "number out of range",
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lang::parse;
+
+    fn walk_all(doc: &Document) -> Vec<Refusal> {
+        let mut out = Vec::new();
+        walk(&serde_json::to_value(doc).unwrap(), "", 0..0, &mut out);
+        out
+    }
+
+    /// The scan never hides a refusal: over every number 0..=3000 (and decimals) in every
+    /// kind of numeric field, a text the scan passes has nothing for the walk to refuse,
+    /// and every refused number is one the scan flags.
+    #[test]
+    fn the_scan_never_hides_a_refusal() {
+        let templates = [
+            "PLAN p budget 1R ttl +{n}m\n  WHEN spot > 1\n  DO buy 1 shares @ ask\n",
+            "PLAN p budget 1R ttl 15:00\n  WHEN spot > 1 held {n}s\n  DO buy {n} shares @ ask\n",
+            "PLAN p budget 1R ttl 15:00\n  WHEN spot > 1 held {n}h\n  DO buy 1 shares @ ask\n",
+            "PLAN p budget {n}R ttl 15:00\n  WHEN spot > {n}\n  DO buy 1 +{n} C @ fair\n",
+            "PLAN p budget 1R ttl 15:00\n  WHEN spot > 1\n  DO buy 1 ATM C @ fair\n  TP {n}x @ fair\n  EXIT T-{n}\n",
+            "USING signal SPX exec SPY {n}dte\nPLAN p budget 1R ttl 15:00\n  WHEN spot > 1\n  DO buy 1 ATM C @ fair\n",
+        ];
+        let mut refused = 0;
+        for t in templates {
+            for n in (0..=3000).map(|n| n.to_string()).chain(
+                [
+                    "0.5",
+                    "999.999",
+                    "1000.0001",
+                    "0.0000000000000001",
+                    "99999999999999999",
+                ]
+                .map(String::from),
+            ) {
+                let src = t.replace("{n}", &n);
+                let Ok(doc) = parse(&src) else { continue };
+                let exact = walk_all(&doc);
+                if !may_refuse(&src) {
+                    assert!(exact.is_empty(), "the scan passed {src:?}: {exact:?}");
+                }
+                assert_eq!(check(&src, &doc), exact, "{src:?}");
+                refused += usize::from(!exact.is_empty());
+            }
+        }
+        assert!(
+            refused > 1000,
+            "the sample reaches the bounds ({refused} refused)"
+        );
     }
 }

@@ -31,7 +31,7 @@ pub fn validate(src: &str, doc: &Document, mode: Mode, scope: &Scope) -> Vec<Dia
         out: Vec::new(),
     };
     v.document(doc, mode, scope);
-    for (at, msg, label) in super::ranges::check(doc) {
+    for (at, msg, label) in super::ranges::check(src, doc) {
         v.report(Rule::NumberRange, at, msg, label);
     }
     v.out.sort_by_key(|d| (d.start, d.rule));

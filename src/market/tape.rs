@@ -877,6 +877,23 @@ fn parse_event(line: u64, m: &Map<String, Value>, header: &TapeHeader) -> Res<Ta
 }
 
 impl<R: BufRead> TapeReader<R> {
+    /// The same reader over a boxed source (a caller holding tapes from memory and from
+    /// files in one type, as the Session does), where it stands.
+    pub fn boxed(self) -> TapeReader<Box<dyn BufRead>>
+    where
+        R: 'static,
+    {
+        TapeReader {
+            r: Box::new(self.r),
+            header: self.header,
+            line: self.line,
+            last_ts: self.last_ts,
+            buf: self.buf,
+            done: self.done,
+            fast: self.fast,
+        }
+    }
+
     /// Read and validate the header line.
     pub fn new(mut r: R) -> Result<Self, TapeError> {
         let mut buf = Vec::with_capacity(256);

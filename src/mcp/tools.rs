@@ -684,7 +684,6 @@ pub fn run(a: &RunArgs) -> ToolOutput {
 /// report `kestrel run --json` prints.
 pub fn run_in(root: &super::tapes::Root, a: &RunArgs) -> ToolOutput {
     use crate::bus::Bus;
-    use crate::engine;
 
     let cfg = match crate::cli::run::engine_config("r_usd", &a.r_usd, &a.fill) {
         Ok(c) => c,
@@ -698,17 +697,17 @@ pub fn run_in(root: &super::tapes::Root, a: &RunArgs) -> ToolOutput {
         Ok(x) => x,
         Err(out) => return out,
     };
-    let header = reader.header().clone();
-    let bus = match engine::replay(
-        &header,
-        reader,
-        std::slice::from_ref(&doc),
-        cfg,
-        Bus::new(None),
-    ) {
-        Ok(b) => b,
-        Err(e) => return CodedError::from(&e).into(),
-    };
+    // The same headless session `kestrel run` plays (nobody is asked at the wakes).
+    let reader = reader.boxed();
+    let mut session =
+        match crate::cli::run::book_session(&a.tape, reader, vec![doc], cfg, Bus::new(None)) {
+            Ok(s) => s,
+            Err(e) => return CodedError::plain("TAPE", e).into(),
+        };
+    if let Err(e) = session.play_to_end(&mut || None) {
+        return CodedError::from(&e).into();
+    }
+    let bus = session.finish();
     // A path under the root is shown relative to it (the root's own place is not told).
     let shown = root
         .dir()

@@ -114,6 +114,14 @@ pub enum Agent {
     },
     /// A model or a command, answering off the replay thread.
     Live(AuthorSpec),
+    /// An author a headless run (`kestrel agent`, `kestrel grade`) seats itself: it answers
+    /// inline at each wake while the tape waits (see [`Session::headless`]).
+    ///
+    /// [`Session::headless`]: crate::session::Session::headless
+    Inline {
+        /// Its name (the report's `author`).
+        name: String,
+    },
 }
 
 impl Agent {
@@ -128,7 +136,9 @@ impl Agent {
     /// The name on the status line.
     pub fn name(&self) -> String {
         match self {
-            Agent::Script { name, .. } | Agent::Recorded { name, .. } => name.clone(),
+            Agent::Script { name, .. } | Agent::Recorded { name, .. } | Agent::Inline { name } => {
+                name.clone()
+            }
             Agent::Live(s) => {
                 let full = if s.spec.starts_with("http") {
                     format!("{} @ {}", s.model, redact_url(&s.spec))
@@ -162,6 +172,11 @@ impl Agent {
                 Seat::Script(Box::new(session::Recorded::from_bus(name, bus)?))
             }
             Agent::Live(_) => Seat::Remote,
+            Agent::Inline { name } => {
+                return Err(format!(
+                    "{name}: an inline author is seated by its headless run, not from settings"
+                ));
+            }
         })
     }
 
@@ -179,6 +194,9 @@ impl Agent {
             Agent::Live(s) => serde_json::json!({
                 "type": "agent", "name": self.name(), "live": redact_url(&s.spec), "model": s.model,
             }),
+            Agent::Inline { name } => {
+                serde_json::json!({"type": "agent", "name": name, "inline": true})
+            }
         }
     }
 

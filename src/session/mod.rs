@@ -3,9 +3,9 @@
 //! - [`Session`] ([`owner`]) owns a run: the tape, the [`Run`] (market, engine, wakes,
 //!   views, the author's asks, the Bus), the clock, the acts, the agent's seat and the
 //!   session file. The desk and the tests drive it with [`Command`]s and draw
-//!   [`SessionSnapshot`]s.
-//! - [`Run`] ([`run`]) is one pass of the tape from the open; a headless verb with one
-//!   author drives it to the end ([`Run::run`]).
+//!   [`SessionSnapshot`]s; the headless verbs (`run`, `agent`, `grade`) open it with
+//!   [`Session::headless`] and play it to the end.
+//! - [`Run`] ([`run`]) is one pass of the tape from the open, inside a session.
 //! - The authors: [`TurnSource`] answers a wake; [`Live`] / [`scripted`] write replies,
 //!   [`Recorded`] replays a saved Bus, [`Attached`] runs an `author::Author` (a model, a
 //!   command). [`agent`] seats one of them for the desk; [`saved`] reads and writes
@@ -17,7 +17,8 @@ pub mod run;
 pub mod saved;
 
 pub use owner::{
-    Act, Command, DEFAULT_R_USD, Opening, Session, SessionSnapshot, Settings, Speed, TapeSource,
+    Act, Command, DEFAULT_R_USD, Headless, Opening, Reader, Session, SessionSnapshot, Settings,
+    Speed, TapeSource,
 };
 pub use run::{Counts, Run, RunConfig};
 

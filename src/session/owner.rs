@@ -1,7 +1,8 @@
 //! The one owner of a run: the [`Session`].
 //!
-//! A session holds everything a run is made of: the tape (in memory, so a restart or a
-//! rewind re-reads it without I/O), the [`Run`] (market state, engine, bars, wakes, views,
+//! A session holds everything a run is made of: the tape (at the desk in memory, so a
+//! restart or a rewind re-reads it without I/O; in a headless run streamed from its file),
+//! the [`Run`] (market state, engine, bars, wakes, views,
 //! the author's asks and answers, the Bus), the tape clock, the acts taken so far, the seat
 //! of the agent, and the session file. Whoever drives it — the desk, a test, a benchmark —
 //! sends typed [`Command`]s and reads typed [`SessionSnapshot`]s; nothing else reaches in.
@@ -11,6 +12,13 @@
 //!   live author ─► answer ──►│ tape → Run(market → engine) → Bus│──► session file, Bus file
 //!                            └──────────────────────────────────┘
 //! ```
+//!
+//! The desk opens one with [`Session::open`]; the headless verbs (`kestrel run`, `kestrel
+//! agent`, `kestrel grade`'s agent units) with [`Session::headless`], which streams the tape,
+//! writes the Bus to its sink as it goes, and seats the author inline: at each wake the tape
+//! waits for its answer (a headless run has no wall clock to keep step with). A headless book
+//! has one owner, the author: the documents given with `--plans` are its starting book, as
+//! they always were for `run`, `agent` and `grade`.
 //!
 //! Acts (a person's turn, an act of the agent) take effect at exact points of the tape and
 //! are recorded with that point, so a saved session replays to the same Bus bytes and the
@@ -22,13 +30,13 @@ use super::saved;
 use crate::bus::{self, PlanState};
 use crate::engine::{EngineConfig, FiredWake, fill};
 use crate::lang::ast;
-use crate::market::{Px, Sym, TapeEvent, TapeHeader, TapeReader, Ts};
+use crate::market::{Px, Sym, TapeError, TapeEvent, TapeHeader, TapeReader, Ts};
 use crate::tokens::{self, Encoding, TurnTokens};
 use crate::turn::{self, AuthorKind, Outcome, Profile, Reply, RoutedTurn, TurnContext, WakePhase};
 use crate::view::{self, Rendered};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
-use std::io::{Cursor, Write};
+use std::io::{BufRead, Cursor, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -147,8 +155,9 @@ impl TapeSource {
         blake3::hash(&self.bytes).to_hex().to_string()
     }
 
-    fn reader(&self) -> Result<TapeReader<Cursor<Arc<[u8]>>>, String> {
-        TapeReader::new(Cursor::new(self.bytes.clone())).map_err(|e| e.to_string())
+    fn reader(&self) -> Result<TapeReader<Reader>, String> {
+        TapeReader::new(Box::new(Cursor::new(self.bytes.clone())) as Reader)
+            .map_err(|e| e.to_string())
     }
 }
 
@@ -578,7 +587,8 @@ impl Recorder {
     }
 }
 
-type Reader = Cursor<Arc<[u8]>>;
+/// The tape a session reads: the desk's bytes in memory, or a headless run's file.
+pub type Reader = Box<dyn BufRead>;
 
 /// The one owner of a run. See the module docs.
 pub struct Session {
@@ -618,6 +628,17 @@ pub struct Session {
     rate: (u64, Duration),
     events_per_sec: f64,
     changed: bool,
+    headless: bool,
+}
+
+/// What a headless run brings to [`Session::headless`].
+pub struct Headless {
+    /// The Bus, with its sink (the `--bus` file) or keeping its events (`grade`).
+    pub bus: bus::Bus,
+    /// Documents armed at the open, before the first event: the author's starting book.
+    pub docs: Vec<ast::Document>,
+    /// The author asked at every wake, answering inline (`None`: nobody is asked).
+    pub author: Option<Box<dyn super::TurnSource>>,
 }
 
 /// How a session is opened.
@@ -652,52 +673,11 @@ impl Session {
     pub fn open(tape: TapeSource, settings: Settings, how: Opening) -> Result<Session, String> {
         let reader = tape.reader()?;
         let header = reader.header().clone();
-        let (signal, exec) = view::symbols_of(&header).ok_or("the tape has no symbols")?;
         let run = new_run(reader, &settings)?;
-        let open = run.engine.market().open_time();
-        let mut s = Session {
-            tape,
-            header,
-            run,
-            signal,
-            exec,
-            clock: open,
-            last_event: open,
-            seq: 0,
-            playing: false,
-            speed: Speed::X60,
-            ended: false,
-            view: view::default_view(),
-            chart: Vec::new(),
-            script: how.script.into(),
-            history: Vec::new(),
-            chair: None,
-            desk_turns: Vec::new(),
-            lines: Arc::default(),
-            lines_seen: 0,
-            notices: Vec::new(),
-            notices_seen: 0,
-            last_submit: None,
-            horizon: open,
-            record: Recorder {
-                path: how.save,
-                file: None,
-                held: Vec::new(),
-                lazy: how.replay,
-            },
-            bus_written: 0,
-            bus_file: None,
-            replaying: false,
-            error: None,
-            segment: 0,
-            frame: None,
-            frame_key: None,
-            chart_cache: None,
-            rate: (0, Duration::ZERO),
-            events_per_sec: 0.0,
-            changed: true,
-            settings,
-        };
+        let mut s = Session::around(
+            tape, header, settings, run, how.save, how.script, how.replay,
+        )?;
+        let open = s.clock;
         s.chair = s.seat_agent(how.replay)?;
         let header = serde_json::json!({
             "type": "desk-session", "v": saved::SESSION_FORMAT, "tape": s.tape.label,
@@ -726,6 +706,165 @@ impl Session {
         }
         s.advance_to(open);
         Ok(s)
+    }
+
+    /// A headless run over `reader` (`label` names the tape in messages): the engine as
+    /// `cfg` says, the documents and the author `h` brings. Drive it with
+    /// [`Session::play_to_end`] (or [`Session::feed`], for a caller that holds the events),
+    /// then [`Session::finish`]. Nothing is saved: the Bus is the record.
+    pub fn headless(
+        label: &str,
+        reader: TapeReader<Reader>,
+        cfg: RunConfig,
+        h: Headless,
+    ) -> Result<Session, String> {
+        let header = reader.header().clone();
+        let name = h.author.as_ref().map(|a| a.name());
+        let settings = Settings {
+            // The desk's record of the run: whole dollars (the engine keeps `cfg`'s exact R).
+            r_usd: cfg.engine.r_usd.raw() / crate::market::types::PX_SCALE,
+            fill: cfg.engine.fill.name().to_string(),
+            profile: cfg.profile,
+            copilot: false,
+            agent: name.clone().map(|name| Agent::Inline { name }),
+        };
+        let run = Run::new(reader, cfg, &h.docs, h.bus)?;
+        let tape = TapeSource {
+            label: label.to_string(),
+            bytes: Arc::from(&[][..]),
+        };
+        let mut s = Session::around(tape, header, settings, run, None, Vec::new(), false)?;
+        s.headless = true;
+        if let (Some(name), Some(source)) = (name, h.author) {
+            s.chair = Some(Chair {
+                agent: Agent::Inline { name },
+                seat: Seat::Script(source),
+                worker: None,
+                attached: true,
+                hold: false,
+                quiet: false,
+                calls: 0,
+                outstanding: None,
+                proposal: None,
+                waiting: None,
+                thinking: String::new(),
+                last_answer: None,
+                replay_only: false,
+            });
+        }
+        Ok(s)
+    }
+
+    /// Play a headless run to the end of the tape, asking `stop` before every event:
+    /// `Ok(Some(signal))` when `stop` cut it short (finish it with [`Session::interrupt`]),
+    /// `Ok(None)` at the end of the tape (then [`Session::finish`]), `Err` with the tape
+    /// reader's coded refusal (a bad line, a tape cut short), where nothing is settled.
+    pub fn play_to_end(
+        &mut self,
+        stop: &mut dyn FnMut() -> Option<&'static str>,
+    ) -> Result<Option<&'static str>, TapeError> {
+        self.playing = true;
+        while !self.ended {
+            if let Some(sig) = stop() {
+                return Ok(Some(sig));
+            }
+            match self.run.step_event()? {
+                Some((ev, fired)) => {
+                    self.on_event(&ev, fired);
+                    self.clock = self.last_event;
+                }
+                None => self.end(),
+            }
+        }
+        Ok(None)
+    }
+
+    /// Apply one tape event the caller holds (`kestrel grade` feeds perturbed copies of a
+    /// tape's events), asking the author at the wakes it fires.
+    pub fn feed(&mut self, ev: &TapeEvent) {
+        let fired = self.run.feed(ev);
+        self.on_event(ev, fired);
+    }
+
+    /// The outcome counts of the author's turns so far.
+    pub fn counts(&self) -> &super::Counts {
+        &self.run.counts
+    }
+
+    /// Close the run (settle at the close, `session-end`) and give back its Bus.
+    pub fn finish(mut self) -> bus::Bus {
+        self.end();
+        self.take_bus()
+    }
+
+    /// End the run cut short by `why` (a signal): an `error` event and `session-end` where
+    /// it stopped, and the Bus back.
+    pub fn interrupt(mut self, why: &str) -> bus::Bus {
+        self.ended = true;
+        self.run.engine.cut(why);
+        self.take_bus()
+    }
+
+    fn take_bus(&mut self) -> bus::Bus {
+        std::mem::replace(self.run.engine.bus_mut(), bus::Bus::new(None))
+    }
+
+    /// The shell of a session around `run`, at the open, paused, nobody seated.
+    fn around(
+        tape: TapeSource,
+        header: TapeHeader,
+        settings: Settings,
+        run: Run<Reader>,
+        save: Option<PathBuf>,
+        script: Vec<(u64, Ts, Act)>,
+        replay: bool,
+    ) -> Result<Session, String> {
+        let (signal, exec) = view::symbols_of(&header).ok_or("the tape has no symbols")?;
+        let open = run.engine.market().open_time();
+        Ok(Session {
+            tape,
+            header,
+            run,
+            signal,
+            exec,
+            clock: open,
+            last_event: open,
+            seq: 0,
+            playing: false,
+            speed: Speed::X60,
+            ended: false,
+            view: view::default_view(),
+            chart: Vec::new(),
+            script: script.into(),
+            history: Vec::new(),
+            chair: None,
+            desk_turns: Vec::new(),
+            lines: Arc::default(),
+            lines_seen: 0,
+            notices: Vec::new(),
+            notices_seen: 0,
+            last_submit: None,
+            horizon: open,
+            record: Recorder {
+                path: save,
+                file: None,
+                held: Vec::new(),
+                lazy: replay,
+            },
+            bus_written: 0,
+            bus_file: None,
+            replaying: false,
+            error: None,
+            segment: 0,
+            frame: None,
+            frame_key: None,
+            chart_cache: None,
+            rate: (0, Duration::ZERO),
+            events_per_sec: 0.0,
+            changed: true,
+            headless: false,
+            settings,
+        })
     }
 
     fn seat_agent(&mut self, replay: bool) -> Result<Option<Chair>, String> {
@@ -1119,6 +1258,10 @@ impl Session {
     /// Start a new run; `quiet`: the agent sends no call until told (a rewind re-running
     /// recorded acts).
     fn restart_with(&mut self, quiet: bool) {
+        if self.headless {
+            self.error = Some("a headless run plays once: it does not restart or rewind".into());
+            return;
+        }
         self.segment += 1;
         let reader = match self.tape.reader() {
             Ok(r) => r,
@@ -1526,20 +1669,7 @@ impl Session {
                     break;
                 }
             };
-            if let TapeEvent::Tick(t) = &ev
-                && t.sym == self.signal
-            {
-                let x = f64::from(ts.0 / 1000 / CHART_SAMPLE_SECS * CHART_SAMPLE_SECS);
-                let y = t.px.to_f64();
-                match self.chart.last_mut() {
-                    Some(p) if p.0 == x => p.1 = y,
-                    _ => self.chart.push((x, y)),
-                }
-                self.chart_cache = None;
-            }
-            self.wakes(fired);
-            self.seq += 1;
-            self.last_event = ts;
+            self.on_event(&ev, fired);
             self.apply_script();
         }
         if target > self.clock {
@@ -1553,6 +1683,26 @@ impl Session {
         if self.ended {
             self.playing = false;
         }
+    }
+
+    /// What follows one tape event applied to the run: the chart's sample, the wakes it
+    /// fired, the count.
+    fn on_event(&mut self, ev: &TapeEvent, fired: Vec<FiredWake>) {
+        let ts = ev.ts();
+        if let TapeEvent::Tick(t) = ev
+            && t.sym == self.signal
+        {
+            let x = f64::from(ts.0 / 1000 / CHART_SAMPLE_SECS * CHART_SAMPLE_SECS);
+            let y = t.px.to_f64();
+            match self.chart.last_mut() {
+                Some(p) if p.0 == x => p.1 = y,
+                _ => self.chart.push((x, y)),
+            }
+            self.chart_cache = None;
+        }
+        self.wakes(fired);
+        self.seq += 1;
+        self.last_event = ts;
     }
 
     fn end(&mut self) {
@@ -1688,7 +1838,9 @@ impl Session {
                         budget_r: m.map_or(0.0, |m| m.budget_r),
                         pnl_r: pnl,
                         ttl: m.map(|m| m.ttl.clone()),
-                        expires: m.map(|m| m.expires),
+                        // The engine's: a ttl `+30m` runs from when the plan armed (an
+                        // ARM target arms it later than its document arrived).
+                        expires: self.run.engine.plan_ttl_end(name),
                         note: line.note.clone().unwrap_or_else(|| {
                             format!("fires {} fills {}", line.fires, line.fills)
                         }),

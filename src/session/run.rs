@@ -110,8 +110,6 @@ pub struct PlanMeta {
     pub budget_r: f64,
     /// The ttl as written.
     pub ttl: ast::Ttl,
-    /// When the ttl ends (no new entries after it).
-    pub expires: Ts,
     /// The plan in canonical Kestrel.
     pub text: String,
 }
@@ -300,19 +298,11 @@ impl<R: BufRead> Run<R> {
     }
 
     fn note_plans(&mut self, doc: &ast::Document, owner: Option<&str>) {
-        let m = self.engine.market();
-        let now = m.now().unwrap_or(m.open_time());
         for st in &doc.statements {
             if let ast::StatementKind::Plan(p) = &st.kind {
                 let one = ast::Document {
                     statements: vec![st.clone()],
                     tail: Vec::new(),
-                };
-                let expires = match &p.ttl {
-                    ast::Ttl::At(c) => Ts(c.minutes() * 60_000),
-                    ast::Ttl::After(d) => Ts(now.0.saturating_add(
-                        u32::try_from(d.seconds().saturating_mul(1000)).unwrap_or(u32::MAX),
-                    )),
                 };
                 self.plan_meta.insert(
                     p.name.text.clone(),
@@ -320,7 +310,6 @@ impl<R: BufRead> Run<R> {
                         owner: owner.map(str::to_string),
                         budget_r: p.budget.value(),
                         ttl: p.ttl.clone(),
-                        expires,
                         text: crate::lang::print(&one),
                     },
                 );
