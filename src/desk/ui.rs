@@ -757,27 +757,47 @@ fn draw_editor(f: &mut Frame, app: &App, r: Rect) {
     let (row, col) = ed.cursor();
     let cur_line = at.get(row).copied().unwrap_or(0);
     let scroll = cur_line.saturating_sub(inner_h.saturating_sub(2).max(1));
-    // Long lines scroll sideways with the cursor; « and » say there is more.
+    // The cursor's line (with its error carets) scrolls sideways to keep the cursor in view,
+    // as in nano; the other lines stay put. « and » say a line has more.
     let w = usize::from(text_area.width);
     let hs = col.saturating_sub(w.saturating_sub(2));
-    f.render_widget(
-        Paragraph::new(lines).scroll((scroll as u16, hs as u16)),
-        text_area,
-    );
+    let own = at.get(row).copied().unwrap_or(0)..at.get(row + 1).copied().unwrap_or(lines.len());
+    let cursor_lines: Vec<Line> = lines
+        .get(own.clone())
+        .map(<[Line]>::to_vec)
+        .unwrap_or_default();
+    f.render_widget(Paragraph::new(lines).scroll((scroll as u16, 0)), text_area);
     let more = Style::default()
         .fg(t.c("ui.title"))
         .add_modifier(Modifier::BOLD);
+    let base = Style::default().bg(t.c("ui.bg")).fg(t.c("ui.fg"));
     for y in 0..text_area.height {
-        let Some(lw) = widths.get(scroll + usize::from(y)) else {
+        let li = scroll + usize::from(y);
+        let Some(lw) = widths.get(li) else {
             break;
         };
         let yy = text_area.y + y;
-        if hs > 0 && *lw > 0 {
-            f.buffer_mut()[(text_area.x, yy)]
-                .set_symbol("«")
-                .set_style(more);
+        let shift = if own.contains(&li) { hs } else { 0 };
+        if shift > 0 {
+            let one = Rect {
+                y: yy,
+                height: 1,
+                ..text_area
+            };
+            f.buffer_mut().set_style(one, base);
+            for x in one.left()..one.right() {
+                f.buffer_mut()[(x, yy)].set_symbol(" ");
+            }
+            if let Some(l) = cursor_lines.get(li - own.start) {
+                f.render_widget(Paragraph::new(l.clone()).scroll((0, shift as u16)), one);
+            }
+            if *lw > 0 {
+                f.buffer_mut()[(text_area.x, yy)]
+                    .set_symbol("«")
+                    .set_style(more);
+            }
         }
-        if *lw > hs + w && text_area.width > 0 {
+        if *lw > shift + w && text_area.width > 0 {
             f.buffer_mut()[(text_area.right() - 1, yy)]
                 .set_symbol("»")
                 .set_style(more);
