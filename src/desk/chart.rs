@@ -371,7 +371,7 @@ pub fn draw(
     for y in plot.top()..plot.bottom() {
         put(buf, axis_x, y, "│", muted, area);
     }
-    let step = nice_step((hi - lo) / (f64::from(plot.height) / 3.0).max(1.0));
+    let step = nice_step((hi - lo) / (f64::from(plot.height) / 3.0).max(1.0)).max(0.01);
     let dp = decimals(step);
     let mut p = (lo / step).ceil() * step;
     while p <= hi {
