@@ -208,29 +208,25 @@ fn volume_label(v: u64) -> String {
 }
 
 fn put(buf: &mut Buffer, x: u16, y: u16, s: &str, st: Style, area: Rect) {
-    let mut x = x;
-    for ch in s.chars() {
-        if x >= area.right() || y >= area.bottom() || x < area.x || y < area.y {
+    for (x, ch) in (x..area.right()).zip(s.chars()) {
+        if y >= area.bottom() || x < area.x || y < area.y {
             return;
         }
         let c = &mut buf[(x, y)];
         c.set_char(ch);
         c.set_style(st);
-        x += 1;
     }
 }
 
 /// Write `s` from (x, y) into blank cells only, stopping at the first cell in use.
 fn put_blank(buf: &mut Buffer, x: u16, y: u16, s: &str, st: Style, area: Rect) {
-    let mut x = x;
-    for ch in s.chars() {
-        if x >= area.right() || buf[(x, y)].symbol() != " " {
+    for (x, ch) in (x..area.right()).zip(s.chars()) {
+        if buf[(x, y)].symbol() != " " {
             return;
         }
         let c = &mut buf[(x, y)];
         c.set_char(ch);
         c.set_style(st);
-        x += 1;
     }
 }
 
