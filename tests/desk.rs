@@ -1278,3 +1278,51 @@ fn a_session_file_edited_to_arm_a_refused_plan_arms_nothing_on_open() {
     assert!(r.outcome.errors()[0].one_line().contains("REPLAY"), "{r:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_click_focuses_the_pane_under_it_and_the_wheel_scrolls_the_log() {
+    use ratatui::crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
+    use ratatui::layout::Rect;
+    let mut app = app();
+    app.human_turn(desk::EXAMPLE_PLAN);
+    app.send(Command::Seek(ms(10, 30, 0)));
+    app.tick();
+    let area = Rect::new(0, 0, 160, 48);
+    let at = |app: &kestrel_desk::desk::app::App, p: Pane| {
+        let r = kestrel_desk::desk::ui::layout(app, area)
+            .into_iter()
+            .find(|(q, _)| *q == p)
+            .map(|(_, r)| r)
+            .unwrap();
+        (r.x + r.width / 2, r.y + r.height / 2)
+    };
+    let mouse = |kind, (column, row): (u16, u16)| MouseEvent {
+        kind,
+        column,
+        row,
+        modifiers: KeyModifiers::NONE,
+    };
+    let bus = at(&app, Pane::Bus);
+    app.mouse(mouse(MouseEventKind::Down(MouseButton::Left), bus), area);
+    assert_eq!(app.focus, Pane::Bus);
+    let n = app.log.shown().len();
+    app.mouse(mouse(MouseEventKind::ScrollUp, bus), area);
+    assert_eq!(app.log.sel, Some(n - 4), "the wheel scrolls three rows up");
+    app.mouse(mouse(MouseEventKind::ScrollDown, bus), area);
+    assert_eq!(
+        app.log.sel, None,
+        "scrolled back down, the log follows again"
+    );
+    // Lists: home / g to the top, G / end to the bottom.
+    press(&mut app, KeyCode::Home);
+    assert_eq!(app.log.sel, Some(0));
+    press(&mut app, KeyCode::End);
+    assert_eq!(app.log.sel, None);
+    let chart = at(&app, Pane::Chart);
+    app.mouse(mouse(MouseEventKind::Down(MouseButton::Left), chart), area);
+    assert_eq!(app.focus, Pane::Chart);
+    // A paste outside the editor focuses it and lands verbatim.
+    app.paste("STAND-DOWN   pasted\n");
+    assert_eq!(app.focus, Pane::Editor);
+    assert_eq!(app.editor.text(), "STAND-DOWN   pasted\n");
+}
