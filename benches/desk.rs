@@ -1,5 +1,5 @@
 //! The desk's draw and replay figures (docs/desk.md): one full draw at 200x60 with a busy
-//! session (goal: under 2 ms), and replay at max speed with the house agent answering its
+//! session — the candle chart with fills marked, the log decoded — (goal: under 2 ms), and replay at max speed with the house agent answering its
 //! wakes while drawing a frame after every 10 ms slice of engine work (tick events per
 //! second).
 //!
@@ -21,8 +21,15 @@ fn bench(c: &mut Criterion) {
     let mut app =
         desk::inline_app_with(desk::tape_source(None).expect("tape"), house, false).expect("app");
     app.human_turn(desk::EXAMPLE_PLAN);
+    app.human_turn(include_str!("../tests/chart-plans.kestrel"));
     app.send(Command::Seek(Ts::hms(13, 0, 0, 0)));
     app.human_turn("STAND-DOWN measured\n");
+    app.tick();
+    assert!(
+        !app.snap.chart.marks.is_empty(),
+        "the chart has marks to draw"
+    );
+    assert!(!app.log.shown().is_empty(), "the log has rows to draw");
     let mut t = Terminal::new(TestBackend::new(200, 60)).expect("terminal");
     c.bench_function("desk/draw 200x60 busy", |b| {
         b.iter(|| t.draw(|f| ui::draw(f, black_box(&app))).map(|_| ()))

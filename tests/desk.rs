@@ -67,10 +67,15 @@ fn status_line_shows_tape_clock_speed_and_hash() {
         assert!(s[0].contains("09:30:00.000"), "{}", s[0]);
         assert!(s[0].contains("60x") && s[0].contains("paused"), "{}", s[0]);
         assert!(
-            s[0].contains("mode sim") && s[0].contains("hash"),
+            s[0].contains(&format!("hash {}", &app.snap.hash[..12])),
             "{}",
             s[0]
         );
+        // Narrow, the least important fields go first; the hash stays.
+        assert_eq!(s[0].contains("mode sim"), w >= 160, "{}", s[0]);
+        // The footer keeps `? help` and `q quit` at every size.
+        let last = &s[usize::from(h) - 1];
+        assert!(last.contains("? help") && last.contains("q quit"), "{last}");
     }
 }
 
@@ -84,7 +89,7 @@ fn every_pane_draws_its_content_at_100x30() {
         (Pane::Chart, "Chart SPX"),
         (Pane::View, "FRAME tape="),
         (Pane::Plans, "no plans armed"),
-        (Pane::Bus, "{\"reason\":\"\""),
+        (Pane::Bus, "stand-down by"),
         (Pane::Journal, "stand-down"),
         (Pane::Tokens, "Tokens (cl100k)"),
         (Pane::Editor, "Editor"),
@@ -114,7 +119,7 @@ fn wide_screen_shows_every_pane_at_once() {
         "View default",
         "FRAME tape=",
         "Plans",
-        "Bus",
+        "Log —",
         "Journal",
         "Tokens (cl100k)",
         "Editor",
@@ -591,7 +596,18 @@ fn themes_switch_and_keys_show_in_help() {
     assert_ne!(app.theme().name, first);
     press(&mut app, KeyCode::Char('?'));
     let s = screen(&app, 100, 30);
-    assert!(has(&s, "Keys") && has(&s, "stand down") || has(&s, "STAND-DOWN"));
+    // The legend first: each pane's terms, 0.25R in dollars at the session's 1R.
+    assert!(
+        has(&s, "Terms") && has(&s, "bp vs anchor"),
+        "{}",
+        s.join("\n")
+    );
+    assert!(has(&s, "0.25R = $250"), "{}", s.join("\n"));
+    // The keys below, scrolled to; a scroll key keeps the help open.
+    press(&mut app, KeyCode::PageDown);
+    press(&mut app, KeyCode::PageDown);
+    let s = screen(&app, 100, 30);
+    assert!(has(&s, "STAND-DOWN"), "{}", s.join("\n"));
     press(&mut app, KeyCode::Char('q'));
     assert!(!app.quit, "the first key closes help");
     press(&mut app, KeyCode::Char('q'));
@@ -683,35 +699,42 @@ fn any_bus_event_can_be_selected_and_inspected() {
     app.send(Command::Seek(ms(10, 30, 0)));
     app.tick();
     app.set_focus(Pane::Bus);
-    let newest = app.selected_event().unwrap().to_string();
+    let shown = app.log.shown().len();
+    assert!(shown > 2, "the log has rows");
+    let newest = app.log.selected().unwrap().json.clone();
     press(&mut app, KeyCode::Up);
     press(&mut app, KeyCode::Up);
-    let (_, last) = app.bus_window();
-    assert_eq!(app.bus_sel, Some(last - 2));
-    let picked = app.selected_event().unwrap().to_string();
-    assert_ne!(picked, newest);
+    assert_eq!(app.log.sel, Some(shown - 3));
+    let picked = app.log.selected().unwrap().clone();
+    assert_ne!(picked.json, newest);
     let s = screen(&app, 160, 48);
     assert!(
-        has(&s, &format!("event {} of", last - 1)),
-        "the title names the selection"
+        has(&s, "scrolled (G follows)"),
+        "the title says the log stopped following"
     );
+    // New events do not move a scrolled log.
+    app.send(Command::Seek(ms(11, 30, 0)));
+    app.tick();
+    assert_eq!(app.log.selected().map(|r| r.no), Some(picked.no));
     press(&mut app, KeyCode::Enter);
     let Some(kestrel_desk::desk::app::Modal::Event(text)) = &app.modal else {
         panic!("{:?}", app.modal)
     };
-    let v: serde_json::Value = serde_json::from_str(text).unwrap();
-    assert_eq!(
-        v,
-        serde_json::from_str::<serde_json::Value>(&picked).unwrap()
+    assert_eq!(text, &kestrel_desk::desk::log::inspect(&picked.json));
+    assert!(
+        text.starts_with(&format!("type: {}\n", picked.ty)),
+        "the type comes first: {text}"
     );
-    assert!(text.lines().count() > 2, "pretty-printed");
+    assert!(
+        !text.contains("\\n"),
+        "line breaks are shown as lines: {text}"
+    );
     let s = screen(&app, 160, 48);
     assert!(has(&s, "Event"));
     press(&mut app, KeyCode::Esc);
     assert!(app.modal.is_none());
-    press(&mut app, KeyCode::Down);
-    press(&mut app, KeyCode::Down);
-    assert_eq!(app.bus_sel, None, "back to following the newest");
+    press(&mut app, KeyCode::Char('G'));
+    assert_eq!(app.log.sel, None, "back to following the newest");
 }
 
 #[test]
@@ -1270,4 +1293,52 @@ fn a_session_file_edited_to_arm_a_refused_plan_arms_nothing_on_open() {
     assert_eq!(r.outcome.name(), "invalid");
     assert!(r.outcome.errors()[0].one_line().contains("REPLAY"), "{r:?}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_click_focuses_the_pane_under_it_and_the_wheel_scrolls_the_log() {
+    use ratatui::crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
+    use ratatui::layout::Rect;
+    let mut app = app();
+    app.human_turn(desk::EXAMPLE_PLAN);
+    app.send(Command::Seek(ms(10, 30, 0)));
+    app.tick();
+    let area = Rect::new(0, 0, 160, 48);
+    let at = |app: &kestrel_desk::desk::app::App, p: Pane| {
+        let r = kestrel_desk::desk::ui::layout(app, area)
+            .into_iter()
+            .find(|(q, _)| *q == p)
+            .map(|(_, r)| r)
+            .unwrap();
+        (r.x + r.width / 2, r.y + r.height / 2)
+    };
+    let mouse = |kind, (column, row): (u16, u16)| MouseEvent {
+        kind,
+        column,
+        row,
+        modifiers: KeyModifiers::NONE,
+    };
+    let bus = at(&app, Pane::Bus);
+    app.mouse(mouse(MouseEventKind::Down(MouseButton::Left), bus), area);
+    assert_eq!(app.focus, Pane::Bus);
+    let n = app.log.shown().len();
+    app.mouse(mouse(MouseEventKind::ScrollUp, bus), area);
+    assert_eq!(app.log.sel, Some(n - 4), "the wheel scrolls three rows up");
+    app.mouse(mouse(MouseEventKind::ScrollDown, bus), area);
+    assert_eq!(
+        app.log.sel, None,
+        "scrolled back down, the log follows again"
+    );
+    // Lists: home / g to the top, G / end to the bottom.
+    press(&mut app, KeyCode::Home);
+    assert_eq!(app.log.sel, Some(0));
+    press(&mut app, KeyCode::End);
+    assert_eq!(app.log.sel, None);
+    let chart = at(&app, Pane::Chart);
+    app.mouse(mouse(MouseEventKind::Down(MouseButton::Left), chart), area);
+    assert_eq!(app.focus, Pane::Chart);
+    // A paste outside the editor focuses it and lands verbatim.
+    app.paste("STAND-DOWN   pasted\n");
+    assert_eq!(app.focus, Pane::Editor);
+    assert_eq!(app.editor.text(), "STAND-DOWN   pasted\n");
 }

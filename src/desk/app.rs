@@ -2,9 +2,11 @@
 //! in, [`Command`]s to the [`Session`](crate::session::Session) out; no terminal and no
 //! market, engine or agent state — [`App::tick`] takes the latest [`SessionSnapshot`].
 
+use super::chart::{ChartState, Move};
 use super::editor::Editor;
 use super::handle::SessionHandle;
 use super::keys::{Action, KeyMap};
+use super::log::Log;
 use super::theme::Theme;
 use crate::lang;
 use crate::market::Ts;
@@ -102,6 +104,8 @@ pub enum PromptKind {
     StandDown,
     /// A tape time to seek to.
     Seek,
+    /// The Log's filter.
+    Filter,
 }
 
 /// Bus / Blotter toggle.
@@ -139,9 +143,6 @@ pub struct App {
     pub bus_mode: BusMode,
     /// Selected plan row.
     pub plan_sel: usize,
-    /// Selected Bus event (its number in the stream, 0 = the first); `None` follows the
-    /// newest.
-    pub bus_sel: Option<u64>,
     /// Scroll of the View pane.
     pub view_scroll: u16,
     /// The last message of the screen's own (a theme switch, a bad seek time).
@@ -158,6 +159,12 @@ pub struct App {
     pub quit: bool,
     /// Prompt-side token counts: (card, menu).
     pub prompt_tokens: (usize, usize),
+    /// The chart's interval, symbol, zoom and cursor.
+    pub chart: ChartState,
+    /// The Bus pane's log: decoded rows, filter, selection.
+    pub log: Log,
+    /// How far the help or an inspected event is scrolled.
+    pub modal_scroll: u16,
 }
 
 /// The catalog spelling of each pane when picked in SHOW VIEW (defaults for required
@@ -205,7 +212,7 @@ impl App {
                 }
             )
         });
-        App {
+        let mut app = App {
             session,
             snap,
             focus: Pane::Chart,
@@ -218,7 +225,6 @@ impl App {
             modal: None,
             bus_mode: BusMode::Bus,
             plan_sel: 0,
-            bus_sel: None,
             view_scroll: 0,
             message,
             notices_seen,
@@ -227,7 +233,12 @@ impl App {
             warnings: Vec::new(),
             quit: false,
             prompt_tokens: (card, count(&menu)),
-        }
+            chart: ChartState::default(),
+            log: Log::default(),
+            modal_scroll: 0,
+        };
+        app.log.sync(&app.snap);
+        app
     }
 
     /// The theme in use.
@@ -264,8 +275,13 @@ impl App {
     /// Take the latest snapshot; a new notice of the session becomes the message, and the
     /// result of a submitted turn arrives (an authored turn clears the editor it came from;
     /// a SHOW VIEW focuses the View pane).
-    pub fn tick(&mut self) {
-        self.snap = self.session.latest();
+    pub fn tick(&mut self) -> bool {
+        let snap = self.session.latest();
+        let changed = !Arc::ptr_eq(&snap, &self.snap);
+        self.snap = snap;
+        if changed {
+            self.log.sync(&self.snap);
+        }
         if self.snap.notices_total != self.notices_seen {
             if let Some(n) = self.snap.notices.last() {
                 self.message = Some(n.text.clone());
@@ -284,6 +300,7 @@ impl App {
             }
             self.awaiting_submit = None;
         }
+        changed
     }
 
     /// The event numbers the Bus pane holds: (oldest, newest).
@@ -291,16 +308,6 @@ impl App {
         let n = self.snap.bus_events;
         let held = self.snap.bus.len() as u64;
         (n.saturating_sub(held), n.saturating_sub(1))
-    }
-
-    /// The selected Bus event's line (the newest when following).
-    pub fn selected_event(&self) -> Option<&str> {
-        let (first, last) = self.bus_window();
-        let i = self.bus_sel.unwrap_or(last).clamp(first, last);
-        self.snap
-            .bus
-            .get(usize::try_from(i - first).ok()?)
-            .map(String::as_str)
     }
 
     /// Every turn for the Journal and Tokens panes, in tape order: the person's and the
@@ -370,7 +377,19 @@ impl App {
             }
             return;
         }
-        let Some(a) = action else { return };
+        let Some(mut a) = action else { return };
+        // In a list, g / home go to the top (elsewhere they seek and go back to the open).
+        if matches!(self.focus, Pane::Plans | Pane::Bus | Pane::View)
+            && self.keys.binds(Action::Top, &k)
+        {
+            a = Action::Top;
+        }
+        if self.focus == Pane::Chart && self.chart_key(a) {
+            return;
+        }
+        if self.focus == Pane::Bus && self.bus_mode == BusMode::Bus && self.log_key(a) {
+            return;
+        }
         match a {
             Action::Quit => self.quit = true,
             Action::Help => self.modal = Some(Modal::Help),
@@ -466,11 +485,6 @@ impl App {
             }
             Action::Up => match self.focus {
                 Pane::Plans => self.plan_sel = self.plan_sel.saturating_sub(1),
-                Pane::Bus => {
-                    let (first, last) = self.bus_window();
-                    let cur = self.bus_sel.unwrap_or(last);
-                    self.bus_sel = Some(cur.saturating_sub(1).max(first).min(last));
-                }
                 Pane::View => self.view_scroll = self.view_scroll.saturating_sub(1),
                 _ => {}
             },
@@ -479,31 +493,15 @@ impl App {
                     self.plan_sel = (self.plan_sel + 1).min(self.snap.plans.len().saturating_sub(1))
                 }
                 Pane::View => self.view_scroll = self.view_scroll.saturating_add(1),
-                Pane::Bus => {
-                    let (_, last) = self.bus_window();
-                    self.bus_sel = match self.bus_sel {
-                        Some(i) if i + 1 < last => Some(i + 1),
-                        _ => None,
-                    };
-                }
                 _ => {}
             },
-            Action::Open => match self.focus {
-                Pane::Bus => {
-                    if let Some(line) = self.selected_event() {
-                        let text = serde_json::from_str::<serde_json::Value>(line)
-                            .ok()
-                            .and_then(|v| serde_json::to_string_pretty(&v).ok())
-                            .unwrap_or_else(|| line.to_string());
-                        self.modal = Some(Modal::Event(text));
-                    }
+            Action::Open => {
+                if self.focus != Pane::Bus
+                    && let Some(p) = self.snap.plans.get(self.plan_sel)
+                {
+                    self.modal = Some(Modal::PlanText(p.text.clone()));
                 }
-                _ => {
-                    if let Some(p) = self.snap.plans.get(self.plan_sel) {
-                        self.modal = Some(Modal::PlanText(p.text.clone()));
-                    }
-                }
-            },
+            }
             Action::Yank => {
                 if let Some(p) = self.snap.plans.get(self.plan_sel) {
                     let (text, name) = (p.text.clone(), p.name.clone());
@@ -512,7 +510,151 @@ impl App {
                     self.message = Some(format!("copied {name} into the editor"));
                 }
             }
-            Action::Submit | Action::Leave => {}
+            Action::PageUp | Action::PageDown | Action::Top | Action::Bottom => match self.focus {
+                Pane::Plans => {
+                    let n = self.snap.plans.len().saturating_sub(1);
+                    self.plan_sel = match a {
+                        Action::PageUp => self.plan_sel.saturating_sub(10),
+                        Action::PageDown => (self.plan_sel + 10).min(n),
+                        Action::Top => 0,
+                        _ => n,
+                    };
+                }
+                Pane::View => {
+                    let n = self.snap.frame.text.lines().count() as u16;
+                    self.view_scroll = match a {
+                        Action::PageUp => self.view_scroll.saturating_sub(10),
+                        Action::PageDown => self.view_scroll.saturating_add(10).min(n),
+                        Action::Top => 0,
+                        _ => n.saturating_sub(10),
+                    };
+                }
+                _ => {}
+            },
+            Action::Filter => {
+                self.set_focus(Pane::Bus);
+                self.bus_mode = BusMode::Bus;
+                self.modal = Some(Modal::Prompt {
+                    kind: PromptKind::Filter,
+                    input: self.log.filter.clone(),
+                });
+            }
+            Action::Submit
+            | Action::Leave
+            | Action::Left
+            | Action::Right
+            | Action::Interval
+            | Action::ZoomIn
+            | Action::ZoomOut
+            | Action::ChartSymbol => {}
+        }
+    }
+
+    /// The chart's own keys (when it is focused); `false`: not a chart key.
+    fn chart_key(&mut self, a: Action) -> bool {
+        let n = self.chart.candles(&self.snap.chart).len();
+        match a {
+            Action::Left => self.chart.step(Move::Left, n),
+            Action::Right => self.chart.step(Move::Right, n),
+            Action::PageUp => self.chart.step(Move::PageLeft, n),
+            Action::PageDown => self.chart.step(Move::PageRight, n),
+            Action::Bottom => self.chart.step(Move::Follow, n),
+            Action::Interval => {
+                let c = self.snap.chart.clone();
+                self.chart.toggle_interval(&c);
+            }
+            Action::ZoomIn => self.chart.zoom(true),
+            Action::ZoomOut => self.chart.zoom(false),
+            Action::ChartSymbol => {
+                let c = self.snap.chart.clone();
+                self.chart.next_series(&c);
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    /// The log's own keys (when the Bus pane shows it); `false`: not a log key.
+    fn log_key(&mut self, a: Action) -> bool {
+        let page = self.log.page.get().max(1) as isize;
+        match a {
+            Action::Up => self.log.step(-1),
+            Action::Down => self.log.step(1),
+            Action::PageUp => self.log.step(-page),
+            Action::PageDown => self.log.step(page),
+            Action::Top => self.log.top(),
+            Action::Bottom => self.log.follow(),
+            Action::Open => {
+                if let Some(r) = self.log.selected() {
+                    self.modal = Some(Modal::Event(super::log::inspect(&r.json)));
+                }
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    /// A paste (bracketed by the terminal): into the editor verbatim (it is focused first);
+    /// into an open prompt as one line.
+    pub fn paste(&mut self, text: &str) {
+        match self.modal.take() {
+            Some(Modal::Prompt { kind, mut input }) => {
+                input.push_str(text.lines().next().unwrap_or(""));
+                self.modal = Some(Modal::Prompt { kind, input });
+            }
+            Some(m) => self.modal = Some(m),
+            None => {
+                self.set_focus(Pane::Editor);
+                self.editor.paste(text);
+            }
+        }
+    }
+
+    /// A mouse event on a screen of `area`: a click focuses the pane under it, the wheel
+    /// scrolls it.
+    pub fn mouse(&mut self, m: ratatui::crossterm::event::MouseEvent, area: ratatui::layout::Rect) {
+        use ratatui::crossterm::event::{MouseButton, MouseEventKind};
+        if self.modal.is_some() {
+            return;
+        }
+        let at = ratatui::layout::Position::new(m.column, m.row);
+        let Some(pane) = super::ui::layout(self, area)
+            .into_iter()
+            .find(|(_, r)| r.contains(at))
+            .map(|(p, _)| p)
+        else {
+            return;
+        };
+        match m.kind {
+            MouseEventKind::Down(MouseButton::Left) => self.set_focus(pane),
+            MouseEventKind::ScrollUp | MouseEventKind::ScrollDown => {
+                let up = m.kind == MouseEventKind::ScrollUp;
+                match pane {
+                    Pane::Bus => self.log.step(if up { -3 } else { 3 }),
+                    Pane::View => {
+                        self.view_scroll = if up {
+                            self.view_scroll.saturating_sub(3)
+                        } else {
+                            self.view_scroll.saturating_add(3)
+                        }
+                    }
+                    Pane::Plans => {
+                        let n = self.snap.plans.len().saturating_sub(1);
+                        self.plan_sel = if up {
+                            self.plan_sel.saturating_sub(1)
+                        } else {
+                            (self.plan_sel + 1).min(n)
+                        };
+                    }
+                    Pane::Chart => {
+                        let n = self.chart.candles(&self.snap.chart).len();
+                        self.chart
+                            .step(if up { Move::Left } else { Move::Right }, n);
+                    }
+                    _ => {}
+                }
+            }
+            _ => {}
         }
     }
 
@@ -546,7 +688,28 @@ impl App {
                     self.message = Some("restarted from the open: the book is empty".into());
                 }
             }
+            Modal::Help | Modal::Event(_)
+                if matches!(
+                    k.code,
+                    KeyCode::Up
+                        | KeyCode::Down
+                        | KeyCode::Char('j')
+                        | KeyCode::Char('k')
+                        | KeyCode::PageUp
+                        | KeyCode::PageDown
+                ) =>
+            {
+                // Long dialogs scroll; any other key closes them.
+                self.modal_scroll = match k.code {
+                    KeyCode::Up | KeyCode::Char('k') => self.modal_scroll.saturating_sub(1),
+                    KeyCode::PageUp => self.modal_scroll.saturating_sub(10),
+                    KeyCode::PageDown => self.modal_scroll.saturating_add(10),
+                    _ => self.modal_scroll.saturating_add(1),
+                };
+                self.modal = Some(m);
+            }
             Modal::Help | Modal::PlanText(_) | Modal::Event(_) => {
+                self.modal_scroll = 0;
                 if let (Modal::PlanText(t), Some(Action::Yank)) = (&m, self.keys.action(&k)) {
                     self.editor.set_text(t);
                     self.set_focus(Pane::Editor);
@@ -558,6 +721,18 @@ impl App {
                     PromptKind::StandDown => {
                         let text = format!("STAND-DOWN {}", input.trim());
                         self.human_turn(&text);
+                    }
+                    PromptKind::Filter => {
+                        self.log.set_filter(&input);
+                        self.message = Some(if self.log.filter.is_empty() {
+                            "log: every event".into()
+                        } else {
+                            format!(
+                                "log filtered by /{}: {} rows (/ then enter clears)",
+                                self.log.filter,
+                                self.log.shown().len()
+                            )
+                        });
                     }
                     PromptKind::Seek => match parse_time(input.trim()) {
                         Some(t) if t < self.snap.open || t > self.snap.close => {

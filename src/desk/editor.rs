@@ -71,6 +71,10 @@ pub struct Editor {
     /// First buffer line shown.
     pub scroll: usize,
     diags: Vec<Diagnostic>,
+    /// The line Enter just indented, and by how much: a space typed there first replaces
+    /// the automatic indent (the text brings its own, e.g. a paste the terminal did not
+    /// bracket), so indentation never stacks.
+    auto_indent: Option<(usize, usize)>,
 }
 
 impl Default for Editor {
@@ -92,6 +96,7 @@ impl Editor {
             col: 0,
             scroll: 0,
             diags: Vec::new(),
+            auto_indent: None,
         };
         e.set_text(text);
         e
@@ -111,12 +116,40 @@ impl Editor {
         }
         self.row = self.lines.len() - 1;
         self.col = self.lines[self.row].chars().count();
+        self.auto_indent = None;
         self.reparse();
     }
 
-    /// The text, lines joined with `\n` (a final newline when not empty).
+    /// Insert pasted text at the cursor exactly as it is (a bracketed paste: no automatic
+    /// indentation, CR LF and CR read as line breaks); the cursor ends after it.
+    pub fn paste(&mut self, text: &str) {
+        let text = text.replace("\r\n", "\n").replace('\r', "\n");
+        let b = char_to_byte(&self.lines[self.row], self.col);
+        let rest = self.lines[self.row].split_off(b);
+        let mut parts = text.split('\n');
+        if let Some(first) = parts.next() {
+            self.lines[self.row].push_str(first);
+        }
+        for p in parts {
+            self.row += 1;
+            self.lines.insert(self.row, p.to_string());
+        }
+        self.col = self.lines[self.row].chars().count();
+        self.lines[self.row].push_str(&rest);
+        self.auto_indent = None;
+        self.reparse();
+    }
+
+    /// The buffer's lines.
+    pub fn lines(&self) -> &[String] {
+        &self.lines
+    }
+
+    /// The text, lines joined with `\n` (one final newline when not empty; blank lines at
+    /// the end are not part of the text).
     pub fn text(&self) -> String {
         let mut s = self.lines.join("\n");
+        s.truncate(s.trim_end_matches('\n').len());
         if !s.trim().is_empty() {
             s.push('\n');
         }
@@ -153,7 +186,22 @@ impl Editor {
         let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
         let len = |e: &Editor| e.lines[e.row].chars().count();
         let mut edited = false;
+        let auto = self.auto_indent.take();
         match k.code {
+            KeyCode::Char(' ')
+                if !ctrl
+                    && auto == Some((self.row, self.col))
+                    && self.lines[self.row]
+                        .chars()
+                        .take(self.col)
+                        .all(|c| c == ' ') =>
+            {
+                // The text brings its own indentation: drop the automatic one.
+                let b = char_to_byte(&self.lines[self.row], self.col);
+                self.lines[self.row].replace_range(..b, " ");
+                self.col = 1;
+                edited = true;
+            }
             KeyCode::Char('a') if ctrl => self.col = 0,
             KeyCode::Char('e') if ctrl => self.col = len(self),
             KeyCode::Char('k') if ctrl => {
@@ -188,6 +236,9 @@ impl Editor {
                 }
                 self.row += 1;
                 self.col = indent.chars().count();
+                if self.col > 0 {
+                    self.auto_indent = Some((self.row, self.col));
+                }
                 self.lines.insert(self.row, indent + rest.trim_start());
                 edited = true;
             }
@@ -266,12 +317,7 @@ impl Editor {
                 out.push(Line::from(vec![
                     Span::styled(format!("{pad}^ "), err.add_modifier(Modifier::BOLD)),
                     Span::styled(
-                        format!(
-                            "code={} rule={}: {}",
-                            d.code,
-                            d.rule,
-                            d.message.replace('\n', " ")
-                        ),
+                        format!("code={} rule={} (whole below)", d.code, d.rule),
                         err,
                     ),
                 ]));
@@ -286,6 +332,24 @@ impl Editor {
         }
         (out, at)
     }
+}
+
+/// The first coded error in words, whole: where, the code and rule, the message (its line
+/// breaks as spaces), and how many more there are.
+pub fn message(diags: &[Diagnostic]) -> Option<String> {
+    let d = diags.first()?;
+    let more = match diags.len() {
+        1 => String::new(),
+        n => format!(" (+{} more)", n - 1),
+    };
+    Some(format!(
+        "line {} col {}: code={} rule={}: {}{more}",
+        d.line,
+        d.col,
+        d.code,
+        d.rule,
+        d.message.split_whitespace().collect::<Vec<_>>().join(" ")
+    ))
 }
 
 /// Highlight one line of Kestrel.
@@ -393,6 +457,19 @@ mod tests {
             .map(|s| s.content.as_ref())
             .collect();
         assert!(under.contains("code=PARSE"), "{under}");
+    }
+
+    #[test]
+    fn a_paste_lands_verbatim_and_typed_spaces_replace_the_auto_indent() {
+        let doc = "PLAN p budget 0.05R ttl +20m\n  WHEN spot crosses above 5200\n  DO buy 1 +1 C @ fair-2c\n";
+        let mut e = Editor::default();
+        e.paste(doc);
+        assert_eq!(e.text(), doc);
+        assert!(e.diagnostics().is_empty(), "{:?}", e.diagnostics());
+        // The same text typed key by key (a terminal that does not bracket pastes): the
+        // auto-indent after PLAN gives way to the text's own two spaces.
+        let typed = typed(doc.trim_end());
+        assert_eq!(typed.text(), doc);
     }
 
     #[test]

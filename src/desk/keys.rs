@@ -65,6 +65,17 @@ actions! {
     Yank, "yank", ["y"], "Plans: copy the selected plan's text into the editor";
     Submit, "submit", ["ctrl+s", "alt+enter"], "editor: submit the turn through the router";
     Leave, "leave", ["esc"], "editor / dialogs: leave";
+    Left, "left", ["left", "h"], "Chart: cursor one candle left (the window pans)";
+    Right, "right", ["right", "l"], "Chart: cursor one candle right";
+    PageUp, "page_up", ["pageup"], "lists: a page up · Chart: a window left";
+    PageDown, "page_down", ["pagedown"], "lists: a page down · Chart: a window right";
+    Top, "top", ["g", "home"], "lists (Plans, Log, View): the top (elsewhere g seeks, home goes to the open)";
+    Bottom, "bottom", ["G", "end"], "lists: the bottom, and the Log follows new events again · Chart: follow";
+    Filter, "filter", ["/"], "Log: filter by kind or plan (enter with nothing clears)";
+    Interval, "interval", ["m"], "Chart: 1- / 5-minute candles";
+    ZoomIn, "zoom_in", ["z"], "Chart: wider candles";
+    ZoomOut, "zoom_out", ["Z"], "Chart: narrower candles (more of the session)";
+    ChartSymbol, "chart_symbol", ["o"], "Chart: the other symbol (signal / exec)";
 }
 
 /// A key as the desk compares them: code plus the ctrl / alt modifiers.
@@ -300,6 +311,15 @@ impl KeyMap {
     }
 
     /// The first key of an action, as a label.
+    /// Is `k` one of the keys of `a` (even when another action took the key first)?
+    pub fn binds(&self, a: Action, k: &KeyEvent) -> bool {
+        Key::from_event(k).is_some_and(|key| {
+            self.by_action
+                .get(&a)
+                .is_some_and(|keys| keys.contains(&key))
+        })
+    }
+
     pub fn label(&self, a: Action) -> String {
         self.by_action
             .get(&a)

@@ -14,9 +14,13 @@
 //! - [`editor`], [`theme`], [`keys`]: the pieces.
 
 pub mod app;
+pub mod chart;
 pub mod editor;
+pub mod fit;
 pub mod handle;
 pub mod keys;
+pub mod legend;
+pub mod log;
 pub mod theme;
 pub mod ui;
 
@@ -377,7 +381,24 @@ fn run_inner(a: &DeskArgs) -> color_eyre::Result<()> {
             ));
         }
     };
+    // Pastes arrive whole (bracketed) and the mouse clicks and scrolls.
+    {
+        use ratatui::crossterm::event::{EnableBracketedPaste, EnableMouseCapture};
+        let _ = ratatui::crossterm::execute!(
+            std::io::stdout(),
+            EnableBracketedPaste,
+            EnableMouseCapture
+        );
+    }
     let res = event_loop(&mut terminal, &mut app);
+    {
+        use ratatui::crossterm::event::{DisableBracketedPaste, DisableMouseCapture};
+        let _ = ratatui::crossterm::execute!(
+            std::io::stdout(),
+            DisableBracketedPaste,
+            DisableMouseCapture
+        );
+    }
     ratatui::restore();
     let written = app.snap.written;
     app.session.shutdown();
@@ -400,16 +421,34 @@ fn run_inner(a: &DeskArgs) -> color_eyre::Result<()> {
 fn event_loop(terminal: &mut ratatui::DefaultTerminal, app: &mut App) -> color_eyre::Result<()> {
     use ratatui::crossterm::event::{self, Event, KeyEventKind};
     use std::time::Duration;
+    // Redraw on events, not on a timer: a key, a paste, the mouse, a resize, or a new
+    // snapshot of the session. Paused, the loop wakes four times a second to look for a
+    // snapshot and sleeps otherwise (docs/desk.md, "Idle").
+    let mut dirty = true;
     loop {
-        app.tick();
-        terminal.draw(|f| ui::draw(f, app))?;
-        if event::poll(Duration::from_millis(33))? {
+        if app.tick() {
+            dirty = true;
+        }
+        if dirty {
+            terminal.draw(|f| ui::draw(f, app))?;
+            dirty = false;
+        }
+        let wait = if app.snap.playing {
+            Duration::from_millis(33)
+        } else {
+            Duration::from_millis(250)
+        };
+        if event::poll(wait)? {
             loop {
-                if let Event::Key(k) = event::read()?
-                    && k.kind != KeyEventKind::Release
-                {
-                    app.key(k);
+                let size = terminal.size()?;
+                let area = ratatui::layout::Rect::new(0, 0, size.width, size.height);
+                match event::read()? {
+                    Event::Key(k) if k.kind != KeyEventKind::Release => app.key(k),
+                    Event::Paste(text) => app.paste(&text),
+                    Event::Mouse(m) => app.mouse(m, area),
+                    _ => {}
                 }
+                dirty = true;
                 if app.quit || !event::poll(Duration::ZERO)? {
                     break;
                 }

@@ -31,6 +31,76 @@ impl Theme {
         self.colors.get(key).copied().unwrap_or(Color::Reset)
     }
 
+    /// The screen's background.
+    pub fn bg(&self) -> Color {
+        self.c("ui.bg")
+    }
+
+    /// Ordinary text.
+    pub fn fg(&self) -> Color {
+        self.c("ui.fg")
+    }
+
+    /// Secondary text (axes, hints).
+    pub fn muted(&self) -> Color {
+        self.c("ui.muted")
+    }
+
+    /// The selection / cursor background.
+    pub fn selection(&self) -> Color {
+        self.c("ui.selection_bg")
+    }
+
+    /// A candle that closed at or above its open.
+    pub fn candle_up(&self) -> Color {
+        self.c("market.up")
+    }
+
+    /// A candle that closed below its open.
+    pub fn candle_down(&self) -> Color {
+        self.c("market.down")
+    }
+
+    /// A chart level line and its label.
+    pub fn level(&self, l: super::chart::Level) -> Color {
+        match l {
+            super::chart::Level::Vwap => self.c("market.vwap"),
+            super::chart::Level::Hod => self.c("market.hod"),
+            super::chart::Level::Lod => self.c("market.lod"),
+        }
+    }
+
+    /// A chart mark: a fire, a buy or a sell.
+    pub fn mark(&self, k: crate::session::candles::MarkKind) -> Color {
+        use crate::session::candles::MarkKind;
+        match k {
+            MarkKind::Fire => self.c("market.fire"),
+            MarkKind::Buy => self.c("market.up"),
+            MarkKind::Sell => self.c("market.down"),
+        }
+    }
+
+    /// The colour of a kind of event in the log.
+    pub fn event(&self, k: super::log::Kind) -> Color {
+        use super::log::Kind;
+        match k {
+            Kind::Session => self.c("ui.muted"),
+            Kind::Armed | Kind::Plan => self.c("syntax.clause"),
+            Kind::Fired => self.c("market.fire"),
+            Kind::Order => self.c("state.info"),
+            Kind::Fill => self.c("market.fill"),
+            Kind::Risk | Kind::Error => self.c("state.error"),
+            Kind::Mark => self.c("ui.muted"),
+            Kind::Wake => self.c("syntax.series"),
+            Kind::Suppressed => self.c("state.warn"),
+            Kind::Frame => self.c("syntax.anchor"),
+            Kind::Turn => self.c("syntax.keyword"),
+            Kind::StandDown => self.c("state.warn"),
+            Kind::Headline => self.c("syntax.number"),
+            Kind::Other => self.c("ui.fg"),
+        }
+    }
+
     /// Every key the theme defines, sorted.
     pub fn keys(&self) -> impl Iterator<Item = &str> {
         self.colors.keys().map(String::as_str)

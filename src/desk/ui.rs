@@ -11,11 +11,9 @@ use crate::turn::Outcome;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
-use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{
-    Axis, Block, BorderType, Borders, Cell, Chart, Clear, Dataset, GraphType, Paragraph, Row,
-    Table, Tabs, Wrap,
+    Block, BorderType, Borders, Cell, Clear, Paragraph, Row, Table, Tabs, Wrap,
 };
 
 /// Panes that share one tabbed column on a compact screen.
@@ -200,30 +198,72 @@ fn draw_status(f: &mut Frame, app: &App, r: Rect) {
         }
         None => "none".into(),
     };
-    let text = format!(
-        " KESTREL │ tape {} │ {} │ {} {} │ mode sim │ author {} │ hash {} (engine) ",
-        s.tape.trim_start_matches("bundled:"),
-        s.clock,
-        play,
-        s.speed.label(),
-        author,
-        short_hash(&s.hash),
-    );
+    // Fields in screen order with a rank: the least important go first when the line is
+    // narrow (the clock, the play state and the hash stay).
+    let fields = [
+        (6, "KESTREL".to_string()),
+        (4, format!("tape {}", s.tape.trim_start_matches("bundled:"))),
+        (0, s.clock.to_string()),
+        (1, format!("{} {}", play, s.speed.label())),
+        (5, "mode sim".to_string()),
+        (3, format!("author {author}")),
+        (2, format!("hash {} (engine)", short_hash(&s.hash))),
+    ];
+    let text = status_text(&fields, usize::from(r.width));
     f.render_widget(Paragraph::new(text).style(base), r);
+}
+
+/// The status line from ranked fields: drop the highest rank until it fits (an author too
+/// long on its own is cut with `…`).
+fn status_text(fields: &[(u8, String)], width: usize) -> String {
+    let mut keep: Vec<(u8, String)> = fields.to_vec();
+    let join = |k: &[(u8, String)]| {
+        format!(
+            " {} ",
+            k.iter()
+                .map(|(_, t)| t.as_str())
+                .collect::<Vec<_>>()
+                .join(" │ ")
+        )
+    };
+    while join(&keep).chars().count() > width && keep.len() > 3 {
+        if let Some(i) = keep
+            .iter()
+            .enumerate()
+            .max_by_key(|(_, (rank, _))| *rank)
+            .map(|(i, _)| i)
+        {
+            keep.remove(i);
+        }
+    }
+    super::fit::fit(&join(&keep), width)
 }
 
 fn footer_keys(app: &App) -> Vec<Action> {
     use Action::*;
     match app.focus {
         Pane::Editor => vec![Submit, Leave],
-        Pane::Plans => vec![Up, Down, Open, Yank, PlayPause, StandDown, Help, Quit],
+        Pane::Plans => vec![Up, Down, Open, Yank, PlayPause, StandDown, PageDown, Top],
         Pane::Bus => vec![
-            Up, Down, Open, BusToggle, PlayPause, Faster, Slower, Help, Quit,
+            Up, Down, Open, Filter, BusToggle, Bottom, PlayPause, Faster, Slower,
         ],
-        Pane::View => vec![Up, Down, ShowView, PlayPause, Help, Quit],
+        Pane::View => vec![Up, Down, ShowView, PlayPause, PageDown],
+        Pane::Chart => vec![
+            PlayPause,
+            Left,
+            Right,
+            Interval,
+            ZoomIn,
+            ChartSymbol,
+            Bottom,
+            Faster,
+            Slower,
+            Editor,
+            FocusNext,
+        ],
         _ => vec![
             PlayPause, Faster, Slower, StepTick, StepBar, Seek, Editor, StandDown, ShowView,
-            FocusNext, Help, Quit,
+            FocusNext,
         ],
     }
 }
@@ -238,14 +278,9 @@ fn draw_footer(f: &mut Frame, app: &App, r: Rect) {
     // The newest message (a notice of the session: what routed, what was refused, what an
     // agent did to your plans) comes first, so a narrow screen still shows it.
     if let Some(m) = app.message.as_ref().filter(|_| app.proposal().is_none()) {
-        let room = usize::from(r.width).saturating_mul(3) / 5;
-        let m: String = if m.chars().count() > room {
-            let mut s: String = m.chars().take(room.saturating_sub(1)).collect();
-            s.push('…');
-            s
-        } else {
-            m.clone()
-        };
+        let room = (usize::from(r.width).saturating_mul(3) / 5)
+            .min(usize::from(r.width).saturating_sub(20));
+        let m = super::fit::fit(m, room);
         spans.push(Span::styled(
             format!(" {m} │"),
             Style::default().fg(t.c("state.info")),
@@ -276,17 +311,39 @@ fn draw_footer(f: &mut Frame, app: &App, r: Rect) {
         spans.push(Span::styled(app.keys.label(Action::Reject), key));
         spans.push(Span::styled(" reject ", muted));
     } else {
+        // `? help` and `q quit` always show at the right; other keys fill what is left.
+        let tail: Vec<Span> = [Action::Help, Action::Quit]
+            .iter()
+            .flat_map(|a| {
+                [
+                    Span::styled(format!(" {}", app.keys.label(*a)), key),
+                    Span::styled(format!(" {}", a.name().replace('_', "-")), muted),
+                ]
+            })
+            .collect();
+        let tail_w: usize = tail.iter().map(Span::width).sum();
+        let mut used: usize = spans.iter().map(Span::width).sum();
+        let room = usize::from(r.width).saturating_sub(tail_w + 1);
         for a in footer_keys(app) {
-            spans.push(Span::styled(format!(" {}", app.keys.label(a)), key));
-            let word = a.name().replace('_', "-");
-            spans.push(Span::styled(format!(" {word}"), muted));
+            let k = format!(" {}", app.keys.label(a));
+            let word = format!(" {}", a.name().replace('_', "-"));
+            let w = k.chars().count() + word.chars().count();
+            if used + w > room {
+                break;
+            }
+            used += w;
+            spans.push(Span::styled(k, key));
+            spans.push(Span::styled(word, muted));
         }
         if app.focus == Pane::Editor {
-            spans.push(Span::styled(
-                "  (tab indents; arrows move; C-u clears)",
-                muted,
-            ));
+            let hint = "  (paste lands as is; tab indents; C-u clears)";
+            if used + hint.chars().count() <= room {
+                used += hint.chars().count();
+                spans.push(Span::styled(hint, muted));
+            }
         }
+        spans.push(Span::raw(" ".repeat(room.saturating_sub(used) + 1)));
+        spans.extend(tail);
     }
     f.render_widget(Paragraph::new(Line::from(spans)), r);
 }
@@ -320,114 +377,20 @@ fn draw_view(f: &mut Frame, app: &App, r: Rect) {
     );
 }
 
-fn hhmm(secs: f64) -> String {
-    let s = secs.max(0.0) as u32;
-    format!("{:02}:{:02}", s / 3600, (s / 60) % 60)
-}
-
 fn draw_chart(f: &mut Frame, app: &App, r: Rect) {
-    let t = app.theme();
-    let c = &app.snap.chart;
-    let last = c.points.last().map(|p| p.1);
-    let title = format!(
-        "Chart {} {}  hod {}  lod {}  vwap {}",
-        c.sym,
-        last.map(|p| format!("{p:.2}"))
-            .unwrap_or_else(|| "-".into()),
-        c.hod
-            .map(|p| format!("{p:.2}"))
-            .unwrap_or_else(|| "-".into()),
-        c.lod
-            .map(|p| format!("{p:.2}"))
-            .unwrap_or_else(|| "-".into()),
-        c.vwap
-            .map(|p| format!("{p:.2}"))
-            .unwrap_or_else(|| "-".into()),
+    let title = super::chart::title(&app.snap.chart, &app.chart, r.width);
+    let title = super::fit::fit(&title, usize::from(r.width.saturating_sub(4)));
+    let b = block(app, Pane::Chart, title);
+    let inner = b.inner(r);
+    f.render_widget(b, r);
+    super::chart::draw(
+        f.buffer_mut(),
+        inner,
+        &app.snap.chart,
+        &app.chart,
+        app.theme(),
+        app.focus == Pane::Chart,
     );
-    let x0 = f64::from(app.snap.open.0 / 1000);
-    let now = f64::from(app.snap.clock.0 / 1000);
-    let x1 = now.max(x0 + 15.0 * 60.0);
-    let mut lo = f64::INFINITY;
-    let mut hi = f64::NEG_INFINITY;
-    for p in &c.points {
-        lo = lo.min(p.1);
-        hi = hi.max(p.1);
-    }
-    for v in [c.vwap].into_iter().flatten() {
-        lo = lo.min(v);
-        hi = hi.max(v);
-    }
-    if !lo.is_finite() {
-        lo = 0.0;
-        hi = 1.0;
-    }
-    let pad = ((hi - lo) * 0.08).max(0.05);
-    let (lo, hi) = (lo - pad, hi + pad);
-    let hline = |y: Option<f64>| y.map(|y| vec![(x0, y), (x1, y)]).unwrap_or_default();
-    let hod = hline(c.hod);
-    let lod = hline(c.lod);
-    let vwap = hline(c.vwap);
-    let mut sets = vec![
-        Dataset::default()
-            .name("hod")
-            .marker(Marker::Braille)
-            .graph_type(GraphType::Line)
-            .style(Style::default().fg(t.c("market.hod")))
-            .data(&hod),
-        Dataset::default()
-            .name("lod")
-            .marker(Marker::Braille)
-            .graph_type(GraphType::Line)
-            .style(Style::default().fg(t.c("market.lod")))
-            .data(&lod),
-        Dataset::default()
-            .name("vwap")
-            .marker(Marker::Braille)
-            .graph_type(GraphType::Line)
-            .style(Style::default().fg(t.c("market.vwap")))
-            .data(&vwap),
-        Dataset::default()
-            .marker(Marker::Braille)
-            .graph_type(GraphType::Line)
-            .style(Style::default().fg(t.c("ui.fg")))
-            .data(&c.points),
-    ];
-    if !c.fires.is_empty() {
-        sets.push(
-            Dataset::default()
-                .name("fire")
-                .marker(Marker::Dot)
-                .graph_type(GraphType::Scatter)
-                .style(Style::default().fg(t.c("market.fire")))
-                .data(&c.fires),
-        );
-    }
-    if !c.fills.is_empty() {
-        sets.push(
-            Dataset::default()
-                .name("fill")
-                .marker(Marker::Block)
-                .graph_type(GraphType::Scatter)
-                .style(Style::default().fg(t.c("market.fill")))
-                .data(&c.fills),
-        );
-    }
-    let muted = Style::default().fg(t.c("ui.muted"));
-    let chart = Chart::new(sets)
-        .block(block(app, Pane::Chart, title))
-        .x_axis(Axis::default().bounds([x0, x1]).style(muted).labels([
-            hhmm(x0),
-            hhmm((x0 + x1) / 2.0),
-            hhmm(x1),
-        ]))
-        .y_axis(
-            Axis::default()
-                .bounds([lo, hi])
-                .style(muted)
-                .labels([format!("{lo:.1}"), format!("{hi:.1}")]),
-        )
-        .hidden_legend_constraints((Constraint::Length(0), Constraint::Length(0)));
-    f.render_widget(chart, r);
 }
 
 fn state_color(app: &App, state: PlanState) -> Style {
@@ -539,42 +502,23 @@ fn draw_plans(f: &mut Frame, app: &App, r: Rect) {
 fn draw_bus(f: &mut Frame, app: &App, r: Rect) {
     let t = app.theme();
     let s = &app.snap;
+    if app.bus_mode == BusMode::Bus {
+        let title = super::fit::fit(
+            &app.log.title(s.bus_events),
+            usize::from(r.width.saturating_sub(4)),
+        );
+        let b = block(app, Pane::Bus, title);
+        let inner = b.inner(r);
+        f.render_widget(b, r);
+        app.log
+            .draw(f.buffer_mut(), inner, t, app.focus == Pane::Bus);
+        return;
+    }
     let inner_h = r.height.saturating_sub(2) as usize;
     let muted = Style::default().fg(t.c("ui.muted"));
     let (title, lines): (String, Vec<Line>) = match app.bus_mode {
-        BusMode::Bus => {
-            // Follow the newest, or keep the selected event in view (highlighted).
-            let (first, last) = app.bus_window();
-            let sel = app.bus_sel.map(|i| i.clamp(first, last));
-            let end = sel
-                .map(|i| (i - first) as usize + 1)
-                .unwrap_or(s.bus.len())
-                .max(inner_h.min(s.bus.len()));
-            let start = end.saturating_sub(inner_h);
-            let hi = Style::default()
-                .bg(t.c("ui.selection_bg"))
-                .add_modifier(Modifier::BOLD);
-            let lines = s.bus[start..end.min(s.bus.len())]
-                .iter()
-                .enumerate()
-                .map(|(k, l)| {
-                    if sel == Some(first + (start + k) as u64) {
-                        Line::from(Span::styled(l.clone(), hi))
-                    } else {
-                        Line::from(l.clone())
-                    }
-                })
-                .collect();
-            let title = match sel {
-                Some(i) => format!(
-                    "Bus — event {} of {} [↑↓ select · enter inspect · b: Blotter]",
-                    i + 1,
-                    s.bus_events
-                ),
-                None => format!("Bus — {} events [b: Blotter]", s.bus_events),
-            };
-            (title, lines)
-        }
+        // Drawn by the log above.
+        BusMode::Bus => (String::new(), Vec::new()),
         BusMode::Blotter => {
             let b = &s.book;
             let mut lines = vec![Line::from(Span::styled(
@@ -705,7 +649,7 @@ fn draw_tokens(f: &mut Frame, app: &App, r: Rect) {
         te += tok.envelope.unwrap_or(0);
         rows.push(Row::new(vec![
             Cell::from(turn.ts().hhmm()),
-            Cell::from(turn.author().to_string()),
+            Cell::from(super::fit::fit(turn.author(), 6)),
             Cell::from(name),
             Cell::from(tok.reply.to_string()),
             Cell::from(tok.kestrel.map(|x| x.to_string()).unwrap_or("-".into())),
@@ -758,24 +702,24 @@ fn draw_tokens(f: &mut Frame, app: &App, r: Rect) {
     f.render_widget(b, r);
     let [top, bottom] = Layout::vertical([Constraint::Min(1), Constraint::Length(2)]).areas(inner);
     f.render_widget(Paragraph::new(foot).wrap(Wrap { trim: true }), bottom);
+    // Every column whole: narrow panes drop the saving column (the total is in the footer
+    // line) rather than cut a header.
+    let mut widths = vec![5u16, 8, 10, 5, 7, 8, 5];
+    let mut header = vec![
+        "time", "author", "outcome", "reply", "kestrel", "envelope", "saved",
+    ];
+    let need = |w: &[u16]| w.iter().sum::<u16>() + w.len() as u16 - 1;
+    if need(&widths) > top.width {
+        widths.pop();
+        header.pop();
+        widths[1] = 6;
+    }
+    let cols = widths.len();
     let table = Table::new(
         rows,
-        [
-            Constraint::Length(5),
-            Constraint::Length(8),
-            Constraint::Length(10),
-            Constraint::Length(5),
-            Constraint::Length(7),
-            Constraint::Length(8),
-            Constraint::Length(5),
-        ],
+        widths.iter().map(|w| Constraint::Length(*w)).take(cols),
     )
-    .header(
-        Row::new(vec![
-            "time", "author", "outcome", "reply", "kestrel", "envelope", "saved",
-        ])
-        .style(muted),
-    );
+    .header(Row::new(header).style(muted));
     f.render_widget(table, top);
 }
 
@@ -795,13 +739,78 @@ fn draw_editor(f: &mut Frame, app: &App, r: Rect) {
         app.keys.label(Action::Submit)
     );
     let (lines, at) = ed.display(t);
-    let inner_h = r.height.saturating_sub(2) as usize;
+    let widths: Vec<usize> = lines.iter().map(Line::width).collect();
+    let b = block(app, Pane::Editor, title);
+    let inner = b.inner(r);
+    f.render_widget(b, r);
+    // The first coded error, whole, in a message area under the text.
+    let err = Style::default().fg(t.c("syntax.error"));
+    let msg: Vec<String> = super::editor::message(ed.diagnostics())
+        .map(|m| super::fit::wrap(&m, usize::from(inner.width.max(1))))
+        .unwrap_or_default();
+    let msg_h = (msg.len() as u16)
+        .min(inner.height.saturating_sub(2) / 2)
+        .min(4);
+    let [text_area, msg_area] =
+        Layout::vertical([Constraint::Min(1), Constraint::Length(msg_h)]).areas(inner);
+    let inner_h = usize::from(text_area.height);
     let (row, col) = ed.cursor();
     let cur_line = at.get(row).copied().unwrap_or(0);
     let scroll = cur_line.saturating_sub(inner_h.saturating_sub(2).max(1));
-    let b = block(app, Pane::Editor, title);
-    let inner = b.inner(r);
-    f.render_widget(Paragraph::new(lines).block(b).scroll((scroll as u16, 0)), r);
+    // The cursor's line (with its error carets) scrolls sideways to keep the cursor in view,
+    // as in nano; the other lines stay put. « and » say a line has more.
+    let w = usize::from(text_area.width);
+    let hs = col.saturating_sub(w.saturating_sub(2));
+    let own = at.get(row).copied().unwrap_or(0)..at.get(row + 1).copied().unwrap_or(lines.len());
+    let cursor_lines: Vec<Line> = lines
+        .get(own.clone())
+        .map(<[Line]>::to_vec)
+        .unwrap_or_default();
+    f.render_widget(Paragraph::new(lines).scroll((scroll as u16, 0)), text_area);
+    let more = Style::default()
+        .fg(t.c("ui.title"))
+        .add_modifier(Modifier::BOLD);
+    let base = Style::default().bg(t.c("ui.bg")).fg(t.c("ui.fg"));
+    for y in 0..text_area.height {
+        let li = scroll + usize::from(y);
+        let Some(lw) = widths.get(li) else {
+            break;
+        };
+        let yy = text_area.y + y;
+        let shift = if own.contains(&li) { hs } else { 0 };
+        if shift > 0 {
+            let one = Rect {
+                y: yy,
+                height: 1,
+                ..text_area
+            };
+            f.buffer_mut().set_style(one, base);
+            for x in one.left()..one.right() {
+                f.buffer_mut()[(x, yy)].set_symbol(" ");
+            }
+            if let Some(l) = cursor_lines.get(li - own.start) {
+                f.render_widget(Paragraph::new(l.clone()).scroll((0, shift as u16)), one);
+            }
+            if *lw > 0 {
+                f.buffer_mut()[(text_area.x, yy)]
+                    .set_symbol("«")
+                    .set_style(more);
+            }
+        }
+        if *lw > shift + w && text_area.width > 0 {
+            f.buffer_mut()[(text_area.right() - 1, yy)]
+                .set_symbol("»")
+                .set_style(more);
+        }
+    }
+    if msg_h > 0 {
+        let lines: Vec<Line> = msg
+            .iter()
+            .take(usize::from(msg_h))
+            .map(|l| Line::from(Span::styled(l.clone(), err)))
+            .collect();
+        f.render_widget(Paragraph::new(lines), msg_area);
+    }
     if ed.is_blank() && app.focus != Pane::Editor {
         f.render_widget(
             Paragraph::new(Span::styled(
@@ -813,9 +822,9 @@ fn draw_editor(f: &mut Frame, app: &App, r: Rect) {
         );
     }
     if app.focus == Pane::Editor && app.modal.is_none() {
-        let y = inner.y + (cur_line - scroll) as u16;
-        let x = inner.x + col as u16;
-        if y < inner.bottom() && x < inner.right() {
+        let y = text_area.y + (cur_line - scroll) as u16;
+        let x = text_area.x + (col - hs) as u16;
+        if y < text_area.bottom() && x < text_area.right() {
             f.set_cursor_position((x, y));
         }
     }
@@ -845,30 +854,44 @@ fn draw_modal(f: &mut Frame, app: &App, m: &Modal, area: Rect) {
     };
     match m {
         Modal::Help => {
-            let r = centered(area, 86, area.height.saturating_sub(2));
-            let mut lines: Vec<Line> = Action::ALL
-                .iter()
-                .map(|a| {
-                    Line::from(vec![
-                        Span::styled(
-                            format!("{:<16}", app.keys.labels(*a).join(" ")),
-                            Style::default()
-                                .fg(t.c("ui.title"))
-                                .add_modifier(Modifier::BOLD),
-                        ),
-                        Span::raw(a.describe()),
-                    ])
-                })
-                .collect();
+            let r = centered(area, 100, area.height.saturating_sub(2));
+            let title_st = Style::default()
+                .fg(t.c("ui.title"))
+                .add_modifier(Modifier::BOLD);
+            let muted = Style::default().fg(t.c("ui.muted"));
+            let mut lines: Vec<Line> = vec![Line::from(Span::styled("Terms", title_st))];
+            for (term, meaning) in super::legend::lines(app.snap.settings.r_usd) {
+                lines.push(Line::from(vec![
+                    Span::styled(format!("{term:<26}"), title_st),
+                    Span::raw(meaning),
+                ]));
+            }
+            lines.push(Line::from(Span::styled("Keys", title_st)));
+            lines.extend(Action::ALL.iter().map(|a| {
+                Line::from(vec![
+                    Span::styled(format!("{:<16}", app.keys.labels(*a).join(" ")), title_st),
+                    Span::raw(a.describe()),
+                ])
+            }));
+            lines.push(Line::from(Span::styled(
+                "mouse: a click focuses a pane, the wheel scrolls it · paste: into the editor as is",
+                muted,
+            )));
             let dir = crate::session::saved::config_dir()
                 .map(|d| d.join("keys.toml").display().to_string())
                 .unwrap_or_else(|| "keys.toml in the config directory".into());
             lines.push(Line::from(Span::styled(
-                format!("any key closes · {dir} remaps keys"),
-                Style::default().fg(t.c("ui.muted")),
+                format!("↑↓ pgup pgdn scroll · any other key closes · {dir} remaps keys"),
+                muted,
             )));
             f.render_widget(Clear, r);
-            f.render_widget(Paragraph::new(lines).block(frame_block("Keys")), r);
+            f.render_widget(
+                Paragraph::new(lines)
+                    .wrap(Wrap { trim: false })
+                    .scroll((app.modal_scroll, 0))
+                    .block(frame_block("Terms and keys")),
+                r,
+            );
         }
         Modal::Confirm(super::app::Confirm::Restart) => {
             let r = centered(area, 64, 5);
@@ -891,6 +914,10 @@ fn draw_modal(f: &mut Frame, app: &App, m: &Modal, area: Rect) {
             let (title, hint) = match kind {
                 PromptKind::StandDown => ("STAND-DOWN", "reason (enter routes, esc cancels):"),
                 PromptKind::Seek => ("Seek", "tape time HH:MM or HH:MM:SS (enter seeks):"),
+                PromptKind::Filter => (
+                    "Filter",
+                    "kind or plan words, all must match (empty clears):",
+                ),
             };
             f.render_widget(Clear, r);
             f.render_widget(
@@ -935,13 +962,14 @@ fn draw_modal(f: &mut Frame, app: &App, m: &Modal, area: Rect) {
             let r = centered(area, area.width.saturating_sub(8).min(110), h);
             let mut lines: Vec<Line> = text.lines().map(|l| Line::from(l.to_string())).collect();
             lines.push(Line::from(Span::styled(
-                "any key closes",
+                "↑↓ pgup pgdn scroll · any other key closes",
                 Style::default().fg(t.c("ui.muted")),
             )));
             f.render_widget(Clear, r);
             f.render_widget(
                 Paragraph::new(lines)
                     .wrap(Wrap { trim: false })
+                    .scroll((app.modal_scroll, 0))
                     .block(frame_block("Event")),
                 r,
             );

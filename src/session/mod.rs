@@ -12,6 +12,7 @@
 //!   session files.
 
 pub mod agent;
+pub mod candles;
 pub mod owner;
 pub mod run;
 pub mod saved;

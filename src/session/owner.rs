@@ -25,6 +25,7 @@
 //! same determinism hash; a rewind re-runs the acts taken before the target.
 
 use super::agent::{Agent, AgentAct, LiveWorker, Proposal, Seat, WorkerMsg};
+use super::candles::{Candles, ChartMark, MarkKind};
 use super::run::{PlanMeta, Run, RunConfig, TurnEntry};
 use super::saved;
 use crate::bus::{self, PlanState};
@@ -443,6 +444,61 @@ pub struct ChartData {
     pub fills: Vec<(f64, f64)>,
     /// Fires: (seconds, signal price then).
     pub fires: Vec<(f64, f64)>,
+    /// One-minute candles and levels of the signal symbol, then of the exec symbol when it
+    /// is another.
+    pub series: Vec<ChartSeries>,
+    /// Every fire and fill, in order, with its plan (and a fill's side, qty and price).
+    pub marks: Vec<ChartMark>,
+}
+
+/// One charted symbol: its candles and levels.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ChartSeries {
+    /// One-minute candles.
+    pub candles: Candles,
+    /// High of day.
+    pub hod: Option<f64>,
+    /// Low of day.
+    pub lod: Option<f64>,
+    /// Session VWAP (the average, for an index).
+    pub vwap: Option<f64>,
+}
+
+/// The chart's marks from the Blotter: its fires and fills in order (the n-th fill mark is
+/// the n-th fill row).
+fn chart_marks(b: &bus::blotter::Blotter) -> Vec<ChartMark> {
+    let mut fills = b.fills.iter();
+    b.marks
+        .iter()
+        .map(|m| {
+            let secs = m.ts.0 / 1000;
+            match m.fill {
+                None => ChartMark {
+                    secs,
+                    kind: MarkKind::Fire,
+                    plan: m.plan.clone(),
+                    leg: String::new(),
+                    qty: 0,
+                    px: 0.0,
+                },
+                Some(side) => {
+                    let row = fills.next();
+                    ChartMark {
+                        secs,
+                        kind: if side == bus::BusSide::Buy {
+                            MarkKind::Buy
+                        } else {
+                            MarkKind::Sell
+                        },
+                        plan: m.plan.clone(),
+                        leg: row.map(|r| r.leg.clone()).unwrap_or_default(),
+                        qty: row.map_or(0, |r| r.qty),
+                        px: row.map_or(0.0, |r| r.px.to_f64()),
+                    }
+                }
+            }
+        })
+        .collect()
 }
 
 /// The seated agent as the screen shows it.
@@ -606,6 +662,7 @@ pub struct Session {
     ended: bool,
     view: ast::View,
     chart: Vec<(f64, f64)>,
+    candles: Vec<Candles>,
     script: VecDeque<(u64, Ts, Act)>,
     history: Vec<(u64, Ts, Act)>,
     chair: Option<Chair>,
@@ -835,6 +892,11 @@ impl Session {
             ended: false,
             view: view::default_view(),
             chart: Vec::new(),
+            candles: if exec == signal {
+                vec![Candles::new(signal.as_str())]
+            } else {
+                vec![Candles::new(signal.as_str()), Candles::new(exec.as_str())]
+            },
             script: script.into(),
             history: Vec::new(),
             chair: None,
@@ -1318,6 +1380,7 @@ impl Session {
         self.playing = false;
         self.ended = false;
         self.chart.clear();
+        self.candles.iter_mut().for_each(Candles::clear);
         self.history.clear();
         self.desk_turns.clear();
         self.lines = Arc::default();
@@ -1689,8 +1752,18 @@ impl Session {
     /// fired, the count.
     fn on_event(&mut self, ev: &TapeEvent, fired: Vec<FiredWake>) {
         let ts = ev.ts();
+        // The chart's series are the desk's: a headless run draws nothing.
+        if let TapeEvent::Tick(t) = ev
+            && !self.headless
+        {
+            for c in &mut self.candles {
+                c.apply(t);
+            }
+            self.chart_cache = None;
+        }
         if let TapeEvent::Tick(t) = ev
             && t.sym == self.signal
+            && !self.headless
         {
             let x = f64::from(ts.0 / 1000 / CHART_SAMPLE_SECS * CHART_SAMPLE_SECS);
             let y = t.px.to_f64();
@@ -1805,6 +1878,17 @@ impl Session {
             vwap: m.vwap(sym),
             fills: pts(true),
             fires: pts(false),
+            series: self
+                .candles
+                .iter()
+                .map(|c| ChartSeries {
+                    hod: m.hod(&c.sym).map(|p| p.to_f64()),
+                    lod: m.lod(&c.sym).map(|p| p.to_f64()),
+                    vwap: m.vwap(&c.sym),
+                    candles: c.clone(),
+                })
+                .collect(),
+            marks: chart_marks(self.run.engine.bus().blotter()),
         });
         self.chart_cache = Some(c.clone());
         c

@@ -69,6 +69,39 @@ screen | grep -qF "breakout-chase" && fail "--plans should replace the example p
 quit_and_find_session "no --plans session saved"
 echo "ok: --plans arms documents at the open"
 
+# At 100x30: the status line keeps the hash and the footer keeps `? help` and `q quit`; the
+# README's plan pasted (a bracketed paste, as a terminal sends it) lands verbatim and submits
+# armed; the log opens with / and filters by kind.
+rm -rf "$XDG_DATA_HOME/kestrel/sessions"
+awk '/^```$/ && !done {if (on) {done=1; exit} on=1; next} on' "$REPO/README.md" > "$TMP/readme-plan.kestrel"
+grep -q '^PLAN breakout-chase' "$TMP/readme-plan.kestrel" || fail "could not take the README's plan"
+tmux new-session -d -s "$S" -x 100 -y 30 "$ENVS $BIN desk --no-agent --no-example"
+wait_for "FRAME tape="
+screen | head -1 | grep -qE 'hash [0-9a-f]{12}' || fail "the 100x30 status line lost the hash"
+screen | tail -1 | grep -qF "? help" || fail "the 100x30 footer lost ? help"
+screen | tail -1 | grep -qF "q quit" || fail "the 100x30 footer lost q quit"
+echo "ok: 100x30 keeps the hash, ? help and q quit"
+tmux send-keys -t "$S" e
+tmux load-buffer -b readme "$TMP/readme-plan.kestrel"
+tmux paste-buffer -p -b readme -t "$S"
+wait_for "parses"
+screen | grep -qF "    USING" && fail "the paste stacked indentation"
+tmux send-keys -t "$S" C-s
+wait_for "you: supersede"
+tmux send-keys -t "$S" Escape; sleep 0.3
+tmux send-keys -t "$S" Tab; sleep 0.2; tmux send-keys -t "$S" Tab
+wait_for "breakout-chase"
+screen | grep -F "breakout-chase" | grep -qF "armed" || fail "the pasted plan is not armed"
+echo "ok: the README's plan pasted, submitted, armed"
+tmux send-keys -t "$S" /
+wait_for "Filter"
+tmux send-keys -t "$S" -l "armed"; tmux send-keys -t "$S" Enter
+wait_for "/armed"
+screen | grep -qE "^.*armed +breakout-chase" || fail "the filtered log does not show the armed row"
+screen | grep -qE " session +" && fail "the filter kept a session row"
+echo "ok: the log opens and filters by kind"
+quit_and_find_session "no paste session saved"
+
 rm -rf "$XDG_DATA_HOME/kestrel/sessions"
 tmux new-session -d -s "$S" -x 120 -y 36 "$ENVS $BIN desk --no-agent --no-example"
 wait_for "FRAME tape="
@@ -126,4 +159,4 @@ grep -q '"live":"sh examples/command-author.sh"' "$SES" || fail "the agent recor
 grep -q '"agent":"answer"' "$SES" || fail "the answer act is missing"
 grep -q '"type":"turn","wake":"open"' "$BUS" || fail "the live author's turn is missing from the Bus"
 echo "ok: a live command author answers on the Bus"
-echo "10 passed, 0 failed"
+echo "13 passed, 0 failed"

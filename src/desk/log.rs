@@ -1,0 +1,776 @@
+//! The Bus pane as a log people read: one row per event, `time  kind  plan  summary`, a
+//! colour per kind, `/` filters by kind or plan, repeated events collapse into one row with
+//! a count, new events scroll in unless the person has scrolled up (like `less +F`), and
+//! Enter shows the event whole (a Frame's text as text, not with `\n`).
+//!
+//! The rows are the snapshot's Bus lines decoded into typed [`Event`]s, once each, as they
+//! arrive ([`Log::sync`]); the desk holds the decoded rows as a view cache, never market or
+//! engine state.
+
+use super::fit;
+use super::theme::Theme;
+use crate::bus::{BusSide, Event};
+use crate::session::SessionSnapshot;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
+use std::cell::Cell;
+
+/// The most rows the log keeps.
+pub const KEEP: usize = 5000;
+
+/// A kind of event, as the log colours it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// Session start and end.
+    Session,
+    /// A document armed.
+    Armed,
+    /// A plan's state changed.
+    Plan,
+    /// A plan fired.
+    Fired,
+    /// An order placed, repriced or cancelled.
+    Order,
+    /// A fill or a settlement.
+    Fill,
+    /// A veto, a clamp, a pod halt.
+    Risk,
+    /// A mark or an excursion.
+    Mark,
+    /// A wake fired.
+    Wake,
+    /// A wake suppressed.
+    Suppressed,
+    /// A Frame delivered.
+    Frame,
+    /// A turn routed, rejected or repaired.
+    Turn,
+    /// A stand-down or a cancel.
+    StandDown,
+    /// A headline.
+    Headline,
+    /// An error.
+    Error,
+    /// Anything else (a line that does not decode, a gap).
+    Other,
+}
+
+impl Kind {
+    /// The kind's word in the log's kind column (what `/` matches, with the event type).
+    pub fn label(self) -> &'static str {
+        match self {
+            Kind::Session => "session",
+            Kind::Armed => "armed",
+            Kind::Plan => "plan",
+            Kind::Fired => "fire",
+            Kind::Order => "order",
+            Kind::Fill => "fill",
+            Kind::Risk => "risk",
+            Kind::Mark => "mark",
+            Kind::Wake => "wake",
+            Kind::Suppressed => "suppressed",
+            Kind::Frame => "frame",
+            Kind::Turn => "turn",
+            Kind::StandDown => "stand-down",
+            Kind::Headline => "headline",
+            Kind::Error => "error",
+            Kind::Other => "other",
+        }
+    }
+}
+
+/// One event, decoded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    /// Its number on the Bus (0 = the first).
+    pub no: u64,
+    /// Tape time `HH:MM:SS` (empty when the event has none).
+    pub time: String,
+    /// Its kind.
+    pub kind: Kind,
+    /// The event type as the Bus spells it (`wake-suppressed`).
+    pub ty: String,
+    /// The plan it is about (empty when none).
+    pub plan: String,
+    /// What happened, in words.
+    pub summary: String,
+    /// The canonical JSON line.
+    pub json: String,
+}
+
+/// One row on screen: a run of equal rows collapsed (`first..=last` in [`Log::rows`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shown {
+    /// The first row of the run.
+    pub first: usize,
+    /// The last row of the run (the one shown and inspected).
+    pub last: usize,
+    /// Rows in the run.
+    pub count: usize,
+}
+
+/// The log's state: the decoded rows, the filter, the selection.
+#[derive(Debug, Clone, Default)]
+pub struct Log {
+    rows: Vec<Row>,
+    next: u64,
+    segment: u32,
+    view: Vec<Shown>,
+    /// The filter (`/`): every word must match the kind, the event type or the plan.
+    pub filter: String,
+    /// The selected shown row (`None`: follow the newest).
+    pub sel: Option<usize>,
+    /// Rows that fit at the last draw (the page step).
+    pub page: Cell<usize>,
+}
+
+fn px(p: crate::market::Px) -> String {
+    format!("{:.2}", p.to_f64())
+}
+
+fn side(s: BusSide) -> &'static str {
+    match s {
+        BusSide::Buy => "buy",
+        BusSide::Sell => "sell",
+    }
+}
+
+/// Decode one canonical Bus line into a row.
+pub fn decode(no: u64, line: &str) -> Row {
+    let ty = serde_json::from_str::<serde_json::Value>(line)
+        .ok()
+        .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_string))
+        .unwrap_or_else(|| "?".into());
+    let mut row = Row {
+        no,
+        time: String::new(),
+        kind: Kind::Other,
+        ty,
+        plan: String::new(),
+        summary: String::new(),
+        json: line.to_string(),
+    };
+    let Ok(ev) = serde_json::from_str::<Event>(line) else {
+        row.summary = fit::fit(line, 120);
+        return row;
+    };
+    let hms = |ts: crate::market::Ts| {
+        let s = ts.to_string();
+        s.get(..8).unwrap_or(&s).to_string()
+    };
+    let (ts, kind, plan, summary) = match ev {
+        Event::SessionStart {
+            tape,
+            fill_model,
+            r_usd,
+            open,
+            ..
+        } => (
+            Some(open),
+            Kind::Session,
+            String::new(),
+            format!("start {tape} · fill {fill_model} · 1R = ${}", px(r_usd)),
+        ),
+        Event::DocumentArmed {
+            ts, plans, owner, ..
+        } => (
+            Some(ts),
+            Kind::Armed,
+            plans.first().cloned().unwrap_or_default(),
+            format!(
+                "armed {} by {}",
+                plans.join(", "),
+                owner.as_deref().unwrap_or("-")
+            ),
+        ),
+        Event::PlanState {
+            ts,
+            plan,
+            state,
+            reason,
+        } => (
+            Some(ts),
+            Kind::Plan,
+            plan,
+            match reason {
+                Some(r) => format!("{}: {r}", crate::bus::canon::state_name(state)),
+                None => crate::bus::canon::state_name(state).to_string(),
+            },
+        ),
+        Event::PlanFired { ts, plan, clause } => {
+            (Some(ts), Kind::Fired, plan, format!("fired {clause}"))
+        }
+        Event::OrderPlaced {
+            ts,
+            order,
+            plan,
+            leg,
+            side: s,
+            qty,
+            limit,
+            ..
+        } => (
+            Some(ts),
+            Kind::Order,
+            plan,
+            format!("#{order} {} {qty} {leg} @ {}", side(s), px(limit)),
+        ),
+        Event::OrderRepriced {
+            ts,
+            order,
+            limit,
+            reason,
+        } => (
+            Some(ts),
+            Kind::Order,
+            String::new(),
+            format!("#{order} repriced to {} ({reason})", px(limit)),
+        ),
+        Event::OrderCancelled { ts, order, reason } => (
+            Some(ts),
+            Kind::Order,
+            String::new(),
+            format!("#{order} cancelled: {reason}"),
+        ),
+        Event::Fill {
+            ts,
+            order,
+            plan,
+            leg,
+            side: s,
+            qty,
+            px: p,
+            ..
+        } => (
+            Some(ts),
+            Kind::Fill,
+            plan,
+            format!("{} {qty} {leg} @ {} (#{order})", side(s), px(p)),
+        ),
+        Event::Clamp {
+            ts,
+            plan,
+            from_qty,
+            to_qty,
+            budget,
+            reason,
+            ..
+        } => (
+            Some(ts),
+            Kind::Risk,
+            plan,
+            format!("clamp qty {from_qty}→{to_qty} {budget}: {reason}"),
+        ),
+        Event::Veto {
+            ts,
+            plan,
+            clause,
+            budget,
+            reason,
+        } => (
+            Some(ts),
+            Kind::Risk,
+            plan,
+            format!("VETO {clause}: {reason} ({budget})"),
+        ),
+        Event::Settlement {
+            ts,
+            plan,
+            leg,
+            qty,
+            px: p,
+            ..
+        } => (
+            Some(ts),
+            Kind::Fill,
+            plan,
+            format!("settled {qty} {leg} @ {}", px(p)),
+        ),
+        Event::Mark {
+            ts,
+            plan,
+            leg,
+            px: p,
+        } => (Some(ts), Kind::Mark, plan, format!("mark {leg} {}", px(p))),
+        Event::Headline { ts, text } => (Some(ts), Kind::Headline, String::new(), text),
+        Event::WakeFired {
+            ts,
+            wake,
+            why,
+            used,
+            ..
+        } => (
+            Some(ts),
+            Kind::Wake,
+            String::new(),
+            format!("{wake}: {why} (wake {used} today)"),
+        ),
+        Event::WakeSuppressed { ts, wake, reason } => (
+            Some(ts),
+            Kind::Suppressed,
+            String::new(),
+            format!("{wake}: {reason}"),
+        ),
+        Event::ViewDelivered {
+            ts,
+            wake,
+            view,
+            tokens,
+            dropped,
+            ..
+        } => (
+            Some(ts),
+            Kind::Frame,
+            String::new(),
+            format!(
+                "{view} to {wake}: {tokens} tok{}",
+                if dropped.is_empty() {
+                    String::new()
+                } else {
+                    format!(", cut {}", dropped.join(", "))
+                }
+            ),
+        ),
+        Event::Turn { ts, wake, turn } => {
+            let first = turn
+                .kestrel
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("")
+                .trim()
+                .to_string();
+            (
+                Some(ts),
+                Kind::Turn,
+                String::new(),
+                format!("{wake}: {} {first}", turn.outcome.name()),
+            )
+        }
+        Event::TurnRejected {
+            ts,
+            wake,
+            by,
+            outcome,
+        } => (
+            Some(ts),
+            Kind::Turn,
+            String::new(),
+            format!("{wake}: {outcome} rejected by {by}"),
+        ),
+        Event::Repair { ts, wake, .. } => (
+            Some(ts),
+            Kind::Turn,
+            String::new(),
+            format!("{wake}: re-asked (repair)"),
+        ),
+        Event::StandDown { ts, reason, owner } => (
+            Some(ts),
+            Kind::StandDown,
+            String::new(),
+            format!(
+                "stand-down by {}: {reason}",
+                owner.as_deref().unwrap_or("-")
+            ),
+        ),
+        Event::Cancel {
+            ts,
+            target,
+            outcome,
+        } => (
+            Some(ts),
+            Kind::StandDown,
+            target.clone(),
+            format!("cancel {target}: {outcome}"),
+        ),
+        Event::PodHalt {
+            ts,
+            pod,
+            loss_usd,
+            limit_usd,
+        } => (
+            Some(ts),
+            Kind::Risk,
+            String::new(),
+            format!(
+                "pod {pod} halted: loss ${} ≥ ${}",
+                px(loss_usd),
+                px(limit_usd)
+            ),
+        ),
+        Event::Excursion { ts, plan, mae_usd } => (
+            Some(ts),
+            Kind::Mark,
+            plan,
+            format!("worst excursion ${}", px(mae_usd)),
+        ),
+        Event::Error { ts, plan, message } => {
+            (Some(ts), Kind::Error, plan.unwrap_or_default(), message)
+        }
+        Event::SessionEnd { ts, tape_events } => (
+            Some(ts),
+            Kind::Session,
+            String::new(),
+            format!("end: {tape_events} tape events"),
+        ),
+    };
+    row.time = ts.map(hms).unwrap_or_default();
+    row.kind = kind;
+    row.plan = plan;
+    row.summary = summary.replace('\n', " ");
+    row
+}
+
+/// An event line shown whole: its fields one per line, nested objects indented, and a
+/// string with line breaks (a Frame, a turn's text) as its lines, not with `\n`.
+pub fn inspect(line: &str) -> String {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+        return line.to_string();
+    };
+    let mut out = String::new();
+    write_value(&mut out, None, &v, 0);
+    out
+}
+
+fn write_value(out: &mut String, key: Option<&str>, v: &serde_json::Value, depth: usize) {
+    use serde_json::Value;
+    let pad = "  ".repeat(depth);
+    let head = key
+        .map(|k| format!("{pad}{k}:"))
+        .unwrap_or_else(|| pad.clone());
+    match v {
+        Value::Object(m) => {
+            if key.is_some() {
+                out.push_str(&head);
+                out.push('\n');
+            }
+            // The type first, then the rest in the Bus's (sorted) order.
+            let d = if key.is_some() { depth + 1 } else { depth };
+            if let Some(t) = m.get("type") {
+                write_value(out, Some("type"), t, d);
+            }
+            for (k, x) in m.iter().filter(|(k, _)| k.as_str() != "type") {
+                write_value(out, Some(k), x, d);
+            }
+        }
+        Value::Array(a) if a.iter().all(|x| !x.is_object() && !x.is_array()) => {
+            let items: Vec<String> = a.iter().map(scalar).collect();
+            out.push_str(&format!("{head} [{}]\n", items.join(", ")));
+        }
+        Value::Array(a) => {
+            out.push_str(&head);
+            out.push('\n');
+            for x in a {
+                write_value(out, Some("-"), x, depth + 1);
+            }
+        }
+        Value::String(s) if s.contains('\n') => {
+            out.push_str(&format!("{head} |\n"));
+            for l in s.trim_end_matches('\n').lines() {
+                out.push_str(&format!("{pad}  {l}\n"));
+            }
+        }
+        x => out.push_str(&format!("{head} {}\n", scalar(x))),
+    }
+}
+
+fn scalar(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        x => x.to_string(),
+    }
+}
+
+impl Log {
+    /// Decode the snapshot's new Bus lines (a restart or a rewind starts over; events that
+    /// scrolled past between two snapshots are said, as a gap).
+    pub fn sync(&mut self, s: &SessionSnapshot) {
+        let n = s.bus_events;
+        let held = s.bus.len() as u64;
+        let first = n.saturating_sub(held);
+        if s.segment != self.segment || n < self.next {
+            self.rows.clear();
+            self.segment = s.segment;
+            self.next = first.min(n);
+            self.sel = None;
+        }
+        if self.next >= n {
+            return;
+        }
+        if self.next < first {
+            let gap = first - self.next;
+            self.rows.push(Row {
+                no: self.next,
+                time: String::new(),
+                kind: Kind::Other,
+                ty: "gap".into(),
+                plan: String::new(),
+                summary: format!(
+                    "… {gap} events went by faster than the screen (kestrel bus shows every one)"
+                ),
+                json: String::new(),
+            });
+            self.next = first;
+        }
+        for no in self.next..n {
+            if let Some(line) = usize::try_from(no - first).ok().and_then(|i| s.bus.get(i)) {
+                self.rows.push(decode(no, line));
+            }
+        }
+        self.next = n;
+        if self.rows.len() > KEEP {
+            let cut = self.rows.len() - KEEP;
+            self.rows.drain(..cut);
+        }
+        self.rebuild();
+    }
+
+    /// Every decoded row, oldest first.
+    pub fn rows(&self) -> &[Row] {
+        &self.rows
+    }
+
+    /// The rows on screen: filtered, equal neighbours collapsed.
+    pub fn shown(&self) -> &[Shown] {
+        &self.view
+    }
+
+    fn matches(&self, r: &Row) -> bool {
+        let f = self.filter.to_lowercase();
+        f.split_whitespace().all(|w| {
+            r.kind.label().contains(w) || r.ty.contains(w) || r.plan.to_lowercase().contains(w)
+        })
+    }
+
+    /// Recompute the rows on screen (after new rows or a new filter).
+    pub fn rebuild(&mut self) {
+        let keep_sel = self
+            .sel
+            .and_then(|i| self.view.get(i))
+            .map(|s| self.rows[s.last.min(self.rows.len().saturating_sub(1))].no);
+        let mut view: Vec<Shown> = Vec::new();
+        for (i, r) in self.rows.iter().enumerate() {
+            if !self.matches(r) {
+                continue;
+            }
+            if let Some(last) = view.last_mut() {
+                let p = &self.rows[last.last];
+                if p.kind == r.kind && p.plan == r.plan && p.summary == r.summary {
+                    last.last = i;
+                    last.count += 1;
+                    continue;
+                }
+            }
+            view.push(Shown {
+                first: i,
+                last: i,
+                count: 1,
+            });
+        }
+        self.view = view;
+        if let Some(no) = keep_sel {
+            self.sel = self
+                .view
+                .iter()
+                .position(|s| self.rows[s.first].no <= no && no <= self.rows[s.last].no)
+                .or(Some(self.view.len().saturating_sub(1)));
+        }
+    }
+
+    /// Set the filter.
+    pub fn set_filter(&mut self, f: &str) {
+        self.filter = f.trim().to_string();
+        self.sel = None;
+        self.rebuild();
+    }
+
+    /// The selected row (the newest when following).
+    pub fn selected(&self) -> Option<&Row> {
+        let i = self.sel.unwrap_or(self.view.len().checked_sub(1)?);
+        self.view.get(i).map(|s| &self.rows[s.last])
+    }
+
+    /// Move the selection by `d` rows (negative: up); reaching the bottom follows again.
+    pub fn step(&mut self, d: isize) {
+        let n = self.view.len();
+        if n == 0 {
+            return;
+        }
+        let cur = self.sel.unwrap_or(n - 1) as isize;
+        let next = (cur + d).clamp(0, n as isize - 1) as usize;
+        self.sel = if next == n - 1 { None } else { Some(next) };
+    }
+
+    /// The oldest row.
+    pub fn top(&mut self) {
+        if !self.view.is_empty() {
+            self.sel = Some(0);
+        }
+    }
+
+    /// Follow the newest row again.
+    pub fn follow(&mut self) {
+        self.sel = None;
+    }
+
+    /// Draw the log into `area` (the pane's inner area).
+    pub fn draw(&self, buf: &mut Buffer, area: Rect, t: &Theme, focused: bool) {
+        let base = Style::default().bg(t.bg()).fg(t.fg());
+        let muted = base.fg(t.muted());
+        buf.set_style(area, base);
+        if area.height < 2 || area.width < 20 {
+            return;
+        }
+        let w = usize::from(area.width);
+        // Narrow, the plan column folds into the summary (`plan: summary`).
+        let (tw, kw, pw) = (
+            8usize,
+            10usize,
+            if w >= 90 {
+                16
+            } else if w >= 64 {
+                12
+            } else {
+                0
+            },
+        );
+        let gaps = if pw > 0 { 3 } else { 2 };
+        let sw = w.saturating_sub(tw + kw + pw + gaps);
+        let header = if pw > 0 {
+            format!(
+                "{} {} {} {}",
+                fit::cell("time", tw),
+                fit::cell("kind", kw),
+                fit::cell("plan", pw),
+                fit::fit("summary", sw)
+            )
+        } else {
+            format!(
+                "{} {} {}",
+                fit::cell("time", tw),
+                fit::cell("kind", kw),
+                fit::fit("plan: summary", sw)
+            )
+        };
+        buf.set_stringn(area.x, area.y, &header, w, muted);
+        let h = usize::from(area.height - 1);
+        self.page.set(h.max(1));
+        let n = self.view.len();
+        if n == 0 {
+            let msg = if self.filter.is_empty() {
+                "no events yet".to_string()
+            } else {
+                format!("nothing matches /{} (/ then enter clears)", self.filter)
+            };
+            buf.set_stringn(area.x, area.y + 1, &msg, w, muted);
+            return;
+        }
+        let sel = self.sel.unwrap_or(n - 1).min(n - 1);
+        let end = if self.sel.is_none() {
+            n
+        } else {
+            (sel + 1).max(h.min(n)).min(n)
+        };
+        let end = end.max((sel + 1).min(n));
+        let start = end.saturating_sub(h);
+        for (k, s) in self.view[start..end].iter().enumerate() {
+            let r = &self.rows[s.last];
+            let y = area.y + 1 + k as u16;
+            let i = start + k;
+            let row_st = if focused && i == sel && self.sel.is_some() {
+                base.bg(t.selection()).add_modifier(Modifier::BOLD)
+            } else {
+                base
+            };
+            let mut summary = if s.count > 1 {
+                format!(
+                    "×{} {} (since {})",
+                    s.count, r.summary, self.rows[s.first].time
+                )
+            } else {
+                r.summary.clone()
+            };
+            if pw == 0 && !r.plan.is_empty() {
+                summary = format!("{}: {summary}", r.plan);
+            }
+            let mut x = area.x;
+            for (text, width, st) in [
+                (r.time.as_str(), tw, row_st.fg(t.muted())),
+                (r.kind.label(), kw, row_st.fg(t.event(r.kind))),
+                (r.plan.as_str(), pw, row_st),
+                (summary.as_str(), sw, row_st),
+            ] {
+                if width == 0 {
+                    continue;
+                }
+                if x >= area.right() {
+                    break;
+                }
+                let c = fit::cell(text, width);
+                buf.set_stringn(x, y, &c, width.min(usize::from(area.right() - x)), st);
+                x += width as u16 + 1;
+                if x < area.right() && x > area.x {
+                    buf[(x - 1, y)].set_style(row_st);
+                }
+            }
+        }
+    }
+
+    /// The pane title.
+    pub fn title(&self, total: u64) -> String {
+        let filt = if self.filter.is_empty() {
+            String::new()
+        } else {
+            format!(" /{}", self.filter)
+        };
+        let follow = match self.sel {
+            None => "following",
+            Some(_) => "scrolled (G follows)",
+        };
+        format!("Log — {total} events{filt} · {follow} [/ filter · enter inspect · b Blotter]")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_frame_is_shown_as_its_lines() {
+        let line = r#"{"frame":"FRAME t=09:31\n[tape]\n09:30 0 1","tokens":12,"ts":"09:31:00.000","type":"view-delivered","view":"default","wake":"open","dropped":[]}"#;
+        let text = inspect(line);
+        assert!(text.starts_with("type: view-delivered\n"), "{text}");
+        assert!(
+            text.contains("frame: |\n  FRAME t=09:31\n  [tape]\n  09:30 0 1\n"),
+            "{text}"
+        );
+        assert!(!text.contains("\\n"), "{text}");
+    }
+
+    #[test]
+    fn repeated_events_collapse_and_the_filter_matches_kind_or_plan() {
+        let mut log = Log::default();
+        let sup = |s: u32| {
+            format!(
+                r#"{{"reason":"budget of 2 wakes/day spent","ts":"09:{s:02}:00.000","type":"wake-suppressed","wake":"tick"}}"#
+            )
+        };
+        let fired = r#"{"clause":"WHEN","plan":"chase","ts":"09:40:00.000","type":"plan-fired"}"#;
+        for (no, l) in [sup(31), sup(32), sup(33), fired.to_string(), sup(41)]
+            .iter()
+            .enumerate()
+        {
+            log.rows.push(decode(no as u64, l));
+        }
+        log.rebuild();
+        let counts: Vec<usize> = log.shown().iter().map(|s| s.count).collect();
+        assert_eq!(counts, vec![3, 1, 1]);
+        assert_eq!(log.rows()[3].kind, Kind::Fired);
+        assert_eq!(log.rows()[3].summary, "fired WHEN");
+        log.set_filter("chase");
+        assert_eq!(log.shown().len(), 1);
+        log.set_filter("suppressed");
+        let counts: Vec<usize> = log.shown().iter().map(|s| s.count).collect();
+        assert_eq!(counts, vec![4], "filtered out rows no longer split a run");
+    }
+}
