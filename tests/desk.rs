@@ -310,6 +310,7 @@ fn script(replies: &[&str]) -> DeskAgent {
     DeskAgent::Script {
         name: "house".into(),
         replies: replies.iter().map(|r| r.to_string()).collect(),
+        wakes: Vec::new(),
     }
 }
 
@@ -409,6 +410,7 @@ fn switching_to_autopilot_routes_the_waiting_proposal_and_later_wakes_answer_inl
     let house = DeskAgent::Script {
         name: "house".into(),
         replies,
+        wakes: Vec::new(),
     };
     let mut app = desk::inline_app_with(src, Some(house), true).unwrap();
     app.send(Command::Seek(ms(9, 35, 0)));
@@ -649,6 +651,7 @@ fn the_house_agent_answers_wakes_on_the_bus_and_human_turns_are_recorded() {
         let house = DeskAgent::Script {
             name: "house".into(),
             replies: replies.clone(),
+            wakes: Vec::new(),
         };
         let mut app = desk::inline_app_with(src.clone(), Some(house), false).unwrap();
         app.send(Command::Seek(ms(11, 0, 0)));

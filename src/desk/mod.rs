@@ -65,6 +65,10 @@ pub struct DeskArgs {
     /// Start in co-pilot mode (agent turns wait for accept / reject).
     #[arg(long)]
     pub copilot: bool,
+    /// In co-pilot, keep the tape playing while a proposal waits (by default it pauses
+    /// until you accept or reject, so a proposal never drifts from its wake).
+    #[arg(long)]
+    pub no_copilot_pause: bool,
     /// Do not arm the example plan at the open.
     #[arg(long)]
     pub no_example: bool,
@@ -129,20 +133,21 @@ pub fn desk_agent(a: &DeskArgs) -> Result<Option<Agent>, String> {
                 bus: Arc::from(bytes),
             }));
         }
-        let replies = parse_script(&String::from_utf8_lossy(&bytes))
-            .map_err(|e| format!("{}: {e}", spec.spec))?;
-        return Ok(Some(Agent::Script { name, replies }));
+        return Agent::script(&name, &String::from_utf8_lossy(&bytes))
+            .map(Some)
+            .map_err(|e| format!("{}: {e}", spec.spec));
     }
     match &a.agent {
         Some(p) => {
             let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
-            let replies = parse_script(&text).map_err(|e| format!("{}: {e}", p.display()))?;
             let name = p
                 .file_stem()
                 .and_then(|s| s.to_str())
                 .unwrap_or("agent")
                 .to_string();
-            Ok(Some(Agent::Script { name, replies }))
+            Agent::script(&name, &text)
+                .map(Some)
+                .map_err(|e| format!("{}: {e}", p.display()))
         }
         None => Ok(Some(Agent::house())),
     }
@@ -157,6 +162,7 @@ pub fn settings(a: &DeskArgs) -> Result<Settings, String> {
         fill: a.fill.clone().unwrap_or(d.fill),
         profile: d.profile,
         copilot: a.copilot,
+        copilot_pause: !a.no_copilot_pause,
         agent: desk_agent(a)?,
     })
 }

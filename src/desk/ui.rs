@@ -6,7 +6,7 @@ use super::keys::Action;
 use crate::bus::PlanState;
 use crate::bus::blotter::RiskKind;
 use crate::lang;
-use crate::session::owner::{Owner, PlanLine};
+use crate::session::owner::{NoticeLevel, Owner, PlanLine};
 use crate::turn::Outcome;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -246,9 +246,14 @@ fn draw_footer(f: &mut Frame, app: &App, r: Rect) {
         } else {
             m.clone()
         };
+        let colour = match app.message_level() {
+            NoticeLevel::Info => "state.info",
+            NoticeLevel::Warn => "state.warn",
+            NoticeLevel::Error => "state.error",
+        };
         spans.push(Span::styled(
             format!(" {m} │"),
-            Style::default().fg(t.c("state.info")),
+            Style::default().fg(t.c(colour)),
         ));
     }
     if let Some(p) = app.proposal() {
@@ -261,12 +266,17 @@ fn draw_footer(f: &mut Frame, app: &App, r: Rect) {
             })
             .unwrap_or("(comments only)")
             .to_string();
+        // Its age in tape time: the View it answered is that old.
+        let age = crate::session::owner::age_text(crate::market::Ts(
+            app.snap.clock.0.saturating_sub(p.asked_at.0),
+        ));
         spans.push(Span::styled(
             format!(
-                " {} proposes {} @ {}: {} ",
+                " {} proposes {} @ {} {} ({age} ago): {} ",
                 author,
                 p.run.turn.outcome.name(),
                 p.wake,
+                p.asked_at.hhmm(),
                 ctx_line
             ),
             Style::default().fg(t.c("state.warn")),
@@ -451,18 +461,23 @@ fn owner_label(o: &Owner) -> String {
     }
 }
 
-/// The Plans pane's last column: the last risk decision when it is the newest thing said
-/// of the plan, else the clause that fired or why it is in its state.
+/// The Plans pane's last column: the last risk decision on the plan's tickets first
+/// (`VETO worst $58.00 > $0.00 left`, `qty 100→96 plan`), then the clause that fired or why
+/// it is in its state.
 fn plan_why(p: &PlanLine) -> String {
     match &p.risk {
-        Some(r) => {
-            let what = match r.kind {
-                RiskKind::Veto => format!("VETO {}", r.reason),
-                RiskKind::Clamp { from, to } => format!("qty {from}→{to} {}", r.budget),
-            };
-            format!("{what} · {}", p.note)
-        }
+        Some(r) => format!("{} · {}", r.short(), p.note),
         None => p.note.clone(),
+    }
+}
+
+/// The style of a plan's last column: a veto in the error colour, a clamp in the warning's.
+fn why_style(app: &App, p: &PlanLine) -> Style {
+    let t = app.theme();
+    match p.risk.as_ref().map(|r| r.kind) {
+        Some(RiskKind::Veto) => Style::default().fg(t.c("state.error")),
+        Some(RiskKind::Clamp { .. }) => Style::default().fg(t.c("state.warn")),
+        None => Style::default(),
     }
 }
 
@@ -487,7 +502,7 @@ fn draw_plans(f: &mut Frame, app: &App, r: Rect) {
                         .map(lang::print::ttl_text)
                         .unwrap_or_default(),
                 ),
-                Cell::from(plan_why(p)),
+                Cell::from(Span::styled(plan_why(p), why_style(app, p))),
             ]);
             if i == app.plan_sel && app.focus == Pane::Plans {
                 row = row.style(Style::default().bg(t.c("ui.selection_bg")));
@@ -537,10 +552,13 @@ fn draw_plans(f: &mut Frame, app: &App, r: Rect) {
 }
 
 fn draw_bus(f: &mut Frame, app: &App, r: Rect) {
+    if app.bus_mode == BusMode::Blotter {
+        draw_blotter(f, app, r);
+        return;
+    }
     let t = app.theme();
     let s = &app.snap;
     let inner_h = r.height.saturating_sub(2) as usize;
-    let muted = Style::default().fg(t.c("ui.muted"));
     let (title, lines): (String, Vec<Line>) = match app.bus_mode {
         BusMode::Bus => {
             // Follow the newest, or keep the selected event in view (highlighted).
@@ -575,37 +593,184 @@ fn draw_bus(f: &mut Frame, app: &App, r: Rect) {
             };
             (title, lines)
         }
-        BusMode::Blotter => {
-            let b = &s.book;
-            let mut lines = vec![Line::from(Span::styled(
-                format!("P&L {:+.2} $  {:+.2} R", b.pnl_usd, b.pnl_r),
-                Style::default().add_modifier(Modifier::BOLD),
-            ))];
-            lines.push(Line::from(Span::styled("positions", muted)));
-            for p in &b.positions {
-                lines.push(Line::from(format!(
-                    "  {} {} {} @ {:.2} mark {:.2} {:+.2}$",
-                    p.plan, p.qty, p.instrument, p.avg_px, p.mark, p.pnl_usd
-                )));
-            }
-            lines.push(Line::from(Span::styled("orders", muted)));
-            for o in &b.orders {
-                lines.push(Line::from(format!(
-                    "  {} {} {} {} @ {:.2}",
-                    o.plan, o.side, o.qty, o.instrument, o.limit
-                )));
-            }
-            lines.push(Line::from(Span::styled("fills", muted)));
-            for x in b.fills.iter().rev().take(inner_h) {
-                lines.push(Line::from(format!(
-                    "  {} {} {} {} {} @ {:.2}",
-                    x.time, x.plan, x.side, x.qty, x.instrument, x.px
-                )));
-            }
-            ("Blotter [b: Bus]".to_string(), lines)
-        }
+        BusMode::Blotter => (String::new(), Vec::new()),
     };
     f.render_widget(Paragraph::new(lines).block(block(app, Pane::Bus, title)), r);
+}
+
+/// The Blotter, in the Bus pane's place (`b` toggles).
+pub fn draw_blotter(f: &mut Frame, app: &App, r: Rect) {
+    let lines = blotter_lines(
+        app,
+        usize::from(r.height.saturating_sub(2)),
+        usize::from(r.width.saturating_sub(2)),
+    );
+    f.render_widget(
+        Paragraph::new(lines).block(block(app, Pane::Bus, "Blotter [b: Bus]".to_string())),
+        r,
+    );
+}
+
+/// Money as the Blotter shows it: `+191.00$`.
+fn usd(x: f64) -> String {
+    format!("{x:+.2}$")
+}
+
+/// R as the Blotter shows it: `+0.19R`.
+fn r_of(x: f64) -> String {
+    format!("{x:+.2}R")
+}
+
+/// A style for a P&L figure: up, down, or muted at zero.
+fn pnl_style(app: &App, x: f64) -> Style {
+    let t = app.theme();
+    let k = if x > 0.0005 {
+        "market.up"
+    } else if x < -0.0005 {
+        "market.down"
+    } else {
+        "ui.muted"
+    };
+    Style::default().fg(t.c(k))
+}
+
+/// The Blotter: the book's P&L (realised and open apart, in $ and R, and what 1R is),
+/// positions marked to market (`mid` for shares, `model` for an option's fair), every order
+/// with its state and what L0 risk did to it, and the fills, newest first. `h` rows tall,
+/// `w` columns wide.
+pub fn blotter_lines(app: &App, h: usize, w: usize) -> Vec<Line<'static>> {
+    let t = app.theme();
+    let b = &app.snap.book;
+    let muted = Style::default().fg(t.c("ui.muted"));
+    let bold = Style::default().add_modifier(Modifier::BOLD);
+    let cut = |s: String| -> String {
+        if s.chars().count() > w {
+            let mut c: String = s.chars().take(w.saturating_sub(1)).collect();
+            c.push('…');
+            c
+        } else {
+            s
+        }
+    };
+    let total = vec![
+        Span::styled("P&L ", bold),
+        Span::styled(
+            format!("{} {}", usd(b.pnl_usd), r_of(b.pnl_r)),
+            pnl_style(app, b.pnl_usd).add_modifier(Modifier::BOLD),
+        ),
+        Span::styled(format!("  1R = ${:.2}", b.r_usd), muted),
+    ];
+    let parts = vec![
+        Span::styled("  realised ", muted),
+        Span::styled(
+            format!("{} {}", usd(b.realised_usd), r_of(b.realised_r)),
+            pnl_style(app, b.realised_usd),
+        ),
+        Span::styled("  open ", muted),
+        Span::styled(
+            format!("{} {}", usd(b.open_usd), r_of(b.open_r)),
+            pnl_style(app, b.open_usd),
+        ),
+    ];
+    let width = |v: &[Span]| v.iter().map(|s| s.content.chars().count()).sum::<usize>();
+    let mut lines = if width(&total) + width(&parts) <= w {
+        let mut one = total;
+        one.extend(parts);
+        vec![Line::from(one)]
+    } else {
+        vec![Line::from(total), Line::from(parts)]
+    };
+    // Sections share the rows: positions and working orders first, then the order log and
+    // the fills, newest first, as many as fit.
+    let mut body: Vec<Line<'static>> = Vec::new();
+    body.push(Line::from(Span::styled(
+        format!("positions ({}) · marked at mid (shares) / model fair (options)", b.positions.len()),
+        muted,
+    )));
+    if b.positions.is_empty() {
+        body.push(Line::from(Span::styled("  flat", muted)));
+    }
+    for p in &b.positions {
+        let kind = if p.model { "model" } else { "mid" };
+        body.push(Line::from(vec![
+            Span::raw(cut(format!(
+                "  {} {:+} {} avg {:.2} {kind} {:.2} ",
+                p.plan, p.qty, p.instrument, p.avg_px, p.mark
+            ))),
+            Span::styled(format!("open {}", usd(p.open_usd)), pnl_style(app, p.open_usd)),
+            Span::styled(format!(" real {}", usd(p.real_usd)), pnl_style(app, p.real_usd)),
+        ]));
+    }
+    let orders = &b.order_log;
+    body.push(Line::from(Span::styled(
+        format!(
+            "orders ({} working · {} in all)",
+            orders.iter().filter(|o| o.state == "working").count(),
+            orders.len()
+        ),
+        muted,
+    )));
+    let room = h.saturating_sub(lines.len() + body.len() + 1);
+    let fills_room = room / 2;
+    let order_room = room - fills_room;
+    // Working orders first (newest first), then the rest, newest first.
+    let mut shown: Vec<&crate::view::snapshot::OrderLogRow> =
+        orders.iter().rev().filter(|o| o.state == "working").collect();
+    shown.extend(orders.iter().rev().filter(|o| o.state != "working"));
+    for o in shown.into_iter().take(order_room.max(1)) {
+        let state_style = match o.state.as_str() {
+            "working" => Style::default().fg(t.c("state.info")),
+            "filled" => Style::default().fg(t.c("state.ok")),
+            "vetoed" => Style::default().fg(t.c("state.error")),
+            _ => muted,
+        };
+        let what = if o.state == "vetoed" {
+            format!("  {} {} {} ", o.time, o.plan, o.clause)
+        } else {
+            format!(
+                "  {} {} {} {} {} {} @ {:.2} ",
+                o.time,
+                o.plan,
+                o.clause,
+                o.side,
+                o.qty,
+                o.instrument,
+                o.limit.unwrap_or(0.0)
+            )
+        };
+        let mut spans = vec![
+            Span::raw(what),
+            Span::styled(format!("{:<9}", o.state), state_style),
+        ];
+        if let Some(r) = &o.risk {
+            let risk_style = if o.state == "vetoed" {
+                Style::default().fg(t.c("state.error"))
+            } else {
+                Style::default().fg(t.c("state.warn"))
+            };
+            spans.push(Span::styled(format!(" {r}"), risk_style));
+        }
+        body.push(Line::from(spans));
+    }
+    body.push(Line::from(Span::styled(
+        format!("fills ({})", b.fills.len()),
+        muted,
+    )));
+    for x in b.fills.iter().rev().take(fills_room.max(1)) {
+        let side = Style::default().fg(t.c(if x.side == "buy" {
+            "market.up"
+        } else {
+            "market.down"
+        }));
+        body.push(Line::from(vec![
+            Span::raw(format!("  {} {} ", x.time, x.plan)),
+            Span::styled(format!("{} {}", x.side, x.qty), side),
+            Span::raw(cut(format!(" {} @ {:.2}", x.instrument, x.px))),
+        ]));
+    }
+    lines.extend(body);
+    lines.truncate(h.max(1));
+    lines
 }
 
 fn draw_journal(f: &mut Frame, app: &App, r: Rect) {
