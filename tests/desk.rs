@@ -846,7 +846,7 @@ fn bare_kestrel_and_kestrel_desk_open_the_same_session() {
         "{}",
         first.bus[0]
     );
-    assert!(first.plans.iter().any(|p| p.name == "breakout-chase"));
+    assert!(first.plans.iter().any(|p| p.name == "vwap-flush"));
     h.send(Command::Seek(ms(16, 0, 0)));
     let end = h.latest();
     assert!(
@@ -949,7 +949,7 @@ fn desk_plans_arm_documents_at_the_open_and_a_bad_one_is_refused_first() {
     let mut h = opened(&a, None);
     let s = h.latest();
     assert!(
-        !s.plans.iter().any(|p| p.name == "breakout-chase"),
+        !s.plans.iter().any(|p| p.name == "vwap-flush"),
         "--plans replaces the example plan"
     );
     let armed = s

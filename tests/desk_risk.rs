@@ -114,14 +114,27 @@ fn a_veto_and_a_clamp_show_in_the_plan_row_the_blotter_and_the_notice() {
     assert!(s.iter().any(|l| l.contains("sized") && l.contains("qty 100→")), "{}", s.join("\n"));
 }
 
-/// A CANCEL of no live plan is a refusal, said as an error.
+/// A CANCEL that cancels nothing is a refusal, said as an error: of a name not in the book
+/// (the router refuses it) and of a plan no longer live (the session refuses it).
 #[test]
 fn a_refused_cancel_is_an_error_notice() {
     let mut app = bare();
     submit(&mut app, 1, "CANCEL nothing-here\n");
     assert_eq!(app.message_level(), NoticeLevel::Error, "{:?}", app.message);
     let m = app.message.clone().unwrap_or_default();
-    assert!(m.contains("CANCEL nothing-here refused"), "{m}");
+    assert!(m.contains("refused") && m.contains("nothing-here"), "{m}");
+    submit(
+        &mut app,
+        2,
+        "PLAN gone budget 0.1R ttl +30m\n  USING signal SPX exec SPY\n  WHEN spot > 99999\n  DO buy 1 shares @ bid\n",
+    );
+    submit(&mut app, 3, "CANCEL gone\n");
+    assert_eq!(app.message_level(), NoticeLevel::Info, "{:?}", app.message);
+    submit(&mut app, 4, "CANCEL gone\n");
+    let m = app.message.clone().unwrap_or_default();
+    assert_eq!(app.message_level(), NoticeLevel::Error, "{m}");
+    assert!(m.contains("refused"), "{m}");
+    assert!(!m.ends_with("cancel"), "{m}");
     let row = app.turn_rows().last().expect("journal row").label();
     assert!(row.contains("refused"), "{row}");
 }
@@ -318,4 +331,54 @@ fn blotter_snapshots_in_two_sizes_and_two_themes() {
             insta::assert_snapshot!(format!("blotter_{theme}_{w}x{h}"), text);
         }
     }
+}
+
+/// The default session (bare `kestrel`: the bundled tape, examples/run-desk.kestrel armed,
+/// the house agent seated) shows the product within the first simulated hour, played at max
+/// as a person would: a fire, a fill, an open P&L that moves with the market, and an exit.
+#[test]
+fn the_default_session_fires_fills_moves_and_exits_within_the_first_hour() {
+    use clap::Parser;
+    let cli = kestrel_desk::cli::Cli::try_parse_from(["kestrel"]).expect("flags");
+    let a = cli.desk;
+    let session = desk::open_session(&a, None).expect("the default session opens");
+    let mut h = kestrel_desk::desk::handle::SessionHandle::inline(session);
+    let first = h.latest();
+    assert!(first.agent.as_ref().is_some_and(|g| g.name == "house"));
+    // At 60x, a wall second of play is a minute of tape: one look a tape minute.
+    h.send(Command::Speed(kestrel_desk::session::Speed::X60));
+    h.send(Command::Play);
+    let mut opens = std::collections::BTreeSet::new();
+    let mut last;
+    loop {
+        h.send(Command::Tick(Duration::from_secs(1)));
+        last = h.latest();
+        opens.insert((last.book.open_usd * 100.0).round() as i64);
+        if last.clock >= ms(10, 30, 0) || last.ended {
+            break;
+        }
+    }
+    let bus = last.bus.join("\n");
+    let b = &last.book;
+    assert!(
+        last.plans.iter().any(|p| p.note.contains("WHEN fired")) || bus.contains("plan-fired"),
+        "a fire"
+    );
+    assert!(
+        !b.fills.is_empty(),
+        "a fill: {:?}\n{:?}",
+        last.plans.iter().map(|p| (&p.name, p.state, &p.note)).collect::<Vec<_>>(),
+        last.notices
+    );
+    assert!(opens.len() > 10, "open P&L moved through {} values", opens.len());
+    assert!(
+        b.fills.iter().any(|f| f.side == "sell"),
+        "an exit (a sell): {:?}",
+        b.fills
+    );
+    assert!(b.realised_usd != 0.0, "the exit realised P&L");
+    assert!(
+        !bus.contains("\"type\":\"stand-down\""),
+        "the house agent does not stand the book down in the first hour"
+    );
 }

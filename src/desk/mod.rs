@@ -1,6 +1,6 @@
 //! The desk: the ratatui terminal app where a person and an agent fly one book on a replayed
 //! tape (DESK.md). `kestrel` with no arguments (or `kestrel desk`) opens it on the bundled
-//! tape with the example plan armed and the recorded house agent seated.
+//! tape with the example plans armed and the recorded house agent seated.
 //!
 //! The desk is a client of the [`Session`](crate::session::Session), which owns the run
 //! (docs/desk.md, "One owner"): keys become [`Command`]s, the screen draws
@@ -29,8 +29,12 @@ use std::sync::Arc;
 
 pub use crate::session::owner::BUNDLED_TAPE;
 
-/// The example plan armed at the open.
+/// The example plan (`examples/chase.kestrel`, the README's first sample).
 pub const EXAMPLE_PLAN: &str = include_str!("../../examples/chase.kestrel");
+
+/// The plans bare `kestrel` arms at the open (`examples/desk.kestrel`, run-desk's plans): on the bundled
+/// tape they fire, fill, move and exit within the first hour (the README's tour).
+pub const DEFAULT_PLANS: &str = include_str!("../../examples/desk.kestrel");
 
 /// The bundled house agent: a script of replies, one per wake.
 pub const HOUSE_AGENT_SCRIPT: &str = session::agent::HOUSE_AGENT_SCRIPT;
@@ -45,7 +49,7 @@ pub struct DeskArgs {
     /// (Home goes back to the open). Nothing is written until you act.
     #[arg(long)]
     pub open: Option<PathBuf>,
-    /// Documents to arm at the open (checked first), instead of the example plan.
+    /// Documents to arm at the open (checked first), instead of the example plans.
     #[arg(long, num_args = 1..)]
     pub plans: Vec<PathBuf>,
     /// A script of `{"reply": "..."}` lines to seat as the agent, one reply per wake;
@@ -69,7 +73,7 @@ pub struct DeskArgs {
     /// until you accept or reject, so a proposal never drifts from its wake).
     #[arg(long)]
     pub no_copilot_pause: bool,
-    /// Do not arm the example plan at the open.
+    /// Do not arm the example plans (examples/desk.kestrel) at the open.
     #[arg(long)]
     pub no_example: bool,
     /// Do not save the session (nothing is written).
@@ -174,7 +178,7 @@ pub fn opening_plans(a: &DeskArgs) -> Result<Vec<(String, String)>, String> {
         return Ok(if a.no_example {
             Vec::new()
         } else {
-            vec![("examples".into(), EXAMPLE_PLAN.into())]
+            vec![("examples".into(), DEFAULT_PLANS.into())]
         });
     }
     let mut out = Vec::new();

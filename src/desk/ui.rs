@@ -643,15 +643,6 @@ pub fn blotter_lines(app: &App, h: usize, w: usize) -> Vec<Line<'static>> {
     let b = &app.snap.book;
     let muted = Style::default().fg(t.c("ui.muted"));
     let bold = Style::default().add_modifier(Modifier::BOLD);
-    let cut = |s: String| -> String {
-        if s.chars().count() > w {
-            let mut c: String = s.chars().take(w.saturating_sub(1)).collect();
-            c.push('…');
-            c
-        } else {
-            s
-        }
-    };
     let total = vec![
         Span::styled("P&L ", bold),
         Span::styled(
@@ -681,10 +672,14 @@ pub fn blotter_lines(app: &App, h: usize, w: usize) -> Vec<Line<'static>> {
         vec![Line::from(total), Line::from(parts)]
     };
     // Sections share the rows: positions and working orders first, then the order log and
-    // the fills, newest first, as many as fit.
+    // the fills, newest first, as many as fit. Each row leads with what a trader reads first
+    // (open P&L, an order's state) and is cut with `…` at the pane's edge.
     let mut body: Vec<Line<'static>> = Vec::new();
     body.push(Line::from(Span::styled(
-        format!("positions ({}) · marked at mid (shares) / model fair (options)", b.positions.len()),
+        format!(
+            "positions ({}) · mark: mid (shares), model fair (options)",
+            b.positions.len()
+        ),
         muted,
     )));
     if b.positions.is_empty() {
@@ -693,12 +688,16 @@ pub fn blotter_lines(app: &App, h: usize, w: usize) -> Vec<Line<'static>> {
     for p in &b.positions {
         let kind = if p.model { "model" } else { "mid" };
         body.push(Line::from(vec![
-            Span::raw(cut(format!(
-                "  {} {:+} {} avg {:.2} {kind} {:.2} ",
-                p.plan, p.qty, p.instrument, p.avg_px, p.mark
-            ))),
-            Span::styled(format!("open {}", usd(p.open_usd)), pnl_style(app, p.open_usd)),
-            Span::styled(format!(" real {}", usd(p.real_usd)), pnl_style(app, p.real_usd)),
+            Span::raw(format!("  {} {:+} {} ", p.plan, p.qty, p.instrument)),
+            Span::styled(
+                format!("open {}", usd(p.open_usd)),
+                pnl_style(app, p.open_usd),
+            ),
+            Span::raw(format!(" {kind} {:.2} avg {:.2}", p.mark, p.avg_px)),
+            Span::styled(
+                format!(" real {}", usd(p.real_usd)),
+                pnl_style(app, p.real_usd),
+            ),
         ]));
     }
     let orders = &b.order_log;
@@ -714,8 +713,11 @@ pub fn blotter_lines(app: &App, h: usize, w: usize) -> Vec<Line<'static>> {
     let fills_room = room / 2;
     let order_room = room - fills_room;
     // Working orders first (newest first), then the rest, newest first.
-    let mut shown: Vec<&crate::view::snapshot::OrderLogRow> =
-        orders.iter().rev().filter(|o| o.state == "working").collect();
+    let mut shown: Vec<&crate::view::snapshot::OrderLogRow> = orders
+        .iter()
+        .rev()
+        .filter(|o| o.state == "working")
+        .collect();
     shown.extend(orders.iter().rev().filter(|o| o.state != "working"));
     for o in shown.into_iter().take(order_room.max(1)) {
         let state_style = match o.state.as_str() {
@@ -724,32 +726,29 @@ pub fn blotter_lines(app: &App, h: usize, w: usize) -> Vec<Line<'static>> {
             "vetoed" => Style::default().fg(t.c("state.error")),
             _ => muted,
         };
-        let what = if o.state == "vetoed" {
-            format!("  {} {} {} ", o.time, o.plan, o.clause)
-        } else {
-            format!(
-                "  {} {} {} {} {} {} @ {:.2} ",
-                o.time,
-                o.plan,
-                o.clause,
+        let mut spans = vec![
+            Span::raw("  "),
+            Span::styled(format!("{:<9}", o.state), state_style),
+            Span::raw(format!("{} ", o.plan)),
+        ];
+        if o.state != "vetoed" {
+            spans.push(Span::raw(format!(
+                "{} {} {} @ {:.2} ",
                 o.side,
                 o.qty,
                 o.instrument,
                 o.limit.unwrap_or(0.0)
-            )
-        };
-        let mut spans = vec![
-            Span::raw(what),
-            Span::styled(format!("{:<9}", o.state), state_style),
-        ];
+            )));
+        }
         if let Some(r) = &o.risk {
             let risk_style = if o.state == "vetoed" {
                 Style::default().fg(t.c("state.error"))
             } else {
                 Style::default().fg(t.c("state.warn"))
             };
-            spans.push(Span::styled(format!(" {r}"), risk_style));
+            spans.push(Span::styled(format!("{r} "), risk_style));
         }
+        spans.push(Span::styled(format!("{} {}", o.clause, o.time), muted));
         body.push(Line::from(spans));
     }
     body.push(Line::from(Span::styled(
@@ -765,12 +764,37 @@ pub fn blotter_lines(app: &App, h: usize, w: usize) -> Vec<Line<'static>> {
         body.push(Line::from(vec![
             Span::raw(format!("  {} {} ", x.time, x.plan)),
             Span::styled(format!("{} {}", x.side, x.qty), side),
-            Span::raw(cut(format!(" {} @ {:.2}", x.instrument, x.px))),
+            Span::raw(format!(" {} @ {:.2}", x.instrument, x.px)),
         ]));
     }
     lines.extend(body);
     lines.truncate(h.max(1));
-    lines
+    lines.into_iter().map(|l| fit(l, w)).collect()
+}
+
+/// A line cut to `w` columns, with `…` where it was cut (styles kept).
+fn fit(line: Line<'static>, w: usize) -> Line<'static> {
+    if line.width() <= w {
+        return line;
+    }
+    let mut left = w.saturating_sub(1);
+    let mut spans = Vec::new();
+    for sp in line.spans {
+        if left == 0 {
+            break;
+        }
+        let n = sp.content.chars().count();
+        if n <= left {
+            left -= n;
+            spans.push(sp);
+        } else {
+            let c: String = sp.content.chars().take(left).collect();
+            spans.push(Span::styled(c, sp.style));
+            left = 0;
+        }
+    }
+    spans.push(Span::raw("…"));
+    Line::from(spans)
 }
 
 fn draw_journal(f: &mut Frame, app: &App, r: Rect) {

@@ -65,7 +65,7 @@ REPO="$(cd "$(dirname "$0")/../.." && pwd)"
 tmux new-session -d -s "$S" -x 200 -y 60 -c "$REPO" "$ENVS $BIN desk --no-agent --plans examples/fade-ladder.kestrel examples/shares.kestrel"
 wait_for "band-fade"
 wait_for "vwap-reclaim"
-screen | grep -qF "breakout-chase" && fail "--plans should replace the example plan"
+screen | grep -qF "vwap-flush" && fail "--plans should replace the example plan"
 quit_and_find_session "no --plans session saved"
 echo "ok: --plans arms documents at the open"
 
