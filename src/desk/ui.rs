@@ -481,9 +481,74 @@ fn why_style(app: &App, p: &PlanLine) -> Style {
     }
 }
 
+/// The Plans pane when it is too narrow for the last column (under 90 columns inside): each
+/// plan on two lines, its row and then what was said of it (a veto or a clamp first), so
+/// risk is on screen at every size.
+fn draw_plans_narrow(f: &mut Frame, app: &App, r: Rect, title: String) {
+    let t = app.theme();
+    let w = usize::from(r.width.saturating_sub(2));
+    let mut lines: Vec<Line<'static>> = vec![Line::from(Span::styled(
+        format!("{:<12} {:<5} {:<10} {:<11} ttl", "plan", "by", "state", "pnl/budget"),
+        Style::default().fg(t.c("ui.muted")),
+    ))];
+    for (i, p) in app.snap.plans.iter().enumerate() {
+        let name: String = if p.name.chars().count() > 12 {
+            let mut c: String = p.name.chars().take(11).collect();
+            c.push('…');
+            c
+        } else {
+            p.name.clone()
+        };
+        let mut first = Line::from(vec![
+            Span::raw(format!("{name:<12} {:<5} ", owner_label(&p.owner))),
+            Span::styled(
+                format!("{:<10}", crate::bus::canon::state_name(p.state)),
+                state_color(app, p.state),
+            ),
+            Span::raw(format!(
+                " {:<11} {}",
+                format!("{:+.2}/{:.2}R", p.pnl_r, p.budget_r),
+                p.ttl
+                    .as_ref()
+                    .map(lang::print::ttl_text)
+                    .unwrap_or_default()
+            )),
+        ]);
+        let why_style = match p.risk {
+            Some(_) => why_style(app, p),
+            None => Style::default().fg(t.c("ui.muted")),
+        };
+        let mut second = Line::from(Span::styled(format!("  ↳ {}", plan_why(p)), why_style));
+        if i == app.plan_sel && app.focus == Pane::Plans {
+            let bg = Style::default().bg(t.c("ui.selection_bg"));
+            first = first.style(bg);
+            second = second.style(bg);
+        }
+        lines.push(fit(first, w));
+        lines.push(fit(second, w));
+    }
+    // Keep the selected plan in view.
+    let h = usize::from(r.height.saturating_sub(2));
+    let sel_end = 1 + 2 * (app.plan_sel + 1);
+    let skip = sel_end.saturating_sub(h);
+    let lines: Vec<Line> = lines.into_iter().skip(skip).collect();
+    f.render_widget(
+        Paragraph::new(lines).block(block(app, Pane::Plans, title)),
+        r,
+    );
+}
+
 fn draw_plans(f: &mut Frame, app: &App, r: Rect) {
     let t = app.theme();
     let plans = &app.snap.plans;
+    if !plans.is_empty() && r.width.saturating_sub(2) < 90 {
+        let title = format!(
+            "Plans — {} armed",
+            plans.iter().filter(|p| p.state == PlanState::Armed).count()
+        );
+        draw_plans_narrow(f, app, r, title);
+        return;
+    }
     let rows: Vec<Row> = plans
         .iter()
         .enumerate()
