@@ -50,7 +50,12 @@ fn screen(app: &App, w: u16, h: u16) -> Vec<String> {
 fn blotter_text(app: &App) -> String {
     ui::blotter_lines(app, 60, 200)
         .iter()
-        .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect::<String>())
+        .map(|l| {
+            l.spans
+                .iter()
+                .map(|s| s.content.as_ref())
+                .collect::<String>()
+        })
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -72,7 +77,11 @@ fn a_veto_and_a_clamp_show_in_the_plan_row_the_blotter_and_the_notice() {
         .iter()
         .find(|p| p.name == "sized")
         .expect("plan row");
-    let clamp = sized.risk.as_ref().expect("a clamp on the plan's ticket").short();
+    let clamp = sized
+        .risk
+        .as_ref()
+        .expect("a clamp on the plan's ticket")
+        .short();
     assert!(clamp.starts_with("qty 100→"), "{clamp}");
     assert_eq!(app.message_level(), NoticeLevel::Warn, "{:?}", app.message);
     let notice = app.message.clone().unwrap_or_default();
@@ -100,18 +109,33 @@ fn a_veto_and_a_clamp_show_in_the_plan_row_the_blotter_and_the_notice() {
     assert!(veto.starts_with("VETO worst $"), "{veto}");
     assert!(veto.contains("> $10.00 left"), "{veto}");
     assert_eq!(app.message_level(), NoticeLevel::Error, "{:?}", app.message);
-    assert!(app.message.as_deref().unwrap_or("").starts_with("VETO tiny"));
+    assert!(
+        app.message
+            .as_deref()
+            .unwrap_or("")
+            .starts_with("VETO tiny")
+    );
     let b = blotter_text(&app);
     assert!(
         b.lines()
             .any(|l| l.contains("tiny") && l.contains("vetoed") && l.contains(&veto)),
         "the order row says it was vetoed:\n{b}"
     );
-    // On screen: the Plans pane's row at 200x60 carries both.
+    // On screen at 100x30 and 200x60: each plan's rows in the Plans pane carry its decision
+    // (the row, then what was said of it under it where the pane is narrow).
     app.set_focus(Pane::Plans);
-    let s = screen(&app, 200, 60);
-    assert!(s.iter().any(|l| l.contains("tiny") && l.contains("VETO worst")), "{}", s.join("\n"));
-    assert!(s.iter().any(|l| l.contains("sized") && l.contains("qty 100→")), "{}", s.join("\n"));
+    for (w, h) in [(100, 30), (200, 60)] {
+        app.tab = Pane::Plans;
+        let s = screen(&app, w, h);
+        let said = |plan: &str, what: &str| {
+            s.iter().enumerate().any(|(i, l)| {
+                l.contains(&format!("{plan} "))
+                    && (l.contains(what) || s.get(i + 1).is_some_and(|n| n.contains(what)))
+            })
+        };
+        assert!(said("tiny", "VETO worst"), "{w}x{h}\n{}", s.join("\n"));
+        assert!(said("sized", "qty 100→"), "{w}x{h}\n{}", s.join("\n"));
+    }
 }
 
 /// A CANCEL that cancels nothing is a refusal, said as an error: of a name not in the book
@@ -152,7 +176,11 @@ fn open_pnl_follows_the_market_tick_by_tick() {
         Mode::File,
     )
     .expect("plans check");
-    let mut e = Engine::new(&header, EngineConfig::strict(Px(1000 * 10_000)), Bus::new(None));
+    let mut e = Engine::new(
+        &header,
+        EngineConfig::strict(Px(1000 * 10_000)),
+        Bus::new(None),
+    );
     e.arm_document(&doc);
     let until = ms(10, 0, 0);
     let mut seen = std::collections::BTreeSet::new();
@@ -189,7 +217,11 @@ fn open_pnl_follows_the_market_tick_by_tick() {
     }
     assert!(checked > 1000, "checked {checked} events");
     assert!(seen.len() > 20, "open P&L took {} values", seen.len());
-    assert!(option_marks.len() > 5, "option marks {}", option_marks.len());
+    assert!(
+        option_marks.len() > 5,
+        "option marks {}",
+        option_marks.len()
+    );
 }
 
 /// Co-pilot: a proposal pauses the tape at the event it appeared on; the person moves the
@@ -220,7 +252,10 @@ fn a_copilot_proposal_pauses_the_tape_and_routes_at_its_acceptance_with_its_age(
         .cloned()
         .expect("the agent's turn");
     assert_eq!(turn.ts(), ms(9, 32, 0), "routed at its acceptance");
-    assert!(app.snap.playing, "the tape plays on once the proposal is answered");
+    assert!(
+        app.snap.playing,
+        "the tape plays on once the proposal is answered"
+    );
     // Playing on at max, the next proposal stops the tape at the event it appeared on.
     app.send(Command::Speed(kestrel_desk::session::Speed::Max));
     for _ in 0..2000 {
@@ -367,10 +402,17 @@ fn the_default_session_fires_fills_moves_and_exits_within_the_first_hour() {
     assert!(
         !b.fills.is_empty(),
         "a fill: {:?}\n{:?}",
-        last.plans.iter().map(|p| (&p.name, p.state, &p.note)).collect::<Vec<_>>(),
+        last.plans
+            .iter()
+            .map(|p| (&p.name, p.state, &p.note))
+            .collect::<Vec<_>>(),
         last.notices
     );
-    assert!(opens.len() > 10, "open P&L moved through {} values", opens.len());
+    assert!(
+        opens.len() > 10,
+        "open P&L moved through {} values",
+        opens.len()
+    );
     assert!(
         b.fills.iter().any(|f| f.side == "sell"),
         "an exit (a sell): {:?}",

@@ -402,7 +402,11 @@ impl Blotter {
                 reason,
             } => {
                 self.risk(plan, *ts, clause, RiskKind::Veto, budget, reason);
-                let short = self.plans.get(plan).and_then(|l| l.risk.as_ref()).map(Risk::short);
+                let short = self
+                    .plans
+                    .get(plan)
+                    .and_then(|l| l.risk.as_ref())
+                    .map(Risk::short);
                 self.orders.push(OrderLine {
                     ts: *ts,
                     id: None,
@@ -431,7 +435,12 @@ impl Blotter {
                     to: *to_qty,
                 };
                 self.risk(plan, *ts, clause, kind, budget, reason);
-                if let Some(short) = self.plans.get(plan).and_then(|l| l.risk.as_ref()).map(Risk::short) {
+                if let Some(short) = self
+                    .plans
+                    .get(plan)
+                    .and_then(|l| l.risk.as_ref())
+                    .map(Risk::short)
+                {
                     self.clamped.insert((plan.clone(), clause.clone()), short);
                 }
             }

@@ -488,7 +488,10 @@ fn draw_plans_narrow(f: &mut Frame, app: &App, r: Rect, title: String) {
     let t = app.theme();
     let w = usize::from(r.width.saturating_sub(2));
     let mut lines: Vec<Line<'static>> = vec![Line::from(Span::styled(
-        format!("{:<12} {:<5} {:<10} {:<11} ttl", "plan", "by", "state", "pnl/budget"),
+        format!(
+            "{:<12} {:<5} {:<10} {:<11} ttl",
+            "plan", "by", "state", "pnl/budget"
+        ),
         Style::default().fg(t.c("ui.muted")),
     ))];
     for (i, p) in app.snap.plans.iter().enumerate() {
