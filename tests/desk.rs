@@ -315,6 +315,7 @@ fn script(replies: &[&str]) -> DeskAgent {
     DeskAgent::Script {
         name: "house".into(),
         replies: replies.iter().map(|r| r.to_string()).collect(),
+        wakes: Vec::new(),
     }
 }
 
@@ -414,6 +415,7 @@ fn switching_to_autopilot_routes_the_waiting_proposal_and_later_wakes_answer_inl
     let house = DeskAgent::Script {
         name: "house".into(),
         replies,
+        wakes: Vec::new(),
     };
     let mut app = desk::inline_app_with(src, Some(house), true).unwrap();
     app.send(Command::Seek(ms(9, 35, 0)));
@@ -665,18 +667,21 @@ fn the_house_agent_answers_wakes_on_the_bus_and_human_turns_are_recorded() {
         let house = DeskAgent::Script {
             name: "house".into(),
             replies: replies.clone(),
+            wakes: Vec::new(),
         };
         let mut app = desk::inline_app_with(src.clone(), Some(house), false).unwrap();
+        // The OPEN wake's events, before the house plan's repricing fills the Bus tail.
+        app.send(Command::Seek(ms(9, 31, 0)));
+        let early = app.snap.bus.join("\n");
         app.send(Command::Seek(ms(11, 0, 0)));
-        app.snap.clone()
+        (early, app.snap.clone())
     };
-    let snap = run();
-    let bus = snap.bus.join("\n");
+    let (bus, snap) = run();
     assert!(bus.contains("\"type\":\"view-delivered\""), "{bus}");
     assert!(bus.contains("\"wake\":\"open\""), "{bus}");
     assert!(bus.contains("\"type\":\"turn\""), "{bus}");
     assert_eq!(
-        run().hash,
+        run().1.hash,
         snap.hash,
         "the agent on the Bus is deterministic"
     );
@@ -866,7 +871,7 @@ fn bare_kestrel_and_kestrel_desk_open_the_same_session() {
         "{}",
         first.bus[0]
     );
-    assert!(first.plans.iter().any(|p| p.name == "breakout-chase"));
+    assert!(first.plans.iter().any(|p| p.name == "vwap-flush"));
     h.send(Command::Seek(ms(16, 0, 0)));
     let end = h.latest();
     assert!(
@@ -969,7 +974,7 @@ fn desk_plans_arm_documents_at_the_open_and_a_bad_one_is_refused_first() {
     let mut h = opened(&a, None);
     let s = h.latest();
     assert!(
-        !s.plans.iter().any(|p| p.name == "breakout-chase"),
+        !s.plans.iter().any(|p| p.name == "vwap-flush"),
         "--plans replaces the example plan"
     );
     let armed = s

@@ -749,12 +749,13 @@ fn run_report_is_in_cents_and_aligned_and_the_readme_shows_it() {
     assert_eq!(
         head_cells,
         [
-            "plan", "state", "fires", "fills", "pnl $", "pnl R", "mae $", "mae R"
+            "plan", "state", "fires", "fills", "real $", "open $", "pnl $", "pnl R", "mae $",
+            "mae R"
         ]
     );
     // Right-aligned columns end where their heading ends ("pnl $" is two words).
     let h: Vec<usize> = cell_ends(header);
-    let numeric_ends = [h[2], h[3], h[5], h[7], h[9], h[11]];
+    let numeric_ends = [h[2], h[3], h[5], h[7], h[9], h[11], h[13], h[15]];
     let rows: Vec<&str> = lines[2..]
         .iter()
         .take_while(|l| !l.starts_with("book pnl"))
@@ -763,16 +764,16 @@ fn run_report_is_in_cents_and_aligned_and_the_readme_shows_it() {
     assert_eq!(rows.len(), 4);
     for r in &rows {
         let cells: Vec<&str> = r.split_whitespace().collect();
-        assert_eq!(cells.len(), 8, "{r}");
+        assert_eq!(cells.len(), 10, "{r}");
         assert_eq!(cell_ends(r)[2..], numeric_ends, "{r}\n{header}");
-        for money in [cells[4], cells[6]] {
+        for money in [cells[4], cells[5], cells[6], cells[8]] {
             assert_eq!(
                 money.split('.').nth(1).map(str::len),
                 Some(2),
                 "{r}: {money}"
             );
         }
-        for r_amount in [cells[5], cells[7]] {
+        for r_amount in [cells[7], cells[9]] {
             assert_eq!(
                 r_amount.split('.').nth(1).map(str::len),
                 Some(4),

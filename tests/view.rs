@@ -111,7 +111,10 @@ fn book_panes_render_the_snapshot() {
             qty: 2,
             avg_px: 0.60,
             mark: 0.65,
+            model: true,
             pnl_usd: 10.0,
+            real_usd: 0.0,
+            open_usd: 10.0,
         }],
         orders: vec![OrderRow {
             plan: "probe".into(),
@@ -164,6 +167,12 @@ fn book_panes_render_the_snapshot() {
         wakes_budget: Some(6),
         pnl_usd: 10.0,
         pnl_r: 0.02,
+        realised_usd: 0.0,
+        realised_r: 0.0,
+        open_usd: 10.0,
+        open_r: 0.01,
+        r_usd: 1000.0,
+        order_log: Vec::new(),
     };
     let r = rep.frame(
         &v,

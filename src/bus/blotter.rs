@@ -20,8 +20,11 @@ pub struct Position {
     pub cost: i128,
     /// Realised P&L on this instrument, money units.
     pub realised: i64,
-    /// Latest mark (a fill, a settlement or a mark event).
+    /// Latest mark: a fill, a settlement, a `mark` event, or the live market mark the engine
+    /// gives after every tape event ([`Blotter::mark_live`]).
     pub mark: Option<Px>,
+    /// Is the mark a model price (an option's fair), not a quote or a trade?
+    pub model: bool,
     /// Contract multiplier.
     pub mult: u32,
 }
@@ -52,6 +55,7 @@ impl Position {
     pub fn trade(&mut self, signed: i64, px: Px, mult: u32) {
         self.mult = mult;
         self.mark = Some(px);
+        self.model = false;
         let m = i128::from(mult);
         let p = i128::from(px.raw());
         let mut rest = signed;
@@ -97,6 +101,58 @@ pub struct Resting {
     pub qty: u64,
     /// Current limit.
     pub limit: Px,
+}
+
+/// Where an order (or a ticket L0 risk refused) stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OrderState {
+    /// Placed and resting.
+    Working,
+    /// Filled whole.
+    Filled,
+    /// Cancelled (what filled before stays filled).
+    Cancelled,
+    /// Refused by L0 risk: never placed.
+    Vetoed,
+}
+
+impl OrderState {
+    /// The word the Blotter shows.
+    pub fn name(self) -> &'static str {
+        match self {
+            OrderState::Working => "working",
+            OrderState::Filled => "filled",
+            OrderState::Cancelled => "cancelled",
+            OrderState::Vetoed => "vetoed",
+        }
+    }
+}
+
+/// One order of the session (or a vetoed ticket), newest state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrderLine {
+    /// Tape time it was placed (or vetoed).
+    pub ts: Ts,
+    /// Order id (`None`: a vetoed ticket, never placed).
+    pub id: Option<u64>,
+    /// Plan name.
+    pub plan: String,
+    /// Clause that placed it.
+    pub clause: String,
+    /// Instrument key (empty for a vetoed ticket).
+    pub leg: String,
+    /// Side (`None` for a vetoed ticket).
+    pub side: Option<BusSide>,
+    /// Quantity placed.
+    pub qty: u64,
+    /// Quantity filled so far.
+    pub filled: u64,
+    /// Current limit (`None` for a vetoed ticket).
+    pub limit: Option<Px>,
+    /// Its state.
+    pub state: OrderState,
+    /// What L0 risk did to it: `qty 100→96 plan`, `VETO worst $58 > $0 left`.
+    pub risk: Option<String>,
 }
 
 /// One fill.
@@ -154,6 +210,31 @@ pub struct Risk {
     pub reason: String,
 }
 
+impl Risk {
+    /// The decision in a few words, for a plan's row and an order's:
+    /// `VETO worst $58.00 > $0.00 left` or `qty 100→96 plan`.
+    pub fn short(&self) -> String {
+        match self.kind {
+            RiskKind::Veto => format!("VETO {}", short_reason(&self.reason)),
+            RiskKind::Clamp { from, to } => format!("qty {from}→{to} {}", self.budget),
+        }
+    }
+}
+
+/// `worst case $58.00 exceeds the $0.00 left …` → `worst $58.00 > $0.00 left`; any other
+/// reason as written.
+fn short_reason(reason: &str) -> String {
+    let amounts: Vec<&str> = reason
+        .split_whitespace()
+        .filter(|w| w.starts_with('$'))
+        .take(2)
+        .collect();
+    match amounts.as_slice() {
+        [want, left] if reason.starts_with("worst case") => format!("worst {want} > {left} left"),
+        _ => reason.to_string(),
+    }
+}
+
 /// What L0 risk did to a ticket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RiskKind {
@@ -200,6 +281,12 @@ pub struct Blotter {
     pub events: u64,
     /// Every fire and fill, in order.
     pub marks: Vec<Mark>,
+    /// Every order placed (and every ticket vetoed), in order, with its state.
+    pub orders: Vec<OrderLine>,
+    /// Where each order id is in [`Blotter::orders`].
+    order_at: BTreeMap<u64, usize>,
+    /// A clamp waiting for the order it sized: (plan, clause) → `qty 100→96 plan`.
+    clamped: BTreeMap<(String, String), String>,
 }
 
 impl Blotter {
@@ -229,6 +316,23 @@ impl Blotter {
             budget: budget.to_string(),
             reason: reason.to_string(),
         });
+    }
+
+    /// Mark `plan`'s open position in `leg` at the market (`model`: an option's model fair):
+    /// what the engine gives after every tape event, so open P&L follows the market. Not a
+    /// Bus event (a replayed Bus marks at fills and the close only).
+    pub fn mark_live(&mut self, plan: &str, leg: &str, px: Px, model: bool) {
+        if let Some(p) = self.positions.get_mut(plan).and_then(|m| m.get_mut(leg))
+            && p.qty != 0
+        {
+            p.mark = Some(px);
+            p.model = model;
+        }
+    }
+
+    fn order_mut(&mut self, id: u64) -> Option<&mut OrderLine> {
+        let i = *self.order_at.get(&id)?;
+        self.orders.get_mut(i)
     }
 
     fn line(&mut self, plan: &str) -> &mut PlanLine {
@@ -296,7 +400,27 @@ impl Blotter {
                 clause,
                 budget,
                 reason,
-            } => self.risk(plan, *ts, clause, RiskKind::Veto, budget, reason),
+            } => {
+                self.risk(plan, *ts, clause, RiskKind::Veto, budget, reason);
+                let short = self
+                    .plans
+                    .get(plan)
+                    .and_then(|l| l.risk.as_ref())
+                    .map(Risk::short);
+                self.orders.push(OrderLine {
+                    ts: *ts,
+                    id: None,
+                    plan: plan.clone(),
+                    clause: clause.clone(),
+                    leg: String::new(),
+                    side: None,
+                    qty: 0,
+                    filled: 0,
+                    limit: None,
+                    state: OrderState::Vetoed,
+                    risk: short,
+                });
+            }
             Event::Clamp {
                 ts,
                 plan,
@@ -310,9 +434,18 @@ impl Blotter {
                     from: *from_qty,
                     to: *to_qty,
                 };
-                self.risk(plan, *ts, clause, kind, budget, reason)
+                self.risk(plan, *ts, clause, kind, budget, reason);
+                if let Some(short) = self
+                    .plans
+                    .get(plan)
+                    .and_then(|l| l.risk.as_ref())
+                    .map(Risk::short)
+                {
+                    self.clamped.insert((plan.clone(), clause.clone()), short);
+                }
             }
             Event::OrderPlaced {
+                ts,
                 order,
                 plan,
                 clause,
@@ -323,6 +456,21 @@ impl Blotter {
                 limit,
                 ..
             } => {
+                let risk = self.clamped.remove(&(plan.clone(), clause.clone()));
+                self.order_at.insert(*order, self.orders.len());
+                self.orders.push(OrderLine {
+                    ts: *ts,
+                    id: Some(*order),
+                    plan: plan.clone(),
+                    clause: clause.clone(),
+                    leg: leg.clone(),
+                    side: Some(*side),
+                    qty: *qty,
+                    filled: 0,
+                    limit: Some(*limit),
+                    state: OrderState::Working,
+                    risk,
+                });
                 self.resting.insert(
                     *order,
                     Resting {
@@ -340,9 +488,17 @@ impl Blotter {
                 if let Some(r) = self.resting.get_mut(order) {
                     r.limit = *limit;
                 }
+                if let Some(o) = self.order_mut(*order) {
+                    o.limit = Some(*limit);
+                }
             }
             Event::OrderCancelled { order, .. } => {
                 self.resting.remove(order);
+                if let Some(o) = self.order_mut(*order)
+                    && o.state == OrderState::Working
+                {
+                    o.state = OrderState::Cancelled;
+                }
             }
             Event::Fill {
                 ts,
@@ -355,6 +511,10 @@ impl Blotter {
                 mult,
             } => {
                 self.resting.remove(order);
+                if let Some(o) = self.order_mut(*order) {
+                    o.filled = o.filled.saturating_add(*qty);
+                    o.state = OrderState::Filled;
+                }
                 self.marks.push(Mark {
                     ts: *ts,
                     plan: plan.clone(),
@@ -396,6 +556,8 @@ impl Blotter {
             Event::Mark { plan, leg, px, .. } => {
                 if let Some(p) = self.positions.get_mut(plan).and_then(|m| m.get_mut(leg)) {
                     p.mark = Some(*px);
+                    // The close marks options at fair (a model price), shares at last.
+                    p.model = !leg.ends_with(" shares");
                 }
             }
             Event::Excursion { plan, mae_usd, .. } => self.line(plan).mae = mae_usd.raw(),
@@ -425,6 +587,16 @@ impl Blotter {
     /// The whole book's P&L, money units.
     pub fn book_pnl(&self) -> i64 {
         self.plans.keys().map(|p| self.pnl(p)).sum()
+    }
+
+    /// The whole book's realised P&L, money units.
+    pub fn book_realised(&self) -> i64 {
+        self.plans.keys().map(|p| self.realised(p)).sum()
+    }
+
+    /// The whole book's open P&L at the latest marks, money units.
+    pub fn book_open(&self) -> i64 {
+        self.plans.keys().map(|p| self.open(p)).sum()
     }
 
     /// Money in R at this Blotter's `r_usd`, as an exact 4-decimal [`Px`] (rounded half away

@@ -38,7 +38,11 @@ pub struct PlanReport {
     pub fires: u64,
     /// Fills.
     pub fills: u64,
-    /// P&L, dollars.
+    /// Realised P&L, dollars.
+    pub real_usd: Px,
+    /// Open P&L at the marks (docs/runtime.md, "Marking"), dollars.
+    pub open_usd: Px,
+    /// P&L (realised + open), dollars.
     pub pnl_usd: Px,
     /// P&L, R.
     pub pnl_r: Px,
@@ -63,6 +67,8 @@ pub fn plan_reports(b: &Blotter) -> Vec<PlanReport> {
                 state,
                 fires: l.fires,
                 fills: l.fills,
+                real_usd: Px(b.realised(&n)),
+                open_usd: Px(b.open(&n)),
                 pnl_usd: Px(pnl),
                 pnl_r: b.in_r(pnl).unwrap_or(Px::ZERO),
                 mae_usd: Px(l.mae),
@@ -94,6 +100,8 @@ pub fn json_report(bus: &Bus, tape_path: &str) -> String {
                 "state": p.state,
                 "fires": p.fires,
                 "fills": p.fills,
+                "realised_usd": num(p.real_usd),
+                "open_usd": num(p.open_usd),
                 "pnl_usd": num(p.pnl_usd),
                 "pnl_r": num(p.pnl_r),
                 "mae_usd": num(p.mae_usd),
@@ -110,6 +118,8 @@ pub fn json_report(bus: &Bus, tape_path: &str) -> String {
         "determinism_hash": bus.hash_hex(),
         "bus_events": bus.count(),
         "plans": plans,
+        "realised_usd": num(Px(b.book_realised())),
+        "open_usd": num(Px(b.book_open())),
         "pnl_usd": num(Px(total)),
         "pnl_r": num(b.in_r(total).unwrap_or(Px::ZERO)),
     });
@@ -177,7 +187,8 @@ pub fn text_report(bus: &Bus) -> String {
     ));
     let mut rows = vec![
         [
-            "plan", "state", "fires", "fills", "pnl $", "pnl R", "mae $", "mae R",
+            "plan", "state", "fires", "fills", "real $", "open $", "pnl $", "pnl R", "mae $",
+            "mae R",
         ]
         .map(String::from)
         .to_vec(),
@@ -188,6 +199,8 @@ pub fn text_report(bus: &Bus) -> String {
             p.state,
             p.fires.to_string(),
             p.fills.to_string(),
+            usd(p.real_usd),
+            usd(p.open_usd),
             usd(p.pnl_usd),
             in_r(p.pnl_r),
             usd(p.mae_usd),
@@ -197,9 +210,11 @@ pub fn text_report(bus: &Bus) -> String {
     s.push_str(&table(&rows, 2));
     let total = b.book_pnl();
     s.push_str(&format!(
-        "book pnl ${} ({}R)\ndeterminism {}\n",
+        "book pnl ${} ({}R): realised ${}, open ${}\ndeterminism {}\n",
         usd(Px(total)),
         in_r(b.in_r(total).unwrap_or(Px::ZERO)),
+        usd(Px(b.book_realised())),
+        usd(Px(b.book_open())),
         bus.hash_hex()
     ));
     s

@@ -11,7 +11,7 @@ use super::theme::Theme;
 use crate::lang;
 use crate::market::Ts;
 use crate::session::agent::Proposal;
-use crate::session::owner::{AgentStatus, TurnLine};
+use crate::session::owner::{AgentStatus, NoticeLevel, TurnLine};
 use crate::session::{Command, SessionSnapshot};
 use crate::tokens::{self, Encoding};
 use crate::turn::{self, AuthorKind, Outcome, Profile, WakePhase};
@@ -261,6 +261,15 @@ impl App {
         self.agent().is_some_and(|a| a.copilot)
     }
 
+    /// How loud the message is: the level of the session's notice it shows (a message of
+    /// the screen's own is information).
+    pub fn message_level(&self) -> NoticeLevel {
+        self.message
+            .as_ref()
+            .and_then(|m| self.snap.notices.iter().rev().find(|n| n.text == *m))
+            .map_or(NoticeLevel::Info, |n| n.level)
+    }
+
     /// The agent's answer waiting for the person.
     pub fn proposal(&self) -> Option<&Proposal> {
         self.agent().and_then(|a| a.proposal.as_ref())
@@ -283,7 +292,15 @@ impl App {
             self.log.sync(&self.snap);
         }
         if self.snap.notices_total != self.notices_seen {
-            if let Some(n) = self.snap.notices.last() {
+            // Of the notices new since the last look, the loudest (the newest of those): a
+            // veto is not hidden by the routine line said after it.
+            let new = self
+                .snap
+                .notices_total
+                .saturating_sub(self.notices_seen)
+                .min(self.snap.notices.len());
+            let fresh = &self.snap.notices[self.snap.notices.len() - new..];
+            if let Some(n) = fresh.iter().max_by_key(|n| n.level as u8) {
                 self.message = Some(n.text.clone());
             }
             self.notices_seen = self.snap.notices_total;

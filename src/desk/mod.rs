@@ -1,6 +1,6 @@
 //! The desk: the ratatui terminal app where a person and an agent fly one book on a replayed
 //! tape (DESK.md). `kestrel` with no arguments (or `kestrel desk`) opens it on the bundled
-//! tape with the example plan armed and the recorded house agent seated.
+//! tape with the example plans armed and the recorded house agent seated.
 //!
 //! The desk is a client of the [`Session`](crate::session::Session), which owns the run
 //! (docs/desk.md, "One owner"): keys become [`Command`]s, the screen draws
@@ -33,8 +33,12 @@ use std::sync::Arc;
 
 pub use crate::session::owner::BUNDLED_TAPE;
 
-/// The example plan armed at the open.
+/// The example plan (`examples/chase.kestrel`, the README's first sample).
 pub const EXAMPLE_PLAN: &str = include_str!("../../examples/chase.kestrel");
+
+/// The plans bare `kestrel` arms at the open (`examples/desk.kestrel`, run-desk's plans): on the bundled
+/// tape they fire, fill, move and exit within the first hour (the README's tour).
+pub const DEFAULT_PLANS: &str = include_str!("../../examples/desk.kestrel");
 
 /// The bundled house agent: a script of replies, one per wake.
 pub const HOUSE_AGENT_SCRIPT: &str = session::agent::HOUSE_AGENT_SCRIPT;
@@ -49,7 +53,7 @@ pub struct DeskArgs {
     /// (Home goes back to the open). Nothing is written until you act.
     #[arg(long)]
     pub open: Option<PathBuf>,
-    /// Documents to arm at the open (checked first), instead of the example plan.
+    /// Documents to arm at the open (checked first), instead of the example plans.
     #[arg(long, num_args = 1..)]
     pub plans: Vec<PathBuf>,
     /// A script of `{"reply": "..."}` lines to seat as the agent, one reply per wake;
@@ -69,7 +73,11 @@ pub struct DeskArgs {
     /// Start in co-pilot mode (agent turns wait for accept / reject).
     #[arg(long)]
     pub copilot: bool,
-    /// Do not arm the example plan at the open.
+    /// In co-pilot, keep the tape playing while a proposal waits (by default it pauses
+    /// until you accept or reject, so a proposal never drifts from its wake).
+    #[arg(long)]
+    pub no_copilot_pause: bool,
+    /// Do not arm the example plans (examples/desk.kestrel) at the open.
     #[arg(long)]
     pub no_example: bool,
     /// Do not save the session (nothing is written).
@@ -133,20 +141,21 @@ pub fn desk_agent(a: &DeskArgs) -> Result<Option<Agent>, String> {
                 bus: Arc::from(bytes),
             }));
         }
-        let replies = parse_script(&String::from_utf8_lossy(&bytes))
-            .map_err(|e| format!("{}: {e}", spec.spec))?;
-        return Ok(Some(Agent::Script { name, replies }));
+        return Agent::script(&name, &String::from_utf8_lossy(&bytes))
+            .map(Some)
+            .map_err(|e| format!("{}: {e}", spec.spec));
     }
     match &a.agent {
         Some(p) => {
             let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
-            let replies = parse_script(&text).map_err(|e| format!("{}: {e}", p.display()))?;
             let name = p
                 .file_stem()
                 .and_then(|s| s.to_str())
                 .unwrap_or("agent")
                 .to_string();
-            Ok(Some(Agent::Script { name, replies }))
+            Agent::script(&name, &text)
+                .map(Some)
+                .map_err(|e| format!("{}: {e}", p.display()))
         }
         None => Ok(Some(Agent::house())),
     }
@@ -161,6 +170,7 @@ pub fn settings(a: &DeskArgs) -> Result<Settings, String> {
         fill: a.fill.clone().unwrap_or(d.fill),
         profile: d.profile,
         copilot: a.copilot,
+        copilot_pause: !a.no_copilot_pause,
         agent: desk_agent(a)?,
     })
 }
@@ -172,7 +182,7 @@ pub fn opening_plans(a: &DeskArgs) -> Result<Vec<(String, String)>, String> {
         return Ok(if a.no_example {
             Vec::new()
         } else {
-            vec![("examples".into(), EXAMPLE_PLAN.into())]
+            vec![("examples".into(), DEFAULT_PLANS.into())]
         });
     }
     let mut out = Vec::new();

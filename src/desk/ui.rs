@@ -6,7 +6,7 @@ use super::keys::Action;
 use crate::bus::PlanState;
 use crate::bus::blotter::RiskKind;
 use crate::lang;
-use crate::session::owner::{Owner, PlanLine};
+use crate::session::owner::{NoticeLevel, Owner, PlanLine};
 use crate::turn::Outcome;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -281,9 +281,14 @@ fn draw_footer(f: &mut Frame, app: &App, r: Rect) {
         let room = (usize::from(r.width).saturating_mul(3) / 5)
             .min(usize::from(r.width).saturating_sub(20));
         let m = super::fit::fit(m, room);
+        let colour = match app.message_level() {
+            NoticeLevel::Info => "state.info",
+            NoticeLevel::Warn => "state.warn",
+            NoticeLevel::Error => "state.error",
+        };
         spans.push(Span::styled(
             format!(" {m} │"),
-            Style::default().fg(t.c("state.info")),
+            Style::default().fg(t.c(colour)),
         ));
     }
     if let Some(p) = app.proposal() {
@@ -296,12 +301,17 @@ fn draw_footer(f: &mut Frame, app: &App, r: Rect) {
             })
             .unwrap_or("(comments only)")
             .to_string();
+        // Its age in tape time: the View it answered is that old.
+        let age = crate::session::owner::age_text(crate::market::Ts(
+            app.snap.clock.0.saturating_sub(p.asked_at.0),
+        ));
         spans.push(Span::styled(
             format!(
-                " {} proposes {} @ {}: {} ",
+                " {} proposes {} @ {} {} ({age} ago): {} ",
                 author,
                 p.run.turn.outcome.name(),
                 p.wake,
+                p.asked_at.hhmm(),
                 ctx_line
             ),
             Style::default().fg(t.c("state.warn")),
@@ -414,24 +424,97 @@ fn owner_label(o: &Owner) -> String {
     }
 }
 
-/// The Plans pane's last column: the last risk decision when it is the newest thing said
-/// of the plan, else the clause that fired or why it is in its state.
+/// The Plans pane's last column: the last risk decision on the plan's tickets first
+/// (`VETO worst $58.00 > $0.00 left`, `qty 100→96 plan`), then the clause that fired or why
+/// it is in its state.
 fn plan_why(p: &PlanLine) -> String {
     match &p.risk {
-        Some(r) => {
-            let what = match r.kind {
-                RiskKind::Veto => format!("VETO {}", r.reason),
-                RiskKind::Clamp { from, to } => format!("qty {from}→{to} {}", r.budget),
-            };
-            format!("{what} · {}", p.note)
-        }
+        Some(r) => format!("{} · {}", r.short(), p.note),
         None => p.note.clone(),
     }
+}
+
+/// The style of a plan's last column: a veto in the error colour, a clamp in the warning's.
+fn why_style(app: &App, p: &PlanLine) -> Style {
+    let t = app.theme();
+    match p.risk.as_ref().map(|r| r.kind) {
+        Some(RiskKind::Veto) => Style::default().fg(t.c("state.error")),
+        Some(RiskKind::Clamp { .. }) => Style::default().fg(t.c("state.warn")),
+        None => Style::default(),
+    }
+}
+
+/// The Plans pane when it is too narrow for the last column (under 90 columns inside): each
+/// plan on two lines, its row and then what was said of it (a veto or a clamp first), so
+/// risk is on screen at every size.
+fn draw_plans_narrow(f: &mut Frame, app: &App, r: Rect, title: String) {
+    let t = app.theme();
+    let w = usize::from(r.width.saturating_sub(2));
+    let mut lines: Vec<Line<'static>> = vec![Line::from(Span::styled(
+        format!(
+            "{:<12} {:<5} {:<10} {:<11} ttl",
+            "plan", "by", "state", "pnl/budget"
+        ),
+        Style::default().fg(t.c("ui.muted")),
+    ))];
+    for (i, p) in app.snap.plans.iter().enumerate() {
+        let name: String = if p.name.chars().count() > 12 {
+            let mut c: String = p.name.chars().take(11).collect();
+            c.push('…');
+            c
+        } else {
+            p.name.clone()
+        };
+        let mut first = Line::from(vec![
+            Span::raw(format!("{name:<12} {:<5} ", owner_label(&p.owner))),
+            Span::styled(
+                format!("{:<10}", crate::bus::canon::state_name(p.state)),
+                state_color(app, p.state),
+            ),
+            Span::raw(format!(
+                " {:<11} {}",
+                format!("{:+.2}/{:.2}R", p.pnl_r, p.budget_r),
+                p.ttl
+                    .as_ref()
+                    .map(lang::print::ttl_text)
+                    .unwrap_or_default()
+            )),
+        ]);
+        let why_style = match p.risk {
+            Some(_) => why_style(app, p),
+            None => Style::default().fg(t.c("ui.muted")),
+        };
+        let mut second = Line::from(Span::styled(format!("  ↳ {}", plan_why(p)), why_style));
+        if i == app.plan_sel && app.focus == Pane::Plans {
+            let bg = Style::default().bg(t.c("ui.selection_bg"));
+            first = first.style(bg);
+            second = second.style(bg);
+        }
+        lines.push(fit(first, w));
+        lines.push(fit(second, w));
+    }
+    // Keep the selected plan in view.
+    let h = usize::from(r.height.saturating_sub(2));
+    let sel_end = 1 + 2 * (app.plan_sel + 1);
+    let skip = sel_end.saturating_sub(h);
+    let lines: Vec<Line> = lines.into_iter().skip(skip).collect();
+    f.render_widget(
+        Paragraph::new(lines).block(block(app, Pane::Plans, title)),
+        r,
+    );
 }
 
 fn draw_plans(f: &mut Frame, app: &App, r: Rect) {
     let t = app.theme();
     let plans = &app.snap.plans;
+    if !plans.is_empty() && r.width.saturating_sub(2) < 90 {
+        let title = format!(
+            "Plans — {} armed",
+            plans.iter().filter(|p| p.state == PlanState::Armed).count()
+        );
+        draw_plans_narrow(f, app, r, title);
+        return;
+    }
     let rows: Vec<Row> = plans
         .iter()
         .enumerate()
@@ -450,7 +533,7 @@ fn draw_plans(f: &mut Frame, app: &App, r: Rect) {
                         .map(lang::print::ttl_text)
                         .unwrap_or_default(),
                 ),
-                Cell::from(plan_why(p)),
+                Cell::from(Span::styled(plan_why(p), why_style(app, p))),
             ]);
             if i == app.plan_sel && app.focus == Pane::Plans {
                 row = row.style(Style::default().bg(t.c("ui.selection_bg")));
@@ -500,56 +583,220 @@ fn draw_plans(f: &mut Frame, app: &App, r: Rect) {
 }
 
 fn draw_bus(f: &mut Frame, app: &App, r: Rect) {
-    let t = app.theme();
-    let s = &app.snap;
-    if app.bus_mode == BusMode::Bus {
-        let title = super::fit::fit(
-            &app.log.title(s.bus_events),
-            usize::from(r.width.saturating_sub(4)),
-        );
-        let b = block(app, Pane::Bus, title);
-        let inner = b.inner(r);
-        f.render_widget(b, r);
-        app.log
-            .draw(f.buffer_mut(), inner, t, app.focus == Pane::Bus);
+    if app.bus_mode == BusMode::Blotter {
+        draw_blotter(f, app, r);
         return;
     }
-    let inner_h = r.height.saturating_sub(2) as usize;
-    let muted = Style::default().fg(t.c("ui.muted"));
-    let (title, lines): (String, Vec<Line>) = match app.bus_mode {
-        // Drawn by the log above.
-        BusMode::Bus => (String::new(), Vec::new()),
-        BusMode::Blotter => {
-            let b = &s.book;
-            let mut lines = vec![Line::from(Span::styled(
-                format!("P&L {:+.2} $  {:+.2} R", b.pnl_usd, b.pnl_r),
-                Style::default().add_modifier(Modifier::BOLD),
-            ))];
-            lines.push(Line::from(Span::styled("positions", muted)));
-            for p in &b.positions {
-                lines.push(Line::from(format!(
-                    "  {} {} {} @ {:.2} mark {:.2} {:+.2}$",
-                    p.plan, p.qty, p.instrument, p.avg_px, p.mark, p.pnl_usd
-                )));
-            }
-            lines.push(Line::from(Span::styled("orders", muted)));
-            for o in &b.orders {
-                lines.push(Line::from(format!(
-                    "  {} {} {} {} @ {:.2}",
-                    o.plan, o.side, o.qty, o.instrument, o.limit
-                )));
-            }
-            lines.push(Line::from(Span::styled("fills", muted)));
-            for x in b.fills.iter().rev().take(inner_h) {
-                lines.push(Line::from(format!(
-                    "  {} {} {} {} {} @ {:.2}",
-                    x.time, x.plan, x.side, x.qty, x.instrument, x.px
-                )));
-            }
-            ("Blotter [b: Bus]".to_string(), lines)
-        }
+    let t = app.theme();
+    let s = &app.snap;
+    let title = super::fit::fit(
+        &app.log.title(s.bus_events),
+        usize::from(r.width.saturating_sub(4)),
+    );
+    let b = block(app, Pane::Bus, title);
+    let inner = b.inner(r);
+    f.render_widget(b, r);
+    app.log
+        .draw(f.buffer_mut(), inner, t, app.focus == Pane::Bus);
+}
+
+/// The Blotter, in the Bus pane's place (`b` toggles).
+pub fn draw_blotter(f: &mut Frame, app: &App, r: Rect) {
+    let lines = blotter_lines(
+        app,
+        usize::from(r.height.saturating_sub(2)),
+        usize::from(r.width.saturating_sub(2)),
+    );
+    f.render_widget(
+        Paragraph::new(lines).block(block(app, Pane::Bus, "Blotter [b: Bus]".to_string())),
+        r,
+    );
+}
+
+/// Money as the Blotter shows it: `+191.00$`.
+fn usd(x: f64) -> String {
+    format!("{x:+.2}$")
+}
+
+/// R as the Blotter shows it: `+0.19R`.
+fn r_of(x: f64) -> String {
+    format!("{x:+.2}R")
+}
+
+/// A style for a P&L figure: up, down, or muted at zero.
+fn pnl_style(app: &App, x: f64) -> Style {
+    let t = app.theme();
+    let k = if x > 0.0005 {
+        "market.up"
+    } else if x < -0.0005 {
+        "market.down"
+    } else {
+        "ui.muted"
     };
-    f.render_widget(Paragraph::new(lines).block(block(app, Pane::Bus, title)), r);
+    Style::default().fg(t.c(k))
+}
+
+/// The Blotter: the book's P&L (realised and open apart, in $ and R, and what 1R is),
+/// positions marked to market (`mid` for shares, `model` for an option's fair), every order
+/// with its state and what L0 risk did to it, and the fills, newest first. `h` rows tall,
+/// `w` columns wide.
+pub fn blotter_lines(app: &App, h: usize, w: usize) -> Vec<Line<'static>> {
+    let t = app.theme();
+    let b = &app.snap.book;
+    let muted = Style::default().fg(t.c("ui.muted"));
+    let bold = Style::default().add_modifier(Modifier::BOLD);
+    let total = vec![
+        Span::styled("P&L ", bold),
+        Span::styled(
+            format!("{} {}", usd(b.pnl_usd), r_of(b.pnl_r)),
+            pnl_style(app, b.pnl_usd).add_modifier(Modifier::BOLD),
+        ),
+        Span::styled(format!("  1R = ${:.2}", b.r_usd), muted),
+    ];
+    let parts = vec![
+        Span::styled("  realised ", muted),
+        Span::styled(
+            format!("{} {}", usd(b.realised_usd), r_of(b.realised_r)),
+            pnl_style(app, b.realised_usd),
+        ),
+        Span::styled("  open ", muted),
+        Span::styled(
+            format!("{} {}", usd(b.open_usd), r_of(b.open_r)),
+            pnl_style(app, b.open_usd),
+        ),
+    ];
+    let width = |v: &[Span]| v.iter().map(|s| s.content.chars().count()).sum::<usize>();
+    let mut lines = if width(&total) + width(&parts) <= w {
+        let mut one = total;
+        one.extend(parts);
+        vec![Line::from(one)]
+    } else {
+        vec![Line::from(total), Line::from(parts)]
+    };
+    // Sections share the rows: positions and working orders first, then the order log and
+    // the fills, newest first, as many as fit. Each row leads with what a trader reads first
+    // (open P&L, an order's state) and is cut with `…` at the pane's edge.
+    let mut body: Vec<Line<'static>> = Vec::new();
+    body.push(Line::from(Span::styled(
+        format!(
+            "positions ({}) · mark: mid (shares), model fair (options)",
+            b.positions.len()
+        ),
+        muted,
+    )));
+    if b.positions.is_empty() {
+        body.push(Line::from(Span::styled("  flat", muted)));
+    }
+    for p in &b.positions {
+        let kind = if p.model { "model" } else { "mid" };
+        body.push(Line::from(vec![
+            Span::raw(format!("  {} {:+} {} ", p.plan, p.qty, p.instrument)),
+            Span::styled(
+                format!("open {}", usd(p.open_usd)),
+                pnl_style(app, p.open_usd),
+            ),
+            Span::raw(format!(" {kind} {:.2} avg {:.2}", p.mark, p.avg_px)),
+            Span::styled(
+                format!(" real {}", usd(p.real_usd)),
+                pnl_style(app, p.real_usd),
+            ),
+        ]));
+    }
+    let orders = &b.order_log;
+    body.push(Line::from(Span::styled(
+        format!(
+            "orders ({} working · {} in all)",
+            orders.iter().filter(|o| o.state == "working").count(),
+            orders.len()
+        ),
+        muted,
+    )));
+    let room = h.saturating_sub(lines.len() + body.len() + 1);
+    let fills_room = room / 2;
+    let order_room = room - fills_room;
+    // Working orders first (newest first), then the rest, newest first.
+    let mut shown: Vec<&crate::view::snapshot::OrderLogRow> = orders
+        .iter()
+        .rev()
+        .filter(|o| o.state == "working")
+        .collect();
+    shown.extend(orders.iter().rev().filter(|o| o.state != "working"));
+    for o in shown.into_iter().take(order_room.max(1)) {
+        let state_style = match o.state.as_str() {
+            "working" => Style::default().fg(t.c("state.info")),
+            "filled" => Style::default().fg(t.c("state.ok")),
+            "vetoed" => Style::default().fg(t.c("state.error")),
+            _ => muted,
+        };
+        let mut spans = vec![
+            Span::raw("  "),
+            Span::styled(format!("{:<9}", o.state), state_style),
+            Span::raw(format!("{} ", o.plan)),
+        ];
+        if o.state != "vetoed" {
+            spans.push(Span::raw(format!(
+                "{} {} {} @ {:.2} ",
+                o.side,
+                o.qty,
+                o.instrument,
+                o.limit.unwrap_or(0.0)
+            )));
+        }
+        if let Some(r) = &o.risk {
+            let risk_style = if o.state == "vetoed" {
+                Style::default().fg(t.c("state.error"))
+            } else {
+                Style::default().fg(t.c("state.warn"))
+            };
+            spans.push(Span::styled(format!("{r} "), risk_style));
+        }
+        spans.push(Span::styled(format!("{} {}", o.clause, o.time), muted));
+        body.push(Line::from(spans));
+    }
+    body.push(Line::from(Span::styled(
+        format!("fills ({})", b.fills.len()),
+        muted,
+    )));
+    for x in b.fills.iter().rev().take(fills_room.max(1)) {
+        let side = Style::default().fg(t.c(if x.side == "buy" {
+            "market.up"
+        } else {
+            "market.down"
+        }));
+        body.push(Line::from(vec![
+            Span::raw(format!("  {} {} ", x.time, x.plan)),
+            Span::styled(format!("{} {}", x.side, x.qty), side),
+            Span::raw(format!(" {} @ {:.2}", x.instrument, x.px)),
+        ]));
+    }
+    lines.extend(body);
+    lines.truncate(h.max(1));
+    lines.into_iter().map(|l| fit(l, w)).collect()
+}
+
+/// A line cut to `w` columns, with `…` where it was cut (styles kept).
+fn fit(line: Line<'static>, w: usize) -> Line<'static> {
+    if line.width() <= w {
+        return line;
+    }
+    let mut left = w.saturating_sub(1);
+    let mut spans = Vec::new();
+    for sp in line.spans {
+        if left == 0 {
+            break;
+        }
+        let n = sp.content.chars().count();
+        if n <= left {
+            left -= n;
+            spans.push(sp);
+        } else {
+            let c: String = sp.content.chars().take(left).collect();
+            spans.push(Span::styled(c, sp.style));
+            left = 0;
+        }
+    }
+    spans.push(Span::raw("…"));
+    Line::from(spans)
 }
 
 fn draw_journal(f: &mut Frame, app: &App, r: Rect) {

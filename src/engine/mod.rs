@@ -889,6 +889,26 @@ impl Engine {
         if !self.wakes.is_empty() {
             self.step_wakes();
         }
+        self.mark_live();
+    }
+
+    /// Mark every open position at the market in the Bus's Blotter (not a Bus event): the
+    /// exec symbol's mid for shares, the option's model fair on the cent grid for options
+    /// (docs/runtime.md, "Marking"). Fixed-point; quotes are the ones the plans just read.
+    fn mark_live(&mut self) {
+        let sh = &mut self.sh;
+        for p in &self.plans {
+            for l in p.legs.iter().filter(|l| l.pos.qty != 0) {
+                let Some(q) = quote(sh, l.inst) else { continue };
+                let (px, model) = if q.option {
+                    (Px::round_cents(q.fair).unwrap_or(q.mid), true)
+                } else {
+                    (q.mid, false)
+                };
+                let key = &sh.insts[l.inst].key;
+                sh.bus.mark_live(&p.name, key, px, model);
+            }
+        }
     }
 
     /// Evaluate every armed WAKE; fire the first rising one by priority (see [`wakes`]).

@@ -104,6 +104,9 @@ pub enum Agent {
         name: String,
         /// The replies, in order (re-asks take the next one).
         replies: Vec<String>,
+        /// The wake each reply answers, where the script names one (`wakes[i]` for
+        /// `replies[i]`; missing or `None`: in order). See [`crate::session::scripted_by_wake`].
+        wakes: Vec<Option<String>>,
     },
     /// A saved Bus whose turns replay at their wakes.
     Recorded {
@@ -127,10 +130,21 @@ pub enum Agent {
 impl Agent {
     /// The bundled house agent.
     pub fn house() -> Agent {
-        Agent::Script {
+        Agent::script("house", HOUSE_AGENT_SCRIPT).unwrap_or(Agent::Script {
             name: "house".into(),
-            replies: session::parse_script(HOUSE_AGENT_SCRIPT).unwrap_or_default(),
-        }
+            replies: Vec::new(),
+            wakes: Vec::new(),
+        })
+    }
+
+    /// A script of `{"reply": ..., "wake": ...}` lines (see [`session::parse_script_by_wake`]).
+    pub fn script(name: &str, text: &str) -> Result<Agent, String> {
+        let (wakes, replies) = session::parse_script_by_wake(text)?.into_iter().unzip();
+        Ok(Agent::Script {
+            name: name.to_string(),
+            replies,
+            wakes,
+        })
     }
 
     /// The name on the status line.
@@ -165,8 +179,17 @@ impl Agent {
     /// Its seat in a fresh run (a script starts over at every run).
     pub fn seat(&self) -> Result<Seat, String> {
         Ok(match self {
-            Agent::Script { name, replies } => {
-                Seat::Script(Box::new(session::scripted(name, replies.clone())))
+            Agent::Script {
+                name,
+                replies,
+                wakes,
+            } => {
+                let tagged = replies
+                    .iter()
+                    .enumerate()
+                    .map(|(i, r)| (wakes.get(i).cloned().flatten(), r.clone()))
+                    .collect();
+                Seat::Script(Box::new(session::scripted_by_wake(name, tagged)))
             }
             Agent::Recorded { name, bus } => {
                 Seat::Script(Box::new(session::Recorded::from_bus(name, bus)?))
@@ -184,8 +207,16 @@ impl Agent {
     /// is not called again on replay: its recorded answers act at their tape points).
     pub fn record(&self) -> serde_json::Value {
         match self {
-            Agent::Script { name, replies } => {
-                serde_json::json!({"type": "agent", "name": name, "replies": replies})
+            Agent::Script {
+                name,
+                replies,
+                wakes,
+            } => {
+                let mut v = serde_json::json!({"type": "agent", "name": name, "replies": replies});
+                if wakes.iter().any(Option::is_some) {
+                    v["wakes"] = serde_json::json!(wakes);
+                }
+                v
             }
             Agent::Recorded { name, bus } => serde_json::json!({
                 "type": "agent", "name": name,
@@ -209,7 +240,16 @@ impl Agent {
                 .iter()
                 .map(|x| x.as_str().unwrap_or_default().to_string())
                 .collect();
-            return Some(Agent::Script { name, replies });
+            let wakes = v
+                .get("wakes")
+                .and_then(|w| w.as_array())
+                .map(|w| w.iter().map(|x| x.as_str().map(str::to_string)).collect())
+                .unwrap_or_default();
+            return Some(Agent::Script {
+                name,
+                replies,
+                wakes,
+            });
         }
         if let Some(b) = v.get("bus").and_then(|b| b.as_str()) {
             return Some(Agent::Recorded {

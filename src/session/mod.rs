@@ -89,10 +89,32 @@ impl<F: FnMut(&WakeAsk, &Ask) -> Reply> TurnSource for Live<F> {
 /// A scripted author: replies in order from a list, one per ask (re-asks included); when the
 /// script runs out it passes (an empty reply from a file is a pass).
 pub fn scripted(name: &str, replies: Vec<String>) -> impl TurnSource + use<> {
-    let mut it = replies.into_iter();
+    scripted_by_wake(name, replies.into_iter().map(|r| (None, r)).collect())
+}
+
+/// A scripted author whose replies may name the wake they answer (`{"wake": "range-break",
+/// "reply": ...}`): a reply recorded for wake W answers W (the first unused one for W),
+/// whenever W fires, never by its place in the file; untagged replies answer, in order, any
+/// wake no tagged reply is left for. Re-asks take the next reply the same way. When nothing
+/// is left for a wake it passes.
+pub fn scripted_by_wake(
+    name: &str,
+    replies: Vec<(Option<String>, String)>,
+) -> impl TurnSource + use<> {
+    let mut left: Vec<Option<(Option<String>, String)>> = replies.into_iter().map(Some).collect();
     Live {
         name: name.to_string(),
-        write: move |_: &WakeAsk, _: &Ask| Reply::Text(it.next().unwrap_or_default()),
+        write: move |ask: &WakeAsk, _: &Ask| {
+            let tagged = left
+                .iter()
+                .position(|r| matches!(r, Some((Some(w), _)) if *w == ask.wake));
+            let pick = tagged.or_else(|| left.iter().position(|r| matches!(r, Some((None, _)))));
+            let text = pick
+                .and_then(|i| left[i].take())
+                .map(|(_, r)| r)
+                .unwrap_or_default();
+            Reply::Text(text)
+        },
         policy: RepairPolicy::default(),
     }
 }
@@ -103,6 +125,8 @@ pub struct Recorded {
     name: String,
     /// (wake, wake time, Bus line of the turn) → answers in order.
     answers: Vec<(String, Ts, usize, Answer)>,
+    /// Which answers have been given.
+    used: Vec<bool>,
     next: usize,
 }
 
@@ -149,6 +173,7 @@ impl Recorded {
         gate.finish().map_err(|e| e.to_string())?;
         Ok(Recorded {
             name: name.to_string(),
+            used: vec![false; answers.len()],
             answers,
             next: 0,
         })
@@ -162,8 +187,16 @@ impl Recorded {
 
 impl TurnSource for Recorded {
     fn answer(&mut self, ask: &WakeAsk, ctx: &TurnContext) -> Answer {
-        match self.answers.get(self.next) {
-            Some((w, t, line, a)) if *w == ask.wake && *t == ask.ts => {
+        // By wake: the turn recorded at wake W (its name and instant) answers W, wherever it
+        // is in the file (a wake that is not asked this time leaves its turn unused).
+        let hit = self
+            .answers
+            .iter()
+            .zip(&self.used)
+            .position(|((w, t, ..), used)| !used && *w == ask.wake && *t == ask.ts);
+        match hit.map(|i| (i, &self.answers[i])) {
+            Some((i, (_, _, line, a))) => {
+                self.used[i] = true;
                 self.next += 1;
                 let mut a = a.clone();
                 // Admitted again under the live book: a turn the live checker refuses arms
@@ -444,12 +477,21 @@ pub fn read_author_file(spec: &str, path: &Path) -> Result<Box<dyn TurnSource>, 
         return Ok(Box::new(Recorded::from_bus(spec, &bytes)?));
     }
     let text = String::from_utf8_lossy(&bytes);
-    let replies = parse_script(&text).map_err(|e| format!("{spec}: {e}"))?;
-    Ok(Box::new(scripted(spec, replies)))
+    let replies = parse_script_by_wake(&text).map_err(|e| format!("{spec}: {e}"))?;
+    Ok(Box::new(scripted_by_wake(spec, replies)))
 }
 
 /// Read a script of `{"reply": "..."}` lines (one reply per ask). Errors name the line.
 pub fn parse_script(text: &str) -> Result<Vec<String>, String> {
+    Ok(parse_script_by_wake(text)?
+        .into_iter()
+        .map(|(_, r)| r)
+        .collect())
+}
+
+/// Read a script of `{"reply": "...", "wake": "W"}` lines: the wake a reply answers, if it
+/// names one (see [`scripted_by_wake`]). Errors name the line.
+pub fn parse_script_by_wake(text: &str) -> Result<Vec<(Option<String>, String)>, String> {
     let mut out = Vec::new();
     for (i, l) in text.lines().enumerate() {
         if l.trim().is_empty() {
@@ -460,7 +502,12 @@ pub fn parse_script(text: &str) -> Result<Vec<String>, String> {
         let r = v["reply"]
             .as_str()
             .ok_or_else(|| format!("line {}: expected {{\"reply\": \"...\"}}", i + 1))?;
-        out.push(r.to_string());
+        let wake = match &v["wake"] {
+            serde_json::Value::Null => None,
+            serde_json::Value::String(w) => Some(w.clone()),
+            _ => return Err(format!("line {}: \"wake\" must be a wake's name", i + 1)),
+        };
+        out.push((wake, r.to_string()));
     }
     Ok(out)
 }

@@ -174,6 +174,10 @@ pub struct Settings {
     pub profile: Profile,
     /// Co-pilot at the start (the agent's answers wait for the person).
     pub copilot: bool,
+    /// In co-pilot, the tape pauses while a proposal waits and plays on once it is
+    /// accepted or rejected (on by default; `kestrel desk --no-copilot-pause`).
+    #[serde(default = "yes")]
+    pub copilot_pause: bool,
     /// Who sits in the agent's seat (`None`: nobody).
     #[serde(with = "agent_record")]
     pub agent: Option<Agent>,
@@ -186,9 +190,14 @@ impl Default for Settings {
             fill: DEFAULT_FILL.into(),
             profile: Profile::AuthoringV2,
             copilot: false,
+            copilot_pause: true,
             agent: Some(Agent::house()),
         }
     }
+}
+
+fn yes() -> bool {
+    true
 }
 
 mod agent_record {
@@ -400,7 +409,11 @@ impl TurnLine {
         match (&self.routed, &self.rejected) {
             (_, Some((outcome, by))) => format!("{outcome} rejected ({by})"),
             (Some(r), None) if self.from_desk() => {
-                if self.result.is_empty() || self.result.starts_with("refused") {
+                let invalid = matches!(
+                    r.outcome,
+                    Outcome::Invalid { .. } | Outcome::Truncated { .. }
+                );
+                if self.result.is_empty() || (invalid && self.result.starts_with("refused")) {
                     r.outcome.name().to_string()
                 } else {
                     format!("{} → {}", r.outcome.name(), self.result)
@@ -425,6 +438,20 @@ pub struct Notice {
     pub ts: Ts,
     /// What happened.
     pub text: String,
+    /// How loud: a refusal or a veto is an error, a size clamp a warning.
+    pub level: NoticeLevel,
+}
+
+/// How a notice is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NoticeLevel {
+    /// Something happened.
+    #[default]
+    Info,
+    /// Something was changed for you (a size clamped to a budget).
+    Warn,
+    /// Something was refused (a veto, a CANCEL of no live plan, a turn that did not parse).
+    Error,
 }
 
 /// Chart data at an instant.
@@ -686,6 +713,12 @@ pub struct Session {
     events_per_sec: f64,
     changed: bool,
     headless: bool,
+    /// Bus events already scanned for vetoes and clamps (their notices).
+    risk_seen: usize,
+    /// Playing stops at the event a co-pilot proposal appears on (set while playing).
+    stop_for_proposal: bool,
+    /// The tape was paused for this call's proposal: it plays on once it is answered.
+    paused_for: Option<u64>,
 }
 
 /// What a headless run brings to [`Session::headless`].
@@ -925,6 +958,9 @@ impl Session {
             events_per_sec: 0.0,
             changed: true,
             headless: false,
+            risk_seen: 0,
+            stop_for_proposal: false,
+            paused_for: None,
             settings,
         })
     }
@@ -996,8 +1032,83 @@ impl Session {
     }
 
     fn notice(&mut self, text: String) {
+        self.notice_at(NoticeLevel::Info, text);
+    }
+
+    fn notice_at(&mut self, level: NoticeLevel, text: String) {
         let ts = self.now();
-        self.notices.push(Notice { ts, text });
+        self.notices.push(Notice { ts, text, level });
+    }
+
+    /// A notice for every veto and size clamp on the Bus since the last look.
+    fn risk_notices(&mut self) {
+        let evs = self.run.engine.bus().events();
+        let new: Vec<Notice> = evs[self.risk_seen.min(evs.len())..]
+            .iter()
+            .filter_map(|e| match e {
+                bus::Event::Veto {
+                    ts,
+                    plan,
+                    clause,
+                    budget,
+                    reason,
+                } => Some(Notice {
+                    ts: *ts,
+                    text: format!("VETO {plan} {clause} ({budget} budget): {reason}"),
+                    level: NoticeLevel::Error,
+                }),
+                bus::Event::Clamp {
+                    ts,
+                    plan,
+                    clause,
+                    from_qty,
+                    to_qty,
+                    budget,
+                    reason,
+                } => Some(Notice {
+                    ts: *ts,
+                    text: format!(
+                        "{plan} {clause}: qty {from_qty}→{to_qty} by the {budget} budget ({reason})"
+                    ),
+                    level: NoticeLevel::Warn,
+                }),
+                _ => None,
+            })
+            .collect();
+        self.risk_seen = evs.len();
+        self.notices.extend(new);
+    }
+
+    /// Is a proposal waiting that holds the tape (co-pilot with the pause on)?
+    fn proposal_holds(&self) -> bool {
+        self.settings.copilot_pause
+            && self
+                .chair
+                .as_ref()
+                .is_some_and(|c| c.hold && c.proposal.is_some())
+    }
+
+    /// Pause for the waiting proposal, if it holds the tape (remembering to play on once it
+    /// is answered).
+    fn pause_for_proposal(&mut self) {
+        if self.playing && self.proposal_holds() {
+            self.paused_for = self
+                .chair
+                .as_ref()
+                .and_then(|c| c.proposal.as_ref())
+                .map(|p| p.call);
+            self.set_playing(false);
+        }
+    }
+
+    /// The proposal the tape was paused for was answered: play on.
+    fn resume_after_proposal(&mut self, call: u64) {
+        if self.paused_for == Some(call) {
+            self.paused_for = None;
+            if !self.ended {
+                self.set_playing(true);
+            }
+        }
     }
 
     fn write_record(&mut self, mut v: serde_json::Value, acted: bool) {
@@ -1243,6 +1354,7 @@ impl Session {
                         run,
                     });
                     self.notice(text);
+                    self.pause_for_proposal();
                 } else {
                     chair.thinking.clear();
                     self.act(Act::Agent(AgentAct::Answer { call, run }));
@@ -1288,6 +1400,7 @@ impl Session {
             self.replaying = false;
             // The re-run's notices were said the first time.
             self.notices_seen = self.run.notices().len();
+            self.risk_seen = self.run.engine.bus().events().len();
             self.set_quiet(false);
             self.control("rewound");
             self.playing = playing && !self.ended;
@@ -1390,6 +1503,8 @@ impl Session {
         self.chart_cache = None;
         self.bus_written = 0;
         self.bus_file = None;
+        self.risk_seen = 0;
+        self.paused_for = None;
         self.view = view::default_view();
         // The caller sets the acts to replay, then advances: acts recorded at the open apply
         // before its first event, as they did the first time.
@@ -1522,10 +1637,18 @@ impl Session {
             .push((i, author.to_string(), result.clone()));
         let what = match &routed.outcome {
             Outcome::Invalid { .. } | Outcome::Truncated { .. } => result.clone(),
+            Outcome::Cancel { target } if result.starts_with("refused") => {
+                format!("CANCEL {target} {result}")
+            }
             o => format!("{} → {result}", o.name()),
         };
+        let level = if result.starts_with("refused") {
+            NoticeLevel::Error
+        } else {
+            NoticeLevel::Info
+        };
         if !self.replaying {
-            self.notice(format!("{author}: {what}"));
+            self.notice_at(level, format!("{author}: {what}"));
         }
         result
     }
@@ -1560,17 +1683,32 @@ impl Session {
                     return format!("refused: call {call} is not outstanding");
                 }
                 chair.outstanding = None;
-                chair.proposal = None;
+                // A proposal accepted: it routes now, and says how long it waited in tape
+                // time (the wake's View is that old).
+                let age = chair
+                    .proposal
+                    .take()
+                    .filter(|p| p.call == *call)
+                    .map(|p| (p.wake, p.asked_at, Ts(now.0.saturating_sub(p.asked_at.0))));
                 chair.thinking.clear();
                 let outcome = run.turn.outcome.name().to_string();
                 let name = chair.agent.name();
                 if let Some((ask, ctx)) = self.run.resolve(now, run.clone()) {
                     self.call(ask, ctx);
                 }
+                let said = match &age {
+                    Some((wake, at, age)) => format!(
+                        "answered: {outcome} (proposed at wake {wake} {}, accepted {} later)",
+                        at.hhmm(),
+                        age_text(*age)
+                    ),
+                    None => format!("answered: {outcome}"),
+                };
                 if !self.replaying {
-                    self.notice(format!("{name}: {outcome}"));
+                    self.notice(format!("{name}: {}", said.trim_start_matches("answered: ")));
                 }
-                format!("answered: {outcome}")
+                self.resume_after_proposal(*call);
+                said
             }
             AgentAct::Reject { call, outcome } => {
                 if outstanding != Some(*call) {
@@ -1583,6 +1721,7 @@ impl Session {
                 if !self.replaying {
                     self.notice(format!("rejected {name}'s {outcome}: it was not routed"));
                 }
+                self.resume_after_proposal(*call);
                 format!("rejected: {outcome}")
             }
             AgentAct::Hold { on } => {
@@ -1643,6 +1782,7 @@ impl Session {
                 if !self.replaying {
                     self.notice(text);
                 }
+                self.pause_for_proposal();
             }
             Seat::Remote => {
                 // Replayed, nobody answers but the record: a call it does not answer is not
@@ -1734,6 +1874,12 @@ impl Session {
             };
             self.on_event(&ev, fired);
             self.apply_script();
+            if self.stop_for_proposal && self.proposal_holds() {
+                // Co-pilot: the tape stops at the event the proposal appeared on.
+                self.clock = self.clock.max(ts);
+                self.pause_for_proposal();
+                return;
+            }
         }
         if target > self.clock {
             self.clock = if self.ended {
@@ -1799,8 +1945,13 @@ impl Session {
         if !self.playing || self.ended {
             return;
         }
+        if self.proposal_holds() {
+            self.pause_for_proposal();
+            return;
+        }
         let before = self.seq;
         let started = Instant::now();
+        self.stop_for_proposal = true;
         match self.speed.factor() {
             Some(f) => {
                 let ms = (dt.as_secs_f64() * f * 1000.0).round() as u32;
@@ -1815,6 +1966,7 @@ impl Session {
                 }
             }
         }
+        self.stop_for_proposal = false;
         let spent = started.elapsed().max(dt);
         self.rate.0 += self.seq - before;
         self.rate.1 += spent;
@@ -1981,11 +2133,13 @@ impl Session {
                     } else {
                         format!("{} cancelled {}'s plan {}", n.actor, n.owner, n.plan)
                     },
+                    level: NoticeLevel::Warn,
                 })
                 .collect();
             self.notices_seen = run_notices.len();
             self.notices.extend(new);
         }
+        self.risk_notices();
         let m = self.run.engine.market();
         let bus = self.run.engine.bus();
         let evs = bus.events();
@@ -2133,4 +2287,16 @@ pub fn reopen(path: &Path, save: Option<PathBuf>) -> Result<Session, String> {
     )?;
     session.seek(last);
     Ok(session)
+}
+
+/// A tape-time span as `45s`, `2m13s`, `1h05m`.
+pub fn age_text(t: Ts) -> String {
+    let s = t.0 / 1000;
+    if s < 60 {
+        format!("{s}s")
+    } else if s < 3600 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{}h{:02}m", s / 3600, (s / 60) % 60)
+    }
 }

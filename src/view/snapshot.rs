@@ -11,9 +11,35 @@ pub struct PositionRow {
     pub instrument: String,
     pub qty: i64,
     pub avg_px: f64,
-    /// Valued at fair.
+    /// The mark: the exec symbol's mid for shares, the option's model fair for options
+    /// (docs/runtime.md, "Marking"), after every tape event.
     pub mark: f64,
+    /// Is the mark a model price (an option's fair)?
+    pub model: bool,
+    /// Realised and open P&L on this instrument, dollars.
     pub pnl_usd: f64,
+    /// Realised P&L, dollars.
+    pub real_usd: f64,
+    /// Open (unrealised) P&L at the mark, dollars.
+    pub open_usd: f64,
+}
+
+/// An order of the session (or a vetoed ticket), with its state, for the desk's Blotter.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OrderLogRow {
+    /// `HH:MM:SS`.
+    pub time: String,
+    pub plan: String,
+    pub clause: String,
+    /// `buy`, `sell`, or empty for a vetoed ticket.
+    pub side: String,
+    pub qty: u64,
+    pub instrument: String,
+    pub limit: Option<f64>,
+    /// `working`, `filled`, `cancelled`, `vetoed`.
+    pub state: String,
+    /// What L0 risk did: `qty 100→96 plan`, `VETO worst $58.00 > $0.00 left`.
+    pub risk: Option<String>,
 }
 
 /// A resting order.
@@ -76,6 +102,16 @@ pub struct Snapshot {
     pub wakes_budget: Option<u32>,
     pub pnl_usd: f64,
     pub pnl_r: f64,
+    /// The book's realised P&L, dollars and R.
+    pub realised_usd: f64,
+    pub realised_r: f64,
+    /// The book's open P&L at the marks, dollars and R.
+    pub open_usd: f64,
+    pub open_r: f64,
+    /// 1R in dollars.
+    pub r_usd: f64,
+    /// Every order of the session with its state, oldest first.
+    pub order_log: Vec<OrderLogRow>,
 }
 
 impl Snapshot {
@@ -93,9 +129,29 @@ impl Snapshot {
                     qty: p.qty,
                     avg_px: p.avg_px().map(|x| x.to_f64()).unwrap_or(0.0),
                     mark: p.mark.map(|x| x.to_f64()).unwrap_or(0.0),
-                    pnl_usd: money(p.open_pnl() + p.realised),
+                    model: p.model,
+                    pnl_usd: money(p.open_pnl().saturating_add(p.realised)),
+                    real_usd: money(p.realised),
+                    open_usd: money(p.open_pnl()),
                 });
             }
+        }
+        for o in &b.orders {
+            let t = o.ts.to_string();
+            snap.order_log.push(OrderLogRow {
+                time: t.get(..8).unwrap_or(&t).to_string(),
+                plan: o.plan.clone(),
+                clause: o.clause.clone(),
+                side: o
+                    .side
+                    .map(|s| format!("{s:?}").to_lowercase())
+                    .unwrap_or_default(),
+                qty: o.qty,
+                instrument: o.leg.clone(),
+                limit: o.limit.map(|x| x.to_f64()),
+                state: o.state.name().to_string(),
+                risk: o.risk.clone(),
+            });
         }
         for o in b.resting.values() {
             snap.orders.push(OrderRow {
@@ -116,11 +172,16 @@ impl Snapshot {
                 px: f.px.to_f64(),
             });
         }
+        let in_r = |m: i64| b.in_r(m).map(|x| x.to_f64()).unwrap_or(0.0);
         let pnl = b.book_pnl();
         snap.pnl_usd = money(pnl);
-        snap.pnl_r = crate::bus::blotter::to_r(pnl, b.r_usd)
-            .map(|x| x.to_f64())
-            .unwrap_or(0.0);
+        snap.pnl_r = in_r(pnl);
+        let (real, open) = (b.book_realised(), b.book_open());
+        snap.realised_usd = money(real);
+        snap.realised_r = in_r(real);
+        snap.open_usd = money(open);
+        snap.open_r = in_r(open);
+        snap.r_usd = b.r_usd.to_f64();
         snap
     }
 }

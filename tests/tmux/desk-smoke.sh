@@ -2,7 +2,8 @@
 # Drive the real desk binary in tmux as a person would, checking the screen at each step:
 # bare `kestrel` (the README's first command: the bundled tape, the example plan armed at
 # 1R = $1000, the house agent seated), then `--open` of what it saved (resumed where it was
-# left, Home back to the open, nothing written until you act), `--plans`; then open, play,
+# left, Home back to the open, nothing written until you act), the first hour played (a fire,
+# a fill, a P&L that moves, an exit on screen), `--plans`; then open, play,
 # write a plan in the editor and submit it, see it armed, stand down, quit, and check the
 # saved session and its Bus. Then: the house agent in co-pilot (reject its turn), and a
 # live command author answering off the replay thread.
@@ -46,6 +47,26 @@ grep -q '"fill":"strict-cross-v1"' "$SES" || fail "the session does not record t
 grep -q '"act":"turn","author":"examples"' "$SES" || fail "the example plan was not armed at the open"
 grep -q '"type":"document-armed"' "$BUS" || fail "document-armed missing from the bare desk's Bus"
 echo "ok: bare kestrel opens ready to trade and saves its settings"
+# The first session shows the product: play bare `kestrel` one simulated hour (at 600x, so the
+# clock can be stopped at 10:30) and see a fire, a fill, a non-zero P&L and an exit on screen.
+tmux new-session -d -s "$S" -x 160 -y 48 "$ENVS $BIN --no-save"
+wait_for "author house"
+tmux send-keys -t "$S" b; tmux send-keys -t "$S" +
+wait_for "600x"
+tmux send-keys -t "$S" ' '
+for _ in $(seq 1 100); do screen | head -1 | grep -qE " 1[0-9]:[3-5][0-9]:| 1[1-9]:" && break; sleep 0.1; done
+tmux send-keys -t "$S" ' '
+wait_for "paused"
+screen | head -1 | grep -qE " 10:[3-5]| 1[1-9]:" || fail "the clock did not reach 10:30"
+screen | grep -qE "[A-Z]+#?[0-9]* fired [0-9]{2}:[0-9]{2}" || fail "no fire on screen in the first hour"
+screen | grep -qE "fills \([1-9]" || fail "no fill in the Blotter in the first hour"
+screen | grep -E "P&L [+-]" | grep -qvE "P&L [+-]0\.00\$" || fail "the Blotter P&L is zero"
+screen | grep -qE "[0-9]{2}:[0-9]{2}:[0-9]{2} [a-z-]+ sell" || fail "no exit (a sell fill) in the first hour"
+screen | grep -qF "1R = \$1000.00" || fail "1R's dollar value is not on screen"
+tmux send-keys -t "$S" q
+for _ in $(seq 1 25); do tmux has-session -t "$S" 2>/dev/null || break; sleep 0.2; done
+sleep 0.5
+echo "ok: the default session fires, fills, moves and exits within the first hour"
 # --open resumes where it was left, at the same hash; Home goes back to the open; nothing is
 # written when the person only watches.
 FIRST="$SES"
@@ -65,7 +86,7 @@ REPO="$(cd "$(dirname "$0")/../.." && pwd)"
 tmux new-session -d -s "$S" -x 200 -y 60 -c "$REPO" "$ENVS $BIN desk --no-agent --plans examples/fade-ladder.kestrel examples/shares.kestrel"
 wait_for "band-fade"
 wait_for "vwap-reclaim"
-screen | grep -qF "breakout-chase" && fail "--plans should replace the example plan"
+screen | grep -qF "vwap-flush" && fail "--plans should replace the example plan"
 quit_and_find_session "no --plans session saved"
 echo "ok: --plans arms documents at the open"
 
@@ -159,4 +180,4 @@ grep -q '"live":"sh examples/command-author.sh"' "$SES" || fail "the agent recor
 grep -q '"agent":"answer"' "$SES" || fail "the answer act is missing"
 grep -q '"type":"turn","wake":"open"' "$BUS" || fail "the live author's turn is missing from the Bus"
 echo "ok: a live command author answers on the Bus"
-echo "13 passed, 0 failed"
+echo "14 passed, 0 failed"

@@ -1,0 +1,426 @@
+//! Issue 15, part A: risk you can see, a Blotter marked to market, co-pilot that keeps step.
+//! State tests over the bundled tape (inline sessions, no terminal) and styled snapshots of
+//! the Blotter pane (ratatui TestBackend + insta) at 100x30 and 200x60 in the dark and light
+//! themes.
+
+use kestrel_desk::bus::{Bus, blotter::Position};
+use kestrel_desk::desk::app::{App, BusMode, Pane};
+use kestrel_desk::desk::{self, ui};
+use kestrel_desk::engine::{Engine, EngineConfig};
+use kestrel_desk::lang::{self, Mode};
+use kestrel_desk::market::{Px, Ts, open_tape};
+use kestrel_desk::session::Command;
+use kestrel_desk::session::agent::Agent as DeskAgent;
+use kestrel_desk::session::owner::NoticeLevel;
+use kestrel_desk::turn::AuthorKind;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use std::time::Duration;
+
+const TAPE: &str = "tapes/trend-2025-04-09-s1.jsonl";
+
+fn ms(h: u32, m: u32, s: u32) -> Ts {
+    Ts::hms(h, m, s, 0)
+}
+
+/// A desk on the bundled tape with no agent and no example plan.
+fn bare() -> App {
+    let src = desk::tape_source(None).expect("bundled tape");
+    desk::inline_app_with(src, None, false).expect("app")
+}
+
+fn submit(app: &mut App, id: u64, text: &str) {
+    app.send(Command::Submit {
+        id,
+        author: "you".into(),
+        kind: AuthorKind::Human,
+        text: text.into(),
+    });
+}
+
+fn screen(app: &App, w: u16, h: u16) -> Vec<String> {
+    let mut t = Terminal::new(TestBackend::new(w, h)).expect("terminal");
+    t.draw(|f| ui::draw(f, app)).expect("draw");
+    let buf = t.backend().buffer().clone();
+    (0..h)
+        .map(|y| (0..w).map(|x| buf[(x, y)].symbol().to_string()).collect())
+        .collect()
+}
+
+fn blotter_text(app: &App) -> String {
+    ui::blotter_lines(app, 60, 200)
+        .iter()
+        .map(|l| {
+            l.spans
+                .iter()
+                .map(|s| s.content.as_ref())
+                .collect::<String>()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A clamp (100 shares on a 0.1R budget) and a veto (a call on a 0.01R budget): each is in
+/// the plan's row, in the Blotter's order rows, and on the status line as a notice.
+#[test]
+fn a_veto_and_a_clamp_show_in_the_plan_row_the_blotter_and_the_notice() {
+    let mut app = bare();
+    submit(
+        &mut app,
+        1,
+        "PLAN sized budget 0.1R ttl +30m\n  USING signal SPX exec SPY\n  WHEN spot > 0\n  DO buy 100 shares @ ask\n",
+    );
+    app.send(Command::Seek(ms(9, 31, 0)));
+    let sized = app
+        .snap
+        .plans
+        .iter()
+        .find(|p| p.name == "sized")
+        .expect("plan row");
+    let clamp = sized
+        .risk
+        .as_ref()
+        .expect("a clamp on the plan's ticket")
+        .short();
+    assert!(clamp.starts_with("qty 100→"), "{clamp}");
+    assert_eq!(app.message_level(), NoticeLevel::Warn, "{:?}", app.message);
+    let notice = app.message.clone().unwrap_or_default();
+    assert!(notice.contains("qty 100→"), "{notice}");
+    let b = blotter_text(&app);
+    assert!(
+        b.lines()
+            .any(|l| l.contains("sized") && l.contains("filled") && l.contains(&clamp)),
+        "the order row says it was clamped:\n{b}"
+    );
+
+    submit(
+        &mut app,
+        2,
+        "PLAN tiny budget 0.01R ttl +30m\n  USING signal SPX exec SPY 0dte\n  WHEN spot > 0\n  DO buy 1 +1 C @ ask\n",
+    );
+    app.send(Command::Seek(ms(9, 32, 0)));
+    let tiny = app
+        .snap
+        .plans
+        .iter()
+        .find(|p| p.name == "tiny")
+        .expect("plan row");
+    let veto = tiny.risk.as_ref().expect("a veto").short();
+    assert!(veto.starts_with("VETO worst $"), "{veto}");
+    assert!(veto.contains("> $10.00 left"), "{veto}");
+    assert_eq!(app.message_level(), NoticeLevel::Error, "{:?}", app.message);
+    assert!(
+        app.message
+            .as_deref()
+            .unwrap_or("")
+            .starts_with("VETO tiny")
+    );
+    let b = blotter_text(&app);
+    assert!(
+        b.lines()
+            .any(|l| l.contains("tiny") && l.contains("vetoed") && l.contains(&veto)),
+        "the order row says it was vetoed:\n{b}"
+    );
+    // On screen at 100x30 and 200x60: each plan's rows in the Plans pane carry its decision
+    // (the row, then what was said of it under it where the pane is narrow).
+    app.set_focus(Pane::Plans);
+    for (w, h) in [(100, 30), (200, 60)] {
+        app.tab = Pane::Plans;
+        let s = screen(&app, w, h);
+        let said = |plan: &str, what: &str| {
+            s.iter().enumerate().any(|(i, l)| {
+                l.contains(&format!("{plan} "))
+                    && (l.contains(what) || s.get(i + 1).is_some_and(|n| n.contains(what)))
+            })
+        };
+        assert!(said("tiny", "VETO worst"), "{w}x{h}\n{}", s.join("\n"));
+        assert!(said("sized", "qty 100→"), "{w}x{h}\n{}", s.join("\n"));
+    }
+}
+
+/// A CANCEL that cancels nothing is a refusal, said as an error: of a name not in the book
+/// (the router refuses it) and of a plan no longer live (the session refuses it).
+#[test]
+fn a_refused_cancel_is_an_error_notice() {
+    let mut app = bare();
+    submit(&mut app, 1, "CANCEL nothing-here\n");
+    assert_eq!(app.message_level(), NoticeLevel::Error, "{:?}", app.message);
+    let m = app.message.clone().unwrap_or_default();
+    assert!(m.contains("refused") && m.contains("nothing-here"), "{m}");
+    submit(
+        &mut app,
+        2,
+        "PLAN gone budget 0.1R ttl +30m\n  USING signal SPX exec SPY\n  WHEN spot > 99999\n  DO buy 1 shares @ bid\n",
+    );
+    submit(&mut app, 3, "CANCEL gone\n");
+    assert_eq!(app.message_level(), NoticeLevel::Info, "{:?}", app.message);
+    submit(&mut app, 4, "CANCEL gone\n");
+    let m = app.message.clone().unwrap_or_default();
+    assert_eq!(app.message_level(), NoticeLevel::Error, "{m}");
+    assert!(m.contains("refused"), "{m}");
+    assert!(!m.ends_with("cancel"), "{m}");
+    let row = app.turn_rows().last().expect("journal row").label();
+    assert!(row.contains("refused"), "{row}");
+}
+
+/// Open P&L follows the market event by event: after every tape event the shares position
+/// is marked at the exec symbol's mid (qty × mid − cost, exactly), and an option position
+/// at its model fair on the cent grid, labelled as a model price.
+#[test]
+fn open_pnl_follows_the_market_tick_by_tick() {
+    let mut reader = open_tape(std::path::Path::new(TAPE)).expect("tape");
+    let header = reader.header().clone();
+    let doc = lang::check(
+        "PLAN shares budget 1R ttl 15:00\n  USING signal SPX exec SPY\n  WHEN spot > 0\n  DO buy 10 shares @ ask\n\n\
+         PLAN calls budget 1R ttl 15:00\n  USING signal SPX exec SPY 0dte\n  WHEN spot > 0\n  DO buy 1 +1 C @ ask\n",
+        Mode::File,
+    )
+    .expect("plans check");
+    let mut e = Engine::new(
+        &header,
+        EngineConfig::strict(Px(1000 * 10_000)),
+        Bus::new(None),
+    );
+    e.arm_document(&doc);
+    let until = ms(10, 0, 0);
+    let mut seen = std::collections::BTreeSet::new();
+    let mut checked = 0;
+    let mut option_marks = std::collections::BTreeSet::new();
+    for ev in reader.by_ref() {
+        let ev = ev.expect("event");
+        if ev.ts() > until {
+            break;
+        }
+        e.on_event(&ev);
+        let b = e.bus().blotter();
+        let Some(p) = b.positions.get("shares").and_then(|m| m.get("SPY shares")) else {
+            continue;
+        };
+        let mid = e.market().share_quote("SPY").expect("quote").mid;
+        assert_eq!(p.mark, Some(mid), "marked at the mid at {}", ev.ts());
+        assert!(!p.model);
+        let want = i128::from(mid.0) * i128::from(p.qty) - p.cost;
+        assert_eq!(i128::from(p.open_pnl()), want);
+        assert_eq!(b.open("shares"), p.open_pnl());
+        seen.insert(p.open_pnl());
+        checked += 1;
+        let opt: Vec<&Position> = b
+            .positions
+            .get("calls")
+            .map(|m| m.values().filter(|p| p.qty != 0).collect())
+            .unwrap_or_default();
+        for o in opt {
+            assert!(o.model, "an option is marked at its model fair");
+            assert_eq!(o.mark.map(|m| m.0 % 100), Some(0), "on the cent grid");
+            option_marks.insert(o.mark);
+        }
+    }
+    assert!(checked > 1000, "checked {checked} events");
+    assert!(seen.len() > 20, "open P&L took {} values", seen.len());
+    assert!(
+        option_marks.len() > 5,
+        "option marks {}",
+        option_marks.len()
+    );
+}
+
+/// Co-pilot: a proposal pauses the tape at the event it appeared on; the person moves the
+/// clock, accepts, and it routes then, with its age in tape time recorded and said; the
+/// tape plays on after it.
+#[test]
+fn a_copilot_proposal_pauses_the_tape_and_routes_at_its_acceptance_with_its_age() {
+    let src = desk::tape_source(None).expect("bundled tape");
+    let mut app = desk::inline_app_with(src, Some(DeskAgent::house()), true).expect("app");
+    let p = app.proposal().cloned().expect("the OPEN answer waits");
+    assert_eq!(p.asked_at, ms(9, 30, 0));
+    app.send(Command::Play);
+    app.send(Command::Tick(Duration::from_millis(500)));
+    assert!(!app.snap.playing, "the waiting proposal pauses the tape");
+    assert_eq!(app.snap.clock, ms(9, 30, 0));
+    // The person looks ahead two minutes, then accepts.
+    app.send(Command::Seek(ms(9, 32, 0)));
+    let footer = screen(&app, 200, 60).pop().unwrap_or_default();
+    assert!(footer.contains("(2m00s ago)"), "{footer}");
+    app.send(Command::Accept { call: p.call });
+    assert!(app.proposal().is_none());
+    let m = app.message.clone().unwrap_or_default();
+    assert!(m.contains("accepted 2m00s later"), "{m}");
+    let turn = app
+        .turn_rows()
+        .iter()
+        .rfind(|r| r.author() == "house")
+        .cloned()
+        .expect("the agent's turn");
+    assert_eq!(turn.ts(), ms(9, 32, 0), "routed at its acceptance");
+    assert!(
+        app.snap.playing,
+        "the tape plays on once the proposal is answered"
+    );
+    // Playing on at max, the next proposal stops the tape at the event it appeared on.
+    app.send(Command::Speed(kestrel_desk::session::Speed::Max));
+    for _ in 0..2000 {
+        app.send(Command::Tick(Duration::from_millis(16)));
+        if app.proposal().is_some() || app.snap.ended {
+            break;
+        }
+    }
+    let next = app.proposal().cloned().expect("a later wake's proposal");
+    assert!(!app.snap.playing);
+    assert_eq!(app.snap.clock, next.asked_at, "stopped at the wake");
+}
+
+/// A recorded script answers by wake: a reply tagged with a wake answers that wake even when
+/// an earlier wake went unasked (no drift by position in the file).
+#[test]
+fn a_script_answers_by_wake_not_by_position() {
+    use kestrel_desk::session::{TurnSource, WakeAsk};
+    use kestrel_desk::turn::{Profile, TurnContext, WakePhase};
+    let script = "{\"wake\": \"open\", \"reply\": \"STAND-DOWN open\\n\"}\n\
+                  {\"wake\": \"range-break\", \"reply\": \"STAND-DOWN range\\n\"}\n\
+                  {\"wake\": \"last-hour\", \"reply\": \"STAND-DOWN late\\n\"}\n";
+    let DeskAgent::Script { .. } = DeskAgent::script("s", script).expect("script") else {
+        panic!("a script")
+    };
+    let replies = kestrel_desk::session::parse_script_by_wake(script).expect("parse");
+    let mut src = kestrel_desk::session::scripted_by_wake("s", replies);
+    let ctx = TurnContext::new(WakePhase::Mid, Profile::AuthoringV2, AuthorKind::File);
+    let ask = |wake: &str| WakeAsk {
+        ts: ms(15, 0, 0),
+        wake: wake.into(),
+        phase: WakePhase::Mid,
+        frame: String::new(),
+        prompt: String::new(),
+    };
+    // The open and the range break went unanswered; the last hour gets its own reply.
+    let a = src.answer(&ask("last-hour"), &ctx);
+    assert_eq!(a.run.turn.outcome.name(), "stand-down");
+    assert!(
+        format!("{:?}", a.run.turn.outcome).contains("late"),
+        "{:?}",
+        a.run.turn.outcome
+    );
+    let b = src.answer(&ask("open"), &ctx);
+    assert!(format!("{:?}", b.run.turn.outcome).contains("open"));
+}
+
+/// The styled buffer of a rectangle: one line per row, runs of one style as
+/// `«fg/bg/modifiers»text`.
+fn styled(buf: &ratatui::buffer::Buffer, r: ratatui::layout::Rect) -> String {
+    let mut out = String::new();
+    for y in r.top()..r.bottom() {
+        let mut last = String::new();
+        for x in r.left()..r.right() {
+            let c = &buf[(x, y)];
+            let st = format!("«{:?}/{:?}/{:?}»", c.fg, c.bg, c.modifier);
+            if st != last {
+                out.push_str(&st);
+                last = st;
+            }
+            out.push_str(c.symbol());
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// A session with a veto, a clamp, filled and working orders and an open position, at a
+/// fixed instant, in the Blotter.
+fn blotter_app() -> App {
+    let mut app = bare();
+    submit(
+        &mut app,
+        1,
+        "PLAN sized budget 0.1R ttl +30m\n  USING signal SPX exec SPY\n  WHEN spot > 0\n  DO buy 100 shares @ ask\n\n\
+         PLAN tiny budget 0.01R ttl +30m\n  USING signal SPX exec SPY 0dte\n  WHEN spot > 0\n  DO buy 1 +1 C @ ask\n\n\
+         PLAN calls budget 0.5R ttl +60m\n  USING signal SPX exec SPY 0dte\n  WHEN spot > 0\n  DO buy 1 +1 C @ ask\n  TP 3x @ fair\n",
+    );
+    app.send(Command::Seek(ms(9, 50, 0)));
+    app.set_focus(Pane::Bus);
+    app.bus_mode = BusMode::Blotter;
+    app
+}
+
+#[test]
+fn blotter_snapshots_in_two_sizes_and_two_themes() {
+    let mut app = blotter_app();
+    for theme in ["dark", "light"] {
+        app.theme = app
+            .themes
+            .iter()
+            .position(|t| t.name == theme)
+            .expect("bundled theme");
+        for (w, h) in [(100u16, 30u16), (200, 60)] {
+            if w < 150 {
+                app.tab = Pane::Bus;
+            }
+            let mut t = Terminal::new(TestBackend::new(w, h)).expect("terminal");
+            t.draw(|f| ui::draw(f, &app)).expect("draw");
+            let area = ratatui::layout::Rect::new(0, 0, w, h);
+            let r = ui::layout(&app, area)
+                .into_iter()
+                .find(|(p, _)| *p == Pane::Bus)
+                .map(|(_, r)| r)
+                .expect("the Bus pane is on screen");
+            let text = styled(t.backend().buffer(), r);
+            assert!(text.contains("1R = $1000.00"), "{text}");
+            insta::assert_snapshot!(format!("blotter_{theme}_{w}x{h}"), text);
+        }
+    }
+}
+
+/// The default session (bare `kestrel`: the bundled tape, examples/run-desk.kestrel armed,
+/// the house agent seated) shows the product within the first simulated hour, played at max
+/// as a person would: a fire, a fill, an open P&L that moves with the market, and an exit.
+#[test]
+fn the_default_session_fires_fills_moves_and_exits_within_the_first_hour() {
+    use clap::Parser;
+    let cli = kestrel_desk::cli::Cli::try_parse_from(["kestrel"]).expect("flags");
+    let a = cli.desk;
+    let session = desk::open_session(&a, None).expect("the default session opens");
+    let mut h = kestrel_desk::desk::handle::SessionHandle::inline(session);
+    let first = h.latest();
+    assert!(first.agent.as_ref().is_some_and(|g| g.name == "house"));
+    // At 60x, a wall second of play is a minute of tape: one look a tape minute.
+    h.send(Command::Speed(kestrel_desk::session::Speed::X60));
+    h.send(Command::Play);
+    let mut opens = std::collections::BTreeSet::new();
+    let mut last;
+    loop {
+        h.send(Command::Tick(Duration::from_secs(1)));
+        last = h.latest();
+        opens.insert((last.book.open_usd * 100.0).round() as i64);
+        if last.clock >= ms(10, 30, 0) || last.ended {
+            break;
+        }
+    }
+    let bus = last.bus.join("\n");
+    let b = &last.book;
+    assert!(
+        last.plans.iter().any(|p| p.note.contains("WHEN fired")) || bus.contains("plan-fired"),
+        "a fire"
+    );
+    assert!(
+        !b.fills.is_empty(),
+        "a fill: {:?}\n{:?}",
+        last.plans
+            .iter()
+            .map(|p| (&p.name, p.state, &p.note))
+            .collect::<Vec<_>>(),
+        last.notices
+    );
+    assert!(
+        opens.len() > 10,
+        "open P&L moved through {} values",
+        opens.len()
+    );
+    assert!(
+        b.fills.iter().any(|f| f.side == "sell"),
+        "an exit (a sell): {:?}",
+        b.fills
+    );
+    assert!(b.realised_usd != 0.0, "the exit realised P&L");
+    assert!(
+        !bus.contains("\"type\":\"stand-down\""),
+        "the house agent does not stand the book down in the first hour"
+    );
+}
