@@ -648,7 +648,8 @@ pub struct SubmitResult {
 }
 
 impl Session {
-    /// A session at the open of `tape`, paused at 60x, with the default View.
+    /// A session at the open of `tape`, paused at 60x (1x with a live author seated), with
+    /// the default View.
     pub fn open(tape: TapeSource, settings: Settings, how: Opening) -> Result<Session, String> {
         let reader = tape.reader()?;
         let header = reader.header().clone();
@@ -699,6 +700,11 @@ impl Session {
             settings,
         };
         s.chair = s.seat_agent(how.replay)?;
+        // A live author thinks in wall time: at 60x a 55 s answer to the 09:30 wake would
+        // land at 10:20. Seated live, the desk starts at 1x (the person may speed up).
+        if s.chair.as_ref().is_some_and(|c| c.worker.is_some()) {
+            s.speed = Speed::X1;
+        }
         let header = serde_json::json!({
             "type": "desk-session", "v": saved::SESSION_FORMAT, "tape": s.tape.label,
             "tape_name": s.header.name, "tape_blake3": s.tape.blake3(),
