@@ -324,11 +324,18 @@ fn trivia_lines_are_bounded() {
     };
     for src in cases(k) {
         assert!(lang::parse(&src).is_ok(), "{src:?}");
-        assert!(t.accepts(&src), "{k} trivia lines are within the bound: {src:?}");
+        assert!(
+            t.accepts(&src),
+            "{k} trivia lines are within the bound: {src:?}"
+        );
     }
     for src in cases(k + 1) {
         assert!(lang::parse(&src).is_ok(), "{src:?}");
-        assert!(!t.accepts(&src), "{} trivia lines are past the bound: {src:?}", k + 1);
+        assert!(
+            !t.accepts(&src),
+            "{} trivia lines are past the bound: {src:?}",
+            k + 1
+        );
     }
     // The seed's whitespace-only reply: 512 line breaks.
     assert!(!t.accepts(&"\r\n".repeat(512)));

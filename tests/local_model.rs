@@ -91,7 +91,9 @@ fn handle(mut sock: TcpStream, say: Say, seen: Arc<Mutex<Vec<Seen>>>) -> std::io
     let completions = request_line.contains("/v1/completions");
     seen.lock().expect("lock").push(Seen { request_line, body });
     let stream = |sock: &mut TcpStream, text: &str| -> std::io::Result<()> {
-        sock.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n")?;
+        sock.write_all(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n",
+        )?;
         let chunk = if completions {
             serde_json::json!({"choices": [{"index": 0, "text": text, "finish_reason": null}]})
         } else {
@@ -194,7 +196,11 @@ fn the_system_prompt_is_the_rendered_profile_and_session_start_names_the_author(
     assert_eq!(a["max_tokens"], 512);
     assert_eq!(
         a["prompt_hash"].as_str(),
-        Some(kestrel_desk::turn::Profile::AuthoringV2.prompt_hash().as_str())
+        Some(
+            kestrel_desk::turn::Profile::AuthoringV2
+                .prompt_hash()
+                .as_str()
+        )
     );
     // `kestrel errors report` splits by the arm the session-start names.
     let out = Command::new(env!("CARGO_BIN_EXE_kestrel"))
@@ -204,7 +210,10 @@ fn the_system_prompt_is_the_rendered_profile_and_session_start_names_the_author(
         .expect("errors report");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("report JSON");
     let arm = &v["by_arm"]["openai gemma-test authoring-v2 constrained=off max_tokens=512"];
-    assert_eq!(arm["turns"].as_u64(), Some(bus.iter().filter(|e| e["type"] == "turn").count() as u64));
+    assert_eq!(
+        arm["turns"].as_u64(),
+        Some(bus.iter().filter(|e| e["type"] == "turn").count() as u64)
+    );
 }
 
 #[test]
@@ -218,16 +227,25 @@ fn the_open_view_is_delivered_once_every_symbol_has_printed() {
         .find(|e| e["type"] == "view-delivered" && e["wake"] == "open")
         .expect("the OPEN view");
     let frame = open["frame"].as_str().expect("frame");
-    assert!(!frame.contains("spot ?"), "a symbol without a print: {frame}");
+    assert!(
+        !frame.contains("spot ?"),
+        "a symbol without a print: {frame}"
+    );
     let sent = user_text(&server.seen.lock().expect("lock")[0]);
-    assert!(sent.contains(frame.trim_end()), "the author got the delivered frame");
+    assert!(
+        sent.contains(frame.trim_end()),
+        "the author got the delivered frame"
+    );
 }
 
 #[test]
 fn a_reask_after_a_500_error_reply_is_bounded() {
     // 500 lines, each its own syntax error, then a pass.
     let bad: String = (0..500).map(|i| format!("WHEN WHEN {i} ((\n")).collect();
-    let server = serve(vec![Say::Stream(bad.clone()), Say::Stream("# pass\n".into())]);
+    let server = serve(vec![
+        Say::Stream(bad.clone()),
+        Say::Stream("# pass\n".into()),
+    ]);
     let dir = scratch("reask");
     let (code, _, err, bus) = agent(&dir, &["--author", &server.base, "--max-tokens", "1024"]);
     assert_eq!(code, 0, "{err}");
@@ -239,21 +257,34 @@ fn a_reask_after_a_500_error_reply_is_bounded() {
     let note_len = reask_user.len() - first_user.len();
     let bound = kestrel_desk::author::openai::reask_note_bound(1024);
     assert_eq!(bound, 512);
-    assert!(note_len <= bound + 4, "the re-ask note is {note_len} bytes, over {bound}");
-    assert!(reask_user.contains("more errors, not shown"), "{reask_user}");
+    assert!(
+        note_len <= bound + 4,
+        "the re-ask note is {note_len} bytes, over {bound}"
+    );
+    assert!(
+        reask_user.contains("more errors, not shown"),
+        "{reask_user}"
+    );
     assert!(reask_user.contains("error code=PARSE"), "{reask_user}");
     assert!(reask_user.contains("more lines not shown"), "{reask_user}");
     // The re-ask asks for fewer output tokens by the note's bytes: prompt + output of the
     // re-ask never exceed the first ask's.
     let mt = seen[1].body["max_tokens"].as_u64().expect("max_tokens");
-    assert!(mt <= 1024 - (note_len as u64).saturating_sub(4), "max_tokens {mt}");
+    assert!(
+        mt <= 1024 - (note_len as u64).saturating_sub(4),
+        "max_tokens {mt}"
+    );
     assert!(mt >= 512);
     // The Bus keeps the whole guided error of the refused attempt.
     let rep = bus
         .iter()
         .find(|e| e["type"] == "repair" && e["attempt"]["attempt"] == 0)
         .expect("the first attempt");
-    assert!(rep["attempt"]["errors"].as_array().is_some_and(|e| e.len() > 3));
+    assert!(
+        rep["attempt"]["errors"]
+            .as_array()
+            .is_some_and(|e| e.len() > 3)
+    );
 }
 
 #[test]
@@ -266,7 +297,14 @@ fn a_blank_reply_and_a_timeout_are_retried_and_recorded_on_the_bus() {
     let dir = scratch("retries");
     let (code, _, err, bus) = agent(
         &dir,
-        &["--author", &server.base, "--first-token-timeout", "1", "--timeout", "20"],
+        &[
+            "--author",
+            &server.base,
+            "--first-token-timeout",
+            "1",
+            "--timeout",
+            "20",
+        ],
     );
     assert_eq!(code, 0, "{err}");
     let rep = bus
@@ -322,7 +360,10 @@ fn a_dead_provider_fails_on_stderr_with_a_nonzero_exit() {
         &["--author", "http://127.0.0.1:9/v1", "--timeout", "10"],
     );
     assert_eq!(code, 1, "{out}{err}");
-    assert!(err.contains("warning code=PROVIDER") && err.contains("kind=connect"), "{err}");
+    assert!(
+        err.contains("warning code=PROVIDER") && err.contains("kind=connect"),
+        "{err}"
+    );
     assert!(err.contains("error code=PROVIDER"), "{err}");
     assert!(bus.iter().any(|e| e["type"] == "turn"));
 }
@@ -368,10 +409,19 @@ fn the_completion_profiles_examples_are_authored_turns() {
     let ex = Profile::CompletionV1.example_replies();
     assert_eq!(ex.len(), 3);
     for (i, text) in ex.iter().enumerate() {
-        let phase = if i == 0 { WakePhase::Open } else { WakePhase::Mid };
+        let phase = if i == 0 {
+            WakePhase::Open
+        } else {
+            WakePhase::Mid
+        };
         let ctx = TurnContext::new(phase, Profile::CompletionV1, AuthorKind::Model);
         let r = turn::route(&Reply::Text(text.to_string()), &ctx);
-        assert_eq!(r.class(), TurnClass::Authored, "example {i}: {text}\n{:?}", r.outcome);
+        assert_eq!(
+            r.class(),
+            TurnClass::Authored,
+            "example {i}: {text}\n{:?}",
+            r.outcome
+        );
     }
 }
 
@@ -406,7 +456,10 @@ fn the_experiment_runs_every_arm_and_writes_the_table_and_the_bus_files() {
     assert!(stderr.contains("experiment: arm 8/8"), "progress: {stderr}");
     let table = std::fs::read_to_string(out.join("table.md")).expect("table.md");
     assert_eq!(table, stdout);
-    let rows: Vec<&str> = table.lines().filter(|l| l.starts_with("| authoring-")).collect();
+    let rows: Vec<&str> = table
+        .lines()
+        .filter(|l| l.starts_with("| authoring-"))
+        .collect();
     assert_eq!(rows.len(), 8, "{table}");
     for arm in [
         "authoring-v1-free-64",
@@ -414,13 +467,20 @@ fn the_experiment_runs_every_arm_and_writes_the_table_and_the_bus_files() {
         "authoring-v2-free-128",
         "authoring-v2-constrained-64",
     ] {
-        assert!(rows.iter().any(|r| r.starts_with(&format!("| {arm} | 1 |"))), "{arm}: {table}");
+        assert!(
+            rows.iter()
+                .any(|r| r.starts_with(&format!("| {arm} | 1 |"))),
+            "{arm}: {table}"
+        );
     }
     // The constrained arms sent the grammar; the budgets reached max_tokens.
     let seen = server.seen.lock().expect("lock").clone();
     assert!(seen.iter().any(|s| s.body.get("grammar").is_some()));
     assert!(seen.iter().any(|s| s.body.get("grammar").is_none()));
-    assert!(seen.iter().all(|s| matches!(s.body["max_tokens"].as_u64(), Some(1..=128))));
+    assert!(
+        seen.iter()
+            .all(|s| matches!(s.body["max_tokens"].as_u64(), Some(1..=128)))
+    );
     // Every Bus file is listed with its hash, and errors report splits the eight arms.
     let buses: Vec<_> = table.lines().filter(|l| l.starts_with("- `")).collect();
     assert!(buses.len() >= 8, "{table}");

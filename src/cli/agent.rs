@@ -87,7 +87,7 @@ pub fn run(a: &AgentArgs) -> i32 {
         ProfileArg::AuthoringV2 => Profile::AuthoringV2,
         ProfileArg::ViewshopV2 => Profile::ViewshopV2,
         ProfileArg::AuthoringV1 => Profile::AuthoringV1,
-            ProfileArg::CompletionV1 => Profile::CompletionV1,
+        ProfileArg::CompletionV1 => Profile::CompletionV1,
     };
     let mut engine = engine;
     // The author's identity goes on session-start, so every report splits the arms.

@@ -153,7 +153,10 @@ pub fn run(a: &ExperimentArgs) -> i32 {
         return 1;
     }
     if let Err(e) = std::fs::create_dir_all(&a.out) {
-        errln!("error code=IO message=cannot create {}: {e}", a.out.display());
+        errln!(
+            "error code=IO message=cannot create {}: {e}",
+            a.out.display()
+        );
         return 1;
     }
     super::signals::install();
@@ -180,7 +183,10 @@ pub fn run(a: &ExperimentArgs) -> i32 {
             }
         }
         if super::signals::caught().is_some() {
-            errln!("error code=INTERRUPTED message=stopped after arm {}", arm.name());
+            errln!(
+                "error code=INTERRUPTED message=stopped after arm {}",
+                arm.name()
+            );
             break;
         }
     }
@@ -241,8 +247,12 @@ fn run_arm(a: &ExperimentArgs, arm: Arm, i: usize, n: usize) -> Result<Tally, St
                 t0.elapsed().as_secs_f64()
             );
         })?;
-        let bytes = std::fs::read(&bus_path)
-            .map_err(|e| format!("error code=IO message=cannot read {}: {e}", bus_path.display()))?;
+        let bytes = std::fs::read(&bus_path).map_err(|e| {
+            format!(
+                "error code=IO message=cannot read {}: {e}",
+                bus_path.display()
+            )
+        })?;
         let asks = read_asks(&bytes).map_err(|e| {
             format!(
                 "error code=BUS message={}: line {}: {}",
@@ -278,8 +288,12 @@ fn one_session(
 ) -> Result<u64, String> {
     let reader = crate::market::tape::open_tape(tape)
         .map_err(|e| format!("error code=TAPE message={}: {e}", tape.display()))?;
-    let file = std::fs::File::create(bus_path)
-        .map_err(|e| format!("error code=IO message=cannot create {}: {e}", bus_path.display()))?;
+    let file = std::fs::File::create(bus_path).map_err(|e| {
+        format!(
+            "error code=IO message=cannot create {}: {e}",
+            bus_path.display()
+        )
+    })?;
     let sink: Box<dyn std::io::Write> = Box::new(std::io::BufWriter::new(file));
     let mut engine = crate::engine::EngineConfig::strict(crate::market::Px::from_raw(
         crate::session::DEFAULT_R_USD.saturating_mul(crate::market::types::PX_SCALE),

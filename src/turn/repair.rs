@@ -72,7 +72,10 @@ impl Ask {
                 false
             }
         };
-        let first = listed.first().filter(|s| take(s.as_str(), &mut used)).cloned();
+        let first = listed
+            .first()
+            .filter(|s| take(s.as_str(), &mut used))
+            .cloned();
         let count = take(&count, &mut used).then_some(count);
         // The reply excerpt: whole lines from its start, in at most a quarter of the bound.
         let label = "\nYour reply began:\n";
@@ -110,7 +113,10 @@ impl Ask {
             out.push_str(label);
             out.push_str(&excerpt);
             if shown_lines < total_lines {
-                out.push_str(&format!("({} more lines not shown)\n", total_lines - shown_lines));
+                out.push_str(&format!(
+                    "({} more lines not shown)\n",
+                    total_lines - shown_lines
+                ));
             }
             out.push('\n');
         }
