@@ -168,8 +168,12 @@ fn user_text(s: &Seen) -> String {
 fn the_system_prompt_is_the_rendered_profile_and_session_start_names_the_author() {
     let server = serve(vec![Say::Stream("# nothing to do\n".into())]);
     let dir = scratch("rendered");
-    let (code, _, err, bus) = agent(&dir, &["--author", &server.base, "--model", "gemma-test"]);
+    let (code, out, err, bus) = agent(&dir, &["--author", &server.base, "--model", "gemma-test"]);
     assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("author openai gemma-test authoring-v2 constrained=off max_tokens=512:"),
+        "the report names the arm: {out}"
+    );
     let seen = server.seen.lock().expect("lock").clone();
     assert!(!seen.is_empty());
     for s in &seen {

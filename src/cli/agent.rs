@@ -99,6 +99,8 @@ pub fn run(a: &AgentArgs) -> i32 {
         prompt_hash: profile.prompt_hash(),
         max_tokens: i.max_tokens,
     });
+    // The report names the arm too (kind, model, profile, constrained, max tokens).
+    let arm = engine.author.as_ref().map(bus::AuthorIdentity::arm);
     let cfg = RunConfig {
         engine,
         profile,
@@ -157,13 +159,16 @@ pub fn run(a: &AgentArgs) -> i32 {
             serde_json::from_str(&json_report(&bus, &a.tape.display().to_string()))
                 .unwrap_or_default();
         v["author"] = serde_json::Value::String(author.name());
+        if let Some(arm) = &arm {
+            v["arm"] = serde_json::Value::String(arm.clone());
+        }
         v["outcomes"] = serde_json::to_value(&c).unwrap_or_default();
         bus::canonical_json(&v) + "\n"
     } else {
         format!(
             "{}author {}: wakes {} | supersede {} stand-down {} view-request {} cancel {} pass {} | invalid {} truncated {} provider-error {} | fail-closed pass {} | repaired {}\n",
             text_report(&bus),
-            author.name(),
+            arm.clone().unwrap_or_else(|| author.name()),
             c.wakes,
             c.supersede,
             c.stand_down,
