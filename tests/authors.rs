@@ -220,6 +220,7 @@ fn prompt() -> Prompt {
         view: "VIEW probe\nspot 5201.25".into(),
         menu: "MENU: supersede, STAND-DOWN, pass".into(),
         repair: None,
+        completion: false,
     }
 }
 
@@ -757,6 +758,8 @@ async fn the_desk_streams_a_live_model_author_and_holds_its_turn_in_copilot() {
     .spec(&server.base);
     let src = desk::tape_source(None).expect("bundled tape");
     let mut app = desk::inline_app_with(src, Some(DeskAgent::Live(spec)), true).expect("desk");
+    // A live author thinks in wall time: the desk seats it at 1x, not 60x.
+    assert_eq!(app.snap.speed, kestrel_desk::session::Speed::X1);
     assert_eq!(
         app.agent()
             .and_then(|a| a.waiting.as_ref())

@@ -33,11 +33,13 @@ fn lark(scope: GrammarScope) -> &'static llg::Lark {
 /// free-text bound far past any comment the generators and mutations write (a mutation can
 /// join a comment to the next line). The parser has no such bound, so at the default bound
 /// (160 characters) a long comment is a difference by design, checked on its own in
-/// `free_text_is_bounded`.
+/// `free_text_is_bounded`. Runs of blank and comment lines are unbounded here for the same
+/// reason (`trivia_lines_are_bounded` checks the default bound).
 fn agreement(scope: GrammarScope) -> GrammarOptions {
     GrammarOptions {
         scope,
         free_text_max: 4096,
+        trivia_lines_max: None,
         ..GrammarOptions::default()
     }
 }
@@ -294,6 +296,53 @@ fn free_text_is_bounded() {
     assert!(t.accepts(&ok));
     assert!(!t.accepts(&long_comment), "a comment past the bound");
     assert!(!t.accepts(&long_reason), "a reason past the bound");
+}
+
+#[test]
+fn trivia_lines_are_bounded() {
+    let k = grammar::TRIVIA_LINES_MAX as usize;
+    assert_eq!(GrammarOptions::default().trivia_lines_max, Some(k as u32));
+    let t = llg::Lark::new(&grammar::to_lark(&grammar::grammar(
+        GrammarOptions::default(),
+    )));
+    let plan = "PLAN a budget 0.1R ttl +5m\n  WHEN spot > hod\n  DO buy 1 ATM C @ fair\n";
+    // `n` lines of trivia as the text between two code lines, before the first, after the
+    // last, and as the whole reply (a pass); a final newline's empty line counts as one.
+    let run = |n: usize| vec!["# r\r"; n].join("\n");
+    let cases = |n: usize| {
+        vec![
+            format!("{}\n{plan}", run(n)),
+            format!("{}{}", plan, run(n)),
+            format!(
+                "PLAN a budget 0.1R ttl +5m\n  WHEN spot > hod\n{}\n  DO buy 1 ATM C @ fair",
+                run(n)
+            ),
+            format!("{plan}{}\nVIEW v\n  gex 0dte", run(n)),
+            format!("{}\nSTAND-DOWN chop", run(n)),
+            run(n),
+        ]
+    };
+    for src in cases(k) {
+        assert!(lang::parse(&src).is_ok(), "{src:?}");
+        assert!(
+            t.accepts(&src),
+            "{k} trivia lines are within the bound: {src:?}"
+        );
+    }
+    for src in cases(k + 1) {
+        assert!(lang::parse(&src).is_ok(), "{src:?}");
+        assert!(
+            !t.accepts(&src),
+            "{} trivia lines are past the bound: {src:?}",
+            k + 1
+        );
+    }
+    // The seed's whitespace-only reply: 512 line breaks.
+    assert!(!t.accepts(&"\r\n".repeat(512)));
+    assert!(t.accepts(&"\r\n".repeat(k - 1)));
+    // The GBNF export writes the same bound.
+    let gbnf = grammar::to_gbnf(&grammar::grammar(GrammarOptions::default()));
+    assert!(gbnf.contains(&format!("{{0,{k}}}")), "{gbnf}");
 }
 
 #[test]

@@ -213,6 +213,7 @@ impl Author for CommandAuthor {
                 .join(" "),
             constrained: false,
             temperature: None,
+            max_tokens: None,
         }
     }
 

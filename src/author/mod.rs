@@ -30,6 +30,10 @@ pub struct Prompt {
     pub view: String,
     pub menu: String,
     pub repair: Option<String>,
+    /// `true`: the profile is completion-style (a base model continues a few-shot document;
+    /// no chat roles). An OpenAI-compatible author then calls `/completions` with
+    /// [`Prompt::completion_text`] instead of `/chat/completions`.
+    pub completion: bool,
 }
 
 impl Prompt {
@@ -45,9 +49,37 @@ impl Prompt {
 
     /// Everything, for authors with one input channel (a command's stdin).
     pub fn full_text(&self) -> String {
+        if self.completion {
+            return self.completion_text();
+        }
         join(&[&self.system_text(), &self.user_text()])
     }
+
+    /// The document a base model continues: the rendered profile (instructions and whole
+    /// example turns), this wake's View under `### View`, the repair note if any, and an
+    /// open `### Reply` heading. The reply ends where the model writes [`COMPLETION_STOP`].
+    pub fn completion_text(&self) -> String {
+        let mut out = join(&[&self.profile, &self.card]);
+        out.push_str("\n### View\n");
+        out.push_str(self.view.trim_end_matches('\n'));
+        out.push('\n');
+        if !self.menu.is_empty() {
+            out.push_str("\n### Menu\n");
+            out.push_str(self.menu.trim_end_matches('\n'));
+            out.push('\n');
+        }
+        if let Some(r) = &self.repair {
+            out.push_str("\n### Refused\n");
+            out.push_str(r.trim_end_matches('\n'));
+            out.push('\n');
+        }
+        out.push_str("\n### Reply\n");
+        out
+    }
 }
+
+/// Where a completion-style reply ends: the next `###` heading of the few-shot document.
+pub const COMPLETION_STOP: &str = "\n###";
 
 fn join(parts: &[&str]) -> String {
     let mut out = String::new();
@@ -158,6 +190,8 @@ pub struct AuthorInfo {
     /// Is the exported grammar constraining decoding?
     pub constrained: bool,
     pub temperature: Option<f32>,
+    /// The output-token limit of one request, where the author has one.
+    pub max_tokens: Option<u32>,
 }
 
 impl AuthorInfo {
@@ -189,6 +223,13 @@ pub trait Author: Send {
 
     /// Ask for one turn. Never panics; every failure is a [`ProviderError`].
     fn author<'a>(&'a mut self, prompt: &'a Prompt, deltas: Option<DeltaSink>) -> AuthorFuture<'a>;
+
+    /// The failed tries the last [`Author::author`] call retried inside itself (a timeout,
+    /// an HTTP 5xx, an empty completion...), one line each, oldest first; taking them clears
+    /// them. The session records them on the Bus with the attempt they belong to.
+    fn take_retries(&mut self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// Cut `s` to at most `max` characters, for error messages.

@@ -36,18 +36,57 @@ use tokio::time::Instant;
 /// The longest `Retry-After` the author honours; a server asking for more is not retried.
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
 
-/// The chat-completions endpoint under `base`: `/chat/completions` is appended to the path,
-/// and a query string (`?api_key=...`) stays after it.
-pub(crate) fn endpoint(base: &str) -> Result<reqwest::Url, String> {
+/// The endpoint of `api` under `base`: `/chat/completions` (or `/completions`) is appended
+/// to the base URL's path, and a query string (`?api_key=...`) stays after it. A base that
+/// already ends in `/chat/completions` or `/completions` is the endpoint itself (that tail
+/// is replaced by the one asked for): the path is never doubled.
+pub(crate) fn endpoint_for(base: &str, api: Api) -> Result<reqwest::Url, String> {
     let mut url = reqwest::Url::parse(base.trim()).map_err(|e| {
         format!(
             "the author URL {} is not a URL: {e}",
             shown_text(base.trim())
         )
     })?;
-    let path = format!("{}/chat/completions", url.path().trim_end_matches('/'));
+    let mut root = url.path().trim_end_matches('/').to_string();
+    for tail in ["/chat/completions", "/completions"] {
+        if let Some(r) = root.strip_suffix(tail) {
+            root = r.to_string();
+            break;
+        }
+    }
+    let path = format!("{root}{}", api.path());
     url.set_path(&path);
     Ok(url)
+}
+
+/// Which OpenAI-compatible API a request uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    /// `/chat/completions`: system and user messages (instruction-tuned models).
+    Chat,
+    /// `/completions`: one prompt document the model continues (base models; the
+    /// completion-style profile).
+    Completions,
+}
+
+impl Api {
+    fn path(self) -> &'static str {
+        match self {
+            Api::Chat => "/chat/completions",
+            Api::Completions => "/completions",
+        }
+    }
+}
+
+/// The largest repair note (bytes) a re-ask carries, whatever the output budget.
+pub const REASK_NOTE_CAP: usize = 1536;
+
+/// The repair note bound for an output budget of `max_tokens`: at most half of it, and at
+/// most [`REASK_NOTE_CAP`] bytes. A re-ask asks for `max_tokens` less the note's bytes (no
+/// tokenizer makes more tokens than bytes), so its prompt plus its output never exceed what
+/// the first ask's did: a re-ask fits any context the first ask fit.
+pub fn reask_note_bound(max_tokens: u32) -> usize {
+    (max_tokens as usize / 2).min(REASK_NOTE_CAP)
 }
 
 /// A URL as messages may show it: no userinfo, and the query's values replaced.
@@ -88,6 +127,15 @@ fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
     (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(1e6)))
 }
 
+/// Output tokens one request may generate unless `--max-tokens` says otherwise: a Kestrel
+/// turn is 50–300 tokens, and 512 at 15–25 tokens/s is 20–35 s on a local CPU.
+pub const DEFAULT_MAX_TOKENS: u32 = 512;
+/// Seconds to the first streamed token unless `--first-token-timeout` says otherwise: a
+/// CPU reads a 3,000-token prompt in well over a minute.
+pub const DEFAULT_FIRST_TOKEN_SECS: u64 = 180;
+/// Seconds one call (every retry) may take unless `--timeout` says otherwise.
+pub const DEFAULT_TOTAL_SECS: u64 = 300;
+
 /// Settings of an OpenAI-compatible author.
 #[derive(Debug, Clone)]
 pub struct OpenAiConfig {
@@ -109,26 +157,32 @@ pub struct OpenAiConfig {
     pub total_timeout: Duration,
     /// Extra attempts after a retryable failure.
     pub retries: u32,
+    /// Which API to call; the completion-style profile switches a call to
+    /// [`Api::Completions`] whatever this says.
+    pub api: Api,
     /// Wait before a retry (doubled each time).
     pub backoff: Duration,
 }
 
 impl OpenAiConfig {
-    /// Defaults: temperature 0.7, 1024 tokens, unconstrained, 10 s connect, 60 s first token,
-    /// 180 s total, 2 retries with 500 ms backoff.
+    /// Defaults, chosen for a small local model on a loaded CPU (15–25 tokens/s, a few
+    /// thousand prompt tokens to read before the first token): temperature 0.7, 512 output
+    /// tokens ([`DEFAULT_MAX_TOKENS`]), unconstrained, 10 s connect, 180 s to the first token
+    /// ([`DEFAULT_FIRST_TOKEN_SECS`]), 300 s total, 2 retries with 500 ms backoff.
     pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
         OpenAiConfig {
             base_url: base_url.into(),
             model: model.into(),
             temperature: 0.7,
-            max_tokens: 1024,
+            max_tokens: DEFAULT_MAX_TOKENS,
             constrained: false,
             grammar: None,
             api_key: None,
             connect_timeout: Duration::from_secs(10),
-            first_token_timeout: Duration::from_secs(60),
-            total_timeout: Duration::from_secs(180),
+            first_token_timeout: Duration::from_secs(DEFAULT_FIRST_TOKEN_SECS),
+            total_timeout: Duration::from_secs(DEFAULT_TOTAL_SECS),
             retries: 2,
+            api: Api::Chat,
             backoff: Duration::from_millis(500),
         }
     }
@@ -139,6 +193,8 @@ pub struct OpenAiAuthor {
     cfg: OpenAiConfig,
     grammar: Option<String>,
     client: Result<reqwest::Client, String>,
+    /// The failed tries the last call retried (see [`Author::take_retries`]).
+    retried: std::sync::Mutex<Vec<String>>,
 }
 
 /// One failed attempt: the error, whether another attempt may fix it, and how long the
@@ -198,21 +254,49 @@ impl OpenAiAuthor {
             cfg,
             grammar,
             client,
+            retried: std::sync::Mutex::new(Vec::new()),
         }
+    }
+
+    /// The API a call for `prompt` uses: `/completions` for a completion-style profile.
+    pub fn api_for(&self, prompt: &Prompt) -> Api {
+        if prompt.completion {
+            Api::Completions
+        } else {
+            self.cfg.api
+        }
+    }
+
+    /// The output tokens a request for `prompt` may generate: `max_tokens`, less the bytes
+    /// of a re-ask's repair note (see [`reask_note_bound`]), never below 1.
+    pub fn max_tokens_for(&self, prompt: &Prompt) -> u32 {
+        let note = prompt.repair.as_deref().map_or(0, str::len);
+        let note = u32::try_from(note).unwrap_or(u32::MAX);
+        self.cfg.max_tokens.saturating_sub(note).max(1)
     }
 
     /// The JSON body of a request for `prompt`.
     pub fn request_body(&self, prompt: &Prompt) -> serde_json::Value {
-        let mut body = serde_json::json!({
-            "model": self.cfg.model,
-            "messages": [
-                {"role": "system", "content": prompt.system_text()},
-                {"role": "user", "content": prompt.user_text()},
-            ],
-            "stream": true,
-            "temperature": self.cfg.temperature,
-            "max_tokens": self.cfg.max_tokens,
-        });
+        let mut body = match self.api_for(prompt) {
+            Api::Chat => serde_json::json!({
+                "model": self.cfg.model,
+                "messages": [
+                    {"role": "system", "content": prompt.system_text()},
+                    {"role": "user", "content": prompt.user_text()},
+                ],
+                "stream": true,
+                "temperature": self.cfg.temperature,
+                "max_tokens": self.max_tokens_for(prompt),
+            }),
+            Api::Completions => serde_json::json!({
+                "model": self.cfg.model,
+                "prompt": prompt.completion_text(),
+                "stop": [super::COMPLETION_STOP],
+                "stream": true,
+                "temperature": self.cfg.temperature,
+                "max_tokens": self.max_tokens_for(prompt),
+            }),
+        };
         if let (Some(g), Some(obj)) = (&self.grammar, body.as_object_mut()) {
             obj.insert("grammar".into(), serde_json::Value::String(g.clone()));
         }
@@ -241,13 +325,17 @@ impl OpenAiAuthor {
         };
         let deadline = Instant::now() + self.cfg.total_timeout;
         let body = self.request_body(prompt);
+        let api = self.api_for(prompt);
+        if let Ok(mut r) = self.retried.lock() {
+            r.clear();
+        }
         let mut backoff = self.cfg.backoff;
         let mut attempt = 0;
         loop {
             attempt += 1;
             let r = tokio::time::timeout_at(
                 deadline,
-                self.attempt(client, &body, deltas.as_ref(), deadline),
+                self.attempt(client, api, &body, deltas.as_ref(), deadline),
             )
             .await;
             let failure = match r {
@@ -256,8 +344,8 @@ impl OpenAiAuthor {
                 Err(_) => fail(
                     ProviderErrorKind::Timeout,
                     format!(
-                        "no complete reply within the total timeout of {:?}",
-                        self.cfg.total_timeout
+                        "no complete reply within the total timeout of {}s (--timeout)",
+                        self.cfg.total_timeout.as_secs()
                     ),
                     false,
                 ),
@@ -280,6 +368,14 @@ impl OpenAiAuthor {
                 e.message = self.redact(format!("{}{asked} (attempt {attempt})", e.message));
                 return Completion::ProviderError(e);
             }
+            let line = self.redact(format!(
+                "try {attempt} failed, retried after {} ms: {}",
+                wait.as_millis(),
+                failure.error
+            ));
+            if let Ok(mut r) = self.retried.lock() {
+                r.push(line);
+            }
             tokio::time::sleep(wait).await;
             backoff = backoff.saturating_mul(2);
         }
@@ -288,12 +384,13 @@ impl OpenAiAuthor {
     async fn attempt(
         &self,
         client: &reqwest::Client,
+        api: Api,
         body: &serde_json::Value,
         deltas: Option<&DeltaSink>,
         deadline: Instant,
     ) -> Result<Completion, Failure> {
-        let url =
-            endpoint(&self.cfg.base_url).map_err(|m| fail(ProviderErrorKind::Connect, m, false))?;
+        let url = endpoint_for(&self.cfg.base_url, api)
+            .map_err(|m| fail(ProviderErrorKind::Connect, m, false))?;
         let shown = shown_url(&url);
         let mut req = client
             .post(url)
@@ -307,7 +404,10 @@ impl OpenAiAuthor {
             Err(_) => {
                 return Err(fail(
                     ProviderErrorKind::Timeout,
-                    format!("no response within {:?}", self.cfg.first_token_timeout),
+                    format!(
+                        "no response within the first-token timeout of {}s (--first-token-timeout)",
+                        self.cfg.first_token_timeout.as_secs()
+                    ),
                     true,
                 ));
             }
@@ -386,7 +486,10 @@ impl OpenAiAuthor {
             )
         })?;
         let choice = &v["choices"][0];
-        let content = choice["message"]["content"].as_str().unwrap_or("");
+        let content = choice["message"]["content"]
+            .as_str()
+            .or_else(|| choice["text"].as_str())
+            .unwrap_or("");
         if content.trim().is_empty() {
             return Err(fail(
                 ProviderErrorKind::EmptyCompletion,
@@ -416,7 +519,10 @@ impl OpenAiAuthor {
                     Err(_) => {
                         return Err(fail(
                             ProviderErrorKind::Timeout,
-                            format!("no first token within {:?}", self.cfg.first_token_timeout),
+                            format!(
+                                "no first token within the first-token timeout of {}s (--first-token-timeout)",
+                                self.cfg.first_token_timeout.as_secs()
+                            ),
                             true,
                         ));
                     }
@@ -474,7 +580,11 @@ impl OpenAiAuthor {
                     ));
                 }
                 let choice = &v["choices"][0];
-                if let Some(piece) = choice["delta"]["content"].as_str()
+                // Chat streams carry `delta.content`; `/completions` streams carry `text`.
+                let piece = choice["delta"]["content"]
+                    .as_str()
+                    .or_else(|| choice["text"].as_str());
+                if let Some(piece) = piece
                     && !piece.is_empty()
                 {
                     text.push_str(piece);
@@ -513,7 +623,15 @@ impl Author for OpenAiAuthor {
             model: self.cfg.model.clone(),
             constrained: self.cfg.constrained,
             temperature: Some(self.cfg.temperature),
+            max_tokens: Some(self.cfg.max_tokens),
         }
+    }
+
+    fn take_retries(&mut self) -> Vec<String> {
+        self.retried
+            .lock()
+            .map(|mut r| std::mem::take(&mut *r))
+            .unwrap_or_default()
     }
 
     fn author<'a>(&'a mut self, prompt: &'a Prompt, deltas: Option<DeltaSink>) -> AuthorFuture<'a> {

@@ -231,9 +231,12 @@ pub fn write_canonical(out: &mut Vec<u8>, ev: &Event) {
             r_usd,
             open,
             close,
-        } => write_fields(
-            out,
-            &mut [
+            author,
+        } => {
+            let author = author
+                .as_ref()
+                .map(|a| serde_json::to_value(a).unwrap_or(serde_json::Value::Null));
+            let mut f = vec![
                 ("type", S("session-start")),
                 ("tape", S(tape)),
                 ("date", S(date)),
@@ -241,8 +244,12 @@ pub fn write_canonical(out: &mut Vec<u8>, ev: &Event) {
                 ("r_usd", P(*r_usd)),
                 ("open", T(*open)),
                 ("close", T(*close)),
-            ],
-        ),
+            ];
+            if let Some(a) = &author {
+                f.push(("author", J(a)));
+            }
+            write_fields(out, &mut f)
+        }
         Event::DocumentArmed {
             ts,
             text,
@@ -622,6 +629,23 @@ mod tests {
                 r_usd: Px(10_000_000),
                 open: Ts::hms(9, 30, 0, 0),
                 close: Ts::hms(16, 0, 0, 0),
+                author: None,
+            },
+            Event::SessionStart {
+                tape: s("t2"),
+                date: s("2025-04-09"),
+                fill_model: s("strict-cross-v1"),
+                r_usd: Px(10_000_000),
+                open: Ts::hms(9, 30, 0, 0),
+                close: Ts::hms(16, 0, 0, 0),
+                author: Some(crate::bus::AuthorIdentity {
+                    kind: s("openai"),
+                    model: s("gemma \"3\""),
+                    constrained: true,
+                    profile: s("authoring-v2"),
+                    prompt_hash: s("ab"),
+                    max_tokens: Some(512),
+                }),
             },
             Event::DocumentArmed {
                 ts,
@@ -771,6 +795,7 @@ mod tests {
                     guided: Some(s("write \"EXIT\"")),
                     tokens: 3,
                     next_parsed: Some(true),
+                    retries: Vec::new(),
                 },
             },
             Event::StandDown {

@@ -141,6 +141,42 @@ pub enum OrderRole {
     Flatten,
 }
 
+/// The author of a session, as its `session-start` records it: enough to tell the arms
+/// of an experiment apart (`kestrel errors report` splits by [`AuthorIdentity::arm`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuthorIdentity {
+    /// `openai`, `command`.
+    pub kind: String,
+    /// The model name (or the command line).
+    pub model: String,
+    /// Is the exported grammar constraining decoding?
+    pub constrained: bool,
+    /// The prompt profile's name.
+    pub profile: String,
+    /// blake3 of the profile's template, hex.
+    pub prompt_hash: String,
+    /// The output-token limit of one request, where the author has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+}
+
+impl AuthorIdentity {
+    /// One line naming the arm: `kind model profile constrained=on|off [max_tokens=N]`.
+    pub fn arm(&self) -> String {
+        let mut s = format!(
+            "{} {} {} constrained={}",
+            self.kind,
+            self.model,
+            self.profile,
+            if self.constrained { "on" } else { "off" }
+        );
+        if let Some(m) = self.max_tokens {
+            s.push_str(&format!(" max_tokens={m}"));
+        }
+        s
+    }
+}
+
 /// One event of the Bus. Every event carries the tape time `ts` it happened at.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "kebab-case")]
@@ -162,6 +198,10 @@ pub enum Event {
         /// Session close.
         #[serde(with = "ts_str")]
         close: Ts,
+        /// Who authors the session's turns, where one attached author does (`kestrel
+        /// agent`); absent otherwise, so older Bus files keep their bytes.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        author: Option<AuthorIdentity>,
     },
     /// A document was armed: its canonical text and the BLAKE3 of that text.
     DocumentArmed {

@@ -12,6 +12,7 @@ pub enum ProfileArg {
     AuthoringV2,
     ViewshopV2,
     AuthoringV1,
+    CompletionV1,
 }
 
 /// Arguments of `kestrel agent`.
@@ -86,7 +87,20 @@ pub fn run(a: &AgentArgs) -> i32 {
         ProfileArg::AuthoringV2 => Profile::AuthoringV2,
         ProfileArg::ViewshopV2 => Profile::ViewshopV2,
         ProfileArg::AuthoringV1 => Profile::AuthoringV1,
+        ProfileArg::CompletionV1 => Profile::CompletionV1,
     };
+    let mut engine = engine;
+    // The author's identity goes on session-start, so every report splits the arms.
+    engine.author = author.identity().map(|i| bus::AuthorIdentity {
+        kind: i.kind.to_string(),
+        model: i.model,
+        constrained: i.constrained,
+        profile: profile.name().to_string(),
+        prompt_hash: profile.prompt_hash(),
+        max_tokens: i.max_tokens,
+    });
+    // The report names the arm too (kind, model, profile, constrained, max tokens).
+    let arm = engine.author.as_ref().map(bus::AuthorIdentity::arm);
     let cfg = RunConfig {
         engine,
         profile,
@@ -112,6 +126,8 @@ pub fn run(a: &AgentArgs) -> i32 {
         Ok(s) => s,
         Err(code) => return code,
     };
+    let mut provider_errors = ProviderErrors::default();
+    provider_errors.note(s.turn_log());
     let c = s.counts().clone();
     let bus = s.finish();
     if let Some(e) = bus.error() {
@@ -123,13 +139,16 @@ pub fn run(a: &AgentArgs) -> i32 {
             serde_json::from_str(&json_report(&bus, &a.tape.display().to_string()))
                 .unwrap_or_default();
         v["author"] = serde_json::Value::String(author_name.clone());
+        if let Some(arm) = &arm {
+            v["arm"] = serde_json::Value::String(arm.clone());
+        }
         v["outcomes"] = serde_json::to_value(&c).unwrap_or_default();
         bus::canonical_json(&v) + "\n"
     } else {
         format!(
             "{}author {}: wakes {} | supersede {} stand-down {} view-request {} cancel {} pass {} | invalid {} truncated {} provider-error {} | fail-closed pass {} | repaired {}\n",
             text_report(&bus),
-            author_name.clone(),
+            arm.clone().unwrap_or_else(|| author_name.clone()),
             c.wakes,
             c.supersede,
             c.stand_down,
@@ -155,6 +174,7 @@ pub fn run(a: &AgentArgs) -> i32 {
     if code != 0 {
         return code;
     }
+    provider_errors.print();
     // An author that never answered is a failed run, not a quiet one.
     if c.wakes > 0 && c.provider_error > 0 && all_provider_errors(&c) {
         errln!(
@@ -165,6 +185,49 @@ pub fn run(a: &AgentArgs) -> i32 {
         return 1;
     }
     0
+}
+
+/// The provider errors of a run, for stderr: each distinct message once with its count
+/// (the first [`ProviderErrors::SHOWN`] distinct ones; the rest are counted).
+#[derive(Default)]
+struct ProviderErrors {
+    seen: usize,
+    messages: Vec<(String, u64)>,
+    more: u64,
+}
+
+impl ProviderErrors {
+    const SHOWN: usize = 5;
+
+    /// Read the turns logged since the last call.
+    fn note(&mut self, log: &[session::run::TurnEntry]) {
+        for e in log.iter().skip(self.seen) {
+            if let Some(crate::turn::Outcome::ProviderError { message }) =
+                e.turn.as_ref().map(|t| &t.outcome)
+            {
+                if let Some(m) = self.messages.iter_mut().find(|(m, _)| m == message) {
+                    m.1 += 1;
+                } else if self.messages.len() < Self::SHOWN {
+                    self.messages.push((message.clone(), 1));
+                } else {
+                    self.more += 1;
+                }
+            }
+        }
+        self.seen = log.len();
+    }
+
+    fn print(&self) {
+        for (m, n) in &self.messages {
+            errln!("warning code=PROVIDER count={n} message={m}");
+        }
+        if self.more > 0 {
+            errln!(
+                "warning code=PROVIDER count={} message=other provider errors (on the Bus)",
+                self.more
+            );
+        }
+    }
 }
 
 /// Did every wake end in a provider error (no turn authored, refused or passed)?

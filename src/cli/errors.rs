@@ -88,7 +88,8 @@ pub fn build(inputs: &[String]) -> Result<ErrorsReport, String> {
                 e.message
             )
         })?;
-        report.add_file(&f.display().to_string(), &asks);
+        let arm = crate::turn::report::read_arm(&bytes);
+        report.add_file_arm(&f.display().to_string(), arm.as_deref(), &asks);
     }
     Ok(report)
 }

@@ -53,6 +53,7 @@ pub fn run(a: &Args) -> i32 {
         },
         free_text_max: a.free_text_max,
         run_max: a.run_max,
+        ..GrammarOptions::default()
     };
     let format = match a.format {
         Format::Gbnf => GrammarFormat::Gbnf,

@@ -40,6 +40,7 @@ pub(crate) use errln;
 pub mod agent;
 mod card;
 pub mod errors;
+pub mod experiment;
 pub mod flags;
 pub mod frame;
 pub mod grade;
@@ -143,6 +144,12 @@ pub enum Command {
     /// Example: kestrel errors report runs/*.bus.jsonl --json
     #[command(subcommand)]
     Errors(errors::ErrorsCommand),
+    /// Seed 001's experiment on a model server: constrained off/on × authoring-v1/v2 × token
+    /// budgets, N turns per arm; the Bus files and the table (escapes, truncations, outcome
+    /// rates, tokens and wall time per turn) go to --out.
+    ///
+    /// Example: kestrel experiment --author http://127.0.0.1:8089/v1 --tape tapes/trend-2025-04-09-s1.jsonl --turns 20 --budgets 256,512 --out /tmp/seed001
+    Experiment(experiment::ExperimentArgs),
     /// Print the whole language as a prompt card.
     ///
     /// Example: kestrel card --budget 2000
@@ -230,6 +237,7 @@ pub fn run(cmd: Command) -> i32 {
         Command::Tokens(a) => tokens::run(&a),
         Command::Card(a) => card::run(&a),
         Command::Errors(c) => errors::run(&c),
+        Command::Experiment(a) => experiment::run(&a),
         Command::Mcp(a) => mcp::run(&a),
         Command::Run(a) => run::run(a),
         Command::Grammar(a) => grammar::run(&a),

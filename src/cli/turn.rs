@@ -34,6 +34,8 @@ pub enum ProfileArg {
     ViewshopV2,
     #[value(name = "authoring-v1")]
     AuthoringV1,
+    #[value(name = "completion-v1")]
+    CompletionV1,
 }
 
 impl From<ProfileArg> for Profile {
@@ -42,6 +44,7 @@ impl From<ProfileArg> for Profile {
             ProfileArg::AuthoringV2 => Profile::AuthoringV2,
             ProfileArg::ViewshopV2 => Profile::ViewshopV2,
             ProfileArg::AuthoringV1 => Profile::AuthoringV1,
+            ProfileArg::CompletionV1 => Profile::CompletionV1,
         }
     }
 }

@@ -863,17 +863,22 @@ fn draw_journal(f: &mut Frame, app: &App, r: Rect) {
             lines.push(Line::from(Span::styled(format!("  {l}"), muted)));
         }
     }
+    // Scrolled by *rendered* rows: a wrapped paragraph takes several, and the newest
+    // outcome and the streamed text must stay in view at the bottom.
     let h = r.height.saturating_sub(2) as usize;
+    let inner_w = r.width.saturating_sub(2);
+    // Each logical line takes at least one row: the last `h` of them fill the pane.
     let skip = lines.len().saturating_sub(h);
     let lines: Vec<Line> = lines.into_iter().skip(skip).collect();
+    let para = Paragraph::new(lines).wrap(Wrap { trim: false });
+    let rendered = para.line_count(inner_w);
+    let scroll = u16::try_from(rendered.saturating_sub(h)).unwrap_or(u16::MAX);
     f.render_widget(
-        Paragraph::new(lines)
-            .wrap(Wrap { trim: false })
-            .block(block(
-                app,
-                Pane::Journal,
-                format!("Journal — {} turns", rows.len()),
-            )),
+        para.scroll((scroll, 0)).block(block(
+            app,
+            Pane::Journal,
+            format!("Journal — {} turns", rows.len()),
+        )),
         r,
     );
 }

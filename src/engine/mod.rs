@@ -73,6 +73,8 @@ pub struct EngineConfig {
     /// Regime gate (off by default): a PLAN with `regime {k: v}` arms only on a tape whose
     /// header tags match ([`gate::check`]); otherwise it is de-armed with the reason.
     pub regime_gate: bool,
+    /// The attached author's identity, recorded on `session-start` (`None`: not recorded).
+    pub author: Option<crate::bus::AuthorIdentity>,
 }
 
 impl EngineConfig {
@@ -82,6 +84,7 @@ impl EngineConfig {
             r_usd,
             fill: Box::new(StrictCrossV1),
             regime_gate: false,
+            author: None,
         }
     }
 
@@ -348,6 +351,7 @@ impl Engine {
             r_usd: cfg.r_usd,
             open: header.open,
             close: header.close,
+            author: cfg.author.clone(),
         });
         let syms = header.symbols.iter().map(|s| (s.sym, 0)).collect();
         let has_chain = header

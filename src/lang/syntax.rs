@@ -2544,21 +2544,33 @@ pub(crate) fn describe_document(d: &mut Describer) {
     let turn = d.opts.scope == GrammarScope::Turn;
     d.rule("start", |d| {
         let module = d.rule("module", |d| {
-            let unit = d.rule("unit", |d| {
-                let trivia = trivia(d);
-                let statement = d.rule("statement", |d| {
-                    let blocks = statements()
-                        .iter()
-                        .filter(|s| !s.directive)
-                        .map(|s| block(d, s))
-                        .collect();
-                    g::alt(blocks)
-                });
-                g::alt(vec![trivia, statement])
+            let trivia = trivia(d);
+            let statement = d.rule("statement", |d| {
+                let blocks = statements()
+                    .iter()
+                    .filter(|s| !s.directive)
+                    .map(|s| block(d, s))
+                    .collect();
+                g::alt(blocks)
             });
-            g::seq(vec![
-                unit.clone(),
-                g::star(g::seq(vec![g::lit("\n"), unit])),
+            // Trivia lines (blank, comment-only) come in runs of at most K: leading (1..=K
+            // lines, also the whole of a pass), between two code lines (0..=K), trailing
+            // (0..=K). A block carries no trailing trivia of its own, so a run is never
+            // split between a block and the module (which would double the bound).
+            let k = d.opts.trivia_lines_max;
+            let nl_trivia = g::seq(vec![g::lit("\n"), trivia.clone()]);
+            let lead = g::seq(vec![trivia, upto(nl_trivia.clone(), k, 1)]);
+            let code = g::seq(vec![
+                statement.clone(),
+                g::star(g::seq(vec![gap(d), statement])),
+            ]);
+            g::alt(vec![
+                lead.clone(),
+                g::seq(vec![
+                    g::opt(g::seq(vec![lead, g::lit("\n")])),
+                    code,
+                    upto(nl_trivia, k, 0),
+                ]),
             ])
         });
         if !turn {
@@ -2575,14 +2587,34 @@ pub(crate) fn describe_document(d: &mut Describer) {
                     .collect();
                 g::alt(blocks)
             });
+            let k = d.opts.trivia_lines_max;
             g::seq(vec![
-                g::star(g::seq(vec![trivia.clone(), g::lit("\n")])),
+                upto(g::seq(vec![trivia.clone(), g::lit("\n")]), k, 0),
                 directive,
-                g::star(g::seq(vec![g::lit("\n"), trivia])),
+                upto(g::seq(vec![g::lit("\n"), trivia]), k, 0),
             ])
         });
         g::alt(vec![module, directive_turn])
     });
+}
+
+/// `t` repeated up to `k - less` times (`k`: the trivia-line bound; `None`: unbounded).
+fn upto(t: Term, k: Option<u32>, less: u32) -> Term {
+    match k {
+        Some(k) => g::rep(t, 0, k.max(1).saturating_sub(less)),
+        None => g::star(t),
+    }
+}
+
+/// What lies between two code lines: a line break, then up to K trivia lines each
+/// followed by its line break.
+fn gap(d: &mut Describer) -> Term {
+    let trivia = trivia(d);
+    let k = d.opts.trivia_lines_max;
+    g::seq(vec![
+        upto(g::seq(vec![g::lit("\n"), trivia]), k, 0),
+        g::lit("\n"),
+    ])
 }
 
 /// A statement's lines: its head line, then (for PLAN, VIEW, SHOW VIEW, GRADE) its indented
@@ -2608,12 +2640,8 @@ fn block(d: &mut Describer, s: &'static StatementSyntax) -> Term {
             let end = line_end(d);
             g::seq(vec![indent, piece, end])
         });
-        let trivia = trivia(d);
-        g::seq(vec![
-            head,
-            end,
-            g::star(g::seq(vec![g::lit("\n"), g::alt(vec![body, trivia])])),
-        ])
+        let gap = gap(d);
+        g::seq(vec![head, end, g::star(g::seq(vec![gap, body]))])
     })
 }
 

@@ -415,6 +415,7 @@ pub fn grammar(a: &GrammarArgs) -> ToolOutput {
         },
         free_text_max: a.free_text_max,
         run_max: a.run_max,
+        ..g::GrammarOptions::default()
     };
     let format = match a.format {
         GrammarFormat::Gbnf => g::GrammarFormat::Gbnf,

@@ -265,6 +265,8 @@ impl Agent {
             temperature: 0.0,
             constrained: false,
             timeout_secs: 1,
+            max_tokens: crate::author::openai::DEFAULT_MAX_TOKENS,
+            first_token_secs: 1,
             pass_api_key: false,
         }))
     }
@@ -404,6 +406,8 @@ mod tests {
             temperature: 0.0,
             constrained: false,
             timeout_secs: 1,
+            max_tokens: crate::author::openai::DEFAULT_MAX_TOKENS,
+            first_token_secs: 1,
             pass_api_key: false,
         });
         assert!(!a.name().contains("sk-123"));

@@ -62,6 +62,11 @@ pub trait TurnSource {
     /// Stream the text being written to `sink` as it arrives (authors that write live; the
     /// desk shows it). Others ignore it.
     fn stream_to(&mut self, _sink: crate::author::DeltaSink) {}
+    /// Who the author is, for the Bus's `session-start` (`None`: a script or a recording,
+    /// whose identity is its file).
+    fn identity(&self) -> Option<crate::author::AuthorInfo> {
+        None
+    }
 }
 
 /// An author that writes replies (a person, a program, a model): each wake runs the bounded
@@ -236,31 +241,37 @@ pub fn load_plans(src: &str) -> Result<ast::Document, Vec<lang::Diagnostic>> {
 
 /// An attached author (`crate::author`: an OpenAI-compatible model, a command, a recording
 /// of replies, a person) as a session's turn source. Each wake runs the bounded repair loop;
-/// the prompt is the profile's text, the language card, the View and the menu (plus the
-/// guided error on a re-ask). In a headless session the reply acts at the wake's instant
-/// (the frozen cutoff); the desk runs authors on their own task so the tape keeps moving.
+/// the prompt is the *rendered* profile (its `{{menu}}` and `{{card}}` filled: the language
+/// card built around this wake's menu), then the View (plus the bounded repair note on a
+/// re-ask). In a headless session the reply acts at the wake's instant (the frozen
+/// cutoff); the desk runs authors on their own task so the tape keeps moving.
 pub struct Attached {
     author: Box<dyn crate::author::Author>,
     rt: tokio::runtime::Runtime,
-    card: String,
+    /// The card for each menu text seen (a menu differs by phase and view-shop use).
+    cards: std::collections::BTreeMap<String, String>,
     deltas: Option<crate::author::DeltaSink>,
     pub policy: RepairPolicy,
 }
 
+/// The system text an attached author is sent for `profile` at a wake offering `menu`:
+/// the profile's template with `{{card}}` replaced by the language card (whose `## The
+/// menu` section is `menu`) and `{{menu}}` by nothing (the card carries it, once).
+pub fn rendered_profile(profile: crate::turn::Profile, card: &str) -> String {
+    profile.render("", card).replace("\n\n\n", "\n\n")
+}
+
 impl Attached {
-    /// Attach an author; the card is built once (it does not change within a session).
+    /// Attach an author.
     pub fn new(author: Box<dyn crate::author::Author>) -> Result<Attached, String> {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|e| format!("cannot start the async runtime: {e}"))?;
-        let card = crate::lang::card::build("", None, &view::cl100k)
-            .map(|c| c.text)
-            .unwrap_or_default();
         Ok(Attached {
             author,
             rt,
-            card,
+            cards: std::collections::BTreeMap::new(),
             deltas: None,
             policy: RepairPolicy::default(),
         })
@@ -270,33 +281,57 @@ impl Attached {
     pub fn info(&self) -> crate::author::AuthorInfo {
         self.author.info()
     }
+
+    /// The most bytes a re-ask's repair note may take for this author: half its output
+    /// budget, at most 1,536 bytes (`author::openai::reask_note_bound`).
+    pub fn note_bound(&self) -> usize {
+        match self.author.info().max_tokens {
+            Some(m) => crate::author::openai::reask_note_bound(m),
+            None => repair::REASK_NOTE_MAX,
+        }
+    }
 }
 
 impl TurnSource for Attached {
     fn answer(&mut self, ask: &WakeAsk, ctx: &TurnContext) -> Answer {
+        let note_bound = self.note_bound();
         let author = &mut self.author;
         let rt = &self.rt;
-        let card = &self.card;
+        let cards = &mut self.cards;
         let deltas = &self.deltas;
         let profile = ctx.profile;
+        let mut retries: Vec<Vec<String>> = Vec::new();
         let mut write = |a: &Ask| -> Reply {
+            let menu = a.menu.prompt_text();
+            let card = cards
+                .entry(menu.clone())
+                .or_insert_with(|| {
+                    crate::lang::card::build(&menu, None, &view::cl100k)
+                        .map(|c| c.text)
+                        .unwrap_or_default()
+                })
+                .clone();
             let prompt = crate::author::Prompt {
-                profile: profile.prompt().to_string(),
-                card: card.clone(),
+                profile: rendered_profile(profile, &card),
+                card: String::new(),
                 view: ask.frame.clone(),
-                menu: a.menu.prompt_text(),
-                repair: a.repair_prompt(),
+                menu: String::new(),
+                repair: a.repair_note(note_bound),
+                completion: profile.completion_style(),
             };
-            match rt.block_on(author.author(&prompt, deltas.clone())) {
+            let done = rt.block_on(author.author(&prompt, deltas.clone()));
+            retries.push(author.take_retries());
+            match done {
                 crate::author::Completion::Reply(text) => Reply::Text(text),
                 crate::author::Completion::CutOff(text) => Reply::CutOff(text),
                 crate::author::Completion::ProviderError(e) => Reply::ProviderError(e.to_string()),
             }
         };
-        Answer {
-            run: repair::drive(&mut write, ctx, self.policy),
-            at: None,
+        let mut run = repair::drive(&mut write, ctx, self.policy);
+        for (a, r) in run.attempts.iter_mut().zip(retries) {
+            a.retries = r;
         }
+        Answer { run, at: None }
     }
     fn name(&self) -> String {
         let i = self.author.info();
@@ -304,6 +339,9 @@ impl TurnSource for Attached {
     }
     fn stream_to(&mut self, sink: crate::author::DeltaSink) {
         self.deltas = Some(sink);
+    }
+    fn identity(&self) -> Option<crate::author::AuthorInfo> {
+        Some(self.author.info())
     }
 }
 
@@ -319,9 +357,17 @@ pub struct AuthorFlags {
     /// Send the exported GBNF as `grammar` (llama.cpp-style constrained decoding).
     #[arg(long)]
     pub constrained: bool,
-    /// Seconds a model or command author may take for one reply.
-    #[arg(long, default_value_t = 120)]
+    /// Seconds a model or command author may take for one reply (every retry included).
+    #[arg(long, default_value_t = crate::author::openai::DEFAULT_TOTAL_SECS)]
     pub timeout: u64,
+    /// Output tokens one request to a model may generate (`max_tokens`). A re-ask asks
+    /// for this less the bytes of its repair note, so it fits wherever the first ask fit.
+    #[arg(long, default_value_t = crate::author::openai::DEFAULT_MAX_TOKENS)]
+    pub max_tokens: u32,
+    /// Seconds a model may take from the request to its first streamed token (a CPU reads
+    /// a long prompt before it writes); a miss is retried, then a provider error.
+    #[arg(long, default_value_t = crate::author::openai::DEFAULT_FIRST_TOKEN_SECS)]
+    pub first_token_timeout: u64,
     /// Leave KESTREL_API_KEY and OPENAI_API_KEY in a command author's environment (by
     /// default they are removed from it).
     #[arg(long)]
@@ -334,7 +380,9 @@ impl Default for AuthorFlags {
             model: "default".into(),
             temperature: 0.7,
             constrained: false,
-            timeout: 120,
+            timeout: crate::author::openai::DEFAULT_TOTAL_SECS,
+            max_tokens: crate::author::openai::DEFAULT_MAX_TOKENS,
+            first_token_timeout: crate::author::openai::DEFAULT_FIRST_TOKEN_SECS,
             pass_api_key: false,
         }
     }
@@ -349,6 +397,8 @@ impl AuthorFlags {
             temperature: self.temperature,
             constrained: self.constrained,
             timeout_secs: self.timeout,
+            max_tokens: self.max_tokens,
+            first_token_secs: self.first_token_timeout,
             pass_api_key: self.pass_api_key,
         }
     }
@@ -383,6 +433,10 @@ pub struct AuthorSpec {
     pub constrained: bool,
     /// Seconds one reply may take.
     pub timeout_secs: u64,
+    /// Output tokens one model request may generate.
+    pub max_tokens: u32,
+    /// Seconds to a model's first streamed token.
+    pub first_token_secs: u64,
     /// Leave the API key variables in a command author's environment.
     pub pass_api_key: bool,
 }
@@ -451,6 +505,9 @@ impl AuthorSpec {
                 cfg.temperature = self.temperature;
                 cfg.constrained = self.constrained;
                 cfg.total_timeout = timeout;
+                cfg.max_tokens = self.max_tokens.max(1);
+                cfg.first_token_timeout =
+                    std::time::Duration::from_secs(self.first_token_secs.max(1));
                 cfg.api_key = load_api_key(None, config_dir().as_deref())?;
                 let src = Attached::new(Box::new(OpenAiAuthor::new(cfg)))?;
                 Ok((Box::new(src), AuthorKind::Model))

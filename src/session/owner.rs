@@ -759,7 +759,8 @@ pub struct SubmitResult {
 }
 
 impl Session {
-    /// A session at the open of `tape`, paused at 60x, with the default View.
+    /// A session at the open of `tape`, paused at 60x (1x with a live author seated), with
+    /// the default View.
     pub fn open(tape: TapeSource, settings: Settings, how: Opening) -> Result<Session, String> {
         let reader = tape.reader()?;
         let header = reader.header().clone();
@@ -769,6 +770,11 @@ impl Session {
         )?;
         let open = s.clock;
         s.chair = s.seat_agent(how.replay)?;
+        // A live author thinks in wall time: at 60x a 55 s answer to the 09:30 wake would
+        // land at 10:20. Seated live, the desk starts at 1x (the person may speed up).
+        if s.chair.as_ref().is_some_and(|c| c.worker.is_some()) {
+            s.speed = Speed::X1;
+        }
         let header = serde_json::json!({
             "type": "desk-session", "v": saved::SESSION_FORMAT, "tape": s.tape.label,
             "tape_name": s.header.name, "tape_blake3": s.tape.blake3(),
@@ -874,6 +880,11 @@ impl Session {
     pub fn feed(&mut self, ev: &TapeEvent) {
         let fired = self.run.feed(ev);
         self.on_event(ev, fired);
+    }
+
+    /// The turns routed so far (the author's and, at the desk, the person's), in order.
+    pub fn turn_log(&self) -> &[TurnEntry] {
+        self.run.turn_log()
     }
 
     /// The outcome counts of the author's turns so far.

@@ -142,6 +142,10 @@ struct Awaiting {
     frame: String,
 }
 
+/// How long (tape milliseconds after the open) the OPEN wake waits for every declared
+/// symbol's first print.
+pub const OPEN_WAIT_MS: u32 = 60_000;
+
 fn cl100k(s: &str) -> usize {
     view::cl100k(s)
 }
@@ -349,7 +353,7 @@ impl<R: BufRead> Run<R> {
         }
         self.engine.on_event(ev);
         let mut fired = Vec::new();
-        if self.open_wake && !self.opened && ev.ts() >= self.engine.market().open_time() {
+        if self.open_wake && !self.opened && self.open_ready(ev.ts()) {
             self.opened = true;
             fired.push(FiredWake {
                 ts: ev.ts(),
@@ -361,6 +365,20 @@ impl<R: BufRead> Run<R> {
         }
         fired.extend(self.engine.take_fired_wakes());
         fired
+    }
+
+    /// Is the OPEN wake due after the event at `ts`? At the open, once every symbol the
+    /// tape declares has printed (so the View it delivers has a spot and a chain for each);
+    /// a symbol still silent [`OPEN_WAIT_MS`] of tape time after the open no longer holds
+    /// the wake back (its View then shows `?` for it).
+    fn open_ready(&self, ts: Ts) -> bool {
+        let m = self.engine.market();
+        let open = m.open_time();
+        if ts < open {
+            return false;
+        }
+        let printed = m.symbols().all(|s| m.spot(s.as_str()).is_some());
+        printed || ts.0 >= open.0.saturating_add(OPEN_WAIT_MS)
     }
 
     /// Put a turn routed outside the wake loop (a person's, from the desk's editor) on the

@@ -18,6 +18,9 @@ pub enum Profile {
     ViewshopV2,
     /// The JSON envelope, kept byte-frozen as the A/B control.
     AuthoringV1,
+    /// Pure Kestrel for *base* (pretrained, not instruction-tuned) models: a few-shot
+    /// document of whole turns, no chat roles; the model continues an open `### Reply`.
+    CompletionV1,
 }
 
 /// What wire shape a profile teaches (every profile *accepts* both; see `envelope`).
@@ -36,6 +39,7 @@ impl Profile {
         Profile::AuthoringV2,
         Profile::ViewshopV2,
         Profile::AuthoringV1,
+        Profile::CompletionV1,
     ];
 
     /// The profile's stable name (`authoring-v2`, ...).
@@ -44,6 +48,7 @@ impl Profile {
             Profile::AuthoringV2 => "authoring-v2",
             Profile::ViewshopV2 => "viewshop-v2",
             Profile::AuthoringV1 => "authoring-v1",
+            Profile::CompletionV1 => "completion-v1",
         }
     }
 
@@ -58,6 +63,7 @@ impl Profile {
             Profile::AuthoringV2 => include_str!("profiles/authoring-v2.txt"),
             Profile::ViewshopV2 => include_str!("profiles/viewshop-v2.txt"),
             Profile::AuthoringV1 => include_str!("profiles/authoring-v1.txt"),
+            Profile::CompletionV1 => include_str!("profiles/completion-v1.txt"),
         }
     }
 
@@ -80,6 +86,22 @@ impl Profile {
             Profile::AuthoringV1 => Wire::JsonEnvelope,
             _ => Wire::Kestrel,
         }
+    }
+
+    /// Is the profile a document a base model continues (no chat roles)? An
+    /// OpenAI-compatible author sends it to `/completions` (see `author::Prompt`).
+    pub fn completion_style(self) -> bool {
+        matches!(self, Profile::CompletionV1)
+    }
+
+    /// The replies of the profile's few-shot examples (the text under each `### Reply`),
+    /// empty for a profile without examples.
+    pub fn example_replies(self) -> Vec<&'static str> {
+        let text = self.prompt();
+        text.split("\n### Reply\n")
+            .skip(1)
+            .map(|r| r.split("\n### ").next().unwrap_or(r).trim_end_matches('\n'))
+            .collect()
     }
 
     /// Does the profile offer SHOW VIEW at the OPEN wake?

@@ -24,17 +24,118 @@ pub struct Ask {
     pub menu: Menu,
 }
 
+/// Errors a re-ask lists; the rest are counted (`and N more errors`).
+pub const REASK_ERRORS: usize = 3;
+/// The longest repair note [`Ask::repair_prompt`] writes, in bytes.
+pub const REASK_NOTE_MAX: usize = 1536;
+/// The longest one listed error line in a repair note, in bytes.
+const REASK_ERROR_LINE: usize = 240;
+
 impl Ask {
     /// The re-ask text sent to the author (`None` on the first ask, where the profile's
-    /// prompt and the View are sent instead).
+    /// prompt and the View are sent instead), at most [`REASK_NOTE_MAX`] bytes.
     pub fn repair_prompt(&self) -> Option<String> {
+        self.repair_note(REASK_NOTE_MAX)
+    }
+
+    /// The re-ask text in at most `max` bytes, whatever the size of the refused reply and of
+    /// its error list: the first [`REASK_ERRORS`] errors (each cut to one line of at most
+    /// 240 bytes) and a count of the rest, the menu, and whole lines from the start of the
+    /// previous reply (in at most a quarter of `max`), with a count of the lines not shown.
+    /// The parts go in by priority (the first error, the closing line, the count, the reply
+    /// excerpt, the other errors, the menu), each only if it fits; the result is then cut
+    /// to `max` bytes at a character boundary, so the bound always holds.
+    pub fn repair_note(&self, max: usize) -> Option<String> {
         let err = self.guided_error.as_deref()?;
         let prev = self.previous_reply.as_deref().unwrap_or("");
-        Some(format!(
-            "Your reply was refused; nothing was armed.\n{err}\n\nYour reply was:\n{prev}\n\nThe menu is {}.\nReply again with the whole turn, corrected.\n",
-            self.menu.describe()
-        ))
+        let errors: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+        let head = "Your reply was refused; nothing was armed.\n";
+        let tail = "Reply again with the whole turn, corrected.\n";
+        let listed: Vec<String> = errors
+            .iter()
+            .take(REASK_ERRORS)
+            .map(|l| format!("{}\n", cut(l, REASK_ERROR_LINE)))
+            .collect();
+        let more = errors.len().saturating_sub(listed.len());
+        let count = if more > 0 {
+            format!("(and {more} more errors, not shown)\n")
+        } else {
+            String::new()
+        };
+        let menu = format!("The menu is {}.\n", self.menu.describe());
+        let mut used = head.len() + tail.len();
+        let take = |s: &str, used: &mut usize| -> bool {
+            if *used + s.len() <= max {
+                *used += s.len();
+                true
+            } else {
+                false
+            }
+        };
+        let first = listed
+            .first()
+            .filter(|s| take(s.as_str(), &mut used))
+            .cloned();
+        let count = take(&count, &mut used).then_some(count);
+        // The reply excerpt: whole lines from its start, in at most a quarter of the bound.
+        let label = "\nYour reply began:\n";
+        let total_lines = prev.lines().count();
+        let mut excerpt = String::new();
+        let mut shown_lines = 0;
+        // Room for the label and the "(N more lines not shown)" line.
+        let frame = label.len() + 40;
+        let room = (max / 4).min(max.saturating_sub(used + frame));
+        for l in prev.lines() {
+            if excerpt.len() + l.len() + 1 > room {
+                break;
+            }
+            excerpt.push_str(l);
+            excerpt.push('\n');
+            shown_lines += 1;
+        }
+        if shown_lines > 0 {
+            used += frame + excerpt.len();
+        }
+        let rest: Vec<String> = listed
+            .iter()
+            .skip(1)
+            .filter(|s| take(s.as_str(), &mut used))
+            .cloned()
+            .collect();
+        let menu = take(&menu, &mut used).then_some(menu);
+        let mut out = String::from(head);
+        out.push_str(first.as_deref().unwrap_or(""));
+        for r in &rest {
+            out.push_str(r);
+        }
+        out.push_str(count.as_deref().unwrap_or(""));
+        if shown_lines > 0 {
+            out.push_str(label);
+            out.push_str(&excerpt);
+            if shown_lines < total_lines {
+                out.push_str(&format!(
+                    "({} more lines not shown)\n",
+                    total_lines - shown_lines
+                ));
+            }
+            out.push('\n');
+        }
+        out.push_str(menu.as_deref().unwrap_or(""));
+        out.push_str(tail);
+        Some(cut(&out, max).to_string())
     }
+}
+
+/// `s` cut to at most `max` bytes at a character boundary.
+fn cut(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
 }
 
 /// An author that can be asked (and re-asked) for a turn: a provider client, a person at
@@ -86,6 +187,11 @@ pub struct RepairAttempt {
     pub tokens: usize,
     /// Whether the next attempt was an authored turn; `None` for the last attempt.
     pub next_parsed: Option<bool>,
+    /// The transport's own retries inside this attempt (a first-token timeout, an HTTP 5xx,
+    /// an empty completion retried by the client), one line each; absent when there were
+    /// none, so Bus files without retries keep their bytes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub retries: Vec<String>,
 }
 
 /// Why a loop ended in the fail-closed pass.
@@ -166,6 +272,7 @@ pub fn drive(author: &mut dyn Author, ctx: &TurnContext, policy: RepairPolicy) -
             guided: g.clone(),
             tokens,
             next_parsed: None,
+            retries: Vec::new(),
         });
         if class != TurnClass::Invalid {
             return RepairRun {

@@ -306,11 +306,36 @@ pub struct ErrorsReport {
     pub by_author: BTreeMap<String, Totals>,
     /// Per prompt profile.
     pub by_profile: BTreeMap<String, Totals>,
+    /// Per arm: the author identity a Bus's `session-start` records
+    /// (`crate::bus::AuthorIdentity::arm`); files without one are in no arm.
+    pub by_arm: BTreeMap<String, Totals>,
     /// Per file, by path.
     pub files: BTreeMap<String, Totals>,
 }
 
+/// The arm a saved Bus's `session-start` names (`None`: it records no author).
+pub fn read_arm(bytes: &[u8]) -> Option<String> {
+    let first = bytes.split(|b| *b == b'\n').next()?;
+    match serde_json::from_slice::<Event>(first).ok()? {
+        Event::SessionStart {
+            author: Some(a), ..
+        } => Some(a.arm()),
+        _ => None,
+    }
+}
+
 impl ErrorsReport {
+    /// Add one file's asks, counted in `arm` too when the file names one.
+    pub fn add_file_arm(&mut self, path: &str, arm: Option<&str>, asks: &[AskRecord]) {
+        if let Some(arm) = arm {
+            let t = self.by_arm.entry(arm.to_string()).or_default();
+            for ask in asks {
+                t.add(ask);
+            }
+        }
+        self.add_file(path, asks);
+    }
+
     /// Add one file's asks.
     pub fn add_file(&mut self, path: &str, asks: &[AskRecord]) {
         let mut file = self.files.remove(path).unwrap_or_default();
@@ -388,7 +413,7 @@ impl ErrorsReport {
         let group = |m: &BTreeMap<String, Totals>| -> Value {
             Value::Object(m.iter().map(|(k, t)| (k.clone(), t.json())).collect())
         };
-        let v = json!({
+        let mut v = json!({
             "errors": self.ranked().into_iter().map(ErrorStats::json).collect::<Vec<_>>(),
             "totals": self.totals.json(),
             "by_author": group(&self.by_author),
@@ -399,6 +424,10 @@ impl ErrorsReport {
                 o
             }).collect::<Vec<_>>(),
         });
+        // Only where a Bus named its author: reports of older files keep their bytes.
+        if !self.by_arm.is_empty() {
+            v["by_arm"] = group(&self.by_arm);
+        }
         canonical_json(&v)
     }
 
@@ -474,6 +503,9 @@ impl ErrorsReport {
         }
         for (k, t) in &self.by_profile {
             row(format!("profile {k}"), t);
+        }
+        for (k, t) in &self.by_arm {
+            row(format!("arm {k}"), t);
         }
         s
     }

@@ -1,0 +1,509 @@
+//! A local model at the desk (issue 17): `kestrel agent` against a loopback
+//! OpenAI-compatible server that plays a script of answers, one per request, and records
+//! every request. Nothing leaves the machine; every request loop is bounded.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// One scripted answer.
+#[derive(Clone)]
+enum Say {
+    /// A streamed chat (or completions) reply that finishes with `stop`.
+    Stream(String),
+    /// Wait this long before answering at all, then stream the text.
+    Late(u64, String),
+}
+
+#[derive(Debug, Clone)]
+struct Seen {
+    request_line: String,
+    body: serde_json::Value,
+}
+
+struct Server {
+    base: String,
+    seen: Arc<Mutex<Vec<Seen>>>,
+}
+
+/// Serve `script` on 127.0.0.1 (the last answer repeats), at most 64 requests.
+fn serve(script: Vec<Say>) -> Server {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+    let addr = listener.local_addr().expect("addr");
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let seen2 = seen.clone();
+    std::thread::spawn(move || {
+        for n in 0..64 {
+            let Ok((sock, _)) = listener.accept() else {
+                return;
+            };
+            let say = script
+                .get(n)
+                .or(script.last())
+                .cloned()
+                .unwrap_or(Say::Stream("# pass".into()));
+            let seen = seen2.clone();
+            std::thread::spawn(move || {
+                let _ = handle(sock, say, seen);
+            });
+        }
+    });
+    Server {
+        base: format!("http://{addr}/v1"),
+        seen,
+    }
+}
+
+fn handle(mut sock: TcpStream, say: Say, seen: Arc<Mutex<Vec<Seen>>>) -> std::io::Result<()> {
+    sock.set_read_timeout(Some(Duration::from_secs(5)))?;
+    let mut buf = Vec::new();
+    let mut tmp = [0u8; 8192];
+    let header_end = loop {
+        let n = sock.read(&mut tmp)?;
+        if n == 0 {
+            return Ok(());
+        }
+        buf.extend_from_slice(&tmp[..n]);
+        if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break p + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..header_end]).to_string();
+    let request_line = head.lines().next().unwrap_or("").to_string();
+    let len: usize = head
+        .lines()
+        .filter_map(|l| l.split_once(':'))
+        .find(|(k, _)| k.trim().eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, v)| v.trim().parse().ok())
+        .unwrap_or(0);
+    while buf.len() < header_end + len {
+        let n = sock.read(&mut tmp)?;
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(&tmp[..n]);
+    }
+    let body = serde_json::from_slice(&buf[header_end..]).unwrap_or(serde_json::Value::Null);
+    let completions = request_line.contains("/v1/completions");
+    seen.lock().expect("lock").push(Seen { request_line, body });
+    let stream = |sock: &mut TcpStream, text: &str| -> std::io::Result<()> {
+        sock.write_all(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n",
+        )?;
+        let chunk = if completions {
+            serde_json::json!({"choices": [{"index": 0, "text": text, "finish_reason": null}]})
+        } else {
+            serde_json::json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]})
+        };
+        sock.write_all(format!("data: {chunk}\n\n").as_bytes())?;
+        sock.write_all(b"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+    };
+    match say {
+        Say::Stream(t) => stream(&mut sock, &t)?,
+        Say::Late(ms, t) => {
+            std::thread::sleep(Duration::from_millis(ms));
+            stream(&mut sock, &t)?;
+        }
+    }
+    let _ = sock.shutdown(std::net::Shutdown::Both);
+    Ok(())
+}
+
+fn scratch(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("kestrel-local-model-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("scratch dir");
+    d
+}
+
+/// `kestrel agent` on the trend tape with `args`; (exit code, stdout, stderr, Bus lines).
+fn agent(dir: &std::path::Path, args: &[&str]) -> (i32, String, String, Vec<serde_json::Value>) {
+    let tape = common::root().join("tapes/trend-2025-04-09-s1.jsonl");
+    let bus = dir.join("run.bus.jsonl");
+    let out = Command::new(env!("CARGO_BIN_EXE_kestrel"))
+        .arg("agent")
+        .arg("--tape")
+        .arg(&tape)
+        .arg("--bus")
+        .arg(&bus)
+        .args(args)
+        .env("HOME", dir)
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .env_remove("KESTREL_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .expect("run kestrel");
+    let lines = std::fs::read_to_string(&bus)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a Bus line is JSON"))
+        .collect();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        lines,
+    )
+}
+
+fn system_text(s: &Seen) -> String {
+    s.body["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn user_text(s: &Seen) -> String {
+    s.body["messages"][1]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn the_system_prompt_is_the_rendered_profile_and_session_start_names_the_author() {
+    let server = serve(vec![Say::Stream("# nothing to do\n".into())]);
+    let dir = scratch("rendered");
+    let (code, out, err, bus) = agent(&dir, &["--author", &server.base, "--model", "gemma-test"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("author openai gemma-test authoring-v2 constrained=off max_tokens=512:"),
+        "the report names the arm: {out}"
+    );
+    let seen = server.seen.lock().expect("lock").clone();
+    assert!(!seen.is_empty());
+    for s in &seen {
+        let sys = system_text(s);
+        assert!(!sys.contains("{{"), "an unrendered placeholder: {sys}");
+        let menu = sys
+            .split("## The menu\n")
+            .nth(1)
+            .expect("the card's menu section");
+        let first = menu.lines().next().unwrap_or("");
+        assert!(
+            first.starts_with("At the OPEN wake") || first.starts_with("At a mid-session wake"),
+            "the menu section is filled: {first:?}"
+        );
+        assert!(sys.contains("## The menu") && sys.contains("profile: authoring-v2"));
+    }
+    let start = &bus[0];
+    assert_eq!(start["type"], "session-start");
+    let a = &start["author"];
+    assert_eq!(a["kind"], "openai");
+    assert_eq!(a["model"], "gemma-test");
+    assert_eq!(a["constrained"], false);
+    assert_eq!(a["profile"], "authoring-v2");
+    assert_eq!(a["max_tokens"], 512);
+    assert_eq!(
+        a["prompt_hash"].as_str(),
+        Some(
+            kestrel_desk::turn::Profile::AuthoringV2
+                .prompt_hash()
+                .as_str()
+        )
+    );
+    // `kestrel errors report` splits by the arm the session-start names.
+    let out = Command::new(env!("CARGO_BIN_EXE_kestrel"))
+        .args(["errors", "report", "--json"])
+        .arg(dir.join("run.bus.jsonl"))
+        .output()
+        .expect("errors report");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("report JSON");
+    let arm = &v["by_arm"]["openai gemma-test authoring-v2 constrained=off max_tokens=512"];
+    assert_eq!(
+        arm["turns"].as_u64(),
+        Some(bus.iter().filter(|e| e["type"] == "turn").count() as u64)
+    );
+}
+
+#[test]
+fn the_open_view_is_delivered_once_every_symbol_has_printed() {
+    let server = serve(vec![Say::Stream("# nothing to do\n".into())]);
+    let dir = scratch("open-view");
+    let (code, _, err, bus) = agent(&dir, &["--author", &server.base]);
+    assert_eq!(code, 0, "{err}");
+    let open = bus
+        .iter()
+        .find(|e| e["type"] == "view-delivered" && e["wake"] == "open")
+        .expect("the OPEN view");
+    let frame = open["frame"].as_str().expect("frame");
+    assert!(
+        !frame.contains("spot ?"),
+        "a symbol without a print: {frame}"
+    );
+    let sent = user_text(&server.seen.lock().expect("lock")[0]);
+    assert!(
+        sent.contains(frame.trim_end()),
+        "the author got the delivered frame"
+    );
+}
+
+#[test]
+fn a_reask_after_a_500_error_reply_is_bounded() {
+    // 500 lines, each its own syntax error, then a pass.
+    let bad: String = (0..500).map(|i| format!("WHEN WHEN {i} ((\n")).collect();
+    let server = serve(vec![
+        Say::Stream(bad.clone()),
+        Say::Stream("# pass\n".into()),
+    ]);
+    let dir = scratch("reask");
+    let (code, _, err, bus) = agent(&dir, &["--author", &server.base, "--max-tokens", "1024"]);
+    assert_eq!(code, 0, "{err}");
+    let seen = server.seen.lock().expect("lock").clone();
+    assert!(seen.len() >= 2, "a re-ask was made");
+    let first_user = user_text(&seen[0]);
+    let reask_user = user_text(&seen[1]);
+    // The note is what the re-ask adds to the first ask's user text.
+    let note_len = reask_user.len() - first_user.len();
+    let bound = kestrel_desk::author::openai::reask_note_bound(1024);
+    assert_eq!(bound, 512);
+    assert!(
+        note_len <= bound + 4,
+        "the re-ask note is {note_len} bytes, over {bound}"
+    );
+    assert!(
+        reask_user.contains("more errors, not shown"),
+        "{reask_user}"
+    );
+    assert!(reask_user.contains("error code=PARSE"), "{reask_user}");
+    assert!(reask_user.contains("more lines not shown"), "{reask_user}");
+    // The re-ask asks for fewer output tokens by the note's bytes: prompt + output of the
+    // re-ask never exceed the first ask's.
+    let mt = seen[1].body["max_tokens"].as_u64().expect("max_tokens");
+    assert!(
+        mt <= 1024 - (note_len as u64).saturating_sub(4),
+        "max_tokens {mt}"
+    );
+    assert!(mt >= 512);
+    // The Bus keeps the whole guided error of the refused attempt.
+    let rep = bus
+        .iter()
+        .find(|e| e["type"] == "repair" && e["attempt"]["attempt"] == 0)
+        .expect("the first attempt");
+    assert!(
+        rep["attempt"]["errors"]
+            .as_array()
+            .is_some_and(|e| e.len() > 3)
+    );
+}
+
+#[test]
+fn a_blank_reply_and_a_timeout_are_retried_and_recorded_on_the_bus() {
+    let server = serve(vec![
+        Say::Stream("\r\n\r\n\r\n".into()),
+        Say::Late(2500, "# late".into()),
+        Say::Stream("# pass\n".into()),
+    ]);
+    let dir = scratch("retries");
+    let (code, _, err, bus) = agent(
+        &dir,
+        &[
+            "--author",
+            &server.base,
+            "--first-token-timeout",
+            "1",
+            "--timeout",
+            "20",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let rep = bus
+        .iter()
+        .find(|e| e["type"] == "repair" && e["wake"] == "open")
+        .expect("the OPEN wake's attempt");
+    let retries: Vec<&str> = rep["attempt"]["retries"]
+        .as_array()
+        .expect("retries on the Bus")
+        .iter()
+        .filter_map(|r| r.as_str())
+        .collect();
+    assert_eq!(retries.len(), 2, "{retries:?}");
+    assert!(retries[0].contains("empty-completion"), "{}", retries[0]);
+    assert!(
+        retries[1].contains("timeout") && retries[1].contains("--first-token-timeout"),
+        "{}",
+        retries[1]
+    );
+    assert_eq!(rep["attempt"]["outcome"], "pass");
+}
+
+#[test]
+fn the_limit_flags_reach_the_request_and_a_timeout_names_its_flag() {
+    let server = serve(vec![Say::Late(2500, "# late".into())]);
+    let dir = scratch("flags");
+    let (code, _, err, _) = agent(
+        &dir,
+        &[
+            "--author",
+            &server.base,
+            "--max-tokens",
+            "77",
+            "--first-token-timeout",
+            "1",
+            "--timeout",
+            "30",
+        ],
+    );
+    assert_eq!(code, 1, "every wake failed: {err}");
+    let seen = server.seen.lock().expect("lock").clone();
+    assert_eq!(seen[0].body["max_tokens"], 77);
+    assert_eq!(seen.len(), 3, "one try and two retries");
+    assert!(err.contains("code=PROVIDER"), "{err}");
+    assert!(err.contains("--first-token-timeout"), "{err}");
+}
+
+#[test]
+fn a_dead_provider_fails_on_stderr_with_a_nonzero_exit() {
+    let dir = scratch("dead");
+    let (code, out, err, bus) = agent(
+        &dir,
+        &["--author", "http://127.0.0.1:9/v1", "--timeout", "10"],
+    );
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        err.contains("warning code=PROVIDER") && err.contains("kind=connect"),
+        "{err}"
+    );
+    assert!(err.contains("error code=PROVIDER"), "{err}");
+    assert!(bus.iter().any(|e| e["type"] == "turn"));
+}
+
+#[test]
+fn a_url_given_with_chat_completions_is_not_doubled() {
+    let server = serve(vec![Say::Stream("# pass\n".into())]);
+    let dir = scratch("url");
+    let url = format!("{}/chat/completions", server.base);
+    let (code, _, err, _) = agent(&dir, &["--author", &url]);
+    assert_eq!(code, 0, "{err}");
+    let seen = server.seen.lock().expect("lock").clone();
+    assert_eq!(seen[0].request_line, "POST /v1/chat/completions HTTP/1.1");
+}
+
+#[test]
+fn the_completion_profile_sends_a_few_shot_document_to_completions() {
+    let server = serve(vec![Say::Stream("# nothing new\n".into())]);
+    let dir = scratch("completion");
+    let (code, _, err, bus) = agent(
+        &dir,
+        &["--author", &server.base, "--profile", "completion-v1"],
+    );
+    assert_eq!(code, 0, "{err}");
+    let seen = server.seen.lock().expect("lock").clone();
+    assert_eq!(seen[0].request_line, "POST /v1/completions HTTP/1.1");
+    let p = seen[0].body["prompt"].as_str().expect("a prompt document");
+    assert!(seen[0].body.get("messages").is_none());
+    assert!(p.ends_with("\n### Reply\n"), "{p}");
+    assert!(!p.contains("{{"));
+    assert!(p.contains("## The menu"));
+    assert_eq!(seen[0].body["stop"][0], "\n###");
+    assert!(
+        bus.iter()
+            .any(|e| e["type"] == "turn" && e["turn"]["outcome"] == "pass"),
+        "the reply routed"
+    );
+}
+
+#[test]
+fn the_completion_profiles_examples_are_authored_turns() {
+    use kestrel_desk::turn::{self, AuthorKind, Profile, Reply, TurnClass, TurnContext, WakePhase};
+    let ex = Profile::CompletionV1.example_replies();
+    assert_eq!(ex.len(), 3);
+    for (i, text) in ex.iter().enumerate() {
+        let phase = if i == 0 {
+            WakePhase::Open
+        } else {
+            WakePhase::Mid
+        };
+        let ctx = TurnContext::new(phase, Profile::CompletionV1, AuthorKind::Model);
+        let r = turn::route(&Reply::Text(text.to_string()), &ctx);
+        assert_eq!(
+            r.class(),
+            TurnClass::Authored,
+            "example {i}: {text}\n{:?}",
+            r.outcome
+        );
+    }
+}
+
+#[test]
+fn the_experiment_runs_every_arm_and_writes_the_table_and_the_bus_files() {
+    // A model that writes a plan, then a refused reply, then a stand-down, then a pass.
+    let plan = "# follow the drive\nPLAN a budget 0.1R ttl 15:00\n  WHEN spot > hod\n  DO buy 1 ATM C @ fair\n  EXIT spot < vwap @ fair\n";
+    let server = serve(vec![
+        Say::Stream(plan.into()),
+        Say::Stream("WHEN WHEN ((".into()),
+        Say::Stream("STAND-DOWN chop\n".into()),
+        Say::Stream("# nothing new\n".into()),
+    ]);
+    let dir = scratch("experiment");
+    let out = dir.join("out");
+    let tape = common::root().join("tapes/range-2025-04-09-s2.jsonl");
+    let run = Command::new(env!("CARGO_BIN_EXE_kestrel"))
+        .args(["experiment", "--author", &server.base, "--turns", "1"])
+        .args(["--budgets", "64,128", "--timeout", "20", "--tape"])
+        .arg(&tape)
+        .arg("--out")
+        .arg(&out)
+        .env("HOME", &dir)
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .env_remove("KESTREL_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .expect("run kestrel experiment");
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("experiment: arm 8/8"), "progress: {stderr}");
+    let table = std::fs::read_to_string(out.join("table.md")).expect("table.md");
+    assert_eq!(table, stdout);
+    let rows: Vec<&str> = table
+        .lines()
+        .filter(|l| l.starts_with("| authoring-"))
+        .collect();
+    assert_eq!(rows.len(), 8, "{table}");
+    for arm in [
+        "authoring-v1-free-64",
+        "authoring-v1-constrained-128",
+        "authoring-v2-free-128",
+        "authoring-v2-constrained-64",
+    ] {
+        assert!(
+            rows.iter()
+                .any(|r| r.starts_with(&format!("| {arm} | 1 |"))),
+            "{arm}: {table}"
+        );
+    }
+    // The constrained arms sent the grammar; the budgets reached max_tokens.
+    let seen = server.seen.lock().expect("lock").clone();
+    assert!(seen.iter().any(|s| s.body.get("grammar").is_some()));
+    assert!(seen.iter().any(|s| s.body.get("grammar").is_none()));
+    assert!(
+        seen.iter()
+            .all(|s| matches!(s.body["max_tokens"].as_u64(), Some(1..=128)))
+    );
+    // Every Bus file is listed with its hash, and errors report splits the eight arms.
+    let buses: Vec<_> = table.lines().filter(|l| l.starts_with("- `")).collect();
+    assert!(buses.len() >= 8, "{table}");
+    for b in &buses {
+        let path = b.split('`').nth(1).expect("path");
+        let bytes = std::fs::read(path).expect("the Bus file");
+        let hash = b.rsplit(' ').next().expect("hash");
+        assert_eq!(kestrel_desk::bus::hash_bytes(&bytes), hash);
+    }
+    let report = Command::new(env!("CARGO_BIN_EXE_kestrel"))
+        .args(["errors", "report", "--json"])
+        .args(
+            std::fs::read_dir(&out)
+                .expect("out")
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.is_dir()),
+        )
+        .output()
+        .expect("errors report");
+    let v: serde_json::Value = serde_json::from_slice(&report.stdout).expect("report JSON");
+    assert_eq!(v["by_arm"].as_object().map(|m| m.len()), Some(8), "{v}");
+}
