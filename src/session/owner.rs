@@ -822,6 +822,7 @@ impl Session {
             fill: cfg.engine.fill.name().to_string(),
             profile: cfg.profile,
             copilot: false,
+            copilot_pause: false,
             agent: name.clone().map(|name| Agent::Inline { name }),
         };
         let run = Run::new(reader, cfg, &h.docs, h.bus)?;
