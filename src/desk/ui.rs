@@ -598,8 +598,14 @@ fn draw_bus(f: &mut Frame, app: &App, r: Rect) {
             lines.push(Line::from(Span::styled("fills", muted)));
             for x in b.fills.iter().rev().take(inner_h) {
                 lines.push(Line::from(format!(
-                    "  {} {} {} {} {} @ {:.2}",
-                    x.time, x.plan, x.side, x.qty, x.instrument, x.px
+                    "  {} {} {} {} {} @ {:.2}{}",
+                    x.time,
+                    x.plan,
+                    x.side,
+                    x.qty,
+                    x.instrument,
+                    x.px,
+                    if x.quoted { " (quoted)" } else { "" }
                 )));
             }
             ("Blotter [b: Bus]".to_string(), lines)

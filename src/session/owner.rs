@@ -1526,6 +1526,20 @@ impl Session {
                     break;
                 }
             };
+            if let TapeEvent::Session(spec) = &ev {
+                // A new session of a multi-session tape: the clock starts again at its open
+                // (the frame's target was in the session before), the chart with it.
+                let open = self.run.engine.market().open_time();
+                self.clock = open;
+                self.last_event = open;
+                self.horizon = open;
+                self.chart.clear();
+                self.chart_cache = None;
+                self.seq += 1;
+                self.notice(format!("session {} opens", spec.date));
+                self.apply_script();
+                return;
+            }
             if let TapeEvent::Tick(t) = &ev
                 && t.sym == self.signal
             {
