@@ -2,6 +2,7 @@
 //!
 //! - [`types`]: exact value types ([`Px`], [`Ts`], [`Date`], [`Sym`]).
 //! - [`generator`]: the seeded synthetic session generator.
+//! - [`import`]: CSV and DBN files into v2 tapes (`kestrel tape import`).
 //! - [`options`]: Black-Scholes, the smile, the spread model and the open-interest model.
 //! - [`quote`]: the v2 `quote` event and OCC option symbols.
 //! - [`state`]: [`MarketState`], the per-tape market model (series, percentiles, chain).
@@ -10,6 +11,7 @@
 //! Everything here is deterministic: the same inputs give the same bytes on any machine.
 
 pub mod generator;
+pub mod import;
 pub mod options;
 pub mod quote;
 pub mod state;

@@ -1420,7 +1420,7 @@ pub fn header_line(h: &TapeHeader) -> String {
 /// tick `type ts sym px sz`; iv `type ts sym atm_iv [skew]`; headline `type ts text`;
 /// quote `type ts sym bid ask bsz asz` (an option's `sym` in compact OCC form); session
 /// `type date open close prior` (prior sorted by symbol).
-pub fn write_event<W: Write>(w: &mut W, ev: &TapeEvent) -> io::Result<()> {
+pub fn write_event<W: Write + ?Sized>(w: &mut W, ev: &TapeEvent) -> io::Result<()> {
     match ev {
         TapeEvent::Tick(t) => writeln!(
             w,
