@@ -139,6 +139,7 @@ fn book_panes_render_the_snapshot() {
                 qty: 1,
                 instrument: "SPY 0dte 503 C".into(),
                 px: 0.55,
+                quoted: false,
             },
             FillRow {
                 time: "09:37:00".into(),
@@ -147,6 +148,7 @@ fn book_panes_render_the_snapshot() {
                 qty: 1,
                 instrument: "SPY 0dte 503 C".into(),
                 px: 0.65,
+                quoted: false,
             },
         ],
         journal: vec![

@@ -172,6 +172,8 @@ pub struct FillRow {
     pub qty: u64,
     /// Price.
     pub px: Px,
+    /// Filled against the tape's quote (not the model's book).
+    pub quoted: bool,
 }
 
 /// Per-plan summary.
@@ -260,6 +262,49 @@ pub struct Mark {
     pub fill: Option<BusSide>,
 }
 
+/// Where a session of a multi-session Bus (v2 tapes) began in the Blotter's totals.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionMark {
+    /// Session number (1, 2, …).
+    pub session: u32,
+    /// Session date.
+    pub date: String,
+    /// Per plan at the session's start: (P&L, fires, fills) so far.
+    base: BTreeMap<String, (i64, u64, u64)>,
+    /// Per plan at the session's end, with its state then (set when the next one starts).
+    end: Option<BTreeMap<String, (i64, u64, u64, PlanState)>>,
+    /// Plans that had an event in the session.
+    seen: std::collections::BTreeSet<String>,
+}
+
+/// One plan's result in one session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionPlan {
+    /// Plan name.
+    pub name: String,
+    /// State at the session's end.
+    pub state: PlanState,
+    /// Entry fires in the session.
+    pub fires: u64,
+    /// Fills in the session.
+    pub fills: u64,
+    /// P&L of the session, money units.
+    pub pnl: i64,
+}
+
+/// One session's results (see [`Blotter::session_results`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionResult {
+    /// Session number.
+    pub session: u32,
+    /// Session date.
+    pub date: String,
+    /// The plans active in it, in order of first appearance on the Bus.
+    pub plans: Vec<SessionPlan>,
+    /// The book's P&L in the session, money units.
+    pub pnl: i64,
+}
+
 /// The Blotter: a pure projection of the Bus.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Blotter {
@@ -287,6 +332,8 @@ pub struct Blotter {
     order_at: BTreeMap<u64, usize>,
     /// A clamp waiting for the order it sized: (plan, clause) → `qty 100→96 plan`.
     clamped: BTreeMap<(String, String), String>,
+    /// The sessions of a multi-session Bus (empty on a v1 tape's).
+    pub sessions: Vec<SessionMark>,
 }
 
 impl Blotter {
@@ -336,6 +383,11 @@ impl Blotter {
     }
 
     fn line(&mut self, plan: &str) -> &mut PlanLine {
+        if let Some(s) = self.sessions.last_mut()
+            && !s.seen.contains(plan)
+        {
+            s.seen.insert(plan.to_string());
+        }
         let n = self.plans.len() as u64;
         self.plans.entry(plan.to_string()).or_insert(PlanLine {
             state: PlanState::Armed,
@@ -357,11 +409,16 @@ impl Blotter {
                 tape,
                 fill_model,
                 r_usd,
+                date,
+                session,
                 ..
             } => {
                 self.tape = tape.clone();
                 self.fill_model = fill_model.clone();
                 self.r_usd = *r_usd;
+                if let Some(n) = session {
+                    self.start_session(*n, date);
+                }
             }
             Event::DocumentArmed { plans, owner, .. } => {
                 for p in plans {
@@ -509,6 +566,7 @@ impl Blotter {
                 qty,
                 px,
                 mult,
+                quoted,
             } => {
                 self.resting.remove(order);
                 if let Some(o) = self.order_mut(*order) {
@@ -535,6 +593,7 @@ impl Blotter {
                     side: *side,
                     qty: *qty,
                     px: *px,
+                    quoted: *quoted,
                 });
                 self.line(plan).fills += 1;
             }
@@ -563,6 +622,98 @@ impl Blotter {
             Event::Excursion { plan, mae_usd, .. } => self.line(plan).mae = mae_usd.raw(),
             _ => {}
         }
+    }
+
+    /// Per plan: (P&L, fires, fills) so far.
+    fn totals(&self) -> BTreeMap<String, (i64, u64, u64)> {
+        self.plans
+            .iter()
+            .map(|(n, l)| (n.clone(), (self.pnl(n), l.fires, l.fills)))
+            .collect()
+    }
+
+    /// A new session starts (v2 tapes): the previous one's totals are kept for the report,
+    /// and positions do not carry over. Each session closes on its own (0dte settled, other
+    /// positions marked), so a position still open is booked at its mark (its open P&L
+    /// becomes realised) and the book starts flat, as on a one-session tape.
+    fn start_session(&mut self, n: u32, date: &str) {
+        let totals = self.totals();
+        if let Some(prev) = self.sessions.last_mut() {
+            let ends = totals
+                .iter()
+                .map(|(k, &(p, f, x))| {
+                    let st = self.plans.get(k).map_or(PlanState::Done, |l| l.state);
+                    (k.clone(), (p, f, x, st))
+                })
+                .collect();
+            prev.end = Some(ends);
+        }
+        for legs in self.positions.values_mut() {
+            for p in legs.values_mut() {
+                if p.qty != 0 {
+                    p.realised = p.realised.saturating_add(p.open_pnl());
+                    p.qty = 0;
+                    p.cost = 0;
+                }
+            }
+        }
+        self.resting.clear();
+        self.sessions.push(SessionMark {
+            session: n,
+            date: date.to_string(),
+            base: totals,
+            end: None,
+            seen: Default::default(),
+        });
+    }
+
+    /// Each session's results on a multi-session Bus (empty on a v1 tape's): per plan
+    /// active in it, its fires, fills, P&L and state at the session's end, and the book's
+    /// P&L in the session. The sessions' P&L add up to [`book_pnl`](Self::book_pnl).
+    pub fn session_results(&self) -> Vec<SessionResult> {
+        let now = self.totals();
+        let order = self.plan_names();
+        self.sessions
+            .iter()
+            .map(|s| {
+                let end: BTreeMap<String, (i64, u64, u64, PlanState)> = match &s.end {
+                    Some(e) => e.clone(),
+                    None => now
+                        .iter()
+                        .map(|(k, &(p, f, x))| {
+                            let st = self.plans.get(k).map_or(PlanState::Done, |l| l.state);
+                            (k.clone(), (p, f, x, st))
+                        })
+                        .collect(),
+                };
+                let mut total = 0i64;
+                for (k, &(p, ..)) in &end {
+                    let b = s.base.get(k).map_or(0, |x| x.0);
+                    total = total.saturating_add(p.saturating_sub(b));
+                }
+                let plans = order
+                    .iter()
+                    .filter(|n| s.seen.contains(*n))
+                    .filter_map(|n| {
+                        let &(p, f, x, st) = end.get(n)?;
+                        let (bp, bf, bx) = s.base.get(n).copied().unwrap_or((0, 0, 0));
+                        Some(SessionPlan {
+                            name: n.clone(),
+                            state: st,
+                            fires: f.saturating_sub(bf),
+                            fills: x.saturating_sub(bx),
+                            pnl: p.saturating_sub(bp),
+                        })
+                    })
+                    .collect();
+                SessionResult {
+                    session: s.session,
+                    date: s.date.clone(),
+                    plans,
+                    pnl: total,
+                }
+            })
+            .collect()
     }
 
     /// A plan's realised P&L, money units.

@@ -13,6 +13,8 @@ enum V<'a> {
     P(Px),
     T(Ts),
     L(&'a [String]),
+    /// A JSON boolean.
+    B(bool),
     /// A JSON value, written compact with sorted keys (serde_json's default map).
     J(&'a serde_json::Value),
 }
@@ -205,6 +207,7 @@ fn write_fields(out: &mut Vec<u8>, fields: &mut [(&str, V<'_>)]) {
                 out.push(b'"');
             }
             V::J(v) => write_json_sorted(out, v),
+            V::B(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
             V::L(xs) => {
                 out.push(b'[');
                 for (j, x) in xs.iter().enumerate() {
@@ -232,6 +235,7 @@ pub fn write_canonical(out: &mut Vec<u8>, ev: &Event) {
             open,
             close,
             author,
+            session,
         } => {
             let author = author
                 .as_ref()
@@ -247,6 +251,9 @@ pub fn write_canonical(out: &mut Vec<u8>, ev: &Event) {
             ];
             if let Some(a) = &author {
                 f.push(("author", J(a)));
+            }
+            if let Some(n) = session {
+                f.push(("session", U(u64::from(*n))));
             }
             write_fields(out, &mut f)
         }
@@ -364,20 +371,41 @@ pub fn write_canonical(out: &mut Vec<u8>, ev: &Event) {
             qty,
             px,
             mult,
-        } => write_fields(
-            out,
-            &mut [
-                ("leg", S(leg)),
-                ("mult", U(u64::from(*mult))),
-                ("order", U(*order)),
-                ("plan", S(plan)),
-                ("px", P(*px)),
-                ("qty", U(*qty)),
-                ("side", S(side(*sd))),
-                ("ts", T(*ts)),
-                ("type", S("fill")),
-            ],
-        ),
+            quoted,
+        } => {
+            if *quoted {
+                write_fields(
+                    out,
+                    &mut [
+                        ("leg", S(leg)),
+                        ("mult", U(u64::from(*mult))),
+                        ("order", U(*order)),
+                        ("plan", S(plan)),
+                        ("px", P(*px)),
+                        ("qty", U(*qty)),
+                        ("quoted", B(true)),
+                        ("side", S(side(*sd))),
+                        ("ts", T(*ts)),
+                        ("type", S("fill")),
+                    ],
+                )
+            } else {
+                write_fields(
+                    out,
+                    &mut [
+                        ("leg", S(leg)),
+                        ("mult", U(u64::from(*mult))),
+                        ("order", U(*order)),
+                        ("plan", S(plan)),
+                        ("px", P(*px)),
+                        ("qty", U(*qty)),
+                        ("side", S(side(*sd))),
+                        ("ts", T(*ts)),
+                        ("type", S("fill")),
+                    ],
+                )
+            }
+        }
         Event::Clamp {
             ts,
             plan,
@@ -630,6 +658,7 @@ mod tests {
                 open: Ts::hms(9, 30, 0, 0),
                 close: Ts::hms(16, 0, 0, 0),
                 author: None,
+                session: None,
             },
             Event::SessionStart {
                 tape: s("t2"),
@@ -646,6 +675,17 @@ mod tests {
                     prompt_hash: s("ab"),
                     max_tokens: Some(512),
                 }),
+                session: None,
+            },
+            Event::SessionStart {
+                tape: s("t"),
+                date: s("2025-04-10"),
+                fill_model: s("strict-cross-v1"),
+                r_usd: Px(10_000_000),
+                open: Ts::hms(9, 30, 0, 0),
+                close: Ts::hms(16, 0, 0, 0),
+                author: None,
+                session: Some(2),
             },
             Event::DocumentArmed {
                 ts,
@@ -710,6 +750,18 @@ mod tests {
                 qty: 10,
                 px: Px(1_000_100),
                 mult: 1,
+                quoted: false,
+            },
+            Event::Fill {
+                ts,
+                order: 8,
+                plan: s("p"),
+                leg: s("SPY shares"),
+                side: BusSide::Sell,
+                qty: 10,
+                px: Px(1_000_100),
+                mult: 1,
+                quoted: true,
             },
             Event::Clamp {
                 ts,
@@ -903,7 +955,7 @@ mod props {
             let evs = [
                 Event::OrderRepriced { ts, order: n, limit: Px(raw), reason: s.clone() },
                 Event::OrderCancelled { ts, order: n, reason: s.clone() },
-                Event::Fill { ts, order: n, plan: s.clone(), leg: s.clone(), side: BusSide::Sell, qty: n, px: Px(raw), mult: 100 },
+                Event::Fill { ts, order: n, plan: s.clone(), leg: s.clone(), side: BusSide::Sell, qty: n, px: Px(raw), mult: 100, quoted: n % 2 == 0 },
                 Event::OrderPlaced { ts, order: n, plan: s.clone(), clause: s.clone(), role: OrderRole::Tp, leg: s.clone(), side: BusSide::Buy, qty: n, limit: Px(raw), mult: 1 },
                 Event::Headline { ts, text: s.clone() },
             ];

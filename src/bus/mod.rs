@@ -177,6 +177,10 @@ impl AuthorIdentity {
     }
 }
 
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
 /// One event of the Bus. Every event carries the tape time `ts` it happened at.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "kebab-case")]
@@ -202,6 +206,10 @@ pub enum Event {
         /// agent`); absent otherwise, so older Bus files keep their bytes.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         author: Option<AuthorIdentity>,
+        /// The session's number on a v2 tape (1, 2, …; every event up to the next
+        /// `session-start` belongs to it); absent on a v1 tape, whose Bus is unchanged.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        session: Option<u32>,
     },
     /// A document was armed: its canonical text and the BLAKE3 of that text.
     DocumentArmed {
@@ -311,6 +319,10 @@ pub enum Event {
         px: Px,
         /// Contract multiplier.
         mult: u32,
+        /// The book it filled against was the tape's quote (v2 tapes), not the model's;
+        /// absent (false) on a v1 tape, so v1 Bus bytes are unchanged.
+        #[serde(default, skip_serializing_if = "is_false")]
+        quoted: bool,
     },
     /// L0 risk reduced a ticket's quantity to fit a budget.
     Clamp {
@@ -747,6 +759,7 @@ mod tests {
             qty: 10,
             px: Px(5_001_200),
             mult: 1,
+            quoted: false,
         };
         let line = String::from_utf8(canonical_line(&ev)).unwrap();
         assert_eq!(

@@ -45,6 +45,7 @@ pub mod flags;
 pub mod frame;
 pub mod grade;
 pub mod grammar;
+pub mod import;
 mod lang;
 mod mcp;
 mod out;
@@ -53,6 +54,7 @@ pub mod run;
 pub(crate) mod signals;
 pub(crate) mod sniff;
 pub mod tape;
+pub mod tape_info;
 mod tokens;
 mod turn;
 
@@ -105,7 +107,7 @@ pub enum Command {
     ///
     /// Example: kestrel frame --tape tapes/trend-2025-04-09-s1.jsonl --at 11:30 --view examples/view-wake.kestrel
     Frame(frame::FrameArgs),
-    /// Tapes: generate seeded synthetic sessions.
+    /// Tapes: generate seeded synthetic sessions, import real ones, say what one holds.
     ///
     /// Example: kestrel tape gen --count 12 --seed 100 -o tapes/family
     #[command(subcommand)]
@@ -171,6 +173,14 @@ pub enum TapeCommand {
     ///
     /// Example: kestrel tape gen --regime shock --seed 7 -o /tmp/shock.jsonl
     Gen(tape::TapeGenArgs),
+    /// Import trades and quotes from CSV or Databento DBN files into a v2 tape.
+    ///
+    /// Example: kestrel tape import examples/import/spy-trades.dbn.zst -o /tmp/spy.jsonl
+    Import(Box<import::ImportArgs>),
+    /// Say what a tape holds: sessions, symbols, events per kind, times, gaps, option prices.
+    ///
+    /// Example: kestrel tape info tapes/trend-2025-04-09-s1.jsonl
+    Info(tape_info::TapeInfoArgs),
 }
 
 /// The command line's definition: [`Cli`] with the exit-code footer on every verb's
@@ -230,6 +240,8 @@ pub fn run(cmd: Command) -> i32 {
         Command::Fmt(a) => lang::fmt(&a),
         Command::Check(a) => lang::check(&a),
         Command::Tape(TapeCommand::Gen(a)) => tape::tape_gen(&a),
+        Command::Tape(TapeCommand::Import(a)) => import::tape_import(&a),
+        Command::Tape(TapeCommand::Info(a)) => tape_info::tape_info(&a),
         Command::Rules(a) => lang::rules(&a),
         Command::Agent(a) => agent::run(&a),
         Command::Frame(a) => frame::run(&a),

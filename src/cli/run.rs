@@ -110,7 +110,7 @@ pub fn json_report(bus: &Bus, tape_path: &str) -> String {
         })
         .collect();
     let total = b.book_pnl();
-    let v = serde_json::json!({
+    let mut v = serde_json::json!({
         "tape": b.tape,
         "tape_path": tape_path,
         "fill_model": b.fill_model,
@@ -123,6 +123,40 @@ pub fn json_report(bus: &Bus, tape_path: &str) -> String {
         "pnl_usd": num(Px(total)),
         "pnl_r": num(b.in_r(total).unwrap_or(Px::ZERO)),
     });
+    // A multi-session tape (v2): each session's results too; the top-level figures are
+    // the sums over its sessions. A v1 tape's report is unchanged.
+    let sessions = b.session_results();
+    if sessions.len() > 1
+        && let Some(o) = v.as_object_mut()
+    {
+        let list: Vec<serde_json::Value> = sessions
+            .iter()
+            .map(|s| {
+                let plans: Vec<serde_json::Value> = s
+                    .plans
+                    .iter()
+                    .map(|p| {
+                        serde_json::json!({
+                            "name": p.name,
+                            "state": crate::bus::canon::state_name(p.state),
+                            "fires": p.fires,
+                            "fills": p.fills,
+                            "pnl_usd": num(Px(p.pnl)),
+                            "pnl_r": num(b.in_r(p.pnl).unwrap_or(Px::ZERO)),
+                        })
+                    })
+                    .collect();
+                serde_json::json!({
+                    "session": s.session,
+                    "date": s.date,
+                    "plans": plans,
+                    "pnl_usd": num(Px(s.pnl)),
+                    "pnl_r": num(b.in_r(s.pnl).unwrap_or(Px::ZERO)),
+                })
+            })
+            .collect();
+        o.insert("sessions".into(), serde_json::Value::Array(list));
+    }
     bus::canonical_json(&v)
 }
 
@@ -208,6 +242,41 @@ pub fn text_report(bus: &Bus) -> String {
         ]);
     }
     s.push_str(&table(&rows, 2));
+    let sessions = b.session_results();
+    if sessions.len() > 1 {
+        let mut rows = vec![
+            [
+                "session", "date", "plan", "state", "fires", "fills", "pnl $", "pnl R",
+            ]
+            .map(String::from)
+            .to_vec(),
+        ];
+        for x in &sessions {
+            for p in &x.plans {
+                rows.push(vec![
+                    x.session.to_string(),
+                    x.date.clone(),
+                    p.name.clone(),
+                    crate::bus::canon::state_name(p.state).to_string(),
+                    p.fires.to_string(),
+                    p.fills.to_string(),
+                    usd(Px(p.pnl)),
+                    in_r(b.in_r(p.pnl).unwrap_or(Px::ZERO)),
+                ]);
+            }
+            rows.push(vec![
+                x.session.to_string(),
+                x.date.clone(),
+                "(book)".into(),
+                String::new(),
+                String::new(),
+                String::new(),
+                usd(Px(x.pnl)),
+                in_r(b.in_r(x.pnl).unwrap_or(Px::ZERO)),
+            ]);
+        }
+        s.push_str(&table(&rows, 4));
+    }
     let total = b.book_pnl();
     s.push_str(&format!(
         "book pnl ${} ({}R): realised ${}, open ${}\ndeterminism {}\n",

@@ -766,7 +766,12 @@ pub fn blotter_lines(app: &App, h: usize, w: usize) -> Vec<Line<'static>> {
         body.push(Line::from(vec![
             Span::raw(format!("  {} {} ", x.time, x.plan)),
             Span::styled(format!("{} {}", x.side, x.qty), side),
-            Span::raw(format!(" {} @ {:.2}", x.instrument, x.px)),
+            Span::raw(format!(
+                " {} @ {:.2}{}",
+                x.instrument,
+                x.px,
+                if x.quoted { " (quoted)" } else { "" }
+            )),
         ]));
     }
     lines.extend(body);

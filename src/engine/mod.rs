@@ -25,6 +25,8 @@ pub mod trigger;
 pub mod wakes;
 
 #[cfg(test)]
+mod quote_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod wake_tests;
@@ -300,6 +302,14 @@ pub struct Engine {
     arming_owner: Option<String>,
     wake_seq: u64,
     fired_wakes: Vec<FiredWake>,
+    /// The tape's header (each later session is derived from it).
+    base: Box<TapeHeader>,
+    /// The session number (1 for the header's session); `None` on a v1 tape.
+    session_no: Option<u32>,
+    /// The documents armed before the session's first event, with their owners: each
+    /// session of a multi-session tape starts from them again.
+    opening: Vec<(Document, Option<String>)>,
+    regime_gate: bool,
 }
 
 impl std::fmt::Debug for Engine {
@@ -343,7 +353,19 @@ fn money_of(px_raw: f64) -> i64 {
 
 impl Engine {
     /// A new engine for a tape with this header; writes `session-start` to the Bus.
-    pub fn new(header: &TapeHeader, cfg: EngineConfig, mut bus: Bus) -> Engine {
+    pub fn new(header: &TapeHeader, cfg: EngineConfig, bus: Bus) -> Engine {
+        let n = (header.v >= crate::market::tape::TAPE_VERSION_2).then_some(1);
+        Engine::for_session(header, header, cfg, bus, n)
+    }
+
+    /// The engine of one session (`header`, derived from the tape's `base` header).
+    fn for_session(
+        base: &TapeHeader,
+        header: &TapeHeader,
+        cfg: EngineConfig,
+        mut bus: Bus,
+        session_no: Option<u32>,
+    ) -> Engine {
         bus.emit(Event::SessionStart {
             tape: header.name.clone(),
             date: header.date.to_string(),
@@ -352,7 +374,9 @@ impl Engine {
             open: header.open,
             close: header.close,
             author: cfg.author.clone(),
+            session: session_no,
         });
+        let regime_gate = cfg.regime_gate;
         let syms = header.symbols.iter().map(|s| (s.sym, 0)).collect();
         let has_chain = header
             .symbols
@@ -392,7 +416,41 @@ impl Engine {
             arming_owner: None,
             wake_seq: 0,
             fired_wakes: Vec::new(),
+            base: Box::new(base.clone()),
+            session_no,
+            opening: Vec::new(),
+            regime_gate,
         }
+    }
+
+    /// The session number (1, 2, … on a v2 tape; `None` on a v1 tape).
+    pub fn session_no(&self) -> Option<u32> {
+        self.session_no
+    }
+
+    /// A `session` event: close this session (settle, `session-end`) and start the next on
+    /// the same Bus, in place: a fresh engine for the session's header (market, plans,
+    /// orders, budgets, wakes all new) with the same fill model, R and regime gate, and the
+    /// opening documents armed again. So each session of a tape runs exactly as a
+    /// one-session tape of it would.
+    fn start_session(&mut self, spec: &crate::market::tape::SessionSpec) {
+        self.end();
+        let header = self.base.for_session(spec);
+        let bus = std::mem::replace(&mut self.sh.bus, Bus::new(None));
+        let fill = std::mem::replace(&mut self.sh.fill, Box::new(StrictCrossV1));
+        let cfg = EngineConfig {
+            r_usd: self.sh.r_usd,
+            fill,
+            regime_gate: self.regime_gate,
+        };
+        let n = Some(self.session_no.unwrap_or(1) + 1);
+        let opening = std::mem::take(&mut self.opening);
+        let mut next = Engine::for_session(&self.base, &header, cfg, bus, n);
+        for (d, owner) in &opening {
+            next.arm_document_as(d, owner.as_deref());
+        }
+        next.opening = opening;
+        *self = next;
     }
 
     /// The Bus (its Blotter, hash, events).
@@ -431,6 +489,14 @@ impl Engine {
     /// share one book (the desk), each plan and WAKE carries who armed it, and the
     /// `document-armed` event names the owner.
     pub fn arm_document_as(&mut self, doc: &Document, owner: Option<&str>) -> Vec<String> {
+        if self.tape_events == 0 {
+            self.opening.push((doc.clone(), owner.map(str::to_string)));
+        }
+        self.arm_owned(doc, owner)
+    }
+
+    /// Arm for an owner without recording the document as an opening one (a supersede).
+    fn arm_owned(&mut self, doc: &Document, owner: Option<&str>) -> Vec<String> {
         self.arming_owner = owner.map(str::to_string);
         let names = self.arm_document_inner(doc);
         self.arming_owner = None;
@@ -837,6 +903,10 @@ impl Engine {
     /// Feed one tape event: update the market, then step every live plan. Events after the
     /// session close only update the market (the close settles first).
     pub fn on_event(&mut self, ev: &TapeEvent) {
+        if let TapeEvent::Session(spec) = ev {
+            self.start_session(spec);
+            return;
+        }
         let ts = ev.ts();
         if !self.closed && ts > self.sh.close {
             self.close_session();
@@ -849,6 +919,8 @@ impl Engine {
         match ev {
             TapeEvent::Tick(t) => self.bump(t.sym),
             TapeEvent::Iv(i) => self.bump(i.sym),
+            TapeEvent::Quote(q) => self.bump(q.inst.sym()),
+            TapeEvent::Session(_) => {}
             TapeEvent::Headline(h) => {
                 self.sh.ev.headline = Some(h.ts);
                 self.sh.bus.emit(Event::Headline {
@@ -1004,7 +1076,12 @@ impl Engine {
             }
         }
         self.wakes.retain(|w| !owns(owner, w.owner.as_deref()));
-        self.arm_document_as(doc, owner)
+        if self.tape_events == 0 {
+            // Superseded before the first event: the new document is the opening one.
+            self.opening.retain(|(_, o)| !owns(owner, o.as_deref()));
+            self.opening.push((doc.clone(), owner.map(str::to_string)));
+        }
+        self.arm_owned(doc, owner)
     }
 
     /// Add a document to one owner's book (the person at the desk): its plans join the book,
@@ -1033,7 +1110,7 @@ impl Engine {
         }
         self.wakes
             .retain(|w| !(wakes.contains(w.name.as_str()) && owns(owner, w.owner.as_deref())));
-        self.arm_document_as(doc, owner)
+        self.arm_owned(doc, owner)
     }
 
     /// The document an owner may arm: a PLAN whose name another owner's live plan holds is
@@ -1515,6 +1592,7 @@ fn quote(sh: &mut Shared, inst: usize) -> Option<QuoteF> {
                 mid: q.mid,
                 last: q.last,
                 option: true,
+                quoted: q.quoted,
             }),
         InstKind::Shares => sh.ms.share_quote_sym(ir.sym).map(|q| QuoteF {
             fair: q.fair.to_f64(),
@@ -1524,6 +1602,7 @@ fn quote(sh: &mut Shared, inst: usize) -> Option<QuoteF> {
             mid: q.mid,
             last: q.last,
             option: false,
+            quoted: q.quoted,
         }),
     };
     let ir = &mut sh.insts[inst];
@@ -2005,6 +2084,7 @@ fn place(
 fn do_fill(p: &mut PlanRt, pi: usize, sh: &mut Shared, o: Order, px: Px) {
     let ir = &sh.insts[o.inst];
     let (key, mult) = (ir.key.clone(), ir.mult);
+    let quoted = ir.q.is_some_and(|q| q.quoted);
     let li = match p.legs.iter().position(|l| l.inst == o.inst) {
         Some(i) => i,
         None => {
@@ -2043,6 +2123,7 @@ fn do_fill(p: &mut PlanRt, pi: usize, sh: &mut Shared, o: Order, px: Px) {
         qty,
         px,
         mult,
+        quoted,
     });
     let signed = i64::try_from(qty).unwrap_or(i64::MAX) * o.side.sign();
     p.legs[li].pos.trade(signed, px, mult);

@@ -46,6 +46,8 @@ pub struct QuoteF {
     pub last: Px,
     /// Is this an option (ticks 0.01 below 3.00, 0.05 above; shares 0.01)?
     pub option: bool,
+    /// Are bid and ask the tape's quote (not the spread model's or last ± 0.01)?
+    pub quoted: bool,
 }
 
 impl QuoteF {
@@ -164,6 +166,7 @@ mod tests {
             mid: Px(12_350),
             last: Px::from_cents(123),
             option: true,
+            quoted: false,
         }
     }
 

@@ -133,6 +133,11 @@ pub struct TapeRef {
     /// fingerprint (shards graded on different tape contents never merge), and checked
     /// again when a shard loads the tape.
     pub blake3: String,
+    /// One session of a multi-session tape (v2): each session is graded as one tape of
+    /// the family, named `<name>@<date>` with its own date tag. Absent for a one-session
+    /// tape (so a v1 grade's job is unchanged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<u32>,
 }
 
 /// A plan of the subject's lineage (the subject and the plans its ARM clauses reach).
@@ -447,25 +452,45 @@ fn select_tapes(over: &GradeRange, opts: &Options) -> Result<Vec<TapeRef>, Grade
             .map_err(|e| GradeError::new("IO", format!("cannot read {path}: {e}")))?;
         let r = crate::market::TapeReader::new(bytes.as_slice())
             .map_err(|e| GradeError::new("TAPE", format!("{path}: {e}")))?;
-        let h = r.header();
-        if let GradeRange::Months { from, to } = over {
-            let date = h
-                .tags
-                .get("date")
-                .cloned()
-                .unwrap_or_else(|| h.date.to_string());
-            let month = date.get(..7).unwrap_or("");
-            let to = to.as_deref().unwrap_or(from);
-            if month < from.as_str() || month > to {
-                continue;
+        let first = r.header().clone();
+        // A v2 tape may hold several sessions: each is one tape of the family.
+        let mut sessions = vec![first.clone()];
+        if first.v >= crate::market::tape::TAPE_VERSION_2 {
+            let mut r = r;
+            while let Some(ev) = r.next() {
+                let ev = ev.map_err(|e| GradeError::new("TAPE", format!("{path}: {e}")))?;
+                if let crate::market::TapeEvent::Session(_) = ev {
+                    sessions.push(r.session_header().clone());
+                }
             }
         }
-        out.push(TapeRef {
-            path,
-            name: h.name.clone(),
-            tags: h.tags.clone(),
-            blake3: blake3::hash(&bytes).to_hex().to_string(),
-        });
+        let many = sessions.len() > 1;
+        let blake = blake3::hash(&bytes).to_hex().to_string();
+        for (i, h) in sessions.iter().enumerate() {
+            if let GradeRange::Months { from, to } = over {
+                let date = h
+                    .tags
+                    .get("date")
+                    .cloned()
+                    .unwrap_or_else(|| h.date.to_string());
+                let month = date.get(..7).unwrap_or("");
+                let to = to.as_deref().unwrap_or(from);
+                if month < from.as_str() || month > to {
+                    continue;
+                }
+            }
+            out.push(TapeRef {
+                path: path.clone(),
+                name: if many {
+                    format!("{}@{}", h.name, h.date)
+                } else {
+                    h.name.clone()
+                },
+                tags: h.tags.clone(),
+                blake3: blake.clone(),
+                session: many.then_some(i as u32 + 1),
+            });
+        }
     }
     Ok(out)
 }
@@ -1092,13 +1117,16 @@ pub trait TapeSource {
 /// Loads tapes from their paths, keeping the last one (units are grouped by tape).
 #[derive(Debug, Default)]
 pub struct FileTapes {
-    last: Option<(String, std::sync::Arc<LoadedTape>)>,
+    last: Option<(TapeKey, std::sync::Arc<LoadedTape>)>,
 }
+
+/// A loaded tape's path and session (`None`: the whole one-session tape).
+type TapeKey = (String, Option<u32>);
 
 impl TapeSource for FileTapes {
     fn load(&mut self, t: &TapeRef) -> Result<std::sync::Arc<LoadedTape>, GradeError> {
-        if let Some((p, lt)) = &self.last {
-            if *p == t.path {
+        if let Some(((p, n), lt)) = &self.last {
+            if *p == t.path && *n == t.session {
                 return Ok(lt.clone());
             }
         }
@@ -1118,8 +1146,17 @@ impl TapeSource for FileTapes {
         }
         let (header, events) = crate::market::tape::read_tape_bytes(&bytes)
             .map_err(|e| GradeError::new("TAPE", format!("{}: {e}", t.path)))?;
+        let (header, events) = match t.session {
+            None => (header, events),
+            Some(n) => crate::market::tape::split_sessions(&header, events)
+                .into_iter()
+                .nth(n.saturating_sub(1) as usize)
+                .ok_or_else(|| {
+                    GradeError::new("TAPE", format!("{}: the tape has no session {n}", t.path))
+                })?,
+        };
         let lt = std::sync::Arc::new(LoadedTape { header, events });
-        self.last = Some((t.path.clone(), lt.clone()));
+        self.last = Some(((t.path.clone(), t.session), lt.clone()));
         Ok(lt)
     }
 }
@@ -1799,5 +1836,83 @@ mod tests {
         assert_eq!(by_value("regime", &tags), "trend");
         assert_eq!(by_value("date", &tags), "2025-04-09");
         assert_eq!(by_value("regime.vix", &tags), "UNKNOWN");
+    }
+
+    /// A multi-session tape is graded as one tape per session: `select_tapes` lists each
+    /// session (`<name>@<date>`, its own date tag) and loading one gives exactly that
+    /// session as a one-session tape (its header and events).
+    #[test]
+    fn each_session_of_a_tape_is_one_tape_of_its_family() {
+        use crate::market::tape::SessionSpec;
+        use crate::market::{Date, GenOptions, Regime, TapeEvent, generate_with, write_tape};
+        let mut members = Vec::new();
+        let mut date = Date::new(2025, 4, 9).unwrap();
+        for i in 0..3u64 {
+            let g = generate_with(
+                Regime::Range,
+                i + 1,
+                date,
+                GenOptions {
+                    minutes: Some(10),
+                    ..GenOptions::default()
+                },
+            );
+            let h = g.header().clone();
+            members.push((h, g.collect::<Vec<TapeEvent>>()));
+            date = date.next_weekday().unwrap();
+        }
+        let mut h = members[0].0.clone();
+        h.v = 2;
+        let mut evs = members[0].1.clone();
+        for (mh, me) in &members[1..] {
+            evs.push(TapeEvent::Session(Box::new(SessionSpec {
+                date: mh.date,
+                open: mh.open,
+                close: mh.close,
+                prior: mh.symbols.iter().map(|s| (s.sym, s.prior_close)).collect(),
+            })));
+            evs.extend(me.iter().cloned());
+        }
+        let dir =
+            std::env::temp_dir().join(format!("kestrel-grade-sessions-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("week.jsonl");
+        let mut bytes = Vec::new();
+        write_tape(&mut bytes, &h, evs).unwrap();
+        std::fs::write(&path, &bytes).unwrap();
+        let opts = Options {
+            tapes: Some(dir.display().to_string()),
+            ..Options::new(Px(1000 * 10_000))
+        };
+        let refs = select_tapes(&GradeRange::Glob("tapes/week*".into()), &opts).unwrap();
+        assert_eq!(refs.len(), 3);
+        let mut src = FileTapes::default();
+        for (i, r) in refs.iter().enumerate() {
+            let (mh, me) = &members[i];
+            assert_eq!(r.session, Some(i as u32 + 1));
+            assert_eq!(r.name, format!("{}@{}", h.name, mh.date));
+            assert_eq!(r.tags.get("date"), Some(&mh.date.to_string()));
+            let lt = src.load(r).unwrap();
+            assert_eq!(lt.events, *me);
+            assert_eq!(
+                (lt.header.date, lt.header.open, lt.header.close),
+                (mh.date, mh.open, mh.close)
+            );
+            assert_eq!(lt.header.symbols, mh.symbols);
+        }
+        // A one-session tape stays one unnamed-session tape (a v1 grade's job is unchanged).
+        let one = dir.join("one.jsonl");
+        let mut b = Vec::new();
+        write_tape(&mut b, &members[0].0, members[0].1.clone()).unwrap();
+        std::fs::write(&one, &b).unwrap();
+        let refs = select_tapes(&GradeRange::Glob("tapes/one*".into()), &opts).unwrap();
+        assert_eq!((refs.len(), refs[0].session), (1, None));
+        assert!(
+            !serde_json::to_string(&refs[0])
+                .unwrap()
+                .contains("\"session\":")
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

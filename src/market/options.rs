@@ -277,6 +277,9 @@ pub struct Quote {
     pub t_years: f64,
     /// Modelled open interest (contracts).
     pub open_interest: u64,
+    /// The book (bid, ask, mid, last, fair) is a quote from the tape, not the spread model
+    /// (the greeks, iv and open interest stay the model's).
+    pub quoted: bool,
 }
 
 /// An option's book without greeks: what an order needs (see [`book_quote`]).
@@ -294,9 +297,45 @@ pub struct BookQuote {
     pub last: Px,
     /// As [`Quote::intrinsic`].
     pub intrinsic: Px,
+    /// As [`Quote::quoted`].
+    pub quoted: bool,
 }
 
-/// A share quote: fair is the last trade; the book is one cent either side.
+impl BookQuote {
+    /// This book with its bid and ask replaced by a tape quote: `mid` is their exact middle,
+    /// `fair` and `last` are the mid (there are no option prints on a tape).
+    pub fn with_tape_book(self, bid: Px, ask: Px) -> BookQuote {
+        let mid = Px((bid.raw() + ask.raw()) / 2);
+        BookQuote {
+            fair: mid.to_f64(),
+            bid,
+            ask,
+            mid,
+            last: mid,
+            intrinsic: self.intrinsic,
+            quoted: true,
+        }
+    }
+}
+
+impl Quote {
+    /// [`BookQuote::with_tape_book`] for a full quote (greeks kept).
+    pub fn with_tape_book(self, bid: Px, ask: Px) -> Quote {
+        let mid = Px((bid.raw() + ask.raw()) / 2);
+        Quote {
+            fair: mid.to_f64(),
+            bid,
+            ask,
+            mid,
+            last: mid,
+            quoted: true,
+            ..self
+        }
+    }
+}
+
+/// A share quote: fair is the last trade; the book is the tape's latest quote when the
+/// tape has one, else one cent either side of the last trade.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ShareQuote {
     /// Last trade.
@@ -309,9 +348,26 @@ pub struct ShareQuote {
     pub mid: Px,
     /// Last trade.
     pub last: Px,
+    /// The bid and ask are the tape's latest quote (not last ± 0.01).
+    pub quoted: bool,
 }
 
 impl ShareQuote {
+    /// The book of the tape's latest quote; `last` is the last trade (the quote's mid
+    /// before any trade).
+    pub fn from_book(last: Option<Px>, bid: Px, ask: Px) -> ShareQuote {
+        let mid = Px((bid.raw() + ask.raw()) / 2);
+        let last = last.unwrap_or(mid);
+        ShareQuote {
+            fair: last,
+            bid,
+            ask,
+            mid,
+            last,
+            quoted: true,
+        }
+    }
+
     /// The share book around a last trade.
     pub fn from_last(last: Px) -> ShareQuote {
         let bid = (last - Px::CENT).max(Px::CENT);
@@ -322,6 +378,7 @@ impl ShareQuote {
             ask,
             mid: Px((bid.raw() + ask.raw()) / 2),
             last,
+            quoted: false,
         }
     }
 }
@@ -355,6 +412,7 @@ fn book_at(right: Right, spot: Px, strike: Px, price: f64) -> BookQuote {
         mid: Px((bid.raw() + ask.raw()) / 2),
         last,
         intrinsic: intrinsic(right, spot, strike),
+        quoted: false,
     }
 }
 
@@ -384,6 +442,7 @@ pub fn price_option(
         iv,
         t_years: t,
         open_interest,
+        quoted: false,
     })
 }
 

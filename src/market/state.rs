@@ -34,6 +34,7 @@ use super::options::{
     BookQuote, Expiry, Quote, Right, ShareQuote, Smile, black_scholes, book_quote, open_interest,
     price_option,
 };
+use super::quote::{OptionKey, QuoteInst};
 use super::tape::{Headline, TapeEvent, TapeHeader};
 use super::types::{Date, Px, Sym, Ts};
 
@@ -195,9 +196,32 @@ struct SymState {
     lod_s: Vec<f64>,
     vwap_s: Vec<f64>,
     tracked: Vec<Tracked>,
+    /// The latest `quote` for the symbol itself (bid, ask); `None` on a tape without one.
+    book: Option<(Px, Px)>,
+    /// The latest `quote` of each option contract on the symbol (v2 tapes), sorted by
+    /// [`OptionKey::order`]: these replace the spread model's book for that contract.
+    opt_books: Vec<((i64, u8, i64), Px, Px)>,
 }
 
 impl SymState {
+    /// The tape's latest quote of one contract, if any.
+    fn opt_book(&self, expiry: Date, right: Right, strike: Px) -> Option<(Px, Px)> {
+        if self.opt_books.is_empty() {
+            return None;
+        }
+        let key = OptionKey {
+            root: self.sym,
+            expiry,
+            right,
+            strike,
+        }
+        .order();
+        self.opt_books
+            .binary_search_by_key(&key, |e| e.0)
+            .ok()
+            .map(|i| (self.opt_books[i].1, self.opt_books[i].2))
+    }
+
     fn vwap(&self) -> Option<f64> {
         if self.vw_den > 0 {
             Some(self.vw_num as f64 / self.vw_den as f64 / 1e4)
@@ -295,6 +319,8 @@ pub struct MarketState {
     /// Grid length: samples 0..=session seconds.
     grid_len: usize,
     headlines: Vec<Headline>,
+    /// The tape's header (for the next session of a multi-session tape).
+    base: Box<TapeHeader>,
 }
 
 impl MarketState {
@@ -329,6 +355,8 @@ impl MarketState {
                 lod_s: Vec::with_capacity(grid_len),
                 vwap_s: Vec::with_capacity(grid_len),
                 tracked: Vec::new(),
+                book: None,
+                opt_books: Vec::new(),
             })
             .collect();
         MarketState {
@@ -341,6 +369,27 @@ impl MarketState {
             sampled: 0,
             grid_len,
             headlines: Vec::new(),
+            base: Box::new(header.clone()),
+        }
+    }
+
+    /// Start a new session (a `session` event): every per-session value (spot, hod, lod,
+    /// open, vwap, samples, quotes, smiles, headlines, the clock) starts again from the
+    /// session's header, as on a one-session tape of that session. The series tracked for
+    /// percentiles stay tracked.
+    pub fn start_session(&mut self, s: &super::tape::SessionSpec) {
+        let header = self.base.for_session(s);
+        let tracked: Vec<(Sym, Series)> = self
+            .syms
+            .iter()
+            .flat_map(|x| x.tracked.iter().map(move |t| (x.sym, t.series)))
+            .collect();
+        let mut next = MarketState::new(&header);
+        // The file's header stays the base (each session is derived from it).
+        std::mem::swap(&mut next.base, &mut self.base);
+        *self = next;
+        for (sym, series) in tracked {
+            self.track(sym.as_str(), series);
         }
     }
 
@@ -386,6 +435,10 @@ impl MarketState {
     /// Apply one tape event (after recording the grid samples before its time). Events for
     /// symbols the header does not carry are ignored (the reader already refuses them).
     pub fn apply(&mut self, ev: &TapeEvent) {
+        if let TapeEvent::Session(s) = ev {
+            self.start_session(s);
+            return;
+        }
         self.advance_to(ev.ts());
         let open = self.open;
         match ev {
@@ -423,7 +476,38 @@ impl MarketState {
                 });
             }
             TapeEvent::Headline(h) => self.headlines.push(h.clone()),
+            TapeEvent::Session(_) => {}
+            TapeEvent::Quote(q) => {
+                let Some(i) = self.sym_idx(q.inst.sym()) else {
+                    return;
+                };
+                let s = &mut self.syms[i];
+                match q.inst {
+                    QuoteInst::Sym(_) => s.book = Some((q.bid, q.ask)),
+                    QuoteInst::Option(k) => {
+                        let key = k.order();
+                        match s.opt_books.binary_search_by_key(&key, |e| e.0) {
+                            Ok(j) => s.opt_books[j] = (key, q.bid, q.ask),
+                            Err(j) => s.opt_books.insert(j, (key, q.bid, q.ask)),
+                        }
+                    }
+                }
+            }
         }
+    }
+
+    /// Whether the tape has quoted this contract (its book is the tape's, not the model's).
+    pub fn option_quoted(&self, sym: &str, expiry: Expiry, strike: Px, right: Right) -> bool {
+        let (Some(s), Some(d)) = (self.sym(sym), expiry.resolve(self.date)) else {
+            return false;
+        };
+        s.opt_book(d, right, strike).is_some()
+    }
+
+    /// Whether the tape has quoted the symbol itself (its book is the tape's, not last ±
+    /// 0.01).
+    pub fn share_quoted(&self, sym: &str) -> bool {
+        self.sym(sym).is_some_and(|s| s.book.is_some())
     }
 
     // ----- clock --------------------------------------------------------------------------
@@ -732,7 +816,25 @@ impl MarketState {
     ) -> Option<BookQuote> {
         let s = self.sym_of(sym)?;
         let (spot, smile, _, t) = self.listed(s, expiry, strike)?;
-        book_quote(right, spot, strike, t, self.rate, smile)
+        let b = book_quote(right, spot, strike, t, self.rate, smile)?;
+        match self.tape_book(s, expiry, strike, right) {
+            Some((bid, ask)) => Some(b.with_tape_book(bid, ask)),
+            None => Some(b),
+        }
+    }
+
+    /// The tape's quote of a contract, when the tape carries one.
+    fn tape_book(
+        &self,
+        s: &SymState,
+        expiry: Expiry,
+        strike: Px,
+        right: Right,
+    ) -> Option<(Px, Px)> {
+        if s.opt_books.is_empty() {
+            return None;
+        }
+        s.opt_book(expiry.resolve(self.date)?, right, strike)
     }
 
     /// A listed contract's pricing inputs: spot, smile, strike step and years to expiry
@@ -755,7 +857,11 @@ impl MarketState {
     fn quote_in(&self, s: &SymState, expiry: Expiry, strike: Px, right: Right) -> Option<Quote> {
         let (spot, smile, step, t) = self.listed(s, expiry, strike)?;
         let oi = open_interest(expiry, right, strike, s.prior_close, step);
-        price_option(right, spot, strike, t, self.rate, smile, oi)
+        let q = price_option(right, spot, strike, t, self.rate, smile, oi)?;
+        match self.tape_book(s, expiry, strike, right) {
+            Some((bid, ask)) => Some(q.with_tape_book(bid, ask)),
+            None => Some(q),
+        }
     }
 
     /// Dealer gamma exposure at a strike, in dollars per 1% move:
@@ -814,14 +920,22 @@ impl MarketState {
         black_scholes(right, spot, strike.to_f64(), t, self.rate, iv).map(|b| b.price)
     }
 
-    /// Share quote: fair = last trade, book one cent either side.
+    /// Share quote: fair = last trade; the book is the tape's latest quote of the symbol
+    /// when it has one, else one cent either side of the last trade.
     pub fn share_quote(&self, sym: &str) -> Option<ShareQuote> {
-        self.spot(sym).map(ShareQuote::from_last)
+        Self::share_quote_in(self.sym(sym)?)
     }
 
     /// [`share_quote`](Self::share_quote) by [`Sym`].
     pub fn share_quote_sym(&self, sym: Sym) -> Option<ShareQuote> {
-        self.sym_of(sym)?.last.map(ShareQuote::from_last)
+        Self::share_quote_in(self.sym_of(sym)?)
+    }
+
+    fn share_quote_in(s: &SymState) -> Option<ShareQuote> {
+        match s.book {
+            Some((bid, ask)) => Some(ShareQuote::from_book(s.last, bid, ask)),
+            None => s.last.map(ShareQuote::from_last),
+        }
     }
 
     // ----- headlines ------------------------------------------------------------------------

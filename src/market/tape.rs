@@ -10,10 +10,16 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
+use super::quote::{QuoteInst, TapeQuote, looks_occ, occ_symbol, parse_occ};
 use super::types::{Date, Px, Sym, Ts};
 
-/// The tape format version this crate reads and writes.
+/// The first tape format version (trades, vol changes and headlines). The generator writes
+/// it; a v1 tape replays exactly as it always has.
 pub const TAPE_VERSION: u64 = 1;
+
+/// Format version 2: v1 plus `quote` events (and `session` events). The newest this crate
+/// reads; the importer writes it.
+pub const TAPE_VERSION_2: u64 = 2;
 
 /// Longest line the reader accepts, in bytes (without the newline). A longer line is refused,
 /// so a reader never buffers more than this much of one line.
@@ -44,7 +50,7 @@ pub struct VolSpec {
 /// The first line of a tape.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TapeHeader {
-    /// Format version (always [`TAPE_VERSION`] once read).
+    /// Format version ([`TAPE_VERSION`] or [`TAPE_VERSION_2`]).
     pub v: u64,
     /// Tape name.
     pub name: String,
@@ -69,6 +75,40 @@ pub struct TapeHeader {
 }
 
 impl TapeHeader {
+    /// The header of one session of a multi-session tape: this header with the session's
+    /// date, open, close and prior closes (and a `date` tag, where the header has one, set
+    /// to the session's date). Symbols, vol, rate, name and source are the file's.
+    pub fn for_session(&self, s: &SessionSpec) -> TapeHeader {
+        let mut h = self.clone();
+        h.date = s.date;
+        h.open = s.open;
+        h.close = s.close;
+        for sp in &mut h.symbols {
+            if let Some((_, px)) = s.prior.iter().find(|(sym, _)| *sym == sp.sym) {
+                sp.prior_close = *px;
+            }
+        }
+        if let Some(d) = h.tags.get_mut("date") {
+            *d = s.date.to_string();
+        }
+        h
+    }
+
+    /// The first session of the tape as a [`SessionSpec`] (the header's date, open, close
+    /// and prior closes).
+    pub fn first_session(&self) -> SessionSpec {
+        SessionSpec {
+            date: self.date,
+            open: self.open,
+            close: self.close,
+            prior: self
+                .symbols
+                .iter()
+                .map(|s| (s.sym, s.prior_close))
+                .collect(),
+        }
+    }
+
     /// The header entry of a symbol.
     pub fn symbol(&self, sym: &str) -> Option<&SymbolSpec> {
         self.symbols.iter().find(|s| s.sym.as_str() == sym)
@@ -115,6 +155,20 @@ pub struct Headline {
     pub text: String,
 }
 
+/// The start of a new session (`{"type":"session",...}`, v2): the sessions of a tape follow
+/// one another in date order; the header describes the first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SessionSpec {
+    /// Session date (after the previous session's).
+    pub date: Date,
+    /// Session open.
+    pub open: Ts,
+    /// Session close.
+    pub close: Ts,
+    /// Prior close of every header symbol, sorted by symbol.
+    pub prior: Vec<(Sym, Px)>,
+}
+
 /// One event line of a tape (everything but the header).
 #[derive(Clone, Debug, PartialEq)]
 pub enum TapeEvent {
@@ -124,6 +178,10 @@ pub enum TapeEvent {
     Iv(IvChange),
     /// `{"type":"headline",...}`
     Headline(Headline),
+    /// `{"type":"quote",...}` (v2): a top-of-book quote for a symbol or an option.
+    Quote(TapeQuote),
+    /// `{"type":"session",...}` (v2): a new session starts; the events after it are its.
+    Session(Box<SessionSpec>),
 }
 
 impl TapeEvent {
@@ -133,6 +191,9 @@ impl TapeEvent {
             TapeEvent::Tick(t) => t.ts,
             TapeEvent::Iv(i) => i.ts,
             TapeEvent::Headline(h) => h.ts,
+            TapeEvent::Quote(q) => q.ts,
+            // A session starts before any of its events: midnight of its date.
+            TapeEvent::Session(_) => Ts(0),
         }
     }
 }
@@ -154,7 +215,7 @@ pub enum TapeErrorKind {
     Truncated,
     /// Invalid JSON, or not a JSON object.
     Json,
-    /// The header's `v` is not [`TAPE_VERSION`].
+    /// The header's `v` is not a version this reader reads (1 or 2).
     BadVersion,
     /// The first line is not a header, or a header appears later.
     BadHeader,
@@ -262,6 +323,10 @@ pub const MAX_END_GAP_MS: u32 = 60_000;
 pub struct TapeReader<R> {
     r: R,
     header: TapeHeader,
+    /// The current session's header (the file header until a `session` event).
+    session: TapeHeader,
+    /// The current session's number, from 1.
+    session_no: u32,
     line: u64,
     last_ts: Option<Ts>,
     buf: Vec<u8>,
@@ -658,16 +723,16 @@ fn parse_header(line: u64, m: &Map<String, Value>) -> Res<TapeHeader> {
         Value::Number(n) => n.as_u64(),
         _ => None,
     };
-    if v != Some(TAPE_VERSION) {
+    let Some(v) = v.filter(|v| (TAPE_VERSION..=TAPE_VERSION_2).contains(v)) else {
         return Err(TapeError::new(
             line,
             TapeErrorKind::BadVersion,
             format!(
-                "header field `v` is {}, this reader reads version {TAPE_VERSION}",
+                "header field `v` is {}, this reader reads versions {TAPE_VERSION} and {TAPE_VERSION_2}",
                 f.get("v")?
             ),
         ));
-    }
+    };
     let name = f.str("name")?.to_string();
     let date_s = f.str("date")?;
     let date = Date::parse(date_s)
@@ -769,7 +834,7 @@ fn parse_header(line: u64, m: &Map<String, Value>) -> Res<TapeHeader> {
         }
     }
     Ok(TapeHeader {
-        v: TAPE_VERSION,
+        v,
         name,
         date,
         tz,
@@ -863,10 +928,19 @@ fn parse_event(line: u64, m: &Map<String, Value>, header: &TapeHeader) -> Res<Ta
             let text = f.str("text")?.to_string();
             Ok(TapeEvent::Headline(Headline { ts, text }))
         }
+        "quote" if header.v >= TAPE_VERSION_2 => parse_quote(line, m, header),
+        "session" if header.v >= TAPE_VERSION_2 => parse_session(line, m, header),
         "header" => Err(TapeError::new(
             line,
             TapeErrorKind::BadHeader,
             "a header may only be the first line",
+        )),
+        other if header.v >= TAPE_VERSION_2 => Err(TapeError::new(
+            line,
+            TapeErrorKind::UnknownType,
+            format!(
+                "unknown event type {other:?} (known in v2: tick, iv, headline, quote, session)"
+            ),
         )),
         other => Err(TapeError::new(
             line,
@@ -874,6 +948,154 @@ fn parse_event(line: u64, m: &Map<String, Value>, header: &TapeHeader) -> Res<Ta
             format!("unknown event type {other:?} (known: tick, iv, headline)"),
         )),
     }
+}
+
+/// A `session` line (v2): `date`, `open`, `close` like the header's, and `prior`, the
+/// prior close of every header symbol.
+fn parse_session(line: u64, m: &Map<String, Value>, header: &TapeHeader) -> Res<TapeEvent> {
+    let f = Fields {
+        line,
+        what: "session",
+        m,
+    };
+    let date_s = f.str("date")?;
+    let date = Date::parse(date_s)
+        .ok_or_else(|| f.bad("date", format!("{date_s:?} is not YYYY-MM-DD")))?;
+    let open_s = f.str("open")?;
+    let open =
+        Ts::parse_hhmm(open_s).ok_or_else(|| f.bad("open", format!("{open_s:?} is not HH:MM")))?;
+    let close_s = f.str("close")?;
+    let close = Ts::parse_hhmm(close_s)
+        .ok_or_else(|| f.bad("close", format!("{close_s:?} is not HH:MM")))?;
+    if close <= open {
+        return Err(f.bad("close", "the close must be after the open"));
+    }
+    let Value::Object(o) = f.get("prior")? else {
+        return Err(f.bad("prior", "expected an object of symbol: prior close"));
+    };
+    let pf = Fields {
+        line,
+        what: "session prior",
+        m: o,
+    };
+    let mut prior = Vec::with_capacity(header.symbols.len());
+    for k in o.keys() {
+        if !Sym::new(k).is_some_and(|s| header.symbols.iter().any(|x| x.sym == s)) {
+            return Err(TapeError::new(
+                line,
+                TapeErrorKind::UnknownSymbol,
+                format!("session field `prior`: {k:?} is not a symbol of the header"),
+            ));
+        }
+    }
+    for sp in &header.symbols {
+        if !o.contains_key(sp.sym.as_str()) {
+            return Err(TapeError::new(
+                line,
+                TapeErrorKind::MissingField,
+                format!(
+                    "session field `prior` has no prior close for {} (every header symbol needs one)",
+                    sp.sym
+                ),
+            ));
+        }
+        prior.push((sp.sym, pf.px(sp.sym.as_str())?));
+    }
+    Ok(TapeEvent::Session(Box::new(SessionSpec {
+        date,
+        open,
+        close,
+        prior,
+    })))
+}
+
+/// A `quote` line (v2): `sym` is a header symbol or an OCC option symbol on a header symbol
+/// with a chain; `bid` ≤ `ask`; sizes are non-negative integers.
+fn parse_quote(line: u64, m: &Map<String, Value>, header: &TapeHeader) -> Res<TapeEvent> {
+    let f = Fields {
+        line,
+        what: "quote",
+        m,
+    };
+    let ts = f.ts("ts")?;
+    let s = f.str("sym")?;
+    let unknown = |why: String| TapeError::new(line, TapeErrorKind::UnknownSymbol, why);
+    let inst = match Sym::new(s).filter(|sym| header.symbols.iter().any(|x| x.sym == *sym)) {
+        Some(sym) => QuoteInst::Sym(sym),
+        None if looks_occ(s) => {
+            let k = parse_occ(s).map_err(|e| f.bad("sym", format!("{s:?} {e}")))?;
+            let Some(spec) = header.symbol(k.root.as_str()) else {
+                return Err(unknown(format!(
+                    "quote field `sym`: {s:?} is an option on {}, which is not a symbol of the header",
+                    k.root
+                )));
+            };
+            let Some(step) = spec.strike_step else {
+                return Err(unknown(format!(
+                    "quote field `sym`: {s:?} is an option on {}, which has no `strike_step` (no chain) in the header",
+                    k.root
+                )));
+            };
+            if k.strike.raw() % step.raw() != 0 {
+                return Err(f.bad(
+                    "sym",
+                    format!(
+                        "{s:?}: strike {} is not on {}'s strike grid of {step}",
+                        k.strike, k.root
+                    ),
+                ));
+            }
+            if k.expiry < header.date {
+                return Err(f.bad(
+                    "sym",
+                    format!(
+                        "{s:?}: expiry {} is before the session date {}",
+                        k.expiry, header.date
+                    ),
+                ));
+            }
+            QuoteInst::Option(k)
+        }
+        None => {
+            return Err(unknown(format!(
+                "quote field `sym`: {s:?} is neither a symbol of the header nor an OCC option symbol"
+            )));
+        }
+    };
+    let option = matches!(inst, QuoteInst::Option(_));
+    let ask = f.px("ask")?;
+    // An option's bid may be 0 (no bid); a symbol's must be positive like any price.
+    let bid = if option && matches!(m.get("bid"), Some(Value::Number(n)) if n.as_f64() == Some(0.0))
+    {
+        Px::ZERO
+    } else {
+        f.px("bid")?
+    };
+    if bid > ask {
+        return Err(TapeError::new(
+            line,
+            TapeErrorKind::BadPrice,
+            format!("quote: crossed book, bid {bid} is above ask {ask}"),
+        ));
+    }
+    let size = |key: &str| -> Res<u64> {
+        match f.get(key)? {
+            Value::Number(n) => n
+                .as_u64()
+                .ok_or_else(|| f.bad(key, format!("{n} is not a non-negative integer"))),
+            v => Err(f.bad(key, format!("expected an integer, got {}", json_kind(v)))),
+        }
+    };
+    let bid_sz = size("bsz")?;
+    let ask_sz = size("asz")?;
+    Ok(TapeEvent::Quote(TapeQuote {
+        ts,
+        inst,
+        bid,
+        ask,
+        bid_sz,
+        ask_sz,
+    }))
 }
 
 impl<R: BufRead> TapeReader<R> {
@@ -917,6 +1139,8 @@ impl<R: BufRead> TapeReader<R> {
         };
         Ok(TapeReader {
             r,
+            session: header.clone(),
+            session_no: 1,
             header,
             line: 1,
             last_ts: None,
@@ -946,9 +1170,25 @@ impl<R: BufRead> TapeReader<R> {
     /// is the one after the last). A tape that really is shorter says so in its header
     /// (`close` where it ends, as the generator's short sessions do).
     pub fn check_complete(&self) -> Result<(), TapeError> {
-        let close = self.header.close;
+        self.check_session_complete(self.line + 1)
+    }
+
+    /// The header of the session being read: the file header until the first `session`
+    /// event, then [`TapeHeader::for_session`] of the latest.
+    pub fn session_header(&self) -> &TapeHeader {
+        &self.session
+    }
+
+    /// The number of the session being read, from 1.
+    pub fn session_no(&self) -> u32 {
+        self.session_no
+    }
+
+    /// [`check_complete`](Self::check_complete) of the current session, naming `line`.
+    fn check_session_complete(&self, line: u64) -> Result<(), TapeError> {
+        let close = self.session.close;
         let last = self.last_ts;
-        let gap = last.map_or(close.ms().saturating_sub(self.header.open.ms()), |t| {
+        let gap = last.map_or(close.ms().saturating_sub(self.session.open.ms()), |t| {
             close.ms().saturating_sub(t.ms())
         });
         if gap <= MAX_END_GAP_MS {
@@ -958,11 +1198,16 @@ impl<R: BufRead> TapeReader<R> {
             Some(t) => format!("the last event is at {t}"),
             None => "the tape has no event".to_string(),
         };
+        let which = if self.session_no > 1 || self.header.v >= TAPE_VERSION_2 {
+            format!("session {} ({}): ", self.session_no, self.session.date)
+        } else {
+            String::new()
+        };
         Err(TapeError::new(
-            self.line + 1,
+            line,
             TapeErrorKind::EndsEarly,
             format!(
-                "{at}, {}s before the session close {close} in the header: the tape looks cut short (a truncated download?); fetch it whole, or give a tape whose header `close` is where it ends",
+                "{which}{at}, {}s before the session close {close} in the header: the tape looks cut short (a truncated download?); fetch it whole, or give a tape whose header `close` is where it ends",
                 gap / 1000
             ),
         ))
@@ -1014,8 +1259,27 @@ impl<R: BufRead> TapeReader<R> {
         Some(ev.and_then(|ev| self.in_order(line, ev)))
     }
 
-    /// Refuse an event earlier than the previous one; otherwise advance the clock.
+    /// Refuse an event earlier than the previous one; otherwise advance the clock. A
+    /// `session` event ends the current session (which must be whole, as at the end of the
+    /// tape) and starts the clock again.
     fn in_order(&mut self, line: u64, ev: TapeEvent) -> Res<TapeEvent> {
+        if let TapeEvent::Session(s) = &ev {
+            self.check_session_complete(line)?;
+            if s.date <= self.session.date {
+                return Err(TapeError::new(
+                    line,
+                    TapeErrorKind::OutOfOrder,
+                    format!(
+                        "session date {} is not after the previous session's {}",
+                        s.date, self.session.date
+                    ),
+                ));
+            }
+            self.session = self.header.for_session(s);
+            self.session_no += 1;
+            self.last_ts = None;
+            return Ok(ev);
+        }
         let ts = ev.ts();
         if let Some(prev) = self.last_ts {
             if ts < prev {
@@ -1064,6 +1328,26 @@ pub fn read_tape_file(path: &Path) -> Result<(TapeHeader, Vec<TapeEvent>), TapeE
     let header = reader.header().clone();
     let events = reader.collect::<Result<Vec<_>, _>>()?;
     Ok((header, events))
+}
+
+/// The sessions of a (small, read) tape, each as a one-session tape: its header
+/// ([`TapeHeader::for_session`]) and its events. A v1 tape is one session.
+pub fn split_sessions(
+    header: &TapeHeader,
+    events: Vec<TapeEvent>,
+) -> Vec<(TapeHeader, Vec<TapeEvent>)> {
+    let mut out = vec![(header.clone(), Vec::new())];
+    for ev in events {
+        match ev {
+            TapeEvent::Session(s) => out.push((header.for_session(&s), Vec::new())),
+            ev => {
+                if let Some(last) = out.last_mut() {
+                    last.1.push(ev);
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Read a whole tape from bytes (tests and small tapes).
@@ -1150,8 +1434,10 @@ pub fn header_line(h: &TapeHeader) -> String {
 }
 
 /// Write one event as a canonical line (with its newline). Key orders are fixed:
-/// tick `type ts sym px sz`; iv `type ts sym atm_iv [skew]`; headline `type ts text`.
-pub fn write_event<W: Write>(w: &mut W, ev: &TapeEvent) -> io::Result<()> {
+/// tick `type ts sym px sz`; iv `type ts sym atm_iv [skew]`; headline `type ts text`;
+/// quote `type ts sym bid ask bsz asz` (an option's `sym` in compact OCC form); session
+/// `type date open close prior` (prior sorted by symbol).
+pub fn write_event<W: Write + ?Sized>(w: &mut W, ev: &TapeEvent) -> io::Result<()> {
     match ev {
         TapeEvent::Tick(t) => writeln!(
             w,
@@ -1177,6 +1463,38 @@ pub fn write_event<W: Write>(w: &mut W, ev: &TapeEvent) -> io::Result<()> {
             h.ts,
             json_str(&h.text)
         ),
+        TapeEvent::Quote(q) => {
+            let sym = match &q.inst {
+                QuoteInst::Sym(s) => s.as_str().to_string(),
+                QuoteInst::Option(k) => occ_symbol(k).ok_or_else(|| {
+                    io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        format!("option {k:?} has no OCC symbol"),
+                    )
+                })?,
+            };
+            writeln!(
+                w,
+                "{{\"type\":\"quote\",\"ts\":\"{}\",\"sym\":\"{}\",\"bid\":{},\"ask\":{},\"bsz\":{},\"asz\":{}}}",
+                q.ts, sym, q.bid, q.ask, q.bid_sz, q.ask_sz
+            )
+        }
+        TapeEvent::Session(s) => {
+            write!(
+                w,
+                "{{\"type\":\"session\",\"date\":\"{}\",\"open\":\"{}\",\"close\":\"{}\",\"prior\":{{",
+                s.date,
+                s.open.hhmm(),
+                s.close.hhmm()
+            )?;
+            for (i, (sym, px)) in s.prior.iter().enumerate() {
+                if i > 0 {
+                    write!(w, ",")?;
+                }
+                write!(w, "\"{sym}\":{px}")?;
+            }
+            writeln!(w, "}}}}")
+        }
     }
 }
 
@@ -1327,7 +1645,7 @@ mod tests {
     fn bad_headers() {
         let e = first_err("");
         assert_eq!((e.line, e.kind), (1, TapeErrorKind::Empty));
-        let e = first_err(&HDR.replace("\"v\":1", "\"v\":2"));
+        let e = first_err(&HDR.replace("\"v\":1", "\"v\":3"));
         assert_eq!((e.line, e.kind), (1, TapeErrorKind::BadVersion));
         assert!(e.to_string().contains("bad-version"));
         let e = first_err(&HDR.replace("\"name\":\"tiny\",", ""));

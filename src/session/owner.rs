@@ -1884,6 +1884,21 @@ impl Session {
                     break;
                 }
             };
+            if let TapeEvent::Session(spec) = &ev {
+                // A new session of a multi-session tape: the clock starts again at its open
+                // (the frame's target was in the session before), the chart with it.
+                let open = self.run.engine.market().open_time();
+                self.clock = open;
+                self.last_event = open;
+                self.horizon = open;
+                self.chart.clear();
+                self.candles.iter_mut().for_each(Candles::clear);
+                self.chart_cache = None;
+                self.seq += 1;
+                self.notice(format!("session {} opens", spec.date));
+                self.apply_script();
+                return;
+            }
             self.on_event(&ev, fired);
             self.apply_script();
             if self.stop_for_proposal && self.proposal_holds() {

@@ -86,6 +86,9 @@ pub struct Run<R: BufRead> {
     turn_log: Vec<TurnEntry>,
     /// Acts that reached another owner's plan, for the desk to say.
     notices: Vec<CrossOwner>,
+    /// The documents armed at the start: each session of a multi-session tape starts from
+    /// them again (the engine re-arms them; their VIEWs and plan notes come back here).
+    opening: Vec<ast::Document>,
 }
 
 /// An act that reached a plan another owner armed (an agent's CANCEL of the person's plan).
@@ -193,6 +196,7 @@ impl<R: BufRead> Run<R> {
             plan_meta: BTreeMap::new(),
             turn_log: Vec::new(),
             notices: Vec::new(),
+            opening: docs.to_vec(),
         };
         for d in docs {
             run.note_plans(d, None);
@@ -339,6 +343,10 @@ impl<R: BufRead> Run<R> {
     /// Advance by one tape event given by the caller (a driver that reads the tape itself,
     /// like the desk); returns the wakes that fired on it, as [`Run::step`] does.
     pub fn feed(&mut self, ev: &TapeEvent) -> Vec<FiredWake> {
+        if let TapeEvent::Session(_) = ev {
+            self.next_session(ev);
+            return Vec::new();
+        }
         // A reply that arrived before this event acts first (one that arrived at the same
         // instant acts after the events of that instant, as the desk applies it).
         if let Some((at, _, _)) = &self.pending
@@ -379,6 +387,31 @@ impl<R: BufRead> Run<R> {
         }
         let printed = m.symbols().all(|s| m.spot(s.as_str()).is_some());
         printed || ts.0 >= open.0.saturating_add(OPEN_WAIT_MS)
+    }
+
+    /// A `session` event: the session ends (a reply still pending acts first, a call still
+    /// out was never answered in time, positions settle), and the next starts as a
+    /// one-session tape of it would: the engine starts again from the opening documents,
+    /// the bars, the OPEN wake, the standing VIEWs and plan notes are the opening ones.
+    /// The counts, the journal and the turn log run on across sessions.
+    fn next_session(&mut self, ev: &TapeEvent) {
+        if let Some((at, wake, ans)) = self.pending.take() {
+            self.apply(at, &wake, ans);
+        }
+        let close = self.engine.market().now().unwrap_or(Ts(0));
+        self.reject(close, "close", "unanswered");
+        self.engine.on_event(ev);
+        let open = self.engine.market().open_time();
+        self.bars = Bars::new(self.signal, open);
+        self.opened = false;
+        self.views.clear();
+        self.plan_meta.clear();
+        let docs = std::mem::take(&mut self.opening);
+        for d in &docs {
+            collect_views(d, &mut self.views);
+            self.note_plans(d, None);
+        }
+        self.opening = docs;
     }
 
     /// Put a turn routed outside the wake loop (a person's, from the desk's editor) on the

@@ -131,7 +131,9 @@ impl<R: BufRead> Replay<R> {
                     None => break,
                 },
             };
-            if ev.ts() > at {
+            // A frame is of one session: on a multi-session tape, the first (a `session`
+            // event ends it; its times are the next session's).
+            if ev.ts() > at || matches!(ev, TapeEvent::Session(_)) {
                 self.pending = Some(ev);
                 break;
             }

@@ -402,9 +402,13 @@ fn pane(out: &mut String, d: &PaneDetail, input: &FrameInput<'_>) {
                 if let (Some(c), Some(p)) = (c, p) {
                     let atm = if off == 0 { "*" } else { "" };
                     let k = strike_text(k);
+                    // A contract the tape quotes is marked `q` (its bid/ask are the
+                    // tape's); unmarked prices are the model's.
+                    let qc = if c.quoted { " q" } else { "" };
+                    let qp = if p.quoted { " q" } else { "" };
                     let _ = writeln!(
                         out,
-                        "{k}{atm} C {:.2} {} {} | P {:.2} {} {}",
+                        "{k}{atm} C {:.2} {} {}{qc} | P {:.2} {} {}{qp}",
                         c.fair, c.bid, c.ask, p.fair, p.bid, p.ask
                     );
                 }
@@ -542,8 +546,14 @@ fn pane(out: &mut String, d: &PaneDetail, input: &FrameInput<'_>) {
             for f in s.fills.iter().rev().take(n).rev() {
                 let _ = writeln!(
                     out,
-                    "{} {} {} {} {} @ {:.2}",
-                    f.time, f.plan, f.side, f.qty, f.instrument, f.px
+                    "{} {} {} {} {} @ {:.2}{}",
+                    f.time,
+                    f.plan,
+                    f.side,
+                    f.qty,
+                    f.instrument,
+                    f.px,
+                    if f.quoted { " (quoted)" } else { "" }
                 );
             }
         }

@@ -76,6 +76,9 @@ pub struct FillRow {
     pub qty: i64,
     pub instrument: String,
     pub px: f64,
+    /// Filled against the tape's quote, not the model's book (absent when false).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub quoted: bool,
 }
 
 /// A journal line lifted from an author's comments.
@@ -170,6 +173,7 @@ impl Snapshot {
                 qty: f.qty as i64,
                 instrument: f.leg.clone(),
                 px: f.px.to_f64(),
+                quoted: f.quoted,
             });
         }
         let in_r = |m: i64| b.in_r(m).map(|x| x.to_f64()).unwrap_or(0.0);

@@ -1,0 +1,343 @@
+//! `kestrel tape import FILE... -o OUT`: real trades and quotes (CSV, Databento DBN) into a
+//! canonical v2 tape (docs/tapes.md §5). The output is written atomically: a temporary file
+//! beside it, synced and renamed only when the whole import succeeded, so a refused record
+//! never leaves a partial tape.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{self, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::market::import::csv::{Columns, CsvSource, TsUnit};
+use crate::market::import::dbn::DbnSource;
+use crate::market::import::{
+    ImportError, Options, Source, Sources, Summary, Zone, import, parse_price, tape_sym,
+};
+use crate::market::{Date, Px, Sym};
+
+/// The input format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Comma-separated trades and quotes.
+    Csv,
+    /// Databento Binary Encoding (plain or zstd).
+    Dbn,
+}
+
+/// Arguments of `kestrel tape import`.
+#[derive(Clone, Debug, clap::Args)]
+pub struct ImportArgs {
+    /// Input files (merged in time order).
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// The tape to write (atomically).
+    #[arg(short = 'o', long = "out")]
+    pub out: PathBuf,
+    /// Input format [default: from the extension: .csv, .dbn, .dbn.zst].
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
+    /// Exchange time zone: UTC, America/New_York, America/Chicago, or +HH:MM.
+    #[arg(long, default_value = "America/New_York")]
+    pub tz: String,
+    /// CSV timestamps: s, ms, us, ns (since the Unix epoch, UTC) or iso (text; local in
+    /// --tz without an offset). Required for CSV.
+    #[arg(long)]
+    pub ts_unit: Option<String>,
+    /// Keep only these symbols (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub symbols: Vec<String>,
+    /// Keep sessions on or after this date (YYYY-MM-DD).
+    #[arg(long)]
+    pub from: Option<String>,
+    /// Keep sessions on or before this date (YYYY-MM-DD).
+    #[arg(long)]
+    pub to: Option<String>,
+    /// Keep only these session dates (comma-separated YYYY-MM-DD).
+    #[arg(long, value_delimiter = ',')]
+    pub session_filter: Vec<String>,
+    /// Extended hours, 04:00 to 20:00 (default: regular hours, 09:30 to 16:00).
+    #[arg(long)]
+    pub extended_hours: bool,
+    /// The first session's prior close of a symbol, SYM=PRICE (repeatable; default: its
+    /// first trade).
+    #[arg(long)]
+    pub prior: Vec<String>,
+    /// Tape name [default: the output file's stem].
+    #[arg(long)]
+    pub name: Option<String>,
+    /// CSV: timestamp column.
+    #[arg(long, default_value = "ts")]
+    pub ts_col: String,
+    /// CSV: symbol column.
+    #[arg(long, default_value = "symbol")]
+    pub symbol_col: String,
+    /// CSV: one symbol for every row (files without a symbol column).
+    #[arg(long)]
+    pub symbol: Option<String>,
+    /// CSV: trade price column.
+    #[arg(long, default_value = "price")]
+    pub price_col: String,
+    /// CSV: trade size column.
+    #[arg(long, default_value = "size")]
+    pub size_col: String,
+    /// CSV: bid column.
+    #[arg(long, default_value = "bid")]
+    pub bid_col: String,
+    /// CSV: ask column.
+    #[arg(long, default_value = "ask")]
+    pub ask_col: String,
+    /// CSV: bid size column.
+    #[arg(long, default_value = "bid_size")]
+    pub bid_size_col: String,
+    /// CSV: ask size column.
+    #[arg(long, default_value = "ask_size")]
+    pub ask_size_col: String,
+    /// CSV: a column saying trade or quote (without it, a row with a price is a trade and
+    /// one with a bid and an ask a quote).
+    #[arg(long)]
+    pub type_col: Option<String>,
+}
+
+/// The format of a file from its name.
+pub fn format_of(p: &Path) -> Option<Format> {
+    let n = p.file_name()?.to_string_lossy().to_ascii_lowercase();
+    if n.ends_with(".csv") {
+        Some(Format::Csv)
+    } else if n.ends_with(".dbn") || n.ends_with(".dbn.zst") {
+        Some(Format::Dbn)
+    } else {
+        None
+    }
+}
+
+fn usage(msg: impl std::fmt::Display) -> i32 {
+    errln!("error code=USAGE message={msg}");
+    super::flags::EXIT_USAGE
+}
+
+fn date_arg(flag: &str, s: &str) -> Result<Date, String> {
+    Date::parse(s).ok_or_else(|| format!("{flag} {s:?} is not a date YYYY-MM-DD"))
+}
+
+/// The import options from the flags, or the usage message.
+pub fn options(a: &ImportArgs) -> Result<(Options, Vec<Format>), String> {
+    let zone = Zone::parse(&a.tz).ok_or_else(|| {
+        format!(
+            "--tz {:?} is not a zone this importer knows (UTC, America/New_York, America/Chicago, or a fixed +HH:MM)",
+            a.tz
+        )
+    })?;
+    let mut formats = Vec::new();
+    for f in &a.files {
+        formats.push(match a.format.or_else(|| format_of(f)) {
+            Some(x) => x,
+            None => {
+                return Err(format!(
+                    "cannot tell the format of {} from its name (.csv, .dbn, .dbn.zst): give --format csv|dbn",
+                    f.display()
+                ));
+            }
+        });
+    }
+    if formats.contains(&Format::Csv) && a.ts_unit.is_none() {
+        return Err(
+            "CSV timestamps need --ts-unit s|ms|us|ns|iso (the importer does not guess the unit)"
+                .into(),
+        );
+    }
+    if let Some(u) = &a.ts_unit
+        && TsUnit::parse(u).is_none()
+    {
+        return Err(format!("--ts-unit {u:?} is not one of s, ms, us, ns, iso"));
+    }
+    let mut symbols = BTreeSet::new();
+    for s in &a.symbols {
+        symbols.insert(tape_sym(s).map_err(|e| format!("--symbols: {e}"))?);
+    }
+    let mut prior: BTreeMap<Sym, Px> = BTreeMap::new();
+    for p in &a.prior {
+        let (s, v) = p
+            .split_once('=')
+            .ok_or_else(|| format!("--prior {p:?} is not SYM=PRICE"))?;
+        prior.insert(
+            tape_sym(s).map_err(|e| format!("--prior: {e}"))?,
+            parse_price(v, false).map_err(|e| format!("--prior: {e}"))?,
+        );
+    }
+    let mut session_filter = BTreeSet::new();
+    for d in &a.session_filter {
+        session_filter.insert(date_arg("--session-filter", d)?);
+    }
+    let from = a
+        .from
+        .as_deref()
+        .map(|d| date_arg("--from", d))
+        .transpose()?;
+    let to = a.to.as_deref().map(|d| date_arg("--to", d)).transpose()?;
+    let name = match &a.name {
+        Some(n) => n.clone(),
+        None => {
+            let stem = a
+                .out
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "import".into());
+            stem.strip_suffix(".jsonl").unwrap_or(&stem).to_string()
+        }
+    };
+    let names: Vec<String> = a
+        .files
+        .iter()
+        .map(|f| {
+            f.file_name().map_or_else(
+                || f.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            )
+        })
+        .collect();
+    let fmt = if formats.iter().all(|f| *f == Format::Dbn) {
+        "dbn"
+    } else if formats.iter().all(|f| *f == Format::Csv) {
+        "csv"
+    } else {
+        "csv+dbn"
+    };
+    Ok((
+        Options {
+            zone,
+            tz_name: a.tz.clone(),
+            symbols,
+            from,
+            to,
+            session_filter,
+            extended: a.extended_hours,
+            prior,
+            name,
+            source: format!("import {fmt} {}", names.join(",")),
+        },
+        formats,
+    ))
+}
+
+fn columns(a: &ImportArgs) -> Columns {
+    Columns {
+        ts: a.ts_col.clone(),
+        symbol: a.symbol_col.clone(),
+        price: a.price_col.clone(),
+        size: a.size_col.clone(),
+        bid: a.bid_col.clone(),
+        ask: a.ask_col.clone(),
+        bid_size: a.bid_size_col.clone(),
+        ask_size: a.ask_size_col.clone(),
+        kind: a.type_col.clone(),
+        fixed_symbol: a.symbol.clone(),
+    }
+}
+
+/// Open every input of `a` (once per pass).
+fn open_all(a: &ImportArgs, formats: &[Format], zone: Zone) -> Result<Sources, ImportError> {
+    let cols = columns(a);
+    let unit = a
+        .ts_unit
+        .as_deref()
+        .and_then(TsUnit::parse)
+        .unwrap_or(TsUnit::Ns);
+    let mut v: Vec<(String, Box<dyn Source>)> = Vec::new();
+    for (f, fmt) in a.files.iter().zip(formats) {
+        let name = f.display().to_string();
+        let s: Box<dyn Source> = match fmt {
+            Format::Csv => Box::new(CsvSource::open(f, &cols, unit, zone)?),
+            Format::Dbn => Box::new(DbnSource::open(f)?),
+        };
+        v.push((name, s));
+    }
+    Ok(v)
+}
+
+/// Import into a writer (no file, no progress): the library entry the tests and the bench use.
+pub fn import_to(a: &ImportArgs, out: &mut dyn Write) -> Result<Summary, String> {
+    let (opts, formats) = options(a)?;
+    let open = || open_all(a, &formats, opts.zone);
+    import(&open, &opts, out, &mut |_, _, _| {}).map_err(|e| e.to_string())
+}
+
+/// Run `kestrel tape import`; the exit code.
+pub fn tape_import(a: &ImportArgs) -> i32 {
+    let (opts, formats) = match options(a) {
+        Ok(x) => x,
+        Err(e) => return usage(e),
+    };
+    let total: u64 = a
+        .files
+        .iter()
+        .map(|f| std::fs::metadata(f).map_or(0, |m| m.len()))
+        .sum();
+    let tty = io::stderr().is_terminal();
+    let mut last = Instant::now();
+    let mut shown = false;
+    let mut progress = |pass: u8, bytes: u64, records: u64| {
+        if !tty || last.elapsed().as_millis() < 500 {
+            return;
+        }
+        last = Instant::now();
+        shown = true;
+        let pct = (bytes * 100).checked_div(total).unwrap_or(100);
+        eprint!("\rimport pass {pass}/2: {pct:>3}% of {total} bytes, {records} records   ");
+    };
+    let dir = match a.out.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let Some(fname) = a.out.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+        return usage("-o has no file name");
+    };
+    for f in &a.files {
+        if super::out::same_file(&a.out, f) {
+            return usage(format!(
+                "-o {} names an input file: refusing to overwrite it",
+                a.out.display()
+            ));
+        }
+    }
+    let tmp = dir.join(format!(".{fname}.tmp.{}", std::process::id()));
+    let result = (|| -> Result<Summary, String> {
+        let f = std::fs::File::create(&tmp)
+            .map_err(|e| format!("error code=IO message=cannot create {}: {e}", tmp.display()))?;
+        let mut w = io::BufWriter::with_capacity(1 << 16, f);
+        let open = || open_all(a, &formats, opts.zone);
+        let s = import(&open, &opts, &mut w, &mut progress).map_err(|e| e.to_string())?;
+        let f = w
+            .into_inner()
+            .map_err(|e| format!("error code=IO message=writing the tape: {}", e.error()))?;
+        f.sync_all()
+            .map_err(|e| format!("error code=IO message=syncing the tape: {e}"))?;
+        std::fs::rename(&tmp, &a.out).map_err(|e| {
+            format!(
+                "error code=IO message=cannot rename to {}: {e}",
+                a.out.display()
+            )
+        })?;
+        Ok(s)
+    })();
+    if shown {
+        eprintln!();
+    }
+    match result {
+        Ok(s) => {
+            errln!(
+                "imported {} of {} records into {} ({} sessions, symbols {})",
+                s.kept,
+                s.read,
+                a.out.display(),
+                s.sessions,
+                s.symbols.join(",")
+            );
+            super::flags::EXIT_OK
+        }
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            errln!("{e}");
+            super::flags::EXIT_USAGE
+        }
+    }
+}

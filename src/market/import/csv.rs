@@ -1,0 +1,396 @@
+//! CSV trades and quotes. Columns are named by the caller (defaults below); one file may
+//! hold trades, quotes or both (a `type` column, or the row's filled-in columns, says which).
+//!
+//! Defaults: `ts`, `symbol`, `price`, `size`, `bid`, `ask`, `bid_size`, `ask_size`, no type
+//! column. Timestamps: an integer (or decimal) count of `s`, `ms`, `us` or `ns` since the
+//! Unix epoch (UTC), or `iso` text `YYYY-MM-DD[T ]HH:MM:SS[.fraction][Z|±HH:MM]` (without
+//! an offset, the time is local in the import's time zone). The unit is always given.
+
+use std::fs::File;
+use std::io::{self, BufReader};
+
+use super::{Counting, ImportError, Kind, Record, Source, Zone, parse_price, tape_sym};
+use crate::market::Date;
+
+/// How timestamps are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TsUnit {
+    /// Seconds since the epoch.
+    S,
+    /// Milliseconds.
+    Ms,
+    /// Microseconds.
+    Us,
+    /// Nanoseconds.
+    Ns,
+    /// ISO-8601 text.
+    Iso,
+}
+
+impl TsUnit {
+    /// From its flag value.
+    pub fn parse(s: &str) -> Option<TsUnit> {
+        Some(match s {
+            "s" => TsUnit::S,
+            "ms" => TsUnit::Ms,
+            "us" => TsUnit::Us,
+            "ns" => TsUnit::Ns,
+            "iso" => TsUnit::Iso,
+            _ => return None,
+        })
+    }
+}
+
+/// The column names of a CSV layout.
+#[derive(Clone, Debug)]
+pub struct Columns {
+    pub ts: String,
+    pub symbol: String,
+    pub price: String,
+    pub size: String,
+    pub bid: String,
+    pub ask: String,
+    pub bid_size: String,
+    pub ask_size: String,
+    /// A column saying `trade`/`quote` (`t`, `q`, `print`, `bbo`, any case), if any.
+    pub kind: Option<String>,
+    /// A fixed symbol for files without a symbol column.
+    pub fixed_symbol: Option<String>,
+}
+
+impl Default for Columns {
+    fn default() -> Columns {
+        Columns {
+            ts: "ts".into(),
+            symbol: "symbol".into(),
+            price: "price".into(),
+            size: "size".into(),
+            bid: "bid".into(),
+            ask: "ask".into(),
+            bid_size: "bid_size".into(),
+            ask_size: "ask_size".into(),
+            kind: None,
+            fixed_symbol: None,
+        }
+    }
+}
+
+struct Idx {
+    ts: usize,
+    symbol: Option<usize>,
+    price: Option<usize>,
+    size: Option<usize>,
+    bid: Option<usize>,
+    ask: Option<usize>,
+    bid_size: Option<usize>,
+    ask_size: Option<usize>,
+    kind: Option<usize>,
+}
+
+/// A CSV file as a record source.
+pub struct CsvSource {
+    file: String,
+    rd: csv::Reader<Counting<BufReader<File>>>,
+    n: std::rc::Rc<std::cell::Cell<u64>>,
+    idx: Idx,
+    unit: TsUnit,
+    zone: Zone,
+    fixed: Option<crate::market::Sym>,
+    row: csv::StringRecord,
+    no: u64,
+    /// A row that is both a quote and a trade gives the quote first, then this.
+    pending: Option<Record>,
+}
+
+impl CsvSource {
+    /// Open `path` with this layout.
+    pub fn open(
+        path: &std::path::Path,
+        cols: &Columns,
+        unit: TsUnit,
+        zone: Zone,
+    ) -> Result<CsvSource, ImportError> {
+        let file = path.display().to_string();
+        let f = File::open(path)
+            .map_err(|e| ImportError::new(&file, 0, format!("cannot open: {e}")))?;
+        let (c, n) = Counting::new(BufReader::new(f));
+        let mut rd = csv::ReaderBuilder::new()
+            .has_headers(true)
+            .flexible(false)
+            .from_reader(c);
+        let hdr = rd
+            .headers()
+            .map_err(|e| ImportError::new(&file, 0, format!("cannot read the header row: {e}")))?
+            .clone();
+        let find = |name: &str| hdr.iter().position(|h| h.trim() == name);
+        let need = |name: &str| {
+            find(name).ok_or_else(|| {
+                ImportError::new(
+                    &file,
+                    0,
+                    format!(
+                        "no column {name:?} in the header row ({}); name the columns with the --*-col flags",
+                        hdr.iter().collect::<Vec<_>>().join(",")
+                    ),
+                )
+            })
+        };
+        let fixed = match &cols.fixed_symbol {
+            Some(s) => Some(tape_sym(s).map_err(|e| ImportError::new(&file, 0, e))?),
+            None => None,
+        };
+        let idx = Idx {
+            ts: need(&cols.ts)?,
+            symbol: if fixed.is_some() {
+                None
+            } else {
+                Some(need(&cols.symbol)?)
+            },
+            price: find(&cols.price),
+            size: find(&cols.size),
+            bid: find(&cols.bid),
+            ask: find(&cols.ask),
+            bid_size: find(&cols.bid_size),
+            ask_size: find(&cols.ask_size),
+            kind: match &cols.kind {
+                Some(k) => Some(need(k)?),
+                None => None,
+            },
+        };
+        if idx.price.is_none() && (idx.bid.is_none() || idx.ask.is_none()) {
+            return Err(ImportError::new(
+                &file,
+                0,
+                format!(
+                    "neither a price column ({:?}) nor bid and ask columns ({:?}, {:?}): nothing to import",
+                    cols.price, cols.bid, cols.ask
+                ),
+            ));
+        }
+        Ok(CsvSource {
+            file,
+            rd,
+            n,
+            idx,
+            unit,
+            zone,
+            fixed,
+            row: csv::StringRecord::new(),
+            no: 0,
+            pending: None,
+        })
+    }
+
+    fn field(&self, i: Option<usize>) -> &str {
+        i.and_then(|i| self.row.get(i)).map_or("", str::trim)
+    }
+
+    fn bad(&self, why: impl Into<String>) -> ImportError {
+        ImportError::new(&self.file, self.no, why)
+    }
+
+    fn size(&self, i: Option<usize>, what: &str) -> Result<u64, ImportError> {
+        let s = self.field(i);
+        if s.is_empty() {
+            return Ok(0);
+        }
+        // Some exports write sizes as `100.0`.
+        let t = s.strip_suffix(".0").unwrap_or(s);
+        t.parse::<u64>()
+            .map_err(|_| self.bad(format!("{what} {s:?} is not a non-negative integer")))
+    }
+
+    fn parse_row(&mut self) -> Result<Record, ImportError> {
+        let ts_s = self.field(Some(self.idx.ts)).to_string();
+        let ns = parse_ts(&ts_s, self.unit, self.zone).map_err(|e| self.bad(e))?;
+        let sym = match self.fixed {
+            Some(s) => s,
+            None => tape_sym(self.field(self.idx.symbol)).map_err(|e| self.bad(e))?,
+        };
+        let kind_s = self.field(self.idx.kind).to_ascii_lowercase();
+        let (is_trade, is_quote) = if self.idx.kind.is_some() {
+            match kind_s.as_str() {
+                "trade" | "t" | "print" | "trades" => (true, false),
+                "quote" | "q" | "bbo" | "quotes" | "nbbo" => (false, true),
+                other => {
+                    return Err(self.bad(format!(
+                        "type {other:?} is neither a trade (trade, t, print) nor a quote (quote, q, bbo)"
+                    )));
+                }
+            }
+        } else {
+            (
+                !self.field(self.idx.price).is_empty(),
+                !self.field(self.idx.bid).is_empty() && !self.field(self.idx.ask).is_empty(),
+            )
+        };
+        let trade = if is_trade {
+            let px = parse_price(self.field(self.idx.price), false).map_err(|e| self.bad(e))?;
+            Some(Kind::Trade {
+                px,
+                sz: self.size(self.idx.size, "size")?,
+            })
+        } else {
+            None
+        };
+        let quote = if is_quote {
+            let bid = parse_price(self.field(self.idx.bid), false)
+                .map_err(|e| self.bad(format!("bid: {e}")))?;
+            let ask = parse_price(self.field(self.idx.ask), false)
+                .map_err(|e| self.bad(format!("ask: {e}")))?;
+            if bid > ask {
+                return Err(self.bad(format!("crossed quote: bid {bid} is above ask {ask}")));
+            }
+            Some(Kind::Quote {
+                bid,
+                ask,
+                bsz: self.size(self.idx.bid_size, "bid size")?,
+                asz: self.size(self.idx.ask_size, "ask size")?,
+            })
+        } else {
+            None
+        };
+        let mk = |kind| Record {
+            ns,
+            sym,
+            kind,
+            no: self.no,
+        };
+        match (quote, trade) {
+            (Some(q), Some(t)) => {
+                self.pending = Some(mk(t));
+                Ok(mk(q))
+            }
+            (Some(q), None) => Ok(mk(q)),
+            (None, Some(t)) => Ok(mk(t)),
+            (None, None) => Err(self.bad("the row has neither a price nor a bid and an ask")),
+        }
+    }
+}
+
+impl Source for CsvSource {
+    fn next_record(&mut self) -> Option<Result<Record, ImportError>> {
+        if let Some(r) = self.pending.take() {
+            return Some(Ok(r));
+        }
+        let mut row = std::mem::take(&mut self.row);
+        let got = self.rd.read_record(&mut row);
+        self.row = row;
+        self.no += 1;
+        match got {
+            Ok(false) => None,
+            Ok(true) => Some(self.parse_row()),
+            Err(e) => Some(Err(self.bad(format!("unreadable row: {e}")))),
+        }
+    }
+
+    fn bytes_read(&self) -> u64 {
+        self.n.get()
+    }
+}
+
+/// A timestamp in `unit` as UTC nanoseconds since the epoch.
+pub fn parse_ts(s: &str, unit: TsUnit, zone: Zone) -> Result<i64, String> {
+    let per = match unit {
+        TsUnit::S => 1_000_000_000i64,
+        TsUnit::Ms => 1_000_000,
+        TsUnit::Us => 1_000,
+        TsUnit::Ns => 1,
+        TsUnit::Iso => return parse_iso(s, zone),
+    };
+    let (int, frac) = s.split_once('.').unwrap_or((s, ""));
+    if int.is_empty()
+        || !int.bytes().all(|c| c.is_ascii_digit())
+        || !frac.bytes().all(|c| c.is_ascii_digit())
+    {
+        return Err(format!(
+            "timestamp {s:?} is not a count of {unit:?} since the Unix epoch"
+        ));
+    }
+    let whole: i64 = int
+        .parse::<i64>()
+        .ok()
+        .and_then(|v| v.checked_mul(per))
+        .ok_or_else(|| format!("timestamp {s:?} is out of range"))?;
+    let mut sub = 0i64;
+    let mut scale = per;
+    for c in frac.bytes() {
+        scale /= 10;
+        if scale == 0 {
+            break;
+        }
+        sub += i64::from(c - b'0') * scale;
+    }
+    Ok(whole + sub)
+}
+
+fn parse_iso(s: &str, zone: Zone) -> Result<i64, String> {
+    let bad = || format!("timestamp {s:?} is not YYYY-MM-DD[T ]HH:MM:SS[.fraction][Z|+HH:MM]");
+    let b = s.as_bytes();
+    if b.len() < 19 || !matches!(b[10], b'T' | b' ') {
+        return Err(bad());
+    }
+    let date = Date::parse(&s[..10]).ok_or_else(bad)?;
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        s.get(r)?.bytes().try_fold(0i64, |v, c| {
+            c.is_ascii_digit().then(|| v * 10 + i64::from(c - b'0'))
+        })
+    };
+    if b[13] != b':' || b[16] != b':' {
+        return Err(bad());
+    }
+    let (h, m, sec) = (
+        num(11..13).ok_or_else(bad)?,
+        num(14..16).ok_or_else(bad)?,
+        num(17..19).ok_or_else(bad)?,
+    );
+    if h > 23 || m > 59 || sec > 60 {
+        return Err(bad());
+    }
+    let mut i = 19;
+    let mut sub = 0i64;
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        let mut scale = 100_000_000i64;
+        while let Some(c) = b.get(i).filter(|c| c.is_ascii_digit()) {
+            sub += i64::from(c - b'0') * scale;
+            scale /= 10;
+            i += 1;
+        }
+    }
+    let tod = ((h * 60 + m) * 60 + sec) * 1_000_000_000 + sub;
+    let rest = &s[i..];
+    match rest {
+        "" => Ok(zone.to_utc_ns(date, tod)),
+        "Z" => Ok(Zone::Fixed(0).to_utc_ns(date, tod)),
+        off => match Zone::parse(off) {
+            Some(z @ Zone::Fixed(_)) => Ok(z.to_utc_ns(date, tod)),
+            _ => Err(bad()),
+        },
+    }
+}
+
+/// For `io::Error` conversions in this module.
+#[allow(dead_code)]
+fn io_err(e: io::Error) -> String {
+    e.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps() {
+        let ny = Zone::parse("America/New_York").unwrap();
+        let a = parse_ts("2025-04-09 09:30:00.250", TsUnit::Iso, ny).unwrap();
+        let b = parse_ts("2025-04-09T13:30:00.250Z", TsUnit::Iso, ny).unwrap();
+        let c = parse_ts("2025-04-09T09:30:00.25-04:00", TsUnit::Iso, ny).unwrap();
+        let d = parse_ts("1744205400250", TsUnit::Ms, ny).unwrap();
+        let e = parse_ts("1744205400.25", TsUnit::S, ny).unwrap();
+        assert_eq!((a, b, c, d), (b, c, d, e));
+        assert_eq!(a, 1_744_205_400_250_000_000);
+        assert!(parse_ts("09:30", TsUnit::Iso, ny).is_err());
+        assert!(parse_ts("-5", TsUnit::Ns, ny).is_err());
+    }
+}

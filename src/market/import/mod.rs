@@ -1,0 +1,579 @@
+//! Importing real data into canonical v2 tapes: trades and quotes from CSV files and from
+//! Databento DBN files (`kestrel tape import`, docs/tapes.md §5).
+//!
+//! Every source yields [`Record`]s in its own time order (a record earlier than the one
+//! before it in the same file is refused). Several files are merged in time order (ties:
+//! the order of the files on the command line, then the file's own order). The tape is made
+//! in two streaming passes over the inputs: the first checks every record and learns the
+//! sessions (dates, last times, prior closes) and symbols the header needs; the second
+//! writes. Memory holds per-session and per-symbol figures, never the records.
+
+pub mod csv;
+pub mod dbn;
+pub mod tz;
+
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+use std::fmt;
+use std::io::{self, Write};
+
+use crate::market::tape::header_line;
+use crate::market::tape::{SessionSpec, SymbolSpec, TAPE_VERSION_2, TapeHeader, write_event};
+use crate::market::{Date, Px, QuoteInst, Sym, TapeEvent, TapeQuote, Tick, Ts};
+
+pub use tz::Zone;
+
+/// What one input record says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A trade.
+    Trade {
+        /// Price.
+        px: Px,
+        /// Size.
+        sz: u64,
+    },
+    /// A top-of-book quote.
+    Quote {
+        /// Bid.
+        bid: Px,
+        /// Ask.
+        ask: Px,
+        /// Bid size.
+        bsz: u64,
+        /// Ask size.
+        asz: u64,
+    },
+}
+
+/// One input record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Record {
+    /// UTC instant, nanoseconds since the Unix epoch.
+    pub ns: i64,
+    /// Symbol.
+    pub sym: Sym,
+    /// Trade or quote.
+    pub kind: Kind,
+    /// Record number in its file (1-based; a CSV's data rows, a DBN file's records).
+    pub no: u64,
+}
+
+/// A refused input: the file, the record number (0: the file itself) and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ImportError {
+    /// The file, as named on the command line.
+    pub file: String,
+    /// Record number (0 for the file as a whole: opening it, its header or metadata).
+    pub record: u64,
+    /// Why.
+    pub reason: String,
+}
+
+impl ImportError {
+    /// The stable error code.
+    pub const CODE: &'static str = "IMPORT";
+
+    /// A refusal of record `record` of `file`.
+    pub fn new(file: &str, record: u64, reason: impl Into<String>) -> ImportError {
+        ImportError {
+            file: file.to_string(),
+            record,
+            reason: reason.into(),
+        }
+    }
+}
+
+impl fmt::Display for ImportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "error code={} file={} record={} message={}",
+            Self::CODE,
+            self.file,
+            self.record,
+            self.reason
+        )
+    }
+}
+
+impl std::error::Error for ImportError {}
+
+/// A stream of records from one file.
+pub trait Source {
+    /// The next record, a refusal, or `None` at the end.
+    fn next_record(&mut self) -> Option<Result<Record, ImportError>>;
+    /// Bytes of the file read so far (for progress).
+    fn bytes_read(&self) -> u64;
+}
+
+/// What to keep and how to make the sessions.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Exchange time zone: record times are converted into it.
+    pub zone: Zone,
+    /// Its name, written into the header's `tz`.
+    pub tz_name: String,
+    /// Keep only these symbols (all when empty).
+    pub symbols: BTreeSet<Sym>,
+    /// Keep sessions on or after this date.
+    pub from: Option<Date>,
+    /// Keep sessions on or before this date.
+    pub to: Option<Date>,
+    /// Keep only sessions whose date is one of these (all when empty).
+    pub session_filter: BTreeSet<Date>,
+    /// Extended hours (04:00 to 20:00) instead of regular hours (09:30 to 16:00).
+    pub extended: bool,
+    /// Prior close of the first session per symbol (otherwise its first trade).
+    pub prior: BTreeMap<Sym, Px>,
+    /// Tape name.
+    pub name: String,
+    /// Header `source`.
+    pub source: String,
+}
+
+impl Options {
+    /// Session bounds (open, close).
+    pub fn hours(&self) -> (Ts, Ts) {
+        if self.extended {
+            (Ts::hms(4, 0, 0, 0), Ts::hms(20, 0, 0, 0))
+        } else {
+            (Ts::hms(9, 30, 0, 0), Ts::hms(16, 0, 0, 0))
+        }
+    }
+
+    /// The local date and time of a record, if the options keep it.
+    fn keep(&self, r: &Record) -> Option<(Date, Ts)> {
+        if !self.symbols.is_empty() && !self.symbols.contains(&r.sym) {
+            return None;
+        }
+        let (d, t) = self.zone.local(r.ns)?;
+        let (open, close) = self.hours();
+        if t < open || t > close {
+            return None;
+        }
+        if self.from.is_some_and(|f| d < f) || self.to.is_some_and(|x| d > x) {
+            return None;
+        }
+        if !self.session_filter.is_empty() && !self.session_filter.contains(&d) {
+            return None;
+        }
+        Some((d, t))
+    }
+}
+
+/// The inputs, each with its name as given.
+pub type Sources = Vec<(String, Box<dyn Source>)>;
+
+/// Opens the inputs afresh (each pass reads them again).
+pub type Opener<'a> = dyn Fn() -> Result<Sources, ImportError> + 'a;
+
+/// Merge sources in time order: ties go to the earlier source, then the file's own order.
+/// A record earlier than its file's previous one is refused (`out-of-order`).
+pub struct Merge {
+    sources: Vec<(String, Box<dyn Source>)>,
+    heap: BinaryHeap<std::cmp::Reverse<(i64, usize, u64)>>,
+    head: Vec<Option<Record>>,
+    last: Vec<Option<(i64, u64)>>,
+    started: bool,
+}
+
+impl Merge {
+    /// A merge of these sources.
+    pub fn new(sources: Vec<(String, Box<dyn Source>)>) -> Merge {
+        let n = sources.len();
+        Merge {
+            sources,
+            heap: BinaryHeap::new(),
+            head: vec![None; n],
+            last: vec![None; n],
+            started: false,
+        }
+    }
+
+    /// Bytes read from every source so far.
+    pub fn bytes_read(&self) -> u64 {
+        self.sources.iter().map(|s| s.1.bytes_read()).sum()
+    }
+
+    fn pull(&mut self, i: usize) -> Result<(), ImportError> {
+        let (name, src) = &mut self.sources[i];
+        match src.next_record() {
+            None => Ok(()),
+            Some(Err(e)) => Err(e),
+            Some(Ok(r)) => {
+                if let Some((ns, no)) = self.last[i]
+                    && r.ns < ns
+                {
+                    return Err(ImportError::new(
+                        name,
+                        r.no,
+                        format!(
+                            "out-of-order: the record's time ({} ns) is earlier than record {no}'s ({ns} ns); a file must be in time order",
+                            r.ns
+                        ),
+                    ));
+                }
+                self.last[i] = Some((r.ns, r.no));
+                self.heap.push(std::cmp::Reverse((r.ns, i, r.no)));
+                self.head[i] = Some(r);
+                Ok(())
+            }
+        }
+    }
+
+    /// The next record of the merge (with its file's index).
+    pub fn next_record(&mut self) -> Option<Result<(usize, Record), ImportError>> {
+        if !self.started {
+            self.started = true;
+            for i in 0..self.sources.len() {
+                if let Err(e) = self.pull(i) {
+                    return Some(Err(e));
+                }
+            }
+        }
+        let std::cmp::Reverse((_, i, _)) = self.heap.pop()?;
+        let r = self.head[i].take()?;
+        if let Err(e) = self.pull(i) {
+            return Some(Err(e));
+        }
+        Some(Ok((i, r)))
+    }
+}
+
+/// What the first pass learns of a session.
+#[derive(Clone, Debug, Default)]
+struct SessionScan {
+    date: Option<Date>,
+    last: Ts,
+    /// Per symbol: first trade, last trade, first quote's mid.
+    first_trade: BTreeMap<Sym, Px>,
+    last_trade: BTreeMap<Sym, Px>,
+    first_mid: BTreeMap<Sym, Px>,
+}
+
+/// The import's outcome.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Records read (every file).
+    pub read: u64,
+    /// Records kept (events written).
+    pub kept: u64,
+    /// Sessions written.
+    pub sessions: u64,
+    /// Symbols on the tape.
+    pub symbols: Vec<String>,
+}
+
+/// Progress callback: (pass 1 or 2, bytes read, records read).
+pub type Progress<'a> = dyn FnMut(u8, u64, u64) + 'a;
+
+fn mid(bid: Px, ask: Px) -> Px {
+    Px((bid.raw() + ask.raw()) / 2)
+}
+
+/// A session's close: the regular close, or (when its data ends earlier than a minute
+/// before it: a half day, a cut file) the minute after its last event, so that the tape
+/// says where it ends (docs/tapes.md §5).
+fn session_close(open: Ts, close: Ts, last: Ts) -> Ts {
+    if last.ms() + crate::market::tape::MAX_END_GAP_MS >= close.ms() {
+        return close;
+    }
+    let next_min = (last.ms() / 60_000 + 1) * 60_000;
+    Ts(next_min.max(open.ms() + 60_000).min(close.ms()))
+}
+
+/// Import: read every record twice (check and learn, then write) and write a canonical v2
+/// tape to `out`. The first refused record stops it with its file, number and reason.
+pub fn import(
+    open: &Opener<'_>,
+    opts: &Options,
+    out: &mut dyn Write,
+    progress: &mut Progress<'_>,
+) -> Result<Summary, ImportError> {
+    // Pass 1: every record checked; sessions and symbols learnt.
+    let mut m = Merge::new(open()?);
+    let mut sessions: Vec<SessionScan> = Vec::new();
+    let mut syms: BTreeSet<Sym> = BTreeSet::new();
+    let mut read = 0u64;
+    while let Some(r) = m.next_record() {
+        let (_, r) = r?;
+        read += 1;
+        if read % 65_536 == 0 {
+            progress(1, m.bytes_read(), read);
+        }
+        let Some((d, t)) = opts.keep(&r) else {
+            continue;
+        };
+        if sessions.last().and_then(|s| s.date) != Some(d) {
+            sessions.push(SessionScan {
+                date: Some(d),
+                ..SessionScan::default()
+            });
+        }
+        let s = sessions.last_mut().expect("a session was just pushed");
+        s.last = t;
+        syms.insert(r.sym);
+        match r.kind {
+            Kind::Trade { px, .. } => {
+                s.first_trade.entry(r.sym).or_insert(px);
+                s.last_trade.insert(r.sym, px);
+            }
+            Kind::Quote { bid, ask, .. } => {
+                s.first_mid.entry(r.sym).or_insert(mid(bid, ask));
+            }
+        }
+    }
+    progress(1, m.bytes_read(), read);
+    let first = sessions.first().ok_or_else(|| {
+        ImportError::new(
+            "-",
+            0,
+            "no record falls in the sessions kept (check --symbols, --from/--to, --session-filter, --tz and the hours: regular unless --extended)",
+        )
+    })?;
+    let (open_t, close_t) = opts.hours();
+    // Prior closes: the first session's from --prior or its first trade (first quote mid
+    // for a symbol that never traded); each later session's the previous one's last trade
+    // (the prior close carried when a symbol did not trade).
+    let mut prior: BTreeMap<Sym, Px> = BTreeMap::new();
+    for &sym in &syms {
+        let p = opts
+            .prior
+            .get(&sym)
+            .copied()
+            .or_else(|| {
+                sessions
+                    .iter()
+                    .find_map(|s| s.first_trade.get(&sym).copied())
+            })
+            .or_else(|| sessions.iter().find_map(|s| s.first_mid.get(&sym).copied()))
+            .unwrap_or(Px::CENT);
+        prior.insert(sym, p.max(Px::CENT));
+    }
+    let mut specs: Vec<SessionSpec> = Vec::with_capacity(sessions.len());
+    for s in &sessions {
+        let date = s.date.expect("every scanned session has a date");
+        specs.push(SessionSpec {
+            date,
+            open: open_t,
+            close: session_close(open_t, close_t, s.last),
+            prior: prior.iter().map(|(k, v)| (*k, *v)).collect(),
+        });
+        for (k, v) in &s.last_trade {
+            prior.insert(*k, *v);
+        }
+    }
+    let first_spec = &specs[0];
+    let mut tags = BTreeMap::new();
+    tags.insert(
+        "date".to_string(),
+        first.date.map(|d| d.to_string()).unwrap_or_default(),
+    );
+    tags.insert("source".to_string(), "import".to_string());
+    let header = TapeHeader {
+        v: TAPE_VERSION_2,
+        name: opts.name.clone(),
+        date: first_spec.date,
+        tz: opts.tz_name.clone(),
+        open: first_spec.open,
+        close: first_spec.close,
+        symbols: first_spec
+            .prior
+            .iter()
+            .map(|(sym, px)| SymbolSpec {
+                sym: *sym,
+                prior_close: *px,
+                strike_step: None,
+            })
+            .collect(),
+        vol: Vec::new(),
+        rate: 0.0,
+        source: opts.source.clone(),
+        tags,
+    };
+    let io = |e: io::Error| ImportError::new("-o", 0, format!("writing the tape: {e}"));
+    writeln!(out, "{}", header_line(&header)).map_err(io)?;
+    // Pass 2: write.
+    let mut m = Merge::new(open()?);
+    let mut k = 0usize;
+    let mut cur: Option<Date> = None;
+    let mut kept = 0u64;
+    let mut read2 = 0u64;
+    while let Some(r) = m.next_record() {
+        let (_, r) = r?;
+        read2 += 1;
+        if read2 % 65_536 == 0 {
+            progress(2, m.bytes_read(), read2);
+        }
+        let Some((d, ts)) = opts.keep(&r) else {
+            continue;
+        };
+        if cur != Some(d) {
+            if cur.is_some() {
+                k += 1;
+                let spec = specs.get(k).ok_or_else(|| {
+                    ImportError::new("-", r.no, "an input changed between the two passes")
+                })?;
+                write_event(out, &TapeEvent::Session(Box::new(spec.clone()))).map_err(io)?;
+            }
+            cur = Some(d);
+        }
+        let ev = match r.kind {
+            Kind::Trade { px, sz } => TapeEvent::Tick(Tick {
+                ts,
+                sym: r.sym,
+                px,
+                sz,
+            }),
+            Kind::Quote { bid, ask, bsz, asz } => TapeEvent::Quote(TapeQuote {
+                ts,
+                inst: QuoteInst::Sym(r.sym),
+                bid,
+                ask,
+                bid_sz: bsz,
+                ask_sz: asz,
+            }),
+        };
+        write_event(out, &ev).map_err(io)?;
+        kept += 1;
+    }
+    progress(2, m.bytes_read(), read2);
+    if read2 != read {
+        return Err(ImportError::new(
+            "-",
+            0,
+            "an input changed between the two passes",
+        ));
+    }
+    out.flush().map_err(io)?;
+    Ok(Summary {
+        read,
+        kept,
+        sessions: specs.len() as u64,
+        symbols: syms.iter().map(|s| s.to_string()).collect(),
+    })
+}
+
+/// Parse an exact decimal price (`500.12`, `0.0125`; at most 4 decimals, trailing zeros
+/// beyond them allowed) into a positive [`Px`] (`allow_zero`: 0 too).
+pub fn parse_price(s: &str, allow_zero: bool) -> Result<Px, String> {
+    let t = s.trim();
+    let (int, frac) = match t.split_once('.') {
+        Some((a, b)) => (a, b),
+        None => (t, ""),
+    };
+    if int.is_empty() && frac.is_empty()
+        || !int.bytes().all(|c| c.is_ascii_digit())
+        || !frac.bytes().all(|c| c.is_ascii_digit())
+        || int.len() > 12
+    {
+        return Err(format!("price {t:?} is not a plain decimal number"));
+    }
+    let frac_t = frac.trim_end_matches('0');
+    if frac_t.len() > 4 {
+        return Err(format!("price {t:?} has more than 4 decimal places"));
+    }
+    let mut raw: i64 = if int.is_empty() {
+        0
+    } else {
+        int.parse()
+            .map_err(|_| format!("price {t:?} is out of range"))?
+    };
+    raw *= 10_000;
+    let mut f = 0i64;
+    for (i, c) in frac_t.bytes().enumerate() {
+        f += i64::from(c - b'0') * 10i64.pow(3 - i as u32);
+    }
+    raw += f;
+    if raw == 0 && !allow_zero || raw < 0 {
+        return Err(format!("price {t:?} is not positive"));
+    }
+    Ok(Px(raw))
+}
+
+/// A fixed-point price in units of 1e-9 (DBN) as a [`Px`], refused if it has more than 4
+/// decimals or is not positive.
+pub fn px_from_nanos(p: i64) -> Result<Px, String> {
+    if p <= 0 {
+        return Err(format!("price {p}e-9 is not positive"));
+    }
+    if p % 100_000 != 0 {
+        return Err(format!("price {p}e-9 has more than 4 decimal places"));
+    }
+    Ok(Px(p / 100_000))
+}
+
+/// A symbol of the tape, or why not.
+pub fn tape_sym(s: &str) -> Result<Sym, String> {
+    let t = s.trim();
+    Sym::new(t).ok_or_else(|| {
+        if crate::market::quote::looks_occ(t) {
+            format!("symbol {t:?} is an option (OCC): option records are not imported; keep them out with --symbols")
+        } else {
+            format!("symbol {t:?} is not a tape symbol ([A-Z][A-Z0-9]*(.[A-Z0-9]+)*, at most 15 bytes)")
+        }
+    })
+}
+
+/// Counts the bytes read through it.
+pub struct Counting<R> {
+    inner: R,
+    /// Bytes read.
+    pub n: std::rc::Rc<std::cell::Cell<u64>>,
+}
+
+impl<R> Counting<R> {
+    /// Count the reads of `inner`.
+    pub fn new(inner: R) -> (Counting<R>, std::rc::Rc<std::cell::Cell<u64>>) {
+        let n = std::rc::Rc::new(std::cell::Cell::new(0));
+        (
+            Counting {
+                inner,
+                n: n.clone(),
+            },
+            n,
+        )
+    }
+}
+
+impl<R: io::Read> io::Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let k = self.inner.read(buf)?;
+        self.n.set(self.n.get() + k as u64);
+        Ok(k)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prices_are_exact() {
+        assert_eq!(parse_price("500.12", false), Ok(Px(5_001_200)));
+        assert_eq!(parse_price("0.0125", false), Ok(Px(125)));
+        assert_eq!(parse_price("7", false), Ok(Px(70_000)));
+        assert_eq!(parse_price("1.500000", false), Ok(Px(15_000)));
+        assert!(parse_price("1.23456", false).is_err());
+        assert!(parse_price("0", false).is_err());
+        assert_eq!(parse_price("0", true), Ok(Px(0)));
+        assert!(parse_price("-1", false).is_err());
+        assert!(parse_price("1e3", false).is_err());
+        assert_eq!(px_from_nanos(500_120_000_000), Ok(Px(5_001_200)));
+        assert!(px_from_nanos(500_120_000_001).is_err());
+    }
+
+    #[test]
+    fn close_moves_to_the_minute_after_early_data() {
+        let (o, c) = (Ts::hms(9, 30, 0, 0), Ts::hms(16, 0, 0, 0));
+        assert_eq!(session_close(o, c, Ts::hms(15, 59, 30, 0)), c);
+        assert_eq!(
+            session_close(o, c, Ts::hms(13, 0, 5, 0)),
+            Ts::hms(13, 1, 0, 0)
+        );
+        assert_eq!(
+            session_close(o, c, Ts::hms(9, 30, 0, 0)),
+            Ts::hms(9, 31, 0, 0)
+        );
+    }
+}

@@ -1,0 +1,560 @@
+//! `kestrel tape import`: DBN files written with the `dbn` crate's own encoder (trades,
+//! mbp-1, ohlcv-1m) and CSV files in two vendors' layouts import to the expected tapes, byte
+//! for byte; importing twice gives the same bytes; a bad record, an out-of-order record and
+//! truncated files are refused with the record number, and no partial tape is left.
+//!
+//! `KESTREL_BLESS=1 cargo test --test import` rewrites the sample inputs in
+//! `examples/import/` (made here from the generator, not copied from a vendor).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use dbn::encode::{EncodeRecord, dbn::Encoder};
+use dbn::{
+    BidAskPair, FlagSet, MappingInterval, Mbp1Msg, Metadata, MetadataBuilder, OhlcvMsg,
+    RecordHeader, SType, Schema, SymbolMapping, TradeMsg, rtype,
+};
+
+const T0: u64 = 1_744_205_400_000_000_000; // 2025-04-09 13:30:00 UTC = 09:30 New York
+const D2: u64 = 1_744_291_800_000_000_000; // 2025-04-10 13:30:00 UTC
+const MS: u64 = 1_000_000;
+const SEC: u64 = 1_000_000_000;
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("kestrel-import-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn kestrel(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_kestrel"))
+        .args(args)
+        .output()
+        .expect("kestrel runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Import `files` (with `flags`) into `out`; the tape's text, or the stderr of a refusal.
+fn import(files: &[&Path], out: &Path, flags: &[&str]) -> Result<String, String> {
+    let mut args: Vec<String> = vec!["tape".into(), "import".into()];
+    args.extend(files.iter().map(|p| p.display().to_string()));
+    args.push("-o".into());
+    args.push(out.display().to_string());
+    args.extend(flags.iter().map(|s| s.to_string()));
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, _, err) = kestrel(&a);
+    if code == 0 {
+        Ok(std::fs::read_to_string(out).unwrap())
+    } else {
+        Err(err)
+    }
+}
+
+fn date(d: u8) -> time::Date {
+    time::Date::from_calendar_date(2025, time::Month::April, d).unwrap()
+}
+
+fn metadata(schema: Schema, syms: &[(&str, u32)]) -> Metadata {
+    MetadataBuilder::new()
+        .dataset("XNAS.ITCH")
+        .schema(Some(schema))
+        .start(T0 - 3600 * SEC)
+        .stype_in(Some(SType::RawSymbol))
+        .stype_out(SType::InstrumentId)
+        .symbols(syms.iter().map(|s| s.0.to_string()).collect())
+        .mappings(
+            syms.iter()
+                .map(|(s, id)| SymbolMapping {
+                    raw_symbol: s.to_string(),
+                    intervals: vec![MappingInterval {
+                        start_date: date(9),
+                        end_date: date(11),
+                        symbol: id.to_string(),
+                    }],
+                })
+                .collect(),
+        )
+        .build()
+}
+
+fn px(p: f64) -> i64 {
+    (p * 1e4).round() as i64 * 100_000
+}
+
+fn trade(id: u32, ts: u64, p: f64, size: u32) -> TradeMsg {
+    TradeMsg {
+        hd: RecordHeader::new::<TradeMsg>(rtype::MBP_0, 1, id, ts),
+        price: px(p),
+        size,
+        action: b'T' as std::ffi::c_char,
+        side: b'N' as std::ffi::c_char,
+        flags: FlagSet::default(),
+        depth: 0,
+        ts_recv: ts,
+        ts_in_delta: 0,
+        sequence: 0,
+    }
+}
+
+fn mbp1(id: u32, ts: u64, action: u8, p: f64, size: u32, book: (f64, f64, u32, u32)) -> Mbp1Msg {
+    Mbp1Msg {
+        hd: RecordHeader::new::<Mbp1Msg>(rtype::MBP_1, 1, id, ts),
+        price: px(p),
+        size,
+        action: action as std::ffi::c_char,
+        side: b'N' as std::ffi::c_char,
+        flags: FlagSet::default(),
+        depth: 0,
+        ts_recv: ts,
+        ts_in_delta: 0,
+        sequence: 0,
+        levels: [BidAskPair {
+            bid_px: px(book.0),
+            ask_px: px(book.1),
+            bid_sz: book.2,
+            ask_sz: book.3,
+            bid_ct: 1,
+            ask_ct: 1,
+        }],
+    }
+}
+
+fn bar(id: u32, ts: u64, o: f64, h: f64, l: f64, c: f64, v: u64) -> OhlcvMsg {
+    OhlcvMsg {
+        hd: RecordHeader::new::<OhlcvMsg>(rtype::OHLCV_1M, 1, id, ts),
+        open: px(o),
+        high: px(h),
+        low: px(l),
+        close: px(c),
+        volume: v,
+    }
+}
+
+fn write_dbn<R: dbn::encode::DbnEncodable>(path: &Path, md: &Metadata, recs: &[R], zstd: bool) {
+    let f = std::fs::File::create(path).unwrap();
+    if zstd {
+        let mut e = Encoder::with_zstd(f, md).unwrap();
+        for r in recs {
+            e.encode_record(r).unwrap();
+        }
+        e.flush().unwrap();
+    } else {
+        let mut e = Encoder::new(f, md).unwrap();
+        for r in recs {
+            e.encode_record(r).unwrap();
+        }
+        e.flush().unwrap();
+    }
+}
+
+fn header(name: &str, priors: &str, source: &str) -> String {
+    format!(
+        "{{\"type\":\"header\",\"v\":2,\"name\":\"{name}\",\"date\":\"2025-04-09\",\"tz\":\"America/New_York\",\"open\":\"09:30\",\"close\":\"16:00\",\"symbols\":{{{priors}}},\"vol\":{{}},\"rate\":0.0,\"source\":\"{source}\",\"tags\":{{\"date\":\"2025-04-09\",\"source\":\"import\"}}}}\n"
+    )
+}
+
+#[test]
+fn dbn_trades_two_sessions_import_to_the_expected_tape() {
+    let d = dir("trades");
+    let f = d.join("trades.dbn");
+    let md = metadata(Schema::Trades, &[("SPY", 1), ("QQQ", 2)]);
+    write_dbn(
+        &f,
+        &md,
+        &[
+            trade(1, T0 - 60 * SEC, 499.00, 10), // 09:29: before the open, not kept
+            trade(1, T0, 500.12, 100),
+            trade(2, T0 + 500 * MS, 430.05, 50),
+            trade(1, T0 + 23_370 * SEC, 501.00, 200), // 15:59:30
+            trade(1, D2, 502.00, 10),
+            trade(1, D2 + 23_400 * SEC - MS, 503.50, 1), // 15:59:59.999
+        ],
+        false,
+    );
+    let out = d.join("t.jsonl");
+    let got = import(&[&f], &out, &[]).unwrap();
+    let want = header(
+        "t",
+        "\"QQQ\":{\"prior_close\":430.05},\"SPY\":{\"prior_close\":500.12}",
+        "import dbn trades.dbn",
+    ) + concat!(
+        "{\"type\":\"tick\",\"ts\":\"09:30:00.000\",\"sym\":\"SPY\",\"px\":500.12,\"sz\":100}\n",
+        "{\"type\":\"tick\",\"ts\":\"09:30:00.500\",\"sym\":\"QQQ\",\"px\":430.05,\"sz\":50}\n",
+        "{\"type\":\"tick\",\"ts\":\"15:59:30.000\",\"sym\":\"SPY\",\"px\":501.00,\"sz\":200}\n",
+        "{\"type\":\"session\",\"date\":\"2025-04-10\",\"open\":\"09:30\",\"close\":\"16:00\",\"prior\":{\"QQQ\":430.05,\"SPY\":501.00}}\n",
+        "{\"type\":\"tick\",\"ts\":\"09:30:00.000\",\"sym\":\"SPY\",\"px\":502.00,\"sz\":10}\n",
+        "{\"type\":\"tick\",\"ts\":\"15:59:59.999\",\"sym\":\"SPY\",\"px\":503.50,\"sz\":1}\n",
+    );
+    assert_eq!(got, want);
+    // The tape reads (both sessions whole), and importing again gives the same bytes.
+    kestrel_desk::market::read_tape_bytes(got.as_bytes()).unwrap();
+    let again = import(&[&f], &d.join("t2.jsonl"), &["--name", "t"]).unwrap();
+    assert_eq!(again, got);
+    // Filters: one session, one symbol.
+    let one = import(
+        &[&f],
+        &d.join("one.jsonl"),
+        &["--session-filter", "2025-04-10", "--symbols", "SPY"],
+    )
+    .unwrap();
+    assert!(one.contains("\"date\":\"2025-04-10\""), "{one}");
+    assert!(
+        !one.contains("QQQ") && !one.contains("\"type\":\"session\""),
+        "{one}"
+    );
+    // Extended hours keep the 09:29 print (the session opens at 04:00).
+    let ext = import(&[&f], &d.join("ext.jsonl"), &["--extended-hours"]).unwrap();
+    assert!(
+        ext.contains("\"ts\":\"09:29:00.000\",\"sym\":\"SPY\",\"px\":499.00"),
+        "{ext}"
+    );
+    assert!(ext.contains("\"open\":\"04:00\""), "{ext}");
+}
+
+#[test]
+fn dbn_mbp1_zstd_gives_quotes_and_trades() {
+    let d = dir("mbp1");
+    let f = d.join("spy.mbp-1.dbn.zst");
+    let md = metadata(Schema::Mbp1, &[("SPY", 7)]);
+    write_dbn(
+        &f,
+        &md,
+        &[
+            mbp1(7, T0, b'A', 500.10, 300, (500.10, 500.12, 300, 200)),
+            mbp1(
+                7,
+                T0 + 100 * MS,
+                b'T',
+                500.12,
+                100,
+                (500.10, 500.12, 300, 100),
+            ),
+            mbp1(
+                7,
+                T0 + 200 * MS,
+                b'C',
+                500.12,
+                0,
+                (500.10, 500.12, 300, 100),
+            ),
+            mbp1(
+                7,
+                T0 + 23_390 * SEC,
+                b'A',
+                500.50,
+                10,
+                (500.50, 500.55, 10, 10),
+            ),
+        ],
+        true,
+    );
+    let got = import(&[&f], &d.join("q.jsonl"), &[]).unwrap();
+    let want = header(
+        "q",
+        "\"SPY\":{\"prior_close\":500.12}",
+        "import dbn spy.mbp-1.dbn.zst",
+    ) + concat!(
+        "{\"type\":\"quote\",\"ts\":\"09:30:00.000\",\"sym\":\"SPY\",\"bid\":500.10,\"ask\":500.12,\"bsz\":300,\"asz\":200}\n",
+        "{\"type\":\"quote\",\"ts\":\"09:30:00.100\",\"sym\":\"SPY\",\"bid\":500.10,\"ask\":500.12,\"bsz\":300,\"asz\":100}\n",
+        "{\"type\":\"tick\",\"ts\":\"09:30:00.100\",\"sym\":\"SPY\",\"px\":500.12,\"sz\":100}\n",
+        "{\"type\":\"quote\",\"ts\":\"15:59:50.000\",\"sym\":\"SPY\",\"bid\":500.50,\"ask\":500.55,\"bsz\":10,\"asz\":10}\n",
+    );
+    assert_eq!(got, want);
+    // A zstd stream cut short is refused with the record being read, and no tape is left.
+    let bytes = std::fs::read(&f).unwrap();
+    let cut = d.join("cut.dbn.zst");
+    std::fs::write(&cut, &bytes[..bytes.len() - 12]).unwrap();
+    let out = d.join("cut.jsonl");
+    let err = import(&[&cut], &out, &[]).unwrap_err();
+    assert!(err.contains("code=IMPORT"), "{err}");
+    assert!(err.contains("record="), "{err}");
+    assert!(err.contains("truncated"), "{err}");
+    assert!(!out.exists());
+    assert!(
+        std::fs::read_dir(&d).unwrap().all(|e| !e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .contains(".tmp."))
+    );
+}
+
+#[test]
+fn dbn_ohlcv_bars_become_four_trades() {
+    let d = dir("ohlcv");
+    let f = d.join("bars.dbn");
+    let md = metadata(Schema::Ohlcv1M, &[("SPY", 3)]);
+    write_dbn(
+        &f,
+        &md,
+        &[
+            bar(3, T0, 500.00, 501.00, 499.50, 500.50, 1000),
+            bar(3, T0 + 23_340 * SEC, 500.50, 500.60, 500.10, 500.20, 10),
+        ],
+        false,
+    );
+    let got = import(&[&f], &d.join("b.jsonl"), &[]).unwrap();
+    let want = header(
+        "b",
+        "\"SPY\":{\"prior_close\":500.00}",
+        "import dbn bars.dbn",
+    ) + concat!(
+        "{\"type\":\"tick\",\"ts\":\"09:30:00.000\",\"sym\":\"SPY\",\"px\":500.00,\"sz\":250}\n",
+        "{\"type\":\"tick\",\"ts\":\"09:30:15.000\",\"sym\":\"SPY\",\"px\":499.50,\"sz\":250}\n",
+        "{\"type\":\"tick\",\"ts\":\"09:30:30.000\",\"sym\":\"SPY\",\"px\":501.00,\"sz\":250}\n",
+        "{\"type\":\"tick\",\"ts\":\"09:30:59.999\",\"sym\":\"SPY\",\"px\":500.50,\"sz\":250}\n",
+        "{\"type\":\"tick\",\"ts\":\"15:59:00.000\",\"sym\":\"SPY\",\"px\":500.50,\"sz\":2}\n",
+        "{\"type\":\"tick\",\"ts\":\"15:59:15.000\",\"sym\":\"SPY\",\"px\":500.60,\"sz\":2}\n",
+        "{\"type\":\"tick\",\"ts\":\"15:59:30.000\",\"sym\":\"SPY\",\"px\":500.10,\"sz\":2}\n",
+        "{\"type\":\"tick\",\"ts\":\"15:59:59.999\",\"sym\":\"SPY\",\"px\":500.20,\"sz\":4}\n",
+    );
+    assert_eq!(got, want);
+    // A plain DBN file cut inside its last record is refused with that record's number.
+    let bytes = std::fs::read(&f).unwrap();
+    let cut = d.join("cut.dbn");
+    std::fs::write(&cut, &bytes[..bytes.len() - 5]).unwrap();
+    let err = import(&[&cut], &d.join("c.jsonl"), &[]).unwrap_err();
+    assert!(
+        err.contains("record=2 ") && err.contains("truncated"),
+        "{err}"
+    );
+}
+
+const EVENTS: &str = concat!(
+    "{\"type\":\"tick\",\"ts\":\"09:30:00.000\",\"sym\":\"SPY\",\"px\":500.12,\"sz\":100}\n",
+    "{\"type\":\"quote\",\"ts\":\"09:30:00.000\",\"sym\":\"SPY\",\"bid\":500.10,\"ask\":500.12,\"bsz\":3,\"asz\":2}\n",
+    "{\"type\":\"quote\",\"ts\":\"09:30:00.400\",\"sym\":\"SPY\",\"bid\":500.11,\"ask\":500.13,\"bsz\":1,\"asz\":4}\n",
+    "{\"type\":\"tick\",\"ts\":\"09:30:00.500\",\"sym\":\"SPY\",\"px\":500.13,\"sz\":50}\n",
+    "{\"type\":\"tick\",\"ts\":\"15:59:50.000\",\"sym\":\"SPY\",\"px\":501.00,\"sz\":10}\n",
+);
+
+#[test]
+fn csv_in_two_vendor_layouts_imports_to_the_expected_tape() {
+    let d = dir("csv");
+    // Vendor A: trades and quotes in two files, nanoseconds since the epoch (UTC).
+    let ta = d.join("a-trades.csv");
+    std::fs::write(
+        &ta,
+        "sip_timestamp,ticker,price,size\n1744205400000000000,SPY,500.12,100\n1744205400500000000,SPY,500.13,50\n1744228790000000000,SPY,501.00,10\n",
+    )
+    .unwrap();
+    let qa = d.join("a-quotes.csv");
+    std::fs::write(
+        &qa,
+        "sip_timestamp,ticker,bid_price,bid_size,ask_price,ask_size\n1744205400000000000,SPY,500.10,3,500.12,2\n1744205400400000000,SPY,500.11,1,500.13,4\n",
+    )
+    .unwrap();
+    let a_flags = [
+        "--ts-unit",
+        "ns",
+        "--ts-col",
+        "sip_timestamp",
+        "--symbol-col",
+        "ticker",
+        "--bid-col",
+        "bid_price",
+        "--ask-col",
+        "ask_price",
+        "--name",
+        "spy",
+    ];
+    let a = import(&[&ta, &qa], &d.join("a.jsonl"), &a_flags).unwrap();
+    let want = |src: &str| header("spy", "\"SPY\":{\"prior_close\":500.12}", src) + EVENTS;
+    assert_eq!(a, want("import csv a-trades.csv,a-quotes.csv"));
+    // Vendor B: one file, local ISO times, a type column, its own column names.
+    let b = d.join("b.csv");
+    std::fs::write(
+        &b,
+        concat!(
+            "Date Time,Symbol,Type,Price,Volume,Bid,Ask,BidSize,AskSize\n",
+            "2025-04-09 09:30:00.000,SPY,TRADE,500.12,100,,,,\n",
+            "2025-04-09 09:30:00.000,SPY,QUOTE,,,500.10,500.12,3,2\n",
+            "2025-04-09 09:30:00.400,SPY,QUOTE,,,500.11,500.13,1,4\n",
+            "2025-04-09 09:30:00.500,SPY,TRADE,500.13,50,,,,\n",
+            "2025-04-09 15:59:50.000,SPY,TRADE,501.00,10,,,,\n",
+        ),
+    )
+    .unwrap();
+    let b_flags = [
+        "--ts-unit",
+        "iso",
+        "--ts-col",
+        "Date Time",
+        "--symbol-col",
+        "Symbol",
+        "--type-col",
+        "Type",
+        "--price-col",
+        "Price",
+        "--size-col",
+        "Volume",
+        "--bid-col",
+        "Bid",
+        "--ask-col",
+        "Ask",
+        "--bid-size-col",
+        "BidSize",
+        "--ask-size-col",
+        "AskSize",
+        "--name",
+        "spy",
+    ];
+    let got = import(&[&b], &d.join("b.jsonl"), &b_flags).unwrap();
+    assert_eq!(got, want("import csv b.csv"));
+    // Twice: the same bytes.
+    assert_eq!(import(&[&b], &d.join("b2.jsonl"), &b_flags).unwrap(), got);
+    // No unit: refused (the importer does not guess).
+    let err = import(&[&b], &d.join("x.jsonl"), &["--ts-col", "Date Time"]).unwrap_err();
+    assert!(err.contains("--ts-unit"), "{err}");
+}
+
+#[test]
+fn bad_and_out_of_order_csv_records_are_refused_with_their_number() {
+    let d = dir("bad");
+    let bad = d.join("bad.csv");
+    std::fs::write(
+        &bad,
+        "ts,symbol,price,size\n1744205400000,SPY,500.12,1\n1744205401000,SPY,5x0,1\n",
+    )
+    .unwrap();
+    let out = d.join("o.jsonl");
+    let err = import(&[&bad], &out, &["--ts-unit", "ms"]).unwrap_err();
+    assert!(
+        err.contains("file=") && err.contains("bad.csv record=2 "),
+        "{err}"
+    );
+    assert!(err.contains("not a plain decimal"), "{err}");
+    assert!(!out.exists());
+    let ooo = d.join("ooo.csv");
+    std::fs::write(
+        &ooo,
+        "ts,symbol,price,size\n1744205400000,SPY,500.12,1\n1744205402000,SPY,500.13,1\n1744205401000,SPY,500.14,1\n",
+    )
+    .unwrap();
+    let err = import(&[&ooo], &out, &["--ts-unit", "ms"]).unwrap_err();
+    assert!(
+        err.contains("ooo.csv record=3 ") && err.contains("out-of-order"),
+        "{err}"
+    );
+    // An existing output is left as it was when an import fails.
+    std::fs::write(&out, "keep").unwrap();
+    assert!(import(&[&bad], &out, &["--ts-unit", "ms"]).is_err());
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "keep");
+}
+
+/// The sample inputs in `examples/import/`, made from a generated session (five minutes of
+/// SPY): trades as DBN (zstd), the book around each trade as mbp-1 DBN, one-minute bars as
+/// ohlcv-1m DBN, and trades with quotes as CSV.
+fn samples(d: &Path) -> Vec<PathBuf> {
+    use kestrel_desk::market::*;
+    let g = generate_with(
+        Regime::Trend,
+        1,
+        Date::new(2025, 4, 9).unwrap(),
+        GenOptions {
+            minutes: Some(5),
+            ..GenOptions::default()
+        },
+    );
+    let ticks: Vec<Tick> = g
+        .filter_map(|e| match e {
+            TapeEvent::Tick(t) if t.sym.as_str() == "SPY" => Some(t),
+            _ => None,
+        })
+        .collect();
+    let ns = |t: &Tick| T0 + u64::from(t.ts.ms() - Ts::hms(9, 30, 0, 0).ms()) * MS;
+    let f = |p: Px| p.to_f64();
+    let trades: Vec<TradeMsg> = ticks
+        .iter()
+        .map(|t| trade(1, ns(t), f(t.px), t.sz as u32))
+        .collect();
+    let md = metadata(Schema::Trades, &[("SPY", 1)]);
+    let p1 = d.join("spy-trades.dbn.zst");
+    write_dbn(&p1, &md, &trades, true);
+    let book: Vec<Mbp1Msg> = ticks
+        .iter()
+        .map(|t| {
+            let p = f(t.px);
+            mbp1(
+                1,
+                ns(t),
+                b'T',
+                p,
+                t.sz as u32,
+                (p - 0.01, p + 0.01, 300, 200),
+            )
+        })
+        .collect();
+    let p2 = d.join("spy-mbp-1.dbn");
+    write_dbn(&p2, &metadata(Schema::Mbp1, &[("SPY", 1)]), &book, false);
+    let mut bars = Vec::new();
+    for m in ticks.chunk_by(|a, b| a.ts.ms() / 60_000 == b.ts.ms() / 60_000) {
+        let hi = m.iter().map(|t| t.px).max().unwrap();
+        let lo = m.iter().map(|t| t.px).min().unwrap();
+        let t0 = ns(&m[0]) / (60 * SEC) * (60 * SEC);
+        let v = m.iter().map(|t| t.sz).sum();
+        bars.push(bar(
+            1,
+            t0,
+            f(m[0].px),
+            f(hi),
+            f(lo),
+            f(m[m.len() - 1].px),
+            v,
+        ));
+    }
+    let p3 = d.join("spy-ohlcv-1m.dbn");
+    write_dbn(&p3, &metadata(Schema::Ohlcv1M, &[("SPY", 1)]), &bars, false);
+    let mut csv = String::from("ts,symbol,price,size,bid,ask,bid_size,ask_size\n");
+    for t in &ticks {
+        csv.push_str(&format!(
+            "{},SPY,{},{},{},{},300,200\n",
+            ns(t),
+            t.px,
+            t.sz,
+            t.px - Px::CENT,
+            t.px + Px::CENT
+        ));
+    }
+    let p4 = d.join("spy-trades-quotes.csv");
+    std::fs::write(&p4, csv).unwrap();
+    vec![p1, p2, p3, p4]
+}
+
+#[test]
+fn shipped_samples_import_as_freshly_made_ones_do() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/import");
+    let d = dir("samples");
+    let fresh = samples(&d);
+    if std::env::var_os("KESTREL_BLESS").is_some() {
+        std::fs::create_dir_all(&root).unwrap();
+        for p in &fresh {
+            std::fs::copy(p, root.join(p.file_name().unwrap())).unwrap();
+        }
+    }
+    for p in &fresh {
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        let shipped = root.join(&name);
+        let flags: &[&str] = if name.ends_with(".csv") {
+            &["--ts-unit", "ns", "--name", "s"]
+        } else {
+            &["--name", "s"]
+        };
+        let a = import(&[p], &d.join(format!("{name}.fresh.jsonl")), flags).unwrap();
+        let b = import(&[&shipped], &d.join(format!("{name}.shipped.jsonl")), flags)
+            .unwrap_or_else(|e| {
+                panic!(
+                    "{name}: {e} (KESTREL_BLESS=1 cargo test --test import rewrites the samples)"
+                )
+            });
+        assert_eq!(a, b, "{name}");
+        let (h, evs) = kestrel_desk::market::read_tape_bytes(a.as_bytes()).unwrap();
+        assert_eq!(h.v, 2);
+        assert!(evs.len() > 20, "{name}: {} events", evs.len());
+    }
+}
