@@ -310,6 +310,8 @@ pub struct Engine {
     /// session of a multi-session tape starts from them again.
     opening: Vec<(Document, Option<String>)>,
     regime_gate: bool,
+    /// The author's identity, for every session's `session-start`.
+    author: Option<crate::bus::AuthorIdentity>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -420,6 +422,7 @@ impl Engine {
             session_no,
             opening: Vec::new(),
             regime_gate,
+            author: cfg.author.clone(),
         }
     }
 
@@ -442,6 +445,7 @@ impl Engine {
             r_usd: self.sh.r_usd,
             fill,
             regime_gate: self.regime_gate,
+            author: self.author.clone(),
         };
         let n = Some(self.session_no.unwrap_or(1) + 1);
         let opening = std::mem::take(&mut self.opening);

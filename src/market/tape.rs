@@ -1108,6 +1108,8 @@ impl<R: BufRead> TapeReader<R> {
         TapeReader {
             r: Box::new(self.r),
             header: self.header,
+            session: self.session,
+            session_no: self.session_no,
             line: self.line,
             last_ts: self.last_ts,
             buf: self.buf,
