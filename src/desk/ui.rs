@@ -450,23 +450,33 @@ fn why_style(app: &App, p: &PlanLine) -> Style {
 fn draw_plans_narrow(f: &mut Frame, app: &App, r: Rect, title: String) {
     let t = app.theme();
     let w = usize::from(r.width.saturating_sub(2));
+    // The name column is as wide as the longest name where the pane has room (the rest of
+    // the row takes 36 columns), so a name is cut (with `…`) only when it cannot fit.
+    let longest = app
+        .snap
+        .plans
+        .iter()
+        .map(|p| p.name.chars().count())
+        .max()
+        .unwrap_or(4);
+    let nw = longest.clamp(4, w.saturating_sub(36).max(12));
     let mut lines: Vec<Line<'static>> = vec![Line::from(Span::styled(
         format!(
-            "{:<12} {:<5} {:<10} {:<11} ttl",
+            "{:<nw$} {:<5} {:<10} {:<11} ttl",
             "plan", "by", "state", "pnl/budget"
         ),
         Style::default().fg(t.c("ui.muted")),
     ))];
     for (i, p) in app.snap.plans.iter().enumerate() {
-        let name: String = if p.name.chars().count() > 12 {
-            let mut c: String = p.name.chars().take(11).collect();
+        let name: String = if p.name.chars().count() > nw {
+            let mut c: String = p.name.chars().take(nw - 1).collect();
             c.push('…');
             c
         } else {
             p.name.clone()
         };
         let mut first = Line::from(vec![
-            Span::raw(format!("{name:<12} {:<5} ", owner_label(&p.owner))),
+            Span::raw(format!("{name:<nw$} {:<5} ", owner_label(&p.owner))),
             Span::styled(
                 format!("{:<10}", crate::bus::canon::state_name(p.state)),
                 state_color(app, p.state),
