@@ -555,7 +555,10 @@ impl Log {
             }
             if let Some(last) = view.last_mut() {
                 let p = &self.rows[last.last];
-                if p.kind == r.kind && p.plan == r.plan && p.summary == r.summary {
+                if p.kind == r.kind
+                    && p.plan == r.plan
+                    && run_key(&p.summary) == run_key(&r.summary)
+                {
                     last.last = i;
                     last.count += 1;
                     continue;
@@ -731,6 +734,15 @@ impl Log {
     }
 }
 
+/// What makes neighbouring rows one run: the summary, except that an order's re-prices (a
+/// pegged order moves with the market on almost every tick) are one run per order, shown
+/// with the newest price: `×27 #2 repriced to 1.99 (peg)`.
+fn run_key(summary: &str) -> &str {
+    summary
+        .split_once(" repriced to ")
+        .map_or(summary, |(order, _)| order)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -772,5 +784,37 @@ mod tests {
         log.set_filter("suppressed");
         let counts: Vec<usize> = log.shown().iter().map(|s| s.count).collect();
         assert_eq!(counts, vec![4], "filtered out rows no longer split a run");
+    }
+
+    #[test]
+    fn an_orders_reprices_collapse_into_one_row_with_the_newest_price() {
+        use crate::bus::{Event, canonical_line};
+        use crate::market::{Px, Ts};
+        let mut log = Log::default();
+        let line = |order: u64, cents: i64, s: u32| {
+            let ev = Event::OrderRepriced {
+                ts: Ts::hms(10, 0, s, 0),
+                order,
+                limit: Px::from_cents(cents),
+                reason: "peg".into(),
+            };
+            String::from_utf8(canonical_line(&ev)).unwrap()
+        };
+        for (no, l) in [
+            line(2, 190, 1),
+            line(2, 195, 2),
+            line(2, 199, 3),
+            line(3, 50, 4),
+        ]
+        .iter()
+        .enumerate()
+        {
+            log.rows.push(decode(no as u64, l.trim_end()));
+        }
+        log.rebuild();
+        let counts: Vec<usize> = log.shown().iter().map(|s| s.count).collect();
+        assert_eq!(counts, vec![3, 1], "one run per order");
+        let last = &log.rows()[log.shown()[0].last];
+        assert_eq!(last.summary, "#2 repriced to 1.99 (peg)");
     }
 }
