@@ -373,38 +373,22 @@ pub fn write_canonical(out: &mut Vec<u8>, ev: &Event) {
             mult,
             quoted,
         } => {
+            let mut f = vec![
+                ("leg", S(leg)),
+                ("mult", U(u64::from(*mult))),
+                ("order", U(*order)),
+                ("plan", S(plan)),
+                ("px", P(*px)),
+                ("qty", U(*qty)),
+                ("side", S(side(*sd))),
+                ("ts", T(*ts)),
+                ("type", S("fill")),
+            ];
+            // Absent when the price came from the model, so v1 Bus lines keep their bytes.
             if *quoted {
-                write_fields(
-                    out,
-                    &mut [
-                        ("leg", S(leg)),
-                        ("mult", U(u64::from(*mult))),
-                        ("order", U(*order)),
-                        ("plan", S(plan)),
-                        ("px", P(*px)),
-                        ("qty", U(*qty)),
-                        ("quoted", B(true)),
-                        ("side", S(side(*sd))),
-                        ("ts", T(*ts)),
-                        ("type", S("fill")),
-                    ],
-                )
-            } else {
-                write_fields(
-                    out,
-                    &mut [
-                        ("leg", S(leg)),
-                        ("mult", U(u64::from(*mult))),
-                        ("order", U(*order)),
-                        ("plan", S(plan)),
-                        ("px", P(*px)),
-                        ("qty", U(*qty)),
-                        ("side", S(side(*sd))),
-                        ("ts", T(*ts)),
-                        ("type", S("fill")),
-                    ],
-                )
+                f.push(("quoted", B(true)));
             }
+            write_fields(out, &mut f)
         }
         Event::Clamp {
             ts,

@@ -734,19 +734,8 @@ fn parse_header(line: u64, m: &Map<String, Value>) -> Res<TapeHeader> {
         ));
     };
     let name = f.str("name")?.to_string();
-    let date_s = f.str("date")?;
-    let date = Date::parse(date_s)
-        .ok_or_else(|| f.bad("date", format!("{date_s:?} is not YYYY-MM-DD")))?;
+    let (date, open, close) = day_fields(&f)?;
     let tz = f.opt_str("tz")?.unwrap_or("America/New_York").to_string();
-    let open_s = f.str("open")?;
-    let open =
-        Ts::parse_hhmm(open_s).ok_or_else(|| f.bad("open", format!("{open_s:?} is not HH:MM")))?;
-    let close_s = f.str("close")?;
-    let close = Ts::parse_hhmm(close_s)
-        .ok_or_else(|| f.bad("close", format!("{close_s:?} is not HH:MM")))?;
-    if close <= open {
-        return Err(f.bad("close", "the close must be after the open"));
-    }
 
     let syms = match f.get("symbols")? {
         Value::Object(o) if !o.is_empty() => o,
@@ -950,14 +939,9 @@ fn parse_event(line: u64, m: &Map<String, Value>, header: &TapeHeader) -> Res<Ta
     }
 }
 
-/// A `session` line (v2): `date`, `open`, `close` like the header's, and `prior`, the
-/// prior close of every header symbol.
-fn parse_session(line: u64, m: &Map<String, Value>, header: &TapeHeader) -> Res<TapeEvent> {
-    let f = Fields {
-        line,
-        what: "session",
-        m,
-    };
+/// The `date`, `open` and `close` of a header or a `session` line: a YYYY-MM-DD date and
+/// HH:MM times, the close after the open.
+fn day_fields(f: &Fields<'_>) -> Res<(Date, Ts, Ts)> {
     let date_s = f.str("date")?;
     let date = Date::parse(date_s)
         .ok_or_else(|| f.bad("date", format!("{date_s:?} is not YYYY-MM-DD")))?;
@@ -970,6 +954,18 @@ fn parse_session(line: u64, m: &Map<String, Value>, header: &TapeHeader) -> Res<
     if close <= open {
         return Err(f.bad("close", "the close must be after the open"));
     }
+    Ok((date, open, close))
+}
+
+/// A `session` line (v2): `date`, `open`, `close` like the header's, and `prior`, the
+/// prior close of every header symbol.
+fn parse_session(line: u64, m: &Map<String, Value>, header: &TapeHeader) -> Res<TapeEvent> {
+    let f = Fields {
+        line,
+        what: "session",
+        m,
+    };
+    let (date, open, close) = day_fields(&f)?;
     let Value::Object(o) = f.get("prior")? else {
         return Err(f.bad("prior", "expected an object of symbol: prior close"));
     };

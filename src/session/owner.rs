@@ -60,9 +60,6 @@ pub const AGENT: &str = "agent";
 /// The bar the `step bar` key advances by, in seconds.
 pub const BAR_SECS: u32 = 60;
 
-/// The chart series: the signal symbol sampled every [`CHART_SAMPLE_SECS`].
-pub const CHART_SAMPLE_SECS: u32 = 10;
-
 /// Replay speeds, slowest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -457,20 +454,6 @@ pub enum NoticeLevel {
 /// Chart data at an instant.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ChartData {
-    /// The charted symbol.
-    pub sym: String,
-    /// (seconds since midnight, price), one point per sample.
-    pub points: Vec<(f64, f64)>,
-    /// High of day.
-    pub hod: Option<f64>,
-    /// Low of day.
-    pub lod: Option<f64>,
-    /// Volume-weighted average (or the average, for an index).
-    pub vwap: Option<f64>,
-    /// Fills: (seconds, signal price then).
-    pub fills: Vec<(f64, f64)>,
-    /// Fires: (seconds, signal price then).
-    pub fires: Vec<(f64, f64)>,
     /// One-minute candles and levels of the signal symbol, then of the exec symbol when it
     /// is another.
     pub series: Vec<ChartSeries>,
@@ -627,6 +610,34 @@ struct Chair {
     replay_only: bool,
 }
 
+impl Chair {
+    /// An agent just seated: attached, nothing asked yet; `hold` is co-pilot at the start,
+    /// `replay_only` a saved session's agent (its recorded answers act, nobody is called).
+    fn seated(
+        agent: Agent,
+        seat: Seat,
+        worker: Option<LiveWorker>,
+        hold: bool,
+        replay_only: bool,
+    ) -> Chair {
+        Chair {
+            agent,
+            seat,
+            worker,
+            attached: true,
+            hold,
+            quiet: false,
+            calls: 0,
+            outstanding: None,
+            proposal: None,
+            waiting: None,
+            thinking: String::new(),
+            last_answer: None,
+            replay_only,
+        }
+    }
+}
+
 /// A call out to the agent whose answer has not acted yet.
 struct Outstanding {
     call: u64,
@@ -688,7 +699,6 @@ pub struct Session {
     speed: Speed,
     ended: bool,
     view: ast::View,
-    chart: Vec<(f64, f64)>,
     candles: Vec<Candles>,
     script: VecDeque<(u64, Ts, Act)>,
     history: Vec<(u64, Ts, Act)>,
@@ -833,21 +843,13 @@ impl Session {
         let mut s = Session::around(tape, header, settings, run, None, Vec::new(), false)?;
         s.headless = true;
         if let (Some(name), Some(source)) = (name, h.author) {
-            s.chair = Some(Chair {
-                agent: Agent::Inline { name },
-                seat: Seat::Script(source),
-                worker: None,
-                attached: true,
-                hold: false,
-                quiet: false,
-                calls: 0,
-                outstanding: None,
-                proposal: None,
-                waiting: None,
-                thinking: String::new(),
-                last_answer: None,
-                replay_only: false,
-            });
+            s.chair = Some(Chair::seated(
+                Agent::Inline { name },
+                Seat::Script(source),
+                None,
+                false,
+                false,
+            ));
         }
         Ok(s)
     }
@@ -936,7 +938,6 @@ impl Session {
             speed: Speed::X60,
             ended: false,
             view: view::default_view(),
-            chart: Vec::new(),
             candles: if exec == signal {
                 vec![Candles::new(signal.as_str())]
             } else {
@@ -987,21 +988,13 @@ impl Session {
             (Agent::Live(spec), false) => Some(LiveWorker::for_spec(spec)?),
             _ => None,
         };
-        Ok(Some(Chair {
+        Ok(Some(Chair::seated(
             agent,
             seat,
             worker,
-            attached: true,
-            hold: self.settings.copilot,
-            quiet: false,
-            calls: 0,
-            outstanding: None,
-            proposal: None,
-            waiting: None,
-            thinking: String::new(),
-            last_answer: None,
-            replay_only: replay,
-        }))
+            self.settings.copilot,
+            replay,
+        )))
     }
 
     /// The tape header.
@@ -1504,7 +1497,6 @@ impl Session {
         self.seq = 0;
         self.playing = false;
         self.ended = false;
-        self.chart.clear();
         self.candles.iter_mut().for_each(Candles::clear);
         self.history.clear();
         self.desk_turns.clear();
@@ -1891,7 +1883,6 @@ impl Session {
                 self.clock = open;
                 self.last_event = open;
                 self.horizon = open;
-                self.chart.clear();
                 self.candles.iter_mut().for_each(Candles::clear);
                 self.chart_cache = None;
                 self.seq += 1;
@@ -1931,18 +1922,6 @@ impl Session {
         {
             for c in &mut self.candles {
                 c.apply(t);
-            }
-            self.chart_cache = None;
-        }
-        if let TapeEvent::Tick(t) = ev
-            && t.sym == self.signal
-            && !self.headless
-        {
-            let x = f64::from(ts.0 / 1000 / CHART_SAMPLE_SECS * CHART_SAMPLE_SECS);
-            let y = t.px.to_f64();
-            match self.chart.last_mut() {
-                Some(p) if p.0 == x => p.1 = y,
-                _ => self.chart.push((x, y)),
             }
             self.chart_cache = None;
         }
@@ -2032,31 +2011,7 @@ impl Session {
             return c.clone();
         }
         let m = self.run.engine.market();
-        let sym = self.signal.as_str();
-        let at = |ts: Ts| -> f64 {
-            let x = f64::from(ts.0 / 1000);
-            let i = self.chart.partition_point(|p| p.0 <= x);
-            self.chart
-                .get(i.saturating_sub(1))
-                .map(|p| p.1)
-                .unwrap_or_default()
-        };
-        let marks = &self.run.engine.bus().blotter().marks;
-        let pts = |fill: bool| -> Vec<(f64, f64)> {
-            marks
-                .iter()
-                .filter(|m| m.fill.is_some() == fill)
-                .map(|m| (f64::from(m.ts.0 / 1000), at(m.ts)))
-                .collect()
-        };
         let c = Arc::new(ChartData {
-            sym: sym.to_string(),
-            points: self.chart.clone(),
-            hod: m.hod(sym).map(|p| p.to_f64()),
-            lod: m.lod(sym).map(|p| p.to_f64()),
-            vwap: m.vwap(sym),
-            fills: pts(true),
-            fires: pts(false),
             series: self
                 .candles
                 .iter()
