@@ -16,6 +16,7 @@ pub mod limits;
 pub mod market;
 pub mod mcp;
 pub mod session;
+pub(crate) mod signals;
 pub mod tokens;
 pub mod turn;
 pub mod view;

@@ -9,7 +9,7 @@ const KEY: &str = "sk-env-test-4d2c9e-SECRET";
 const OTHER: &str = "sk-openai-test-77aa10-SECRET";
 
 /// The child does not see KESTREL_API_KEY or OPENAI_API_KEY unless asked (`--pass-api-key`),
-/// and a key it writes on stderr is redacted before the message (and so the Bus) has it —
+/// and a key it writes on stdout (its reply) or stderr is redacted before the message (and so the Bus) has it —
 /// also when it is URL-encoded or inside longer text.
 #[test]
 fn the_command_author_gets_no_key_and_its_stderr_is_redacted() {
@@ -30,12 +30,23 @@ fn the_command_author_gets_no_key_and_its_stderr_is_redacted() {
         out,
         Completion::Reply("STAND-DOWN k=[none] o=[none]\n".into())
     );
+    // Given the keys, a program that echoes them on stdout (its reply) does not put them on
+    // the Bus or the screen: the reply and its streamed text are redacted too.
     a.pass_api_key = true;
-    let out = rt.block_on(a.author(&p, None));
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let out = rt.block_on(a.author(&p, Some(tx)));
     assert_eq!(
         out,
-        Completion::Reply(format!("STAND-DOWN k=[{KEY}] o=[{OTHER}]\n"))
+        Completion::Reply("STAND-DOWN k=[[redacted]] o=[[redacted]]\n".into())
     );
+    let mut streamed = String::new();
+    while let Ok(d) = rx.try_recv() {
+        streamed.push_str(&d);
+    }
+    assert!(!streamed.is_empty());
+    for secret in [KEY, OTHER] {
+        assert!(!streamed.contains(secret), "{secret} streamed: {streamed}");
+    }
 
     let leak = "echo \"auth failed for x${KESTREL_API_KEY}y and ${OPENAI_API_KEY}\" >&2; echo \"url key=$(printf %s \"$KESTREL_API_KEY\" | sed 's/-/%2D/g')\" >&2; exit 4";
     let mut a = CommandAuthor::new("sh", vec!["-c".into(), leak.into()], Duration::from_secs(5));

@@ -311,6 +311,76 @@ fn sigterm_during_a_run_finishes_the_bus_and_leaves_no_temp_file() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// A signal while the author is answering was seen only when the call returned (up to
+/// `--timeout`); now the call is abandoned within moments: the command's process group is
+/// killed, the ask is a `provider-error kind=interrupted`, and the run ends as at an error.
+#[cfg(unix)]
+#[test]
+fn sigterm_during_an_author_call_ends_the_run_at_once() {
+    let d = scratch("sigterm-author");
+    let bus = d.join("agent.bus.jsonl");
+    let marker = d.join("started");
+    // The author notes that it started, then takes a minute (a grandchild holds the group).
+    let author = format!("cmd:touch {} && sleep 60 | cat", s(&marker));
+    let mut child = Command::new(KESTREL)
+        .args([
+            "agent",
+            "--tape",
+            TAPE,
+            "--author",
+            &author,
+            "--timeout",
+            "120",
+        ])
+        .args(["--bus", s(&bus)])
+        .current_dir(root())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let t = Instant::now();
+    while !marker.exists() {
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "the author never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = child.id() as i32;
+    // SAFETY: sends SIGTERM to the child we spawned.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let t = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("try_wait") {
+            break st;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "no exit within 10 s of SIGTERM during an author call"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let out = child.wait_with_output().expect("output");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(err.contains("error code=INTERRUPTED"), "{err}");
+    let text = std::fs::read_to_string(&bus).expect("the Bus was written");
+    assert!(
+        text.contains("interrupted by SIGTERM while the author was answering"),
+        "{text}"
+    );
+    let last: Vec<serde_json::Value> = text
+        .lines()
+        .rev()
+        .take(2)
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .collect();
+    assert_eq!(last[0]["type"], "session-end");
+    assert_eq!(last[1]["type"], "error");
+    assert!(temp_files(&d).is_empty(), "{:?}", temp_files(&d));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 /// A mistyped author path was run as a shell command and the run exited 0. A path-like
 /// value that does not exist is "no such file"; `cmd:` runs a command explicitly; the bare
 /// form still runs a command line that cannot be a path.

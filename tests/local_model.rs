@@ -430,6 +430,63 @@ fn the_completion_profiles_examples_are_authored_turns() {
 }
 
 #[test]
+fn the_experiment_takes_the_completion_profile_as_an_axis() {
+    // `--profiles completion-v1`: two arms (free, constrained) at one budget, each sent to
+    // /v1/completions as one few-shot document, each a row of the table.
+    let server = serve(vec![
+        Say::Stream("STAND-DOWN chop\n".into()),
+        Say::Stream("# nothing new\n".into()),
+    ]);
+    let dir = scratch("experiment-completion");
+    let out = dir.join("out");
+    let tape = common::root().join("tapes/range-2025-04-09-s2.jsonl");
+    let run = Command::new(env!("CARGO_BIN_EXE_kestrel"))
+        .args(["experiment", "--author", &server.base, "--turns", "1"])
+        .args(["--profiles", "completion-v1", "--budgets", "64"])
+        .args(["--timeout", "20", "--tape"])
+        .arg(&tape)
+        .arg("--out")
+        .arg(&out)
+        .env("HOME", &dir)
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .env_remove("KESTREL_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .expect("run kestrel experiment");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("experiment: arm 2/2"), "progress: {stderr}");
+    let table = std::fs::read_to_string(out.join("table.md")).expect("table.md");
+    for arm in ["completion-v1-free-64", "completion-v1-constrained-64"] {
+        assert!(table.contains(&format!("| {arm} | 1 |")), "{arm}: {table}");
+    }
+    assert!(!table.contains("| authoring-"), "{table}");
+    let seen = server.seen.lock().expect("lock").clone();
+    assert!(!seen.is_empty());
+    assert!(
+        seen.iter()
+            .all(|s| s.request_line == "POST /v1/completions HTTP/1.1"),
+        "{:?}",
+        seen.iter().map(|s| &s.request_line).collect::<Vec<_>>()
+    );
+    // A profile the verb does not know is a usage error.
+    let bad = Command::new(env!("CARGO_BIN_EXE_kestrel"))
+        .args(["experiment", "--author", &server.base, "--profiles", "nope"])
+        .arg("--tape")
+        .arg(&tape)
+        .arg("--out")
+        .arg(dir.join("bad"))
+        .output()
+        .expect("run");
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(bad.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("invalid value 'nope'") && err.contains("completion-v1"),
+        "{err}"
+    );
+}
+
+#[test]
 fn the_experiment_runs_every_arm_and_writes_the_table_and_the_bus_files() {
     // A model that writes a plan, then a refused reply, then a stand-down, then a pass.
     let plan = "# follow the drive\nPLAN a budget 0.1R ttl 15:00\n  WHEN spot > hod\n  DO buy 1 ATM C @ fair\n  EXIT spot < vwap @ fair\n";

@@ -262,6 +262,22 @@ async fn card_and_route_turn_match_the_cli() {
     assert_eq!(data(&r), &want);
     assert_eq!(data(&r)["outcome"], "stand-down");
 
+    // Every profile the CLI takes, the tool takes: the same reply under completion-v1 (the
+    // base-model profile) routes as `kestrel turn --profile completion-v1 --json` does.
+    let r = call(
+        &client,
+        "route_turn",
+        json!({ "reply": reply, "profile": "completion-v1" }),
+    )
+    .await
+    .expect("route_turn");
+    assert!(!is_error(&r), "{}", text(&r));
+    let (code, out, _) = cli(&["turn", reply_path, "--profile", "completion-v1", "--json"]);
+    assert_eq!(code, 0);
+    let mut want: Value = serde_json::from_str(&out).expect("json");
+    want["ok"] = json!(true);
+    assert_eq!(data(&r), &want);
+
     // A refused turn: SHOW VIEW at a mid wake is off the menu.
     let r = call(
         &client,

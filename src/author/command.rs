@@ -63,6 +63,15 @@ fn kill_group(pgid: Option<u32>) {
 #[cfg(not(unix))]
 fn kill_group(_pgid: Option<u32>) {}
 
+/// Kills a command's process group when dropped.
+struct GroupGuard(Option<u32>);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        kill_group(self.0);
+    }
+}
+
 /// Read `r` to its end into `out`, keeping at most `keep` bytes; each chunk also goes to
 /// `on_chunk`.
 async fn drain<R: AsyncRead + Unpin>(
@@ -121,6 +130,9 @@ impl CommandAuthor {
             }
         };
         let pgid = child.id();
+        // However the call ends (a timeout, a signal dropping this future), nothing the
+        // program started outlives it.
+        let _group = GroupGuard(pgid);
         let input = prompt.full_text();
         let stdin = child.stdin.take();
         let stdout = child.stdout.take();
@@ -137,7 +149,7 @@ impl CommandAuthor {
             // The reply is read whole (the reply-size limit is the router's).
             let read_out = drain(stdout, &mut out, usize::MAX, |b| {
                 if let (Some(d), Ok(s)) = (&deltas, std::str::from_utf8(b)) {
-                    let _ = d.send(s.to_string());
+                    let _ = d.send(secret::redact_all(s, &self.redact));
                 }
             });
             let read_err = drain(stderr, &mut err, STDERR_KEPT, |_| {});
@@ -194,7 +206,9 @@ impl CommandAuthor {
                 ProviderErrorKind::EmptyCompletion,
                 format!("`{}` wrote nothing on stdout", self.program),
             ),
-            Ok(s) => Completion::Reply(s),
+            // A program that echoes the key (its environment, a config file) does not put
+            // it on the Bus or the screen: the reply passes the same redaction as errors.
+            Ok(s) => Completion::Reply(secret::redact_all(&s, &self.redact)),
             Err(_) => Completion::error(
                 ProviderErrorKind::BadResponse,
                 format!("`{}` wrote output that is not UTF-8", self.program),

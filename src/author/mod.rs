@@ -118,6 +118,8 @@ pub enum ProviderErrorKind {
     Exhausted,
     /// The human's channel closed.
     Closed,
+    /// A signal (SIGTERM, SIGINT) arrived while the author was answering.
+    Interrupted,
 }
 
 impl ProviderErrorKind {
@@ -134,6 +136,7 @@ impl ProviderErrorKind {
             ProviderErrorKind::Spawn => "spawn",
             ProviderErrorKind::Exhausted => "exhausted",
             ProviderErrorKind::Closed => "closed",
+            ProviderErrorKind::Interrupted => "interrupted",
         }
     }
 }

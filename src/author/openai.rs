@@ -13,7 +13,7 @@
 //! body, or a broken connection) after text arrived but without a finish reason, and a
 //! non-streamed body without one are [`Completion::CutOff`]: the router makes them *truncated*
 //! even when the prefix parses. A server that answers 429 or 503 with `Retry-After: N`
-//! (seconds) is retried after `N` seconds, at most [`MAX_RETRY_AFTER`] and never past the
+//! (seconds, or an HTTP date) is retried after `N` seconds, at most [`MAX_RETRY_AFTER`] and never past the
 //! total deadline. Bytes that are not UTF-8 are a `bad-response` provider error, never
 //! decoded lossily. The URL shown in any message has no userinfo and no query values, and
 //! every message passes the key's redaction.
@@ -120,11 +120,22 @@ fn shown_text(s: &str) -> String {
     }
 }
 
-/// `Retry-After` as delta-seconds (an HTTP-date is not honoured: the backoff applies).
+/// `Retry-After` as delta-seconds or as an HTTP date (RFC 9110 §10.2.3: the wait is the
+/// date less now, zero for a date already past); anything else is ignored and the backoff
+/// applies.
 fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
     let v = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
-    let secs: f64 = v.trim().parse().ok()?;
-    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(1e6)))
+    retry_after_value(v, std::time::SystemTime::now())
+}
+
+/// [`retry_after`] of one header value at `now`.
+fn retry_after_value(v: &str, now: std::time::SystemTime) -> Option<Duration> {
+    let v = v.trim();
+    if let Ok(secs) = v.parse::<f64>() {
+        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(1e6)));
+    }
+    let at = httpdate::parse_http_date(v).ok()?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
 /// Output tokens one request may generate unless `--max-tokens` says otherwise: a Kestrel
@@ -636,5 +647,44 @@ impl Author for OpenAiAuthor {
 
     fn author<'a>(&'a mut self, prompt: &'a Prompt, deltas: Option<DeltaSink>) -> AuthorFuture<'a> {
         Box::pin(self.call(prompt, deltas))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{SystemTime, UNIX_EPOCH};
+
+    #[test]
+    fn retry_after_takes_seconds_and_http_dates() {
+        // Sun, 06 Nov 1994 08:49:37 GMT is 784111777 s after the epoch (RFC 9110's example).
+        let at = UNIX_EPOCH + Duration::from_secs(784_111_777);
+        let now = at - Duration::from_secs(7);
+        assert_eq!(retry_after_value("3", now), Some(Duration::from_secs(3)));
+        assert_eq!(
+            retry_after_value(" 1.5 ", now),
+            Some(Duration::from_millis(1500))
+        );
+        assert_eq!(
+            retry_after_value("Sun, 06 Nov 1994 08:49:37 GMT", now),
+            Some(Duration::from_secs(7))
+        );
+        // The obsolete forms RFC 9110 still asks a recipient to read.
+        assert_eq!(
+            retry_after_value("Sunday, 06-Nov-94 08:49:37 GMT", now),
+            Some(Duration::from_secs(7))
+        );
+        assert_eq!(
+            retry_after_value("Sun Nov  6 08:49:37 1994", now),
+            Some(Duration::from_secs(7))
+        );
+        // A date already past is no wait; garbage and negatives are ignored.
+        assert_eq!(
+            retry_after_value("Sun, 06 Nov 1994 08:49:37 GMT", SystemTime::now()),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(retry_after_value("soon", now), None);
+        assert_eq!(retry_after_value("-1", now), None);
+        assert_eq!(retry_after_value("NaN", now), None);
     }
 }

@@ -197,6 +197,19 @@ pub struct PlanLine {
     pub risk: Option<Risk>,
 }
 
+impl PlanLine {
+    /// What the plan's row says under its state: the note when there is one (the clause that
+    /// fired, or why it is in its state), else its fires and fills (`no fire yet` while it
+    /// has none, not `fires 0 fills 0`).
+    pub fn summary(&self) -> String {
+        match (&self.note, self.fires, self.fills) {
+            (Some(n), _, _) => n.clone(),
+            (None, 0, 0) => "no fire yet".into(),
+            (None, f, n) => format!("fired {f}× · {n} fill{}", if n == 1 { "" } else { "s" }),
+        }
+    }
+}
+
 /// A risk decision on a plan's ticket (`veto`, `clamp` events), for the screen.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Risk {
@@ -232,9 +245,34 @@ fn short_reason(reason: &str) -> String {
         .take(2)
         .collect();
     match amounts.as_slice() {
-        [want, left] if reason.starts_with("worst case") => format!("worst {want} > {left} left"),
+        [want, left] if reason.starts_with("worst case") => {
+            format!("worst {} > {} left", cents(want), cents(left))
+        }
         _ => reason.to_string(),
     }
+}
+
+/// A dollar amount as the engine writes it (`$4.1408`, Px's four decimals) to the cent, for
+/// the screen: `$4.14`, rounded half away from zero. Anything else is returned as written.
+fn cents(word: &str) -> String {
+    let Some(body) = word.strip_prefix('$') else {
+        return word.to_string();
+    };
+    let body = body.trim_end_matches([',', ';', '.', ')']);
+    let (neg, digits) = match body.strip_prefix('-') {
+        Some(d) => (true, d),
+        None => (false, body),
+    };
+    let (int, frac) = digits.split_once('.').unwrap_or((digits, ""));
+    let ok = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if int.is_empty() || int.len() > 15 || frac.len() > 4 || !ok(int) || !ok(frac) {
+        return word.to_string();
+    }
+    let frac4 = format!("{frac:0<4}");
+    let raw = int.parse::<i64>().unwrap_or(0) * 10_000 + frac4.parse::<i64>().unwrap_or(0);
+    let c = (raw + 50) / 100;
+    let sign = if neg && c > 0 { "-" } else { "" };
+    format!("${sign}{}.{:02}", c / 100, c % 100)
 }
 
 /// What L0 risk did to a ticket.
@@ -784,6 +822,46 @@ pub fn to_r(money: i64, r_usd: Px) -> Option<Px> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_plan_row_says_what_it_did_not_a_zero_count() {
+        let mut l = PlanLine {
+            state: PlanState::Armed,
+            fires: 0,
+            fills: 0,
+            mae: 0,
+            seq: 0,
+            owner: None,
+            note: None,
+            risk: None,
+        };
+        assert_eq!(l.summary(), "no fire yet");
+        (l.fires, l.fills) = (2, 1);
+        assert_eq!(l.summary(), "fired 2× · 1 fill");
+        l.fills = 3;
+        assert_eq!(l.summary(), "fired 2× · 3 fills");
+        l.note = Some("WHEN fired 09:31".into());
+        assert_eq!(l.summary(), "WHEN fired 09:31");
+    }
+
+    #[test]
+    fn a_veto_reads_in_cents_on_screen() {
+        // What the engine writes (Px's four decimals) against what the row says.
+        let r = Risk {
+            ts: Ts(0),
+            clause: "WHEN".into(),
+            kind: RiskKind::Veto,
+            budget: "plan".into(),
+            reason: "worst case $58.0050 exceeds the $4.1408 left in the budget, and one unit does not fit".into(),
+        };
+        assert_eq!(r.short(), "VETO worst $58.01 > $4.14 left");
+        assert_eq!(cents("$-0.0049"), "$0.00");
+        assert_eq!(cents("$-1.2350,"), "$-1.24");
+        assert_eq!(cents("$12"), "$12.00");
+        assert_eq!(cents("$1.23456"), "$1.23456");
+        assert_eq!(cents("$x"), "$x");
+        assert_eq!(cents("12"), "12");
+    }
 
     #[test]
     fn average_cost_long_and_short() {

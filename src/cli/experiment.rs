@@ -1,9 +1,10 @@
 //! `kestrel experiment`: seed 001's constrained-decoding experiment against a real model
 //! server, headless, with progress on stderr.
 //!
-//! Arms: constrained decoding off / on × the `authoring-v1` (JSON envelope) and
-//! `authoring-v2` (pure Kestrel) profiles × each output-token budget (`--budgets`, sent as
-//! `max_tokens`). Each arm replays the given tapes in turn, a whole session each (the
+//! Arms: constrained decoding off / on × the profiles (`--profiles`; by default the seed's
+//! `authoring-v1`, the JSON envelope, and `authoring-v2`, pure Kestrel; `completion-v1`, the
+//! few-shot profile for base models, can be added) × each output-token budget (`--budgets`,
+//! sent as `max_tokens`). Each arm replays the given tapes in turn, a whole session each (the
 //! author is asked at the OPEN wake and at every WAKE it schedules), until it has `--turns`
 //! turns; a session still running when the arm has its turns is interrupted there. Every
 //! session's Bus is kept (`OUT/<arm>/<n>.bus.jsonl`, its `session-start` naming the arm, so
@@ -42,6 +43,11 @@ pub struct ExperimentArgs {
     /// Output-token budgets (`max_tokens`), one arm each: `--budgets 256,512`.
     #[arg(long, value_delimiter = ',', default_values_t = [256u32, 512])]
     pub budgets: Vec<u32>,
+    /// Prompt profiles, one axis of the grid: `--profiles authoring-v1,authoring-v2` (the
+    /// seed's two), or add `completion-v1` (few-shot, for base models).
+    #[arg(long, value_delimiter = ',', value_enum,
+          default_values_t = [super::turn::ProfileArg::AuthoringV1, super::turn::ProfileArg::AuthoringV2])]
+    pub profiles: Vec<super::turn::ProfileArg>,
     /// The directory for the Bus files and `table.md` (created).
     #[arg(long)]
     pub out: PathBuf,
@@ -148,6 +154,10 @@ pub fn run(a: &ExperimentArgs) -> i32 {
         errln!("error code=USAGE message=--turns and every --budgets value must be at least 1");
         return 1;
     }
+    if a.profiles.is_empty() {
+        errln!("error code=USAGE message=--profiles needs at least one profile");
+        return 1;
+    }
     if !(a.author.starts_with("http://") || a.author.starts_with("https://")) {
         errln!("error code=USAGE message=--author must be a model server, http(s)://HOST/v1");
         return 1;
@@ -161,7 +171,14 @@ pub fn run(a: &ExperimentArgs) -> i32 {
     }
     super::signals::install();
     let mut arms = Vec::new();
-    for profile in [Profile::AuthoringV1, Profile::AuthoringV2] {
+    let mut profiles: Vec<Profile> = Vec::new();
+    for p in &a.profiles {
+        let p = Profile::from(*p);
+        if !profiles.contains(&p) {
+            profiles.push(p);
+        }
+    }
+    for profile in profiles {
         for constrained in [false, true] {
             for &budget in &a.budgets {
                 arms.push(Arm {

@@ -51,7 +51,7 @@ mod mcp;
 mod out;
 mod paths;
 pub mod run;
-pub(crate) mod signals;
+pub(crate) use crate::signals;
 pub(crate) mod sniff;
 pub mod tape;
 pub mod tape_info;

@@ -5,7 +5,7 @@
 //! errors) between buffer lines and per-token styling, which is simpler to own than to bend
 //! a general widget into.
 
-use super::theme::Theme;
+use super::theme::{Role, Theme};
 use crate::lang::{self, Diagnostic, Mode};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::style::{Modifier, Style};
@@ -308,7 +308,7 @@ impl Editor {
     pub fn display(&self, theme: &Theme) -> (Vec<Line<'static>>, Vec<usize>) {
         let mut out = Vec::new();
         let mut at = Vec::with_capacity(self.lines.len());
-        let err = Style::default().fg(theme.c("syntax.error"));
+        let err = Style::default().fg(theme.syntax_error());
         for (i, l) in self.lines.iter().enumerate() {
             at.push(out.len());
             out.push(highlight(l, theme));
@@ -354,7 +354,7 @@ pub fn message(diags: &[Diagnostic]) -> Option<String> {
 
 /// Highlight one line of Kestrel.
 pub fn highlight(line: &str, theme: &Theme) -> Line<'static> {
-    let st = |k: &str| Style::default().fg(theme.c(k));
+    let st = |k: Role| Style::default().fg(theme.get(k));
     let (code, comment) = match line.find('#') {
         Some(i) => (&line[..i], Some(&line[i..])),
         None => (line, None),
@@ -371,27 +371,27 @@ pub fn highlight(line: &str, theme: &Theme) -> Line<'static> {
             *prev_head = true;
             spans.push(Span::styled(
                 w.clone(),
-                st("syntax.keyword").add_modifier(Modifier::BOLD),
+                st(Role::SyntaxKeyword).add_modifier(Modifier::BOLD),
             ));
             w.clear();
             return;
         } else if *prev_head && bare != "VIEW" {
             *prev_head = false;
-            st("syntax.name").add_modifier(Modifier::UNDERLINED)
+            st(Role::SyntaxName).add_modifier(Modifier::UNDERLINED)
         } else if CLAUSES.contains(&bare) {
-            st("syntax.clause")
+            st(Role::SyntaxClause)
         } else if w.starts_with(|c: char| c.is_ascii_digit())
             || (w.len() > 1
                 && w.starts_with(['+', '-'])
                 && w[1..].starts_with(|c: char| c.is_ascii_digit()))
         {
-            st("syntax.number")
+            st(Role::SyntaxNumber)
         } else if ANCHORS.iter().any(|a| w.starts_with(a)) {
-            st("syntax.anchor")
+            st(Role::SyntaxAnchor)
         } else if SERIES.iter().any(|a| w.starts_with(a)) {
-            st("syntax.series")
+            st(Role::SyntaxSeries)
         } else {
-            st("ui.fg")
+            st(Role::UiFg)
         };
         spans.push(Span::styled(w.clone(), style));
         w.clear();
@@ -408,7 +408,7 @@ pub fn highlight(line: &str, theme: &Theme) -> Line<'static> {
     if let Some(c) = comment {
         spans.push(Span::styled(
             c.to_string(),
-            st("syntax.comment").add_modifier(Modifier::ITALIC),
+            st(Role::SyntaxComment).add_modifier(Modifier::ITALIC),
         ));
     }
     Line::from(spans)

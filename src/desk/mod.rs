@@ -381,7 +381,7 @@ fn run_inner(a: &DeskArgs) -> color_eyre::Result<()> {
     }
     // SIGTERM / SIGINT (a `kill`, a closing terminal's hangup aside) leave the desk as `q`
     // does: the terminal restored, the session file complete.
-    crate::cli::signals::install();
+    crate::signals::install();
     let mut terminal = match ratatui::try_init() {
         Ok(t) => t,
         Err(e) => {
@@ -420,7 +420,7 @@ fn run_inner(a: &DeskArgs) -> color_eyre::Result<()> {
         }
         _ => {}
     }
-    if let Some(sig) = crate::cli::signals::caught() {
+    if let Some(sig) = crate::signals::caught() {
         return Err(eyre!(
             "interrupted by {sig}: the desk closed as q does (terminal restored, session saved)"
         ));
@@ -464,7 +464,7 @@ fn event_loop(terminal: &mut ratatui::DefaultTerminal, app: &mut App) -> color_e
                 }
             }
         }
-        if app.quit || crate::cli::signals::caught().is_some() {
+        if app.quit || crate::signals::caught().is_some() {
             return Ok(());
         }
     }

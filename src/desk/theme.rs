@@ -17,56 +17,154 @@ pub const BUNDLED: &[(&str, &str)] = &[
     ),
 ];
 
-/// A resolved theme: every `section.key` as a colour.
+/// The colour roles a theme gives, each with its `section.key` in the TOML files. Drawing code
+/// asks for a role by method (`theme.ui_muted()`), never by a string, so a misspelt role is a
+/// compile error and a theme file's unknown key is a warning.
+macro_rules! roles {
+    ($($(#[$doc:meta])* $method:ident => $variant:ident, $key:literal;)*) => {
+        /// A colour role of the theme.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum Role {
+            $($(#[$doc])* $variant,)*
+        }
+
+        impl Role {
+            /// Every role, in the files' order.
+            pub const ALL: &'static [Role] = &[$(Role::$variant,)*];
+
+            /// The role's `section.key`.
+            pub fn key(self) -> &'static str {
+                match self {
+                    $(Role::$variant => $key,)*
+                }
+            }
+
+            /// The role named by `section.key`.
+            pub fn from_key(k: &str) -> Option<Role> {
+                match k {
+                    $($key => Some(Role::$variant),)*
+                    _ => None,
+                }
+            }
+        }
+
+        impl Theme {
+            $($(#[$doc])* pub fn $method(&self) -> Color {
+                self.get(Role::$variant)
+            })*
+        }
+    };
+}
+
+roles! {
+    /// The screen's background.
+    ui_bg => UiBg, "ui.bg";
+    /// Ordinary text.
+    ui_fg => UiFg, "ui.fg";
+    /// Secondary text (axes, hints, headers).
+    ui_muted => UiMuted, "ui.muted";
+    /// A pane's border.
+    ui_border => UiBorder, "ui.border";
+    /// The focused pane's border.
+    ui_border_focus => UiBorderFocus, "ui.border_focus";
+    /// Pane titles.
+    ui_title => UiTitle, "ui.title";
+    /// The status line's background.
+    ui_status_bg => UiStatusBg, "ui.status_bg";
+    /// The status line's text.
+    ui_status_fg => UiStatusFg, "ui.status_fg";
+    /// The selection / cursor background.
+    ui_selection_bg => UiSelectionBg, "ui.selection_bg";
+    /// A candle that closed at or above its open; a buy.
+    market_up => MarketUp, "market.up";
+    /// A candle that closed below its open; a sell.
+    market_down => MarketDown, "market.down";
+    /// The high-of-day level.
+    market_hod => MarketHod, "market.hod";
+    /// The low-of-day level.
+    market_lod => MarketLod, "market.lod";
+    /// The VWAP level.
+    market_vwap => MarketVwap, "market.vwap";
+    /// A fill.
+    market_fill => MarketFill, "market.fill";
+    /// A plan that fired.
+    market_fire => MarketFire, "market.fire";
+    /// A good outcome.
+    state_ok => StateOk, "state.ok";
+    /// A warning (a clamp, a suppressed wake).
+    state_warn => StateWarn, "state.warn";
+    /// An error (a veto, a refusal).
+    state_error => StateError, "state.error";
+    /// Information (an order).
+    state_info => StateInfo, "state.info";
+    /// Kestrel keywords.
+    syntax_keyword => SyntaxKeyword, "syntax.keyword";
+    /// Kestrel clause heads.
+    syntax_clause => SyntaxClause, "syntax.clause";
+    /// Plan names.
+    syntax_name => SyntaxName, "syntax.name";
+    /// Numbers.
+    syntax_number => SyntaxNumber, "syntax.number";
+    /// Anchors.
+    syntax_anchor => SyntaxAnchor, "syntax.anchor";
+    /// Series names.
+    syntax_series => SyntaxSeries, "syntax.series";
+    /// Comments.
+    syntax_comment => SyntaxComment, "syntax.comment";
+    /// The span of a coded error.
+    syntax_error => SyntaxError, "syntax.error";
+}
+
+/// A resolved theme: a colour for every [`Role`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Theme {
     /// The theme's name.
     pub name: String,
-    colors: BTreeMap<String, Color>,
+    colors: Vec<Color>,
 }
 
 impl Theme {
-    /// The colour of `section.key` (the terminal's default when the key is unknown).
-    pub fn c(&self, key: &str) -> Color {
-        self.colors.get(key).copied().unwrap_or(Color::Reset)
+    /// The colour of a role (the terminal's default when no file gave one).
+    pub fn get(&self, r: Role) -> Color {
+        self.colors.get(r as usize).copied().unwrap_or(Color::Reset)
     }
 
     /// The screen's background.
     pub fn bg(&self) -> Color {
-        self.c("ui.bg")
+        self.ui_bg()
     }
 
     /// Ordinary text.
     pub fn fg(&self) -> Color {
-        self.c("ui.fg")
+        self.ui_fg()
     }
 
     /// Secondary text (axes, hints).
     pub fn muted(&self) -> Color {
-        self.c("ui.muted")
+        self.ui_muted()
     }
 
     /// The selection / cursor background.
     pub fn selection(&self) -> Color {
-        self.c("ui.selection_bg")
+        self.ui_selection_bg()
     }
 
     /// A candle that closed at or above its open.
     pub fn candle_up(&self) -> Color {
-        self.c("market.up")
+        self.market_up()
     }
 
     /// A candle that closed below its open.
     pub fn candle_down(&self) -> Color {
-        self.c("market.down")
+        self.market_down()
     }
 
     /// A chart level line and its label.
     pub fn level(&self, l: super::chart::Level) -> Color {
         match l {
-            super::chart::Level::Vwap => self.c("market.vwap"),
-            super::chart::Level::Hod => self.c("market.hod"),
-            super::chart::Level::Lod => self.c("market.lod"),
+            super::chart::Level::Vwap => self.market_vwap(),
+            super::chart::Level::Hod => self.market_hod(),
+            super::chart::Level::Lod => self.market_lod(),
         }
     }
 
@@ -74,9 +172,9 @@ impl Theme {
     pub fn mark(&self, k: crate::session::candles::MarkKind) -> Color {
         use crate::session::candles::MarkKind;
         match k {
-            MarkKind::Fire => self.c("market.fire"),
-            MarkKind::Buy => self.c("market.up"),
-            MarkKind::Sell => self.c("market.down"),
+            MarkKind::Fire => self.market_fire(),
+            MarkKind::Buy => self.market_up(),
+            MarkKind::Sell => self.market_down(),
         }
     }
 
@@ -84,26 +182,26 @@ impl Theme {
     pub fn event(&self, k: super::log::Kind) -> Color {
         use super::log::Kind;
         match k {
-            Kind::Session => self.c("ui.muted"),
-            Kind::Armed | Kind::Plan => self.c("syntax.clause"),
-            Kind::Fired => self.c("market.fire"),
-            Kind::Order => self.c("state.info"),
-            Kind::Fill => self.c("market.fill"),
-            Kind::Risk | Kind::Error => self.c("state.error"),
-            Kind::Mark => self.c("ui.muted"),
-            Kind::Wake => self.c("syntax.series"),
-            Kind::Suppressed => self.c("state.warn"),
-            Kind::Frame => self.c("syntax.anchor"),
-            Kind::Turn => self.c("syntax.keyword"),
-            Kind::StandDown => self.c("state.warn"),
-            Kind::Headline => self.c("syntax.number"),
-            Kind::Other => self.c("ui.fg"),
+            Kind::Session => self.ui_muted(),
+            Kind::Armed | Kind::Plan => self.syntax_clause(),
+            Kind::Fired => self.market_fire(),
+            Kind::Order => self.state_info(),
+            Kind::Fill => self.market_fill(),
+            Kind::Risk | Kind::Error => self.state_error(),
+            Kind::Mark => self.ui_muted(),
+            Kind::Wake => self.syntax_series(),
+            Kind::Suppressed => self.state_warn(),
+            Kind::Frame => self.syntax_anchor(),
+            Kind::Turn => self.syntax_keyword(),
+            Kind::StandDown => self.state_warn(),
+            Kind::Headline => self.syntax_number(),
+            Kind::Other => self.ui_fg(),
         }
     }
 
-    /// Every key the theme defines, sorted.
-    pub fn keys(&self) -> impl Iterator<Item = &str> {
-        self.colors.keys().map(String::as_str)
+    /// Every role's key, in the files' order.
+    pub fn keys(&self) -> impl Iterator<Item = &'static str> {
+        Role::ALL.iter().map(|r| r.key())
     }
 }
 
@@ -145,13 +243,16 @@ pub fn resolve(name: &str, base: &str, user: Option<(&str, &str)>) -> (Theme, Ve
         Ok(t) => flatten(&t, "", &mut flat),
         Err(e) => warnings.push(format!("bundled theme {name}: {e}")),
     }
-    let mut base_colors = BTreeMap::new();
+    let mut colors = vec![Color::Reset; Role::ALL.len()];
     for (k, v) in &flat {
-        if let Some(c) = v.as_str().and_then(parse_color) {
-            base_colors.insert(k.clone(), c);
+        match (Role::from_key(k), v.as_str().and_then(parse_color)) {
+            (Some(r), Some(c)) => colors[r as usize] = c,
+            _ if k == "name" => {}
+            _ => warnings.push(format!(
+                "bundled theme {name}: {k} = {v:?} is not a colour role"
+            )),
         }
     }
-    let mut colors = base_colors.clone();
     if let Some((text, origin)) = user {
         match text.parse::<toml::Table>() {
             Ok(t) => {
@@ -161,10 +262,14 @@ pub fn resolve(name: &str, base: &str, user: Option<(&str, &str)>) -> (Theme, Ve
                     if k == "name" {
                         continue;
                     }
+                    let Some(r) = Role::from_key(&k) else {
+                        warnings.push(format!(
+                            "theme {origin}: {k} is not a colour role the desk knows (the bundled themes list them all); ignored"
+                        ));
+                        continue;
+                    };
                     match v.as_str().and_then(parse_color) {
-                        Some(c) => {
-                            colors.insert(k, c);
-                        }
+                        Some(c) => colors[r as usize] = c,
                         None => warnings.push(format!(
                             "theme {origin}: {k} = {v:?} is not a colour (write \"#rrggbb\" or a colour name); kept the default"
                         )),
@@ -244,11 +349,18 @@ mod tests {
         let (themes, warnings) = load_all(None);
         assert!(warnings.is_empty(), "{warnings:?}");
         assert_eq!(themes.len(), 3);
-        let keys: Vec<&str> = themes[0].keys().collect();
-        assert!(keys.contains(&"ui.bg") && keys.contains(&"syntax.keyword"));
-        for t in &themes {
-            assert_eq!(t.keys().collect::<Vec<_>>(), keys, "{}", t.name);
+        // Every bundled file gives every role, and no key that is not a role.
+        for (name, text) in BUNDLED {
+            let mut flat = BTreeMap::new();
+            flatten(&text.parse::<toml::Table>().unwrap(), "", &mut flat);
+            for r in Role::ALL {
+                assert!(flat.contains_key(r.key()), "{name} lacks {}", r.key());
+            }
+            for k in flat.keys().filter(|k| *k != "name") {
+                assert!(Role::from_key(k).is_some(), "{name}: {k} is not a role");
+            }
         }
+        assert!(themes.iter().all(|t| t.keys().count() == Role::ALL.len()));
     }
 
     #[test]
@@ -260,9 +372,9 @@ mod tests {
             Some(("[ui]\nfg = \"#010203\"\n", "user/dark.toml")),
         );
         assert!(w.is_empty());
-        assert_eq!(t.c("ui.fg"), Color::Rgb(1, 2, 3));
-        for k in base.keys().filter(|k| *k != "ui.fg") {
-            assert_eq!(t.c(k), base.c(k), "{k}");
+        assert_eq!(t.ui_fg(), Color::Rgb(1, 2, 3));
+        for r in Role::ALL.iter().filter(|r| **r != Role::UiFg) {
+            assert_eq!(t.get(*r), base.get(*r), "{}", r.key());
         }
     }
 
@@ -278,12 +390,24 @@ mod tests {
             BUNDLED[0].1,
             Some(("[ui]\nfg = \"#zz\"\nbg = \"red\"\n", "user/dark.toml")),
         );
-        assert_eq!(t.c("ui.fg"), base.c("ui.fg"));
-        assert_eq!(t.c("ui.bg"), Color::Red);
+        assert_eq!(t.ui_fg(), base.ui_fg());
+        assert_eq!(t.ui_bg(), Color::Red);
         assert!(
             w[0].contains("ui.fg") && w[0].contains("not a colour"),
             "{w:?}"
         );
+    }
+
+    #[test]
+    fn an_unknown_key_in_a_user_theme_is_named_and_ignored() {
+        let (t, w) = resolve(
+            "dark",
+            BUNDLED[0].1,
+            Some(("[ui]\nfgg = \"#010203\"\n", "user/dark.toml")),
+        );
+        assert_eq!(t, default_theme());
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("ui.fgg") && w[0].contains("ignored"), "{w:?}");
     }
 
     #[test]
@@ -296,10 +420,10 @@ mod tests {
         let (themes, warnings) = load_all(Some(&dir));
         let _ = std::fs::remove_dir_all(&dir);
         let light = themes.iter().find(|t| t.name == "light").unwrap();
-        assert_eq!(light.c("market.up"), Color::Rgb(0, 0, 1));
+        assert_eq!(light.market_up(), Color::Rgb(0, 0, 1));
         let mine = themes.iter().find(|t| t.name == "mine").unwrap();
-        assert_eq!(mine.c("ui.bg"), Color::Black);
-        assert_eq!(mine.c("ui.fg"), default_theme().c("ui.fg"));
+        assert_eq!(mine.ui_bg(), Color::Black);
+        assert_eq!(mine.ui_fg(), default_theme().ui_fg());
         assert!(themes.iter().any(|t| t.name == "broken"));
         assert!(warnings.iter().any(|w| w.contains("broken.toml")));
     }

@@ -3,6 +3,7 @@
 
 use super::app::{App, BusMode, Modal, Pane, PromptKind};
 use super::keys::Action;
+use super::theme::Role;
 use crate::bus::PlanState;
 use crate::bus::blotter::RiskKind;
 use crate::lang;
@@ -84,9 +85,9 @@ fn block<'a>(app: &App, pane: Pane, title: String) -> Block<'a> {
     let t = app.theme();
     let focused = app.focus == pane;
     let border = if focused {
-        t.c("ui.border_focus")
+        t.ui_border_focus()
     } else {
-        t.c("ui.border")
+        t.ui_border()
     };
     Block::default()
         .borders(Borders::ALL)
@@ -99,7 +100,7 @@ fn block<'a>(app: &App, pane: Pane, title: String) -> Block<'a> {
         .title(Span::styled(
             format!(" {title} "),
             Style::default()
-                .fg(t.c("ui.title"))
+                .fg(t.ui_title())
                 .add_modifier(Modifier::BOLD),
         ))
 }
@@ -109,7 +110,7 @@ pub fn draw(f: &mut Frame, app: &App) {
     let t = app.theme();
     let area = f.area();
     f.render_widget(
-        Block::default().style(Style::default().bg(t.c("ui.bg")).fg(t.c("ui.fg"))),
+        Block::default().style(Style::default().bg(t.ui_bg()).fg(t.ui_fg())),
         area,
     );
     let [status, main, footer] = Layout::vertical([
@@ -128,10 +129,10 @@ pub fn draw(f: &mut Frame, app: &App) {
         f.render_widget(
             Tabs::new(titles)
                 .select(sel)
-                .style(Style::default().fg(t.c("ui.muted")))
+                .style(Style::default().fg(t.ui_muted()))
                 .highlight_style(
                     Style::default()
-                        .fg(t.c("ui.title"))
+                        .fg(t.ui_title())
                         .add_modifier(Modifier::BOLD),
                 ),
             Rect { height: 1, ..right },
@@ -161,9 +162,7 @@ fn short_hash(h: &str) -> &str {
 fn draw_status(f: &mut Frame, app: &App, r: Rect) {
     let t = app.theme();
     let s = &app.snap;
-    let base = Style::default()
-        .bg(t.c("ui.status_bg"))
-        .fg(t.c("ui.status_fg"));
+    let base = Style::default().bg(t.ui_status_bg()).fg(t.ui_status_fg());
     let play = if s.ended {
         "■ end"
     } else if s.playing {
@@ -271,9 +270,9 @@ fn footer_keys(app: &App) -> Vec<Action> {
 fn draw_footer(f: &mut Frame, app: &App, r: Rect) {
     let t = app.theme();
     let key = Style::default()
-        .fg(t.c("ui.title"))
+        .fg(t.ui_title())
         .add_modifier(Modifier::BOLD);
-    let muted = Style::default().fg(t.c("ui.muted"));
+    let muted = Style::default().fg(t.ui_muted());
     let mut spans = Vec::new();
     // The newest message (a notice of the session: what routed, what was refused, what an
     // agent did to your plans) comes first, so a narrow screen still shows it.
@@ -282,13 +281,13 @@ fn draw_footer(f: &mut Frame, app: &App, r: Rect) {
             .min(usize::from(r.width).saturating_sub(20));
         let m = super::fit::fit(m, room);
         let colour = match app.message_level() {
-            NoticeLevel::Info => "state.info",
-            NoticeLevel::Warn => "state.warn",
-            NoticeLevel::Error => "state.error",
+            NoticeLevel::Info => Role::StateInfo,
+            NoticeLevel::Warn => Role::StateWarn,
+            NoticeLevel::Error => Role::StateError,
         };
         spans.push(Span::styled(
             format!(" {m} │"),
-            Style::default().fg(t.c(colour)),
+            Style::default().fg(t.get(colour)),
         ));
     }
     if let Some(p) = app.proposal() {
@@ -314,7 +313,7 @@ fn draw_footer(f: &mut Frame, app: &App, r: Rect) {
                 p.asked_at.hhmm(),
                 ctx_line
             ),
-            Style::default().fg(t.c("state.warn")),
+            Style::default().fg(t.state_warn()),
         ));
         spans.push(Span::styled(app.keys.label(Action::Accept), key));
         spans.push(Span::styled(" accept ", muted));
@@ -371,17 +370,17 @@ fn draw_view(f: &mut Frame, app: &App, r: Rect) {
     if !fr.dropped.is_empty() {
         lines.push(Line::from(Span::styled(
             format!("(cut to fit: {})", fr.dropped.join("; ")),
-            Style::default().fg(t.c("ui.muted")),
+            Style::default().fg(t.ui_muted()),
         )));
     }
     let mut b = block(app, Pane::View, title);
     if over {
-        b = b.border_style(Style::default().fg(t.c("state.error")));
+        b = b.border_style(Style::default().fg(t.state_error()));
     }
     f.render_widget(
         Paragraph::new(lines)
             .block(b)
-            .style(Style::default().fg(t.c("ui.fg")))
+            .style(Style::default().fg(t.ui_fg()))
             .scroll((app.view_scroll, 0)),
         r,
     );
@@ -406,13 +405,13 @@ fn draw_chart(f: &mut Frame, app: &App, r: Rect) {
 fn state_color(app: &App, state: PlanState) -> Style {
     let t = app.theme();
     let k = match state {
-        PlanState::Armed | PlanState::Resting => "state.info",
-        PlanState::Fired | PlanState::Filled => "state.ok",
-        PlanState::StoodDown | PlanState::Expired | PlanState::Done => "ui.muted",
-        PlanState::DeArmed | PlanState::Halted => "state.error",
-        PlanState::Dormant => "ui.fg",
+        PlanState::Armed | PlanState::Resting => Role::StateInfo,
+        PlanState::Fired | PlanState::Filled => Role::StateOk,
+        PlanState::StoodDown | PlanState::Expired | PlanState::Done => Role::UiMuted,
+        PlanState::DeArmed | PlanState::Halted => Role::StateError,
+        PlanState::Dormant => Role::UiFg,
     };
-    Style::default().fg(t.c(k))
+    Style::default().fg(t.get(k))
 }
 
 /// Who armed a plan, as the Plans pane says it.
@@ -438,8 +437,8 @@ fn plan_why(p: &PlanLine) -> String {
 fn why_style(app: &App, p: &PlanLine) -> Style {
     let t = app.theme();
     match p.risk.as_ref().map(|r| r.kind) {
-        Some(RiskKind::Veto) => Style::default().fg(t.c("state.error")),
-        Some(RiskKind::Clamp { .. }) => Style::default().fg(t.c("state.warn")),
+        Some(RiskKind::Veto) => Style::default().fg(t.state_error()),
+        Some(RiskKind::Clamp { .. }) => Style::default().fg(t.state_warn()),
         None => Style::default(),
     }
 }
@@ -465,16 +464,10 @@ fn draw_plans_narrow(f: &mut Frame, app: &App, r: Rect, title: String) {
             "{:<nw$} {:<5} {:<10} {:<11} ttl",
             "plan", "by", "state", "pnl/budget"
         ),
-        Style::default().fg(t.c("ui.muted")),
+        Style::default().fg(t.ui_muted()),
     ))];
     for (i, p) in app.snap.plans.iter().enumerate() {
-        let name: String = if p.name.chars().count() > nw {
-            let mut c: String = p.name.chars().take(nw - 1).collect();
-            c.push('…');
-            c
-        } else {
-            p.name.clone()
-        };
+        let name = super::fit::fit(&p.name, nw);
         let mut first = Line::from(vec![
             Span::raw(format!("{name:<nw$} {:<5} ", owner_label(&p.owner))),
             Span::styled(
@@ -492,11 +485,11 @@ fn draw_plans_narrow(f: &mut Frame, app: &App, r: Rect, title: String) {
         ]);
         let why_style = match p.risk {
             Some(_) => why_style(app, p),
-            None => Style::default().fg(t.c("ui.muted")),
+            None => Style::default().fg(t.ui_muted()),
         };
         let mut second = Line::from(Span::styled(format!("  ↳ {}", plan_why(p)), why_style));
         if i == app.plan_sel && app.focus == Pane::Plans {
-            let bg = Style::default().bg(t.c("ui.selection_bg"));
+            let bg = Style::default().bg(t.ui_selection_bg());
             first = first.style(bg);
             second = second.style(bg);
         }
@@ -525,12 +518,23 @@ fn draw_plans(f: &mut Frame, app: &App, r: Rect) {
         draw_plans_narrow(f, app, r, title);
         return;
     }
+    // Column widths: the fixed columns and their gaps take 36; the name column is as wide
+    // as the longest name while the last column keeps at least 24, and both are cut with
+    // `…` (at a word for the last), never mid-word without a mark.
+    let inner = usize::from(r.width.saturating_sub(2));
+    let longest = plans
+        .iter()
+        .map(|p| p.name.chars().count())
+        .max()
+        .unwrap_or(4);
+    let nw = longest.clamp(4, inner.saturating_sub(36 + 24).max(12));
+    let why_w = inner.saturating_sub(36 + nw).max(8);
     let rows: Vec<Row> = plans
         .iter()
         .enumerate()
         .map(|(i, p)| {
             let mut row = Row::new(vec![
-                Cell::from(p.name.clone()),
+                Cell::from(super::fit::fit(&p.name, nw)),
                 Cell::from(owner_label(&p.owner)),
                 Cell::from(Span::styled(
                     crate::bus::canon::state_name(p.state),
@@ -543,10 +547,13 @@ fn draw_plans(f: &mut Frame, app: &App, r: Rect) {
                         .map(lang::print::ttl_text)
                         .unwrap_or_default(),
                 ),
-                Cell::from(Span::styled(plan_why(p), why_style(app, p))),
+                Cell::from(Span::styled(
+                    super::fit::fit(&plan_why(p), why_w),
+                    why_style(app, p),
+                )),
             ]);
             if i == app.plan_sel && app.focus == Pane::Plans {
-                row = row.style(Style::default().bg(t.c("ui.selection_bg")));
+                row = row.style(Style::default().bg(t.ui_selection_bg()));
             }
             row
         })
@@ -558,7 +565,7 @@ fn draw_plans(f: &mut Frame, app: &App, r: Rect) {
     let table = Table::new(
         rows,
         [
-            Constraint::Min(12),
+            Constraint::Length(nw as u16),
             Constraint::Length(5),
             Constraint::Length(10),
             Constraint::Length(11),
@@ -575,14 +582,14 @@ fn draw_plans(f: &mut Frame, app: &App, r: Rect) {
             "ttl",
             "clause / why",
         ])
-        .style(Style::default().fg(t.c("ui.muted"))),
+        .style(Style::default().fg(t.ui_muted())),
     )
     .block(block(app, Pane::Plans, title));
     if plans.is_empty() {
         f.render_widget(
             Paragraph::new(Span::styled(
                 "no plans armed — write one in the Editor (e), or let the agent",
-                Style::default().fg(t.c("ui.muted")),
+                Style::default().fg(t.ui_muted()),
             ))
             .block(block(app, Pane::Plans, "Plans".into())),
             r,
@@ -637,13 +644,13 @@ fn r_of(x: f64) -> String {
 fn pnl_style(app: &App, x: f64) -> Style {
     let t = app.theme();
     let k = if x > 0.0005 {
-        "market.up"
+        Role::MarketUp
     } else if x < -0.0005 {
-        "market.down"
+        Role::MarketDown
     } else {
-        "ui.muted"
+        Role::UiMuted
     };
-    Style::default().fg(t.c(k))
+    Style::default().fg(t.get(k))
 }
 
 /// The Blotter: the book's P&L (realised and open apart, in $ and R, and what 1R is),
@@ -653,7 +660,7 @@ fn pnl_style(app: &App, x: f64) -> Style {
 pub fn blotter_lines(app: &App, h: usize, w: usize) -> Vec<Line<'static>> {
     let t = app.theme();
     let b = &app.snap.book;
-    let muted = Style::default().fg(t.c("ui.muted"));
+    let muted = Style::default().fg(t.ui_muted());
     let bold = Style::default().add_modifier(Modifier::BOLD);
     let total = vec![
         Span::styled("P&L ", bold),
@@ -733,9 +740,9 @@ pub fn blotter_lines(app: &App, h: usize, w: usize) -> Vec<Line<'static>> {
     shown.extend(orders.iter().rev().filter(|o| o.state != "working"));
     for o in shown.into_iter().take(order_room.max(1)) {
         let state_style = match o.state.as_str() {
-            "working" => Style::default().fg(t.c("state.info")),
-            "filled" => Style::default().fg(t.c("state.ok")),
-            "vetoed" => Style::default().fg(t.c("state.error")),
+            "working" => Style::default().fg(t.state_info()),
+            "filled" => Style::default().fg(t.state_ok()),
+            "vetoed" => Style::default().fg(t.state_error()),
             _ => muted,
         };
         let mut spans = vec![
@@ -754,9 +761,9 @@ pub fn blotter_lines(app: &App, h: usize, w: usize) -> Vec<Line<'static>> {
         }
         if let Some(r) = &o.risk {
             let risk_style = if o.state == "vetoed" {
-                Style::default().fg(t.c("state.error"))
+                Style::default().fg(t.state_error())
             } else {
-                Style::default().fg(t.c("state.warn"))
+                Style::default().fg(t.state_warn())
             };
             spans.push(Span::styled(format!("{r} "), risk_style));
         }
@@ -768,10 +775,10 @@ pub fn blotter_lines(app: &App, h: usize, w: usize) -> Vec<Line<'static>> {
         muted,
     )));
     for x in b.fills.iter().rev().take(fills_room.max(1)) {
-        let side = Style::default().fg(t.c(if x.side == "buy" {
-            "market.up"
+        let side = Style::default().fg(t.get(if x.side == "buy" {
+            Role::MarketUp
         } else {
-            "market.down"
+            Role::MarketDown
         }));
         body.push(Line::from(vec![
             Span::raw(format!("  {} {} ", x.time, x.plan)),
@@ -816,7 +823,7 @@ fn fit(line: Line<'static>, w: usize) -> Line<'static> {
 
 fn draw_journal(f: &mut Frame, app: &App, r: Rect) {
     let t = app.theme();
-    let muted = Style::default().fg(t.c("ui.muted"));
+    let muted = Style::default().fg(t.ui_muted());
     let mut lines: Vec<Line> = Vec::new();
     let rows = app.turn_rows();
     for turn in rows {
@@ -833,7 +840,7 @@ fn draw_journal(f: &mut Frame, app: &App, r: Rect) {
             for j in &r.journal {
                 lines.push(Line::from(Span::styled(
                     format!("  # {j}"),
-                    Style::default().fg(t.c("syntax.comment")),
+                    Style::default().fg(t.syntax_comment()),
                 )));
             }
             if let Outcome::StandDown { reason } = &r.outcome {
@@ -842,7 +849,7 @@ fn draw_journal(f: &mut Frame, app: &App, r: Rect) {
             for e in r.outcome.errors().iter().take(2) {
                 lines.push(Line::from(Span::styled(
                     format!("  {}", e.one_line()),
-                    Style::default().fg(t.c("state.error")),
+                    Style::default().fg(t.state_error()),
                 )));
             }
         }
@@ -855,12 +862,12 @@ fn draw_journal(f: &mut Frame, app: &App, r: Rect) {
                 p.run.turn.outcome.name(),
                 p.wake
             ),
-            Style::default().fg(t.c("state.warn")),
+            Style::default().fg(t.state_warn()),
         )));
         for j in &p.run.turn.journal {
             lines.push(Line::from(Span::styled(
                 format!("  # {j}"),
-                Style::default().fg(t.c("syntax.comment")),
+                Style::default().fg(t.syntax_comment()),
             )));
         }
     }
@@ -900,7 +907,7 @@ fn draw_journal(f: &mut Frame, app: &App, r: Rect) {
 
 fn draw_tokens(f: &mut Frame, app: &App, r: Rect) {
     let t = app.theme();
-    let muted = Style::default().fg(t.c("ui.muted"));
+    let muted = Style::default().fg(t.ui_muted());
     let mut rows = Vec::new();
     let (mut tr, mut tk, mut te) = (0usize, 0usize, 0usize);
     let mut repairs = 0usize;
@@ -1011,7 +1018,7 @@ fn draw_editor(f: &mut Frame, app: &App, r: Rect) {
     let inner = b.inner(r);
     f.render_widget(b, r);
     // The first coded error, whole, in a message area under the text.
-    let err = Style::default().fg(t.c("syntax.error"));
+    let err = Style::default().fg(t.syntax_error());
     let msg: Vec<String> = super::editor::message(ed.diagnostics())
         .map(|m| super::fit::wrap(&m, usize::from(inner.width.max(1))))
         .unwrap_or_default();
@@ -1035,9 +1042,9 @@ fn draw_editor(f: &mut Frame, app: &App, r: Rect) {
         .unwrap_or_default();
     f.render_widget(Paragraph::new(lines).scroll((scroll as u16, 0)), text_area);
     let more = Style::default()
-        .fg(t.c("ui.title"))
+        .fg(t.ui_title())
         .add_modifier(Modifier::BOLD);
-    let base = Style::default().bg(t.c("ui.bg")).fg(t.c("ui.fg"));
+    let base = Style::default().bg(t.ui_bg()).fg(t.ui_fg());
     for y in 0..text_area.height {
         let li = scroll + usize::from(y);
         let Some(lw) = widths.get(li) else {
@@ -1082,7 +1089,7 @@ fn draw_editor(f: &mut Frame, app: &App, r: Rect) {
         f.render_widget(
             Paragraph::new(Span::styled(
                 "press e to write a turn: a PLAN, STAND-DOWN <reason>, SHOW VIEW, CANCEL <plan>",
-                Style::default().fg(t.c("ui.muted")),
+                Style::default().fg(t.ui_muted()),
             ))
             .wrap(Wrap { trim: true }),
             inner,
@@ -1110,12 +1117,12 @@ fn centered(area: Rect, w: u16, h: u16) -> Rect {
 
 fn draw_modal(f: &mut Frame, app: &App, m: &Modal, area: Rect) {
     let t = app.theme();
-    let style = Style::default().bg(t.c("ui.bg")).fg(t.c("ui.fg"));
+    let style = Style::default().bg(t.ui_bg()).fg(t.ui_fg());
     let frame_block = |title: &str| {
         Block::default()
             .borders(Borders::ALL)
             .border_type(BorderType::Double)
-            .border_style(Style::default().fg(t.c("ui.border_focus")))
+            .border_style(Style::default().fg(t.ui_border_focus()))
             .title(format!(" {title} "))
             .style(style)
     };
@@ -1123,9 +1130,9 @@ fn draw_modal(f: &mut Frame, app: &App, m: &Modal, area: Rect) {
         Modal::Help => {
             let r = centered(area, 100, area.height.saturating_sub(2));
             let title_st = Style::default()
-                .fg(t.c("ui.title"))
+                .fg(t.ui_title())
                 .add_modifier(Modifier::BOLD);
-            let muted = Style::default().fg(t.c("ui.muted"));
+            let muted = Style::default().fg(t.ui_muted());
             let mut lines: Vec<Line> = vec![Line::from(Span::styled("Terms", title_st))];
             for (term, meaning) in super::legend::lines(app.snap.settings.r_usd) {
                 lines.push(Line::from(vec![
@@ -1169,7 +1176,7 @@ fn draw_modal(f: &mut Frame, app: &App, m: &Modal, area: Rect) {
                     Line::from("this run is dropped (a saved session keeps what was written)."),
                     Line::from(Span::styled(
                         "y / enter: restart · any other key: keep going",
-                        Style::default().fg(t.c("ui.muted")),
+                        Style::default().fg(t.ui_muted()),
                     )),
                 ])
                 .block(frame_block("Restart")),
@@ -1189,7 +1196,7 @@ fn draw_modal(f: &mut Frame, app: &App, m: &Modal, area: Rect) {
             f.render_widget(Clear, r);
             f.render_widget(
                 Paragraph::new(vec![
-                    Line::from(Span::styled(hint, Style::default().fg(t.c("ui.muted")))),
+                    Line::from(Span::styled(hint, Style::default().fg(t.ui_muted()))),
                     Line::from(format!("> {input}")),
                 ])
                 .block(frame_block(title)),
@@ -1211,7 +1218,7 @@ fn draw_modal(f: &mut Frame, app: &App, m: &Modal, area: Rect) {
                         super::app::pane_spelling(p)
                     );
                     if i == *sel {
-                        Line::from(Span::styled(s, Style::default().bg(t.c("ui.selection_bg"))))
+                        Line::from(Span::styled(s, Style::default().bg(t.ui_selection_bg())))
                     } else {
                         Line::from(s)
                     }
@@ -1219,7 +1226,7 @@ fn draw_modal(f: &mut Frame, app: &App, m: &Modal, area: Rect) {
                 .collect();
             lines.push(Line::from(Span::styled(
                 "space toggles · enter routes SHOW VIEW · esc",
-                Style::default().fg(t.c("ui.muted")),
+                Style::default().fg(t.ui_muted()),
             )));
             f.render_widget(Clear, r);
             f.render_widget(Paragraph::new(lines).block(frame_block("SHOW VIEW")), r);
@@ -1230,7 +1237,7 @@ fn draw_modal(f: &mut Frame, app: &App, m: &Modal, area: Rect) {
             let mut lines: Vec<Line> = text.lines().map(|l| Line::from(l.to_string())).collect();
             lines.push(Line::from(Span::styled(
                 "↑↓ pgup pgdn scroll · any other key closes",
-                Style::default().fg(t.c("ui.muted")),
+                Style::default().fg(t.ui_muted()),
             )));
             f.render_widget(Clear, r);
             f.render_widget(
@@ -1250,7 +1257,7 @@ fn draw_modal(f: &mut Frame, app: &App, m: &Modal, area: Rect) {
                 .collect();
             lines.push(Line::from(Span::styled(
                 "y copies into the editor · any key closes",
-                Style::default().fg(t.c("ui.muted")),
+                Style::default().fg(t.ui_muted()),
             )));
             f.render_widget(Clear, r);
             f.render_widget(Paragraph::new(lines).block(frame_block("Plan")), r);

@@ -208,6 +208,8 @@ pub enum ProfileName {
     ViewshopV2,
     #[serde(rename = "authoring-v1")]
     AuthoringV1,
+    #[serde(rename = "completion-v1")]
+    CompletionV1,
 }
 
 impl From<ProfileName> for Profile {
@@ -216,6 +218,7 @@ impl From<ProfileName> for Profile {
             ProfileName::AuthoringV2 => Profile::AuthoringV2,
             ProfileName::ViewshopV2 => Profile::ViewshopV2,
             ProfileName::AuthoringV1 => Profile::AuthoringV1,
+            ProfileName::CompletionV1 => Profile::CompletionV1,
         }
     }
 }
@@ -447,7 +450,8 @@ pub struct RouteTurnArgs {
     #[serde(default)]
     pub phase: Phase,
     /// The prompt profile (decides the menu): `authoring-v2` (pure Kestrel, the default),
-    /// `viewshop-v2` (adds SHOW VIEW at the OPEN wake) or `authoring-v1` (the JSON envelope).
+    /// `viewshop-v2` (adds SHOW VIEW at the OPEN wake), `authoring-v1` (the JSON envelope) or
+    /// `completion-v1` (pure Kestrel, few-shot for base models).
     #[serde(default)]
     pub profile: ProfileName,
     /// Who wrote it (`human`, `model` or `file`): for a model an empty reply is a provider

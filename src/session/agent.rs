@@ -95,6 +95,54 @@ pub fn redact_url(url: &str) -> String {
     }
 }
 
+/// An author spec as the screen and the session file show it: a server URL without its
+/// `user:password@`, and a `cmd:` line without its secrets — the value after a flag or an
+/// assignment whose name says key, token, secret or password (`--api-key X`, `TOKEN=X`), the
+/// word after `Bearer`, any URL's credentials, and every API key the environment holds
+/// (`KESTREL_API_KEY`, `OPENAI_API_KEY`), in any of the forms [`crate::author::secret`]
+/// redacts. Words are rejoined with single spaces (the record is for reading: a session file
+/// never re-runs a command).
+pub fn redact_spec(spec: &str) -> String {
+    fn quote(s: &str) -> &str {
+        s.trim_matches(|c| c == '"' || c == '\'')
+    }
+    let secretish = |name: &str| {
+        let n = name.to_ascii_lowercase();
+        ["key", "token", "secret", "password", "passwd"]
+            .iter()
+            .any(|w| n.contains(w))
+    };
+    let out = if spec.contains(char::is_whitespace) {
+        let mut words: Vec<String> = Vec::new();
+        let mut hide_next = false;
+        for w in spec.split_whitespace() {
+            if hide_next {
+                words.push("[redacted]".into());
+                hide_next = false;
+                continue;
+            }
+            if let Some((name, _)) = w.split_once('=')
+                && secretish(quote(name))
+            {
+                words.push(format!("{name}=[redacted]"));
+            } else if (w.starts_with('-') && secretish(w))
+                || quote(w).eq_ignore_ascii_case("bearer")
+            {
+                words.push(w.to_string());
+                hide_next = true;
+            } else if w.contains("://") {
+                words.push(redact_url(w));
+            } else {
+                words.push(w.to_string());
+            }
+        }
+        words.join(" ")
+    } else {
+        redact_url(spec)
+    };
+    crate::author::secret::redact_all(&out, &crate::author::secret::known_keys())
+}
+
 /// Who sits in the agent's seat.
 #[derive(Debug, Clone)]
 pub enum Agent {
@@ -155,7 +203,7 @@ impl Agent {
             }
             Agent::Live(s) => {
                 let full = if s.spec.starts_with("http") {
-                    format!("{} @ {}", s.model, redact_url(&s.spec))
+                    format!("{} @ {}", s.model, redact_spec(&s.spec))
                 } else {
                     s.spec.clone()
                 };
@@ -223,7 +271,7 @@ impl Agent {
                 "bus": String::from_utf8_lossy(bus),
             }),
             Agent::Live(s) => serde_json::json!({
-                "type": "agent", "name": self.name(), "live": redact_url(&s.spec), "model": s.model,
+                "type": "agent", "name": self.name(), "live": redact_spec(&s.spec), "model": s.model,
             }),
             Agent::Inline { name } => {
                 serde_json::json!({"type": "agent", "name": name, "inline": true})
@@ -400,6 +448,22 @@ mod tests {
             "http://127.0.0.1:8080/v1"
         );
         assert_eq!(redact_url("sh examples/a.sh"), "sh examples/a.sh");
+        // A command line keeps its shape and loses its secrets.
+        assert_eq!(
+            redact_spec("cmd:my-agent --api-key sk-live-1 --model m"),
+            "cmd:my-agent --api-key [redacted] --model m"
+        );
+        assert_eq!(
+            redact_spec(
+                "cmd:env OPENAI_API_KEY=sk-2 curl -H \"Authorization: Bearer sk-3\" https://u:p@h/v1"
+            ),
+            "cmd:env OPENAI_API_KEY=[redacted] curl -H \"Authorization: Bearer [redacted] https://h/v1"
+        );
+        assert_eq!(redact_spec("cmd:sh examples/a.sh"), "cmd:sh examples/a.sh");
+        assert_eq!(
+            redact_spec("https://u:sk-123@h.example/v1"),
+            "https://h.example/v1"
+        );
         let a = Agent::Live(AuthorSpec {
             spec: "https://u:sk-123@h.example/v1".into(),
             model: "m".into(),

@@ -319,7 +319,7 @@ impl TurnSource for Attached {
                 repair: a.repair_note(note_bound),
                 completion: profile.completion_style(),
             };
-            let done = rt.block_on(author.author(&prompt, deltas.clone()));
+            let done = rt.block_on(or_signal(author.author(&prompt, deltas.clone())));
             retries.push(author.take_retries());
             match done {
                 crate::author::Completion::Reply(text) => Reply::Text(text),
@@ -342,6 +342,29 @@ impl TurnSource for Attached {
     }
     fn identity(&self) -> Option<crate::author::AuthorInfo> {
         Some(self.author.info())
+    }
+}
+
+/// `work`, or a provider error as soon as a signal is caught (checked every 50 ms): a
+/// SIGTERM during a minute-long model call ends the run now, not when the call returns. The
+/// call's future is dropped (a request in flight is abandoned, a command author's process
+/// group is killed).
+async fn or_signal(
+    work: impl std::future::Future<Output = crate::author::Completion>,
+) -> crate::author::Completion {
+    tokio::pin!(work);
+    loop {
+        tokio::select! {
+            c = &mut work => return c,
+            _ = tokio::time::sleep(std::time::Duration::from_millis(50)) => {
+                if let Some(sig) = crate::signals::caught() {
+                    return crate::author::Completion::error(
+                        crate::author::ProviderErrorKind::Interrupted,
+                        format!("interrupted by {sig} while the author was answering"),
+                    );
+                }
+            }
+        }
     }
 }
 

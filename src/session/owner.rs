@@ -2043,31 +2043,29 @@ impl Session {
     fn plan_lines(&self) -> Vec<PlanLine> {
         let b = self.run.engine.bus().blotter();
         let meta = self.run.plan_meta();
-        let mut out: Vec<(u64, PlanLine)> =
-            b.plans
-                .iter()
-                .map(|(name, line)| {
-                    let m: Option<&PlanMeta> = meta.get(name);
-                    let pnl = b.in_r(b.pnl(name)).map(|p| p.to_f64()).unwrap_or(0.0);
-                    let p = PlanLine {
-                        name: name.clone(),
-                        owner: self.owner_of(line.owner.as_deref()),
-                        state: line.state,
-                        budget_r: m.map_or(0.0, |m| m.budget_r),
-                        pnl_r: pnl,
-                        ttl: m.map(|m| m.ttl.clone()),
-                        // The engine's: a ttl `+30m` runs from when the plan armed (an
-                        // ARM target arms it later than its document arrived).
-                        expires: self.run.engine.plan_ttl_end(name),
-                        note: line.note.clone().unwrap_or_else(|| {
-                            format!("fires {} fills {}", line.fires, line.fills)
-                        }),
-                        risk: line.risk.clone(),
-                        text: m.map(|m| m.text.clone()).unwrap_or_default(),
-                    };
-                    (line.seq, p)
-                })
-                .collect();
+        let mut out: Vec<(u64, PlanLine)> = b
+            .plans
+            .iter()
+            .map(|(name, line)| {
+                let m: Option<&PlanMeta> = meta.get(name);
+                let pnl = b.in_r(b.pnl(name)).map(|p| p.to_f64()).unwrap_or(0.0);
+                let p = PlanLine {
+                    name: name.clone(),
+                    owner: self.owner_of(line.owner.as_deref()),
+                    state: line.state,
+                    budget_r: m.map_or(0.0, |m| m.budget_r),
+                    pnl_r: pnl,
+                    ttl: m.map(|m| m.ttl.clone()),
+                    // The engine's: a ttl `+30m` runs from when the plan armed (an
+                    // ARM target arms it later than its document arrived).
+                    expires: self.run.engine.plan_ttl_end(name),
+                    note: line.summary(),
+                    risk: line.risk.clone(),
+                    text: m.map(|m| m.text.clone()).unwrap_or_default(),
+                };
+                (line.seq, p)
+            })
+            .collect();
         out.sort_by_key(|(seq, _)| *seq);
         out.into_iter().map(|(_, p)| p).collect()
     }

@@ -450,6 +450,9 @@ impl<R: BufRead> Run<R> {
                 budget_r: meta.map_or(0.0, |m| m.budget_r),
                 used_r: b.in_r(b.pnl(name)).map_or(0.0, |r| r.to_f64()),
                 ttl: meta.map_or_else(String::new, |m| crate::lang::print::ttl_text(&m.ttl)),
+                // The View's `[plans]` section (author-facing, on the Bus in every frame):
+                // the terse counts, unchanged; the desk's Plans pane says `no fire yet`
+                // (`PlanLine::summary`).
                 note: p
                     .note
                     .clone()

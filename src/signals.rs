@@ -1,7 +1,11 @@
-//! SIGTERM and SIGINT during a headless run (`kestrel run`, `kestrel agent`).
+//! SIGTERM and SIGINT during a run (`kestrel run`, `kestrel agent`, `kestrel experiment`, the
+//! desk).
 //!
 //! [`install`] turns the first of either signal into a flag instead of an abrupt exit; the
-//! run loops check [`caught`] between tape events (and wakes), and an interrupted run ends as
+//! run loops check [`caught`] between tape events (and wakes), an author call in flight is
+//! abandoned within 50 ms (`session::Attached`: the call's future is dropped, a command
+//! author's process group killed, the ask recorded as a `provider-error kind=interrupted`),
+//! and an interrupted run ends as
 //! at an error: the Bus gets an `error` event naming the signal and its `session-end`, is
 //! flushed and renamed into place (complete JSON Lines, no temporary file left), and the
 //! command exits 1 with `error code=INTERRUPTED` on stderr. A second signal while the first is
