@@ -558,3 +558,88 @@ fn shipped_samples_import_as_freshly_made_ones_do() {
         assert!(evs.len() > 20, "{name}: {} events", evs.len());
     }
 }
+
+/// `kestrel tape info --json` on an imported two-session tape: the counts it prints are the
+/// ones a read of the tape gives (counted here from the events), and the text form says the
+/// same sessions.
+#[test]
+fn tape_info_json_counts_what_the_tape_holds() {
+    use kestrel_desk::market::{QuoteInst, TapeEvent, read_tape_bytes};
+    let d = dir("info");
+    let f = d.join("two.csv");
+    std::fs::write(
+        &f,
+        concat!(
+            "ts,symbol,price,size,bid,ask,bid_size,ask_size\n",
+            "2025-04-09 09:30:00.000,SPY,500.12,100,500.10,500.12,3,2\n",
+            "2025-04-09 09:30:01.000,QQQ,430.00,5,,,,\n",
+            "2025-04-09 12:00:00.000,SPY,,,500.20,500.22,1,1\n",
+            "2025-04-09 15:59:59.000,SPY,500.30,10,,,,\n",
+            "2025-04-10 09:30:00.000,SPY,501.00,1,,,,\n",
+            "2025-04-10 15:59:30.000,SPY,501.50,1,501.49,501.51,1,1\n",
+        ),
+    )
+    .unwrap();
+    let out = d.join("two.jsonl");
+    let text = import(&[&f], &out, &["--ts-unit", "iso"]).unwrap();
+    let (_, evs) = read_tape_bytes(text.as_bytes()).unwrap();
+    let count = |k: &dyn Fn(&TapeEvent) -> bool| evs.iter().filter(|e| k(e)).count() as u64;
+    let (code, json, err) = kestrel(&["tape", "info", out.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&json).expect("one JSON object");
+    assert_eq!(v["name"], "two");
+    assert_eq!(v["v"], 2);
+    assert_eq!(v["tz"], "America/New_York");
+    let ev = &v["events"];
+    assert_eq!(ev["tick"], count(&|e| matches!(e, TapeEvent::Tick(_))));
+    assert_eq!(ev["quote"], count(&|e| matches!(e, TapeEvent::Quote(_))));
+    assert_eq!(
+        ev["session"],
+        count(&|e| matches!(e, TapeEvent::Session(_)))
+    );
+    assert_eq!(
+        (ev["iv"].as_u64(), ev["headline"].as_u64()),
+        (Some(0), Some(0))
+    );
+    for sym in ["SPY", "QQQ"] {
+        let trades = count(&|e| matches!(e, TapeEvent::Tick(t) if t.sym.as_str() == sym));
+        let quotes = count(
+            &|e| matches!(e, TapeEvent::Quote(q) if matches!(&q.inst, QuoteInst::Sym(s) if s.as_str() == sym)),
+        );
+        assert_eq!(v["symbols"][sym]["trades"], trades, "{sym}");
+        assert_eq!(v["symbols"][sym]["quotes"], quotes, "{sym}");
+    }
+    let s = v["sessions"].as_array().unwrap();
+    assert_eq!(s.len(), 2);
+    // Events per session: the events between the session lines.
+    let at = evs
+        .iter()
+        .position(|e| matches!(e, TapeEvent::Session(_)))
+        .unwrap();
+    assert_eq!(s[0]["events"], at as u64);
+    assert_eq!(s[1]["events"], (evs.len() - at - 1) as u64);
+    assert_eq!(
+        (s[0]["session"].as_u64(), s[0]["date"].as_str()),
+        (Some(1), Some("2025-04-09"))
+    );
+    assert_eq!(
+        (s[1]["session"].as_u64(), s[1]["date"].as_str()),
+        (Some(2), Some("2025-04-10"))
+    );
+    assert_eq!(s[0]["first"], "09:30:00.000");
+    assert_eq!(s[0]["last"], "15:59:59.000");
+    assert_eq!(
+        (s[0]["open"].as_str(), s[0]["close"].as_str()),
+        (Some("09:30"), Some("16:00"))
+    );
+    // Session 1 is quiet from 09:30:01 to 12:00 and from 12:00 to 15:59:59.
+    assert_eq!(s[0]["gap_count"], 2);
+    assert_eq!(s[0]["gaps"][0]["from"], "12:00:00.000");
+    assert_eq!(s[0]["gaps"][0]["ms"], (3 * 3600 + 59 * 60 + 59) * 1000);
+    assert_eq!(v["options"]["prices"], "none");
+    // The text form lists the same sessions.
+    let (code, txt, _) = kestrel(&["tape", "info", out.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    assert!(txt.contains("sessions 2"), "{txt}");
+    assert!(txt.contains("2 2025-04-10 09:30-16:00"), "{txt}");
+}

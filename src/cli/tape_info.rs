@@ -13,6 +13,8 @@ use crate::market::{QuoteInst, TapeError, TapeEvent, TapeHeader, TapeReader, Ts,
 pub struct TapeInfoArgs {
     /// The tape (JSON Lines, v1 or v2).
     pub file: PathBuf,
+    #[command(flatten)]
+    pub out: super::flags::Json,
 }
 
 /// The gap at or above which `info` lists a quiet stretch (60 s: the `ends-early` bound).
@@ -244,6 +246,63 @@ pub fn render(i: &TapeInfo) -> String {
     s
 }
 
+/// The JSON `tape info --json` prints (one object; docs/tapes.md §6): the same figures as
+/// the text, times as `HH:MM:SS.mmm` (`null` for a session without events), gap lengths in
+/// milliseconds.
+pub fn to_json(i: &TapeInfo) -> serde_json::Value {
+    use serde_json::json;
+    let t = |x: Option<Ts>| x.map_or(serde_json::Value::Null, |t| json!(t.to_string()));
+    let kinds: serde_json::Map<String, serde_json::Value> =
+        ["tick", "quote", "iv", "headline", "session"]
+            .iter()
+            .map(|k| (k.to_string(), json!(i.kinds.get(k).copied().unwrap_or(0))))
+            .collect();
+    let symbols: serde_json::Map<String, serde_json::Value> = i
+        .symbols
+        .iter()
+        .map(|(k, (tr, q))| (k.clone(), json!({"trades": tr, "quotes": q})))
+        .collect();
+    let sessions: Vec<serde_json::Value> = i
+        .sessions
+        .iter()
+        .map(|x| {
+            json!({
+                "session": x.n,
+                "date": x.date,
+                "open": x.open.hhmm(),
+                "close": x.close.hhmm(),
+                "events": x.events,
+                "first": t(x.first),
+                "last": t(x.last),
+                "gap_count": x.gap_count,
+                "gaps": x.gaps.iter().map(|(a, l)| json!({"from": a.to_string(), "ms": l})).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    let prices = if i.chains.is_empty() {
+        "none"
+    } else if i.option_quotes == 0 {
+        "modeled"
+    } else {
+        "quoted"
+    };
+    json!({
+        "name": i.name,
+        "v": i.v,
+        "tz": i.tz,
+        "events": kinds,
+        "symbols": symbols,
+        "sessions": sessions,
+        "gap_min_ms": GAP_MS,
+        "options": {
+            "prices": prices,
+            "chains": i.chains,
+            "quotes": i.option_quotes,
+            "contracts": i.option_contracts,
+        },
+    })
+}
+
 /// Run `kestrel tape info`; the exit code.
 pub fn tape_info(a: &TapeInfoArgs) -> i32 {
     let r = match super::run::open_tape_or_say(&a.file) {
@@ -254,6 +313,7 @@ pub fn tape_info(a: &TapeInfoArgs) -> i32 {
         }
     };
     match info(r) {
+        Ok(i) if a.out.json => super::out::stdout(&format!("{}\n", to_json(&i))),
         Ok(i) => super::out::stdout(&render(&i)),
         Err(e) => {
             errln!("{}: {e}", a.file.display());
