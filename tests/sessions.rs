@@ -485,3 +485,34 @@ fn the_desk_starts_each_session_again_at_its_open() {
     let bus = s.finish();
     assert_eq!(bus.blotter().session_results().len(), 3);
 }
+
+/// The desk's status line names the session of a multi-session tape and its date (a v1
+/// tape's status line is as before: `tests/desk.rs`).
+#[test]
+fn the_desk_status_line_names_the_session() {
+    use kestrel_desk::desk::{self, ui};
+    use kestrel_desk::session::{Command, TapeSource};
+    use ratatui::{Terminal, backend::TestBackend};
+    let ms = members();
+    let tape = TapeSource {
+        label: "week".into(),
+        bytes: std::sync::Arc::from(joined(&ms[..2]).into_boxed_slice()),
+    };
+    let mut app = desk::inline_app(tape).expect("desk");
+    let status = |app: &kestrel_desk::desk::app::App| {
+        let mut t = Terminal::new(TestBackend::new(160, 48)).unwrap();
+        t.draw(|f| ui::draw(f, app)).unwrap();
+        let buf = t.backend().buffer().clone();
+        (0..160)
+            .map(|x| buf[(x, 0)].symbol().to_string())
+            .collect::<String>()
+    };
+    let s = status(&app);
+    assert!(s.contains("tape week · session 1 2025-04-09"), "{s}");
+    app.send(Command::Seek(Ts::hms(10, 0, 0, 0)));
+    app.send(Command::StepTick);
+    app.tick();
+    let s = status(&app);
+    assert!(s.contains("tape week · session 2 2025-04-10"), "{s}");
+    assert!(s.contains("09:30:00.000"), "{s}");
+}
