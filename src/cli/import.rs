@@ -194,7 +194,9 @@ pub fn options(a: &ImportArgs) -> Result<(Options, Vec<Format>), String> {
         let (atm, skew) = v.split_once(':').unwrap_or((v, "0"));
         let atm: f64 = atm.trim().parse().map_err(|_| bad())?;
         let skew: f64 = skew.trim().parse().map_err(|_| bad())?;
-        if !(atm > 0.0 && atm <= 10.0) || !skew.is_finite() {
+        // NaN fails every comparison: refused with the rest.
+        let ok = atm > 0.0 && atm <= 10.0 && skew.is_finite();
+        if !ok {
             return Err(bad());
         }
         iv.insert(tape_sym(s).map_err(|e| format!("--iv: {e}"))?, (atm, skew));
