@@ -124,6 +124,8 @@ fn opts() -> Options {
         prior: Default::default(),
         name: "bench".into(),
         source: "bench".into(),
+        strike_step: Default::default(),
+        iv: Default::default(),
     }
 }
 
@@ -132,7 +134,7 @@ fn run(p: &Path, csv: bool) -> u64 {
     let open =
         || -> Result<kestrel_desk::market::import::Sources, kestrel_desk::market::import::ImportError> {
             let s: Box<dyn Source> = if csv {
-                Box::new(CsvSource::open(p, &Columns::default(), TsUnit::Ns, o.zone)?)
+                Box::new(CsvSource::open(p, &Columns::default(), TsUnit::Ns, o.zone.clone())?)
             } else {
                 Box::new(DbnSource::open(p)?)
             };

@@ -558,3 +558,298 @@ fn shipped_samples_import_as_freshly_made_ones_do() {
         assert!(evs.len() > 20, "{name}: {} events", evs.len());
     }
 }
+
+/// `kestrel tape info --json` on an imported two-session tape: the counts it prints are the
+/// ones a read of the tape gives (counted here from the events), and the text form says the
+/// same sessions.
+#[test]
+fn tape_info_json_counts_what_the_tape_holds() {
+    use kestrel_desk::market::{QuoteInst, TapeEvent, read_tape_bytes};
+    let d = dir("info");
+    let f = d.join("two.csv");
+    std::fs::write(
+        &f,
+        concat!(
+            "ts,symbol,price,size,bid,ask,bid_size,ask_size\n",
+            "2025-04-09 09:30:00.000,SPY,500.12,100,500.10,500.12,3,2\n",
+            "2025-04-09 09:30:01.000,QQQ,430.00,5,,,,\n",
+            "2025-04-09 12:00:00.000,SPY,,,500.20,500.22,1,1\n",
+            "2025-04-09 15:59:59.000,SPY,500.30,10,,,,\n",
+            "2025-04-10 09:30:00.000,SPY,501.00,1,,,,\n",
+            "2025-04-10 15:59:30.000,SPY,501.50,1,501.49,501.51,1,1\n",
+        ),
+    )
+    .unwrap();
+    let out = d.join("two.jsonl");
+    let text = import(&[&f], &out, &["--ts-unit", "iso"]).unwrap();
+    let (_, evs) = read_tape_bytes(text.as_bytes()).unwrap();
+    let count = |k: &dyn Fn(&TapeEvent) -> bool| evs.iter().filter(|e| k(e)).count() as u64;
+    let (code, json, err) = kestrel(&["tape", "info", out.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&json).expect("one JSON object");
+    assert_eq!(v["name"], "two");
+    assert_eq!(v["v"], 2);
+    assert_eq!(v["tz"], "America/New_York");
+    let ev = &v["events"];
+    assert_eq!(ev["tick"], count(&|e| matches!(e, TapeEvent::Tick(_))));
+    assert_eq!(ev["quote"], count(&|e| matches!(e, TapeEvent::Quote(_))));
+    assert_eq!(
+        ev["session"],
+        count(&|e| matches!(e, TapeEvent::Session(_)))
+    );
+    assert_eq!(
+        (ev["iv"].as_u64(), ev["headline"].as_u64()),
+        (Some(0), Some(0))
+    );
+    for sym in ["SPY", "QQQ"] {
+        let trades = count(&|e| matches!(e, TapeEvent::Tick(t) if t.sym.as_str() == sym));
+        let quotes = count(
+            &|e| matches!(e, TapeEvent::Quote(q) if matches!(&q.inst, QuoteInst::Sym(s) if s.as_str() == sym)),
+        );
+        assert_eq!(v["symbols"][sym]["trades"], trades, "{sym}");
+        assert_eq!(v["symbols"][sym]["quotes"], quotes, "{sym}");
+    }
+    let s = v["sessions"].as_array().unwrap();
+    assert_eq!(s.len(), 2);
+    // Events per session: the events between the session lines.
+    let at = evs
+        .iter()
+        .position(|e| matches!(e, TapeEvent::Session(_)))
+        .unwrap();
+    assert_eq!(s[0]["events"], at as u64);
+    assert_eq!(s[1]["events"], (evs.len() - at - 1) as u64);
+    assert_eq!(
+        (s[0]["session"].as_u64(), s[0]["date"].as_str()),
+        (Some(1), Some("2025-04-09"))
+    );
+    assert_eq!(
+        (s[1]["session"].as_u64(), s[1]["date"].as_str()),
+        (Some(2), Some("2025-04-10"))
+    );
+    assert_eq!(s[0]["first"], "09:30:00.000");
+    assert_eq!(s[0]["last"], "15:59:59.000");
+    assert_eq!(
+        (s[0]["open"].as_str(), s[0]["close"].as_str()),
+        (Some("09:30"), Some("16:00"))
+    );
+    // Session 1 is quiet from 09:30:01 to 12:00 and from 12:00 to 15:59:59.
+    assert_eq!(s[0]["gap_count"], 2);
+    assert_eq!(s[0]["gaps"][0]["from"], "12:00:00.000");
+    assert_eq!(s[0]["gaps"][0]["ms"], (3 * 3600 + 59 * 60 + 59) * 1000);
+    assert_eq!(v["options"]["prices"], "none");
+    // The text form lists the same sessions.
+    let (code, txt, _) = kestrel(&["tape", "info", out.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    assert!(txt.contains("sessions 2"), "{txt}");
+    assert!(txt.contains("2 2025-04-10 09:30-16:00"), "{txt}");
+}
+
+/// OCC option symbols import as option quotes (CSV in the padded OSI form, DBN mbp-1 with
+/// the compact form in its symbology), on a chain the flags declare (`--iv`; the strike
+/// grid from `--strike-step` or the strikes); an option's trade is kept out and counted; the
+/// tape reads back and its option quotes replace the model's book for those contracts.
+#[test]
+fn option_symbols_import_as_quoted_contracts() {
+    use kestrel_desk::market::{
+        Expiry, MarketState, Px, Right, TapeEvent, TapeReader, read_tape_bytes,
+    };
+    let d = dir("options");
+    let f = d.join("opts.csv");
+    std::fs::write(
+        &f,
+        concat!(
+            "ts,symbol,price,size,bid,ask,bid_size,ask_size\n",
+            "1744205400000000000,SPY,500.12,100,500.10,500.12,3,2\n",
+            "1744205400100000000,SPY   250409C00500000,,,1.15,1.20,10,25\n",
+            "1744205400200000000,SPY   250409P00495000,,,0,0.05,0,40\n",
+            "1744205400300000000,SPY   250409C00500000,1.18,5,,,,\n",
+            "1744228790000000000,SPY,501.00,10,,,,\n",
+        ),
+    )
+    .unwrap();
+    let out = d.join("o.jsonl");
+    // Without --iv the chain has no smile: refused, naming the record.
+    let err = import(&[&f], &out, &["--ts-unit", "ns"]).unwrap_err();
+    assert!(
+        err.contains("opts.csv record=2 ") && err.contains("--iv SPY="),
+        "{err}"
+    );
+    assert!(!out.exists());
+    let got = import(&[&f], &out, &["--ts-unit", "ns", "--iv", "SPY=0.18:-0.5"]).unwrap();
+    let want = format!(
+        "{{\"type\":\"header\",\"v\":2,\"name\":\"o\",\"date\":\"2025-04-09\",\"tz\":\"America/New_York\",\"open\":\"09:30\",\"close\":\"16:00\",\"symbols\":{{\"SPY\":{{\"prior_close\":500.12,\"strike_step\":5.00}}}},\"vol\":{{\"SPY\":{{\"atm_iv\":0.18,\"skew\":-0.5}}}},\"rate\":0.0,\"source\":\"import csv opts.csv\",\"tags\":{{\"date\":\"2025-04-09\",\"source\":\"import\"}}}}\n{}",
+        concat!(
+            "{\"type\":\"quote\",\"ts\":\"09:30:00.000\",\"sym\":\"SPY\",\"bid\":500.10,\"ask\":500.12,\"bsz\":3,\"asz\":2}\n",
+            "{\"type\":\"tick\",\"ts\":\"09:30:00.000\",\"sym\":\"SPY\",\"px\":500.12,\"sz\":100}\n",
+            "{\"type\":\"quote\",\"ts\":\"09:30:00.100\",\"sym\":\"SPY250409C00500000\",\"bid\":1.15,\"ask\":1.20,\"bsz\":10,\"asz\":25}\n",
+            "{\"type\":\"quote\",\"ts\":\"09:30:00.200\",\"sym\":\"SPY250409P00495000\",\"bid\":0.00,\"ask\":0.05,\"bsz\":0,\"asz\":40}\n",
+            "{\"type\":\"tick\",\"ts\":\"15:59:50.000\",\"sym\":\"SPY\",\"px\":501.00,\"sz\":10}\n",
+        )
+    );
+    assert_eq!(got, want);
+    // The tape reads; the quoted contracts' books are the tape's, the others the model's.
+    let (h, evs) = read_tape_bytes(got.as_bytes()).unwrap();
+    let mut st = MarketState::new(&h);
+    for e in evs.iter().take(4) {
+        st.apply(e);
+    }
+    let c500 = st
+        .book_quote_sym(
+            h.symbols[0].sym,
+            Expiry::ZeroDte,
+            Px(5_000_000),
+            Right::Call,
+        )
+        .unwrap();
+    assert_eq!((c500.bid, c500.ask), (Px(11_500), Px(12_000)));
+    assert!(st.option_quoted("SPY", Expiry::ZeroDte, Px(5_000_000), Right::Call));
+    assert!(!st.option_quoted("SPY", Expiry::ZeroDte, Px(5_050_000), Right::Call));
+    // A grid given by flag; a strike off it is refused with its record.
+    let err = import(
+        &[&f],
+        &d.join("g.jsonl"),
+        &[
+            "--ts-unit",
+            "ns",
+            "--iv",
+            "SPY=0.18",
+            "--strike-step",
+            "SPY=2",
+        ],
+    )
+    .unwrap_err();
+    assert!(
+        err.contains("record=3 ") && err.contains("not on the grid"),
+        "{err}"
+    );
+    // DBN: mbp-1 of an option (its raw symbol the compact OCC form), bid undefined = no bid.
+    let fd = d.join("opts.mbp-1.dbn");
+    let md = metadata(Schema::Mbp1, &[("SPY", 1), ("SPY250409C00500000", 2)]);
+    let mut none_bid = mbp1(2, T0 + 2 * SEC, b'A', 1.2, 1, (0.0, 1.25, 0, 9));
+    none_bid.levels[0].bid_px = dbn::UNDEF_PRICE;
+    write_dbn(
+        &fd,
+        &md,
+        &[
+            mbp1(1, T0, b'T', 500.12, 100, (500.10, 500.12, 3, 2)),
+            mbp1(2, T0 + SEC, b'T', 1.18, 5, (1.15, 1.20, 10, 25)),
+            none_bid,
+            mbp1(1, T0 + 23_390 * SEC, b'A', 500.5, 1, (500.50, 500.55, 1, 1)),
+        ],
+        false,
+    );
+    let got = import(&[&fd], &d.join("od.jsonl"), &["--iv", "SPY=0.2"]).unwrap();
+    let (h, evs) = read_tape_bytes(got.as_bytes()).unwrap();
+    assert_eq!(h.symbols[0].strike_step, Some(Px(5_000_000)));
+    let opt: Vec<String> = got
+        .lines()
+        .filter(|l| l.contains("SPY250409C00500000"))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(
+        opt,
+        [
+            "{\"type\":\"quote\",\"ts\":\"09:30:01.000\",\"sym\":\"SPY250409C00500000\",\"bid\":1.15,\"ask\":1.20,\"bsz\":10,\"asz\":25}",
+            "{\"type\":\"quote\",\"ts\":\"09:30:02.000\",\"sym\":\"SPY250409C00500000\",\"bid\":0.00,\"ask\":1.25,\"bsz\":0,\"asz\":9}",
+        ]
+    );
+    // The option's print (action T) is not on the tape: SPY's is.
+    let ticks = evs
+        .iter()
+        .filter(|e| matches!(e, TapeEvent::Tick(_)))
+        .count();
+    assert_eq!(ticks, 1);
+    // `tape info` says the option prices are quoted.
+    let (code, info, _) = kestrel(&[
+        "tape",
+        "info",
+        d.join("od.jsonl").to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&info).unwrap();
+    assert_eq!(v["options"]["prices"], "quoted");
+    assert_eq!(
+        (
+            v["options"]["quotes"].as_u64(),
+            v["options"]["contracts"].as_u64()
+        ),
+        (Some(2), Some(1))
+    );
+    let r = TapeReader::new(got.as_bytes()).unwrap();
+    assert_eq!(r.header().vol.len(), 1);
+}
+
+/// A non-US zone through the bundled tz database: London trades around the 2025 change to
+/// summer time (30 March), ISO times without an offset, London hours given as a fixed
+/// session by `--extended-hours`: the UTC instants and the tape's local times follow the
+/// zone's own rule (08:00 London is 08:00 UTC on 28 March and 07:00 UTC on 31 March).
+#[test]
+fn a_london_import_follows_its_own_summer_time() {
+    let d = dir("london");
+    // The same trades twice: local ISO times in London, and epoch ns (UTC).
+    let iso = d.join("lse-iso.csv");
+    std::fs::write(
+        &iso,
+        concat!(
+            "ts,symbol,price,size\n",
+            "2025-03-28 08:00:00.000,VOD,70.10,100\n",
+            "2025-03-28 19:59:00.000,VOD,70.20,100\n",
+            "2025-03-31 08:00:00.000,VOD,70.30,100\n",
+            "2025-03-31 19:59:30.000,VOD,70.40,100\n",
+        ),
+    )
+    .unwrap();
+    let ns = d.join("lse-ns.csv");
+    // 2025-03-28 08:00 UTC, 19:59 UTC; 2025-03-31 07:00 UTC (08:00 BST), 18:59:30 UTC.
+    std::fs::write(
+        &ns,
+        concat!(
+            "ts,symbol,price,size\n",
+            "1743148800000000000,VOD,70.10,100\n",
+            "1743191940000000000,VOD,70.20,100\n",
+            "1743404400000000000,VOD,70.30,100\n",
+            "1743447570000000000,VOD,70.40,100\n",
+        ),
+    )
+    .unwrap();
+    let flags = |unit: &'static str| {
+        vec![
+            "--ts-unit",
+            unit,
+            "--tz",
+            "Europe/London",
+            "--extended-hours",
+            "--name",
+            "vod",
+        ]
+    };
+    let a = import(&[&iso], &d.join("a.jsonl"), &flags("iso")).unwrap();
+    let b = import(&[&ns], &d.join("b.jsonl"), &flags("ns")).unwrap();
+    let body = |t: &str| t.lines().skip(1).collect::<Vec<_>>().join("\n");
+    assert_eq!(body(&a), body(&b));
+    assert!(a.contains("\"tz\":\"Europe/London\""), "{a}");
+    for (ts, px) in [
+        ("08:00:00.000", "70.10"),
+        ("19:59:00.000", "70.20"),
+        ("08:00:00.000", "70.30"),
+        ("19:59:30.000", "70.40"),
+    ] {
+        assert!(
+            a.contains(&format!("\"ts\":\"{ts}\",\"sym\":\"VOD\",\"px\":{px}")),
+            "{ts} {px}: {a}"
+        );
+    }
+    assert!(
+        a.contains("{\"type\":\"session\",\"date\":\"2025-03-31\""),
+        "{a}"
+    );
+    // A zone the database does not know is refused, naming it.
+    let err = import(
+        &[&ns],
+        &d.join("x.jsonl"),
+        &["--ts-unit", "ns", "--tz", "Europe/Atlantis"],
+    )
+    .unwrap_err();
+    assert!(err.contains("Europe/Atlantis"), "{err}");
+}

@@ -244,3 +244,275 @@ fn session_events_round_trip_and_refusals_name_the_line() {
     let e = err(v1);
     assert_eq!((e.line, e.kind), (line, TapeErrorKind::UnknownType), "{e}");
 }
+
+/// The author's turns: a pure function of the wake, so that a session of the tape and the
+/// one-session tape of it are asked the same and answer the same. At the OPEN wake it arms a
+/// plan that trades, a WAKE with a budget of two a day and a VIEW; at that wake it passes.
+fn author_reply(wake: &str) -> String {
+    match wake {
+        "open" => "VIEW scan budget 600\n  tape 5m\n  levels\n  plans\n\nWAKE swing WHEN spot crosses above vwap OR spot crosses below vwap DELIVER scan BUDGET 2 wakes/day\nPLAN drive budget 0.5R ttl +20m\n  USING signal SPX exec SPY\n  WHEN spot crosses above vwap\n  DO buy 20 shares @ ask\n  EXIT NOT plan(drive).filled within 5m\n".into(),
+        _ => "# nothing new; let it work\n".into(),
+    }
+}
+
+fn author() -> Box<dyn kestrel_desk::session::TurnSource> {
+    use kestrel_desk::session::Live;
+    use kestrel_desk::turn::Reply;
+    use kestrel_desk::turn::repair::RepairPolicy;
+    Box::new(Live {
+        name: "by-wake".into(),
+        write: |ask: &kestrel_desk::session::WakeAsk, _: &kestrel_desk::turn::repair::Ask| {
+            Reply::Text(author_reply(&ask.wake))
+        },
+        policy: RepairPolicy::default(),
+    })
+}
+
+/// A headless run with the author seated, as `kestrel agent` plays it (its starting book
+/// is `PLANS`); the Bus and the outcome counts.
+fn agent_run(tape: &[u8]) -> (Bus, kestrel_desk::session::Counts) {
+    use kestrel_desk::session::{Headless, RunConfig, Session};
+    use kestrel_desk::turn::{AuthorKind, Profile};
+    let reader: Box<dyn std::io::BufRead> = Box::new(std::io::Cursor::new(tape.to_vec()));
+    let cfg = RunConfig {
+        engine: EngineConfig::strict(Px(1000 * 10_000)),
+        profile: Profile::AuthoringV2,
+        author: AuthorKind::Model,
+        open_wake: true,
+        view_request_cap: None,
+    };
+    let h = Headless {
+        bus: Bus::new(None).keeping(),
+        docs: vec![lang::check(PLANS, Mode::File).expect("plans")],
+        author: Some(author()),
+    };
+    let mut s =
+        Session::headless("t", TapeReader::new(reader).expect("header"), cfg, h).expect("session");
+    assert_eq!(s.play_to_end(&mut || None).expect("tape"), None);
+    let counts = s.counts().clone();
+    (s.finish(), counts)
+}
+
+/// Through the agent path: the OPEN wake is asked again at each session, the WAKE and its
+/// per-day budget start again (two fires a session, not two a tape), the author's plans
+/// are gone at the next open (it arms them again), and the Bus of each session is the
+/// one-session tape's, event for event; `session-start` numbers the sessions.
+#[test]
+fn an_agent_run_over_five_sessions_matches_five_one_session_runs() {
+    let ms = members();
+    let (multi, counts) = agent_run(&joined(&ms));
+    let got = by_session(&multi);
+    assert_eq!(got.len(), N);
+    let numbers: Vec<Option<u32>> = multi
+        .events()
+        .iter()
+        .filter_map(|e| match e {
+            Event::SessionStart { session, .. } => Some(*session),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(numbers, (1..=N as u32).map(Some).collect::<Vec<_>>());
+    let mut wakes = 0;
+    let mut swing_total = 0;
+    let mut fills = 0;
+    // The one-session tape of each session: the joined tape's header for that session
+    // (its name and smile are the file's, docs/tapes.md §1b), the session's events.
+    let base = read_tape_bytes(&joined(&ms)).expect("tape").0;
+    for (i, (h, evs)) in ms.iter().enumerate() {
+        let spec = SessionSpec {
+            date: h.date,
+            open: h.open,
+            close: h.close,
+            prior: h.symbols.iter().map(|s| (s.sym, s.prior_close)).collect(),
+        };
+        let mut one_h = base.for_session(&spec);
+        one_h.v = 1;
+        let (one, c) = agent_run(&bytes(&one_h, evs));
+        let want = by_session(&one);
+        assert_eq!(want.len(), 1);
+        assert_eq!(got[i], want[0], "session {}", i + 1);
+        wakes += c.wakes;
+        // Per session: the OPEN wake once, the swing WAKE within its budget of two.
+        let named = |w: &str| {
+            got[i]
+                .iter()
+                .filter(|l| {
+                    l.contains("\"type\":\"view-delivered\"")
+                        && l.contains(&format!("\"wake\":\"{w}\""))
+                })
+                .count()
+        };
+        assert_eq!(named("open"), 1, "session {}: one OPEN wake", i + 1);
+        let swing = named("swing");
+        assert!(
+            swing <= 2,
+            "session {}: {swing} swing wakes over a budget of 2",
+            i + 1
+        );
+        swing_total += swing;
+        fills += got[i]
+            .iter()
+            .filter(|l| l.contains("\"type\":\"fill\""))
+            .count();
+    }
+    // The budget of two a day started again: more than two swing wakes in all.
+    assert!(
+        swing_total > 2,
+        "only {swing_total} swing wakes over {N} sessions"
+    );
+    assert!(fills > 0, "no fills in any session");
+    // The counts run on across sessions: the sum of the one-session runs'.
+    assert_eq!(counts.wakes, wakes);
+    assert_eq!(counts.wakes as usize, N + swing_total);
+}
+
+/// Through the desk's Session (typed commands in, snapshots out, as the desk drives it):
+/// at a `session` event the clock starts again at the new session's open, a notice says so,
+/// the chart and the book are the new session's (the opening plans armed again, no fills,
+/// no P&L carried, no marks from the day before), and a rewind inside a later session stays
+/// in that session.
+#[test]
+fn the_desk_starts_each_session_again_at_its_open() {
+    use kestrel_desk::session::{Command, Opening, Session, Settings, TapeSource};
+    let ms = members();
+    let tape = TapeSource {
+        label: "week".into(),
+        bytes: std::sync::Arc::from(joined(&ms[..3]).into_boxed_slice()),
+    };
+    let settings = Settings {
+        agent: None,
+        ..Settings::default()
+    };
+    let how = Opening {
+        plans: vec![("examples".into(), PLANS.into())],
+        ..Opening::default()
+    };
+    let mut s = Session::open(tape, settings, how).expect("session");
+    let snap = s.snapshot(true);
+    assert_eq!((snap.session, snap.date.as_str()), (Some(1), "2025-04-09"));
+    assert_eq!(snap.clock, Ts::hms(9, 30, 0, 0));
+    // Session 1 to its close: the plans traded.
+    s.command(Command::Seek(Ts::hms(10, 0, 0, 0)));
+    let one = s.snapshot(true);
+    assert_eq!((one.session, one.clock), (Some(1), Ts::hms(10, 0, 0, 0)));
+    assert!(!one.book.fills.is_empty(), "session 1 filled nothing");
+    assert!(!one.chart.marks.is_empty());
+    // The next step crosses the session event: the clock is at the new open.
+    s.command(Command::StepTick);
+    let two = s.snapshot(true);
+    assert_eq!((two.session, two.date.as_str()), (Some(2), "2025-04-10"));
+    assert_eq!(two.clock, two.open);
+    assert_eq!((two.open, two.close), (ms[1].0.open, ms[1].0.close));
+    assert!(
+        two.notices
+            .iter()
+            .any(|n| n.text == "session 2025-04-10 opens"),
+        "{:?}",
+        two.notices
+    );
+    // The book is the new session's: no fills, no P&L, no marks, the plans armed again.
+    assert!(two.book.fills.is_empty() && two.book.order_log.is_empty());
+    assert_eq!((two.book.pnl_usd, two.book.realised_usd), (0.0, 0.0));
+    assert!(two.chart.marks.is_empty());
+    assert!(two.chart.series.iter().all(|c| c.candles.bars.is_empty()));
+    let names: Vec<&str> = two.plans.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["vwap-cross", "dip"]);
+    for p in &two.plans {
+        assert_eq!(p.state, kestrel_desk::bus::PlanState::Armed, "{}", p.name);
+        assert_eq!(
+            (p.note.as_str(), p.pnl_r),
+            ("fires 0 fills 0", 0.0),
+            "{}",
+            p.name
+        );
+    }
+    assert!(
+        two.frame.text.contains("pnl $0 (+0.00R)"),
+        "{}",
+        two.frame.text
+    );
+    // Into session 2, then back inside it: the rewind stays in session 2.
+    s.command(Command::Seek(Ts::hms(9, 50, 0, 0)));
+    let fwd = s.snapshot(true);
+    assert_eq!((fwd.session, fwd.clock), (Some(2), Ts::hms(9, 50, 0, 0)));
+    s.command(Command::Seek(Ts::hms(9, 40, 0, 0)));
+    let back = s.snapshot(true);
+    assert_eq!((back.session, back.clock), (Some(2), Ts::hms(9, 40, 0, 0)));
+    assert_eq!(back.date, "2025-04-10");
+    // What the desk shows of session 2 at 09:40 is what a run of session 2 alone gives.
+    let alone = {
+        let (h, evs) = &ms[1];
+        let mut one_h = read_tape_bytes(&joined(&ms[..3]))
+            .unwrap()
+            .0
+            .for_session(&SessionSpec {
+                date: h.date,
+                open: h.open,
+                close: h.close,
+                prior: h.symbols.iter().map(|s| (s.sym, s.prior_close)).collect(),
+            });
+        one_h.v = 1;
+        let t = TapeSource {
+            label: "alone".into(),
+            bytes: std::sync::Arc::from(bytes(&one_h, evs).into_boxed_slice()),
+        };
+        let mut a = Session::open(
+            t,
+            Settings {
+                agent: None,
+                ..Settings::default()
+            },
+            Opening {
+                plans: vec![("examples".into(), PLANS.into())],
+                ..Opening::default()
+            },
+        )
+        .expect("session");
+        a.command(Command::Seek(Ts::hms(9, 40, 0, 0)));
+        a.snapshot(true)
+    };
+    assert_eq!(back.book.fills, alone.book.fills);
+    assert_eq!(back.book.pnl_usd, alone.book.pnl_usd);
+    assert_eq!(back.plans, alone.plans);
+    assert_eq!(back.chart.marks, alone.chart.marks);
+    assert_eq!(back.frame.text, alone.frame.text);
+    // Through to the end: three sessions, the last one's book at the last close.
+    s.command(Command::Seek(Ts::hms(16, 0, 0, 0)));
+    s.command(Command::Seek(Ts::hms(16, 0, 0, 0)));
+    s.command(Command::Seek(Ts::hms(16, 0, 0, 0)));
+    let end = s.snapshot(true);
+    assert_eq!((end.session, end.ended), (Some(3), true));
+    let bus = s.finish();
+    assert_eq!(bus.blotter().session_results().len(), 3);
+}
+
+/// The desk's status line names the session of a multi-session tape and its date (a v1
+/// tape's status line is as before: `tests/desk.rs`).
+#[test]
+fn the_desk_status_line_names_the_session() {
+    use kestrel_desk::desk::{self, ui};
+    use kestrel_desk::session::{Command, TapeSource};
+    use ratatui::{Terminal, backend::TestBackend};
+    let ms = members();
+    let tape = TapeSource {
+        label: "week".into(),
+        bytes: std::sync::Arc::from(joined(&ms[..2]).into_boxed_slice()),
+    };
+    let mut app = desk::inline_app(tape).expect("desk");
+    let status = |app: &kestrel_desk::desk::app::App| {
+        let mut t = Terminal::new(TestBackend::new(160, 48)).unwrap();
+        t.draw(|f| ui::draw(f, app)).unwrap();
+        let buf = t.backend().buffer().clone();
+        (0..160)
+            .map(|x| buf[(x, 0)].symbol().to_string())
+            .collect::<String>()
+    };
+    let s = status(&app);
+    assert!(s.contains("tape week · session 1 2025-04-09"), "{s}");
+    app.send(Command::Seek(Ts::hms(10, 0, 0, 0)));
+    app.send(Command::StepTick);
+    app.tick();
+    let s = status(&app);
+    assert!(s.contains("tape week · session 2 2025-04-10"), "{s}");
+    assert!(s.contains("09:30:00.000"), "{s}");
+}

@@ -281,6 +281,7 @@ fn every_data_verb_accepts_json() {
         vec!["tokens", "examples/turns/02-stand-down.txt", "--json"],
         vec!["errors", "report", s(&f.bus), "--json"],
         vec!["paths", "--json"],
+        vec!["tape", "info", TAPE, "--json"],
     ];
     let mut ran = BTreeSet::new();
     for args in &runs {

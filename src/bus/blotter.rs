@@ -198,15 +198,20 @@ pub struct PlanLine {
 }
 
 impl PlanLine {
-    /// What the plan's row says under its state: the note when there is one (the clause that
-    /// fired, or why it is in its state), else its fires and fills (`no fire yet` while it
-    /// has none, not `fires 0 fills 0`).
+    /// What the plan's row says under its state: see [`summary_of`].
     pub fn summary(&self) -> String {
-        match (&self.note, self.fires, self.fills) {
-            (Some(n), _, _) => n.clone(),
-            (None, 0, 0) => "no fire yet".into(),
-            (None, f, n) => format!("fired {f}× · {n} fill{}", if n == 1 { "" } else { "s" }),
-        }
+        summary_of(self.note.as_deref(), self.fires, self.fills)
+    }
+}
+
+/// What a plan's row says under its state: the note when there is one (the clause that
+/// fired, or why it is in its state), else its fires and fills (`no fire yet` while it has
+/// none, not `fires 0 fills 0`).
+pub fn summary_of(note: Option<&str>, fires: u64, fills: u64) -> String {
+    match (note, fires, fills) {
+        (Some(n), _, _) => n.to_string(),
+        (None, 0, 0) => "no fire yet".into(),
+        (None, f, n) => format!("fired {f}× · {n} fill{}", if n == 1 { "" } else { "s" }),
     }
 }
 
@@ -313,6 +318,14 @@ pub struct SessionMark {
     end: Option<BTreeMap<String, (i64, u64, u64, PlanState)>>,
     /// Plans that had an event in the session.
     seen: std::collections::BTreeSet<String>,
+    /// Where the session's orders and fills begin in [`Blotter::orders`] and
+    /// [`Blotter::fills`].
+    pub orders_at: usize,
+    pub fills_at: usize,
+    /// Where its fires and fills begin in [`Blotter::marks`].
+    pub marks_at: usize,
+    /// Per plan and leg: the realised P&L booked before the session.
+    real_base: BTreeMap<String, BTreeMap<String, i64>>,
 }
 
 /// One plan's result in one session.
@@ -696,13 +709,75 @@ impl Blotter {
             }
         }
         self.resting.clear();
+        // A plan's note and risk line are the session's: a plan armed again starts clean.
+        for l in self.plans.values_mut() {
+            l.note = None;
+            l.risk = None;
+        }
+        let real_base = self
+            .positions
+            .iter()
+            .map(|(plan, legs)| {
+                let legs = legs.iter().map(|(k, p)| (k.clone(), p.realised)).collect();
+                (plan.clone(), legs)
+            })
+            .collect();
         self.sessions.push(SessionMark {
             session: n,
             date: date.to_string(),
             base: totals,
             end: None,
             seen: Default::default(),
+            orders_at: self.orders.len(),
+            fills_at: self.fills.len(),
+            marks_at: self.marks.len(),
+            real_base,
         });
+    }
+
+    /// Does `plan` belong to the current session's book (it had an event in it)? Every
+    /// plan does on a v1 tape's Bus. The View and the desk show the current session only,
+    /// so that each session of a tape looks as the one-session tape of it would.
+    pub fn in_current_session(&self, plan: &str) -> bool {
+        self.sessions.last().is_none_or(|s| s.seen.contains(plan))
+    }
+
+    /// A plan's (P&L, fires, fills) in the current session: the Bus's so far less what it
+    /// had when the session began (on a v1 tape's Bus, the whole Bus's).
+    pub fn session_figures(&self, plan: &str) -> (i64, u64, u64) {
+        let (f, x) = self.plans.get(plan).map_or((0, 0), |l| (l.fires, l.fills));
+        let p = self.pnl(plan);
+        match self.sessions.last().and_then(|s| s.base.get(plan)) {
+            Some(&(bp, bf, bx)) => (
+                p.saturating_sub(bp),
+                f.saturating_sub(bf),
+                x.saturating_sub(bx),
+            ),
+            None => (p, f, x),
+        }
+    }
+
+    /// The realised P&L of `plan`'s position in `leg` booked before the current session
+    /// (0 on a v1 tape's Bus).
+    pub fn realised_before(&self, plan: &str, leg: &str) -> i64 {
+        self.sessions
+            .last()
+            .and_then(|s| s.real_base.get(plan)?.get(leg).copied())
+            .unwrap_or(0)
+    }
+
+    /// The book's (P&L, realised P&L) in the current session (the whole Bus's on a v1
+    /// tape's).
+    pub fn session_book(&self) -> (i64, i64) {
+        let Some(s) = self.sessions.last() else {
+            return (self.book_pnl(), self.book_realised());
+        };
+        let base_pnl: i64 = s.base.values().map(|x| x.0).sum();
+        let base_real: i64 = s.real_base.values().flat_map(|m| m.values()).sum();
+        (
+            self.book_pnl().saturating_sub(base_pnl),
+            self.book_realised().saturating_sub(base_real),
+        )
     }
 
     /// Each session's results on a multi-session Bus (empty on a v1 tape's): per plan

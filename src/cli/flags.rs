@@ -77,6 +77,10 @@ pub(crate) const JSON_VERBS: &[(&[&str], &str)] = &[
         "Print the canonical JSON report (docs/turns.md)",
     ),
     (
+        &["tape", "info"],
+        "Print one JSON object: `name`, `v`, `tz`, `events` (per kind), `symbols` (`trades`, `quotes`), `sessions` (`session`, `date`, `open`, `close`, `events`, `first`, `last`, `gap_count`, `gaps`), `gap_min_ms`, `options` (`prices`: none, modeled or quoted; `chains`, `quotes`, `contracts`)",
+    ),
+    (
         &["paths"],
         "Print `{\"config\", \"sessions\"}` (a path, or null without a home directory)",
     ),

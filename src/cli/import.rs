@@ -36,7 +36,8 @@ pub struct ImportArgs {
     /// Input format [default: from the extension: .csv, .dbn, .dbn.zst].
     #[arg(long, value_enum)]
     pub format: Option<Format>,
-    /// Exchange time zone: UTC, America/New_York, America/Chicago, or +HH:MM.
+    /// Exchange time zone: an IANA name (America/New_York, Europe/London, …), UTC, or
+    /// a fixed +HH:MM.
     #[arg(long, default_value = "America/New_York")]
     pub tz: String,
     /// CSV timestamps: s, ms, us, ns (since the Unix epoch, UTC) or iso (text; local in
@@ -62,6 +63,14 @@ pub struct ImportArgs {
     /// first trade).
     #[arg(long)]
     pub prior: Vec<String>,
+    /// The strike grid of an underlying's option chain, SYM=STEP (repeatable; default: the
+    /// greatest common divisor of the strikes of its option records).
+    #[arg(long)]
+    pub strike_step: Vec<String>,
+    /// The smile of an underlying's option chain, SYM=ATM_IV or SYM=ATM_IV:SKEW (the
+    /// header's `vol`; repeatable). Required for every underlying with option records.
+    #[arg(long)]
+    pub iv: Vec<String>,
     /// Tape name [default: the output file's stem].
     #[arg(long)]
     pub name: Option<String>,
@@ -123,7 +132,7 @@ fn date_arg(flag: &str, s: &str) -> Result<Date, String> {
 pub fn options(a: &ImportArgs) -> Result<(Options, Vec<Format>), String> {
     let zone = Zone::parse(&a.tz).ok_or_else(|| {
         format!(
-            "--tz {:?} is not a zone this importer knows (UTC, America/New_York, America/Chicago, or a fixed +HH:MM)",
+            "--tz {:?} is not a zone of the tz database (an IANA name such as America/New_York or Europe/London, UTC, or a fixed +HH:MM)",
             a.tz
         )
     })?;
@@ -163,6 +172,34 @@ pub fn options(a: &ImportArgs) -> Result<(Options, Vec<Format>), String> {
             tape_sym(s).map_err(|e| format!("--prior: {e}"))?,
             parse_price(v, false).map_err(|e| format!("--prior: {e}"))?,
         );
+    }
+    let mut strike_step: BTreeMap<Sym, Px> = BTreeMap::new();
+    for p in &a.strike_step {
+        let (s, v) = p
+            .split_once('=')
+            .ok_or_else(|| format!("--strike-step {p:?} is not SYM=STEP"))?;
+        strike_step.insert(
+            tape_sym(s).map_err(|e| format!("--strike-step: {e}"))?,
+            parse_price(v, false).map_err(|e| format!("--strike-step: {e}"))?,
+        );
+    }
+    let mut iv: BTreeMap<Sym, (f64, f64)> = BTreeMap::new();
+    for p in &a.iv {
+        let bad = || {
+            format!(
+                "--iv {p:?} is not SYM=ATM_IV or SYM=ATM_IV:SKEW (ATM_IV in (0, 10], e.g. 0.18)"
+            )
+        };
+        let (s, v) = p.split_once('=').ok_or_else(bad)?;
+        let (atm, skew) = v.split_once(':').unwrap_or((v, "0"));
+        let atm: f64 = atm.trim().parse().map_err(|_| bad())?;
+        let skew: f64 = skew.trim().parse().map_err(|_| bad())?;
+        // NaN fails every comparison: refused with the rest.
+        let ok = atm > 0.0 && atm <= 10.0 && skew.is_finite();
+        if !ok {
+            return Err(bad());
+        }
+        iv.insert(tape_sym(s).map_err(|e| format!("--iv: {e}"))?, (atm, skew));
     }
     let mut session_filter = BTreeSet::new();
     for d in &a.session_filter {
@@ -214,6 +251,8 @@ pub fn options(a: &ImportArgs) -> Result<(Options, Vec<Format>), String> {
             prior,
             name,
             source: format!("import {fmt} {}", names.join(",")),
+            strike_step,
+            iv,
         },
         formats,
     ))
@@ -235,7 +274,7 @@ fn columns(a: &ImportArgs) -> Columns {
 }
 
 /// Open every input of `a` (once per pass).
-fn open_all(a: &ImportArgs, formats: &[Format], zone: Zone) -> Result<Sources, ImportError> {
+fn open_all(a: &ImportArgs, formats: &[Format], zone: &Zone) -> Result<Sources, ImportError> {
     let cols = columns(a);
     let unit = a
         .ts_unit
@@ -246,7 +285,7 @@ fn open_all(a: &ImportArgs, formats: &[Format], zone: Zone) -> Result<Sources, I
     for (f, fmt) in a.files.iter().zip(formats) {
         let name = f.display().to_string();
         let s: Box<dyn Source> = match fmt {
-            Format::Csv => Box::new(CsvSource::open(f, &cols, unit, zone)?),
+            Format::Csv => Box::new(CsvSource::open(f, &cols, unit, zone.clone())?),
             Format::Dbn => Box::new(DbnSource::open(f)?),
         };
         v.push((name, s));
@@ -257,7 +296,7 @@ fn open_all(a: &ImportArgs, formats: &[Format], zone: Zone) -> Result<Sources, I
 /// Import into a writer (no file, no progress): the library entry the tests and the bench use.
 pub fn import_to(a: &ImportArgs, out: &mut dyn Write) -> Result<Summary, String> {
     let (opts, formats) = options(a)?;
-    let open = || open_all(a, &formats, opts.zone);
+    let open = || open_all(a, &formats, &opts.zone);
     import(&open, &opts, out, &mut |_, _, _| {}).map_err(|e| e.to_string())
 }
 
@@ -304,7 +343,7 @@ pub fn tape_import(a: &ImportArgs) -> i32 {
         let f = std::fs::File::create(&tmp)
             .map_err(|e| format!("error code=IO message=cannot create {}: {e}", tmp.display()))?;
         let mut w = io::BufWriter::with_capacity(1 << 16, f);
-        let open = || open_all(a, &formats, opts.zone);
+        let open = || open_all(a, &formats, &opts.zone);
         let s = import(&open, &opts, &mut w, &mut progress).map_err(|e| e.to_string())?;
         let f = w
             .into_inner()
@@ -324,8 +363,16 @@ pub fn tape_import(a: &ImportArgs) -> i32 {
     }
     match result {
         Ok(s) => {
+            let options = if s.option_quotes + s.option_trades_skipped == 0 {
+                String::new()
+            } else {
+                format!(
+                    "; option quotes {} on {} contracts, option trades kept out {}",
+                    s.option_quotes, s.option_contracts, s.option_trades_skipped
+                )
+            };
             errln!(
-                "imported {} of {} records into {} ({} sessions, symbols {})",
+                "imported {} of {} records into {} ({} sessions, symbols {}{options})",
                 s.kept,
                 s.read,
                 a.out.display(),

@@ -13,6 +13,8 @@ use crate::market::{QuoteInst, TapeError, TapeEvent, TapeHeader, TapeReader, Ts,
 pub struct TapeInfoArgs {
     /// The tape (JSON Lines, v1 or v2).
     pub file: PathBuf,
+    #[command(flatten)]
+    pub out: super::flags::Json,
 }
 
 /// The gap at or above which `info` lists a quiet stretch (60 s: the `ends-early` bound).
@@ -21,7 +23,7 @@ pub const GAP_MS: u32 = 60_000;
 const GAPS_SHOWN: usize = 5;
 
 /// Counts of one session.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq)]
 pub struct SessionInfo {
     /// Number (1, 2, …).
     pub n: u32,
@@ -39,10 +41,57 @@ pub struct SessionInfo {
     /// the longest [`GAPS_SHOWN`], and how many there were.
     pub gaps: Vec<(Ts, u32)>,
     pub gap_count: u64,
+    /// Per symbol with at least two one-minute closes in the session: its realised vol,
+    /// annualised (see [`RealisedVol`]).
+    pub realised_vol: BTreeMap<String, f64>,
+}
+
+/// A session's realised volatility of one symbol from its trades: the one-minute closes
+/// (the last trade of each minute of the session that has one, `open ≤ ts ≤ close`), the
+/// log returns between consecutive closes, `sqrt(Σ r²)` the session's realised vol, times
+/// `sqrt(252)` annualised. A quiet minute makes the next return span it. Index sizes do
+/// not matter; quotes do not count (trades only).
+#[derive(Debug, Default, Clone)]
+struct RealisedVol {
+    /// The minute being filled and its last trade.
+    cur: Option<(u32, f64)>,
+    /// The previous minute's close.
+    prev: Option<f64>,
+    sum_sq: f64,
+    returns: u64,
+}
+
+impl RealisedVol {
+    fn close_minute(&mut self) {
+        if let Some((_, px)) = self.cur.take() {
+            if let Some(p0) = self.prev
+                && p0 > 0.0
+            {
+                let r = libm::log(px / p0);
+                self.sum_sq += r * r;
+                self.returns += 1;
+            }
+            self.prev = Some(px);
+        }
+    }
+
+    fn trade(&mut self, ts: Ts, px: f64) {
+        let minute = ts.ms() / 60_000;
+        if self.cur.is_some_and(|(m, _)| m != minute) {
+            self.close_minute();
+        }
+        self.cur = Some((minute, px));
+    }
+
+    /// Annualised realised vol, once there is a return.
+    fn annualised(mut self) -> Option<f64> {
+        self.close_minute();
+        (self.returns > 0).then(|| libm::sqrt(self.sum_sq * 252.0))
+    }
 }
 
 /// What a tape holds.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq)]
 pub struct TapeInfo {
     pub name: String,
     pub v: u64,
@@ -91,10 +140,16 @@ fn gap(s: &mut SessionInfo, from: Ts, to: Ts) {
     s.gaps.truncate(GAPS_SHOWN);
 }
 
-/// Close a session's gap accounting at its end (a quiet stretch up to the close).
-fn end_session(s: &mut SessionInfo) {
+/// Close a session's gap accounting at its end (a quiet stretch up to the close) and its
+/// realised vols.
+fn end_session(s: &mut SessionInfo, rv: &mut BTreeMap<String, RealisedVol>) {
     let from = s.last.unwrap_or(s.open);
     gap(s, from, s.close);
+    for (sym, v) in std::mem::take(rv) {
+        if let Some(x) = v.annualised() {
+            s.realised_vol.insert(sym, x);
+        }
+    }
 }
 
 /// Read a tape and count what it holds. The first refused line is the error.
@@ -118,13 +173,14 @@ pub fn info<R: std::io::BufRead>(mut r: TapeReader<R>) -> Result<TapeInfo, TapeE
         ..TapeInfo::default()
     };
     let mut cur = session_of(&h, 1);
+    let mut rv: BTreeMap<String, RealisedVol> = BTreeMap::new();
     let mut contracts = BTreeSet::new();
     while let Some(ev) = r.next() {
         let ev = ev?;
         *out.kinds.entry(kind(&ev)).or_default() += 1;
         match &ev {
             TapeEvent::Session(_) => {
-                end_session(&mut cur);
+                end_session(&mut cur, &mut rv);
                 let next = session_of(r.session_header(), r.session_no());
                 out.sessions.push(std::mem::replace(&mut cur, next));
                 continue;
@@ -132,6 +188,11 @@ pub fn info<R: std::io::BufRead>(mut r: TapeReader<R>) -> Result<TapeInfo, TapeE
             TapeEvent::Tick(t) => {
                 if let Some(c) = out.symbols.get_mut(t.sym.as_str()) {
                     c.0 += 1;
+                }
+                if t.ts >= cur.open && t.ts <= cur.close {
+                    rv.entry(t.sym.to_string())
+                        .or_default()
+                        .trade(t.ts, t.px.to_f64());
                 }
             }
             TapeEvent::Quote(q) => match &q.inst {
@@ -157,7 +218,7 @@ pub fn info<R: std::io::BufRead>(mut r: TapeReader<R>) -> Result<TapeInfo, TapeE
         cur.last = Some(ts);
     }
     r.check_complete()?;
-    end_session(&mut cur);
+    end_session(&mut cur, &mut rv);
     out.sessions.push(cur);
     out.option_contracts = contracts.len() as u64;
     Ok(out)
@@ -203,6 +264,18 @@ pub fn render(i: &TapeInfo) -> String {
             t(x.first),
             t(x.last)
         );
+        if !x.realised_vol.is_empty() {
+            let v: Vec<String> = x
+                .realised_vol
+                .iter()
+                .map(|(k, v)| format!("{k} {:.1}%", v * 100.0))
+                .collect();
+            let _ = writeln!(
+                s,
+                "    realised vol (1m closes, annualised) {}",
+                v.join("  ")
+            );
+        }
         if x.gap_count == 0 {
             let _ = writeln!(s, "    gaps (>= {}) none", dur(GAP_MS));
         } else {
@@ -244,6 +317,64 @@ pub fn render(i: &TapeInfo) -> String {
     s
 }
 
+/// The JSON `tape info --json` prints (one object; docs/tapes.md §6): the same figures as
+/// the text, times as `HH:MM:SS.mmm` (`null` for a session without events), gap lengths in
+/// milliseconds.
+pub fn to_json(i: &TapeInfo) -> serde_json::Value {
+    use serde_json::json;
+    let t = |x: Option<Ts>| x.map_or(serde_json::Value::Null, |t| json!(t.to_string()));
+    let kinds: serde_json::Map<String, serde_json::Value> =
+        ["tick", "quote", "iv", "headline", "session"]
+            .iter()
+            .map(|k| (k.to_string(), json!(i.kinds.get(k).copied().unwrap_or(0))))
+            .collect();
+    let symbols: serde_json::Map<String, serde_json::Value> = i
+        .symbols
+        .iter()
+        .map(|(k, (tr, q))| (k.clone(), json!({"trades": tr, "quotes": q})))
+        .collect();
+    let sessions: Vec<serde_json::Value> = i
+        .sessions
+        .iter()
+        .map(|x| {
+            json!({
+                "session": x.n,
+                "date": x.date,
+                "open": x.open.hhmm(),
+                "close": x.close.hhmm(),
+                "events": x.events,
+                "first": t(x.first),
+                "last": t(x.last),
+                "gap_count": x.gap_count,
+                "realised_vol": x.realised_vol,
+                "gaps": x.gaps.iter().map(|(a, l)| json!({"from": a.to_string(), "ms": l})).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    let prices = if i.chains.is_empty() {
+        "none"
+    } else if i.option_quotes == 0 {
+        "modeled"
+    } else {
+        "quoted"
+    };
+    json!({
+        "name": i.name,
+        "v": i.v,
+        "tz": i.tz,
+        "events": kinds,
+        "symbols": symbols,
+        "sessions": sessions,
+        "gap_min_ms": GAP_MS,
+        "options": {
+            "prices": prices,
+            "chains": i.chains,
+            "quotes": i.option_quotes,
+            "contracts": i.option_contracts,
+        },
+    })
+}
+
 /// Run `kestrel tape info`; the exit code.
 pub fn tape_info(a: &TapeInfoArgs) -> i32 {
     let r = match super::run::open_tape_or_say(&a.file) {
@@ -254,6 +385,7 @@ pub fn tape_info(a: &TapeInfoArgs) -> i32 {
         }
     };
     match info(r) {
+        Ok(i) if a.out.json => super::out::stdout(&format!("{}\n", to_json(&i))),
         Ok(i) => super::out::stdout(&render(&i)),
         Err(e) => {
             errln!("{}: {e}", a.file.display());
@@ -330,6 +462,41 @@ mod tests {
             + "\n";
         let i = info(TapeReader::new(v1.as_bytes()).unwrap()).unwrap();
         assert!(render(&i).contains("option prices modeled (chain on SPY; no option quotes)"));
+    }
+
+    /// Realised vol from one-minute closes: SPY closes 500, 505, 500 in three minutes (a
+    /// minute's earlier trades do not count), SPX one close only (no return, no figure).
+    #[test]
+    fn realised_vol_is_of_the_one_minute_closes() {
+        let lines = [
+            HDR.replace("09:35", "09:33"),
+            t("09:30:00.000", "SPX"),
+            t("09:30:00.000", "SPY"),
+            r#"{"type":"tick","ts":"09:30:59.000","sym":"SPY","px":500.00,"sz":1}"#.into(),
+            r#"{"type":"tick","ts":"09:31:10.000","sym":"SPY","px":499.00,"sz":1}"#.into(),
+            r#"{"type":"tick","ts":"09:31:50.000","sym":"SPY","px":505.00,"sz":1}"#.into(),
+            r#"{"type":"tick","ts":"09:32:40.000","sym":"SPY","px":500.00,"sz":1}"#.into(),
+        ];
+        let text = lines.join("\n") + "\n";
+        let i = info(TapeReader::new(text.as_bytes()).unwrap()).unwrap();
+        let rv = &i.sessions[0].realised_vol;
+        let (r1, r2) = ((505.0f64 / 500.0).ln(), (500.0f64 / 505.0).ln());
+        let want = ((r1 * r1 + r2 * r2) * 252.0).sqrt();
+        assert!((rv["SPY"] - want).abs() < 1e-12, "{rv:?} vs {want}");
+        assert!(!rv.contains_key("SPX"), "{rv:?}");
+        let out = render(&i);
+        assert!(
+            out.contains(&format!(
+                "realised vol (1m closes, annualised) SPY {:.1}%",
+                want * 100.0
+            )),
+            "{out}"
+        );
+        let j = to_json(&i);
+        assert_eq!(
+            j["sessions"][0]["realised_vol"]["SPY"].as_f64(),
+            Some(rv["SPY"])
+        );
     }
 
     #[test]

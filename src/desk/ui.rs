@@ -201,7 +201,7 @@ fn draw_status(f: &mut Frame, app: &App, r: Rect) {
     // narrow (the clock, the play state and the hash stay).
     let fields = [
         (6, "KESTREL".to_string()),
-        (4, format!("tape {}", s.tape.trim_start_matches("bundled:"))),
+        (4, tape_field(s)),
         (0, s.clock.to_string()),
         (1, format!("{} {}", play, s.speed.label())),
         (5, "mode sim".to_string()),
@@ -210,6 +210,16 @@ fn draw_status(f: &mut Frame, app: &App, r: Rect) {
     ];
     let text = status_text(&fields, usize::from(r.width));
     f.render_widget(Paragraph::new(text).style(base), r);
+}
+
+/// The status line's tape: its label, and on a multi-session tape (v2) the session and its
+/// date.
+fn tape_field(s: &crate::session::SessionSnapshot) -> String {
+    let name = s.tape.trim_start_matches("bundled:");
+    match s.session {
+        Some(n) => format!("tape {name} · session {n} {}", s.date),
+        None => format!("tape {name}"),
+    }
 }
 
 /// The status line from ranked fields: drop the highest rank until it fits (an author too

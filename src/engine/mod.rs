@@ -426,6 +426,12 @@ impl Engine {
         }
     }
 
+    /// The documents armed before the first event (with their owners): each session of a
+    /// multi-session tape arms them again.
+    pub fn opening_documents(&self) -> &[(Document, Option<String>)] {
+        &self.opening
+    }
+
     /// The session number (1, 2, … on a v2 tape; `None` on a v1 tape).
     pub fn session_no(&self) -> Option<u32> {
         self.session_no
@@ -1114,6 +1120,11 @@ impl Engine {
         }
         self.wakes
             .retain(|w| !(wakes.contains(w.name.as_str()) && owns(owner, w.owner.as_deref())));
+        if self.tape_events == 0 {
+            // Added before the first event (the desk's opening plans): an opening document,
+            // armed again at each session of a multi-session tape.
+            self.opening.push((doc.clone(), owner.map(str::to_string)));
+        }
         self.arm_owned(doc, owner)
     }
 

@@ -475,11 +475,16 @@ pub struct ChartSeries {
 }
 
 /// The chart's marks from the Blotter: its fires and fills in order (the n-th fill mark is
-/// the n-th fill row).
+/// the n-th fill row), the current session's only (its chart starts at its open).
 fn chart_marks(b: &bus::blotter::Blotter) -> Vec<ChartMark> {
-    let mut fills = b.fills.iter();
+    let (marks_at, fills_at) = b
+        .sessions
+        .last()
+        .map_or((0, 0), |s| (s.marks_at, s.fills_at));
+    let mut fills = b.fills.iter().skip(fills_at);
     b.marks
         .iter()
+        .skip(marks_at)
         .map(|m| {
             let secs = m.ts.0 / 1000;
             match m.fill {
@@ -539,6 +544,10 @@ pub struct AgentStatus {
 pub struct SessionSnapshot {
     /// The tape's label.
     pub tape: String,
+    /// The session of a multi-session tape (1, 2, …; `None` on a v1 tape).
+    pub session: Option<u32>,
+    /// The session's date (`YYYY-MM-DD`).
+    pub date: String,
     /// The tape clock.
     pub clock: Ts,
     /// Session open.
@@ -1182,6 +1191,12 @@ impl Session {
             Command::StepTick => {
                 self.playing = false;
                 if let Some(t) = self.peek_ts() {
+                    // The step over a `session` line is to the next session's open.
+                    let t = if self.run.next_is_session() {
+                        Ts(u32::MAX)
+                    } else {
+                        t
+                    };
                     self.advance_to(t);
                 }
             }
@@ -1397,10 +1412,20 @@ impl Session {
             let mut keep: VecDeque<(u64, Ts, Act)> = self.history.drain(..).collect();
             keep.extend(self.script.drain(..));
             let playing = self.playing;
+            let session = self.run.engine.session_no();
             self.restart_with(true);
             self.script = keep;
             self.replaying = true;
             self.apply_script();
+            // On a multi-session tape `t` is a time of the current session: play through
+            // the sessions before it first (each stops at the next one's open).
+            while self.run.engine.session_no() < session && !self.ended && self.error.is_none() {
+                let seq = self.seq;
+                self.advance_to(Ts(u32::MAX));
+                if self.seq == seq {
+                    break;
+                }
+            }
             self.advance_to(t);
             self.replaying = false;
             // The re-run's notices were said the first time.
@@ -1863,7 +1888,12 @@ impl Session {
                     break;
                 }
             };
-            if ts > target {
+            // A `session` line comes after every time of the session it ends: only a target
+            // past that session's close (playing on, a seek or a step beyond it) crosses it.
+            let crossing = self.run.next_is_session();
+            if crossing && target <= self.run.engine.market().close_time()
+                || !crossing && ts > target
+            {
                 break;
             }
             self.apply_script();
@@ -2046,9 +2076,11 @@ impl Session {
         let mut out: Vec<(u64, PlanLine)> = b
             .plans
             .iter()
+            .filter(|(name, _)| b.in_current_session(name))
             .map(|(name, line)| {
                 let m: Option<&PlanMeta> = meta.get(name);
-                let pnl = b.in_r(b.pnl(name)).map(|p| p.to_f64()).unwrap_or(0.0);
+                let (pnl, fires, fills) = b.session_figures(name);
+                let pnl = b.in_r(pnl).map(|p| p.to_f64()).unwrap_or(0.0);
                 let p = PlanLine {
                     name: name.clone(),
                     owner: self.owner_of(line.owner.as_deref()),
@@ -2059,7 +2091,7 @@ impl Session {
                     // The engine's: a ttl `+30m` runs from when the plan armed (an
                     // ARM target arms it later than its document arrived).
                     expires: self.run.engine.plan_ttl_end(name),
-                    note: line.summary(),
+                    note: crate::bus::blotter::summary_of(line.note.as_deref(), fires, fills),
                     risk: line.risk.clone(),
                     text: m.map(|m| m.text.clone()).unwrap_or_default(),
                 };
@@ -2138,6 +2170,8 @@ impl Session {
         let notices = self.notices[self.notices.len().saturating_sub(20)..].to_vec();
         SessionSnapshot {
             tape: self.tape.label.clone(),
+            session: self.run.engine.session_no(),
+            date: m.date().to_string(),
             clock: self.clock,
             open: m.open_time(),
             close: m.close_time(),

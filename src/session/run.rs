@@ -86,9 +86,8 @@ pub struct Run<R: BufRead> {
     turn_log: Vec<TurnEntry>,
     /// Acts that reached another owner's plan, for the desk to say.
     notices: Vec<CrossOwner>,
-    /// The documents armed at the start: each session of a multi-session tape starts from
-    /// them again (the engine re-arms them; their VIEWs and plan notes come back here).
-    opening: Vec<ast::Document>,
+    /// The author's wakes before the current session (the kernel pane counts its own).
+    wakes_before: u64,
 }
 
 /// An act that reached a plan another owner armed (an agent's CANCEL of the person's plan).
@@ -196,7 +195,7 @@ impl<R: BufRead> Run<R> {
             plan_meta: BTreeMap::new(),
             turn_log: Vec::new(),
             notices: Vec::new(),
-            opening: docs.to_vec(),
+            wakes_before: 0,
         };
         for d in docs {
             run.note_plans(d, None);
@@ -243,6 +242,12 @@ impl<R: BufRead> Run<R> {
             }
         }
         Ok(self.next.as_ref().map(TapeEvent::ts))
+    }
+
+    /// Is the next event (the one [`Run::peek_ts`] read) a `session` line, the start of the
+    /// next session of a multi-session tape?
+    pub fn next_is_session(&self) -> bool {
+        matches!(self.next, Some(TapeEvent::Session(_)))
     }
 
     /// Advance by one tape event: the event and the wakes that fired on it (`None` at the
@@ -400,18 +405,20 @@ impl<R: BufRead> Run<R> {
         }
         let close = self.engine.market().now().unwrap_or(Ts(0));
         self.reject(close, "close", "unanswered");
+        self.wakes_before = self.counts.wakes;
         self.engine.on_event(ev);
         let open = self.engine.market().open_time();
         self.bars = Bars::new(self.signal, open);
         self.opened = false;
         self.views.clear();
         self.plan_meta.clear();
-        let docs = std::mem::take(&mut self.opening);
-        for d in &docs {
+        // The engine's opening documents: the run's own and those a person armed at the
+        // desk before the first event.
+        let docs = self.engine.opening_documents().to_vec();
+        for (d, owner) in &docs {
             collect_views(d, &mut self.views);
-            self.note_plans(d, None);
+            self.note_plans(d, owner.as_deref());
         }
-        self.opening = docs;
     }
 
     /// Put a turn routed outside the wake loop (a person's, from the desk's editor) on the
@@ -442,13 +449,16 @@ impl<R: BufRead> Run<R> {
         let mut snap = Snapshot::from_blotter(b);
         snap.journal = self.journal.clone();
         snap.wakes_used = self.wakes_used();
-        for (name, p) in &b.plans {
+        // The current session's plans (a multi-session tape's earlier sessions are not in
+        // the View), with their figures in it.
+        for (name, p) in b.plans.iter().filter(|(n, _)| b.in_current_session(n)) {
             let meta = self.plan_meta.get(name);
+            let (pnl, fires, fills) = b.session_figures(name);
             snap.plans.push(PlanRow {
                 name: name.clone(),
                 state: p.state,
                 budget_r: meta.map_or(0.0, |m| m.budget_r),
-                used_r: b.in_r(b.pnl(name)).map_or(0.0, |r| r.to_f64()),
+                used_r: b.in_r(pnl).map_or(0.0, |r| r.to_f64()),
                 ttl: meta.map_or_else(String::new, |m| crate::lang::print::ttl_text(&m.ttl)),
                 // The View's `[plans]` section (author-facing, on the Bus in every frame):
                 // the terse counts, unchanged; the desk's Plans pane says `no fire yet`
@@ -456,7 +466,7 @@ impl<R: BufRead> Run<R> {
                 note: p
                     .note
                     .clone()
-                    .unwrap_or_else(|| format!("fires {} fills {}", p.fires, p.fills)),
+                    .unwrap_or_else(|| format!("fires {fires} fills {fills}")),
             });
         }
         snap
@@ -467,9 +477,13 @@ impl<R: BufRead> Run<R> {
         &self.journal
     }
 
-    /// Wakes the author was asked at so far (the kernel pane).
+    /// Wakes the author was asked at so far in this session (the kernel pane; the counts
+    /// run on across the sessions of a tape, the kernel's figure starts again with each).
     pub fn wakes_used(&self) -> u32 {
-        self.counts.wakes.min(u64::from(u32::MAX)) as u32
+        self.counts
+            .wakes
+            .saturating_sub(self.wakes_before)
+            .min(u64::from(u32::MAX)) as u32
     }
 
     /// Render a View (by name, or the default) at the current instant.

@@ -124,8 +124,15 @@ impl Snapshot {
     pub fn from_blotter(b: &crate::bus::blotter::Blotter) -> Snapshot {
         let money = |m: i64| m as f64 / crate::market::types::PX_SCALE as f64;
         let mut snap = Snapshot::default();
+        // The current session's book (on a v1 tape's Bus, the whole Bus's): positions are
+        // flat at a session's start, its orders and fills are the ones after it.
+        let (orders_at, fills_at) = b
+            .sessions
+            .last()
+            .map_or((0, 0), |s| (s.orders_at, s.fills_at));
         for (plan, legs) in &b.positions {
             for (leg, p) in legs.iter().filter(|(_, p)| p.qty != 0) {
+                let realised = p.realised.saturating_sub(b.realised_before(plan, leg));
                 snap.positions.push(PositionRow {
                     plan: plan.clone(),
                     instrument: leg.clone(),
@@ -133,13 +140,13 @@ impl Snapshot {
                     avg_px: p.avg_px().map(|x| x.to_f64()).unwrap_or(0.0),
                     mark: p.mark.map(|x| x.to_f64()).unwrap_or(0.0),
                     model: p.model,
-                    pnl_usd: money(p.open_pnl().saturating_add(p.realised)),
-                    real_usd: money(p.realised),
+                    pnl_usd: money(p.open_pnl().saturating_add(realised)),
+                    real_usd: money(realised),
                     open_usd: money(p.open_pnl()),
                 });
             }
         }
-        for o in &b.orders {
+        for o in b.orders.iter().skip(orders_at) {
             let t = o.ts.to_string();
             snap.order_log.push(OrderLogRow {
                 time: t.get(..8).unwrap_or(&t).to_string(),
@@ -165,7 +172,7 @@ impl Snapshot {
                 limit: o.limit.to_f64(),
             });
         }
-        for f in &b.fills {
+        for f in b.fills.iter().skip(fills_at) {
             snap.fills.push(FillRow {
                 time: f.ts.get(..8).unwrap_or(&f.ts).to_string(),
                 plan: f.plan.clone(),
@@ -177,10 +184,10 @@ impl Snapshot {
             });
         }
         let in_r = |m: i64| b.in_r(m).map(|x| x.to_f64()).unwrap_or(0.0);
-        let pnl = b.book_pnl();
+        let (pnl, real) = b.session_book();
         snap.pnl_usd = money(pnl);
         snap.pnl_r = in_r(pnl);
-        let (real, open) = (b.book_realised(), b.book_open());
+        let open = b.book_open();
         snap.realised_usd = money(real);
         snap.realised_r = in_r(real);
         snap.open_usd = money(open);

@@ -9,7 +9,7 @@
 use std::fs::File;
 use std::io::{self, BufReader};
 
-use super::{Counting, ImportError, Kind, Record, Source, Zone, parse_price, tape_sym};
+use super::{Counting, ImportError, Kind, Record, Source, Zone, parse_price, tape_inst};
 use crate::market::Date;
 
 /// How timestamps are written.
@@ -95,7 +95,7 @@ pub struct CsvSource {
     idx: Idx,
     unit: TsUnit,
     zone: Zone,
-    fixed: Option<crate::market::Sym>,
+    fixed: Option<(crate::market::Sym, Option<crate::market::OptionKey>)>,
     row: csv::StringRecord,
     no: u64,
     /// A row that is both a quote and a trade gives the quote first, then this.
@@ -136,7 +136,7 @@ impl CsvSource {
             })
         };
         let fixed = match &cols.fixed_symbol {
-            Some(s) => Some(tape_sym(s).map_err(|e| ImportError::new(&file, 0, e))?),
+            Some(s) => Some(tape_inst(s).map_err(|e| ImportError::new(&file, 0, e))?),
             None => None,
         };
         let idx = Idx {
@@ -202,10 +202,10 @@ impl CsvSource {
 
     fn parse_row(&mut self) -> Result<Record, ImportError> {
         let ts_s = self.field(Some(self.idx.ts)).to_string();
-        let ns = parse_ts(&ts_s, self.unit, self.zone).map_err(|e| self.bad(e))?;
-        let sym = match self.fixed {
+        let ns = parse_ts(&ts_s, self.unit, &self.zone).map_err(|e| self.bad(e))?;
+        let (sym, opt) = match self.fixed {
             Some(s) => s,
-            None => tape_sym(self.field(self.idx.symbol)).map_err(|e| self.bad(e))?,
+            None => tape_inst(self.field(self.idx.symbol)).map_err(|e| self.bad(e))?,
         };
         let kind_s = self.field(self.idx.kind).to_ascii_lowercase();
         let (is_trade, is_quote) = if self.idx.kind.is_some() {
@@ -234,7 +234,8 @@ impl CsvSource {
             None
         };
         let quote = if is_quote {
-            let bid = parse_price(self.field(self.idx.bid), false)
+            // An option's bid may be 0 (no bid), as on the tape.
+            let bid = parse_price(self.field(self.idx.bid), opt.is_some())
                 .map_err(|e| self.bad(format!("bid: {e}")))?;
             let ask = parse_price(self.field(self.idx.ask), false)
                 .map_err(|e| self.bad(format!("ask: {e}")))?;
@@ -253,6 +254,7 @@ impl CsvSource {
         let mk = |kind| Record {
             ns,
             sym,
+            opt,
             kind,
             no: self.no,
         };
@@ -290,7 +292,7 @@ impl Source for CsvSource {
 }
 
 /// A timestamp in `unit` as UTC nanoseconds since the epoch.
-pub fn parse_ts(s: &str, unit: TsUnit, zone: Zone) -> Result<i64, String> {
+pub fn parse_ts(s: &str, unit: TsUnit, zone: &Zone) -> Result<i64, String> {
     let per = match unit {
         TsUnit::S => 1_000_000_000i64,
         TsUnit::Ms => 1_000_000,
@@ -324,7 +326,7 @@ pub fn parse_ts(s: &str, unit: TsUnit, zone: Zone) -> Result<i64, String> {
     Ok(whole + sub)
 }
 
-fn parse_iso(s: &str, zone: Zone) -> Result<i64, String> {
+fn parse_iso(s: &str, zone: &Zone) -> Result<i64, String> {
     let bad = || format!("timestamp {s:?} is not YYYY-MM-DD[T ]HH:MM:SS[.fraction][Z|+HH:MM]");
     let b = s.as_bytes();
     if b.len() < 19 || !matches!(b[10], b'T' | b' ') {
@@ -383,14 +385,14 @@ mod tests {
     #[test]
     fn timestamps() {
         let ny = Zone::parse("America/New_York").unwrap();
-        let a = parse_ts("2025-04-09 09:30:00.250", TsUnit::Iso, ny).unwrap();
-        let b = parse_ts("2025-04-09T13:30:00.250Z", TsUnit::Iso, ny).unwrap();
-        let c = parse_ts("2025-04-09T09:30:00.25-04:00", TsUnit::Iso, ny).unwrap();
-        let d = parse_ts("1744205400250", TsUnit::Ms, ny).unwrap();
-        let e = parse_ts("1744205400.25", TsUnit::S, ny).unwrap();
+        let a = parse_ts("2025-04-09 09:30:00.250", TsUnit::Iso, &ny).unwrap();
+        let b = parse_ts("2025-04-09T13:30:00.250Z", TsUnit::Iso, &ny).unwrap();
+        let c = parse_ts("2025-04-09T09:30:00.25-04:00", TsUnit::Iso, &ny).unwrap();
+        let d = parse_ts("1744205400250", TsUnit::Ms, &ny).unwrap();
+        let e = parse_ts("1744205400.25", TsUnit::S, &ny).unwrap();
         assert_eq!((a, b, c, d), (b, c, d, e));
         assert_eq!(a, 1_744_205_400_250_000_000);
-        assert!(parse_ts("09:30", TsUnit::Iso, ny).is_err());
-        assert!(parse_ts("-5", TsUnit::Ns, ny).is_err());
+        assert!(parse_ts("09:30", TsUnit::Iso, &ny).is_err());
+        assert!(parse_ts("-5", TsUnit::Ns, &ny).is_err());
     }
 }

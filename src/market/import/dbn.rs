@@ -24,8 +24,11 @@ use std::rc::Rc;
 use dbn::decode::{DbnMetadata, DecodeRecordRef};
 use dbn::{Mbp1Msg, OhlcvMsg, Schema, TradeMsg, UNDEF_PRICE, VersionUpgradePolicy};
 
-use super::{Counting, ImportError, Kind, Record, Source, px_from_nanos, tape_sym};
-use crate::market::{Px, Sym};
+use super::{Counting, ImportError, Kind, Record, Source, px_from_nanos, tape_inst};
+use crate::market::{OptionKey, Px, Sym};
+
+/// A record's instrument: the symbol (an option's root) and the option contract, if any.
+type Inst = (Sym, Option<OptionKey>);
 
 /// An unexpected end of a zstd stream as an error (not the clean end the `dbn` decoder
 /// would make of it).
@@ -79,7 +82,7 @@ pub struct DbnSource {
     consumed: u64,
     schema: Schema,
     symbols: dbn::TsSymbolMap,
-    cache: HashMap<u32, Sym>,
+    cache: HashMap<u32, Inst>,
     last_quote: HashMap<u32, (Px, Px, u64, u64)>,
     no: u64,
     queue: std::collections::VecDeque<Record>,
@@ -167,7 +170,7 @@ impl DbnSource {
         ImportError::new(&self.file, self.no, why)
     }
 
-    fn sym(&mut self, id: u32, ts: u64) -> Result<Sym, ImportError> {
+    fn sym(&mut self, id: u32, ts: u64) -> Result<Inst, ImportError> {
         if let Some(s) = self.cache.get(&id) {
             return Ok(*s);
         }
@@ -176,7 +179,7 @@ impl DbnSource {
                 "instrument_id {id} has no symbol in the file's metadata (symbology) at this time"
             ))
         })?;
-        let s = tape_sym(&name).map_err(|e| self.bad(e))?;
+        let s = tape_inst(&name).map_err(|e| self.bad(e))?;
         self.cache.insert(id, s);
         Ok(s)
     }
@@ -189,27 +192,36 @@ impl DbnSource {
         px_from_nanos(p).map_err(|e| self.bad(format!("{what}: {e}")))
     }
 
-    fn push(&mut self, ns: i64, sym: Sym, kind: Kind) {
+    fn push(&mut self, ns: i64, (sym, opt): Inst, kind: Kind) {
         self.queue.push_back(Record {
             ns,
             sym,
+            opt,
             kind,
             no: self.no,
         });
     }
 
     /// The quote of a top-of-book level, unless one side is empty or it repeats the last.
+    /// An option's book with no bid (undefined or 0) is a quote with a bid of 0, as the
+    /// tape writes a contract nobody bids for; without an ask it is skipped.
     fn quote(
         &mut self,
         id: u32,
         ns: i64,
-        sym: Sym,
+        sym: Inst,
         l: &dbn::BidAskPair,
     ) -> Result<(), ImportError> {
-        if l.bid_px == UNDEF_PRICE || l.ask_px == UNDEF_PRICE || l.bid_px <= 0 {
+        let option = sym.1.is_some();
+        let no_bid = l.bid_px == UNDEF_PRICE || l.bid_px <= 0;
+        if l.ask_px == UNDEF_PRICE || no_bid && !option {
             return Ok(());
         }
-        let bid = self.px(l.bid_px, "bid")?;
+        let bid = if no_bid {
+            Px::ZERO
+        } else {
+            self.px(l.bid_px, "bid")?
+        };
         let ask = self.px(l.ask_px, "ask")?;
         if bid > ask {
             return Err(self.bad(format!("crossed book: bid {bid} is above ask {ask}")));

@@ -17,8 +17,10 @@ use std::fmt;
 use std::io::{self, Write};
 
 use crate::market::tape::header_line;
-use crate::market::tape::{SessionSpec, SymbolSpec, TAPE_VERSION_2, TapeHeader, write_event};
-use crate::market::{Date, Px, QuoteInst, Sym, TapeEvent, TapeQuote, Tick, Ts};
+use crate::market::tape::{
+    SessionSpec, SymbolSpec, TAPE_VERSION_2, TapeHeader, VolSpec, write_event,
+};
+use crate::market::{Date, OptionKey, Px, QuoteInst, Sym, TapeEvent, TapeQuote, Tick, Ts};
 
 pub use tz::Zone;
 
@@ -50,8 +52,10 @@ pub enum Kind {
 pub struct Record {
     /// UTC instant, nanoseconds since the Unix epoch.
     pub ns: i64,
-    /// Symbol.
+    /// Symbol (for an option, its underlying: the OCC root).
     pub sym: Sym,
+    /// The option contract, for a record on an OCC option symbol.
+    pub opt: Option<OptionKey>,
     /// Trade or quote.
     pub kind: Kind,
     /// Record number in its file (1-based; a CSV's data rows, a DBN file's records).
@@ -129,6 +133,12 @@ pub struct Options {
     pub name: String,
     /// Header `source`.
     pub source: String,
+    /// The strike grid of an underlying's option chain (otherwise: the greatest common
+    /// divisor of the strikes its option records name).
+    pub strike_step: BTreeMap<Sym, Px>,
+    /// At-the-money implied vol and skew of an underlying's chain (the header's `vol`):
+    /// required for every underlying with option records.
+    pub iv: BTreeMap<Sym, (f64, f64)>,
 }
 
 impl Options {
@@ -190,6 +200,11 @@ impl Merge {
         }
     }
 
+    /// The name of source `i` (as given).
+    pub fn name(&self, i: usize) -> &str {
+        self.sources.get(i).map_or("-", |s| s.0.as_str())
+    }
+
     /// Bytes read from every source so far.
     pub fn bytes_read(&self) -> u64 {
         self.sources.iter().map(|s| s.1.bytes_read()).sum()
@@ -240,6 +255,19 @@ impl Merge {
     }
 }
 
+/// What the first pass learns of an underlying's option records.
+#[derive(Clone, Debug, Default)]
+struct ChainScan {
+    /// The greatest common divisor of the strikes (raw `Px`).
+    gcd: i64,
+    /// The first option record (file index, record number) and its strike, for a refusal.
+    first: Option<(usize, u64)>,
+}
+
+fn gcd(a: i64, b: i64) -> i64 {
+    if b == 0 { a.abs() } else { gcd(b, a % b) }
+}
+
 /// What the first pass learns of a session.
 #[derive(Clone, Debug, Default)]
 struct SessionScan {
@@ -262,6 +290,11 @@ pub struct Summary {
     pub sessions: u64,
     /// Symbols on the tape.
     pub symbols: Vec<String>,
+    /// Option quotes written, and the contracts they quote.
+    pub option_quotes: u64,
+    pub option_contracts: u64,
+    /// Option trades kept out (a tape has no option prints: docs/tapes.md §5).
+    pub option_trades_skipped: u64,
 }
 
 /// Progress callback: (pass 1 or 2, bytes read, records read).
@@ -294,9 +327,13 @@ pub fn import(
     let mut m = Merge::new(open()?);
     let mut sessions: Vec<SessionScan> = Vec::new();
     let mut syms: BTreeSet<Sym> = BTreeSet::new();
+    let mut chains: BTreeMap<Sym, ChainScan> = BTreeMap::new();
+    let mut contracts: BTreeSet<(Sym, (i64, u8, i64))> = BTreeSet::new();
+    let mut option_quotes = 0u64;
+    let mut option_trades_skipped = 0u64;
     let mut read = 0u64;
     while let Some(r) = m.next_record() {
-        let (_, r) = r?;
+        let (fi, r) = r?;
         read += 1;
         if read % 65_536 == 0 {
             progress(1, m.bytes_read(), read);
@@ -304,6 +341,45 @@ pub fn import(
         let Some((d, t)) = opts.keep(&r) else {
             continue;
         };
+        if let Some(k) = &r.opt {
+            // Options: quotes only (the tape has no option prints); the strike on the
+            // grid, the contract not expired.
+            if matches!(r.kind, Kind::Trade { .. }) {
+                option_trades_skipped += 1;
+                continue;
+            }
+            let bad = |why: String| ImportError::new(m.name(fi), r.no, why);
+            if k.expiry < d {
+                return Err(bad(format!(
+                    "option {}: expiry {} is before the session date {d}",
+                    occ_name(k),
+                    k.expiry
+                )));
+            }
+            if let Some(step) = opts.strike_step.get(&r.sym)
+                && k.strike.raw() % step.raw() != 0
+            {
+                return Err(bad(format!(
+                    "option {}: strike {} is not on the grid of --strike-step {}={step}",
+                    occ_name(k),
+                    k.strike,
+                    r.sym
+                )));
+            }
+            if !opts.iv.contains_key(&r.sym) {
+                return Err(bad(format!(
+                    "option {} on {}: give --iv {}=ATM_IV (the chain's smile: the model's greeks and every unquoted contract are priced from it)",
+                    occ_name(k),
+                    r.sym,
+                    r.sym
+                )));
+            }
+            let c = chains.entry(r.sym).or_default();
+            c.gcd = gcd(c.gcd, k.strike.raw());
+            c.first.get_or_insert((fi, r.no));
+            contracts.insert((r.sym, k.order()));
+            option_quotes += 1;
+        }
         if sessions.last().and_then(|s| s.date) != Some(d) {
             sessions.push(SessionScan {
                 date: Some(d),
@@ -314,6 +390,7 @@ pub fn import(
         s.last = t;
         syms.insert(r.sym);
         match r.kind {
+            _ if r.opt.is_some() => {}
             Kind::Trade { px, .. } => {
                 s.first_trade.entry(r.sym).or_insert(px);
                 s.last_trade.insert(r.sym, px);
@@ -346,8 +423,19 @@ pub fn import(
                     .iter()
                     .find_map(|s| s.first_trade.get(&sym).copied())
             })
-            .or_else(|| sessions.iter().find_map(|s| s.first_mid.get(&sym).copied()))
-            .unwrap_or(Px::CENT);
+            .or_else(|| sessions.iter().find_map(|s| s.first_mid.get(&sym).copied()));
+        let Some(p) = p else {
+            // Only options of it in the input: the tape still needs its prior close.
+            let (fi, no) = chains.get(&sym).and_then(|c| c.first).unwrap_or((0, 0));
+            return Err(ImportError::new(
+                "-",
+                0,
+                format!(
+                    "{sym} has option records (the first: {} record {no}) but no trade or quote of its own: give --prior {sym}=PRICE",
+                    m.name(fi)
+                ),
+            ));
+        };
         prior.insert(sym, p.max(Px::CENT));
     }
     let mut specs: Vec<SessionSpec> = Vec::with_capacity(sessions.len());
@@ -383,10 +471,25 @@ pub fn import(
             .map(|(sym, px)| SymbolSpec {
                 sym: *sym,
                 prior_close: *px,
-                strike_step: None,
+                strike_step: chains.get(sym).map(|c| {
+                    opts.strike_step
+                        .get(sym)
+                        .copied()
+                        .unwrap_or(Px::from_raw(c.gcd))
+                }),
             })
             .collect(),
-        vol: Vec::new(),
+        vol: chains
+            .keys()
+            .filter_map(|sym| {
+                let (atm_iv, skew) = *opts.iv.get(sym)?;
+                Some(VolSpec {
+                    sym: *sym,
+                    atm_iv,
+                    skew,
+                })
+            })
+            .collect(),
         rate: 0.0,
         source: opts.source.clone(),
         tags,
@@ -408,6 +511,9 @@ pub fn import(
         let Some((d, ts)) = opts.keep(&r) else {
             continue;
         };
+        if r.opt.is_some() && matches!(r.kind, Kind::Trade { .. }) {
+            continue;
+        }
         if cur != Some(d) {
             if cur.is_some() {
                 k += 1;
@@ -427,7 +533,7 @@ pub fn import(
             }),
             Kind::Quote { bid, ask, bsz, asz } => TapeEvent::Quote(TapeQuote {
                 ts,
-                inst: QuoteInst::Sym(r.sym),
+                inst: r.opt.map_or(QuoteInst::Sym(r.sym), QuoteInst::Option),
                 bid,
                 ask,
                 bid_sz: bsz,
@@ -451,7 +557,15 @@ pub fn import(
         kept,
         sessions: specs.len() as u64,
         symbols: syms.iter().map(|s| s.to_string()).collect(),
+        option_quotes,
+        option_contracts: contracts.len() as u64,
+        option_trades_skipped,
     })
+}
+
+/// An option's OCC name for a message.
+fn occ_name(k: &OptionKey) -> String {
+    crate::market::occ_symbol(k).unwrap_or_else(|| format!("{} {} {}", k.root, k.expiry, k.strike))
 }
 
 /// Parse an exact decimal price (`500.12`, `0.0125`; at most 4 decimals, trailing zeros
@@ -507,12 +621,20 @@ pub fn px_from_nanos(p: i64) -> Result<Px, String> {
 pub fn tape_sym(s: &str) -> Result<Sym, String> {
     let t = s.trim();
     Sym::new(t).ok_or_else(|| {
-        if crate::market::quote::looks_occ(t) {
-            format!("symbol {t:?} is an option (OCC): option records are not imported; keep them out with --symbols")
-        } else {
-            format!("symbol {t:?} is not a tape symbol ([A-Z][A-Z0-9]*(.[A-Z0-9]+)*, at most 15 bytes)")
-        }
+        format!("symbol {t:?} is not a tape symbol ([A-Z][A-Z0-9]*(.[A-Z0-9]+)*, at most 15 bytes)")
     })
+}
+
+/// What a record's symbol names: a tape symbol, or an option on one (an OCC symbol,
+/// padded `SPY   250409C00500000` or compact `SPY250409C00500000`: its root, and the
+/// contract).
+pub fn tape_inst(s: &str) -> Result<(Sym, Option<OptionKey>), String> {
+    let t = s.trim();
+    if crate::market::quote::looks_occ(t) {
+        let k = crate::market::quote::parse_occ(t).map_err(|e| format!("symbol {t:?} {e}"))?;
+        return Ok((k.root, Some(k)));
+    }
+    tape_sym(t).map(|s| (s, None))
 }
 
 /// Counts the bytes read through it.
