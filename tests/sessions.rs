@@ -421,7 +421,7 @@ fn the_desk_starts_each_session_again_at_its_open() {
         assert_eq!(p.state, kestrel_desk::bus::PlanState::Armed, "{}", p.name);
         assert_eq!(
             (p.note.as_str(), p.pnl_r),
-            ("fires 0 fills 0", 0.0),
+            ("no fire yet", 0.0),
             "{}",
             p.name
         );
