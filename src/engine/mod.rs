@@ -38,6 +38,7 @@ use crate::lang::ast::{
     self, ClauseKind, Document, Instrument, InvalidateAction, Modifier, Side, StatementKind,
     Strike, Ttl,
 };
+use crate::market::state::i128_f64;
 use crate::market::{
     Expiry, MarketState, Px, Right, Series as MSeries, Sym, TapeError, TapeEvent, TapeHeader, Ts,
 };
@@ -67,6 +68,18 @@ macro_rules! ctx {
             dirt: &$sh.slots.dirt,
         }
     };
+}
+
+/// Evaluate a trigger: its cached value when none of its inputs moved (no [`Ctx`] built),
+/// else in full.
+macro_rules! eval {
+    ($t:expr, $sh:expr, $reads:expr) => {{
+        let t = $t;
+        match t.cached(&$sh.slots.dirt) {
+            Some(v) => v,
+            None => t.eval_all(&ctx!($sh, $reads)),
+        }
+    }};
 }
 
 /// Engine configuration.
@@ -373,16 +386,6 @@ fn money_of(px_raw: f64) -> i64 {
         x.clamp(i64::MIN as f64, i64::MAX as f64) as i64
     } else {
         0
-    }
-}
-
-/// An `i128` as the nearest `f64` (what `as f64` gives), without the 128-bit conversion
-/// routine when the value fits an `i64` (the usual case: both conversions round the same
-/// exact integer to nearest).
-fn i128_f64(x: i128) -> f64 {
-    match i64::try_from(x) {
-        Ok(v) => v as f64,
-        Err(_) => x as f64,
     }
 }
 
@@ -1067,8 +1070,7 @@ impl Engine {
         };
         let mut rising: Vec<usize> = Vec::new();
         for (i, w) in self.wakes.iter_mut().enumerate() {
-            let cx = ctx!(self.sh, reads);
-            let v = w.trig.eval(&cx);
+            let v = eval!(&mut w.trig, self.sh, reads);
             if v == Tri::T && w.prev != Tri::T && w.primed {
                 rising.push(i);
             }
@@ -1759,6 +1761,7 @@ fn plan_reads(p: &mut PlanRt, sh: &mut Shared) -> PlanReads {
     r
 }
 
+#[inline(always)]
 fn step_plan(p: &mut PlanRt, pi: usize, sh: &mut Shared) {
     if matches!(p.status, Status::Dormant | Status::Closed) {
         return;
@@ -1781,7 +1784,7 @@ fn step_plan(p: &mut PlanRt, pi: usize, sh: &mut Shared) {
         if p.invalidates[k].2 {
             continue;
         }
-        let hit = p.invalidates[k].0.eval(&ctx!(sh, reads)) == Tri::T;
+        let hit = eval!(&mut p.invalidates[k].0, sh, reads) == Tri::T;
         if hit {
             p.invalidates[k].2 = true;
             let ride = p.invalidates[k].1;
@@ -1812,7 +1815,7 @@ fn step_plan(p: &mut PlanRt, pi: usize, sh: &mut Shared) {
     }
     if p.status == Status::Armed {
         let hit = match p.when.as_mut() {
-            Some(w) => w.eval(&ctx!(sh, reads)) == Tri::T,
+            Some(w) => eval!(w, sh, reads) == Tri::T,
             None => false,
         };
         if p.entries_open && hit {
@@ -1828,7 +1831,7 @@ fn step_plan(p: &mut PlanRt, pi: usize, sh: &mut Shared) {
         if p.cancel_ifs[k].1 {
             continue;
         }
-        if p.cancel_ifs[k].0.eval(&ctx!(sh, reads)) == Tri::T {
+        if eval!(&mut p.cancel_ifs[k].0, sh, reads) == Tri::T {
             p.cancel_ifs[k].1 = true;
             emit_fired(p, sh, format!("CANCEL-IF#{}", k + 1));
             p.entries_open = false;
@@ -1839,7 +1842,7 @@ fn step_plan(p: &mut PlanRt, pi: usize, sh: &mut Shared) {
         if p.reloads[k].2 {
             continue;
         }
-        let hit = p.reloads[k].0.eval(&ctx!(sh, reads)) == Tri::T;
+        let hit = eval!(&mut p.reloads[k].0, sh, reads) == Tri::T;
         if hit && p.entries_open {
             p.reloads[k].2 = true;
             fire(p, pi, sh, Some(k));
@@ -2244,7 +2247,7 @@ fn process_orders(p: &mut PlanRt, pi: usize, sh: &mut Shared, reads: PlanReads) 
     while k < p.orders.len() {
         // Line-level cancel-if.
         let cancel = match p.orders[k].mods.cancel_if.as_mut() {
-            Some(t) => t.eval(&ctx!(sh, reads)) == Tri::T,
+            Some(t) => eval!(t, sh, reads) == Tri::T,
             None => false,
         };
         if cancel {
@@ -2453,7 +2456,7 @@ fn manage_position(p: &mut PlanRt, pi: usize, sh: &mut Shared, reads: PlanReads)
         if p.exits[k].done {
             continue;
         }
-        if p.exits[k].when.eval(&ctx!(sh, reads)) != Tri::T {
+        if eval!(&mut p.exits[k].when, sh, reads) != Tri::T {
             continue;
         }
         p.exits[k].done = true;

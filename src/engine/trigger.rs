@@ -698,7 +698,18 @@ impl CTrigger {
     /// Evaluate (advancing `crosses` / `held` state). A trigger evaluated on the previous
     /// event none of whose inputs moved keeps its value (module docs, "Dirty tracking").
     pub fn eval(&mut self, cx: &Ctx<'_>) -> Tri {
-        let d = cx.dirt;
+        match self.cached(cx.dirt) {
+            Some(v) => v,
+            None => self.eval_all(cx),
+        }
+    }
+
+    /// The value when none of the trigger's inputs moved since its evaluation on the
+    /// previous event (with a `crosses` that had just fired set back to false); `None`
+    /// when it must be evaluated ([`eval_all`](Self::eval_all)). Callers check this before
+    /// building a [`Ctx`].
+    #[inline]
+    pub fn cached(&mut self, d: &Dirt) -> Option<Tri> {
         let clean = self.last_epoch != 0
             && self.last_epoch.wrapping_add(1) == d.epoch
             && !self.deps.always
@@ -707,27 +718,28 @@ impl CTrigger {
             && d.pct_moved & self.deps.pct == 0
             && !(d.clock && self.deps.clock)
             && d.touched.get(self.deps.id as usize) != Some(&d.epoch);
-        self.last_epoch = d.epoch;
-        if clean && !d.naive {
-            if self.cross_hit {
-                // The same inputs again: a `crosses` that was true is false now.
-                for (v, p) in self.vals.iter_mut().zip(&self.preds) {
-                    if *v == Tri::T && matches!(p, CPred::Cross { .. }) {
-                        *v = Tri::F;
-                    }
-                }
-                self.cross_hit = false;
-                self.last = fold_near(&self.root, &self.vals);
-            }
-            return self.last;
+        if !clean || d.naive {
+            return None;
         }
-        self.eval_all(cx)
+        self.last_epoch = d.epoch;
+        if self.cross_hit {
+            // The same inputs again: a `crosses` that was true is false now.
+            for (v, p) in self.vals.iter_mut().zip(&self.preds) {
+                if *v == Tri::T && matches!(p, CPred::Cross { .. }) {
+                    *v = Tri::F;
+                }
+            }
+            self.cross_hit = false;
+            self.last = fold_near(&self.root, &self.vals);
+        }
+        Some(self.last)
     }
 
     /// Evaluate every predicate and fold (what [`eval`](Self::eval) does when an input
     /// moved).
     pub fn eval_all(&mut self, cx: &Ctx<'_>) -> Tri {
         cx.dirt.full_evals.set(cx.dirt.full_evals.get() + 1);
+        self.last_epoch = cx.dirt.epoch;
         let mut hit = false;
         for (i, p) in self.preds.iter_mut().enumerate() {
             let v = eval_pred(p, cx);
