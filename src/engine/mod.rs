@@ -25,6 +25,8 @@ pub mod trigger;
 pub mod wakes;
 
 #[cfg(test)]
+mod floor_tests;
+#[cfg(test)]
 mod quote_tests;
 #[cfg(test)]
 mod tests;
@@ -36,6 +38,7 @@ use crate::lang::ast::{
     self, ClauseKind, Document, Instrument, InvalidateAction, Modifier, Side, StatementKind,
     Strike, Ttl,
 };
+use crate::market::state::i128_f64;
 use crate::market::{
     Expiry, MarketState, Px, Right, Series as MSeries, Sym, TapeError, TapeEvent, TapeHeader, Ts,
 };
@@ -62,8 +65,21 @@ macro_rules! ctx {
             plan: $reads,
             mkt: &$sh.mvals,
             pct: &$sh.pvals,
+            dirt: &$sh.slots.dirt,
         }
     };
+}
+
+/// Evaluate a trigger: its cached value when none of its inputs moved (no [`Ctx`] built),
+/// else in full.
+macro_rules! eval {
+    ($t:expr, $sh:expr, $reads:expr) => {{
+        let t = $t;
+        match t.cached(&$sh.slots.dirt) {
+            Some(v) => v,
+            None => t.eval_all(&ctx!($sh, $reads)),
+        }
+    }};
 }
 
 /// Engine configuration.
@@ -198,6 +214,9 @@ struct Order {
 struct Leg {
     inst: usize,
     pos: Position,
+    /// The latest live mark given to the Blotter: price, model, and the engine's trade
+    /// count then (a trade re-marks the Blotter's position at its fill price).
+    marked: Option<(Px, bool, u64)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -284,6 +303,8 @@ struct Shared {
     pvals: Vec<Option<f64>>,
     /// The tape's tags when the regime gate is on.
     gate: Option<std::collections::BTreeMap<String, String>>,
+    /// Position trades so far (fills and settlements): a live mark is given again after one.
+    trades: u64,
 }
 
 /// The tick engine. Drive it with [`Engine::on_event`] for each tape event and close it with
@@ -345,12 +366,50 @@ impl Shared {
 }
 
 fn money_of(px_raw: f64) -> i64 {
+    // Below 2^52 in magnitude the rounding is done in integers (truncate, then look at the
+    // exact fraction): the same half-away-from-zero value as `libm::round`, without the
+    // call (property-tested in `revalue_tests`).
+    const EXACT: f64 = 4_503_599_627_370_496.0; // 2^52
+    if px_raw.abs() < EXACT {
+        let t = px_raw as i64;
+        let frac = px_raw - t as f64;
+        return if frac >= 0.5 {
+            t + 1
+        } else if frac <= -0.5 {
+            t - 1
+        } else {
+            t
+        };
+    }
     let x = libm::round(px_raw);
     if x.is_finite() {
         x.clamp(i64::MIN as f64, i64::MAX as f64) as i64
     } else {
         0
     }
+}
+
+/// Magnitude below which an open leg's value is computed in fixed point (see
+/// [`leg_open_pnl`]).
+const FIXED_MAX: i128 = 1 << 48;
+
+/// The open P&L of a leg valued at `q`, money units: `round(fair·10⁴·qty·mult − cost)` in
+/// f64, as the Bus's excursion figures have always been computed. For shares `fair` is a
+/// tape price (`intrinsic` holds it exactly), and when every term is below 2^48 the f64
+/// expression's error is under 1/4 of a unit while its exact value is an integer, so the
+/// fixed-point `fair_raw·qty·mult − cost` is the same number: that is used (no float on
+/// the path). Options value at the model's f64 fair, in f64 (property-tested to agree).
+fn leg_open_pnl(pos: &Position, q: &QuoteF) -> i64 {
+    if !q.option {
+        let raw = i128::from(q.intrinsic.raw());
+        let qty = i128::from(pos.qty);
+        let value = raw * qty * i128::from(pos.mult);
+        if value.abs() < FIXED_MAX && pos.cost.abs() < FIXED_MAX && qty.abs() < FIXED_MAX {
+            return (value - pos.cost) as i64;
+        }
+    }
+    let val = q.fair * 1e4 * pos.qty as f64 * f64::from(pos.mult);
+    money_of(val - i128_f64(pos.cost))
 }
 
 impl Engine {
@@ -403,10 +462,11 @@ impl Engine {
                 to_arm: Vec::new(),
                 books: Vec::new(),
                 has_chain,
-                slots: Slots::default(),
+                slots: Slots::for_session(header.open, header.close),
                 mvals: Vec::new(),
                 pvals: Vec::new(),
                 gate: cfg.regime_gate.then(|| header.tags.clone()),
+                trades: 0,
             },
             plans: Vec::new(),
             order: Vec::new(),
@@ -956,7 +1016,7 @@ impl Engine {
     fn step(&mut self) {
         let sh = &mut self.sh;
         sh.slots
-            .refresh(&sh.ms, &sh.syms, &mut sh.mvals, &mut sh.pvals);
+            .refresh(&sh.ms, &sh.syms, &mut sh.mvals, &mut sh.pvals, sh.now);
         for k in 0..self.order.len() {
             let i = self.order[k];
             step_plan(&mut self.plans[i], i, &mut self.sh);
@@ -981,16 +1041,24 @@ impl Engine {
     /// Mark every open position at the market in the Bus's Blotter (not a Bus event): the
     /// exec symbol's mid for shares, the option's model fair on the cent grid for options
     /// (docs/runtime.md, "Marking"). Fixed-point; quotes are the ones the plans just read.
+    ///
+    /// A mark equal to the one last given (and no trade since) is not given again: the
+    /// Blotter already holds it.
     fn mark_live(&mut self) {
         let sh = &mut self.sh;
-        for p in &self.plans {
-            for l in p.legs.iter().filter(|l| l.pos.qty != 0) {
+        for p in &mut self.plans {
+            for l in p.legs.iter_mut().filter(|l| l.pos.qty != 0) {
                 let Some(q) = quote(sh, l.inst) else { continue };
                 let (px, model) = if q.option {
                     (Px::round_cents(q.fair).unwrap_or(q.mid), true)
                 } else {
                     (q.mid, false)
                 };
+                let m = Some((px, model, sh.trades));
+                if l.marked == m {
+                    continue;
+                }
+                l.marked = m;
                 let key = &sh.insts[l.inst].key;
                 sh.bus.mark_live(&p.name, key, px, model);
             }
@@ -1008,8 +1076,7 @@ impl Engine {
         };
         let mut rising: Vec<usize> = Vec::new();
         for (i, w) in self.wakes.iter_mut().enumerate() {
-            let cx = ctx!(self.sh, reads);
-            let v = w.trig.eval(&cx);
+            let v = eval!(&mut w.trig, self.sh, reads);
             if v == Tri::T && w.prev != Tri::T && w.primed {
                 rising.push(i);
             }
@@ -1361,6 +1428,7 @@ impl Engine {
                 if zero_dte {
                     let px = q.map_or(Px::ZERO, |q| q.intrinsic);
                     p.legs[li].pos.trade(-qty, px, mult);
+                    self.sh.trades += 1;
                     self.sh.bus.emit(Event::Settlement {
                         ts: now,
                         plan: p.name.clone(),
@@ -1667,8 +1735,7 @@ fn revalue(p: &mut PlanRt, sh: &mut Shared) {
         let mut v = pos.realised;
         if pos.qty != 0 {
             if let Some(q) = q {
-                let val = q.fair * 1e4 * pos.qty as f64 * f64::from(pos.mult);
-                v = v.saturating_add(money_of(val - pos.cost as f64));
+                v = v.saturating_add(leg_open_pnl(pos, &q));
             }
         }
         pnl = pnl.saturating_add(v);
@@ -1705,6 +1772,7 @@ fn plan_reads(p: &mut PlanRt, sh: &mut Shared) -> PlanReads {
     r
 }
 
+#[inline(always)]
 fn step_plan(p: &mut PlanRt, pi: usize, sh: &mut Shared) {
     if matches!(p.status, Status::Dormant | Status::Closed) {
         return;
@@ -1727,7 +1795,7 @@ fn step_plan(p: &mut PlanRt, pi: usize, sh: &mut Shared) {
         if p.invalidates[k].2 {
             continue;
         }
-        let hit = p.invalidates[k].0.eval(&ctx!(sh, reads)) == Tri::T;
+        let hit = eval!(&mut p.invalidates[k].0, sh, reads) == Tri::T;
         if hit {
             p.invalidates[k].2 = true;
             let ride = p.invalidates[k].1;
@@ -1758,7 +1826,7 @@ fn step_plan(p: &mut PlanRt, pi: usize, sh: &mut Shared) {
     }
     if p.status == Status::Armed {
         let hit = match p.when.as_mut() {
-            Some(w) => w.eval(&ctx!(sh, reads)) == Tri::T,
+            Some(w) => eval!(w, sh, reads) == Tri::T,
             None => false,
         };
         if p.entries_open && hit {
@@ -1774,7 +1842,7 @@ fn step_plan(p: &mut PlanRt, pi: usize, sh: &mut Shared) {
         if p.cancel_ifs[k].1 {
             continue;
         }
-        if p.cancel_ifs[k].0.eval(&ctx!(sh, reads)) == Tri::T {
+        if eval!(&mut p.cancel_ifs[k].0, sh, reads) == Tri::T {
             p.cancel_ifs[k].1 = true;
             emit_fired(p, sh, format!("CANCEL-IF#{}", k + 1));
             p.entries_open = false;
@@ -1785,7 +1853,7 @@ fn step_plan(p: &mut PlanRt, pi: usize, sh: &mut Shared) {
         if p.reloads[k].2 {
             continue;
         }
-        let hit = p.reloads[k].0.eval(&ctx!(sh, reads)) == Tri::T;
+        let hit = eval!(&mut p.reloads[k].0, sh, reads) == Tri::T;
         if hit && p.entries_open {
             p.reloads[k].2 = true;
             fire(p, pi, sh, Some(k));
@@ -2106,6 +2174,7 @@ fn do_fill(p: &mut PlanRt, pi: usize, sh: &mut Shared, o: Order, px: Px) {
             p.legs.push(Leg {
                 inst: o.inst,
                 pos: Position::default(),
+                marked: None,
             });
             p.legs.len() - 1
         }
@@ -2142,6 +2211,7 @@ fn do_fill(p: &mut PlanRt, pi: usize, sh: &mut Shared, o: Order, px: Px) {
     });
     let signed = i64::try_from(qty).unwrap_or(i64::MAX) * o.side.sign();
     p.legs[li].pos.trade(signed, px, mult);
+    sh.trades += 1;
     if o.role == OrderRole::Entry {
         if o.side == BusSide::Buy {
             p.entry_qty += qty;
@@ -2188,7 +2258,7 @@ fn process_orders(p: &mut PlanRt, pi: usize, sh: &mut Shared, reads: PlanReads) 
     while k < p.orders.len() {
         // Line-level cancel-if.
         let cancel = match p.orders[k].mods.cancel_if.as_mut() {
-            Some(t) => t.eval(&ctx!(sh, reads)) == Tri::T,
+            Some(t) => eval!(t, sh, reads) == Tri::T,
             None => false,
         };
         if cancel {
@@ -2377,7 +2447,7 @@ fn manage_position(p: &mut PlanRt, pi: usize, sh: &mut Shared, reads: PlanReads)
                 Some(q) => value += q.fair * qty as f64 * f64::from(mult),
                 None => known = false,
             }
-            cost += c as f64 / 1e4;
+            cost += i128_f64(c) / 1e4;
         }
         if known && cost > 0.0 {
             for k in 0..p.tps.len() {
@@ -2397,7 +2467,7 @@ fn manage_position(p: &mut PlanRt, pi: usize, sh: &mut Shared, reads: PlanReads)
         if p.exits[k].done {
             continue;
         }
-        if p.exits[k].when.eval(&ctx!(sh, reads)) != Tri::T {
+        if eval!(&mut p.exits[k].when, sh, reads) != Tri::T {
             continue;
         }
         p.exits[k].done = true;

@@ -7,6 +7,27 @@
 //! short-circuiting would have skipped), then folds the tree with Kleene logic:
 //! `F AND U = F`, `T OR U = T`, `NOT U = U`. A clause acts only on `T`: **UNKNOWN is not
 //! false, and nothing fires on it.** Evaluation never allocates.
+//!
+//! **Dirty tracking.** Most events move few of a trigger's inputs, and a predicate whose
+//! inputs did not move gives the same answer again — except a `crosses`, which was true on
+//! the evaluation where its sign changed and is false on the next one with the same sign.
+//! So a trigger that was evaluated on the previous event and none of whose inputs moved is
+//! not re-evaluated: its previous value stands (with a `crosses` that had just fired set back
+//! to false). Its inputs are, per predicate:
+//!
+//! - a market series compared with a **constant** (`velocity(1m) < -0.02`, `spot crosses
+//!   above 5000`): a *level*. Levels are kept per series slot **sorted by threshold**
+//!   ([`Slots`]); when the series moves from `a` to `b`, only the levels in `[a, b]` can
+//!   change sign, and only their triggers are marked to re-evaluate (a binary search, then the
+//!   levels crossed): the cost grows with the plans that can fire, not the plans armed. A
+//!   series becoming known or UNKNOWN re-evaluates all of its levels' triggers.
+//! - the clock compared with a constant (`time >= 10:07`, `T-15`, `phase open`): a level
+//!   on the clock, the same way;
+//! - a market series compared with another series or a percentile: re-evaluated when either
+//!   value moves (bit for bit);
+//! - `held` and the clock against a series: re-evaluated whenever the clock moves;
+//! - the plan's own reads (`pnl`, `fills.avg_px`, leg quotes) and plan / headline events:
+//!   always re-evaluated.
 
 use crate::lang::ast::{self, CmpOp, CrossDir, Phase, Predicate, SeriesKind, Trigger};
 use crate::market::{MarketState, Series as MSeries, Sym, Ts};
@@ -161,6 +182,59 @@ pub struct CTrigger {
     pub uses_leg: bool,
     /// Reads the plan's P&L or fills.
     pub uses_plan: bool,
+    /// What the value depends on (see the module docs, "Dirty tracking").
+    deps: Deps,
+    /// The refresh epoch of the latest evaluation (0: never evaluated).
+    last_epoch: u64,
+    /// The latest value.
+    last: Tri,
+    /// A `crosses` predicate was true at the latest evaluation.
+    cross_hit: bool,
+}
+
+/// A trigger's inputs, for dirty tracking.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+struct Deps {
+    /// Its id in [`Dirt::touched`] (its levels mark it there).
+    id: u32,
+    /// Series slots read as values (any move re-evaluates), one bit per slot (slots from 63
+    /// on share bit 63).
+    mkt: u64,
+    /// Series slots read only as levels against constants (a move that crosses no level
+    /// does not re-evaluate; becoming known or UNKNOWN does).
+    lvl: u64,
+    /// Percentile slots.
+    pct: u64,
+    /// Re-evaluated whenever the clock moves (`held`, the clock against a series).
+    clock: bool,
+    /// Re-evaluated on every evaluation (plan reads, plan and headline events).
+    always: bool,
+}
+
+fn bit(slot: u16) -> u64 {
+    1u64 << slot.min(63)
+}
+
+/// What moved at the latest [`Slots::refresh`] (see the module docs, "Dirty tracking").
+#[derive(Debug, Clone, Default)]
+pub struct Dirt {
+    /// Refresh count: the event being evaluated (0 before the first refresh).
+    pub epoch: u64,
+    /// Series slots whose value changed at this refresh (bit per slot, as in `Deps`).
+    pub moved: u64,
+    /// Series slots whose value became known or UNKNOWN at this refresh.
+    pub jumped: u64,
+    /// Percentile slots whose value changed at this refresh.
+    pub pct_moved: u64,
+    /// The clock moved since the previous refresh.
+    pub clock: bool,
+    /// Per trigger id: the epoch at which the series crossed one of its levels.
+    pub touched: Vec<u64>,
+    /// Re-evaluate every trigger on every event (the reference the tests compare the dirty
+    /// tracking with).
+    pub naive: bool,
+    /// Triggers evaluated in full so far (every predicate read and folded).
+    pub full_evals: std::cell::Cell<u64>,
 }
 
 /// Times of the events predicates read, and the session clock.
@@ -203,6 +277,8 @@ pub struct Ctx<'a> {
     pub mkt: &'a [Option<f64>],
     /// Percentile values this event, by slot.
     pub pct: &'a [Option<f64>],
+    /// What moved since the previous event.
+    pub dirt: &'a Dirt,
 }
 
 /// Interned market reads: each distinct `(symbol, series)` and `(symbol, series, p)` read by
@@ -220,9 +296,64 @@ pub struct Slots {
     /// Per series slot: the index of its symbol in the update counts (`usize::MAX`: not
     /// there), and the update count and clock its value was read at.
     series_seen: Vec<(usize, u64, Option<Ts>)>,
+    /// Per series slot: the levels compared with it, sorted by threshold, with the id of
+    /// their trigger.
+    levels: Vec<Vec<(f64, u32)>>,
+    /// Levels on the clock (seconds since midnight), sorted, with their trigger ids.
+    clock_levels: Vec<(f64, u32)>,
+    /// The session's open and close (the clock levels of `phase` and `T-n`).
+    session: Option<(Ts, Ts)>,
+    /// The clock at the previous refresh.
+    clock_prev: Option<Ts>,
+    /// What moved at the latest refresh.
+    pub dirt: Dirt,
+}
+
+/// Mark the triggers of the levels in `[lo, hi]` of a sorted level list.
+pub(crate) fn touch_levels(
+    levels: &[(f64, u32)],
+    lo: f64,
+    hi: f64,
+    epoch: u64,
+    touched: &mut [u64],
+) {
+    let a = levels.partition_point(|l| l.0 < lo);
+    let b = levels.partition_point(|l| l.0 <= hi);
+    for l in levels.get(a..b).unwrap_or(&[]) {
+        if let Some(t) = touched.get_mut(l.1 as usize) {
+            *t = epoch;
+        }
+    }
+}
+
+fn insert_level(levels: &mut Vec<(f64, u32)>, at: f64, id: u32) {
+    let i = levels.partition_point(|l| l.0.total_cmp(&at).is_le());
+    levels.insert(i, (at, id));
 }
 
 impl Slots {
+    /// Slots for a session with this open and close (the clock levels of `phase` and
+    /// `T-n`; without them those predicates re-evaluate whenever the clock moves).
+    pub fn for_session(open: Ts, close: Ts) -> Slots {
+        Slots {
+            session: Some((open, close)),
+            ..Slots::default()
+        }
+    }
+
+    fn new_trigger_id(&mut self) -> u32 {
+        self.dirt.touched.push(0);
+        u32::try_from(self.dirt.touched.len() - 1).unwrap_or(u32::MAX)
+    }
+
+    fn add_level(&mut self, slot: u16, at: f64, id: u32) {
+        let i = usize::from(slot);
+        if self.levels.len() <= i {
+            self.levels.resize_with(i + 1, Vec::new);
+        }
+        insert_level(&mut self.levels[i], at, id);
+    }
+
     fn series_slot(&mut self, sym: Sym, m: MSeries) -> u16 {
         let i = match self.series.iter().position(|x| *x == (sym, m)) {
             Some(i) => i,
@@ -258,14 +389,43 @@ impl Slots {
     /// `updates`, per symbol) and of the clock (velocity, time; the sample grid moves only
     /// with the clock): a slot whose symbol had no update and whose clock did not move keeps
     /// its value (e.g. the signal's series on the exec symbol's tick of the same instant).
+    ///
+    /// It also records what moved ([`Dirt`]) for the triggers' dirty tracking: `clock` is
+    /// the clock the triggers read (the engine's).
     pub fn refresh(
         &mut self,
         ms: &MarketState,
         updates: &[(Sym, u64)],
         mkt: &mut Vec<Option<f64>>,
         pct: &mut Vec<Option<f64>>,
+        clock: Ts,
     ) {
         let now = ms.now();
+        let d = &mut self.dirt;
+        d.epoch += 1;
+        d.moved = 0;
+        d.jumped = 0;
+        d.pct_moved = 0;
+        d.clock = self.clock_prev != Some(clock);
+        if d.clock {
+            if let Some(prev) = self.clock_prev {
+                let (a, b) = (prev.secs_f64(), clock.secs_f64());
+                touch_levels(
+                    &self.clock_levels,
+                    a.min(b),
+                    a.max(b),
+                    d.epoch,
+                    &mut d.touched,
+                );
+            } else {
+                for l in &self.clock_levels {
+                    if let Some(t) = d.touched.get_mut(l.1 as usize) {
+                        *t = d.epoch;
+                    }
+                }
+            }
+            self.clock_prev = Some(clock);
+        }
         if mkt.len() < self.series_seen.len() {
             self.series_seen.clear();
         }
@@ -275,10 +435,11 @@ impl Slots {
             self.series_seen
                 .push((i.unwrap_or(usize::MAX), u64::MAX, None));
         }
-        for ((v, seen), (sym, m)) in mkt
+        for (i, ((v, seen), (sym, m))) in mkt
             .iter_mut()
             .zip(self.series_seen.iter_mut())
             .zip(&self.series)
+            .enumerate()
         {
             let n = updates.get(seen.0).map(|u| u.1);
             if let Some(n) = n {
@@ -288,7 +449,19 @@ impl Slots {
             }
             seen.1 = n.unwrap_or(u64::MAX);
             seen.2 = now;
-            *v = ms.value_sym(*sym, *m).filter(|x| x.is_finite());
+            let new = ms.value_sym(*sym, *m).filter(|x| x.is_finite());
+            if new != *v {
+                let b = bit(u16::try_from(i).unwrap_or(u16::MAX));
+                d.moved |= b;
+                let levels = self.levels.get(i).map_or(&[][..], Vec::as_slice);
+                match (*v, new) {
+                    (Some(a), Some(c)) => {
+                        touch_levels(levels, a.min(c), a.max(c), d.epoch, &mut d.touched)
+                    }
+                    _ => d.jumped |= b,
+                }
+                *v = new;
+            }
         }
         let n = ms.samples_recorded();
         if n != self.pct_samples || pct.len() < self.pct_fresh {
@@ -300,7 +473,11 @@ impl Slots {
             if i < self.pct_fresh && *m != MSeries::Open {
                 continue;
             }
-            *v = ms.percentile_sym(*sym, *m, *p).filter(|x| x.is_finite());
+            let new = ms.percentile_sym(*sym, *m, *p).filter(|x| x.is_finite());
+            if new != *v {
+                d.pct_moved |= bit(u16::try_from(i).unwrap_or(u16::MAX));
+                *v = new;
+            }
         }
         self.pct_fresh = self.pcts.len();
     }
@@ -499,12 +676,17 @@ impl CTrigger {
         let uses_leg = uses(&|s| matches!(s, CSeries::Leg(_)));
         let uses_plan = uses(&|s| matches!(s, CSeries::Pnl | CSeries::AvgPx));
         let vals = vec![Tri::U; preds.len()];
+        let deps = deps_of(&preds, slots);
         Ok(CTrigger {
             root,
             preds,
             vals,
             uses_leg,
             uses_plan,
+            deps,
+            last_epoch: 0,
+            last: Tri::U,
+            cross_hit: false,
         })
     }
 
@@ -513,13 +695,144 @@ impl CTrigger {
         &self.preds
     }
 
-    /// Evaluate (advancing `crosses` / `held` state).
+    /// Evaluate (advancing `crosses` / `held` state). A trigger evaluated on the previous
+    /// event none of whose inputs moved keeps its value (module docs, "Dirty tracking").
     pub fn eval(&mut self, cx: &Ctx<'_>) -> Tri {
-        for (i, p) in self.preds.iter_mut().enumerate() {
-            self.vals[i] = eval_pred(p, cx);
+        match self.cached(cx.dirt) {
+            Some(v) => v,
+            None => self.eval_all(cx),
         }
-        fold_near(&self.root, &self.vals)
     }
+
+    /// The value when none of the trigger's inputs moved since its evaluation on the
+    /// previous event (with a `crosses` that had just fired set back to false); `None`
+    /// when it must be evaluated ([`eval_all`](Self::eval_all)). Callers check this before
+    /// building a [`Ctx`].
+    #[inline]
+    pub fn cached(&mut self, d: &Dirt) -> Option<Tri> {
+        let clean = self.last_epoch != 0
+            && self.last_epoch.wrapping_add(1) == d.epoch
+            && !self.deps.always
+            && d.moved & self.deps.mkt == 0
+            && d.jumped & self.deps.lvl == 0
+            && d.pct_moved & self.deps.pct == 0
+            && !(d.clock && self.deps.clock)
+            && d.touched.get(self.deps.id as usize) != Some(&d.epoch);
+        if !clean || d.naive {
+            return None;
+        }
+        self.last_epoch = d.epoch;
+        if self.cross_hit {
+            // The same inputs again: a `crosses` that was true is false now.
+            for (v, p) in self.vals.iter_mut().zip(&self.preds) {
+                if *v == Tri::T && matches!(p, CPred::Cross { .. }) {
+                    *v = Tri::F;
+                }
+            }
+            self.cross_hit = false;
+            self.last = fold_near(&self.root, &self.vals);
+        }
+        Some(self.last)
+    }
+
+    /// Evaluate every predicate and fold (what [`eval`](Self::eval) does when an input
+    /// moved).
+    pub fn eval_all(&mut self, cx: &Ctx<'_>) -> Tri {
+        cx.dirt.full_evals.set(cx.dirt.full_evals.get() + 1);
+        self.last_epoch = cx.dirt.epoch;
+        let mut hit = false;
+        for (i, p) in self.preds.iter_mut().enumerate() {
+            let v = eval_pred(p, cx);
+            hit |= v == Tri::T && matches!(p, CPred::Cross { .. });
+            self.vals[i] = v;
+        }
+        self.cross_hit = hit;
+        self.last = fold_near(&self.root, &self.vals);
+        self.last
+    }
+}
+
+/// A trigger's inputs (module docs, "Dirty tracking"), its levels registered in `slots`.
+fn deps_of(preds: &[CPred], slots: &mut Slots) -> Deps {
+    let mut d = Deps {
+        id: slots.new_trigger_id(),
+        ..Deps::default()
+    };
+    let session = slots.session;
+    // A clock level at `ms` milliseconds since midnight.
+    let clock_ms = |ms: u32| Ts(ms).secs_f64();
+    let mut levels: Vec<(Option<u16>, f64)> = Vec::new();
+    for p in preds {
+        let (s, v, held) = match p {
+            CPred::Cross { s, v, .. } => (*s, *v, false),
+            CPred::Cmp { s, v, held_ms, .. } => (*s, *v, held_ms.is_some()),
+            CPred::Fired { .. } | CPred::Filled { .. } | CPred::Headline { .. } => {
+                d.always = true;
+                continue;
+            }
+            CPred::TMinus(ms) => {
+                match session {
+                    Some((_, close)) => {
+                        levels.push((None, clock_ms(close.ms().saturating_sub(*ms))))
+                    }
+                    None => d.clock = true,
+                }
+                continue;
+            }
+            CPred::Phase(open) => {
+                const P: u32 = 15 * 60_000;
+                match session {
+                    Some((o, _)) if *open => {
+                        levels.push((None, clock_ms(o.ms())));
+                        levels.push((None, clock_ms(o.ms().saturating_add(P))));
+                    }
+                    Some((_, c)) => {
+                        levels.push((None, clock_ms(c.ms().saturating_sub(P))));
+                        levels.push((None, clock_ms(c.ms().saturating_add(1))));
+                    }
+                    None => d.clock = true,
+                }
+                continue;
+            }
+        };
+        d.clock |= held;
+        match (s, v) {
+            (CSeries::Mkt(_, _, slot), CValue::Num(c)) => {
+                d.lvl |= bit(slot);
+                levels.push((Some(slot), c));
+            }
+            (CSeries::Time, CValue::Num(c)) => levels.push((None, c)),
+            _ => {
+                for x in [
+                    Some(s),
+                    if let CValue::Series(x) = v {
+                        Some(x)
+                    } else {
+                        None
+                    },
+                ]
+                .into_iter()
+                .flatten()
+                {
+                    match x {
+                        CSeries::Mkt(_, _, slot) => d.mkt |= bit(slot),
+                        CSeries::Time => d.clock = true,
+                        CSeries::Pnl | CSeries::AvgPx | CSeries::Leg(_) => d.always = true,
+                    }
+                }
+                if let CValue::Pct(_, slot) = v {
+                    d.pct |= bit(slot);
+                }
+            }
+        }
+    }
+    for (slot, at) in levels {
+        match slot {
+            Some(slot) => slots.add_level(slot, at, d.id),
+            None => insert_level(&mut slots.clock_levels, at, d.id),
+        }
+    }
+    d
 }
 
 fn fold(n: &Node, vals: &[Tri]) -> Tri {

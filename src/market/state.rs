@@ -224,9 +224,9 @@ impl SymState {
 
     fn vwap(&self) -> Option<f64> {
         if self.vw_den > 0 {
-            Some(self.vw_num as f64 / self.vw_den as f64 / 1e4)
+            Some(i128_f64(self.vw_num) / u128_f64(self.vw_den) / 1e4)
         } else if self.eq_den > 0 {
-            Some(self.eq_num as f64 / self.eq_den as f64 / 1e4)
+            Some(i128_f64(self.eq_num) / self.eq_den as f64 / 1e4)
         } else {
             None
         }
@@ -288,6 +288,23 @@ fn insert_sorted(v: &mut Vec<f64>, x: f64) {
 /// Linear-interpolation percentile of sorted values.
 fn percentile_sorted(sorted: &[f64], p: f64) -> Option<f64> {
     percentile_ranked(sorted.len(), p, |k| sorted.get(k).copied())
+}
+
+/// An `i128` as the nearest `f64` (`as f64`), through the one-instruction `i64`
+/// conversion when it fits (both round the same exact integer to nearest).
+pub(crate) fn i128_f64(x: i128) -> f64 {
+    match i64::try_from(x) {
+        Ok(v) => v as f64,
+        Err(_) => x as f64,
+    }
+}
+
+/// A `u128` as the nearest `f64` (`as f64`), through `u64` when it fits.
+fn u128_f64(x: u128) -> f64 {
+    match u64::try_from(x) {
+        Ok(v) => v as f64,
+        Err(_) => x as f64,
+    }
 }
 
 /// Linear-interpolation percentile of `n` sorted values, read by rank with `at`.
@@ -1004,6 +1021,18 @@ mod tests {
             Just(f64::MAX),
             any::<f64>(),
         ]
+    }
+
+    proptest! {
+        /// The wide-integer conversions of the VWAP are `as f64`, bit for bit.
+        #[test]
+        fn wide_conversions_are_as_f64(
+            a in prop_oneof![any::<i64>().prop_map(i128::from), any::<i128>()],
+            b in prop_oneof![any::<u64>().prop_map(u128::from), any::<u128>()],
+        ) {
+            prop_assert_eq!(i128_f64(a).to_bits(), (a as f64).to_bits());
+            prop_assert_eq!(u128_f64(b).to_bits(), (b as f64).to_bits());
+        }
     }
 
     proptest! {

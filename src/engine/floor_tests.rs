@@ -1,0 +1,205 @@
+//! The engine's per-event shortcuts against the plain computations they replace:
+//!
+//! - dirty tracking and the sorted level index (a trigger whose inputs did not move is not
+//!   re-evaluated) against re-evaluating every trigger on every event: the same Bus bytes;
+//! - the fixed-point open P&L of a shares leg and the integer rounding of `money_of` against
+//!   the f64 expressions (`libm::round`) the Bus figures were always computed with.
+
+use super::*;
+use crate::bus::Bus;
+use crate::market::read_tape_bytes;
+use proptest::prelude::*;
+
+/// Two symbols: SPX (signal, no chain) and SPY (exec, a chain).
+const HDR2: &str = r#"{"type":"header","v":1,"name":"floor","date":"2025-04-09","open":"09:30","close":"16:00","symbols":{"SPX":{"prior_close":5000.0},"SPY":{"prior_close":500.0,"strike_step":1.0}},"vol":{"SPY":{"atm_iv":0.2,"skew":-0.5}},"rate":0.04}"#;
+
+/// A tape from steps `(gap seconds, which symbol, move in cents)`: a gap of 0 puts the tick
+/// at the same instant as the previous one (the clock does not move).
+fn tape(steps: &[(u32, bool, i32)]) -> String {
+    let mut s = String::from(HDR2);
+    s.push('\n');
+    let (mut spx, mut spy) = (500_000i64, 50_000i64);
+    let mut t = Ts::hms(9, 30, 0, 0).ms();
+    for &(gap, on_spx, mv) in steps {
+        t = (t + gap * 1000).min(Ts::hms(16, 0, 0, 0).ms());
+        let (sym, px) = if on_spx {
+            spx = (spx + i64::from(mv) * 10).max(100);
+            ("SPX", spx)
+        } else {
+            spy = (spy + i64::from(mv)).max(100);
+            ("SPY", spy)
+        };
+        s.push_str(&format!(
+            "{{\"type\":\"tick\",\"ts\":\"{}\",\"sym\":\"{sym}\",\"px\":{}.{:02},\"sz\":10}}\n",
+            Ts(t),
+            px / 100,
+            px % 100
+        ));
+    }
+    s
+}
+
+/// Plans with levels on shared series (thresholds from `lv`), clock levels, held,
+/// percentiles, crosses of two series, and the busy synthetic set.
+fn plans(lv: &[i32]) -> String {
+    let mut s = synthetic_plans(10);
+    for (i, l) in lv.iter().enumerate() {
+        let x = 5000.0 + f64::from(*l) / 10.0;
+        let v = f64::from(*l) / 1000.0;
+        s.push_str(&match i % 6 {
+            0 => format!(
+                "\nPLAN l{i} budget 0.2R ttl 15:50\n  WHEN spot crosses above {x:.1}\n  DO buy 1 ATM C @ ask\n  EXIT spot crosses below {:.1}\n",
+                x - 1.0
+            ),
+            1 => format!(
+                "\nPLAN l{i} budget 0.2R ttl 15:50\n  WHEN spot < {x:.1} AND NOT phase open\n  DO buy 10 shares @ ask\n  EXIT T-{} OR spot > {:.1}\n",
+                i % 40 + 1,
+                x + 2.0
+            ),
+            2 => format!(
+                "\nPLAN l{i} budget 0.2R ttl 15:50\n  WHEN velocity(1m) > {v:.3}\n  DO buy 1 +1 C @ fair peg\n  EXIT velocity(1m) < {:.3}\n",
+                -v
+            ),
+            3 => format!(
+                "\nPLAN l{i} budget 0.2R ttl 15:50\n  WHEN time >= {}:{:02} AND spot > {x:.1}\n  DO buy 10 shares @ ask\n  TP 1.001x @ bid\n  EXIT phase close\n",
+                9 + (i % 6),
+                (i * 7) % 60
+            ),
+            4 => format!(
+                "\nPLAN l{i} budget 0.2R ttl 15:50\n  WHEN spot >= {x:.1} held {}s OR spot > p{}\n  DO buy 10 shares @ bid\n  EXIT spot crosses below vwap\n",
+                i % 30 + 1,
+                50 + i % 40
+            ),
+            _ => format!(
+                "\nPLAN l{i} budget 0.2R ttl 15:50\n  WHEN SPY.spot > {:.2} AND spot crosses above vwap\n  DO buy 1 -1 P @ min(fair, mid) cancel-if spot < {:.1}\n  EXIT pnl < -0.01 OR fills.avg_px > 1000\n",
+                500.0 + f64::from(*l) / 100.0,
+                x - 3.0
+            ),
+        });
+    }
+    s
+}
+
+fn run(t: &str, plans: &str, naive: bool) -> Bus {
+    run_counting(t, plans, naive).0
+}
+
+/// The Bus and the number of full trigger evaluations.
+fn run_counting(t: &str, plans: &str, naive: bool) -> (Bus, u64) {
+    let (h, evs) = read_tape_bytes(t.as_bytes()).expect("tape");
+    let mut e = Engine::new(
+        &h,
+        EngineConfig::strict(Px(1000 * 10_000)),
+        Bus::new(None).keeping(),
+    );
+    e.sh.slots.dirt.naive = naive;
+    let d = crate::lang::check(plans, crate::lang::Mode::File).expect("valid plans");
+    e.arm_document(&d);
+    for ev in &evs {
+        e.on_event(ev);
+    }
+    let n = e.sh.slots.dirt.full_evals.get();
+    (e.finish(), n)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    /// Dirty tracking and the level index write exactly the Bus of evaluating every
+    /// trigger on every event.
+    #[test]
+    fn dirty_tracking_writes_the_bus_of_the_naive_scan(
+        steps in proptest::collection::vec((prop_oneof![Just(0u32), Just(1), 1u32..400], any::<bool>(), -60i32..=60), 1..300),
+        lv in proptest::collection::vec(-300i32..=300, 0..18),
+    ) {
+        let t = tape(&steps);
+        let p = plans(&lv);
+        let fast = run(&t, &p, false);
+        let naive = run(&t, &p, true);
+        prop_assert_eq!(fast.events(), naive.events());
+        prop_assert_eq!(fast.hash_hex(), naive.hash_hex());
+    }
+
+    /// `money_of` rounds half away from zero exactly as `libm::round`, clamped.
+    #[test]
+    fn money_of_is_libm_round(x in prop_oneof![
+        -1e6f64..1e6,
+        -1e16f64..1e16,
+        (-1_000_000i64..1_000_000).prop_map(|k| k as f64 + 0.5),
+        (-1_000_000i64..1_000_000).prop_map(|k| k as f64 - 0.5),
+        any::<f64>(),
+    ]) {
+        let r = libm::round(x);
+        let want = if r.is_finite() { r.clamp(i64::MIN as f64, i64::MAX as f64) as i64 } else { 0 };
+        prop_assert_eq!(money_of(x), want);
+    }
+
+    /// The fixed-point open P&L of a shares leg is the f64 figure, bit for bit; options are
+    /// the f64 figure by construction.
+    #[test]
+    fn fixed_point_marks_are_the_f64_marks(
+        px in prop_oneof![1i64..10_000_000, 1i64..100_000_000_000, Just(0i64)],
+        qty in prop_oneof![-1_000i64..1_000, -10_000_000i64..10_000_000],
+        cost_px in 1i64..10_000_000,
+        mult in prop_oneof![Just(1u32), Just(100u32)],
+        option in any::<bool>(),
+    ) {
+        let pos = Position {
+            qty,
+            cost: i128::from(cost_px) * i128::from(qty) * i128::from(mult),
+            realised: 0,
+            mark: None,
+            model: false,
+            mult,
+        };
+        let q = QuoteF {
+            fair: Px(px).to_f64(),
+            intrinsic: Px(px),
+            bid: Px(px),
+            ask: Px(px),
+            mid: Px(px),
+            last: Px(px),
+            option,
+            quoted: false,
+        };
+        let val = q.fair * 1e4 * pos.qty as f64 * f64::from(pos.mult);
+        let want = money_of(val - pos.cost as f64);
+        prop_assert_eq!(leg_open_pnl(&pos, &q), want);
+    }
+
+    /// `i128_f64` is `as f64`.
+    #[test]
+    fn i128_to_f64_is_as_f64(x in prop_oneof![any::<i64>().prop_map(i128::from), any::<i128>()]) {
+        prop_assert_eq!(i128_f64(x).to_bits(), (x as f64).to_bits());
+    }
+}
+
+/// The level index visits only the levels a move crossed.
+#[test]
+fn a_move_touches_only_the_levels_it_crossed() {
+    let levels: Vec<(f64, u32)> = (0..100).map(|i| (f64::from(i), i as u32)).collect();
+    let mut touched = vec![0u64; 100];
+    trigger::touch_levels(&levels, 10.5, 13.0, 7, &mut touched);
+    let hit: Vec<usize> = (0..100).filter(|&i| touched[i] == 7).collect();
+    assert_eq!(hit, vec![11, 12, 13]);
+}
+
+/// On the bundled shock tape with the synthetic plans, dirty tracking skips evaluations
+/// (the signal's triggers on the exec symbol's ticks, levels not crossed) and writes the
+/// same Bus.
+#[test]
+fn dirty_tracking_skips_work_on_the_shock_tape() {
+    let t = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tapes/shock-2025-04-09-s7.jsonl"
+    ))
+    .expect("bundled tape");
+    let p = synthetic_plans(10);
+    let (fast, nf) = run_counting(&t, &p, false);
+    let (naive, nn) = run_counting(&t, &p, true);
+    assert_eq!(fast.hash_hex(), naive.hash_hex());
+    assert!(
+        nf * 2 < nn,
+        "full evaluations: {nf} with dirty tracking, {nn} naive"
+    );
+}
