@@ -25,12 +25,12 @@
 # 5. `valgrind --tool=callgrind` once per cell: instructions executed by the whole process, and
 #    per tape event net of the start tape's count. Instruction counts do not move with machine
 #    load; wall times do (the script prints `uptime` before and after).
-# 6. Parse as a whole process: `kestrel print` of the largest document the limits admit that
-#    this generator makes (999 synthetic plans + USING = 1,000 statements, ~154 KB), against
+# 6. Parse as a whole process: `kestrel print` of the largest document the statement limit
+#    admits that this generator makes (999 synthetic plans + USING = 1,000 statements, ~154 KB), against
 #    `kestrel print` of the 1-plan document for the start cost; wall, peak RSS, and (with
 #    callgrind) instructions per input byte.
 # 7. Parse at the size limit: `kestrel print` of an 8,000,000-byte document (ladder plans:
-#    `USING` + 999 plans with RELOAD rungs, within the 8 MiB and 1,000-statement limits;
+#    `USING` + 990 plans with 102 RELOAD rungs each, within the 8 MiB and 1,000-statement limits;
 #    `examples/doc_corpus.rs kestrel`) against toml_edit parsing and re-printing 8,000,000
 #    bytes of TOML (`doc_corpus toml-roundtrip`), alternated; wall, peak RSS, peak RSS net of
 #    the 1-plan print run per input byte, and (with callgrind) instructions of each.
@@ -288,7 +288,7 @@ if [ "$CALLGRIND" = 1 ]; then
         "$CORPUS" toml-roundtrip "$WORK/doc-limit.toml" >/dev/null 2>"$WORK/cg.err"
     ir_tl=$(awk '/^(summary|totals):/ { print $2; exit }' "$WORK/cg.out")
     awk -v k="$ir_kl" -v t="$ir_tl" -v kb="$KL_BYTES" -v tb="$TL_BYTES" 'BEGIN {
-        printf "at the size limit, callgrind: kestrel print %d instructions (%.0f per byte), toml_edit round trip %d (%.0f per byte): %.2fx\n",
+        printf "at the size limit, callgrind: kestrel print %.0f instructions (%.0f per byte), toml_edit round trip %.0f (%.0f per byte): toml_edit / kestrel %.2fx\n",
             k, k / kb, t, t / tb, t / k }'
     awk -v s="$ir_s" -v b="$ir_b" -v bs="$SMALL_BYTES" -v bb="$BIG_BYTES" 'BEGIN {
         printf "kestrel print, callgrind: 1 plan %d instructions, 999 plans %d; net %.0f instructions per input byte\n",
