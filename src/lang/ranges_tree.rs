@@ -4,10 +4,11 @@
 //! the check. It used to build it as a `serde_json::Value`: a `String` for every key and a
 //! `BTreeMap` for every object, 40 to 80 bytes of heap per byte of a document and most of
 //! `kestrel print`'s time on a large one. [`Node`] is the same tree as far as the walk can
-//! tell: objects hold the same keys and values (in serialization order, which is
-//! `serde_json::Map`'s with `preserve_order` on, as this crate's dependencies build it; sorted
-//! without it: the order of the walk does not change what it refuses, only the order it finds
-//! refusals in, and the checker sorts those by position), numbers are told apart as `as_u64`
+//! tell: objects hold the same keys and values, in serialization order (the order of
+//! `serde_json::Map` itself depends on the build: sorted in the binary, insertion order in
+//! test builds, where the dev-dependency llguidance turns on `preserve_order`; the order of the
+//! walk does not change what it refuses, only the order it finds refusals in, and the checker
+//! sorts those by position), numbers are told apart as `as_u64`
 //! tells them, and of strings only those the walk reads (under `text`, `unit` and `kind`) are
 //! kept; keys are the model's own `&'static str` field and variant names, borrowed, not copied.
 
