@@ -2,11 +2,16 @@
 //! documents, beside `toml_edit` (a format-preserving parser on winnow) parsing and
 //! re-printing TOML of the same byte count, in the same run; and a typical 1 KB plan.
 //!
+//! The `8MB` group does the same at the document size limit (an 8,000,000-byte document of
+//! ladder plans, `corpus::kestrel_ladders`), through the library.
+//!
 //! Run: `cargo bench --bench lang`. Figures are recorded in docs/language.md.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use kestrel_desk::lang;
 use std::hint::black_box;
+
+mod corpus;
 
 /// Realistic documents: the project's examples, renamed per copy, until `target` bytes.
 fn kestrel_corpus(target: usize) -> Vec<String> {
@@ -39,54 +44,13 @@ fn kestrel_corpus(target: usize) -> Vec<String> {
     docs
 }
 
-/// Realistic TOML of about `target` bytes: tables, arrays of tables, inline tables, strings,
-/// numbers, dates, comments (the shape of a Cargo manifest plus an app config).
-fn toml_corpus(target: usize) -> String {
-    let mut s = String::new();
-    let mut n = 0;
-    while s.len() < target {
-        s.push_str(&format!(
-            r#"# Strategy {n}: range fade with a ladder
-[strategy-{n}]
-name = "band-fade-{n}"
-budget = 0.30           # in R
-ttl = "14:45"
-regime = {{ intraday = "range", vol = "falling" }}
-symbols = ["SPX", "SPY"]
-enabled = true
-created = 2025-04-09T09:30:00Z
-
-[[strategy-{n}.rung]]
-trigger = "spot crosses below 5120"
-qty = 1
-strike = -1
-price = {{ anchor = "bid", lean = "fair", weight = 0.4 }}
-
-[[strategy-{n}.rung]]
-trigger = "spot crosses below 5114"
-qty = 1
-strike = -2
-price = {{ anchor = "bid", lean = "fair", weight = 0.4 }}
-
-[strategy-{n}.exit]
-take-profit = 1.8
-fraction = 0.5
-invalidate = "spot > 5160 held 90s"
-
-"#
-        ));
-        n += 1;
-    }
-    s
-}
-
 fn bench(c: &mut Criterion) {
     let docs = kestrel_corpus(1 << 20);
     let kbytes: usize = docs.iter().map(String::len).sum();
     for d in &docs {
         assert!(lang::parse(d).is_ok(), "bench corpus must parse");
     }
-    let toml = toml_corpus(kbytes);
+    let toml = corpus::toml(kbytes);
     assert!(toml.parse::<toml_edit::DocumentMut>().is_ok());
 
     let mut g = c.benchmark_group("1MB");
@@ -115,6 +79,40 @@ fn bench(c: &mut Criterion) {
     g.bench_function(BenchmarkId::new("toml_edit", "parse+print"), |b| {
         b.iter(|| {
             let d = black_box(&toml)
+                .parse::<toml_edit::DocumentMut>()
+                .expect("toml");
+            black_box(d.to_string())
+        })
+    });
+    g.finish();
+
+    // At the size limit, through the library: one 8,000,000-byte document checked and
+    // printed (what `kestrel print` does, minus reading and writing the file), beside
+    // toml_edit parsing and printing as many bytes of TOML.
+    let big = corpus::kestrel_ladders(8_000_000);
+    assert_eq!(
+        lang::check(&big, lang::Mode::File)
+            .map(|d| lang::print(&d))
+            .ok()
+            .as_deref(),
+        Some(big.as_str()),
+        "the limit document checks and prints back"
+    );
+    let big_toml = corpus::toml(big.len());
+    let mut g = c.benchmark_group("8MB");
+    g.sample_size(10);
+    g.throughput(Throughput::Bytes(big.len() as u64));
+    g.bench_function(BenchmarkId::new("kestrel", "check+print"), |b| {
+        b.iter(|| {
+            lang::check(black_box(&big), lang::Mode::File)
+                .ok()
+                .map(|d| black_box(lang::print(&d)))
+        })
+    });
+    g.throughput(Throughput::Bytes(big_toml.len() as u64));
+    g.bench_function(BenchmarkId::new("toml_edit", "parse+print"), |b| {
+        b.iter(|| {
+            let d = black_box(&big_toml)
                 .parse::<toml_edit::DocumentMut>()
                 .expect("toml");
             black_box(d.to_string())

@@ -25,10 +25,15 @@
 # 5. `valgrind --tool=callgrind` once per cell: instructions executed by the whole process, and
 #    per tape event net of the start tape's count. Instruction counts do not move with machine
 #    load; wall times do (the script prints `uptime` before and after).
-# 6. Parse as a whole process: `kestrel print` of the largest document the limits admit that
-#    this generator makes (999 synthetic plans + USING = 1,000 statements, ~154 KB), against
+# 6. Parse as a whole process: `kestrel print` of the largest document the statement limit
+#    admits that this generator makes (999 synthetic plans + USING = 1,000 statements, ~154 KB), against
 #    `kestrel print` of the 1-plan document for the start cost; wall, peak RSS, and (with
 #    callgrind) instructions per input byte.
+# 7. Parse at the size limit: `kestrel print` of an 8,000,000-byte document (ladder plans:
+#    `USING` + 990 plans with 102 RELOAD rungs each, within the 8 MiB and 1,000-statement limits;
+#    `examples/doc_corpus.rs kestrel`) against toml_edit parsing and re-printing 8,000,000
+#    bytes of TOML (`doc_corpus toml-roundtrip`), alternated; wall, peak RSS, peak RSS net of
+#    the 1-plan print run per input byte, and (with callgrind) instructions of each.
 #
 # Deterministic inputs; the timings are whatever the machine gives. Needs: bash >= 5,
 # /usr/bin/time (Debian package `time`), valgrind (optional, skipped with a note if missing).
@@ -74,8 +79,9 @@ echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}
     "$(lscpu | sed -n 's/^Model name: *//p' | head -1)"
 echo "load before: $(uptime)"
 
-cargo build --release --bin kestrel --quiet
+cargo build --release --bin kestrel --example doc_corpus --quiet
 BIN=target/release/kestrel
+CORPUS=target/release/examples/doc_corpus
 
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
@@ -212,6 +218,39 @@ awk -v b="$BIG_BYTES" -v s="$SMALL_BYTES" -v tb="$pb_med" -v ts="$ps_med" 'BEGIN
     if (net > 0) printf "net of the 1-plan run: %.1f MiB/s\n", (b - s) / 1048576 / (net / 1000)
     else print "net of the 1-plan run: n/a (below timer noise)" }'
 
+# Parse at the size limit: 8,000,000 bytes of Kestrel against as much TOML, alternated.
+LIMIT_BYTES=8000000
+"$CORPUS" kestrel "$LIMIT_BYTES" >"$WORK/doc-limit.kestrel"
+"$CORPUS" toml "$LIMIT_BYTES" >"$WORK/doc-limit.toml"
+KL_BYTES=$(wc -c <"$WORK/doc-limit.kestrel")
+TL_BYTES=$(wc -c <"$WORK/doc-limit.toml")
+timed() {
+    local out="$1" t0 t1 rss
+    shift
+    t0=$EPOCHREALTIME
+    /usr/bin/time -f '%M' -o "$WORK/rss" "$@" >"$WORK/limit.out"
+    t1=$EPOCHREALTIME
+    rss=$(tail -n 1 "$WORK/rss")
+    awk -v a="$t0" -v b="$t1" -v r="$rss" 'BEGIN { printf "%.3f %d\n", (b - a) * 1000, r }' >>"$out"
+}
+for ((r = 1; r <= RUNS; r++)); do
+    timed "$WORK/limit-kestrel.times" "$BIN" print "$WORK/doc-limit.kestrel"
+    timed "$WORK/limit-toml.times" "$CORPUS" toml-roundtrip "$WORK/doc-limit.toml"
+done
+"$BIN" print "$WORK/doc-limit.kestrel" | cmp -s - "$WORK/doc-limit.kestrel" ||
+    echo "note: kestrel print of the limit document is not byte-identical to its input" >&2
+"$CORPUS" toml-roundtrip "$WORK/doc-limit.toml" | cmp -s - "$WORK/doc-limit.toml" ||
+    echo "note: the toml_edit round trip is not byte-identical to its input" >&2
+read -r kl_min kl_med kl_max kl_rss < <(stats "$WORK/limit-kestrel.times")
+read -r tl_min tl_med tl_max tl_rss < <(stats "$WORK/limit-toml.times")
+echo
+echo "parse + print at the size limit, whole process, $RUNS alternated runs"
+echo "kestrel print ($KL_BYTES bytes): min/median/max $kl_min/$kl_med/$kl_max ms, peak RSS $kl_rss MiB"
+echo "toml_edit round trip ($TL_BYTES bytes): min/median/max $tl_min/$tl_med/$tl_max ms, peak RSS $tl_rss MiB"
+awk -v k="$kl_med" -v t="$tl_med" -v kr="$kl_rss" -v sr="$ps_rss" -v kb="$KL_BYTES" 'BEGIN {
+    printf "toml_edit / kestrel print, medians: %.2fx; kestrel print peak RSS net of the 1-plan run: %.2f bytes per input byte\n",
+        t / k, (kr - sr) * 1048576 / kb }'
+
 if [ "$CALLGRIND" = 1 ]; then
     # Instructions executed (Ir) by the whole process, from callgrind's totals line.
     instr() {
@@ -243,6 +282,14 @@ if [ "$CALLGRIND" = 1 ]; then
     }
     ir_s=$(pr_ir small)
     ir_b=$(pr_ir big)
+    ir_kl=$(pr_ir limit)
+    rm -f "$WORK/cg.out"
+    valgrind --tool=callgrind --callgrind-out-file="$WORK/cg.out" \
+        "$CORPUS" toml-roundtrip "$WORK/doc-limit.toml" >/dev/null 2>"$WORK/cg.err"
+    ir_tl=$(awk '/^(summary|totals):/ { print $2; exit }' "$WORK/cg.out")
+    awk -v k="$ir_kl" -v t="$ir_tl" -v kb="$KL_BYTES" -v tb="$TL_BYTES" 'BEGIN {
+        printf "at the size limit, callgrind: kestrel print %.0f instructions (%.0f per byte), toml_edit round trip %.0f (%.0f per byte): toml_edit / kestrel %.2fx\n",
+            k, k / kb, t, t / tb, t / k }'
     awk -v s="$ir_s" -v b="$ir_b" -v bs="$SMALL_BYTES" -v bb="$BIG_BYTES" 'BEGIN {
         printf "kestrel print, callgrind: 1 plan %d instructions, 999 plans %d; net %.0f instructions per input byte\n",
             s, b, (b - s) / (bb - bs) }'

@@ -15,6 +15,7 @@ pub mod grammar;
 pub mod lexicon;
 pub mod print;
 pub mod ranges;
+mod ranges_tree;
 pub mod rules;
 mod syn;
 mod syntax;

@@ -18,7 +18,7 @@
 //! `{"kind": "dte", "value"}`, and the bound of a field is found by the key it sits under.
 
 use super::ast::Document;
-use serde_json::{Map, Value};
+use super::ranges_tree::{Node, to_node};
 
 /// The largest magnitude of any number (the engine's price range, `Px`).
 pub const MAX_ABS: f64 = 1.0e11;
@@ -47,15 +47,29 @@ pub(crate) type Refusal = (std::ops::Range<usize>, String, &'static str);
 
 /// Every number of `doc` (parsed from `src`) that does not fit its field.
 ///
-/// The walk over the serialization costs more than parsing the document (a JSON tree of
-/// the whole model), so it runs only when the text holds a number that might not fit: see
-/// [`may_refuse`].
+/// The walk over the serialization costs more than parsing the document, so it runs only
+/// when the text holds a number that might not fit: see [`may_refuse`]. It walks one
+/// statement at a time (the document's `statements`, then its `tail`, as a walk of the
+/// whole document's tree would reach them), over the serialization's shape without a JSON
+/// tree ([`super::ranges_tree`]), so its memory is one statement's tree.
 pub(crate) fn check(src: &str, doc: &Document) -> Vec<Refusal> {
     let mut out = Vec::new();
-    if may_refuse(src)
-        && let Ok(v) = serde_json::to_value(doc)
-    {
-        walk(&v, "", 0..0, &mut out);
+    if !may_refuse(src) {
+        return out;
+    }
+    // The document serializes as `{"statements": [...], "tail": [...]}`: each element is
+    // walked under its key, with no enclosing span (the document has none).
+    for st in &doc.statements {
+        match to_node(st) {
+            Some(n) => walk(&n, "statements", 0..0, &mut out),
+            None => return Vec::new(),
+        }
+    }
+    for t in &doc.tail {
+        match to_node(t) {
+            Some(n) => walk(&n, "tail", 0..0, &mut out),
+            None => return Vec::new(),
+        }
     }
     out
 }
@@ -104,7 +118,7 @@ fn may_refuse(src: &str) -> bool {
     false
 }
 
-fn span_of(m: &Map<String, Value>) -> Option<std::ops::Range<usize>> {
+fn span_of(m: &Node) -> Option<std::ops::Range<usize>> {
     let s = m.get("span")?;
     let a = s.get("start")?.as_u64()? as usize;
     let b = s.get("end")?.as_u64()? as usize;
@@ -120,19 +134,20 @@ fn significant(text: &str) -> usize {
 
 /// `key`: the field this value sits under (for a strike, the strike's kind); `at`: the
 /// nearest enclosing span (for values without one of their own).
-fn walk(v: &Value, key: &str, at: std::ops::Range<usize>, out: &mut Vec<Refusal>) {
+fn walk(v: &Node, key: &str, at: std::ops::Range<usize>, out: &mut Vec<Refusal>) {
     match v {
-        Value::Array(a) => a.iter().for_each(|x| walk(x, key, at.clone(), out)),
-        Value::Object(m) => {
+        Node::Arr(a) => a.iter().for_each(|x| walk(x, key, at.clone(), out)),
+        Node::Obj(entries) => {
+            let m = v;
             let here = span_of(m).unwrap_or(at);
-            if let Some(Value::String(text)) = m.get("text")
-                && m.len() == 2
-                && m.contains_key("span")
+            if let Some(Node::Str(text)) = m.get("text")
+                && entries.len() == 2
+                && m.get("span").is_some()
             {
                 number(text, key, here, out);
                 return;
             }
-            if let (Some(amount), Some(unit), Some(Value::String(text))) =
+            if let (Some(amount), Some(unit), Some(Node::Str(text))) =
                 (m.get("amount"), m.get("unit"), m.get("text"))
             {
                 let per = match unit.as_str() {
@@ -153,8 +168,8 @@ fn walk(v: &Value, key: &str, at: std::ops::Range<usize>, out: &mut Vec<Refusal>
                 }
                 return;
             }
-            if m.get("kind").and_then(Value::as_str) == Some("dte")
-                && let Some(d) = m.get("value").and_then(Value::as_u64)
+            if m.get("kind").and_then(Node::as_str) == Some("dte")
+                && let Some(d) = m.get("value").and_then(Node::as_u64)
                 && d > MAX_DTE
             {
                 out.push((
@@ -164,12 +179,12 @@ fn walk(v: &Value, key: &str, at: std::ops::Range<usize>, out: &mut Vec<Refusal>
                 ));
             }
             // A strike's number sits under `value`, beside its kind (`relative`/`absolute`).
-            let kind = m.get("kind").and_then(Value::as_str).unwrap_or("");
-            for (k, x) in m {
+            let kind = m.get("kind").and_then(Node::as_str).unwrap_or("");
+            for (k, x) in entries {
                 let sub = if k == "value" && !kind.is_empty() {
                     kind
                 } else {
-                    k.as_str()
+                    k.as_ref()
                 };
                 walk(x, sub, here.clone(), out);
             }
@@ -215,9 +230,17 @@ mod tests {
     use super::*;
     use crate::lang::parse;
 
+    /// The walk over the whole document's serde_json tree (the reference: what the rule
+    /// read before it walked statement by statement without a JSON tree).
     fn walk_all(doc: &Document) -> Vec<Refusal> {
         let mut out = Vec::new();
-        walk(&serde_json::to_value(doc).unwrap(), "", 0..0, &mut out);
+        let v = serde_json::to_value(doc).unwrap();
+        walk(
+            &super::super::ranges_tree::from_value(&v),
+            "",
+            0..0,
+            &mut out,
+        );
         out
     }
 

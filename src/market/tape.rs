@@ -388,9 +388,6 @@ fn read_line_capped<R: BufRead>(r: &mut R, buf: &mut Vec<u8>) -> io::Result<RawL
     Ok(RawLine::Line)
 }
 
-/// `10^k` for the decimals of a fast-path price.
-const POW10: [f64; 5] = [1.0, 10.0, 100.0, 1_000.0, 10_000.0];
-
 /// Parse an unsigned JSON integer (no sign, no leading zero, at most `max_digits` digits,
 /// at most `u64::MAX`) at the start of `b`: the value and its digit count.
 #[inline]
@@ -420,10 +417,12 @@ fn fast_uint(b: &[u8], max_digits: usize) -> Option<(u64, usize)> {
 /// line end), or `None` for anything else, valid or not, which the general path then reads.
 ///
 /// It accepts only what the general path accepts, with the same value: the price's digits
-/// make an integer of at most 2^53 with at most 4 decimals, so `significand / 10^decimals` is the
-/// correctly rounded `f64` serde_json produces too, and [`Px::from_f64_exact`] is applied
-/// to it as on the general path; any value the general path would refuse (an unknown symbol,
-/// a bad clock, a zero price) falls back to it, so refusals are the general path's own.
+/// go straight into the fixed point ([`Px::from_decimal_prefix`]: at most 4 decimals, at
+/// most 10^11, the value [`Px::from_f64_exact`] gives for the float serde_json parses, which
+/// is property-tested), the symbol is compared as bytes (the line is not UTF-8-validated:
+/// every byte it accepts is ASCII); any value the general path would refuse (an unknown
+/// symbol, a bad clock, a zero price) falls back to it, so refusals are the general path's
+/// own.
 fn fast_tick(b: &[u8], header: &TapeHeader) -> Option<(Tick, usize)> {
     let rest = lit(b, br#"{"type":"tick","ts":""#)?;
     let (ts_b, rest) = rest.split_first_chunk::<12>()?;
@@ -434,25 +433,12 @@ fn fast_tick(b: &[u8], header: &TapeHeader) -> Option<(Tick, usize)> {
     let sym = header
         .symbols
         .iter()
-        .find(|s| s.sym.as_str().as_bytes() == sym_b)?
+        .find(|s| bytes_eq(s.sym.as_bytes(), sym_b))?
         .sym;
     let rest = lit(&rest[q..], br#"","px":"#)?;
-    // The price: integer part, then optionally `.` and 1 to 4 decimals.
-    let (int, ni) = fast_uint(rest, 12)?;
-    let mut rest = &rest[ni..];
-    let (mut m, mut k) = (int, 0usize);
-    if let Some(r) = rest.strip_prefix(b".") {
-        let (frac, nf) = fast_uint_any(r, 4)?;
-        m = int * 10u64.pow(nf as u32) + frac;
-        k = nf;
-        rest = &r[nf..];
-    }
-    // At most 2^53, the significand converts exactly (larger: beyond any tape price).
-    if m == 0 || m > 1 << 53 {
-        return None;
-    }
-    let x = m as f64 / POW10[k];
-    let px = Px::from_f64_exact(x)?;
+    // The price, digit by digit into the fixed point (no float round trip).
+    let (px, np) = Px::from_decimal_prefix(rest)?;
+    let rest = &rest[np..];
     let rest = lit(rest, br#","sz":"#)?;
     let (sz, nz) = fast_uint(rest, 20)?;
     let rest = rest[nz..].strip_prefix(b"}")?;
@@ -465,6 +451,12 @@ fn fast_tick(b: &[u8], header: &TapeHeader) -> Option<(Tick, usize)> {
     Some((Tick { ts, sym, px, sz }, used))
 }
 
+/// Short byte strings (symbols) compared by a loop, without a `memcmp` call.
+#[inline]
+fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
+}
+
 /// `b` after the literal `l`, compared as a fixed-size array (inlined, no `memcmp` call).
 #[inline]
 fn lit<'a, const N: usize>(b: &'a [u8], l: &[u8; N]) -> Option<&'a [u8]> {
@@ -474,25 +466,6 @@ fn lit<'a, const N: usize>(b: &'a [u8], l: &[u8; N]) -> Option<&'a [u8]> {
 
 /// The longest symbol the fast path looks for its closing quote in (longer: general path).
 const SYM_SCAN: usize = super::types::SYM_MAX_LEN + 1;
-
-/// 1 to `max_digits` decimal digits at the start of `b` (leading zeros allowed, as after a
-/// decimal point): the value and the digit count.
-#[inline]
-fn fast_uint_any(b: &[u8], max_digits: usize) -> Option<(u64, usize)> {
-    let mut v: u64 = 0;
-    let mut n = 0;
-    while let Some(&c) = b.get(n) {
-        if !c.is_ascii_digit() {
-            break;
-        }
-        if n == max_digits {
-            return None;
-        }
-        v = v * 10 + u64::from(c - b'0');
-        n += 1;
-    }
-    (n > 0).then_some((v, n))
-}
 
 /// Parse one line into a JSON object, or refuse it.
 fn parse_object(line_no: u64, bytes: &[u8]) -> Res<Map<String, Value>> {
@@ -1236,6 +1209,11 @@ impl<R: BufRead> TapeReader<R> {
             if let Some((tick, used)) = fast_tick(avail, &self.header) {
                 self.r.consume(used);
                 self.line = line;
+                // The order check of `in_order` for a tick, without moving an event through it.
+                if self.last_ts.is_none_or(|prev| tick.ts >= prev) {
+                    self.last_ts = Some(tick.ts);
+                    return Some(Ok(TapeEvent::Tick(tick)));
+                }
                 return Some(self.in_order(line, TapeEvent::Tick(tick)));
             }
         }

@@ -11,6 +11,9 @@ pub const PX_SCALE: i64 = 10_000;
 /// representable in an `f64`).
 const PX_MAX_ABS: f64 = 1.0e11;
 
+/// [`PX_MAX_ABS`] in ten-thousandths: the largest raw price read from text.
+const PX_MAX_RAW: u64 = 1_000_000_000_000_000;
+
 /// An exact fixed-point price in ten-thousandths of a currency unit (`5002.10` is
 /// `Px(50_021_000)`). Equality, ordering and printing are exact.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -58,6 +61,68 @@ impl Px {
         } else {
             None
         }
+    }
+
+    /// The positive JSON decimal at the start of `b`, read digit by digit straight into the
+    /// fixed point (no float): `0` or digits without a leading zero (at most 12), then
+    /// optionally `.` and 1 to 4 digits. Returns the price and the bytes read.
+    ///
+    /// `None` for anything else: no digits, a leading zero (`007`), more than 4 decimals, a
+    /// zero price, or a value above the range [`from_f64_exact`](Self::from_f64_exact)
+    /// accepts (10^11). What follows the number is the caller's to check (a sign, an
+    /// exponent or a fifth decimal digit after the bytes read means the number is not one
+    /// this reads). For every number it reads whole, the price is the one
+    /// `from_f64_exact` gives for the float the same text parses to (property-tested): a
+    /// decimal with at most 4 decimals and at most 10^11 is `raw / 10^4` exactly, and its
+    /// float round-trips through `round(x * 10^4)` with an error far under a half unit.
+    /// Every other form is left to the general path, which alone refuses.
+    #[inline]
+    pub fn from_decimal_prefix(b: &[u8]) -> Option<(Px, usize)> {
+        /// `10^(4-k)`: the scale of a number with `k` decimals.
+        const SCALE_OF: [u64; 5] = [10_000, 1_000, 100, 10, 1];
+        let mut int: u64 = 0;
+        let mut n = 0;
+        while let Some(&c) = b.get(n) {
+            let d = c.wrapping_sub(b'0');
+            if d > 9 {
+                break;
+            }
+            if n == 12 {
+                return None;
+            }
+            int = int * 10 + u64::from(d);
+            n += 1;
+        }
+        // JSON forbids leading zeros ("007"); "0" alone is fine.
+        if n == 0 || (n > 1 && b[0] == b'0') {
+            return None;
+        }
+        let mut raw = int * 10_000;
+        if b.get(n) == Some(&b'.') {
+            let mut frac: u64 = 0;
+            let mut k = 0;
+            while let Some(&c) = b.get(n + 1 + k) {
+                let d = c.wrapping_sub(b'0');
+                if d > 9 {
+                    break;
+                }
+                if k == 4 {
+                    return None;
+                }
+                frac = frac * 10 + u64::from(d);
+                k += 1;
+            }
+            if k == 0 {
+                return None;
+            }
+            raw += frac * SCALE_OF[k];
+            n += 1 + k;
+        }
+        if raw == 0 || raw > PX_MAX_RAW {
+            return None;
+        }
+        // `raw <= 10^15` fits an i64.
+        Some((Px(raw as i64), n))
     }
 
     /// Round a float to the nearest multiple of `tick` (half away from zero). `None` for
@@ -167,14 +232,31 @@ impl Ts {
     }
 
     /// [`parse`](Self::parse) of the text's bytes.
+    #[inline]
     pub fn parse_bytes(b: &[u8]) -> Option<Ts> {
-        if b.len() != 12 || b[2] != b':' || b[5] != b':' || b[8] != b'.' {
+        let b: &[u8; 12] = b.try_into().ok()?;
+        if b[2] != b':' || b[5] != b':' || b[8] != b'.' {
             return None;
         }
-        let h = digits(&b[0..2])?;
-        let m = digits(&b[3..5])?;
-        let sec = digits(&b[6..8])?;
-        let ms = digits(&b[9..12])?;
+        // Every digit position checked without a branch each: a byte below `0` wraps to a
+        // large value, so one test per position, or-ed.
+        let d = |i: usize| u32::from(b[i].wrapping_sub(b'0'));
+        let bad = (d(0) > 9)
+            | (d(1) > 9)
+            | (d(3) > 9)
+            | (d(4) > 9)
+            | (d(6) > 9)
+            | (d(7) > 9)
+            | (d(9) > 9)
+            | (d(10) > 9)
+            | (d(11) > 9);
+        if bad {
+            return None;
+        }
+        let h = d(0) * 10 + d(1);
+        let m = d(3) * 10 + d(4);
+        let sec = d(6) * 10 + d(7);
+        let ms = d(9) * 100 + d(10) * 10 + d(11);
         if h > 23 || m > 59 || sec > 59 {
             return None;
         }
@@ -405,6 +487,95 @@ mod tests {
         assert_eq!(Px::round_to(3.024, Px(500)), Some(Px(30_000)));
         assert_eq!(Px::floor_to(2.999_999_999_9, Px::CENT), Some(Px(30_000)));
         assert_eq!(Px::ceil_to(1.231, Px::CENT), Some(Px(12_400)));
+    }
+
+    #[test]
+    fn decimal_prefix_edges() {
+        let read = |s: &str| Px::from_decimal_prefix(s.as_bytes());
+        assert_eq!(read("5002.10"), Some((Px(50_021_000), 7)));
+        assert_eq!(read("0.0001"), Some((Px(1), 6)));
+        assert_eq!(read("100000000000"), Some((Px(1_000_000_000_000_000), 12)));
+        assert_eq!(read("100000000000.0001"), None);
+        assert_eq!(read("7,\"sz\""), Some((Px(70_000), 1)));
+        for bad in [
+            "0",
+            "0.0",
+            "007",
+            "1.",
+            ".5",
+            "1.23456",
+            "-1",
+            "",
+            "1000000000000",
+        ] {
+            assert_eq!(read(bad), None, "{bad}");
+        }
+    }
+
+    mod decimal_prop {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// The general path's price: serde_json's number, then `from_f64_exact` (as the
+        /// tape reader's `Fields::px` does), positive only.
+        fn general(s: &str) -> Option<Px> {
+            let x = serde_json::from_str::<serde_json::Value>(s)
+                .ok()?
+                .as_f64()?;
+            if !x.is_finite() || x <= 0.0 {
+                return None;
+            }
+            Px::from_f64_exact(x)
+        }
+
+        /// Canonical JSON decimals: no leading zero, at most 12 integer digits, at most 4
+        /// decimals (the form `from_decimal_prefix` reads).
+        fn canonical(s: &str) -> bool {
+            let (int, frac) = match s.split_once('.') {
+                Some((i, f)) => (i, Some(f)),
+                None => (s, None),
+            };
+            let digits = |t: &str| !t.is_empty() && t.bytes().all(|c| c.is_ascii_digit());
+            digits(int)
+                && int.len() <= 12
+                && (int == "0" || !int.starts_with('0'))
+                && frac.is_none_or(|f| digits(f) && f.len() <= 4)
+        }
+
+        fn number() -> impl Strategy<Value = String> {
+            prop_oneof![
+                6 => ("[0-9]{1,13}", prop::option::of("[0-9]{0,6}")).prop_map(|(i, f)| match f {
+                    Some(f) => format!("{i}.{f}"),
+                    None => i,
+                }),
+                // Around the 10^11 bound.
+                2 => (99_999_999_990_000u64..100_000_000_010_000u64)
+                    .prop_map(|r| format!("{}.{:04}", r / 10_000, r % 10_000)),
+                1 => "-?[0-9]{1,4}(\\.[0-9]{1,3})?([eE][+-]?[0-9]{1,2})?",
+            ]
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(4096))]
+            /// Reading the digits straight into the fixed point agrees with the float path:
+            /// what it reads whole has the general path's value, and every canonical
+            /// decimal the general path accepts, it reads.
+            #[test]
+            fn decimal_prefix_agrees_with_the_float_path(s in number()) {
+                let fast = Px::from_decimal_prefix(s.as_bytes());
+                match fast {
+                    Some((px, n)) if n == s.len() => prop_assert_eq!(general(&s), Some(px)),
+                    Some((_, n)) => {
+                        // Stopped early: never inside a digit run.
+                        prop_assert!(!s.as_bytes()[n].is_ascii_digit());
+                    }
+                    None => prop_assert!(!canonical(&s) || general(&s).is_none(), "{}", s),
+                }
+                if canonical(&s) {
+                    prop_assert_eq!(fast.map(|(p, _)| p), general(&s));
+                }
+            }
+        }
     }
 
     #[test]
