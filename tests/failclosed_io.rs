@@ -217,6 +217,23 @@ fn a_bus_naming_an_input_file_is_refused_before_any_write() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// The child's exit status, waiting at most `limit` (the test fails past it, saying `what`).
+#[cfg(unix)]
+fn exit_within(
+    child: &mut std::process::Child,
+    limit: Duration,
+    what: &str,
+) -> std::process::ExitStatus {
+    let t = Instant::now();
+    loop {
+        if let Some(st) = child.try_wait().expect("try_wait") {
+            return st;
+        }
+        assert!(t.elapsed() < limit, "no exit within {limit:?} {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// SIGTERM during a run left no output and a hidden temp file; now the Bus is finished as at
 /// an error (an `error` event naming the signal, then `session-end`), renamed into place,
 /// and no temporary file remains.
@@ -272,17 +289,7 @@ fn sigterm_during_a_run_finishes_the_bus_and_leaves_no_temp_file() {
     // One more line wakes the blocked read; the run then sees the signal.
     let _ = writeln!(w, "{}", lines[200]);
     let _ = w.flush();
-    let t = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait().expect("try_wait") {
-            break st;
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(10),
-            "no exit after SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = exit_within(&mut child, Duration::from_secs(10), "after SIGTERM");
     drop(w);
     let out = child.wait_with_output().expect("output");
     let err = String::from_utf8_lossy(&out.stderr);
@@ -349,17 +356,11 @@ fn sigterm_during_an_author_call_ends_the_run_at_once() {
     let pid = child.id() as i32;
     // SAFETY: sends SIGTERM to the child we spawned.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
-    let t = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait().expect("try_wait") {
-            break st;
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(10),
-            "no exit within 10 s of SIGTERM during an author call"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = exit_within(
+        &mut child,
+        Duration::from_secs(10),
+        "after SIGTERM during an author call",
+    );
     let out = child.wait_with_output().expect("output");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(status.code(), Some(1), "{err}");

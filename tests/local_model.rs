@@ -429,6 +429,38 @@ fn the_completion_profiles_examples_are_authored_turns() {
     }
 }
 
+/// `kestrel experiment` against `base`, one turn per arm, on `tape`, into `out`, with a fresh
+/// HOME under `dir` and no key in the environment; `extra` picks the arms.
+fn experiment(
+    base: &str,
+    dir: &std::path::Path,
+    tape: &std::path::Path,
+    out: &std::path::Path,
+    extra: &[&str],
+) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_kestrel"))
+        .args([
+            "experiment",
+            "--author",
+            base,
+            "--turns",
+            "1",
+            "--timeout",
+            "20",
+        ])
+        .args(extra)
+        .arg("--tape")
+        .arg(tape)
+        .arg("--out")
+        .arg(out)
+        .env("HOME", dir)
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .env_remove("KESTREL_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .expect("run kestrel experiment")
+}
+
 #[test]
 fn the_experiment_takes_the_completion_profile_as_an_axis() {
     // `--profiles completion-v1`: two arms (free, constrained) at one budget, each sent to
@@ -440,19 +472,13 @@ fn the_experiment_takes_the_completion_profile_as_an_axis() {
     let dir = scratch("experiment-completion");
     let out = dir.join("out");
     let tape = common::root().join("tapes/range-2025-04-09-s2.jsonl");
-    let run = Command::new(env!("CARGO_BIN_EXE_kestrel"))
-        .args(["experiment", "--author", &server.base, "--turns", "1"])
-        .args(["--profiles", "completion-v1", "--budgets", "64"])
-        .args(["--timeout", "20", "--tape"])
-        .arg(&tape)
-        .arg("--out")
-        .arg(&out)
-        .env("HOME", &dir)
-        .env("XDG_CONFIG_HOME", dir.join("config"))
-        .env_remove("KESTREL_API_KEY")
-        .env_remove("OPENAI_API_KEY")
-        .output()
-        .expect("run kestrel experiment");
+    let run = experiment(
+        &server.base,
+        &dir,
+        &tape,
+        &out,
+        &["--profiles", "completion-v1", "--budgets", "64"],
+    );
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert_eq!(run.status.code(), Some(0), "{stderr}");
     assert!(stderr.contains("experiment: arm 2/2"), "progress: {stderr}");
@@ -499,18 +525,7 @@ fn the_experiment_runs_every_arm_and_writes_the_table_and_the_bus_files() {
     let dir = scratch("experiment");
     let out = dir.join("out");
     let tape = common::root().join("tapes/range-2025-04-09-s2.jsonl");
-    let run = Command::new(env!("CARGO_BIN_EXE_kestrel"))
-        .args(["experiment", "--author", &server.base, "--turns", "1"])
-        .args(["--budgets", "64,128", "--timeout", "20", "--tape"])
-        .arg(&tape)
-        .arg("--out")
-        .arg(&out)
-        .env("HOME", &dir)
-        .env("XDG_CONFIG_HOME", dir.join("config"))
-        .env_remove("KESTREL_API_KEY")
-        .env_remove("OPENAI_API_KEY")
-        .output()
-        .expect("run kestrel experiment");
+    let run = experiment(&server.base, &dir, &tape, &out, &["--budgets", "64,128"]);
     let stdout = String::from_utf8_lossy(&run.stdout);
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert_eq!(run.status.code(), Some(0), "{stderr}");
