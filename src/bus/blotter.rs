@@ -275,9 +275,7 @@ fn cents(word: &str) -> String {
     }
     let frac4 = format!("{frac:0<4}");
     let raw = int.parse::<i64>().unwrap_or(0) * 10_000 + frac4.parse::<i64>().unwrap_or(0);
-    let c = (raw + 50) / 100;
-    let sign = if neg && c > 0 { "-" } else { "" };
-    format!("${sign}{}.{:02}", c / 100, c % 100)
+    format!("${}", Px(if neg { -raw } else { raw }).cents())
 }
 
 /// What L0 risk did to a ticket.

@@ -162,10 +162,7 @@ pub fn json_report(bus: &Bus, tape_path: &str) -> String {
 
 /// Dollars with cents, rounded half away from zero: `-1.3274` → `-1.33`, `191` → `191.00`.
 pub(crate) fn usd(p: Px) -> String {
-    let raw = i128::from(p.raw());
-    let cents = (raw.abs() + 50) / 100;
-    let sign = if raw < 0 && cents > 0 { "-" } else { "" };
-    format!("{sign}{}.{:02}", cents / 100, cents % 100)
+    p.cents()
 }
 
 /// An amount of R with exactly four decimals (the Blotter's precision): `0.191` → `0.1910`.

@@ -185,6 +185,17 @@ impl Neg for Px {
     }
 }
 
+impl Px {
+    /// Dollars with cents, rounded half away from zero: `-1.3274` → `-1.33`, `191` →
+    /// `191.00` (the run report's and the screen's money).
+    pub fn cents(self) -> String {
+        let raw = i128::from(self.raw());
+        let cents = (raw.abs() + 50) / 100;
+        let sign = if raw < 0 && cents > 0 { "-" } else { "" };
+        format!("{sign}{}.{:02}", cents / 100, cents % 100)
+    }
+}
+
 impl fmt::Display for Px {
     /// Prints with at least two and at most four decimals, trailing zeros beyond the second
     /// trimmed: `5002.10`, `0.0125`, `-3.00`.
