@@ -25,16 +25,17 @@
 #    scripts/peers/plans/trend/. Every plan file must pass `kestrel check`.
 # 3. Agreement: for every tape and case, runs both once and prints each side's fills and P&L
 #    (Kestrel: the sum of `fills` and `pnl_usd` of `kestrel run --json`; the peer's summary
-#    line). A difference is printed as DIFFER and makes the script exit 2 at the end (the
-#    timings are still taken and printed).
+#    line), and compares the fills one by one (time, side, price, quantity: Kestrel's `fill`
+#    events from `--bus`, the peer's from `--fills`). A difference is printed as DIFFER and
+#    makes the script exit 2 at the end (the timings are still taken and printed).
 # 4. Timing on one tape (default the trend tape): 5 cases (0, 1, 10, 50 crossing plans, 50
 #    holders) x 2 sides, alternated: each round runs every (case, side) once, the side that
 #    goes first alternating by round. One measurement is `/usr/bin/time -f '%e %U %S %M'` of a
 #    bash loop running the whole process REPS times back to back (GNU time prints CPU seconds
 #    to 0.01 s, coarser than one process; the loop divides the resolution by REPS; the loop's
 #    own bash costs about 1 ms per measurement, on both sides alike). Per process: wall ms,
-#    CPU ms (user + sys) and peak RSS (the largest of the REPS processes). Prints min / median
-#    / max per case and side, and the Kestrel / hftbacktest CPU ratio per case: of the medians,
+#    CPU ms (user + sys; the medians of each also apart) and peak RSS (the largest of the REPS
+#    processes). Prints min / median / max per case and side, and the Kestrel / hftbacktest CPU ratio per case: of the medians,
 #    and min-max over the rounds (each round's two measurements are taken back to back).
 # 5. With --callgrind: `valgrind --tool=callgrind` of one whole process per case and side;
 #    instructions executed (Ir, "Collected"), which do not move with the machine's load.
@@ -132,21 +133,28 @@ fi
 # 3. Agreement on fills and P&L.
 DIFFER=0
 echo
-echo "== fills and P&L, each side (Kestrel: sum of the plans' fills, book pnl_usd)"
-printf '%-28s %-7s %14s %14s %12s %12s  %s\n' tape case "kestrel fills" "peer fills" "kestrel $" "peer $" ""
+echo "== fills and P&L, each side (Kestrel: sum of the plans' fills, book pnl_usd); fill by fill"
+printf '%-28s %-7s %14s %14s %12s %12s  %s\n' tape case "kestrel fills" "peer fills" "kestrel $" "peer $" "fill by fill"
 for t in tapes/*.jsonl; do
     d="$WORK/$(basename "$t" .jsonl)"
     for c in "${CASES[@]}"; do
         # shellcheck disable=SC2046
-        read -r kf kp < <("$KESTREL" run --tape "$t" --plans "$(plans_of "$d" "$c")" --json |
+        read -r kf kp < <("$KESTREL" run --tape "$t" --plans "$(plans_of "$d" "$c")" --json \
+            --bus "$WORK/bus.jsonl" |
             grep -o '"fills":[0-9]*\|"pnl_usd":[-0-9.e]*' |
             awk -F: '/fills/ { f += $2 } /pnl_usd/ { p = $2 } END { printf "%d %.2f\n", f, p }')
         # shellcheck disable=SC2046
-        line="$("$PEER" $(peer_args "$d" "$c"))"
+        line="$("$PEER" $(peer_args "$d" "$c") --fills "$WORK/peer-fills.txt")"
         pf="$(sed -n 's/.* fills=\([0-9]*\) .*/\1/p' <<<"$line")"
         pp="$(sed -n 's/.* pnl_usd=\([-0-9.]*\) .*/\1/p' <<<"$line")"
-        verdict=agree
-        if [ "$kf" != "$pf" ] || ! awk -v a="$kp" -v b="$pp" 'BEGIN { exit !((a - b) ^ 2 < 1e-6) }'; then
+        # Kestrel's fill events as `ts side price qty`, like the peer's lines.
+        { grep '"type":"fill"' "$WORK/bus.jsonl" || true; } |
+            sed 's/.*"px":"\([0-9.]*\)".*"qty":\([0-9]*\).*"side":"\([a-z]*\)".*"ts":"\([0-9:.]*\)".*/\4 \3 \1 \2/' |
+            awk '{ printf "%s %s %.2f %d\n", $1, $2, $3, $4 }' | sort >"$WORK/k.fills"
+        awk '{ printf "%s %s %.2f %d\n", $1, $2, $3, $4 }' "$WORK/peer-fills.txt" | sort >"$WORK/p.fills"
+        verdict="agree ($(wc -l <"$WORK/k.fills") compared)"
+        if [ "$kf" != "$pf" ] || ! awk -v a="$kp" -v b="$pp" 'BEGIN { exit !((a - b) ^ 2 < 1e-6) }' ||
+            ! cmp -s "$WORK/k.fills" "$WORK/p.fills"; then
             verdict=DIFFER
             DIFFER=1
         fi
@@ -163,13 +171,14 @@ cmd_of() { # side case -> the whole-process command
         echo "$PEER $(peer_args "$D" "$2")"
     fi
 }
-measure() { # side case -> appends "wall_ms cpu_ms rss_kib" per process
+measure() { # side case -> appends "wall_ms cpu_ms rss_kib user_ms sys_ms" per process
     local side="$1" c="$2" cmd
     cmd="$(cmd_of "$side" "$c")"
     # shellcheck disable=SC2086
     /usr/bin/time -f '%e %U %S %M' -o "$WORK/t" \
         bash -c 'n=$1; shift; for ((i = 0; i < n; i++)); do "$@" >/dev/null; done' _ "$REPS" $cmd
-    awk -v n="$REPS" '{ printf "%.3f %.3f %d\n", $1 * 1000 / n, ($2 + $3) * 1000 / n, $4 }' \
+    awk -v n="$REPS" '{ printf "%.3f %.3f %d %.3f %.3f\n", $1 * 1000 / n, ($2 + $3) * 1000 / n, $4,
+        $2 * 1000 / n, $3 * 1000 / n }' \
         "$WORK/t" >>"$WORK/$side-$c.times"
 }
 echo
@@ -192,11 +201,13 @@ mmm() { awk -v k="$2" '{ print $k }' "$1" | sort -g | awk '{ v[NR] = $1 } END {
 med() { awk -v k="$2" '{ print $k }' "$1" | sort -g | awk '{ v[NR] = $1 } END {
     printf "%.4f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 echo
-printf '%-7s %-8s %26s %26s %10s\n' case side "wall ms min/med/max" "CPU ms min/med/max" "peak RSS"
+printf '%-7s %-8s %26s %26s %18s %10s\n' case side "wall ms min/med/max" "CPU ms min/med/max" \
+    "user/sys ms (med)" "peak RSS"
 for c in "${CASES[@]}"; do
     for side in kestrel peer; do
         f="$WORK/$side-$c.times"
-        printf '%-7s %-8s %26s %26s %6.1f MiB\n' "$c" "$side" "$(mmm "$f" 1)" "$(mmm "$f" 2)" \
+        printf '%-7s %-8s %26s %26s %18s %6.1f MiB\n' "$c" "$side" "$(mmm "$f" 1)" "$(mmm "$f" 2)" \
+            "$(printf '%.1f / %.1f' "$(med "$f" 4)" "$(med "$f" 5)")" \
             "$(awk '$3 > m { m = $3 } END { print m / 1024 }' "$f")"
     done
 done
@@ -206,7 +217,7 @@ for c in "${CASES[@]}"; do
     printf '%-7s %22s %26s\n' "$c" \
         "$(awk -v a="$(med "$WORK/kestrel-$c.times" 2)" -v b="$(med "$WORK/peer-$c.times" 2)" 'BEGIN { printf "%.2fx", a / b }')" \
         "$(paste -d' ' "$WORK/kestrel-$c.times" "$WORK/peer-$c.times" |
-            awk '{ r = $2 / $5; if (NR == 1 || r < lo) lo = r; if (NR == 1 || r > hi) hi = r }
+            awk '{ r = $2 / $7; if (NR == 1 || r < lo) lo = r; if (NR == 1 || r > hi) hi = r }
                  END { printf "%.2f-%.2fx", lo, hi }')"
 done
 

@@ -6,6 +6,7 @@
 //! peer-hftbacktest convert TAPE OUTDIR   # Kestrel tape -> hftbacktest .npy + plan/level files
 //! peer-hftbacktest run OUTDIR cross N    # N level-crossing strategies (levels-N.txt)
 //! peer-hftbacktest run OUTDIR hold N     # N strategies that buy at the open and hold
+//!                  [--fills FILE]        # (run) also write every fill, one a line
 //! ```
 //!
 //! `convert` reads a Kestrel tape (JSON lines: a header, then `tick` / `iv` / `headline`
@@ -79,15 +80,24 @@ fn main() -> ExitCode {
         .as_slice()
     {
         ["convert", tape, out] => convert(Path::new(tape), Path::new(out)),
-        ["run", dir, mode @ ("cross" | "hold"), n] => match n.parse::<usize>() {
-            Ok(n) => run(Path::new(dir), *mode == "hold", n),
-            Err(_) => Err(format!(
-                "error code=USAGE message=N must be a whole number, not `{n}`"
-            )),
-        },
+        ["run", dir, mode @ ("cross" | "hold"), n, rest @ ..]
+            if matches!(rest, [] | ["--fills", _]) =>
+        {
+            match n.parse::<usize>() {
+                Ok(n) => run(
+                    Path::new(dir),
+                    *mode == "hold",
+                    n,
+                    rest.get(1).map(Path::new),
+                ),
+                Err(_) => Err(format!(
+                    "error code=USAGE message=N must be a whole number, not `{n}`"
+                )),
+            }
+        }
         _ => Err(
             "error code=USAGE message=usage: peer-hftbacktest convert TAPE OUTDIR | \
-                  run OUTDIR cross|hold N"
+                  run OUTDIR cross|hold N [--fills FILE]"
                 .to_string(),
         ),
     };
@@ -287,7 +297,10 @@ fn mix(h: u64, v: u64) -> u64 {
     (h ^ v).wrapping_mul(0x0000_0100_0000_01b3)
 }
 
-fn run(dir: &Path, hold: bool, n: usize) -> Result<(), String> {
+fn run(dir: &Path, hold: bool, n: usize, fills_out: Option<&Path>) -> Result<(), String> {
+    // With `--fills FILE`: one line per fill, `HH:MM:SS.mmm side price qty` (the exchange's
+    // timestamp), for the script's fill-by-fill comparison with Kestrel's Bus.
+    let mut fill_log: Option<String> = fills_out.map(|_| String::new());
     let mut strategies: Vec<Strategy> = if hold {
         (0..n).map(|_| Strategy::new(0.0, 0.0, true)).collect()
     } else {
@@ -339,6 +352,20 @@ fn run(dir: &Path, hold: bool, n: usize) -> Result<(), String> {
             let px_cents = (o.exec_price_tick as f64 * o.tick_size * 100.0).round() as i64;
             s.fills += 1;
             checksum = mix(checksum, px_cents as u64);
+            if let Some(log) = fill_log.as_mut() {
+                let ms = o.exch_timestamp / 1_000_000;
+                log.push_str(&format!(
+                    "{:02}:{:02}:{:02}.{:03} {} {}.{:02} {}\n",
+                    ms / 3_600_000,
+                    ms / 60_000 % 60,
+                    ms / 1000 % 60,
+                    ms % 1000,
+                    if buy { "buy" } else { "sell" },
+                    px_cents / 100,
+                    px_cents % 100,
+                    o.exec_qty
+                ));
+            }
             if buy {
                 s.position += o.exec_qty;
                 s.cash_cents -= px_cents * o.exec_qty as i64;
@@ -431,6 +458,9 @@ fn run(dir: &Path, hold: bool, n: usize) -> Result<(), String> {
     let sv = hbt.state_values(0);
     let (engine_fills, engine_position) = (sv.num_trades, sv.position);
     hbt.close().map_err(err)?;
+    if let (Some(p), Some(log)) = (fills_out, fill_log) {
+        write(p, &log)?;
+    }
     println!(
         "peer=hftbacktest-0.9.4 mode={} plans={n} wakes={wakes} fills={fills} engine_fills={engine_fills} \
          position={position} engine_position={engine_position} pnl_usd={}.{:02} checksum={checksum:016x}",
