@@ -46,7 +46,7 @@ fn plans(lv: &[i32]) -> String {
     for (i, l) in lv.iter().enumerate() {
         let x = 5000.0 + f64::from(*l) / 10.0;
         let v = f64::from(*l) / 1000.0;
-        s.push_str(&match i % 6 {
+        s.push_str(&match i % 8 {
             0 => format!(
                 "\nPLAN l{i} budget 0.2R ttl 15:50\n  WHEN spot crosses above {x:.1}\n  DO buy 1 ATM C @ ask\n  EXIT spot crosses below {:.1}\n",
                 x - 1.0
@@ -70,6 +70,19 @@ fn plans(lv: &[i32]) -> String {
                 i % 30 + 1,
                 50 + i % 40
             ),
+            6 => format!(
+                "\nPLAN l{i} budget 0.2R ttl +{}m\n  WHEN spot crosses above {x:.1}\n  DO buy 10 shares @ ask\n  ARM l{i}f\n  TP 1.001x @ bid\n\nPLAN l{i}f budget 0.2R ttl +{}m\n  WHEN spot > {:.1}\n  DO buy 10 shares @ ask\n  INVALIDATE spot < {:.1} -> halt\n  EXIT T-5\n",
+                i % 50 + 1,
+                i % 20 + 1,
+                x - 1.0,
+                x - 4.0
+            ),
+            7 => format!(
+                "\nPLAN l{i} budget 0.2R ttl +{}m\n  WHEN time >= 10:{:02} AND spot < {x:.1}\n  DO buy 10 shares @ bid\n  INVALIDATE spot crosses below {:.1} -> halt, ride\n  EXIT phase close\n",
+                i % 90 + 1,
+                (i * 11) % 60,
+                x - 3.0
+            ),
             _ => format!(
                 "\nPLAN l{i} budget 0.2R ttl 15:50\n  WHEN SPY.spot > {:.2} AND spot crosses above vwap\n  DO buy 1 -1 P @ min(fair, mid) cancel-if spot < {:.1}\n  EXIT pnl < -0.01 OR fills.avg_px > 1000\n",
                 500.0 + f64::from(*l) / 100.0,
@@ -86,6 +99,12 @@ fn run(t: &str, plans: &str, naive: bool) -> Bus {
 
 /// The Bus and the number of full trigger evaluations.
 fn run_counting(t: &str, plans: &str, naive: bool) -> (Bus, u64) {
+    let (b, n, _) = run_stepping(t, plans, naive);
+    (b, n)
+}
+
+/// The Bus, the number of full trigger evaluations, and the plan steps.
+fn run_stepping(t: &str, plans: &str, naive: bool) -> (Bus, u64, u64) {
     let (h, evs) = read_tape_bytes(t.as_bytes()).expect("tape");
     let mut e = Engine::new(
         &h,
@@ -99,7 +118,8 @@ fn run_counting(t: &str, plans: &str, naive: bool) -> (Bus, u64) {
         e.on_event(ev);
     }
     let n = e.sh.slots.dirt.full_evals.get();
-    (e.finish(), n)
+    let steps = e.sh.plan_steps;
+    (e.finish(), n, steps)
 }
 
 proptest! {
@@ -179,7 +199,7 @@ proptest! {
 fn a_move_touches_only_the_levels_it_crossed() {
     let levels: Vec<(f64, u32)> = (0..100).map(|i| (f64::from(i), i as u32)).collect();
     let mut touched = vec![0u64; 100];
-    trigger::touch_levels(&levels, 10.5, 13.0, 7, &mut touched);
+    trigger::touch_levels(&levels, 10.5, 13.0, 7, &mut touched, (&[], &mut Vec::new()));
     let hit: Vec<usize> = (0..100).filter(|&i| touched[i] == 7).collect();
     assert_eq!(hit, vec![11, 12, 13]);
 }
@@ -201,5 +221,41 @@ fn dirty_tracking_skips_work_on_the_shock_tape() {
     assert!(
         nf * 2 < nn,
         "full evaluations: {nf} with dirty tracking, {nn} naive"
+    );
+}
+
+/// Parking: fifty armed plans waiting on levels of the signal, most of them never crossed,
+/// are stepped only at the events that move what they read (their levels crossed, the clock
+/// reaching a ttl) and write the Bus of stepping every plan on every event.
+#[test]
+fn parked_plans_step_only_when_their_inputs_move() {
+    let t = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tapes/shock-2025-04-09-s7.jsonl"
+    ))
+    .expect("bundled tape");
+    let mut p = String::from("USING signal SPX exec SPY 0dte\n");
+    for i in 0..50 {
+        // Levels from 4790 to 4839 (the tape opens near 4826): some cross, most never do.
+        p.push_str(&format!(
+            "\nPLAN w{i} budget 0.2R ttl 15:30\n  WHEN spot crosses above {}\n  DO buy 10 shares @ ask\n  INVALIDATE spot < 4000 -> halt\n  EXIT spot crosses below {}\n",
+            4790 + i,
+            4789 + i
+        ));
+    }
+    let (fast, _, steps) = run_stepping(&t, &p, false);
+    let (naive, _, naive_steps) = run_stepping(&t, &p, true);
+    assert_eq!(fast.events(), naive.events());
+    assert_eq!(fast.hash_hex(), naive.hash_hex());
+    assert!(
+        fast.events()
+            .iter()
+            .any(|e| matches!(e, Event::Fill { .. })),
+        "some levels are crossed"
+    );
+    // Naive: every live plan at every event. Parked: a small fraction.
+    assert!(
+        steps * 10 < naive_steps,
+        "plan steps: {steps} parked, {naive_steps} naive"
     );
 }

@@ -21,6 +21,7 @@
 pub mod fill;
 pub mod gate;
 pub mod price;
+mod sched;
 pub mod trigger;
 pub mod wakes;
 
@@ -45,7 +46,9 @@ use crate::market::{
 
 pub use fill::{FillModel, StrictCrossV1};
 use price::{CPrice, QuoteF, to_grid};
-use trigger::{CPred, CSeries, CTrigger, CValue, Ctx, EventTimes, PlanReads, Resolver, Slots, Tri};
+use trigger::{
+    CPred, CSeries, CTrigger, CValue, Ctx, EventTimes, Park, PlanReads, Resolver, Slots, Tri,
+};
 pub use wakes::FiredWake;
 use wakes::WakeRt;
 
@@ -263,6 +266,16 @@ struct PlanRt {
     uses_plan: bool,
     price_err: bool,
     priority: f64,
+    /// The WHEN and INVALIDATEs as one group, while the plan waits to fire (`None`: the plan
+    /// reads something that moves on every event, and is stepped on every event).
+    park: Option<Park>,
+    /// Parked at its latest step: every trigger of `park` was current and settled there, and
+    /// the plan steps again only when one of their inputs moves (`engine::sched`).
+    parked: bool,
+    /// What the latest valuation saw: the engine's trade count and the sum of the legs'
+    /// symbol versions (quotes are re-priced only when a version moves). The same again
+    /// gives the same value.
+    valued: Option<(u64, u64)>,
 }
 
 #[derive(Debug)]
@@ -299,6 +312,10 @@ struct Shared {
     books: Vec<BookRt>,
     has_chain: Vec<Sym>,
     slots: Slots,
+    /// Which plans step at an event.
+    sched: sched::Sched,
+    /// Plan steps so far (each plan the schedule named, at each event).
+    plan_steps: u64,
     mvals: Vec<Option<f64>>,
     pvals: Vec<Option<f64>>,
     /// The tape's tags when the regime gate is on.
@@ -463,6 +480,8 @@ impl Engine {
                 books: Vec::new(),
                 has_chain,
                 slots: Slots::for_session(header.open, header.close),
+                sched: sched::Sched::default(),
+                plan_steps: 0,
                 mvals: Vec::new(),
                 pvals: Vec::new(),
                 gate: cfg.regime_gate.then(|| header.tags.clone()),
@@ -675,6 +694,7 @@ impl Engine {
                 .then(a.cmp(&b))
         });
         self.order = order;
+        self.sh.sched.stale = true;
         self.arm_wakes(doc);
         armed
     }
@@ -735,6 +755,9 @@ impl Engine {
             uses_plan: false,
             price_err: false,
             priority: p.priority.as_ref().map_or(0.0, |n| n.value()),
+            park: None,
+            parked: false,
+            valued: None,
         };
         macro_rules! fail {
             ($why:expr) => {
@@ -961,6 +984,13 @@ impl Engine {
         }
         rt.uses_leg = uses_leg;
         rt.uses_plan = uses_plan;
+        // A plan reading its leg quotes resolves its instrument while it waits: never parked.
+        if !uses_leg {
+            rt.park = Park::of(
+                rt.when.iter().chain(rt.invalidates.iter().map(|x| &x.0)),
+                &mut self.sh.slots,
+            );
+        }
         rt.book = self
             .sh
             .books
@@ -1017,17 +1047,8 @@ impl Engine {
         let sh = &mut self.sh;
         sh.slots
             .refresh(&sh.ms, &sh.syms, &mut sh.mvals, &mut sh.pvals, sh.now);
-        for k in 0..self.order.len() {
-            let i = self.order[k];
-            step_plan(&mut self.plans[i], i, &mut self.sh);
-            while let Some((from, j)) = self.sh.to_arm.pop() {
-                if let Some(t) = self.plans.get_mut(j) {
-                    if t.status == Status::Dormant {
-                        let why = format!("ARM from {}", self.plans[from].name);
-                        arm_plan(&mut self.plans[j], &mut self.sh, Some(why));
-                    }
-                }
-            }
+        if !self.order.is_empty() {
+            self.step_plans();
         }
         if !self.pods.is_empty() {
             self.check_pods();
@@ -1036,6 +1057,52 @@ impl Engine {
             self.step_wakes();
         }
         self.mark_live();
+    }
+
+    /// Step the plans the schedule names, in evaluation order.
+    #[inline(always)]
+    fn step_plans(&mut self) {
+        let sh = &mut self.sh;
+        if sh.sched.stale || sh.sched.len() != self.order.len() {
+            let plans = &self.plans;
+            let views = self.order.iter().map(|&i| {
+                let p = &plans[i];
+                sched::PlanView {
+                    park: p.park,
+                    dead: matches!(p.status, Status::Dormant | Status::Closed),
+                    ttl: p.ttl_at.filter(|_| p.status == Status::Armed),
+                }
+            });
+            sh.sched.rebuild(views, sh.slots.dirt.touched.len());
+        }
+        sh.sched.plan(&sh.slots.dirt, sh.now);
+        // The plans to step, in evaluation order: those not parked, and the parked ones whose
+        // inputs moved (`sched`).
+        let mut k = 0;
+        while let Some(pos) = self.sh.sched.next(k) {
+            k = pos + 1;
+            let Some(&i) = self.order.get(pos) else { break };
+            self.sh.plan_steps += 1;
+            step_plan(&mut self.plans[i], i, &mut self.sh);
+            let p = &self.plans[i];
+            let dead = matches!(p.status, Status::Dormant | Status::Closed);
+            self.sh.sched.after_step(pos, p.parked && !dead, dead);
+            if self.sh.to_arm.is_empty() {
+                continue;
+            }
+            while let Some((from, j)) = self.sh.to_arm.pop() {
+                if let Some(t) = self.plans.get_mut(j) {
+                    if t.status == Status::Dormant {
+                        let why = format!("ARM from {}", self.plans[from].name);
+                        arm_plan(&mut self.plans[j], &mut self.sh, Some(why));
+                        // Later in the order: it steps at this event, as it always did.
+                        if let Some(at) = self.order.iter().position(|&x| x == j) {
+                            self.sh.sched.wake(at);
+                        }
+                    }
+                }
+            }
+        }
     }
 
     /// Mark every open position at the market in the Bus's Blotter (not a Bus event): the
@@ -1047,6 +1114,9 @@ impl Engine {
     fn mark_live(&mut self) {
         let sh = &mut self.sh;
         for p in &mut self.plans {
+            if p.legs.is_empty() {
+                continue;
+            }
             for l in p.legs.iter_mut().filter(|l| l.pos.qty != 0) {
                 let Some(q) = quote(sh, l.inst) else { continue };
                 let (px, model) = if q.option {
@@ -1568,6 +1638,8 @@ fn set_state(p: &mut PlanRt, sh: &mut Shared, s: PlanState, reason: Option<Strin
 
 fn arm_plan(p: &mut PlanRt, sh: &mut Shared, reason: Option<String>) {
     p.status = Status::Armed;
+    p.parked = false;
+    sh.sched.stale = true;
     p.ttl_at = Some(match &p.ttl {
         Ttl::At(c) => Ts(c.minutes() * 60_000),
         Ttl::After(d) => Ts(sh
@@ -1727,6 +1799,16 @@ fn revalue(p: &mut PlanRt, sh: &mut Shared) {
     if !p.had_fill {
         return;
     }
+    // No trade since, and no leg's symbol re-quoted: the same positions at the same quotes.
+    let mut vers = 0u64;
+    for l in &p.legs {
+        vers = vers.wrapping_add(sh.syms[sh.insts[l.inst].sym_i].1);
+    }
+    let seen = Some((sh.trades, vers));
+    if p.valued == seen {
+        return;
+    }
+    p.valued = seen;
     let mut pnl: i64 = 0;
     for li in 0..p.legs.len() {
         let inst = p.legs[li].inst;
@@ -1772,10 +1854,29 @@ fn plan_reads(p: &mut PlanRt, sh: &mut Shared) -> PlanReads {
     r
 }
 
+/// After an armed plan's step: does it park (trigger module docs, "Parking")?
+fn settle(p: &mut PlanRt) {
+    p.parked = p.park.is_some()
+        && p.when.as_ref().is_some_and(CTrigger::settled)
+        && p.invalidates.iter().all(|x| x.2 || x.0.settled());
+}
+
 #[inline(always)]
 fn step_plan(p: &mut PlanRt, pi: usize, sh: &mut Shared) {
     if matches!(p.status, Status::Dormant | Status::Closed) {
         return;
+    }
+    if p.parked {
+        // Parked since its latest step, with none of its inputs moved up to the previous
+        // event (the schedule would have woken it).
+        p.parked = false;
+        let at = sh.slots.dirt.epoch.saturating_sub(1);
+        if let Some(w) = p.when.as_mut() {
+            w.resume(at);
+        }
+        for x in &mut p.invalidates {
+            x.0.resume(at);
+        }
     }
     let reads = plan_reads(p, sh);
     // ttl: no new entries after it.
@@ -1833,6 +1934,9 @@ fn step_plan(p: &mut PlanRt, pi: usize, sh: &mut Shared) {
             fire(p, pi, sh, None);
             relabel(p, sh);
             revalue(p, sh);
+        }
+        if p.status == Status::Armed {
+            settle(p);
         }
         return;
     }

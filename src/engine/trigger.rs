@@ -28,6 +28,17 @@
 //! - `held` and the clock against a series: re-evaluated whenever the clock moves;
 //! - the plan's own reads (`pnl`, `fills.avg_px`, leg quotes) and plan / headline events:
 //!   always re-evaluated.
+//!
+//! **Parking.** A plan waiting to fire reads only its WHEN and INVALIDATEs, and most of the
+//! time none of their inputs moved; visiting each trigger only to read its cache back would
+//! still cost every armed plan something on every event. So such a plan's triggers form a
+//! group ([`Park`]: the union of their inputs) and, once every trigger in it was current and
+//! [`settled`](CTrigger::settled) at the plan's step, the plan is *parked*: not stepped at
+//! all until one of the group's inputs moves (or its ttl comes). Which plans step is the
+//! engine's schedule (`engine::sched`): subscriptions per input, so that an event costs the
+//! plans that can change and nothing for the others. The triggers are not touched while
+//! parked; the first step after it [`resume`](CTrigger::resume)s each of them at the
+//! previous event, so that its cache reads exactly as if it had been read on every event.
 
 use crate::lang::ast::{self, CmpOp, CrossDir, Phase, Predicate, SeriesKind, Trigger};
 use crate::market::{MarketState, Series as MSeries, Sym, Ts};
@@ -228,8 +239,13 @@ pub struct Dirt {
     pub pct_moved: u64,
     /// The clock moved since the previous refresh.
     pub clock: bool,
-    /// Per trigger id: the epoch at which the series crossed one of its levels.
+    /// Per trigger id: the epoch at which the series crossed one of its levels. A [`Park`]
+    /// group has an id here too, marked with its triggers.
     pub touched: Vec<u64>,
+    /// Per trigger id: the id of its [`Park`] group in `touched` (`u32::MAX`: none).
+    pub group_of: Vec<u32>,
+    /// The [`Park`] groups whose levels were crossed at this refresh.
+    pub woke: Vec<u32>,
     /// Re-evaluate every trigger on every event (the reference the tests compare the dirty
     /// tracking with).
     pub naive: bool,
@@ -309,19 +325,31 @@ pub struct Slots {
     pub dirt: Dirt,
 }
 
-/// Mark the triggers of the levels in `[lo, hi]` of a sorted level list.
+/// Mark the triggers of the levels in `[lo, hi]` of a sorted level list, and list their
+/// [`Park`] groups (`group_of`, per trigger id) in `woke`.
 pub(crate) fn touch_levels(
     levels: &[(f64, u32)],
     lo: f64,
     hi: f64,
     epoch: u64,
     touched: &mut [u64],
+    (group_of, woke): (&[u32], &mut Vec<u32>),
 ) {
     let a = levels.partition_point(|l| l.0 < lo);
     let b = levels.partition_point(|l| l.0 <= hi);
     for l in levels.get(a..b).unwrap_or(&[]) {
-        if let Some(t) = touched.get_mut(l.1 as usize) {
-            *t = epoch;
+        touch(touched, (group_of, woke), l.1, epoch);
+    }
+}
+
+#[inline]
+fn touch(touched: &mut [u64], (group_of, woke): (&[u32], &mut Vec<u32>), id: u32, epoch: u64) {
+    if let Some(t) = touched.get_mut(id as usize) {
+        *t = epoch;
+    }
+    if let Some(&g) = group_of.get(id as usize) {
+        if g != u32::MAX {
+            woke.push(g);
         }
     }
 }
@@ -343,6 +371,7 @@ impl Slots {
 
     fn new_trigger_id(&mut self) -> u32 {
         self.dirt.touched.push(0);
+        self.dirt.group_of.push(u32::MAX);
         u32::try_from(self.dirt.touched.len() - 1).unwrap_or(u32::MAX)
     }
 
@@ -406,6 +435,7 @@ impl Slots {
         d.moved = 0;
         d.jumped = 0;
         d.pct_moved = 0;
+        d.woke.clear();
         d.clock = self.clock_prev != Some(clock);
         if d.clock {
             if let Some(prev) = self.clock_prev {
@@ -416,12 +446,11 @@ impl Slots {
                     a.max(b),
                     d.epoch,
                     &mut d.touched,
+                    (&d.group_of, &mut d.woke),
                 );
             } else {
                 for l in &self.clock_levels {
-                    if let Some(t) = d.touched.get_mut(l.1 as usize) {
-                        *t = d.epoch;
-                    }
+                    touch(&mut d.touched, (&d.group_of, &mut d.woke), l.1, d.epoch);
                 }
             }
             self.clock_prev = Some(clock);
@@ -455,9 +484,14 @@ impl Slots {
                 d.moved |= b;
                 let levels = self.levels.get(i).map_or(&[][..], Vec::as_slice);
                 match (*v, new) {
-                    (Some(a), Some(c)) => {
-                        touch_levels(levels, a.min(c), a.max(c), d.epoch, &mut d.touched)
-                    }
+                    (Some(a), Some(c)) => touch_levels(
+                        levels,
+                        a.min(c),
+                        a.max(c),
+                        d.epoch,
+                        &mut d.touched,
+                        (&d.group_of, &mut d.woke),
+                    ),
                     _ => d.jumped |= b,
                 }
                 *v = new;
@@ -659,6 +693,49 @@ fn dur_ms(d: &ast::Dur) -> u32 {
     u32::try_from(d.seconds().saturating_mul(1000)).unwrap_or(u32::MAX)
 }
 
+/// A group of triggers checked at once: a waiting plan's WHEN and INVALIDATEs (module docs,
+/// "Parking"). The union of their inputs; `deps.id` is the group's own id in
+/// [`Dirt::touched`], marked whenever one of its triggers' levels is crossed.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Park {
+    deps: Deps,
+}
+
+impl Park {
+    /// The group of `ts`, registered in `slots`; `None` when one of them re-evaluates on
+    /// every event (plan reads, plan and headline events, leg quotes): such a group never
+    /// parks.
+    pub fn of<'a>(
+        ts: impl IntoIterator<Item = &'a CTrigger> + Clone,
+        slots: &mut Slots,
+    ) -> Option<Park> {
+        let mut p = Park::default();
+        for t in ts.clone() {
+            if t.deps.always || t.uses_leg || t.uses_plan {
+                return None;
+            }
+            p.deps.mkt |= t.deps.mkt;
+            p.deps.lvl |= t.deps.lvl;
+            p.deps.pct |= t.deps.pct;
+            p.deps.clock |= t.deps.clock;
+        }
+        p.deps.id = slots.new_trigger_id();
+        for t in ts {
+            if let Some(g) = slots.dirt.group_of.get_mut(t.deps.id as usize) {
+                *g = p.deps.id;
+            }
+        }
+        Some(p)
+    }
+
+    /// What wakes the group: series slot bits read as values, as levels, percentile slot
+    /// bits, the clock, and its id in `Dirt::touched` / `Dirt::woke`.
+    pub fn inputs(&self) -> (u64, u64, u64, bool, u32) {
+        let d = &self.deps;
+        (d.mkt, d.lvl, d.pct, d.clock, d.id)
+    }
+}
+
 impl CTrigger {
     /// Compile a trigger. `Err` is the reason its statement de-arms (an UNKNOWN symbol, a
     /// percentile of a series that has none). Market reads are interned into `slots`.
@@ -688,6 +765,26 @@ impl CTrigger {
             last: Tri::U,
             cross_hit: false,
         })
+    }
+
+    /// Evaluated at least once, not true, and no `crosses` was true at the latest
+    /// evaluation: its cached value would stand at the next event if no input moved, and a
+    /// plan waiting on it would do nothing at that event (a group may park). A true WHEN
+    /// whose fire did not go through (a ticket that could not be priced yet) tries again at
+    /// every event, so it never parks.
+    #[inline]
+    pub fn settled(&self) -> bool {
+        self.last_epoch != 0 && !self.cross_hit && self.last != Tri::T
+    }
+
+    /// Take up the trigger again after its group was parked through `epoch` (current and
+    /// settled when it parked, and no input moved while parked): it is current at `epoch`,
+    /// as if its cached value had been read on every event up to it.
+    #[inline]
+    pub fn resume(&mut self, epoch: u64) {
+        if self.last_epoch != 0 && self.last_epoch < epoch {
+            self.last_epoch = epoch;
+        }
     }
 
     /// The compiled predicates.

@@ -1,0 +1,273 @@
+//! Which plans step at an event: the plan loop's schedule (trigger module docs, "Parking").
+//!
+//! A plan waiting to fire whose WHEN and INVALIDATEs were all current and settled at its
+//! latest step is *parked*: it is not stepped again until something it reads can change. The
+//! schedule keeps one bit per position in the evaluation order:
+//!
+//! - `idle`: the plan needs no step unless woken (parked, or dormant, or closed);
+//! - `wakeable`: of those, the parked ones, which wake when their inputs move.
+//!
+//! At each event the plans to step are `!idle | (woken & wakeable)`, visited in evaluation
+//! order (a bit scan, a word per 64 plans). *Woken* is the union of the subscriptions of what
+//! moved at this refresh ([`Dirt`]): per series slot bit, the plans whose group reads the slot
+//! as a value (`moved`) or as a level (`jumped`, becoming known or UNKNOWN); per percentile
+//! slot bit (`pct_moved`); the clock; the groups whose levels were crossed (`Dirt::woke`); and
+//! a plan's ttl when the clock reaches it. So an event costs the plans that can change, not
+//! the plans armed. Anything done to the plans from outside the plan loop (arming, a cancel,
+//! STAND-DOWN, a pod halt) marks the schedule stale, and it is rebuilt from the plans' states
+//! at the next event: every armed plan steps once and settles again.
+
+use super::trigger::{Dirt, Park};
+use crate::market::Ts;
+
+/// The schedule (module docs).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Sched {
+    /// Rebuild before the next event.
+    pub stale: bool,
+    idle: Vec<u64>,
+    wakeable: Vec<u64>,
+    /// Bits to step at this event (scratch, filled by [`Sched::plan`]).
+    run: Vec<u64>,
+    /// Per series slot bit: the positions whose group reads the slot as a value.
+    sub_mkt: Vec<Vec<u64>>,
+    /// Per series slot bit: the positions whose group reads the slot as a level.
+    sub_lvl: Vec<Vec<u64>>,
+    /// Per percentile slot bit.
+    sub_pct: Vec<Vec<u64>>,
+    /// The positions whose group reads the clock.
+    sub_clock: Vec<u64>,
+    /// Per id in [`Dirt::touched`]: the position of the plan whose group it is.
+    group_pos: Vec<u32>,
+    /// Armed plans' ttls, sorted, and the first not yet reached.
+    ttls: Vec<(Ts, u32)>,
+    ttl_next: usize,
+    len: usize,
+}
+
+/// What the schedule needs of one plan, in evaluation order.
+pub(crate) struct PlanView {
+    /// Its group, when it can park at all.
+    pub park: Option<Park>,
+    /// Dormant or closed: never stepped unless armed.
+    pub dead: bool,
+    /// Its ttl, while armed.
+    pub ttl: Option<Ts>,
+}
+
+fn set(bits: &mut [u64], k: usize, on: bool) {
+    if let Some(w) = bits.get_mut(k / 64) {
+        let b = 1u64 << (k % 64);
+        if on {
+            *w |= b;
+        } else {
+            *w &= !b;
+        }
+    }
+}
+
+fn or_into(dst: &mut [u64], src: &[u64]) {
+    for (d, s) in dst.iter_mut().zip(src) {
+        *d |= *s;
+    }
+}
+
+/// `f` for every set bit of `mask`.
+fn each_bit(mut mask: u64, mut f: impl FnMut(usize)) {
+    while mask != 0 {
+        f(mask.trailing_zeros() as usize);
+        mask &= mask - 1;
+    }
+}
+
+impl Sched {
+    /// Positions scheduled (the plans at the latest rebuild).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Rebuild from the plans, in evaluation order (`touched_len`: ids in `Dirt::touched`).
+    /// Every plan that is neither dormant nor closed steps at the next event.
+    pub fn rebuild(&mut self, plans: impl Iterator<Item = PlanView>, touched_len: usize) {
+        let plans: Vec<PlanView> = plans.collect();
+        let words = plans.len().div_ceil(64);
+        let empty = || vec![0u64; words];
+        self.idle = empty();
+        self.wakeable = empty();
+        self.run = empty();
+        self.sub_mkt = vec![Vec::new(); 64];
+        self.sub_lvl = vec![Vec::new(); 64];
+        self.sub_pct = vec![Vec::new(); 64];
+        self.sub_clock = empty();
+        self.group_pos = vec![u32::MAX; touched_len];
+        self.ttls.clear();
+        self.ttl_next = 0;
+        for (k, p) in plans.iter().enumerate() {
+            let pos = u32::try_from(k).unwrap_or(u32::MAX);
+            set(&mut self.idle, k, p.dead);
+            if let Some(t) = p.ttl.filter(|_| !p.dead) {
+                self.ttls.push((t, pos));
+            }
+            let Some(g) = p.park else { continue };
+            let (mkt, lvl, pct, clock, id) = g.inputs();
+            for (subs, mask) in [
+                (&mut self.sub_mkt, mkt),
+                (&mut self.sub_lvl, lvl),
+                (&mut self.sub_pct, pct),
+            ] {
+                each_bit(mask, |b| {
+                    if subs[b].is_empty() {
+                        subs[b] = vec![0u64; words];
+                    }
+                    set(&mut subs[b], k, true);
+                });
+            }
+            set(&mut self.sub_clock, k, clock);
+            if let Some(x) = self.group_pos.get_mut(id as usize) {
+                *x = pos;
+            }
+        }
+        self.ttls.sort_unstable();
+        self.len = plans.len();
+        self.stale = false;
+    }
+
+    /// Fill the bits to step at this event from what moved (`now`: the engine's clock).
+    pub fn plan(&mut self, d: &Dirt, now: Ts) {
+        let words = self.idle.len();
+        self.run.clear();
+        self.run.resize(words, 0);
+        if d.naive {
+            self.run.fill(u64::MAX);
+            return;
+        }
+        let run = &mut self.run;
+        for (subs, mask) in [
+            (&self.sub_mkt, d.moved),
+            (&self.sub_lvl, d.jumped),
+            (&self.sub_pct, d.pct_moved),
+        ] {
+            each_bit(mask, |b| or_into(run, &subs[b]));
+        }
+        if d.clock {
+            or_into(run, &self.sub_clock);
+        }
+        for &g in &d.woke {
+            if let Some(&k) = self.group_pos.get(g as usize) {
+                set(run, k as usize, true);
+            }
+        }
+        while let Some(&(t, k)) = self.ttls.get(self.ttl_next) {
+            if now < t {
+                break;
+            }
+            set(run, k as usize, true);
+            self.ttl_next += 1;
+        }
+        for ((r, i), w) in run.iter_mut().zip(&self.idle).zip(&self.wakeable) {
+            *r = (*r & *w) | !*i;
+        }
+        // No position past the last plan.
+        if let Some(last) = run.last_mut() {
+            let used = self.len % 64;
+            if used != 0 {
+                *last &= (1u64 << used) - 1;
+            }
+        }
+    }
+
+    /// The first position at or after `k` to step at this event.
+    pub fn next(&self, k: usize) -> Option<usize> {
+        let mut w = k / 64;
+        let mut bits = self.run.get(w)? & (u64::MAX << (k % 64));
+        loop {
+            if bits != 0 {
+                return Some(w * 64 + bits.trailing_zeros() as usize);
+            }
+            w += 1;
+            bits = *self.run.get(w)?;
+        }
+    }
+
+    /// Step position `k` at this event too (a plan armed by an earlier one's ARM).
+    pub fn wake(&mut self, k: usize) {
+        set(&mut self.run, k, true);
+        set(&mut self.idle, k, false);
+        set(&mut self.wakeable, k, false);
+    }
+
+    /// After position `k` stepped: parked (waits for its inputs), dead (dormant or closed),
+    /// or neither (steps at every event).
+    pub fn after_step(&mut self, k: usize, parked: bool, dead: bool) {
+        set(&mut self.idle, k, parked || dead);
+        set(&mut self.wakeable, k, parked);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn views(n: usize, dead: &[usize]) -> Vec<PlanView> {
+        (0..n)
+            .map(|k| PlanView {
+                park: None,
+                dead: dead.contains(&k),
+                ttl: None,
+            })
+            .collect()
+    }
+
+    fn scheduled(s: &Sched) -> Vec<usize> {
+        let mut out = Vec::new();
+        let mut k = 0;
+        while let Some(p) = s.next(k) {
+            out.push(p);
+            k = p + 1;
+        }
+        out
+    }
+
+    /// Past 64 plans the bit scan crosses words; dead plans are skipped, parked ones stay
+    /// asleep until woken, and a wake ahead of the scan is seen at the same event.
+    #[test]
+    fn the_scan_visits_live_and_woken_plans_in_order() {
+        let mut s = Sched::default();
+        s.rebuild(views(130, &[0, 64, 129]).into_iter(), 0);
+        let d = Dirt {
+            epoch: 1,
+            ..Dirt::default()
+        };
+        s.plan(&d, Ts(0));
+        let all = scheduled(&s);
+        assert_eq!(all.len(), 127);
+        assert!(!all.contains(&0) && !all.contains(&64) && !all.contains(&129));
+        s.after_step(3, true, false);
+        s.after_step(100, true, false);
+        s.plan(&d, Ts(0));
+        let next = scheduled(&s);
+        assert_eq!(next.len(), 125);
+        assert!(!next.contains(&3) && !next.contains(&100));
+        s.wake(100);
+        assert!(scheduled(&s).contains(&100));
+        assert_eq!(s.next(130), None);
+    }
+
+    /// A ttl wakes its parked plan once, at the first event at or after it.
+    #[test]
+    fn a_ttl_wakes_its_plan_once() {
+        let mut s = Sched::default();
+        let mut v = views(2, &[]);
+        v[1].ttl = Some(Ts(5_000));
+        s.rebuild(v.into_iter(), 0);
+        s.after_step(0, true, false);
+        s.after_step(1, true, false);
+        let d = Dirt::default();
+        s.plan(&d, Ts(4_999));
+        assert!(scheduled(&s).is_empty());
+        s.plan(&d, Ts(5_000));
+        assert_eq!(scheduled(&s), vec![1]);
+        s.plan(&d, Ts(6_000));
+        assert!(scheduled(&s).is_empty());
+    }
+}
