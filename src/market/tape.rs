@@ -11,7 +11,7 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use super::quote::{QuoteInst, TapeQuote, looks_occ, occ_symbol, parse_occ};
-use super::types::{Date, Px, Sym, Ts};
+use super::types::{Date, Px, SYM_MAX_LEN, Sym, Ts, swar};
 
 /// The first tape format version (trades, vol changes and headlines). The generator writes
 /// it; a v1 tape replays exactly as it always has.
@@ -389,9 +389,28 @@ fn read_line_capped<R: BufRead>(r: &mut R, buf: &mut Vec<u8>) -> io::Result<RawL
 }
 
 /// Parse an unsigned JSON integer (no sign, no leading zero, at most `max_digits` digits,
-/// at most `u64::MAX`) at the start of `b`: the value and its digit count.
+/// at most `u64::MAX`) at the start of `b`: the value and its digit count. Fewer than 8
+/// digits (with 8 bytes to look at) are read a word at a time, others a digit at a time
+/// ([`fast_uint_scalar`], the reference it is property-tested against).
 #[inline]
 fn fast_uint(b: &[u8], max_digits: usize) -> Option<(u64, usize)> {
+    if let Some(w) = b.first_chunk::<8>() {
+        let w = u64::from_le_bytes(*w);
+        let n = swar::digit_count(w);
+        if n < 8 && n as usize <= max_digits {
+            // JSON forbids leading zeros ("007"); "0" alone is fine.
+            if n == 0 || (n > 1 && w as u8 == b'0') {
+                return None;
+            }
+            return Some((swar::digits_value(w, n), n as usize));
+        }
+    }
+    fast_uint_scalar(b, max_digits)
+}
+
+/// [`fast_uint`] a digit at a time.
+#[cold]
+fn fast_uint_scalar(b: &[u8], max_digits: usize) -> Option<(u64, usize)> {
     let mut v: u64 = 0;
     let mut n = 0;
     while let Some(&c) = b.get(n) {
@@ -411,6 +430,30 @@ fn fast_uint(b: &[u8], max_digits: usize) -> Option<(u64, usize)> {
     Some((v, n))
 }
 
+/// The longest canonical tick line, with its `\r\n`: the fixed text and the clock (42 bytes
+/// to the symbol, 7 to the price, 6 to the size, `}\r\n`), the longest symbol, the longest
+/// price the fast path reads (12 integer digits, the point, 4 decimals) and 20 size digits.
+const TICK_LINE_MAX: usize = 42 + SYM_MAX_LEN + 7 + 17 + 6 + 20 + 3;
+
+/// Eight bytes of a text as one little-endian word.
+const fn word(t: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes([
+        t[at],
+        t[at + 1],
+        t[at + 2],
+        t[at + 3],
+        t[at + 4],
+        t[at + 5],
+        t[at + 6],
+        t[at + 7],
+    ])
+}
+
+/// The text before the clock, `{"type":"tick","ts":"` (21 bytes), and after it to the
+/// symbol, `","sym":"` (9 bytes).
+const TICK_HEAD: &[u8; 21] = br#"{"type":"tick","ts":""#;
+const TICK_SYM: &[u8; 9] = br#"","sym":""#;
+
 /// The zero-copy decoder of one canonical tick line, exactly as the writer emits it:
 /// `{"type":"tick","ts":"HH:MM:SS.mmm","sym":"SYM","px":DIGITS[.D{1,4}],"sz":DIGITS}`
 /// followed by `\n` or `\r\n`, all within `b`. Returns the tick and the bytes used (with the
@@ -423,49 +466,76 @@ fn fast_uint(b: &[u8], max_digits: usize) -> Option<(u64, usize)> {
 /// every byte it accepts is ASCII); any value the general path would refuse (an unknown
 /// symbol, a bad clock, a zero price) falls back to it, so refusals are the general path's
 /// own.
+///
+/// One bounds check per line: the decoder reads a window of [`TICK_LINE_MAX`] bytes at
+/// fixed offsets (the text to the symbol, 42 bytes, in six words and one test) and a word
+/// at a time. A line nearer than that to the end of `b` is read from a zero-padded copy (no
+/// byte it accepts is zero, so it never reads past `b`).
+#[inline]
 fn fast_tick(b: &[u8], header: &TapeHeader) -> Option<(Tick, usize)> {
-    let rest = lit(b, br#"{"type":"tick","ts":""#)?;
-    let (ts_b, rest) = rest.split_first_chunk::<12>()?;
-    let rest = lit(rest, br#"","sym":""#)?;
-    let ts = Ts::parse_bytes(ts_b)?;
-    let q = rest.iter().take(SYM_SCAN).position(|&c| c == b'"')?;
-    let sym_b = &rest[..q];
-    let sym = header
-        .symbols
-        .iter()
-        .find(|s| bytes_eq(s.sym.as_bytes(), sym_b))?
-        .sym;
-    let rest = lit(&rest[q..], br#"","px":"#)?;
-    // The price, digit by digit into the fixed point (no float round trip).
-    let (px, np) = Px::from_decimal_prefix(rest)?;
-    let rest = &rest[np..];
-    let rest = lit(rest, br#","sz":"#)?;
-    let (sz, nz) = fast_uint(rest, 20)?;
-    let rest = rest[nz..].strip_prefix(b"}")?;
-    let end = match rest {
-        [b'\n', ..] => 1,
-        [b'\r', b'\n', ..] => 2,
+    match b.first_chunk::<TICK_LINE_MAX>() {
+        Some(w) => fast_tick_in(w, header),
+        None => fast_tick_short(b, header),
+    }
+}
+
+/// [`fast_tick`] of a line nearer than [`TICK_LINE_MAX`] bytes to the end of `b`.
+#[cold]
+#[inline(never)]
+fn fast_tick_short(b: &[u8], header: &TapeHeader) -> Option<(Tick, usize)> {
+    let mut w = [0u8; TICK_LINE_MAX];
+    w[..b.len()].copy_from_slice(b);
+    fast_tick_in(&w, header).filter(|&(_, used)| used <= b.len())
+}
+
+/// [`fast_tick`] over a window of [`TICK_LINE_MAX`] bytes.
+#[inline(always)]
+fn fast_tick_in(a: &[u8; TICK_LINE_MAX], header: &TapeHeader) -> Option<(Tick, usize)> {
+    let at = |i: usize| u64::from_le_bytes(*a[i..].first_chunk::<8>().expect("in the window"));
+    // The fixed text: bytes 0..21 (three overlapping words) and 33..42 (two), one test.
+    let fixed = (at(0) ^ word(TICK_HEAD, 0))
+        | (at(8) ^ word(TICK_HEAD, 8))
+        | (at(13) ^ word(TICK_HEAD, 13))
+        | (u64::from(a[33]) ^ u64::from(TICK_SYM[0]))
+        | (at(34) ^ word(TICK_SYM, 1));
+    if fixed != 0 {
+        return None;
+    }
+    let ts = Ts::parse_bytes(&a[21..33])?;
+    // The symbol: its closing quote among the 16 bytes after `"sym":"` (a symbol has at
+    // most 15), then its bytes and length as one key against the header's.
+    let s = u128::from_le_bytes(*a[42..].first_chunk::<16>().expect("in the window"));
+    let x = s ^ u128::from_le_bytes([b'"'; 16]);
+    let quotes =
+        x.wrapping_sub(u128::from_le_bytes([1; 16])) & !x & u128::from_le_bytes([0x80; 16]);
+    // The lowest marked byte is exactly the first quote (16: none).
+    let q = (quotes.trailing_zeros() / 8) as usize;
+    if q > SYM_MAX_LEN {
+        return None;
+    }
+    let key = (s & ((1u128 << (8 * q)) - 1)) | ((q as u128) << 120);
+    let sym = header.symbols.iter().find(|sp| sp.sym.key() == key)?.sym;
+    // `","px":` (7 bytes).
+    let p = 42 + q;
+    if at(p) & 0x00ff_ffff_ffff_ffff != word(br#"","px":_"#, 0) & 0x00ff_ffff_ffff_ffff {
+        return None;
+    }
+    // The price, straight into the fixed point (no float round trip).
+    let (px, np) = Px::from_decimal_prefix(&a[p + 7..])?;
+    // `,"sz":` (6 bytes).
+    let z = p + 7 + np;
+    if at(z) & 0x0000_ffff_ffff_ffff != word(br#","sz":__"#, 0) & 0x0000_ffff_ffff_ffff {
+        return None;
+    }
+    let (sz, nz) = fast_uint(&a[z + 6..], 20)?;
+    let e = z + 6 + nz;
+    let used = match a.get(e..e + 3)? {
+        [b'}', b'\n', _] => e + 2,
+        [b'}', b'\r', b'\n'] => e + 3,
         _ => return None,
     };
-    let used = b.len() - rest.len() + end;
     Some((Tick { ts, sym, px, sz }, used))
 }
-
-/// Short byte strings (symbols) compared by a loop, without a `memcmp` call.
-#[inline]
-fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
-}
-
-/// `b` after the literal `l`, compared as a fixed-size array (inlined, no `memcmp` call).
-#[inline]
-fn lit<'a, const N: usize>(b: &'a [u8], l: &[u8; N]) -> Option<&'a [u8]> {
-    let (head, rest) = b.split_first_chunk::<N>()?;
-    (head == l).then_some(rest)
-}
-
-/// The longest symbol the fast path looks for its closing quote in (longer: general path).
-const SYM_SCAN: usize = super::types::SYM_MAX_LEN + 1;
 
 /// Parse one line into a JSON object, or refuse it.
 fn parse_object(line_no: u64, bytes: &[u8]) -> Res<Map<String, Value>> {
@@ -1189,34 +1259,11 @@ impl<R: BufRead> TapeReader<R> {
         self.line
     }
 
+    /// The general path of one line (the fast path in [`Iterator::next`] did not take it):
+    /// the line copied out of the reader, parsed as JSON, checked field by field.
+    #[inline(never)]
     fn next_event(&mut self) -> Option<Res<TapeEvent>> {
         let line = self.line + 1;
-        if self.fast {
-            // Fast path: a canonical tick line wholly in the reader's buffer is decoded in
-            // place, without copying or allocating. Anything else (another event type, other
-            // key order or spacing, an unusual number, a line split across buffer refills, a
-            // refusal) goes through the general path below, which decides alone what is
-            // accepted and how a line is refused.
-            let avail = loop {
-                match self.r.fill_buf() {
-                    Ok(b) => break b,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => {
-                        return Some(Err(TapeError::new(line, TapeErrorKind::Io, e.to_string())));
-                    }
-                }
-            };
-            if let Some((tick, used)) = fast_tick(avail, &self.header) {
-                self.r.consume(used);
-                self.line = line;
-                // The order check of `in_order` for a tick, without moving an event through it.
-                if self.last_ts.is_none_or(|prev| tick.ts >= prev) {
-                    self.last_ts = Some(tick.ts);
-                    return Some(Ok(TapeEvent::Tick(tick)));
-                }
-                return Some(self.in_order(line, TapeEvent::Tick(tick)));
-            }
-        }
         match read_line_capped(&mut self.r, &mut self.buf) {
             Err(e) => return Some(Err(TapeError::new(line, TapeErrorKind::Io, e.to_string()))),
             Ok(RawLine::Eof) => return None,
@@ -1274,15 +1321,47 @@ impl<R: BufRead> TapeReader<R> {
 impl<R: BufRead> Iterator for TapeReader<R> {
     type Item = Result<TapeEvent, TapeError>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         if self.done {
             return None;
+        }
+        if self.fast {
+            // Fast path: a canonical tick line wholly in the reader's buffer, in order, is
+            // decoded in place, without copying or allocating. Anything else (another event
+            // type, other key order or spacing, an unusual number, a line split across buffer
+            // refills, a tick out of order, a refusal) goes through the general path, which
+            // decides alone what is accepted and how a line is refused.
+            match self.r.fill_buf() {
+                Ok(avail) => {
+                    if let Some((tick, used)) = fast_tick(avail, &self.header) {
+                        if self.last_ts.is_none_or(|prev| tick.ts >= prev) {
+                            self.r.consume(used);
+                            self.line += 1;
+                            self.last_ts = Some(tick.ts);
+                            return Some(Ok(TapeEvent::Tick(tick)));
+                        }
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Some(Err(self.read_failed(e))),
+            }
         }
         let out = self.next_event();
         if !matches!(out, Some(Ok(_))) {
             self.done = true;
         }
         out
+    }
+}
+
+impl<R> TapeReader<R> {
+    /// The reader failed before the next line: the last item.
+    #[cold]
+    #[inline(never)]
+    fn read_failed(&mut self, e: io::Error) -> TapeError {
+        self.done = true;
+        TapeError::new(self.line + 1, TapeErrorKind::Io, e.to_string())
     }
 }
 
@@ -1785,6 +1864,48 @@ mod tests {
                 for cut in [1, line.len() / 2, line.len() - 1] {
                     prop_assert_eq!(fast_tick(&line[..cut], &h), None);
                 }
+            }
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(2048))]
+            /// The word-at-a-time size reader reads what the digit-at-a-time one reads.
+            #[test]
+            fn fast_uint_agrees_with_scalar(
+                digits in "[0-9]{0,22}",
+                tail in proptest::collection::vec(
+                    prop_oneof![4 => b'0'..=b'9', 2 => Just(b'}'), 1 => any::<u8>()],
+                    0..10,
+                ),
+                max in prop_oneof![Just(20usize), 0usize..22],
+            ) {
+                let mut t = digits.into_bytes();
+                t.extend_from_slice(&tail);
+                prop_assert_eq!(fast_uint(&t, max), fast_uint_scalar(&t, max));
+            }
+
+            /// A canonical tick followed by anything (the whole window in the buffer, or
+            /// not) is read with its value and its length.
+            #[test]
+            fn canonical_tick_then_anything(
+                ms in 0u32..86_400_000,
+                spy in any::<bool>(),
+                raw in 1i64..=1_000_000_000_000_000,
+                sz in any::<u64>(),
+                crlf in any::<bool>(),
+                tail in proptest::collection::vec(any::<u8>(), 0..160),
+            ) {
+                let h = read_tape_bytes(format!("{HDR}\n").as_bytes()).unwrap().0;
+                let sym = Sym::new(if spy { "SPY" } else { "SPX" }).unwrap();
+                let tick = Tick { ts: Ts(ms), sym, px: Px(raw), sz };
+                let mut line = Vec::new();
+                write_event(&mut line, &TapeEvent::Tick(tick)).unwrap();
+                if crlf {
+                    line.insert(line.len() - 1, b'\r');
+                }
+                let n = line.len();
+                line.extend_from_slice(&tail);
+                prop_assert_eq!(fast_tick(&line, &h), Some((tick, n)));
             }
         }
 

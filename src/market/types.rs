@@ -63,8 +63,9 @@ impl Px {
         }
     }
 
-    /// The positive JSON decimal at the start of `b`, read digit by digit straight into the
-    /// fixed point (no float): `0` or digits without a leading zero (at most 12), then
+    /// The positive JSON decimal at the start of `b`, read straight into the fixed point (no
+    /// float; a word at a time, see `decimal_prefix_scalar` for
+    /// the digit-at-a-time reference): `0` or digits without a leading zero (at most 12), then
     /// optionally `.` and 1 to 4 digits. Returns the price and the bytes read.
     ///
     /// `None` for anything else: no digits, a leading zero (`007`), more than 4 decimals, a
@@ -78,6 +79,52 @@ impl Px {
     /// Every other form is left to the general path, which alone refuses.
     #[inline]
     pub fn from_decimal_prefix(b: &[u8]) -> Option<(Px, usize)> {
+        /// `10^(4-k)`: the scale of a number with `k` decimals.
+        const SCALE_OF: [u64; 8] = [10_000, 1_000, 100, 10, 1, 0, 0, 0];
+        // Word at a time: the integer digits in the first 8 bytes, the decimals in the 8
+        // after the point (property-tested against the scalar reader).
+        let Some(w) = b.first_chunk::<16>() else {
+            return Self::decimal_prefix_scalar(b);
+        };
+        let all = u128::from_le_bytes(*w);
+        let w0 = all as u64;
+        let n = swar::digit_count(w0);
+        if n.wrapping_sub(1) >= 7 {
+            // No digit (not a number this reads), or 8 or more integer digits.
+            return if n == 0 {
+                None
+            } else {
+                Self::decimal_prefix_scalar(b)
+            };
+        }
+        // JSON forbids leading zeros ("007"); "0" alone is fine.
+        if n > 1 && w[0] == b'0' {
+            return None;
+        }
+        let mut raw = swar::digits_value(w0, n) * 10_000;
+        let mut used = n as usize;
+        if (w0 >> (8 * n)) as u8 == b'.' {
+            let w1 = (all >> (8 * (n + 1))) as u64;
+            let k = swar::digit_count(w1);
+            // 1 to 4 decimals (a fifth digit: more precision than a price has).
+            if k.wrapping_sub(1) >= 4 {
+                return None;
+            }
+            raw += swar::digits_value(w1, k) * SCALE_OF[k as usize & 7];
+            used += 1 + k as usize;
+        }
+        // At most 7 integer digits: far under the 10^11 bound.
+        if raw == 0 {
+            return None;
+        }
+        Some((Px(raw as i64), used))
+    }
+
+    /// [`from_decimal_prefix`](Self::from_decimal_prefix) a digit at a time: the reference
+    /// the word-at-a-time path is tested against, and what reads the forms it leaves (fewer
+    /// than 16 bytes to look at, 8 or more integer digits).
+    #[cold]
+    pub(crate) fn decimal_prefix_scalar(b: &[u8]) -> Option<(Px, usize)> {
         /// `10^(4-k)`: the scale of a number with `k` decimals.
         const SCALE_OF: [u64; 5] = [10_000, 1_000, 100, 10, 1];
         let mut int: u64 = 0;
@@ -242,33 +289,47 @@ impl Ts {
         Ts::parse_bytes(s.as_bytes())
     }
 
-    /// [`parse`](Self::parse) of the text's bytes.
+    /// [`parse`](Self::parse) of the text's bytes, a word at a time: `HH:MM:SS` as one
+    /// 8-byte word (every digit checked, and the tens of hours at most 2, of minutes and
+    /// seconds at most 5, in one test), `.mmm` as one 4-byte word (property-tested against
+    /// a digit-at-a-time reader).
     #[inline]
     pub fn parse_bytes(b: &[u8]) -> Option<Ts> {
         let b: &[u8; 12] = b.try_into().ok()?;
-        if b[2] != b':' || b[5] != b':' || b[8] != b'.' {
+        let (hms, frac) = b.split_first_chunk::<8>()?;
+        let frac: &[u8; 4] = frac.try_into().ok()?;
+        // Digits to their values, the separators to zero.
+        let x = u64::from_le_bytes(*hms) ^ u64::from_le_bytes(*b"00:00:00");
+        let y = u32::from_le_bytes(*frac) ^ u32::from_le_bytes(*b".000");
+        // A byte is refused if it is above its bound (9, or 2 / 5 for the tens of the hour,
+        // minute and second): adding `0x7f - bound` sets its high bit (a byte of 0x80 or
+        // more is refused by its own high bit; the carry out of one cannot hide another).
+        const HMS_ADD: u64 = u64::from_le_bytes([
+            0x7f - 2,
+            0x7f - 9,
+            0x7f,
+            0x7f - 5,
+            0x7f - 9,
+            0x7f,
+            0x7f - 5,
+            0x7f - 9,
+        ]);
+        const HIGH: u64 = 0x8080_8080_8080_8080;
+        // The separators must be exact (zero after the xor).
+        const SEP: u64 = u64::from_le_bytes([0, 0, 0xff, 0, 0, 0xff, 0, 0]);
+        let bad = ((x | x.wrapping_add(HMS_ADD)) & HIGH)
+            | (x & SEP)
+            | u64::from(((y | y.wrapping_add(0x7676_7600)) & 0x8080_8080) | (y & 0xff));
+        if bad != 0 {
             return None;
         }
-        // Every digit position checked without a branch each: a byte below `0` wraps to a
-        // large value, so one test per position, or-ed.
-        let d = |i: usize| u32::from(b[i].wrapping_sub(b'0'));
-        let bad = (d(0) > 9)
-            | (d(1) > 9)
-            | (d(3) > 9)
-            | (d(4) > 9)
-            | (d(6) > 9)
-            | (d(7) > 9)
-            | (d(9) > 9)
-            | (d(10) > 9)
-            | (d(11) > 9);
-        if bad {
-            return None;
-        }
-        let h = d(0) * 10 + d(1);
-        let m = d(3) * 10 + d(4);
-        let sec = d(6) * 10 + d(7);
-        let ms = d(9) * 100 + d(10) * 10 + d(11);
-        if h > 23 || m > 59 || sec > 59 {
+        // Byte i of `t` is 10 * digit i + digit i + 1 (at most 99: no carry).
+        let t = x * 10 + (x >> 8);
+        let h = (t & 0xff) as u32;
+        let m = ((t >> 24) & 0xff) as u32;
+        let sec = ((t >> 48) & 0xff) as u32;
+        let ms = ((y >> 8) & 0xff) * 100 + ((y >> 16) & 0xff) * 10 + (y >> 24);
+        if h > 23 {
             return None;
         }
         Some(Ts::hms(h, m, sec, ms))
@@ -308,6 +369,39 @@ impl fmt::Display for Ts {
             s % 60,
             ms
         )
+    }
+}
+
+/// Word-at-a-time (SWAR) digit routines over 8 bytes read little-endian (byte 0 of the text
+/// is the lowest byte of the word).
+pub(crate) mod swar {
+    const ZEROS: u64 = u64::from_le_bytes(*b"00000000");
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+
+    /// The number of ASCII digits at the start of the 8 bytes `w` (0 to 8).
+    ///
+    /// A byte is a digit when `c ^ b'0'` is at most 9: its high bit or that of
+    /// `(c ^ b'0') + 0x76` is set otherwise. The add carries out of a byte only when the
+    /// byte is 0x8a or more (not a digit, its own high bit set), so the lowest marked byte
+    /// is exactly the first non-digit.
+    #[inline(always)]
+    pub(crate) const fn digit_count(w: u64) -> u32 {
+        let x = w ^ ZEROS;
+        let nd = (x | x.wrapping_add(0x7676_7676_7676_7676)) & HIGH;
+        nd.trailing_zeros() / 8
+    }
+
+    /// The value of the first `n` bytes of `w` as decimal digits (`1 <= n <= 8`; those
+    /// bytes ASCII digits, the rest anything).
+    #[inline(always)]
+    pub(crate) const fn digits_value(w: u64, n: u32) -> u64 {
+        // The n digits (now 0 to 9) to the top of the word, zeros (digit 0) below them; the
+        // bytes after them are shifted out.
+        let x = (w ^ ZEROS) << (8 * (8 - n));
+        // Pairs, then fours, then all eight (each lane at most 99, 9999, 99999999).
+        let x = (x.wrapping_mul(10 * 256 + 1)) >> 8;
+        let x = ((x & 0x00ff_00ff_00ff_00ff).wrapping_mul(100 * 65_536 + 1)) >> 16;
+        ((x & 0x0000_ffff_0000_ffff).wrapping_mul(10_000 * (1 << 32) + 1)) >> 32
     }
 }
 
@@ -461,6 +555,16 @@ impl Sym {
         &self.bytes[..usize::from(self.len)]
     }
 
+    /// The symbol as one 16-byte key: its bytes (zero after the last) and its length in the
+    /// top byte; two symbols are equal when their keys are.
+    #[inline]
+    pub(crate) fn key(&self) -> u128 {
+        let mut k = [0u8; 16];
+        k[..SYM_MAX_LEN].copy_from_slice(&self.bytes);
+        k[SYM_MAX_LEN] = self.len;
+        u128::from_le_bytes(k)
+    }
+
     /// The symbol text.
     pub fn as_str(&self) -> &str {
         // Only ASCII is ever stored, so this cannot fail.
@@ -584,6 +688,113 @@ mod tests {
                 }
                 if canonical(&s) {
                     prop_assert_eq!(fast.map(|(p, _)| p), general(&s));
+                }
+            }
+        }
+    }
+
+    mod swar_prop {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// The digit-at-a-time clock reader `Ts::parse_bytes` replaced: the reference.
+        fn parse_bytes_scalar(b: &[u8]) -> Option<Ts> {
+            let b: &[u8; 12] = b.try_into().ok()?;
+            if b[2] != b':' || b[5] != b':' || b[8] != b'.' {
+                return None;
+            }
+            // Every digit position checked without a branch each: a byte below `0` wraps to a
+            // large value, so one test per position, or-ed.
+            let d = |i: usize| u32::from(b[i].wrapping_sub(b'0'));
+            let bad = (d(0) > 9)
+                | (d(1) > 9)
+                | (d(3) > 9)
+                | (d(4) > 9)
+                | (d(6) > 9)
+                | (d(7) > 9)
+                | (d(9) > 9)
+                | (d(10) > 9)
+                | (d(11) > 9);
+            if bad {
+                return None;
+            }
+            let h = d(0) * 10 + d(1);
+            let m = d(3) * 10 + d(4);
+            let sec = d(6) * 10 + d(7);
+            let ms = d(9) * 100 + d(10) * 10 + d(11);
+            if h > 23 || m > 59 || sec > 59 {
+                return None;
+            }
+            Some(Ts::hms(h, m, sec, ms))
+        }
+
+        /// Bytes that make digit routines take every branch: digits (most), separators,
+        /// the bytes next to the digits, signs, letters, and anything.
+        fn byte() -> impl Strategy<Value = u8> {
+            prop_oneof![
+                8 => b'0'..=b'9',
+                2 => prop::sample::select(b":./,;+-eE\"}\r\n \x00\x7f\x80\xff\xfa\xb0\xba".to_vec()),
+                1 => any::<u8>(),
+            ]
+        }
+
+        /// A clock text: valid most of the time, with one byte changed or out of range
+        /// otherwise.
+        fn clock() -> impl Strategy<Value = Vec<u8>> {
+            prop_oneof![
+                3 => (0u32..30, 0u32..70, 0u32..70, 0u32..1000).prop_map(|(h, m, s, ms)| {
+                    format!("{h:02}:{m:02}:{s:02}.{ms:03}").into_bytes()
+                }),
+                2 => ((0u32..24, 0u32..60, 0u32..60, 0u32..1000), 0usize..12, byte()).prop_map(
+                    |((h, m, s, ms), i, c)| {
+                        let mut t = format!("{h:02}:{m:02}:{s:02}.{ms:03}").into_bytes();
+                        t[i] = c;
+                        t
+                    }
+                ),
+                1 => proptest::collection::vec(byte(), 10..14),
+            ]
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(4096))]
+            /// The word-at-a-time clock reads what the digit-at-a-time one reads.
+            #[test]
+            fn clock_swar_agrees_with_scalar(t in clock()) {
+                prop_assert_eq!(Ts::parse_bytes(&t), parse_bytes_scalar(&t));
+            }
+
+            /// The digit count and value of 8 bytes, against a loop.
+            #[test]
+            fn digits_swar_agree_with_a_loop(b in proptest::array::uniform8(byte())) {
+                let w = u64::from_le_bytes(b);
+                let n = b.iter().take_while(|c| c.is_ascii_digit()).count();
+                prop_assert_eq!(swar::digit_count(w) as usize, n);
+                for k in 1..=n {
+                    let v = b[..k].iter().fold(0u64, |v, c| v * 10 + u64::from(c - b'0'));
+                    prop_assert_eq!(swar::digits_value(w, k as u32), v);
+                }
+            }
+
+            /// The word-at-a-time price reader reads what the digit-at-a-time one reads,
+            /// whatever follows the number (16 bytes or more: the word path).
+            #[test]
+            fn decimal_prefix_swar_agrees_with_scalar(
+                int in "[0-9]{0,13}",
+                frac in prop::option::of("[0-9]{0,6}"),
+                tail in proptest::collection::vec(byte(), 16..24),
+            ) {
+                let mut t = int.into_bytes();
+                if let Some(f) = frac {
+                    t.push(b'.');
+                    t.extend_from_slice(f.as_bytes());
+                }
+                t.extend_from_slice(&tail);
+                prop_assert_eq!(Px::from_decimal_prefix(&t), Px::decimal_prefix_scalar(&t));
+                // And every shorter cut of it (the scalar path below 16 bytes).
+                for cut in [0, 1, t.len() / 2, 15, 16] {
+                    let c = &t[..cut.min(t.len())];
+                    prop_assert_eq!(Px::from_decimal_prefix(c), Px::decimal_prefix_scalar(c));
                 }
             }
         }
