@@ -184,12 +184,17 @@ pub fn print(a: &PrintArgs) -> i32 {
         };
         match lang::check(&src, mode(a.turn)) {
             Ok(doc) => {
+                // The source is not needed to print the model: its memory goes first.
+                drop(src);
                 let head = if several {
                     format!("# == {}\n", path.display())
                 } else {
                     String::new()
                 };
-                code = code.max(super::out::stdout(&(head + &lang::print(&doc))));
+                code = code.max(super::out::stdout_with(|o| {
+                    o.write_all(head.as_bytes())?;
+                    lang::print_to(&doc, o)
+                }));
             }
             Err(errors) => {
                 report(path, &src, &errors, false);

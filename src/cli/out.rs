@@ -158,8 +158,14 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// (`EPIPE`: `kestrel … | head`) is not an error: the rest is dropped and this returns 0. Any
 /// other failure (a full disk behind `> file`) prints a coded error and returns 1.
 pub(crate) fn stdout(text: &str) -> i32 {
-    let mut o = std::io::stdout().lock();
-    match o.write_all(text.as_bytes()).and_then(|()| o.flush()) {
+    stdout_with(|o| o.write_all(text.as_bytes()))
+}
+
+/// [`stdout`] of what `write` writes, as it writes it (through a buffer): the same exit
+/// code and error line, without the whole text in memory first.
+pub(crate) fn stdout_with(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> i32 {
+    let mut o = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    match write(&mut o).and_then(|()| o.flush()) {
         Ok(()) => 0,
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => 0,
         Err(e) => {

@@ -15,6 +15,8 @@ pub mod grammar;
 pub mod lexicon;
 pub mod print;
 pub mod ranges;
+mod ranges_tape;
+#[cfg(test)]
 mod ranges_tree;
 pub mod rules;
 mod syn;
@@ -22,7 +24,7 @@ mod syntax;
 
 pub use ast::Document;
 pub use diag::{Diagnostic, LineIndex, RESERVED_WORDS, Rule};
-pub use print::print;
+pub use print::{print, print_to};
 pub use rules::{Mode, Scope};
 
 /// Parse text into a document (syntax only). Every broken line is reported.

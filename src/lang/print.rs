@@ -13,6 +13,22 @@ pub fn print(doc: &Document) -> String {
     out
 }
 
+/// [`print`] written to `w` as it is printed, a statement at a time (the bytes of
+/// [`print`], without the whole text in memory: `kestrel print` of a large document).
+pub fn print_to<W: std::io::Write + ?Sized>(doc: &Document, w: &mut W) -> std::io::Result<()> {
+    const CHUNK: usize = 1 << 16;
+    let mut out = String::with_capacity(CHUNK + 4096);
+    for st in &doc.statements {
+        print_statement(&mut out, st);
+        if out.len() >= CHUNK {
+            w.write_all(out.as_bytes())?;
+            out.clear();
+        }
+    }
+    trivia(&mut out, &doc.tail);
+    w.write_all(out.as_bytes())
+}
+
 /// Print one statement (with its leading trivia) in canonical form.
 pub fn print_statement(out: &mut String, st: &Statement) {
     trivia(out, &st.leading);
@@ -586,4 +602,38 @@ pub fn series_text(s: &Series) -> String {
     let mut out = String::new();
     series(&mut out, s);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `print_to` writes the bytes of `print`: for every example document, and for one
+    /// document of them all repeated until it spans many of `print_to`'s chunks.
+    #[test]
+    fn print_to_writes_what_print_returns() {
+        let root = env!("CARGO_MANIFEST_DIR");
+        let mut docs: Vec<String> = std::fs::read_dir(format!("{root}/examples"))
+            .expect("examples/")
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "kestrel"))
+            .map(|p| std::fs::read_to_string(p).expect("example"))
+            .collect();
+        docs.sort();
+        let all: String = docs.concat();
+        docs.push(all.repeat(200 * 1024 / all.len().max(1) + 1));
+        docs.push("# only a comment\n\n# and another\n".into());
+        docs.push(String::new());
+        let mut n = 0;
+        for src in &docs {
+            let Ok(doc) = crate::lang::parse(src) else {
+                continue;
+            };
+            let mut w = Vec::new();
+            print_to(&doc, &mut w).expect("writes");
+            assert_eq!(String::from_utf8(w).expect("utf-8"), print(&doc));
+            n += 1;
+        }
+        assert!(n >= 8, "the sample parses ({n} documents)");
+    }
 }

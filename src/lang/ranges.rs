@@ -18,7 +18,7 @@
 //! `{"kind": "dte", "value"}`, and the bound of a field is found by the key it sits under.
 
 use super::ast::Document;
-use super::ranges_tree::{Node, to_node};
+use super::ranges_tape::{Ev, Tape};
 
 /// The largest magnitude of any number (the engine's price range, `Px`).
 pub const MAX_ABS: f64 = 1.0e11;
@@ -53,23 +53,29 @@ pub(crate) type Refusal = (std::ops::Range<usize>, String, &'static str);
 /// whole document's tree would reach them), over the serialization's shape without a JSON
 /// tree ([`super::ranges_tree`]), so its memory is one statement's tree.
 pub(crate) fn check(src: &str, doc: &Document) -> Vec<Refusal> {
-    let mut out = Vec::new();
     if !may_refuse(src) {
-        return out;
+        return Vec::new();
     }
+    walk_document(doc)
+}
+
+/// The walk of every statement and the tail (without the scan).
+fn walk_document(doc: &Document) -> Vec<Refusal> {
+    let mut out = Vec::new();
+    let mut tape = Tape::default();
     // The document serializes as `{"statements": [...], "tail": [...]}`: each element is
     // walked under its key, with no enclosing span (the document has none).
     for st in &doc.statements {
-        match to_node(st) {
-            Some(n) => walk(&n, "statements", 0..0, &mut out),
-            None => return Vec::new(),
+        if tape.fill(st).is_err() {
+            return Vec::new();
         }
+        walk(&tape, 0, "statements", 0..0, &mut out);
     }
     for t in &doc.tail {
-        match to_node(t) {
-            Some(n) => walk(&n, "tail", 0..0, &mut out),
-            None => return Vec::new(),
+        if tape.fill(t).is_err() {
+            return Vec::new();
         }
+        walk(&tape, 0, "tail", 0..0, &mut out);
     }
     out
 }
@@ -118,58 +124,104 @@ fn may_refuse(src: &str) -> bool {
     false
 }
 
-fn span_of(m: &Node) -> Option<std::ops::Range<usize>> {
-    let s = m.get("span")?;
-    let a = s.get("start")?.as_u64()? as usize;
-    let b = s.get("end")?.as_u64()? as usize;
+/// The range of a span object `{start, end}`.
+fn span_range(t: &Tape, s: usize) -> Option<std::ops::Range<usize>> {
+    let a = t.as_u64(t.get(s, "start")?)? as usize;
+    let b = t.as_u64(t.get(s, "end")?)? as usize;
     Some(a..b)
+}
+
+/// A key's bit in the one-pass repeat check (equal keys, equal bits).
+#[inline]
+fn key_bit(k: &str) -> usize {
+    let b = k.as_bytes();
+    match b {
+        [] => 0,
+        [x, .., y] => b.len() * 7 + usize::from(*x) + usize::from(*y) * 3,
+        [x] => 1 + usize::from(*x),
+    }
 }
 
 /// Significant digits of a decimal text (leading zeros, sign and point not counted).
 fn significant(text: &str) -> usize {
-    let digits: String = text.chars().filter(char::is_ascii_digit).collect();
-    let t = digits.trim_start_matches('0');
-    if t.is_empty() { 1 } else { t.len() }
+    text.bytes()
+        .filter(u8::is_ascii_digit)
+        .skip_while(|&b| b == b'0')
+        .count()
+        .max(1)
 }
 
-/// `key`: the field this value sits under (for a strike, the strike's kind); `at`: the
-/// nearest enclosing span (for values without one of their own).
-fn walk(v: &Node, key: &str, at: std::ops::Range<usize>, out: &mut Vec<Refusal>) {
-    match v {
-        Node::Arr(a) => a.iter().for_each(|x| walk(x, key, at.clone(), out)),
-        Node::Obj(entries) => {
+/// The value at `v` of the tape. `key`: the field this value sits under (for a strike, the
+/// strike's kind); `at`: the nearest enclosing span (for values without one of their own).
+/// An object is read as a map: a repeated key is one entry, at its first place, with its
+/// last value.
+fn walk(t: &Tape, v: usize, key: &str, at: std::ops::Range<usize>, out: &mut Vec<Refusal>) {
+    match t.ev[v] {
+        Ev::Arr { end } => {
+            let mut j = v + 1;
+            while j < end as usize {
+                walk(t, j, key, at.clone(), out);
+                j = t.skip(j);
+            }
+        }
+        Ev::Obj { .. } => {
             let m = v;
-            let here = span_of(m).unwrap_or(at);
-            if let Some(Node::Str(text)) = m.get("text")
-                && entries.len() == 2
-                && m.get("span").is_some()
+            // One pass over the entries: the values the walk reads (a repeated key: its last
+            // value), how many distinct keys there are, and whether any key repeats (keys
+            // are told apart by a bit of their bytes first, compared only when bits meet).
+            let (mut span, mut text, mut amount, mut unit, mut kind, mut value) =
+                (None, None, None, None, None, None);
+            let (mut len, mut repeats, mut seen) = (0usize, false, 0u64);
+            for (n, (k, x)) in t.entries(m).enumerate() {
+                let key = t.key(k);
+                let bit = 1u64 << (key_bit(key) & 63);
+                let first =
+                    seen & bit == 0 || !t.entries(m).take(n).any(|(k0, _)| t.key(k0) == key);
+                seen |= bit;
+                len += usize::from(first);
+                repeats |= !first;
+                match key.as_bytes() {
+                    b"span" => span = Some(x),
+                    b"text" => text = Some(x),
+                    b"amount" => amount = Some(x),
+                    b"unit" => unit = Some(x),
+                    b"kind" => kind = Some(x),
+                    b"value" => value = Some(x),
+                    _ => {}
+                }
+            }
+            let here = span.and_then(|s| span_range(t, s)).unwrap_or(at);
+            let text = text.and_then(|x| t.as_str(x));
+            if let Some(text) = text
+                && len == 2
+                && span.is_some()
             {
                 number(text, key, here, out);
                 return;
             }
-            if let (Some(amount), Some(unit), Some(Node::Str(text))) =
-                (m.get("amount"), m.get("unit"), m.get("text"))
-            {
-                let per = match unit.as_str() {
+            if let (Some(amount), Some(unit), Some(text)) = (amount, unit, text) {
+                let unit = t.as_str(unit);
+                let per = match unit {
                     Some("h") => 3600,
                     Some("m") => 60,
                     _ => 1,
                 };
-                let secs = amount.as_u64().map(|a| a.saturating_mul(per));
+                let secs = t.as_u64(amount).map(|a| a.saturating_mul(per));
                 if significant(text) > MAX_DIGITS || secs.is_none_or(|s| s > MAX_DURATION_S) {
                     out.push((
                         here,
                         format!(
                             "the duration `{text}{}` is longer than a day ({MAX_DURATION_S}s): a session is one day; write e.g. `30m` or `2h`",
-                            unit.as_str().unwrap_or("")
+                            unit.unwrap_or("")
                         ),
                         "duration too long",
                     ));
                 }
                 return;
             }
-            if m.get("kind").and_then(Node::as_str) == Some("dte")
-                && let Some(d) = m.get("value").and_then(Node::as_u64)
+            let kind = kind.and_then(|x| t.as_str(x));
+            if kind == Some("dte")
+                && let Some(d) = value.and_then(|x| t.as_u64(x))
                 && d > MAX_DTE
             {
                 out.push((
@@ -179,14 +231,25 @@ fn walk(v: &Node, key: &str, at: std::ops::Range<usize>, out: &mut Vec<Refusal>)
                 ));
             }
             // A strike's number sits under `value`, beside its kind (`relative`/`absolute`).
-            let kind = m.get("kind").and_then(Node::as_str).unwrap_or("");
-            for (k, x) in entries {
+            let kind = kind.unwrap_or("");
+            for (i, (k, x)) in t.entries(m).enumerate() {
+                let k = t.key(k);
+                let x = if repeats {
+                    if t.entries(m).take(i).any(|(k0, _)| t.key(k0) == k) {
+                        continue;
+                    }
+                    t.get(m, k).unwrap_or(x)
+                } else {
+                    x
+                };
                 let sub = if k == "value" && !kind.is_empty() {
                     kind
                 } else {
-                    k.as_ref()
+                    k
                 };
-                walk(x, sub, here.clone(), out);
+                if matches!(t.ev[x], Ev::Arr { .. } | Ev::Obj { .. }) {
+                    walk(t, x, sub, here.clone(), out);
+                }
             }
         }
         _ => {}
@@ -227,20 +290,265 @@ fn number(text: &str, key: &str, at: std::ops::Range<usize>, out: &mut Vec<Refus
 
 #[cfg(test)]
 mod tests {
+    use super::super::ast::{Num, Span};
+    use super::super::ranges_tree::{Node, from_value, to_node};
     use super::*;
     use crate::lang::parse;
+
+    fn span_of_tree(m: &Node) -> Option<std::ops::Range<usize>> {
+        let s = m.get("span")?;
+        let a = s.get("start")?.as_u64()? as usize;
+        let b = s.get("end")?.as_u64()? as usize;
+        Some(a..b)
+    }
+
+    /// The walk over the tree (the reference: what the rule read before the tape).
+    /// `key`: the field this value sits under (for a strike, the strike's kind); `at`: the
+    /// nearest enclosing span (for values without one of their own).
+    fn walk_tree(v: &Node, key: &str, at: std::ops::Range<usize>, out: &mut Vec<Refusal>) {
+        match v {
+            Node::Arr(a) => a.iter().for_each(|x| walk_tree(x, key, at.clone(), out)),
+            Node::Obj(entries) => {
+                let m = v;
+                let here = span_of_tree(m).unwrap_or(at);
+                if let Some(Node::Str(text)) = m.get("text")
+                    && entries.len() == 2
+                    && m.get("span").is_some()
+                {
+                    number(text, key, here, out);
+                    return;
+                }
+                if let (Some(amount), Some(unit), Some(Node::Str(text))) =
+                    (m.get("amount"), m.get("unit"), m.get("text"))
+                {
+                    let per = match unit.as_str() {
+                        Some("h") => 3600,
+                        Some("m") => 60,
+                        _ => 1,
+                    };
+                    let secs = amount.as_u64().map(|a| a.saturating_mul(per));
+                    if significant(text) > MAX_DIGITS || secs.is_none_or(|s| s > MAX_DURATION_S) {
+                        out.push((
+                            here,
+                            format!(
+                                "the duration `{text}{}` is longer than a day ({MAX_DURATION_S}s): a session is one day; write e.g. `30m` or `2h`",
+                                unit.as_str().unwrap_or("")
+                            ),
+                            "duration too long",
+                        ));
+                    }
+                    return;
+                }
+                if m.get("kind").and_then(Node::as_str) == Some("dte")
+                    && let Some(d) = m.get("value").and_then(Node::as_u64)
+                    && d > MAX_DTE
+                {
+                    out.push((
+                        here.clone(),
+                        format!("`{d}dte` is more than {MAX_DTE} days out: write a nearer expiry, like `0dte` or `5dte`"),
+                        "expiry too far",
+                    ));
+                }
+                // A strike's number sits under `value`, beside its kind (`relative`/`absolute`).
+                let kind = m.get("kind").and_then(Node::as_str).unwrap_or("");
+                for (k, x) in entries {
+                    let sub = if k == "value" && !kind.is_empty() {
+                        kind
+                    } else {
+                        k.as_ref()
+                    };
+                    walk_tree(x, sub, here.clone(), out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The walk of every statement's tree, one after the other (what `check` did before
+    /// the tape).
+    fn walk_trees(doc: &Document) -> Vec<Refusal> {
+        let mut out = Vec::new();
+        for st in &doc.statements {
+            match to_node(st) {
+                Some(n) => walk_tree(&n, "statements", 0..0, &mut out),
+                None => return Vec::new(),
+            }
+        }
+        for t in &doc.tail {
+            match to_node(t) {
+                Some(n) => walk_tree(&n, "tail", 0..0, &mut out),
+                None => return Vec::new(),
+            }
+        }
+        out
+    }
+
+    /// Documents of every statement kind: the examples, and a few written for the bounds.
+    fn sample_documents() -> Vec<String> {
+        let root = env!("CARGO_MANIFEST_DIR");
+        let mut docs: Vec<String> = std::fs::read_dir(format!("{root}/examples"))
+            .expect("examples/")
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "kestrel"))
+            .map(|p| std::fs::read_to_string(p).expect("example"))
+            .collect();
+        docs.sort();
+        docs.push(
+            "USING signal SPX exec SPY 2025-04-11\n# note\nPLAN p budget 99999999999999999R ttl +1441m priority 3\n  WHEN spot > 1 held 2h AND NOT (vwap < p99.9 OR T-15)\n  DO buy 2000 +1001 C @ lean(bid, fair, 0.4) esc fair 90000s cap fair+5c\n  TP 1001x frac 0.5 @ fair\n".into(),
+        );
+        docs.push("USING signal SPX exec SPY 4000dte\nPLAN p budget 1R ttl 15:00\n  WHEN spot > 1\n  DO buy 1 ATM C @ fair\n# tail\n".into());
+        docs
+    }
+
+    /// `src` with every digit run replaced by a number drawn by `next` (some in range, some
+    /// past a field's bound, some past every bound).
+    fn renumbered(src: &str, next: &mut impl FnMut() -> u64) -> String {
+        const PICKS: &[&str] = &[
+            "0",
+            "1",
+            "7",
+            "59",
+            "999",
+            "1000",
+            "1001",
+            "1440",
+            "1441",
+            "3650",
+            "3651",
+            "5000",
+            "86400",
+            "86401",
+            "999999",
+            "1000001",
+            "1000000000000",
+            "99999999999999999",
+            "0000000000000000012",
+        ];
+        let mut out = String::with_capacity(src.len());
+        let mut digits = false;
+        for c in src.chars() {
+            if c.is_ascii_digit() {
+                if !digits {
+                    out.push_str(PICKS[(next() % PICKS.len() as u64) as usize]);
+                }
+                digits = true;
+            } else {
+                digits = false;
+                out.push(c);
+            }
+        }
+        out
+    }
+
+    /// The walk over the tape refuses what the walk over the tree refuses, in the same
+    /// order, and the tape holds each statement's tree: over every sample document with its
+    /// numbers redrawn many times (a property test of the fast path against the old one).
+    #[test]
+    fn the_tape_walk_is_the_tree_walk() {
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let (mut parsed, mut refused) = (0, 0);
+        for src in sample_documents() {
+            for round in 0..60 {
+                let text = if round == 0 {
+                    src.clone()
+                } else {
+                    renumbered(&src, &mut next)
+                };
+                let Ok(doc) = parse(&text) else { continue };
+                parsed += 1;
+                let mut tape = Tape::default();
+                for st in &doc.statements {
+                    tape.fill(st).expect("serializes");
+                    assert_eq!(Some(tape.to_node(0)), to_node(st), "{text}");
+                }
+                for t in &doc.tail {
+                    tape.fill(t).expect("serializes");
+                    assert_eq!(Some(tape.to_node(0)), to_node(t), "{text}");
+                }
+                let exact = walk_trees(&doc);
+                assert_eq!(walk_document(&doc), exact, "{text}");
+                refused += usize::from(!exact.is_empty());
+            }
+        }
+        assert!(
+            parsed > 150 && refused > 100,
+            "{parsed} parsed, {refused} refused"
+        );
+    }
+
+    /// `significant` counts as it did when it collected the digits into a `String`.
+    #[test]
+    fn significant_digits_are_counted_as_before() {
+        fn collected(text: &str) -> usize {
+            let digits: String = text.chars().filter(char::is_ascii_digit).collect();
+            let t = digits.trim_start_matches('0');
+            if t.is_empty() { 1 } else { t.len() }
+        }
+        for t in [
+            "",
+            "0",
+            "00",
+            "0.0",
+            "0.05",
+            "-0.0500",
+            "+12",
+            "1000",
+            "007.100",
+            "99999999999999999",
+            "0000000000000000012",
+            "1.2.3",
+            "x",
+            "é9",
+        ] {
+            assert_eq!(significant(t), collected(t), "{t}");
+        }
+    }
+
+    /// A repeated key (an internally tagged enum whose variant has a field of the tag's
+    /// name) is one entry, at its first place, with its last value, as in the tree.
+    #[test]
+    fn a_repeated_key_reads_as_in_the_tree() {
+        #[derive(serde::Serialize)]
+        struct Inner {
+            kind: Num,
+            text: String,
+        }
+        #[derive(serde::Serialize)]
+        #[serde(tag = "kind")]
+        enum Outer {
+            A(Inner),
+        }
+        let n = |t: &str| Num {
+            text: t.into(),
+            span: Span::new(1, 2),
+        };
+        let v = Outer::A(Inner {
+            kind: n("99999999999999999"),
+            text: "x".into(),
+        });
+        let mut tape = Tape::default();
+        tape.fill(&v).expect("serializes");
+        assert_eq!(Some(tape.to_node(0)), to_node(&v));
+        let mut a = Vec::new();
+        walk(&tape, 0, "qty", 0..0, &mut a);
+        let mut b = Vec::new();
+        walk_tree(&to_node(&v).expect("tree"), "qty", 0..0, &mut b);
+        assert_eq!(a, b);
+        assert_eq!(a.len(), 1);
+    }
 
     /// The walk over the whole document's serde_json tree (the reference: what the rule
     /// read before it walked statement by statement without a JSON tree).
     fn walk_all(doc: &Document) -> Vec<Refusal> {
         let mut out = Vec::new();
         let v = serde_json::to_value(doc).unwrap();
-        walk(
-            &super::super::ranges_tree::from_value(&v),
-            "",
-            0..0,
-            &mut out,
-        );
+        walk_tree(&from_value(&v), "", 0..0, &mut out);
         out
     }
 

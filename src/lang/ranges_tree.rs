@@ -1,4 +1,6 @@
-//! The model's shape for the number-range walk ([`super::ranges`]), without a JSON tree.
+//! The model's shape for the number-range walk ([`super::ranges`]), without a JSON tree: the
+//! reference the tests hold the walk over [`super::ranges_tape`] to (the walk read this tree
+//! until the tape replaced it).
 //!
 //! The walk reads the model's serde serialization, so that a field added later cannot escape
 //! the check. It used to build it as a `serde_json::Value`: a `String` for every key and a
@@ -12,6 +14,7 @@
 //! tells them, and of strings only those the walk reads (under `text`, `unit` and `kind`) are
 //! kept; keys are the model's own `&'static str` field and variant names, borrowed, not copied.
 
+use super::ranges_tape::{Error, KeySer};
 use serde::ser::{self, Serialize};
 use std::borrow::Cow;
 
@@ -72,23 +75,6 @@ fn keeps(key: &str) -> bool {
 fn key_eq(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());
     a.len() == b.len() && (0..a.len()).all(|i| a[i] == b[i])
-}
-
-#[derive(Debug)]
-pub(crate) struct Error;
-
-impl std::fmt::Display for Error {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("not serializable as JSON")
-    }
-}
-
-impl std::error::Error for Error {}
-
-impl ser::Error for Error {
-    fn custom<T: std::fmt::Display>(_: T) -> Self {
-        Error
-    }
 }
 
 /// The serializer; `keep`: the value sits under a key whose string the walk reads.
@@ -385,133 +371,7 @@ impl ser::SerializeStructVariant for Obj {
     }
 }
 
-/// Map keys as serde_json writes them: strings as they are, integers, chars and bools as
-/// their text; anything else is an error.
-struct KeySer;
-
-type K = Result<String, Error>;
-
-impl ser::Serializer for KeySer {
-    type Ok = String;
-    type Error = Error;
-    type SerializeSeq = ser::Impossible<String, Error>;
-    type SerializeTuple = ser::Impossible<String, Error>;
-    type SerializeTupleStruct = ser::Impossible<String, Error>;
-    type SerializeTupleVariant = ser::Impossible<String, Error>;
-    type SerializeMap = ser::Impossible<String, Error>;
-    type SerializeStruct = ser::Impossible<String, Error>;
-    type SerializeStructVariant = ser::Impossible<String, Error>;
-
-    fn serialize_bool(self, v: bool) -> K {
-        Ok(v.to_string())
-    }
-    fn serialize_i8(self, v: i8) -> K {
-        Ok(v.to_string())
-    }
-    fn serialize_i16(self, v: i16) -> K {
-        Ok(v.to_string())
-    }
-    fn serialize_i32(self, v: i32) -> K {
-        Ok(v.to_string())
-    }
-    fn serialize_i64(self, v: i64) -> K {
-        Ok(v.to_string())
-    }
-    fn serialize_u8(self, v: u8) -> K {
-        Ok(v.to_string())
-    }
-    fn serialize_u16(self, v: u16) -> K {
-        Ok(v.to_string())
-    }
-    fn serialize_u32(self, v: u32) -> K {
-        Ok(v.to_string())
-    }
-    fn serialize_u64(self, v: u64) -> K {
-        Ok(v.to_string())
-    }
-    fn serialize_f32(self, _: f32) -> K {
-        Err(Error)
-    }
-    fn serialize_f64(self, _: f64) -> K {
-        Err(Error)
-    }
-    fn serialize_char(self, v: char) -> K {
-        Ok(v.to_string())
-    }
-    fn serialize_str(self, v: &str) -> K {
-        Ok(v.to_string())
-    }
-    fn serialize_bytes(self, _: &[u8]) -> K {
-        Err(Error)
-    }
-    fn serialize_none(self) -> K {
-        Err(Error)
-    }
-    fn serialize_some<T: Serialize + ?Sized>(self, _: &T) -> K {
-        Err(Error)
-    }
-    fn serialize_unit(self) -> K {
-        Err(Error)
-    }
-    fn serialize_unit_struct(self, _: &'static str) -> K {
-        Err(Error)
-    }
-    fn serialize_unit_variant(self, _: &'static str, _: u32, variant: &'static str) -> K {
-        Ok(variant.to_string())
-    }
-    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _: &'static str, v: &T) -> K {
-        v.serialize(self)
-    }
-    fn serialize_newtype_variant<T: Serialize + ?Sized>(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: &T,
-    ) -> K {
-        Err(Error)
-    }
-    fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq, Error> {
-        Err(Error)
-    }
-    fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple, Error> {
-        Err(Error)
-    }
-    fn serialize_tuple_struct(
-        self,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeTupleStruct, Error> {
-        Err(Error)
-    }
-    fn serialize_tuple_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeTupleVariant, Error> {
-        Err(Error)
-    }
-    fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap, Error> {
-        Err(Error)
-    }
-    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Self::SerializeStruct, Error> {
-        Err(Error)
-    }
-    fn serialize_struct_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeStructVariant, Error> {
-        Err(Error)
-    }
-}
-
 /// The tree of a `serde_json::Value` (tests: the reference [`to_node`] must equal).
-#[cfg(test)]
 pub(crate) fn from_value(v: &serde_json::Value) -> Node {
     fn go(v: &serde_json::Value, keep: bool) -> Node {
         use serde_json::Value;
