@@ -73,3 +73,18 @@ pub fn model_without_spans(doc: &Document) -> serde_json::Value {
 pub fn model_eq(a: &Document, b: &Document) -> bool {
     model_without_spans(a) == model_without_spans(b)
 }
+
+/// The bundled example documents (`examples/*.kestrel`), sorted by text: the tests' sample of
+/// every statement kind.
+#[cfg(test)]
+pub(crate) fn example_documents() -> Vec<String> {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let mut docs: Vec<String> = std::fs::read_dir(format!("{root}/examples"))
+        .expect("examples/")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "kestrel"))
+        .map(|p| std::fs::read_to_string(p).expect("example"))
+        .collect();
+    docs.sort();
+    docs
+}

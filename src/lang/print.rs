@@ -612,14 +612,7 @@ mod tests {
     /// document of them all repeated until it spans many of `print_to`'s chunks.
     #[test]
     fn print_to_writes_what_print_returns() {
-        let root = env!("CARGO_MANIFEST_DIR");
-        let mut docs: Vec<String> = std::fs::read_dir(format!("{root}/examples"))
-            .expect("examples/")
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "kestrel"))
-            .map(|p| std::fs::read_to_string(p).expect("example"))
-            .collect();
-        docs.sort();
+        let mut docs = crate::lang::example_documents();
         let all: String = docs.concat();
         docs.push(all.repeat(200 * 1024 / all.len().max(1) + 1));
         docs.push("# only a comment\n\n# and another\n".into());

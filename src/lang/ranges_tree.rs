@@ -410,13 +410,7 @@ mod tests {
     /// same tree through the serializer as through `serde_json::to_value`.
     #[test]
     fn the_tree_is_the_json_trees_shape() {
-        let root = env!("CARGO_MANIFEST_DIR");
-        let mut docs: Vec<String> = std::fs::read_dir(format!("{root}/examples"))
-            .expect("examples/")
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "kestrel"))
-            .map(|p| std::fs::read_to_string(p).expect("example"))
-            .collect();
+        let mut docs = crate::lang::example_documents();
         docs.push(
             "USING signal SPX exec SPY 2025-04-11\n# note\nPLAN p budget 99999999999999999R ttl +1441m priority 3\n  WHEN spot > 1 held 2h AND NOT (vwap < p99.9 OR T-15)\n  DO buy 2000 +1001 C @ lean(bid, fair, 0.4) esc fair 90000s cap fair+5c\n  TP 1001x frac 0.5 @ fair\n".into(),
         );
