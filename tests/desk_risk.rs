@@ -197,22 +197,26 @@ fn open_pnl_follows_the_market_tick_by_tick() {
             continue;
         };
         let mid = e.market().share_quote("SPY").expect("quote").mid;
-        assert_eq!(p.mark, Some(mid), "marked at the mid at {}", ev.ts());
-        assert!(!p.model);
+        // The live mark is held per instrument; a position reads it through the Blotter.
+        let (mark, model) = b.mark_of("SPY shares", p);
+        assert_eq!(mark, Some(mid), "marked at the mid at {}", ev.ts());
+        assert!(!model);
+        let open = b.open_pnl_of("SPY shares", p);
         let want = i128::from(mid.0) * i128::from(p.qty) - p.cost;
-        assert_eq!(i128::from(p.open_pnl()), want);
-        assert_eq!(b.open("shares"), p.open_pnl());
-        seen.insert(p.open_pnl());
+        assert_eq!(i128::from(open), want);
+        assert_eq!(b.open("shares"), open);
+        seen.insert(open);
         checked += 1;
-        let opt: Vec<&Position> = b
+        let opt: Vec<(&String, &Position)> = b
             .positions
             .get("calls")
-            .map(|m| m.values().filter(|p| p.qty != 0).collect())
+            .map(|m| m.iter().filter(|(_, p)| p.qty != 0).collect())
             .unwrap_or_default();
-        for o in opt {
-            assert!(o.model, "an option is marked at its model fair");
-            assert_eq!(o.mark.map(|m| m.0 % 100), Some(0), "on the cent grid");
-            option_marks.insert(o.mark);
+        for (leg, o) in opt {
+            let (mark, model) = b.mark_of(leg, o);
+            assert!(model, "an option is marked at its model fair");
+            assert_eq!(mark.map(|m| m.0 % 100), Some(0), "on the cent grid");
+            option_marks.insert(mark);
         }
     }
     assert!(checked > 1000, "checked {checked} events");

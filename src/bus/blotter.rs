@@ -20,19 +20,28 @@ pub struct Position {
     pub cost: i128,
     /// Realised P&L on this instrument, money units.
     pub realised: i64,
-    /// Latest mark: a fill, a settlement, a `mark` event, or the live market mark the engine
-    /// gives after every tape event ([`Blotter::mark_live`]).
+    /// The position's own mark: its latest fill, settlement or `mark` event. The live market
+    /// mark the engine gives after every tape event is held per instrument and read through
+    /// [`Blotter::mark_of`], which gives whichever of the two is newer.
     pub mark: Option<Px>,
-    /// Is the mark a model price (an option's fair), not a quote or a trade?
+    /// Is the own mark a model price (an option's fair), not a quote or a trade?
     pub model: bool,
     /// Contract multiplier.
     pub mult: u32,
+    /// When the own mark was set: the Blotter's [`events`](Blotter::events) count then.
+    pub at: u64,
 }
 
 impl Position {
-    /// Open P&L at the latest mark, money units (0 when flat or unmarked).
+    /// Open P&L at its own latest mark, money units (0 when flat or unmarked). The Blotter's
+    /// open P&L marks live: [`Blotter::open_pnl_of`].
     pub fn open_pnl(&self) -> i64 {
-        match self.mark {
+        self.open_at(self.mark)
+    }
+
+    /// Open P&L at `mark`, money units (0 when flat or unmarked).
+    pub fn open_at(&self, mark: Option<Px>) -> i64 {
+        match mark {
             Some(m) if self.qty != 0 => {
                 let value = i128::from(m.raw()) * i128::from(self.qty) * i128::from(self.mult);
                 clamp_i64(value - self.cost)
@@ -354,6 +363,48 @@ pub struct SessionResult {
     pub pnl: i64,
 }
 
+/// One instrument's live mark: what the engine last gave for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct LiveMark {
+    px: Px,
+    model: bool,
+    /// The Blotter's event count when it was given.
+    at: u64,
+}
+
+/// The engine's live marks, one per instrument key ([`Blotter::mark_live`]).
+///
+/// Not a projection of the Bus (a replayed Bus marks at fills and the close only), so two
+/// Blotters are equal whatever live marks they hold: `Blotter::from_events` over a saved Bus
+/// equals the Blotter the engine held when it wrote it.
+///
+/// Held per instrument, not per position, so marking costs one lookup per instrument per tape
+/// event however many plans hold it; a position reads its instrument's mark when the mark is
+/// newer than its own (a fill, a settlement or a `mark` event since replaces it until the
+/// engine marks again). An instrument is marked only while some position in it is open, and a
+/// position is opened only by a fill, so a live mark newer than an open position's own was
+/// given while it was open: the same mark the engine used to write into every open position.
+#[derive(Debug, Clone, Default)]
+pub struct LiveMarks(BTreeMap<String, LiveMark>);
+
+impl PartialEq for LiveMarks {
+    fn eq(&self, _: &LiveMarks) -> bool {
+        true
+    }
+}
+
+impl Eq for LiveMarks {}
+
+impl LiveMarks {
+    /// `p`'s mark (held in instrument `leg`) and whether it is a model price.
+    fn mark(&self, leg: &str, p: &Position) -> (Option<Px>, bool) {
+        match self.0.get(leg) {
+            Some(l) if p.qty != 0 && l.at >= p.at => (Some(l.px), l.model),
+            _ => (p.mark, p.model),
+        }
+    }
+}
+
 /// The Blotter: a pure projection of the Bus.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Blotter {
@@ -383,6 +434,8 @@ pub struct Blotter {
     clamped: BTreeMap<(String, String), String>,
     /// The sessions of a multi-session Bus (empty on a v1 tape's).
     pub sessions: Vec<SessionMark>,
+    /// The engine's live marks (not part of the projection: see [`LiveMarks`]).
+    live: LiveMarks,
 }
 
 impl Blotter {
@@ -414,16 +467,33 @@ impl Blotter {
         });
     }
 
-    /// Mark `plan`'s open position in `leg` at the market (`model`: an option's model fair):
-    /// what the engine gives after every tape event, so open P&L follows the market. Not a
-    /// Bus event (a replayed Bus marks at fills and the close only).
-    pub fn mark_live(&mut self, plan: &str, leg: &str, px: Px, model: bool) {
-        if let Some(p) = self.positions.get_mut(plan).and_then(|m| m.get_mut(leg))
-            && p.qty != 0
-        {
-            p.mark = Some(px);
-            p.model = model;
+    /// Mark instrument `leg` at the market (`model`: an option's model fair): what the engine
+    /// gives after a tape event that moved it, while some position in it is open, so open P&L
+    /// follows the market. Not a Bus event (a replayed Bus marks at fills and the close only);
+    /// every open position in `leg` reads it ([`LiveMarks`]).
+    pub fn mark_live(&mut self, leg: &str, px: Px, model: bool) {
+        let m = LiveMark {
+            px,
+            model,
+            at: self.events,
+        };
+        match self.live.0.get_mut(leg) {
+            Some(l) => *l = m,
+            None => {
+                self.live.0.insert(leg.to_string(), m);
+            }
         }
+    }
+
+    /// Position `p` (held in instrument `leg`)'s mark, and whether it is a model price: the
+    /// engine's live mark of `leg` when newer than the position's own, else its own.
+    pub fn mark_of(&self, leg: &str, p: &Position) -> (Option<Px>, bool) {
+        self.live.mark(leg, p)
+    }
+
+    /// Position `p` (held in instrument `leg`)'s open P&L at [`Blotter::mark_of`], money units.
+    pub fn open_pnl_of(&self, leg: &str, p: &Position) -> i64 {
+        p.open_at(self.mark_of(leg, p).0)
     }
 
     fn order_mut(&mut self, id: u64) -> Option<&mut OrderLine> {
@@ -628,12 +698,15 @@ impl Blotter {
                     fill: Some(*side),
                 });
                 let signed = i64::try_from(*qty).unwrap_or(i64::MAX) * side.sign();
-                self.positions
+                let at = self.events;
+                let p = self
+                    .positions
                     .entry(plan.clone())
                     .or_default()
                     .entry(leg.clone())
-                    .or_default()
-                    .trade(signed, *px, *mult);
+                    .or_default();
+                p.trade(signed, *px, *mult);
+                p.at = at;
                 self.fills.push(FillRow {
                     ts: ts.to_string(),
                     order: *order,
@@ -654,16 +727,20 @@ impl Blotter {
                 mult,
                 ..
             } => {
-                self.positions
+                let at = self.events;
+                let p = self
+                    .positions
                     .entry(plan.clone())
                     .or_default()
                     .entry(leg.clone())
-                    .or_default()
-                    .trade(-qty, *px, *mult);
+                    .or_default();
+                p.trade(-qty, *px, *mult);
+                p.at = at;
             }
             Event::Mark { plan, leg, px, .. } => {
                 if let Some(p) = self.positions.get_mut(plan).and_then(|m| m.get_mut(leg)) {
                     p.mark = Some(*px);
+                    p.at = self.events;
                     // The close marks options at fair (a model price), shares at last.
                     p.model = !leg.ends_with(" shares");
                 }
@@ -698,9 +775,10 @@ impl Blotter {
             prev.end = Some(ends);
         }
         for legs in self.positions.values_mut() {
-            for p in legs.values_mut() {
+            for (leg, p) in legs.iter_mut() {
                 if p.qty != 0 {
-                    p.realised = p.realised.saturating_add(p.open_pnl());
+                    let open = p.open_at(self.live.mark(leg, p).0);
+                    p.realised = p.realised.saturating_add(open);
                     p.qty = 0;
                     p.cost = 0;
                 }
@@ -838,7 +916,7 @@ impl Blotter {
     pub fn open(&self, plan: &str) -> i64 {
         self.positions
             .get(plan)
-            .map_or(0, |m| m.values().map(Position::open_pnl).sum())
+            .map_or(0, |m| m.iter().map(|(k, p)| self.open_pnl_of(k, p)).sum())
     }
 
     /// A plan's total P&L (realised + open), money units.
@@ -959,6 +1037,81 @@ mod tests {
             (f.qty, f.realised, f.avg_px()),
             (-3, 20_000, Some(Px(20_000)))
         );
+    }
+
+    fn fill(plan: &str, side: BusSide, qty: u64, px: i64) -> Event {
+        Event::Fill {
+            ts: Ts(0),
+            order: 1,
+            plan: plan.into(),
+            leg: "SPY shares".into(),
+            side,
+            qty,
+            px: Px(px),
+            mult: 1,
+            quoted: true,
+        }
+    }
+
+    /// One live mark per instrument reaches every open position in it; a fill or a `mark`
+    /// event since is newer and stands until the next live mark; a flat position keeps its
+    /// own; and live marks are not part of the projection.
+    #[test]
+    fn live_marks_are_per_instrument_and_the_newer_mark_wins() {
+        let mut b = Blotter::default();
+        let mut evs = vec![
+            fill("a", BusSide::Buy, 10, 100_000),
+            fill("b", BusSide::Sell, 5, 100_000),
+        ];
+        for e in &evs {
+            b.apply(e);
+        }
+        let leg = "SPY shares";
+        b.mark_live(leg, Px(101_000), false);
+        // a: long 10 from 10.00 at 10.10: +1.00; b: short 5: -0.50.
+        assert_eq!((b.open("a"), b.open("b")), (10_000, -5_000));
+        let a = &b.positions["a"][leg];
+        assert_eq!(b.mark_of(leg, a), (Some(Px(101_000)), false));
+        assert_eq!(
+            a.mark,
+            Some(Px(100_000)),
+            "the position's own mark is its fill"
+        );
+        // A fill since the live mark: b marks at its fill price until marked again.
+        let e = fill("b", BusSide::Sell, 5, 102_000);
+        b.apply(&e);
+        evs.push(e);
+        // Short 10 (cost −5·10.00 − 5·10.20), marked at 10.20: −0.10.
+        assert_eq!(b.open("b"), -10 * 102_000 + (5 * 100_000 + 5 * 102_000));
+        assert_eq!(b.open("a"), 10_000);
+        b.mark_live(leg, Px(99_000), true);
+        assert_eq!(b.open("b"), -10 * 99_000 + (5 * 100_000 + 5 * 102_000));
+        assert!(
+            b.mark_of(leg, &b.positions["b"][leg]).1,
+            "the model flag follows"
+        );
+        // Flat: its own mark (the closing fill), whatever the market.
+        let e = fill("a", BusSide::Sell, 10, 100_500);
+        b.apply(&e);
+        evs.push(e);
+        b.mark_live(leg, Px(98_000), false);
+        let a = &b.positions["a"][leg];
+        assert_eq!(b.mark_of(leg, a), (Some(Px(100_500)), false));
+        assert_eq!((b.open("a"), b.realised("a")), (0, 5_000));
+        // A `mark` event since: it stands.
+        let e = Event::Mark {
+            ts: Ts(0),
+            plan: "b".into(),
+            leg: leg.into(),
+            px: Px(97_000),
+        };
+        b.apply(&e);
+        evs.push(e);
+        assert_eq!(
+            b.mark_of(leg, &b.positions["b"][leg]),
+            (Some(Px(97_000)), false)
+        );
+        assert_eq!(Blotter::from_events(&evs), b);
     }
 
     #[test]

@@ -681,10 +681,10 @@ impl Bus {
         self.error.as_deref()
     }
 
-    /// Mark an open position at the market in the Blotter (not an event: nothing is
-    /// written or hashed). See [`Blotter::mark_live`].
-    pub fn mark_live(&mut self, plan: &str, leg: &str, px: Px, model: bool) {
-        self.blotter.mark_live(plan, leg, px, model);
+    /// Mark an instrument with open positions at the market in the Blotter (not an event:
+    /// nothing is written or hashed). See [`Blotter::mark_live`].
+    pub fn mark_live(&mut self, leg: &str, px: Px, model: bool) {
+        self.blotter.mark_live(leg, px, model);
     }
 
     /// The Blotter projected from every event so far.

@@ -46,7 +46,7 @@ fn plans(lv: &[i32]) -> String {
     for (i, l) in lv.iter().enumerate() {
         let x = 5000.0 + f64::from(*l) / 10.0;
         let v = f64::from(*l) / 1000.0;
-        s.push_str(&match i % 8 {
+        s.push_str(&match i % 10 {
             0 => format!(
                 "\nPLAN l{i} budget 0.2R ttl 15:50\n  WHEN spot crosses above {x:.1}\n  DO buy 1 ATM C @ ask\n  EXIT spot crosses below {:.1}\n",
                 x - 1.0
@@ -82,6 +82,16 @@ fn plans(lv: &[i32]) -> String {
                 i % 90 + 1,
                 (i * 11) % 60,
                 x - 3.0
+            ),
+            // Holders: bought and held with nothing left to fire (quiet), entries open
+            // until a relative ttl; shares (valued by instrument) and an option (one by one).
+            8 => format!(
+                "\nPLAN l{i} budget 0.2R ttl +{}m\n  WHEN spot > {x:.1}\n  DO buy {} shares @ ask\n",
+                i % 60 + 1,
+                10 + i % 3
+            ),
+            9 => format!(
+                "\nPLAN l{i} budget 0.2R ttl 15:50\n  WHEN spot < {x:.1}\n  DO buy 1 ATM P @ ask\n"
             ),
             _ => format!(
                 "\nPLAN l{i} budget 0.2R ttl 15:50\n  WHEN SPY.spot > {:.2} AND spot crosses above vwap\n  DO buy 1 -1 P @ min(fair, mid) cancel-if spot < {:.1}\n  EXIT pnl < -0.01 OR fills.avg_px > 1000\n",
@@ -171,6 +181,7 @@ proptest! {
             mark: None,
             model: false,
             mult,
+            at: 0,
         };
         let q = QuoteF {
             fair: Px(px).to_f64(),
@@ -222,6 +233,64 @@ fn dirty_tracking_skips_work_on_the_shock_tape() {
         nf * 2 < nn,
         "full evaluations: {nf} with dirty tracking, {nn} naive"
     );
+}
+
+/// Quiet plans: holders with nothing left to fire are not stepped but valued (the shares
+/// ones by instrument, lazily; an option one by one), woken by their ttl and by a pod
+/// halt's flatten, and write the Bus of stepping every plan on every event: the same
+/// excursions at the close, the same pod halt (it reads every plan's P&L at every event)
+/// and the same wakes on `pnl`.
+#[test]
+fn quiet_plans_are_valued_as_their_steps_would() {
+    let t = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tapes/shock-2025-04-09-s7.jsonl"
+    ))
+    .expect("bundled tape");
+    for (pod, wake) in [(false, false), (true, false), (false, true)] {
+        let mut p = String::from("USING signal SPX exec SPY 0dte\n");
+        if pod {
+            p.push_str("POD desk RISK day-loss 0.2R -> halt\n");
+        }
+        if wake {
+            p.push_str("WAKE down WHEN pnl < -0.01\n");
+        }
+        for i in 0..40 {
+            let ttl = if i % 3 == 0 {
+                format!("+{}m", i + 1)
+            } else {
+                "15:50".into()
+            };
+            let what = if i % 10 == 9 {
+                "1 ATM C".to_string()
+            } else {
+                format!("{} shares", 10 + i)
+            };
+            p.push_str(&format!(
+                "\nPLAN h{i} budget 0.5R ttl {ttl}\n  WHEN spot > {}\n  DO buy {what} @ ask\n",
+                4800 + i
+            ));
+        }
+        let (fast, _, steps) = run_stepping(&t, &p, false);
+        let (naive, _, naive_steps) = run_stepping(&t, &p, true);
+        let (a, b) = (fast.events(), naive.events());
+        if let Some(k) = (0..a.len().max(b.len())).find(|&k| a.get(k) != b.get(k)) {
+            panic!(
+                "pod {pod} wake {wake}: event {k} differs:\n quiet {:?}\n naive {:?}",
+                a.get(k),
+                b.get(k)
+            );
+        }
+        assert_eq!(fast.hash_hex(), naive.hash_hex());
+        let count = |f: fn(&Event) -> bool| fast.events().iter().filter(|e| f(e)).count();
+        assert!(count(|e| matches!(e, Event::Fill { .. })) >= 30);
+        assert!(count(|e| matches!(e, Event::Excursion { mae_usd, .. } if mae_usd.raw() < 0)) > 0);
+        assert_eq!(count(|e| matches!(e, Event::PodHalt { .. })) > 0, pod);
+        assert!(
+            steps * 10 < naive_steps,
+            "plan steps: {steps} quiet, {naive_steps} naive"
+        );
+    }
 }
 
 /// Parking: fifty armed plans waiting on levels of the signal, most of them never crossed,

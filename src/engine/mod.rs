@@ -21,6 +21,7 @@
 pub mod fill;
 pub mod gate;
 pub mod price;
+mod quiet;
 mod sched;
 pub mod trigger;
 pub mod wakes;
@@ -185,6 +186,11 @@ struct InstRt {
     mult: u32,
     stamp: u64,
     q: Option<QuoteF>,
+    /// Plans' legs open in it (the Blotter is marked live only while some are).
+    held: u32,
+    /// The latest live mark given to the Blotter: price, model, and the engine's trade
+    /// count then (a trade re-marks a position at its fill price, so a new trade marks again).
+    marked: Option<(Px, bool, u64)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -217,9 +223,6 @@ struct Order {
 struct Leg {
     inst: usize,
     pos: Position,
-    /// The latest live mark given to the Blotter: price, model, and the engine's trade
-    /// count then (a trade re-marks the Blotter's position at its fill price).
-    marked: Option<(Px, bool, u64)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -276,6 +279,9 @@ struct PlanRt {
     /// symbol versions (quotes are re-priced only when a version moves). The same again
     /// gives the same value.
     valued: Option<(u64, u64)>,
+    /// Holding with nothing left to do but hold ([`quiet`]): not stepped, only revalued at
+    /// every event, until that changes (`Engine::step_quiet`).
+    quiet: bool,
 }
 
 #[derive(Debug)]
@@ -330,6 +336,16 @@ pub struct Engine {
     sh: Shared,
     plans: Vec<PlanRt>,
     order: Vec<usize>,
+    /// The quiet plans (see [`quiet`]): (plan, position in `order`).
+    quiet: Vec<(usize, usize)>,
+    /// Of those, the ones valued one by one at every event (`quiet` module).
+    quiet_each: Vec<usize>,
+    /// The rest, valued lazily, by instrument (`quiet` module).
+    holders: Vec<quiet::Holders>,
+    /// Something was done to the plans from outside the plan loop: check the quiet ones.
+    quiet_dirty: bool,
+    /// The earliest ttl of a quiet plan with entries open (it wakes the plan).
+    quiet_ttl: Option<Ts>,
     pods: Vec<PodRt>,
     closed: bool,
     /// `session-end` was written.
@@ -489,6 +505,11 @@ impl Engine {
             },
             plans: Vec::new(),
             order: Vec::new(),
+            quiet: Vec::new(),
+            quiet_each: Vec::new(),
+            holders: Vec::new(),
+            quiet_dirty: false,
+            quiet_ttl: None,
             pods: Vec::new(),
             closed: false,
             ended: false,
@@ -757,6 +778,7 @@ impl Engine {
             priority: p.priority.as_ref().map_or(0.0, |n| n.value()),
             park: None,
             parked: false,
+            quiet: false,
             valued: None,
         };
         macro_rules! fail {
@@ -1050,6 +1072,9 @@ impl Engine {
         if !self.order.is_empty() {
             self.step_plans();
         }
+        if !self.holders.is_empty() && (!self.pods.is_empty() || !self.wakes.is_empty()) {
+            self.fold_quiet();
+        }
         if !self.pods.is_empty() {
             self.check_pods();
         }
@@ -1062,8 +1087,10 @@ impl Engine {
     /// Step the plans the schedule names, in evaluation order.
     #[inline(always)]
     fn step_plans(&mut self) {
-        let sh = &mut self.sh;
-        if sh.sched.stale || sh.sched.len() != self.order.len() {
+        if self.sh.sched.stale || self.sh.sched.len() != self.order.len() {
+            // Every plan steps at this event: the quiet ones settle again.
+            self.unquiet_all();
+            let sh = &mut self.sh;
             let plans = &self.plans;
             let views = self.order.iter().map(|&i| {
                 let p = &plans[i];
@@ -1075,7 +1102,11 @@ impl Engine {
             });
             sh.sched.rebuild(views, sh.slots.dirt.touched.len());
         }
+        let sh = &mut self.sh;
         sh.sched.plan(&sh.slots.dirt, sh.now);
+        if !self.quiet.is_empty() {
+            self.step_quiet();
+        }
         // The plans to step, in evaluation order: those not parked, and the parked ones whose
         // inputs moved (`sched`).
         let mut k = 0;
@@ -1084,9 +1115,17 @@ impl Engine {
             let Some(&i) = self.order.get(pos) else { break };
             self.sh.plan_steps += 1;
             step_plan(&mut self.plans[i], i, &mut self.sh);
-            let p = &self.plans[i];
+            let p = &mut self.plans[i];
             let dead = matches!(p.status, Status::Dormant | Status::Closed);
-            self.sh.sched.after_step(pos, p.parked && !dead, dead);
+            // (The naive schedule of the tests steps every plan, so none is quiet there.)
+            let (q, was) = (quiet(p) && !self.sh.slots.dirt.naive, p.quiet);
+            let parked = p.parked && !dead;
+            if q && !was {
+                self.enter_quiet(i, pos);
+            } else if was && !q {
+                self.leave_quiet(i);
+            }
+            self.sh.sched.after_step(pos, parked, dead || q);
             if self.sh.to_arm.is_empty() {
                 continue;
             }
@@ -1105,33 +1144,137 @@ impl Engine {
         }
     }
 
-    /// Mark every open position at the market in the Bus's Blotter (not a Bus event): the
-    /// exec symbol's mid for shares, the option's model fair on the cent grid for options
-    /// (docs/runtime.md, "Marking"). Fixed-point; quotes are the ones the plans just read.
+    /// The quiet plans at an event, before the plan loop (`quiet` module): a plan whose ttl
+    /// came (entries open), or that something done from outside the loop left with
+    /// something to do (a pod halt's flatten: an order, or a fill that left it flat), leaves
+    /// the quiet set and is woken to step at this event; the rest are valued.
+    fn step_quiet(&mut self) {
+        let now = self.sh.now;
+        if self.quiet_dirty || self.quiet_ttl.is_some_and(|t| now >= t) {
+            self.quiet_dirty = false;
+            let mut j = 0;
+            while let Some(&(i, pos)) = self.quiet.get(j) {
+                let p = &self.plans[i];
+                let ttl_due = p.entries_open && p.ttl_at.is_some_and(|t| now >= t);
+                if ttl_due || !quiet(p) {
+                    self.leave_quiet(i);
+                    self.sh.sched.wake(pos);
+                    continue;
+                }
+                j += 1;
+            }
+            self.quiet_ttl = self.next_quiet_ttl();
+        }
+        let mut k = 0;
+        while let Some(h) = self.holders.get_mut(k) {
+            if h.take(&mut self.sh) {
+                k += 1;
+                continue;
+            }
+            // A price out of the fixed-point range: value the group's plans one by one.
+            let mut h = self.holders.swap_remove(k);
+            h.fold(&mut self.plans, &self.sh);
+            self.quiet_each.extend(h.members);
+        }
+        quiet::revalue_each(&self.quiet_each, &mut self.plans, &mut self.sh);
+    }
+
+    /// The earliest ttl of a quiet plan whose entries are open.
+    fn next_quiet_ttl(&self) -> Option<Ts> {
+        self.quiet
+            .iter()
+            .filter_map(|&(i, _)| {
+                let p = &self.plans[i];
+                p.ttl_at.filter(|_| p.entries_open)
+            })
+            .min()
+    }
+
+    /// Plan `i` (at `pos` in the order) turned quiet after its step.
+    fn enter_quiet(&mut self, i: usize, pos: usize) {
+        let p = &mut self.plans[i];
+        p.quiet = true;
+        self.quiet.push((i, pos));
+        if let Some(t) = p.ttl_at.filter(|_| p.entries_open) {
+            self.quiet_ttl = Some(self.quiet_ttl.map_or(t, |q| q.min(t)));
+        }
+        let joined = match quiet::lazy_inst(p, &self.sh) {
+            Some(inst) => {
+                let k = match self.holders.iter().position(|h| h.inst == inst) {
+                    Some(k) => k,
+                    None => {
+                        self.holders.push(quiet::Holders::new(inst, &mut self.sh));
+                        self.holders.len() - 1
+                    }
+                };
+                self.holders[k].join(i, &mut self.plans, &self.sh)
+            }
+            None => false,
+        };
+        if !joined {
+            self.quiet_each.push(i);
+        }
+    }
+
+    /// Plan `i` is quiet no longer (brought up to date first).
+    fn leave_quiet(&mut self, i: usize) {
+        self.plans[i].quiet = false;
+        self.quiet.retain(|&(m, _)| m != i);
+        self.quiet_each.retain(|&m| m != i);
+        if let Some(k) = self.holders.iter().position(|h| h.members.contains(&i)) {
+            self.holders[k].leave(i, &mut self.plans, &self.sh);
+            if self.holders[k].members.is_empty() {
+                self.holders.swap_remove(k);
+            }
+        }
+    }
+
+    /// Bring every lazily valued quiet plan's P&L and excursion up to date.
+    fn fold_quiet(&mut self) {
+        for h in &mut self.holders {
+            h.fold(&mut self.plans, &self.sh);
+        }
+    }
+
+    /// No plan is quiet (each brought up to date first): the schedule was rebuilt.
+    fn unquiet_all(&mut self) {
+        self.fold_quiet();
+        for &(i, _) in &self.quiet {
+            self.plans[i].quiet = false;
+        }
+        self.quiet.clear();
+        self.quiet_each.clear();
+        self.holders.clear();
+        self.quiet_ttl = None;
+    }
+
+    /// Mark every instrument a plan holds at the market in the Bus's Blotter (not a Bus
+    /// event): the exec symbol's mid for shares, the option's model fair on the cent grid for
+    /// options (docs/runtime.md, "Marking"). Fixed-point; quotes are the ones the plans just
+    /// read. One mark per instrument, whatever the number of plans holding it
+    /// ([`crate::bus::blotter::LiveMarks`]).
     ///
     /// A mark equal to the one last given (and no trade since) is not given again: the
     /// Blotter already holds it.
     fn mark_live(&mut self) {
         let sh = &mut self.sh;
-        for p in &mut self.plans {
-            if p.legs.is_empty() {
+        for i in 0..sh.insts.len() {
+            if sh.insts[i].held == 0 {
                 continue;
             }
-            for l in p.legs.iter_mut().filter(|l| l.pos.qty != 0) {
-                let Some(q) = quote(sh, l.inst) else { continue };
-                let (px, model) = if q.option {
-                    (Px::round_cents(q.fair).unwrap_or(q.mid), true)
-                } else {
-                    (q.mid, false)
-                };
-                let m = Some((px, model, sh.trades));
-                if l.marked == m {
-                    continue;
-                }
-                l.marked = m;
-                let key = &sh.insts[l.inst].key;
-                sh.bus.mark_live(&p.name, key, px, model);
+            let Some(q) = quote(sh, i) else { continue };
+            let (px, model) = if q.option {
+                (Px::round_cents(q.fair).unwrap_or(q.mid), true)
+            } else {
+                (q.mid, false)
+            };
+            let m = Some((px, model, sh.trades));
+            let ir = &mut sh.insts[i];
+            if ir.marked == m {
+                continue;
             }
+            ir.marked = m;
+            sh.bus.mark_live(&ir.key, px, model);
         }
     }
 
@@ -1400,6 +1543,7 @@ impl Engine {
                 continue;
             }
             pod.halted = true;
+            self.quiet_dirty = true;
             let (name, limit) = (pod.name.clone(), pod.limit);
             self.sh.bus.emit(Event::PodHalt {
                 ts: self.sh.now,
@@ -1438,6 +1582,7 @@ impl Engine {
     /// STAND-DOWN of one owner's book: only the plans it armed are de-armed (`None`: every
     /// plan). The `stand-down` event names the owner.
     pub fn stand_down_as(&mut self, reason: &str, owner: Option<&str>) {
+        self.quiet_dirty = true;
         self.sh.bus.emit(Event::StandDown {
             ts: self.sh.now,
             reason: reason.to_string(),
@@ -1467,6 +1612,7 @@ impl Engine {
             outcome,
         });
         if let Some(i) = hit {
+            self.quiet_dirty = true;
             stand_down_plan(&mut self.plans[i], &mut self.sh, "cancel");
         }
         hit.is_some()
@@ -1477,6 +1623,7 @@ impl Engine {
             return;
         }
         self.closed = true;
+        self.fold_quiet();
         let now = self.sh.now.min(self.sh.close).max(self.sh.now);
         for p in &mut self.plans {
             cancel_orders(p, &mut self.sh, |_| true, "session close");
@@ -1497,7 +1644,7 @@ impl Engine {
                 let (mult, key) = (ir.mult, ir.key.clone());
                 if zero_dte {
                     let px = q.map_or(Px::ZERO, |q| q.intrinsic);
-                    p.legs[li].pos.trade(-qty, px, mult);
+                    trade_leg(&mut p.legs[li], &mut self.sh.insts, -qty, px, mult);
                     self.sh.trades += 1;
                     self.sh.bus.emit(Event::Settlement {
                         ts: now,
@@ -1720,6 +1867,8 @@ fn resolve_inst(p: &PlanRt, sh: &mut Shared, spec: InstSpec) -> Result<usize, St
         mult,
         stamp: u64::MAX,
         q: None,
+        held: 0,
+        marked: None,
     });
     Ok(sh.insts.len() - 1)
 }
@@ -1794,6 +1943,17 @@ fn bound(limit: Px, side: BusSide, q: &QuoteF, mods: &Mods, basis: Option<f64>) 
     l
 }
 
+/// Apply a trade to a plan's leg, keeping its instrument's count of open legs.
+fn trade_leg(l: &mut Leg, insts: &mut [InstRt], signed: i64, px: Px, mult: u32) {
+    let was = l.pos.qty != 0;
+    l.pos.trade(signed, px, mult);
+    match (was, l.pos.qty != 0) {
+        (false, true) => insts[l.inst].held += 1,
+        (true, false) => insts[l.inst].held -= 1,
+        _ => {}
+    }
+}
+
 /// Value the plan at fair (realised + open) and track its maximum adverse excursion.
 fn revalue(p: &mut PlanRt, sh: &mut Shared) {
     if !p.had_fill {
@@ -1810,14 +1970,16 @@ fn revalue(p: &mut PlanRt, sh: &mut Shared) {
     }
     p.valued = seen;
     let mut pnl: i64 = 0;
-    for li in 0..p.legs.len() {
-        let inst = p.legs[li].inst;
-        let q = quote(sh, inst);
-        let pos = &p.legs[li].pos;
-        let mut v = pos.realised;
-        if pos.qty != 0 {
-            if let Some(q) = q {
-                v = v.saturating_add(leg_open_pnl(pos, &q));
+    for l in &p.legs {
+        // Re-price a quote whose symbol moved (as `quote` does), then read it in place.
+        let ir = &sh.insts[l.inst];
+        if ir.stamp != sh.syms[ir.sym_i].1 {
+            quote(sh, l.inst);
+        }
+        let mut v = l.pos.realised;
+        if l.pos.qty != 0 {
+            if let Some(q) = &sh.insts[l.inst].q {
+                v = v.saturating_add(leg_open_pnl(&l.pos, q));
             }
         }
         pnl = pnl.saturating_add(v);
@@ -1852,6 +2014,22 @@ fn plan_reads(p: &mut PlanRt, sh: &mut Shared) -> PlanReads {
         }
     }
     r
+}
+
+/// After an active plan's step: is it *quiet*, holding with nothing left to do but hold (no
+/// order working; no INVALIDATE, CANCEL-IF, RELOAD, TP or EXIT left to fire)? Its step
+/// would then only revalue it, so it is not stepped but revalued (`Engine::step_quiet`)
+/// until that changes. Its ttl (while entries are open) wakes it; so does an order placed
+/// for it from outside the plan loop, or a fill that leaves it flat.
+fn quiet(p: &PlanRt) -> bool {
+    p.status == Status::Active
+        && p.orders.is_empty()
+        && p.exits.iter().all(|x| x.done)
+        && p.tps.iter().all(|t| t.done)
+        && p.legs.iter().any(|l| l.pos.qty != 0)
+        && p.invalidates.iter().all(|x| x.2)
+        && p.cancel_ifs.iter().all(|x| x.1)
+        && p.reloads.iter().all(|x| x.2)
 }
 
 /// After an armed plan's step: does it park (trigger module docs, "Parking")?
@@ -2278,7 +2456,6 @@ fn do_fill(p: &mut PlanRt, pi: usize, sh: &mut Shared, o: Order, px: Px) {
             p.legs.push(Leg {
                 inst: o.inst,
                 pos: Position::default(),
-                marked: None,
             });
             p.legs.len() - 1
         }
@@ -2314,7 +2491,7 @@ fn do_fill(p: &mut PlanRt, pi: usize, sh: &mut Shared, o: Order, px: Px) {
         quoted,
     });
     let signed = i64::try_from(qty).unwrap_or(i64::MAX) * o.side.sign();
-    p.legs[li].pos.trade(signed, px, mult);
+    trade_leg(&mut p.legs[li], &mut sh.insts, signed, px, mult);
     sh.trades += 1;
     if o.role == OrderRole::Entry {
         if o.side == BusSide::Buy {

@@ -4,7 +4,9 @@
 //! latest step is *parked*: it is not stepped again until something it reads can change. The
 //! schedule keeps one bit per position in the evaluation order:
 //!
-//! - `idle`: the plan needs no step unless woken (parked, or dormant, or closed);
+//! - `idle`: the plan needs no step unless woken (parked, dormant, closed, or *quiet*: holding
+//!   with nothing left to fire, valued outside the loop and woken only by [`Sched::wake`];
+//!   the `quiet` module);
 //! - `wakeable`: of those, the parked ones, which wake when their inputs move.
 //!
 //! At each event the plans to step are `!idle | (woken & wakeable)`, visited in evaluation
@@ -196,10 +198,10 @@ impl Sched {
         set(&mut self.wakeable, k, false);
     }
 
-    /// After position `k` stepped: parked (waits for its inputs), dead (dormant or closed),
-    /// or neither (steps at every event).
-    pub fn after_step(&mut self, k: usize, parked: bool, dead: bool) {
-        set(&mut self.idle, k, parked || dead);
+    /// After position `k` stepped: parked (waits for its inputs), idle (dormant, closed, or
+    /// quiet: woken only by [`Sched::wake`]), or neither (steps at every event).
+    pub fn after_step(&mut self, k: usize, parked: bool, idle: bool) {
+        set(&mut self.idle, k, parked || idle);
         set(&mut self.wakeable, k, parked);
     }
 }

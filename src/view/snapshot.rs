@@ -133,16 +133,18 @@ impl Snapshot {
         for (plan, legs) in &b.positions {
             for (leg, p) in legs.iter().filter(|(_, p)| p.qty != 0) {
                 let realised = p.realised.saturating_sub(b.realised_before(plan, leg));
+                let (mark, model) = b.mark_of(leg, p);
+                let open = p.open_at(mark);
                 snap.positions.push(PositionRow {
                     plan: plan.clone(),
                     instrument: leg.clone(),
                     qty: p.qty,
                     avg_px: p.avg_px().map(|x| x.to_f64()).unwrap_or(0.0),
-                    mark: p.mark.map(|x| x.to_f64()).unwrap_or(0.0),
-                    model: p.model,
-                    pnl_usd: money(p.open_pnl().saturating_add(realised)),
+                    mark: mark.map(|x| x.to_f64()).unwrap_or(0.0),
+                    model,
+                    pnl_usd: money(open.saturating_add(realised)),
                     real_usd: money(realised),
-                    open_usd: money(p.open_pnl()),
+                    open_usd: money(open),
                 });
             }
         }
