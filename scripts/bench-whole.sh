@@ -12,7 +12,10 @@
 # 2. Writes the plan files into a temporary directory: 0, 10 and 50 synthetic plans, the same
 #    text as `engine::synthetic_plans(n)` (five rotating templates; generated here, so the script
 #    needs no Rust helper; every file is checked with `kestrel check`, and the 10-plan file's
-#    byte count and sha256 are printed to compare), plus examples/run-desk.kestrel.
+#    byte count and sha256 are printed to compare), plus examples/run-desk.kestrel and the
+#    level plans of the hftbacktest comparison (lv10, lv50: `WHEN spot crosses above L` /
+#    `EXIT spot crosses below L-0.50`; hold50: 50 plans that buy and hold; the committed
+#    files in scripts/peers/plans/trend/, levels set for the trend tape).
 # 3. Writes a "start" tape: the shock tape's header and its last tick only. `kestrel run` on it
 #    costs process start, header, plan parse and report, and next to no replay: its median wall
 #    time is subtracted to give tick events/s *net of process start* (the gross figure is
@@ -103,18 +106,25 @@ synthetic_plans() {
     done
 }
 
-PLANSETS=(0 10 50 desk)
+PLANSETS=(0 10 50 desk lv10 lv50 hold50)
 for n in 0 10 50; do
     synthetic_plans "$n" >"$WORK/plans-$n.kestrel"
 done
 cp examples/run-desk.kestrel "$WORK/plans-desk.kestrel"
+# The level plans of the hftbacktest comparison (docs/runtime.md "Against hftbacktest"; levels
+# between the trend tape's opening print and its high, so on the other tapes they are never
+# crossed and the plans wait parked), and its all-holding case.
+cp scripts/peers/plans/trend/plans-10.kestrel "$WORK/plans-lv10.kestrel"
+cp scripts/peers/plans/trend/plans-50.kestrel "$WORK/plans-lv50.kestrel"
+cp scripts/peers/plans/trend/hold-50.kestrel "$WORK/plans-hold50.kestrel"
 for p in "${PLANSETS[@]}"; do
     if ! "$BIN" check "$WORK/plans-$p.kestrel" >/dev/null; then
         echo "error code=PLANS message=plans-$p.kestrel does not check" >&2
         exit 1
     fi
 done
-echo "plans: 0/10/50 synthetic (engine::synthetic_plans), desk = examples/run-desk.kestrel;" \
+echo "plans: 0/10/50 synthetic (engine::synthetic_plans), desk = examples/run-desk.kestrel," \
+    "lv10/lv50/hold50 = scripts/peers/plans/trend/{plans-10,plans-50,hold-50}.kestrel;" \
     "plans-10: $(wc -c <"$WORK/plans-10.kestrel") bytes, sha256 $(sha256sum "$WORK/plans-10.kestrel" | cut -c1-16)"
 
 if [ "$QUICK" = 1 ]; then
@@ -171,7 +181,7 @@ read -r s_min s_med s_max s_rss < <(stats "$WORK/start-0.times")
 echo
 echo "wall time of \`kestrel run --tape T --plans P --r-usd 1000 >/dev/null\`, $RUNS alternated runs per row"
 echo "start = header + 1 tick, 0 plans (process start, parse, report): min/median/max $s_min/$s_med/$s_max ms, peak RSS $s_rss MiB"
-printf '%-7s %-5s %7s %8s %24s %11s %11s %9s\n' tape plans events ticks "wall ms min/median/max" "net tick/s" "gross tick/s" "RSS MiB"
+printf '%-7s %-6s %7s %8s %24s %11s %11s %9s\n' tape plans events ticks "wall ms min/median/max" "net tick/s" "gross tick/s" "RSS MiB"
 for p in "${PLANSETS[@]}"; do
     for t in "${TAPES[@]}"; do
         c="$(cellname "$t")-$p"
@@ -180,7 +190,7 @@ for p in "${PLANSETS[@]}"; do
             -v mn="$mn" -v md="$md" -v mx="$mx" -v s="$s_med" -v rss="$rss" 'BEGIN {
             net = md - s
             nets = (net > 0) ? sprintf("%.2f M", tk / net / 1000) : "n/a"
-            printf "%-7s %-5s %7d %8d %24s %11s %11s %9.1f\n", name, p, ev, tk,
+            printf "%-7s %-6s %7d %8d %24s %11s %11s %9.1f\n", name, p, ev, tk,
                 sprintf("%.1f/%.1f/%.1f", mn, md, mx), nets, sprintf("%.2f M", tk / md / 1000), rss }'
     done
 done
@@ -264,12 +274,12 @@ if [ "$CALLGRIND" = 1 ]; then
     echo "valgrind --tool=callgrind, one run per row: instructions of the whole process"
     s_ir=$(instr "$START" 0)
     echo "start (header + 1 tick, 0 plans): $s_ir instructions"
-    printf '%-7s %-5s %14s %16s %18s\n' tape plans instructions "per tape event" "net per tape event"
+    printf '%-7s %-6s %14s %16s %18s\n' tape plans instructions "per tape event" "net per tape event"
     for p in "${PLANSETS[@]}"; do
         for t in "${TAPES[@]}"; do
             ir=$(instr "$t" "$p")
             awk -v name="$(cellname "$t")" -v p="$p" -v ir="$ir" -v s="$s_ir" -v ev="${EVENTS[$t]}" 'BEGIN {
-                printf "%-7s %-5s %14d %16.0f %18.0f\n", name, p, ir, ir / ev, (ir - s) / ev }'
+                printf "%-7s %-6s %14d %16.0f %18.0f\n", name, p, ir, ir / ev, (ir - s) / ev }'
         done
     done
     echo "(net = (instructions - start instructions) / tape events; tape events = lines - 1, ticks included)"

@@ -84,14 +84,25 @@ fn plans(lv: &[i32]) -> String {
                 x - 3.0
             ),
             // Holders: bought and held with nothing left to fire (quiet), entries open
-            // until a relative ttl; shares (valued by instrument) and an option (one by one).
+            // until a relative ttl; shares (valued by instrument) and an option (one by one);
+            // every other one with level EXITs left, which it watches while quiet.
             8 => format!(
-                "\nPLAN l{i} budget 0.2R ttl +{}m\n  WHEN spot > {x:.1}\n  DO buy {} shares @ ask\n",
+                "\nPLAN l{i} budget 0.2R ttl +{}m\n  WHEN spot > {x:.1}\n  DO buy {} shares @ ask\n{}",
                 i % 60 + 1,
-                10 + i % 3
+                10 + i % 3,
+                if (i / 10) % 2 == 1 {
+                    format!("  EXIT spot crosses below {:.1}\n", x - 1.0)
+                } else {
+                    String::new()
+                }
             ),
             9 => format!(
-                "\nPLAN l{i} budget 0.2R ttl 15:50\n  WHEN spot < {x:.1}\n  DO buy 1 ATM P @ ask\n"
+                "\nPLAN l{i} budget 0.2R ttl 15:50\n  WHEN spot < {x:.1}\n  DO buy 1 ATM P @ ask\n{}",
+                if (i / 10) % 2 == 1 {
+                    format!("  EXIT spot > {:.1} OR T-{}\n", x + 1.5, i % 30 + 1)
+                } else {
+                    String::new()
+                }
             ),
             _ => format!(
                 "\nPLAN l{i} budget 0.2R ttl 15:50\n  WHEN SPY.spot > {:.2} AND spot crosses above vwap\n  DO buy 1 -1 P @ min(fair, mid) cancel-if spot < {:.1}\n  EXIT pnl < -0.01 OR fills.avg_px > 1000\n",
@@ -235,11 +246,11 @@ fn dirty_tracking_skips_work_on_the_shock_tape() {
     );
 }
 
-/// Quiet plans: holders with nothing left to fire are not stepped but valued (the shares
-/// ones by instrument, lazily; an option one by one), woken by their ttl and by a pod
-/// halt's flatten, and write the Bus of stepping every plan on every event: the same
-/// excursions at the close, the same pod halt (it reads every plan's P&L at every event)
-/// and the same wakes on `pnl`.
+/// Quiet plans: holders with nothing left to fire but level EXITs are not stepped but
+/// valued (the shares ones by instrument, lazily; an option one by one), woken by their
+/// ttl, by a pod halt's flatten and by their EXITs' levels, and write the Bus of stepping
+/// every plan on every event: the same excursions at the close, the same pod halt (it reads
+/// every plan's P&L at every event), the same wakes on `pnl` and the same EXITs.
 #[test]
 fn quiet_plans_are_valued_as_their_steps_would() {
     let t = std::fs::read_to_string(concat!(
@@ -266,8 +277,14 @@ fn quiet_plans_are_valued_as_their_steps_would() {
             } else {
                 format!("{} shares", 10 + i)
             };
+            // Every other plan watches level EXITs: crossed for some, never for others.
+            let exit = match i % 4 {
+                1 => format!("  EXIT spot crosses below {}\n", 4790 + i),
+                3 => format!("  EXIT spot < {} OR T-{}\n", 4700 + 4 * i, i % 20 + 1),
+                _ => String::new(),
+            };
             p.push_str(&format!(
-                "\nPLAN h{i} budget 0.5R ttl {ttl}\n  WHEN spot > {}\n  DO buy {what} @ ask\n",
+                "\nPLAN h{i} budget 0.5R ttl {ttl}\n  WHEN spot > {}\n  DO buy {what} @ ask\n{exit}",
                 4800 + i
             ));
         }
@@ -286,6 +303,9 @@ fn quiet_plans_are_valued_as_their_steps_would() {
         assert!(count(|e| matches!(e, Event::Fill { .. })) >= 30);
         assert!(count(|e| matches!(e, Event::Excursion { mae_usd, .. } if mae_usd.raw() < 0)) > 0);
         assert_eq!(count(|e| matches!(e, Event::PodHalt { .. })) > 0, pod);
+        let exits =
+            count(|e| matches!(e, Event::PlanFired { clause, .. } if clause.starts_with("EXIT")));
+        assert!(pod || exits > 0, "some watched EXITs fire");
         assert!(
             steps * 10 < naive_steps,
             "plan steps: {steps} quiet, {naive_steps} naive"
@@ -326,5 +346,29 @@ fn parked_plans_step_only_when_their_inputs_move() {
     assert!(
         steps * 10 < naive_steps,
         "plan steps: {steps} parked, {naive_steps} naive"
+    );
+}
+
+/// A quiet holder whose relative ttl comes at an event that moves its price leaves the quiet
+/// set before the holders take that price: its step values it at that price (its excursion
+/// sees the low), as stepping it at every event does. (Found by the property test above.)
+#[test]
+fn a_holder_leaving_at_its_ttl_is_valued_at_that_events_price() {
+    let t = tape(&[
+        (119, false, 0),
+        (203, true, 0),
+        (218, false, -1),
+        (0, false, 1),
+        (0, false, 0),
+    ]);
+    let p = "USING signal SPX exec SPY 0dte\n\nPLAN h budget 0.2R ttl +9m\n  WHEN spot > 4999.9\n  DO buy 12 shares @ ask\n";
+    let fast = run(&t, p, false);
+    let naive = run(&t, p, true);
+    assert_eq!(fast.events(), naive.events());
+    // Bought at 500.01, marked at 499.99 at the ttl's event: 12 x -0.02.
+    assert!(
+        fast.events()
+            .iter()
+            .any(|e| matches!(e, Event::Excursion { mae_usd, .. } if *mae_usd == Px(-2400)))
     );
 }

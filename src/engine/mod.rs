@@ -272,15 +272,20 @@ struct PlanRt {
     /// The WHEN and INVALIDATEs as one group, while the plan waits to fire (`None`: the plan
     /// reads something that moves on every event, and is stepped on every event).
     park: Option<Park>,
+    /// The EXITs as one group, when they read series and the clock only as levels
+    /// ([`Park::of_levels`]): a quiet plan with EXITs left *watches* them ([`quiet`]).
+    park_exit: Option<Park>,
     /// Parked at its latest step: every trigger of `park` was current and settled there, and
-    /// the plan steps again only when one of their inputs moves (`engine::sched`).
+    /// the plan steps again only when one of their inputs moves (`engine::sched`). Also set
+    /// while a quiet plan watches its EXITs (`park_exit`).
     parked: bool,
     /// What the latest valuation saw: the engine's trade count and the sum of the legs'
     /// symbol versions (quotes are re-priced only when a version moves). The same again
     /// gives the same value.
     valued: Option<(u64, u64)>,
-    /// Holding with nothing left to do but hold ([`quiet`]): not stepped, only revalued at
-    /// every event, until that changes (`Engine::step_quiet`).
+    /// Holding with nothing left to do but hold, or to watch EXITs on levels ([`quiet`]):
+    /// not stepped, only revalued at every event, until that changes (`Engine::step_quiet`)
+    /// or an EXIT's level is crossed (the schedule wakes it).
     quiet: bool,
 }
 
@@ -777,6 +782,7 @@ impl Engine {
             price_err: false,
             priority: p.priority.as_ref().map_or(0.0, |n| n.value()),
             park: None,
+            park_exit: None,
             parked: false,
             quiet: false,
             valued: None,
@@ -1012,6 +1018,10 @@ impl Engine {
                 rt.when.iter().chain(rt.invalidates.iter().map(|x| &x.0)),
                 &mut self.sh.slots,
             );
+            if !rt.exits.is_empty() {
+                rt.park_exit =
+                    Park::of_levels(rt.exits.iter().map(|x| &x.when), &mut self.sh.slots);
+            }
         }
         rt.book = self
             .sh
@@ -1096,6 +1106,7 @@ impl Engine {
                 let p = &plans[i];
                 sched::PlanView {
                     park: p.park,
+                    park_exit: p.park_exit,
                     dead: matches!(p.status, Status::Dormant | Status::Closed),
                     ttl: p.ttl_at.filter(|_| p.status == Status::Armed),
                 }
@@ -1113,17 +1124,30 @@ impl Engine {
         while let Some(pos) = self.sh.sched.next(k) {
             k = pos + 1;
             let Some(&i) = self.order.get(pos) else { break };
+            if self.plans[i].quiet {
+                // A quiet plan watching its EXITs, woken by an input of its groups: when
+                // none of its EXITs' inputs moved, their values stand and the step would do
+                // nothing (`quiet` module); else it steps, brought up to date first.
+                if still_quiet(&mut self.plans[i], &self.sh.slots.dirt) {
+                    self.sh.sched.after_step(pos, true, true);
+                    continue;
+                }
+                self.leave_quiet(i);
+            }
             self.sh.plan_steps += 1;
             step_plan(&mut self.plans[i], i, &mut self.sh);
             let p = &mut self.plans[i];
             let dead = matches!(p.status, Status::Dormant | Status::Closed);
             // (The naive schedule of the tests steps every plan, so none is quiet there.)
-            let (q, was) = (quiet(p) && !self.sh.slots.dirt.naive, p.quiet);
+            let q = quiet(p) && !self.sh.slots.dirt.naive;
+            // Quiet with EXITs left: it watches them (woken when their levels are crossed).
+            let watching = q && p.exits.iter().any(|x| !x.done);
+            if watching {
+                p.parked = true;
+            }
             let parked = p.parked && !dead;
-            if q && !was {
+            if q {
                 self.enter_quiet(i, pos);
-            } else if was && !q {
-                self.leave_quiet(i);
             }
             self.sh.sched.after_step(pos, parked, dead || q);
             if self.sh.to_arm.is_empty() {
@@ -2017,19 +2041,35 @@ fn plan_reads(p: &mut PlanRt, sh: &mut Shared) -> PlanReads {
 }
 
 /// After an active plan's step: is it *quiet*, holding with nothing left to do but hold (no
-/// order working; no INVALIDATE, CANCEL-IF, RELOAD, TP or EXIT left to fire)? Its step
-/// would then only revalue it, so it is not stepped but revalued (`Engine::step_quiet`)
+/// order working; no INVALIDATE, CANCEL-IF, RELOAD or TP left to fire; every EXIT left reads
+/// series only as levels and is settled, not true)? Its step would then only revalue it
+/// until an EXIT's input moves, so it is not stepped but revalued (`Engine::step_quiet`)
 /// until that changes. Its ttl (while entries are open) wakes it; so does an order placed
-/// for it from outside the plan loop, or a fill that leaves it flat.
+/// for it from outside the plan loop, a fill that leaves it flat, and an EXIT's level
+/// crossed (or its series becoming known or UNKNOWN: the schedule, `still_quiet`).
 fn quiet(p: &PlanRt) -> bool {
     p.status == Status::Active
         && p.orders.is_empty()
-        && p.exits.iter().all(|x| x.done)
+        && p.exits
+            .iter()
+            .all(|x| x.done || (p.park_exit.is_some() && x.when.settled()))
         && p.tps.iter().all(|t| t.done)
         && p.legs.iter().any(|l| l.pos.qty != 0)
         && p.invalidates.iter().all(|x| x.2)
         && p.cancel_ifs.iter().all(|x| x.1)
         && p.reloads.iter().all(|x| x.2)
+}
+
+/// A quiet plan watching its EXITs, woken at this event (after its latest step, or its
+/// latest check here, the schedule would have woken it at any move of their inputs): true
+/// when every EXIT left keeps its value because none of its inputs moved at this event (so
+/// none fires, and the step would do nothing). The EXITs are taken up as current.
+fn still_quiet(p: &mut PlanRt, d: &trigger::Dirt) -> bool {
+    let at = d.epoch.saturating_sub(1);
+    p.exits.iter_mut().filter(|x| !x.done).all(|x| {
+        x.when.resume(at);
+        x.when.cached(d).is_some()
+    })
 }
 
 /// After an armed plan's step: does it park (trigger module docs, "Parking")?
@@ -2054,6 +2094,9 @@ fn step_plan(p: &mut PlanRt, pi: usize, sh: &mut Shared) {
         }
         for x in &mut p.invalidates {
             x.0.resume(at);
+        }
+        for x in &mut p.exits {
+            x.when.resume(at);
         }
     }
     let reads = plan_reads(p, sh);

@@ -7,6 +7,16 @@
 //! plan loop (the schedule holds it idle) and valued here instead, until its ttl, or an order
 //! placed for it from outside the loop (a pod halt's flatten), gives it something to do.
 //!
+//! EXITs left do not stop a plan being quiet when they read series (and the clock) only as
+//! levels against constants (`spot crosses below 4790`, `T-15`, `phase close`) and were
+//! settled and not true at its latest step: such an EXIT keeps its value until one of its
+//! levels is crossed or its series becomes known or UNKNOWN, and the schedule wakes the plan
+//! then (`Park::of_levels`, the `sched` module). A woken plan whose EXITs' inputs did not
+//! move at the event (woken by its WHEN's inputs, say) stays quiet without a step; otherwise
+//! it leaves the quiet set, brought up to date, steps, and may join again. An EXIT that reads
+//! a series as a value (`spot < vwap`) or the clock (`held`) would wake it at almost every
+//! event, so such a plan is stepped as before.
+//!
 //! Valuing it costs nothing per plan when it holds one instrument of shares, the common case
 //! (a plan that bought and rides to the close): its value is `realised + qty·mult·px − cost`,
 //! with everything but `px` fixed while it is quiet, so it is monotone in the price. A
@@ -125,7 +135,9 @@ impl Holders {
 
     /// Bring every member's `pnl_now` and `mae` up to date (module docs).
     pub fn fold(&mut self, plans: &mut [PlanRt], sh: &Shared) {
-        let seen = Some((sh.trades, sh.syms[sh.insts[self.inst].sym_i].1));
+        // Valued as of the latest price taken: a fold before this event's take (a plan
+        // leaving at its ttl) leaves the step's revaluation to take this event's price.
+        let seen = Some((sh.trades, self.ver));
         for &i in &self.members {
             let p = &mut plans[i];
             let mut low = p.mae;

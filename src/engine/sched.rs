@@ -5,9 +5,14 @@
 //! schedule keeps one bit per position in the evaluation order:
 //!
 //! - `idle`: the plan needs no step unless woken (parked, dormant, closed, or *quiet*: holding
-//!   with nothing left to fire, valued outside the loop and woken only by [`Sched::wake`];
-//!   the `quiet` module);
-//! - `wakeable`: of those, the parked ones, which wake when their inputs move.
+//!   with nothing left to fire but EXITs on levels, valued outside the loop; the `quiet`
+//!   module);
+//! - `wakeable`: of those, the parked ones and the quiet ones watching EXITs, which wake when
+//!   their inputs move (a quiet plan with no EXIT left is woken only by [`Sched::wake`]).
+//!
+//! A plan subscribes two groups: its WHEN and INVALIDATEs, and its EXITs (when they read
+//! series only as levels); either wakes it. A woken quiet plan whose EXITs' inputs did not
+//! move stays quiet without a step (`engine::still_quiet`).
 //!
 //! At each event the plans to step are `!idle | (woken & wakeable)`, visited in evaluation
 //! order (a bit scan, a word per 64 plans). *Woken* is the union of the subscriptions of what
@@ -51,6 +56,8 @@ pub(crate) struct Sched {
 pub(crate) struct PlanView {
     /// Its group, when it can park at all.
     pub park: Option<Park>,
+    /// Its EXITs' group, when it can watch them while quiet.
+    pub park_exit: Option<Park>,
     /// Dormant or closed: never stepped unless armed.
     pub dead: bool,
     /// Its ttl, while armed.
@@ -110,28 +117,37 @@ impl Sched {
             if let Some(t) = p.ttl.filter(|_| !p.dead) {
                 self.ttls.push((t, pos));
             }
-            let Some(g) = p.park else { continue };
-            let (mkt, lvl, pct, clock, id) = g.inputs();
-            for (subs, mask) in [
-                (&mut self.sub_mkt, mkt),
-                (&mut self.sub_lvl, lvl),
-                (&mut self.sub_pct, pct),
-            ] {
-                each_bit(mask, |b| {
-                    if subs[b].is_empty() {
-                        subs[b] = vec![0u64; words];
-                    }
-                    set(&mut subs[b], k, true);
-                });
-            }
-            set(&mut self.sub_clock, k, clock);
-            if let Some(x) = self.group_pos.get_mut(id as usize) {
-                *x = pos;
+            for g in [p.park, p.park_exit].into_iter().flatten() {
+                self.subscribe(&g, k, words);
             }
         }
         self.ttls.sort_unstable();
         self.len = plans.len();
         self.stale = false;
+    }
+
+    /// Position `k` wakes when an input of group `g` moves (a plan may have two groups: its
+    /// WHEN and INVALIDATEs, and its EXITs).
+    fn subscribe(&mut self, g: &Park, k: usize, words: usize) {
+        let (mkt, lvl, pct, clock, id) = g.inputs();
+        for (subs, mask) in [
+            (&mut self.sub_mkt, mkt),
+            (&mut self.sub_lvl, lvl),
+            (&mut self.sub_pct, pct),
+        ] {
+            each_bit(mask, |b| {
+                if subs[b].is_empty() {
+                    subs[b] = vec![0u64; words];
+                }
+                set(&mut subs[b], k, true);
+            });
+        }
+        if clock {
+            set(&mut self.sub_clock, k, true);
+        }
+        if let Some(x) = self.group_pos.get_mut(id as usize) {
+            *x = u32::try_from(k).unwrap_or(u32::MAX);
+        }
     }
 
     /// Fill the bits to step at this event from what moved (`now`: the engine's clock).
@@ -214,6 +230,7 @@ mod tests {
         (0..n)
             .map(|k| PlanView {
                 park: None,
+                park_exit: None,
                 dead: dead.contains(&k),
                 ttl: None,
             })

@@ -39,6 +39,8 @@
 //! plans that can change and nothing for the others. The triggers are not touched while
 //! parked; the first step after it [`resume`](CTrigger::resume)s each of them at the
 //! previous event, so that its cache reads exactly as if it had been read on every event.
+//! A plan holding a position with only EXITs left to fire parks the same way when its EXITs
+//! read series only as levels ([`Park::of_levels`]; `engine::quiet`).
 
 use crate::lang::ast::{self, CmpOp, CrossDir, Phase, Predicate, SeriesKind, Trigger};
 use crate::market::{MarketState, Series as MSeries, Sym, Ts};
@@ -693,8 +695,8 @@ fn dur_ms(d: &ast::Dur) -> u32 {
     u32::try_from(d.seconds().saturating_mul(1000)).unwrap_or(u32::MAX)
 }
 
-/// A group of triggers checked at once: a waiting plan's WHEN and INVALIDATEs (module docs,
-/// "Parking"). The union of their inputs; `deps.id` is the group's own id in
+/// A group of triggers checked at once: a waiting plan's WHEN and INVALIDATEs, or a holding
+/// plan's EXITs (module docs, "Parking"). The union of their inputs; `deps.id` is the group's own id in
 /// [`Dirt::touched`], marked whenever one of its triggers' levels is crossed.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Park {
@@ -726,6 +728,25 @@ impl Park {
             }
         }
         Some(p)
+    }
+
+    /// The group of `ts` when every one of them reads series (and the clock) only as levels
+    /// against constants: it wakes only when one of its levels is crossed or a series it
+    /// reads becomes known or UNKNOWN, never at an ordinary move (a holding plan's EXITs
+    /// watched while it is quiet, `engine::quiet`). `None` otherwise; nothing is registered.
+    pub fn of_levels<'a>(
+        ts: impl IntoIterator<Item = &'a CTrigger> + Clone,
+        slots: &mut Slots,
+    ) -> Option<Park> {
+        let levels_only = ts
+            .clone()
+            .into_iter()
+            .all(|t| t.deps.mkt == 0 && t.deps.pct == 0 && !t.deps.clock);
+        if levels_only {
+            Park::of(ts, slots)
+        } else {
+            None
+        }
     }
 
     /// What wakes the group: series slot bits read as values, as levels, percentile slot
