@@ -7,6 +7,11 @@
 //!   (2 M tick events/s with 10 plans) is about;
 //! - `engine/replay`: the engine alone over events already decoded in memory.
 //!
+//! - `engine/levels`: end to end on the bundled trend session with the level plans of the
+//!   hftbacktest comparison (`scripts/peers/plans/trend/`: 10 and 50 plans `WHEN spot crosses
+//!   above L` / `EXIT spot crosses below L-0.50`, and 50 plans that buy and hold), the plans
+//!   the parked, quiet and watched paths of the plan loop are about (docs/runtime.md).
+//!
 //! Throughput is in **tick events** (`Throughput::Elements` = the session's 46,802 ticks;
 //! the few iv and headline events are replayed too but not counted), so criterion's
 //! `elem/s` is tick events per second.
@@ -73,6 +78,45 @@ fn bench(c: &mut Criterion) {
                 e.arm_document(&doc);
                 for ev in &events {
                     e.on_event(ev);
+                }
+                e.finish().count()
+            })
+        });
+    }
+    group.finish();
+
+    let trend = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tapes/trend-2025-04-09-s1.jsonl"
+    ))
+    .expect("bundled tape");
+    let (_, trend_events) = read_tape_bytes(&trend).expect("valid tape");
+    let trend_ticks = trend_events
+        .iter()
+        .filter(|e| matches!(e, TapeEvent::Tick(_)))
+        .count() as u64;
+    let mut group = c.benchmark_group("engine/levels");
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(4));
+    group.throughput(Throughput::Elements(trend_ticks));
+    for name in ["plans-10", "plans-50", "hold-50"] {
+        let path = format!(
+            "{}/scripts/peers/plans/trend/{name}.kestrel",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let text = std::fs::read_to_string(&path).expect("committed plan file");
+        let doc = lang::check(&text, Mode::File).expect("valid plans");
+        group.bench_with_input(BenchmarkId::from_parameter(name), &name, |b, _| {
+            b.iter(|| {
+                let r = TapeReader::new(trend.as_slice()).expect("tape");
+                let mut e = Engine::new(
+                    r.header(),
+                    EngineConfig::strict(Px(1000 * 10_000)),
+                    Bus::new(None),
+                );
+                e.arm_document(&doc);
+                for ev in r {
+                    e.on_event(&ev.expect("event"));
                 }
                 e.finish().count()
             })
