@@ -15,6 +15,7 @@ pub mod grammar;
 pub mod lexicon;
 pub mod print;
 pub mod ranges;
+#[cfg(test)]
 mod ranges_tape;
 #[cfg(test)]
 mod ranges_tree;
@@ -47,6 +48,26 @@ pub fn check_in_scope(src: &str, mode: Mode, scope: &Scope) -> Result<Document, 
     } else {
         Err(errors)
     }
+}
+
+/// [`check`] and [`print`] a statement at a time: the canonical text of the document
+/// [`check`] returns, or the refusals [`check`] gives (the same codes, spans and messages).
+/// Each statement is checked and printed as soon as its last line is read, and dropped:
+/// the whole document's model is never held (`kestrel print` of a large document holds its
+/// text and the printed text, and one statement).
+pub fn check_print(src: &str, mode: Mode) -> Result<String, Vec<Diagnostic>> {
+    let mut out = String::with_capacity(src.len().saturating_add(64));
+    let mut checker = rules::Checker::new(src, mode, &Scope::default());
+    let tail = syntax::parse_statements(src, &mut |st| {
+        checker.statement(&st);
+        print::print_statement(&mut out, &st);
+    })?;
+    let errors = checker.finish();
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    print::trivia(&mut out, &tail);
+    Ok(out)
 }
 
 /// The model as JSON with every span removed: two documents are the same model when these

@@ -2280,6 +2280,19 @@ enum Open {
 /// Parse a document. On any syntax error, every broken line is reported (one error per
 /// line) and no document is returned.
 pub fn parse_document(src: &str) -> Result<Document, Vec<Diagnostic>> {
+    let mut statements: Vec<Statement> = Vec::new();
+    let tail = parse_statements(src, &mut |st| statements.push(st))?;
+    Ok(Document { statements, tail })
+}
+
+/// [`parse_document`] a statement at a time: `each` gets every statement as soon as its
+/// last line is read, in order, for as long as no syntax error has been found (after one,
+/// the document is refused: the rest is only read for its errors). Gives the trivia after
+/// the last statement, or every syntax error, exactly as [`parse_document`] does.
+pub(crate) fn parse_statements(
+    src: &str,
+    each: &mut dyn FnMut(Statement),
+) -> Result<Vec<Trivia>, Vec<Diagnostic>> {
     use crate::limits::{MAX_DOCUMENT_BYTES, MAX_STATEMENTS};
     // Line numbers are only needed for errors: the index is built on the first one.
     let index = std::cell::OnceCell::new();
@@ -2300,7 +2313,9 @@ pub fn parse_document(src: &str) -> Result<Document, Vec<Diagnostic>> {
     let depth = std::cell::Cell::new(0u32);
     let base: &str = src;
     let mut errors: Vec<Diagnostic> = Vec::new();
-    let mut statements: Vec<Statement> = Vec::new();
+    // The statement being read (its clauses or panes follow), and how many were read.
+    let mut cur: Option<Statement> = None;
+    let mut count = 0usize;
     let mut pending: Vec<Trivia> = Vec::new();
     let mut open = Open::None;
 
@@ -2330,7 +2345,7 @@ pub fn parse_document(src: &str) -> Result<Document, Vec<Diagnostic>> {
         let text = line.text;
         if text.trim_matches([' ', '\t']).is_empty() {
             // A blank line; before the first statement it is dropped.
-            if !(statements.is_empty() && pending.is_empty()) {
+            if !(count == 0 && pending.is_empty()) {
                 push_trivia(&mut pending, Trivia::Blank);
             }
             continue;
@@ -2370,7 +2385,7 @@ pub fn parse_document(src: &str) -> Result<Document, Vec<Diagnostic>> {
         if indent.is_empty() {
             // A statement head.
             let start = line.start;
-            if statements.len() >= MAX_STATEMENTS {
+            if count >= MAX_STATEMENTS {
                 // Past the limit nothing more is read (rule `limit`): the work stays bounded.
                 err(
                     &mut errors,
@@ -2394,12 +2409,18 @@ pub fn parse_document(src: &str) -> Result<Document, Vec<Diagnostic>> {
                         Body::GradeClauses => Open::Grade,
                         Body::Flat => Open::Flat(kind.keyword()),
                     };
-                    statements.push(Statement {
+                    let st = Statement {
                         leading: std::mem::take(&mut pending),
                         kind,
                         trailing,
                         span: Span::new(start, line.start + code.len()),
-                    });
+                    };
+                    count += 1;
+                    if let Some(done) = cur.replace(st)
+                        && errors.is_empty()
+                    {
+                        each(done);
+                    }
                 }
                 Err(e) => {
                     open = Open::Broken;
@@ -2432,7 +2453,7 @@ pub fn parse_document(src: &str) -> Result<Document, Vec<Diagnostic>> {
         }
         let start = line.start + 2;
         let span = Span::new(start, line.start + code.len());
-        match (&open, statements.last_mut()) {
+        match (&open, cur.as_mut()) {
             (
                 Open::Plan,
                 Some(Statement {
@@ -2508,15 +2529,17 @@ pub fn parse_document(src: &str) -> Result<Document, Vec<Diagnostic>> {
             }
         }
     }
+    if let Some(done) = cur
+        && errors.is_empty()
+    {
+        each(done);
+    }
     // Trailing blank lines are not kept.
     while pending.last() == Some(&Trivia::Blank) {
         pending.pop();
     }
     if errors.is_empty() {
-        Ok(Document {
-            statements,
-            tail: pending,
-        })
+        Ok(pending)
     } else {
         Err(errors)
     }
