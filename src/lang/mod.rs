@@ -61,6 +61,7 @@ pub fn check_print(src: &str, mode: Mode) -> Result<String, Vec<Diagnostic>> {
     let tail = syntax::parse_statements(src, &mut |st| {
         checker.statement(&st);
         print::print_statement(&mut out, &st);
+        Some(st)
     })?;
     let errors = checker.finish();
     if !errors.is_empty() {
@@ -108,4 +109,75 @@ pub(crate) fn example_documents() -> Vec<String> {
         .collect();
     docs.sort();
     docs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Variants of a document: itself, each line left out, each line doubled, and the
+    /// statements in reverse (names used above their definition).
+    fn variants(src: &str) -> Vec<String> {
+        let lines: Vec<&str> = src.split_inclusive('\n').collect();
+        let mut out = vec![src.to_string()];
+        for k in 0..lines.len() {
+            let mut without = String::new();
+            let mut doubled = String::new();
+            for (n, l) in lines.iter().enumerate() {
+                if n != k {
+                    without.push_str(l);
+                }
+                doubled.push_str(l);
+                if n == k {
+                    doubled.push_str(l);
+                }
+            }
+            out.push(without);
+            out.push(doubled);
+        }
+        let mut blocks: Vec<String> = Vec::new();
+        for l in &lines {
+            if !l.starts_with([' ', '#', '\n']) || blocks.is_empty() {
+                blocks.push(String::new());
+            }
+            if let Some(b) = blocks.last_mut() {
+                b.push_str(l);
+            }
+        }
+        out.push(blocks.iter().rev().map(String::as_str).collect());
+        out
+    }
+
+    /// `check_print` gives what `check` then `print` give: the same text for a valid
+    /// document, the same refusals (rule, span, message, in order) for any other, over
+    /// every example and its variants, in both modes.
+    #[test]
+    fn check_print_is_check_then_print() {
+        let extra = [
+            "PLAN a budget 1R ttl 15:00\n  WHEN plan(b).fired\n  DO buy 1 ATM C @ fair\n  ARM c\nPLAN b budget 1R ttl 15:00\n  WHEN spot > 1\n  DO buy 1 ATM C @ fair\n".to_string(),
+            "WAKE w WHEN spot > 1 DELIVER v\nVIEW v\n  tape\n".to_string(),
+            "WAKE w WHEN spot > 1 DELIVER nope\nPLAN a budget 0R ttl +0m\n  WHEN plan(x).filled\n  ARM y\n".to_string(),
+            "USING signal SPX exec SPY 9999dte\nPLAN p budget 99999999999999999R ttl 15:00\n  WHEN spot > 1\n  DO buy 1 +1001 C @ fair\n".to_string(),
+            "CANCEL p\nSTAND-DOWN done\n".to_string(),
+        ];
+        let (mut valid, mut refused) = (0, 0);
+        for doc in example_documents().iter().chain(extra.iter()) {
+            for src in variants(doc) {
+                for mode in [Mode::File, Mode::Turn] {
+                    let want = check(&src, mode).map(|d| print(&d));
+                    let got = check_print(&src, mode);
+                    assert_eq!(got, want, "{mode:?}\n{src}");
+                    if want.is_ok() {
+                        valid += 1;
+                    } else {
+                        refused += 1;
+                    }
+                }
+            }
+        }
+        assert!(
+            valid > 50 && refused > 50,
+            "{valid} valid, {refused} refused"
+        );
+    }
 }

@@ -273,7 +273,14 @@ fn number(text: &str, key: &str, at: std::ops::Range<usize>, out: &mut Vec<Refus
     if !decimal {
         return;
     }
-    let Ok(x) = text.parse::<f64>() else { return };
+    // A short lexeme (the common case) is read without the general float parser.
+    let x = match decimal_value(text) {
+        Some(x) => x,
+        None => match text.parse::<f64>() {
+            Ok(x) => x,
+            Err(_) => return,
+        },
+    };
     if significant(text) > MAX_DIGITS || !x.is_finite() || x.abs() > MAX_ABS {
         out.push((
             at,
@@ -569,7 +576,7 @@ fn series(s: &Series, out: &mut Vec<Refusal>) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::ast::{Num, Span};
+    use super::super::ast::{Num, Span, decimal_value};
     use super::super::ranges_tree::{Node, from_value, to_node};
     use super::*;
     use crate::lang::parse;
@@ -789,6 +796,95 @@ mod tests {
             parsed > 200 && refused > 150,
             "{parsed} parsed, {refused} refused"
         );
+    }
+
+    /// The short-decimal fast path reads every lexeme to the bit the float parser reads,
+    /// and leaves the rest (too many digits, signs, lone points) to it.
+    #[test]
+    fn the_decimal_fast_path_is_the_float_parser() {
+        let mut state = 0x853c_49e6_748f_ea9b_u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut fast = 0;
+        let mut texts: Vec<String> = [
+            "0",
+            "-0",
+            "0.0",
+            "-0.0",
+            "1",
+            "0.1",
+            "0.3",
+            "4999.75",
+            "-1",
+            "99999999999999.9",
+            "999999999999999",
+            "9999999999999999",
+            "0.000000000000001",
+            "00000000000000012",
+            "1.",
+            ".5",
+            "+1",
+            "1.2.3",
+            "-",
+            "",
+            "1e5",
+            "12a",
+        ]
+        .iter()
+        .map(|t| t.to_string())
+        .collect();
+        for _ in 0..20_000 {
+            let int = next() % 10_u64.pow((next() % 16) as u32 + 1);
+            let frac_digits = (next() % 10) as usize;
+            let mut t = if next() % 4 == 0 {
+                "-".to_string()
+            } else {
+                String::new()
+            };
+            t.push_str(&int.to_string());
+            if frac_digits > 0 {
+                t.push('.');
+                for _ in 0..frac_digits {
+                    t.push(char::from(b'0' + (next() % 10) as u8));
+                }
+            }
+            texts.push(t);
+        }
+        for t in &texts {
+            let parsed = t.parse::<f64>().ok();
+            match decimal_value(t) {
+                Some(x) => {
+                    fast += 1;
+                    assert_eq!(Some(x.to_bits()), parsed.map(f64::to_bits), "{t}");
+                }
+                None => assert!(
+                    t.bytes().filter(u8::is_ascii_digit).count() > 15
+                        || !t
+                            .bytes()
+                            .all(|b| b.is_ascii_digit() || b == b'-' || b == b'.')
+                        || t.starts_with('.')
+                        || t.ends_with('.')
+                        || t.matches('.').count() > 1
+                        || t.trim_start_matches('-').is_empty(),
+                    "{t} left to the float parser"
+                ),
+            }
+            let n = Num {
+                text: t.clone(),
+                span: Span::default(),
+            };
+            let v = n.value();
+            assert_eq!(
+                v.to_bits(),
+                parsed.unwrap_or(f64::NAN).to_bits(),
+                "Num::value of {t}"
+            );
+        }
+        assert!(fast > 10_000, "{fast} read by the fast path");
     }
 
     /// `significant` counts as it did when it collected the digits into a `String`.

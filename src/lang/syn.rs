@@ -318,10 +318,34 @@ pub(crate) fn lit(s: &'static str, what: &'static str) -> Lit {
 /// table's value and the word as written.
 pub(crate) struct CiTable<T: 'static> {
     pub table: &'static [(&'static str, T)],
+    /// The first bytes of the table's words ([`ci_mask`]): a word whose first byte is not
+    /// in it is not looked up (most lookups are of other words, and fail there).
+    pub mask: u64,
     pub chars: WordChars,
     /// Must be followed directly by this text (consumed), like the `(` of `lean(`.
     pub then: &'static str,
     pub need: Need,
+}
+
+/// The bit of a byte in a [`CiTable`]'s mask (ASCII case folded; bytes may share a bit,
+/// which only costs a lookup).
+#[inline]
+const fn ci_bit(b: u8) -> u64 {
+    1u64 << (b.to_ascii_lowercase() & 63)
+}
+
+/// The mask of a table's first bytes, for [`CiTable::mask`].
+pub(crate) const fn ci_mask<T>(table: &[(&str, T)]) -> u64 {
+    let mut m = 0;
+    let mut k = 0;
+    while k < table.len() {
+        let w = table[k].0.as_bytes();
+        if !w.is_empty() {
+            m |= ci_bit(w[0]);
+        }
+        k += 1;
+    }
+    m
 }
 
 /// Which characters make up a word, for [`CiTable`].
@@ -353,15 +377,22 @@ impl WordChars {
 
 impl<T> CiTable<T> {
     fn find(&self, s: &str) -> Option<(usize, usize)> {
+        if self.mask & ci_bit(*s.as_bytes().first()?) == 0 {
+            return None;
+        }
         let end = self.chars.end(s);
         if end == 0 {
             return None;
         }
-        let w = &s[..end];
-        let k = self
-            .table
-            .iter()
-            .position(|(x, _)| x.eq_ignore_ascii_case(w))?;
+        // Words are ASCII (`end` stops at the first other byte). A table word is compared
+        // only when its length and first byte match (most are told apart there), which
+        // keeps the scan of a table to a few instructions per word.
+        let w = &s.as_bytes()[..end];
+        let w0 = w[0].to_ascii_lowercase();
+        let k = self.table.iter().position(|(x, _)| {
+            let x = x.as_bytes();
+            x.len() == end && x[0].to_ascii_lowercase() == w0 && x.eq_ignore_ascii_case(w)
+        })?;
         starts(&s[end..], self.then).then_some((k, end))
     }
 }

@@ -1015,6 +1015,7 @@ const MAX_CALL: &[(&str, ())] = &[(PRICE_PAIR_FUNCTIONS[1], ())];
 fn call(table: &'static [(&'static str, ())]) -> CiTable<()> {
     CiTable {
         table,
+        mask: ci_mask(table),
         chars: WordChars::Price,
         then: "(",
         need: Need::Expected("a price"),
@@ -1023,6 +1024,7 @@ fn call(table: &'static [(&'static str, ())]) -> CiTable<()> {
 
 rule!(pub(crate) fn price -> Price = "price", Choice { arms: (UNSIGNED.what("a price").map(|value| Price::Number { value }), CiTable {
             table: &[(STUB, ())],
+            mask: ci_mask(&[(STUB, ())]),
             chars: WordChars::Price,
             then: "",
             need: Need::Expected("a price"),
@@ -1032,6 +1034,7 @@ rule!(pub(crate) fn price -> Price = "price", Choice { arms: (UNSIGNED.what("a p
             Ctx {
                 a: CiTable {
                     table: AnchorKind::ALL,
+                    mask: ci_mask(AnchorKind::ALL),
                     chars: WordChars::Price,
                     then: "",
                     need: Need::Expected("a price"),
@@ -1150,6 +1153,7 @@ rule!(fn series -> Series = "series", Choice { arms: (SYM_SPOT
             }), (
             CiTable {
                 table: &[(VELOCITY, ())],
+                mask: ci_mask(&[(VELOCITY, ())]),
                 chars: WordChars::Series,
                 then: "(",
                 need: Need::Expected("velocity"),
@@ -1164,6 +1168,7 @@ rule!(fn series -> Series = "series", Choice { arms: (SYM_SPOT
                 span,
             }), CiTable {
             table: SIMPLE_SERIES,
+            mask: ci_mask(SIMPLE_SERIES),
             chars: WordChars::Series,
             then: "",
             need: Need::Expected("a series"),
@@ -1389,10 +1394,11 @@ rule!(fn strike -> Strike = "strike", Choice { arms: (word(ATM, || Strike::Atm),
         )
             .spanned()
             .map(|((k, n), span)| {
-                Strike::Relative(Num {
-                    text: format!("{}{}", if k == 1 { '-' } else { '+' }, n.text),
-                    span,
-                })
+                // The sign and the digits, without the formatting machinery (one per ticket).
+                let mut text = String::with_capacity(n.text.len() + 1);
+                text.push(if k == 1 { '-' } else { '+' });
+                text.push_str(&n.text);
+                Strike::Relative(Num { text, span })
             }), UNSIGNED.what("a strike").map(Strike::Absolute)), otherwise: instrument_guide });
 
 fn instrument_guide<T>(i: &mut In<'_>) -> R<T> {
@@ -2281,7 +2287,10 @@ enum Open {
 /// line) and no document is returned.
 pub fn parse_document(src: &str) -> Result<Document, Vec<Diagnostic>> {
     let mut statements: Vec<Statement> = Vec::new();
-    let tail = parse_statements(src, &mut |st| statements.push(st))?;
+    let tail = parse_statements(src, &mut |st| {
+        statements.push(st);
+        None
+    })?;
     Ok(Document { statements, tail })
 }
 
@@ -2289,9 +2298,12 @@ pub fn parse_document(src: &str) -> Result<Document, Vec<Diagnostic>> {
 /// last line is read, in order, for as long as no syntax error has been found (after one,
 /// the document is refused: the rest is only read for its errors). Gives the trivia after
 /// the last statement, or every syntax error, exactly as [`parse_document`] does.
+///
+/// `each` may give the statement back when it is done with it: its clause list's memory is
+/// then reused for the next plan's clauses (no list grows from empty again).
 pub(crate) fn parse_statements(
     src: &str,
-    each: &mut dyn FnMut(Statement),
+    each: &mut dyn FnMut(Statement) -> Option<Statement>,
 ) -> Result<Vec<Trivia>, Vec<Diagnostic>> {
     use crate::limits::{MAX_DOCUMENT_BYTES, MAX_STATEMENTS};
     // Line numbers are only needed for errors: the index is built on the first one.
@@ -2316,6 +2328,8 @@ pub(crate) fn parse_statements(
     // The statement being read (its clauses or panes follow), and how many were read.
     let mut cur: Option<Statement> = None;
     let mut count = 0usize;
+    // A clause list given back, emptied, for the next plan.
+    let mut spare: Vec<Clause> = Vec::new();
     let mut pending: Vec<Trivia> = Vec::new();
     let mut open = Open::None;
 
@@ -2409,18 +2423,24 @@ pub(crate) fn parse_statements(
                         Body::GradeClauses => Open::Grade,
                         Body::Flat => Open::Flat(kind.keyword()),
                     };
-                    let st = Statement {
+                    let mut st = Statement {
                         leading: std::mem::take(&mut pending),
                         kind,
                         trailing,
                         span: Span::new(start, line.start + code.len()),
                     };
                     count += 1;
-                    if let Some(done) = cur.replace(st)
+                    if let Some(done) = cur.take()
                         && errors.is_empty()
                     {
-                        each(done);
+                        recycle(each(done), &mut spare);
                     }
+                    if let StatementKind::Plan(p) = &mut st.kind
+                        && p.clauses.capacity() == 0
+                    {
+                        p.clauses = std::mem::take(&mut spare);
+                    }
+                    cur = Some(st);
                 }
                 Err(e) => {
                     open = Open::Broken;
@@ -2532,7 +2552,7 @@ pub(crate) fn parse_statements(
     if let Some(done) = cur
         && errors.is_empty()
     {
-        each(done);
+        recycle(each(done), &mut spare);
     }
     // Trailing blank lines are not kept.
     while pending.last() == Some(&Trivia::Blank) {
@@ -2542,6 +2562,20 @@ pub(crate) fn parse_statements(
         Ok(pending)
     } else {
         Err(errors)
+    }
+}
+
+/// Keep the clause list of a statement given back (emptied) as the next plan's, when it
+/// is the larger.
+fn recycle(back: Option<Statement>, spare: &mut Vec<Clause>) {
+    if let Some(Statement {
+        kind: StatementKind::Plan(mut p),
+        ..
+    }) = back
+        && p.clauses.capacity() > spare.capacity()
+    {
+        p.clauses.clear();
+        *spare = std::mem::take(&mut p.clauses);
     }
 }
 
