@@ -263,7 +263,73 @@ fn walk(t: &Tape, v: usize, key: &str, at: std::ops::Range<usize>, out: &mut Vec
     }
 }
 
+/// The bound of the field a number sits in ([`BOUNDS`]), found once: at compile time for
+/// the walk over the model ([`field`] in a `const` block).
+#[derive(Clone, Copy)]
+struct Field {
+    bound: Option<&'static (&'static str, f64, &'static str)>,
+}
+
+/// The [`Field`] of a key.
+const fn field(key: &str) -> Field {
+    let mut k = 0;
+    while k < BOUNDS.len() {
+        let (a, b) = (BOUNDS[k].0.as_bytes(), key.as_bytes());
+        if a.len() == b.len() {
+            let mut j = 0;
+            while j < a.len() && a[j] == b[j] {
+                j += 1;
+            }
+            if j == a.len() {
+                return Field {
+                    bound: Some(&BOUNDS[k]),
+                };
+            }
+        }
+        k += 1;
+    }
+    Field { bound: None }
+}
+
+/// The integer part of a plain decimal lexeme, `-?[0-9]+(\.[0-9]+)?` with at most 15
+/// digits; `None` for anything else.
+fn plain_int(text: &str) -> Option<u64> {
+    let b = text.as_bytes();
+    let b = b.strip_prefix(b"-").unwrap_or(b);
+    let (mut int, mut digits, mut point) = (0u64, 0usize, false);
+    for (n, &c) in b.iter().enumerate() {
+        match c {
+            b'0'..=b'9' => {
+                if !point {
+                    int = int * 10 + u64::from(c - b'0');
+                }
+                digits += 1;
+                if digits > MAX_DIGITS {
+                    return None;
+                }
+            }
+            b'.' if !point && n > 0 && n + 1 < b.len() => point = true,
+            _ => return None,
+        }
+    }
+    (digits > 0).then_some(int)
+}
+
+#[cfg(test)]
 fn number(text: &str, key: &str, at: std::ops::Range<usize>, out: &mut Vec<Refusal>) {
+    number_in(text, field(key), at, out);
+}
+
+fn number_in(text: &str, f: Field, at: std::ops::Range<usize>, out: &mut Vec<Refusal>) {
+    // The fast path: a plain decimal of at most 15 digits whose integer part is below the
+    // field's bound and [`MAX_ABS`] (whole numbers) is below both itself, so it fits.
+    let limit = f.bound.map_or(MAX_ABS, |b| b.1.min(MAX_ABS));
+    if limit.fract() == 0.0
+        && let Some(int) = plain_int(text)
+        && (int as f64) < limit
+    {
+        return;
+    }
     // Names and symbols share the `{text, span}` shape: only a decimal lexeme is a number
     // (`nan` or `inf` is a name here, never a float).
     let decimal = text.bytes().any(|b| b.is_ascii_digit())
@@ -291,7 +357,7 @@ fn number(text: &str, key: &str, at: std::ops::Range<usize>, out: &mut Vec<Refus
         ));
         return;
     }
-    if let Some((_, max, what)) = BOUNDS.iter().find(|(k, ..)| *k == key)
+    if let Some((_, max, what)) = f.bound
         && x.abs() > *max
     {
         out.push((
@@ -313,49 +379,54 @@ fn number(text: &str, key: &str, at: std::ops::Range<usize>, out: &mut Vec<Refus
 pub(crate) fn statement(st: &Statement, out: &mut Vec<Refusal>) {
     let here = rng(st.span);
     match &st.kind {
-        StatementKind::Import(i) => lexeme(&i.name.text, i.name.span, "name", out),
+        StatementKind::Import(i) => lexeme(&i.name.text, i.name.span, const { field("name") }, out),
         StatementKind::Using(u) => using(u, &here, out),
         StatementKind::View(v) | StatementKind::ShowView(v) => {
-            lexeme(&v.name.text, v.name.span, "name", out);
-            opt_num(&v.budget, "budget", out);
+            lexeme(&v.name.text, v.name.span, const { field("name") }, out);
+            opt_num(&v.budget, const { field("budget") }, out);
             for p in &v.panes {
                 pane(&p.pane, &rng(p.span), out);
             }
         }
         StatementKind::Wake(w) => {
-            lexeme(&w.name.text, w.name.span, "name", out);
+            lexeme(&w.name.text, w.name.span, const { field("name") }, out);
             trigger(&w.when, out);
             if let Some(d) = &w.deliver {
-                lexeme(&d.text, d.span, "deliver", out);
+                lexeme(&d.text, d.span, const { field("deliver") }, out);
             }
-            opt_num(&w.priority, "priority", out);
-            opt_num(&w.budget, "budget", out);
+            opt_num(&w.priority, const { field("priority") }, out);
+            opt_num(&w.budget, const { field("budget") }, out);
         }
         StatementKind::Plan(p) => {
-            lexeme(&p.name.text, p.name.span, "name", out);
-            num(&p.budget, "budget", out);
+            lexeme(&p.name.text, p.name.span, const { field("name") }, out);
+            num(&p.budget, const { field("budget") }, out);
             if let Ttl::After(d) = &p.ttl {
                 dur(d, out);
             }
-            opt_num(&p.priority, "priority", out);
+            opt_num(&p.priority, const { field("priority") }, out);
             for c in &p.clauses {
                 clause(&c.kind, &rng(c.span), out);
             }
         }
         StatementKind::Pod(p) => {
-            lexeme(&p.name.text, p.name.span, "name", out);
-            num(&p.day_loss, "day_loss", out);
+            lexeme(&p.name.text, p.name.span, const { field("name") }, out);
+            num(&p.day_loss, const { field("day_loss") }, out);
         }
         StatementKind::Book(b) => {
-            lexeme(&b.name.text, b.name.span, "name", out);
-            num(&b.budget, "budget", out);
+            lexeme(&b.name.text, b.name.span, const { field("name") }, out);
+            num(&b.budget, const { field("budget") }, out);
             for s in &b.coverage {
-                lexeme(&s.text, s.span, "coverage", out);
+                lexeme(&s.text, s.span, const { field("coverage") }, out);
             }
         }
-        StatementKind::Grade(g) => lexeme(&g.name.text, g.name.span, "name", out),
+        StatementKind::Grade(g) => lexeme(&g.name.text, g.name.span, const { field("name") }, out),
         StatementKind::StandDown(_) => {}
-        StatementKind::Cancel(c) => lexeme(&c.target.text, c.target.span, "target", out),
+        StatementKind::Cancel(c) => lexeme(
+            &c.target.text,
+            c.target.span,
+            const { field("target") },
+            out,
+        ),
     }
 }
 
@@ -363,17 +434,17 @@ fn rng(s: Span) -> std::ops::Range<usize> {
     s.start as usize..s.end as usize
 }
 
-fn lexeme(text: &str, at: Span, key: &str, out: &mut Vec<Refusal>) {
-    number(text, key, rng(at), out);
+fn lexeme(text: &str, at: Span, f: Field, out: &mut Vec<Refusal>) {
+    number_in(text, f, rng(at), out);
 }
 
-fn num(n: &Num, key: &str, out: &mut Vec<Refusal>) {
-    number(&n.text, key, rng(n.span), out);
+fn num(n: &Num, f: Field, out: &mut Vec<Refusal>) {
+    number_in(&n.text, f, rng(n.span), out);
 }
 
-fn opt_num(n: &Option<Num>, key: &str, out: &mut Vec<Refusal>) {
+fn opt_num(n: &Option<Num>, f: Field, out: &mut Vec<Refusal>) {
     if let Some(n) = n {
-        num(n, key, out);
+        num(n, f, out);
     }
 }
 
@@ -409,8 +480,13 @@ fn expiry(e: Option<&Expiry>, here: &std::ops::Range<usize>, out: &mut Vec<Refus
 }
 
 fn using(u: &Using, here: &std::ops::Range<usize>, out: &mut Vec<Refusal>) {
-    lexeme(&u.signal.text, u.signal.span, "signal", out);
-    lexeme(&u.exec.text, u.exec.span, "exec", out);
+    lexeme(
+        &u.signal.text,
+        u.signal.span,
+        const { field("signal") },
+        out,
+    );
+    lexeme(&u.exec.text, u.exec.span, const { field("exec") }, out);
     expiry(u.expiry.as_ref(), here, out);
 }
 
@@ -419,12 +495,12 @@ fn pane(p: &Pane, here: &std::ops::Range<usize>, out: &mut Vec<Refusal>) {
         Pane::Tape { bar: Some(d) } | Pane::Velocity { window: d } => dur(d, out),
         Pane::Chain { expiry: e, strikes } => {
             expiry(Some(e), here, out);
-            opt_num(strikes, "strikes", out);
+            opt_num(strikes, const { field("strikes") }, out);
         }
         Pane::Gex { expiry: e } => expiry(Some(e), here, out),
-        Pane::Skew { delta } => num(delta, "delta", out),
+        Pane::Skew { delta } => num(delta, const { field("delta") }, out),
         Pane::Blotter { last } | Pane::Journal { last } | Pane::Headlines { last } => {
-            opt_num(last, "last", out)
+            opt_num(last, const { field("last") }, out)
         }
         Pane::Tape { bar: None } | Pane::Levels | Pane::Kernel | Pane::Plans => {}
     }
@@ -445,8 +521,8 @@ fn clause(c: &ClauseKind, here: &std::ops::Range<usize>, out: &mut Vec<Refusal>)
             price: p,
             modifiers: m,
         } => {
-            num(mult, "mult", out);
-            opt_num(frac, "frac", out);
+            num(mult, const { field("mult") }, out);
+            opt_num(frac, const { field("frac") }, out);
             price(p, out);
             modifiers(m, out);
         }
@@ -468,11 +544,11 @@ fn clause(c: &ClauseKind, here: &std::ops::Range<usize>, out: &mut Vec<Refusal>)
 }
 
 fn ticket(t: &Ticket, out: &mut Vec<Refusal>) {
-    num(&t.qty, "qty", out);
+    num(&t.qty, const { field("qty") }, out);
     if let Instrument::Option { strike, .. } = &t.instrument {
         match strike {
-            Strike::Relative(n) => num(n, "relative", out),
-            Strike::Absolute(n) => num(n, "absolute", out),
+            Strike::Relative(n) => num(n, const { field("relative") }, out),
+            Strike::Absolute(n) => num(n, const { field("absolute") }, out),
             Strike::Atm => {}
         }
     }
@@ -498,15 +574,15 @@ fn price(p: &Price, out: &mut Vec<Refusal>) {
     match p {
         Price::Anchor { offset, .. } => {
             if let Some(o) = offset {
-                num(&o.amount, "amount", out);
+                num(&o.amount, const { field("amount") }, out);
             }
         }
-        Price::Number { value } => num(value, "value", out),
+        Price::Number { value } => num(value, const { field("value") }, out),
         Price::Stub { .. } => {}
         Price::Lean { a, b, w, .. } => {
             price(a, out);
             price(b, out);
-            num(w, "w", out);
+            num(w, const { field("w") }, out);
         }
         Price::Min { a, b, .. } | Price::Max { a, b, .. } => {
             price(a, out);
@@ -544,10 +620,10 @@ fn predicate(p: &Predicate, out: &mut Vec<Refusal>) {
             series(s, out);
             match v {
                 // `{"kind": "number", "value": {..}}`: the number sits under its kind.
-                Value::Number { value } => num(value, "number", out),
+                Value::Number { value } => num(value, const { field("number") }, out),
                 Value::Clock { .. } => {}
                 Value::Series { series: s } => series(s, out),
-                Value::Percentile { pct } => num(pct, "pct", out),
+                Value::Percentile { pct } => num(pct, const { field("pct") }, out),
             }
             if let Some(d) = held {
                 dur(d, out);
@@ -555,13 +631,13 @@ fn predicate(p: &Predicate, out: &mut Vec<Refusal>) {
         }
         Predicate::Event { event, within, .. } => {
             if let Event::PlanFired { plan } | Event::PlanFilled { plan } = event {
-                lexeme(&plan.text, plan.span, "plan", out);
+                lexeme(&plan.text, plan.span, const { field("plan") }, out);
             }
             if let Some(d) = within {
                 dur(d, out);
             }
         }
-        Predicate::TMinus { minutes, .. } => num(minutes, "minutes", out),
+        Predicate::TMinus { minutes, .. } => num(minutes, const { field("minutes") }, out),
         Predicate::Phase { .. } => {}
     }
 }
@@ -569,7 +645,7 @@ fn predicate(p: &Predicate, out: &mut Vec<Refusal>) {
 fn series(s: &Series, out: &mut Vec<Refusal>) {
     match &s.kind {
         SeriesKind::Velocity { window } => dur(window, out),
-        SeriesKind::SymSpot { sym } => lexeme(&sym.text, sym.span, "sym", out),
+        SeriesKind::SymSpot { sym } => lexeme(&sym.text, sym.span, const { field("sym") }, out),
         _ => {}
     }
 }

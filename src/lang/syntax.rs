@@ -146,9 +146,17 @@ pub(crate) fn expected<T>(i: &In<'_>, what: &str) -> R<T> {
 
 /// Does a word end where `rest` starts (end, or a char that cannot continue a word)?
 pub(crate) fn ends_word(rest: &str) -> bool {
-    rest.chars()
-        .next()
-        .is_none_or(|c| !(c.is_alphanumeric() || matches!(c, '-' | '_' | '.' | '/')))
+    match rest.as_bytes().first() {
+        None => true,
+        // ASCII (nearly always): no decoding.
+        Some(&b) if b.is_ascii() => {
+            !(b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'/'))
+        }
+        Some(_) => rest
+            .chars()
+            .next()
+            .is_none_or(|c| !(c.is_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))),
+    }
 }
 
 fn word_run<'a>(i: &mut In<'a>) -> &'a str {
