@@ -405,11 +405,18 @@ impl<T> CiTable<T> {
         // only when its length and first byte match (most are told apart there), which
         // keeps the scan of a table to a few instructions per word.
         let w = &s.as_bytes()[..end];
-        let w0 = w[0].to_ascii_lowercase();
-        let k = self.table.iter().position(|(x, _)| {
-            let x = x.as_bytes();
-            x.len() == end && x[0].to_ascii_lowercase() == w0 && x.eq_ignore_ascii_case(w)
-        })?;
+        // The word as the table spells it (text is nearly always canonical), then in any
+        // case. No two words of a table are equal ignoring case, so both give the same entry.
+        let k = match self.table.iter().position(|(x, _)| x.as_bytes() == w) {
+            Some(k) => k,
+            None => {
+                let w0 = w[0].to_ascii_lowercase();
+                self.table.iter().position(|(x, _)| {
+                    let x = x.as_bytes();
+                    x.len() == end && x[0].to_ascii_lowercase() == w0 && x.eq_ignore_ascii_case(w)
+                })?
+            }
+        };
         starts(&s[end..], self.then).then_some((k, end))
     }
 }

@@ -2750,6 +2750,40 @@ fn line_end(d: &mut Describer) -> Term {
 }
 
 #[cfg(test)]
+mod table_tests {
+    use super::*;
+
+    /// The keyword tables' words are told apart by case-folded text (a lookup tries the
+    /// exact spelling first, then any case: both must find the same entry), and each is
+    /// made of its table's word characters (otherwise it could never be read).
+    #[test]
+    fn keyword_table_words_are_distinct_ignoring_case() {
+        fn words<T>(t: &[(&'static str, T)]) -> Vec<&'static str> {
+            t.iter().map(|(w, _)| *w).collect()
+        }
+        let tables = [
+            (words(AnchorKind::ALL), WordChars::Price),
+            (words(SIMPLE_SERIES), WordChars::Series),
+            (words(MIN_CALL), WordChars::Price),
+            (words(MAX_CALL), WordChars::Price),
+            (vec![STUB, LEAN], WordChars::Price),
+            (vec![VELOCITY], WordChars::Series),
+        ];
+        let mut seen = 0;
+        for (t, chars) in &tables {
+            for (a, x) in t.iter().enumerate() {
+                assert_eq!(chars.word(x), *x, "{x} is one word");
+                for y in &t[a + 1..] {
+                    assert!(!x.eq_ignore_ascii_case(y), "{x} and {y}");
+                }
+                seen += 1;
+            }
+        }
+        assert!(seen > 20, "{seen} words");
+    }
+}
+
+#[cfg(test)]
 mod lexeme_tests {
     //! Each lexeme is the one place where a lexer and its grammar term are two pieces of
     //! code. Here every lexer is run against its own term, on many small random texts: the
