@@ -11,11 +11,14 @@
 //! - per field: [`BOUNDS`] (a quantity, a strike offset, a budget, `T-` minutes, a TP
 //!   multiple), every duration at most [`MAX_DURATION_S`], a `<n>dte` at most [`MAX_DTE`].
 //!
-//! The walk goes over the model's serialization (when a scan of the text finds a number
-//! that might not fit, [`may_refuse`]), the one place that lists every number of
-//! every statement, so a field added later cannot escape the check: a number object is
-//! `{"text", "span"}`, a duration `{"amount", "unit", "text", "span"}`, an expiry
-//! `{"kind": "dte", "value"}`, and the bound of a field is found by the key it sits under.
+//! The check walks the typed model a statement at a time ([`statement`]; only when a scan of
+//! the text finds a number that might not fit, [`may_refuse`]). Its reference is the walk
+//! over the model's serialization (kept for the tests), the one place that lists every
+//! number of every statement: a number object is `{"text", "span"}`, a duration
+//! `{"amount", "unit", "text", "span"}`, an expiry `{"kind": "dte", "value"}`, and the bound
+//! of a field is found by the key it sits under. `the_model_walk_is_the_tape_walk` holds the
+//! two to the same refusals over every example with its numbers redrawn, so a field added
+//! later (and used in an example) that the typed walk misses fails that test.
 
 use super::ast::*;
 #[cfg(test)]
