@@ -56,7 +56,10 @@ pub fn check_in_scope(src: &str, mode: Mode, scope: &Scope) -> Result<Document, 
 /// the whole document's model is never held (`kestrel print` of a large document holds its
 /// text and the printed text, and one statement).
 pub fn check_print(src: &str, mode: Mode) -> Result<String, Vec<Diagnostic>> {
-    let mut out = String::with_capacity(src.len().saturating_add(64));
+    // The printed text of a valid document is about its own size; a document over the size
+    // limit is refused unread, so the reservation is never more than the limit.
+    let cap = src.len().min(crate::limits::MAX_DOCUMENT_BYTES);
+    let mut out = String::with_capacity(cap.saturating_add(64));
     let mut checker = rules::Checker::new(src, mode, &Scope::default());
     let tail = syntax::parse_statements(src, &mut |st| {
         checker.statement(&st);

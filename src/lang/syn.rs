@@ -321,6 +321,9 @@ pub(crate) struct CiTable<T: 'static> {
     /// The first bytes of the table's words ([`ci_mask`]): a word whose first byte is not
     /// in it is not looked up (most lookups are of other words, and fail there).
     pub mask: u64,
+    /// Give the word as written (`false`: an empty `String`, no allocation, for a call
+    /// head whose spelling nothing keeps).
+    pub text: bool,
     pub chars: WordChars,
     /// Must be followed directly by this text (consumed), like the `(` of `lean(`.
     pub then: &'static str,
@@ -426,7 +429,12 @@ impl<T: Copy + Send + Sync> Syn for CiTable<T> {
     fn parse(&self, i: &mut In<'_>) -> R<(T, String)> {
         match self.find(i.input) {
             Some((k, end)) => {
-                let t = i.next_slice(end).to_string();
+                let w = i.next_slice(end);
+                let t = if self.text {
+                    w.to_string()
+                } else {
+                    String::new()
+                };
                 let _ = i.next_slice(self.then.len());
                 Ok((self.table[k].1, t))
             }

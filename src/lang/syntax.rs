@@ -1024,6 +1024,7 @@ fn call(table: &'static [(&'static str, ())]) -> CiTable<()> {
     CiTable {
         table,
         mask: ci_mask(table),
+        text: false,
         chars: WordChars::Price,
         then: "(",
         need: Need::Expected("a price"),
@@ -1033,6 +1034,7 @@ fn call(table: &'static [(&'static str, ())]) -> CiTable<()> {
 rule!(pub(crate) fn price -> Price = "price", Choice { arms: (UNSIGNED.what("a price").map(|value| Price::Number { value }), CiTable {
             table: &[(STUB, ())],
             mask: ci_mask(&[(STUB, ())]),
+            text: true,
             chars: WordChars::Price,
             then: "",
             need: Need::Expected("a price"),
@@ -1043,6 +1045,7 @@ rule!(pub(crate) fn price -> Price = "price", Choice { arms: (UNSIGNED.what("a p
                 a: CiTable {
                     table: AnchorKind::ALL,
                     mask: ci_mask(AnchorKind::ALL),
+                    text: true,
                     chars: WordChars::Price,
                     then: "",
                     need: Need::Expected("a price"),
@@ -1162,6 +1165,7 @@ rule!(fn series -> Series = "series", Choice { arms: (SYM_SPOT
             CiTable {
                 table: &[(VELOCITY, ())],
                 mask: ci_mask(&[(VELOCITY, ())]),
+                text: true,
                 chars: WordChars::Series,
                 then: "(",
                 need: Need::Expected("velocity"),
@@ -1177,6 +1181,7 @@ rule!(fn series -> Series = "series", Choice { arms: (SYM_SPOT
             }), CiTable {
             table: SIMPLE_SERIES,
             mask: ci_mask(SIMPLE_SERIES),
+            text: true,
             chars: WordChars::Series,
             then: "",
             need: Need::Expected("a series"),
