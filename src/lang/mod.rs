@@ -65,7 +65,10 @@ pub fn check_print(src: &str, mode: Mode) -> Result<String, Vec<Diagnostic>> {
         checker.statement(&st);
         print::print_statement(&mut out, &st);
         Some(st)
-    })?;
+    });
+    // The lexeme strings kept for reuse go back to the allocator with the document.
+    syntax::clear_pool();
+    let tail = tail?;
     let errors = checker.finish();
     if !errors.is_empty() {
         return Err(errors);

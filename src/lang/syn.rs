@@ -431,7 +431,7 @@ impl<T: Copy + Send + Sync> Syn for CiTable<T> {
             Some((k, end)) => {
                 let w = i.next_slice(end);
                 let t = if self.text {
-                    w.to_string()
+                    super::syntax::lexeme_string(w)
                 } else {
                     String::new()
                 };

@@ -167,6 +167,219 @@ fn word_run<'a>(i: &mut In<'a>) -> &'a str {
     r.unwrap_or("")
 }
 
+// ---------------------------------------------------------------- lexeme strings
+
+thread_local! {
+    /// Strings of statements already checked and printed (`check_print` gives each
+    /// statement back), emptied, for the next statements' lexemes: a lexeme read then costs
+    /// no allocation, and a statement dropped frees fewer. At most [`POOL_MAX`]; emptied by
+    /// [`clear_pool`] when the document is done.
+    static POOL: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The most strings the pool keeps.
+const POOL_MAX: usize = 1 << 13;
+/// The least capacity of a lexeme's `String`: malloc's smallest chunk holds 24 bytes
+/// whatever is asked, and a string given back then holds any short lexeme without growing.
+const LEXEME_CAP: usize = 24;
+/// The largest string the pool takes back.
+const POOL_CAP: usize = 64;
+
+/// `s` as an owned lexeme, in a string from the pool when it has one.
+pub(crate) fn lexeme_string(s: &str) -> String {
+    let reused = POOL
+        .try_with(|p| p.try_borrow_mut().ok().and_then(|mut p| p.pop()))
+        .ok()
+        .flatten();
+    match reused {
+        Some(mut t) => {
+            t.clear();
+            t.push_str(s);
+            t
+        }
+        None => {
+            let mut t = String::with_capacity(s.len().max(LEXEME_CAP));
+            t.push_str(s);
+            t
+        }
+    }
+}
+
+/// Give a lexeme's string to the pool (a short one, while the pool has room).
+fn give_back(s: &mut String) {
+    if s.capacity() == 0 || s.capacity() > POOL_CAP {
+        return;
+    }
+    let t = std::mem::take(s);
+    let _ = POOL.try_with(|p| {
+        if let Ok(mut p) = p.try_borrow_mut()
+            && p.len() < POOL_MAX
+        {
+            p.push(t);
+        }
+    });
+}
+
+/// Empty the pool (its memory goes back to the allocator).
+pub(crate) fn clear_pool() {
+    let _ = POOL.try_with(|p| {
+        if let Ok(mut p) = p.try_borrow_mut() {
+            *p = Vec::new();
+        }
+    });
+}
+
+/// Give every lexeme string of a plan to the pool (the statement is then dropped).
+fn harvest_plan(p: &mut Plan) {
+    give_back(&mut p.name.text);
+    give_back(&mut p.budget.text);
+    if let Some(n) = &mut p.priority {
+        give_back(&mut n.text);
+    }
+    for c in &mut p.clauses {
+        match &mut c.kind {
+            ClauseKind::Using(u) => {
+                give_back(&mut u.signal.text);
+                give_back(&mut u.exec.text);
+            }
+            ClauseKind::When(t) | ClauseKind::CancelIf(t) => harvest_trigger(t),
+            ClauseKind::Do(t) | ClauseKind::Also(t) => harvest_ticket(t),
+            ClauseKind::Reload { when, ticket } => {
+                harvest_trigger(when);
+                harvest_ticket(ticket);
+            }
+            ClauseKind::Tp {
+                mult,
+                frac,
+                price,
+                modifiers,
+            } => {
+                give_back(&mut mult.text);
+                if let Some(f) = frac {
+                    give_back(&mut f.text);
+                }
+                harvest_price(price);
+                harvest_modifiers(modifiers);
+            }
+            ClauseKind::Exit {
+                when,
+                price,
+                modifiers,
+            } => {
+                harvest_trigger(when);
+                if let Some(p) = price {
+                    harvest_price(p);
+                }
+                harvest_modifiers(modifiers);
+            }
+            ClauseKind::Invalidate { when, .. } => harvest_trigger(when),
+            ClauseKind::Arm(n) => give_back(&mut n.text),
+        }
+    }
+}
+
+fn harvest_ticket(t: &mut Ticket) {
+    give_back(&mut t.qty.text);
+    if let Instrument::Option {
+        strike: Strike::Relative(n) | Strike::Absolute(n),
+        ..
+    } = &mut t.instrument
+    {
+        give_back(&mut n.text);
+    }
+    harvest_price(&mut t.price);
+    harvest_modifiers(&mut t.modifiers);
+}
+
+fn harvest_modifiers(m: &mut [Modifier]) {
+    for m in m {
+        match m {
+            Modifier::Esc { price, after } => {
+                harvest_price(price);
+                give_back(&mut after.text);
+            }
+            Modifier::Cap { price } | Modifier::Floor { price } => harvest_price(price),
+            Modifier::CancelIf { when } => harvest_trigger(when),
+            Modifier::Peg | Modifier::Fix => {}
+        }
+    }
+}
+
+fn harvest_price(p: &mut Price) {
+    match p {
+        Price::Anchor { anchor, offset } => {
+            give_back(&mut anchor.text);
+            if let Some(o) = offset {
+                give_back(&mut o.amount.text);
+            }
+        }
+        Price::Number { value } => give_back(&mut value.text),
+        Price::Stub { text, .. } => give_back(text),
+        Price::Lean { a, b, w, .. } => {
+            harvest_price(a);
+            harvest_price(b);
+            give_back(&mut w.text);
+        }
+        Price::Min { a, b, .. } | Price::Max { a, b, .. } => {
+            harvest_price(a);
+            harvest_price(b);
+        }
+    }
+}
+
+fn harvest_trigger(t: &mut Trigger) {
+    match t {
+        Trigger::Or { terms } | Trigger::And { terms } => {
+            terms.iter_mut().for_each(harvest_trigger)
+        }
+        Trigger::Not { inner } | Trigger::Group { inner } => harvest_trigger(inner),
+        Trigger::Pred { pred } => match pred {
+            Predicate::Cross {
+                series,
+                value,
+                held,
+                ..
+            }
+            | Predicate::Compare {
+                series,
+                value,
+                held,
+                ..
+            } => {
+                harvest_series(series);
+                match value {
+                    Value::Number { value } => give_back(&mut value.text),
+                    Value::Series { series } => harvest_series(series),
+                    Value::Percentile { pct } => give_back(&mut pct.text),
+                    Value::Clock { .. } => {}
+                }
+                if let Some(d) = held {
+                    give_back(&mut d.text);
+                }
+            }
+            Predicate::Event { event, within, .. } => {
+                if let Event::PlanFired { plan } | Event::PlanFilled { plan } = event {
+                    give_back(&mut plan.text);
+                }
+                if let Some(d) = within {
+                    give_back(&mut d.text);
+                }
+            }
+            Predicate::TMinus { minutes, .. } => give_back(&mut minutes.text),
+            Predicate::Phase { .. } => {}
+        },
+    }
+}
+
+fn harvest_series(s: &mut Series) {
+    give_back(&mut s.text);
+    match &mut s.kind {
+        SeriesKind::Velocity { window } => give_back(&mut window.text),
+        SeriesKind::SymSpot { sym } => give_back(&mut sym.text),
+        _ => {}
+    }
+}
+
 fn span_from(start: usize, i: &In<'_>) -> Span {
     Span::new(start, pos(i))
 }
@@ -221,7 +434,7 @@ pub(crate) fn name(i: &mut In<'_>, what: &str) -> R<Name> {
         }));
     }
     Ok(Name {
-        text: text.to_string(),
+        text: lexeme_string(text),
         span: span_from(start, i),
     })
 }
@@ -254,7 +467,7 @@ pub(crate) fn number(i: &mut In<'_>, what: &str) -> R<Num> {
     let start = pos(i);
     match number_lexeme(i) {
         Some(t) => Ok(Num {
-            text: t.to_string(),
+            text: lexeme_string(t),
             span: span_from(start, i),
         }),
         None => expected(i, what),
@@ -319,7 +532,7 @@ fn dur(i: &mut In<'_>, what: &str) -> R<Dur> {
             Some(b'm') => DurUnit::M,
             _ => DurUnit::H,
         },
-        text: digits.to_string(),
+        text: lexeme_string(digits),
         span: span_from(start, i),
     })
 }
@@ -402,7 +615,7 @@ fn sym(i: &mut In<'_>, what: &str) -> R<Sym> {
     }
     let t = i.next_slice(n);
     Ok(Sym {
-        text: t.to_string(),
+        text: lexeme_string(t),
         span: span_from(start, i),
     })
 }
@@ -929,7 +1142,7 @@ static OFFSET: Lexeme<Offset> = Lexeme {
             );
         };
         let amount = Num {
-            text: lex.to_string(),
+            text: lexeme_string(lex),
             span: span_from(astart, i),
         };
         let unit = if i.input.starts_with('c') {
@@ -1407,10 +1620,9 @@ rule!(fn strike -> Strike = "strike", Choice { arms: (word(ATM, || Strike::Atm),
         )
             .spanned()
             .map(|((k, n), span)| {
-                // The sign and the digits, without the formatting machinery (one per ticket).
-                let mut text = String::with_capacity(n.text.len() + 1);
-                text.push(if k == 1 { '-' } else { '+' });
-                text.push_str(&n.text);
+                // The sign and the digits, in the digits' string (no formatting machinery).
+                let mut text = n.text;
+                text.insert(0, if k == 1 { '-' } else { '+' });
                 Strike::Relative(Num { text, span })
             }), UNSIGNED.what("a strike").map(Strike::Absolute)), otherwise: instrument_guide });
 
@@ -2585,10 +2797,12 @@ fn recycle(back: Option<Statement>, spare: &mut Vec<Clause>) {
         kind: StatementKind::Plan(mut p),
         ..
     }) = back
-        && p.clauses.capacity() > spare.capacity()
     {
-        p.clauses.clear();
-        *spare = std::mem::take(&mut p.clauses);
+        harvest_plan(&mut p);
+        if p.clauses.capacity() > spare.capacity() {
+            p.clauses.clear();
+            *spare = std::mem::take(&mut p.clauses);
+        }
     }
 }
 
@@ -2785,6 +2999,34 @@ mod table_tests {
             }
         }
         assert!(seen > 20, "{seen} words");
+    }
+
+    /// Statements given back fill the lexeme pool (bounded), their strings are reused with
+    /// the same text as fresh ones, and the pool is empty once `check_print` is done.
+    #[test]
+    fn the_lexeme_pool_is_reused_and_emptied() {
+        let plan = "PLAN p{n} budget 0.3R ttl 14:45\n  WHEN spot crosses below 5000.25 AND velocity(1m) >= p90\n  DO buy 2 +1 C @ lean(bid, fair, 0.4) esc fair 2m\n  RELOAD WHEN spot < 4999.5 buy 1 -2 P @ min(fair-3c, mid)\n";
+        let doc: String = (0..50)
+            .map(|n| plan.replace("{n}", &format!("-{n}")))
+            .collect();
+        let mut filled = 0;
+        let mut spare = Vec::new();
+        let tail = parse_statements(&doc, &mut |st| {
+            let back = Some(st);
+            recycle(back, &mut spare);
+            filled = filled.max(POOL.with(|p| p.borrow().len()));
+            None
+        });
+        assert!(tail.is_ok());
+        assert!(filled > 10 && filled <= POOL_MAX, "{filled} in the pool");
+        clear_pool();
+        assert_eq!(
+            crate::lang::check_print(&doc, crate::lang::Mode::File),
+            Ok(doc.clone())
+        );
+        assert_eq!(POOL.with(|p| p.borrow().len()), 0);
+        let fresh = crate::lang::parse(&doc).map(|d| crate::lang::print(&d));
+        assert_eq!(fresh, Ok(doc));
     }
 }
 
