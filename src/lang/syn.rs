@@ -410,7 +410,12 @@ impl<T> CiTable<T> {
         let w = &s.as_bytes()[..end];
         // The word as the table spells it (text is nearly always canonical), then in any
         // case. No two words of a table are equal ignoring case, so both give the same entry.
-        let k = match self.table.iter().position(|(x, _)| x.as_bytes() == w) {
+        // (A byte loop: the words are a few bytes, shorter than a call to `memcmp`.)
+        let k = match self
+            .table
+            .iter()
+            .position(|(x, _)| x.len() == end && x.bytes().zip(w).all(|(a, &b)| a == b))
+        {
             Some(k) => k,
             None => {
                 let w0 = w[0].to_ascii_lowercase();

@@ -220,9 +220,14 @@ fn give_back(s: &mut String) {
     });
 }
 
-/// Empty the pool (its memory goes back to the allocator).
+/// Empty the pools (their memory goes back to the allocator).
 pub(crate) fn clear_pool() {
     let _ = POOL.try_with(|p| {
+        if let Ok(mut p) = p.try_borrow_mut() {
+            *p = Vec::new();
+        }
+    });
+    let _ = BOXES.try_with(|p| {
         if let Ok(mut p) = p.try_borrow_mut() {
             *p = Vec::new();
         }
@@ -305,7 +310,62 @@ fn harvest_modifiers(m: &mut [Modifier]) {
     }
 }
 
+thread_local! {
+    /// The boxes of `lean(...)`, `min(...)` and `max(...)` operands given back, for the next
+    /// statements' (with [`POOL`]; emptied by [`clear_pool`]).
+    static BOXES: std::cell::RefCell<Vec<Box<Price>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A price operand's box, from the pool when it has one.
+fn boxed_price(p: Price) -> Box<Price> {
+    let reused = BOXES
+        .try_with(|b| b.try_borrow_mut().ok().and_then(|mut b| b.pop()))
+        .ok()
+        .flatten();
+    match reused {
+        Some(mut b) => {
+            *b = p;
+            b
+        }
+        None => Box::new(p),
+    }
+}
+
+/// A price with nothing in it (no allocation): what a box holds in the pool.
+fn empty_price() -> Price {
+    Price::Stub {
+        text: String::new(),
+        span: Span::default(),
+    }
+}
+
+/// Give an operand's box to the pool, emptied.
+fn give_box(mut b: Box<Price>) {
+    *b = empty_price();
+    let _ = BOXES.try_with(|p| {
+        if let Ok(mut p) = p.try_borrow_mut()
+            && p.len() < POOL_MAX
+        {
+            p.push(b);
+        }
+    });
+}
+
 fn harvest_price(p: &mut Price) {
+    if let Price::Lean { a, b, .. } | Price::Min { a, b, .. } | Price::Max { a, b, .. } = p {
+        harvest_price(a);
+        harvest_price(b);
+        if let Price::Lean { w, .. } = p {
+            give_back(&mut w.text);
+        }
+        if let Price::Lean { a, b, .. } | Price::Min { a, b, .. } | Price::Max { a, b, .. } =
+            std::mem::replace(p, empty_price())
+        {
+            give_box(a);
+            give_box(b);
+        }
+        return;
+    }
     match p {
         Price::Anchor { anchor, offset } => {
             give_back(&mut anchor.text);
@@ -1289,8 +1349,8 @@ rule!(pub(crate) fn price -> Price = "price", Choice { arms: (UNSIGNED.what("a p
         )
             .spanned()
             .map(|((_, _, a, _, b, _, w, _), span)| Price::Lean {
-                a: Box::new(a),
-                b: Box::new(b),
+                a: boxed_price(a),
+                b: boxed_price(b),
                 w,
                 span,
             }), (
@@ -1303,8 +1363,8 @@ rule!(pub(crate) fn price -> Price = "price", Choice { arms: (UNSIGNED.what("a p
         )
             .spanned()
             .map(|((_, _, a, _, b, _), span)| Price::Min {
-                a: Box::new(a),
-                b: Box::new(b),
+                a: boxed_price(a),
+                b: boxed_price(b),
                 span,
             }), (
             call(MAX_CALL),
@@ -1316,8 +1376,8 @@ rule!(pub(crate) fn price -> Price = "price", Choice { arms: (UNSIGNED.what("a p
         )
             .spanned()
             .map(|((_, _, a, _, b, _), span)| Price::Max {
-                a: Box::new(a),
-                b: Box::new(b),
+                a: boxed_price(a),
+                b: boxed_price(b),
                 span,
             })), otherwise: price_guide });
 
