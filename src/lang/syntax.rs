@@ -312,7 +312,9 @@ fn harvest_modifiers(m: &mut [Modifier]) {
 
 thread_local! {
     /// The boxes of `lean(...)`, `min(...)` and `max(...)` operands given back, for the next
-    /// statements' (with [`POOL`]; emptied by [`clear_pool`]).
+    /// statements' (with [`POOL`]; emptied by [`clear_pool`]). The boxes themselves are
+    /// what is kept: each is an allocation the next operand reuses.
+    #[allow(clippy::vec_box)]
     static BOXES: std::cell::RefCell<Vec<Box<Price>>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
@@ -3079,12 +3081,17 @@ mod table_tests {
         });
         assert!(tail.is_ok());
         assert!(filled > 10 && filled <= POOL_MAX, "{filled} in the pool");
+        assert!(
+            BOXES.with(|b| b.borrow().len()) > 0,
+            "operand boxes given back"
+        );
         clear_pool();
         assert_eq!(
             crate::lang::check_print(&doc, crate::lang::Mode::File),
             Ok(doc.clone())
         );
         assert_eq!(POOL.with(|p| p.borrow().len()), 0);
+        assert_eq!(BOXES.with(|b| b.borrow().len()), 0);
         let fresh = crate::lang::parse(&doc).map(|d| crate::lang::print(&d));
         assert_eq!(fresh, Ok(doc));
     }
