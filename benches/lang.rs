@@ -109,6 +109,10 @@ fn bench(c: &mut Criterion) {
                 .map(|d| black_box(lang::print(&d)))
         })
     });
+    // What `kestrel print` runs: check and print a statement at a time.
+    g.bench_function(BenchmarkId::new("kestrel", "check_print"), |b| {
+        b.iter(|| black_box(lang::check_print(black_box(&big), lang::Mode::File).ok()))
+    });
     g.throughput(Throughput::Bytes(big_toml.len() as u64));
     g.bench_function(BenchmarkId::new("toml_edit", "parse+print"), |b| {
         b.iter(|| {

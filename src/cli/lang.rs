@@ -182,9 +182,9 @@ pub fn print(a: &PrintArgs) -> i32 {
             code = code.max(1);
             continue;
         };
-        match lang::check(&src, mode(a.turn)) {
-            Ok(doc) => {
-                // The source is not needed to print the model: its memory goes first.
+        // Checked and printed a statement at a time: the document's model is never whole.
+        match lang::check_print(&src, mode(a.turn)) {
+            Ok(text) => {
                 drop(src);
                 let head = if several {
                     format!("# == {}\n", path.display())
@@ -193,7 +193,7 @@ pub fn print(a: &PrintArgs) -> i32 {
                 };
                 code = code.max(super::out::stdout_with(|o| {
                     o.write_all(head.as_bytes())?;
-                    lang::print_to(&doc, o)
+                    o.write_all(text.as_bytes())
                 }));
             }
             Err(errors) => {

@@ -139,8 +139,43 @@ impl Num {
     /// The numeric value. Lexemes are validated by the parser, so this never fails for a
     /// parsed number; a hand-built bad lexeme reads as NaN.
     pub fn value(&self) -> f64 {
-        self.text.parse().unwrap_or(f64::NAN)
+        decimal_value(&self.text).unwrap_or_else(|| self.text.parse().unwrap_or(f64::NAN))
     }
+}
+
+/// The value of a short decimal lexeme, `-?[0-9]+(\.[0-9]+)?` with at most 15 digits in
+/// all, computed without the general float parser: the digits as an integer (below 2^53,
+/// so exact) divided by an exact power of ten, one correctly rounded division, which is the
+/// value `str::parse::<f64>` gives (its own fast path). Anything else: `None`.
+pub(crate) fn decimal_value(text: &str) -> Option<f64> {
+    const POW10: [f64; 16] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+    ];
+    let b = text.as_bytes();
+    let (neg, b) = match b.first() {
+        Some(b'-') => (true, &b[1..]),
+        _ => (false, b),
+    };
+    if b.is_empty() || b.len() > 16 {
+        return None;
+    }
+    let (mut m, mut digits, mut frac, mut point) = (0u64, 0usize, 0usize, false);
+    for (n, &c) in b.iter().enumerate() {
+        match c {
+            b'0'..=b'9' => {
+                m = m * 10 + u64::from(c - b'0');
+                digits += 1;
+                frac += usize::from(point);
+            }
+            b'.' if !point && n > 0 && n + 1 < b.len() => point = true,
+            _ => return None,
+        }
+    }
+    if digits > 15 {
+        return None;
+    }
+    let x = m as f64 / POW10[frac];
+    Some(if neg { -x } else { x })
 }
 
 /// A symbol: `[A-Z][A-Z0-9]*(\.[A-Z0-9]+)*`.

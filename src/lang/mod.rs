@@ -15,6 +15,7 @@ pub mod grammar;
 pub mod lexicon;
 pub mod print;
 pub mod ranges;
+#[cfg(test)]
 mod ranges_tape;
 #[cfg(test)]
 mod ranges_tree;
@@ -47,6 +48,33 @@ pub fn check_in_scope(src: &str, mode: Mode, scope: &Scope) -> Result<Document, 
     } else {
         Err(errors)
     }
+}
+
+/// [`check`] and [`print`] a statement at a time: the canonical text of the document
+/// [`check`] returns, or the refusals [`check`] gives (the same codes, spans and messages).
+/// Each statement is checked and printed as soon as its last line is read, and dropped:
+/// the whole document's model is never held (`kestrel print` of a large document holds its
+/// text and the printed text, and one statement).
+pub fn check_print(src: &str, mode: Mode) -> Result<String, Vec<Diagnostic>> {
+    // The printed text of a valid document is about its own size; a document over the size
+    // limit is refused unread, so the reservation is never more than the limit.
+    let cap = src.len().min(crate::limits::MAX_DOCUMENT_BYTES);
+    let mut out = String::with_capacity(cap.saturating_add(64));
+    let mut checker = rules::Checker::new(src, mode, &Scope::default());
+    let tail = syntax::parse_statements(src, &mut |st| {
+        checker.statement(&st);
+        print::print_statement(&mut out, &st);
+        Some(st)
+    });
+    // The lexeme strings kept for reuse go back to the allocator with the document.
+    syntax::clear_pool();
+    let tail = tail?;
+    let errors = checker.finish();
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    print::trivia(&mut out, &tail);
+    Ok(out)
 }
 
 /// The model as JSON with every span removed: two documents are the same model when these
@@ -87,4 +115,75 @@ pub(crate) fn example_documents() -> Vec<String> {
         .collect();
     docs.sort();
     docs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Variants of a document: itself, each line left out, each line doubled, and the
+    /// statements in reverse (names used above their definition).
+    fn variants(src: &str) -> Vec<String> {
+        let lines: Vec<&str> = src.split_inclusive('\n').collect();
+        let mut out = vec![src.to_string()];
+        for k in 0..lines.len() {
+            let mut without = String::new();
+            let mut doubled = String::new();
+            for (n, l) in lines.iter().enumerate() {
+                if n != k {
+                    without.push_str(l);
+                }
+                doubled.push_str(l);
+                if n == k {
+                    doubled.push_str(l);
+                }
+            }
+            out.push(without);
+            out.push(doubled);
+        }
+        let mut blocks: Vec<String> = Vec::new();
+        for l in &lines {
+            if !l.starts_with([' ', '#', '\n']) || blocks.is_empty() {
+                blocks.push(String::new());
+            }
+            if let Some(b) = blocks.last_mut() {
+                b.push_str(l);
+            }
+        }
+        out.push(blocks.iter().rev().map(String::as_str).collect());
+        out
+    }
+
+    /// `check_print` gives what `check` then `print` give: the same text for a valid
+    /// document, the same refusals (rule, span, message, in order) for any other, over
+    /// every example and its variants, in both modes.
+    #[test]
+    fn check_print_is_check_then_print() {
+        let extra = [
+            "PLAN a budget 1R ttl 15:00\n  WHEN plan(b).fired\n  DO buy 1 ATM C @ fair\n  ARM c\nPLAN b budget 1R ttl 15:00\n  WHEN spot > 1\n  DO buy 1 ATM C @ fair\n".to_string(),
+            "WAKE w WHEN spot > 1 DELIVER v\nVIEW v\n  tape\n".to_string(),
+            "WAKE w WHEN spot > 1 DELIVER nope\nPLAN a budget 0R ttl +0m\n  WHEN plan(x).filled\n  ARM y\n".to_string(),
+            "USING signal SPX exec SPY 9999dte\nPLAN p budget 99999999999999999R ttl 15:00\n  WHEN spot > 1\n  DO buy 1 +1001 C @ fair\n".to_string(),
+            "CANCEL p\nSTAND-DOWN done\n".to_string(),
+        ];
+        let (mut valid, mut refused) = (0, 0);
+        for doc in example_documents().iter().chain(extra.iter()) {
+            for src in variants(doc) {
+                for mode in [Mode::File, Mode::Turn] {
+                    let want = check(&src, mode).map(|d| print(&d));
+                    let got = check_print(&src, mode);
+                    assert_eq!(got, want, "{mode:?}\n{src}");
+                    if want.is_ok() {
+                        valid += 1;
+                    } else {
+                        refused += 1;
+                    }
+                }
+            }
+        }
+        assert!(
+            valid > 50 && refused > 50,
+            "{valid} valid, {refused} refused"
+        );
+    }
 }

@@ -70,7 +70,7 @@ pub fn print_statement(out: &mut String, st: &Statement) {
     }
 }
 
-fn trivia(out: &mut String, t: &[Trivia]) {
+pub(crate) fn trivia(out: &mut String, t: &[Trivia]) {
     for x in t {
         match x {
             Trivia::Blank => out.push('\n'),

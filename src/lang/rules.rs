@@ -3,7 +3,7 @@
 
 use super::ast::*;
 use super::diag::{Diagnostic, LineIndex, Rule};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashSet};
 
 /// Where a document is being checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,64 +24,66 @@ pub struct Scope {
 
 /// Run every rule; returns the refusals in source order (empty: the document is valid).
 pub fn validate(src: &str, doc: &Document, mode: Mode, scope: &Scope) -> Vec<Diagnostic> {
-    let index = LineIndex::new(src);
-    let mut v = Validator {
-        src,
-        index,
-        out: Vec::new(),
-    };
-    v.document(doc, mode, scope);
-    for (at, msg, label) in super::ranges::check(src, doc) {
-        v.report(Rule::NumberRange, at, msg, label);
+    let mut c = Checker::new(src, mode, scope);
+    for st in &doc.statements {
+        c.statement(st);
     }
-    v.out.sort_by_key(|d| (d.start, d.rule));
-    v.out
+    c.finish()
 }
 
-struct Validator<'a> {
-    src: &'a str,
-    index: LineIndex<'a>,
-    out: Vec<Diagnostic>,
+/// [`validate`] a statement at a time, in document order: the refusals of the statements
+/// given so far, with the references to names (ARM, plan(...), DELIVER) resolved at
+/// [`Checker::finish`] against every name of the document, so a statement may name one
+/// defined below it. The refusals are those of [`validate`] on the whole document.
+pub(crate) struct Checker<'a> {
+    v: Validator<'a>,
+    mode: Mode,
+    /// Names declared so far, per namespace (duplicates are refused at the second).
+    seen: HashSet<(&'static str, String)>,
+    names: Names,
+    /// Does the text hold a number the range rule could refuse (`ranges::may_refuse`)?
+    ranges: bool,
+    range_out: Vec<super::ranges::Refusal>,
 }
 
-fn num_span(n: &Num) -> std::ops::Range<usize> {
-    n.span.start as usize..n.span.end as usize
-}
-fn span(s: Span) -> std::ops::Range<usize> {
-    s.start as usize..s.end as usize
-}
-
-impl Validator<'_> {
-    fn report(
-        &mut self,
-        rule: Rule,
-        at: std::ops::Range<usize>,
-        msg: impl Into<String>,
-        label: &str,
-    ) {
-        let d = Diagnostic::new(self.src, &self.index, rule, at, msg, label);
-        self.out.push(d);
+impl<'a> Checker<'a> {
+    pub(crate) fn new(src: &'a str, mode: Mode, scope: &Scope) -> Checker<'a> {
+        Checker {
+            v: Validator {
+                src,
+                index: std::cell::OnceCell::new(),
+                out: Vec::new(),
+                refs: Vec::new(),
+            },
+            mode,
+            seen: Default::default(),
+            names: Names {
+                plans: scope.plans.clone(),
+                views: scope.views.clone(),
+            },
+            ranges: super::ranges::may_refuse(src),
+            range_out: Vec::new(),
+        }
     }
 
-    fn document(&mut self, doc: &Document, mode: Mode, scope: &Scope) {
+    /// Check one statement (the next one in the document).
+    pub(crate) fn statement(&mut self, st: &Statement) {
         // Names: duplicates and what is in scope.
-        let mut seen: HashMap<(&'static str, &str), ()> = HashMap::new();
-        let mut plans: BTreeSet<&str> = scope.plans.iter().map(String::as_str).collect();
-        let mut views: BTreeSet<&str> = scope.views.iter().map(String::as_str).collect();
-        for st in &doc.statements {
-            let ns = match &st.kind {
-                StatementKind::Plan(_) | StatementKind::Import(_) => "PLAN",
-                StatementKind::View(_) => "VIEW",
-                StatementKind::ShowView(_) => "SHOW VIEW",
-                StatementKind::Wake(_) => "WAKE",
-                StatementKind::Pod(_) => "POD",
-                StatementKind::Book(_) => "BOOK",
-                _ => continue,
-            };
-            let Some(name) = st.kind.name() else { continue };
-            if seen.insert((ns, name.text.as_str()), ()).is_some() {
+        let ns = match &st.kind {
+            StatementKind::Plan(_) | StatementKind::Import(_) => Some("PLAN"),
+            StatementKind::View(_) => Some("VIEW"),
+            StatementKind::ShowView(_) => Some("SHOW VIEW"),
+            StatementKind::Wake(_) => Some("WAKE"),
+            StatementKind::Pod(_) => Some("POD"),
+            StatementKind::Book(_) => Some("BOOK"),
+            _ => None,
+        };
+        if let Some(ns) = ns
+            && let Some(name) = st.kind.name()
+        {
+            if !self.seen.insert((ns, name.text.clone())) {
                 let what = if ns == "PLAN" { "plan" } else { ns };
-                self.report(
+                self.v.report(
                     Rule::DuplicateName,
                     span(st.span),
                     format!(
@@ -93,64 +95,167 @@ impl Validator<'_> {
             }
             match &st.kind {
                 StatementKind::Plan(_) | StatementKind::Import(_) => {
-                    plans.insert(name.text.as_str());
+                    self.names.plans.insert(name.text.clone());
                 }
                 StatementKind::View(_) | StatementKind::ShowView(_) => {
-                    views.insert(name.text.as_str());
+                    self.names.views.insert(name.text.clone());
                 }
                 _ => {}
             }
         }
-        let names = Names { plans, views };
+        self.v.statement(st, self.mode);
+        if self.ranges {
+            super::ranges::statement(st, &mut self.range_out);
+            for (at, msg, label) in self.range_out.drain(..) {
+                self.v.report(Rule::NumberRange, at, msg, label);
+            }
+        }
+    }
 
-        for st in &doc.statements {
-            if mode == Mode::File && st.kind.is_directive() {
-                self.report(
-                    Rule::DirectiveInFile,
-                    span(st.span),
+    /// Resolve the references to names, and give every refusal in source order.
+    pub(crate) fn finish(self) -> Vec<Diagnostic> {
+        let mut v = self.v;
+        let names = self.names;
+        for r in std::mem::take(&mut v.refs) {
+            let known = match r.kind {
+                RefKind::PlanEvent | RefKind::Arm => names.plans.contains(&r.text),
+                RefKind::Deliver => names.views.contains(&r.text),
+            };
+            if known {
+                continue;
+            }
+            let (msg, label) = match r.kind {
+                RefKind::PlanEvent => (
                     format!(
-                        "{} is a turn directive and belongs in a turn, not in a .kestrel file: remove it from the file (write it as the whole reply at a wake)",
-                        st.kind.keyword()
+                        "plan({}) names a plan that is not in scope; {}",
+                        r.text,
+                        names.in_scope_plans()
                     ),
-                    "directive in a file",
+                    "unknown plan",
+                ),
+                RefKind::Arm => (
+                    format!(
+                        "ARM names the plan `{}`, which is not in scope; {}",
+                        r.text,
+                        names.in_scope_plans()
+                    ),
+                    "unknown plan",
+                ),
+                RefKind::Deliver => (
+                    format!(
+                        "DELIVER names the view `{}`, which is not in scope; {}",
+                        r.text,
+                        names.in_scope_views()
+                    ),
+                    "unknown view",
+                ),
+            };
+            v.report(Rule::UnknownRef, span(r.span), msg, label);
+        }
+        let mut out = v.out;
+        out.sort_by_key(|d| (d.start, d.rule));
+        out
+    }
+}
+
+/// A name a statement refers to, resolved when every name is known.
+struct NameRef {
+    kind: RefKind,
+    text: String,
+    span: Span,
+}
+
+#[derive(Clone, Copy)]
+enum RefKind {
+    /// `plan(x) fired` / `plan(x) filled` in a trigger.
+    PlanEvent,
+    /// `ARM x`.
+    Arm,
+    /// `DELIVER x` (a view).
+    Deliver,
+}
+
+struct Validator<'a> {
+    src: &'a str,
+    /// Line starts, built at the first refusal (a valid document never needs them).
+    index: std::cell::OnceCell<LineIndex<'a>>,
+    out: Vec<Diagnostic>,
+    refs: Vec<NameRef>,
+}
+
+fn num_span(n: &Num) -> std::ops::Range<usize> {
+    n.span.start as usize..n.span.end as usize
+}
+fn span(s: Span) -> std::ops::Range<usize> {
+    s.start as usize..s.end as usize
+}
+
+impl<'a> Validator<'a> {
+    fn index(&self) -> &LineIndex<'a> {
+        self.index.get_or_init(|| LineIndex::new(self.src))
+    }
+
+    fn report(
+        &mut self,
+        rule: Rule,
+        at: std::ops::Range<usize>,
+        msg: impl Into<String>,
+        label: &str,
+    ) {
+        let d = Diagnostic::new(self.src, self.index(), rule, at, msg, label);
+        self.out.push(d);
+    }
+
+    fn statement(&mut self, st: &Statement, mode: Mode) {
+        if mode == Mode::File && st.kind.is_directive() {
+            self.report(
+                Rule::DirectiveInFile,
+                span(st.span),
+                format!(
+                    "{} is a turn directive and belongs in a turn, not in a .kestrel file: remove it from the file (write it as the whole reply at a wake)",
+                    st.kind.keyword()
+                ),
+                "directive in a file",
+            );
+        }
+        match &st.kind {
+            StatementKind::Plan(p) => self.plan(st, p),
+            StatementKind::Wake(w) => self.wake(w),
+            StatementKind::View(v) | StatementKind::ShowView(v) => {
+                if let Some(b) = &v.budget
+                    && b.value() <= 0.0
+                {
+                    self.report(
+                        Rule::BudgetNonpositive,
+                        num_span(b),
+                        format!("a view budget is a positive number of tokens, found `{}`: write e.g. `budget 900`", b.text),
+                        "budget must be positive",
+                    );
+                }
+                for p in &v.panes {
+                    self.pane(&p.pane, p.span);
+                }
+            }
+            StatementKind::Pod(p) if p.day_loss.value() <= 0.0 => {
+                self.report(
+                        Rule::BudgetNonpositive,
+                        num_span(&p.day_loss),
+                        format!("day-loss is a positive risk fraction, found `{}R`: write e.g. `day-loss 2R`", p.day_loss.text),
+                        "must be positive",
+                    );
+            }
+            StatementKind::Book(b) if b.budget.value() <= 0.0 => {
+                self.report(
+                    Rule::BudgetNonpositive,
+                    num_span(&b.budget),
+                    format!(
+                        "budget is a positive risk fraction, found `{}R`: write e.g. `budget 1.5R`",
+                        b.budget.text
+                    ),
+                    "must be positive",
                 );
             }
-            match &st.kind {
-                StatementKind::Plan(p) => self.plan(st, p, &names),
-                StatementKind::Wake(w) => self.wake(w, &names),
-                StatementKind::View(v) | StatementKind::ShowView(v) => {
-                    if let Some(b) = &v.budget
-                        && b.value() <= 0.0
-                    {
-                        self.report(
-                            Rule::BudgetNonpositive,
-                            num_span(b),
-                            format!("a view budget is a positive number of tokens, found `{}`: write e.g. `budget 900`", b.text),
-                            "budget must be positive",
-                        );
-                    }
-                    for p in &v.panes {
-                        self.pane(&p.pane, p.span);
-                    }
-                }
-                StatementKind::Pod(p) if p.day_loss.value() <= 0.0 => {
-                    self.report(
-                            Rule::BudgetNonpositive,
-                            num_span(&p.day_loss),
-                            format!("day-loss is a positive risk fraction, found `{}R`: write e.g. `day-loss 2R`", p.day_loss.text),
-                            "must be positive",
-                        );
-                }
-                StatementKind::Book(b) if b.budget.value() <= 0.0 => {
-                    self.report(
-                            Rule::BudgetNonpositive,
-                            num_span(&b.budget),
-                            format!("budget is a positive risk fraction, found `{}R`: write e.g. `budget 1.5R`", b.budget.text),
-                            "must be positive",
-                        );
-                }
-                _ => {}
-            }
+            _ => {}
         }
     }
 
@@ -179,21 +284,14 @@ impl Validator<'_> {
         }
     }
 
-    fn wake(&mut self, w: &Wake, names: &Names<'_>) {
-        self.trigger(&w.when, names, false);
-        if let Some(d) = &w.deliver
-            && !names.views.contains(d.text.as_str())
-        {
-            self.report(
-                Rule::UnknownRef,
-                span(d.span),
-                format!(
-                    "DELIVER names the view `{}`, which is not in scope; {}",
-                    d.text,
-                    names.in_scope_views()
-                ),
-                "unknown view",
-            );
+    fn wake(&mut self, w: &Wake) {
+        self.trigger(&w.when, false);
+        if let Some(d) = &w.deliver {
+            self.refs.push(NameRef {
+                kind: RefKind::Deliver,
+                text: d.text.clone(),
+                span: d.span,
+            });
         }
         if let Some(b) = &w.budget
             && (b.value() <= 0.0 || b.text.contains('.'))
@@ -210,7 +308,7 @@ impl Validator<'_> {
         }
     }
 
-    fn plan(&mut self, st: &Statement, p: &Plan, names: &Names<'_>) {
+    fn plan(&mut self, st: &Statement, p: &Plan) {
         if p.budget.value() <= 0.0 {
             self.report(
                 Rule::BudgetNonpositive,
@@ -279,14 +377,14 @@ impl Validator<'_> {
         let mut opening: Vec<&Ticket> = Vec::new();
         for c in &p.clauses {
             match &c.kind {
-                ClauseKind::When(t) | ClauseKind::CancelIf(t) => self.trigger(t, names, false),
+                ClauseKind::When(t) | ClauseKind::CancelIf(t) => self.trigger(t, false),
                 ClauseKind::Do(t) | ClauseKind::Also(t) => {
-                    self.ticket(t, names);
+                    self.ticket(t);
                     opening.push(t);
                 }
                 ClauseKind::Reload { when, ticket } => {
-                    self.trigger(when, names, false);
-                    self.ticket(ticket, names);
+                    self.trigger(when, false);
+                    self.ticket(ticket);
                     opening.push(ticket);
                 }
                 ClauseKind::Tp {
@@ -315,45 +413,36 @@ impl Validator<'_> {
                         }
                     }
                     self.price(price, true);
-                    self.modifiers(modifiers, names);
+                    self.modifiers(modifiers);
                 }
                 ClauseKind::Exit {
                     when,
                     price,
                     modifiers,
                 } => {
-                    self.trigger(when, names, true);
+                    self.trigger(when, true);
                     self.exit_on_mark(when, "EXIT");
                     if let Some(p) = price {
                         self.price(p, true);
                     }
-                    self.modifiers(modifiers, names);
+                    self.modifiers(modifiers);
                 }
                 ClauseKind::Invalidate { when, .. } => {
-                    self.trigger(when, names, true);
+                    self.trigger(when, true);
                     self.exit_on_mark(when, "INVALIDATE");
                 }
-                ClauseKind::Arm(n) => {
-                    if !names.plans.contains(n.text.as_str()) {
-                        self.report(
-                            Rule::UnknownRef,
-                            span(n.span),
-                            format!(
-                                "ARM names the plan `{}`, which is not in scope; {}",
-                                n.text,
-                                names.in_scope_plans()
-                            ),
-                            "unknown plan",
-                        );
-                    }
-                }
+                ClauseKind::Arm(n) => self.refs.push(NameRef {
+                    kind: RefKind::Arm,
+                    text: n.text.clone(),
+                    span: n.span,
+                }),
                 ClauseKind::Using(_) => {}
             }
         }
         self.naked_sell(&opening);
     }
 
-    fn ticket(&mut self, t: &Ticket, names: &Names<'_>) {
+    fn ticket(&mut self, t: &Ticket) {
         let q = t.qty.value();
         if q <= 0.0 || t.qty.text.contains('.') {
             self.report(
@@ -364,10 +453,10 @@ impl Validator<'_> {
             );
         }
         self.price(&t.price, true);
-        self.modifiers(&t.modifiers, names);
+        self.modifiers(&t.modifiers);
     }
 
-    fn modifiers(&mut self, m: &[Modifier], names: &Names<'_>) {
+    fn modifiers(&mut self, m: &[Modifier]) {
         for m in m {
             match m {
                 Modifier::Esc { price, after } => {
@@ -375,7 +464,7 @@ impl Validator<'_> {
                     self.dur(after);
                 }
                 Modifier::Cap { price } | Modifier::Floor { price } => self.price(price, false),
-                Modifier::CancelIf { when } => self.trigger(when, names, false),
+                Modifier::CancelIf { when } => self.trigger(when, false),
                 Modifier::Peg | Modifier::Fix => {}
             }
         }
@@ -421,13 +510,14 @@ impl Validator<'_> {
         }
     }
 
-    fn trigger(&mut self, t: &Trigger, names: &Names<'_>, _exit: bool) {
+    fn trigger(&mut self, t: &Trigger, _exit: bool) {
         let mut found: Vec<Diagnostic> = Vec::new();
+        let mut refs: Vec<NameRef> = Vec::new();
         t.for_each_pred(&mut |p| {
             let mut push = |rule, at: Span, msg: String, label: &str| {
                 found.push(Diagnostic::new(
                     self.src,
-                    &self.index,
+                    self.index(),
                     rule,
                     span(at),
                     msg,
@@ -461,15 +551,12 @@ impl Validator<'_> {
                     );
                 }
                 Predicate::Event { event, within, .. } => {
-                    if let Event::PlanFired { plan } | Event::PlanFilled { plan } = event
-                        && !names.plans.contains(plan.text.as_str())
-                    {
-                        push(
-                            Rule::UnknownRef,
-                            plan.span,
-                            format!("plan({}) names a plan that is not in scope; {}", plan.text, names.in_scope_plans()),
-                            "unknown plan",
-                        );
+                    if let Event::PlanFired { plan } | Event::PlanFilled { plan } = event {
+                        refs.push(NameRef {
+                            kind: RefKind::PlanEvent,
+                            text: plan.text.clone(),
+                            span: plan.span,
+                        });
                     }
                     if let Some(w) = within
                         && w.amount == 0
@@ -511,6 +598,7 @@ impl Validator<'_> {
             }
         });
         self.out.extend(found);
+        self.refs.extend(refs);
     }
 
     fn dur(&mut self, d: &Dur) {
@@ -599,12 +687,12 @@ fn value_text(out: &mut String, v: &Value) {
     }
 }
 
-struct Names<'a> {
-    plans: BTreeSet<&'a str>,
-    views: BTreeSet<&'a str>,
+struct Names {
+    plans: BTreeSet<String>,
+    views: BTreeSet<String>,
 }
 
-impl Names<'_> {
+impl Names {
     fn in_scope_plans(&self) -> String {
         list("plans", &self.plans)
     }
@@ -613,13 +701,13 @@ impl Names<'_> {
     }
 }
 
-fn list(what: &str, s: &BTreeSet<&str>) -> String {
+fn list(what: &str, s: &BTreeSet<String>) -> String {
     if s.is_empty() {
         format!(
             "no {what} are in scope (define one in this document, IMPORT it, or use one from the standing book)"
         )
     } else {
-        let v: Vec<&str> = s.iter().copied().collect();
+        let v: Vec<&str> = s.iter().map(String::as_str).collect();
         format!("{what} in scope: {}", v.join(", "))
     }
 }

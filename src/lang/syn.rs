@@ -318,10 +318,37 @@ pub(crate) fn lit(s: &'static str, what: &'static str) -> Lit {
 /// table's value and the word as written.
 pub(crate) struct CiTable<T: 'static> {
     pub table: &'static [(&'static str, T)],
+    /// The first bytes of the table's words ([`ci_mask`]): a word whose first byte is not
+    /// in it is not looked up (most lookups are of other words, and fail there).
+    pub mask: u64,
+    /// Give the word as written (`false`: an empty `String`, no allocation, for a call
+    /// head whose spelling nothing keeps).
+    pub text: bool,
     pub chars: WordChars,
     /// Must be followed directly by this text (consumed), like the `(` of `lean(`.
     pub then: &'static str,
     pub need: Need,
+}
+
+/// The bit of a byte in a [`CiTable`]'s mask (ASCII case folded; bytes may share a bit,
+/// which only costs a lookup).
+#[inline]
+const fn ci_bit(b: u8) -> u64 {
+    1u64 << (b.to_ascii_lowercase() & 63)
+}
+
+/// The mask of a table's first bytes, for [`CiTable::mask`].
+pub(crate) const fn ci_mask<T>(table: &[(&str, T)]) -> u64 {
+    let mut m = 0;
+    let mut k = 0;
+    while k < table.len() {
+        let w = table[k].0.as_bytes();
+        if !w.is_empty() {
+            m |= ci_bit(w[0]);
+        }
+        k += 1;
+    }
+    m
 }
 
 /// Which characters make up a word, for [`CiTable`].
@@ -342,26 +369,62 @@ impl WordChars {
     /// The length of the word at the start of `s` (words are ASCII).
     #[inline]
     fn end(self, s: &str) -> usize {
-        let dash = self == WordChars::Series;
+        // One table read per byte: bit 1, a price word's byte; bit 2, a series word's.
+        const fn table() -> [u8; 256] {
+            let mut t = [0u8; 256];
+            let mut b = 0;
+            while b < 256 {
+                let c = b as u8;
+                if c.is_ascii_alphanumeric() || c == b'_' || c == b'.' {
+                    t[b] = 3;
+                } else if c == b'-' {
+                    t[b] = 2;
+                }
+                b += 1;
+            }
+            t
+        }
+        static WORD: [u8; 256] = table();
+        let bit = match self {
+            WordChars::Price => 1,
+            WordChars::Series => 2,
+        };
         s.bytes()
-            .position(|b| {
-                !(b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || (dash && b == b'-'))
-            })
+            .position(|b| WORD[usize::from(b)] & bit == 0)
             .unwrap_or(s.len())
     }
 }
 
 impl<T> CiTable<T> {
     fn find(&self, s: &str) -> Option<(usize, usize)> {
+        if self.mask & ci_bit(*s.as_bytes().first()?) == 0 {
+            return None;
+        }
         let end = self.chars.end(s);
         if end == 0 {
             return None;
         }
-        let w = &s[..end];
-        let k = self
+        // Words are ASCII (`end` stops at the first other byte). A table word is compared
+        // only when its length and first byte match (most are told apart there), which
+        // keeps the scan of a table to a few instructions per word.
+        let w = &s.as_bytes()[..end];
+        // The word as the table spells it (text is nearly always canonical), then in any
+        // case. No two words of a table are equal ignoring case, so both give the same entry.
+        // (A byte loop: the words are a few bytes, shorter than a call to `memcmp`.)
+        let k = match self
             .table
             .iter()
-            .position(|(x, _)| x.eq_ignore_ascii_case(w))?;
+            .position(|(x, _)| x.len() == end && x.bytes().zip(w).all(|(a, &b)| a == b))
+        {
+            Some(k) => k,
+            None => {
+                let w0 = w[0].to_ascii_lowercase();
+                self.table.iter().position(|(x, _)| {
+                    let x = x.as_bytes();
+                    x.len() == end && x[0].to_ascii_lowercase() == w0 && x.eq_ignore_ascii_case(w)
+                })?
+            }
+        };
         starts(&s[end..], self.then).then_some((k, end))
     }
 }
@@ -371,7 +434,12 @@ impl<T: Copy + Send + Sync> Syn for CiTable<T> {
     fn parse(&self, i: &mut In<'_>) -> R<(T, String)> {
         match self.find(i.input) {
             Some((k, end)) => {
-                let t = i.next_slice(end).to_string();
+                let w = i.next_slice(end);
+                let t = if self.text {
+                    super::syntax::lexeme_string(w)
+                } else {
+                    String::new()
+                };
                 let _ = i.next_slice(self.then.len());
                 Ok((self.table[k].1, t))
             }

@@ -146,9 +146,17 @@ pub(crate) fn expected<T>(i: &In<'_>, what: &str) -> R<T> {
 
 /// Does a word end where `rest` starts (end, or a char that cannot continue a word)?
 pub(crate) fn ends_word(rest: &str) -> bool {
-    rest.chars()
-        .next()
-        .is_none_or(|c| !(c.is_alphanumeric() || matches!(c, '-' | '_' | '.' | '/')))
+    match rest.as_bytes().first() {
+        None => true,
+        // ASCII (nearly always): no decoding.
+        Some(&b) if b.is_ascii() => {
+            !(b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'/'))
+        }
+        Some(_) => rest
+            .chars()
+            .next()
+            .is_none_or(|c| !(c.is_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))),
+    }
 }
 
 fn word_run<'a>(i: &mut In<'a>) -> &'a str {
@@ -157,6 +165,281 @@ fn word_run<'a>(i: &mut In<'a>) -> &'a str {
     })
     .parse_next(i);
     r.unwrap_or("")
+}
+
+// ---------------------------------------------------------------- lexeme strings
+
+thread_local! {
+    /// Strings of statements already checked and printed (`check_print` gives each
+    /// statement back), emptied, for the next statements' lexemes: a lexeme read then costs
+    /// no allocation, and a statement dropped frees fewer. At most [`POOL_MAX`]; emptied by
+    /// [`clear_pool`] when the document is done.
+    static POOL: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The most strings the pool keeps.
+const POOL_MAX: usize = 1 << 13;
+/// The least capacity of a lexeme's `String`: malloc's smallest chunk holds 24 bytes
+/// whatever is asked, and a string given back then holds any short lexeme without growing.
+const LEXEME_CAP: usize = 24;
+/// The largest string the pool takes back.
+const POOL_CAP: usize = 64;
+
+/// `s` as an owned lexeme, in a string from the pool when it has one.
+pub(crate) fn lexeme_string(s: &str) -> String {
+    let reused = POOL
+        .try_with(|p| p.try_borrow_mut().ok().and_then(|mut p| p.pop()))
+        .ok()
+        .flatten();
+    match reused {
+        Some(mut t) => {
+            t.clear();
+            t.push_str(s);
+            t
+        }
+        None => {
+            let mut t = String::with_capacity(s.len().max(LEXEME_CAP));
+            t.push_str(s);
+            t
+        }
+    }
+}
+
+/// Give a lexeme's string to the pool (a short one, while the pool has room).
+fn give_back(s: &mut String) {
+    if s.capacity() == 0 || s.capacity() > POOL_CAP {
+        return;
+    }
+    let t = std::mem::take(s);
+    let _ = POOL.try_with(|p| {
+        if let Ok(mut p) = p.try_borrow_mut()
+            && p.len() < POOL_MAX
+        {
+            p.push(t);
+        }
+    });
+}
+
+/// Empty the pools (their memory goes back to the allocator).
+pub(crate) fn clear_pool() {
+    let _ = POOL.try_with(|p| {
+        if let Ok(mut p) = p.try_borrow_mut() {
+            *p = Vec::new();
+        }
+    });
+    let _ = BOXES.try_with(|p| {
+        if let Ok(mut p) = p.try_borrow_mut() {
+            *p = Vec::new();
+        }
+    });
+}
+
+/// Give every lexeme string of a plan to the pool (the statement is then dropped).
+fn harvest_plan(p: &mut Plan) {
+    give_back(&mut p.name.text);
+    give_back(&mut p.budget.text);
+    if let Some(n) = &mut p.priority {
+        give_back(&mut n.text);
+    }
+    for c in &mut p.clauses {
+        match &mut c.kind {
+            ClauseKind::Using(u) => {
+                give_back(&mut u.signal.text);
+                give_back(&mut u.exec.text);
+            }
+            ClauseKind::When(t) | ClauseKind::CancelIf(t) => harvest_trigger(t),
+            ClauseKind::Do(t) | ClauseKind::Also(t) => harvest_ticket(t),
+            ClauseKind::Reload { when, ticket } => {
+                harvest_trigger(when);
+                harvest_ticket(ticket);
+            }
+            ClauseKind::Tp {
+                mult,
+                frac,
+                price,
+                modifiers,
+            } => {
+                give_back(&mut mult.text);
+                if let Some(f) = frac {
+                    give_back(&mut f.text);
+                }
+                harvest_price(price);
+                harvest_modifiers(modifiers);
+            }
+            ClauseKind::Exit {
+                when,
+                price,
+                modifiers,
+            } => {
+                harvest_trigger(when);
+                if let Some(p) = price {
+                    harvest_price(p);
+                }
+                harvest_modifiers(modifiers);
+            }
+            ClauseKind::Invalidate { when, .. } => harvest_trigger(when),
+            ClauseKind::Arm(n) => give_back(&mut n.text),
+        }
+    }
+}
+
+fn harvest_ticket(t: &mut Ticket) {
+    give_back(&mut t.qty.text);
+    if let Instrument::Option {
+        strike: Strike::Relative(n) | Strike::Absolute(n),
+        ..
+    } = &mut t.instrument
+    {
+        give_back(&mut n.text);
+    }
+    harvest_price(&mut t.price);
+    harvest_modifiers(&mut t.modifiers);
+}
+
+fn harvest_modifiers(m: &mut [Modifier]) {
+    for m in m {
+        match m {
+            Modifier::Esc { price, after } => {
+                harvest_price(price);
+                give_back(&mut after.text);
+            }
+            Modifier::Cap { price } | Modifier::Floor { price } => harvest_price(price),
+            Modifier::CancelIf { when } => harvest_trigger(when),
+            Modifier::Peg | Modifier::Fix => {}
+        }
+    }
+}
+
+thread_local! {
+    /// The boxes of `lean(...)`, `min(...)` and `max(...)` operands given back, for the next
+    /// statements' (with [`POOL`]; emptied by [`clear_pool`]). The boxes themselves are
+    /// what is kept: each is an allocation the next operand reuses.
+    #[allow(clippy::vec_box)]
+    static BOXES: std::cell::RefCell<Vec<Box<Price>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A price operand's box, from the pool when it has one.
+fn boxed_price(p: Price) -> Box<Price> {
+    let reused = BOXES
+        .try_with(|b| b.try_borrow_mut().ok().and_then(|mut b| b.pop()))
+        .ok()
+        .flatten();
+    match reused {
+        Some(mut b) => {
+            *b = p;
+            b
+        }
+        None => Box::new(p),
+    }
+}
+
+/// A price with nothing in it (no allocation): what a box holds in the pool.
+fn empty_price() -> Price {
+    Price::Stub {
+        text: String::new(),
+        span: Span::default(),
+    }
+}
+
+/// Give an operand's box to the pool, emptied.
+fn give_box(mut b: Box<Price>) {
+    *b = empty_price();
+    let _ = BOXES.try_with(|p| {
+        if let Ok(mut p) = p.try_borrow_mut()
+            && p.len() < POOL_MAX
+        {
+            p.push(b);
+        }
+    });
+}
+
+fn harvest_price(p: &mut Price) {
+    if let Price::Lean { a, b, .. } | Price::Min { a, b, .. } | Price::Max { a, b, .. } = p {
+        harvest_price(a);
+        harvest_price(b);
+        if let Price::Lean { w, .. } = p {
+            give_back(&mut w.text);
+        }
+        if let Price::Lean { a, b, .. } | Price::Min { a, b, .. } | Price::Max { a, b, .. } =
+            std::mem::replace(p, empty_price())
+        {
+            give_box(a);
+            give_box(b);
+        }
+        return;
+    }
+    match p {
+        Price::Anchor { anchor, offset } => {
+            give_back(&mut anchor.text);
+            if let Some(o) = offset {
+                give_back(&mut o.amount.text);
+            }
+        }
+        Price::Number { value } => give_back(&mut value.text),
+        Price::Stub { text, .. } => give_back(text),
+        Price::Lean { a, b, w, .. } => {
+            harvest_price(a);
+            harvest_price(b);
+            give_back(&mut w.text);
+        }
+        Price::Min { a, b, .. } | Price::Max { a, b, .. } => {
+            harvest_price(a);
+            harvest_price(b);
+        }
+    }
+}
+
+fn harvest_trigger(t: &mut Trigger) {
+    match t {
+        Trigger::Or { terms } | Trigger::And { terms } => {
+            terms.iter_mut().for_each(harvest_trigger)
+        }
+        Trigger::Not { inner } | Trigger::Group { inner } => harvest_trigger(inner),
+        Trigger::Pred { pred } => match pred {
+            Predicate::Cross {
+                series,
+                value,
+                held,
+                ..
+            }
+            | Predicate::Compare {
+                series,
+                value,
+                held,
+                ..
+            } => {
+                harvest_series(series);
+                match value {
+                    Value::Number { value } => give_back(&mut value.text),
+                    Value::Series { series } => harvest_series(series),
+                    Value::Percentile { pct } => give_back(&mut pct.text),
+                    Value::Clock { .. } => {}
+                }
+                if let Some(d) = held {
+                    give_back(&mut d.text);
+                }
+            }
+            Predicate::Event { event, within, .. } => {
+                if let Event::PlanFired { plan } | Event::PlanFilled { plan } = event {
+                    give_back(&mut plan.text);
+                }
+                if let Some(d) = within {
+                    give_back(&mut d.text);
+                }
+            }
+            Predicate::TMinus { minutes, .. } => give_back(&mut minutes.text),
+            Predicate::Phase { .. } => {}
+        },
+    }
+}
+
+fn harvest_series(s: &mut Series) {
+    give_back(&mut s.text);
+    match &mut s.kind {
+        SeriesKind::Velocity { window } => give_back(&mut window.text),
+        SeriesKind::SymSpot { sym } => give_back(&mut sym.text),
+        _ => {}
+    }
 }
 
 fn span_from(start: usize, i: &In<'_>) -> Span {
@@ -213,7 +496,7 @@ pub(crate) fn name(i: &mut In<'_>, what: &str) -> R<Name> {
         }));
     }
     Ok(Name {
-        text: text.to_string(),
+        text: lexeme_string(text),
         span: span_from(start, i),
     })
 }
@@ -246,7 +529,7 @@ pub(crate) fn number(i: &mut In<'_>, what: &str) -> R<Num> {
     let start = pos(i);
     match number_lexeme(i) {
         Some(t) => Ok(Num {
-            text: t.to_string(),
+            text: lexeme_string(t),
             span: span_from(start, i),
         }),
         None => expected(i, what),
@@ -311,7 +594,7 @@ fn dur(i: &mut In<'_>, what: &str) -> R<Dur> {
             Some(b'm') => DurUnit::M,
             _ => DurUnit::H,
         },
-        text: digits.to_string(),
+        text: lexeme_string(digits),
         span: span_from(start, i),
     })
 }
@@ -394,7 +677,7 @@ fn sym(i: &mut In<'_>, what: &str) -> R<Sym> {
     }
     let t = i.next_slice(n);
     Ok(Sym {
-        text: t.to_string(),
+        text: lexeme_string(t),
         span: span_from(start, i),
     })
 }
@@ -921,7 +1204,7 @@ static OFFSET: Lexeme<Offset> = Lexeme {
             );
         };
         let amount = Num {
-            text: lex.to_string(),
+            text: lexeme_string(lex),
             span: span_from(astart, i),
         };
         let unit = if i.input.starts_with('c') {
@@ -1015,6 +1298,8 @@ const MAX_CALL: &[(&str, ())] = &[(PRICE_PAIR_FUNCTIONS[1], ())];
 fn call(table: &'static [(&'static str, ())]) -> CiTable<()> {
     CiTable {
         table,
+        mask: ci_mask(table),
+        text: false,
         chars: WordChars::Price,
         then: "(",
         need: Need::Expected("a price"),
@@ -1023,6 +1308,8 @@ fn call(table: &'static [(&'static str, ())]) -> CiTable<()> {
 
 rule!(pub(crate) fn price -> Price = "price", Choice { arms: (UNSIGNED.what("a price").map(|value| Price::Number { value }), CiTable {
             table: &[(STUB, ())],
+            mask: ci_mask(&[(STUB, ())]),
+            text: true,
             chars: WordChars::Price,
             then: "",
             need: Need::Expected("a price"),
@@ -1032,6 +1319,8 @@ rule!(pub(crate) fn price -> Price = "price", Choice { arms: (UNSIGNED.what("a p
             Ctx {
                 a: CiTable {
                     table: AnchorKind::ALL,
+                    mask: ci_mask(AnchorKind::ALL),
+                    text: true,
                     chars: WordChars::Price,
                     then: "",
                     need: Need::Expected("a price"),
@@ -1062,8 +1351,8 @@ rule!(pub(crate) fn price -> Price = "price", Choice { arms: (UNSIGNED.what("a p
         )
             .spanned()
             .map(|((_, _, a, _, b, _, w, _), span)| Price::Lean {
-                a: Box::new(a),
-                b: Box::new(b),
+                a: boxed_price(a),
+                b: boxed_price(b),
                 w,
                 span,
             }), (
@@ -1076,8 +1365,8 @@ rule!(pub(crate) fn price -> Price = "price", Choice { arms: (UNSIGNED.what("a p
         )
             .spanned()
             .map(|((_, _, a, _, b, _), span)| Price::Min {
-                a: Box::new(a),
-                b: Box::new(b),
+                a: boxed_price(a),
+                b: boxed_price(b),
                 span,
             }), (
             call(MAX_CALL),
@@ -1089,8 +1378,8 @@ rule!(pub(crate) fn price -> Price = "price", Choice { arms: (UNSIGNED.what("a p
         )
             .spanned()
             .map(|((_, _, a, _, b, _), span)| Price::Max {
-                a: Box::new(a),
-                b: Box::new(b),
+                a: boxed_price(a),
+                b: boxed_price(b),
                 span,
             })), otherwise: price_guide });
 
@@ -1150,6 +1439,8 @@ rule!(fn series -> Series = "series", Choice { arms: (SYM_SPOT
             }), (
             CiTable {
                 table: &[(VELOCITY, ())],
+                mask: ci_mask(&[(VELOCITY, ())]),
+                text: true,
                 chars: WordChars::Series,
                 then: "(",
                 need: Need::Expected("velocity"),
@@ -1164,6 +1455,8 @@ rule!(fn series -> Series = "series", Choice { arms: (SYM_SPOT
                 span,
             }), CiTable {
             table: SIMPLE_SERIES,
+            mask: ci_mask(SIMPLE_SERIES),
+            text: true,
             chars: WordChars::Series,
             then: "",
             need: Need::Expected("a series"),
@@ -1389,10 +1682,10 @@ rule!(fn strike -> Strike = "strike", Choice { arms: (word(ATM, || Strike::Atm),
         )
             .spanned()
             .map(|((k, n), span)| {
-                Strike::Relative(Num {
-                    text: format!("{}{}", if k == 1 { '-' } else { '+' }, n.text),
-                    span,
-                })
+                // The sign and the digits, in the digits' string (no formatting machinery).
+                let mut text = n.text;
+                text.insert(0, if k == 1 { '-' } else { '+' });
+                Strike::Relative(Num { text, span })
             }), UNSIGNED.what("a strike").map(Strike::Absolute)), otherwise: instrument_guide });
 
 fn instrument_guide<T>(i: &mut In<'_>) -> R<T> {
@@ -2280,6 +2573,25 @@ enum Open {
 /// Parse a document. On any syntax error, every broken line is reported (one error per
 /// line) and no document is returned.
 pub fn parse_document(src: &str) -> Result<Document, Vec<Diagnostic>> {
+    let mut statements: Vec<Statement> = Vec::new();
+    let tail = parse_statements(src, &mut |st| {
+        statements.push(st);
+        None
+    })?;
+    Ok(Document { statements, tail })
+}
+
+/// [`parse_document`] a statement at a time: `each` gets every statement as soon as its
+/// last line is read, in order, for as long as no syntax error has been found (after one,
+/// the document is refused: the rest is only read for its errors). Gives the trivia after
+/// the last statement, or every syntax error, exactly as [`parse_document`] does.
+///
+/// `each` may give the statement back when it is done with it: its clause list's memory is
+/// then reused for the next plan's clauses (no list grows from empty again).
+pub(crate) fn parse_statements(
+    src: &str,
+    each: &mut dyn FnMut(Statement) -> Option<Statement>,
+) -> Result<Vec<Trivia>, Vec<Diagnostic>> {
     use crate::limits::{MAX_DOCUMENT_BYTES, MAX_STATEMENTS};
     // Line numbers are only needed for errors: the index is built on the first one.
     let index = std::cell::OnceCell::new();
@@ -2300,7 +2612,11 @@ pub fn parse_document(src: &str) -> Result<Document, Vec<Diagnostic>> {
     let depth = std::cell::Cell::new(0u32);
     let base: &str = src;
     let mut errors: Vec<Diagnostic> = Vec::new();
-    let mut statements: Vec<Statement> = Vec::new();
+    // The statement being read (its clauses or panes follow), and how many were read.
+    let mut cur: Option<Statement> = None;
+    let mut count = 0usize;
+    // A clause list given back, emptied, for the next plan.
+    let mut spare: Vec<Clause> = Vec::new();
     let mut pending: Vec<Trivia> = Vec::new();
     let mut open = Open::None;
 
@@ -2330,7 +2646,7 @@ pub fn parse_document(src: &str) -> Result<Document, Vec<Diagnostic>> {
         let text = line.text;
         if text.trim_matches([' ', '\t']).is_empty() {
             // A blank line; before the first statement it is dropped.
-            if !(statements.is_empty() && pending.is_empty()) {
+            if !(count == 0 && pending.is_empty()) {
                 push_trivia(&mut pending, Trivia::Blank);
             }
             continue;
@@ -2370,7 +2686,7 @@ pub fn parse_document(src: &str) -> Result<Document, Vec<Diagnostic>> {
         if indent.is_empty() {
             // A statement head.
             let start = line.start;
-            if statements.len() >= MAX_STATEMENTS {
+            if count >= MAX_STATEMENTS {
                 // Past the limit nothing more is read (rule `limit`): the work stays bounded.
                 err(
                     &mut errors,
@@ -2394,12 +2710,24 @@ pub fn parse_document(src: &str) -> Result<Document, Vec<Diagnostic>> {
                         Body::GradeClauses => Open::Grade,
                         Body::Flat => Open::Flat(kind.keyword()),
                     };
-                    statements.push(Statement {
+                    let mut st = Statement {
                         leading: std::mem::take(&mut pending),
                         kind,
                         trailing,
                         span: Span::new(start, line.start + code.len()),
-                    });
+                    };
+                    count += 1;
+                    if let Some(done) = cur.take()
+                        && errors.is_empty()
+                    {
+                        recycle(each(done), &mut spare);
+                    }
+                    if let StatementKind::Plan(p) = &mut st.kind
+                        && p.clauses.capacity() == 0
+                    {
+                        p.clauses = std::mem::take(&mut spare);
+                    }
+                    cur = Some(st);
                 }
                 Err(e) => {
                     open = Open::Broken;
@@ -2432,7 +2760,7 @@ pub fn parse_document(src: &str) -> Result<Document, Vec<Diagnostic>> {
         }
         let start = line.start + 2;
         let span = Span::new(start, line.start + code.len());
-        match (&open, statements.last_mut()) {
+        match (&open, cur.as_mut()) {
             (
                 Open::Plan,
                 Some(Statement {
@@ -2508,17 +2836,35 @@ pub fn parse_document(src: &str) -> Result<Document, Vec<Diagnostic>> {
             }
         }
     }
+    if let Some(done) = cur
+        && errors.is_empty()
+    {
+        recycle(each(done), &mut spare);
+    }
     // Trailing blank lines are not kept.
     while pending.last() == Some(&Trivia::Blank) {
         pending.pop();
     }
     if errors.is_empty() {
-        Ok(Document {
-            statements,
-            tail: pending,
-        })
+        Ok(pending)
     } else {
         Err(errors)
+    }
+}
+
+/// Keep the clause list of a statement given back (emptied) as the next plan's, when it
+/// is the larger.
+fn recycle(back: Option<Statement>, spare: &mut Vec<Clause>) {
+    if let Some(Statement {
+        kind: StatementKind::Plan(mut p),
+        ..
+    }) = back
+    {
+        harvest_plan(&mut p);
+        if p.clauses.capacity() > spare.capacity() {
+            p.clauses.clear();
+            *spare = std::mem::take(&mut p.clauses);
+        }
     }
 }
 
@@ -2682,6 +3028,73 @@ fn line_end(d: &mut Describer) -> Term {
             g::opt(g::lit("\r")),
         ])
     })
+}
+
+#[cfg(test)]
+mod table_tests {
+    use super::*;
+
+    /// The keyword tables' words are told apart by case-folded text (a lookup tries the
+    /// exact spelling first, then any case: both must find the same entry), and each is
+    /// made of its table's word characters (otherwise it could never be read).
+    #[test]
+    fn keyword_table_words_are_distinct_ignoring_case() {
+        fn words<T>(t: &[(&'static str, T)]) -> Vec<&'static str> {
+            t.iter().map(|(w, _)| *w).collect()
+        }
+        let tables = [
+            (words(AnchorKind::ALL), WordChars::Price),
+            (words(SIMPLE_SERIES), WordChars::Series),
+            (words(MIN_CALL), WordChars::Price),
+            (words(MAX_CALL), WordChars::Price),
+            (vec![STUB, LEAN], WordChars::Price),
+            (vec![VELOCITY], WordChars::Series),
+        ];
+        let mut seen = 0;
+        for (t, chars) in &tables {
+            for (a, x) in t.iter().enumerate() {
+                assert_eq!(chars.word(x), *x, "{x} is one word");
+                for y in &t[a + 1..] {
+                    assert!(!x.eq_ignore_ascii_case(y), "{x} and {y}");
+                }
+                seen += 1;
+            }
+        }
+        assert!(seen > 20, "{seen} words");
+    }
+
+    /// Statements given back fill the lexeme pool (bounded), their strings are reused with
+    /// the same text as fresh ones, and the pool is empty once `check_print` is done.
+    #[test]
+    fn the_lexeme_pool_is_reused_and_emptied() {
+        let plan = "PLAN p{n} budget 0.3R ttl 14:45\n  WHEN spot crosses below 5000.25 AND velocity(1m) >= p90\n  DO buy 2 +1 C @ lean(bid, fair, 0.4) esc fair 2m\n  RELOAD WHEN spot < 4999.5 buy 1 -2 P @ min(fair-3c, mid)\n";
+        let doc: String = (0..50)
+            .map(|n| plan.replace("{n}", &format!("-{n}")))
+            .collect();
+        let mut filled = 0;
+        let mut spare = Vec::new();
+        let tail = parse_statements(&doc, &mut |st| {
+            let back = Some(st);
+            recycle(back, &mut spare);
+            filled = filled.max(POOL.with(|p| p.borrow().len()));
+            None
+        });
+        assert!(tail.is_ok());
+        assert!(filled > 10 && filled <= POOL_MAX, "{filled} in the pool");
+        assert!(
+            BOXES.with(|b| b.borrow().len()) > 0,
+            "operand boxes given back"
+        );
+        clear_pool();
+        assert_eq!(
+            crate::lang::check_print(&doc, crate::lang::Mode::File),
+            Ok(doc.clone())
+        );
+        assert_eq!(POOL.with(|p| p.borrow().len()), 0);
+        assert_eq!(BOXES.with(|b| b.borrow().len()), 0);
+        let fresh = crate::lang::parse(&doc).map(|d| crate::lang::print(&d));
+        assert_eq!(fresh, Ok(doc));
+    }
 }
 
 #[cfg(test)]
