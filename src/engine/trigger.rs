@@ -696,8 +696,9 @@ fn dur_ms(d: &ast::Dur) -> u32 {
 }
 
 /// A group of triggers checked at once: a waiting plan's WHEN and INVALIDATEs, or a holding
-/// plan's EXITs (module docs, "Parking"). The union of their inputs; `deps.id` is the group's own id in
-/// [`Dirt::touched`], marked whenever one of its triggers' levels is crossed.
+/// plan's EXITs (module docs, "Parking"). The union of their inputs; `deps.id` is the
+/// group's own id in [`Dirt::touched`], marked whenever one of its triggers' levels is
+/// crossed.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Park {
     deps: Deps,

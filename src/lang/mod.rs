@@ -117,6 +117,17 @@ pub(crate) fn example_documents() -> Vec<String> {
     docs
 }
 
+/// A xorshift64 generator seeded with `state` (non-zero): the tests' deterministic draws.
+#[cfg(test)]
+pub(crate) fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+    move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -758,6 +758,23 @@ mod tests {
         docs
     }
 
+    /// Every sample document as written, then `rounds - 1` times with its numbers redrawn
+    /// (draws from one xorshift generator seeded with `seed`, document by document).
+    fn variants(seed: u64, rounds: usize) -> Vec<String> {
+        let mut next = crate::lang::xorshift(seed);
+        let mut out = Vec::new();
+        for src in sample_documents() {
+            for round in 0..rounds {
+                out.push(if round == 0 {
+                    src.clone()
+                } else {
+                    renumbered(&src, &mut next)
+                });
+            }
+        }
+        out
+    }
+
     /// `src` with every digit run replaced by a number drawn by `next` (some in range, some
     /// past a field's bound, some past every bound).
     fn renumbered(src: &str, next: &mut impl FnMut() -> u64) -> String {
@@ -803,36 +820,22 @@ mod tests {
     /// numbers redrawn many times (a property test of the fast path against the old one).
     #[test]
     fn the_tape_walk_is_the_tree_walk() {
-        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
         let (mut parsed, mut refused) = (0, 0);
-        for src in sample_documents() {
-            for round in 0..60 {
-                let text = if round == 0 {
-                    src.clone()
-                } else {
-                    renumbered(&src, &mut next)
-                };
-                let Ok(doc) = parse(&text) else { continue };
-                parsed += 1;
-                let mut tape = Tape::default();
-                for st in &doc.statements {
-                    tape.fill(st).expect("serializes");
-                    assert_eq!(Some(tape.to_node(0)), to_node(st), "{text}");
-                }
-                for t in &doc.tail {
-                    tape.fill(t).expect("serializes");
-                    assert_eq!(Some(tape.to_node(0)), to_node(t), "{text}");
-                }
-                let exact = walk_trees(&doc);
-                assert_eq!(walk_document(&doc), exact, "{text}");
-                refused += usize::from(!exact.is_empty());
+        for text in variants(0x9e37_79b9_7f4a_7c15, 60) {
+            let Ok(doc) = parse(&text) else { continue };
+            parsed += 1;
+            let mut tape = Tape::default();
+            for st in &doc.statements {
+                tape.fill(st).expect("serializes");
+                assert_eq!(Some(tape.to_node(0)), to_node(st), "{text}");
             }
+            for t in &doc.tail {
+                tape.fill(t).expect("serializes");
+                assert_eq!(Some(tape.to_node(0)), to_node(t), "{text}");
+            }
+            let exact = walk_trees(&doc);
+            assert_eq!(walk_document(&doc), exact, "{text}");
+            refused += usize::from(!exact.is_empty());
         }
         assert!(
             parsed > 150 && refused > 100,
@@ -845,31 +848,17 @@ mod tests {
     /// document with its numbers redrawn many times.
     #[test]
     fn the_model_walk_is_the_tape_walk() {
-        let mut state = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
         let (mut parsed, mut refused) = (0, 0);
-        for src in sample_documents() {
-            for round in 0..80 {
-                let text = if round == 0 {
-                    src.clone()
-                } else {
-                    renumbered(&src, &mut next)
-                };
-                let Ok(doc) = parse(&text) else { continue };
-                parsed += 1;
-                let exact = walk_document(&doc);
-                let mut typed = Vec::new();
-                for st in &doc.statements {
-                    statement(st, &mut typed);
-                }
-                assert_eq!(typed, exact, "{text}");
-                refused += usize::from(!exact.is_empty());
+        for text in variants(0x2545_f491_4f6c_dd1d, 80) {
+            let Ok(doc) = parse(&text) else { continue };
+            parsed += 1;
+            let exact = walk_document(&doc);
+            let mut typed = Vec::new();
+            for st in &doc.statements {
+                statement(st, &mut typed);
             }
+            assert_eq!(typed, exact, "{text}");
+            refused += usize::from(!exact.is_empty());
         }
         assert!(
             parsed > 200 && refused > 150,
@@ -881,13 +870,7 @@ mod tests {
     /// and leaves the rest (too many digits, signs, lone points) to it.
     #[test]
     fn the_decimal_fast_path_is_the_float_parser() {
-        let mut state = 0x853c_49e6_748f_ea9b_u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = crate::lang::xorshift(0x853c_49e6_748f_ea9b_u64);
         let mut fast = 0;
         let mut texts: Vec<String> = [
             "0",

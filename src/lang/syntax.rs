@@ -185,13 +185,40 @@ const LEXEME_CAP: usize = 24;
 /// The largest string the pool takes back.
 const POOL_CAP: usize = 64;
 
+/// A thread-local pool of things given back ([`POOL`], [`BOXES`]).
+type Pool<T> = std::thread::LocalKey<std::cell::RefCell<Vec<T>>>;
+
+/// The last thing given back to `pool`, if any (none while the thread's pool is gone or
+/// borrowed).
+fn pool_take<T>(pool: &'static Pool<T>) -> Option<T> {
+    pool.try_with(|p| p.try_borrow_mut().ok().and_then(|mut p| p.pop()))
+        .ok()
+        .flatten()
+}
+
+/// Give `v` to `pool` while it holds fewer than [`POOL_MAX`] (else `v` is dropped).
+fn pool_put<T>(pool: &'static Pool<T>, v: T) {
+    let _ = pool.try_with(|p| {
+        if let Ok(mut p) = p.try_borrow_mut()
+            && p.len() < POOL_MAX
+        {
+            p.push(v);
+        }
+    });
+}
+
+/// Empty `pool` (its memory goes back to the allocator).
+fn pool_clear<T>(pool: &'static Pool<T>) {
+    let _ = pool.try_with(|p| {
+        if let Ok(mut p) = p.try_borrow_mut() {
+            *p = Vec::new();
+        }
+    });
+}
+
 /// `s` as an owned lexeme, in a string from the pool when it has one.
 pub(crate) fn lexeme_string(s: &str) -> String {
-    let reused = POOL
-        .try_with(|p| p.try_borrow_mut().ok().and_then(|mut p| p.pop()))
-        .ok()
-        .flatten();
-    match reused {
+    match pool_take(&POOL) {
         Some(mut t) => {
             t.clear();
             t.push_str(s);
@@ -210,28 +237,13 @@ fn give_back(s: &mut String) {
     if s.capacity() == 0 || s.capacity() > POOL_CAP {
         return;
     }
-    let t = std::mem::take(s);
-    let _ = POOL.try_with(|p| {
-        if let Ok(mut p) = p.try_borrow_mut()
-            && p.len() < POOL_MAX
-        {
-            p.push(t);
-        }
-    });
+    pool_put(&POOL, std::mem::take(s));
 }
 
 /// Empty the pools (their memory goes back to the allocator).
 pub(crate) fn clear_pool() {
-    let _ = POOL.try_with(|p| {
-        if let Ok(mut p) = p.try_borrow_mut() {
-            *p = Vec::new();
-        }
-    });
-    let _ = BOXES.try_with(|p| {
-        if let Ok(mut p) = p.try_borrow_mut() {
-            *p = Vec::new();
-        }
-    });
+    pool_clear(&POOL);
+    pool_clear(&BOXES);
 }
 
 /// Give every lexeme string of a plan to the pool (the statement is then dropped).
@@ -320,11 +332,7 @@ thread_local! {
 
 /// A price operand's box, from the pool when it has one.
 fn boxed_price(p: Price) -> Box<Price> {
-    let reused = BOXES
-        .try_with(|b| b.try_borrow_mut().ok().and_then(|mut b| b.pop()))
-        .ok()
-        .flatten();
-    match reused {
+    match pool_take(&BOXES) {
         Some(mut b) => {
             *b = p;
             b
@@ -344,13 +352,7 @@ fn empty_price() -> Price {
 /// Give an operand's box to the pool, emptied.
 fn give_box(mut b: Box<Price>) {
     *b = empty_price();
-    let _ = BOXES.try_with(|p| {
-        if let Ok(mut p) = p.try_borrow_mut()
-            && p.len() < POOL_MAX
-        {
-            p.push(b);
-        }
-    });
+    pool_put(&BOXES, b);
 }
 
 fn harvest_price(p: &mut Price) {
@@ -3208,13 +3210,7 @@ mod lexeme_tests {
 
     fn check<O>(name: &str, lx: &'static Lexeme<O>, alphabet: &str, samples: &[&str]) {
         let alphabet: Vec<char> = alphabet.chars().collect();
-        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = crate::lang::xorshift(0x9e37_79b9_7f4a_7c15);
         let mut texts: Vec<String> = samples.iter().map(|s| s.to_string()).collect();
         for _ in 0..4000 {
             let len = (next() % 12) as usize;
