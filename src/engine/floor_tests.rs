@@ -209,6 +209,36 @@ proptest! {
         prop_assert_eq!(leg_open_pnl(&pos, &q), want);
     }
 
+    /// The walk from a slot's kept position marks exactly the levels the binary search of
+    /// `touch_levels` marks, and returns the levels below the new value, whatever the hint
+    /// (right, stale, or past the end), with repeated thresholds.
+    #[test]
+    fn the_level_walk_is_the_binary_search(
+        mut at in proptest::collection::vec(-20i32..20, 0..40),
+        a in -25i32..25,
+        c in -25i32..25,
+        half in any::<(bool, bool)>(),
+        hint in 0usize..50,
+        right in any::<bool>(),
+    ) {
+        at.sort_unstable();
+        let levels: Vec<(f64, u32)> = at.iter().enumerate().map(|(i, &x)| (f64::from(x), i as u32)).collect();
+        let (a, c) = (f64::from(a) + if half.0 { 0.5 } else { 0.0 }, f64::from(c) + if half.1 { 0.5 } else { 0.0 });
+        prop_assume!(a != c);
+        let hint = if right { levels.partition_point(|l| l.0 < a) } else { hint };
+        let n = levels.len();
+        let (mut want, mut got) = (vec![0u64; n], vec![0u64; n]);
+        let (mut woke_want, mut woke_got) = (Vec::new(), Vec::new());
+        let group_of: Vec<u32> = (0..n as u32).map(|i| i % 3).collect();
+        trigger::touch_levels(&levels, a.min(c), a.max(c), 9, &mut want, (&group_of, &mut woke_want));
+        let below = trigger::touch_moved(&levels, hint, (a, c), 9, &mut got, (&group_of, &mut woke_got));
+        prop_assert_eq!(got, want);
+        woke_want.sort_unstable();
+        woke_got.sort_unstable();
+        prop_assert_eq!(woke_got, woke_want);
+        prop_assert_eq!(below, levels.partition_point(|l| l.0 < c));
+    }
+
     /// `i128_f64` is `as f64`.
     #[test]
     fn i128_to_f64_is_as_f64(x in prop_oneof![any::<i64>().prop_map(i128::from), any::<i128>()]) {

@@ -312,7 +312,9 @@ struct Shared {
     fill: Box<dyn FillModel>,
     r_usd: Px,
     insts: Vec<InstRt>,
-    syms: Vec<(Sym, u64)>,
+    /// Per symbol: its events that re-price its instruments (trades, quotes, volatility),
+    /// and its trades alone (what moves its series; `Slots::refresh`).
+    syms: Vec<(Sym, u64, u64)>,
     ev: EventTimes,
     now: Ts,
     open: Ts,
@@ -476,7 +478,7 @@ impl Engine {
             session: session_no,
         });
         let regime_gate = cfg.regime_gate;
-        let syms = header.symbols.iter().map(|s| (s.sym, 0)).collect();
+        let syms = header.symbols.iter().map(|s| (s.sym, 0, 0)).collect();
         let has_chain = header
             .symbols
             .iter()
@@ -735,7 +737,7 @@ impl Engine {
         dormant: bool,
     ) -> Result<PlanRt, (Box<PlanRt>, String)> {
         let using = p.using().or(doc_using);
-        let header_has = |s: &str| self.sh.syms.iter().any(|(x, _)| x.as_str() == s);
+        let header_has = |s: &str| self.sh.syms.iter().any(|(x, ..)| x.as_str() == s);
         let default_exec = self.sh.default_exec();
         let default_signal = self.sh.default_signal();
         let fallback = self
@@ -828,7 +830,7 @@ impl Engine {
         }
         let signal = rt.signal;
         let syms = &self.sh.syms;
-        let has = |s: &str| syms.iter().any(|(x, _)| x.as_str() == s);
+        let has = |s: &str| syms.iter().any(|(x, ..)| x.as_str() == s);
         let pidx = |n: &str| names.iter().position(|x| x == n);
         let res = Resolver {
             signal,
@@ -1049,9 +1051,9 @@ impl Engine {
             self.sh.now = ts;
         }
         match ev {
-            TapeEvent::Tick(t) => self.bump(t.sym),
-            TapeEvent::Iv(i) => self.bump(i.sym),
-            TapeEvent::Quote(q) => self.bump(q.inst.sym()),
+            TapeEvent::Tick(t) => self.bump(t.sym, 1),
+            TapeEvent::Iv(i) => self.bump(i.sym, 0),
+            TapeEvent::Quote(q) => self.bump(q.inst.sym(), 0),
             TapeEvent::Session(_) => {}
             TapeEvent::Headline(h) => {
                 self.sh.ev.headline = Some(h.ts);
@@ -1067,10 +1069,12 @@ impl Engine {
         self.step();
     }
 
-    fn bump(&mut self, sym: Sym) {
+    /// Count an event of `sym` (`tick`: 1 for a trade).
+    fn bump(&mut self, sym: Sym, tick: u64) {
         for s in &mut self.sh.syms {
             if s.0 == sym {
                 s.1 += 1;
+                s.2 += tick;
             }
         }
     }
@@ -1518,7 +1522,7 @@ impl Engine {
                 continue;
             };
             let syms = &self.sh.syms;
-            let has = |s: &str| syms.iter().any(|(x, _)| x.as_str() == s);
+            let has = |s: &str| syms.iter().any(|(x, ..)| x.as_str() == s);
             // The latest plan of a name (a superseding document may reuse names).
             let pidx = |n: &str| names.iter().rposition(|x| x == n);
             let res = Resolver {

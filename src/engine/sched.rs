@@ -42,8 +42,13 @@ pub(crate) struct Sched {
     sub_lvl: Vec<Vec<u64>>,
     /// Per percentile slot bit.
     sub_pct: Vec<Vec<u64>>,
+    /// The slot bits some group subscribes to, per kind (`sub_mkt`, `sub_lvl`, `sub_pct`):
+    /// what moved outside them wakes no one.
+    any: [u64; 3],
     /// The positions whose group reads the clock.
     sub_clock: Vec<u64>,
+    /// Some group reads the clock.
+    any_clock: bool,
     /// Per id in [`Dirt::touched`]: the position of the plan whose group it is.
     group_pos: Vec<u32>,
     /// Armed plans' ttls, sorted, and the first not yet reached.
@@ -75,9 +80,20 @@ fn set(bits: &mut [u64], k: usize, on: bool) {
     }
 }
 
-fn or_into(dst: &mut [u64], src: &[u64]) {
-    for (d, s) in dst.iter_mut().zip(src) {
-        *d |= *s;
+/// `run |= woken & wakeable`.
+fn or_woken(run: &mut [u64], woken: &[u64], wakeable: &[u64]) {
+    for ((r, s), w) in run.iter_mut().zip(woken).zip(wakeable) {
+        *r |= *s & *w;
+    }
+}
+
+/// Step position `k` if it is wakeable.
+fn wake_at(run: &mut [u64], wakeable: &[u64], k: usize) {
+    if wakeable
+        .get(k / 64)
+        .is_some_and(|w| w & (1u64 << (k % 64)) != 0)
+    {
+        set(run, k, true);
     }
 }
 
@@ -102,6 +118,14 @@ impl Sched {
         let words = plans.len().div_ceil(64);
         let empty = || vec![0u64; words];
         self.idle = empty();
+        // The bits past the last plan: idle and never woken, so no scan reaches them.
+        if let Some(last) = self.idle.last_mut() {
+            if plans.len() % 64 != 0 {
+                *last = u64::MAX << (plans.len() % 64);
+            }
+        }
+        self.any = [0; 3];
+        self.any_clock = false;
         self.wakeable = empty();
         self.run = empty();
         self.sub_mkt = vec![Vec::new(); 64];
@@ -130,11 +154,15 @@ impl Sched {
     /// WHEN and INVALIDATEs, and its EXITs).
     fn subscribe(&mut self, g: &Park, k: usize, words: usize) {
         let (mkt, lvl, pct, clock, id) = g.inputs();
-        for (subs, mask) in [
+        for ((subs, mask), any) in [
             (&mut self.sub_mkt, mkt),
             (&mut self.sub_lvl, lvl),
             (&mut self.sub_pct, pct),
-        ] {
+        ]
+        .into_iter()
+        .zip(&mut self.any)
+        {
+            *any |= mask;
             each_bit(mask, |b| {
                 if subs[b].is_empty() {
                     subs[b] = vec![0u64; words];
@@ -144,53 +172,72 @@ impl Sched {
         }
         if clock {
             set(&mut self.sub_clock, k, true);
+            self.any_clock = true;
         }
         if let Some(x) = self.group_pos.get_mut(id as usize) {
             *x = u32::try_from(k).unwrap_or(u32::MAX);
         }
     }
 
-    /// Fill the bits to step at this event from what moved (`now`: the engine's clock).
+    /// Fill the bits to step at this event from what moved (`now`: the engine's clock):
+    /// `!idle | (woken & wakeable)`. Only the kinds and slot bits some group subscribes to
+    /// are visited, so an event that moved nothing subscribed costs a word per 64 plans.
     pub fn plan(&mut self, d: &Dirt, now: Ts) {
         let words = self.idle.len();
-        self.run.clear();
-        self.run.resize(words, 0);
+        if self.run.len() != words {
+            self.run.resize(words, 0);
+        }
         if d.naive {
             self.run.fill(u64::MAX);
             return;
         }
-        let run = &mut self.run;
-        for (subs, mask) in [
-            (&self.sub_mkt, d.moved),
-            (&self.sub_lvl, d.jumped),
-            (&self.sub_pct, d.pct_moved),
-        ] {
-            each_bit(mask, |b| or_into(run, &subs[b]));
+        // The bits past the last plan are idle and not wakeable (`rebuild`).
+        if let ([r], [i]) = (&mut self.run[..], &self.idle[..]) {
+            // Up to 64 plans: one word, without the vectorized loop's set-up.
+            *r = !*i;
+        } else {
+            for (r, i) in self.run.iter_mut().zip(&self.idle) {
+                *r = !*i;
+            }
         }
-        if d.clock {
-            or_into(run, &self.sub_clock);
+        let [mkt, lvl, pct] = self.any;
+        let woken = d.moved & mkt != 0
+            || d.jumped & lvl != 0
+            || d.pct_moved & pct != 0
+            || (d.clock && self.any_clock)
+            || !d.woke.is_empty()
+            || self.ttls.get(self.ttl_next).is_some_and(|&(t, _)| now >= t);
+        if woken {
+            self.wake_moved(d, now);
+        }
+    }
+
+    /// `run |= woken & wakeable`, for what moved at this event ([`plan`](Self::plan)).
+    #[inline(never)]
+    fn wake_moved(&mut self, d: &Dirt, now: Ts) {
+        let (run, wakeable) = (&mut self.run, &self.wakeable);
+        let [mkt, lvl, pct] = self.any;
+        for (subs, moved) in [
+            (&self.sub_mkt, d.moved & mkt),
+            (&self.sub_lvl, d.jumped & lvl),
+            (&self.sub_pct, d.pct_moved & pct),
+        ] {
+            each_bit(moved, |b| or_woken(run, &subs[b], wakeable));
+        }
+        if d.clock && self.any_clock {
+            or_woken(run, &self.sub_clock, wakeable);
         }
         for &g in &d.woke {
             if let Some(&k) = self.group_pos.get(g as usize) {
-                set(run, k as usize, true);
+                wake_at(run, wakeable, k as usize);
             }
         }
         while let Some(&(t, k)) = self.ttls.get(self.ttl_next) {
             if now < t {
                 break;
             }
-            set(run, k as usize, true);
+            wake_at(run, wakeable, k as usize);
             self.ttl_next += 1;
-        }
-        for ((r, i), w) in run.iter_mut().zip(&self.idle).zip(&self.wakeable) {
-            *r = (*r & *w) | !*i;
-        }
-        // No position past the last plan.
-        if let Some(last) = run.last_mut() {
-            let used = self.len % 64;
-            if used != 0 {
-                *last &= (1u64 << used) - 1;
-            }
         }
     }
 

@@ -18,9 +18,10 @@
 //! - a market series compared with a **constant** (`velocity(1m) < -0.02`, `spot crosses
 //!   above 5000`): a *level*. Levels are kept per series slot **sorted by threshold**
 //!   ([`Slots`]); when the series moves from `a` to `b`, only the levels in `[a, b]` can
-//!   change sign, and only their triggers are marked to re-evaluate (a binary search, then the
-//!   levels crossed): the cost grows with the plans that can fire, not the plans armed. A
-//!   series becoming known or UNKNOWN re-evaluates all of its levels' triggers.
+//!   change sign, and only their triggers are marked to re-evaluate (a walk from where the
+//!   value was, kept per slot, over the levels crossed): the cost grows with the plans that
+//!   can fire, not the plans armed. A series becoming known or UNKNOWN re-evaluates all of
+//!   its levels' triggers.
 //! - the clock compared with a constant (`time >= 10:07`, `T-15`, `phase open`): a level
 //!   on the clock, the same way;
 //! - a market series compared with another series or a percentile: re-evaluated when either
@@ -311,9 +312,8 @@ pub struct Slots {
     /// samples recorded; they change only when a sample is recorded (see `refresh`).
     pct_fresh: usize,
     pct_samples: usize,
-    /// Per series slot: the index of its symbol in the update counts (`usize::MAX`: not
-    /// there), and the update count and clock its value was read at.
-    series_seen: Vec<(usize, u64, Option<Ts>)>,
+    /// Per series slot: where its symbol is, and when its value was read.
+    series_seen: Vec<Seen>,
     /// Per series slot: the levels compared with it, sorted by threshold, with the id of
     /// their trigger.
     levels: Vec<Vec<(f64, u32)>>,
@@ -325,6 +325,20 @@ pub struct Slots {
     clock_prev: Option<Ts>,
     /// What moved at the latest refresh.
     pub dirt: Dirt,
+}
+
+/// A series slot's symbol, resolved once, and the trade count and clock its value was read
+/// at ([`Slots::refresh`]).
+#[derive(Debug, Clone, Copy)]
+struct Seen {
+    /// Its symbol's index in the engine's event counts (`usize::MAX`: not there).
+    count: usize,
+    /// Its symbol's index in the market state (`usize::MAX`: not there).
+    ms: usize,
+    ticks: u64,
+    at: Option<Ts>,
+    /// How many of its levels lie below its value (a hint for [`touch_moved`]).
+    below: usize,
 }
 
 /// Mark the triggers of the levels in `[lo, hi]` of a sorted level list, and list their
@@ -344,6 +358,58 @@ pub(crate) fn touch_levels(
     }
 }
 
+/// A series moved from `a` to `c` (`a != c`): mark the triggers of its levels in
+/// `[min(a, c), max(a, c)]` (as [`touch_levels`] does) and return how many levels lie below
+/// `c`. `below` is how many lay below `a` (a hint kept per slot: checked, and searched for
+/// when wrong), so the walk visits only the levels crossed, plus one to see where to stop.
+pub(crate) fn touch_moved(
+    levels: &[(f64, u32)],
+    below: usize,
+    (a, c): (f64, f64),
+    epoch: u64,
+    touched: &mut [u64],
+    (group_of, woke): (&[u32], &mut Vec<u32>),
+) -> usize {
+    let fits = below <= levels.len()
+        && (below == 0 || levels[below - 1].0 < a)
+        && levels.get(below).is_none_or(|l| l.0 >= a);
+    let p = if fits {
+        below
+    } else {
+        levels.partition_point(|l| l.0 < a)
+    };
+    let mut j = p;
+    if c > a {
+        // Up from the first level at or above `a`, to the last at or below `c`.
+        while let Some(l) = levels.get(j).filter(|l| l.0 < c) {
+            touch(touched, (group_of, woke), l.1, epoch);
+            j += 1;
+        }
+        let below_c = j;
+        while let Some(l) = levels.get(j).filter(|l| l.0 <= c) {
+            touch(touched, (group_of, woke), l.1, epoch);
+            j += 1;
+        }
+        below_c
+    } else {
+        // The levels at `a` itself, then down from below `a` to the first at or above `c`.
+        while let Some(l) = levels.get(j).filter(|l| l.0 <= a) {
+            touch(touched, (group_of, woke), l.1, epoch);
+            j += 1;
+        }
+        let mut k = p;
+        while let Some(l) = k
+            .checked_sub(1)
+            .and_then(|i| levels.get(i))
+            .filter(|l| l.0 >= c)
+        {
+            touch(touched, (group_of, woke), l.1, epoch);
+            k -= 1;
+        }
+        k
+    }
+}
+
 #[inline]
 fn touch(touched: &mut [u64], (group_of, woke): (&[u32], &mut Vec<u32>), id: u32, epoch: u64) {
     if let Some(t) = touched.get_mut(id as usize) {
@@ -354,6 +420,12 @@ fn touch(touched: &mut [u64], (group_of, woke): (&[u32], &mut Vec<u32>), id: u32
             woke.push(g);
         }
     }
+}
+
+/// Does this series move with the clock alone (between its symbol's trades)?
+#[inline]
+fn on_clock(m: MSeries) -> bool {
+    matches!(m, MSeries::Velocity(_) | MSeries::Time)
 }
 
 fn insert_level(levels: &mut Vec<(f64, u32)>, at: f64, id: u32) {
@@ -416,22 +488,26 @@ impl Slots {
     /// the others are recomputed only when a sample was recorded since the last refresh, or
     /// when their slot is new.
     ///
-    /// A series value is a function of its symbol's trades and volatility events (counted in
-    /// `updates`, per symbol) and of the clock (velocity, time; the sample grid moves only
-    /// with the clock): a slot whose symbol had no update and whose clock did not move keeps
-    /// its value (e.g. the signal's series on the exec symbol's tick of the same instant).
+    /// A series value is a function of its symbol's trades (`counts`: per symbol, its events
+    /// and its trades) and, for `velocity` and `time` only, of the clock (the sample grid
+    /// moves only with the clock); quotes and volatility events move none. So a slot whose
+    /// symbol did not trade keeps its value, unless it reads the clock and the clock moved
+    /// (e.g. the exec symbol's `spot` on the signal's tick, or on any quote).
     ///
     /// It also records what moved ([`Dirt`]) for the triggers' dirty tracking: `clock` is
     /// the clock the triggers read (the engine's).
     pub fn refresh(
         &mut self,
         ms: &MarketState,
-        updates: &[(Sym, u64)],
+        counts: &[(Sym, u64, u64)],
         mkt: &mut Vec<Option<f64>>,
         pct: &mut Vec<Option<f64>>,
         clock: Ts,
     ) {
         let now = ms.now();
+        if mkt.len() != self.series.len() || self.series_seen.len() != self.series.len() {
+            self.new_series_slots(ms, counts, mkt);
+        }
         let d = &mut self.dirt;
         d.epoch += 1;
         d.moved = 0;
@@ -440,7 +516,9 @@ impl Slots {
         d.woke.clear();
         d.clock = self.clock_prev != Some(clock);
         if d.clock {
-            if let Some(prev) = self.clock_prev {
+            if self.clock_levels.is_empty() {
+                // Nothing on the clock's levels to touch.
+            } else if let Some(prev) = self.clock_prev {
                 let (a, b) = (prev.secs_f64(), clock.secs_f64());
                 touch_levels(
                     &self.clock_levels,
@@ -457,47 +535,43 @@ impl Slots {
             }
             self.clock_prev = Some(clock);
         }
-        if mkt.len() < self.series_seen.len() {
-            self.series_seen.clear();
-        }
-        mkt.resize(self.series.len(), None);
-        for (sym, _) in &self.series[self.series_seen.len()..] {
-            let i = updates.iter().position(|u| u.0 == *sym);
-            self.series_seen
-                .push((i.unwrap_or(usize::MAX), u64::MAX, None));
-        }
-        for (i, ((v, seen), (sym, m))) in mkt
+        for (i, ((v, seen), &(_, m))) in mkt
             .iter_mut()
             .zip(self.series_seen.iter_mut())
             .zip(&self.series)
             .enumerate()
         {
-            let n = updates.get(seen.0).map(|u| u.1);
+            let n = counts.get(seen.count).map(|u| u.2);
             if let Some(n) = n {
-                if seen.1 == n && seen.2 == now {
+                if seen.ticks == n && (seen.at == now || !on_clock(m)) {
                     continue;
                 }
             }
-            seen.1 = n.unwrap_or(u64::MAX);
-            seen.2 = now;
-            let new = ms.value_sym(*sym, *m).filter(|x| x.is_finite());
+            seen.ticks = n.unwrap_or(u64::MAX);
+            seen.at = now;
+            let new = ms.value_of(seen.ms, m).filter(|x| x.is_finite());
             if new != *v {
                 let b = bit(u16::try_from(i).unwrap_or(u16::MAX));
                 d.moved |= b;
                 let levels = self.levels.get(i).map_or(&[][..], Vec::as_slice);
                 match (*v, new) {
-                    (Some(a), Some(c)) => touch_levels(
-                        levels,
-                        a.min(c),
-                        a.max(c),
-                        d.epoch,
-                        &mut d.touched,
-                        (&d.group_of, &mut d.woke),
-                    ),
+                    (Some(a), Some(c)) => {
+                        seen.below = touch_moved(
+                            levels,
+                            seen.below,
+                            (a, c),
+                            d.epoch,
+                            &mut d.touched,
+                            (&d.group_of, &mut d.woke),
+                        );
+                    }
                     _ => d.jumped |= b,
                 }
                 *v = new;
             }
+        }
+        if self.pcts.is_empty() && pct.is_empty() {
+            return;
         }
         let n = ms.samples_recorded();
         if n != self.pct_samples || pct.len() < self.pct_fresh {
@@ -516,6 +590,31 @@ impl Slots {
             }
         }
         self.pct_fresh = self.pcts.len();
+    }
+
+    /// Fit the value vector to the series slots and resolve the symbols of new slots (the
+    /// cold path of [`refresh`](Self::refresh): once per slot, after arming). A value vector
+    /// shorter than the slots read so far was handed in anew: every slot is read again.
+    #[cold]
+    fn new_series_slots(
+        &mut self,
+        ms: &MarketState,
+        counts: &[(Sym, u64, u64)],
+        mkt: &mut Vec<Option<f64>>,
+    ) {
+        if mkt.len() < self.series_seen.len() {
+            self.series_seen.clear();
+        }
+        mkt.resize(self.series.len(), None);
+        for &(sym, _) in &self.series[self.series_seen.len()..] {
+            self.series_seen.push(Seen {
+                count: counts.iter().position(|u| u.0 == sym).unwrap_or(usize::MAX),
+                ms: ms.sym_index(sym).unwrap_or(usize::MAX),
+                ticks: u64::MAX,
+                at: None,
+                below: 0,
+            });
+        }
     }
 }
 

@@ -670,6 +670,17 @@ impl MarketState {
         self.value_in(self.sym_of(sym)?, series)
     }
 
+    /// Where a symbol's state is, for [`value_of`](Self::value_of) (fixed for the session).
+    pub fn sym_index(&self, sym: Sym) -> Option<usize> {
+        self.sym_idx(sym)
+    }
+
+    /// [`value_sym`](Self::value_sym) by the symbol's [`sym_index`](Self::sym_index) (no
+    /// search: the engine's per-event reads); `None` for an index past the symbols.
+    pub fn value_of(&self, sym: usize, series: Series) -> Option<f64> {
+        self.value_in(self.syms.get(sym)?, series)
+    }
+
     fn value_in(&self, s: &SymState, series: Series) -> Option<f64> {
         match series {
             Series::Spot => s.last.map(Px::to_f64),
