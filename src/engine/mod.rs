@@ -180,7 +180,9 @@ struct ExitRt {
 #[derive(Debug, Clone)]
 struct InstRt {
     sym: Sym,
+    /// Its symbol's index in `Shared::syms`, and in the market state (`usize::MAX`: none).
     sym_i: usize,
+    ms_i: usize,
     kind: InstKind,
     key: String,
     mult: u32,
@@ -191,6 +193,9 @@ struct InstRt {
     /// The latest live mark given to the Blotter: price, model, and the engine's trade
     /// count then (a trade re-marks a position at its fill price, so a new trade marks again).
     marked: Option<(Px, bool, u64)>,
+    /// The symbol's event count and the engine's trade count at the latest live mark pass:
+    /// while neither moved, the quote and the mark stand.
+    marked_at: (u64, u64),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -1287,9 +1292,15 @@ impl Engine {
     fn mark_live(&mut self) {
         let sh = &mut self.sh;
         for i in 0..sh.insts.len() {
-            if sh.insts[i].held == 0 {
+            let ir = &mut sh.insts[i];
+            if ir.held == 0 {
                 continue;
             }
+            let at = (sh.syms[ir.sym_i].1, sh.trades);
+            if ir.marked_at == at {
+                continue;
+            }
+            ir.marked_at = at;
             let Some(q) = quote(sh, i) else { continue };
             let (px, model) = if q.option {
                 (Px::round_cents(q.fair).unwrap_or(q.mid), true)
@@ -1887,9 +1898,11 @@ fn resolve_inst(p: &PlanRt, sh: &mut Shared, spec: InstSpec) -> Result<usize, St
         }
     };
     let sym_i = sym_index(sh, sym);
+    let ms_i = sh.ms.sym_index(sym).unwrap_or(usize::MAX);
     sh.insts.push(InstRt {
         sym,
         sym_i,
+        ms_i,
         kind,
         key,
         mult,
@@ -1897,6 +1910,7 @@ fn resolve_inst(p: &PlanRt, sh: &mut Shared, spec: InstSpec) -> Result<usize, St
         q: None,
         held: 0,
         marked: None,
+        marked_at: (u64::MAX, u64::MAX),
     });
     Ok(sh.insts.len() - 1)
 }
@@ -1915,7 +1929,7 @@ fn quote(sh: &mut Shared, inst: usize) -> Option<QuoteF> {
             right,
         } => sh
             .ms
-            .book_quote_sym(ir.sym, expiry, strike, right)
+            .book_quote_at(ir.ms_i, expiry, strike, right)
             .map(|q| QuoteF {
                 fair: q.fair,
                 intrinsic: q.intrinsic,
@@ -1926,7 +1940,7 @@ fn quote(sh: &mut Shared, inst: usize) -> Option<QuoteF> {
                 option: true,
                 quoted: q.quoted,
             }),
-        InstKind::Shares => sh.ms.share_quote_sym(ir.sym).map(|q| QuoteF {
+        InstKind::Shares => sh.ms.share_quote_at(ir.ms_i).map(|q| QuoteF {
             fair: q.fair.to_f64(),
             intrinsic: q.fair,
             bid: q.bid,

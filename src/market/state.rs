@@ -842,7 +842,19 @@ impl MarketState {
         strike: Px,
         right: Right,
     ) -> Option<BookQuote> {
-        let s = self.sym_of(sym)?;
+        self.book_quote_at(self.sym_idx(sym)?, expiry, strike, right)
+    }
+
+    /// [`book_quote_sym`](Self::book_quote_sym) by the symbol's
+    /// [`sym_index`](Self::sym_index) (no search: the engine's re-pricing).
+    pub fn book_quote_at(
+        &self,
+        sym: usize,
+        expiry: Expiry,
+        strike: Px,
+        right: Right,
+    ) -> Option<BookQuote> {
+        let s = self.syms.get(sym)?;
         let (spot, smile, _, t) = self.listed(s, expiry, strike)?;
         let b = book_quote(right, spot, strike, t, self.rate, smile)?;
         match self.tape_book(s, expiry, strike, right) {
@@ -957,6 +969,12 @@ impl MarketState {
     /// [`share_quote`](Self::share_quote) by [`Sym`].
     pub fn share_quote_sym(&self, sym: Sym) -> Option<ShareQuote> {
         Self::share_quote_in(self.sym_of(sym)?)
+    }
+
+    /// [`share_quote_sym`](Self::share_quote_sym) by the symbol's
+    /// [`sym_index`](Self::sym_index).
+    pub fn share_quote_at(&self, sym: usize) -> Option<ShareQuote> {
+        Self::share_quote_in(self.syms.get(sym)?)
     }
 
     fn share_quote_in(s: &SymState) -> Option<ShareQuote> {
