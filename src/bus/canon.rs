@@ -73,15 +73,11 @@ fn push_u64_long(out: &mut Vec<u8>, mut n: u64) {
     out.extend_from_slice(&buf[i..]);
 }
 
-/// `Px`'s display (2 to 4 decimals, trailing zeros past the second trimmed), without `fmt`.
+/// `Px`'s display (2 to 4 decimals, trailing zeros past the second trimmed), without `fmt`:
+/// written backwards into a stack buffer, then appended at once.
 fn push_px(out: &mut Vec<u8>, p: Px) {
     let raw = p.raw();
-    if raw < 0 {
-        out.push(b'-');
-    }
     let abs = raw.unsigned_abs();
-    push_u64(out, abs / 10_000);
-    out.push(b'.');
     let frac = abs % 10_000;
     let d = [
         (frac / 1000) as u8,
@@ -96,9 +92,29 @@ fn push_px(out: &mut Vec<u8>, p: Px) {
     } else {
         2
     };
-    for x in &d[..n] {
-        out.push(b'0' + x);
+    // At most 15 integer digits (|i64| / 10^4), the point, 4 decimals and a sign.
+    let mut buf = [0u8; 24];
+    let mut i = buf.len();
+    for x in d[..n].iter().rev() {
+        i -= 1;
+        buf[i] = b'0' + x;
     }
+    i -= 1;
+    buf[i] = b'.';
+    let mut int = abs / 10_000;
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (int % 10) as u8;
+        int /= 10;
+        if int == 0 {
+            break;
+        }
+    }
+    if raw < 0 {
+        i -= 1;
+        buf[i] = b'-';
+    }
+    out.extend_from_slice(&buf[i..]);
 }
 
 /// `HH:MM:SS.mmm`.
@@ -343,16 +359,20 @@ pub fn write_canonical(out: &mut Vec<u8>, ev: &Event) {
             order,
             limit,
             reason,
-        } => write_fields(
-            out,
-            &mut [
-                ("limit", P(*limit)),
-                ("order", U(*order)),
-                ("reason", S(reason)),
-                ("ts", T(*ts)),
-                ("type", S("order-repriced")),
-            ],
-        ),
+        } => {
+            // The line a working order writes at nearly every tick (a peg, an escalation):
+            // written straight, in `write_fields`'s key order and bytes (the variant tests
+            // compare it with the reference path like every other).
+            out.extend_from_slice(b"{\"limit\":\"");
+            push_px(out, *limit);
+            out.extend_from_slice(b"\",\"order\":");
+            push_u64(out, *order);
+            out.extend_from_slice(b",\"reason\":");
+            json_str(out, reason);
+            out.extend_from_slice(b",\"ts\":\"");
+            push_ts(out, *ts);
+            out.extend_from_slice(b"\",\"type\":\"order-repriced\"}\n");
+        }
         Event::OrderCancelled { ts, order, reason } => write_fields(
             out,
             &mut [
@@ -718,7 +738,7 @@ mod tests {
                 ts,
                 order: 7,
                 limit: Px(-5),
-                reason: s("peg"),
+                reason: s("peg").into(),
             },
             Event::OrderCancelled {
                 ts,
@@ -937,7 +957,7 @@ mod props {
         fn canonical_lines_match_reference_with_any_text(s in any::<String>(), n in any::<u64>(), raw in any::<i64>()) {
             let ts = Ts(u32::try_from(n % 86_400_000).unwrap_or(0));
             let evs = [
-                Event::OrderRepriced { ts, order: n, limit: Px(raw), reason: s.clone() },
+                Event::OrderRepriced { ts, order: n, limit: Px(raw), reason: s.clone().into() },
                 Event::OrderCancelled { ts, order: n, reason: s.clone() },
                 Event::Fill { ts, order: n, plan: s.clone(), leg: s.clone(), side: BusSide::Sell, qty: n, px: Px(raw), mult: 100, quoted: n % 2 == 0 },
                 Event::OrderPlaced { ts, order: n, plan: s.clone(), clause: s.clone(), role: OrderRole::Tp, leg: s.clone(), side: BusSide::Buy, qty: n, limit: Px(raw), mult: 1 },

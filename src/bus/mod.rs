@@ -286,8 +286,9 @@ pub enum Event {
         /// New limit.
         #[serde(with = "px_str")]
         limit: Px,
-        /// `peg` or `esc#n`.
-        reason: String,
+        /// `peg` or `esc#n` (borrowed for `peg`: no allocation for the line a pegged order
+        /// writes at nearly every tick).
+        reason: std::borrow::Cow<'static, str>,
     },
     /// A resting order was pulled.
     OrderCancelled {

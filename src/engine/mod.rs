@@ -2622,7 +2622,7 @@ fn process_orders(p: &mut PlanRt, pi: usize, sh: &mut Shared, reads: PlanReads) 
         let basis = basis_of(p, inst);
         let o = &mut p.orders[k];
         let buy = o.side == BusSide::Buy;
-        let mut new_limit: Option<(Px, String)> = None;
+        let mut new_limit: Option<(Px, std::borrow::Cow<'static, str>)> = None;
         if let Some((ep, dur)) = o.mods.esc.get(o.esc_next) {
             if sh.now.ms().saturating_sub(o.esc_since.ms()) >= *dur {
                 let n = o.esc_next + 1;
@@ -2630,7 +2630,10 @@ fn process_orders(p: &mut PlanRt, pi: usize, sh: &mut Shared, reads: PlanReads) 
                 o.esc_next = n;
                 o.esc_since = sh.now;
                 if let Some(l) = ep.limit(&q, buy, basis) {
-                    new_limit = Some((bound(l, o.side, &q, &o.mods, basis), format!("esc#{n}")));
+                    new_limit = Some((
+                        bound(l, o.side, &q, &o.mods, basis),
+                        format!("esc#{n}").into(),
+                    ));
                 }
                 o.price = ep;
             }

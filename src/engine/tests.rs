@@ -632,7 +632,9 @@ fn esc_reprices_on_a_timer_in_order() {
         .events()
         .iter()
         .filter_map(|e| match e {
-            Event::OrderRepriced { limit, reason, .. } => Some((limit.to_string(), reason.clone())),
+            Event::OrderRepriced { limit, reason, .. } => {
+                Some((limit.to_string(), reason.to_string()))
+            }
             _ => None,
         })
         .collect();
