@@ -157,7 +157,25 @@ impl SortedSamples {
         }
     }
 
-    /// The value of rank `k` (0-based).
+    /// The values of ranks `k` and `k + 1` (0-based), with one search when both are in one
+    /// block.
+    fn get_pair(&self, k: usize) -> Option<(f64, Option<f64>)> {
+        if k >= self.len {
+            return None;
+        }
+        let bi = self.starts.partition_point(|&s| s <= k).checked_sub(1)?;
+        let b = self.blocks.get(bi)?;
+        let i = k - self.starts[bi];
+        let a = *b.get(i)?;
+        let next = match b.get(i + 1) {
+            Some(&x) => Some(x),
+            None => self.blocks.get(bi + 1).and_then(|n| n.first().copied()),
+        };
+        Some((a, next))
+    }
+
+    /// The value of rank `k` (0-based): the tests' reference for [`get_pair`](Self::get_pair).
+    #[cfg(test)]
     fn get(&self, k: usize) -> Option<f64> {
         if k >= self.len {
             return None;
@@ -287,7 +305,9 @@ fn insert_sorted(v: &mut Vec<f64>, x: f64) {
 
 /// Linear-interpolation percentile of sorted values.
 fn percentile_sorted(sorted: &[f64], p: f64) -> Option<f64> {
-    percentile_ranked(sorted.len(), p, |k| sorted.get(k).copied())
+    percentile_ranked(sorted.len(), p, |k| {
+        Some((*sorted.get(k)?, sorted.get(k + 1).copied()))
+    })
 }
 
 /// An `i128` as the nearest `f64` (`as f64`), through the one-instruction `i64`
@@ -308,15 +328,20 @@ fn u128_f64(x: u128) -> f64 {
 }
 
 /// Linear-interpolation percentile of `n` sorted values, read by rank with `at`.
-fn percentile_ranked(n: usize, p: f64, at: impl Fn(usize) -> Option<f64>) -> Option<f64> {
+fn percentile_ranked(
+    n: usize,
+    p: f64,
+    at: impl Fn(usize) -> Option<(f64, Option<f64>)>,
+) -> Option<f64> {
     if n < MIN_PERCENTILE_SAMPLES || !(0.0..=100.0).contains(&p) {
         return None;
     }
     let h = (n - 1) as f64 * p / 100.0;
-    let lo = libm::floor(h) as usize;
+    // `h` is finite and not negative: truncation is `floor`.
+    let lo = h as usize;
     let frac = h - lo as f64;
-    let a = at(lo)?;
-    match at(lo + 1) {
+    let (a, b) = at(lo)?;
+    match b {
         Some(b) if frac > 0.0 => Some(a + frac * (b - a)),
         _ => Some(a),
     }
@@ -765,7 +790,7 @@ impl MarketState {
             _ => {
                 if let Some(t) = s.tracked.iter().find(|t| t.series == series) {
                     let t = &t.sorted;
-                    return percentile_ranked(t.len(), p, |k| t.get(k));
+                    return percentile_ranked(t.len(), p, |k| t.get_pair(k));
                 }
                 let mut v: Vec<f64> = (0..n)
                     .map(|k| s.sample_at(series, k))
@@ -1085,7 +1110,7 @@ mod tests {
                     prop_assert_eq!(blocks.len(), reference.len());
                     for p in ps.iter().copied().chain([0.0, 50.0, 100.0]) {
                         let a = percentile_sorted(&reference, p).map(f64::to_bits);
-                        let b = percentile_ranked(blocks.len(), p, |k| blocks.get(k)).map(f64::to_bits);
+                        let b = percentile_ranked(blocks.len(), p, |k| blocks.get_pair(k)).map(f64::to_bits);
                         prop_assert_eq!(a, b, "p={}", p);
                     }
                 }
@@ -1093,6 +1118,11 @@ mod tests {
             let all: Vec<u64> = (0..blocks.len()).filter_map(|k| blocks.get(k)).map(f64::to_bits).collect();
             let want: Vec<u64> = reference.iter().map(|x| x.to_bits()).collect();
             prop_assert_eq!(all, want);
+            for k in 0..=blocks.len() {
+                let pair = blocks.get_pair(k).map(|(a, b)| (a.to_bits(), b.map(f64::to_bits)));
+                let want = blocks.get(k).map(|a| (a.to_bits(), blocks.get(k + 1).map(f64::to_bits)));
+                prop_assert_eq!(pair, want, "k={}", k);
+            }
             prop_assert_eq!(blocks.get(blocks.len()), None);
         }
 
