@@ -222,6 +222,26 @@ pub(crate) trait Syn: Send + Sync {
         Firsts::ALL
     }
 
+    /// The piece parsed if it leads here, else `None` with nothing consumed: what an
+    /// alternative, an optional part or a list's separator asks. It is `lead` then `parse`,
+    /// one question instead of two for the pieces that find their match while leading (a
+    /// keyword table looks its word up once, not once to lead and again to parse).
+    #[inline]
+    fn take(&self, i: &mut In<'_>) -> Option<R<Self::Out>> {
+        if leads(self.lead(i.input)) {
+            Some(self.parse(i))
+        } else {
+            None
+        }
+    }
+
+    /// Does this piece's `lead` decide on its own (never [`Lead::Skip`])? A sequence that
+    /// starts with such a piece leads exactly when the piece does, so it is taken by
+    /// taking its first piece ([`Syn::take`]).
+    fn decisive(&self) -> bool {
+        false
+    }
+
     /// The piece with the source span it covered.
     fn spanned(self) -> Spanned<Self>
     where
@@ -255,6 +275,12 @@ impl<O> Syn for Dyn<O> {
     }
     fn firsts(&self) -> Firsts {
         (**self).firsts()
+    }
+    fn take(&self, i: &mut In<'_>) -> Option<R<O>> {
+        (**self).take(i)
+    }
+    fn decisive(&self) -> bool {
+        (**self).decisive()
     }
 }
 
@@ -302,6 +328,9 @@ impl<const WHOLE: bool> Syn for Exact<WHOLE> {
         } else {
             Firsts::words([self.0], false)
         }
+    }
+    fn decisive(&self) -> bool {
+        true
     }
 }
 
@@ -405,27 +434,40 @@ impl<T> CiTable<T> {
             return None;
         }
         // Words are ASCII (`end` stops at the first other byte). A table word is compared
-        // only when its length and first byte match (most are told apart there), which
-        // keeps the scan of a table to a few instructions per word.
+        // only when its length matches (most are told apart there), byte by byte, each pair
+        // equal as written or else ignoring case: one pass over the table. (No two words of a
+        // table are equal ignoring case, so at most one matches. A byte loop: the words are a
+        // few bytes, shorter than a call to `memcmp`.)
         let w = &s.as_bytes()[..end];
-        // The word as the table spells it (text is nearly always canonical), then in any
-        // case. No two words of a table are equal ignoring case, so both give the same entry.
-        // (A byte loop: the words are a few bytes, shorter than a call to `memcmp`.)
-        let k = match self
+        let k = self
             .table
             .iter()
-            .position(|(x, _)| x.len() == end && x.bytes().zip(w).all(|(a, &b)| a == b))
-        {
-            Some(k) => k,
-            None => {
-                let w0 = w[0].to_ascii_lowercase();
-                self.table.iter().position(|(x, _)| {
-                    let x = x.as_bytes();
-                    x.len() == end && x[0].to_ascii_lowercase() == w0 && x.eq_ignore_ascii_case(w)
-                })?
-            }
-        };
+            .position(|(x, _)| x.len() == end && eq_ci(x.as_bytes(), w))?;
         starts(&s[end..], self.then).then_some((k, end))
+    }
+}
+
+/// Are two ASCII words of one length equal ignoring case? (Each byte pair is compared as
+/// written first: table words are nearly always written as the table spells them.)
+#[inline]
+fn eq_ci(x: &[u8], w: &[u8]) -> bool {
+    x.iter()
+        .zip(w)
+        .all(|(&a, &b)| a == b || a.eq_ignore_ascii_case(&b))
+}
+
+impl<T: Copy> CiTable<T> {
+    /// Consume the word `find` found (entry `k`, `end` bytes) and what must follow it.
+    #[inline]
+    fn consume(&self, i: &mut In<'_>, (k, end): (usize, usize)) -> (T, String) {
+        let w = i.next_slice(end);
+        let t = if self.text {
+            super::syntax::lexeme_string(w)
+        } else {
+            String::new()
+        };
+        let _ = i.next_slice(self.then.len());
+        (self.table[k].1, t)
     }
 }
 
@@ -433,18 +475,17 @@ impl<T: Copy + Send + Sync> Syn for CiTable<T> {
     type Out = (T, String);
     fn parse(&self, i: &mut In<'_>) -> R<(T, String)> {
         match self.find(i.input) {
-            Some((k, end)) => {
-                let w = i.next_slice(end);
-                let t = if self.text {
-                    super::syntax::lexeme_string(w)
-                } else {
-                    String::new()
-                };
-                let _ = i.next_slice(self.then.len());
-                Ok((self.table[k].1, t))
-            }
+            Some(at) => Ok(self.consume(i, at)),
             None => self.need.fail(i),
         }
+    }
+    #[inline]
+    fn take(&self, i: &mut In<'_>) -> Option<R<(T, String)>> {
+        let at = self.find(i.input)?;
+        Some(Ok(self.consume(i, at)))
+    }
+    fn decisive(&self) -> bool {
+        true
     }
     fn describe(&self, _: &mut Describer) -> Term {
         let words = Term::Alt(
@@ -515,6 +556,15 @@ impl Syn for Words {
             }
             None => self.need.fail(i),
         }
+    }
+    #[inline]
+    fn take(&self, i: &mut In<'_>) -> Option<R<usize>> {
+        let k = self.find(i.input)?;
+        let _ = i.next_slice(self.words[k].len());
+        Some(Ok(k))
+    }
+    fn decisive(&self) -> bool {
+        true
     }
     fn describe(&self, _: &mut Describer) -> Term {
         Term::Alt(
@@ -603,20 +653,24 @@ impl Syn for Sp0 {
 
 /// Sequences are tuples of pieces.
 macro_rules! seq_impl {
-    ($($n:ident $v:ident),+) => {
-        impl<$($n: Syn),+> Syn for ($($n,)+) {
-            type Out = ($($n::Out,)+);
+    ($n0:ident $v0:ident $(, $n:ident $v:ident)+) => {
+        impl<$n0: Syn, $($n: Syn),+> Syn for ($n0, $($n,)+) {
+            type Out = ($n0::Out, $($n::Out,)+);
             fn parse(&self, i: &mut In<'_>) -> R<Self::Out> {
-                let ($($v,)+) = self;
-                Ok(($($v.parse(i)?,)+))
+                let ($v0, $($v,)+) = self;
+                Ok(($v0.parse(i)?, $($v.parse(i)?,)+))
             }
             fn describe(&self, d: &mut Describer) -> Term {
-                let ($($v,)+) = self;
-                Term::Seq(vec![$($v.describe(d)),+])
+                let ($v0, $($v,)+) = self;
+                Term::Seq(vec![$v0.describe(d), $($v.describe(d)),+])
             }
             fn lead<'s>(&self, s: &'s str) -> Lead<'s> {
-                let ($($v,)+) = self;
+                let ($v0, $($v,)+) = self;
                 let mut s = s;
+                match $v0.lead(s) {
+                    Lead::Skip(rest) => s = rest,
+                    other => return other,
+                }
                 $(
                     match $v.lead(s) {
                         Lead::Skip(rest) => s = rest,
@@ -628,6 +682,27 @@ macro_rules! seq_impl {
             fn firsts(&self) -> Firsts {
                 // Only a first piece that is not optional decides; spaces (`Sp`) are.
                 self.0.firsts()
+            }
+            #[inline]
+            fn take(&self, i: &mut In<'_>) -> Option<R<Self::Out>> {
+                let ($v0, $($v,)+) = self;
+                if !$v0.decisive() {
+                    return if leads(self.lead(i.input)) {
+                        Some(self.parse(i))
+                    } else {
+                        None
+                    };
+                }
+                // The first piece decides: taking it is leading.
+                let first = match $v0.take(i)? {
+                    Ok(x) => x,
+                    Err(e) => return Some(Err(e)),
+                };
+                let rest = || -> R<Self::Out> { Ok((first, $($v.parse(i)?,)+)) };
+                Some(rest())
+            }
+            fn decisive(&self) -> bool {
+                self.0.decisive()
             }
         }
     };
@@ -663,6 +738,13 @@ impl<S: Syn, F: Fn(S::Out) -> O + Send + Sync, O> Syn for Map<S, F> {
     fn firsts(&self) -> Firsts {
         self.s.firsts()
     }
+    #[inline]
+    fn take(&self, i: &mut In<'_>) -> Option<R<O>> {
+        self.s.take(i).map(|r| r.map(&self.f))
+    }
+    fn decisive(&self) -> bool {
+        self.s.decisive()
+    }
 }
 
 fn leads(l: Lead<'_>) -> bool {
@@ -679,11 +761,7 @@ pub(crate) fn opt<S: Syn>(s: S) -> Opt<S> {
 impl<S: Syn> Syn for Opt<S> {
     type Out = Option<S::Out>;
     fn parse(&self, i: &mut In<'_>) -> R<Option<S::Out>> {
-        if leads(self.0.lead(i.input)) {
-            Ok(Some(self.0.parse(i)?))
-        } else {
-            Ok(None)
-        }
+        self.0.take(i).transpose()
     }
     fn describe(&self, d: &mut Describer) -> Term {
         Term::Rep(Box::new(self.0.describe(d)), 0, Some(1))
@@ -710,8 +788,8 @@ impl<S: Syn, P: Syn> Syn for List<S, P> {
     type Out = Vec<S::Out>;
     fn parse(&self, i: &mut In<'_>) -> R<Vec<S::Out>> {
         let mut out = vec![self.item.parse(i)?];
-        while leads(self.sep.lead(i.input)) {
-            self.sep.parse(i)?;
+        while let Some(sep) = self.sep.take(i) {
+            sep?;
             out.push(self.next.parse(i)?);
         }
         Ok(out)
@@ -744,12 +822,13 @@ impl<S: Syn, P: Syn> Syn for Joined<S, P> {
     type Out = S::Out;
     fn parse(&self, i: &mut In<'_>) -> R<S::Out> {
         let first = self.item.parse(i)?;
-        if !leads(self.sep.lead(i.input)) {
+        let Some(sep) = self.sep.take(i) else {
             return Ok(first);
-        }
-        let mut out = vec![first];
-        while leads(self.sep.lead(i.input)) {
-            self.sep.parse(i)?;
+        };
+        sep?;
+        let mut out = vec![first, self.item.parse(i)?];
+        while let Some(sep) = self.sep.take(i) {
+            sep?;
             out.push(self.item.parse(i)?);
         }
         Ok((self.many)(out))
@@ -769,8 +848,8 @@ impl<S: Syn> Syn for Many<S> {
     type Out = Vec<S::Out>;
     fn parse(&self, i: &mut In<'_>) -> R<Vec<S::Out>> {
         let mut out = Vec::new();
-        while leads(self.0.lead(i.input)) {
-            out.push(self.0.parse(i)?);
+        while let Some(x) = self.0.take(i) {
+            out.push(x?);
         }
         Ok(out)
     }
@@ -861,6 +940,12 @@ impl<O> Syn for Named<O> {
     fn firsts(&self) -> Firsts {
         (self.get)().firsts()
     }
+    fn take(&self, i: &mut In<'_>) -> Option<R<O>> {
+        (self.get)().take(i)
+    }
+    fn decisive(&self) -> bool {
+        (self.get)().decisive()
+    }
 }
 
 /// `rule!(fn price -> Price = "price", <piece>)`: a [`Named`] rule built on first use.
@@ -916,6 +1001,9 @@ impl<O> Syn for Lex<O> {
         } else {
             Lead::No
         }
+    }
+    fn decisive(&self) -> bool {
+        true
     }
 }
 
@@ -996,6 +1084,21 @@ impl<S: Syn> Syn for Nest<S> {
     fn firsts(&self) -> Firsts {
         self.0.firsts()
     }
+    fn take(&self, i: &mut In<'_>) -> Option<R<S::Out>> {
+        let depth = i.state.depth;
+        let d = depth.get();
+        if d >= crate::limits::MAX_NESTING {
+            // Too deep: `parse` gives the refusal, when the piece leads.
+            return leads(self.0.lead(i.input)).then(|| self.parse(i));
+        }
+        depth.set(d + 1);
+        let out = self.0.take(i);
+        depth.set(d);
+        out
+    }
+    fn decisive(&self) -> bool {
+        self.0.decisive()
+    }
 }
 
 /// A piece with the source span it covered.
@@ -1017,13 +1120,22 @@ impl<S: Syn> Syn for Spanned<S> {
     fn firsts(&self) -> Firsts {
         self.0.firsts()
     }
+    #[inline]
+    fn take(&self, i: &mut In<'_>) -> Option<R<Self::Out>> {
+        let start = super::syntax::pos(i);
+        let out = self.0.take(i)?;
+        Some(out.map(|out| (out, super::ast::Span::new(start, super::syntax::pos(i)))))
+    }
+    fn decisive(&self) -> bool {
+        self.0.decisive()
+    }
 }
 
 /// Turn a lost alternative into the parser's error at this point.
 pub(crate) fn backtrack<T>(i: &mut In<'_>) -> R<T> {
-    Err(ErrMode::Backtrack(<PErr as winnow::error::ParserError<
-        In<'_>,
-    >>::from_input(&*i)))
+    Err(ErrMode::Backtrack(
+        <Box<PErr> as winnow::error::ParserError<In<'_>>>::from_input(&*i),
+    ))
 }
 
 /// `a` then `b`, where `b`'s messages may name what `a` read: `{prev}` in them is replaced
@@ -1038,12 +1150,19 @@ impl<A: Syn, B: Syn, F: Fn(&A::Out) -> String + Send + Sync> Syn for Ctx<A, B, F
     type Out = (A::Out, B::Out);
     fn parse(&self, i: &mut In<'_>) -> R<Self::Out> {
         let x = self.a.parse(i)?;
-        match self.b.parse(i) {
-            Ok(y) => Ok((x, y)),
-            Err(ErrMode::Cut(e)) => Err(ErrMode::Cut(self.name(e, &x))),
-            Err(ErrMode::Backtrack(e)) => Err(ErrMode::Backtrack(self.name(e, &x))),
-            Err(e) => Err(e),
+        self.then(x, i)
+    }
+    fn take(&self, i: &mut In<'_>) -> Option<R<Self::Out>> {
+        if !self.a.decisive() {
+            return leads(self.lead(i.input)).then(|| self.parse(i));
         }
+        Some(match self.a.take(i)? {
+            Ok(x) => self.then(x, i),
+            Err(e) => Err(e),
+        })
+    }
+    fn decisive(&self) -> bool {
+        self.a.decisive()
     }
     fn describe(&self, d: &mut Describer) -> Term {
         Term::Seq(vec![self.a.describe(d), self.b.describe(d)])
@@ -1056,8 +1175,20 @@ impl<A: Syn, B: Syn, F: Fn(&A::Out) -> String + Send + Sync> Syn for Ctx<A, B, F
     }
 }
 
+impl<A: Syn, B: Syn, F: Fn(&A::Out) -> String> Ctx<A, B, F> {
+    /// `b` after `a` gave `x`, its messages naming `x`.
+    fn then(&self, x: A::Out, i: &mut In<'_>) -> R<(A::Out, B::Out)> {
+        match self.b.parse(i) {
+            Ok(y) => Ok((x, y)),
+            Err(ErrMode::Cut(e)) => Err(ErrMode::Cut(self.name(e, &x))),
+            Err(ErrMode::Backtrack(e)) => Err(ErrMode::Backtrack(self.name(e, &x))),
+            Err(e) => Err(e),
+        }
+    }
+}
+
 impl<A, B, F> Ctx<A, B, F> {
-    fn name<O>(&self, mut e: PErr, x: &O) -> PErr
+    fn name<O>(&self, mut e: Box<PErr>, x: &O) -> Box<PErr>
     where
         F: Fn(&O) -> String,
     {
@@ -1101,8 +1232,8 @@ macro_rules! arms_impl {
             fn take(&self, i: &mut In<'_>) -> Option<R<O>> {
                 let ($($v,)+) = self;
                 $(
-                    if leads($v.lead(i.input)) {
-                        return Some($v.parse(i));
+                    if let Some(r) = $v.take(i) {
+                        return Some(r);
                     }
                 )+
                 None
@@ -1142,6 +1273,13 @@ impl<O, T: Arms<O> + Send + Sync> Syn for Choice<T, O> {
             None => (self.otherwise)(i),
         }
     }
+    #[inline]
+    fn take(&self, i: &mut In<'_>) -> Option<R<O>> {
+        self.arms.take(i)
+    }
+    fn decisive(&self) -> bool {
+        true
+    }
     fn describe(&self, d: &mut Describer) -> Term {
         let mut v = Vec::new();
         self.arms.terms(d, &mut v);
@@ -1167,6 +1305,13 @@ impl<O, T: Arms<O> + Send + Sync, L: Syn<Out = O>> Syn for ChoiceOr<T, L> {
             Some(r) => r,
             None => self.last.parse(i),
         }
+    }
+    #[inline]
+    fn take(&self, i: &mut In<'_>) -> Option<R<O>> {
+        self.arms.take(i).or_else(|| self.last.take(i))
+    }
+    fn decisive(&self) -> bool {
+        true
     }
     fn describe(&self, d: &mut Describer) -> Term {
         let mut v = Vec::new();
