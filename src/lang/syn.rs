@@ -347,9 +347,10 @@ pub(crate) fn lit(s: &'static str, what: &'static str) -> Lit {
 /// table's value and the word as written.
 pub(crate) struct CiTable<T: 'static> {
     pub table: &'static [(&'static str, T)],
-    /// The first bytes of the table's words ([`ci_mask`]): a word whose first byte is not
-    /// in it is not looked up (most lookups are of other words, and fail there).
-    pub mask: u64,
+    /// The table's words by first byte ([`ci_index`]): a lookup compares only the words
+    /// that start with the text's first byte (most lookups are of other words, and compare
+    /// none).
+    pub index: CiIndex,
     /// Give the word as written (`false`: an empty `String`, no allocation, for a call
     /// head whose spelling nothing keeps).
     pub text: bool,
@@ -359,25 +360,33 @@ pub(crate) struct CiTable<T: 'static> {
     pub need: Need,
 }
 
-/// The bit of a byte in a [`CiTable`]'s mask (ASCII case folded; bytes may share a bit,
-/// which only costs a lookup).
-#[inline]
-const fn ci_bit(b: u8) -> u64 {
-    1u64 << (b.to_ascii_lowercase() & 63)
+/// A keyword table's words by first byte: for each bucket (a byte, ASCII case folded, its
+/// low six bits: bytes may share a bucket, which only costs a comparison), the set of the
+/// table's entries whose word starts there, one bit per entry.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CiIndex([u32; 64]);
+
+impl CiIndex {
+    /// The entries whose word may start with byte `b`.
+    #[inline]
+    fn candidates(&self, b: u8) -> u32 {
+        self.0[usize::from(b.to_ascii_lowercase() & 63)]
+    }
 }
 
-/// The mask of a table's first bytes, for [`CiTable::mask`].
-pub(crate) const fn ci_mask<T>(table: &[(&str, T)]) -> u64 {
-    let mut m = 0;
+/// The index of a table's words, for [`CiTable::index`]. A table holds at most 32 words.
+pub(crate) const fn ci_index<T>(table: &[(&str, T)]) -> CiIndex {
+    assert!(table.len() <= 32, "a keyword table holds at most 32 words");
+    let mut ix = [0u32; 64];
     let mut k = 0;
     while k < table.len() {
         let w = table[k].0.as_bytes();
         if !w.is_empty() {
-            m |= ci_bit(w[0]);
+            ix[(w[0].to_ascii_lowercase() & 63) as usize] |= 1 << k;
         }
         k += 1;
     }
-    m
+    CiIndex(ix)
 }
 
 /// Which characters make up a word, for [`CiTable`].
@@ -398,6 +407,12 @@ impl WordChars {
     /// The length of the word at the start of `s` (words are ASCII).
     #[inline]
     fn end(self, s: &str) -> usize {
+        s.bytes().position(|b| !self.has(b)).unwrap_or(s.len())
+    }
+
+    /// Is `b` one of these word characters?
+    #[inline]
+    fn has(self, b: u8) -> bool {
         // One table read per byte: bit 1, a price word's byte; bit 2, a series word's.
         const fn table() -> [u8; 256] {
             let mut t = [0u8; 256];
@@ -418,32 +433,32 @@ impl WordChars {
             WordChars::Price => 1,
             WordChars::Series => 2,
         };
-        s.bytes()
-            .position(|b| WORD[usize::from(b)] & bit == 0)
-            .unwrap_or(s.len())
+        WORD[usize::from(b)] & bit != 0
     }
 }
 
 impl<T> CiTable<T> {
+    /// The entry whose word is the word at the start of `s` (ignoring ASCII case), with the
+    /// word's length, when `then` follows it.
     fn find(&self, s: &str) -> Option<(usize, usize)> {
-        if self.mask & ci_bit(*s.as_bytes().first()?) == 0 {
-            return None;
+        let b = s.as_bytes();
+        // Only the words that start with this byte are compared (usually one, or none).
+        // A table word `x` is the word here when the text starts with it, ignoring case, and
+        // the word ends right after it: a table's words are made of its word characters
+        // (`keyword_table_words_are_distinct_ignoring_case`), so the text's word is then
+        // exactly `x`, and no two words of a table are equal ignoring case, so at most one
+        // is. (A byte loop: the words are a few bytes, shorter than a call to `memcmp`.)
+        let mut cands = self.index.candidates(*b.first()?);
+        while cands != 0 {
+            let k = cands.trailing_zeros() as usize;
+            cands &= cands - 1;
+            let x = self.table[k].0.as_bytes();
+            let n = x.len();
+            if b.len() >= n && eq_ci(x, &b[..n]) && b.get(n).is_none_or(|&c| !self.chars.has(c)) {
+                return starts(&s[n..], self.then).then_some((k, n));
+            }
         }
-        let end = self.chars.end(s);
-        if end == 0 {
-            return None;
-        }
-        // Words are ASCII (`end` stops at the first other byte). A table word is compared
-        // only when its length matches (most are told apart there), byte by byte, each pair
-        // equal as written or else ignoring case: one pass over the table. (No two words of a
-        // table are equal ignoring case, so at most one matches. A byte loop: the words are a
-        // few bytes, shorter than a call to `memcmp`.)
-        let w = &s.as_bytes()[..end];
-        let k = self
-            .table
-            .iter()
-            .position(|(x, _)| x.len() == end && eq_ci(x.as_bytes(), w))?;
-        starts(&s[end..], self.then).then_some((k, end))
+        None
     }
 }
 

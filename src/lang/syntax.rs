@@ -1327,7 +1327,7 @@ const MAX_CALL: &[(&str, ())] = &[(PRICE_PAIR_FUNCTIONS[1], ())];
 fn call(table: &'static [(&'static str, ())]) -> CiTable<()> {
     CiTable {
         table,
-        mask: ci_mask(table),
+        index: ci_index(table),
         text: false,
         chars: WordChars::Price,
         then: "(",
@@ -1337,7 +1337,7 @@ fn call(table: &'static [(&'static str, ())]) -> CiTable<()> {
 
 rule!(pub(crate) fn price -> Price = "price", Choice { arms: (UNSIGNED.what("a price").map(|value| Price::Number { value }), CiTable {
             table: &[(STUB, ())],
-            mask: ci_mask(&[(STUB, ())]),
+            index: ci_index(&[(STUB, ())]),
             text: true,
             chars: WordChars::Price,
             then: "",
@@ -1348,7 +1348,7 @@ rule!(pub(crate) fn price -> Price = "price", Choice { arms: (UNSIGNED.what("a p
             Ctx {
                 a: CiTable {
                     table: AnchorKind::ALL,
-                    mask: ci_mask(AnchorKind::ALL),
+                    index: ci_index(AnchorKind::ALL),
                     text: true,
                     chars: WordChars::Price,
                     then: "",
@@ -1468,7 +1468,7 @@ rule!(fn series -> Series = "series", Choice { arms: (SYM_SPOT
             }), (
             CiTable {
                 table: &[(VELOCITY, ())],
-                mask: ci_mask(&[(VELOCITY, ())]),
+                index: ci_index(&[(VELOCITY, ())]),
                 text: true,
                 chars: WordChars::Series,
                 then: "(",
@@ -1484,7 +1484,7 @@ rule!(fn series -> Series = "series", Choice { arms: (SYM_SPOT
                 span,
             }), CiTable {
             table: SIMPLE_SERIES,
-            mask: ci_mask(SIMPLE_SERIES),
+            index: ci_index(SIMPLE_SERIES),
             text: true,
             chars: WordChars::Series,
             then: "",
@@ -2549,6 +2549,8 @@ struct Line<'a> {
     start: usize,
     /// The line without its terminator (and without a trailing `\r`).
     text: &'a str,
+    /// Where its first `#` is, if it has one.
+    hash: Option<usize>,
 }
 
 fn lines(src: &str) -> impl Iterator<Item = Line<'_>> {
@@ -2559,20 +2561,69 @@ fn lines(src: &str) -> impl Iterator<Item = Line<'_>> {
             return None;
         }
         let rest = &src[start..];
-        let (line, next) = match rest.find('\n') {
-            Some(n) => (&rest[..n], start + n + 1),
-            None => (rest, total),
-        };
+        let (n, hash) = line_len(rest.as_bytes());
+        // `\n` is ASCII: `n` is a character boundary.
+        let line = &rest[..n];
+        let next = if n < rest.len() { start + n + 1 } else { total };
         let line = line.strip_suffix('\r').unwrap_or(line);
-        let l = Line { start, text: line };
+        let l = Line {
+            start,
+            text: line,
+            hash,
+        };
         start = next;
         Some(l)
     })
 }
 
-/// Split a line into (code, trailing comment). The first `#` starts the comment.
-fn split_comment(text: &str) -> (&str, Option<TrailingComment>) {
-    match text.find('#') {
+/// The length of the line at the start of `b` (up to its `\n`, or all of `b`) and where
+/// its first `#` is: one pass, eight bytes at a time (a line is read once for both, where
+/// a search for each read it twice).
+fn line_len(b: &[u8]) -> (usize, Option<usize>) {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+    /// The high bit of each byte of `x` equal to `c`, and maybe of bytes after one that is
+    /// (the borrow of the subtraction runs upward): the lowest set bit is exact.
+    #[inline]
+    fn bytes_eq(x: u64, c: u8) -> u64 {
+        let y = x ^ (ONES * u64::from(c));
+        y.wrapping_sub(ONES) & !y & HIGH
+    }
+    let mut hash = None;
+    let mut k = 0;
+    while k + 8 <= b.len() {
+        let mut chunk = [0u8; 8];
+        chunk.copy_from_slice(&b[k..k + 8]);
+        let x = u64::from_le_bytes(chunk);
+        let nl = bytes_eq(x, b'\n');
+        let h = if hash.is_none() { bytes_eq(x, b'#') } else { 0 };
+        if nl | h != 0 {
+            // The first newline in this chunk, and a `#` before it.
+            let at = |m: u64| k + (m.trailing_zeros() / 8) as usize;
+            let n = (nl != 0).then(|| at(nl));
+            if h != 0 && n.is_none_or(|n| at(h) < n) {
+                hash = Some(at(h));
+            }
+            if let Some(n) = n {
+                return (n, hash);
+            }
+        }
+        k += 8;
+    }
+    for (j, &c) in b[k..].iter().enumerate() {
+        match c {
+            b'\n' => return (k + j, hash),
+            b'#' if hash.is_none() => hash = Some(k + j),
+            _ => {}
+        }
+    }
+    (b.len(), hash)
+}
+
+/// Split a line into (code, trailing comment) at `hash`, its first `#` if it has one.
+fn split_comment(text: &str, hash: Option<usize>) -> (&str, Option<TrailingComment>) {
+    debug_assert_eq!(hash, text.find('#'));
+    match hash {
         None => (text.trim_end_matches([' ', '\t']), None),
         Some(h) => {
             let code = &text[..h];
@@ -2686,7 +2737,7 @@ pub(crate) fn parse_statements(
             continue;
         }
         let indent = &text[..text.len() - trimmed.len()];
-        let (code, trailing) = split_comment(text);
+        let (code, trailing) = split_comment(text, line.hash);
         depth.set(0);
         let mut input = In {
             input: &code[indent.len()..],
@@ -3064,9 +3115,10 @@ fn line_end(d: &mut Describer) -> Term {
 mod table_tests {
     use super::*;
 
-    /// The keyword tables' words are told apart by case-folded text (a lookup tries the
-    /// exact spelling first, then any case: both must find the same entry), and each is
-    /// made of its table's word characters (otherwise it could never be read).
+    /// The keyword tables' words are told apart by case-folded text (a lookup takes the
+    /// first word equal to the text's ignoring case: it must be the only one), and each is
+    /// made of its table's word characters (a lookup takes a table word that the text
+    /// starts with and that ends where the text's word ends for the word it is).
     #[test]
     fn keyword_table_words_are_distinct_ignoring_case() {
         fn words<T>(t: &[(&'static str, T)]) -> Vec<&'static str> {
@@ -3091,6 +3143,37 @@ mod table_tests {
             }
         }
         assert!(seen > 20, "{seen} words");
+    }
+
+    /// The line scan (eight bytes at a time) finds what a search for `\n`, then for `#` in
+    /// the line, finds: over texts drawn from bytes that matter to it (newlines, `#`, `\r`,
+    /// bytes whose borrow could leak into the next byte, a multi-byte character) at every
+    /// length around the chunk size and at every start.
+    #[test]
+    fn the_line_scan_is_the_two_searches() {
+        let bytes: &[&str] = &[
+            "\n", "#", "\r", "a", " ", "\u{1}", "\u{22}", "\u{24}", "é", "\u{b}",
+        ];
+        let mut draw = crate::lang::xorshift(0x9e37_79b9_7f4a_7c15);
+        let mut checked = 0;
+        for len in 0..40 {
+            for _ in 0..200 {
+                let text: String = (0..len)
+                    .map(|_| bytes[(draw() % bytes.len() as u64) as usize])
+                    .collect();
+                for start in (0..=text.len()).filter(|&k| text.is_char_boundary(k)) {
+                    let rest = &text[start..];
+                    let n = rest.find('\n').unwrap_or(rest.len());
+                    assert_eq!(
+                        line_len(rest.as_bytes()),
+                        (n, rest[..n].find('#')),
+                        "{rest:?}"
+                    );
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 50_000, "{checked}");
     }
 
     /// Statements given back fill the lexeme pool (bounded), their strings are reused with
