@@ -236,6 +236,8 @@ pub(crate) fn lexeme_string(s: &str) -> String {
 /// boxes go in without a thread-local lookup each (a plan holds about a thousand).
 struct Bin<'p> {
     strings: &'p mut Vec<String>,
+    /// The boxes themselves are what is kept (as in [`BOXES`]).
+    #[allow(clippy::vec_box)]
     boxes: &'p mut Vec<Box<Price>>,
 }
 
