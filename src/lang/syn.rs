@@ -222,6 +222,26 @@ pub(crate) trait Syn: Send + Sync {
         Firsts::ALL
     }
 
+    /// The piece parsed if it leads here, else `None` with nothing consumed: what an
+    /// alternative, an optional part or a list's separator asks. It is `lead` then `parse`,
+    /// one question instead of two for the pieces that find their match while leading (a
+    /// keyword table looks its word up once, not once to lead and again to parse).
+    #[inline]
+    fn take(&self, i: &mut In<'_>) -> Option<R<Self::Out>> {
+        if leads(self.lead(i.input)) {
+            Some(self.parse(i))
+        } else {
+            None
+        }
+    }
+
+    /// Does this piece's `lead` decide on its own (never [`Lead::Skip`])? A sequence that
+    /// starts with such a piece leads exactly when the piece does, so it is taken by
+    /// taking its first piece ([`Syn::take`]).
+    fn decisive(&self) -> bool {
+        false
+    }
+
     /// The piece with the source span it covered.
     fn spanned(self) -> Spanned<Self>
     where
@@ -255,6 +275,12 @@ impl<O> Syn for Dyn<O> {
     }
     fn firsts(&self) -> Firsts {
         (**self).firsts()
+    }
+    fn take(&self, i: &mut In<'_>) -> Option<R<O>> {
+        (**self).take(i)
+    }
+    fn decisive(&self) -> bool {
+        (**self).decisive()
     }
 }
 
@@ -303,6 +329,9 @@ impl<const WHOLE: bool> Syn for Exact<WHOLE> {
             Firsts::words([self.0], false)
         }
     }
+    fn decisive(&self) -> bool {
+        true
+    }
 }
 
 /// `kw(w, what)`: keyword `w`, or "expected {what}".
@@ -318,9 +347,10 @@ pub(crate) fn lit(s: &'static str, what: &'static str) -> Lit {
 /// table's value and the word as written.
 pub(crate) struct CiTable<T: 'static> {
     pub table: &'static [(&'static str, T)],
-    /// The first bytes of the table's words ([`ci_mask`]): a word whose first byte is not
-    /// in it is not looked up (most lookups are of other words, and fail there).
-    pub mask: u64,
+    /// The table's words by first byte ([`ci_index`]): a lookup compares only the words
+    /// that start with the text's first byte (most lookups are of other words, and compare
+    /// none).
+    pub index: CiIndex,
     /// Give the word as written (`false`: an empty `String`, no allocation, for a call
     /// head whose spelling nothing keeps).
     pub text: bool,
@@ -330,25 +360,33 @@ pub(crate) struct CiTable<T: 'static> {
     pub need: Need,
 }
 
-/// The bit of a byte in a [`CiTable`]'s mask (ASCII case folded; bytes may share a bit,
-/// which only costs a lookup).
-#[inline]
-const fn ci_bit(b: u8) -> u64 {
-    1u64 << (b.to_ascii_lowercase() & 63)
+/// A keyword table's words by first byte: for each bucket (a byte, ASCII case folded, its
+/// low six bits: bytes may share a bucket, which only costs a comparison), the set of the
+/// table's entries whose word starts there, one bit per entry.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CiIndex([u32; 64]);
+
+impl CiIndex {
+    /// The entries whose word may start with byte `b`.
+    #[inline]
+    fn candidates(&self, b: u8) -> u32 {
+        self.0[usize::from(b.to_ascii_lowercase() & 63)]
+    }
 }
 
-/// The mask of a table's first bytes, for [`CiTable::mask`].
-pub(crate) const fn ci_mask<T>(table: &[(&str, T)]) -> u64 {
-    let mut m = 0;
+/// The index of a table's words, for [`CiTable::index`]. A table holds at most 32 words.
+pub(crate) const fn ci_index<T>(table: &[(&str, T)]) -> CiIndex {
+    assert!(table.len() <= 32, "a keyword table holds at most 32 words");
+    let mut ix = [0u32; 64];
     let mut k = 0;
     while k < table.len() {
         let w = table[k].0.as_bytes();
         if !w.is_empty() {
-            m |= ci_bit(w[0]);
+            ix[(w[0].to_ascii_lowercase() & 63) as usize] |= 1 << k;
         }
         k += 1;
     }
-    m
+    CiIndex(ix)
 }
 
 /// Which characters make up a word, for [`CiTable`].
@@ -369,6 +407,12 @@ impl WordChars {
     /// The length of the word at the start of `s` (words are ASCII).
     #[inline]
     fn end(self, s: &str) -> usize {
+        s.bytes().position(|b| !self.has(b)).unwrap_or(s.len())
+    }
+
+    /// Is `b` one of these word characters?
+    #[inline]
+    fn has(self, b: u8) -> bool {
         // One table read per byte: bit 1, a price word's byte; bit 2, a series word's.
         const fn table() -> [u8; 256] {
             let mut t = [0u8; 256];
@@ -389,43 +433,56 @@ impl WordChars {
             WordChars::Price => 1,
             WordChars::Series => 2,
         };
-        s.bytes()
-            .position(|b| WORD[usize::from(b)] & bit == 0)
-            .unwrap_or(s.len())
+        WORD[usize::from(b)] & bit != 0
     }
 }
 
 impl<T> CiTable<T> {
+    /// The entry whose word is the word at the start of `s` (ignoring ASCII case), with the
+    /// word's length, when `then` follows it.
     fn find(&self, s: &str) -> Option<(usize, usize)> {
-        if self.mask & ci_bit(*s.as_bytes().first()?) == 0 {
-            return None;
-        }
-        let end = self.chars.end(s);
-        if end == 0 {
-            return None;
-        }
-        // Words are ASCII (`end` stops at the first other byte). A table word is compared
-        // only when its length and first byte match (most are told apart there), which
-        // keeps the scan of a table to a few instructions per word.
-        let w = &s.as_bytes()[..end];
-        // The word as the table spells it (text is nearly always canonical), then in any
-        // case. No two words of a table are equal ignoring case, so both give the same entry.
-        // (A byte loop: the words are a few bytes, shorter than a call to `memcmp`.)
-        let k = match self
-            .table
-            .iter()
-            .position(|(x, _)| x.len() == end && x.bytes().zip(w).all(|(a, &b)| a == b))
-        {
-            Some(k) => k,
-            None => {
-                let w0 = w[0].to_ascii_lowercase();
-                self.table.iter().position(|(x, _)| {
-                    let x = x.as_bytes();
-                    x.len() == end && x[0].to_ascii_lowercase() == w0 && x.eq_ignore_ascii_case(w)
-                })?
+        let b = s.as_bytes();
+        // Only the words that start with this byte are compared (usually one, or none).
+        // A table word `x` is the word here when the text starts with it, ignoring case, and
+        // the word ends right after it: a table's words are made of its word characters
+        // (`keyword_table_words_are_distinct_ignoring_case`), so the text's word is then
+        // exactly `x`, and no two words of a table are equal ignoring case, so at most one
+        // is. (A byte loop: the words are a few bytes, shorter than a call to `memcmp`.)
+        let mut cands = self.index.candidates(*b.first()?);
+        while cands != 0 {
+            let k = cands.trailing_zeros() as usize;
+            cands &= cands - 1;
+            let x = self.table[k].0.as_bytes();
+            let n = x.len();
+            if b.len() >= n && eq_ci(x, &b[..n]) && b.get(n).is_none_or(|&c| !self.chars.has(c)) {
+                return starts(&s[n..], self.then).then_some((k, n));
             }
+        }
+        None
+    }
+}
+
+/// Are two ASCII words of one length equal ignoring case? (Each byte pair is compared as
+/// written first: table words are nearly always written as the table spells them.)
+#[inline]
+fn eq_ci(x: &[u8], w: &[u8]) -> bool {
+    x.iter()
+        .zip(w)
+        .all(|(&a, &b)| a == b || a.eq_ignore_ascii_case(&b))
+}
+
+impl<T: Copy> CiTable<T> {
+    /// Consume the word `find` found (entry `k`, `end` bytes) and what must follow it.
+    #[inline]
+    fn consume(&self, i: &mut In<'_>, (k, end): (usize, usize)) -> (T, String) {
+        let w = i.next_slice(end);
+        let t = if self.text {
+            super::syntax::lexeme_string(w)
+        } else {
+            String::new()
         };
-        starts(&s[end..], self.then).then_some((k, end))
+        let _ = i.next_slice(self.then.len());
+        (self.table[k].1, t)
     }
 }
 
@@ -433,18 +490,17 @@ impl<T: Copy + Send + Sync> Syn for CiTable<T> {
     type Out = (T, String);
     fn parse(&self, i: &mut In<'_>) -> R<(T, String)> {
         match self.find(i.input) {
-            Some((k, end)) => {
-                let w = i.next_slice(end);
-                let t = if self.text {
-                    super::syntax::lexeme_string(w)
-                } else {
-                    String::new()
-                };
-                let _ = i.next_slice(self.then.len());
-                Ok((self.table[k].1, t))
-            }
+            Some(at) => Ok(self.consume(i, at)),
             None => self.need.fail(i),
         }
+    }
+    #[inline]
+    fn take(&self, i: &mut In<'_>) -> Option<R<(T, String)>> {
+        let at = self.find(i.input)?;
+        Some(Ok(self.consume(i, at)))
+    }
+    fn decisive(&self) -> bool {
+        true
     }
     fn describe(&self, _: &mut Describer) -> Term {
         let words = Term::Alt(
@@ -515,6 +571,15 @@ impl Syn for Words {
             }
             None => self.need.fail(i),
         }
+    }
+    #[inline]
+    fn take(&self, i: &mut In<'_>) -> Option<R<usize>> {
+        let k = self.find(i.input)?;
+        let _ = i.next_slice(self.words[k].len());
+        Some(Ok(k))
+    }
+    fn decisive(&self) -> bool {
+        true
     }
     fn describe(&self, _: &mut Describer) -> Term {
         Term::Alt(
@@ -603,20 +668,24 @@ impl Syn for Sp0 {
 
 /// Sequences are tuples of pieces.
 macro_rules! seq_impl {
-    ($($n:ident $v:ident),+) => {
-        impl<$($n: Syn),+> Syn for ($($n,)+) {
-            type Out = ($($n::Out,)+);
+    ($n0:ident $v0:ident $(, $n:ident $v:ident)+) => {
+        impl<$n0: Syn, $($n: Syn),+> Syn for ($n0, $($n,)+) {
+            type Out = ($n0::Out, $($n::Out,)+);
             fn parse(&self, i: &mut In<'_>) -> R<Self::Out> {
-                let ($($v,)+) = self;
-                Ok(($($v.parse(i)?,)+))
+                let ($v0, $($v,)+) = self;
+                Ok(($v0.parse(i)?, $($v.parse(i)?,)+))
             }
             fn describe(&self, d: &mut Describer) -> Term {
-                let ($($v,)+) = self;
-                Term::Seq(vec![$($v.describe(d)),+])
+                let ($v0, $($v,)+) = self;
+                Term::Seq(vec![$v0.describe(d), $($v.describe(d)),+])
             }
             fn lead<'s>(&self, s: &'s str) -> Lead<'s> {
-                let ($($v,)+) = self;
+                let ($v0, $($v,)+) = self;
                 let mut s = s;
+                match $v0.lead(s) {
+                    Lead::Skip(rest) => s = rest,
+                    other => return other,
+                }
                 $(
                     match $v.lead(s) {
                         Lead::Skip(rest) => s = rest,
@@ -628,6 +697,27 @@ macro_rules! seq_impl {
             fn firsts(&self) -> Firsts {
                 // Only a first piece that is not optional decides; spaces (`Sp`) are.
                 self.0.firsts()
+            }
+            #[inline]
+            fn take(&self, i: &mut In<'_>) -> Option<R<Self::Out>> {
+                let ($v0, $($v,)+) = self;
+                if !$v0.decisive() {
+                    return if leads(self.lead(i.input)) {
+                        Some(self.parse(i))
+                    } else {
+                        None
+                    };
+                }
+                // The first piece decides: taking it is leading.
+                let first = match $v0.take(i)? {
+                    Ok(x) => x,
+                    Err(e) => return Some(Err(e)),
+                };
+                let rest = || -> R<Self::Out> { Ok((first, $($v.parse(i)?,)+)) };
+                Some(rest())
+            }
+            fn decisive(&self) -> bool {
+                self.0.decisive()
             }
         }
     };
@@ -663,6 +753,13 @@ impl<S: Syn, F: Fn(S::Out) -> O + Send + Sync, O> Syn for Map<S, F> {
     fn firsts(&self) -> Firsts {
         self.s.firsts()
     }
+    #[inline]
+    fn take(&self, i: &mut In<'_>) -> Option<R<O>> {
+        self.s.take(i).map(|r| r.map(&self.f))
+    }
+    fn decisive(&self) -> bool {
+        self.s.decisive()
+    }
 }
 
 fn leads(l: Lead<'_>) -> bool {
@@ -679,11 +776,7 @@ pub(crate) fn opt<S: Syn>(s: S) -> Opt<S> {
 impl<S: Syn> Syn for Opt<S> {
     type Out = Option<S::Out>;
     fn parse(&self, i: &mut In<'_>) -> R<Option<S::Out>> {
-        if leads(self.0.lead(i.input)) {
-            Ok(Some(self.0.parse(i)?))
-        } else {
-            Ok(None)
-        }
+        self.0.take(i).transpose()
     }
     fn describe(&self, d: &mut Describer) -> Term {
         Term::Rep(Box::new(self.0.describe(d)), 0, Some(1))
@@ -710,8 +803,8 @@ impl<S: Syn, P: Syn> Syn for List<S, P> {
     type Out = Vec<S::Out>;
     fn parse(&self, i: &mut In<'_>) -> R<Vec<S::Out>> {
         let mut out = vec![self.item.parse(i)?];
-        while leads(self.sep.lead(i.input)) {
-            self.sep.parse(i)?;
+        while let Some(sep) = self.sep.take(i) {
+            sep?;
             out.push(self.next.parse(i)?);
         }
         Ok(out)
@@ -744,12 +837,13 @@ impl<S: Syn, P: Syn> Syn for Joined<S, P> {
     type Out = S::Out;
     fn parse(&self, i: &mut In<'_>) -> R<S::Out> {
         let first = self.item.parse(i)?;
-        if !leads(self.sep.lead(i.input)) {
+        let Some(sep) = self.sep.take(i) else {
             return Ok(first);
-        }
-        let mut out = vec![first];
-        while leads(self.sep.lead(i.input)) {
-            self.sep.parse(i)?;
+        };
+        sep?;
+        let mut out = vec![first, self.item.parse(i)?];
+        while let Some(sep) = self.sep.take(i) {
+            sep?;
             out.push(self.item.parse(i)?);
         }
         Ok((self.many)(out))
@@ -769,8 +863,8 @@ impl<S: Syn> Syn for Many<S> {
     type Out = Vec<S::Out>;
     fn parse(&self, i: &mut In<'_>) -> R<Vec<S::Out>> {
         let mut out = Vec::new();
-        while leads(self.0.lead(i.input)) {
-            out.push(self.0.parse(i)?);
+        while let Some(x) = self.0.take(i) {
+            out.push(x?);
         }
         Ok(out)
     }
@@ -861,6 +955,12 @@ impl<O> Syn for Named<O> {
     fn firsts(&self) -> Firsts {
         (self.get)().firsts()
     }
+    fn take(&self, i: &mut In<'_>) -> Option<R<O>> {
+        (self.get)().take(i)
+    }
+    fn decisive(&self) -> bool {
+        (self.get)().decisive()
+    }
 }
 
 /// `rule!(fn price -> Price = "price", <piece>)`: a [`Named`] rule built on first use.
@@ -916,6 +1016,9 @@ impl<O> Syn for Lex<O> {
         } else {
             Lead::No
         }
+    }
+    fn decisive(&self) -> bool {
+        true
     }
 }
 
@@ -996,6 +1099,21 @@ impl<S: Syn> Syn for Nest<S> {
     fn firsts(&self) -> Firsts {
         self.0.firsts()
     }
+    fn take(&self, i: &mut In<'_>) -> Option<R<S::Out>> {
+        let depth = i.state.depth;
+        let d = depth.get();
+        if d >= crate::limits::MAX_NESTING {
+            // Too deep: `parse` gives the refusal, when the piece leads.
+            return leads(self.0.lead(i.input)).then(|| self.parse(i));
+        }
+        depth.set(d + 1);
+        let out = self.0.take(i);
+        depth.set(d);
+        out
+    }
+    fn decisive(&self) -> bool {
+        self.0.decisive()
+    }
 }
 
 /// A piece with the source span it covered.
@@ -1017,13 +1135,22 @@ impl<S: Syn> Syn for Spanned<S> {
     fn firsts(&self) -> Firsts {
         self.0.firsts()
     }
+    #[inline]
+    fn take(&self, i: &mut In<'_>) -> Option<R<Self::Out>> {
+        let start = super::syntax::pos(i);
+        let out = self.0.take(i)?;
+        Some(out.map(|out| (out, super::ast::Span::new(start, super::syntax::pos(i)))))
+    }
+    fn decisive(&self) -> bool {
+        self.0.decisive()
+    }
 }
 
 /// Turn a lost alternative into the parser's error at this point.
 pub(crate) fn backtrack<T>(i: &mut In<'_>) -> R<T> {
-    Err(ErrMode::Backtrack(<PErr as winnow::error::ParserError<
-        In<'_>,
-    >>::from_input(&*i)))
+    Err(ErrMode::Backtrack(
+        <Box<PErr> as winnow::error::ParserError<In<'_>>>::from_input(&*i),
+    ))
 }
 
 /// `a` then `b`, where `b`'s messages may name what `a` read: `{prev}` in them is replaced
@@ -1038,12 +1165,19 @@ impl<A: Syn, B: Syn, F: Fn(&A::Out) -> String + Send + Sync> Syn for Ctx<A, B, F
     type Out = (A::Out, B::Out);
     fn parse(&self, i: &mut In<'_>) -> R<Self::Out> {
         let x = self.a.parse(i)?;
-        match self.b.parse(i) {
-            Ok(y) => Ok((x, y)),
-            Err(ErrMode::Cut(e)) => Err(ErrMode::Cut(self.name(e, &x))),
-            Err(ErrMode::Backtrack(e)) => Err(ErrMode::Backtrack(self.name(e, &x))),
-            Err(e) => Err(e),
+        self.then(x, i)
+    }
+    fn take(&self, i: &mut In<'_>) -> Option<R<Self::Out>> {
+        if !self.a.decisive() {
+            return leads(self.lead(i.input)).then(|| self.parse(i));
         }
+        Some(match self.a.take(i)? {
+            Ok(x) => self.then(x, i),
+            Err(e) => Err(e),
+        })
+    }
+    fn decisive(&self) -> bool {
+        self.a.decisive()
     }
     fn describe(&self, d: &mut Describer) -> Term {
         Term::Seq(vec![self.a.describe(d), self.b.describe(d)])
@@ -1056,8 +1190,20 @@ impl<A: Syn, B: Syn, F: Fn(&A::Out) -> String + Send + Sync> Syn for Ctx<A, B, F
     }
 }
 
+impl<A: Syn, B: Syn, F: Fn(&A::Out) -> String> Ctx<A, B, F> {
+    /// `b` after `a` gave `x`, its messages naming `x`.
+    fn then(&self, x: A::Out, i: &mut In<'_>) -> R<(A::Out, B::Out)> {
+        match self.b.parse(i) {
+            Ok(y) => Ok((x, y)),
+            Err(ErrMode::Cut(e)) => Err(ErrMode::Cut(self.name(e, &x))),
+            Err(ErrMode::Backtrack(e)) => Err(ErrMode::Backtrack(self.name(e, &x))),
+            Err(e) => Err(e),
+        }
+    }
+}
+
 impl<A, B, F> Ctx<A, B, F> {
-    fn name<O>(&self, mut e: PErr, x: &O) -> PErr
+    fn name<O>(&self, mut e: Box<PErr>, x: &O) -> Box<PErr>
     where
         F: Fn(&O) -> String,
     {
@@ -1101,8 +1247,8 @@ macro_rules! arms_impl {
             fn take(&self, i: &mut In<'_>) -> Option<R<O>> {
                 let ($($v,)+) = self;
                 $(
-                    if leads($v.lead(i.input)) {
-                        return Some($v.parse(i));
+                    if let Some(r) = $v.take(i) {
+                        return Some(r);
                     }
                 )+
                 None
@@ -1142,6 +1288,13 @@ impl<O, T: Arms<O> + Send + Sync> Syn for Choice<T, O> {
             None => (self.otherwise)(i),
         }
     }
+    #[inline]
+    fn take(&self, i: &mut In<'_>) -> Option<R<O>> {
+        self.arms.take(i)
+    }
+    fn decisive(&self) -> bool {
+        true
+    }
     fn describe(&self, d: &mut Describer) -> Term {
         let mut v = Vec::new();
         self.arms.terms(d, &mut v);
@@ -1167,6 +1320,13 @@ impl<O, T: Arms<O> + Send + Sync, L: Syn<Out = O>> Syn for ChoiceOr<T, L> {
             Some(r) => r,
             None => self.last.parse(i),
         }
+    }
+    #[inline]
+    fn take(&self, i: &mut In<'_>) -> Option<R<O>> {
+        self.arms.take(i).or_else(|| self.last.take(i))
+    }
+    fn decisive(&self) -> bool {
+        true
     }
     fn describe(&self, d: &mut Describer) -> Term {
         let mut v = Vec::new();

@@ -25,7 +25,11 @@ pub(crate) struct Doc<'a> {
     pub text: &'a str,
     pub depth: &'a std::cell::Cell<u32>,
 }
-pub(crate) type R<T> = ModalResult<T, PErr>;
+/// A parser's result. The error is boxed: a failure is rare (a choice asks which arm leads
+/// before parsing it), and a result that carries only a pointer for it is small, so every
+/// layer of the parser moves fewer bytes on the way up (an unboxed error made even `R<()>`
+/// 80 bytes).
+pub(crate) type R<T> = ModalResult<T, Box<PErr>>;
 
 /// A syntax error inside a line: absolute byte range, rule, message and caret label.
 #[derive(Debug, Clone)]
@@ -37,10 +41,9 @@ pub(crate) struct PErr {
     pub label: String,
 }
 
-impl<'a> ParserError<In<'a>> for PErr {
-    type Inner = Self;
-
-    fn from_input(input: &In<'a>) -> Self {
+impl PErr {
+    /// An error with no message yet at the token `input` is at.
+    fn at(input: &In<'_>) -> PErr {
         let p = pos(input);
         PErr {
             start: p,
@@ -49,6 +52,14 @@ impl<'a> ParserError<In<'a>> for PErr {
             msg: String::new(),
             label: String::new(),
         }
+    }
+}
+
+impl<'a> ParserError<In<'a>> for Box<PErr> {
+    type Inner = Self;
+
+    fn from_input(input: &In<'a>) -> Self {
+        Box::new(PErr::at(input))
     }
 
     fn into_inner(self) -> Result<Self::Inner, Self> {
@@ -109,13 +120,13 @@ pub(crate) fn fail<T>(i: &In<'_>, msg: impl Into<String>, label: impl Into<Strin
     let rest = i.input.trim_start_matches(' ');
     let start = pos(i) + (i.input.len() - rest.len());
     let tok = next_token(rest);
-    Err(ErrMode::Cut(PErr {
+    Err(ErrMode::Cut(Box::new(PErr {
         start,
         end: start + tok.len().max(if rest.is_empty() { 0 } else { 1 }),
         rule: Rule::Syntax,
         msg: msg.into(),
         label: label.into(),
-    }))
+    })))
 }
 
 /// A cut error under rule `limit` (a resource limit, such as the nesting depth).
@@ -185,7 +196,7 @@ const LEXEME_CAP: usize = 24;
 /// The largest string the pool takes back.
 const POOL_CAP: usize = 64;
 
-/// A thread-local pool of things given back ([`POOL`], [`BOXES`]).
+/// A thread-local pool of things given back ([`POOL`], [`BOXES`]; filled through [`Bin`]).
 type Pool<T> = std::thread::LocalKey<std::cell::RefCell<Vec<T>>>;
 
 /// The last thing given back to `pool`, if any (none while the thread's pool is gone or
@@ -194,17 +205,6 @@ fn pool_take<T>(pool: &'static Pool<T>) -> Option<T> {
     pool.try_with(|p| p.try_borrow_mut().ok().and_then(|mut p| p.pop()))
         .ok()
         .flatten()
-}
-
-/// Give `v` to `pool` while it holds fewer than [`POOL_MAX`] (else `v` is dropped).
-fn pool_put<T>(pool: &'static Pool<T>, v: T) {
-    let _ = pool.try_with(|p| {
-        if let Ok(mut p) = p.try_borrow_mut()
-            && p.len() < POOL_MAX
-        {
-            p.push(v);
-        }
-    });
 }
 
 /// Empty `pool` (its memory goes back to the allocator).
@@ -232,12 +232,47 @@ pub(crate) fn lexeme_string(s: &str) -> String {
     }
 }
 
-/// Give a lexeme's string to the pool (a short one, while the pool has room).
-fn give_back(s: &mut String) {
-    if s.capacity() == 0 || s.capacity() > POOL_CAP {
-        return;
+/// The pools, borrowed once for a whole statement given back: its strings and operand
+/// boxes go in without a thread-local lookup each (a plan holds about a thousand).
+struct Bin<'p> {
+    strings: &'p mut Vec<String>,
+    /// The boxes themselves are what is kept (as in [`BOXES`]).
+    #[allow(clippy::vec_box)]
+    boxes: &'p mut Vec<Box<Price>>,
+}
+
+impl Bin<'_> {
+    /// Borrow both pools for `f` (nothing is kept while a pool is gone or borrowed).
+    fn with(f: impl FnOnce(&mut Bin<'_>)) {
+        let _ = POOL.try_with(|strings| {
+            BOXES.try_with(|boxes| {
+                if let (Ok(mut strings), Ok(mut boxes)) =
+                    (strings.try_borrow_mut(), boxes.try_borrow_mut())
+                {
+                    f(&mut Bin {
+                        strings: &mut strings,
+                        boxes: &mut boxes,
+                    });
+                }
+            })
+        });
     }
-    pool_put(&POOL, std::mem::take(s));
+
+    /// Keep a lexeme's string (a short one, while the pool has room).
+    fn string(&mut self, s: &mut String) {
+        if s.capacity() == 0 || s.capacity() > POOL_CAP || self.strings.len() >= POOL_MAX {
+            return;
+        }
+        self.strings.push(std::mem::take(s));
+    }
+
+    /// Keep an operand's box, emptied (while the pool has room).
+    fn boxed(&mut self, mut b: Box<Price>) {
+        if self.boxes.len() < POOL_MAX {
+            *b = empty_price();
+            self.boxes.push(b);
+        }
+    }
 }
 
 /// Empty the pools (their memory goes back to the allocator).
@@ -247,23 +282,23 @@ pub(crate) fn clear_pool() {
 }
 
 /// Give every lexeme string of a plan to the pool (the statement is then dropped).
-fn harvest_plan(p: &mut Plan) {
-    give_back(&mut p.name.text);
-    give_back(&mut p.budget.text);
+fn harvest_plan(p: &mut Plan, bin: &mut Bin<'_>) {
+    bin.string(&mut p.name.text);
+    bin.string(&mut p.budget.text);
     if let Some(n) = &mut p.priority {
-        give_back(&mut n.text);
+        bin.string(&mut n.text);
     }
     for c in &mut p.clauses {
         match &mut c.kind {
             ClauseKind::Using(u) => {
-                give_back(&mut u.signal.text);
-                give_back(&mut u.exec.text);
+                bin.string(&mut u.signal.text);
+                bin.string(&mut u.exec.text);
             }
-            ClauseKind::When(t) | ClauseKind::CancelIf(t) => harvest_trigger(t),
-            ClauseKind::Do(t) | ClauseKind::Also(t) => harvest_ticket(t),
+            ClauseKind::When(t) | ClauseKind::CancelIf(t) => harvest_trigger(t, bin),
+            ClauseKind::Do(t) | ClauseKind::Also(t) => harvest_ticket(t, bin),
             ClauseKind::Reload { when, ticket } => {
-                harvest_trigger(when);
-                harvest_ticket(ticket);
+                harvest_trigger(when, bin);
+                harvest_ticket(ticket, bin);
             }
             ClauseKind::Tp {
                 mult,
@@ -271,52 +306,52 @@ fn harvest_plan(p: &mut Plan) {
                 price,
                 modifiers,
             } => {
-                give_back(&mut mult.text);
+                bin.string(&mut mult.text);
                 if let Some(f) = frac {
-                    give_back(&mut f.text);
+                    bin.string(&mut f.text);
                 }
-                harvest_price(price);
-                harvest_modifiers(modifiers);
+                harvest_price(price, bin);
+                harvest_modifiers(modifiers, bin);
             }
             ClauseKind::Exit {
                 when,
                 price,
                 modifiers,
             } => {
-                harvest_trigger(when);
+                harvest_trigger(when, bin);
                 if let Some(p) = price {
-                    harvest_price(p);
+                    harvest_price(p, bin);
                 }
-                harvest_modifiers(modifiers);
+                harvest_modifiers(modifiers, bin);
             }
-            ClauseKind::Invalidate { when, .. } => harvest_trigger(when),
-            ClauseKind::Arm(n) => give_back(&mut n.text),
+            ClauseKind::Invalidate { when, .. } => harvest_trigger(when, bin),
+            ClauseKind::Arm(n) => bin.string(&mut n.text),
         }
     }
 }
 
-fn harvest_ticket(t: &mut Ticket) {
-    give_back(&mut t.qty.text);
+fn harvest_ticket(t: &mut Ticket, bin: &mut Bin<'_>) {
+    bin.string(&mut t.qty.text);
     if let Instrument::Option {
         strike: Strike::Relative(n) | Strike::Absolute(n),
         ..
     } = &mut t.instrument
     {
-        give_back(&mut n.text);
+        bin.string(&mut n.text);
     }
-    harvest_price(&mut t.price);
-    harvest_modifiers(&mut t.modifiers);
+    harvest_price(&mut t.price, bin);
+    harvest_modifiers(&mut t.modifiers, bin);
 }
 
-fn harvest_modifiers(m: &mut [Modifier]) {
+fn harvest_modifiers(m: &mut [Modifier], bin: &mut Bin<'_>) {
     for m in m {
         match m {
             Modifier::Esc { price, after } => {
-                harvest_price(price);
-                give_back(&mut after.text);
+                harvest_price(price, bin);
+                bin.string(&mut after.text);
             }
-            Modifier::Cap { price } | Modifier::Floor { price } => harvest_price(price),
-            Modifier::CancelIf { when } => harvest_trigger(when),
+            Modifier::Cap { price } | Modifier::Floor { price } => harvest_price(price, bin),
+            Modifier::CancelIf { when } => harvest_trigger(when, bin),
             Modifier::Peg | Modifier::Fix => {}
         }
     }
@@ -349,54 +384,48 @@ fn empty_price() -> Price {
     }
 }
 
-/// Give an operand's box to the pool, emptied.
-fn give_box(mut b: Box<Price>) {
-    *b = empty_price();
-    pool_put(&BOXES, b);
-}
-
-fn harvest_price(p: &mut Price) {
+fn harvest_price(p: &mut Price, bin: &mut Bin<'_>) {
     if let Price::Lean { a, b, .. } | Price::Min { a, b, .. } | Price::Max { a, b, .. } = p {
-        harvest_price(a);
-        harvest_price(b);
+        harvest_price(a, bin);
+        harvest_price(b, bin);
         if let Price::Lean { w, .. } = p {
-            give_back(&mut w.text);
+            bin.string(&mut w.text);
         }
         if let Price::Lean { a, b, .. } | Price::Min { a, b, .. } | Price::Max { a, b, .. } =
             std::mem::replace(p, empty_price())
         {
-            give_box(a);
-            give_box(b);
+            bin.boxed(a);
+            bin.boxed(b);
         }
         return;
     }
     match p {
         Price::Anchor { anchor, offset } => {
-            give_back(&mut anchor.text);
+            bin.string(&mut anchor.text);
             if let Some(o) = offset {
-                give_back(&mut o.amount.text);
+                bin.string(&mut o.amount.text);
             }
         }
-        Price::Number { value } => give_back(&mut value.text),
-        Price::Stub { text, .. } => give_back(text),
+        Price::Number { value } => bin.string(&mut value.text),
+        Price::Stub { text, .. } => bin.string(text),
         Price::Lean { a, b, w, .. } => {
-            harvest_price(a);
-            harvest_price(b);
-            give_back(&mut w.text);
+            harvest_price(a, bin);
+            harvest_price(b, bin);
+            bin.string(&mut w.text);
         }
         Price::Min { a, b, .. } | Price::Max { a, b, .. } => {
-            harvest_price(a);
-            harvest_price(b);
+            harvest_price(a, bin);
+            harvest_price(b, bin);
         }
     }
 }
 
-fn harvest_trigger(t: &mut Trigger) {
+fn harvest_trigger(t: &mut Trigger, bin: &mut Bin<'_>) {
     match t {
         Trigger::Or { terms } | Trigger::And { terms } => {
-            terms.iter_mut().for_each(harvest_trigger)
+            terms.iter_mut().for_each(|t| harvest_trigger(t, bin))
         }
-        Trigger::Not { inner } | Trigger::Group { inner } => harvest_trigger(inner),
+        Trigger::Not { inner } | Trigger::Group { inner } => harvest_trigger(inner, bin),
         Trigger::Pred { pred } => match pred {
             Predicate::Cross {
                 series,
@@ -410,36 +439,36 @@ fn harvest_trigger(t: &mut Trigger) {
                 held,
                 ..
             } => {
-                harvest_series(series);
+                harvest_series(series, bin);
                 match value {
-                    Value::Number { value } => give_back(&mut value.text),
-                    Value::Series { series } => harvest_series(series),
-                    Value::Percentile { pct } => give_back(&mut pct.text),
+                    Value::Number { value } => bin.string(&mut value.text),
+                    Value::Series { series } => harvest_series(series, bin),
+                    Value::Percentile { pct } => bin.string(&mut pct.text),
                     Value::Clock { .. } => {}
                 }
                 if let Some(d) = held {
-                    give_back(&mut d.text);
+                    bin.string(&mut d.text);
                 }
             }
             Predicate::Event { event, within, .. } => {
                 if let Event::PlanFired { plan } | Event::PlanFilled { plan } = event {
-                    give_back(&mut plan.text);
+                    bin.string(&mut plan.text);
                 }
                 if let Some(d) = within {
-                    give_back(&mut d.text);
+                    bin.string(&mut d.text);
                 }
             }
-            Predicate::TMinus { minutes, .. } => give_back(&mut minutes.text),
+            Predicate::TMinus { minutes, .. } => bin.string(&mut minutes.text),
             Predicate::Phase { .. } => {}
         },
     }
 }
 
-fn harvest_series(s: &mut Series) {
-    give_back(&mut s.text);
+fn harvest_series(s: &mut Series, bin: &mut Bin<'_>) {
+    bin.string(&mut s.text);
     match &mut s.kind {
-        SeriesKind::Velocity { window } => give_back(&mut window.text),
-        SeriesKind::SymSpot { sym } => give_back(&mut sym.text),
+        SeriesKind::Velocity { window } => bin.string(&mut window.text),
+        SeriesKind::SymSpot { sym } => bin.string(&mut sym.text),
         _ => {}
     }
 }
@@ -487,7 +516,7 @@ pub(crate) fn name(i: &mut In<'_>, what: &str) -> R<Name> {
         let _ = text;
         let _ = word_run(i);
         let bad = consumed_since(i, start);
-        return Err(ErrMode::Cut(PErr {
+        return Err(ErrMode::Cut(Box::new(PErr {
             start,
             end: pos(i),
             rule: Rule::Syntax,
@@ -495,7 +524,7 @@ pub(crate) fn name(i: &mut In<'_>, what: &str) -> R<Name> {
                 "a name is kebab-case, `[a-z][a-z0-9-]*`: `{bad}` has `{c}` (write it in lower case with `-` between words)"
             ),
             label: "not a kebab-case name".into(),
-        }));
+        })));
     }
     Ok(Name {
         text: lexeme_string(text),
@@ -1140,7 +1169,7 @@ static FILL: Lexeme<String> = Lexeme {
             c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.'
         })
         .parse_next(i)
-        .or_else(|_: ErrMode<PErr>| expected(i, what))?;
+        .or_else(|_: ErrMode<Box<PErr>>| expected(i, what))?;
         Ok(fill.to_string())
     },
     looks: |s| {
@@ -1300,7 +1329,7 @@ const MAX_CALL: &[(&str, ())] = &[(PRICE_PAIR_FUNCTIONS[1], ())];
 fn call(table: &'static [(&'static str, ())]) -> CiTable<()> {
     CiTable {
         table,
-        mask: ci_mask(table),
+        index: ci_index(table),
         text: false,
         chars: WordChars::Price,
         then: "(",
@@ -1310,7 +1339,7 @@ fn call(table: &'static [(&'static str, ())]) -> CiTable<()> {
 
 rule!(pub(crate) fn price -> Price = "price", Choice { arms: (UNSIGNED.what("a price").map(|value| Price::Number { value }), CiTable {
             table: &[(STUB, ())],
-            mask: ci_mask(&[(STUB, ())]),
+            index: ci_index(&[(STUB, ())]),
             text: true,
             chars: WordChars::Price,
             then: "",
@@ -1321,7 +1350,7 @@ rule!(pub(crate) fn price -> Price = "price", Choice { arms: (UNSIGNED.what("a p
             Ctx {
                 a: CiTable {
                     table: AnchorKind::ALL,
-                    mask: ci_mask(AnchorKind::ALL),
+                    index: ci_index(AnchorKind::ALL),
                     text: true,
                     chars: WordChars::Price,
                     then: "",
@@ -1441,7 +1470,7 @@ rule!(fn series -> Series = "series", Choice { arms: (SYM_SPOT
             }), (
             CiTable {
                 table: &[(VELOCITY, ())],
-                mask: ci_mask(&[(VELOCITY, ())]),
+                index: ci_index(&[(VELOCITY, ())]),
                 text: true,
                 chars: WordChars::Series,
                 then: "(",
@@ -1457,7 +1486,7 @@ rule!(fn series -> Series = "series", Choice { arms: (SYM_SPOT
                 span,
             }), CiTable {
             table: SIMPLE_SERIES,
-            mask: ci_mask(SIMPLE_SERIES),
+            index: ci_index(SIMPLE_SERIES),
             text: true,
             chars: WordChars::Series,
             then: "",
@@ -2522,6 +2551,8 @@ struct Line<'a> {
     start: usize,
     /// The line without its terminator (and without a trailing `\r`).
     text: &'a str,
+    /// Where its first `#` is, if it has one.
+    hash: Option<usize>,
 }
 
 fn lines(src: &str) -> impl Iterator<Item = Line<'_>> {
@@ -2532,20 +2563,69 @@ fn lines(src: &str) -> impl Iterator<Item = Line<'_>> {
             return None;
         }
         let rest = &src[start..];
-        let (line, next) = match rest.find('\n') {
-            Some(n) => (&rest[..n], start + n + 1),
-            None => (rest, total),
-        };
+        let (n, hash) = line_len(rest.as_bytes());
+        // `\n` is ASCII: `n` is a character boundary.
+        let line = &rest[..n];
+        let next = if n < rest.len() { start + n + 1 } else { total };
         let line = line.strip_suffix('\r').unwrap_or(line);
-        let l = Line { start, text: line };
+        let l = Line {
+            start,
+            text: line,
+            hash,
+        };
         start = next;
         Some(l)
     })
 }
 
-/// Split a line into (code, trailing comment). The first `#` starts the comment.
-fn split_comment(text: &str) -> (&str, Option<TrailingComment>) {
-    match text.find('#') {
+/// The length of the line at the start of `b` (up to its `\n`, or all of `b`) and where
+/// its first `#` is: one pass, eight bytes at a time (a line is read once for both, where
+/// a search for each read it twice).
+fn line_len(b: &[u8]) -> (usize, Option<usize>) {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+    /// The high bit of each byte of `x` equal to `c`, and maybe of bytes after one that is
+    /// (the borrow of the subtraction runs upward): the lowest set bit is exact.
+    #[inline]
+    fn bytes_eq(x: u64, c: u8) -> u64 {
+        let y = x ^ (ONES * u64::from(c));
+        y.wrapping_sub(ONES) & !y & HIGH
+    }
+    let mut hash = None;
+    let mut k = 0;
+    while k + 8 <= b.len() {
+        let mut chunk = [0u8; 8];
+        chunk.copy_from_slice(&b[k..k + 8]);
+        let x = u64::from_le_bytes(chunk);
+        let nl = bytes_eq(x, b'\n');
+        let h = if hash.is_none() { bytes_eq(x, b'#') } else { 0 };
+        if nl | h != 0 {
+            // The first newline in this chunk, and a `#` before it.
+            let at = |m: u64| k + (m.trailing_zeros() / 8) as usize;
+            let n = (nl != 0).then(|| at(nl));
+            if h != 0 && n.is_none_or(|n| at(h) < n) {
+                hash = Some(at(h));
+            }
+            if let Some(n) = n {
+                return (n, hash);
+            }
+        }
+        k += 8;
+    }
+    for (j, &c) in b[k..].iter().enumerate() {
+        match c {
+            b'\n' => return (k + j, hash),
+            b'#' if hash.is_none() => hash = Some(k + j),
+            _ => {}
+        }
+    }
+    (b.len(), hash)
+}
+
+/// Split a line into (code, trailing comment) at `hash`, its first `#` if it has one.
+fn split_comment(text: &str, hash: Option<usize>) -> (&str, Option<TrailingComment>) {
+    debug_assert_eq!(hash, text.find('#'));
+    match hash {
         None => (text.trim_end_matches([' ', '\t']), None),
         Some(h) => {
             let code = &text[..h];
@@ -2659,7 +2739,7 @@ pub(crate) fn parse_statements(
             continue;
         }
         let indent = &text[..text.len() - trimmed.len()];
-        let (code, trailing) = split_comment(text);
+        let (code, trailing) = split_comment(text, line.hash);
         depth.set(0);
         let mut input = In {
             input: &code[indent.len()..],
@@ -2862,7 +2942,7 @@ fn recycle(back: Option<Statement>, spare: &mut Vec<Clause>) {
         ..
     }) = back
     {
-        harvest_plan(&mut p);
+        Bin::with(|bin| harvest_plan(&mut p, bin));
         if p.clauses.capacity() > spare.capacity() {
             p.clauses.clear();
             *spare = std::mem::take(&mut p.clauses);
@@ -2870,9 +2950,10 @@ fn recycle(back: Option<Statement>, spare: &mut Vec<Clause>) {
     }
 }
 
-fn into_perr(e: ErrMode<PErr>, i: &In<'_>) -> PErr {
+fn into_perr(e: ErrMode<Box<PErr>>, i: &In<'_>) -> PErr {
     match e {
-        ErrMode::Backtrack(mut p) | ErrMode::Cut(mut p) => {
+        ErrMode::Backtrack(p) | ErrMode::Cut(p) => {
+            let mut p = *p;
             if p.msg.is_empty() {
                 let f = found(i);
                 p.msg = format!("unexpected {f}");
@@ -2880,7 +2961,7 @@ fn into_perr(e: ErrMode<PErr>, i: &In<'_>) -> PErr {
             }
             p
         }
-        ErrMode::Incomplete(_) => PErr::from_input(i),
+        ErrMode::Incomplete(_) => PErr::at(i),
     }
 }
 
@@ -3036,9 +3117,10 @@ fn line_end(d: &mut Describer) -> Term {
 mod table_tests {
     use super::*;
 
-    /// The keyword tables' words are told apart by case-folded text (a lookup tries the
-    /// exact spelling first, then any case: both must find the same entry), and each is
-    /// made of its table's word characters (otherwise it could never be read).
+    /// The keyword tables' words are told apart by case-folded text (a lookup takes the
+    /// first word equal to the text's ignoring case: it must be the only one), and each is
+    /// made of its table's word characters (a lookup takes a table word that the text
+    /// starts with and that ends where the text's word ends for the word it is).
     #[test]
     fn keyword_table_words_are_distinct_ignoring_case() {
         fn words<T>(t: &[(&'static str, T)]) -> Vec<&'static str> {
@@ -3063,6 +3145,37 @@ mod table_tests {
             }
         }
         assert!(seen > 20, "{seen} words");
+    }
+
+    /// The line scan (eight bytes at a time) finds what a search for `\n`, then for `#` in
+    /// the line, finds: over texts drawn from bytes that matter to it (newlines, `#`, `\r`,
+    /// bytes whose borrow could leak into the next byte, a multi-byte character) at every
+    /// length around the chunk size and at every start.
+    #[test]
+    fn the_line_scan_is_the_two_searches() {
+        let bytes: &[&str] = &[
+            "\n", "#", "\r", "a", " ", "\u{1}", "\u{22}", "\u{24}", "é", "\u{b}",
+        ];
+        let mut draw = crate::lang::xorshift(0x9e37_79b9_7f4a_7c15);
+        let mut checked = 0;
+        for len in 0..40 {
+            for _ in 0..200 {
+                let text: String = (0..len)
+                    .map(|_| bytes[(draw() % bytes.len() as u64) as usize])
+                    .collect();
+                for start in (0..=text.len()).filter(|&k| text.is_char_boundary(k)) {
+                    let rest = &text[start..];
+                    let n = rest.find('\n').unwrap_or(rest.len());
+                    assert_eq!(
+                        line_len(rest.as_bytes()),
+                        (n, rest[..n].find('#')),
+                        "{rest:?}"
+                    );
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 50_000, "{checked}");
     }
 
     /// Statements given back fill the lexeme pool (bounded), their strings are reused with
