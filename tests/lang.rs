@@ -214,6 +214,28 @@ fn error_lines_have_the_documented_shape() {
     );
 }
 
+/// Many refusals in one document render through one line index (`kestrel check --pretty`
+/// built one per refusal, so an 8 MB document refused in every line took minutes): the same
+/// text as each refusal's own `render`.
+#[test]
+fn refusals_render_the_same_through_one_line_index() {
+    let mut src = String::from("USING signal SPX exec SPY 0dte\n");
+    for i in 0..40 {
+        src.push_str(&format!(
+            "\nPLAN p{i} budget 0.2R ttl 15:00\n  WHEN spot > 50{i}\n  DO buy 1 +1 C @ lean(bid, fair, 2.{i})\n  EXIT mid < 1.20 @ fair\n"
+        ));
+    }
+    let errs = lang::check(&src, Mode::File).expect_err("refused");
+    assert!(errs.len() >= 80, "{}", errs.len());
+    let index = lang::LineIndex::new(&src);
+    for e in &errs {
+        assert_eq!(
+            e.render_in(&index, "t.kestrel", false),
+            e.render(&src, "t.kestrel", false)
+        );
+    }
+}
+
 #[test]
 fn examples_check_and_are_canonical() {
     let dir = common::root().join("examples");

@@ -144,10 +144,12 @@ fn report(path: &Path, src: &str, errors: &[Diagnostic], pretty: bool) {
     let show = pretty || color;
     let name = path.display().to_string();
     let mut out = stderr.lock();
+    // One line index for every refusal's snippet (not one per refusal).
+    let index = show.then(|| lang::LineIndex::new(src));
     for e in errors {
         let _ = writeln!(out, "{}: {}", name, e.one_line());
-        if show {
-            let _ = writeln!(out, "{}", e.render(src, &name, color));
+        if let Some(index) = &index {
+            let _ = writeln!(out, "{}", e.render_in(index, &name, color));
         }
     }
 }
