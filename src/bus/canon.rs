@@ -59,18 +59,24 @@ fn push_u64(out: &mut Vec<u8>, n: u64) {
     push_u64_long(out, n);
 }
 
-fn push_u64_long(out: &mut Vec<u8>, mut n: u64) {
+fn push_u64_long(out: &mut Vec<u8>, n: u64) {
     let mut buf = [0u8; 20];
-    let mut i = buf.len();
+    let i = digits_before(&mut buf, 20, n);
+    out.extend_from_slice(&buf[i..]);
+}
+
+/// Write `n`'s decimal digits into `buf` so that they end just before `end`; the index of the
+/// first digit. (`buf` holds them: at most 20 digits for a `u64`.)
+fn digits_before(buf: &mut [u8], end: usize, mut n: u64) -> usize {
+    let mut i = end;
     loop {
         i -= 1;
         buf[i] = b'0' + (n % 10) as u8;
         n /= 10;
         if n == 0 {
-            break;
+            return i;
         }
     }
-    out.extend_from_slice(&buf[i..]);
 }
 
 /// `Px`'s display (2 to 4 decimals, trailing zeros past the second trimmed), without `fmt`:
@@ -101,15 +107,7 @@ fn push_px(out: &mut Vec<u8>, p: Px) {
     }
     i -= 1;
     buf[i] = b'.';
-    let mut int = abs / 10_000;
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (int % 10) as u8;
-        int /= 10;
-        if int == 0 {
-            break;
-        }
-    }
+    i = digits_before(&mut buf, i, abs / 10_000);
     if raw < 0 {
         i -= 1;
         buf[i] = b'-';
