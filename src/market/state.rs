@@ -444,7 +444,10 @@ impl MarketState {
         self.syms.iter().find(|s| s.sym == sym)
     }
 
-    fn sym_idx(&self, sym: Sym) -> Option<usize> {
+    /// Where a symbol's state is, for the by-index reads ([`value_of`](Self::value_of),
+    /// [`book_quote_at`](Self::book_quote_at), [`share_quote_at`](Self::share_quote_at)): fixed
+    /// for the session.
+    pub fn sym_index(&self, sym: Sym) -> Option<usize> {
         self.syms.iter().position(|s| s.sym == sym)
     }
 
@@ -485,7 +488,9 @@ impl MarketState {
         let open = self.open;
         match ev {
             TapeEvent::Tick(t) => {
-                let Some(i) = self.sym_idx(t.sym) else { return };
+                let Some(i) = self.sym_index(t.sym) else {
+                    return;
+                };
                 let s = &mut self.syms[i];
                 s.last = Some(t.px);
                 if t.ts >= open {
@@ -507,7 +512,7 @@ impl MarketState {
                 }
             }
             TapeEvent::Iv(iv) => {
-                let Some(i) = self.sym_idx(iv.sym) else {
+                let Some(i) = self.sym_index(iv.sym) else {
                     return;
                 };
                 let s = &mut self.syms[i];
@@ -520,7 +525,7 @@ impl MarketState {
             TapeEvent::Headline(h) => self.headlines.push(h.clone()),
             TapeEvent::Session(_) => {}
             TapeEvent::Quote(q) => {
-                let Some(i) = self.sym_idx(q.inst.sym()) else {
+                let Some(i) = self.sym_index(q.inst.sym()) else {
                     return;
                 };
                 let s = &mut self.syms[i];
@@ -690,18 +695,8 @@ impl MarketState {
         self.value_in(self.sym(sym)?, series)
     }
 
-    /// [`value`](Self::value) by [`Sym`] (no text comparison: the engine's per-event reads).
-    pub fn value_sym(&self, sym: Sym, series: Series) -> Option<f64> {
-        self.value_in(self.sym_of(sym)?, series)
-    }
-
-    /// Where a symbol's state is, for [`value_of`](Self::value_of) (fixed for the session).
-    pub fn sym_index(&self, sym: Sym) -> Option<usize> {
-        self.sym_idx(sym)
-    }
-
-    /// [`value_sym`](Self::value_sym) by the symbol's [`sym_index`](Self::sym_index) (no
-    /// search: the engine's per-event reads); `None` for an index past the symbols.
+    /// [`value`](Self::value) by the symbol's [`sym_index`](Self::sym_index) (no search: the
+    /// engine's per-event reads); `None` for an index past the symbols.
     pub fn value_of(&self, sym: usize, series: Series) -> Option<f64> {
         self.value_in(self.syms.get(sym)?, series)
     }
@@ -867,7 +862,7 @@ impl MarketState {
         strike: Px,
         right: Right,
     ) -> Option<BookQuote> {
-        self.book_quote_at(self.sym_idx(sym)?, expiry, strike, right)
+        self.book_quote_at(self.sym_index(sym)?, expiry, strike, right)
     }
 
     /// [`book_quote_sym`](Self::book_quote_sym) by the symbol's
@@ -991,13 +986,7 @@ impl MarketState {
         Self::share_quote_in(self.sym(sym)?)
     }
 
-    /// [`share_quote`](Self::share_quote) by [`Sym`].
-    pub fn share_quote_sym(&self, sym: Sym) -> Option<ShareQuote> {
-        Self::share_quote_in(self.sym_of(sym)?)
-    }
-
-    /// [`share_quote_sym`](Self::share_quote_sym) by the symbol's
-    /// [`sym_index`](Self::sym_index).
+    /// [`share_quote`](Self::share_quote) by the symbol's [`sym_index`](Self::sym_index).
     pub fn share_quote_at(&self, sym: usize) -> Option<ShareQuote> {
         Self::share_quote_in(self.syms.get(sym)?)
     }
