@@ -82,59 +82,149 @@ fn digits_before(buf: &mut [u8], end: usize, mut n: u64) -> usize {
 /// `Px`'s display (2 to 4 decimals, trailing zeros past the second trimmed), without `fmt`:
 /// written backwards into a stack buffer, then appended at once.
 fn push_px(out: &mut Vec<u8>, p: Px) {
+    let mut buf = [0u8; 24];
+    let i = px_digits(&mut buf, 24, p);
+    out.extend_from_slice(&buf[i..]);
+}
+
+/// `Px`'s display written into `buf` so that it ends just before `end`; the index of its
+/// first byte. At most 21 bytes: a sign, 15 integer digits (|i64| / 10^4), the point and 4
+/// decimals.
+fn px_digits(buf: &mut [u8], end: usize, p: Px) -> usize {
     let raw = p.raw();
     let abs = raw.unsigned_abs();
-    let frac = abs % 10_000;
-    let d = [
-        (frac / 1000) as u8,
-        (frac / 100 % 10) as u8,
-        (frac / 10 % 10) as u8,
-        (frac % 10) as u8,
-    ];
-    let n = if d[3] != 0 {
-        4
-    } else if d[2] != 0 {
-        3
-    } else {
-        2
-    };
-    // At most 15 integer digits (|i64| / 10^4), the point, 4 decimals and a sign.
-    let mut buf = [0u8; 24];
-    let mut i = buf.len();
-    for x in d[..n].iter().rev() {
-        i -= 1;
-        buf[i] = b'0' + x;
+    let frac = (abs % 10_000) as u32;
+    // Two decimals always; the third and fourth only when not trailing zeros.
+    let (hi, lo) = (frac / 100, frac % 100);
+    let mut i = end;
+    if lo != 0 {
+        if lo % 10 != 0 {
+            i -= 2;
+            buf[i..i + 2].copy_from_slice(&two_digits(lo));
+        } else {
+            i -= 1;
+            buf[i] = b'0' + (lo / 10) as u8;
+        }
     }
-    i -= 1;
+    i -= 3;
     buf[i] = b'.';
-    i = digits_before(&mut buf, i, abs / 10_000);
+    buf[i + 1..i + 3].copy_from_slice(&two_digits(hi));
+    i = digits_before(buf, i, abs / 10_000);
     if raw < 0 {
         i -= 1;
         buf[i] = b'-';
     }
-    out.extend_from_slice(&buf[i..]);
+    i
+}
+
+/// The two decimal digits of `v` (below 100).
+#[inline(always)]
+fn two_digits(v: u32) -> [u8; 2] {
+    [b'0' + (v / 10) as u8, b'0' + (v % 10) as u8]
 }
 
 /// `HH:MM:SS.mmm`.
 fn push_ts(out: &mut Vec<u8>, t: Ts) {
+    out.extend_from_slice(&ts_bytes(t));
+}
+
+/// `HH:MM:SS.mmm`, as bytes.
+#[inline(always)]
+fn ts_bytes(t: Ts) -> [u8; 12] {
     let ms = t.ms();
     let s = ms / 1000;
-    let d = |v: u32| b'0' + (v % 10) as u8;
-    let (h, m, sec, milli) = (s / 3600, (s / 60) % 60, s % 60, ms % 1000);
-    out.extend_from_slice(&[
-        d(h / 10),
-        d(h),
+    let (h, m, sec, milli) = (s / 3600 % 100, (s / 60) % 60, s % 60, ms % 1000);
+    let [h0, h1] = two_digits(h);
+    let [m0, m1] = two_digits(m);
+    let [s0, s1] = two_digits(sec);
+    let [c0, c1] = two_digits(milli / 10);
+    [
+        h0,
+        h1,
         b':',
-        d(m / 10),
-        d(m),
+        m0,
+        m1,
         b':',
-        d(sec / 10),
-        d(sec),
+        s0,
+        s1,
         b'.',
-        d(milli / 100),
-        d(milli / 10),
-        d(milli),
-    ]);
+        c0,
+        c1,
+        b'0' + (milli % 10) as u8,
+    ]
+}
+
+/// The `order-repriced` line: a working order's new limit, written at nearly every tick (a
+/// peg, an escalation). Written back to front into one stack buffer (the numbers' digits
+/// come last first, so each is written in place) and appended at once, in `write_fields`'s
+/// key order and bytes (the variant tests compare it with the reference path like every
+/// other); a reason that is long or needs escaping goes through [`json_str`].
+fn write_repriced(out: &mut Vec<u8>, ts: Ts, order: u64, limit: Px, reason: &str) {
+    const HEAD: &[u8] = b"{\"limit\":\"";
+    const ORDER: &[u8] = b"\",\"order\":";
+    const REASON: &[u8] = b",\"reason\":";
+    const TS: &[u8] = b",\"ts\":\"";
+    const TAIL: &[u8] = b"\",\"type\":\"order-repriced\"}\n";
+    const MAX_REASON: usize = 32;
+    let mut w = Back::default();
+    w.put(TAIL);
+    w.put(&ts_bytes(ts));
+    w.put(TS);
+    let escaped = !(reason.len() <= MAX_REASON && plain(reason));
+    let mut tail = Back::default();
+    if escaped {
+        // The reason goes between the head and this tail.
+        std::mem::swap(&mut w, &mut tail);
+    } else {
+        w.put(b"\"");
+        w.put(reason.as_bytes());
+        w.put(b"\"");
+    }
+    w.put(REASON);
+    w.i = digits_before(&mut w.buf, w.i, order);
+    w.put(ORDER);
+    w.i = px_digits(&mut w.buf, w.i, limit);
+    w.put(HEAD);
+    out.extend_from_slice(w.bytes());
+    if escaped {
+        json_str(out, reason);
+        out.extend_from_slice(tail.bytes());
+    }
+}
+
+/// A line's bytes gathered back to front on the stack (at most 160: [`write_repriced`]'s
+/// longest line is 154 bytes, with a 21-byte limit, a 20-digit order and a 32-byte reason).
+struct Back {
+    buf: [u8; 160],
+    /// The first byte written.
+    i: usize,
+}
+
+impl Default for Back {
+    fn default() -> Back {
+        Back {
+            buf: [0; 160],
+            i: 160,
+        }
+    }
+}
+
+impl Back {
+    /// Write `bytes` before those written so far.
+    #[inline(always)]
+    fn put(&mut self, bytes: &[u8]) {
+        self.i -= bytes.len();
+        self.buf[self.i..self.i + bytes.len()].copy_from_slice(bytes);
+    }
+
+    fn bytes(&self) -> &[u8] {
+        &self.buf[self.i..]
+    }
+}
+
+/// A string serde_json writes verbatim between quotes: no control character, `"` or `\\`.
+fn plain(s: &str) -> bool {
+    s.bytes().all(|c| c >= 0x20 && c != b'"' && c != b'\\')
 }
 
 /// Write a JSON value compactly with every object's keys sorted (byte order), independent of
@@ -176,7 +266,7 @@ pub fn write_json_sorted(out: &mut Vec<u8>, v: &serde_json::Value) {
 fn json_str(out: &mut Vec<u8>, s: &str) {
     // serde_json escapes only control characters, `"` and `\\` (UTF-8 is written as is): a
     // string with none of them is written verbatim between quotes.
-    if s.bytes().all(|c| c >= 0x20 && c != b'"' && c != b'\\') {
+    if plain(s) {
         out.reserve(s.len() + 2);
         out.push(b'"');
         out.extend_from_slice(s.as_bytes());
@@ -358,18 +448,7 @@ pub fn write_canonical(out: &mut Vec<u8>, ev: &Event) {
             limit,
             reason,
         } => {
-            // The line a working order writes at nearly every tick (a peg, an escalation):
-            // written straight, in `write_fields`'s key order and bytes (the variant tests
-            // compare it with the reference path like every other).
-            out.extend_from_slice(b"{\"limit\":\"");
-            push_px(out, *limit);
-            out.extend_from_slice(b"\",\"order\":");
-            push_u64(out, *order);
-            out.extend_from_slice(b",\"reason\":");
-            json_str(out, reason);
-            out.extend_from_slice(b",\"ts\":\"");
-            push_ts(out, *ts);
-            out.extend_from_slice(b"\",\"type\":\"order-repriced\"}\n");
+            write_repriced(out, *ts, *order, *limit, reason);
         }
         Event::OrderCancelled { ts, order, reason } => write_fields(
             out,

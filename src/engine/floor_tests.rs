@@ -402,3 +402,32 @@ fn a_holder_leaving_at_its_ttl_is_valued_at_that_events_price() {
             .any(|e| matches!(e, Event::Excursion { mae_usd, .. } if *mae_usd == Px(-2400)))
     );
 }
+
+/// A working order's step at an event that cannot move it (the signal's tick; its own
+/// symbol's tick already seen) is skipped (`idle_resting`): the Bus of stepping every plan
+/// at every event, in a little over half the steps on a tape whose two symbols tick in turn.
+#[test]
+fn idle_working_orders_are_not_stepped() {
+    let t = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tapes/shock-2025-04-09-s7.jsonl"
+    ))
+    .expect("bundled tape");
+    // Pegged far under the market: it rests, re-priced at the exec symbol's ticks; and one
+    // that escalates once.
+    let p = "USING signal SPX exec SPY 0dte\n\nPLAN r budget 0.2R ttl 15:30\n  WHEN time >= 09:31\n  DO buy 1 ATM P @ fair-50% peg\n  EXIT T-15\n\nPLAN e budget 0.2R ttl 15:30\n  WHEN time >= 09:32\n  DO buy 1 +1 C @ fair-50% esc fair-40% 90s\n";
+    let (fast, _, steps) = run_stepping(&t, p, false);
+    let (naive, _, naive_steps) = run_stepping(&t, p, true);
+    assert_eq!(fast.events(), naive.events());
+    assert_eq!(fast.hash_hex(), naive.hash_hex());
+    let count = |f: fn(&Event) -> bool| fast.events().iter().filter(|e| f(e)).count();
+    assert!(count(|e| matches!(e, Event::OrderRepriced { .. })) > 5_000);
+    assert_eq!(
+        count(|e| matches!(e, Event::OrderRepriced { reason, .. } if reason == "esc#1")),
+        1
+    );
+    assert!(
+        steps * 10 < naive_steps * 6,
+        "plan steps: {steps} skipping idle ones, {naive_steps} naive"
+    );
+}

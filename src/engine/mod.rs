@@ -1143,6 +1143,12 @@ impl Engine {
                 }
                 self.leave_quiet(i);
             }
+            if !self.sh.slots.dirt.naive && idle_resting(&self.plans[i], &self.sh) {
+                // Its step would do nothing (`idle_resting`): as after that step, it is
+                // neither parked nor done.
+                self.sh.sched.after_step(pos, false, false);
+                continue;
+            }
             self.sh.plan_steps += 1;
             step_plan(&mut self.plans[i], i, &mut self.sh);
             let p = &mut self.plans[i];
@@ -1997,10 +2003,15 @@ fn trade_leg(l: &mut Leg, insts: &mut [InstRt], signed: i64, px: Px, mult: u32) 
 }
 
 /// Value the plan at fair (realised + open) and track its maximum adverse excursion.
+#[inline(always)]
 fn revalue(p: &mut PlanRt, sh: &mut Shared) {
-    if !p.had_fill {
-        return;
+    // Never filled: nothing to value (the usual case, checked without a call).
+    if p.had_fill {
+        revalue_filled(p, sh);
     }
+}
+
+fn revalue_filled(p: &mut PlanRt, sh: &mut Shared) {
     // No trade since, and no leg's symbol re-quoted: the same positions at the same quotes.
     let mut vers = 0u64;
     for l in &p.legs {
@@ -2088,6 +2099,51 @@ fn still_quiet(p: &mut PlanRt, d: &trigger::Dirt) -> bool {
         x.when.resume(at);
         x.when.cached(d).is_some()
     })
+}
+
+/// An active plan, flat, whose step at this event would do nothing: its orders rest with
+/// nothing to re-price (no line-level CANCEL-IF, no escalation due, and each has seen its
+/// instrument's current quote, which is fresh), nothing of it is evaluated (no INVALIDATE,
+/// CANCEL-IF or RELOAD left; TP and EXIT are read only while holding), its P&L cannot move
+/// (never filled) and its label stands. The step is skipped: the same Bus, no work. This is
+/// a working order's usual event: another symbol's tick, or its own symbol's tick already
+/// seen.
+#[inline(always)]
+fn idle_resting(p: &PlanRt, sh: &Shared) -> bool {
+    p.status == Status::Active && !p.orders.is_empty() && idle_orders(p, sh)
+}
+
+/// [`idle_resting`] for an active plan with orders.
+fn idle_orders(p: &PlanRt, sh: &Shared) -> bool {
+    if p.parked || p.had_fill || p.uses_leg {
+        return false;
+    }
+    let now = sh.now;
+    if p.entries_open && p.ttl_at.is_some_and(|t| now >= t) {
+        return false;
+    }
+    if p.invalidates.iter().any(|x| !x.2)
+        || p.cancel_ifs.iter().any(|x| !x.1)
+        || p.reloads.iter().any(|x| !x.2)
+        || p.legs.iter().any(|l| l.pos.qty != 0)
+    {
+        return false;
+    }
+    let mut entry = false;
+    for o in &p.orders {
+        let ir = &sh.insts[o.inst];
+        if o.mods.cancel_if.is_some() || ir.stamp != sh.syms[ir.sym_i].1 || o.seen != ir.stamp {
+            return false;
+        }
+        if let Some(&(_, dur)) = o.mods.esc.get(o.esc_next) {
+            if now.ms().saturating_sub(o.esc_since.ms()) >= dur {
+                return false;
+            }
+        }
+        entry |= o.role == OrderRole::Entry;
+    }
+    // `relabel` would set Resting while entries are open and an entry order rests.
+    !(p.entries_open && entry && p.label != PlanState::Resting)
 }
 
 /// After an armed plan's step: does it park (trigger module docs, "Parking")?
@@ -2212,9 +2268,11 @@ fn relabel(p: &mut PlanRt, sh: &mut Shared) {
     if p.entries_open && p.status == Status::Active {
         let holding = p.legs.iter().any(|l| l.pos.qty != 0);
         let resting = p.orders.iter().any(|o| o.role == OrderRole::Entry);
-        if holding {
+        // The label it has already is not set again (checked here, without a call: a
+        // working order's plan passes here at every step).
+        if holding && p.label != PlanState::Filled {
             set_state(p, sh, PlanState::Filled, None);
-        } else if resting {
+        } else if !holding && resting && p.label != PlanState::Resting {
             set_state(p, sh, PlanState::Resting, None);
         }
     }

@@ -182,6 +182,7 @@ impl Sched {
     /// Fill the bits to step at this event from what moved (`now`: the engine's clock):
     /// `!idle | (woken & wakeable)`. Only the kinds and slot bits some group subscribes to
     /// are visited, so an event that moved nothing subscribed costs a word per 64 plans.
+    #[inline(always)]
     pub fn plan(&mut self, d: &Dirt, now: Ts) {
         let words = self.idle.len();
         if self.run.len() != words {
