@@ -585,9 +585,9 @@ pub struct Bus {
     error: Option<String>,
     blotter: Blotter,
     keep: Option<Vec<Event>>,
-    line: Vec<u8>,
-    /// Bytes not yet fed to the hasher: BLAKE3 is fed in blocks of [`HASH_BLOCK`] bytes
-    /// rather than one short line at a time (the hash of the stream is the same).
+    /// Bytes not yet fed to the hasher, the lines being written into it: BLAKE3 is fed in
+    /// blocks of at least [`HASH_BLOCK`] bytes rather than one short line at a time (the hash
+    /// of the stream is the same).
     unhashed: Vec<u8>,
 }
 
@@ -614,7 +614,6 @@ impl Bus {
             error: None,
             blotter: Blotter::default(),
             keep: None,
-            line: Vec::with_capacity(256),
             unhashed: Vec::new(),
         }
     }
@@ -626,22 +625,17 @@ impl Bus {
     }
 
     /// Append one event: serialise canonically, hash, write and flush, project.
+    ///
+    /// The line is written straight into the bytes not yet hashed, which are fed to the
+    /// hasher once they reach [`HASH_BLOCK`] (BLAKE3 hashes a stream: where the pieces are
+    /// cut does not change the hash).
     pub fn emit(&mut self, ev: Event) {
-        self.line.clear();
-        canon::write_canonical(&mut self.line, &ev);
-        let line = &self.line;
-        if self.unhashed.len() + line.len() > HASH_BLOCK {
-            self.hasher.update(&self.unhashed);
-            self.unhashed.clear();
+        if self.unhashed.capacity() == 0 {
+            self.unhashed.reserve_exact(HASH_BLOCK + 256);
         }
-        if line.len() >= HASH_BLOCK {
-            self.hasher.update(line);
-        } else {
-            if self.unhashed.capacity() == 0 {
-                self.unhashed.reserve_exact(HASH_BLOCK);
-            }
-            self.unhashed.extend_from_slice(line);
-        }
+        let start = self.unhashed.len();
+        canon::write_canonical(&mut self.unhashed, &ev);
+        let line = &self.unhashed[start..];
         self.bytes += line.len() as u64;
         self.count += 1;
         if let Some(w) = self.sink.as_mut() {
@@ -649,6 +643,14 @@ impl Bus {
                 if let Err(e) = w.write_all(line).and_then(|_| w.flush()) {
                     self.error = Some(e.to_string());
                 }
+            }
+        }
+        if self.unhashed.len() >= HASH_BLOCK {
+            self.hasher.update(&self.unhashed);
+            self.unhashed.clear();
+            if self.unhashed.capacity() > 4 * HASH_BLOCK {
+                // One huge line (a document's text) is not kept as the buffer.
+                self.unhashed = Vec::with_capacity(HASH_BLOCK + 256);
             }
         }
         self.blotter.apply(&ev);

@@ -46,8 +46,8 @@
 use crate::lang::ast::{self, CmpOp, CrossDir, Phase, Predicate, SeriesKind, Trigger};
 use crate::market::{MarketState, Series as MSeries, Sym, Ts};
 
-/// A three-valued truth.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A three-valued truth, ordered `F < U < T`: AND is the least, OR the greatest (Kleene).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Tri {
     /// Known false.
     F,
@@ -58,19 +58,13 @@ pub enum Tri {
 }
 
 impl Tri {
+    /// F if either is F, else U if either is U, else T: the lesser.
     fn and(self, o: Tri) -> Tri {
-        match (self, o) {
-            (Tri::F, _) | (_, Tri::F) => Tri::F,
-            (Tri::U, _) | (_, Tri::U) => Tri::U,
-            _ => Tri::T,
-        }
+        self.min(o)
     }
+    /// T if either is T, else U if either is U, else F: the greater.
     fn or(self, o: Tri) -> Tri {
-        match (self, o) {
-            (Tri::T, _) | (_, Tri::T) => Tri::T,
-            (Tri::U, _) | (_, Tri::U) => Tri::U,
-            _ => Tri::F,
-        }
+        self.max(o)
     }
     fn not(self) -> Tri {
         match self {
@@ -1181,6 +1175,37 @@ fn eval_pred(p: &mut CPred, cx: &Ctx<'_>) -> Tri {
                 Tri::of(n >= cx.open.ms() && n < cx.open.ms() + P)
             } else {
                 Tri::of(n >= cx.close.ms().saturating_sub(P) && n <= cx.close.ms())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tri_tests {
+    use super::Tri;
+
+    /// AND and OR as the lesser and the greater are Kleene's tables.
+    #[test]
+    fn and_or_are_kleene() {
+        let all = [Tri::F, Tri::U, Tri::T];
+        for a in all {
+            for b in all {
+                let and = if a == Tri::F || b == Tri::F {
+                    Tri::F
+                } else if a == Tri::U || b == Tri::U {
+                    Tri::U
+                } else {
+                    Tri::T
+                };
+                let or = if a == Tri::T || b == Tri::T {
+                    Tri::T
+                } else if a == Tri::U || b == Tri::U {
+                    Tri::U
+                } else {
+                    Tri::F
+                };
+                assert_eq!(a.and(b), and, "{a:?} AND {b:?}");
+                assert_eq!(a.or(b), or, "{a:?} OR {b:?}");
             }
         }
     }
