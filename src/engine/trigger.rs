@@ -1187,25 +1187,15 @@ mod tri_tests {
     /// AND and OR as the lesser and the greater are Kleene's tables.
     #[test]
     fn and_or_are_kleene() {
-        let all = [Tri::F, Tri::U, Tri::T];
-        for a in all {
-            for b in all {
-                let and = if a == Tri::F || b == Tri::F {
-                    Tri::F
-                } else if a == Tri::U || b == Tri::U {
-                    Tri::U
-                } else {
-                    Tri::T
-                };
-                let or = if a == Tri::T || b == Tri::T {
-                    Tri::T
-                } else if a == Tri::U || b == Tri::U {
-                    Tri::U
-                } else {
-                    Tri::F
-                };
-                assert_eq!(a.and(b), and, "{a:?} AND {b:?}");
-                assert_eq!(a.or(b), or, "{a:?} OR {b:?}");
+        use Tri::{F, T, U};
+        let all = [F, U, T];
+        // Row: the left operand, column: the right, both in the order F, U, T.
+        let and = [[F, F, F], [F, U, U], [F, U, T]];
+        let or = [[F, U, T], [U, U, T], [T, T, T]];
+        for (i, a) in all.into_iter().enumerate() {
+            for (j, b) in all.into_iter().enumerate() {
+                assert_eq!(a.and(b), and[i][j], "{a:?} AND {b:?}");
+                assert_eq!(a.or(b), or[i][j], "{a:?} OR {b:?}");
             }
         }
     }
