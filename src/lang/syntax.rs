@@ -239,6 +239,9 @@ struct Bin<'p> {
     /// The boxes themselves are what is kept (as in [`BOXES`]).
     #[allow(clippy::vec_box)]
     boxes: &'p mut Vec<Box<Price>>,
+    /// Predicate boxes (as in [`PREDS`]).
+    #[allow(clippy::vec_box)]
+    preds: &'p mut Vec<Box<Predicate>>,
 }
 
 impl Bin<'_> {
@@ -246,14 +249,19 @@ impl Bin<'_> {
     fn with(f: impl FnOnce(&mut Bin<'_>)) {
         let _ = POOL.try_with(|strings| {
             BOXES.try_with(|boxes| {
-                if let (Ok(mut strings), Ok(mut boxes)) =
-                    (strings.try_borrow_mut(), boxes.try_borrow_mut())
-                {
-                    f(&mut Bin {
-                        strings: &mut strings,
-                        boxes: &mut boxes,
-                    });
-                }
+                PREDS.try_with(|preds| {
+                    if let (Ok(mut strings), Ok(mut boxes), Ok(mut preds)) = (
+                        strings.try_borrow_mut(),
+                        boxes.try_borrow_mut(),
+                        preds.try_borrow_mut(),
+                    ) {
+                        f(&mut Bin {
+                            strings: &mut strings,
+                            boxes: &mut boxes,
+                            preds: &mut preds,
+                        });
+                    }
+                })
             })
         });
     }
@@ -273,12 +281,20 @@ impl Bin<'_> {
             self.boxes.push(b);
         }
     }
+
+    /// Keep a predicate's box (while the pool has room). Its lexeme strings were taken.
+    fn pred(&mut self, b: Box<Predicate>) {
+        if self.preds.len() < POOL_MAX {
+            self.preds.push(b);
+        }
+    }
 }
 
 /// Empty the pools (their memory goes back to the allocator).
 pub(crate) fn clear_pool() {
     pool_clear(&POOL);
     pool_clear(&BOXES);
+    pool_clear(&PREDS);
 }
 
 /// Give every lexeme string of a plan to the pool (the statement is then dropped).
@@ -365,6 +381,24 @@ thread_local! {
     static BOXES: std::cell::RefCell<Vec<Box<Price>>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
+thread_local! {
+    /// The boxes of predicates given back, for the next statements' (with [`POOL`]; emptied
+    /// by [`clear_pool`]).
+    #[allow(clippy::vec_box)]
+    static PREDS: std::cell::RefCell<Vec<Box<Predicate>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A predicate's box, from the pool when it has one.
+fn boxed_pred(p: Predicate) -> Box<Predicate> {
+    match pool_take(&PREDS) {
+        Some(mut b) => {
+            *b = p;
+            b
+        }
+        None => Box::new(p),
+    }
+}
+
 /// A price operand's box, from the pool when it has one.
 fn boxed_price(p: Price) -> Box<Price> {
     match pool_take(&BOXES) {
@@ -426,41 +460,52 @@ fn harvest_trigger(t: &mut Trigger, bin: &mut Bin<'_>) {
             terms.iter_mut().for_each(|t| harvest_trigger(t, bin))
         }
         Trigger::Not { inner } | Trigger::Group { inner } => harvest_trigger(inner, bin),
-        Trigger::Pred { pred } => match pred {
-            Predicate::Cross {
-                series,
-                value,
-                held,
-                ..
+        Trigger::Pred { pred } => {
+            harvest_pred(pred, bin);
+            // The box goes back too (the trigger is dropped next: an empty `And` costs nothing).
+            if let Trigger::Pred { pred } = std::mem::replace(t, Trigger::And { terms: Vec::new() })
+            {
+                bin.pred(pred);
             }
-            | Predicate::Compare {
-                series,
-                value,
-                held,
-                ..
-            } => {
-                harvest_series(series, bin);
-                match value {
-                    Value::Number { value } => bin.string(&mut value.text),
-                    Value::Series { series } => harvest_series(series, bin),
-                    Value::Percentile { pct } => bin.string(&mut pct.text),
-                    Value::Clock { .. } => {}
-                }
-                if let Some(d) = held {
-                    bin.string(&mut d.text);
-                }
+        }
+    }
+}
+
+fn harvest_pred(pred: &mut Predicate, bin: &mut Bin<'_>) {
+    match pred {
+        Predicate::Cross {
+            series,
+            value,
+            held,
+            ..
+        }
+        | Predicate::Compare {
+            series,
+            value,
+            held,
+            ..
+        } => {
+            harvest_series(series, bin);
+            match value {
+                Value::Number { value } => bin.string(&mut value.text),
+                Value::Series { series } => harvest_series(series, bin),
+                Value::Percentile { pct } => bin.string(&mut pct.text),
+                Value::Clock { .. } => {}
             }
-            Predicate::Event { event, within, .. } => {
-                if let Event::PlanFired { plan } | Event::PlanFilled { plan } = event {
-                    bin.string(&mut plan.text);
-                }
-                if let Some(d) = within {
-                    bin.string(&mut d.text);
-                }
+            if let Some(d) = held {
+                bin.string(&mut d.text);
             }
-            Predicate::TMinus { minutes, .. } => bin.string(&mut minutes.text),
-            Predicate::Phase { .. } => {}
-        },
+        }
+        Predicate::Event { event, within, .. } => {
+            if let Event::PlanFired { plan } | Event::PlanFilled { plan } = event {
+                bin.string(&mut plan.text);
+            }
+            if let Some(d) = within {
+                bin.string(&mut d.text);
+            }
+        }
+        Predicate::TMinus { minutes, .. } => bin.string(&mut minutes.text),
+        Predicate::Phase { .. } => {}
     }
 }
 
@@ -1551,7 +1596,7 @@ rule!(fn unary -> Trigger = "unary", ChoiceOr { arms: ((kw(NOT, NOT), sp("a pred
         )
             .map(|(_, _, inner, _)| Trigger::Group {
                 inner: Box::new(inner),
-            })), last: predicate().map(|pred| Trigger::Pred { pred }) });
+            })), last: predicate().map(|pred| Trigger::Pred { pred: boxed_pred(pred) }) });
 
 /// `within <dur>` after an event; an event cannot be `held`.
 /// `<spaces> <keyword> <spaces> <duration>`, optional.
