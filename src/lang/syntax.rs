@@ -156,6 +156,7 @@ pub(crate) fn expected<T>(i: &In<'_>, what: &str) -> R<T> {
 // ---------------------------------------------------------------- lexical helpers
 
 /// Does a word end where `rest` starts (end, or a char that cannot continue a word)?
+#[inline]
 pub(crate) fn ends_word(rest: &str) -> bool {
     match rest.as_bytes().first() {
         None => true,
@@ -1596,7 +1597,7 @@ rule!(fn unary -> Trigger = "unary", ChoiceOr { arms: ((kw(NOT, NOT), sp("a pred
         )
             .map(|(_, _, inner, _)| Trigger::Group {
                 inner: Box::new(inner),
-            })), last: predicate().map(|pred| Trigger::Pred { pred: boxed_pred(pred) }) });
+            })), last: predicate().map(|pred| Trigger::Pred { pred }) });
 
 /// `within <dur>` after an event; an event cannot be `held`.
 /// `<spaces> <keyword> <spaces> <duration>`, optional.
@@ -1641,20 +1642,23 @@ const CROSS_DIR_VALUES: [CrossDir; 2] = [CrossDir::Above, CrossDir::Below];
 const CMP_OP_VALUES: [CmpOp; 4] = [CmpOp::Ge, CmpOp::Le, CmpOp::Gt, CmpOp::Lt];
 const PHASE_VALUES: [Phase; 2] = [Phase::Open, Phase::Close];
 
-rule!(fn predicate -> Predicate = "predicate", ChoiceOr { arms: ((
+// Boxed as soon as it is built: the rest of the parse passes a pointer up, not the predicate.
+rule!(fn predicate -> Box<Predicate> = "predicate", ChoiceOr { arms: ((
             lit("T-", "T-"),
             MINUTES.what("minutes before the close after `T-`, like `T-30`"),
         )
             .spanned()
-            .map(|((_, minutes), span)| Predicate::TMinus { minutes, span }), (
+            .map(|((_, minutes), span)| boxed_pred(Predicate::TMinus { minutes, span })), (
             kw(PHASE, PHASE),
             sp("`open` or `close` after `phase`"),
             one_of(PHASES, Need::Expected("`open` or `close` after `phase`")),
         )
             .spanned()
-            .map(|((_, _, k), span)| Predicate::Phase {
-                phase: PHASE_VALUES[k],
-                span,
+            .map(|((_, _, k), span)| {
+                boxed_pred(Predicate::Phase {
+                    phase: PHASE_VALUES[k],
+                    span,
+                })
             }), (
             lit("plan(", "plan("),
             NAME.what("a plan name inside plan(...)"),
@@ -1666,20 +1670,24 @@ rule!(fn predicate -> Predicate = "predicate", ChoiceOr { arms: ((
             within(),
         )
             .spanned()
-            .map(|((_, plan, _, k, (within, ())), span)| Predicate::Event {
-                event: if k == 0 {
-                    Event::PlanFired { plan }
-                } else {
-                    Event::PlanFilled { plan }
-                },
-                within: within.map(|(_, _, _, d)| d),
-                span,
+            .map(|((_, plan, _, k, (within, ())), span)| {
+                boxed_pred(Predicate::Event {
+                    event: if k == 0 {
+                        Event::PlanFired { plan }
+                    } else {
+                        Event::PlanFilled { plan }
+                    },
+                    within: within.map(|(_, _, _, d)| d),
+                    span,
+                })
             }), (kw(HEADLINE, HEADLINE), within())
             .spanned()
-            .map(|((_, (within, ())), span)| Predicate::Event {
-                event: Event::Headline,
-                within: within.map(|(_, _, _, d)| d),
-                span,
+            .map(|((_, (within, ())), span)| {
+                boxed_pred(Predicate::Event {
+                    event: Event::Headline,
+                    within: within.map(|(_, _, _, d)| d),
+                    span,
+                })
             })), last: Ctx {
             a: series(),
             f: |s: &Series| s.text.clone(),
@@ -1719,7 +1727,7 @@ rule!(fn predicate -> Predicate = "predicate", ChoiceOr { arms: ((
             ),
         }
             .spanned()
-            .map(|((series, (_, tail)), span)| match tail {
+            .map(|((series, (_, tail)), span)| boxed_pred(match tail {
                 Tail::Cross(dir, value, held) => Predicate::Cross {
                     series,
                     dir,
@@ -1734,7 +1742,7 @@ rule!(fn predicate -> Predicate = "predicate", ChoiceOr { arms: ((
                     held,
                     span,
                 },
-            }) });
+            })) });
 
 // ---------------------------------------------------------------- tickets
 
@@ -2624,47 +2632,17 @@ fn lines(src: &str) -> impl Iterator<Item = Line<'_>> {
 }
 
 /// The length of the line at the start of `b` (up to its `\n`, or all of `b`) and where
-/// its first `#` is: one pass, eight bytes at a time (a line is read once for both, where
-/// a search for each read it twice).
+/// its first `#` is. One vectorised search for either byte: a line without a comment (nearly
+/// every line) is read once; after a `#`, the rest of the line is searched for its end.
 fn line_len(b: &[u8]) -> (usize, Option<usize>) {
-    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
-    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
-    /// The high bit of each byte of `x` equal to `c`, and maybe of bytes after one that is
-    /// (the borrow of the subtraction runs upward): the lowest set bit is exact.
-    #[inline]
-    fn bytes_eq(x: u64, c: u8) -> u64 {
-        let y = x ^ (ONES * u64::from(c));
-        y.wrapping_sub(ONES) & !y & HIGH
-    }
-    let mut hash = None;
-    let mut k = 0;
-    while k + 8 <= b.len() {
-        let mut chunk = [0u8; 8];
-        chunk.copy_from_slice(&b[k..k + 8]);
-        let x = u64::from_le_bytes(chunk);
-        let nl = bytes_eq(x, b'\n');
-        let h = if hash.is_none() { bytes_eq(x, b'#') } else { 0 };
-        if nl | h != 0 {
-            // The first newline in this chunk, and a `#` before it.
-            let at = |m: u64| k + (m.trailing_zeros() / 8) as usize;
-            let n = (nl != 0).then(|| at(nl));
-            if h != 0 && n.is_none_or(|n| at(h) < n) {
-                hash = Some(at(h));
-            }
-            if let Some(n) = n {
-                return (n, hash);
-            }
-        }
-        k += 8;
-    }
-    for (j, &c) in b[k..].iter().enumerate() {
-        match c {
-            b'\n' => return (k + j, hash),
-            b'#' if hash.is_none() => hash = Some(k + j),
-            _ => {}
+    match memchr::memchr2(b'\n', b'#', b) {
+        None => (b.len(), None),
+        Some(n) if b[n] == b'\n' => (n, None),
+        Some(h) => {
+            let n = memchr::memchr(b'\n', &b[h + 1..]).map_or(b.len(), |n| h + 1 + n);
+            (n, Some(h))
         }
     }
-    (b.len(), hash)
 }
 
 /// Split a line into (code, trailing comment) at `hash`, its first `#` if it has one.
@@ -3192,7 +3170,7 @@ mod table_tests {
         assert!(seen > 20, "{seen} words");
     }
 
-    /// The line scan (eight bytes at a time) finds what a search for `\n`, then for `#` in
+    /// The line scan finds what a search for `\n`, then for `#` in
     /// the line, finds: over texts drawn from bytes that matter to it (newlines, `#`, `\r`,
     /// bytes whose borrow could leak into the next byte, a multi-byte character) at every
     /// length around the chunk size and at every start.
