@@ -275,10 +275,11 @@ impl Bin<'_> {
         self.strings.push(std::mem::take(s));
     }
 
-    /// Keep an operand's box, emptied (while the pool has room).
-    fn boxed(&mut self, mut b: Box<Price>) {
+    /// Keep an operand's box (while the pool has room), as it is: its strings were taken
+    /// (or, past the pool's bounds, are kept until the box is reused) and its own operands'
+    /// boxes too, so it holds nothing, and the price put in it next drops it once.
+    fn boxed(&mut self, b: Box<Price>) {
         if self.boxes.len() < POOL_MAX {
-            *b = empty_price();
             self.boxes.push(b);
         }
     }
@@ -411,7 +412,7 @@ fn boxed_price(p: Price) -> Box<Price> {
     }
 }
 
-/// A price with nothing in it (no allocation): what a box holds in the pool.
+/// A price with nothing in it (no allocation): what is left where a call's operands were taken.
 fn empty_price() -> Price {
     Price::Stub {
         text: String::new(),
