@@ -725,7 +725,7 @@ fn compile_node(
         Trigger::Not { inner } => Node::Not(Box::new(compile_node(inner, r, preds, slots)?)),
         Trigger::Group { inner } => compile_node(inner, r, preds, slots)?,
         Trigger::Pred { pred } => {
-            let p = match pred {
+            let p = match &**pred {
                 Predicate::Cross {
                     series, dir, value, ..
                 } => {

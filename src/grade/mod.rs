@@ -813,7 +813,7 @@ pub fn shard_range(total: u64, i: u64, n: u64) -> (u64, u64) {
 
 fn time_trigger(secs: u32) -> Trigger {
     Trigger::Pred {
-        pred: Predicate::Compare {
+        pred: Box::new(Predicate::Compare {
             series: Series {
                 kind: SeriesKind::Time,
                 text: "time".into(),
@@ -828,7 +828,7 @@ fn time_trigger(secs: u32) -> Trigger {
             },
             held: None,
             span: Span::default(),
-        },
+        }),
     }
 }
 

@@ -607,8 +607,10 @@ pub enum Trigger {
     Group {
         inner: Box<Trigger>,
     },
+    /// A predicate (boxed: the common one-predicate trigger is then a small value, cheap to
+    /// pass up through the parser; serialized as the predicate itself).
     Pred {
-        pred: Predicate,
+        pred: Box<Predicate>,
     },
 }
 

@@ -323,7 +323,17 @@ fn number(text: &str, key: &str, at: std::ops::Range<usize>, out: &mut Vec<Refus
     number_in(text, field(key), at, out);
 }
 
+/// A text of at most this many bytes fits any field without a bound, whatever its bytes: it
+/// holds at most 11 digits, so neither more than [`MAX_DIGITS`] significant ones nor a
+/// magnitude above [`MAX_ABS`] (a text that is not a decimal is never refused).
+const SHORT_FITS: usize = 11;
+const _: () = assert!(SHORT_FITS <= MAX_DIGITS && 10u64.pow(SHORT_FITS as u32) as f64 <= MAX_ABS);
+
 fn number_in(text: &str, f: Field, at: std::ops::Range<usize>, out: &mut Vec<Refusal>) {
+    // The fastest path: a short number in a field without a bound (a price, a value).
+    if f.bound.is_none() && text.len() <= SHORT_FITS {
+        return;
+    }
     // The fast path: a plain decimal of at most 15 digits whose integer part is below the
     // field's bound and [`MAX_ABS`] (whole numbers) is below both itself, so it fits.
     let limit = f.bound.map_or(MAX_ABS, |b| b.1.min(MAX_ABS));

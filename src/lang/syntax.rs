@@ -156,6 +156,7 @@ pub(crate) fn expected<T>(i: &In<'_>, what: &str) -> R<T> {
 // ---------------------------------------------------------------- lexical helpers
 
 /// Does a word end where `rest` starts (end, or a char that cannot continue a word)?
+#[inline]
 pub(crate) fn ends_word(rest: &str) -> bool {
     match rest.as_bytes().first() {
         None => true,
@@ -239,6 +240,9 @@ struct Bin<'p> {
     /// The boxes themselves are what is kept (as in [`BOXES`]).
     #[allow(clippy::vec_box)]
     boxes: &'p mut Vec<Box<Price>>,
+    /// Predicate boxes (as in [`PREDS`]).
+    #[allow(clippy::vec_box)]
+    preds: &'p mut Vec<Box<Predicate>>,
 }
 
 impl Bin<'_> {
@@ -246,14 +250,19 @@ impl Bin<'_> {
     fn with(f: impl FnOnce(&mut Bin<'_>)) {
         let _ = POOL.try_with(|strings| {
             BOXES.try_with(|boxes| {
-                if let (Ok(mut strings), Ok(mut boxes)) =
-                    (strings.try_borrow_mut(), boxes.try_borrow_mut())
-                {
-                    f(&mut Bin {
-                        strings: &mut strings,
-                        boxes: &mut boxes,
-                    });
-                }
+                PREDS.try_with(|preds| {
+                    if let (Ok(mut strings), Ok(mut boxes), Ok(mut preds)) = (
+                        strings.try_borrow_mut(),
+                        boxes.try_borrow_mut(),
+                        preds.try_borrow_mut(),
+                    ) {
+                        f(&mut Bin {
+                            strings: &mut strings,
+                            boxes: &mut boxes,
+                            preds: &mut preds,
+                        });
+                    }
+                })
             })
         });
     }
@@ -266,11 +275,19 @@ impl Bin<'_> {
         self.strings.push(std::mem::take(s));
     }
 
-    /// Keep an operand's box, emptied (while the pool has room).
-    fn boxed(&mut self, mut b: Box<Price>) {
+    /// Keep an operand's box (while the pool has room), as it is: its strings were taken
+    /// (or, past the pool's bounds, are kept until the box is reused) and its own operands'
+    /// boxes too, so it holds nothing, and the price put in it next drops it once.
+    fn boxed(&mut self, b: Box<Price>) {
         if self.boxes.len() < POOL_MAX {
-            *b = empty_price();
             self.boxes.push(b);
+        }
+    }
+
+    /// Keep a predicate's box (while the pool has room). Its lexeme strings were taken.
+    fn pred(&mut self, b: Box<Predicate>) {
+        if self.preds.len() < POOL_MAX {
+            self.preds.push(b);
         }
     }
 }
@@ -279,6 +296,7 @@ impl Bin<'_> {
 pub(crate) fn clear_pool() {
     pool_clear(&POOL);
     pool_clear(&BOXES);
+    pool_clear(&PREDS);
 }
 
 /// Give every lexeme string of a plan to the pool (the statement is then dropped).
@@ -365,6 +383,24 @@ thread_local! {
     static BOXES: std::cell::RefCell<Vec<Box<Price>>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
+thread_local! {
+    /// The boxes of predicates given back, for the next statements' (with [`POOL`]; emptied
+    /// by [`clear_pool`]).
+    #[allow(clippy::vec_box)]
+    static PREDS: std::cell::RefCell<Vec<Box<Predicate>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A predicate's box, from the pool when it has one.
+fn boxed_pred(p: Predicate) -> Box<Predicate> {
+    match pool_take(&PREDS) {
+        Some(mut b) => {
+            *b = p;
+            b
+        }
+        None => Box::new(p),
+    }
+}
+
 /// A price operand's box, from the pool when it has one.
 fn boxed_price(p: Price) -> Box<Price> {
     match pool_take(&BOXES) {
@@ -376,7 +412,7 @@ fn boxed_price(p: Price) -> Box<Price> {
     }
 }
 
-/// A price with nothing in it (no allocation): what a box holds in the pool.
+/// A price with nothing in it (no allocation): what is left where a call's operands were taken.
 fn empty_price() -> Price {
     Price::Stub {
         text: String::new(),
@@ -426,41 +462,52 @@ fn harvest_trigger(t: &mut Trigger, bin: &mut Bin<'_>) {
             terms.iter_mut().for_each(|t| harvest_trigger(t, bin))
         }
         Trigger::Not { inner } | Trigger::Group { inner } => harvest_trigger(inner, bin),
-        Trigger::Pred { pred } => match pred {
-            Predicate::Cross {
-                series,
-                value,
-                held,
-                ..
+        Trigger::Pred { pred } => {
+            harvest_pred(pred, bin);
+            // The box goes back too (the trigger is dropped next: an empty `And` costs nothing).
+            if let Trigger::Pred { pred } = std::mem::replace(t, Trigger::And { terms: Vec::new() })
+            {
+                bin.pred(pred);
             }
-            | Predicate::Compare {
-                series,
-                value,
-                held,
-                ..
-            } => {
-                harvest_series(series, bin);
-                match value {
-                    Value::Number { value } => bin.string(&mut value.text),
-                    Value::Series { series } => harvest_series(series, bin),
-                    Value::Percentile { pct } => bin.string(&mut pct.text),
-                    Value::Clock { .. } => {}
-                }
-                if let Some(d) = held {
-                    bin.string(&mut d.text);
-                }
+        }
+    }
+}
+
+fn harvest_pred(pred: &mut Predicate, bin: &mut Bin<'_>) {
+    match pred {
+        Predicate::Cross {
+            series,
+            value,
+            held,
+            ..
+        }
+        | Predicate::Compare {
+            series,
+            value,
+            held,
+            ..
+        } => {
+            harvest_series(series, bin);
+            match value {
+                Value::Number { value } => bin.string(&mut value.text),
+                Value::Series { series } => harvest_series(series, bin),
+                Value::Percentile { pct } => bin.string(&mut pct.text),
+                Value::Clock { .. } => {}
             }
-            Predicate::Event { event, within, .. } => {
-                if let Event::PlanFired { plan } | Event::PlanFilled { plan } = event {
-                    bin.string(&mut plan.text);
-                }
-                if let Some(d) = within {
-                    bin.string(&mut d.text);
-                }
+            if let Some(d) = held {
+                bin.string(&mut d.text);
             }
-            Predicate::TMinus { minutes, .. } => bin.string(&mut minutes.text),
-            Predicate::Phase { .. } => {}
-        },
+        }
+        Predicate::Event { event, within, .. } => {
+            if let Event::PlanFired { plan } | Event::PlanFilled { plan } = event {
+                bin.string(&mut plan.text);
+            }
+            if let Some(d) = within {
+                bin.string(&mut d.text);
+            }
+        }
+        Predicate::TMinus { minutes, .. } => bin.string(&mut minutes.text),
+        Predicate::Phase { .. } => {}
     }
 }
 
@@ -1596,20 +1643,23 @@ const CROSS_DIR_VALUES: [CrossDir; 2] = [CrossDir::Above, CrossDir::Below];
 const CMP_OP_VALUES: [CmpOp; 4] = [CmpOp::Ge, CmpOp::Le, CmpOp::Gt, CmpOp::Lt];
 const PHASE_VALUES: [Phase; 2] = [Phase::Open, Phase::Close];
 
-rule!(fn predicate -> Predicate = "predicate", ChoiceOr { arms: ((
+// Boxed as soon as it is built: the rest of the parse passes a pointer up, not the predicate.
+rule!(fn predicate -> Box<Predicate> = "predicate", ChoiceOr { arms: ((
             lit("T-", "T-"),
             MINUTES.what("minutes before the close after `T-`, like `T-30`"),
         )
             .spanned()
-            .map(|((_, minutes), span)| Predicate::TMinus { minutes, span }), (
+            .map(|((_, minutes), span)| boxed_pred(Predicate::TMinus { minutes, span })), (
             kw(PHASE, PHASE),
             sp("`open` or `close` after `phase`"),
             one_of(PHASES, Need::Expected("`open` or `close` after `phase`")),
         )
             .spanned()
-            .map(|((_, _, k), span)| Predicate::Phase {
-                phase: PHASE_VALUES[k],
-                span,
+            .map(|((_, _, k), span)| {
+                boxed_pred(Predicate::Phase {
+                    phase: PHASE_VALUES[k],
+                    span,
+                })
             }), (
             lit("plan(", "plan("),
             NAME.what("a plan name inside plan(...)"),
@@ -1621,20 +1671,24 @@ rule!(fn predicate -> Predicate = "predicate", ChoiceOr { arms: ((
             within(),
         )
             .spanned()
-            .map(|((_, plan, _, k, (within, ())), span)| Predicate::Event {
-                event: if k == 0 {
-                    Event::PlanFired { plan }
-                } else {
-                    Event::PlanFilled { plan }
-                },
-                within: within.map(|(_, _, _, d)| d),
-                span,
+            .map(|((_, plan, _, k, (within, ())), span)| {
+                boxed_pred(Predicate::Event {
+                    event: if k == 0 {
+                        Event::PlanFired { plan }
+                    } else {
+                        Event::PlanFilled { plan }
+                    },
+                    within: within.map(|(_, _, _, d)| d),
+                    span,
+                })
             }), (kw(HEADLINE, HEADLINE), within())
             .spanned()
-            .map(|((_, (within, ())), span)| Predicate::Event {
-                event: Event::Headline,
-                within: within.map(|(_, _, _, d)| d),
-                span,
+            .map(|((_, (within, ())), span)| {
+                boxed_pred(Predicate::Event {
+                    event: Event::Headline,
+                    within: within.map(|(_, _, _, d)| d),
+                    span,
+                })
             })), last: Ctx {
             a: series(),
             f: |s: &Series| s.text.clone(),
@@ -1674,7 +1728,7 @@ rule!(fn predicate -> Predicate = "predicate", ChoiceOr { arms: ((
             ),
         }
             .spanned()
-            .map(|((series, (_, tail)), span)| match tail {
+            .map(|((series, (_, tail)), span)| boxed_pred(match tail {
                 Tail::Cross(dir, value, held) => Predicate::Cross {
                     series,
                     dir,
@@ -1689,7 +1743,7 @@ rule!(fn predicate -> Predicate = "predicate", ChoiceOr { arms: ((
                     held,
                     span,
                 },
-            }) });
+            })) });
 
 // ---------------------------------------------------------------- tickets
 
@@ -2579,47 +2633,17 @@ fn lines(src: &str) -> impl Iterator<Item = Line<'_>> {
 }
 
 /// The length of the line at the start of `b` (up to its `\n`, or all of `b`) and where
-/// its first `#` is: one pass, eight bytes at a time (a line is read once for both, where
-/// a search for each read it twice).
+/// its first `#` is. One vectorised search for either byte: a line without a comment (nearly
+/// every line) is read once; after a `#`, the rest of the line is searched for its end.
 fn line_len(b: &[u8]) -> (usize, Option<usize>) {
-    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
-    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
-    /// The high bit of each byte of `x` equal to `c`, and maybe of bytes after one that is
-    /// (the borrow of the subtraction runs upward): the lowest set bit is exact.
-    #[inline]
-    fn bytes_eq(x: u64, c: u8) -> u64 {
-        let y = x ^ (ONES * u64::from(c));
-        y.wrapping_sub(ONES) & !y & HIGH
-    }
-    let mut hash = None;
-    let mut k = 0;
-    while k + 8 <= b.len() {
-        let mut chunk = [0u8; 8];
-        chunk.copy_from_slice(&b[k..k + 8]);
-        let x = u64::from_le_bytes(chunk);
-        let nl = bytes_eq(x, b'\n');
-        let h = if hash.is_none() { bytes_eq(x, b'#') } else { 0 };
-        if nl | h != 0 {
-            // The first newline in this chunk, and a `#` before it.
-            let at = |m: u64| k + (m.trailing_zeros() / 8) as usize;
-            let n = (nl != 0).then(|| at(nl));
-            if h != 0 && n.is_none_or(|n| at(h) < n) {
-                hash = Some(at(h));
-            }
-            if let Some(n) = n {
-                return (n, hash);
-            }
-        }
-        k += 8;
-    }
-    for (j, &c) in b[k..].iter().enumerate() {
-        match c {
-            b'\n' => return (k + j, hash),
-            b'#' if hash.is_none() => hash = Some(k + j),
-            _ => {}
+    match memchr::memchr2(b'\n', b'#', b) {
+        None => (b.len(), None),
+        Some(n) if b[n] == b'\n' => (n, None),
+        Some(h) => {
+            let n = memchr::memchr(b'\n', &b[h + 1..]).map_or(b.len(), |n| h + 1 + n);
+            (n, Some(h))
         }
     }
-    (b.len(), hash)
 }
 
 /// Split a line into (code, trailing comment) at `hash`, its first `#` if it has one.
@@ -3147,7 +3171,7 @@ mod table_tests {
         assert!(seen > 20, "{seen} words");
     }
 
-    /// The line scan (eight bytes at a time) finds what a search for `\n`, then for `#` in
+    /// The line scan finds what a search for `\n`, then for `#` in
     /// the line, finds: over texts drawn from bytes that matter to it (newlines, `#`, `\r`,
     /// bytes whose borrow could leak into the next byte, a multi-byte character) at every
     /// length around the chunk size and at every start.

@@ -167,7 +167,9 @@ fn predicate() -> impl Strategy<Value = Predicate> {
 
 /// Triggers shaped as the grammar produces them: OR of ANDs of unaries.
 fn trigger() -> impl Strategy<Value = Trigger> {
-    let leaf = predicate().prop_map(|pred| Trigger::Pred { pred });
+    let leaf = predicate().prop_map(|pred| Trigger::Pred {
+        pred: Box::new(pred),
+    });
     leaf.prop_recursive(3, 16, 3, |inner| {
         let unary = prop_oneof![
             2 => inner.clone().prop_filter("pred", |t| matches!(t, Trigger::Pred { .. })),
