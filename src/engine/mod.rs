@@ -224,6 +224,14 @@ struct Order {
     worst: i64,
 }
 
+impl Order {
+    /// The escalation price whose wait is over at `now` (the next rung of `esc`), if any.
+    fn esc_due(&self, now: Ts) -> Option<&CPrice> {
+        let (ep, dur) = self.mods.esc.get(self.esc_next)?;
+        (now.ms().saturating_sub(self.esc_since.ms()) >= *dur).then_some(ep)
+    }
+}
+
 #[derive(Debug, Clone)]
 struct Leg {
     inst: usize,
@@ -1194,8 +1202,7 @@ impl Engine {
             let mut j = 0;
             while let Some(&(i, pos)) = self.quiet.get(j) {
                 let p = &self.plans[i];
-                let ttl_due = p.entries_open && p.ttl_at.is_some_and(|t| now >= t);
-                if ttl_due || !quiet(p) {
+                if ttl_due(p, now) || !quiet(p) {
                     self.leave_quiet(i);
                     self.sh.sched.wake(pos);
                     continue;
@@ -1298,11 +1305,11 @@ impl Engine {
     fn mark_live(&mut self) {
         let sh = &mut self.sh;
         for i in 0..sh.insts.len() {
-            let ir = &mut sh.insts[i];
-            if ir.held == 0 {
+            if sh.insts[i].held == 0 {
                 continue;
             }
-            let at = (sh.syms[ir.sym_i].1, sh.trades);
+            let at = (sym_version(sh, i), sh.trades);
+            let ir = &mut sh.insts[i];
             if ir.marked_at == at {
                 continue;
             }
@@ -1922,9 +1929,15 @@ fn resolve_inst(p: &PlanRt, sh: &mut Shared, spec: InstSpec) -> Result<usize, St
 }
 
 /// The instrument's quote, re-priced only when its symbol traded or its smile changed.
+/// The event count of an instrument's symbol: its quote is current while its `stamp` is this.
+#[inline(always)]
+fn sym_version(sh: &Shared, inst: usize) -> u64 {
+    sh.syms[sh.insts[inst].sym_i].1
+}
+
 fn quote(sh: &mut Shared, inst: usize) -> Option<QuoteF> {
+    let ver = sym_version(sh, inst);
     let ir = &sh.insts[inst];
-    let ver = sh.syms[ir.sym_i].1;
     if ir.stamp == ver {
         return ir.q;
     }
@@ -2015,7 +2028,7 @@ fn revalue_filled(p: &mut PlanRt, sh: &mut Shared) {
     // No trade since, and no leg's symbol re-quoted: the same positions at the same quotes.
     let mut vers = 0u64;
     for l in &p.legs {
-        vers = vers.wrapping_add(sh.syms[sh.insts[l.inst].sym_i].1);
+        vers = vers.wrapping_add(sym_version(sh, l.inst));
     }
     let seen = Some((sh.trades, vers));
     if p.valued == seen {
@@ -2025,8 +2038,7 @@ fn revalue_filled(p: &mut PlanRt, sh: &mut Shared) {
     let mut pnl: i64 = 0;
     for l in &p.legs {
         // Re-price a quote whose symbol moved (as `quote` does), then read it in place.
-        let ir = &sh.insts[l.inst];
-        if ir.stamp != sh.syms[ir.sym_i].1 {
+        if sh.insts[l.inst].stamp != sym_version(sh, l.inst) {
             quote(sh, l.inst);
         }
         let mut v = l.pos.realised;
@@ -2083,7 +2095,7 @@ fn quiet(p: &PlanRt) -> bool {
             .iter()
             .all(|x| x.done || (p.park_exit.is_some() && x.when.settled()))
         && p.tps.iter().all(|t| t.done)
-        && p.legs.iter().any(|l| l.pos.qty != 0)
+        && holding(p)
         && p.invalidates.iter().all(|x| x.2)
         && p.cancel_ifs.iter().all(|x| x.1)
         && p.reloads.iter().all(|x| x.2)
@@ -2119,31 +2131,42 @@ fn idle_orders(p: &PlanRt, sh: &Shared) -> bool {
         return false;
     }
     let now = sh.now;
-    if p.entries_open && p.ttl_at.is_some_and(|t| now >= t) {
+    if ttl_due(p, now) {
         return false;
     }
     if p.invalidates.iter().any(|x| !x.2)
         || p.cancel_ifs.iter().any(|x| !x.1)
         || p.reloads.iter().any(|x| !x.2)
-        || p.legs.iter().any(|l| l.pos.qty != 0)
+        || holding(p)
     {
         return false;
     }
     let mut entry = false;
     for o in &p.orders {
         let ir = &sh.insts[o.inst];
-        if o.mods.cancel_if.is_some() || ir.stamp != sh.syms[ir.sym_i].1 || o.seen != ir.stamp {
+        if o.mods.cancel_if.is_some()
+            || ir.stamp != sym_version(sh, o.inst)
+            || o.seen != ir.stamp
+            || o.esc_due(now).is_some()
+        {
             return false;
-        }
-        if let Some(&(_, dur)) = o.mods.esc.get(o.esc_next) {
-            if now.ms().saturating_sub(o.esc_since.ms()) >= dur {
-                return false;
-            }
         }
         entry |= o.role == OrderRole::Entry;
     }
     // `relabel` would set Resting while entries are open and an entry order rests.
     !(p.entries_open && entry && p.label != PlanState::Resting)
+}
+
+/// The plan holds a position in some leg.
+#[inline(always)]
+fn holding(p: &PlanRt) -> bool {
+    p.legs.iter().any(|l| l.pos.qty != 0)
+}
+
+/// The plan's ttl has come while its entries are still open (they close at this step).
+#[inline(always)]
+fn ttl_due(p: &PlanRt, now: Ts) -> bool {
+    p.entries_open && p.ttl_at.is_some_and(|t| now >= t)
 }
 
 /// After an armed plan's step: does it park (trigger module docs, "Parking")?
@@ -2175,7 +2198,7 @@ fn step_plan(p: &mut PlanRt, pi: usize, sh: &mut Shared) {
     }
     let reads = plan_reads(p, sh);
     // ttl: no new entries after it.
-    if p.entries_open && p.ttl_at.is_some_and(|t| sh.now >= t) {
+    if ttl_due(p, sh.now) {
         p.entries_open = false;
         let at = p.ttl_at.map(|t| t.to_string()).unwrap_or_default();
         cancel_orders(p, sh, |o| o.role == OrderRole::Entry, "ttl");
@@ -2266,7 +2289,7 @@ fn step_plan(p: &mut PlanRt, pi: usize, sh: &mut Shared) {
 
 fn relabel(p: &mut PlanRt, sh: &mut Shared) {
     if p.entries_open && p.status == Status::Active {
-        let holding = p.legs.iter().any(|l| l.pos.qty != 0);
+        let holding = holding(p);
         let resting = p.orders.iter().any(|o| o.role == OrderRole::Entry);
         // The label it has already is not set again (checked here, without a call: a
         // working order's plan passes here at every step).
@@ -2282,7 +2305,7 @@ fn check_done(p: &mut PlanRt, sh: &mut Shared) {
     if p.status != Status::Active {
         return;
     }
-    let flat = p.legs.iter().all(|l| l.pos.qty == 0);
+    let flat = !holding(p);
     let pending_reload = p.entries_open && p.reloads.iter().any(|r| !r.2);
     if flat && p.orders.is_empty() && (!p.entries_open || !pending_reload) {
         p.status = Status::Closed;
@@ -2681,20 +2704,18 @@ fn process_orders(p: &mut PlanRt, pi: usize, sh: &mut Shared, reads: PlanReads) 
         let o = &mut p.orders[k];
         let buy = o.side == BusSide::Buy;
         let mut new_limit: Option<(Px, std::borrow::Cow<'static, str>)> = None;
-        if let Some((ep, dur)) = o.mods.esc.get(o.esc_next) {
-            if sh.now.ms().saturating_sub(o.esc_since.ms()) >= *dur {
-                let n = o.esc_next + 1;
-                let ep = ep.clone();
-                o.esc_next = n;
-                o.esc_since = sh.now;
-                if let Some(l) = ep.limit(&q, buy, basis) {
-                    new_limit = Some((
-                        bound(l, o.side, &q, &o.mods, basis),
-                        format!("esc#{n}").into(),
-                    ));
-                }
-                o.price = ep;
+        if let Some(ep) = o.esc_due(sh.now) {
+            let n = o.esc_next + 1;
+            let ep = ep.clone();
+            o.esc_next = n;
+            o.esc_since = sh.now;
+            if let Some(l) = ep.limit(&q, buy, basis) {
+                new_limit = Some((
+                    bound(l, o.side, &q, &o.mods, basis),
+                    format!("esc#{n}").into(),
+                ));
             }
+            o.price = ep;
         }
         if new_limit.is_none() && o.mods.peg && o.seen != stamp {
             if let Some(l) = o.price.limit(&q, buy, basis) {
@@ -2827,8 +2848,7 @@ fn flatten(p: &mut PlanRt, sh: &mut Shared, clause: &str) {
 }
 
 fn manage_position(p: &mut PlanRt, pi: usize, sh: &mut Shared, reads: PlanReads) {
-    let holding = p.legs.iter().any(|l| l.pos.qty != 0);
-    if !holding {
+    if !holding(p) {
         return;
     }
     // TP: value at fair against cost.
@@ -2880,7 +2900,7 @@ fn manage_position(p: &mut PlanRt, pi: usize, sh: &mut Shared, reads: PlanReads)
         cancel_orders(p, sh, |_| true, "exit");
         let (pr, mods) = (p.exits[k].price.clone(), p.exits[k].mods.clone());
         close_legs(p, pi, sh, None, pr.as_ref(), &mods, OrderRole::Exit, &label);
-        if !p.legs.iter().any(|l| l.pos.qty != 0) {
+        if !holding(p) {
             break;
         }
     }
