@@ -170,23 +170,22 @@ fn write_repriced(out: &mut Vec<u8>, ts: Ts, order: u64, limit: Px, reason: &str
     w.put(TAIL);
     w.put(&ts_bytes(ts));
     w.put(TS);
-    let escaped = !(reason.len() <= MAX_REASON && plain(reason));
-    let mut tail = Back::default();
-    if escaped {
-        // The reason goes between the head and this tail.
-        std::mem::swap(&mut w, &mut tail);
-    } else {
+    // A reason that needs escaping (or is long) goes between the head and this tail.
+    let tail = if reason.len() <= MAX_REASON && plain(reason) {
         w.put(b"\"");
         w.put(reason.as_bytes());
         w.put(b"\"");
-    }
+        None
+    } else {
+        Some(std::mem::take(&mut w))
+    };
     w.put(REASON);
     w.i = digits_before(&mut w.buf, w.i, order);
     w.put(ORDER);
     w.i = px_digits(&mut w.buf, w.i, limit);
     w.put(HEAD);
     out.extend_from_slice(w.bytes());
-    if escaped {
+    if let Some(tail) = tail {
         json_str(out, reason);
         out.extend_from_slice(tail.bytes());
     }
