@@ -197,7 +197,8 @@ const LEXEME_CAP: usize = 24;
 /// The largest string the pool takes back.
 const POOL_CAP: usize = 64;
 
-/// A thread-local pool of things given back ([`POOL`], [`BOXES`]; filled through [`Bin`]).
+/// A thread-local pool of things given back ([`POOL`], [`BOXES`], [`PREDS`]; filled through
+/// [`Bin`]).
 type Pool<T> = std::thread::LocalKey<std::cell::RefCell<Vec<T>>>;
 
 /// The last thing given back to `pool`, if any (none while the thread's pool is gone or
@@ -279,16 +280,21 @@ impl Bin<'_> {
     /// (or, past the pool's bounds, are kept until the box is reused) and its own operands'
     /// boxes too, so it holds nothing, and the price put in it next drops it once.
     fn boxed(&mut self, b: Box<Price>) {
-        if self.boxes.len() < POOL_MAX {
-            self.boxes.push(b);
-        }
+        keep(self.boxes, b);
     }
 
-    /// Keep a predicate's box (while the pool has room). Its lexeme strings were taken.
+    /// Keep a predicate's box, as [`boxed`](Self::boxed) keeps an operand's. Its lexeme
+    /// strings were taken.
     fn pred(&mut self, b: Box<Predicate>) {
-        if self.preds.len() < POOL_MAX {
-            self.preds.push(b);
-        }
+        keep(self.preds, b);
+    }
+}
+
+/// Keep a box given back in its pool, while the pool has room.
+#[allow(clippy::vec_box)]
+fn keep<T>(pool: &mut Vec<Box<T>>, b: Box<T>) {
+    if pool.len() < POOL_MAX {
+        pool.push(b);
     }
 }
 
@@ -392,24 +398,23 @@ thread_local! {
 
 /// A predicate's box, from the pool when it has one.
 fn boxed_pred(p: Predicate) -> Box<Predicate> {
-    match pool_take(&PREDS) {
+    reuse_box(&PREDS, p)
+}
+
+/// `v` in a box from `pool` when it has one (what the box held is dropped), else a new one.
+fn reuse_box<T>(pool: &'static Pool<Box<T>>, v: T) -> Box<T> {
+    match pool_take(pool) {
         Some(mut b) => {
-            *b = p;
+            *b = v;
             b
         }
-        None => Box::new(p),
+        None => Box::new(v),
     }
 }
 
 /// A price operand's box, from the pool when it has one.
 fn boxed_price(p: Price) -> Box<Price> {
-    match pool_take(&BOXES) {
-        Some(mut b) => {
-            *b = p;
-            b
-        }
-        None => Box::new(p),
-    }
+    reuse_box(&BOXES, p)
 }
 
 /// A price with nothing in it (no allocation): what is left where a call's operands were taken.
@@ -3171,10 +3176,10 @@ mod table_tests {
         assert!(seen > 20, "{seen} words");
     }
 
-    /// The line scan finds what a search for `\n`, then for `#` in
-    /// the line, finds: over texts drawn from bytes that matter to it (newlines, `#`, `\r`,
-    /// bytes whose borrow could leak into the next byte, a multi-byte character) at every
-    /// length around the chunk size and at every start.
+    /// The line scan finds what a search for `\n`, then for `#` in the line, finds: over
+    /// texts drawn from bytes that matter to it (newlines, `#`, `\r`, bytes next to them in
+    /// value, a multi-byte character) at every length up to 39 (across the search's word and
+    /// vector widths) and at every start.
     #[test]
     fn the_line_scan_is_the_two_searches() {
         let bytes: &[&str] = &[
