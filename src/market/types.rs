@@ -19,6 +19,14 @@ const PX_MAX_RAW: u64 = 1_000_000_000_000_000;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Px(pub i64);
 
+/// Which way [`Px::to_grid`] rounds a price that is not on the grid.
+#[derive(Debug, Clone, Copy)]
+enum Grid {
+    Round,
+    Floor,
+    Ceil,
+}
+
 impl Px {
     /// Zero.
     pub const ZERO: Px = Px(0);
@@ -175,20 +183,21 @@ impl Px {
     /// Round a float to the nearest multiple of `tick` (half away from zero). `None` for
     /// non-finite or out-of-range input, or a non-positive tick.
     pub fn round_to(x: f64, tick: Px) -> Option<Px> {
-        Self::to_grid(x, tick, libm::round)
+        Self::to_grid(x, tick, Grid::Round)
     }
 
     /// Round a float down to the tick grid.
     pub fn floor_to(x: f64, tick: Px) -> Option<Px> {
-        Self::to_grid(x, tick, libm::floor)
+        Self::to_grid(x, tick, Grid::Floor)
     }
 
     /// Round a float up to the tick grid.
     pub fn ceil_to(x: f64, tick: Px) -> Option<Px> {
-        Self::to_grid(x, tick, libm::ceil)
+        Self::to_grid(x, tick, Grid::Ceil)
     }
 
-    fn to_grid(x: f64, tick: Px, f: fn(f64) -> f64) -> Option<Px> {
+    #[inline]
+    fn to_grid(x: f64, tick: Px, way: Grid) -> Option<Px> {
         if !x.is_finite() || x.abs() > PX_MAX_ABS || tick.0 <= 0 {
             return None;
         }
@@ -196,13 +205,28 @@ impl Px {
         // below 1e-7 of a unit) stays where it is.
         let raw = x * PX_SCALE as f64;
         let steps = raw / tick.0 as f64;
-        let nearest = libm::round(steps);
-        let steps = if (steps - nearest).abs() < 1e-7 {
+        // |steps| <= 10^15 < 2^52: its integer part (toward zero) and its fraction are both
+        // exact, so rounding is done in integers, with libm's round / floor / ceil values
+        // (`grid_rounding_matches_libm`).
+        let t = steps as i64;
+        let frac = steps - t as f64;
+        let nearest = if frac >= 0.5 {
+            t + 1
+        } else if frac <= -0.5 {
+            t - 1
+        } else {
+            t
+        };
+        let n = if (steps - nearest as f64).abs() < 1e-7 {
             nearest
         } else {
-            f(steps)
+            match way {
+                Grid::Round => nearest,
+                Grid::Floor => t - i64::from(frac < 0.0),
+                Grid::Ceil => t + i64::from(frac > 0.0),
+            }
         };
-        Some(Px(steps as i64 * tick.0))
+        Some(Px(n * tick.0))
     }
 
     /// Round to the nearest cent (half away from zero).
@@ -624,6 +648,52 @@ mod tests {
             "1000000000000",
         ] {
             assert_eq!(read(bad), None, "{bad}");
+        }
+    }
+
+    mod grid_prop {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// The grid rounding as it was written with libm's functions: the reference.
+        fn libm_grid(x: f64, tick: Px, f: fn(f64) -> f64) -> Option<Px> {
+            if !x.is_finite() || x.abs() > PX_MAX_ABS || tick.0 <= 0 {
+                return None;
+            }
+            let steps = x * PX_SCALE as f64 / tick.0 as f64;
+            let nearest = libm::round(steps);
+            let steps = if (steps - nearest).abs() < 1e-7 {
+                nearest
+            } else {
+                f(steps)
+            };
+            Some(Px(steps as i64 * tick.0))
+        }
+
+        fn price() -> impl Strategy<Value = f64> {
+            prop_oneof![
+                4 => -1000.0f64..1000.0,
+                // Halves, grid points and their neighbours.
+                3 => (-200_000i64..200_000, -2i64..=2).prop_map(|(k, e)| {
+                    k as f64 * 0.005 + e as f64 * f64::EPSILON
+                }),
+                2 => -1.0e11f64..1.0e11,
+                1 => prop_oneof![Just(0.0), Just(-0.0), Just(1.0e11), Just(-1.0e11),
+                    Just(1.0e11 + 1.0), Just(f64::NAN), Just(f64::INFINITY), Just(0.5e-4)],
+            ]
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(8192))]
+            #[test]
+            fn grid_rounding_matches_libm(x in price(), tick in prop_oneof![
+                Just(1i64), Just(100), Just(500), 1i64..100_000, -5i64..=0,
+            ]) {
+                let tick = Px(tick);
+                prop_assert_eq!(Px::round_to(x, tick), libm_grid(x, tick, libm::round));
+                prop_assert_eq!(Px::floor_to(x, tick), libm_grid(x, tick, libm::floor));
+                prop_assert_eq!(Px::ceil_to(x, tick), libm_grid(x, tick, libm::ceil));
+            }
         }
     }
 
