@@ -431,3 +431,50 @@ fn idle_working_orders_are_not_stepped() {
         "plan steps: {steps} skipping idle ones, {naive_steps} naive"
     );
 }
+
+/// A series against another series or its own percentile is re-evaluated only when the
+/// sign of their difference changes (pair slots): plans waiting on `spot >= hod held`,
+/// `spot > p95` and `spot crosses above vwap`, and a holder whose only EXIT is `spot <
+/// vwap` (watched while quiet), write the naive scan's Bus in a fraction of its plan steps
+/// and full evaluations. (Re-evaluated at every move of either side, as before pair slots,
+/// they would step at each of the signal's ticks: about half the naive scan's steps.)
+#[test]
+fn pairs_step_only_when_their_sign_changes() {
+    let t = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tapes/shock-2025-04-09-s7.jsonl"
+    ))
+    .expect("bundled tape");
+    let mut p = String::from("USING signal SPX exec SPY 0dte\n");
+    for i in 0..5 {
+        p.push_str(&format!(
+            "\nPLAN h{i} budget 0.2R ttl 15:30\n  WHEN spot >= hod held {}s\n  DO buy 10 shares @ bid\n  EXIT spot < vwap\n",
+            2 + i
+        ));
+        p.push_str(&format!(
+            "\nPLAN q{i} budget 0.2R ttl 15:30\n  WHEN spot > p{} AND NOT phase open\n  DO buy 10 shares @ ask\n  EXIT spot crosses below vwap\n",
+            95 + i
+        ));
+        p.push_str(&format!(
+            "\nPLAN v{i} budget 0.2R ttl 15:30\n  WHEN spot crosses above vwap AND time >= 1{i}:00\n  DO buy 10 shares @ ask\n  EXIT spot < vwap\n"
+        ));
+    }
+    let (fast, evals, steps) = run_stepping(&t, &p, false);
+    let (naive, naive_evals, naive_steps) = run_stepping(&t, &p, true);
+    assert_eq!(fast.events(), naive.events());
+    assert_eq!(fast.hash_hex(), naive.hash_hex());
+    let fills = fast
+        .events()
+        .iter()
+        .filter(|e| matches!(e, Event::Fill { .. }))
+        .count();
+    assert!(fills >= 10, "{fills} fills: the plans should trade");
+    assert!(
+        steps * 50 < naive_steps,
+        "plan steps: {steps} with pair slots, {naive_steps} naive"
+    );
+    assert!(
+        evals * 50 < naive_evals,
+        "full evaluations: {evals} with pair slots, {naive_evals} naive"
+    );
+}

@@ -37,8 +37,8 @@ mod wake_tests;
 
 use crate::bus::{Bus, BusSide, Event, OrderRole, PlanState, blotter::Position};
 use crate::lang::ast::{
-    self, ClauseKind, Document, Instrument, InvalidateAction, Modifier, Side, StatementKind,
-    Strike, Ttl,
+    self, AnchorKind, ClauseKind, Document, Instrument, InvalidateAction, Modifier, OffsetUnit,
+    Side, StatementKind, Strike, Ttl,
 };
 use crate::market::state::i128_f64;
 use crate::market::{
@@ -196,6 +196,20 @@ struct InstRt {
     /// The symbol's event count and the engine's trade count at the latest live mark pass:
     /// while neither moved, the quote and the mark stand.
     marked_at: (u64, u64),
+    /// The latest pegged limit priced at `q` (cleared when `q` is priced again).
+    peg: Option<PegMemo>,
+}
+
+/// A pegged limit priced at an instrument's current quote, for the next order pegged alike:
+/// several plans resting the same `buy 1 ATM P @ fair peg` re-price at each move of the
+/// quote to the same limit, computed once (`peg_limit`).
+#[derive(Debug, Clone, Copy)]
+struct PegMemo {
+    /// The anchor and its offset (never `basis`: that one is the plan's own).
+    anchor: AnchorKind,
+    offset: Option<(f64, OffsetUnit)>,
+    side: BusSide,
+    limit: Option<Px>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -1924,6 +1938,7 @@ fn resolve_inst(p: &PlanRt, sh: &mut Shared, spec: InstSpec) -> Result<usize, St
         held: 0,
         marked: None,
         marked_at: (u64::MAX, u64::MAX),
+        peg: None,
     });
     Ok(sh.insts.len() - 1)
 }
@@ -1973,7 +1988,53 @@ fn quote(sh: &mut Shared, inst: usize) -> Option<QuoteF> {
     let ir = &mut sh.insts[inst];
     ir.stamp = ver;
     ir.q = q;
+    ir.peg = None;
     q
+}
+
+/// A pegged order's limit at its instrument's current quote `q`: the price on the grid,
+/// bounded (`bound`). An order priced at an anchor other than `basis`, with no cap or floor,
+/// takes it from the instrument's memo when the previous such order at this quote was
+/// pegged alike (same anchor, offset and side); the same value either way.
+fn peg_limit(ir: &mut InstRt, o: &Order, q: &QuoteF, basis: Option<f64>) -> Option<Px> {
+    let key = match &o.price {
+        CPrice::Anchor(k, off)
+            if *k != AnchorKind::Basis && o.mods.cap.is_none() && o.mods.floor.is_none() =>
+        {
+            Some((*k, *off))
+        }
+        _ => None,
+    };
+    if let (Some((k, off)), Some(m)) = (key, &ir.peg)
+        && m.anchor == k
+        && m.side == o.side
+        && same_offset(m.offset, off)
+    {
+        return m.limit;
+    }
+    let buy = o.side == BusSide::Buy;
+    let limit = o
+        .price
+        .limit(q, buy, basis)
+        .map(|l| bound(l, o.side, q, &o.mods, basis));
+    if let Some((anchor, offset)) = key {
+        ir.peg = Some(PegMemo {
+            anchor,
+            offset,
+            side: o.side,
+            limit,
+        });
+    }
+    limit
+}
+
+/// Two anchor offsets are the same (the amount bit for bit).
+fn same_offset(a: Option<(f64, OffsetUnit)>, b: Option<(f64, OffsetUnit)>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some((x, u)), Some((y, v))) => x.to_bits() == y.to_bits() && u == v,
+        _ => false,
+    }
 }
 
 fn basis_of(p: &PlanRt, inst: usize) -> Option<f64> {
@@ -2718,8 +2779,7 @@ fn process_orders(p: &mut PlanRt, pi: usize, sh: &mut Shared, reads: PlanReads) 
             o.price = ep;
         }
         if new_limit.is_none() && o.mods.peg && o.seen != stamp {
-            if let Some(l) = o.price.limit(&q, buy, basis) {
-                let l = bound(l, o.side, &q, &o.mods, basis);
+            if let Some(l) = peg_limit(&mut sh.insts[inst], o, &q, basis) {
                 if l != o.limit {
                     new_limit = Some((l, "peg".into()));
                 }

@@ -18,7 +18,8 @@
 //! order (a bit scan, a word per 64 plans). *Woken* is the union of the subscriptions of what
 //! moved at this refresh ([`Dirt`]): per series slot bit, the plans whose group reads the slot
 //! as a value (`moved`) or as a level (`jumped`, becoming known or UNKNOWN); per percentile
-//! slot bit (`pct_moved`); the clock; the groups whose levels were crossed (`Dirt::woke`); and
+//! slot bit (`pct_moved`); per pair slot bit (`pair_moved`: a series against another or its
+//! percentile changed sign); the clock; the groups whose levels were crossed (`Dirt::woke`); and
 //! a plan's ttl when the clock reaches it. So an event costs the plans that can change, not
 //! the plans armed. Anything done to the plans from outside the plan loop (arming, a cancel,
 //! STAND-DOWN, a pod halt) marks the schedule stale, and it is rebuilt from the plans' states
@@ -42,9 +43,11 @@ pub(crate) struct Sched {
     sub_lvl: Vec<Vec<u64>>,
     /// Per percentile slot bit.
     sub_pct: Vec<Vec<u64>>,
-    /// The slot bits some group subscribes to, per kind (`sub_mkt`, `sub_lvl`, `sub_pct`):
-    /// what moved outside them wakes no one.
-    any: [u64; 3],
+    /// Per pair slot bit (a series against another or its percentile: its sign changed).
+    sub_pair: Vec<Vec<u64>>,
+    /// The slot bits some group subscribes to, per kind (`sub_mkt`, `sub_lvl`, `sub_pct`,
+    /// `sub_pair`): what moved outside them wakes no one.
+    any: [u64; 4],
     /// The positions whose group reads the clock.
     sub_clock: Vec<u64>,
     /// Some group reads the clock.
@@ -124,13 +127,14 @@ impl Sched {
                 *last = u64::MAX << (plans.len() % 64);
             }
         }
-        self.any = [0; 3];
+        self.any = [0; 4];
         self.any_clock = false;
         self.wakeable = empty();
         self.run = empty();
         self.sub_mkt = vec![Vec::new(); 64];
         self.sub_lvl = vec![Vec::new(); 64];
         self.sub_pct = vec![Vec::new(); 64];
+        self.sub_pair = vec![Vec::new(); 64];
         self.sub_clock = empty();
         self.group_pos = vec![u32::MAX; touched_len];
         self.ttls.clear();
@@ -153,11 +157,12 @@ impl Sched {
     /// Position `k` wakes when an input of group `g` moves (a plan may have two groups: its
     /// WHEN and INVALIDATEs, and its EXITs).
     fn subscribe(&mut self, g: &Park, k: usize, words: usize) {
-        let (mkt, lvl, pct, clock, id) = g.inputs();
+        let ([mkt, lvl, pct, pair], clock, id) = g.inputs();
         for ((subs, mask), any) in [
             (&mut self.sub_mkt, mkt),
             (&mut self.sub_lvl, lvl),
             (&mut self.sub_pct, pct),
+            (&mut self.sub_pair, pair),
         ]
         .into_iter()
         .zip(&mut self.any)
@@ -201,10 +206,11 @@ impl Sched {
                 *r = !*i;
             }
         }
-        let [mkt, lvl, pct] = self.any;
+        let [mkt, lvl, pct, pair] = self.any;
         let woken = d.moved & mkt != 0
             || d.jumped & lvl != 0
             || d.pct_moved & pct != 0
+            || d.pair_moved & pair != 0
             || (d.clock && self.any_clock)
             || !d.woke.is_empty()
             || self.ttls.get(self.ttl_next).is_some_and(|&(t, _)| now >= t);
@@ -217,11 +223,12 @@ impl Sched {
     #[inline(never)]
     fn wake_moved(&mut self, d: &Dirt, now: Ts) {
         let (run, wakeable) = (&mut self.run, &self.wakeable);
-        let [mkt, lvl, pct] = self.any;
+        let [mkt, lvl, pct, pair] = self.any;
         for (subs, moved) in [
             (&self.sub_mkt, d.moved & mkt),
             (&self.sub_lvl, d.jumped & lvl),
             (&self.sub_pct, d.pct_moved & pct),
+            (&self.sub_pair, d.pair_moved & pair),
         ] {
             each_bit(moved, |b| or_woken(run, &subs[b], wakeable));
         }

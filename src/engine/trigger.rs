@@ -198,6 +198,11 @@ pub struct CTrigger {
     last: Tri,
     /// A `crosses` predicate was true at the latest evaluation.
     cross_hit: bool,
+    /// A `held` comparison was holding at the latest evaluation (its `since` is set): its
+    /// value moves with the clock until it stops holding, so the trigger is re-evaluated
+    /// whenever the clock moves and does not settle. Not holding, it is false until its
+    /// comparison's inputs move, like any other.
+    held_live: bool,
 }
 
 /// A trigger's inputs, for dirty tracking.
@@ -213,7 +218,11 @@ struct Deps {
     lvl: u64,
     /// Percentile slots.
     pct: u64,
-    /// Re-evaluated whenever the clock moves (`held`, the clock against a series).
+    /// Pair slots: a market series against another or its percentile, re-evaluated when
+    /// the sign of their difference changes ([`Slots`]).
+    pair: u64,
+    /// Re-evaluated whenever the clock moves (the clock against a series). A `held`
+    /// comparison reads the clock only while it holds ([`CTrigger::held_live`]).
     clock: bool,
     /// Re-evaluated on every evaluation (plan reads, plan and headline events).
     always: bool,
@@ -234,6 +243,8 @@ pub struct Dirt {
     pub jumped: u64,
     /// Percentile slots whose value changed at this refresh.
     pub pct_moved: u64,
+    /// Pair slots whose sign changed at this refresh (or became known or UNKNOWN).
+    pub pair_moved: u64,
     /// The clock moved since the previous refresh.
     pub clock: bool,
     /// Per trigger id: the epoch at which the series crossed one of its levels. A [`Park`]
@@ -313,12 +324,72 @@ pub struct Slots {
     levels: Vec<Vec<(f64, u32)>>,
     /// Levels on the clock (seconds since midnight), sorted, with their trigger ids.
     clock_levels: Vec<(f64, u32)>,
+    /// Pair slots: each distinct market series compared with another market series or
+    /// with a percentile, and the sign of their difference at the latest refresh.
+    pairs: Vec<Pair>,
     /// The session's open and close (the clock levels of `phase` and `T-n`).
     session: Option<(Ts, Ts)>,
     /// The clock at the previous refresh.
     clock_prev: Option<Ts>,
     /// What moved at the latest refresh.
     pub dirt: Dirt,
+}
+
+/// The right-hand side of a pair slot: a series slot or a percentile slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PairRhs {
+    Mkt(u16),
+    Pct(u16),
+}
+
+/// A pair slot: `lhs` (a series slot) against `rhs`, and the sign of `lhs - rhs` at the
+/// latest refresh (`UNKNOWN_SIGN` when either is UNKNOWN; `NEVER` before the first).
+///
+/// A comparison (`>`, `<`, `>=`, `<=`, `held` or not) or a `crosses` between the two is a
+/// function of this sign alone and of its own state (a `crosses`'s previous sign, a `held`
+/// start), so it is re-evaluated only when the sign changes — `spot >= hod` or `spot > p95`
+/// re-evaluates when spot makes or leaves the high or crosses the percentile, not at every
+/// tick of either — and one pair serves every trigger that compares the same two.
+#[derive(Debug, Clone, Copy)]
+struct Pair {
+    lhs: u16,
+    rhs: PairRhs,
+    sign: i8,
+}
+
+const UNKNOWN_SIGN: i8 = 2;
+const NEVER: i8 = 3;
+
+/// A series slot's value as triggers read it: finite, or UNKNOWN.
+#[inline(always)]
+fn mkt_value(mkt: &[Option<f64>], k: u16) -> Option<f64> {
+    mkt.get(usize::from(k))
+        .copied()
+        .flatten()
+        .filter(|x| x.is_finite())
+}
+
+/// A percentile slot's value as triggers read it.
+#[inline(always)]
+fn pct_value(pct: &[Option<f64>], k: u16) -> Option<f64> {
+    pct.get(usize::from(k)).copied().flatten()
+}
+
+/// The sign of `a - b` (`UNKNOWN_SIGN` when either is UNKNOWN): what a `crosses` keeps.
+#[inline(always)]
+fn sign_of(a: Option<f64>, b: Option<f64>) -> i8 {
+    match (a, b) {
+        (Some(a), Some(b)) => {
+            if a > b {
+                1
+            } else if a < b {
+                -1
+            } else {
+                0
+            }
+        }
+        _ => UNKNOWN_SIGN,
+    }
 }
 
 /// A series slot's symbol, resolved once, and the trade count and clock its value was read
@@ -461,6 +532,20 @@ impl Slots {
         };
         u16::try_from(i).unwrap_or(u16::MAX)
     }
+    fn pair_slot(&mut self, lhs: u16, rhs: PairRhs) -> u16 {
+        let i = match self.pairs.iter().position(|x| x.lhs == lhs && x.rhs == rhs) {
+            Some(i) => i,
+            None => {
+                self.pairs.push(Pair {
+                    lhs,
+                    rhs,
+                    sign: NEVER,
+                });
+                self.pairs.len() - 1
+            }
+        };
+        u16::try_from(i).unwrap_or(u16::MAX)
+    }
     fn pct_slot(&mut self, sym: Sym, m: MSeries, p: f64) -> u16 {
         let i = match self
             .pcts
@@ -507,6 +592,7 @@ impl Slots {
         d.moved = 0;
         d.jumped = 0;
         d.pct_moved = 0;
+        d.pair_moved = 0;
         d.woke.clear();
         d.clock = self.clock_prev != Some(clock);
         if d.clock {
@@ -564,9 +650,17 @@ impl Slots {
                 *v = new;
             }
         }
-        if self.pcts.is_empty() && pct.is_empty() {
-            return;
+        if !(self.pcts.is_empty() && pct.is_empty()) {
+            self.refresh_pcts(ms, pct);
         }
+        if !self.pairs.is_empty() {
+            self.refresh_pairs(mkt, pct);
+        }
+    }
+
+    /// The percentile slots (the tail of [`refresh`](Self::refresh)).
+    fn refresh_pcts(&mut self, ms: &MarketState, pct: &mut Vec<Option<f64>>) {
+        let d = &mut self.dirt;
         let n = ms.samples_recorded();
         if n != self.pct_samples || pct.len() < self.pct_fresh {
             self.pct_fresh = 0;
@@ -584,6 +678,26 @@ impl Slots {
             }
         }
         self.pct_fresh = self.pcts.len();
+    }
+
+    /// The pair slots whose sides moved at this refresh: their sign again, and a bit in
+    /// `pair_moved` when it changed (the tail of [`refresh`](Self::refresh)).
+    fn refresh_pairs(&mut self, mkt: &[Option<f64>], pct: &[Option<f64>]) {
+        let d = &mut self.dirt;
+        for (i, p) in self.pairs.iter_mut().enumerate() {
+            let (rhs_moved, b) = match p.rhs {
+                PairRhs::Mkt(k) => (d.moved & bit(k) != 0, mkt_value(mkt, k)),
+                PairRhs::Pct(k) => (d.pct_moved & bit(k) != 0, pct_value(pct, k)),
+            };
+            if p.sign != NEVER && !rhs_moved && d.moved & bit(p.lhs) == 0 {
+                continue;
+            }
+            let sign = sign_of(mkt_value(mkt, p.lhs), b);
+            if sign != p.sign {
+                p.sign = sign;
+                d.pair_moved |= bit(u16::try_from(i).unwrap_or(u16::MAX));
+            }
+        }
     }
 
     /// Fit the value vector to the series slots and resolve the symbols of new slots (the
@@ -813,6 +927,7 @@ impl Park {
             p.deps.mkt |= t.deps.mkt;
             p.deps.lvl |= t.deps.lvl;
             p.deps.pct |= t.deps.pct;
+            p.deps.pair |= t.deps.pair;
             p.deps.clock |= t.deps.clock;
         }
         p.deps.id = slots.new_trigger_id();
@@ -825,9 +940,11 @@ impl Park {
     }
 
     /// The group of `ts` when every one of them reads series (and the clock) only as levels
-    /// against constants: it wakes only when one of its levels is crossed or a series it
-    /// reads becomes known or UNKNOWN, never at an ordinary move (a holding plan's EXITs
-    /// watched while it is quiet, `engine::quiet`). `None` otherwise; nothing is registered.
+    /// against constants or as pairs (a series against another or its percentile, by the
+    /// sign of their difference): it wakes only when one of its levels is crossed, a pair
+    /// changes sign, or a series it reads becomes known or UNKNOWN, never at an ordinary
+    /// move (a holding plan's EXITs watched while it is quiet, `engine::quiet`). `None`
+    /// otherwise; nothing is registered.
     pub fn of_levels<'a>(
         ts: impl IntoIterator<Item = &'a CTrigger> + Clone,
         slots: &mut Slots,
@@ -844,10 +961,10 @@ impl Park {
     }
 
     /// What wakes the group: series slot bits read as values, as levels, percentile slot
-    /// bits, the clock, and its id in `Dirt::touched` / `Dirt::woke`.
-    pub fn inputs(&self) -> (u64, u64, u64, bool, u32) {
+    /// bits, pair slot bits, the clock, and its id in `Dirt::touched` / `Dirt::woke`.
+    pub fn inputs(&self) -> ([u64; 4], bool, u32) {
         let d = &self.deps;
-        (d.mkt, d.lvl, d.pct, d.clock, d.id)
+        ([d.mkt, d.lvl, d.pct, d.pair], d.clock, d.id)
     }
 }
 
@@ -879,6 +996,7 @@ impl CTrigger {
             last_epoch: 0,
             last: Tri::U,
             cross_hit: false,
+            held_live: false,
         })
     }
 
@@ -889,7 +1007,7 @@ impl CTrigger {
     /// every event, so it never parks.
     #[inline]
     pub fn settled(&self) -> bool {
-        self.last_epoch != 0 && !self.cross_hit && self.last != Tri::T
+        self.last_epoch != 0 && !self.cross_hit && self.last != Tri::T && !self.held_live
     }
 
     /// Take up the trigger again after its group was parked through `epoch` (current and
@@ -928,7 +1046,8 @@ impl CTrigger {
             && d.moved & self.deps.mkt == 0
             && d.jumped & self.deps.lvl == 0
             && d.pct_moved & self.deps.pct == 0
-            && !(d.clock && self.deps.clock)
+            && d.pair_moved & self.deps.pair == 0
+            && !(d.clock && (self.deps.clock || self.held_live))
             && d.touched.get(self.deps.id as usize) != Some(&d.epoch);
         if !clean || d.naive {
             return None;
@@ -953,12 +1072,20 @@ impl CTrigger {
         cx.dirt.full_evals.set(cx.dirt.full_evals.get() + 1);
         self.last_epoch = cx.dirt.epoch;
         let mut hit = false;
-        for (i, p) in self.preds.iter_mut().enumerate() {
-            let v = eval_pred(p, cx);
+        let mut live = false;
+        for (p, slot) in self.preds.iter_mut().zip(self.vals.iter_mut()) {
+            // A market series against a constant, another market series or its percentile
+            // (most predicates) reads two slots in place; the rest go out of line.
+            let v = match eval_market(p, cx) {
+                Some(v) => v,
+                None => eval_pred(p, cx),
+            };
             hit |= v == Tri::T && matches!(p, CPred::Cross { .. });
-            self.vals[i] = v;
+            live |= matches!(p, CPred::Cmp { since: Some(_), .. });
+            *slot = v;
         }
         self.cross_hit = hit;
+        self.held_live = live;
         self.last = fold_near(&self.root, &self.vals);
         self.last
     }
@@ -975,9 +1102,10 @@ fn deps_of(preds: &[CPred], slots: &mut Slots) -> Deps {
     let clock_ms = |ms: u32| Ts(ms).secs_f64();
     let mut levels: Vec<(Option<u16>, f64)> = Vec::new();
     for p in preds {
-        let (s, v, held) = match p {
-            CPred::Cross { s, v, .. } => (*s, *v, false),
-            CPred::Cmp { s, v, held_ms, .. } => (*s, *v, held_ms.is_some()),
+        // A `held` comparison reads the clock only while it holds (`held_live`); not
+        // holding, it is false until its comparison changes, which its inputs tell.
+        let (s, v) = match p {
+            CPred::Cross { s, v, .. } | CPred::Cmp { s, v, .. } => (*s, *v),
             CPred::Fired { .. } | CPred::Filled { .. } | CPred::Headline { .. } => {
                 d.always = true;
                 continue;
@@ -1007,13 +1135,18 @@ fn deps_of(preds: &[CPred], slots: &mut Slots) -> Deps {
                 continue;
             }
         };
-        d.clock |= held;
         match (s, v) {
             (CSeries::Mkt(_, _, slot), CValue::Num(c)) => {
                 d.lvl |= bit(slot);
                 levels.push((Some(slot), c));
             }
             (CSeries::Time, CValue::Num(c)) => levels.push((None, c)),
+            (CSeries::Mkt(_, _, a), CValue::Series(CSeries::Mkt(_, _, b))) => {
+                d.pair |= bit(slots.pair_slot(a, PairRhs::Mkt(b)));
+            }
+            (CSeries::Mkt(_, _, a), CValue::Pct(_, k)) => {
+                d.pair |= bit(slots.pair_slot(a, PairRhs::Pct(k)));
+            }
             _ => {
                 for x in [
                     Some(s),
@@ -1092,7 +1225,7 @@ fn read_value(v: CValue, of: CSeries, cx: &Ctx<'_>) -> Option<f64> {
         CValue::Series(s) => read_series(s, cx),
         CValue::Pct(_, slot) => {
             percentile_target(of)?;
-            cx.pct.get(usize::from(slot)).copied().flatten()
+            pct_value(cx.pct, slot)
         }
     }
 }
@@ -1105,27 +1238,106 @@ fn within(at: Option<Ts>, w: Option<u32>, now: Ts) -> Tri {
     }
 }
 
+/// A `crosses` with both sides read (`None`: UNKNOWN).
+#[inline(always)]
+fn cross(a: Option<f64>, b: Option<f64>, above: bool, prev: &mut Option<i8>) -> Tri {
+    let sign = sign_of(a, b);
+    if sign == UNKNOWN_SIGN {
+        *prev = None;
+        return Tri::U;
+    }
+    let hit = match *prev {
+        None => false,
+        Some(ps) if above => ps <= 0 && sign > 0,
+        Some(ps) => ps >= 0 && sign < 0,
+    };
+    *prev = Some(sign);
+    Tri::of(hit)
+}
+
+/// A comparison with both sides read (`None`: UNKNOWN), `held` timed from `since`.
+#[inline(always)]
+fn compare(
+    (a, b): (Option<f64>, Option<f64>),
+    op: CmpOp,
+    held_ms: Option<u32>,
+    since: &mut Option<Ts>,
+    now: Ts,
+) -> Tri {
+    let (Some(a), Some(b)) = (a, b) else {
+        *since = None;
+        return Tri::U;
+    };
+    let ok = match op {
+        CmpOp::Gt => a > b,
+        CmpOp::Lt => a < b,
+        CmpOp::Ge => a >= b,
+        CmpOp::Le => a <= b,
+    };
+    match held_ms {
+        None => Tri::of(ok),
+        Some(h) => {
+            if !ok {
+                *since = None;
+                return Tri::F;
+            }
+            let t0 = *since.get_or_insert(now);
+            Tri::of(now.ms().saturating_sub(t0.ms()) >= h)
+        }
+    }
+}
+
+/// The predicates most triggers are made of, evaluated in place: a market series (`spot`,
+/// `vwap`, `velocity(1m)`, ...) against a constant, another market series or its own
+/// percentile, and `phase`. `None`: any other predicate ([`eval_pred`]). The same values
+/// as [`eval_pred`]'s: the slots are read as [`read_series`] and [`read_value`] read them.
+#[inline(always)]
+fn eval_market(p: &mut CPred, cx: &Ctx<'_>) -> Option<Tri> {
+    // A market slot's value (finite or UNKNOWN) and the right-hand side, when both are
+    // market slots or constants.
+    let slot = |k: u16| mkt_value(cx.mkt, k);
+    let rhs = |v: CValue| match v {
+        CValue::Num(x) => Some(Some(x)),
+        CValue::Series(CSeries::Mkt(_, _, k)) => Some(slot(k)),
+        CValue::Pct(_, k) => Some(pct_value(cx.pct, k)),
+        CValue::Series(_) => None,
+    };
+    match p {
+        CPred::Cross {
+            s: CSeries::Mkt(_, _, k),
+            above,
+            v,
+            prev,
+        } => Some(cross(slot(*k), rhs(*v)?, *above, prev)),
+        CPred::Cmp {
+            s: CSeries::Mkt(_, _, k),
+            op,
+            v,
+            held_ms,
+            since,
+        } => Some(compare((slot(*k), rhs(*v)?), *op, *held_ms, since, cx.now)),
+        CPred::Phase(open) => Some(phase(*open, cx)),
+        _ => None,
+    }
+}
+
+/// `phase open` (the first 15 minutes) or `phase close` (the last 15, through the close).
+#[inline(always)]
+fn phase(open: bool, cx: &Ctx<'_>) -> Tri {
+    const P: u32 = 15 * 60_000;
+    let n = cx.now.ms();
+    if open {
+        Tri::of(n >= cx.open.ms() && n < cx.open.ms() + P)
+    } else {
+        Tri::of(n >= cx.close.ms().saturating_sub(P) && n <= cx.close.ms())
+    }
+}
+
+#[inline(never)]
 fn eval_pred(p: &mut CPred, cx: &Ctx<'_>) -> Tri {
     match p {
         CPred::Cross { s, above, v, prev } => {
-            let (Some(a), Some(b)) = (read_series(*s, cx), read_value(*v, *s, cx)) else {
-                *prev = None;
-                return Tri::U;
-            };
-            let sign: i8 = if a > b {
-                1
-            } else if a < b {
-                -1
-            } else {
-                0
-            };
-            let hit = match *prev {
-                None => false,
-                Some(ps) if *above => ps <= 0 && sign > 0,
-                Some(ps) => ps >= 0 && sign < 0,
-            };
-            *prev = Some(sign);
-            Tri::of(hit)
+            cross(read_series(*s, cx), read_value(*v, *s, cx), *above, prev)
         }
         CPred::Cmp {
             s,
@@ -1133,29 +1345,13 @@ fn eval_pred(p: &mut CPred, cx: &Ctx<'_>) -> Tri {
             v,
             held_ms,
             since,
-        } => {
-            let (Some(a), Some(b)) = (read_series(*s, cx), read_value(*v, *s, cx)) else {
-                *since = None;
-                return Tri::U;
-            };
-            let ok = match op {
-                CmpOp::Gt => a > b,
-                CmpOp::Lt => a < b,
-                CmpOp::Ge => a >= b,
-                CmpOp::Le => a <= b,
-            };
-            match held_ms {
-                None => Tri::of(ok),
-                Some(h) => {
-                    if !ok {
-                        *since = None;
-                        return Tri::F;
-                    }
-                    let t0 = *since.get_or_insert(cx.now);
-                    Tri::of(cx.now.ms().saturating_sub(t0.ms()) >= *h)
-                }
-            }
-        }
+        } => compare(
+            (read_series(*s, cx), read_value(*v, *s, cx)),
+            *op,
+            *held_ms,
+            since,
+            cx.now,
+        ),
         CPred::Fired { plan, within_ms } => within(
             cx.ev.fired.get(*plan).copied().flatten(),
             *within_ms,
@@ -1168,15 +1364,7 @@ fn eval_pred(p: &mut CPred, cx: &Ctx<'_>) -> Tri {
         ),
         CPred::Headline { within_ms } => within(cx.ev.headline, *within_ms, cx.now),
         CPred::TMinus(ms) => Tri::of(cx.now.ms() >= cx.close.ms().saturating_sub(*ms)),
-        CPred::Phase(open) => {
-            const P: u32 = 15 * 60_000;
-            let n = cx.now.ms();
-            if *open {
-                Tri::of(n >= cx.open.ms() && n < cx.open.ms() + P)
-            } else {
-                Tri::of(n >= cx.close.ms().saturating_sub(P) && n <= cx.close.ms())
-            }
-        }
+        CPred::Phase(open) => phase(*open, cx),
     }
 }
 
