@@ -331,6 +331,10 @@ pub struct Slots {
     session: Option<(Ts, Ts)>,
     /// The clock at the previous refresh.
     clock_prev: Option<Ts>,
+    /// How many clock levels lie below it (a hint for [`touch_moved`]).
+    clock_below: usize,
+    /// Some percentile slot is of `open` (it moves without a new sample).
+    pct_open: bool,
     /// What moved at the latest refresh.
     pub dirt: Dirt,
 }
@@ -407,7 +411,9 @@ struct Seen {
 }
 
 /// Mark the triggers of the levels in `[lo, hi]` of a sorted level list, and list their
-/// [`Park`] groups (`group_of`, per trigger id) in `woke`.
+/// [`Park`] groups (`group_of`, per trigger id) in `woke`: the reference the tests hold
+/// [`touch_moved`] (which the series and the clock use) to.
+#[cfg(test)]
 pub(crate) fn touch_levels(
     levels: &[(f64, u32)],
     lo: f64,
@@ -555,6 +561,7 @@ impl Slots {
             Some(i) => i,
             None => {
                 self.pcts.push((sym, m, p));
+                self.pct_open |= m == MSeries::Open;
                 self.pcts.len() - 1
             }
         };
@@ -599,11 +606,11 @@ impl Slots {
             if self.clock_levels.is_empty() {
                 // Nothing on the clock's levels to touch.
             } else if let Some(prev) = self.clock_prev {
-                let (a, b) = (prev.secs_f64(), clock.secs_f64());
-                touch_levels(
+                // The clock's levels in [prev, clock], walked from where it was.
+                self.clock_below = touch_moved(
                     &self.clock_levels,
-                    a.min(b),
-                    a.max(b),
+                    self.clock_below,
+                    (prev.secs_f64(), clock.secs_f64()),
                     d.epoch,
                     &mut d.touched,
                     (&d.group_of, &mut d.woke),
@@ -662,6 +669,11 @@ impl Slots {
     fn refresh_pcts(&mut self, ms: &MarketState, pct: &mut Vec<Option<f64>>) {
         let d = &mut self.dirt;
         let n = ms.samples_recorded();
+        let len = self.pcts.len();
+        if n == self.pct_samples && self.pct_fresh == len && pct.len() == len && !self.pct_open {
+            // No sample since every value was computed: they stand.
+            return;
+        }
         if n != self.pct_samples || pct.len() < self.pct_fresh {
             self.pct_fresh = 0;
             self.pct_samples = n;

@@ -104,6 +104,9 @@ struct SortedSamples {
     blocks: Vec<Vec<f64>>,
     /// Rank of each block's first value.
     starts: Vec<usize>,
+    /// Each block's last value (`+inf` for an empty block), side by side: the block an
+    /// insertion goes to is found without visiting the blocks.
+    lasts: Vec<f64>,
     len: usize,
 }
 
@@ -116,6 +119,7 @@ impl SortedSamples {
             b.extend_from_slice(c);
             out.starts.push(out.len);
             out.len += c.len();
+            out.lasts.push(b.last().copied().unwrap_or(f64::INFINITY));
             out.blocks.push(b);
         }
         out
@@ -133,14 +137,12 @@ impl SortedSamples {
         if self.blocks.is_empty() {
             self.blocks.push(Vec::with_capacity(2 * BLOCK));
             self.starts.push(0);
+            self.lasts.push(f64::INFINITY);
         }
         // The first block whose last value is > x takes it (or the last block): every value
         // before that block is <= x, so this is the single vector's insertion point.
         let last = self.blocks.len() - 1;
-        let bi = self
-            .blocks
-            .partition_point(|b| b.last().is_some_and(|&y| y <= x))
-            .min(last);
+        let bi = self.lasts.partition_point(|&y| y <= x).min(last);
         let b = &mut self.blocks[bi];
         let i = b.partition_point(|&y| y <= x);
         b.insert(i, x);
@@ -152,9 +154,13 @@ impl SortedSamples {
             let mut tail = Vec::with_capacity(2 * BLOCK);
             tail.extend_from_slice(&b[BLOCK..]);
             b.truncate(BLOCK);
+            let tail_last = tail.last().copied().unwrap_or(f64::INFINITY);
             self.blocks.insert(bi + 1, tail);
             self.starts.insert(bi + 1, self.starts[bi] + BLOCK);
+            self.lasts.insert(bi + 1, tail_last);
         }
+        let b = &self.blocks[bi];
+        self.lasts[bi] = b.last().copied().unwrap_or(f64::INFINITY);
     }
 
     /// The values of ranks `k` and `k + 1` (0-based), with one search when both are in one
