@@ -434,9 +434,9 @@ fn idle_working_orders_are_not_stepped() {
 
 /// A series against another series or its own percentile is re-evaluated only when the
 /// sign of their difference changes (pair slots): plans waiting on `spot >= hod held`,
-/// `spot > p95` and `spot crosses above vwap`, and a holder whose only EXIT is `spot <
-/// vwap` (watched while quiet), write the naive scan's Bus in a fraction of its plan steps
-/// and full evaluations. (Re-evaluated at every move of either side, as before pair slots,
+/// `spot > p95` and `spot crosses above vwap`, then holding with `spot < vwap` or `spot
+/// crosses below vwap` as their EXIT, write the naive scan's Bus in a fraction of its plan
+/// steps and full evaluations. (Re-evaluated at every move of either side, as before pair slots,
 /// they would step at each of the signal's ticks: about half the naive scan's steps.)
 #[test]
 fn pairs_step_only_when_their_sign_changes() {

@@ -433,6 +433,7 @@ pub(crate) fn touch_levels(
 /// `[min(a, c), max(a, c)]` (as [`touch_levels`] does) and return how many levels lie below
 /// `c`. `below` is how many lay below `a` (a hint kept per slot: checked, and searched for
 /// when wrong), so the walk visits only the levels crossed, plus one to see where to stop.
+#[inline(always)]
 pub(crate) fn touch_moved(
     levels: &[(f64, u32)],
     below: usize,
@@ -952,11 +953,11 @@ impl Park {
     }
 
     /// The group of `ts` when every one of them reads series (and the clock) only as levels
-    /// against constants or as pairs (a series against another or its percentile, by the
-    /// sign of their difference): it wakes only when one of its levels is crossed, a pair
-    /// changes sign, or a series it reads becomes known or UNKNOWN, never at an ordinary
-    /// move (a holding plan's EXITs watched while it is quiet, `engine::quiet`). `None`
-    /// otherwise; nothing is registered.
+    /// against constants: it wakes only when one of its levels is crossed or a series it
+    /// reads becomes known or UNKNOWN, never at an ordinary move (a holding plan's EXITs
+    /// watched while it is quiet, `engine::quiet`). `None` otherwise; nothing is registered.
+    /// (Pairs are left out: the group is subscribed from arming on, so an armed plan would
+    /// also wake at each sign change of its EXITs' pairs.)
     pub fn of_levels<'a>(
         ts: impl IntoIterator<Item = &'a CTrigger> + Clone,
         slots: &mut Slots,
@@ -964,7 +965,7 @@ impl Park {
         let levels_only = ts
             .clone()
             .into_iter()
-            .all(|t| t.deps.mkt == 0 && t.deps.pct == 0 && !t.deps.clock);
+            .all(|t| t.deps.mkt == 0 && t.deps.pct == 0 && t.deps.pair == 0 && !t.deps.clock);
         if levels_only {
             Park::of(ts, slots)
         } else {

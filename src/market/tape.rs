@@ -392,7 +392,7 @@ fn read_line_capped<R: BufRead>(r: &mut R, buf: &mut Vec<u8>) -> io::Result<RawL
 /// at most `u64::MAX`) at the start of `b`: the value and its digit count. Fewer than 8
 /// digits (with 8 bytes to look at) are read a word at a time, others a digit at a time
 /// ([`fast_uint_scalar`], the reference it is property-tested against).
-#[inline]
+#[inline(always)]
 fn fast_uint(b: &[u8], max_digits: usize) -> Option<(u64, usize)> {
     if let Some(w) = b.first_chunk::<8>() {
         let w = u64::from_le_bytes(*w);
