@@ -405,6 +405,48 @@ impl LiveMarks {
     }
 }
 
+/// Where each order id is in [`Blotter::orders`]: the engine's ids (counted from 1) by
+/// index in a vector, any id from 2^20 on in a map. An order's every re-price looks it up.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct OrderIndex {
+    small: Vec<u32>,
+    large: BTreeMap<u64, usize>,
+}
+
+impl OrderIndex {
+    const SMALL: u64 = 1 << 20;
+
+    fn insert(&mut self, id: u64, at: usize) {
+        match u32::try_from(at) {
+            Ok(at) if id < Self::SMALL && at != u32::MAX => {
+                let i = id as usize;
+                if self.small.len() <= i {
+                    self.small.resize(i + 1, u32::MAX);
+                }
+                self.small[i] = at;
+                self.large.remove(&id);
+            }
+            _ => {
+                if let Some(x) = usize::try_from(id).ok().and_then(|i| self.small.get_mut(i)) {
+                    *x = u32::MAX;
+                }
+                self.large.insert(id, at);
+            }
+        }
+    }
+
+    fn get(&self, id: u64) -> Option<usize> {
+        let small = usize::try_from(id)
+            .ok()
+            .and_then(|i| self.small.get(i))
+            .filter(|&&at| at != u32::MAX);
+        match small {
+            Some(&at) => Some(at as usize),
+            None => self.large.get(&id).copied(),
+        }
+    }
+}
+
 /// The Blotter: a pure projection of the Bus.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Blotter {
@@ -429,7 +471,7 @@ pub struct Blotter {
     /// Every order placed (and every ticket vetoed), in order, with its state.
     pub orders: Vec<OrderLine>,
     /// Where each order id is in [`Blotter::orders`].
-    order_at: BTreeMap<u64, usize>,
+    order_at: OrderIndex,
     /// A clamp waiting for the order it sized: (plan, clause) → `qty 100→96 plan`.
     clamped: BTreeMap<(String, String), String>,
     /// The sessions of a multi-session Bus (empty on a v1 tape's).
@@ -497,7 +539,7 @@ impl Blotter {
     }
 
     fn order_mut(&mut self, id: u64) -> Option<&mut OrderLine> {
-        let i = *self.order_at.get(&id)?;
+        let i = self.order_at.get(id)?;
         self.orders.get_mut(i)
     }
 
@@ -1119,5 +1161,32 @@ mod tests {
         assert_eq!(to_r(50 * 10_000, Px(1000 * 10_000)), Some(Px(500))); // 50/1000 = 0.05R
         assert_eq!(to_r(-1, Px(3 * 10_000)), Some(Px(0)));
         assert_eq!(to_r(1, Px(0)), None);
+    }
+}
+
+#[cfg(test)]
+mod order_index_tests {
+    use super::OrderIndex;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    proptest! {
+        /// The order index maps ids as one map would, small ids and large, overwritten or not.
+        #[test]
+        fn order_index_is_a_map(ops in proptest::collection::vec(
+            (prop_oneof![0u64..64, (1u64 << 20) - 2..(1u64 << 20) + 2, any::<u64>()],
+             prop_oneof![0usize..1000, Just(u32::MAX as usize), Just(usize::MAX)]),
+            0..200,
+        )) {
+            let (mut ix, mut map) = (OrderIndex::default(), BTreeMap::new());
+            for &(id, at) in &ops {
+                ix.insert(id, at);
+                map.insert(id, at);
+            }
+            for &(id, _) in &ops {
+                prop_assert_eq!(ix.get(id), map.get(&id).copied());
+                prop_assert_eq!(ix.get(id.wrapping_add(1)), map.get(&id.wrapping_add(1)).copied());
+            }
+        }
     }
 }

@@ -284,6 +284,8 @@ struct PlanRt {
     arms: Vec<usize>,
     orders: Vec<Order>,
     legs: Vec<Leg>,
+    /// How many of `legs` hold a position (kept by `trade_leg`): `holding` without a walk.
+    open_legs: u32,
     committed: i64,
     book: Option<usize>,
     stop_levels: Vec<(Sym, f64)>,
@@ -798,6 +800,7 @@ impl Engine {
             arms: Vec::new(),
             orders: Vec::new(),
             legs: Vec::new(),
+            open_legs: 0,
             committed: 0,
             book: None,
             stop_levels: Vec::new(),
@@ -1710,7 +1713,7 @@ impl Engine {
                 let (mult, key) = (ir.mult, ir.key.clone());
                 if zero_dte {
                     let px = q.map_or(Px::ZERO, |q| q.intrinsic);
-                    trade_leg(&mut p.legs[li], &mut self.sh.insts, -qty, px, mult);
+                    trade_leg(p, li, &mut self.sh.insts, -qty, px, mult);
                     self.sh.trades += 1;
                     self.sh.bus.emit(Event::Settlement {
                         ts: now,
@@ -2065,13 +2068,21 @@ fn bound(limit: Px, side: BusSide, q: &QuoteF, mods: &Mods, basis: Option<f64>) 
     l
 }
 
-/// Apply a trade to a plan's leg, keeping its instrument's count of open legs.
-fn trade_leg(l: &mut Leg, insts: &mut [InstRt], signed: i64, px: Px, mult: u32) {
+/// Apply a trade to a plan's leg `li`, keeping the plan's and its instrument's counts of
+/// open legs.
+fn trade_leg(p: &mut PlanRt, li: usize, insts: &mut [InstRt], signed: i64, px: Px, mult: u32) {
+    let l = &mut p.legs[li];
     let was = l.pos.qty != 0;
     l.pos.trade(signed, px, mult);
     match (was, l.pos.qty != 0) {
-        (false, true) => insts[l.inst].held += 1,
-        (true, false) => insts[l.inst].held -= 1,
+        (false, true) => {
+            insts[l.inst].held += 1;
+            p.open_legs += 1;
+        }
+        (true, false) => {
+            insts[l.inst].held -= 1;
+            p.open_legs -= 1;
+        }
         _ => {}
     }
 }
@@ -2221,7 +2232,11 @@ fn idle_orders(p: &PlanRt, sh: &Shared) -> bool {
 /// The plan holds a position in some leg.
 #[inline(always)]
 fn holding(p: &PlanRt) -> bool {
-    p.legs.iter().any(|l| l.pos.qty != 0)
+    debug_assert_eq!(
+        p.open_legs as usize,
+        p.legs.iter().filter(|l| l.pos.qty != 0).count()
+    );
+    p.open_legs != 0
 }
 
 /// The plan's ttl has come while its entries are still open (they close at this step).
@@ -2694,7 +2709,7 @@ fn do_fill(p: &mut PlanRt, pi: usize, sh: &mut Shared, o: Order, px: Px) {
         quoted,
     });
     let signed = i64::try_from(qty).unwrap_or(i64::MAX) * o.side.sign();
-    trade_leg(&mut p.legs[li], &mut sh.insts, signed, px, mult);
+    trade_leg(p, li, &mut sh.insts, signed, px, mult);
     sh.trades += 1;
     if o.role == OrderRole::Entry {
         if o.side == BusSide::Buy {

@@ -24,9 +24,16 @@
 //!   its levels' triggers.
 //! - the clock compared with a constant (`time >= 10:07`, `T-15`, `phase open`): a level
 //!   on the clock, the same way;
-//! - a market series compared with another series or a percentile: re-evaluated when either
-//!   value moves (bit for bit);
-//! - `held` and the clock against a series: re-evaluated whenever the clock moves;
+//! - a market series compared with another market series or with its own percentile
+//!   (`spot >= hod`, `spot > p95`, `spot crosses above vwap`): a *pair*. The sign of their
+//!   difference is taken once per event for each distinct pair, when either side moved
+//!   ([`Slots`]); a comparison or a `crosses` between the two is a function of that sign and
+//!   of its own state, so it is re-evaluated only when the sign changes or becomes known or
+//!   UNKNOWN — when spot makes or leaves the high, not at every tick of either;
+//! - `held`: while its comparison holds (its start is set) the value moves with the clock,
+//!   so the trigger is re-evaluated whenever the clock moves and does not settle; while it
+//!   does not hold it is false until the comparison changes, which its inputs above tell;
+//! - the clock against a series: re-evaluated whenever the clock moves;
 //! - the plan's own reads (`pnl`, `fills.avg_px`, leg quotes) and plan / headline events:
 //!   always re-evaluated.
 //!
@@ -335,6 +342,9 @@ pub struct Slots {
     clock_below: usize,
     /// Some percentile slot is of `open` (it moves without a new sample).
     pct_open: bool,
+    /// Per percentile slot: where its previous read found its rank
+    /// ([`MarketState::percentile_sym`]).
+    pct_hint: Vec<usize>,
     /// What moved at the latest refresh.
     pub dirt: Dirt,
 }
@@ -680,11 +690,19 @@ impl Slots {
             self.pct_samples = n;
         }
         pct.resize(self.pcts.len(), None);
-        for (i, (v, (sym, m, p))) in pct.iter_mut().zip(&self.pcts).enumerate() {
+        self.pct_hint.resize(self.pcts.len(), usize::MAX);
+        for (i, ((v, (sym, m, p)), hint)) in pct
+            .iter_mut()
+            .zip(&self.pcts)
+            .zip(&mut self.pct_hint)
+            .enumerate()
+        {
             if i < self.pct_fresh && *m != MSeries::Open {
                 continue;
             }
-            let new = ms.percentile_sym(*sym, *m, *p).filter(|x| x.is_finite());
+            let new = ms
+                .percentile_sym(*sym, *m, *p, hint)
+                .filter(|x| x.is_finite());
             if new != *v {
                 d.pct_moved |= bit(u16::try_from(i).unwrap_or(u16::MAX));
                 *v = new;

@@ -165,11 +165,28 @@ impl SortedSamples {
 
     /// The values of ranks `k` and `k + 1` (0-based), with one search when both are in one
     /// block.
+    #[cfg(test)]
     fn get_pair(&self, k: usize) -> Option<(f64, Option<f64>)> {
+        let mut hint = usize::MAX;
+        self.get_pair_from(k, &mut hint)
+    }
+
+    /// [`get_pair`](Self::get_pair) starting from block `hint` (where the previous read of
+    /// the same percentile found its rank; set to where this one does): no search while the
+    /// rank stays in that block.
+    fn get_pair_from(&self, k: usize, hint: &mut usize) -> Option<(f64, Option<f64>)> {
         if k >= self.len {
             return None;
         }
-        let bi = self.starts.partition_point(|&s| s <= k).checked_sub(1)?;
+        let h = *hint;
+        let bi = if self.starts.get(h).is_some_and(|&s| s <= k)
+            && self.starts.get(h + 1).is_none_or(|&s| s > k)
+        {
+            h
+        } else {
+            self.starts.partition_point(|&s| s <= k).checked_sub(1)?
+        };
+        *hint = bi;
         let b = self.blocks.get(bi)?;
         let i = k - self.starts[bi];
         let a = *b.get(i)?;
@@ -337,7 +354,7 @@ fn u128_f64(x: u128) -> f64 {
 fn percentile_ranked(
     n: usize,
     p: f64,
-    at: impl Fn(usize) -> Option<(f64, Option<f64>)>,
+    at: impl FnOnce(usize) -> Option<(f64, Option<f64>)>,
 ) -> Option<f64> {
     if n < MIN_PERCENTILE_SAMPLES || !(0.0..=100.0).contains(&p) {
         return None;
@@ -759,15 +776,24 @@ impl MarketState {
     /// up to now (no look-ahead). `None` (UNKNOWN) for an unknown symbol, `p` out of range,
     /// or fewer than [`MIN_PERCENTILE_SAMPLES`] defined samples.
     pub fn percentile(&self, sym: &str, series: Series, p: f64) -> Option<f64> {
-        self.percentile_in(self.sym(sym)?, series, p)
+        let mut hint = usize::MAX;
+        self.percentile_in(self.sym(sym)?, series, p, &mut hint)
     }
 
-    /// [`percentile`](Self::percentile) by [`Sym`].
-    pub fn percentile_sym(&self, sym: Sym, series: Series, p: f64) -> Option<f64> {
-        self.percentile_in(self.sym_of(sym)?, series, p)
+    /// [`percentile`](Self::percentile) by [`Sym`], for a caller that reads the same
+    /// percentile again and again: `hint` (its own, `usize::MAX` at first) keeps where the
+    /// previous read found its rank, so the next one does not search while it stays there.
+    pub fn percentile_sym(
+        &self,
+        sym: Sym,
+        series: Series,
+        p: f64,
+        hint: &mut usize,
+    ) -> Option<f64> {
+        self.percentile_in(self.sym_of(sym)?, series, p, hint)
     }
 
-    fn percentile_in(&self, s: &SymState, series: Series, p: f64) -> Option<f64> {
+    fn percentile_in(&self, s: &SymState, series: Series, p: f64, hint: &mut usize) -> Option<f64> {
         if !(0.0..=100.0).contains(&p) {
             return None;
         }
@@ -791,7 +817,7 @@ impl MarketState {
             _ => {
                 if let Some(t) = s.tracked.iter().find(|t| t.series == series) {
                     let t = &t.sorted;
-                    return percentile_ranked(t.len(), p, |k| t.get_pair(k));
+                    return percentile_ranked(t.len(), p, |k| t.get_pair_from(k, hint));
                 }
                 let mut v: Vec<f64> = (0..n)
                     .map(|k| s.sample_at(series, k))
@@ -1098,15 +1124,19 @@ mod tests {
             let mut reference: Vec<f64> = backfill.iter().copied().filter(|x| x.is_finite()).collect();
             reference.sort_by(f64::total_cmp);
             let mut blocks = SortedSamples::from_sorted(&reference);
+            // Each percentile's block hint, kept across insertions as the engine keeps it.
+            let mut hints = vec![usize::MAX; ps.len() + 3];
             for (i, &x) in inserts.iter().enumerate() {
                 insert_sorted(&mut reference, x);
                 blocks.insert(x);
                 if i % 97 == 0 || i + 1 == inserts.len() {
                     prop_assert_eq!(blocks.len(), reference.len());
-                    for p in ps.iter().copied().chain([0.0, 50.0, 100.0]) {
+                    for (j, p) in ps.iter().copied().chain([0.0, 50.0, 100.0]).enumerate() {
                         let a = percentile_sorted(&reference, p).map(f64::to_bits);
                         let b = percentile_ranked(blocks.len(), p, |k| blocks.get_pair(k)).map(f64::to_bits);
                         prop_assert_eq!(a, b, "p={}", p);
+                        let h = percentile_ranked(blocks.len(), p, |k| blocks.get_pair_from(k, &mut hints[j])).map(f64::to_bits);
+                        prop_assert_eq!(a, h, "p={} hinted", p);
                     }
                 }
             }
