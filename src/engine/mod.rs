@@ -364,6 +364,9 @@ struct Shared {
     gate: Option<std::collections::BTreeMap<String, String>>,
     /// Position trades so far (fills and settlements): a live mark is given again after one.
     trades: u64,
+    /// The symbols (bits by index in `syms`, from 63 on sharing bit 63) with an event at
+    /// this tape event: what wakes a plan asleep on its resting orders (`Sched::sleep`).
+    sym_events: u64,
 }
 
 /// The tick engine. Drive it with [`Engine::on_event`] for each tape event and close it with
@@ -534,6 +537,7 @@ impl Engine {
                 slots: Slots::for_session(header.open, header.close),
                 sched: sched::Sched::default(),
                 plan_steps: 0,
+                sym_events: 0,
                 mvals: Vec::new(),
                 pvals: Vec::new(),
                 gate: cfg.regime_gate.then(|| header.tags.clone()),
@@ -1076,6 +1080,7 @@ impl Engine {
             self.close_session();
         }
         self.tape_events += 1;
+        self.sh.sym_events = 0;
         self.sh.ms.apply(ev);
         if ts > self.sh.now {
             self.sh.now = ts;
@@ -1101,10 +1106,11 @@ impl Engine {
 
     /// Count an event of `sym` (`tick`: 1 for a trade).
     fn bump(&mut self, sym: Sym, tick: u64) {
-        for s in &mut self.sh.syms {
+        for (i, s) in self.sh.syms.iter_mut().enumerate() {
             if s.0 == sym {
                 s.1 += 1;
                 s.2 += tick;
+                self.sh.sym_events |= 1u64 << i.min(63);
             }
         }
     }
@@ -1148,7 +1154,7 @@ impl Engine {
             sh.sched.rebuild(views, sh.slots.dirt.touched.len());
         }
         let sh = &mut self.sh;
-        sh.sched.plan(&sh.slots.dirt, sh.now);
+        sh.sched.plan(&sh.slots.dirt, sh.now, sh.sym_events);
         if !self.quiet.is_empty() {
             self.step_quiet();
         }
@@ -1168,12 +1174,6 @@ impl Engine {
                 }
                 self.leave_quiet(i);
             }
-            if !self.sh.slots.dirt.naive && idle_resting(&self.plans[i], &self.sh) {
-                // Its step would do nothing (`idle_resting`): as after that step, it is
-                // neither parked nor done.
-                self.sh.sched.after_step(pos, false, false);
-                continue;
-            }
             self.sh.plan_steps += 1;
             step_plan(&mut self.plans[i], i, &mut self.sh);
             let p = &mut self.plans[i];
@@ -1189,7 +1189,15 @@ impl Engine {
             if q {
                 self.enter_quiet(i, pos);
             }
-            self.sh.sched.after_step(pos, parked, dead || q);
+            let p = &self.plans[i];
+            if !dead && !q && !self.sh.slots.dirt.naive && idle_resting(p, &self.sh) {
+                // Its orders rest having seen their quotes, nothing left to do until one of
+                // their symbols has an event or its time comes: asleep until then.
+                let (syms, until) = sleep_until(p, &self.sh);
+                self.sh.sched.sleep(pos, syms, until);
+            } else {
+                self.sh.sched.after_step(pos, parked, dead || q);
+            }
             if self.sh.to_arm.is_empty() {
                 continue;
             }
@@ -2189,12 +2197,30 @@ fn still_quiet(p: &mut PlanRt, d: &trigger::Dirt) -> bool {
 /// nothing to re-price (no line-level CANCEL-IF, no escalation due, and each has seen its
 /// instrument's current quote, which is fresh), nothing of it is evaluated (no INVALIDATE,
 /// CANCEL-IF or RELOAD left; TP and EXIT are read only while holding), its P&L cannot move
-/// (never filled) and its label stands. The step is skipped: the same Bus, no work. This is
-/// a working order's usual event: another symbol's tick, or its own symbol's tick already
-/// seen.
+/// (never filled) and its label stands. Checked after the plan's step: such a plan sleeps
+/// (`Sched::sleep`) until one of its orders' symbols has an event or its own time comes
+/// (`sleep_until`), so it is not visited at the events that cannot move it — another
+/// symbol's ticks — and steps at the rest: the same Bus, no work.
 #[inline(always)]
 fn idle_resting(p: &PlanRt, sh: &Shared) -> bool {
     p.status == Status::Active && !p.orders.is_empty() && idle_orders(p, sh)
+}
+
+/// What ends an idle resting plan's idleness (`idle_resting`), short of an act from outside
+/// the plan loop (which rebuilds the schedule): an event of one of its orders' symbols (bits
+/// as in `Shared::sym_events`: a new quote to re-price at, or a fill to check), or the
+/// earliest of its orders' next escalation times and its ttl while entries are open.
+fn sleep_until(p: &PlanRt, sh: &Shared) -> (u64, Option<Ts>) {
+    let mut syms = 0u64;
+    let mut until = p.ttl_at.filter(|_| p.entries_open);
+    for o in &p.orders {
+        syms |= 1u64 << sh.insts[o.inst].sym_i.min(63);
+        if let Some((_, dur)) = o.mods.esc.get(o.esc_next) {
+            let due = Ts(o.esc_since.ms().saturating_add(*dur));
+            until = Some(until.map_or(due, |t| t.min(due)));
+        }
+    }
+    (syms, until)
 }
 
 /// [`idle_resting`] for an active plan with orders.

@@ -57,7 +57,17 @@ pub(crate) struct Sched {
     /// Armed plans' ttls, sorted, and the first not yet reached.
     ttls: Vec<(Ts, u32)>,
     ttl_next: usize,
+    /// Plans asleep on their resting orders ([`Sched::sleep`]).
+    sleepers: Vec<Sleeper>,
     len: usize,
+}
+
+/// A plan asleep: idle until an event of one of `syms` (bits by symbol index) or `until`.
+#[derive(Debug, Clone, Copy)]
+struct Sleeper {
+    pos: u32,
+    syms: u64,
+    until: Option<Ts>,
 }
 
 /// What the schedule needs of one plan, in evaluation order.
@@ -139,6 +149,7 @@ impl Sched {
         self.group_pos = vec![u32::MAX; touched_len];
         self.ttls.clear();
         self.ttl_next = 0;
+        self.sleepers.clear();
         for (k, p) in plans.iter().enumerate() {
             let pos = u32::try_from(k).unwrap_or(u32::MAX);
             set(&mut self.idle, k, p.dead);
@@ -188,7 +199,7 @@ impl Sched {
     /// `!idle | (woken & wakeable)`. Only the kinds and slot bits some group subscribes to
     /// are visited, so an event that moved nothing subscribed costs a word per 64 plans.
     #[inline(always)]
-    pub fn plan(&mut self, d: &Dirt, now: Ts) {
+    pub fn plan(&mut self, d: &Dirt, now: Ts, sym_events: u64) {
         let words = self.idle.len();
         if self.run.len() != words {
             self.run.resize(words, 0);
@@ -217,6 +228,36 @@ impl Sched {
         if woken {
             self.wake_moved(d, now);
         }
+        if !self.sleepers.is_empty() {
+            self.wake_sleepers(sym_events, now);
+        }
+    }
+
+    /// Step the sleepers whose symbols had an event (`sym_events`) or whose time came; they
+    /// leave the sleepers (their step sets their state again).
+    fn wake_sleepers(&mut self, sym_events: u64, now: Ts) {
+        let mut i = 0;
+        while let Some(&s) = self.sleepers.get(i) {
+            if s.syms & sym_events != 0 || s.until.is_some_and(|t| now >= t) {
+                set(&mut self.run, s.pos as usize, true);
+                self.sleepers.swap_remove(i);
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    /// Position `k` (an active plan whose orders rest with nothing to do:
+    /// `engine::idle_resting`) needs no step until an event of one of `syms` or `until`: it is
+    /// idle and not woken by its groups' inputs until then.
+    pub fn sleep(&mut self, k: usize, syms: u64, until: Option<Ts>) {
+        set(&mut self.idle, k, true);
+        set(&mut self.wakeable, k, false);
+        self.sleepers.push(Sleeper {
+            pos: u32::try_from(k).unwrap_or(u32::MAX),
+            syms,
+            until,
+        });
     }
 
     /// `run |= woken & wakeable`, for what moved at this event ([`plan`](Self::plan)).
@@ -267,6 +308,9 @@ impl Sched {
         set(&mut self.run, k, true);
         set(&mut self.idle, k, false);
         set(&mut self.wakeable, k, false);
+        if !self.sleepers.is_empty() {
+            self.sleepers.retain(|s| s.pos as usize != k);
+        }
     }
 
     /// After position `k` stepped: parked (waits for its inputs), idle (dormant, closed, or
@@ -312,13 +356,13 @@ mod tests {
             epoch: 1,
             ..Dirt::default()
         };
-        s.plan(&d, Ts(0));
+        s.plan(&d, Ts(0), 0);
         let all = scheduled(&s);
         assert_eq!(all.len(), 127);
         assert!(!all.contains(&0) && !all.contains(&64) && !all.contains(&129));
         s.after_step(3, true, false);
         s.after_step(100, true, false);
-        s.plan(&d, Ts(0));
+        s.plan(&d, Ts(0), 0);
         let next = scheduled(&s);
         assert_eq!(next.len(), 125);
         assert!(!next.contains(&3) && !next.contains(&100));
@@ -337,11 +381,45 @@ mod tests {
         s.after_step(0, true, false);
         s.after_step(1, true, false);
         let d = Dirt::default();
-        s.plan(&d, Ts(4_999));
+        s.plan(&d, Ts(4_999), 0);
         assert!(scheduled(&s).is_empty());
-        s.plan(&d, Ts(5_000));
+        s.plan(&d, Ts(5_000), 0);
         assert_eq!(scheduled(&s), vec![1]);
-        s.plan(&d, Ts(6_000));
+        s.plan(&d, Ts(6_000), 0);
         assert!(scheduled(&s).is_empty());
+    }
+
+    /// A sleeper steps at the first event of one of its symbols or at its time, once; other
+    /// symbols' events, its groups' inputs and a rebuild's clearing aside, it stays asleep.
+    #[test]
+    fn a_sleeper_wakes_at_its_symbols_or_its_time() {
+        let mut s = Sched::default();
+        s.rebuild(views(3, &[]).into_iter(), 0);
+        let d = Dirt {
+            clock: true,
+            ..Dirt::default()
+        };
+        s.after_step(0, true, false);
+        s.sleep(1, 0b10, Some(Ts(9_000)));
+        s.after_step(2, false, false);
+        s.plan(&d, Ts(1_000), 0b01);
+        assert_eq!(scheduled(&s), vec![2]);
+        s.plan(&d, Ts(2_000), 0b11);
+        assert_eq!(scheduled(&s), vec![1, 2]);
+        // Woken once: asleep again only if put to sleep again.
+        s.sleep(1, 0b10, Some(Ts(9_000)));
+        s.plan(&d, Ts(8_999), 0b01);
+        assert_eq!(scheduled(&s), vec![2]);
+        s.plan(&d, Ts(9_000), 0);
+        assert_eq!(scheduled(&s), vec![1, 2]);
+        s.sleep(1, 0b10, None);
+        s.wake(1);
+        s.after_step(1, false, true);
+        s.plan(&d, Ts(9_500), 0b10);
+        assert_eq!(
+            scheduled(&s),
+            vec![2],
+            "woken from outside: its sleep is over"
+        );
     }
 }
