@@ -114,6 +114,15 @@ fn plans(lv: &[i32]) -> String {
     s
 }
 
+/// The bundled shock tape's text.
+fn shock_tape() -> String {
+    std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tapes/shock-2025-04-09-s7.jsonl"
+    ))
+    .expect("bundled tape")
+}
+
 fn run(t: &str, plans: &str, naive: bool) -> Bus {
     run_counting(t, plans, naive).0
 }
@@ -261,11 +270,7 @@ fn a_move_touches_only_the_levels_it_crossed() {
 /// same Bus.
 #[test]
 fn dirty_tracking_skips_work_on_the_shock_tape() {
-    let t = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tapes/shock-2025-04-09-s7.jsonl"
-    ))
-    .expect("bundled tape");
+    let t = shock_tape();
     let p = synthetic_plans(10);
     let (fast, nf) = run_counting(&t, &p, false);
     let (naive, nn) = run_counting(&t, &p, true);
@@ -283,11 +288,7 @@ fn dirty_tracking_skips_work_on_the_shock_tape() {
 /// every plan's P&L at every event), the same wakes on `pnl` and the same EXITs.
 #[test]
 fn quiet_plans_are_valued_as_their_steps_would() {
-    let t = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tapes/shock-2025-04-09-s7.jsonl"
-    ))
-    .expect("bundled tape");
+    let t = shock_tape();
     for (pod, wake) in [(false, false), (true, false), (false, true)] {
         let mut p = String::from("USING signal SPX exec SPY 0dte\n");
         if pod {
@@ -348,11 +349,7 @@ fn quiet_plans_are_valued_as_their_steps_would() {
 /// reaching a ttl) and write the Bus of stepping every plan on every event.
 #[test]
 fn parked_plans_step_only_when_their_inputs_move() {
-    let t = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tapes/shock-2025-04-09-s7.jsonl"
-    ))
-    .expect("bundled tape");
+    let t = shock_tape();
     let mut p = String::from("USING signal SPX exec SPY 0dte\n");
     for i in 0..50 {
         // Levels from 4790 to 4839 (the tape opens near 4826): some cross, most never do.
@@ -408,11 +405,7 @@ fn a_holder_leaving_at_its_ttl_is_valued_at_that_events_price() {
 /// at every event, in a little over half the steps on a tape whose two symbols tick in turn.
 #[test]
 fn idle_working_orders_are_not_stepped() {
-    let t = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tapes/shock-2025-04-09-s7.jsonl"
-    ))
-    .expect("bundled tape");
+    let t = shock_tape();
     // Pegged far under the market: it rests, re-priced at the exec symbol's ticks; and one
     // that escalates once.
     let p = "USING signal SPX exec SPY 0dte\n\nPLAN r budget 0.2R ttl 15:30\n  WHEN time >= 09:31\n  DO buy 1 ATM P @ fair-50% peg\n  EXIT T-15\n\nPLAN e budget 0.2R ttl 15:30\n  WHEN time >= 09:32\n  DO buy 1 +1 C @ fair-50% esc fair-40% 90s\n";
@@ -440,11 +433,7 @@ fn idle_working_orders_are_not_stepped() {
 /// they would step at each of the signal's ticks: about half the naive scan's steps.)
 #[test]
 fn pairs_step_only_when_their_sign_changes() {
-    let t = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tapes/shock-2025-04-09-s7.jsonl"
-    ))
-    .expect("bundled tape");
+    let t = shock_tape();
     let mut p = String::from("USING signal SPX exec SPY 0dte\n");
     for i in 0..5 {
         p.push_str(&format!(
