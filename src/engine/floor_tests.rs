@@ -85,7 +85,8 @@ fn plans(lv: &[i32]) -> String {
             ),
             // Holders: bought and held with nothing left to fire (quiet), entries open
             // until a relative ttl; shares (valued by instrument) and an option (one by one);
-            // every other one with level EXITs left, which it watches while quiet.
+            // every other one with level EXITs left, which it watches while quiet (the
+            // option's with a `held` one: it reads the clock only while it holds).
             8 => format!(
                 "\nPLAN l{i} budget 0.2R ttl +{}m\n  WHEN spot > {x:.1}\n  DO buy {} shares @ ask\n{}",
                 i % 60 + 1,
@@ -99,7 +100,7 @@ fn plans(lv: &[i32]) -> String {
             9 => format!(
                 "\nPLAN l{i} budget 0.2R ttl 15:50\n  WHEN spot < {x:.1}\n  DO buy 1 ATM P @ ask\n{}",
                 if (i / 10) % 2 == 1 {
-                    format!("  EXIT spot > {:.1} OR T-{}\n", x + 1.5, i % 30 + 1)
+                    format!("  EXIT spot > {:.1} held {}s OR T-{}\n", x + 1.5, i % 4 + 1, i % 30 + 1)
                 } else {
                     String::new()
                 }
