@@ -239,10 +239,17 @@ struct Order {
 }
 
 impl Order {
-    /// The escalation price whose wait is over at `now` (the next rung of `esc`), if any.
-    fn esc_due(&self, now: Ts) -> Option<&CPrice> {
+    /// The next rung of `esc` and when its wait is over, if any rung is left.
+    fn esc_next_at(&self) -> Option<(&CPrice, Ts)> {
         let (ep, dur) = self.mods.esc.get(self.esc_next)?;
-        (now.ms().saturating_sub(self.esc_since.ms()) >= *dur).then_some(ep)
+        Some((ep, Ts(self.esc_since.ms().saturating_add(*dur))))
+    }
+
+    /// The escalation price whose wait is over at `now` (the next rung of `esc`), if any.
+    /// (`esc_since` is never after the engine's clock, which only moves forward.)
+    fn esc_due(&self, now: Ts) -> Option<&CPrice> {
+        self.esc_next_at()
+            .and_then(|(ep, at)| (now >= at).then_some(ep))
     }
 }
 
@@ -2216,8 +2223,7 @@ fn sleep_until(p: &PlanRt, sh: &Shared) -> (u64, Option<Ts>) {
     let mut until = p.ttl_at.filter(|_| p.entries_open);
     for o in &p.orders {
         syms |= 1u64 << sh.insts[o.inst].sym_i.min(63);
-        if let Some((_, dur)) = o.mods.esc.get(o.esc_next) {
-            let due = Ts(o.esc_since.ms().saturating_add(*dur));
+        if let Some((_, due)) = o.esc_next_at() {
             until = Some(until.map_or(due, |t| t.min(due)));
         }
     }

@@ -1151,14 +1151,13 @@ fn deps_of(preds: &[CPred], slots: &mut Slots) -> Deps {
                 continue;
             }
             CPred::Phase(open) => {
-                const P: u32 = 15 * 60_000;
                 match session {
                     Some((o, _)) if *open => {
                         levels.push((None, clock_ms(o.ms())));
-                        levels.push((None, clock_ms(o.ms().saturating_add(P))));
+                        levels.push((None, clock_ms(o.ms().saturating_add(PHASE_MS))));
                     }
                     Some((_, c)) => {
-                        levels.push((None, clock_ms(c.ms().saturating_sub(P))));
+                        levels.push((None, clock_ms(c.ms().saturating_sub(PHASE_MS))));
                         levels.push((None, clock_ms(c.ms().saturating_add(1))));
                     }
                     None => d.clock = true,
@@ -1237,7 +1236,7 @@ fn fold_near(n: &Node, vals: &[Tri]) -> Tri {
 /// Read a series now; `None` is UNKNOWN.
 pub fn read_series(s: CSeries, cx: &Ctx<'_>) -> Option<f64> {
     let v = match s {
-        CSeries::Mkt(_, _, slot) => cx.mkt.get(usize::from(slot)).copied().flatten(),
+        CSeries::Mkt(_, _, slot) => mkt_value(cx.mkt, slot),
         CSeries::Time => Some(cx.now.secs_f64()),
         CSeries::Pnl => cx.plan.pnl_r,
         CSeries::AvgPx => cx.plan.avg_px,
@@ -1352,15 +1351,17 @@ fn eval_market(p: &mut CPred, cx: &Ctx<'_>) -> Option<Tri> {
     }
 }
 
+/// How long `phase open` and `phase close` last, ms.
+const PHASE_MS: u32 = 15 * 60_000;
+
 /// `phase open` (the first 15 minutes) or `phase close` (the last 15, through the close).
 #[inline(always)]
 fn phase(open: bool, cx: &Ctx<'_>) -> Tri {
-    const P: u32 = 15 * 60_000;
     let n = cx.now.ms();
     if open {
-        Tri::of(n >= cx.open.ms() && n < cx.open.ms() + P)
+        Tri::of(n >= cx.open.ms() && n < cx.open.ms() + PHASE_MS)
     } else {
-        Tri::of(n >= cx.close.ms().saturating_sub(P) && n <= cx.close.ms())
+        Tri::of(n >= cx.close.ms().saturating_sub(PHASE_MS) && n <= cx.close.ms())
     }
 }
 
