@@ -153,6 +153,16 @@ fn run_stepping(t: &str, plans: &str, naive: bool) -> (Bus, u64, u64) {
     (e.finish(), n, steps)
 }
 
+/// The dirty-tracked run's Bus, held to the naive scan's (the same events and hash), with the
+/// full evaluations and plan steps of each: `(bus, (evals, steps), (naive_evals, naive_steps))`.
+fn against_naive(t: &str, plans: &str) -> (Bus, (u64, u64), (u64, u64)) {
+    let (fast, evals, steps) = run_stepping(t, plans, false);
+    let (naive, naive_evals, naive_steps) = run_stepping(t, plans, true);
+    assert_eq!(fast.events(), naive.events());
+    assert_eq!(fast.hash_hex(), naive.hash_hex());
+    (fast, (evals, steps), (naive_evals, naive_steps))
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(32))]
 
@@ -360,10 +370,7 @@ fn parked_plans_step_only_when_their_inputs_move() {
             4789 + i
         ));
     }
-    let (fast, _, steps) = run_stepping(&t, &p, false);
-    let (naive, _, naive_steps) = run_stepping(&t, &p, true);
-    assert_eq!(fast.events(), naive.events());
-    assert_eq!(fast.hash_hex(), naive.hash_hex());
+    let (fast, (_, steps), (_, naive_steps)) = against_naive(&t, &p);
     assert!(
         fast.events()
             .iter()
@@ -401,19 +408,17 @@ fn a_holder_leaving_at_its_ttl_is_valued_at_that_events_price() {
     );
 }
 
-/// A working order's step at an event that cannot move it (the signal's tick; its own
-/// symbol's tick already seen) is skipped (`idle_resting`): the Bus of stepping every plan
-/// at every event, in a little over half the steps on a tape whose two symbols tick in turn.
+/// A working order's plan whose orders rest having seen their quotes sleeps through the
+/// events that cannot move it (`idle_resting`, `Sched::sleep`: the signal's ticks) until its
+/// symbol's next event or its escalation's time: the Bus of stepping every plan at every
+/// event, in a little over half the steps on a tape whose two symbols tick in turn.
 #[test]
 fn idle_working_orders_are_not_stepped() {
     let t = shock_tape();
     // Pegged far under the market: it rests, re-priced at the exec symbol's ticks; and one
     // that escalates once.
     let p = "USING signal SPX exec SPY 0dte\n\nPLAN r budget 0.2R ttl 15:30\n  WHEN time >= 09:31\n  DO buy 1 ATM P @ fair-50% peg\n  EXIT T-15\n\nPLAN e budget 0.2R ttl 15:30\n  WHEN time >= 09:32\n  DO buy 1 +1 C @ fair-50% esc fair-40% 90s\n";
-    let (fast, _, steps) = run_stepping(&t, p, false);
-    let (naive, _, naive_steps) = run_stepping(&t, p, true);
-    assert_eq!(fast.events(), naive.events());
-    assert_eq!(fast.hash_hex(), naive.hash_hex());
+    let (fast, (_, steps), (_, naive_steps)) = against_naive(&t, p);
     let count = |f: fn(&Event) -> bool| fast.events().iter().filter(|e| f(e)).count();
     assert!(count(|e| matches!(e, Event::OrderRepriced { .. })) > 5_000);
     assert_eq!(
@@ -449,10 +454,7 @@ fn pairs_step_only_when_their_sign_changes() {
             "\nPLAN v{i} budget 0.2R ttl 15:30\n  WHEN spot crosses above vwap AND time >= 1{i}:00\n  DO buy 10 shares @ ask\n  EXIT spot < vwap\n"
         ));
     }
-    let (fast, evals, steps) = run_stepping(&t, &p, false);
-    let (naive, naive_evals, naive_steps) = run_stepping(&t, &p, true);
-    assert_eq!(fast.events(), naive.events());
-    assert_eq!(fast.hash_hex(), naive.hash_hex());
+    let (fast, (evals, steps), (naive_evals, naive_steps)) = against_naive(&t, &p);
     let fills = fast
         .events()
         .iter()
