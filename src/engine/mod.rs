@@ -1172,18 +1172,30 @@ impl Engine {
         while let Some(pos) = self.sh.sched.next(k) {
             k = pos + 1;
             let Some(&i) = self.order.get(pos) else { break };
-            if self.plans[i].quiet {
-                // A quiet plan watching its EXITs, woken by an input of its groups: when
-                // none of its EXITs' inputs moved, their values stand and the step would do
-                // nothing (`quiet` module); else it steps, brought up to date first.
-                if still_quiet(&mut self.plans[i], &self.sh.slots.dirt) {
-                    self.sh.sched.after_step(pos, true, true);
+            if self.sh.sched.take_light(pos) {
+                // Asleep on its resting orders, woken by an event of their symbols: it steps
+                // them, and sleeps on unless something came of it (a fill, a cancel, a quote
+                // gone UNKNOWN), when its step is completed and its sleep is over.
+                self.sh.plan_steps += 1;
+                if step_resting(&mut self.plans[i], i, &mut self.sh) {
+                    debug_assert!(idle_resting(&self.plans[i], &self.sh));
                     continue;
                 }
-                self.leave_quiet(i);
+                self.sh.sched.unsleep(pos);
+            } else {
+                if self.plans[i].quiet {
+                    // A quiet plan watching its EXITs, woken by an input of its groups: when
+                    // none of its EXITs' inputs moved, their values stand and the step would
+                    // do nothing (`quiet` module); else it steps, brought up to date first.
+                    if still_quiet(&mut self.plans[i], &self.sh.slots.dirt) {
+                        self.sh.sched.after_step(pos, true, true);
+                        continue;
+                    }
+                    self.leave_quiet(i);
+                }
+                self.sh.plan_steps += 1;
+                step_plan(&mut self.plans[i], i, &mut self.sh);
             }
-            self.sh.plan_steps += 1;
-            step_plan(&mut self.plans[i], i, &mut self.sh);
             let p = &mut self.plans[i];
             let dead = matches!(p.status, Status::Dormant | Status::Closed);
             // (The naive schedule of the tests steps every plan, so none is quiet there.)
@@ -2369,6 +2381,28 @@ fn step_plan(p: &mut PlanRt, pi: usize, sh: &mut Shared) {
     }
     // Active.
     process_orders(p, pi, sh, reads);
+    step_active_rest(p, pi, sh, reads);
+}
+
+/// A sleeper's step at an event of one of its orders' symbols before its time
+/// (`Sched::take_light`): its orders re-priced at their quotes and checked for fills, the
+/// whole of what [`step_plan`] does for an idle resting plan (`idle_orders`: no trigger left
+/// to evaluate, nothing held, its ttl and escalations later). `true` when its orders all
+/// still rest, so that it is idle as it was and its sleep stands; else the rest of the step
+/// is taken.
+fn step_resting(p: &mut PlanRt, pi: usize, sh: &mut Shared) -> bool {
+    debug_assert!(p.status == Status::Active && !p.parked && !p.had_fill && !holding(p));
+    let reads = plan_reads(p, sh);
+    if process_orders(p, pi, sh, reads) {
+        return true;
+    }
+    step_active_rest(p, pi, sh, reads);
+    false
+}
+
+/// An active plan's step after its orders: cancel-ifs, reloads, its position, its label,
+/// its value, and whether it is done.
+fn step_active_rest(p: &mut PlanRt, pi: usize, sh: &mut Shared, reads: PlanReads) {
     for k in 0..p.cancel_ifs.len() {
         if p.cancel_ifs[k].1 {
             continue;
@@ -2785,7 +2819,11 @@ fn release(p: &mut PlanRt, sh: &mut Shared, o: &Order) {
     }
 }
 
-fn process_orders(p: &mut PlanRt, pi: usize, sh: &mut Shared, reads: PlanReads) {
+/// Step the plan's orders at this event: line-level cancel-if, escalation, peg, fills.
+/// `true` when all of them still rest, each having seen its quote (none cancelled or filled,
+/// no quote UNKNOWN).
+fn process_orders(p: &mut PlanRt, pi: usize, sh: &mut Shared, reads: PlanReads) -> bool {
+    let mut stands = true;
     let mut k = 0;
     while k < p.orders.len() {
         // Line-level cancel-if.
@@ -2794,6 +2832,7 @@ fn process_orders(p: &mut PlanRt, pi: usize, sh: &mut Shared, reads: PlanReads) 
             None => false,
         };
         if cancel {
+            stands = false;
             let o = p.orders.remove(k);
             release(p, sh, &o);
             sh.bus.emit(Event::OrderCancelled {
@@ -2805,6 +2844,7 @@ fn process_orders(p: &mut PlanRt, pi: usize, sh: &mut Shared, reads: PlanReads) 
         }
         let inst = p.orders[k].inst;
         let Some(q) = quote(sh, inst) else {
+            stands = false;
             k += 1;
             continue;
         };
@@ -2851,12 +2891,14 @@ fn process_orders(p: &mut PlanRt, pi: usize, sh: &mut Shared, reads: PlanReads) 
             None
         };
         if let Some(px) = fill_px {
+            stands = false;
             let o = p.orders.remove(k);
             do_fill(p, pi, sh, o, px);
             continue;
         }
         k += 1;
     }
+    stands
 }
 
 /// Place closing orders for every open leg (a fraction `frac` of each, default all), at

@@ -57,17 +57,17 @@ pub(crate) struct Sched {
     /// Armed plans' ttls, sorted, and the first not yet reached.
     ttls: Vec<(Ts, u32)>,
     ttl_next: usize,
-    /// Plans asleep on their resting orders ([`Sched::sleep`]).
-    sleepers: Vec<Sleeper>,
+    /// The positions asleep on their resting orders ([`Sched::sleep`]), how many, and per
+    /// position what ends its sleep: an event of one of its symbols (bits by symbol index) or
+    /// its time.
+    asleep: Vec<u64>,
+    sleepers: usize,
+    naps: Vec<(u64, Option<Ts>)>,
+    /// Of the positions to step at this event, the sleepers woken by an event of one of their
+    /// symbols before their time: they step their orders only, and stay asleep unless
+    /// something came of it ([`Sched::take_light`]).
+    light: Vec<u64>,
     len: usize,
-}
-
-/// A plan asleep: idle until an event of one of `syms` (bits by symbol index) or `until`.
-#[derive(Debug, Clone, Copy)]
-struct Sleeper {
-    pos: u32,
-    syms: u64,
-    until: Option<Ts>,
 }
 
 /// What the schedule needs of one plan, in evaluation order.
@@ -91,6 +91,11 @@ fn set(bits: &mut [u64], k: usize, on: bool) {
             *w &= !b;
         }
     }
+}
+
+fn bit_at(bits: &[u64], k: usize) -> bool {
+    bits.get(k / 64)
+        .is_some_and(|w| w & (1u64 << (k % 64)) != 0)
 }
 
 /// `run |= woken & wakeable`.
@@ -149,7 +154,10 @@ impl Sched {
         self.group_pos = vec![u32::MAX; touched_len];
         self.ttls.clear();
         self.ttl_next = 0;
-        self.sleepers.clear();
+        self.asleep = empty();
+        self.light = empty();
+        self.sleepers = 0;
+        self.naps = vec![(0, None); plans.len()];
         for (k, p) in plans.iter().enumerate() {
             let pos = u32::try_from(k).unwrap_or(u32::MAX);
             set(&mut self.idle, k, p.dead);
@@ -228,36 +236,70 @@ impl Sched {
         if woken {
             self.wake_moved(d, now);
         }
-        if !self.sleepers.is_empty() {
+        if self.sleepers != 0 {
             self.wake_sleepers(sym_events, now);
         }
     }
 
-    /// Step the sleepers whose symbols had an event (`sym_events`) or whose time came; they
-    /// leave the sleepers (their step sets their state again).
+    /// Step the sleepers whose time came (their sleep is over: their step sets their state
+    /// again) or whose symbols had an event (`sym_events`): those step *light*
+    /// ([`take_light`](Self::take_light)) and stay asleep.
     fn wake_sleepers(&mut self, sym_events: u64, now: Ts) {
-        let mut i = 0;
-        while let Some(&s) = self.sleepers.get(i) {
-            if s.syms & sym_events != 0 || s.until.is_some_and(|t| now >= t) {
-                set(&mut self.run, s.pos as usize, true);
-                self.sleepers.swap_remove(i);
-            } else {
-                i += 1;
+        for w in 0..self.asleep.len() {
+            let mut bits = self.asleep[w];
+            while bits != 0 {
+                let b = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let (syms, until) = self.naps[w * 64 + b];
+                let m = 1u64 << b;
+                if until.is_some_and(|t| now >= t) {
+                    self.run[w] |= m;
+                    self.light[w] &= !m;
+                    self.asleep[w] &= !m;
+                    self.sleepers -= 1;
+                } else if syms & sym_events != 0 {
+                    self.run[w] |= m;
+                    self.light[w] |= m;
+                }
             }
         }
     }
 
     /// Position `k` (an active plan whose orders rest with nothing to do:
     /// `engine::idle_resting`) needs no step until an event of one of `syms` or `until`: it is
-    /// idle and not woken by its groups' inputs until then.
+    /// idle and not woken by its groups' inputs until then, save for light steps at its
+    /// symbols' events. A sleeper put to sleep again has its sleep set anew.
     pub fn sleep(&mut self, k: usize, syms: u64, until: Option<Ts>) {
         set(&mut self.idle, k, true);
         set(&mut self.wakeable, k, false);
-        self.sleepers.push(Sleeper {
-            pos: u32::try_from(k).unwrap_or(u32::MAX),
-            syms,
-            until,
-        });
+        let Some(nap) = self.naps.get_mut(k) else {
+            return;
+        };
+        *nap = (syms, until);
+        if !bit_at(&self.asleep, k) {
+            set(&mut self.asleep, k, true);
+            self.sleepers += 1;
+        }
+    }
+
+    /// Position `k` is to step at this event as a sleeper woken by its symbols, before its
+    /// time (`wake_sleepers`); it is asked once.
+    pub fn take_light(&mut self, k: usize) -> bool {
+        let light = bit_at(&self.light, k);
+        if light {
+            set(&mut self.light, k, false);
+        }
+        light
+    }
+
+    /// Position `k`'s sleep is over (its light step came to something): its state is set
+    /// again by [`after_step`](Self::after_step) or [`sleep`](Self::sleep).
+    pub fn unsleep(&mut self, k: usize) {
+        set(&mut self.light, k, false);
+        if bit_at(&self.asleep, k) {
+            set(&mut self.asleep, k, false);
+            self.sleepers -= 1;
+        }
     }
 
     /// `run |= woken & wakeable`, for what moved at this event ([`plan`](Self::plan)).
@@ -308,9 +350,7 @@ impl Sched {
         set(&mut self.run, k, true);
         set(&mut self.idle, k, false);
         set(&mut self.wakeable, k, false);
-        if !self.sleepers.is_empty() {
-            self.sleepers.retain(|s| s.pos as usize != k);
-        }
+        self.unsleep(k);
     }
 
     /// After position `k` stepped: parked (waits for its inputs), idle (dormant, closed, or
@@ -389,8 +429,9 @@ mod tests {
         assert!(scheduled(&s).is_empty());
     }
 
-    /// A sleeper steps at the first event of one of its symbols or at its time, once; other
-    /// symbols' events, its groups' inputs and a rebuild's clearing aside, it stays asleep.
+    /// A sleeper steps light at each event of one of its symbols and stays asleep; at its
+    /// time it steps and its sleep is over. Other symbols' events and its groups' inputs do
+    /// not wake it, and an outside wake or a light step that came to something ends it.
     #[test]
     fn a_sleeper_wakes_at_its_symbols_or_its_time() {
         let mut s = Sched::default();
@@ -404,14 +445,29 @@ mod tests {
         s.after_step(2, false, false);
         s.plan(&d, Ts(1_000), 0b01);
         assert_eq!(scheduled(&s), vec![2]);
+        assert!(!s.take_light(1));
         s.plan(&d, Ts(2_000), 0b11);
         assert_eq!(scheduled(&s), vec![1, 2]);
-        // Woken once: asleep again only if put to sleep again.
-        s.sleep(1, 0b10, Some(Ts(9_000)));
+        assert!(s.take_light(1), "woken by its symbol: a light step");
+        assert!(!s.take_light(1), "asked once");
+        // Still asleep: the next event of another symbol passes it by.
         s.plan(&d, Ts(8_999), 0b01);
         assert_eq!(scheduled(&s), vec![2]);
-        s.plan(&d, Ts(9_000), 0);
+        s.plan(&d, Ts(9_000), 0b10);
         assert_eq!(scheduled(&s), vec![1, 2]);
+        assert!(!s.take_light(1), "its time: a full step");
+        // Its sleep is over: idle only as its step leaves it.
+        s.after_step(1, false, false);
+        s.plan(&d, Ts(9_100), 0);
+        assert_eq!(scheduled(&s), vec![1, 2]);
+        // A light step that came to something: its sleep ends there.
+        s.sleep(1, 0b10, None);
+        s.plan(&d, Ts(9_200), 0b10);
+        assert!(s.take_light(1));
+        s.unsleep(1);
+        s.after_step(1, false, true);
+        s.plan(&d, Ts(9_300), 0b10);
+        assert_eq!(scheduled(&s), vec![2]);
         s.sleep(1, 0b10, None);
         s.wake(1);
         s.after_step(1, false, true);
