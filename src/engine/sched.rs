@@ -63,6 +63,11 @@ pub(crate) struct Sched {
     asleep: Vec<u64>,
     sleepers: usize,
     naps: Vec<(u64, Option<Ts>)>,
+    /// Per symbol bit, the positions asleep on it; the symbol bits with some (or with none
+    /// since a sleep ended); the earliest time of a sleeper (or earlier, when its sleep ended).
+    by_sym: Vec<Vec<u64>>,
+    sym_any: u64,
+    next_until: Option<Ts>,
     /// Of the positions to step at this event, the sleepers woken by an event of one of their
     /// symbols before their time: they step their orders only, and stay asleep unless
     /// something came of it ([`Sched::take_light`]).
@@ -93,6 +98,7 @@ fn set(bits: &mut [u64], k: usize, on: bool) {
     }
 }
 
+#[inline(always)]
 fn bit_at(bits: &[u64], k: usize) -> bool {
     bits.get(k / 64)
         .is_some_and(|w| w & (1u64 << (k % 64)) != 0)
@@ -158,6 +164,9 @@ impl Sched {
         self.light = empty();
         self.sleepers = 0;
         self.naps = vec![(0, None); plans.len()];
+        self.by_sym = vec![Vec::new(); 64];
+        self.sym_any = 0;
+        self.next_until = None;
         for (k, p) in plans.iter().enumerate() {
             let pos = u32::try_from(k).unwrap_or(u32::MAX);
             set(&mut self.idle, k, p.dead);
@@ -245,22 +254,38 @@ impl Sched {
     /// again) or whose symbols had an event (`sym_events`): those step *light*
     /// ([`take_light`](Self::take_light)) and stay asleep.
     fn wake_sleepers(&mut self, sym_events: u64, now: Ts) {
-        for w in 0..self.asleep.len() {
-            let mut bits = self.asleep[w];
-            while bits != 0 {
-                let b = bits.trailing_zeros() as usize;
-                bits &= bits - 1;
-                let (syms, until) = self.naps[w * 64 + b];
-                let m = 1u64 << b;
-                if until.is_some_and(|t| now >= t) {
-                    self.run[w] |= m;
-                    self.light[w] &= !m;
-                    self.asleep[w] &= !m;
-                    self.sleepers -= 1;
-                } else if syms & sym_events != 0 {
-                    self.run[w] |= m;
-                    self.light[w] |= m;
+        if self.next_until.is_some_and(|t| now >= t) {
+            let mut next: Option<Ts> = None;
+            for w in 0..self.asleep.len() {
+                let mut bits = self.asleep[w];
+                while bits != 0 {
+                    let b = bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    let k = w * 64 + b;
+                    match self.naps[k].1 {
+                        Some(t) if now >= t => {
+                            self.unsleep(k);
+                            self.run[w] |= 1u64 << b;
+                        }
+                        Some(t) => next = Some(next.map_or(t, |n| n.min(t))),
+                        None => {}
+                    }
                 }
+            }
+            self.next_until = next;
+        }
+        let mut syms = sym_events & self.sym_any;
+        while syms != 0 {
+            let b = syms.trailing_zeros() as usize;
+            syms &= syms - 1;
+            for ((r, l), &m) in self
+                .run
+                .iter_mut()
+                .zip(&mut self.light)
+                .zip(&self.by_sym[b])
+            {
+                *r |= m;
+                *l |= m;
             }
         }
     }
@@ -272,18 +297,30 @@ impl Sched {
     pub fn sleep(&mut self, k: usize, syms: u64, until: Option<Ts>) {
         set(&mut self.idle, k, true);
         set(&mut self.wakeable, k, false);
-        let Some(nap) = self.naps.get_mut(k) else {
+        if k >= self.naps.len() {
             return;
-        };
-        *nap = (syms, until);
-        if !bit_at(&self.asleep, k) {
-            set(&mut self.asleep, k, true);
-            self.sleepers += 1;
+        }
+        self.unsleep(k);
+        self.naps[k] = (syms, until);
+        set(&mut self.asleep, k, true);
+        self.sleepers += 1;
+        let words = self.asleep.len();
+        each_bit(syms, |b| {
+            let subs = &mut self.by_sym[b];
+            if subs.is_empty() {
+                *subs = vec![0u64; words];
+            }
+            set(subs, k, true);
+        });
+        self.sym_any |= syms;
+        if let Some(t) = until {
+            self.next_until = Some(self.next_until.map_or(t, |n| n.min(t)));
         }
     }
 
     /// Position `k` is to step at this event as a sleeper woken by its symbols, before its
     /// time (`wake_sleepers`); it is asked once.
+    #[inline(always)]
     pub fn take_light(&mut self, k: usize) -> bool {
         let light = bit_at(&self.light, k);
         if light {
@@ -292,13 +329,15 @@ impl Sched {
         light
     }
 
-    /// Position `k`'s sleep is over (its light step came to something): its state is set
-    /// again by [`after_step`](Self::after_step) or [`sleep`](Self::sleep).
+    /// Position `k`'s sleep is over (its light step came to something, or its time): its
+    /// state is set again by [`after_step`](Self::after_step) or [`sleep`](Self::sleep).
     pub fn unsleep(&mut self, k: usize) {
         set(&mut self.light, k, false);
         if bit_at(&self.asleep, k) {
             set(&mut self.asleep, k, false);
             self.sleepers -= 1;
+            let syms = self.naps[k].0;
+            each_bit(syms, |b| set(&mut self.by_sym[b], k, false));
         }
     }
 
