@@ -324,8 +324,15 @@ pub struct Slots {
     /// samples recorded; they change only when a sample is recorded (see `refresh`).
     pct_fresh: usize,
     pct_samples: usize,
-    /// Per series slot: where its symbol is, and when its value was read.
+    /// Per series slot: where its symbol is in the market state, and its levels' hint.
     series_seen: Vec<Seen>,
+    /// The series slots by symbol.
+    by_sym: Vec<SymSlots>,
+    /// The series slot bits and percentile slot bits some pair reads, and a pair not yet
+    /// evaluated: a refresh that moved none of them leaves every pair's sign as it was.
+    pair_mkt: u64,
+    pair_pct: u64,
+    pair_new: bool,
     /// Per series slot: the levels compared with it, sorted by threshold, with the id of
     /// their trigger.
     levels: Vec<Vec<(f64, u32)>>,
@@ -342,9 +349,9 @@ pub struct Slots {
     clock_below: usize,
     /// Some percentile slot is of `open` (it moves without a new sample).
     pct_open: bool,
-    /// Per percentile slot: where its previous read found its rank
-    /// ([`MarketState::percentile_sym`]).
-    pct_hint: Vec<usize>,
+    /// Per percentile slot: its symbol's index in the market state, and where its previous
+    /// read found its rank ([`MarketState::percentile_at`]).
+    pct_hint: Vec<(usize, usize)>,
     /// What moved at the latest refresh.
     pub dirt: Dirt,
 }
@@ -410,14 +417,25 @@ fn sign_of(a: Option<f64>, b: Option<f64>) -> i8 {
 /// at ([`Slots::refresh`]).
 #[derive(Debug, Clone, Copy)]
 struct Seen {
-    /// Its symbol's index in the engine's event counts (`usize::MAX`: not there).
-    count: usize,
     /// Its symbol's index in the market state (`usize::MAX`: not there).
     ms: usize,
-    ticks: u64,
-    at: Option<Ts>,
     /// How many of its levels lie below its value (a hint for [`touch_moved`]).
     below: usize,
+}
+
+/// The series slots of one symbol, read again together when the symbol had an event; those
+/// that move with the clock (`velocity`, `time`) also when the clock moved.
+#[derive(Debug, Clone)]
+struct SymSlots {
+    sym: Sym,
+    /// The symbol's index in the engine's event counts (`usize::MAX`: not there, so its
+    /// slots are read at every refresh).
+    count: usize,
+    /// Its event count and the clock when its slots were read.
+    ticks: u64,
+    at: Option<Ts>,
+    all: Vec<u32>,
+    clocked: Vec<u32>,
 }
 
 /// Mark the triggers of the levels in `[lo, hi]` of a sorted level list, and list their
@@ -558,6 +576,12 @@ impl Slots {
                     rhs,
                     sign: NEVER,
                 });
+                self.pair_mkt |= bit(lhs);
+                match rhs {
+                    PairRhs::Mkt(k) => self.pair_mkt |= bit(k),
+                    PairRhs::Pct(k) => self.pair_pct |= bit(k),
+                }
+                self.pair_new = true;
                 self.pairs.len() - 1
             }
         };
@@ -633,39 +657,47 @@ impl Slots {
             }
             self.clock_prev = Some(clock);
         }
-        for (i, ((v, seen), &(_, m))) in mkt
-            .iter_mut()
-            .zip(self.series_seen.iter_mut())
-            .zip(&self.series)
-            .enumerate()
-        {
-            let n = counts.get(seen.count).map(|u| u.2);
-            if let Some(n) = n {
-                if seen.ticks == n && (seen.at == now || !on_clock(m)) {
+        for g in &mut self.by_sym {
+            // A symbol's series move at its events; `velocity` and `time` also with the clock.
+            let n = counts.get(g.count).map(|u| u.2);
+            let list = if n.is_none() || n != Some(g.ticks) {
+                g.ticks = n.unwrap_or(u64::MAX);
+                &g.all
+            } else if g.at != now {
+                &g.clocked
+            } else {
+                continue;
+            };
+            g.at = now;
+            for &k in list {
+                let i = k as usize;
+                let (Some(v), Some(seen), Some(&(_, m))) = (
+                    mkt.get_mut(i),
+                    self.series_seen.get_mut(i),
+                    self.series.get(i),
+                ) else {
                     continue;
-                }
-            }
-            seen.ticks = n.unwrap_or(u64::MAX);
-            seen.at = now;
-            let new = ms.value_of(seen.ms, m).filter(|x| x.is_finite());
-            if new != *v {
-                let b = bit(u16::try_from(i).unwrap_or(u16::MAX));
-                d.moved |= b;
-                let levels = self.levels.get(i).map_or(&[][..], Vec::as_slice);
-                match (*v, new) {
-                    (Some(a), Some(c)) => {
-                        seen.below = touch_moved(
-                            levels,
-                            seen.below,
-                            (a, c),
-                            d.epoch,
-                            &mut d.touched,
-                            (&d.group_of, &mut d.woke),
-                        );
+                };
+                let new = ms.value_of(seen.ms, m).filter(|x| x.is_finite());
+                if new != *v {
+                    let b = bit(u16::try_from(k).unwrap_or(u16::MAX));
+                    d.moved |= b;
+                    let levels = self.levels.get(i).map_or(&[][..], Vec::as_slice);
+                    match (*v, new) {
+                        (Some(a), Some(c)) => {
+                            seen.below = touch_moved(
+                                levels,
+                                seen.below,
+                                (a, c),
+                                d.epoch,
+                                &mut d.touched,
+                                (&d.group_of, &mut d.woke),
+                            );
+                        }
+                        _ => d.jumped |= b,
                     }
-                    _ => d.jumped |= b,
+                    *v = new;
                 }
-                *v = new;
             }
         }
         if !(self.pcts.is_empty() && pct.is_empty()) {
@@ -690,8 +722,11 @@ impl Slots {
             self.pct_samples = n;
         }
         pct.resize(self.pcts.len(), None);
-        self.pct_hint.resize(self.pcts.len(), usize::MAX);
-        for (i, ((v, (sym, m, p)), hint)) in pct
+        for &(sym, _, _) in &self.pcts[self.pct_hint.len().min(len)..] {
+            self.pct_hint
+                .push((ms.sym_index(sym).unwrap_or(usize::MAX), usize::MAX));
+        }
+        for (i, ((v, (_, m, p)), (at, hint))) in pct
             .iter_mut()
             .zip(&self.pcts)
             .zip(&mut self.pct_hint)
@@ -701,7 +736,7 @@ impl Slots {
                 continue;
             }
             let new = ms
-                .percentile_sym(*sym, *m, *p, hint)
+                .percentile_at(*at, *m, *p, hint)
                 .filter(|x| x.is_finite());
             if new != *v {
                 d.pct_moved |= bit(u16::try_from(i).unwrap_or(u16::MAX));
@@ -715,6 +750,10 @@ impl Slots {
     /// `pair_moved` when it changed (the tail of [`refresh`](Self::refresh)).
     fn refresh_pairs(&mut self, mkt: &[Option<f64>], pct: &[Option<f64>]) {
         let d = &mut self.dirt;
+        if d.moved & self.pair_mkt == 0 && d.pct_moved & self.pair_pct == 0 && !self.pair_new {
+            return;
+        }
+        self.pair_new = false;
         for (i, p) in self.pairs.iter_mut().enumerate() {
             let (rhs_moved, b) = match p.rhs {
                 PairRhs::Mkt(k) => (d.moved & bit(k) != 0, mkt_value(mkt, k)),
@@ -743,16 +782,36 @@ impl Slots {
     ) {
         if mkt.len() < self.series_seen.len() {
             self.series_seen.clear();
+            self.by_sym.clear();
         }
         mkt.resize(self.series.len(), None);
-        for &(sym, _) in &self.series[self.series_seen.len()..] {
+        for i in self.series_seen.len()..self.series.len() {
+            let (sym, m) = self.series[i];
             self.series_seen.push(Seen {
-                count: counts.iter().position(|u| u.0 == sym).unwrap_or(usize::MAX),
                 ms: ms.sym_index(sym).unwrap_or(usize::MAX),
-                ticks: u64::MAX,
-                at: None,
                 below: 0,
             });
+            let g = match self.by_sym.iter().position(|g| g.sym == sym) {
+                Some(j) => &mut self.by_sym[j],
+                None => {
+                    self.by_sym.push(SymSlots {
+                        sym,
+                        count: counts.iter().position(|u| u.0 == sym).unwrap_or(usize::MAX),
+                        ticks: u64::MAX,
+                        at: None,
+                        all: Vec::new(),
+                        clocked: Vec::new(),
+                    });
+                    self.by_sym.last_mut().expect("pushed")
+                }
+            };
+            let k = u32::try_from(i).unwrap_or(u32::MAX);
+            g.all.push(k);
+            if on_clock(m) {
+                g.clocked.push(k);
+            }
+            // Its symbol's slots are all read at the next refresh (the new one among them).
+            g.ticks = u64::MAX;
         }
     }
 }

@@ -780,17 +780,18 @@ impl MarketState {
         self.percentile_in(self.sym(sym)?, series, p, &mut hint)
     }
 
-    /// [`percentile`](Self::percentile) by [`Sym`], for a caller that reads the same
-    /// percentile again and again: `hint` (its own, `usize::MAX` at first) keeps where the
-    /// previous read found its rank, so the next one does not search while it stays there.
-    pub fn percentile_sym(
+    /// [`percentile`](Self::percentile) by the symbol's [`sym_index`](Self::sym_index), for a
+    /// caller that reads the same percentile again and again: `hint` (its own, `usize::MAX`
+    /// at first) keeps where the previous read found its rank, so the next one does not
+    /// search while it stays there. `None` for an index past the symbols.
+    pub fn percentile_at(
         &self,
-        sym: Sym,
+        sym: usize,
         series: Series,
         p: f64,
         hint: &mut usize,
     ) -> Option<f64> {
-        self.percentile_in(self.sym_of(sym)?, series, p, hint)
+        self.percentile_in(self.syms.get(sym)?, series, p, hint)
     }
 
     fn percentile_in(&self, s: &SymState, series: Series, p: f64, hint: &mut usize) -> Option<f64> {
