@@ -117,10 +117,19 @@ fn px_digits(buf: &mut [u8], end: usize, p: Px) -> usize {
     i
 }
 
-/// The two decimal digits of `v` (below 100).
+/// The two decimal digits of `v` (below 100; a larger `v` gives those of `v % 100`).
 #[inline(always)]
 fn two_digits(v: u32) -> [u8; 2] {
-    [b'0' + (v / 10) as u8, b'0' + (v % 10) as u8]
+    const PAIRS: [[u8; 2]; 100] = {
+        let mut t = [[0u8; 2]; 100];
+        let mut i = 0;
+        while i < 100 {
+            t[i] = [b'0' + (i / 10) as u8, b'0' + (i % 10) as u8];
+            i += 1;
+        }
+        t
+    };
+    PAIRS[(v % 100) as usize]
 }
 
 /// `HH:MM:SS.mmm`.
@@ -222,6 +231,7 @@ impl Back {
 }
 
 /// A string serde_json writes verbatim between quotes: no control character, `"` or `\\`.
+#[inline(always)]
 fn plain(s: &str) -> bool {
     s.bytes().all(|c| c >= 0x20 && c != b'"' && c != b'\\')
 }
