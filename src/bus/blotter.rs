@@ -447,6 +447,68 @@ impl OrderIndex {
     }
 }
 
+/// Resting orders by id, in id order: a sorted vector (a book holds a handful, and ids come
+/// in increasing order, so an order is placed at the end), searched by halves. A working
+/// order is re-priced at most events of its symbol; a map's node walk cost four times the
+/// search.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RestingBook(Vec<(u64, Resting)>);
+
+impl RestingBook {
+    fn at(&self, id: u64) -> Result<usize, usize> {
+        self.0.binary_search_by_key(&id, |e| e.0)
+    }
+
+    /// Place (or replace) order `id`.
+    pub fn insert(&mut self, id: u64, r: Resting) {
+        match self.at(id) {
+            Ok(i) => self.0[i].1 = r,
+            Err(i) => self.0.insert(i, (id, r)),
+        }
+    }
+
+    /// Order `id`, if it rests.
+    pub fn get(&self, id: u64) -> Option<&Resting> {
+        self.at(id).ok().map(|i| &self.0[i].1)
+    }
+
+    /// Order `id`, if it rests, to change.
+    pub fn get_mut(&mut self, id: u64) -> Option<&mut Resting> {
+        let i = self.at(id).ok()?;
+        Some(&mut self.0[i].1)
+    }
+
+    /// Take order `id` off the book.
+    pub fn remove(&mut self, id: u64) -> Option<Resting> {
+        let i = self.at(id).ok()?;
+        Some(self.0.remove(i).1)
+    }
+
+    /// The resting orders, by id.
+    pub fn iter(&self) -> impl Iterator<Item = (u64, &Resting)> {
+        self.0.iter().map(|(id, r)| (*id, r))
+    }
+
+    /// The resting orders, in id order.
+    pub fn values(&self) -> impl Iterator<Item = &Resting> {
+        self.0.iter().map(|e| &e.1)
+    }
+
+    /// How many rest.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// None rests.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn clear(&mut self) {
+        self.0.clear();
+    }
+}
+
 /// The Blotter: a pure projection of the Bus.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Blotter {
@@ -459,7 +521,7 @@ pub struct Blotter {
     /// Positions by plan, then instrument key.
     pub positions: BTreeMap<String, BTreeMap<String, Position>>,
     /// Resting orders by id.
-    pub resting: BTreeMap<u64, Resting>,
+    pub resting: RestingBook,
     /// Every fill, in order.
     pub fills: Vec<FillRow>,
     /// Per-plan lines.
@@ -703,7 +765,7 @@ impl Blotter {
                 );
             }
             Event::OrderRepriced { order, limit, .. } => {
-                if let Some(r) = self.resting.get_mut(order) {
+                if let Some(r) = self.resting.get_mut(*order) {
                     r.limit = *limit;
                 }
                 if let Some(o) = self.order_mut(*order) {
@@ -711,7 +773,7 @@ impl Blotter {
                 }
             }
             Event::OrderCancelled { order, .. } => {
-                self.resting.remove(order);
+                self.resting.remove(*order);
                 if let Some(o) = self.order_mut(*order)
                     && o.state == OrderState::Working
                 {
@@ -729,7 +791,7 @@ impl Blotter {
                 mult,
                 quoted,
             } => {
-                self.resting.remove(order);
+                self.resting.remove(*order);
                 if let Some(o) = self.order_mut(*order) {
                     o.filled = o.filled.saturating_add(*qty);
                     o.state = OrderState::Filled;
@@ -1166,7 +1228,7 @@ mod tests {
 
 #[cfg(test)]
 mod order_index_tests {
-    use super::OrderIndex;
+    use super::{BusSide, OrderIndex, OrderRole, Px, Resting, RestingBook};
     use proptest::prelude::*;
     use std::collections::BTreeMap;
 
@@ -1187,6 +1249,45 @@ mod order_index_tests {
                 prop_assert_eq!(ix.get(id), map.get(&id).copied());
                 prop_assert_eq!(ix.get(id.wrapping_add(1)), map.get(&id.wrapping_add(1)).copied());
             }
+        }
+
+        /// The resting book keeps orders as a map by id would: placed, re-priced and taken
+        /// off in any order, and listed in id order.
+        #[test]
+        fn resting_book_is_a_map(ops in proptest::collection::vec(
+            (0u8..3, prop_oneof![0u64..16, any::<u64>()], any::<i64>()),
+            0..200,
+        )) {
+            let (mut book, mut map) = (RestingBook::default(), BTreeMap::new());
+            for &(op, id, px) in &ops {
+                match op {
+                    0 => {
+                        let r = Resting {
+                            plan: "p".into(),
+                            clause: "DO".into(),
+                            role: OrderRole::Entry,
+                            leg: "SPY shares".into(),
+                            side: BusSide::Buy,
+                            qty: 1,
+                            limit: Px(px),
+                        };
+                        book.insert(id, r.clone());
+                        map.insert(id, r);
+                    }
+                    1 => {
+                        if let Some(r) = book.get_mut(id) {
+                            r.limit = Px(px);
+                        }
+                        if let Some(r) = map.get_mut(&id) {
+                            r.limit = Px(px);
+                        }
+                    }
+                    _ => prop_assert_eq!(book.remove(id), map.remove(&id)),
+                }
+                prop_assert_eq!(book.get(id), map.get(&id));
+            }
+            prop_assert_eq!(book.len(), map.len());
+            prop_assert!(book.iter().map(|(id, r)| (id, r.clone())).eq(map.into_iter()));
         }
     }
 }
