@@ -871,8 +871,11 @@ impl MarketState {
     /// Time to expiry in years: from now to the close on the expiry date, over a 365-day
     /// year, floored at [`MIN_T_YEARS`](super::options::MIN_T_YEARS).
     pub fn years_to_expiry(&self, expiry: Expiry) -> Option<f64> {
-        let d = expiry.resolve(self.date)?;
-        let days = d.days() - self.date.days();
+        let days = match expiry {
+            // Today's: no calendar arithmetic.
+            Expiry::ZeroDte => 0,
+            _ => expiry.resolve(self.date)?.days() - self.date.days(),
+        };
         let now = self.now?;
         let secs =
             days as f64 * 86_400.0 + (f64::from(self.close.ms()) - f64::from(now.ms())) / 1000.0;
