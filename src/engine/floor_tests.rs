@@ -153,6 +153,35 @@ fn run_stepping(t: &str, plans: &str, naive: bool) -> (Bus, u64, u64) {
     (e.finish(), n, steps)
 }
 
+/// The Bus of a run with acts from outside the plan loop at given events (before the event
+/// at that index is fed), and its plan steps.
+fn run_acting(t: &str, plans: &str, naive: bool, acts: &[(usize, &str)]) -> (Bus, u64) {
+    let (h, evs) = read_tape_bytes(t.as_bytes()).expect("tape");
+    let mut e = Engine::new(
+        &h,
+        EngineConfig::strict(Px(1000 * 10_000)),
+        Bus::new(None).keeping(),
+    );
+    e.sh.slots.dirt.naive = naive;
+    let d = crate::lang::check(plans, crate::lang::Mode::File).expect("valid plans");
+    e.arm_document(&d);
+    for (k, ev) in evs.iter().enumerate() {
+        for &(at, act) in acts {
+            if at == k {
+                match act.strip_prefix("cancel ") {
+                    Some(name) => {
+                        e.cancel(name);
+                    }
+                    None => e.stand_down(act),
+                }
+            }
+        }
+        e.on_event(ev);
+    }
+    let steps = e.sh.plan_steps;
+    (e.finish(), steps)
+}
+
 /// The dirty-tracked run's Bus, held to the naive scan's (the same events and hash), with the
 /// full evaluations and plan steps of each: `(bus, (evals, steps), (naive_evals, naive_steps))`.
 fn against_naive(t: &str, plans: &str) -> (Bus, (u64, u64), (u64, u64)) {
@@ -469,4 +498,38 @@ fn pairs_step_only_when_their_sign_changes() {
         evals * 50 < naive_evals,
         "full evaluations: {evals} with pair slots, {naive_evals} naive"
     );
+}
+
+/// Plans asleep on their resting orders, cancelled or stood down from outside the plan loop
+/// while they sleep (at an SPX event: their own symbol's is next), write the naive scan's
+/// Bus: the act ends every sleep (the schedule is rebuilt), and the light steps before it
+/// are what full steps would have been.
+#[test]
+fn sleepers_acted_on_from_outside_write_the_bus_of_the_naive_scan() {
+    let t = shock_tape();
+    let p = "USING signal SPX exec SPY 0dte\n\nPLAN r budget 0.2R ttl 15:30\n  WHEN time >= 09:31\n  DO buy 1 ATM P @ fair-50% peg\n\nPLAN s budget 0.2R ttl 15:30\n  WHEN time >= 09:31\n  DO buy 1 -1 P @ fair-50% peg\n\nPLAN u budget 0.2R ttl 15:30\n  WHEN time >= 09:31\n  DO buy 1 +1 C @ fair-50% peg esc fair-40% 3000s\n";
+    // Events come in pairs (SPX, then SPY, each second): odd indices are SPY's.
+    for acts in [
+        vec![(2_000, "cancel r")],
+        vec![(2_001, "cancel s"), (9_000, "drill")],
+        vec![(4_000, "cancel u"), (4_002, "cancel r")],
+    ] {
+        let (fast, steps) = run_acting(&t, p, false, &acts);
+        let (naive, naive_steps) = run_acting(&t, p, true, &acts);
+        assert_eq!(fast.events(), naive.events(), "acts {acts:?}");
+        assert_eq!(fast.hash_hex(), naive.hash_hex());
+        let cancelled = fast
+            .events()
+            .iter()
+            .filter(|e| matches!(e, Event::OrderCancelled { .. }))
+            .count();
+        assert!(
+            cancelled >= acts.len(),
+            "{cancelled} orders cancelled, acts {acts:?}"
+        );
+        assert!(
+            steps * 10 < naive_steps * 6,
+            "plan steps: {steps} asleep between SPY events, {naive_steps} naive"
+        );
+    }
 }

@@ -1172,7 +1172,8 @@ impl Engine {
         while let Some(pos) = self.sh.sched.next(k) {
             k = pos + 1;
             let Some(&i) = self.order.get(pos) else { break };
-            if self.sh.sched.take_light(pos) {
+            let light = self.sh.sched.take_light(pos);
+            if light && self.plans[i].status == Status::Active && !self.plans[i].orders.is_empty() {
                 // Asleep on its resting orders, woken by an event of their symbols: it steps
                 // them, and sleeps on unless something came of it (a fill, a cancel, a quote
                 // gone UNKNOWN), when its step is completed and its sleep is over.
@@ -1183,6 +1184,11 @@ impl Engine {
                 }
                 self.sh.sched.unsleep(pos);
             } else {
+                if light {
+                    // (An act from outside the loop rebuilds the schedule, ending every
+                    // sleep; should one have left a sleeper otherwise, it steps in full.)
+                    self.sh.sched.unsleep(pos);
+                }
                 if self.plans[i].quiet {
                     // A quiet plan watching its EXITs, woken by an input of its groups: when
                     // none of its EXITs' inputs moved, their values stand and the step would
@@ -1641,6 +1647,7 @@ impl Engine {
             }
             pod.halted = true;
             self.quiet_dirty = true;
+            self.sh.sched.stale = true;
             let (name, limit) = (pod.name.clone(), pod.limit);
             self.sh.bus.emit(Event::PodHalt {
                 ts: self.sh.now,
@@ -1680,6 +1687,7 @@ impl Engine {
     /// plan). The `stand-down` event names the owner.
     pub fn stand_down_as(&mut self, reason: &str, owner: Option<&str>) {
         self.quiet_dirty = true;
+        self.sh.sched.stale = true;
         self.sh.bus.emit(Event::StandDown {
             ts: self.sh.now,
             reason: reason.to_string(),
@@ -1710,6 +1718,7 @@ impl Engine {
         });
         if let Some(i) = hit {
             self.quiet_dirty = true;
+            self.sh.sched.stale = true;
             stand_down_plan(&mut self.plans[i], &mut self.sh, "cancel");
         }
         hit.is_some()
@@ -2392,7 +2401,13 @@ fn step_plan(p: &mut PlanRt, pi: usize, sh: &mut Shared) {
 /// is taken.
 fn step_resting(p: &mut PlanRt, pi: usize, sh: &mut Shared) -> bool {
     debug_assert!(p.status == Status::Active && !p.parked && !p.had_fill && !holding(p));
-    let reads = plan_reads(p, sh);
+    debug_assert!(!p.uses_leg);
+    // Never filled, it has nothing to revalue: its reads are its plan figures, if it reads them.
+    let reads = if p.uses_plan {
+        plan_reads(p, sh)
+    } else {
+        PlanReads::default()
+    };
     if process_orders(p, pi, sh, reads) {
         return true;
     }
