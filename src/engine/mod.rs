@@ -2229,7 +2229,10 @@ fn still_quiet(p: &mut PlanRt, d: &trigger::Dirt) -> bool {
 /// (never filled) and its label stands. Checked after the plan's step: such a plan sleeps
 /// (`Sched::sleep`) until one of its orders' symbols has an event or its own time comes
 /// (`sleep_until`), so it is not visited at the events that cannot move it — another
-/// symbol's ticks — and steps at the rest: the same Bus, no work.
+/// symbol's ticks. At its symbols' events it steps *light* (`step_resting`: its orders only,
+/// the rest of its step being nothing while it is idle) and sleeps on; at its time, after a
+/// light step that came to something, or after an act from outside the loop (which rebuilds
+/// the schedule), its sleep is over: the same Bus, less work.
 #[inline(always)]
 fn idle_resting(p: &PlanRt, sh: &Shared) -> bool {
     p.status == Status::Active && !p.orders.is_empty() && idle_orders(p, sh)

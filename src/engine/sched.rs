@@ -24,6 +24,13 @@
 //! the plans armed. Anything done to the plans from outside the plan loop (arming, a cancel,
 //! STAND-DOWN, a pod halt) marks the schedule stale, and it is rebuilt from the plans' states
 //! at the next event: every armed plan steps once and settles again.
+//!
+//! A plan whose orders rest with nothing else to do *sleeps* ([`Sched::sleep`]): idle, and
+//! not woken by its groups, until an event of one of its orders' symbols (indexed by symbol:
+//! a word per 64 plans) or its time (its next escalation or ttl). At its symbols' events it
+//! steps light ([`Sched::take_light`]: its orders re-priced, and it sleeps on); at its time,
+//! or when a light step came to something ([`Sched::unsleep`]), or at a rebuild, its sleep is
+//! over.
 
 use super::trigger::{Dirt, Park};
 use crate::market::Ts;
