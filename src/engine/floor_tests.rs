@@ -136,26 +136,18 @@ fn run_counting(t: &str, plans: &str, naive: bool) -> (Bus, u64) {
 
 /// The Bus, the number of full trigger evaluations, and the plan steps.
 fn run_stepping(t: &str, plans: &str, naive: bool) -> (Bus, u64, u64) {
-    let (h, evs) = read_tape_bytes(t.as_bytes()).expect("tape");
-    let mut e = Engine::new(
-        &h,
-        EngineConfig::strict(Px(1000 * 10_000)),
-        Bus::new(None).keeping(),
-    );
-    e.sh.slots.dirt.naive = naive;
-    let d = crate::lang::check(plans, crate::lang::Mode::File).expect("valid plans");
-    e.arm_document(&d);
-    for ev in &evs {
-        e.on_event(ev);
-    }
-    let n = e.sh.slots.dirt.full_evals.get();
-    let steps = e.sh.plan_steps;
-    (e.finish(), n, steps)
+    run_with(t, plans, naive, &[])
 }
 
-/// The Bus of a run with acts from outside the plan loop at given events (before the event
-/// at that index is fed), and its plan steps.
+/// The Bus and the plan steps of a run with acts from outside the plan loop at given events
+/// (before the event at that index is fed): `cancel NAME`, or a STAND-DOWN with that reason.
 fn run_acting(t: &str, plans: &str, naive: bool, acts: &[(usize, &str)]) -> (Bus, u64) {
+    let (b, _, steps) = run_with(t, plans, naive, acts);
+    (b, steps)
+}
+
+/// [`run_stepping`] with acts from outside the loop ([`run_acting`]).
+fn run_with(t: &str, plans: &str, naive: bool, acts: &[(usize, &str)]) -> (Bus, u64, u64) {
     let (h, evs) = read_tape_bytes(t.as_bytes()).expect("tape");
     let mut e = Engine::new(
         &h,
@@ -166,20 +158,19 @@ fn run_acting(t: &str, plans: &str, naive: bool, acts: &[(usize, &str)]) -> (Bus
     let d = crate::lang::check(plans, crate::lang::Mode::File).expect("valid plans");
     e.arm_document(&d);
     for (k, ev) in evs.iter().enumerate() {
-        for &(at, act) in acts {
-            if at == k {
-                match act.strip_prefix("cancel ") {
-                    Some(name) => {
-                        e.cancel(name);
-                    }
-                    None => e.stand_down(act),
+        for &(_, act) in acts.iter().filter(|a| a.0 == k) {
+            match act.strip_prefix("cancel ") {
+                Some(name) => {
+                    e.cancel(name);
                 }
+                None => e.stand_down(act),
             }
         }
         e.on_event(ev);
     }
+    let n = e.sh.slots.dirt.full_evals.get();
     let steps = e.sh.plan_steps;
-    (e.finish(), steps)
+    (e.finish(), n, steps)
 }
 
 /// The dirty-tracked run's Bus, held to the naive scan's (the same events and hash), with the
