@@ -1173,7 +1173,10 @@ impl Engine {
             k = pos + 1;
             let Some(&i) = self.order.get(pos) else { break };
             let light = self.sh.sched.take_light(pos);
-            if light && self.plans[i].status == Status::Active && !self.plans[i].orders.is_empty() {
+            // (The rest of what makes it a sleeper is debug-asserted in `step_resting`: every
+            // act that can change it marks the schedule stale, which ends every sleep.)
+            let p = &self.plans[i];
+            if light && p.status == Status::Active && !p.orders.is_empty() {
                 // Asleep on its resting orders, woken by an event of their symbols: it steps
                 // them, and sleeps on unless something came of it (a fill, a cancel, a quote
                 // gone UNKNOWN), when its step is completed and its sleep is over.

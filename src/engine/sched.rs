@@ -70,10 +70,12 @@ pub(crate) struct Sched {
     asleep: Vec<u64>,
     sleepers: usize,
     naps: Vec<(u64, Option<Ts>)>,
-    /// Per symbol bit, the positions asleep on it; the symbol bits with some (or with none
-    /// since a sleep ended); the earliest time of a sleeper (or earlier, when its sleep ended).
+    /// Per symbol bit, the positions asleep on it.
     by_sym: Vec<Vec<u64>>,
+    /// The symbol bits with a sleeper (a superset: a bit stays after its last sleep ends).
     sym_any: u64,
+    /// No sleeper's time is before this (it may be early: the sleeper whose time it was may
+    /// have woken since; the scan at that time sets it again).
     next_until: Option<Ts>,
     /// Of the positions to step at this event, the sleepers woken by an event of one of their
     /// symbols before their time: they step their orders only, and stay asleep unless
@@ -302,11 +304,12 @@ impl Sched {
     /// idle and not woken by its groups' inputs until then, save for light steps at its
     /// symbols' events. A sleeper put to sleep again has its sleep set anew.
     pub fn sleep(&mut self, k: usize, syms: u64, until: Option<Ts>) {
-        set(&mut self.idle, k, true);
-        set(&mut self.wakeable, k, false);
         if k >= self.naps.len() {
+            // Not a scheduled position: it is not put to sleep (nor made idle).
             return;
         }
+        set(&mut self.idle, k, true);
+        set(&mut self.wakeable, k, false);
         self.unsleep(k);
         self.naps[k] = (syms, until);
         set(&mut self.asleep, k, true);
@@ -402,6 +405,10 @@ impl Sched {
     /// After position `k` stepped: parked (waits for its inputs), idle (dormant, closed, or
     /// quiet: woken only by [`Sched::wake`]), or neither (steps at every event).
     pub fn after_step(&mut self, k: usize, parked: bool, idle: bool) {
+        debug_assert!(
+            !bit_at(&self.asleep, k),
+            "a sleeper's sleep ends before its state is set"
+        );
         set(&mut self.idle, k, parked || idle);
         set(&mut self.wakeable, k, parked);
     }

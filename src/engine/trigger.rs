@@ -413,8 +413,8 @@ fn sign_of(a: Option<f64>, b: Option<f64>) -> i8 {
     }
 }
 
-/// A series slot's symbol, resolved once, and the trade count and clock its value was read
-/// at ([`Slots::refresh`]).
+/// A series slot's symbol, resolved once, and its levels' hint ([`Slots::refresh`]; when it
+/// is read again is its symbol's [`SymSlots`]).
 #[derive(Debug, Clone, Copy)]
 struct Seen {
     /// Its symbol's index in the market state (`usize::MAX`: not there).
