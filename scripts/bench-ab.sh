@@ -9,16 +9,18 @@
 # --tape T --plans P --r-usd 1000 >/dev/null` on the shock tape with 0, 10 and 50 synthetic
 # plans (`engine::synthetic_plans`, the busy set) and a start run (the tape's header and last
 # tick, 0 plans). Prints the median wall time per binary and row, the net tick events/s (less
-# the binary's start median), and B's speed-up over A from the medians. Run from the repo root.
+# the binary's start median), and B's speed-up over A from the medians. Runs from any directory.
 set -euo pipefail
 
 if [ $# -lt 2 ]; then
     sed -n '2,/^set -euo/p' "$0" | sed '$d'
     exit 1
 fi
-A="$1"
-B="$2"
+# The binaries as absolute paths, then work from the repo root (the tapes and the plans).
+A="$(realpath -e -- "$1" 2>/dev/null || echo "$1")"
+B="$(realpath -e -- "$2" 2>/dev/null || echo "$2")"
 ROUNDS="${3:-21}"
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
 case "$ROUNDS" in '' | *[!0-9]*) echo "error code=USAGE message=ROUNDS must be a number" >&2; exit 1 ;; esac
 for b in "$A" "$B"; do
     [ -x "$b" ] || { echo "error code=USAGE message=$b is not an executable" >&2; exit 1; }
