@@ -467,7 +467,8 @@ impl RestingBook {
         }
     }
 
-    /// Order `id`, if it rests.
+    /// Order `id`, if it rests. (the tests' reading of the book)
+    #[cfg(test)]
     pub fn get(&self, id: u64) -> Option<&Resting> {
         self.at(id).ok().map(|i| &self.0[i].1)
     }
@@ -484,7 +485,8 @@ impl RestingBook {
         Some(self.0.remove(i).1)
     }
 
-    /// The resting orders, by id.
+    /// The resting orders, by id. (the tests' reading of the book)
+    #[cfg(test)]
     pub fn iter(&self) -> impl Iterator<Item = (u64, &Resting)> {
         self.0.iter().map(|(id, r)| (*id, r))
     }
@@ -494,12 +496,14 @@ impl RestingBook {
         self.0.iter().map(|e| &e.1)
     }
 
-    /// How many rest.
+    /// How many rest. (the tests' reading of the book)
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.0.len()
     }
 
-    /// None rests.
+    /// None rests. (the tests' reading of the book)
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }

@@ -122,10 +122,7 @@ fn or_woken(run: &mut [u64], woken: &[u64], wakeable: &[u64]) {
 
 /// Step position `k` if it is wakeable.
 fn wake_at(run: &mut [u64], wakeable: &[u64], k: usize) {
-    if wakeable
-        .get(k / 64)
-        .is_some_and(|w| w & (1u64 << (k % 64)) != 0)
-    {
+    if bit_at(wakeable, k) {
         set(run, k, true);
     }
 }
@@ -266,10 +263,7 @@ impl Sched {
         if self.next_until.is_some_and(|t| now >= t) {
             let mut next: Option<Ts> = None;
             for w in 0..self.asleep.len() {
-                let mut bits = self.asleep[w];
-                while bits != 0 {
-                    let b = bits.trailing_zeros() as usize;
-                    bits &= bits - 1;
+                each_bit(self.asleep[w], |b| {
                     let k = w * 64 + b;
                     match self.naps[k].1 {
                         Some(t) if now >= t => {
@@ -279,14 +273,11 @@ impl Sched {
                         Some(t) => next = Some(next.map_or(t, |n| n.min(t))),
                         None => {}
                     }
-                }
+                });
             }
             self.next_until = next;
         }
-        let mut syms = sym_events & self.sym_any;
-        while syms != 0 {
-            let b = syms.trailing_zeros() as usize;
-            syms &= syms - 1;
+        each_bit(sym_events & self.sym_any, |b| {
             for ((r, l), &m) in self
                 .run
                 .iter_mut()
@@ -296,7 +287,7 @@ impl Sched {
                 *r |= m;
                 *l |= m;
             }
-        }
+        });
     }
 
     /// Position `k` (an active plan whose orders rest with nothing to do:
