@@ -139,14 +139,8 @@ fn run_stepping(t: &str, plans: &str, naive: bool) -> (Bus, u64, u64) {
     run_with(t, plans, naive, &[])
 }
 
-/// The Bus and the plan steps of a run with acts from outside the plan loop at given events
-/// (before the event at that index is fed): `cancel NAME`, or a STAND-DOWN with that reason.
-fn run_acting(t: &str, plans: &str, naive: bool, acts: &[(usize, &str)]) -> (Bus, u64) {
-    let (b, _, steps) = run_with(t, plans, naive, acts);
-    (b, steps)
-}
-
-/// [`run_stepping`] with acts from outside the loop ([`run_acting`]).
+/// [`run_stepping`] with acts from outside the plan loop at given events (before the event at
+/// that index is fed): `cancel NAME`, or a STAND-DOWN with that reason.
 fn run_with(t: &str, plans: &str, naive: bool, acts: &[(usize, &str)]) -> (Bus, u64, u64) {
     let (h, evs) = read_tape_bytes(t.as_bytes()).expect("tape");
     let mut e = Engine::new(
@@ -176,9 +170,18 @@ fn run_with(t: &str, plans: &str, naive: bool, acts: &[(usize, &str)]) -> (Bus, 
 /// The dirty-tracked run's Bus, held to the naive scan's (the same events and hash), with the
 /// full evaluations and plan steps of each: `(bus, (evals, steps), (naive_evals, naive_steps))`.
 fn against_naive(t: &str, plans: &str) -> (Bus, (u64, u64), (u64, u64)) {
-    let (fast, evals, steps) = run_stepping(t, plans, false);
-    let (naive, naive_evals, naive_steps) = run_stepping(t, plans, true);
-    assert_eq!(fast.events(), naive.events());
+    against_naive_acting(t, plans, &[])
+}
+
+/// [`against_naive`] with acts from outside the loop ([`run_with`]) in both runs.
+fn against_naive_acting(
+    t: &str,
+    plans: &str,
+    acts: &[(usize, &str)],
+) -> (Bus, (u64, u64), (u64, u64)) {
+    let (fast, evals, steps) = run_with(t, plans, false, acts);
+    let (naive, naive_evals, naive_steps) = run_with(t, plans, true, acts);
+    assert_eq!(fast.events(), naive.events(), "acts {acts:?}");
     assert_eq!(fast.hash_hex(), naive.hash_hex());
     (fast, (evals, steps), (naive_evals, naive_steps))
 }
@@ -505,10 +508,7 @@ fn sleepers_acted_on_from_outside_write_the_bus_of_the_naive_scan() {
         vec![(2_001, "cancel s"), (9_000, "drill")],
         vec![(4_000, "cancel u"), (4_002, "cancel r")],
     ] {
-        let (fast, steps) = run_acting(&t, p, false, &acts);
-        let (naive, naive_steps) = run_acting(&t, p, true, &acts);
-        assert_eq!(fast.events(), naive.events(), "acts {acts:?}");
-        assert_eq!(fast.hash_hex(), naive.hash_hex());
+        let (fast, (_, steps), (_, naive_steps)) = against_naive_acting(&t, p, &acts);
         let cancelled = fast
             .events()
             .iter()
