@@ -537,6 +537,82 @@ fn fast_tick_in(a: &[u8; TICK_LINE_MAX], header: &TapeHeader) -> Option<(Tick, u
     Some((Tick { ts, sym, px, sz }, used))
 }
 
+/// The general path's line, `buf` (read whole, without its line end), decoded without
+/// serde when it is a canonical tick or `iv` line: a tick line the reader's buffer cut in
+/// two ([`fast_tick`] reads only lines wholly in the buffer: one in a few hundred on a
+/// bundled tape), and the `iv` lines ([`fast_iv`]). `None` for anything else, valid or not,
+/// which [`parse_object`] and [`parse_event`] then read: the same events either way
+/// (property-tested), and every refusal is theirs.
+fn fast_line(buf: &mut Vec<u8>, header: &TapeHeader) -> Option<TapeEvent> {
+    if buf.last() != Some(&b'}') {
+        return None;
+    }
+    if buf.starts_with(TICK_HEAD) {
+        // `fast_tick` wants the line end: the `}` it ends with, then `\n`.
+        buf.push(b'\n');
+        let tick = fast_tick(buf, header).filter(|&(_, used)| used == buf.len());
+        buf.pop();
+        return tick.map(|(t, _)| TapeEvent::Tick(t));
+    }
+    fast_iv(buf, header).map(TapeEvent::Iv)
+}
+
+/// The decoder of one canonical `iv` line without a skew, as the writer emits it, without
+/// its line end: `{"type":"iv","ts":"HH:MM:SS.mmm","sym":"SYM","atm_iv":INT.FRAC}`. `None`
+/// for anything else, and for a value the general path refuses (outside (0, 10]).
+fn fast_iv(b: &[u8], header: &TapeHeader) -> Option<IvChange> {
+    let rest = b.strip_prefix(br#"{"type":"iv","ts":""#)?;
+    let ts = Ts::parse_bytes(rest.get(..12)?)?;
+    let rest = rest[12..].strip_prefix(TICK_SYM)?;
+    let q = rest.iter().position(|&c| c == b'"')?;
+    // Compared as bytes: a header symbol has no `\\`, so a match is the same string unescaped.
+    let sym = header
+        .symbols
+        .iter()
+        .find(|sp| sp.sym.as_bytes() == &rest[..q])?
+        .sym;
+    let num = rest[q..]
+        .strip_prefix(br#"","atm_iv":"#)?
+        .strip_suffix(b"}")?;
+    let atm_iv = fast_decimal(num)?;
+    (atm_iv > 0.0 && atm_iv <= 10.0).then_some(IvChange {
+        ts,
+        sym,
+        atm_iv,
+        skew: None,
+    })
+}
+
+/// Exact powers of ten, `1e0..=1e15`.
+const POW10: [f64; 16] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+];
+
+/// A JSON number `INT.FRAC` (no sign, no exponent, no leading zero, at most 15 digits in
+/// all) as serde_json reads it: its digits as an integer over a power of ten. Both are exact
+/// in an `f64` (below 2^53, at most 10^15), so the quotient is the one correctly rounded
+/// value, which serde_json gives with or without its `float_roundtrip` feature. `None` for
+/// any other text.
+fn fast_decimal(b: &[u8]) -> Option<f64> {
+    let dot = b.iter().position(|&c| c == b'.')?;
+    let (int, frac) = (&b[..dot], &b[dot + 1..]);
+    if int.is_empty()
+        || frac.is_empty()
+        || (int.len() > 1 && int[0] == b'0')
+        || int.len() + frac.len() > 15
+    {
+        return None;
+    }
+    let mut sig = 0u64;
+    for &c in int.iter().chain(frac) {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        sig = sig * 10 + u64::from(c - b'0');
+    }
+    Some(sig as f64 / POW10[frac.len()])
+}
+
 /// Parse one line into a JSON object, or refuse it.
 fn parse_object(line_no: u64, bytes: &[u8]) -> Res<Map<String, Value>> {
     let text = std::str::from_utf8(bytes).map_err(|e| {
@@ -1278,6 +1354,11 @@ impl<R: BufRead> TapeReader<R> {
             Ok(RawLine::Line) => {}
         }
         self.line = line;
+        if self.fast {
+            if let Some(ev) = fast_line(&mut self.buf, &self.header) {
+                return Some(self.in_order(line, ev));
+            }
+        }
         let ev = parse_object(line, &self.buf).and_then(|m| parse_event(line, &m, &self.header));
         Some(ev.and_then(|ev| self.in_order(line, ev)))
     }
@@ -1813,14 +1894,39 @@ mod tests {
             }
         }
 
+        prop_compose! {
+            /// An `iv` line: canonical most of the time, otherwise with one thing changed.
+            fn iv_line()(
+                ts in ts_text(),
+                sym in sym_text(),
+                iv in prop_oneof![
+                    4 => (1u32..=120_000).prop_map(|n| format!("{:?}", f64::from(n) / 1e4)),
+                    1 => (0.0001f64..12.0).prop_map(|x| format!("{x:?}")),
+                    3 => number_text(),
+                ],
+                shape in 0u8..10,
+            ) -> String {
+                match shape {
+                    0 => format!(r#"{{"type":"iv","ts":"{ts}","sym":"{sym}","atm_iv":{iv},"skew":-0.5}}"#),
+                    1 => format!(r#"{{"ts":"{ts}","type":"iv","sym":"{sym}","atm_iv":{iv}}}"#),
+                    2 => format!(r#"{{"type":"iv","ts":"{ts}","sym":"{sym}","atm_iv":{iv}}} "#),
+                    3 => format!(r#"{{"type":"iv","ts":"{ts}","sym":"{sym}","atm_iv":{iv},"atm_iv":0.2}}"#),
+                    4 => format!(r#"{{"type":"iv","ts":"{ts}","sym":"{sym}","atm_iv":{iv}}}}}"#),
+                    _ => format!(r#"{{"type":"iv","ts":"{ts}","sym":"{sym}","atm_iv":{iv}}}"#),
+                }
+            }
+        }
+
         proptest! {
             #![proptest_config(ProptestConfig::with_cases(512))]
-            /// The tick fast path and the serde path agree: the same events from generated
-            /// tick lines (canonical or not, valid or not), and the same refusal (line, reason
-            /// and message) of the malformed ones, whatever the buffer size.
+            /// The fast paths and the serde path agree: the same events from generated tick
+            /// and `iv` lines (canonical or not, valid or not), and the same refusal (line,
+            /// reason and message) of the malformed ones, whatever the buffer size (a small
+            /// buffer cuts many tick lines in two: they are read whole by the general path's
+            /// line reader and decoded by [`fast_line`]).
             #[test]
             fn fast_path_agrees_with_serde(
-                lines in proptest::collection::vec(tick_line(), 1..6),
+                lines in proptest::collection::vec(prop_oneof![3 => tick_line(), 1 => iv_line()], 1..6),
                 cap in prop_oneof![Just(8192usize), 1usize..200],
                 crlf in any::<bool>(),
                 final_newline in any::<bool>(),
@@ -1868,7 +1974,82 @@ mod tests {
         }
 
         proptest! {
+            #![proptest_config(ProptestConfig::with_cases(512))]
+            /// A canonical tick or `iv` line the general path's line reader read whole (a
+            /// tick cut in two by the reader's buffer; any `iv` line without a skew) is
+            /// decoded without serde, with its value.
+            #[test]
+            fn whole_canonical_lines_take_the_fast_line_path(
+                ms in 0u32..86_400_000,
+                spy in any::<bool>(),
+                raw in 1i64..=1_000_000_000_000_000,
+                sz in any::<u64>(),
+                iv_raw in 1u64..=100_000,
+            ) {
+                let h = read_tape_bytes(format!("{HDR}\n").as_bytes()).unwrap().0;
+                let sym = Sym::new(if spy { "SPY" } else { "SPX" }).unwrap();
+                // Four decimals at most, as the bundled tapes write them.
+                let atm_iv = iv_raw as f64 / 1e4;
+                for ev in [
+                    TapeEvent::Tick(Tick { ts: Ts(ms), sym, px: Px(raw), sz }),
+                    TapeEvent::Iv(IvChange { ts: Ts(ms), sym, atm_iv, skew: None }),
+                ] {
+                    let mut line = Vec::new();
+                    write_event(&mut line, &ev).unwrap();
+                    prop_assert_eq!(line.pop(), Some(b'\n'));
+                    prop_assert_eq!(fast_line(&mut line, &h), Some(ev));
+                }
+            }
+        }
+
+        #[test]
+        fn fast_decimal_reads_only_plain_decimals_as_serde_does() {
+            for t in [
+                "0.1413",
+                "1.0",
+                "10.0",
+                "0.0001",
+                "123456789.012345",
+                "9.99999999999999",
+            ] {
+                let want: f64 = serde_json::from_str(t).unwrap();
+                assert_eq!(
+                    fast_decimal(t.as_bytes()).map(f64::to_bits),
+                    Some(want.to_bits()),
+                    "{t}"
+                );
+            }
+            for t in [
+                "",
+                ".5",
+                "5.",
+                "1",
+                "01.5",
+                "00.5",
+                "-0.5",
+                "1e-3",
+                "0.1e1",
+                "1.2.3",
+                "1.x",
+                "1234567890.1234567",
+                "0.1234567890123456",
+                " 0.5",
+                "0.5 ",
+            ] {
+                assert_eq!(fast_decimal(t.as_bytes()), None, "{t}");
+            }
+        }
+
+        proptest! {
             #![proptest_config(ProptestConfig::with_cases(2048))]
+            /// Any plain decimal of at most 15 digits is the value serde_json reads.
+            #[test]
+            fn fast_decimal_agrees_with_serde(int in "0|[1-9][0-9]{0,7}", frac in "[0-9]{1,7}") {
+                let t = format!("{int}.{frac}");
+                let want: f64 = serde_json::from_str(&t).unwrap();
+                prop_assert_eq!(fast_decimal(t.as_bytes()).map(f64::to_bits), Some(want.to_bits()));
+            }
+
             /// The word-at-a-time size reader reads what the digit-at-a-time one reads.
             #[test]
             fn fast_uint_agrees_with_scalar(
