@@ -335,9 +335,13 @@ fn percentile_sorted(sorted: &[f64], p: f64) -> Option<f64> {
 
 /// An `i128` as the nearest `f64` (`as f64`), through the one-instruction `i64`
 /// conversion when it fits (both round the same exact integer to nearest).
+///
+/// The `i64` is passed through [`std::hint::black_box`]: the compiler otherwise sees that
+/// both arms give the same value and keeps only the 128-bit conversion (a library call of
+/// about 45 instructions), which is what this function is here to avoid.
 pub(crate) fn i128_f64(x: i128) -> f64 {
     match i64::try_from(x) {
-        Ok(v) => v as f64,
+        Ok(v) => std::hint::black_box(v) as f64,
         Err(_) => x as f64,
     }
 }
