@@ -108,6 +108,10 @@ struct SortedSamples {
     /// insertion goes to is found without visiting the blocks.
     lasts: Vec<f64>,
     len: usize,
+    /// Where the previous value went (block, index): a sampled series moves little from one
+    /// second to the next, so the next value usually goes at or near it. Checked at every
+    /// insertion, and searched for when wrong.
+    hint: (usize, usize),
 }
 
 impl SortedSamples {
@@ -142,10 +146,23 @@ impl SortedSamples {
         // The first block whose last value is > x takes it (or the last block): every value
         // before that block is <= x, so this is the single vector's insertion point.
         let last = self.blocks.len() - 1;
-        let bi = self.lasts.partition_point(|&y| y <= x).min(last);
+        let (h, hi) = self.hint;
+        let bi = if h <= last
+            && (h == 0 || self.lasts[h - 1] <= x)
+            && (h == last || self.lasts[h] > x)
+        {
+            h
+        } else {
+            self.lasts.partition_point(|&y| y <= x).min(last)
+        };
         let b = &mut self.blocks[bi];
-        let i = b.partition_point(|&y| y <= x);
+        let i = if bi == h {
+            partition_near(b, x, hi)
+        } else {
+            b.partition_point(|&y| y <= x)
+        };
         b.insert(i, x);
+        self.hint = (bi, i);
         self.len += 1;
         for s in &mut self.starts[bi + 1..] {
             *s += 1;
@@ -303,6 +320,36 @@ impl SymState {
         }
     }
 }
+
+/// `b.partition_point(|&y| y <= x)` for a sorted `b`, found by stepping from `from` when it
+/// is at most [`NEAR`] places off (the hint of [`SortedSamples::insert`]), else by halving.
+/// A step reads the neighbours of the previous insertion, already in cache; a halving's
+/// reads each wait for the one before.
+#[inline]
+fn partition_near(b: &[f64], x: f64, from: usize) -> usize {
+    let mut j = from.min(b.len());
+    if j > 0 && b[j - 1] > x {
+        // Down: the first value > x is at or before j - 1.
+        for _ in 0..NEAR {
+            j -= 1;
+            if j == 0 || b[j - 1] <= x {
+                return j;
+            }
+        }
+    } else {
+        // Up: every value before j is <= x.
+        for _ in 0..NEAR {
+            if j == b.len() || b[j] > x {
+                return j;
+            }
+            j += 1;
+        }
+    }
+    b.partition_point(|&y| y <= x)
+}
+
+/// How far [`partition_near`] steps before it halves instead.
+const NEAR: usize = 8;
 
 fn px_or_nan(p: Option<Px>) -> f64 {
     p.map_or(f64::NAN, Px::to_f64)
@@ -1126,7 +1173,13 @@ mod tests {
         #[test]
         fn sorted_samples_match_the_sorted_vector(
             backfill in proptest::collection::vec(sample_value(), 0..300),
-            inserts in proptest::collection::vec(sample_value(), 0..1200),
+            inserts in prop_oneof![
+                proptest::collection::vec(sample_value(), 0..1200),
+                // A walk, as a sampled series moves: the insertion hint mostly holds.
+                (-5.0f64..5.0, proptest::collection::vec(-4i32..=4, 0..1200)).prop_map(|(x0, steps)| {
+                    steps.iter().scan(x0, |x, &d| { *x += f64::from(d) * 0.01; Some(*x) }).collect()
+                }),
+            ],
             ps in proptest::collection::vec(-5.0f64..105.0, 1..8),
         ) {
             let mut reference: Vec<f64> = backfill.iter().copied().filter(|x| x.is_finite()).collect();
