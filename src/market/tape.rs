@@ -333,6 +333,20 @@ pub struct TapeReader<R> {
     done: bool,
     /// Decode canonical tick lines with [`fast_tick`] (off only in tests of the fast path).
     fast: bool,
+    /// The header's symbols with their keys ([`SymKeys`]), for the fast paths.
+    keys: SymKeys,
+}
+
+/// The header's symbols, each with its 16-byte key ([`Sym::key`]), made once per reader: the
+/// fast tick decoder matches a line's symbol against them at every line.
+type SymKeys = Vec<(u128, Sym)>;
+
+fn sym_keys(header: &TapeHeader) -> SymKeys {
+    header
+        .symbols
+        .iter()
+        .map(|sp| (sp.sym.key(), sp.sym))
+        .collect()
 }
 
 enum RawLine {
@@ -472,25 +486,25 @@ const TICK_SYM: &[u8; 9] = br#"","sym":""#;
 /// at a time. A line nearer than that to the end of `b` is read from a zero-padded copy (no
 /// byte it accepts is zero, so it never reads past `b`).
 #[inline]
-fn fast_tick(b: &[u8], header: &TapeHeader) -> Option<(Tick, usize)> {
+fn fast_tick(b: &[u8], keys: &[(u128, Sym)]) -> Option<(Tick, usize)> {
     match b.first_chunk::<TICK_LINE_MAX>() {
-        Some(w) => fast_tick_in(w, header),
-        None => fast_tick_short(b, header),
+        Some(w) => fast_tick_in(w, keys),
+        None => fast_tick_short(b, keys),
     }
 }
 
 /// [`fast_tick`] of a line nearer than [`TICK_LINE_MAX`] bytes to the end of `b`.
 #[cold]
 #[inline(never)]
-fn fast_tick_short(b: &[u8], header: &TapeHeader) -> Option<(Tick, usize)> {
+fn fast_tick_short(b: &[u8], keys: &[(u128, Sym)]) -> Option<(Tick, usize)> {
     let mut w = [0u8; TICK_LINE_MAX];
     w[..b.len()].copy_from_slice(b);
-    fast_tick_in(&w, header).filter(|&(_, used)| used <= b.len())
+    fast_tick_in(&w, keys).filter(|&(_, used)| used <= b.len())
 }
 
 /// [`fast_tick`] over a window of [`TICK_LINE_MAX`] bytes.
 #[inline(always)]
-fn fast_tick_in(a: &[u8; TICK_LINE_MAX], header: &TapeHeader) -> Option<(Tick, usize)> {
+fn fast_tick_in(a: &[u8; TICK_LINE_MAX], keys: &[(u128, Sym)]) -> Option<(Tick, usize)> {
     let at = |i: usize| u64::from_le_bytes(*a[i..].first_chunk::<8>().expect("in the window"));
     // The fixed text: bytes 0..21 (three overlapping words) and 33..42 (two), one test.
     let fixed = (at(0) ^ word(TICK_HEAD, 0))
@@ -514,7 +528,7 @@ fn fast_tick_in(a: &[u8; TICK_LINE_MAX], header: &TapeHeader) -> Option<(Tick, u
         return None;
     }
     let key = (s & ((1u128 << (8 * q)) - 1)) | ((q as u128) << 120);
-    let sym = header.symbols.iter().find(|sp| sp.sym.key() == key)?.sym;
+    let sym = keys.iter().find(|k| k.0 == key)?.1;
     // `","px":` (7 bytes).
     let p = 42 + q;
     if at(p) & 0x00ff_ffff_ffff_ffff != word(br#"","px":_"#, 0) & 0x00ff_ffff_ffff_ffff {
@@ -543,34 +557,30 @@ fn fast_tick_in(a: &[u8; TICK_LINE_MAX], header: &TapeHeader) -> Option<(Tick, u
 /// bundled tape), and the `iv` lines ([`fast_iv`]). `None` for anything else, valid or not,
 /// which [`parse_object`] and [`parse_event`] then read: the same events either way
 /// (property-tested), and every refusal is theirs.
-fn fast_line(buf: &mut Vec<u8>, header: &TapeHeader) -> Option<TapeEvent> {
+fn fast_line(buf: &mut Vec<u8>, keys: &[(u128, Sym)]) -> Option<TapeEvent> {
     if buf.last() != Some(&b'}') {
         return None;
     }
     if buf.starts_with(TICK_HEAD) {
         // `fast_tick` wants the line end: the `}` it ends with, then `\n`.
         buf.push(b'\n');
-        let tick = fast_tick(buf, header).filter(|&(_, used)| used == buf.len());
+        let tick = fast_tick(buf, keys).filter(|&(_, used)| used == buf.len());
         buf.pop();
         return tick.map(|(t, _)| TapeEvent::Tick(t));
     }
-    fast_iv(buf, header).map(TapeEvent::Iv)
+    fast_iv(buf, keys).map(TapeEvent::Iv)
 }
 
 /// The decoder of one canonical `iv` line without a skew, as the writer emits it, without
 /// its line end: `{"type":"iv","ts":"HH:MM:SS.mmm","sym":"SYM","atm_iv":INT.FRAC}`. `None`
 /// for anything else, and for a value the general path refuses (outside (0, 10]).
-fn fast_iv(b: &[u8], header: &TapeHeader) -> Option<IvChange> {
+fn fast_iv(b: &[u8], keys: &[(u128, Sym)]) -> Option<IvChange> {
     let rest = b.strip_prefix(br#"{"type":"iv","ts":""#)?;
     let ts = Ts::parse_bytes(rest.get(..12)?)?;
     let rest = rest[12..].strip_prefix(TICK_SYM)?;
     let q = rest.iter().position(|&c| c == b'"')?;
     // Compared as bytes: a header symbol has no `\\`, so a match is the same string unescaped.
-    let sym = header
-        .symbols
-        .iter()
-        .find(|sp| sp.sym.as_bytes() == &rest[..q])?
-        .sym;
+    let sym = keys.iter().find(|k| k.1.as_bytes() == &rest[..q])?.1;
     let num = rest[q..]
         .strip_prefix(br#"","atm_iv":"#)?
         .strip_suffix(b"}")?;
@@ -1230,6 +1240,7 @@ impl<R: BufRead> TapeReader<R> {
             buf: self.buf,
             done: self.done,
             fast: self.fast,
+            keys: self.keys,
         }
     }
 
@@ -1256,6 +1267,7 @@ impl<R: BufRead> TapeReader<R> {
         };
         Ok(TapeReader {
             r,
+            keys: sym_keys(&header),
             session: header.clone(),
             session_no: 1,
             header,
@@ -1355,7 +1367,7 @@ impl<R: BufRead> TapeReader<R> {
         }
         self.line = line;
         if self.fast {
-            if let Some(ev) = fast_line(&mut self.buf, &self.header) {
+            if let Some(ev) = fast_line(&mut self.buf, &self.keys) {
                 return Some(self.in_order(line, ev));
             }
         }
@@ -1415,7 +1427,7 @@ impl<R: BufRead> Iterator for TapeReader<R> {
             // decides alone what is accepted and how a line is refused.
             match self.r.fill_buf() {
                 Ok(avail) => {
-                    if let Some((tick, used)) = fast_tick(avail, &self.header) {
+                    if let Some((tick, used)) = fast_tick(avail, &self.keys) {
                         if self.last_ts.is_none_or(|prev| tick.ts >= prev) {
                             self.r.consume(used);
                             self.line += 1;
@@ -1970,10 +1982,10 @@ mod tests {
                 if crlf {
                     line.insert(line.len() - 1, b'\r');
                 }
-                prop_assert_eq!(fast_tick(&line, &h), Some((tick, line.len())));
+                prop_assert_eq!(fast_tick(&line, &sym_keys(&h)), Some((tick, line.len())));
                 // The same line cut anywhere before its end is left to the general path.
                 for cut in [1, line.len() / 2, line.len() - 1] {
-                    prop_assert_eq!(fast_tick(&line[..cut], &h), None);
+                    prop_assert_eq!(fast_tick(&line[..cut], &sym_keys(&h)), None);
                 }
             }
         }
@@ -2002,7 +2014,7 @@ mod tests {
                     let mut line = Vec::new();
                     write_event(&mut line, &ev).unwrap();
                     prop_assert_eq!(line.pop(), Some(b'\n'));
-                    prop_assert_eq!(fast_line(&mut line, &h), Some(ev));
+                    prop_assert_eq!(fast_line(&mut line, &sym_keys(&h)), Some(ev));
                 }
             }
         }
@@ -2091,7 +2103,7 @@ mod tests {
                 }
                 let n = line.len();
                 line.extend_from_slice(&tail);
-                prop_assert_eq!(fast_tick(&line, &h), Some((tick, n)));
+                prop_assert_eq!(fast_tick(&line, &sym_keys(&h)), Some((tick, n)));
             }
         }
 
