@@ -1443,6 +1443,12 @@ impl Engine {
         }
     }
 
+    /// Did a wake fire since the last [`take_fired_wakes`](Self::take_fired_wakes)? (At most
+    /// events none did: the session asks before it takes.)
+    pub fn has_fired_wakes(&self) -> bool {
+        !self.fired_wakes.is_empty()
+    }
+
     /// Wakes that fired since the last call, oldest first (the session delivers their Views).
     pub fn take_fired_wakes(&mut self) -> Vec<FiredWake> {
         std::mem::take(&mut self.fired_wakes)

@@ -376,7 +376,9 @@ impl<R: BufRead> Run<R> {
                 priority: i64::MAX,
             });
         }
-        fired.extend(self.engine.take_fired_wakes());
+        if self.engine.has_fired_wakes() {
+            fired.extend(self.engine.take_fired_wakes());
+        }
         fired
     }
 
