@@ -542,10 +542,36 @@ pub const SYM_MAX_LEN: usize = 15;
 
 /// A ticker symbol stored inline (no allocation; `Copy`). Grammar:
 /// `[A-Z][A-Z0-9]*(\.[A-Z0-9]+)*`, at most 15 bytes.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+///
+/// Stored as 16 bytes: the symbol's bytes, zeros after them, and its length last, so two
+/// symbols are equal when their 16 bytes are (one comparison: the engine compares symbols
+/// at every tape event). Ordered by length, then bytes, and hashed as length then the 15
+/// symbol bytes: the order and the hash of the two fields it had before.
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Sym {
-    len: u8,
-    bytes: [u8; SYM_MAX_LEN],
+    /// `[..15]`: the bytes, zero-padded; `[15]`: the length.
+    raw: [u8; SYM_MAX_LEN + 1],
+}
+
+impl Ord for Sym {
+    fn cmp(&self, other: &Sym) -> std::cmp::Ordering {
+        (self.raw[SYM_MAX_LEN], &self.raw[..SYM_MAX_LEN])
+            .cmp(&(other.raw[SYM_MAX_LEN], &other.raw[..SYM_MAX_LEN]))
+    }
+}
+
+impl PartialOrd for Sym {
+    fn partial_cmp(&self, other: &Sym) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl std::hash::Hash for Sym {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.raw[SYM_MAX_LEN].hash(state);
+        let bytes: &[u8; SYM_MAX_LEN] = self.raw.first_chunk().expect("15 of 16 bytes");
+        bytes.hash(state);
+    }
 }
 
 impl Sym {
@@ -566,33 +592,28 @@ impl Sym {
         if prev_dot {
             return None;
         }
-        let mut bytes = [0u8; SYM_MAX_LEN];
-        bytes[..b.len()].copy_from_slice(b);
-        Some(Sym {
-            len: b.len() as u8,
-            bytes,
-        })
+        let mut raw = [0u8; SYM_MAX_LEN + 1];
+        raw[..b.len()].copy_from_slice(b);
+        raw[SYM_MAX_LEN] = b.len() as u8;
+        Some(Sym { raw })
     }
 
     /// The symbol's bytes (ASCII), without the UTF-8 check of [`as_str`](Self::as_str).
     pub fn as_bytes(&self) -> &[u8] {
-        &self.bytes[..usize::from(self.len)]
+        &self.raw[..usize::from(self.raw[SYM_MAX_LEN])]
     }
 
     /// The symbol as one 16-byte key: its bytes (zero after the last) and its length in the
     /// top byte; two symbols are equal when their keys are.
     #[inline]
     pub(crate) fn key(&self) -> u128 {
-        let mut k = [0u8; 16];
-        k[..SYM_MAX_LEN].copy_from_slice(&self.bytes);
-        k[SYM_MAX_LEN] = self.len;
-        u128::from_le_bytes(k)
+        u128::from_le_bytes(self.raw)
     }
 
     /// The symbol text.
     pub fn as_str(&self) -> &str {
         // Only ASCII is ever stored, so this cannot fail.
-        std::str::from_utf8(&self.bytes[..usize::from(self.len)]).unwrap_or("")
+        std::str::from_utf8(self.as_bytes()).unwrap_or("")
     }
 }
 
@@ -611,6 +632,33 @@ impl fmt::Display for Sym {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// A symbol is equal, ordered and hashed as the pair (length, 15 zero-padded bytes)
+        /// it was stored as before its 16-byte form: maps keyed by symbol keep their order.
+        #[test]
+        fn sym_compares_and_hashes_as_length_then_bytes(
+            a in "[A-Z][A-Z0-9]{0,5}(\\.[A-Z0-9]{1,3})?",
+            b in "[A-Z][A-Z0-9]{0,5}(\\.[A-Z0-9]{1,3})?",
+        ) {
+            use std::hash::{DefaultHasher, Hash, Hasher};
+            let pair = |s: &str| {
+                let mut bytes = [0u8; SYM_MAX_LEN];
+                bytes[..s.len()].copy_from_slice(s.as_bytes());
+                (s.len() as u8, bytes)
+            };
+            let hash = |h: &dyn Fn(&mut DefaultHasher)| {
+                let mut st = DefaultHasher::new();
+                h(&mut st);
+                st.finish()
+            };
+            let (sa, sb) = (Sym::new(&a).unwrap(), Sym::new(&b).unwrap());
+            proptest::prop_assert_eq!(sa.cmp(&sb), pair(&a).cmp(&pair(&b)));
+            proptest::prop_assert_eq!(sa == sb, a == b);
+            proptest::prop_assert_eq!(sa.as_str(), a.as_str());
+            proptest::prop_assert_eq!(hash(&|st| sa.hash(st)), hash(&|st| pair(&a).hash(st)));
+        }
+    }
 
     #[test]
     fn px_exact_and_display() {
