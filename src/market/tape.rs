@@ -553,8 +553,8 @@ fn fast_tick_in(a: &[u8; TICK_LINE_MAX], keys: &[(u128, Sym)]) -> Option<(Tick, 
 
 /// The general path's line, `buf` (read whole, without its line end), decoded without
 /// serde when it is a canonical tick or `iv` line: a tick line the reader's buffer cut in
-/// two ([`fast_tick`] reads only lines wholly in the buffer: one in a few hundred on a
-/// bundled tape), and the `iv` lines ([`fast_iv`]). `None` for anything else, valid or not,
+/// two ([`fast_tick`] reads only lines wholly in the buffer: about one in two thousand on a
+/// bundled tape read from its file), and the `iv` lines ([`fast_iv`]). `None` for anything else, valid or not,
 /// which [`parse_object`] and [`parse_event`] then read: the same events either way
 /// (property-tested), and every refusal is theirs.
 fn fast_line(buf: &mut Vec<u8>, keys: &[(u128, Sym)]) -> Option<TapeEvent> {
@@ -1348,7 +1348,8 @@ impl<R: BufRead> TapeReader<R> {
     }
 
     /// The general path of one line (the fast path in [`Iterator::next`] did not take it):
-    /// the line copied out of the reader, parsed as JSON, checked field by field.
+    /// the line copied out of the reader, then a canonical tick or `iv` line decoded by
+    /// [`fast_line`], anything else parsed as JSON and checked field by field.
     #[inline(never)]
     fn next_event(&mut self) -> Option<Res<TapeEvent>> {
         let line = self.line + 1;
@@ -1424,7 +1425,8 @@ impl<R: BufRead> Iterator for TapeReader<R> {
             // decoded in place, without copying or allocating. Anything else (another event
             // type, other key order or spacing, an unusual number, a line split across buffer
             // refills, a tick out of order, a refusal) goes through the general path, which
-            // decides alone what is accepted and how a line is refused.
+            // decides alone what is accepted and how a line is refused (it hands a canonical
+            // tick or `iv` line it read whole to `fast_line`, the same decoder).
             match self.r.fill_buf() {
                 Ok(avail) => {
                     if let Some((tick, used)) = fast_tick(avail, &self.keys) {
