@@ -1967,16 +1967,20 @@ mod tests {
                 prop_assert_eq!(fast, read_tape_bytes(t.as_bytes()));
             }
 
-            /// Every tick the canonical writer emits takes the fast path, with its value.
+            /// Every tick the canonical writer emits takes the fast path, with its value; read
+            /// whole by the general path's line reader (a tick the reader's buffer cut in two),
+            /// it takes [`fast_line`], as does every canonical `iv` line without a skew.
             #[test]
-            fn canonical_ticks_take_the_fast_path(
+            fn canonical_lines_take_the_fast_paths(
                 ms in 0u32..86_400_000,
                 spy in any::<bool>(),
                 raw in 1i64..=1_000_000_000_000_000,
                 sz in any::<u64>(),
                 crlf in any::<bool>(),
+                iv_raw in 1u64..=100_000,
             ) {
                 let h = read_tape_bytes(format!("{HDR}\n").as_bytes()).unwrap().0;
+                let keys = sym_keys(&h);
                 let sym = Sym::new(if spy { "SPY" } else { "SPX" }).unwrap();
                 let tick = Tick { ts: Ts(ms), sym, px: Px(raw), sz };
                 let mut line = Vec::new();
@@ -1984,39 +1988,19 @@ mod tests {
                 if crlf {
                     line.insert(line.len() - 1, b'\r');
                 }
-                prop_assert_eq!(fast_tick(&line, &sym_keys(&h)), Some((tick, line.len())));
+                prop_assert_eq!(fast_tick(&line, &keys), Some((tick, line.len())));
                 // The same line cut anywhere before its end is left to the general path.
                 for cut in [1, line.len() / 2, line.len() - 1] {
-                    prop_assert_eq!(fast_tick(&line[..cut], &sym_keys(&h)), None);
+                    prop_assert_eq!(fast_tick(&line[..cut], &keys), None);
                 }
-            }
-        }
-
-        proptest! {
-            #![proptest_config(ProptestConfig::with_cases(512))]
-            /// A canonical tick or `iv` line the general path's line reader read whole (a
-            /// tick cut in two by the reader's buffer; any `iv` line without a skew) is
-            /// decoded without serde, with its value.
-            #[test]
-            fn whole_canonical_lines_take_the_fast_line_path(
-                ms in 0u32..86_400_000,
-                spy in any::<bool>(),
-                raw in 1i64..=1_000_000_000_000_000,
-                sz in any::<u64>(),
-                iv_raw in 1u64..=100_000,
-            ) {
-                let h = read_tape_bytes(format!("{HDR}\n").as_bytes()).unwrap().0;
-                let sym = Sym::new(if spy { "SPY" } else { "SPX" }).unwrap();
                 // Four decimals at most, as the bundled tapes write them.
                 let atm_iv = iv_raw as f64 / 1e4;
-                for ev in [
-                    TapeEvent::Tick(Tick { ts: Ts(ms), sym, px: Px(raw), sz }),
-                    TapeEvent::Iv(IvChange { ts: Ts(ms), sym, atm_iv, skew: None }),
-                ] {
+                let iv = TapeEvent::Iv(IvChange { ts: Ts(ms), sym, atm_iv, skew: None });
+                for ev in [TapeEvent::Tick(tick), iv] {
                     let mut line = Vec::new();
                     write_event(&mut line, &ev).unwrap();
                     prop_assert_eq!(line.pop(), Some(b'\n'));
-                    prop_assert_eq!(fast_line(&mut line, &sym_keys(&h)), Some(ev));
+                    prop_assert_eq!(fast_line(&mut line, &keys), Some(ev));
                 }
             }
         }
