@@ -109,8 +109,9 @@ struct SortedSamples {
     lasts: Vec<f64>,
     len: usize,
     /// Where the previous value went (block, index): a sampled series moves little from one
-    /// second to the next, so the next value usually goes at or near it. Checked at every
-    /// insertion, and searched for when wrong.
+    /// second to the next, so the next value usually goes at or near it. Only a hint (after
+    /// a block splits it may point past its block's end): checked at every insertion, and
+    /// searched for when wrong.
     hint: (usize, usize),
 }
 
@@ -322,7 +323,7 @@ impl SymState {
 }
 
 /// `b.partition_point(|&y| y <= x)` for a sorted `b`, found by stepping from `from` when it
-/// is at most [`NEAR`] places off (the hint of [`SortedSamples::insert`]), else by halving.
+/// is within [`NEAR`] steps of it (the hint of [`SortedSamples::insert`]), else by halving.
 /// A step reads the neighbours of the previous insertion, already in cache; a halving's
 /// reads each wait for the one before.
 #[inline]

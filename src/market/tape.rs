@@ -331,7 +331,8 @@ pub struct TapeReader<R> {
     last_ts: Option<Ts>,
     buf: Vec<u8>,
     done: bool,
-    /// Decode canonical tick lines with [`fast_tick`] (off only in tests of the fast path).
+    /// Decode canonical tick lines with [`fast_tick`], and canonical tick and `iv` lines the
+    /// general path read whole with [`fast_line`] (off only in tests of the fast paths).
     fast: bool,
     /// The header's symbols with their keys ([`SymKeys`]), for the fast paths.
     keys: SymKeys,
@@ -554,7 +555,8 @@ fn fast_tick_in(a: &[u8; TICK_LINE_MAX], keys: &[(u128, Sym)]) -> Option<(Tick, 
 /// The general path's line, `buf` (read whole, without its line end), decoded without
 /// serde when it is a canonical tick or `iv` line: a tick line the reader's buffer cut in
 /// two ([`fast_tick`] reads only lines wholly in the buffer: about one in two thousand on a
-/// bundled tape read from its file), and the `iv` lines ([`fast_iv`]). `None` for anything else, valid or not,
+/// bundled tape read from its file), a last line without its line end, a tick out of order
+/// (decoded, then refused by the order check as before), and the `iv` lines ([`fast_iv`]). `None` for anything else, valid or not,
 /// which [`parse_object`] and [`parse_event`] then read: the same events either way
 /// (property-tested), and every refusal is theirs.
 fn fast_line(buf: &mut Vec<u8>, keys: &[(u128, Sym)]) -> Option<TapeEvent> {
@@ -1279,8 +1281,8 @@ impl<R: BufRead> TapeReader<R> {
         })
     }
 
-    /// The same reader without the tick fast path: every line goes through the general
-    /// (serde) decoder. The reference the fast path is tested against.
+    /// The same reader without the fast paths ([`fast_tick`], [`fast_line`]): every line goes
+    /// through the general (serde) decoder. The reference the fast paths are tested against.
     #[doc(hidden)]
     pub fn reference(mut self) -> Self {
         self.fast = false;
@@ -1425,8 +1427,8 @@ impl<R: BufRead> Iterator for TapeReader<R> {
             // decoded in place, without copying or allocating. Anything else (another event
             // type, other key order or spacing, an unusual number, a line split across buffer
             // refills, a tick out of order, a refusal) goes through the general path, which
-            // decides alone what is accepted and how a line is refused (it hands a canonical
-            // tick or `iv` line it read whole to `fast_line`, the same decoder).
+            // alone decides how a line is refused (it hands a canonical tick or `iv` line it
+            // read whole to `fast_line`, which accepts only what serde would, with its value).
             match self.r.fill_buf() {
                 Ok(avail) => {
                     if let Some((tick, used)) = fast_tick(avail, &self.keys) {
