@@ -388,8 +388,6 @@ pub struct Engine {
     quiet_each: Vec<usize>,
     /// The rest, valued lazily, by instrument (`quiet` module).
     holders: Vec<quiet::Holders>,
-    /// Something was done to the plans from outside the plan loop: check the quiet ones.
-    quiet_dirty: bool,
     /// The earliest ttl of a quiet plan with entries open (it wakes the plan).
     quiet_ttl: Option<Ts>,
     pods: Vec<PodRt>,
@@ -555,7 +553,6 @@ impl Engine {
             quiet: Vec::new(),
             quiet_each: Vec::new(),
             holders: Vec::new(),
-            quiet_dirty: false,
             quiet_ttl: None,
             pods: Vec::new(),
             closed: false,
@@ -1246,13 +1243,12 @@ impl Engine {
     }
 
     /// The quiet plans at an event, before the plan loop (`quiet` module): a plan whose ttl
-    /// came (entries open), or that something done from outside the loop left with
-    /// something to do (a pod halt's flatten: an order, or a fill that left it flat), leaves
-    /// the quiet set and is woken to step at this event; the rest are valued.
+    /// came (entries open) leaves the quiet set and is woken to step at this event; the rest
+    /// are valued. (Something done from outside the loop, a pod halt's flatten say, marks the
+    /// schedule stale: at the next event every plan leaves the quiet set and steps.)
     fn step_quiet(&mut self) {
         let now = self.sh.now;
-        if self.quiet_dirty || self.quiet_ttl.is_some_and(|t| now >= t) {
-            self.quiet_dirty = false;
+        if self.quiet_ttl.is_some_and(|t| now >= t) {
             let mut j = 0;
             while let Some(&(i, pos)) = self.quiet.get(j) {
                 let p = &self.plans[i];
@@ -1655,7 +1651,6 @@ impl Engine {
                 continue;
             }
             pod.halted = true;
-            self.quiet_dirty = true;
             self.sh.sched.stale = true;
             let (name, limit) = (pod.name.clone(), pod.limit);
             self.sh.bus.emit(Event::PodHalt {
@@ -1695,7 +1690,6 @@ impl Engine {
     /// STAND-DOWN of one owner's book: only the plans it armed are de-armed (`None`: every
     /// plan). The `stand-down` event names the owner.
     pub fn stand_down_as(&mut self, reason: &str, owner: Option<&str>) {
-        self.quiet_dirty = true;
         self.sh.sched.stale = true;
         self.sh.bus.emit(Event::StandDown {
             ts: self.sh.now,
@@ -1726,7 +1720,6 @@ impl Engine {
             outcome,
         });
         if let Some(i) = hit {
-            self.quiet_dirty = true;
             self.sh.sched.stale = true;
             stand_down_plan(&mut self.plans[i], &mut self.sh, "cancel");
         }
