@@ -556,9 +556,10 @@ fn fast_tick_in(a: &[u8; TICK_LINE_MAX], keys: &[(u128, Sym)]) -> Option<(Tick, 
 /// serde when it is a canonical tick or `iv` line: a tick line the reader's buffer cut in
 /// two ([`fast_tick`] reads only lines wholly in the buffer: about one in two thousand on a
 /// bundled tape read from its file), a last line without its line end, a tick out of order
-/// (decoded, then refused by the order check as before), and the `iv` lines ([`fast_iv`]). `None` for anything else, valid or not,
-/// which [`parse_object`] and [`parse_event`] then read: the same events either way
-/// (property-tested), and every refusal is theirs.
+/// (decoded, then refused by the order check as before), and the `iv` lines
+/// ([`fast_iv`]). `None` for anything else, valid or not, which [`parse_object`] and
+/// [`parse_event`] then read: the same events either way (property-tested), and every
+/// refusal is theirs.
 fn fast_line(buf: &mut Vec<u8>, keys: &[(u128, Sym)]) -> Option<TapeEvent> {
     if buf.last() != Some(&b'}') {
         return None;
@@ -1462,9 +1463,9 @@ impl<R> TapeReader<R> {
     }
 }
 
-/// The tape file's read buffer: 128 KiB, 26 reads for a bundled tape's 3.3 MB (the
-/// default 8 KiB made 400, about 4% of a busy run's wall time in the kernel), and few tick
-/// lines cut at its end.
+/// The tape file's read buffer: 128 KiB, 26 reads for a bundled tape's 3.3 MB where the
+/// default 8 KiB made about 400 (reading was about 4% of a busy run's wall time, most of it
+/// the copy, which stays; the calls' own cost goes), and few tick lines cut at its end.
 const TAPE_READ_BUF: usize = 128 * 1024;
 
 /// Open a tape file for streaming.
