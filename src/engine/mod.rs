@@ -42,7 +42,8 @@ use crate::lang::ast::{
 };
 use crate::market::state::i128_f64;
 use crate::market::{
-    Expiry, MarketState, Px, Right, Series as MSeries, Sym, TapeError, TapeEvent, TapeHeader, Ts,
+    Expiry, MarketState, MoneyMemo, Px, Right, Series as MSeries, Sym, TapeError, TapeEvent,
+    TapeHeader, Ts,
 };
 
 pub use fill::{FillModel, StrictCrossV1};
@@ -198,6 +199,8 @@ struct InstRt {
     marked_at: (u64, u64),
     /// The latest pegged limit priced at `q` (cleared when `q` is priced again).
     peg: Option<PegMemo>,
+    /// An option's recent moneyness logs by spot, for its re-pricing (`None` for shares).
+    money: Option<MoneyMemo>,
 }
 
 /// A pegged limit priced at an instrument's current quote, for the next order pegged alike:
@@ -1981,6 +1984,7 @@ fn resolve_inst(p: &PlanRt, sh: &mut Shared, spec: InstSpec) -> Result<usize, St
         marked: None,
         marked_at: (u64::MAX, u64::MAX),
         peg: None,
+        money: matches!(kind, InstKind::Opt { .. }).then(MoneyMemo::default),
     });
     Ok(sh.insts.len() - 1)
 }
@@ -2003,19 +2007,22 @@ fn quote(sh: &mut Shared, inst: usize) -> Option<QuoteF> {
             expiry,
             strike,
             right,
-        } => sh
-            .ms
-            .book_quote_at(ir.ms_i, expiry, strike, right)
-            .map(|q| QuoteF {
-                fair: q.fair,
-                intrinsic: q.intrinsic,
-                bid: q.bid,
-                ask: q.ask,
-                mid: q.mid,
-                last: q.last,
-                option: true,
-                quoted: q.quoted,
-            }),
+        } => {
+            let ms_i = ir.ms_i;
+            let money = sh.insts[inst].money.get_or_insert_with(MoneyMemo::default);
+            sh.ms
+                .book_quote_memo_at(ms_i, expiry, strike, right, money)
+                .map(|q| QuoteF {
+                    fair: q.fair,
+                    intrinsic: q.intrinsic,
+                    bid: q.bid,
+                    ask: q.ask,
+                    mid: q.mid,
+                    last: q.last,
+                    option: true,
+                    quoted: q.quoted,
+                })
+        }
         InstKind::Shares => sh.ms.share_quote_at(ir.ms_i).map(|q| QuoteF {
             fair: q.fair.to_f64(),
             intrinsic: q.fair,

@@ -133,6 +133,7 @@ impl CPrice {
     }
 
     /// The limit on the tick grid: a buy rounds down, a sell up; at least one tick.
+    #[inline]
     pub fn limit(&self, q: &QuoteF, buy: bool, basis: Option<f64>) -> Option<Px> {
         to_grid(self.value(q, buy, basis)?, q, buy)
     }

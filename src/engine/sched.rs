@@ -259,6 +259,7 @@ impl Sched {
     /// Step the sleepers whose time came (their sleep is over: their step sets their state
     /// again) or whose symbols had an event (`sym_events`): those step *light*
     /// ([`take_light`](Self::take_light)) and stay asleep.
+    #[inline]
     fn wake_sleepers(&mut self, sym_events: u64, now: Ts) {
         if self.next_until.is_some_and(|t| now >= t) {
             let mut next: Option<Ts> = None;

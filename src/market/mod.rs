@@ -22,7 +22,7 @@ pub use generator::{
     DEFAULT_DATE, EDGE_SECS, FamilyMember, GenOptions, Generator, Regime, generate,
     generate_family, generate_with, tape_name, write_generated,
 };
-pub use options::{BookQuote, Expiry, Quote, Right, ShareQuote, Smile};
+pub use options::{BookQuote, Expiry, MoneyMemo, Quote, Right, ShareQuote, Smile};
 pub use quote::{OptionKey, QuoteInst, TapeQuote, occ_symbol, parse_occ};
 pub use state::{MIN_PERCENTILE_SAMPLES, MarketState, Series};
 pub use tape::{

@@ -31,8 +31,8 @@
 //! untracked series is computed on demand by sorting a copy (correct, slower).
 
 use super::options::{
-    BookQuote, Expiry, Quote, Right, ShareQuote, Smile, black_scholes, book_quote, open_interest,
-    price_option,
+    BookQuote, Expiry, MoneyMemo, Quote, Right, ShareQuote, Smile, black_scholes, book_quote,
+    book_quote_memo, open_interest, price_option,
 };
 use super::quote::{OptionKey, QuoteInst};
 use super::tape::{Headline, TapeEvent, TapeHeader};
@@ -965,6 +965,35 @@ impl MarketState {
         let s = self.syms.get(sym)?;
         let (spot, smile, _, t) = self.listed(s, expiry, strike)?;
         let b = book_quote(right, spot, strike, t, self.rate, smile)?;
+        self.with_tape_book(s, expiry, strike, right, b)
+    }
+
+    /// [`book_quote_at`](Self::book_quote_at) with the contract's own [`MoneyMemo`] (the
+    /// engine's re-pricing of a resting option): the same values.
+    pub fn book_quote_memo_at(
+        &self,
+        sym: usize,
+        expiry: Expiry,
+        strike: Px,
+        right: Right,
+        memo: &mut MoneyMemo,
+    ) -> Option<BookQuote> {
+        let s = self.syms.get(sym)?;
+        let (spot, smile, _, t) = self.listed(s, expiry, strike)?;
+        let b = book_quote_memo(right, spot, strike, t, self.rate, smile, memo)?;
+        self.with_tape_book(s, expiry, strike, right, b)
+    }
+
+    /// A model book `b`, with the tape's quote of the contract in place of its bid and ask
+    /// when the tape carries one.
+    fn with_tape_book(
+        &self,
+        s: &SymState,
+        expiry: Expiry,
+        strike: Px,
+        right: Right,
+        b: BookQuote,
+    ) -> Option<BookQuote> {
         match self.tape_book(s, expiry, strike, right) {
             Some((bid, ask)) => Some(b.with_tape_book(bid, ask)),
             None => Some(b),
