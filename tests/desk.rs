@@ -1347,3 +1347,29 @@ fn a_click_focuses_the_pane_under_it_and_the_wheel_scrolls_the_log() {
     assert_eq!(app.focus, Pane::Editor);
     assert_eq!(app.editor.text(), "STAND-DOWN   pasted\n");
 }
+
+#[test]
+fn a_persons_refused_turn_counts_the_tokens_they_wrote() {
+    let mut app = app();
+    let text = "PLAN p budget 0.1R ttl 15:00\n  WHEN time >= 10:00\n  DO buy 1 +1 C @ spot\n";
+    let row = app.human_turn(text).expect("the turn is back at once");
+    assert_eq!(row.routed().map(|r| r.outcome.name()), Some("invalid"));
+    let written =
+        kestrel_desk::tokens::count_reply(text, kestrel_desk::tokens::Encoding::Cl100k).unwrap();
+    assert!(written > 10, "{written}");
+    assert_eq!(
+        row.tokens().map(|t| t.reply),
+        Some(written),
+        "the reply as written, not the (empty) canonical text of a refused turn"
+    );
+    // A turn that parses counts what was written too: comments and all.
+    let row = app
+        .human_turn("# a note to self\nSTAND-DOWN enough\n")
+        .unwrap();
+    let whole = kestrel_desk::tokens::count_reply(
+        "# a note to self\nSTAND-DOWN enough\n",
+        kestrel_desk::tokens::Encoding::Cl100k,
+    )
+    .unwrap();
+    assert_eq!(row.tokens().map(|t| t.reply), Some(whole));
+}

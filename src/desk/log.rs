@@ -358,11 +358,11 @@ pub fn decode(no: u64, line: &str) -> Row {
             String::new(),
             format!("{wake}: {outcome} rejected by {by}"),
         ),
-        Event::Repair { ts, wake, .. } => (
+        Event::Repair { ts, wake, attempt } => (
             Some(ts),
             Kind::Turn,
             String::new(),
-            format!("{wake}: re-asked (repair)"),
+            format!("{wake}: {}", attempt_summary(&attempt)),
         ),
         Event::StandDown { ts, reason, owner } => (
             Some(ts),
@@ -743,9 +743,71 @@ fn run_key(summary: &str) -> &str {
         .map_or(summary, |(order, _)| order)
 }
 
+/// One attempt of a repair loop as the Log shows it: which attempt, what came of it, and,
+/// for a refused reply, whether the author was asked again. The first reply is "attempt 1",
+/// not a re-ask: only an attempt after a refused one is.
+fn attempt_summary(a: &crate::turn::repair::RepairAttempt) -> String {
+    let n = a.attempt + 1;
+    let tokens = a.tokens;
+    if a.errors.is_empty() {
+        return format!("attempt {n}: {} ({tokens} tokens)", a.outcome);
+    }
+    let e = a.errors.len();
+    let then = match a.next_parsed {
+        Some(_) => "re-asked",
+        None => "not re-asked",
+    };
+    format!(
+        "attempt {n}: {} with {e} error{} ({tokens} tokens), {then}",
+        a.outcome,
+        if e == 1 { "" } else { "s" }
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_first_reply_is_an_attempt_not_a_re_ask() {
+        use crate::bus::{Event, canonical_line};
+        use crate::market::Ts;
+        use crate::turn::repair::RepairAttempt;
+        let attempt = |n: u32, errors: usize, next: Option<bool>| {
+            let line = canonical_line(&Event::Repair {
+                ts: Ts::hms(9, 30, 0, 0),
+                wake: "open".into(),
+                attempt: RepairAttempt {
+                    attempt: n,
+                    written: "PASS".into(),
+                    outcome: if errors == 0 { "authored" } else { "invalid" }.into(),
+                    errors: (0..errors)
+                        .map(|_| crate::turn::TurnError {
+                            code: "PARSE".into(),
+                            rule: "syntax".into(),
+                            message: "expected a plan".into(),
+                            line: 1,
+                            col: 1,
+                        })
+                        .collect(),
+                    guided: None,
+                    tokens: 12,
+                    next_parsed: next,
+                    retries: Vec::new(),
+                },
+            });
+            decode(0, &String::from_utf8(line).unwrap()).summary
+        };
+        assert_eq!(attempt(0, 0, None), "open: attempt 1: authored (12 tokens)");
+        assert_eq!(
+            attempt(0, 2, Some(true)),
+            "open: attempt 1: invalid with 2 errors (12 tokens), re-asked"
+        );
+        assert_eq!(
+            attempt(2, 1, None),
+            "open: attempt 3: invalid with 1 error (12 tokens), not re-asked"
+        );
+    }
 
     #[test]
     fn a_frame_is_shown_as_its_lines() {

@@ -288,11 +288,9 @@ mod tests {
                     human_done = true;
                     let ctx =
                         TurnContext::new(WakePhase::Mid, Profile::AuthoringV2, AuthorKind::Human);
-                    let t = route(
-                        &Reply::Text("PLAN theirs budget 0.1R ttl 10:00\n  WHEN time >= 09:41\n  DO buy 1 shares @ ask\n".into()),
-                        &ctx,
-                    );
-                    s.record_human(w.ts, "desk", t);
+                    let text = "PLAN theirs budget 0.1R ttl 10:00\n  WHEN time >= 09:41\n  DO buy 1 shares @ ask\n";
+                    let t = route(&Reply::Text(text.into()), &ctx);
+                    s.record_human(w.ts, "desk", t, text);
                 }
             }
         }

@@ -1660,7 +1660,7 @@ impl Session {
                 .unwrap_or_else(|| "refused".into()),
             o => o.name().to_string(),
         };
-        self.run.record_human(ts, DESK_WAKE, routed.clone());
+        self.run.record_human(ts, DESK_WAKE, routed.clone(), text);
         let i = self.run.turn_log().len().saturating_sub(1);
         self.desk_turns
             .push((i, author.to_string(), result.clone()));
@@ -2255,14 +2255,10 @@ fn first_view(doc: &ast::Document) -> Option<ast::View> {
 }
 
 fn turn_line(e: &TurnEntry, desk: Option<&(usize, String, String)>, agent: &str) -> TurnLine {
-    let tokens = e.turn.as_ref().and_then(|t| {
-        let written = if desk.is_some() {
-            &t.kestrel
-        } else {
-            &e.written
-        };
-        tokens::measure(written, t, Encoding::Cl100k).ok()
-    });
+    let tokens = e
+        .turn
+        .as_ref()
+        .and_then(|t| tokens::measure(&e.written, t, Encoding::Cl100k).ok());
     TurnLine {
         ts: e.ts,
         wake: e.wake.clone(),

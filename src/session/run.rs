@@ -426,7 +426,7 @@ impl<R: BufRead> Run<R> {
     /// Put a turn routed outside the wake loop (a person's, from the desk's editor) on the
     /// Bus as a `turn` event at `at`, counted and journaled like an author's. It is only
     /// recorded: the caller carries out its act.
-    pub fn record_human(&mut self, at: Ts, wake: &str, routed: RoutedTurn) {
+    pub fn record_human(&mut self, at: Ts, wake: &str, routed: RoutedTurn, written: &str) {
         let ans = Answer {
             run: RepairRun {
                 turn: routed,
@@ -438,6 +438,11 @@ impl<R: BufRead> Run<R> {
             at: Some(at),
         };
         self.record(at, wake, &ans);
+        if let Some(e) = self.turn_log.last_mut() {
+            // What the person wrote, whole: the reply its token figures count (a refused
+            // turn has no canonical text, but its words were still written).
+            e.written = written.to_string();
+        }
     }
 
     /// Is a turn still outstanding (it arrives later than its wake)?
