@@ -1373,3 +1373,28 @@ fn a_persons_refused_turn_counts_the_tokens_they_wrote() {
     .unwrap();
     assert_eq!(row.tokens().map(|t| t.reply), Some(whole));
 }
+
+#[test]
+fn the_plans_and_blotter_keep_every_figure_whole_at_160x48() {
+    // The README's desk: the bundled examples and the house agent.
+    let session = desk::open_session(&args(&["kestrel", "--no-save"]), None).unwrap();
+    let (themes, keys, _) = desk::load_config(None);
+    let mut app = App::new(SessionHandle::inline(session), themes, keys);
+    app.send(Command::Seek(ms(10, 32, 0)));
+    app.tick();
+    let s = screen(&app, 160, 48);
+    // Every plan's ttl whole (it was `15:…`), and the pane's header over them.
+    for ttl in ["15:00", "+30m", "15:30", "15:45", "14:30"] {
+        assert!(has(&s, ttl), "ttl {ttl} whole:\n{}", s.join("\n"));
+    }
+    assert!(!s.iter().any(|l| l.contains("15:…")), "{}", s.join("\n"));
+    press(&mut app, KeyCode::Char('b'));
+    let s = screen(&app, 160, 48);
+    let text = s.join("\n");
+    // The Blotter wraps a row rather than cut a price or a P&L: open P&L in $ and R, each
+    // position's P&L and the latest fill's price.
+    assert!(has(&s, "open +$167.24 +0.17R"), "{text}");
+    assert!(has(&s, "open +$65.00"), "{text}");
+    assert!(has(&s, "@ 0.89"), "the latest fill's price:\n{text}");
+    assert!(has(&s, "breakout +1 SPY 0dte 518.00 C"), "{text}");
+}

@@ -459,39 +459,67 @@ fn why_style(app: &App, p: &PlanLine) -> Style {
 fn draw_plans_narrow(f: &mut Frame, app: &App, r: Rect, title: String) {
     let t = app.theme();
     let w = usize::from(r.width.saturating_sub(2));
-    // The name column is as wide as the longest name where the pane has room (the rest of
-    // the row takes 36 columns), so a name is cut (with `…`) only when it cannot fit.
-    let longest = app
-        .snap
-        .plans
+    let plans = &app.snap.plans;
+    // Every column but the name is as wide as its widest value (or its header), so a ttl or
+    // a P&L is never cut; the name takes what is left (cut with `…` only when it must).
+    let cells: Vec<[String; 4]> = plans
         .iter()
-        .map(|p| p.name.chars().count())
-        .max()
-        .unwrap_or(4);
-    let nw = longest.clamp(4, w.saturating_sub(36).max(12));
-    let mut lines: Vec<Line<'static>> = vec![Line::from(Span::styled(
-        format!(
-            "{:<nw$} {:<5} {:<10} {:<11} ttl",
-            "plan", "by", "state", "pnl/budget"
-        ),
-        Style::default().fg(t.ui_muted()),
-    ))];
-    for (i, p) in app.snap.plans.iter().enumerate() {
-        let name = super::fit::fit(&p.name, nw);
-        let mut first = Line::from(vec![
-            Span::raw(format!("{name:<nw$} {:<5} ", owner_label(&p.owner))),
-            Span::styled(
-                format!("{:<10}", crate::bus::canon::state_name(p.state)),
-                state_color(app, p.state),
-            ),
-            Span::raw(format!(
-                " {:<11} {}",
+        .map(|p| {
+            [
+                owner_label(&p.owner),
+                crate::bus::canon::state_name(p.state).to_string(),
                 format!("{:+.2}/{:.2}R", p.pnl_r, p.budget_r),
                 p.ttl
                     .as_ref()
                     .map(lang::print::ttl_text)
-                    .unwrap_or_default()
-            )),
+                    .unwrap_or_default(),
+            ]
+        })
+        .collect();
+    let header = ["by", "state", "pnl/budget", "ttl"];
+    let widths: Vec<usize> = (0..4)
+        .map(|c| {
+            cells
+                .iter()
+                .map(|row| row[c].chars().count())
+                .chain([header[c].chars().count()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let longest = plans
+        .iter()
+        .map(|p| p.name.chars().count())
+        .max()
+        .unwrap_or(4);
+    let fixed: usize = widths.iter().map(|w| w + 1).sum();
+    let nw = longest.clamp(4, w.saturating_sub(fixed).max(4));
+    let row_text = |name: &str, c: &[String; 4]| {
+        format!(
+            "{name:<nw$} {:<w0$} {:<w1$} {:<w2$} {}",
+            c[0],
+            c[1],
+            c[2],
+            c[3],
+            w0 = widths[0],
+            w1 = widths[1],
+            w2 = widths[2],
+        )
+    };
+    let head = Line::from(Span::styled(
+        row_text("plan", &header.map(String::from)),
+        Style::default().fg(t.ui_muted()),
+    ));
+    let mut lines: Vec<Line<'static>> = Vec::new();
+    for (i, (p, c)) in plans.iter().zip(&cells).enumerate() {
+        let name = super::fit::fit(&p.name, nw);
+        let mut first = Line::from(vec![
+            Span::raw(format!("{name:<nw$} {:<w0$} ", c[0], w0 = widths[0])),
+            Span::styled(
+                format!("{:<w1$}", c[1], w1 = widths[1]),
+                state_color(app, p.state),
+            ),
+            Span::raw(format!(" {:<w2$} {}", c[2], c[3], w2 = widths[2])),
         ]);
         let why_style = match p.risk {
             Some(_) => why_style(app, p),
@@ -506,13 +534,23 @@ fn draw_plans_narrow(f: &mut Frame, app: &App, r: Rect, title: String) {
         lines.push(fit(first, w));
         lines.push(fit(second, w));
     }
-    // Keep the selected plan in view.
-    let h = usize::from(r.height.saturating_sub(2));
-    let sel_end = 1 + 2 * (app.plan_sel + 1);
-    let skip = sel_end.saturating_sub(h);
-    let lines: Vec<Line> = lines.into_iter().skip(skip).collect();
+    // The header stays; the rows scroll to keep the selected plan in view, and the title
+    // says which plans show when not all fit.
+    let h = usize::from(r.height.saturating_sub(3));
+    let sel_end = 2 * (app.plan_sel + 1);
+    let skip = sel_end.saturating_sub(h).div_ceil(2) * 2;
+    let shown = (h / 2).max(1);
+    let title = if plans.len() > shown {
+        let first = skip / 2 + 1;
+        let last = (skip / 2 + shown).min(plans.len());
+        format!("{title} · {first}–{last} of {} ↕", plans.len())
+    } else {
+        title
+    };
+    let mut body: Vec<Line> = vec![fit(head, w)];
+    body.extend(lines.into_iter().skip(skip));
     f.render_widget(
-        Paragraph::new(lines).block(block(app, Pane::Plans, title)),
+        Paragraph::new(body).block(block(app, Pane::Plans, title)),
         r,
     );
 }
@@ -640,9 +678,12 @@ pub fn draw_blotter(f: &mut Frame, app: &App, r: Rect) {
     );
 }
 
-/// Money as the Blotter shows it: `+191.00$`.
+/// Money as the Blotter shows it: `+$191.00`, `-$99.00` (the sign of the cents shown, so
+/// a loss under half a cent reads `+$0.00`, never `-$0.00`).
 fn usd(x: f64) -> String {
-    format!("{x:+.2}$")
+    let cents = (x * 100.0).round();
+    let sign = if cents < 0.0 { '-' } else { '+' };
+    format!("{sign}${:.2}", cents.abs() / 100.0)
 }
 
 /// R as the Blotter shows it: `+0.19R`.
@@ -697,37 +738,66 @@ pub fn blotter_lines(app: &App, h: usize, w: usize) -> Vec<Line<'static>> {
         let mut one = total;
         one.extend(parts);
         vec![Line::from(one)]
+    } else if width(&parts) <= w + 4 {
+        // Realised and open on one line under the total, `real` for short.
+        let mut parts = parts;
+        if let Some(first) = parts.first_mut() {
+            first.content = "  real ".into();
+        }
+        let mut v = wrap(Line::from(total), w);
+        v.extend(wrap(Line::from(parts), w));
+        v
     } else {
-        vec![Line::from(total), Line::from(parts)]
+        // Too narrow for one line: the total, then realised and open, a line each.
+        let mut v = wrap(Line::from(total), w);
+        let mut parts = parts.into_iter();
+        let realised: Vec<Span> = parts.by_ref().take(2).collect();
+        v.extend(wrap(Line::from(realised), w));
+        let mut open: Vec<Span> = parts.collect();
+        if let Some(first) = open.first_mut() {
+            first.content = "  open ".into();
+        }
+        v.extend(wrap(Line::from(open), w));
+        v
     };
+    // An option of the session's own date reads `SPY 0dte 518.00 C`: what a trader calls it,
+    // and short enough that a row keeps its figures on one line.
+    let today = format!(" {} ", app.snap.date);
+    let inst = |i: &str| i.replacen(&today, " 0dte ", 1);
     // Sections share the rows: positions and working orders first, then the order log and
     // the fills, newest first, as many as fit. Each row leads with what a trader reads first
     // (open P&L, an order's state) and is cut with `…` at the pane's edge.
     let mut body: Vec<Line<'static>> = Vec::new();
-    body.push(Line::from(Span::styled(
-        format!(
-            "positions ({}) · mark: mid (shares), model fair (options)",
-            b.positions.len()
-        ),
-        muted,
-    )));
+    let head = format!(
+        "positions ({}) · mark: mid (shares), model fair (options)",
+        b.positions.len()
+    );
+    let head = if head.chars().count() <= w {
+        head
+    } else {
+        format!("positions ({}) · mark: mid / model", b.positions.len())
+    };
+    body.push(Line::from(Span::styled(head, muted)));
     if b.positions.is_empty() {
         body.push(Line::from(Span::styled("  flat", muted)));
     }
     for p in &b.positions {
         let kind = if p.model { "model" } else { "mid" };
-        body.push(Line::from(vec![
-            Span::raw(format!("  {} {:+} {} ", p.plan, p.qty, p.instrument)),
-            Span::styled(
-                format!("open {}", usd(p.open_usd)),
-                pnl_style(app, p.open_usd),
-            ),
-            Span::raw(format!(" {kind} {:.2} avg {:.2}", p.mark, p.avg_px)),
-            Span::styled(
-                format!(" real {}", usd(p.real_usd)),
-                pnl_style(app, p.real_usd),
-            ),
-        ]));
+        body.extend(wrap(
+            Line::from(vec![
+                Span::raw(format!("  {} {:+} {} ", p.plan, p.qty, inst(&p.instrument))),
+                Span::styled(
+                    format!("open {}", usd(p.open_usd)),
+                    pnl_style(app, p.open_usd),
+                ),
+                Span::raw(format!(" {kind} {:.2} avg {:.2}", p.mark, p.avg_px)),
+                Span::styled(
+                    format!(" real {}", usd(p.real_usd)),
+                    pnl_style(app, p.real_usd),
+                ),
+            ]),
+            w,
+        ));
     }
     let orders = &b.order_log;
     body.push(Line::from(Span::styled(
@@ -738,9 +808,36 @@ pub fn blotter_lines(app: &App, h: usize, w: usize) -> Vec<Line<'static>> {
         ),
         muted,
     )));
+    // Rows wrap rather than cut (a price or a P&L is never lost at the edge): the rooms
+    // below count lines, and a row goes in whole or not at all.
     let room = h.saturating_sub(lines.len() + body.len() + 1);
-    let fills_room = room / 2;
-    let order_room = room - fills_room;
+    let fill_rows: Vec<Vec<Line<'static>>> = b
+        .fills
+        .iter()
+        .rev()
+        .map(|x| {
+            let side = Style::default().fg(t.get(if x.side == "buy" {
+                Role::MarketUp
+            } else {
+                Role::MarketDown
+            }));
+            wrap(
+                Line::from(vec![
+                    Span::raw(format!("  {} {} ", x.time, x.plan)),
+                    Span::styled(format!("{} {}", x.side, x.qty), side),
+                    Span::raw(format!(
+                        " {} @ {:.2}{}",
+                        inst(&x.instrument),
+                        x.px,
+                        if x.quoted { " (quoted)" } else { "" }
+                    )),
+                ]),
+                w,
+            )
+        })
+        .collect();
+    let fills_room = (room / 2).max(fill_rows.first().map_or(1, Vec::len));
+    let mut order_room = room.saturating_sub(fills_room);
     // Working orders first (newest first), then the rest, newest first.
     let mut shown: Vec<&crate::view::snapshot::OrderLogRow> = orders
         .iter()
@@ -748,7 +845,7 @@ pub fn blotter_lines(app: &App, h: usize, w: usize) -> Vec<Line<'static>> {
         .filter(|o| o.state == "working")
         .collect();
     shown.extend(orders.iter().rev().filter(|o| o.state != "working"));
-    for o in shown.into_iter().take(order_room.max(1)) {
+    for o in shown {
         let state_style = match o.state.as_str() {
             "working" => Style::default().fg(t.state_info()),
             "filled" => Style::default().fg(t.state_ok()),
@@ -757,7 +854,7 @@ pub fn blotter_lines(app: &App, h: usize, w: usize) -> Vec<Line<'static>> {
         };
         let mut spans = vec![
             Span::raw("  "),
-            Span::styled(format!("{:<9}", o.state), state_style),
+            Span::styled(format!("{:<9} ", o.state), state_style),
             Span::raw(format!("{} ", o.plan)),
         ];
         if o.state != "vetoed" {
@@ -765,7 +862,7 @@ pub fn blotter_lines(app: &App, h: usize, w: usize) -> Vec<Line<'static>> {
                 "{} {} {} @ {:.2} ",
                 o.side,
                 o.qty,
-                o.instrument,
+                inst(&o.instrument),
                 o.limit.unwrap_or(0.0)
             )));
         }
@@ -778,32 +875,90 @@ pub fn blotter_lines(app: &App, h: usize, w: usize) -> Vec<Line<'static>> {
             spans.push(Span::styled(format!("{r} "), risk_style));
         }
         spans.push(Span::styled(format!("{} {}", o.clause, o.time), muted));
-        body.push(Line::from(spans));
+        let row = wrap(Line::from(spans), w);
+        if row.len() > order_room {
+            // (The header counts the working orders that did not fit.)
+            break;
+        }
+        order_room -= row.len();
+        body.extend(row);
     }
     body.push(Line::from(Span::styled(
         format!("fills ({})", b.fills.len()),
         muted,
     )));
-    for x in b.fills.iter().rev().take(fills_room.max(1)) {
-        let side = Style::default().fg(t.get(if x.side == "buy" {
-            Role::MarketUp
-        } else {
-            Role::MarketDown
-        }));
-        body.push(Line::from(vec![
-            Span::raw(format!("  {} {} ", x.time, x.plan)),
-            Span::styled(format!("{} {}", x.side, x.qty), side),
-            Span::raw(format!(
-                " {} @ {:.2}{}",
-                x.instrument,
-                x.px,
-                if x.quoted { " (quoted)" } else { "" }
-            )),
-        ]));
+    let mut left = fills_room;
+    for row in fill_rows {
+        if row.len() > left {
+            break;
+        }
+        left -= row.len();
+        body.extend(row);
     }
     lines.extend(body);
     lines.truncate(h.max(1));
     lines.into_iter().map(|l| fit(l, w)).collect()
+}
+
+/// A line wrapped at spaces to `w` columns (styles kept): the continuation lines are
+/// indented four columns; a word longer than a line is cut with `…` ([`fit`]).
+fn wrap(line: Line<'static>, w: usize) -> Vec<Line<'static>> {
+    const INDENT: &str = "    ";
+    if line.width() <= w || w <= INDENT.len() + 8 {
+        return vec![fit(line, w)];
+    }
+    // The line as words, each a list of styled pieces, with the spaces before it.
+    let mut words: Vec<(usize, Vec<Span<'static>>)> = Vec::new();
+    let mut gap = 0usize;
+    let mut glued = false;
+    for sp in line.spans {
+        let style = sp.style;
+        let text = sp.content.into_owned();
+        let mut rest = text.as_str();
+        while !rest.is_empty() {
+            let spaces = rest.len() - rest.trim_start_matches(' ').len();
+            if spaces > 0 {
+                gap += spaces;
+                glued = false;
+                rest = &rest[spaces..];
+                continue;
+            }
+            let end = rest.find(' ').unwrap_or(rest.len());
+            let piece = Span::styled(rest[..end].to_string(), style);
+            // `@` stays with the price after it.
+            let after_at = words
+                .last()
+                .is_some_and(|(_, p)| p.last().is_some_and(|x| x.content == "@"));
+            match words.last_mut() {
+                Some((_, pieces)) if glued && gap == 0 => pieces.push(piece),
+                Some((_, pieces)) if after_at => {
+                    pieces.push(Span::raw(" ".repeat(std::mem::take(&mut gap))));
+                    pieces.push(piece);
+                }
+                _ => words.push((std::mem::take(&mut gap), vec![piece])),
+            }
+            glued = true;
+            rest = &rest[end..];
+        }
+    }
+    let mut out: Vec<Line<'static>> = Vec::new();
+    let mut cur: Vec<Span<'static>> = Vec::new();
+    let mut cur_w = 0usize;
+    for (i, (gap, pieces)) in words.into_iter().enumerate() {
+        let ww: usize = pieces.iter().map(|p| p.content.chars().count()).sum();
+        if i > 0 && cur_w + gap + ww > w {
+            out.push(Line::from(std::mem::take(&mut cur)));
+            cur.push(Span::raw(INDENT));
+            cur_w = INDENT.len();
+        } else if gap > 0 {
+            cur.push(Span::raw(" ".repeat(gap)));
+            cur_w += gap;
+        }
+        cur_w += ww;
+        cur.extend(pieces);
+    }
+    out.push(Line::from(cur));
+    out.into_iter().map(|l| fit(l, w)).collect()
 }
 
 /// A line cut to `w` columns, with `…` where it was cut (styles kept).
