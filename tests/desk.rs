@@ -1398,3 +1398,32 @@ fn the_plans_and_blotter_keep_every_figure_whole_at_160x48() {
     assert!(has(&s, "@ 0.89"), "the latest fill's price:\n{text}");
     assert!(has(&s, "breakout +1 SPY 0dte 518.00 C"), "{text}");
 }
+
+#[test]
+fn a_notice_goes_stale_when_the_tape_has_moved_on() {
+    let session = desk::open_session(&args(&["kestrel", "--no-save"]), None).unwrap();
+    let (themes, keys, _) = desk::load_config(None);
+    let mut app = App::new(SessionHandle::inline(session), themes, keys);
+    app.message_hold = Duration::ZERO;
+    app.send(Command::Seek(ms(9, 35, 0)));
+    app.tick();
+    let veto = app.message.clone().unwrap_or_default();
+    assert!(
+        veto.contains("VETO"),
+        "the 09:34 veto is the news: {veto:?}"
+    );
+    // Two minutes on, it still is; an hour on, it is not.
+    app.send(Command::Seek(ms(9, 37, 0)));
+    app.tick();
+    assert_eq!(app.message.as_deref(), Some(veto.as_str()));
+    app.send(Command::Seek(ms(10, 35, 0)));
+    app.tick();
+    assert_eq!(app.message, None, "an hour-old veto is not shown as news");
+    // A message of the screen's own goes the same way, also when the tape is taken back
+    // before it.
+    app.message = Some("theme dark".into());
+    app.tick();
+    app.send(Command::Seek(ms(10, 0, 0)));
+    app.tick();
+    assert_eq!(app.message, None);
+}

@@ -149,6 +149,12 @@ pub struct App {
     pub message: Option<String>,
     /// Notices of the session already shown.
     notices_seen: usize,
+    /// The message as last seen by [`tick`](Self::tick), the tape time it is of (a notice's
+    /// own time, else the clock when it was set) and the wall time it was first shown.
+    message_seen: (Option<String>, Ts, std::time::Instant),
+    /// How long a message stays at least, in wall time, however fast the tape plays; after
+    /// that it goes once the tape is [`MESSAGE_TAPE_MS`] past it, or back before it.
+    pub message_hold: std::time::Duration,
     /// The number of the next turn submitted, and the one whose result is awaited with
     /// the editor text it was submitted from.
     next_submit: u64,
@@ -185,6 +191,9 @@ pub fn pane_spelling(name: &str) -> &'static str {
         _ => "levels",
     }
 }
+
+/// How far (tape milliseconds) the tape plays past a message before it goes: five minutes.
+pub const MESSAGE_TAPE_MS: u32 = 5 * 60 * 1000;
 
 impl App {
     /// A desk over a session.
@@ -228,6 +237,8 @@ impl App {
             view_scroll: 0,
             message,
             notices_seen,
+            message_seen: (None, Ts(0), std::time::Instant::now()),
+            message_hold: std::time::Duration::from_secs(3),
             next_submit: 1,
             awaiting_submit: None,
             warnings: Vec::new(),
@@ -270,6 +281,27 @@ impl App {
             .map_or(NoticeLevel::Info, |n| n.level)
     }
 
+    /// A message goes stale: once shown for [`message_hold`](Self::message_hold), it is
+    /// cleared when the tape has played [`MESSAGE_TAPE_MS`] past it or was taken back before
+    /// it (a veto at 09:34 is not the news at 16:00, nor after a seek to 09:00).
+    fn age_message(&mut self) {
+        if self.message != self.message_seen.0 {
+            self.message_seen = (
+                self.message.clone(),
+                self.snap.clock,
+                std::time::Instant::now(),
+            );
+            return;
+        }
+        let (at, since) = (self.message_seen.1, self.message_seen.2);
+        let now = self.snap.clock;
+        let stale = now < at || now.0.saturating_sub(at.0) > MESSAGE_TAPE_MS;
+        if self.message.is_some() && stale && since.elapsed() >= self.message_hold {
+            self.message = None;
+            self.message_seen.0 = None;
+        }
+    }
+
     /// The agent's answer waiting for the person.
     pub fn proposal(&self) -> Option<&Proposal> {
         self.agent().and_then(|a| a.proposal.as_ref())
@@ -302,9 +334,11 @@ impl App {
             let fresh = &self.snap.notices[self.snap.notices.len() - new..];
             if let Some(n) = fresh.iter().max_by_key(|n| n.level as u8) {
                 self.message = Some(n.text.clone());
+                self.message_seen = (self.message.clone(), n.ts, std::time::Instant::now());
             }
             self.notices_seen = self.snap.notices_total;
         }
+        self.age_message();
         if let (Some((id, text)), Some(r)) = (&self.awaiting_submit, &self.snap.last_submit)
             && r.id == *id
         {
