@@ -454,3 +454,123 @@ fn a_run_where_every_reply_failed_exits_1_and_the_url_secrets_stay_off_the_bus()
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+// ------------------------------------------------------- the desk's open path (review, item 1)
+
+/// The first `n` lines of the bundled trend tape: a tape cut at a line boundary.
+fn cut_tape(d: &Path, n: usize) -> PathBuf {
+    let text =
+        std::fs::read_to_string(root().join("tapes/trend-2025-04-09-s1.jsonl")).expect("tape");
+    let cut: String = text.lines().take(n).map(|l| format!("{l}\n")).collect();
+    let p = d.join("cut.jsonl");
+    std::fs::write(&p, cut).expect("write");
+    p
+}
+
+/// `run` and `tape info` refused a tape cut short (`ends-early`), but the desk opened it,
+/// played it to the cut and settled the book there as at the close. The desk now reads the
+/// whole tape before it opens and refuses it with `run`'s own line and exit code, before the
+/// terminal is taken over (so nothing but the error is written, and on stderr).
+#[test]
+fn the_desk_refuses_a_cut_tape_at_the_open_as_run_does() {
+    let d = scratch("desk-cut");
+    let tape = cut_tape(&d, 20_000);
+    let want = format!(
+        "{}: error code=TAPE line=20001 message=ends-early: ",
+        tape.display()
+    );
+    let (code, out, err) = kestrel(&["run", "--tape", s(&tape), "--plans", PLANS]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.starts_with(&want), "run: {err}");
+    let (code, out2, err) = kestrel(&["desk", "--tape", s(&tape), "--no-save"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        out.is_empty() && out2.is_empty(),
+        "nothing on stdout: {out2:?}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with(&want), "desk: {err}");
+    assert!(!err.contains("code=DESK"), "{err}");
+    // Bare `kestrel` is the desk.
+    let (code, _, err) = kestrel(&["--tape", s(&tape), "--no-save"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.starts_with(&want), "kestrel: {err}");
+    // A bad line anywhere in the tape is refused at the open too, naming its line.
+    let text =
+        std::fs::read_to_string(root().join("tapes/trend-2025-04-09-s1.jsonl")).expect("tape");
+    let mut lines: Vec<&str> = text.lines().collect();
+    let n = lines.len();
+    lines[n - 10] = "{\"type\":\"tick\"";
+    let bad = d.join("bad-line.jsonl");
+    std::fs::write(&bad, lines.join("\n") + "\n").expect("write");
+    let (code, _, err) = kestrel(&["desk", "--tape", s(&bad), "--no-save"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "{}: error code=TAPE line={} ",
+            bad.display(),
+            n - 9
+        )),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// `--open` reopens a saved session on the tape it names: a session on a tape that is cut
+/// short is refused at the open the same way.
+#[test]
+fn reopening_a_session_on_a_cut_tape_is_refused_at_the_open() {
+    let d = scratch("desk-cut-open");
+    let tape = cut_tape(&d, 20_000);
+    let session = d.join("s.jsonl");
+    let head = serde_json::json!({
+        "type": "desk-session", "v": 2, "tape": s(&tape), "tape_blake3": "",
+        "settings": {"r_usd": 1000, "fill": "strict-cross-v1", "profile": "authoring-v2",
+                     "copilot": false, "agent": null},
+    });
+    std::fs::write(&session, format!("{head}\n")).expect("write");
+    let (code, _, err) = kestrel(&["desk", "--open", s(&session), "--no-save"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "{}: error code=TAPE line=20001 message=ends-early: ",
+            tape.display()
+        )),
+        "{err}"
+    );
+    // The library's own open path refuses it too (the desk's tests and the thread the desk
+    // opens its session on come here).
+    let src = kestrel_desk::session::TapeSource::open(Some(s(&tape))).expect("read");
+    let e = kestrel_desk::session::Session::open(
+        src,
+        kestrel_desk::session::Settings::default(),
+        kestrel_desk::session::Opening::default(),
+    )
+    .err()
+    .expect("refused");
+    assert!(e.contains("code=TAPE") && e.contains("ends-early"), "{e}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// `kestrel agent` refused a cut tape only at its end, after asking the author at every
+/// wake up to there (a command author was run). It now reads the whole tape first.
+#[cfg(unix)]
+#[test]
+fn the_agent_refuses_a_cut_tape_before_its_author_is_asked() {
+    let d = scratch("agent-cut");
+    let tape = cut_tape(&d, 20_000);
+    let marker = d.join("asked");
+    let author = format!("cmd:cat >/dev/null; touch {}; echo PASS", s(&marker));
+    let (code, out, err) = kestrel(&["agent", "--tape", s(&tape), "--author", &author]);
+    assert_eq!(code, 1, "{err}");
+    assert!(out.is_empty(), "no report: {out}");
+    assert!(
+        err.starts_with(&format!(
+            "{}: error code=TAPE line=20001 message=ends-early: ",
+            tape.display()
+        )),
+        "{err}"
+    );
+    assert!(!marker.exists(), "the author was asked");
+    let _ = std::fs::remove_dir_all(&d);
+}

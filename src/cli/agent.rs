@@ -82,6 +82,13 @@ pub fn run(a: &AgentArgs) -> i32 {
         Ok(x) => x,
         Err(code) => return code,
     };
+    // The whole tape before the author is asked anything: `run` refuses a bad line or a
+    // tape cut short only when it reaches it, but by then an author would have been asked
+    // (and a command author run) at every wake up to there, for a run that is refused.
+    if let Err(e) = super::run::check_whole_tape(&a.tape) {
+        errln!("{e}");
+        return 1;
+    }
     super::signals::install();
     let profile = match a.profile {
         ProfileArg::AuthoringV2 => Profile::AuthoringV2,

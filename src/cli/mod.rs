@@ -60,6 +60,34 @@ mod turn;
 
 use clap::{Parser, Subcommand};
 
+/// An I/O error as the verbs word it after `cannot read PATH: `: `no such file` for a
+/// missing one (as `kestrel check` says it), the system's reason otherwise, without the
+/// `(os error N)` that Rust appends.
+pub(crate) fn io_reason(e: &std::io::Error) -> String {
+    use std::io::ErrorKind;
+    match e.kind() {
+        ErrorKind::NotFound => "no such file".into(),
+        ErrorKind::PermissionDenied => "permission denied".into(),
+        ErrorKind::IsADirectory => "is a directory".into(),
+        _ => {
+            let s = e.to_string();
+            match s.rfind(" (os error ") {
+                Some(i) if s.ends_with(')') => s[..i].to_string(),
+                _ => s,
+            }
+        }
+    }
+}
+
+/// `error code=IO message=cannot read PATH: REASON` ([`io_reason`]).
+pub(crate) fn cannot_read(path: &std::path::Path, e: &std::io::Error) -> String {
+    format!(
+        "error code=IO message=cannot read {}: {}",
+        path.display(),
+        io_reason(e)
+    )
+}
+
 /// Kestrel desk: a terminal desk where a person and an LLM agent fly one trading book.
 #[derive(Debug, Parser)]
 #[command(

@@ -282,9 +282,10 @@ pub fn run(a: &DeskArgs) -> i32 {
     match run_inner(a) {
         Ok(()) => 0,
         Err(e) => {
-            // An error that already carries its code is printed as it is.
+            // An error that already carries its code (alone, or after the file it is
+            // about, as `run` prints a tape's) is printed as it is.
             let e = e.to_string();
-            if e.starts_with("error code=") {
+            if e.starts_with("error code=") || e.contains(": error code=") {
                 crate::cli::errln!("{e}");
             } else {
                 crate::cli::errln!("error code=DESK message={e}");
@@ -306,7 +307,8 @@ fn session_path(a: &DeskArgs, tape: &TapeSource) -> Option<PathBuf> {
 }
 
 /// Check the options and say where the session will be saved, before the terminal is
-/// taken over: a bad `--open`, `--plans` or agent is refused here.
+/// taken over: a bad `--open`, `--plans` or agent is refused here, and so is a tape
+/// `kestrel run` would refuse (the whole tape is read: a bad line, a tape cut short).
 pub fn check(a: &DeskArgs) -> Result<Option<PathBuf>, String> {
     if let Some(t) = &a.tape
         && let Some(e) = crate::cli::sniff::not_a_tape(t)
@@ -332,6 +334,9 @@ pub fn check(a: &DeskArgs) -> Result<Option<PathBuf>, String> {
             TapeSource::open(a.tape.as_ref().map(|p| p.display().to_string()).as_deref())?
         }
     };
+    // The whole tape, as `kestrel run` reads it: a bad line or a tape cut short is refused
+    // here, readable on a terminal not yet taken over, not met (and settled) mid-session.
+    tape.check()?;
     Ok(session_path(a, &tape))
 }
 

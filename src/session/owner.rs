@@ -153,6 +153,15 @@ impl TapeSource {
         blake3::hash(&self.bytes).to_hex().to_string()
     }
 
+    /// Check the whole tape as `kestrel run` would play it ([`crate::market::check_tape`]):
+    /// a bad line anywhere or a tape cut short is refused here, before a session opens on
+    /// it, as `run` refuses it: `LABEL: error code=TAPE line=N message=...`.
+    pub fn check(&self) -> Result<(), String> {
+        crate::market::check_tape(&self.bytes[..])
+            .map(drop)
+            .map_err(|e| format!("{}: {e}", self.label))
+    }
+
     fn reader(&self) -> Result<TapeReader<Reader>, String> {
         TapeReader::new(Box::new(Cursor::new(self.bytes.clone())) as Reader)
             .map_err(|e| e.to_string())
@@ -779,8 +788,12 @@ pub struct SubmitResult {
 
 impl Session {
     /// A session at the open of `tape`, paused at 60x (1x with a live author seated), with
-    /// the default View.
+    /// the default View. The whole tape is checked first ([`TapeSource::check`]): a tape
+    /// `kestrel run` refuses opens no session.
     pub fn open(tape: TapeSource, settings: Settings, how: Opening) -> Result<Session, String> {
+        // The whole tape first: the desk plays it in steps and would meet a bad line or a cut
+        // end only when it got there (and settle the book at a cut end as if at the close).
+        tape.check()?;
         let reader = tape.reader()?;
         let header = reader.header().clone();
         let run = new_run(reader, &settings)?;
