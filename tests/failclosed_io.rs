@@ -574,3 +574,67 @@ fn the_agent_refuses_a_cut_tape_before_its_author_is_asked() {
     assert!(!marker.exists(), "the author was asked");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+// ------------------------------------------------------------- --author (review, item 2)
+
+/// A bare `--author` string that named an existing file was run with `sh -c` whatever the
+/// file was: `--author examples/chase.kestrel` printed `author command sh -c
+/// examples/chase.kestrel` and ran the document as a script (the desk opened with a
+/// provider-error footer). A Kestrel document (executable or not), a directory, or a file
+/// that is not executable is now refused with what `--author` takes, at `agent` and at the
+/// desk alike; an executable script and a command line still run (the documented bare form),
+/// and `cmd:` runs anything.
+#[cfg(unix)]
+#[test]
+fn an_author_that_is_a_document_or_not_executable_is_refused_not_run() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = scratch("author-kind");
+    let doc_x = d.join("chase.kestrel");
+    std::fs::copy(root().join("examples/chase.kestrel"), &doc_x).expect("copy");
+    std::fs::set_permissions(&doc_x, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let script = d.join("author.sh");
+    std::fs::copy(root().join("examples/command-author.sh"), &script).expect("copy");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let cases: [(&str, &str); 4] = [
+        ("examples/chase.kestrel", "is a Kestrel document"),
+        (s(&doc_x), "is a Kestrel document"),
+        (s(&script), "is a file that is not executable"),
+        ("examples", "is a directory"),
+    ];
+    for (author, why) in cases {
+        for verb in [
+            &["agent", "--tape", TAPE][..],
+            &["desk", "--tape", TAPE, "--no-save"][..],
+        ] {
+            let mut args = verb.to_vec();
+            args.extend(["--author", author]);
+            let (code, out, err) = kestrel(&args);
+            assert_eq!(code, 1, "{args:?}: {out}{err}");
+            assert!(out.is_empty(), "{args:?}: {out}");
+            assert!(
+                err.starts_with(&format!("error code=USAGE message={author} {why}, not an author: --author takes http(s)://HOST/v1")),
+                "{args:?}: {err}"
+            );
+            assert!(
+                err.contains("cmd:COMMAND") && err.contains(".jsonl"),
+                "{err}"
+            );
+            assert_eq!(err.lines().count(), 1, "{err}");
+        }
+    }
+    // The documented forms still run: an executable script, and cmd: for the one that is not.
+    for author in [
+        "examples/command-author.sh".to_string(),
+        format!("cmd:sh {}", s(&script)),
+    ] {
+        let (code, out, err) = kestrel(&["agent", "--tape", TAPE, "--author", &author, "--json"]);
+        assert_eq!(code, 0, "{author}: {err}");
+        let v: serde_json::Value = serde_json::from_str(&out).expect("report");
+        assert_eq!(v["outcomes"]["invalid"], 0, "{author}");
+        assert!(
+            v["outcomes"]["supersede"].as_u64().expect("n") >= 1,
+            "{author}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -23,8 +23,10 @@ pub struct AgentArgs {
     pub tape: PathBuf,
     /// The author: `http(s)://HOST/v1` is an OpenAI-compatible server; an existing
     /// `.jsonl` file is a saved Bus (its turns replay) or a script of `{"reply": "..."}`
-    /// lines answered in order; anything else is a command run with `sh -c` (the prompt on
-    /// its stdin, the reply on its stdout).
+    /// lines answered in order; `cmd:COMMAND` is a command run with `sh -c` (the prompt on
+    /// its stdin, the reply on its stdout). A bare command line or executable script runs
+    /// as a command too; a missing path, a Kestrel document, a directory or a file that is
+    /// not executable is refused.
     #[arg(long)]
     pub author: String,
     #[command(flatten)]

@@ -25,7 +25,7 @@ pub mod theme;
 pub mod ui;
 
 use crate::session::agent::Agent;
-use crate::session::{self, Command, Opening, Session, Settings, TapeSource, saved};
+use crate::session::{self, AuthorTarget, Command, Opening, Session, Settings, TapeSource, saved};
 use app::App;
 use handle::SessionHandle;
 use std::path::{Path, PathBuf};
@@ -62,7 +62,9 @@ pub struct DeskArgs {
     pub agent: Option<PathBuf>,
     /// A live author instead: `http(s)://HOST/v1` (an OpenAI-compatible server, key from
     /// KESTREL_API_KEY or the config directory), a saved Bus (`.jsonl`, its turns replay),
-    /// or a command run with `sh -c` (prompt on stdin, reply on stdout).
+    /// or `cmd:COMMAND`, a command run with `sh -c` (prompt on stdin, reply on stdout; the
+    /// bare form runs a command line or an executable script, never a document or a file
+    /// that is not executable).
     #[arg(long, conflicts_with = "agent")]
     pub author: Option<String>,
     #[command(flatten)]
@@ -120,8 +122,14 @@ pub fn desk_agent(a: &DeskArgs) -> Result<Option<Agent>, String> {
     }
     if let Some(spec) = &a.author {
         let spec = a.how.spec(spec);
-        if spec.is_live() {
-            return Ok(Some(Agent::Live(spec)));
+        // Read as `kestrel agent` reads it: a string that names no author (a missing path, a
+        // Kestrel document, a file that is not executable) is refused with what it takes.
+        match spec.resolve() {
+            Ok(AuthorTarget::Model(_) | AuthorTarget::Command(_)) => {
+                return Ok(Some(Agent::Live(spec)));
+            }
+            Ok(AuthorTarget::File(_)) => {}
+            Err(e) => return Err(format!("error code=USAGE message={e}")),
         }
         let bytes = std::fs::read(&spec.spec).map_err(|e| format!("{}: {e}", spec.spec))?;
         let first = bytes.split(|b| *b == b'\n').next().unwrap_or_default();
