@@ -89,7 +89,7 @@ pub struct DeskArgs {
     #[arg(long)]
     pub play: bool,
     /// Dollars per 1R [default: 1000].
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub r_usd: Option<i64>,
     /// The fill model [default: strict-cross-v1].
     #[arg(long)]
