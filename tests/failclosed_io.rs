@@ -638,3 +638,76 @@ fn an_author_that_is_a_document_or_not_executable_is_refused_not_run() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+// --------------------------------------- the desk's codes and exit codes (review, item 4)
+
+/// The desk wrapped every refusal in `code=DESK` and exited 1: a document that fails to
+/// parse printed `error code=DESK message=...: error code=PARSE ...` (while `run --plans`
+/// exits 2, as the README says of a refused document), and a missing `--open` file printed
+/// `code=DESK ... (os error 2)`. The desk now prints the inner error once with its own code
+/// and exits as the other verbs do: 2 for a refused document, 1 for a usage or I/O error,
+/// worded as theirs (`cannot read PATH: no such file`).
+#[test]
+fn the_desk_refuses_with_the_codes_and_exit_codes_of_the_other_verbs() {
+    let d = scratch("desk-codes");
+    let bad = d.join("bad.kestrel");
+    std::fs::write(
+        &bad,
+        "PLAN x budget 1R ttl +5m\n  WHEN spot > 1\n  DO sell 5 ATM C @ spot\n",
+    )
+    .expect("write");
+    let (run_code, _, run_err) = kestrel(&["run", "--tape", TAPE, "--plans", s(&bad)]);
+    assert_eq!(run_code, 2, "{run_err}");
+    let (code, out, err) = kestrel(&["desk", "--plans", s(&bad), "--no-save"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(out.is_empty(), "{out}");
+    assert_eq!(err, run_err, "the desk refuses the document as run does");
+    assert!(
+        err.starts_with(&format!("{}: error code=PARSE rule=syntax ", bad.display())),
+        "{err}"
+    );
+    assert_eq!(err.matches("code=").count(), 1, "{err}");
+    let missing = d.join("nonexistent");
+    let no_such = format!(
+        "error code=IO message=cannot read {}: no such file\n",
+        missing.display()
+    );
+    for args in [
+        &["desk", "--open", s(&missing)][..],
+        &["desk", "--plans", s(&missing), "--no-save"][..],
+        &["desk", "--tape", s(&missing), "--no-save"][..],
+        &["desk", "--agent", s(&missing), "--no-save"][..],
+        &["errors", "report", s(&missing)][..],
+        &["run", "--tape", TAPE, "--plans", s(&missing)][..],
+    ] {
+        let (code, _, err) = kestrel(args);
+        assert_eq!(code, 1, "{args:?}: {err}");
+        assert_eq!(err, no_such, "{args:?}");
+    }
+    // A bad --r-usd or --fill is a usage error, as at `run`.
+    for (args, want) in [
+        (
+            &["desk", "--r-usd", "-5", "--no-save"][..],
+            "error code=USAGE message=1R must be a positive dollar amount, not -5\n",
+        ),
+        (
+            &["desk", "--fill", "optimistic", "--no-save"][..],
+            "error code=USAGE message=unknown fill model \"optimistic\" (known: strict-cross-v1)\n",
+        ),
+    ] {
+        let (code, _, err) = kestrel(args);
+        assert_eq!(code, 1, "{args:?}: {err}");
+        assert_eq!(err, want, "{args:?}");
+    }
+    // A file that is no session: its own code, once.
+    let (code, _, err) = kestrel(&["desk", "--open", "examples/house-agent.jsonl"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.starts_with(
+            "error code=SESSION message=examples/house-agent.jsonl: not a desk session"
+        ),
+        "{err}"
+    );
+    assert_eq!(err.matches("code=").count(), 1, "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -131,7 +131,8 @@ pub const BUNDLED_TAPE: (&str, &[u8]) = (
 );
 
 impl TapeSource {
-    /// A tape by label: `None` or `bundled:<name>` is the bundled tape, anything else a path.
+    /// A tape by label: `None` or `bundled:<name>` is the bundled tape, anything else a path
+    /// (a file that cannot be read is `error code=IO message=cannot read PATH: ...`).
     pub fn open(label: Option<&str>) -> Result<TapeSource, String> {
         match label {
             None => Ok(TapeSource {
@@ -144,7 +145,7 @@ impl TapeSource {
                     label: p.to_string(),
                     bytes: Arc::from(b),
                 })
-                .map_err(|e| format!("{p}: {e}")),
+                .map_err(|e| crate::cli::cannot_read(Path::new(p), &e)),
         }
     }
 
@@ -2295,7 +2296,7 @@ pub fn reopen(path: &Path, save: Option<PathBuf>) -> Result<Session, String> {
     let tape = TapeSource::open(Some(&s.tape))?;
     if !s.tape_blake3.is_empty() && tape.blake3() != s.tape_blake3 {
         return Err(format!(
-            "{}: the tape {} has changed since the session was saved (its BLAKE3 differs): \
+            "error code=SESSION message={}: the tape {} has changed since the session was saved (its BLAKE3 differs): \
              the replay would not reach the recorded hash",
             path.display(),
             s.tape
