@@ -209,3 +209,92 @@ fn agent_sessions_record_and_replay_to_the_same_hash() {
     assert_eq!(v["outcomes"]["pass"], 0);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Clap's own parse errors (an unknown flag, a bad value, a missing argument) came out in
+/// clap's plain `error: ...` form, without the `code=` every other refusal has. They are now
+/// `error code=USAGE message=...` (clap's tip and possible values on that line, its usage
+/// line after), exit 1; `--help` and `--version` are as before, exit 0.
+#[test]
+fn clap_errors_are_coded_usage_errors_and_help_is_unchanged() {
+    let tape = "tapes/trend-2025-04-09-s1.jsonl";
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["run", "--bogus"],
+            "error code=USAGE message=unexpected argument '--bogus' found\n",
+        ),
+        (
+            &[
+                "run",
+                "--tape",
+                tape,
+                "--plans",
+                "examples/chase.kestrel",
+                "--bu",
+                "x",
+            ],
+            "error code=USAGE message=unexpected argument '--bu' found; tip: a similar argument exists: '--bus'\n",
+        ),
+        (
+            &["tape", "gen", "--regime", "bogus", "-o", "-"],
+            "error code=USAGE message=invalid value 'bogus' for '--regime <REGIME>' [possible values: trend, range, shock]\n",
+        ),
+        (
+            &["run", "--tape", tape],
+            "error code=USAGE message=the following required arguments were not provided: --plans <PLANS>\n",
+        ),
+    ];
+    for (args, want) in cases {
+        let (code, out, err) = kestrel(args, None);
+        assert_eq!(code, 1, "{args:?}: {err}");
+        assert!(out.is_empty(), "{args:?}: {out}");
+        assert!(err.starts_with(want), "{args:?}: {err}");
+        assert!(err.contains("For more information, try '--help'."), "{err}");
+        assert!(!err.lines().any(|l| l.starts_with("error:")), "{err}");
+    }
+    let (code, _, err) = kestrel(&["run", "--bogus"], None);
+    assert_eq!(code, 1);
+    assert!(err.contains("\nUsage: kestrel run "), "{err}");
+    // Help and version: clap's output, exit 0.
+    let (code, out, err) = kestrel(&["run", "--help"], None);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with("Replay a tape headless") && !out.contains("code="),
+        "{out}"
+    );
+    assert!(out.contains("Exit status: 0 ok"), "{out}");
+    let (code, out, _) = kestrel(&["--version"], None);
+    assert_eq!(code, 0);
+    assert!(out.starts_with("kestrel "), "{out}");
+}
+
+/// `--r-usd -5` was taken for an unknown flag `-5` (clap's "unexpected argument"); it is
+/// read as the amount it is and refused by the positive-amount check, as `--r-usd abc` is.
+#[test]
+fn a_negative_r_usd_is_a_value_refused_as_not_positive() {
+    let base = [
+        "run",
+        "--tape",
+        "tapes/trend-2025-04-09-s1.jsonl",
+        "--plans",
+        "examples/run-desk.kestrel",
+        "--r-usd",
+    ];
+    for (v, shown) in [
+        ("-5", "\"-5\""),
+        ("-250.50", "\"-250.50\""),
+        ("abc", "\"abc\""),
+    ] {
+        let mut args = base.to_vec();
+        args.push(v);
+        let (code, out, err) = kestrel(&args, None);
+        assert_eq!(code, 1, "{v}: {err}");
+        assert!(out.is_empty(), "{out}");
+        assert_eq!(
+            err,
+            format!(
+                "error code=USAGE message=--r-usd must be a positive amount of dollars, got {shown}\n"
+            ),
+            "{v}"
+        );
+    }
+}

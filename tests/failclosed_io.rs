@@ -454,3 +454,260 @@ fn a_run_where_every_reply_failed_exits_1_and_the_url_secrets_stay_off_the_bus()
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+// ------------------------------------------------------- the desk's open path (review, item 1)
+
+/// The first `n` lines of the bundled trend tape: a tape cut at a line boundary.
+fn cut_tape(d: &Path, n: usize) -> PathBuf {
+    let text =
+        std::fs::read_to_string(root().join("tapes/trend-2025-04-09-s1.jsonl")).expect("tape");
+    let cut: String = text.lines().take(n).map(|l| format!("{l}\n")).collect();
+    let p = d.join("cut.jsonl");
+    std::fs::write(&p, cut).expect("write");
+    p
+}
+
+/// `run` and `tape info` refused a tape cut short (`ends-early`), but the desk opened it,
+/// played it to the cut and settled the book there as at the close. The desk now reads the
+/// whole tape before it opens and refuses it with `run`'s own line and exit code, before the
+/// terminal is taken over (so nothing but the error is written, and on stderr).
+#[test]
+fn the_desk_refuses_a_cut_tape_at_the_open_as_run_does() {
+    let d = scratch("desk-cut");
+    let tape = cut_tape(&d, 20_000);
+    let want = format!(
+        "{}: error code=TAPE line=20001 message=ends-early: ",
+        tape.display()
+    );
+    let (code, out, err) = kestrel(&["run", "--tape", s(&tape), "--plans", PLANS]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.starts_with(&want), "run: {err}");
+    let (code, out2, err) = kestrel(&["desk", "--tape", s(&tape), "--no-save"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        out.is_empty() && out2.is_empty(),
+        "nothing on stdout: {out2:?}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with(&want), "desk: {err}");
+    assert!(!err.contains("code=DESK"), "{err}");
+    // Bare `kestrel` is the desk.
+    let (code, _, err) = kestrel(&["--tape", s(&tape), "--no-save"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.starts_with(&want), "kestrel: {err}");
+    // A bad line anywhere in the tape is refused at the open too, naming its line.
+    let text =
+        std::fs::read_to_string(root().join("tapes/trend-2025-04-09-s1.jsonl")).expect("tape");
+    let mut lines: Vec<&str> = text.lines().collect();
+    let n = lines.len();
+    lines[n - 10] = "{\"type\":\"tick\"";
+    let bad = d.join("bad-line.jsonl");
+    std::fs::write(&bad, lines.join("\n") + "\n").expect("write");
+    let (code, _, err) = kestrel(&["desk", "--tape", s(&bad), "--no-save"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "{}: error code=TAPE line={} ",
+            bad.display(),
+            n - 9
+        )),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// `--open` reopens a saved session on the tape it names: a session on a tape that is cut
+/// short is refused at the open the same way.
+#[test]
+fn reopening_a_session_on_a_cut_tape_is_refused_at_the_open() {
+    let d = scratch("desk-cut-open");
+    let tape = cut_tape(&d, 20_000);
+    let session = d.join("s.jsonl");
+    let head = serde_json::json!({
+        "type": "desk-session", "v": 2, "tape": s(&tape), "tape_blake3": "",
+        "settings": {"r_usd": 1000, "fill": "strict-cross-v1", "profile": "authoring-v2",
+                     "copilot": false, "agent": null},
+    });
+    std::fs::write(&session, format!("{head}\n")).expect("write");
+    let (code, _, err) = kestrel(&["desk", "--open", s(&session), "--no-save"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "{}: error code=TAPE line=20001 message=ends-early: ",
+            tape.display()
+        )),
+        "{err}"
+    );
+    // The library's own open path refuses it too (the desk's tests and the thread the desk
+    // opens its session on come here).
+    let src = kestrel_desk::session::TapeSource::open(Some(s(&tape))).expect("read");
+    let e = kestrel_desk::session::Session::open(
+        src,
+        kestrel_desk::session::Settings::default(),
+        kestrel_desk::session::Opening::default(),
+    )
+    .err()
+    .expect("refused");
+    assert!(e.contains("code=TAPE") && e.contains("ends-early"), "{e}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// `kestrel agent` refused a cut tape only at its end, after asking the author at every
+/// wake up to there (a command author was run). It now reads the whole tape first.
+#[cfg(unix)]
+#[test]
+fn the_agent_refuses_a_cut_tape_before_its_author_is_asked() {
+    let d = scratch("agent-cut");
+    let tape = cut_tape(&d, 20_000);
+    let marker = d.join("asked");
+    let author = format!("cmd:cat >/dev/null; touch {}; echo PASS", s(&marker));
+    let (code, out, err) = kestrel(&["agent", "--tape", s(&tape), "--author", &author]);
+    assert_eq!(code, 1, "{err}");
+    assert!(out.is_empty(), "no report: {out}");
+    assert!(
+        err.starts_with(&format!(
+            "{}: error code=TAPE line=20001 message=ends-early: ",
+            tape.display()
+        )),
+        "{err}"
+    );
+    assert!(!marker.exists(), "the author was asked");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+// ------------------------------------------------------------- --author (review, item 2)
+
+/// A bare `--author` string that named an existing file was run with `sh -c` whatever the
+/// file was: `--author examples/chase.kestrel` printed `author command sh -c
+/// examples/chase.kestrel` and ran the document as a script (the desk opened with a
+/// provider-error footer). A Kestrel document (executable or not), a directory, or a file
+/// that is not executable is now refused with what `--author` takes, at `agent` and at the
+/// desk alike; an executable script and a command line still run (the documented bare form),
+/// and `cmd:` runs anything.
+#[cfg(unix)]
+#[test]
+fn an_author_that_is_a_document_or_not_executable_is_refused_not_run() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = scratch("author-kind");
+    let doc_x = d.join("chase.kestrel");
+    std::fs::copy(root().join("examples/chase.kestrel"), &doc_x).expect("copy");
+    std::fs::set_permissions(&doc_x, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let script = d.join("author.sh");
+    std::fs::copy(root().join("examples/command-author.sh"), &script).expect("copy");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let cases: [(&str, &str); 4] = [
+        ("examples/chase.kestrel", "is a Kestrel document"),
+        (s(&doc_x), "is a Kestrel document"),
+        (s(&script), "is a file that is not executable"),
+        ("examples", "is a directory"),
+    ];
+    for (author, why) in cases {
+        for verb in [
+            &["agent", "--tape", TAPE][..],
+            &["desk", "--tape", TAPE, "--no-save"][..],
+        ] {
+            let mut args = verb.to_vec();
+            args.extend(["--author", author]);
+            let (code, out, err) = kestrel(&args);
+            assert_eq!(code, 1, "{args:?}: {out}{err}");
+            assert!(out.is_empty(), "{args:?}: {out}");
+            assert!(
+                err.starts_with(&format!("error code=USAGE message={author} {why}, not an author: --author takes http(s)://HOST/v1")),
+                "{args:?}: {err}"
+            );
+            assert!(
+                err.contains("cmd:COMMAND") && err.contains(".jsonl"),
+                "{err}"
+            );
+            assert_eq!(err.lines().count(), 1, "{err}");
+        }
+    }
+    // The documented forms still run: an executable script, and cmd: for the one that is not.
+    for author in [
+        "examples/command-author.sh".to_string(),
+        format!("cmd:sh {}", s(&script)),
+    ] {
+        let (code, out, err) = kestrel(&["agent", "--tape", TAPE, "--author", &author, "--json"]);
+        assert_eq!(code, 0, "{author}: {err}");
+        let v: serde_json::Value = serde_json::from_str(&out).expect("report");
+        assert_eq!(v["outcomes"]["invalid"], 0, "{author}");
+        assert!(
+            v["outcomes"]["supersede"].as_u64().expect("n") >= 1,
+            "{author}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+// --------------------------------------- the desk's codes and exit codes (review, item 4)
+
+/// The desk wrapped every refusal in `code=DESK` and exited 1: a document that fails to
+/// parse printed `error code=DESK message=...: error code=PARSE ...` (while `run --plans`
+/// exits 2, as the README says of a refused document), and a missing `--open` file printed
+/// `code=DESK ... (os error 2)`. The desk now prints the inner error once with its own code
+/// and exits as the other verbs do: 2 for a refused document, 1 for a usage or I/O error,
+/// worded as theirs (`cannot read PATH: no such file`).
+#[test]
+fn the_desk_refuses_with_the_codes_and_exit_codes_of_the_other_verbs() {
+    let d = scratch("desk-codes");
+    let bad = d.join("bad.kestrel");
+    std::fs::write(
+        &bad,
+        "PLAN x budget 1R ttl +5m\n  WHEN spot > 1\n  DO sell 5 ATM C @ spot\n",
+    )
+    .expect("write");
+    let (run_code, _, run_err) = kestrel(&["run", "--tape", TAPE, "--plans", s(&bad)]);
+    assert_eq!(run_code, 2, "{run_err}");
+    let (code, out, err) = kestrel(&["desk", "--plans", s(&bad), "--no-save"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(out.is_empty(), "{out}");
+    assert_eq!(err, run_err, "the desk refuses the document as run does");
+    assert!(
+        err.starts_with(&format!("{}: error code=PARSE rule=syntax ", bad.display())),
+        "{err}"
+    );
+    assert_eq!(err.matches("code=").count(), 1, "{err}");
+    let missing = d.join("nonexistent");
+    let no_such = format!(
+        "error code=IO message=cannot read {}: no such file\n",
+        missing.display()
+    );
+    for args in [
+        &["desk", "--open", s(&missing)][..],
+        &["desk", "--plans", s(&missing), "--no-save"][..],
+        &["desk", "--tape", s(&missing), "--no-save"][..],
+        &["desk", "--agent", s(&missing), "--no-save"][..],
+        &["errors", "report", s(&missing)][..],
+        &["run", "--tape", TAPE, "--plans", s(&missing)][..],
+    ] {
+        let (code, _, err) = kestrel(args);
+        assert_eq!(code, 1, "{args:?}: {err}");
+        assert_eq!(err, no_such, "{args:?}");
+    }
+    // A bad --r-usd or --fill is a usage error, as at `run`.
+    for (args, want) in [
+        (
+            &["desk", "--r-usd", "-5", "--no-save"][..],
+            "error code=USAGE message=1R must be a positive dollar amount, not -5\n",
+        ),
+        (
+            &["desk", "--fill", "optimistic", "--no-save"][..],
+            "error code=USAGE message=unknown fill model \"optimistic\" (known: strict-cross-v1)\n",
+        ),
+    ] {
+        let (code, _, err) = kestrel(args);
+        assert_eq!(code, 1, "{args:?}: {err}");
+        assert_eq!(err, want, "{args:?}");
+    }
+    // A file that is no session: its own code, once.
+    let (code, _, err) = kestrel(&["desk", "--open", "examples/house-agent.jsonl"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.starts_with(
+            "error code=SESSION message=examples/house-agent.jsonl: not a desk session"
+        ),
+        "{err}"
+    );
+    assert_eq!(err.matches("code=").count(), 1, "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -23,8 +23,10 @@ pub struct AgentArgs {
     pub tape: PathBuf,
     /// The author: `http(s)://HOST/v1` is an OpenAI-compatible server; an existing
     /// `.jsonl` file is a saved Bus (its turns replay) or a script of `{"reply": "..."}`
-    /// lines answered in order; anything else is a command run with `sh -c` (the prompt on
-    /// its stdin, the reply on its stdout).
+    /// lines answered in order; `cmd:COMMAND` is a command run with `sh -c` (the prompt on
+    /// its stdin, the reply on its stdout). A bare command line or executable script runs
+    /// as a command too; a missing path, a Kestrel document, a directory or a file that is
+    /// not executable is refused.
     #[arg(long)]
     pub author: String,
     #[command(flatten)]
@@ -82,6 +84,13 @@ pub fn run(a: &AgentArgs) -> i32 {
         Ok(x) => x,
         Err(code) => return code,
     };
+    // The whole tape before the author is asked anything: `run` refuses a bad line or a
+    // tape cut short only when it reaches it, but by then an author would have been asked
+    // (and a command author run) at every wake up to there, for a run that is refused.
+    if let Err(e) = super::run::check_whole_tape(&a.tape) {
+        errln!("{e}");
+        return 1;
+    }
     super::signals::install();
     let profile = match a.profile {
         ProfileArg::AuthoringV2 => Profile::AuthoringV2,

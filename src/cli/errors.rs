@@ -37,8 +37,12 @@ fn has_magic(s: &str) -> bool {
 /// The Bus files an input names, or the usage / I/O error to print.
 fn expand(input: &str) -> Result<Vec<PathBuf>, String> {
     if has_magic(input) {
-        let files = glob::expand(input)
-            .map_err(|e| format!("error code=IO message=cannot list {input}: {e}"))?;
+        let files = glob::expand(input).map_err(|e| {
+            format!(
+                "error code=IO message=cannot list {input}: {}",
+                super::io_reason(&e)
+            )
+        })?;
         if files.is_empty() {
             return Err(format!("error code=USAGE message=no file matches {input}"));
         }
@@ -48,11 +52,20 @@ fn expand(input: &str) -> Result<Vec<PathBuf>, String> {
     if !path.is_dir() {
         return Ok(vec![path.to_path_buf()]);
     }
-    let rd = std::fs::read_dir(path)
-        .map_err(|e| format!("error code=IO message=cannot list {input}: {e}"))?;
+    let rd = std::fs::read_dir(path).map_err(|e| {
+        format!(
+            "error code=IO message=cannot list {input}: {}",
+            super::io_reason(&e)
+        )
+    })?;
     let mut files = Vec::new();
     for e in rd {
-        let e = e.map_err(|e| format!("error code=IO message=cannot list {input}: {e}"))?;
+        let e = e.map_err(|e| {
+            format!(
+                "error code=IO message=cannot list {input}: {}",
+                super::io_reason(&e)
+            )
+        })?;
         let name = e.file_name().to_string_lossy().into_owned();
         let p = path.join(&name);
         if (glob::matches("*.bus.jsonl", &name) || glob::matches("*.bus-*.jsonl", &name))
@@ -78,8 +91,7 @@ pub fn build(inputs: &[String]) -> Result<ErrorsReport, String> {
     }
     let mut report = ErrorsReport::default();
     for f in &files {
-        let bytes = std::fs::read(f)
-            .map_err(|e| format!("error code=IO message=cannot read {}: {e}", f.display()))?;
+        let bytes = std::fs::read(f).map_err(|e| super::cannot_read(f, &e))?;
         let asks = read_asks(&bytes).map_err(|e| {
             format!(
                 "error code=BUS message={}: line {}: {}",

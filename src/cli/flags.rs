@@ -114,7 +114,9 @@ pub struct Json {
 #[derive(Debug, Clone, clap::Args)]
 pub struct RUsd {
     /// Dollars per 1R (a positive amount, e.g. 1000 or 250.50).
-    #[arg(long = "r-usd", value_name = "USD", default_value_t = DEFAULT_R_USD.to_string())]
+    // A negative amount is read as the value it is and refused by the positive-amount
+    // check, not taken for an unknown flag.
+    #[arg(long = "r-usd", value_name = "USD", default_value_t = DEFAULT_R_USD.to_string(), allow_negative_numbers = true)]
     pub r_usd: String,
 }
 

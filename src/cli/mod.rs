@@ -60,6 +60,34 @@ mod turn;
 
 use clap::{Parser, Subcommand};
 
+/// An I/O error as the verbs word it after `cannot read PATH: `: `no such file` for a
+/// missing one (as `kestrel check` says it), the system's reason otherwise, without the
+/// `(os error N)` that Rust appends.
+pub(crate) fn io_reason(e: &std::io::Error) -> String {
+    use std::io::ErrorKind;
+    match e.kind() {
+        ErrorKind::NotFound => "no such file".into(),
+        ErrorKind::PermissionDenied => "permission denied".into(),
+        ErrorKind::IsADirectory => "is a directory".into(),
+        _ => {
+            let s = e.to_string();
+            match s.rfind(" (os error ") {
+                Some(i) if s.ends_with(')') => s[..i].to_string(),
+                _ => s,
+            }
+        }
+    }
+}
+
+/// `error code=IO message=cannot read PATH: REASON` ([`io_reason`]).
+pub(crate) fn cannot_read(path: &std::path::Path, e: &std::io::Error) -> String {
+    format!(
+        "error code=IO message=cannot read {}: {}",
+        path.display(),
+        io_reason(e)
+    )
+}
+
 /// Kestrel desk: a terminal desk where a person and an LLM agent fly one trading book.
 #[derive(Debug, Parser)]
 #[command(
@@ -204,6 +232,28 @@ pub fn command() -> clap::Command {
     top.after_help(format!("{}\n\n{}", paths::summary(), flags::EXIT_CODES))
 }
 
+/// A command-line parse error (an unknown flag, a bad value, a missing argument) in the
+/// verbs' coded form: `error code=USAGE message=WHAT` (clap's indented notes, such as its
+/// `tip:` and `[possible values: ...]`, joined onto that line), then clap's usage line and
+/// its pointer to `--help`. `--help` and `--version` are not errors and never come here.
+pub(crate) fn usage_error(e: &clap::Error) -> String {
+    let text = e.to_string();
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty()).peekable();
+    let first = lines.next().unwrap_or("invalid arguments");
+    let mut message = first.strip_prefix("error: ").unwrap_or(first).to_string();
+    while let Some(l) = lines.next_if(|l| l.starts_with(char::is_whitespace)) {
+        let l = l.trim();
+        message.push_str(if l.starts_with("tip:") { "; " } else { " " });
+        message.push_str(l);
+    }
+    let mut out = format!("error code=USAGE message={message}");
+    for l in lines {
+        out.push('\n');
+        out.push_str(l.trim_end());
+    }
+    out
+}
+
 /// Run the command line; returns the process exit code.
 pub fn main() -> i32 {
     use clap::FromArgMatches as _;
@@ -219,7 +269,10 @@ pub fn main() -> i32 {
                 | clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
                     flags::EXIT_OK
                 }
-                _ => flags::EXIT_USAGE,
+                _ => {
+                    errln!("{}", usage_error(&e));
+                    return flags::EXIT_USAGE;
+                }
             };
             let _ = e.print();
             return code;

@@ -376,6 +376,17 @@ pub(crate) fn open_tape_or_say(tape: &std::path::Path) -> Result<TapeReader<Read
         })
 }
 
+/// Read the whole of `--tape` as the replay will ([`crate::market::check_tape`]), or the line
+/// to print: the tape reader's coded error after the path, as [`play`] prints it at the end.
+/// For a verb whose replay has costs before the end (`kestrel agent` asks its author at
+/// every wake) so a tape it would refuse at the end is refused before it starts.
+pub(crate) fn check_whole_tape(tape: &std::path::Path) -> Result<(), String> {
+    let f = std::fs::File::open(tape).map_err(|e| super::cannot_read(tape, &e))?;
+    crate::market::check_tape(std::io::BufReader::with_capacity(1 << 16, f))
+        .map(drop)
+        .map_err(|e| format!("{}: {e}", tape.display()))
+}
+
 /// Play a headless session to the end, stopping at SIGTERM/SIGINT: the session at the end
 /// of the tape, or the exit code once the refusal or the interruption has been said (and an
 /// interrupted run's Bus committed).

@@ -25,7 +25,7 @@ pub mod theme;
 pub mod ui;
 
 use crate::session::agent::Agent;
-use crate::session::{self, Command, Opening, Session, Settings, TapeSource, saved};
+use crate::session::{self, AuthorTarget, Command, Opening, Session, Settings, TapeSource, saved};
 use app::App;
 use handle::SessionHandle;
 use std::path::{Path, PathBuf};
@@ -62,7 +62,9 @@ pub struct DeskArgs {
     pub agent: Option<PathBuf>,
     /// A live author instead: `http(s)://HOST/v1` (an OpenAI-compatible server, key from
     /// KESTREL_API_KEY or the config directory), a saved Bus (`.jsonl`, its turns replay),
-    /// or a command run with `sh -c` (prompt on stdin, reply on stdout).
+    /// or `cmd:COMMAND`, a command run with `sh -c` (prompt on stdin, reply on stdout; the
+    /// bare form runs a command line or an executable script, never a document or a file
+    /// that is not executable).
     #[arg(long, conflicts_with = "agent")]
     pub author: Option<String>,
     #[command(flatten)]
@@ -87,7 +89,7 @@ pub struct DeskArgs {
     #[arg(long)]
     pub play: bool,
     /// Dollars per 1R [default: 1000].
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub r_usd: Option<i64>,
     /// The fill model [default: strict-cross-v1].
     #[arg(long)]
@@ -120,10 +122,17 @@ pub fn desk_agent(a: &DeskArgs) -> Result<Option<Agent>, String> {
     }
     if let Some(spec) = &a.author {
         let spec = a.how.spec(spec);
-        if spec.is_live() {
-            return Ok(Some(Agent::Live(spec)));
+        // Read as `kestrel agent` reads it: a string that names no author (a missing path, a
+        // Kestrel document, a file that is not executable) is refused with what it takes.
+        match spec.resolve() {
+            Ok(AuthorTarget::Model(_) | AuthorTarget::Command(_)) => {
+                return Ok(Some(Agent::Live(spec)));
+            }
+            Ok(AuthorTarget::File(_)) => {}
+            Err(e) => return Err(format!("error code=USAGE message={e}")),
         }
-        let bytes = std::fs::read(&spec.spec).map_err(|e| format!("{}: {e}", spec.spec))?;
+        let bytes = std::fs::read(&spec.spec)
+            .map_err(|e| crate::cli::cannot_read(Path::new(&spec.spec), &e))?;
         let first = bytes.split(|b| *b == b'\n').next().unwrap_or_default();
         let is_bus = serde_json::from_slice::<serde_json::Value>(first)
             .is_ok_and(|v| v["type"] == "session-start");
@@ -135,7 +144,7 @@ pub fn desk_agent(a: &DeskArgs) -> Result<Option<Agent>, String> {
             .to_string();
         if is_bus {
             crate::session::Recorded::from_bus(&name, &bytes)
-                .map_err(|e| format!("{}: {e}", spec.spec))?;
+                .map_err(|e| format!("error code=USAGE message={}: {e}", spec.spec))?;
             return Ok(Some(Agent::Recorded {
                 name,
                 bus: Arc::from(bytes),
@@ -143,11 +152,11 @@ pub fn desk_agent(a: &DeskArgs) -> Result<Option<Agent>, String> {
         }
         return Agent::script(&name, &String::from_utf8_lossy(&bytes))
             .map(Some)
-            .map_err(|e| format!("{}: {e}", spec.spec));
+            .map_err(|e| format!("error code=USAGE message={}: {e}", spec.spec));
     }
     match &a.agent {
         Some(p) => {
-            let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+            let text = read_text(p)?;
             let name = p
                 .file_stem()
                 .and_then(|s| s.to_str())
@@ -155,9 +164,68 @@ pub fn desk_agent(a: &DeskArgs) -> Result<Option<Agent>, String> {
                 .to_string();
             Agent::script(&name, &text)
                 .map(Some)
-                .map_err(|e| format!("{}: {e}", p.display()))
+                .map_err(|e| format!("error code=USAGE message={}: {e}", p.display()))
         }
         None => Ok(Some(Agent::house())),
+    }
+}
+
+/// A file as UTF-8 text, or the coded I/O error (`cannot read PATH: no such file`).
+fn read_text(p: &Path) -> Result<String, String> {
+    std::fs::read(p)
+        .and_then(|b| {
+            String::from_utf8(b)
+                .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text"))
+        })
+        .map_err(|e| crate::cli::cannot_read(p, &e))
+}
+
+/// Why the desk did not open: the coded line(s) to print on stderr and the exit code, the
+/// same the headless verbs give for the same error (README "The verbs": 1 a usage or I/O
+/// error, 2 a refused document).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The lines to print, each `error code=CODE ...` (after the file it is about, where
+    /// there is one, as `run` prints a document's or a tape's).
+    pub text: String,
+    /// The process exit code.
+    pub exit: i32,
+}
+
+impl Refusal {
+    /// A refused document (`--plans`): exit 2.
+    fn document(text: String) -> Refusal {
+        Refusal {
+            text,
+            exit: crate::cli::flags::EXIT_REFUSED,
+        }
+    }
+}
+
+impl From<String> for Refusal {
+    /// A usage or I/O error (exit 1), printed as it is when it already carries its code and
+    /// as `code=DESK` otherwise.
+    fn from(e: String) -> Refusal {
+        Refusal {
+            text: coded(e),
+            exit: crate::cli::flags::EXIT_USAGE,
+        }
+    }
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// An error line as printed: as it is when it carries its code (alone, or after the file it
+/// is about), else under `code=DESK` (the desk's own: no terminal, an interruption).
+fn coded(e: String) -> String {
+    if e.starts_with("error code=") || e.contains(": error code=") {
+        e
+    } else {
+        format!("error code=DESK message={e}")
     }
 }
 
@@ -165,19 +233,25 @@ pub fn desk_agent(a: &DeskArgs) -> Result<Option<Agent>, String> {
 /// and `kestrel desk` both come here).
 pub fn settings(a: &DeskArgs) -> Result<Settings, String> {
     let d = Settings::default();
-    Ok(Settings {
+    let s = Settings {
         r_usd: a.r_usd.unwrap_or(d.r_usd),
         fill: a.fill.clone().unwrap_or(d.fill),
         profile: d.profile,
         copilot: a.copilot,
         copilot_pause: !a.no_copilot_pause,
         agent: desk_agent(a)?,
-    })
+    };
+    // A bad --r-usd or --fill, worded as a usage error like `run`'s.
+    s.engine_check()
+        .map_err(|e| format!("error code=USAGE message={e}"))?;
+    Ok(s)
 }
 
 /// The documents `--plans` names (or the example plan), checked before the desk opens:
-/// (author, text).
-pub fn opening_plans(a: &DeskArgs) -> Result<Vec<(String, String)>, String> {
+/// (author, text). A document the checker refuses is a [`Refusal::document`] (exit 2, every
+/// error as `run --plans` prints them); a file that is not a document or cannot be read,
+/// exit 1.
+pub fn opening_plans(a: &DeskArgs) -> Result<Vec<(String, String)>, Refusal> {
     if a.plans.is_empty() {
         return Ok(if a.no_example {
             Vec::new()
@@ -189,13 +263,16 @@ pub fn opening_plans(a: &DeskArgs) -> Result<Vec<(String, String)>, String> {
     for p in &a.plans {
         // A tape, a Bus or a directory given as a document says what it is.
         if let Some(e) = crate::cli::sniff::not_a_document(p) {
-            return Err(e);
+            return Err(e.into());
         }
-        let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        let text = read_text(p)?;
         // Checked as what it will be: a turn of the person's, routed at the open.
         if let Err(errs) = crate::lang::check(&text, crate::lang::Mode::Turn) {
-            let first = errs.first().map(|e| e.one_line()).unwrap_or_default();
-            return Err(format!("{}: {first}", p.display()));
+            let lines: Vec<String> = errs
+                .iter()
+                .map(|e| format!("{}: {}", p.display(), e.one_line()))
+                .collect();
+            return Err(Refusal::document(lines.join("\n")));
         }
         let name = p
             .file_name()
@@ -279,16 +356,19 @@ pub fn inline_app_from(src: TapeSource, settings: Settings, how: Opening) -> Res
 
 /// Run the desk; returns the process exit code.
 pub fn run(a: &DeskArgs) -> i32 {
-    match run_inner(a) {
+    // The options, the documents and the tape are checked before the terminal is taken
+    // over, and refused with the code and exit code the headless verbs give.
+    let save = match check_open(a) {
+        Ok(s) => s,
+        Err(r) => {
+            crate::cli::errln!("{}", r.text);
+            return r.exit;
+        }
+    };
+    match run_inner(a, save) {
         Ok(()) => 0,
         Err(e) => {
-            // An error that already carries its code is printed as it is.
-            let e = e.to_string();
-            if e.starts_with("error code=") {
-                crate::cli::errln!("{e}");
-            } else {
-                crate::cli::errln!("error code=DESK message={e}");
-            }
+            crate::cli::errln!("{}", coded(e.to_string()));
             1
         }
     }
@@ -306,32 +386,41 @@ fn session_path(a: &DeskArgs, tape: &TapeSource) -> Option<PathBuf> {
 }
 
 /// Check the options and say where the session will be saved, before the terminal is
-/// taken over: a bad `--open`, `--plans` or agent is refused here.
+/// taken over: a bad `--open`, `--plans` or agent is refused here, and so is a tape
+/// `kestrel run` would refuse (the whole tape is read: a bad line, a tape cut short).
 pub fn check(a: &DeskArgs) -> Result<Option<PathBuf>, String> {
+    check_open(a).map_err(|r| r.text)
+}
+
+/// [`check`], with the exit code the refusal is given.
+pub fn check_open(a: &DeskArgs) -> Result<Option<PathBuf>, Refusal> {
     if let Some(t) = &a.tape
         && let Some(e) = crate::cli::sniff::not_a_tape(t)
     {
-        return Err(e);
+        return Err(e.into());
     }
     let tape = match &a.open {
         Some(p) => {
             let s = saved::open(p)?;
             let bad = contradictions(a, &s);
             if !bad.is_empty() {
-                return Err(format!(
-                    "{}: these flags contradict the saved session: {}",
+                return Err(Refusal::from(format!(
+                    "error code=USAGE message={}: these flags contradict the saved session: {}",
                     p.display(),
                     bad.join("; ")
-                ));
+                )));
             }
             TapeSource::open(Some(&s.tape))?
         }
         None => {
-            settings(a)?.engine_check()?;
+            settings(a)?;
             opening_plans(a)?;
             TapeSource::open(a.tape.as_ref().map(|p| p.display().to_string()).as_deref())?
         }
     };
+    // The whole tape, as `kestrel run` reads it: a bad line or a tape cut short is refused
+    // here, readable on a terminal not yet taken over, not met (and settled) mid-session.
+    tape.check()?;
     Ok(session_path(a, &tape))
 }
 
@@ -343,7 +432,7 @@ pub fn open_session(a: &DeskArgs, save: Option<PathBuf>) -> Result<Session, Stri
         return session::owner::reopen(p, save);
     }
     let settings = settings(a)?;
-    let plans = opening_plans(a)?;
+    let plans = opening_plans(a).map_err(|r| r.text)?;
     let tape = TapeSource::open(a.tape.as_ref().map(|p| p.display().to_string()).as_deref())?;
     let how = Opening {
         save,
@@ -353,10 +442,9 @@ pub fn open_session(a: &DeskArgs, save: Option<PathBuf>) -> Result<Session, Stri
     Session::open(tape, settings, how)
 }
 
-fn run_inner(a: &DeskArgs) -> color_eyre::Result<()> {
+fn run_inner(a: &DeskArgs, save: Option<PathBuf>) -> color_eyre::Result<()> {
     use color_eyre::eyre::eyre;
     let _ = color_eyre::install();
-    let save = check(a).map_err(|e| eyre!(e))?;
     let (args, to) = (a.clone(), save.clone());
     let handle = SessionHandle::spawn(move || open_session(&args, to)).map_err(|e| eyre!(e))?;
     let (themes, keys, warnings) = load_config(saved::config_dir().as_deref());

@@ -27,6 +27,7 @@ pub use quote::{OptionKey, QuoteInst, TapeQuote, occ_symbol, parse_occ};
 pub use state::{MIN_PERCENTILE_SAMPLES, MarketState, Series};
 pub use tape::{
     Headline, IvChange, SessionSpec, SymbolSpec, TapeError, TapeErrorKind, TapeEvent, TapeHeader,
-    TapeReader, Tick, VolSpec, open_tape, read_tape_bytes, read_tape_file, write_event, write_tape,
+    TapeReader, Tick, VolSpec, check_tape, open_tape, read_tape_bytes, read_tape_file, write_event,
+    write_tape,
 };
 pub use types::{Date, Px, Sym, Ts};

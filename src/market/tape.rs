@@ -1488,6 +1488,20 @@ pub fn read_tape_file(path: &Path) -> Result<(TapeHeader, Vec<TapeEvent>), TapeE
     Ok((header, events))
 }
 
+/// Check a whole tape as `kestrel run` and `kestrel tape info` do: every line read, then
+/// [`TapeReader::check_complete`] after the last one (a tape cut short is `ends-early`). The
+/// first refusal is returned, naming its line; `Ok` is the header. The desk and `kestrel
+/// agent` check a tape this way before they open it, so a tape `run` refuses only at its
+/// end is refused before anything is played, settled or asked of an author.
+pub fn check_tape<R: io::BufRead>(r: R) -> Result<TapeHeader, TapeError> {
+    let mut reader = TapeReader::new(r)?;
+    for ev in reader.by_ref() {
+        ev?;
+    }
+    reader.check_complete()?;
+    Ok(reader.header().clone())
+}
+
 /// The sessions of a (small, read) tape, each as a one-session tape: its header
 /// ([`TapeHeader::for_session`]) and its events. A v1 tape is one session.
 pub fn split_sessions(

@@ -438,6 +438,43 @@ pub enum AuthorTarget {
     File(String),
 }
 
+/// What `--author` takes, for messages.
+pub const AUTHOR_FORMS: &str = "http(s)://HOST/v1 (a model server), an existing .jsonl author file (a saved Bus, or a script of {\"reply\": ...} lines), or cmd:COMMAND (a command run with sh -c)";
+
+/// Why an existing path given as a bare author string is no command to run, as the
+/// refusal's message (`None`: no such path, or an executable file that is not a Kestrel
+/// document, which the bare form runs).
+fn not_a_command(path: &Path, s: &str) -> Option<String> {
+    use crate::cli::sniff::{self, Kind};
+    let meta = std::fs::metadata(path).ok()?;
+    let (what, hint) = if meta.is_dir() {
+        (Kind::Directory.describe(), String::new())
+    } else if sniff::file(path) == Kind::Kestrel {
+        (
+            Kind::Kestrel.describe(),
+            format!("; arm a document with --plans {s}"),
+        )
+    } else {
+        #[cfg(unix)]
+        let executable = {
+            use std::os::unix::fs::PermissionsExt as _;
+            meta.permissions().mode() & 0o111 != 0
+        };
+        #[cfg(not(unix))]
+        let executable = false;
+        if executable {
+            return None;
+        }
+        (
+            "a file that is not executable",
+            format!("; to run it as a script write cmd:sh {s}"),
+        )
+    };
+    Some(format!(
+        "{s} is {what}, not an author: --author takes {AUTHOR_FORMS}{hint}"
+    ))
+}
+
 /// How to reach an author given as one string (`kestrel agent --author`, `kestrel desk
 /// --author`).
 #[derive(Debug, Clone)]
@@ -474,7 +511,10 @@ impl AuthorSpec {
     ///    `/` and no whitespace — and is not an existing file: refused, *no such file* (a
     ///    mistyped path is never run as a shell command); an existing `.json`/`.txt` file is
     ///    refused too (it is neither an author file nor, unambiguously, a command);
-    /// 5. anything else (an existing script path, a command line such as
+    /// 5. an existing directory, or an existing file that is a Kestrel document or is not
+    ///    executable: refused, with what `--author` takes (`sh -c` could only fail on it, or
+    ///    worse, run a document as a script; `cmd:` runs it if that is really meant);
+    /// 6. anything else (an existing executable script, a command line such as
     ///    `sh examples/command-author.sh`): a command, the old bare form.
     pub fn resolve(&self) -> Result<AuthorTarget, String> {
         let s = self.spec.trim();
@@ -502,6 +542,9 @@ impl AuthorSpec {
             return Err(format!(
                 "{s} is not a .jsonl author file; to run it as a command write cmd:{s}"
             ));
+        }
+        if let Some(e) = not_a_command(path, s) {
+            return Err(e);
         }
         Ok(AuthorTarget::Command(s.to_string()))
     }

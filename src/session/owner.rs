@@ -131,7 +131,8 @@ pub const BUNDLED_TAPE: (&str, &[u8]) = (
 );
 
 impl TapeSource {
-    /// A tape by label: `None` or `bundled:<name>` is the bundled tape, anything else a path.
+    /// A tape by label: `None` or `bundled:<name>` is the bundled tape, anything else a path
+    /// (a file that cannot be read is `error code=IO message=cannot read PATH: ...`).
     pub fn open(label: Option<&str>) -> Result<TapeSource, String> {
         match label {
             None => Ok(TapeSource {
@@ -144,13 +145,22 @@ impl TapeSource {
                     label: p.to_string(),
                     bytes: Arc::from(b),
                 })
-                .map_err(|e| format!("{p}: {e}")),
+                .map_err(|e| crate::cli::cannot_read(Path::new(p), &e)),
         }
     }
 
     /// BLAKE3 of the tape's bytes, hex (the session file records it).
     pub fn blake3(&self) -> String {
         blake3::hash(&self.bytes).to_hex().to_string()
+    }
+
+    /// Check the whole tape as `kestrel run` would play it ([`crate::market::check_tape`]):
+    /// a bad line anywhere or a tape cut short is refused here, before a session opens on
+    /// it, as `run` refuses it: `LABEL: error code=TAPE line=N message=...`.
+    pub fn check(&self) -> Result<(), String> {
+        crate::market::check_tape(&self.bytes[..])
+            .map(drop)
+            .map_err(|e| format!("{}: {e}", self.label))
     }
 
     fn reader(&self) -> Result<TapeReader<Reader>, String> {
@@ -779,8 +789,12 @@ pub struct SubmitResult {
 
 impl Session {
     /// A session at the open of `tape`, paused at 60x (1x with a live author seated), with
-    /// the default View.
+    /// the default View. The whole tape is checked first ([`TapeSource::check`]): a tape
+    /// `kestrel run` refuses opens no session.
     pub fn open(tape: TapeSource, settings: Settings, how: Opening) -> Result<Session, String> {
+        // The whole tape first: the desk plays it in steps and would meet a bad line or a cut
+        // end only when it got there (and settle the book at a cut end as if at the close).
+        tape.check()?;
         let reader = tape.reader()?;
         let header = reader.header().clone();
         let run = new_run(reader, &settings)?;
@@ -2278,7 +2292,7 @@ pub fn reopen(path: &Path, save: Option<PathBuf>) -> Result<Session, String> {
     let tape = TapeSource::open(Some(&s.tape))?;
     if !s.tape_blake3.is_empty() && tape.blake3() != s.tape_blake3 {
         return Err(format!(
-            "{}: the tape {} has changed since the session was saved (its BLAKE3 differs): \
+            "error code=SESSION message={}: the tape {} has changed since the session was saved (its BLAKE3 differs): \
              the replay would not reach the recorded hash",
             path.display(),
             s.tape

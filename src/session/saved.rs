@@ -200,13 +200,25 @@ pub fn load(text: &str) -> Result<Saved, String> {
 
 /// Read a session file from disk; a Bus file given instead is named for what it is, with
 /// the session file it belongs to.
+/// Errors are coded lines: `code=IO` for a file that cannot be read, `code=SESSION` for one
+/// that is not a session this desk opens (naming the line, or the session file a Bus file
+/// belongs to).
 pub fn open(path: &Path) -> Result<Saved, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = std::fs::read(path)
+        .and_then(|b| {
+            String::from_utf8(b)
+                .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text"))
+        })
+        .map_err(|e| crate::cli::cannot_read(path, &e))?;
     load(&text).map_err(|e| match session_of_bus(path) {
         Some(s) if e.starts_with("this is a Bus file") => {
-            format!("{}: {e}: {}", path.display(), s.display())
+            format!(
+                "error code=SESSION message={}: {e}: {}",
+                path.display(),
+                s.display()
+            )
         }
-        _ => format!("{}: {e}", path.display()),
+        _ => format!("error code=SESSION message={}: {e}", path.display()),
     })
 }
 
