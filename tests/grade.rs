@@ -1139,3 +1139,34 @@ fn cli_grades_an_agent() {
     assert!(err.contains("pass it with --agent"), "{err}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn a_tape_cut_short_is_refused_not_graded() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let d = std::env::temp_dir().join(format!("kestrel-grade-cut-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    let whole = std::fs::read_to_string(root.join("tapes/trend-2025-04-09-s1.jsonl")).unwrap();
+    let cut: String = whole
+        .lines()
+        .take(20_000)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(d.join("cut.jsonl"), cut).unwrap();
+    let doc = root.join("examples/grade.kestrel");
+    let (code, out, err) = kestrel(
+        &[
+            "grade",
+            doc.to_str().unwrap(),
+            "--tapes",
+            d.to_str().unwrap(),
+        ],
+        root,
+    );
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        err.starts_with("error code=TAPE message=") && err.contains("line 20001: ends-early"),
+        "{err}"
+    );
+    assert!(!out.contains("vs null"), "nothing graded: {out}");
+    let _ = std::fs::remove_dir_all(&d);
+}
