@@ -711,3 +711,55 @@ fn the_desk_refuses_with_the_codes_and_exit_codes_of_the_other_verbs() {
     assert_eq!(err.matches("code=").count(), 1, "{err}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn the_agent_still_streams_a_tape_from_a_pipe() {
+    // The whole-tape check reads a regular file twice; a pipe is read once, and checked at
+    // its end as `run` checks it.
+    let tape = std::fs::read(root().join(TAPE)).expect("tape");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kestrel"))
+        .args([
+            "agent",
+            "--tape",
+            "/dev/stdin",
+            "--author",
+            "examples/house-agent.jsonl",
+        ])
+        .current_dir(root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&tape);
+    });
+    let out = child.wait_with_output().expect("wait");
+    writer.join().expect("writer");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("determinism "), "{stdout}");
+}
+
+#[test]
+fn a_bare_author_word_on_path_is_a_command_whatever_the_directory_holds() {
+    // `true` is on PATH; a directory of that name in the working directory does not make
+    // it "a directory, not an author".
+    let d = scratch("author-on-path");
+    std::fs::create_dir_all(d.join("true")).expect("mkdir");
+    let out = Command::new(env!("CARGO_BIN_EXE_kestrel"))
+        .args(["agent", "--tape", s(&root().join(TAPE)), "--author", "true"])
+        .current_dir(&d)
+        .output()
+        .expect("spawn");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("not an author"), "{err}");
+    assert!(
+        err.contains("`sh` wrote nothing on stdout"),
+        "it ran `true` as the command: {err}"
+    );
+}

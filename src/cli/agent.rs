@@ -87,11 +87,14 @@ pub fn run(a: &AgentArgs) -> i32 {
     // The whole tape before the author is asked anything: `run` refuses a bad line or a
     // tape cut short only when it reaches it, but by then an author would have been asked
     // (and a command author run) at every wake up to there, for a run that is refused.
+    // (Signals first: a SIGTERM during a long check is caught, and the run that follows
+    // stops at once with the pending Bus file handled, rather than the process dying with
+    // it left behind.)
+    super::signals::install();
     if let Err(e) = super::run::check_whole_tape(&a.tape) {
         errln!("{e}");
         return 1;
     }
-    super::signals::install();
     let profile = match a.profile {
         ProfileArg::AuthoringV2 => Profile::AuthoringV2,
         ProfileArg::ViewshopV2 => Profile::ViewshopV2,

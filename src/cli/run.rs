@@ -381,6 +381,12 @@ pub(crate) fn open_tape_or_say(tape: &std::path::Path) -> Result<TapeReader<Read
 /// For a verb whose replay has costs before the end (`kestrel agent` asks its author at
 /// every wake) so a tape it would refuse at the end is refused before it starts.
 pub(crate) fn check_whole_tape(tape: &std::path::Path) -> Result<(), String> {
+    // Only a regular file can be read a second time: a pipe or a FIFO (`--tape
+    // /dev/stdin`, `<(zcat t.gz)`) is streamed once, and checked as `run` checks it, at its
+    // end.
+    if !std::fs::metadata(tape).is_ok_and(|m| m.is_file()) {
+        return Ok(());
+    }
     let f = std::fs::File::open(tape).map_err(|e| super::cannot_read(tape, &e))?;
     crate::market::check_tape(std::io::BufReader::with_capacity(1 << 16, f))
         .map(drop)

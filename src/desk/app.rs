@@ -284,14 +284,14 @@ impl App {
     /// A message goes stale: once shown for [`message_hold`](Self::message_hold), it is
     /// cleared when the tape has played [`MESSAGE_TAPE_MS`] past it or was taken back before
     /// it (a veto at 09:34 is not the news at 16:00, nor after a seek to 09:00).
-    fn age_message(&mut self) {
+    fn age_message(&mut self) -> bool {
         if self.message != self.message_seen.0 {
             self.message_seen = (
                 self.message.clone(),
                 self.snap.clock,
                 std::time::Instant::now(),
             );
-            return;
+            return false;
         }
         let (at, since) = (self.message_seen.1, self.message_seen.2);
         let now = self.snap.clock;
@@ -299,7 +299,9 @@ impl App {
         if self.message.is_some() && stale && since.elapsed() >= self.message_hold {
             self.message = None;
             self.message_seen.0 = None;
+            return true;
         }
+        false
     }
 
     /// The agent's answer waiting for the person.
@@ -338,7 +340,9 @@ impl App {
             }
             self.notices_seen = self.snap.notices_total;
         }
-        self.age_message();
+        // A message that went stale is a change to draw, even with the snapshot unchanged
+        // (paused, or at the end).
+        let cleared = self.age_message();
         if let (Some((id, text)), Some(r)) = (&self.awaiting_submit, &self.snap.last_submit)
             && r.id == *id
         {
@@ -351,7 +355,7 @@ impl App {
             }
             self.awaiting_submit = None;
         }
-        changed
+        changed || cleared
     }
 
     /// The event numbers the Bus pane holds: (oldest, newest).

@@ -747,7 +747,7 @@ fn run_key(summary: &str) -> &str {
 /// for a refused reply, whether the author was asked again. The first reply is "attempt 1",
 /// not a re-ask: only an attempt after a refused one is.
 fn attempt_summary(a: &crate::turn::repair::RepairAttempt) -> String {
-    let n = a.attempt + 1;
+    let n = u64::from(a.attempt) + 1;
     let tokens = a.tokens;
     if a.errors.is_empty() {
         return format!("attempt {n}: {} ({tokens} tokens)", a.outcome);

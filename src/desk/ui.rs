@@ -537,7 +537,7 @@ fn draw_plans_narrow(f: &mut Frame, app: &App, r: Rect, title: String) {
     // The header stays; the rows scroll to keep the selected plan in view, and the title
     // says which plans show when not all fit.
     let h = usize::from(r.height.saturating_sub(3));
-    let sel_end = 2 * (app.plan_sel + 1);
+    let sel_end = 2 * (app.plan_sel.min(plans.len().saturating_sub(1)) + 1);
     let skip = sel_end.saturating_sub(h).div_ceil(2) * 2;
     let shown = (h / 2).max(1);
     let title = if plans.len() > shown {

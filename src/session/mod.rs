@@ -441,6 +441,25 @@ pub enum AuthorTarget {
 /// What `--author` takes, for messages.
 pub const AUTHOR_FORMS: &str = "http(s)://HOST/v1 (a model server), an existing .jsonl author file (a saved Bus, or a script of {\"reply\": ...} lines), or cmd:COMMAND (a command run with sh -c)";
 
+/// Is `name` an executable file in one of `PATH`'s directories (what `sh -c name` runs)?
+fn on_path(name: &str) -> bool {
+    let Some(paths) = std::env::var_os("PATH") else {
+        return false;
+    };
+    std::env::split_paths(&paths).any(|d| {
+        let p = d.join(name);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            std::fs::metadata(&p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        }
+        #[cfg(not(unix))]
+        {
+            p.is_file()
+        }
+    })
+}
+
 /// Why an existing path given as a bare author string is no command to run, as the
 /// refusal's message (`None`: no such path, or an executable file that is not a Kestrel
 /// document, which the bare form runs).
@@ -543,7 +562,12 @@ impl AuthorSpec {
                 "{s} is not a .jsonl author file; to run it as a command write cmd:{s}"
             ));
         }
-        if let Some(e) = not_a_command(path, s) {
+        // A bare word that names a command on PATH (`llm`) is that command, whatever the
+        // working directory holds; otherwise the path is looked at.
+        let bare = !s.contains('/') && !s.contains(char::is_whitespace);
+        if !(bare && on_path(s))
+            && let Some(e) = not_a_command(path, s)
+        {
             return Err(e);
         }
         Ok(AuthorTarget::Command(s.to_string()))
