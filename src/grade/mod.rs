@@ -1145,15 +1145,13 @@ impl TapeSource for FileTapes {
             ));
         }
         // Whole, as `run` and the desk require: a tape cut short is refused, not graded as
-        // a session that closed early.
-        crate::market::check_tape(&bytes[..]).map_err(|e| {
+        // a session that closed early (one pass: every line, then the end).
+        let (header, events) = crate::market::tape::read_whole_tape_bytes(&bytes).map_err(|e| {
             GradeError::new(
                 "TAPE",
                 format!("{} line {}: {}", t.path, e.line, e.message()),
             )
         })?;
-        let (header, events) = crate::market::tape::read_tape_bytes(&bytes)
-            .map_err(|e| GradeError::new("TAPE", format!("{}: {e}", t.path)))?;
         let (header, events) = match t.session {
             None => (header, events),
             Some(n) => crate::market::tape::split_sessions(&header, events)

@@ -412,12 +412,17 @@ fn contract_inputs(
     t_years: f64,
     smile: Smile,
 ) -> Option<(f64, f64, f64, f64)> {
+    let (t, s, k) = contract_time_prices(spot, strike, t_years)?;
+    Some((t, s, k, smile_iv(smile.atm_iv, smile.skew, s, k)))
+}
+
+/// [`contract_inputs`] before the smile: the time (floored; `None` when not finite), spot
+/// and strike as `f64`.
+fn contract_time_prices(spot: Px, strike: Px, t_years: f64) -> Option<(f64, f64, f64)> {
     if !t_years.is_finite() {
         return None;
     }
-    let t = t_years.max(MIN_T_YEARS);
-    let (s, k) = (spot.to_f64(), strike.to_f64());
-    Some((t, s, k, smile_iv(smile.atm_iv, smile.skew, s, k)))
+    Some((t_years.max(MIN_T_YEARS), spot.to_f64(), strike.to_f64()))
 }
 
 /// The two logs of moneyness a quote takes at one spot and strike, each as the unmemoised
@@ -555,11 +560,7 @@ pub fn book_quote_memo(
     smile: Smile,
     memo: &mut MoneyMemo,
 ) -> Option<BookQuote> {
-    if !t_years.is_finite() {
-        return None;
-    }
-    let t = t_years.max(MIN_T_YEARS);
-    let (s, k) = (spot.to_f64(), strike.to_f64());
+    let (t, s, k) = contract_time_prices(spot, strike, t_years)?;
     let (k_s, s_k) = memo.logs(spot, strike);
     let iv = smile_iv_at(smile.atm_iv, smile.skew, k_s);
     let price = bs_core(right, s, k, || s_k, t, rate, iv, false)?.price;

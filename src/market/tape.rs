@@ -1502,6 +1502,17 @@ pub fn check_tape<R: io::BufRead>(r: R) -> Result<TapeHeader, TapeError> {
     Ok(reader.header().clone())
 }
 
+/// [`read_tape_bytes`] checked whole as [`check_tape`] checks it (a tape cut short is
+/// `ends-early`), in one pass: for a reader that keeps the events of a tape it must refuse
+/// when `kestrel run` would (`kestrel grade`).
+pub fn read_whole_tape_bytes(bytes: &[u8]) -> Result<(TapeHeader, Vec<TapeEvent>), TapeError> {
+    let mut reader = TapeReader::new(bytes)?;
+    let header = reader.header().clone();
+    let events = reader.by_ref().collect::<Result<Vec<_>, _>>()?;
+    reader.check_complete()?;
+    Ok((header, events))
+}
+
 /// The sessions of a (small, read) tape, each as a one-session tape: its header
 /// ([`TapeHeader::for_session`]) and its events. A v1 tape is one session.
 pub fn split_sessions(

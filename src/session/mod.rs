@@ -447,17 +447,23 @@ fn on_path(name: &str) -> bool {
         return false;
     };
     std::env::split_paths(&paths).any(|d| {
-        let p = d.join(name);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt as _;
-            std::fs::metadata(&p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        }
-        #[cfg(not(unix))]
-        {
-            p.is_file()
-        }
+        std::fs::metadata(d.join(name))
+            .is_ok_and(|m| m.is_file() && (executable(&m) || cfg!(not(unix))))
     })
+}
+
+/// Has the file an execute bit (what `sh -c PATH` needs to run it)? Off unix: no.
+fn executable(meta: &std::fs::Metadata) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        meta.permissions().mode() & 0o111 != 0
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        false
+    }
 }
 
 /// Why an existing path given as a bare author string is no command to run, as the
@@ -474,14 +480,7 @@ fn not_a_command(path: &Path, s: &str) -> Option<String> {
             format!("; arm a document with --plans {s}"),
         )
     } else {
-        #[cfg(unix)]
-        let executable = {
-            use std::os::unix::fs::PermissionsExt as _;
-            meta.permissions().mode() & 0o111 != 0
-        };
-        #[cfg(not(unix))]
-        let executable = false;
-        if executable {
+        if executable(&meta) {
             return None;
         }
         (
