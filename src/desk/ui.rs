@@ -721,12 +721,17 @@ pub fn blotter_lines(app: &App, h: usize, w: usize) -> Vec<Line<'static>> {
         ),
         Span::styled(format!("  1R = ${:.2}", b.r_usd), muted),
     ];
-    let parts = vec![
-        Span::styled("  realised ", muted),
-        Span::styled(
-            format!("{} {}", usd(b.realised_usd), r_of(b.realised_r)),
-            pnl_style(app, b.realised_usd),
-        ),
+    // Realised and open P&L, the first under a label that a narrow pane shortens.
+    let realised = |label: &'static str| {
+        vec![
+            Span::styled(label, muted),
+            Span::styled(
+                format!("{} {}", usd(b.realised_usd), r_of(b.realised_r)),
+                pnl_style(app, b.realised_usd),
+            ),
+        ]
+    };
+    let open = vec![
         Span::styled("  open ", muted),
         Span::styled(
             format!("{} {}", usd(b.open_usd), r_of(b.open_r)),
@@ -734,29 +739,17 @@ pub fn blotter_lines(app: &App, h: usize, w: usize) -> Vec<Line<'static>> {
         ),
     ];
     let width = |v: &[Span]| v.iter().map(|s| s.content.chars().count()).sum::<usize>();
-    let mut lines = if width(&total) + width(&parts) <= w {
-        let mut one = total;
-        one.extend(parts);
-        vec![Line::from(one)]
-    } else if width(&parts) <= w + 4 {
+    let mut lines = if width(&total) + width(&realised("  realised ")) + width(&open) <= w {
+        vec![Line::from([total, realised("  realised "), open].concat())]
+    } else if width(&realised("  real ")) + width(&open) <= w {
         // Realised and open on one line under the total, `real` for short.
-        let mut parts = parts;
-        if let Some(first) = parts.first_mut() {
-            first.content = "  real ".into();
-        }
         let mut v = wrap(Line::from(total), w);
-        v.extend(wrap(Line::from(parts), w));
+        v.extend(wrap(Line::from([realised("  real "), open].concat()), w));
         v
     } else {
         // Too narrow for one line: the total, then realised and open, a line each.
         let mut v = wrap(Line::from(total), w);
-        let mut parts = parts.into_iter();
-        let realised: Vec<Span> = parts.by_ref().take(2).collect();
-        v.extend(wrap(Line::from(realised), w));
-        let mut open: Vec<Span> = parts.collect();
-        if let Some(first) = open.first_mut() {
-            first.content = "  open ".into();
-        }
+        v.extend(wrap(Line::from(realised("  realised ")), w));
         v.extend(wrap(Line::from(open), w));
         v
     };
