@@ -200,7 +200,7 @@ fn stand_down_key_with_a_reason_routes_as_stand_down() {
     let r = t.routed.as_ref().unwrap();
     assert_eq!(r.outcome.name(), "stand-down");
     assert_eq!(r.kestrel, "STAND-DOWN chop, no edge\n");
-    assert_eq!(t.result, "stood down every plan");
+    assert_eq!(t.result, "stood down every plan; flat");
     assert!(
         app.snap
             .bus
@@ -1094,6 +1094,59 @@ fn an_agents_supersede_replaces_its_own_plans_and_leaves_the_persons_armed() {
         "{:?}",
         app.snap.plans
     );
+}
+
+#[test]
+fn a_persons_stand_down_holds_an_autopilot_agent_and_names_what_rides() {
+    let src = desk::tape_source(None).unwrap();
+    let second = "PLAN agent-q budget 0.05R ttl +20m\n  USING signal SPX exec SPY 0dte\n  WHEN spot crosses above 5350\n  DO buy 1 +1 C @ fair-2c\n";
+    let mut app = desk::inline_app_with(src, Some(owner_agent(second)), false).unwrap();
+    assert!(!app.copilot(), "seated in autopilot");
+    // The person buys shares at the ask: a position that fills at once and rides.
+    app.send(Command::Seek(ms(9, 31, 0)));
+    app.human_turn(
+        "PLAN grab budget 0.20R ttl +60m\n  USING signal SPX exec SPY\n  WHEN spot > 1\n  DO buy 10 shares @ ask\n",
+    );
+    app.send(Command::Seek(ms(9, 33, 0)));
+    app.human_turn("STAND-DOWN flat into the 09:40 wake\n");
+    let t = app.turn_rows().last().unwrap().clone();
+    assert_eq!(t.routed.as_ref().unwrap().outcome.name(), "stand-down");
+    assert_eq!(
+        t.result, "stood down every plan; 1 position rides its TP/EXIT: grab SPY shares +10",
+        "{t:?}"
+    );
+    // The agent is held: the kill switch holds past its next wake.
+    assert!(app.copilot(), "the stand-down held the agent in co-pilot");
+    assert!(
+        app.snap.notices.iter().any(|n| n
+            .text
+            .contains("house held in co-pilot after your STAND-DOWN")),
+        "{:?}",
+        app.snap.notices
+    );
+    app.send(Command::Seek(ms(9, 45, 0)));
+    let armed = |app: &App, n: &str| {
+        app.snap
+            .plans
+            .iter()
+            .any(|p| p.name == n && p.state == PlanState::Armed)
+    };
+    assert!(
+        !armed(&app, "agent-q"),
+        "the agent's 09:40 supersede waits for the person"
+    );
+    let call = app.proposal().map(|p| p.call).expect("a proposal waits");
+    // Accepting it routes it: the person stays in charge, nothing is lost.
+    app.send(Command::Accept { call });
+    assert!(armed(&app, "agent-q"));
+    // Taken back before the stand-down and forward again, the hold replays as it happened.
+    app.send(Command::Seek(ms(9, 32, 0)));
+    assert!(
+        !app.copilot(),
+        "before the stand-down the agent was in autopilot"
+    );
+    app.send(Command::Seek(ms(9, 34, 0)));
+    assert!(app.copilot(), "the recorded hold replays");
 }
 
 #[test]

@@ -612,6 +612,23 @@ pub struct SessionSnapshot {
     pub written: bool,
 }
 
+/// The positions still open in the book, each as `plan instrument ±qty` (an option of the
+/// session's own date as `SPY 0dte 518.00 C`), in the Blotter's order.
+fn riding(b: &bus::Blotter, date: &str) -> Vec<String> {
+    let today = format!(" {date} ");
+    let today = today.as_str();
+    b.positions
+        .iter()
+        .flat_map(|(plan, legs)| {
+            legs.iter()
+                .filter(|(_, p)| p.qty != 0)
+                .map(move |(leg, p)| {
+                    format!("{plan} {} {:+}", leg.replacen(today, " 0dte ", 1), p.qty)
+                })
+        })
+        .collect()
+}
+
 /// The seat of the agent in a run.
 struct Chair {
     agent: Agent,
@@ -1259,6 +1276,12 @@ impl Session {
             } => {
                 self.person_act(Act::Turn { author, kind, text });
                 let routed = self.run.turn_log().last().and_then(|e| e.turn.clone());
+                if routed
+                    .as_ref()
+                    .is_some_and(|t| matches!(t.outcome, Outcome::StandDown { .. }))
+                {
+                    self.hold_after_stand_down();
+                }
                 self.last_submit = Some(SubmitResult {
                     id,
                     outcome: routed
@@ -1304,6 +1327,24 @@ impl Session {
             Command::Tick(dt) => self.run_for(dt),
         }
         self.flush_bus();
+    }
+
+    /// After the person's STAND-DOWN, an agent in autopilot is held in co-pilot: its later
+    /// turns wait for the person's accept or reject, so the kill switch holds past its next
+    /// wake (docs/desk.md, "Stand-down"). The hold is an act of its own in the session file,
+    /// so a rewind or a reopened session replays it as it happened.
+    fn hold_after_stand_down(&mut self) {
+        let Some(chair) = self.chair.as_ref() else {
+            return;
+        };
+        if chair.hold || !chair.attached {
+            return;
+        }
+        let name = chair.agent.name();
+        self.act(Act::Agent(AgentAct::Hold { on: true }));
+        self.notice(format!(
+            "{name} held in co-pilot after your STAND-DOWN: its turns wait for your accept / reject (c: autopilot)"
+        ));
     }
 
     /// Accept the waiting proposal (the one to `call`, when given).
@@ -1646,9 +1687,22 @@ impl Session {
                 None => "refused: the checked document does not read back".into(),
             },
             // The person's STAND-DOWN is the desk's kill switch: every plan, whoever armed it.
+            // What still rides (inventory keeps its TP / EXIT) is named with it.
             Outcome::StandDown { reason } => {
                 self.run.stand_down_as(reason, None);
-                "stood down every plan".into()
+                let date = self.run.engine.market().date().to_string();
+                let riding = riding(self.run.engine.bus().blotter(), &date);
+                match riding.len() {
+                    0 => "stood down every plan; flat".into(),
+                    1 => format!(
+                        "stood down every plan; 1 position rides its TP/EXIT: {}",
+                        riding[0]
+                    ),
+                    n => format!(
+                        "stood down every plan; {n} positions ride their TP/EXIT: {}",
+                        riding.join(", ")
+                    ),
+                }
             }
             Outcome::Cancel { target } => {
                 if self.run.cancel_as(target, owner) {
