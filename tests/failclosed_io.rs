@@ -763,3 +763,32 @@ fn a_bare_author_word_on_path_is_a_command_whatever_the_directory_holds() {
         "it ran `true` as the command: {err}"
     );
 }
+
+#[test]
+fn the_desk_without_a_terminal_refuses_and_writes_nothing_to_stdout() {
+    // A fresh HOME: nothing saved helps, and nothing may be written there either.
+    let home = scratch("desk-no-tty");
+    let out = Command::new(KESTREL)
+        .arg("desk")
+        .env("HOME", &home)
+        .env("XDG_DATA_HOME", home.join("data"))
+        .env("XDG_CONFIG_HOME", home.join("config"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        out.stdout.is_empty(),
+        "no escape sequence or anything else on stdout: {:?}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(
+        err.starts_with("error code=DESK message=the desk needs a terminal"),
+        "{err}"
+    );
+    let written: Vec<_> = std::fs::read_dir(&home)
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(written.is_empty(), "nothing saved: {written:?}");
+}

@@ -379,8 +379,9 @@ fn session_path(a: &DeskArgs, tape: &TapeSource) -> Option<PathBuf> {
     if a.no_save {
         return None;
     }
+    // The directory is made only once the desk has its terminal (`run_inner`): a refusal
+    // leaves nothing behind.
     let d = saved::sessions_dir()?;
-    std::fs::create_dir_all(&d).ok()?;
     let name = tape.label.rsplit(['/', ':']).next().unwrap_or("tape");
     Some(saved::new_session_path(&d, name.trim_end_matches(".jsonl")))
 }
@@ -444,7 +445,25 @@ pub fn open_session(a: &DeskArgs, save: Option<PathBuf>) -> Result<Session, Stri
 
 fn run_inner(a: &DeskArgs, save: Option<PathBuf>) -> color_eyre::Result<()> {
     use color_eyre::eyre::eyre;
+    use std::io::IsTerminal;
     let _ = color_eyre::install();
+    // Without a terminal on both sides nothing is started and nothing is written to stdout
+    // (not even the escape that leaves the alternate screen): the refusal is the only output.
+    for (name, tty) in [
+        ("stdin", std::io::stdin().is_terminal()),
+        ("stdout", std::io::stdout().is_terminal()),
+    ] {
+        if !tty {
+            return Err(eyre!(
+                "the desk needs a terminal ({name} is not one); the headless verbs (kestrel --help) do not"
+            ));
+        }
+    }
+    // Where the session is saved (no directory, no saving: as before the terminal check).
+    let save = save.filter(|p| {
+        p.parent()
+            .is_some_and(|d| std::fs::create_dir_all(d).is_ok())
+    });
     let (args, to) = (a.clone(), save.clone());
     let handle = SessionHandle::spawn(move || open_session(&args, to)).map_err(|e| eyre!(e))?;
     let (themes, keys, warnings) = load_config(saved::config_dir().as_deref());

@@ -1343,7 +1343,7 @@ impl Session {
         let name = chair.agent.name();
         self.act(Act::Agent(AgentAct::Hold { on: true }));
         self.notice(format!(
-            "{name} held in co-pilot after your STAND-DOWN: its turns wait for your accept / reject (c: autopilot)"
+            "{name} held in co-pilot by your STAND-DOWN: a accepts · x rejects · c autopilot"
         ));
     }
 
