@@ -361,6 +361,15 @@ fn copilot_holds_the_agents_turn_until_the_person_rejects_or_accepts_it() {
     );
     let s = screen(&app, 100, 30);
     assert!(s[29].contains("proposes"), "{}", s[29]);
+    // The footer says what it would arm (not its first line of code) and keeps help and quit.
+    assert!(s[29].contains("proposes: arms agent-p"), "{}", s[29]);
+    assert!(
+        s[29]
+            .trim_end()
+            .ends_with("a accept x reject ? help q quit"),
+        "{}",
+        s[29]
+    );
     press(&mut app, KeyCode::Char('x'));
     assert!(app.proposal().is_none());
     assert!(bus_has(&app, "turn-rejected"));

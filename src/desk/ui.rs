@@ -302,33 +302,36 @@ fn draw_footer(f: &mut Frame, app: &App, r: Rect) {
     }
     if let Some(p) = app.proposal() {
         let author = app.agent().map(|a| a.name.clone()).unwrap_or_default();
-        let written = p.run.turn.kestrel.clone();
-        let ctx_line = written
-            .lines()
-            .find(|l| {
-                !l.trim().is_empty() && !l.trim_start().starts_with('#') && !l.starts_with("```")
-            })
-            .unwrap_or("(comments only)")
-            .to_string();
+        let ctx_line = proposal_summary(&p.run.turn);
         // Its age in tape time: the View it answered is that old.
         let age = crate::session::owner::age_text(crate::market::Ts(
             app.snap.clock.0.saturating_sub(p.asked_at.0),
         ));
-        spans.push(Span::styled(
-            format!(
-                " {} proposes {} @ {} {} ({age} ago): {} ",
-                author,
-                p.run.turn.outcome.name(),
-                p.wake,
-                p.asked_at.hhmm(),
-                ctx_line
-            ),
-            Style::default().fg(t.state_warn()),
-        ));
-        spans.push(Span::styled(app.keys.label(Action::Accept), key));
-        spans.push(Span::styled(" accept ", muted));
-        spans.push(Span::styled(app.keys.label(Action::Reject), key));
-        spans.push(Span::styled(" reject ", muted));
+        // What it would do, then the keys to decide it; `? help` and `q quit` stay at the
+        // right. The summary gives way first when the line is short.
+        let keys: Vec<Span> = [(Action::Accept, "accept"), (Action::Reject, "reject")]
+            .into_iter()
+            .chain([(Action::Help, "help"), (Action::Quit, "quit")])
+            .flat_map(|(a, word)| {
+                [
+                    Span::styled(format!(" {}", app.keys.label(a)), key),
+                    Span::styled(format!(" {word}"), muted),
+                ]
+            })
+            .collect();
+        let keys_w: usize = keys.iter().map(Span::width).sum();
+        let used: usize = spans.iter().map(Span::width).sum();
+        let room = usize::from(r.width).saturating_sub(used + keys_w + 1);
+        let text = format!(
+            " {author} proposes: {ctx_line} · wake {} {}, {age} ago",
+            p.wake,
+            p.asked_at.hhmm(),
+        );
+        let text = super::fit::fit(&text, room);
+        let pad = room.saturating_sub(text.chars().count());
+        spans.push(Span::styled(text, Style::default().fg(t.state_warn())));
+        spans.push(Span::raw(" ".repeat(pad + 1)));
+        spans.extend(keys);
     } else {
         // `? help` and `q quit` always show at the right; other keys fill what is left.
         let tail: Vec<Span> = [Action::Help, Action::Quit]
@@ -365,6 +368,47 @@ fn draw_footer(f: &mut Frame, app: &App, r: Rect) {
         spans.extend(tail);
     }
     f.render_widget(Paragraph::new(Line::from(spans)), r);
+}
+
+/// What a proposed turn would do, in a few words: the plans a supersede arms (and whether it
+/// also sets a VIEW or a WAKE), a STAND-DOWN's reason, a CANCEL's target.
+fn proposal_summary(turn: &crate::turn::RoutedTurn) -> String {
+    use crate::lang::ast::StatementKind as K;
+    match &turn.outcome {
+        Outcome::StandDown { reason } if reason.is_empty() => "STAND-DOWN".into(),
+        Outcome::StandDown { reason } => format!("STAND-DOWN {reason}"),
+        Outcome::Cancel { target } => format!("CANCEL {target}"),
+        Outcome::Pass { .. } => "nothing (comments only)".into(),
+        Outcome::Supersede { .. } => {
+            let Some(doc) = turn.document() else {
+                return "a document".into();
+            };
+            let mut plans = Vec::new();
+            let mut also = Vec::new();
+            for st in &doc.statements {
+                match &st.kind {
+                    K::Plan(p) => plans.push(p.name.text.clone()),
+                    K::View(_) | K::Wake(_) | K::Pod(_) | K::Book(_) => {
+                        let k = st.kind.keyword();
+                        if !also.contains(&k) {
+                            also.push(k);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            let arms = match plans.len() {
+                0 => "arms no plan".to_string(),
+                _ => format!("arms {}", plans.join(", ")),
+            };
+            if also.is_empty() {
+                arms
+            } else {
+                format!("{arms} (+{})", also.join(", "))
+            }
+        }
+        o => o.name().to_string(),
+    }
 }
 
 fn draw_view(f: &mut Frame, app: &App, r: Rect) {
