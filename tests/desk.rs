@@ -901,6 +901,7 @@ fn a_session_saved_from_bare_kestrel_reopens_with_open_to_the_same_hash() {
         kind: kestrel_desk::turn::AuthorKind::Human,
         text: "STAND-DOWN enough\n".into(),
     });
+    h.send(Command::Speed(kestrel_desk::session::owner::Speed::X600));
     h.send(Command::Seek(ms(11, 30, 0)));
     let first = h.latest();
     drop(h);
@@ -921,6 +922,11 @@ fn a_session_saved_from_bare_kestrel_reopens_with_open_to_the_same_hash() {
     let again = h.latest();
     assert_eq!(again.clock, ms(11, 30, 0));
     assert_eq!(again.hash, first.hash);
+    assert_eq!(
+        again.speed,
+        kestrel_desk::session::owner::Speed::X600,
+        "it resumes at the speed the person last chose"
+    );
     assert!(
         !again.written && !again_path.exists(),
         "nothing written yet"

@@ -2353,6 +2353,7 @@ pub fn reopen(path: &Path, save: Option<PathBuf>) -> Result<Session, String> {
         ));
     }
     let last = s.last.1;
+    let speed = s.speed;
     let mut session = Session::open(
         tape,
         s.settings,
@@ -2364,6 +2365,11 @@ pub fn reopen(path: &Path, save: Option<PathBuf>) -> Result<Session, String> {
         },
     )?;
     session.seek(last);
+    // The speed the person last chose (a live agent's seat starts at 1x only when nothing
+    // was chosen).
+    if let Some(sp) = speed {
+        session.speed = sp;
+    }
     Ok(session)
 }
 

@@ -18,7 +18,7 @@
 //! left. Nothing is written for an opened session until the person acts; its new file then
 //! starts with a copy of the acts it replayed.
 
-use super::owner::{Act, Settings};
+use super::owner::{Act, Settings, Speed};
 use crate::market::Ts;
 use std::path::{Path, PathBuf};
 
@@ -99,6 +99,8 @@ pub struct Saved {
     /// The tape point `--open` resumes at (seq, ts): where the person left (the `left`
     /// record), else the last point recorded.
     pub last: (u64, Ts),
+    /// The replay speed last set (`speed 600x` records); `--open` resumes at it.
+    pub speed: Option<Speed>,
 }
 
 /// Why a file is not a session this desk can open.
@@ -148,6 +150,7 @@ pub fn load(text: &str) -> Result<Saved, String> {
         tape_blake3: text_of("tape_blake3"),
         acts: Vec::new(),
         last: (0, Ts(0)),
+        speed: None,
     };
     if s.tape.is_empty() {
         return Err(format!("line {}: the header names no tape", i + 1));
@@ -187,6 +190,11 @@ pub fn load(text: &str) -> Result<Saved, String> {
                 // The person acted after a rewind: the acts recorded later than here were
                 // another branch's future.
                 Some("branch") => s.acts.retain(|a| a.0 <= seq),
+                Some(a) if a.starts_with("speed ") => {
+                    s.speed = Speed::ALL
+                        .into_iter()
+                        .find(|x| a == format!("speed {}", x.label()));
+                }
                 _ => {}
             },
             _ => {}
