@@ -636,6 +636,22 @@ fn an_author_that_is_a_document_or_not_executable_is_refused_not_run() {
             "{author}"
         );
     }
+    // An executable `#!` script is run even when all its lines are `#` lines (which alone
+    // would read as a Kestrel document of comments): this one answers nothing, so every wake
+    // is a provider error and the run fails as such, not as a refused --author.
+    let quiet = d.join("quiet.sh");
+    std::fs::write(
+        &quiet,
+        "#!/bin/sh
+# an author that never answers
+",
+    )
+    .expect("write");
+    std::fs::set_permissions(&quiet, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let (code, _, err) = kestrel(&["agent", "--tape", TAPE, "--author", s(&quiet)]);
+    assert_eq!(code, 1, "{err}");
+    assert!(!err.contains("code=USAGE"), "run, not refused: {err}");
+    assert!(err.contains("code=PROVIDER"), "{err}");
     let _ = std::fs::remove_dir_all(&d);
 }
 

@@ -472,8 +472,18 @@ fn executable(meta: &std::fs::Metadata) -> bool {
 fn not_a_command(path: &Path, s: &str) -> Option<String> {
     use crate::cli::sniff::{self, Kind};
     let meta = std::fs::metadata(path).ok()?;
+    // An executable file that starts with `#!` is a script, as the kernel runs it, even when
+    // the rest is only `#` lines (which would also read as a Kestrel document of comments).
+    let script = || {
+        let mut head = [0u8; 2];
+        std::fs::File::open(path)
+            .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+            .is_ok_and(|()| &head == b"#!")
+    };
     let (what, hint) = if meta.is_dir() {
         (Kind::Directory.describe(), String::new())
+    } else if executable(&meta) && script() {
+        return None;
     } else if sniff::file(path) == Kind::Kestrel {
         (
             Kind::Kestrel.describe(),
