@@ -735,17 +735,21 @@ fn r_of(x: f64) -> String {
     format!("{x:+.2}R")
 }
 
-/// A style for a P&L figure: up, down, or muted at zero.
+/// A style for a P&L figure in dollars: up, down, or muted when it shows as `+$0.00` (the
+/// colour follows the cents shown, as [`usd`]'s sign does).
 fn pnl_style(app: &App, x: f64) -> Style {
-    let t = app.theme();
-    let k = if x > 0.0005 {
+    Style::default().fg(app.theme().get(pnl_role(x)))
+}
+
+fn pnl_role(x: f64) -> Role {
+    let cents = (x * 100.0).round();
+    if cents > 0.0 {
         Role::MarketUp
-    } else if x < -0.0005 {
+    } else if cents < 0.0 {
         Role::MarketDown
     } else {
         Role::UiMuted
-    };
-    Style::default().fg(t.get(k))
+    }
 }
 
 /// The Blotter: the book's P&L (realised and open apart, in $ and R, and what 1R is),
@@ -1463,6 +1467,27 @@ fn draw_modal(f: &mut Frame, app: &App, m: &Modal, area: Rect) {
             )));
             f.render_widget(Clear, r);
             f.render_widget(Paragraph::new(lines).block(frame_block("Plan")), r);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Role, pnl_role, usd};
+
+    #[test]
+    fn a_pnl_figure_is_coloured_by_the_cents_it_shows() {
+        // A loss under half a cent reads `+$0.00`: muted, not red (it was red).
+        for (x, shown, role) in [
+            (-0.004, "+$0.00", Role::UiMuted),
+            (0.004, "+$0.00", Role::UiMuted),
+            (-0.006, "-$0.01", Role::MarketDown),
+            (0.005, "+$0.01", Role::MarketUp),
+            (-287.12, "-$287.12", Role::MarketDown),
+            (0.0, "+$0.00", Role::UiMuted),
+        ] {
+            assert_eq!(usd(x), shown, "{x}");
+            assert_eq!(pnl_role(x), role, "{x}");
         }
     }
 }
