@@ -1,7 +1,8 @@
 //! The trading chart: 1- or 5-minute candles of the signal or exec symbol (from the
 //! session's snapshot; the desk keeps no bar state), a labelled price axis with ticks, a
-//! time axis, labelled VWAP / HOD / LOD lines, buy / sell marks at the fill price with their
-//! plan, fires marked, volume when the tape has sizes, and a cursor readout when focused.
+//! time axis, labelled VWAP / HOD / LOD lines, buy / sell marks at the fill price and fires
+//! marked, each labelled with its plan in free cells only ([`place_labels`]), volume when the
+//! tape has sizes, and a cursor readout (naming the marks there) when focused.
 //!
 //! Drawn straight into the buffer, every cell with the theme's background, so a light
 //! theme reads on a dark terminal. The window follows the newest candle until the cursor
@@ -218,18 +219,6 @@ fn put(buf: &mut Buffer, x: u16, y: u16, s: &str, st: Style, area: Rect) {
     }
 }
 
-/// Write `s` from (x, y) into blank cells only, stopping at the first cell in use.
-fn put_blank(buf: &mut Buffer, x: u16, y: u16, s: &str, st: Style, area: Rect) {
-    for (x, ch) in (x..area.right()).zip(s.chars()) {
-        if buf[(x, y)].symbol() != " " {
-            return;
-        }
-        let c = &mut buf[(x, y)];
-        c.set_char(ch);
-        c.set_style(st);
-    }
-}
-
 /// The readout of a candle: time and OHLC (and volume).
 pub fn readout(b: &Candle, with_volume: bool) -> String {
     let mut s = format!(
@@ -258,6 +247,233 @@ fn mark_label(m: &ChartMark) -> String {
         MarkKind::Buy => format!("{} buy {}@{:.2}", m.plan, m.qty, m.px),
         MarkKind::Sell => format!("{} sell {}@{:.2}", m.plan, m.qty, m.px),
     }
+}
+
+/// A marker on the chart: its candle, kind and label. Marks on one candle that say the same
+/// are one marker, their label counted (a plan that fired twice in a minute: `… fired ×2`).
+#[derive(Debug, Clone, PartialEq)]
+struct Shown {
+    candle: usize,
+    kind: MarkKind,
+    label: String,
+    /// The newest of them, an index into the marks grouped (its price places the marker).
+    newest: usize,
+}
+
+/// `marks` (candle index, mark), in time order, as one [`Shown`] per candle and label,
+/// ordered by their newest mark; the label counts them (`×N`) when there are more than one.
+fn group_marks(marks: &[(usize, &ChartMark)]) -> Vec<Shown> {
+    let mut at: std::collections::HashMap<(usize, String), (usize, usize)> =
+        std::collections::HashMap::with_capacity(marks.len());
+    for (n, (i, m)) in marks.iter().enumerate() {
+        let e = at.entry((*i, mark_label(m))).or_insert((n, 0));
+        e.0 = n;
+        e.1 += 1;
+    }
+    let mut out: Vec<Shown> = at
+        .into_iter()
+        .map(|((candle, label), (newest, count))| Shown {
+            candle,
+            kind: marks[newest].1.kind,
+            label: if count > 1 {
+                format!("{label} ×{count}")
+            } else {
+                label
+            },
+            newest,
+        })
+        .collect();
+    out.sort_by_key(|s| s.newest);
+    out
+}
+
+/// The glyph of a mark.
+fn mark_glyph(k: MarkKind) -> &'static str {
+    match k {
+        MarkKind::Fire => "◆",
+        MarkKind::Buy => "▲",
+        MarkKind::Sell => "▼",
+    }
+}
+
+/// What holds a cell of the plot, for placing labels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Taken {
+    /// A candle's body or wick.
+    Candle,
+    /// A mark's glyph.
+    Marker,
+    /// A label.
+    Label,
+}
+
+/// The plot's cells that hold something (candle bodies and wicks, markers, labels), counted
+/// from the plot's top-left cell. A cell off the grid counts as a candle's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Occupied {
+    width: u16,
+    height: u16,
+    cells: Vec<Option<Taken>>,
+}
+
+impl Occupied {
+    /// A grid of `width` x `height` free cells.
+    pub fn new(width: u16, height: u16) -> Occupied {
+        Occupied {
+            width,
+            height,
+            cells: vec![None; usize::from(width) * usize::from(height)],
+        }
+    }
+
+    /// Columns of the grid.
+    pub fn width(&self) -> u16 {
+        self.width
+    }
+
+    /// Rows of the grid.
+    pub fn height(&self) -> u16 {
+        self.height
+    }
+
+    /// Put `what` at (x, y); a cell off the grid is ignored.
+    pub fn take(&mut self, x: u16, y: u16, what: Taken) {
+        if x < self.width && y < self.height {
+            self.cells[usize::from(y) * usize::from(self.width) + usize::from(x)] = Some(what);
+        }
+    }
+
+    /// What holds (x, y) (`Candle` off the grid).
+    pub fn at(&self, x: u16, y: u16) -> Option<Taken> {
+        if x >= self.width || y >= self.height {
+            return Some(Taken::Candle);
+        }
+        self.cells[usize::from(y) * usize::from(self.width) + usize::from(x)]
+    }
+}
+
+/// A mark's label to place, in plot cells: the marker's column, the rows its candle (with the
+/// marker) spans, the label's width, and the side tried first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LabelAsk {
+    /// The marker's column.
+    pub x: u16,
+    /// The top row of the marker's candle and the marker.
+    pub top: u16,
+    /// The bottom row of the marker's candle and the marker.
+    pub bottom: u16,
+    /// The label's width in cells (its whole text).
+    pub width: u16,
+    /// Above the candle first (a sell, a fire); else below first (a buy).
+    pub above_first: bool,
+}
+
+/// How many rows from its candle a label may sit: the row next to the high (or low), or the
+/// one past it.
+pub const LABEL_REACH: u16 = 2;
+
+/// Where each label goes (its first cell), in the order asked, `None` when it has no room.
+///
+/// The rule: asks are placed in order (the caller puts the newest mark first, so the most
+/// recent labels win when space is short). A label sits on one row above its candle's top or
+/// below its bottom (the nearest rows first, the preferred side first at each distance, up to
+/// [`LABEL_REACH`] rows away), and spans the marker's column: it starts at the marker and
+/// slides left, at most until it ends there. It goes only where every one of its cells is
+/// free (no candle, no marker, no other label), wholly inside the grid with its last column
+/// left blank (never across or against the price axis), and with a blank cell between it and
+/// another label or another mark's marker on its row (so a label never reads as the next
+/// marker's). A label that fits nowhere is left out whole: it is never cut.
+pub fn place_labels(occupied: &Occupied, asks: &[LabelAsk]) -> Vec<Option<(u16, u16)>> {
+    let (w, h) = (occupied.width(), occupied.height());
+    let mut grid = occupied.clone();
+    let mut out = Vec::with_capacity(asks.len());
+    for a in asks {
+        if a.width == 0 || a.width >= w || a.x >= w {
+            out.push(None);
+            continue;
+        }
+        let mut rows: Vec<u16> = Vec::with_capacity(usize::from(LABEL_REACH) * 2);
+        for d in 1..=LABEL_REACH {
+            let above = a.top.checked_sub(d);
+            let below = Some(a.bottom.saturating_add(d)).filter(|y| *y < h);
+            let (first, second) = if a.above_first {
+                (above, below)
+            } else {
+                (below, above)
+            };
+            rows.extend(first);
+            rows.extend(second);
+        }
+        let fits = |g: &Occupied, x: u16, y: u16| {
+            let end = x + a.width;
+            let apart = |cx: u16| !matches!(g.at(cx, y), Some(Taken::Label | Taken::Marker));
+            end < w
+                && (x..end).all(|cx| g.at(cx, y).is_none())
+                && (x == 0 || apart(x - 1))
+                && apart(end)
+        };
+        let lowest = (a.x + 1).saturating_sub(a.width);
+        let spot = rows.iter().find_map(|&y| {
+            (lowest..=a.x)
+                .rev()
+                .find(|&x| fits(&grid, x, y))
+                .map(|x| (x, y))
+        });
+        if let Some((x, y)) = spot {
+            for cx in x..x + a.width {
+                grid.take(cx, y, Taken::Label);
+            }
+        }
+        out.push(spot);
+    }
+    out
+}
+
+/// The focused readout line as (text, the mark it names) pieces that fit in `width` cells:
+/// the candle's time and OHLC (`ohlc`), then each mark at the cursor whole. When they do not
+/// all fit, the OHLC gives way: the time, as many marks whole as fit, and `+N more` for the
+/// rest (every mark is in the Log); when not one mark fits, the OHLC alone.
+fn readout_pieces(
+    time: &str,
+    ohlc: &str,
+    marks: &[(MarkKind, String)],
+    width: usize,
+) -> Vec<(String, Option<MarkKind>)> {
+    let piece = |k: MarkKind, s: &str| format!("  {} {s}", mark_glyph(k));
+    let wide = |s: &str| s.chars().count();
+    let all = wide(ohlc)
+        + marks
+            .iter()
+            .map(|(k, s)| wide(&piece(*k, s)))
+            .sum::<usize>();
+    let mut out = Vec::new();
+    if all <= width || marks.is_empty() {
+        out.push((ohlc.to_string(), None));
+        out.extend(marks.iter().map(|(k, s)| (piece(*k, s), Some(*k))));
+        return out;
+    }
+    let mut used = wide(time);
+    out.push((time.to_string(), None));
+    for (n, (k, s)) in marks.iter().enumerate() {
+        let p = piece(*k, s);
+        let rest = marks.len() - n - 1;
+        let more = if rest > 0 {
+            wide(&format!("  +{rest} more"))
+        } else {
+            0
+        };
+        if used + wide(&p) + more > width {
+            if n == 0 {
+                // Not one mark fits whole: the OHLC, as when there are none.
+                return vec![(ohlc.to_string(), None)];
+            }
+            out.push((format!("  +{} more", marks.len() - n), None));
+            break;
+        }
+        used += wide(&p);
+        out.push((p, Some(*k)));
+    }
+    out
 }
 
 /// Draw the chart into `area` (the pane's inner area).
@@ -403,7 +619,14 @@ pub fn draw(
         );
     }
 
-    // Candles: wick from high to low, body from open to close.
+    // Candles: wick from high to low, body from open to close. Their cells (and the
+    // markers') are what a mark's label must leave alone.
+    let mut occupied = Occupied::new(plot.width, plot.height);
+    let mut occupy = |x: u16, y: u16, what: Taken| {
+        if x >= plot.x && y >= plot.y {
+            occupied.take(x - plot.x, y - plot.y, what);
+        }
+    };
     for (k, b) in shown.iter().enumerate() {
         let i = left + k;
         let x = col(i);
@@ -423,8 +646,10 @@ pub fn draw(
                 "│"
             };
             put(buf, x, y, ch, s, area);
+            occupy(x, y, Taken::Candle);
             if zoom >= 3 && y >= bt && y <= bb {
                 put(buf, x + 1, y, ch, s, area);
+                occupy(x + 1, y, Taken::Candle);
             }
         }
     }
@@ -499,7 +724,8 @@ pub fn draw(
     }
 
     // Marks: buys and sells at the fill price (the symbol's own price then, for another
-    // instrument), fires at the price when they fired; the newest labelled with its plan.
+    // instrument), fires at the price when they fired. Labels go in free cells only, the
+    // newest first (`place_labels`); the cursor's readout and the Log name every mark.
     let span_secs = st.secs;
     let shown_marks: Vec<(usize, &ChartMark)> = c
         .marks
@@ -515,39 +741,53 @@ pub fn draw(
             _ => bars[i].close,
         }
     };
-    let mut placed: Vec<(u16, u16, &ChartMark)> = Vec::new();
-    for (i, m) in &shown_marks {
-        let x = if zoom >= 2 { col(*i) + 1 } else { col(*i) };
-        let p = price_of(*i, m);
+    let groups = group_marks(&shown_marks);
+    let mut asks: Vec<(LabelAsk, &Shown)> = Vec::with_capacity(groups.len());
+    for g in &groups {
+        let (i, m) = (g.candle, shown_marks[g.newest].1);
+        let x = if zoom >= 2 { col(i) + 1 } else { col(i) };
+        let x = x.min(plot.right() - 1);
+        let p = price_of(i, m);
         let y = match m.kind {
-            MarkKind::Fire => row_of(bars[*i].high).saturating_sub(1).max(plot.top()),
+            MarkKind::Fire => row_of(bars[i].high).saturating_sub(1).max(plot.top()),
             MarkKind::Buy => (row_of(p) + 1).min(plot.bottom() - 1).max(row_of(p)),
             MarkKind::Sell => row_of(p).saturating_sub(1).max(plot.top()),
         };
-        let glyph = match m.kind {
-            MarkKind::Fire => "◆",
-            MarkKind::Buy => "▲",
-            MarkKind::Sell => "▼",
-        };
         put(
             buf,
-            x.min(plot.right() - 1),
+            x,
             y,
-            glyph,
+            mark_glyph(m.kind),
             base.fg(t.mark(m.kind)).add_modifier(Modifier::BOLD),
             area,
         );
-        placed.push((x.min(plot.right() - 1), y, m));
+        occupy(x, y, Taken::Marker);
+        let (yh, yl) = (row_of(bars[i].high), row_of(bars[i].low));
+        asks.push((
+            LabelAsk {
+                x: x - plot.x,
+                top: yh.min(y) - plot.y,
+                bottom: yl.max(y) - plot.y,
+                width: g.label.chars().count().try_into().unwrap_or(u16::MAX),
+                above_first: m.kind != MarkKind::Buy,
+            },
+            g,
+        ));
     }
-    for (x, y, m) in placed.iter().rev() {
-        put_blank(
-            buf,
-            x + 1,
-            *y,
-            &mark_label(m),
-            base.fg(t.mark(m.kind)),
-            plot,
-        );
+    // The newest first: marks are in time order, so the last shown wins space.
+    asks.reverse();
+    let ask_cells: Vec<LabelAsk> = asks.iter().map(|(a, _)| *a).collect();
+    for ((_, g), at) in asks.iter().zip(place_labels(&occupied, &ask_cells)) {
+        if let Some((x, y)) = at {
+            put(
+                buf,
+                plot.x + x,
+                plot.y + y,
+                &g.label,
+                base.fg(t.mark(g.kind)),
+                plot,
+            );
+        }
     }
 
     // The cursor and the readout line.
@@ -561,19 +801,23 @@ pub fn draw(
             }
         }
         let b = &bars[cursor];
-        let mut text = readout(b, has_vol);
-        for (_, m) in shown_marks.iter().filter(|(i, _)| *i == cursor) {
-            text.push_str("  · ");
-            text.push_str(&mark_label(m));
+        let at: Vec<(MarkKind, String)> = groups
+            .iter()
+            .filter(|g| g.candle == cursor)
+            .map(|g| (g.kind, g.label.clone()))
+            .collect();
+        let bold = base.add_modifier(Modifier::BOLD);
+        let mut x = area.x;
+        for (text, kind) in readout_pieces(
+            &hhmm(b.start),
+            &readout(b, has_vol),
+            &at,
+            usize::from(area.width),
+        ) {
+            let style = kind.map_or(bold, |k| bold.fg(t.mark(k)));
+            put(buf, x, area.y, &text, style, area);
+            x = x.saturating_add(text.chars().count().try_into().unwrap_or(u16::MAX));
         }
-        put(
-            buf,
-            area.x,
-            area.y,
-            &text,
-            base.add_modifier(Modifier::BOLD),
-            area,
-        );
     } else {
         let mut x = area.x;
         let legend: [(&str, Style); 7] = [
@@ -656,5 +900,349 @@ mod tests {
         );
         s.step(Move::Follow, 100);
         assert_eq!((s.cursor, s.right), (None, None));
+    }
+
+    fn free_grid(w: u16, h: u16, candles: &[(u16, u16, u16)]) -> Occupied {
+        let mut o = Occupied::new(w, h);
+        for &(x, top, bottom) in candles {
+            for y in top..=bottom {
+                o.take(x, y, Taken::Candle);
+            }
+        }
+        o
+    }
+
+    fn ask(x: u16, top: u16, bottom: u16, width: u16, above_first: bool) -> LabelAsk {
+        LabelAsk {
+            x,
+            top,
+            bottom,
+            width,
+            above_first,
+        }
+    }
+
+    /// The rule's promises, for any grid and asks: each placed label is whole, on free
+    /// cells only, inside the plot with its last column blank, a cell apart from other
+    /// labels and markers on its row, spanning its marker's column, near its candle.
+    fn check_layout(o: &Occupied, asks: &[LabelAsk], at: &[Option<(u16, u16)>]) {
+        assert_eq!(at.len(), asks.len());
+        let mut labels = Occupied::new(o.width(), o.height());
+        for (a, p) in asks.iter().zip(at) {
+            let Some((x, y)) = *p else { continue };
+            let end = x + a.width;
+            assert!(end < o.width(), "{a:?} at {p:?} reaches the axis");
+            assert!(x <= a.x && a.x < end, "{a:?} at {p:?} misses its marker");
+            assert!(
+                y < a.top && a.top - y <= LABEL_REACH
+                    || y > a.bottom && y - a.bottom <= LABEL_REACH,
+                "{a:?} at {p:?} is not next to its candle"
+            );
+            for cx in x..end {
+                assert_eq!(
+                    o.at(cx, y),
+                    None,
+                    "{a:?} at {p:?} covers a candle or marker"
+                );
+                assert_eq!(labels.at(cx, y), None, "{a:?} at {p:?} covers a label");
+            }
+            for cx in [x.checked_sub(1), Some(end)].into_iter().flatten() {
+                assert_ne!(
+                    labels.at(cx, y),
+                    Some(Taken::Label),
+                    "{a:?} touches a label"
+                );
+                assert_ne!(o.at(cx, y), Some(Taken::Marker), "{a:?} touches a marker");
+            }
+            for cx in x..end {
+                labels.take(cx, y, Taken::Label);
+            }
+        }
+    }
+
+    #[test]
+    fn a_label_goes_above_a_sell_and_below_a_buy_in_free_cells() {
+        // One candle at column 10, rows 4..=8, a sell marker above it at row 3.
+        let mut o = free_grid(40, 14, &[(10, 4, 8)]);
+        o.take(11, 3, Taken::Marker);
+        let asks = [ask(11, 3, 8, 6, true), ask(11, 4, 8, 6, false)];
+        let at = place_labels(&o, &asks);
+        assert_eq!(at, vec![Some((11, 2)), Some((11, 9))]);
+        check_layout(&o, &asks, &at);
+    }
+
+    #[test]
+    fn a_label_slides_left_off_a_taller_neighbour_and_off_the_axis() {
+        // The marker's candle at 30 (rows 5..=8); its neighbour at 32 reaches row 2.
+        let o = free_grid(36, 12, &[(30, 5, 8), (32, 2, 8)]);
+        let asks = [ask(31, 5, 8, 10, true)];
+        let at = place_labels(&o, &asks);
+        assert_eq!(at, vec![Some((22, 4))], "it ends at its marker's column");
+        check_layout(&o, &asks, &at);
+        // Next to the axis: a label never reaches the plot's last column.
+        let o = free_grid(20, 6, &[(18, 2, 3)]);
+        let asks = [ask(19, 2, 3, 5, true)];
+        let at = place_labels(&o, &asks);
+        assert_eq!(at, vec![None], "it would end in the last column");
+        let asks = [ask(17, 2, 3, 5, true)];
+        let at = place_labels(&o, &asks);
+        assert_eq!(
+            at,
+            vec![Some((14, 1))],
+            "it ends just left of the last column"
+        );
+        check_layout(&o, &asks, &at);
+    }
+
+    #[test]
+    fn the_first_asked_wins_when_space_is_short_and_the_rest_are_left_out_whole() {
+        // A plot two rows high: the only free rows are row 0 above and none below.
+        let o = free_grid(30, 3, &[(5, 1, 2), (7, 1, 2)]);
+        let asks = [ask(6, 1, 2, 12, true), ask(6, 1, 2, 12, true)];
+        let at = place_labels(&o, &asks);
+        assert_eq!(at, vec![Some((6, 0)), None]);
+        check_layout(&o, &asks, &at);
+        // As wide as the plot: dropped, never cut; a cell narrower fits (the last column
+        // stays blank).
+        let asks = [ask(6, 1, 2, 30, true)];
+        assert_eq!(place_labels(&o, &asks), vec![None]);
+        let asks = [ask(6, 1, 2, 29, true)];
+        assert_eq!(place_labels(&o, &asks), vec![Some((0, 0))]);
+    }
+
+    #[test]
+    fn labels_keep_a_blank_cell_from_other_labels_and_markers() {
+        let mut o = free_grid(40, 6, &[(4, 3, 5), (16, 3, 5)]);
+        o.take(17, 2, Taken::Marker);
+        // The first label ends at 15, the second starts at its marker (17): 16 is blank.
+        let asks = [ask(5, 3, 5, 11, true), ask(17, 2, 5, 8, true)];
+        let at = place_labels(&o, &asks);
+        check_layout(&o, &asks, &at);
+        assert_eq!(at[0], Some((5, 2)));
+        assert_eq!(at[1], Some((17, 1)));
+        // A label that would end right beside another mark's marker goes elsewhere.
+        let asks = [ask(5, 3, 5, 12, true)];
+        let at = place_labels(&o, &asks);
+        assert_eq!(
+            at,
+            vec![Some((4, 2))],
+            "from 5 it would touch the marker at 17"
+        );
+        check_layout(&o, &asks, &at);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn labels_never_cover_candles_or_labels_nor_cross_the_axis(
+            w in 4u16..90,
+            h in 2u16..30,
+            candles in proptest::collection::vec((0u16..90, 0u16..30, 0u16..8), 0..40),
+            asks in proptest::collection::vec((0u16..90, 0u16..30, 0u16..8, 0u16..40, proptest::bool::ANY), 0..30),
+        ) {
+            let candles: Vec<(u16, u16, u16)> = candles
+                .into_iter()
+                .map(|(x, y, n)| (x % w, y % h, (y % h + n).min(h - 1)))
+                .collect();
+            let mut o = free_grid(w, h, &candles);
+            let asks: Vec<LabelAsk> = asks
+                .into_iter()
+                .map(|(x, y, n, width, above)| {
+                    let (x, top) = (x % w, y % h);
+                    o.take(x, top, Taken::Marker);
+                    ask(x, top, (top + n).min(h - 1), width, above)
+                })
+                .collect();
+            let at = place_labels(&o, &asks);
+            check_layout(&o, &asks, &at);
+        }
+    }
+
+    fn bar(start: u32, o: f64, h: f64, l: f64, c: f64) -> Candle {
+        Candle {
+            start,
+            open: o,
+            high: h,
+            low: l,
+            close: c,
+            volume: 0,
+        }
+    }
+
+    fn mark(secs: u32, kind: MarkKind, plan: &str) -> ChartMark {
+        ChartMark {
+            secs,
+            kind,
+            plan: plan.into(),
+            leg: if kind == MarkKind::Fire { "" } else { "SPX" }.into(),
+            qty: if kind == MarkKind::Fire { 0 } else { 48 },
+            px: 5210.36,
+        }
+    }
+
+    /// A zig-zag session of 1-minute candles from 09:30 with a fire, a buy and a sell on
+    /// many of them, plans with long names.
+    fn busy_chart() -> ChartData {
+        let mut bars = Vec::new();
+        let mut px = 5200.0;
+        for k in 0..60u32 {
+            let d = if (k / 5) % 2 == 0 { 1.5 } else { -1.3 };
+            let (o, c) = (px, px + d);
+            bars.push(bar(34_200 + 60 * k, o, o.max(c) + 0.8, o.min(c) - 0.6, c));
+            px = c;
+        }
+        let mut marks = Vec::new();
+        for k in (0..60u32).step_by(3) {
+            let s = 34_200 + 60 * k + 5;
+            marks.push(mark(s, MarkKind::Fire, "vwap-flush"));
+            marks.push(mark(s + 1, MarkKind::Buy, "vwap-flush"));
+            marks.push(mark(s + 20, MarkKind::Sell, "breakout-continuation"));
+        }
+        ChartData {
+            series: vec![ChartSeries {
+                candles: candles::Candles {
+                    sym: "SPX".into(),
+                    bars,
+                },
+                hod: None,
+                lod: None,
+                vwap: None,
+            }],
+            marks,
+        }
+    }
+
+    fn rows(buf: &Buffer) -> Vec<String> {
+        let a = buf.area;
+        (a.top()..a.bottom())
+            .map(|y| {
+                (a.left()..a.right())
+                    .map(|x| buf[(x, y)].symbol())
+                    .collect()
+            })
+            .collect()
+    }
+
+    fn render(c: &ChartData, w: u16, h: u16, zoom: u16) -> Vec<String> {
+        let area = Rect::new(0, 0, w, h);
+        let mut buf = Buffer::empty(area);
+        let st = ChartState {
+            zoom,
+            ..ChartState::default()
+        };
+        draw(
+            &mut buf,
+            area,
+            c,
+            &st,
+            &super::super::theme::default_theme(),
+            false,
+        );
+        rows(&buf)
+    }
+
+    #[test]
+    fn drawn_labels_are_whole_off_the_candles_and_left_of_the_axis() {
+        let c = busy_chart();
+        let bare = ChartData {
+            marks: Vec::new(),
+            ..c.clone()
+        };
+        let texts: Vec<String> = c.marks.iter().map(mark_label).collect();
+        for (w, h) in [
+            (24u16, 6u16),
+            (30, 10),
+            (52, 12),
+            (60, 20),
+            (100, 30),
+            (160, 40),
+        ] {
+            for zoom in 1..=4 {
+                let with = render(&c, w, h, zoom);
+                let without = render(&bare, w, h, zoom);
+                let plot_right = usize::from(w - 13);
+                let mut whole = 0;
+                for (y, (row, plain)) in with.iter().zip(&without).enumerate() {
+                    let cells: Vec<char> = row.chars().collect();
+                    let plain: Vec<char> = plain.chars().collect();
+                    // The candles are all still there (a marker may sit on one).
+                    for (x, (a, b)) in cells.iter().zip(&plain).enumerate() {
+                        if "█│━".contains(*b) && x < plot_right {
+                            assert!(
+                                a == b || "▲▼◆".contains(*a),
+                                "{w}x{h} zoom {zoom}: ({x}, {y}) {b:?} covered by {a:?}\n{}",
+                                with.join("\n")
+                            );
+                        }
+                    }
+                    // A plan's name is only ever part of a whole label, left of the axis.
+                    let mut from = 0;
+                    while let Some(at) = ["vwap-flush", "breakout"]
+                        .iter()
+                        .filter_map(|p| row[from..].find(p).map(|i| i + from))
+                        .min()
+                    {
+                        let rest = &row[at..];
+                        let text = texts
+                            .iter()
+                            .filter(|t| rest.starts_with(t.as_str()))
+                            .max_by_key(|t| t.len())
+                            .unwrap_or_else(|| {
+                                panic!("{w}x{h} zoom {zoom}: a cut label on row {y}: {row:?}")
+                            });
+                        let x = row[..at].chars().count();
+                        assert!(
+                            x + text.chars().count() < plot_right,
+                            "{w}x{h} zoom {zoom}: {text:?} reaches the axis"
+                        );
+                        whole += 1;
+                        from = at + text.len();
+                    }
+                }
+                if w >= 100 {
+                    assert!(whole > 0, "{w}x{h} zoom {zoom}: some labels fit");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn marks_on_one_candle_with_one_label_are_counted_once() {
+        let a = mark(34_205, MarkKind::Fire, "p");
+        let b = mark(34_210, MarkKind::Fire, "p");
+        let q = mark(34_215, MarkKind::Fire, "q");
+        let g = group_marks(&[(0, &a), (0, &q), (0, &b), (1, &a)]);
+        let labels: Vec<(usize, &str)> = g.iter().map(|s| (s.candle, s.label.as_str())).collect();
+        assert_eq!(
+            labels,
+            vec![(0, "q fired"), (0, "p fired ×2"), (1, "p fired")]
+        );
+    }
+
+    #[test]
+    fn the_readout_names_the_marks_whole_or_counts_them() {
+        let ohlc = "10:25  O 5177.27  H 5180.06  L 5175.93  C 5176.94";
+        let marks = vec![
+            (MarkKind::Buy, "vwap-flush buy 48@5210.36".to_string()),
+            (MarkKind::Fire, "breakout fired".to_string()),
+        ];
+        let text = |w: usize| -> String {
+            readout_pieces("10:25", ohlc, &marks, w)
+                .into_iter()
+                .map(|(s, _)| s)
+                .collect()
+        };
+        assert_eq!(
+            text(120),
+            format!("{ohlc}  ▲ vwap-flush buy 48@5210.36  ◆ breakout fired")
+        );
+        assert_eq!(text(45), "10:25  ▲ vwap-flush buy 48@5210.36  +1 more");
+        assert_eq!(
+            text(60),
+            "10:25  ▲ vwap-flush buy 48@5210.36  ◆ breakout fired"
+        );
+        assert_eq!(text(30), ohlc, "not one mark fits: the OHLC");
+        for w in [30, 45, 52, 60, 120] {
+            assert!(text(w).chars().count() <= w.max(ohlc.len()));
+        }
     }
 }
