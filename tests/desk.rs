@@ -1427,3 +1427,112 @@ fn a_notice_goes_stale_when_the_tape_has_moved_on() {
     app.tick();
     assert_eq!(app.message, None);
 }
+
+// ---- Polish: wrapped panes, scroll hints, names and counts (the user review) ----
+
+/// The README's desk: the example plans and the house agent in autopilot.
+fn readme_app() -> App {
+    let session = desk::open_session(&args(&["kestrel", "--no-save"]), None).unwrap();
+    let (themes, keys, _) = desk::load_config(None);
+    App::new(SessionHandle::inline(session), themes, keys)
+}
+
+/// A pane's inner rows as drawn (its borders off), trailing spaces kept.
+fn pane_rows(app: &App, w: u16, h: u16, pane: Pane) -> Vec<String> {
+    let s = screen(app, w, h);
+    let r = ui::layout(app, ratatui::layout::Rect::new(0, 0, w, h))
+        .into_iter()
+        .find(|(p, _)| *p == pane)
+        .map(|(_, r)| r)
+        .expect("the pane is on screen");
+    s[usize::from(r.y) + 1..usize::from(r.bottom()) - 1]
+        .iter()
+        .map(|l| {
+            l.chars()
+                .skip(usize::from(r.x) + 1)
+                .take(usize::from(r.width) - 2)
+                .collect()
+        })
+        .collect()
+}
+
+fn words(s: &str) -> Vec<String> {
+    s.split_whitespace().map(str::to_string).collect()
+}
+
+#[test]
+fn the_view_wraps_long_frame_lines_and_scrolls_by_drawn_rows() {
+    for (w, h) in [(100, 30), (160, 48), (200, 60)] {
+        let mut app = readme_app();
+        app.send(Command::Seek(ms(9, 34, 0)));
+        app.tick();
+        app.set_focus(Pane::View);
+        let frame = app.snap.frame.text.clone();
+        // Page through the View: every word of the Frame is on screen, in order, none cut
+        // at the pane's edge (it was `view=de`, `risk used 0.00R wak`).
+        let mut seen: Vec<String> = Vec::new();
+        let mut last_top = None;
+        loop {
+            let rows = pane_rows(&app, w, h, Pane::View);
+            let top = app.view_scroll;
+            if last_top == Some(top) {
+                break;
+            }
+            last_top = Some(top);
+            // Rows not seen yet: the page step is the pane's height.
+            let skip = seen_rows(&seen, &rows);
+            for r in rows.iter().skip(skip) {
+                seen.push(r.clone());
+            }
+            press(&mut app, KeyCode::PageDown);
+        }
+        let drawn: Vec<String> = seen.iter().flat_map(|r| words(r)).collect();
+        assert!(
+            !drawn.iter().any(|w| w.ends_with('…')),
+            "{w}x{h}: nothing cut:\n{}",
+            seen.join("\n")
+        );
+        assert_eq!(drawn, words(&frame), "{w}x{h}:\n{}", seen.join("\n"));
+        // A continuation hangs four columns under its line's own indent.
+        let cont = seen
+            .iter()
+            .position(|r| r.starts_with("    ") && !r.trim().is_empty())
+            .expect("a wrapped line");
+        assert!(cont > 0, "{w}x{h}");
+        // The end stops with the last row at the bottom; the title counts drawn rows.
+        press(&mut app, KeyCode::End);
+        let s = screen(&app, w, h);
+        let rows = pane_rows(&app, w, h, Pane::View);
+        let last = frame
+            .lines()
+            .last()
+            .unwrap()
+            .split_whitespace()
+            .last()
+            .unwrap();
+        let (total, shown) = app.view_rows.get();
+        if total > shown {
+            assert!(
+                rows.last().unwrap().contains(last),
+                "{w}x{h}: the last row at the bottom:\n{}",
+                s.join("\n")
+            );
+            assert!(
+                has(&s, &format!("{}–{total}", total - shown + 1)),
+                "{w}x{h}:\n{}",
+                s.join("\n")
+            );
+        }
+        press(&mut app, KeyCode::Down);
+        assert_eq!(screen(&app, w, h), s, "{w}x{h}: no scrolling past the end");
+    }
+}
+
+/// How many leading rows of `rows` were already seen (the overlap of a page step that
+/// stopped at the end).
+fn seen_rows(seen: &[String], rows: &[String]) -> usize {
+    (0..=rows.len().min(seen.len()))
+        .rev()
+        .find(|n| seen[seen.len() - n..] == rows[..*n])
+        .unwrap_or(0)
+}

@@ -143,8 +143,11 @@ pub struct App {
     pub bus_mode: BusMode,
     /// Selected plan row.
     pub plan_sel: usize,
-    /// Scroll of the View pane.
+    /// Scroll of the View pane, in drawn rows (a wrapped line of the Frame takes several).
     pub view_scroll: u16,
+    /// The View's rows and the rows that showed at the last draw: (total, height). The
+    /// View's keys scroll within them.
+    pub view_rows: std::cell::Cell<(usize, usize)>,
     /// The last message of the screen's own (a theme switch, a bad seek time).
     pub message: Option<String>,
     /// Notices of the session already shown.
@@ -235,6 +238,7 @@ impl App {
             bus_mode: BusMode::Bus,
             plan_sel: 0,
             view_scroll: 0,
+            view_rows: std::cell::Cell::new((0, 0)),
             message,
             notices_seen,
             message_seen: (None, Ts(0), std::time::Instant::now()),
@@ -540,14 +544,14 @@ impl App {
             }
             Action::Up => match self.focus {
                 Pane::Plans => self.plan_sel = self.plan_sel.saturating_sub(1),
-                Pane::View => self.view_scroll = self.view_scroll.saturating_sub(1),
+                Pane::View => self.scroll_view(-1),
                 _ => {}
             },
             Action::Down => match self.focus {
                 Pane::Plans => {
                     self.plan_sel = (self.plan_sel + 1).min(self.snap.plans.len().saturating_sub(1))
                 }
-                Pane::View => self.view_scroll = self.view_scroll.saturating_add(1),
+                Pane::View => self.scroll_view(1),
                 _ => {}
             },
             Action::Open => {
@@ -576,13 +580,13 @@ impl App {
                     };
                 }
                 Pane::View => {
-                    let n = self.snap.frame.text.lines().count() as u16;
-                    self.view_scroll = match a {
-                        Action::PageUp => self.view_scroll.saturating_sub(10),
-                        Action::PageDown => self.view_scroll.saturating_add(10).min(n),
-                        Action::Top => 0,
-                        _ => n.saturating_sub(10),
-                    };
+                    let page = self.view_rows.get().1.max(1) as isize;
+                    match a {
+                        Action::PageUp => self.scroll_view(-page),
+                        Action::PageDown => self.scroll_view(page),
+                        Action::Top => self.view_scroll = 0,
+                        _ => self.scroll_view(isize::MAX / 2),
+                    }
                 }
                 _ => {}
             },
@@ -686,13 +690,7 @@ impl App {
                 let up = m.kind == MouseEventKind::ScrollUp;
                 match pane {
                     Pane::Bus => self.log.step(if up { -3 } else { 3 }),
-                    Pane::View => {
-                        self.view_scroll = if up {
-                            self.view_scroll.saturating_sub(3)
-                        } else {
-                            self.view_scroll.saturating_add(3)
-                        }
-                    }
+                    Pane::View => self.scroll_view(if up { -3 } else { 3 }),
                     Pane::Plans => {
                         let n = self.snap.plans.len().saturating_sub(1);
                         self.plan_sel = if up {
@@ -711,6 +709,21 @@ impl App {
             }
             _ => {}
         }
+    }
+
+    /// Scroll the View by `d` drawn rows (negative: up), within what the last draw showed:
+    /// the last row stops at the bottom of the pane. Before the first draw, within the
+    /// Frame's lines.
+    pub fn scroll_view(&mut self, d: isize) {
+        let (total, h) = self.view_rows.get();
+        let max = if total == 0 && h == 0 {
+            self.snap.frame.text.lines().count()
+        } else {
+            total.saturating_sub(h)
+        };
+        let cur = usize::from(self.view_scroll).min(max) as isize;
+        let to = cur.saturating_add(d).clamp(0, max as isize);
+        self.view_scroll = u16::try_from(to).unwrap_or(u16::MAX);
     }
 
     /// Focus a pane (the compact layout's tab follows).

@@ -367,6 +367,29 @@ fn draw_footer(f: &mut Frame, app: &App, r: Rect) {
     f.render_widget(Paragraph::new(Line::from(spans)), r);
 }
 
+/// The View's Frame as drawn `w` columns wide: each line of the Frame (unchanged: it is
+/// what the agent reads) wrapped at a word, its continuation hung four columns deeper than
+/// the line's own indent, so nothing is lost at the pane's edge.
+pub fn view_lines(app: &App, w: usize) -> Vec<Line<'static>> {
+    let t = app.theme();
+    let fr = &app.snap.frame;
+    let mut lines: Vec<Line<'static>> = Vec::new();
+    for l in fr.text.lines() {
+        let lead = l.len() - l.trim_start_matches(' ').len();
+        lines.extend(wrap_hang(Line::from(l.to_string()), w, lead + 4));
+    }
+    if !fr.dropped.is_empty() {
+        lines.extend(wrap(
+            Line::from(Span::styled(
+                format!("(cut to fit: {})", fr.dropped.join("; ")),
+                Style::default().fg(t.ui_muted()),
+            )),
+            w,
+        ));
+    }
+    lines
+}
+
 fn draw_view(f: &mut Frame, app: &App, r: Rect) {
     let t = app.theme();
     let fr = &app.snap.frame;
@@ -374,24 +397,39 @@ fn draw_view(f: &mut Frame, app: &App, r: Rect) {
         .budget
         .map(|b| format!("{} / {b} tok", fr.tokens))
         .unwrap_or_else(|| format!("{} tok", fr.tokens));
-    let title = format!("View {} — {budget}", app.snap.view_name);
     let over = fr.budget.is_some_and(|b| fr.tokens > b);
-    let mut lines: Vec<Line> = fr.text.lines().map(|l| Line::from(l.to_string())).collect();
-    if !fr.dropped.is_empty() {
-        lines.push(Line::from(Span::styled(
-            format!("(cut to fit: {})", fr.dropped.join("; ")),
-            Style::default().fg(t.ui_muted()),
-        )));
+    let lines = view_lines(app, usize::from(r.width.saturating_sub(2)));
+    // Scrolled by drawn rows (a wrapped line takes several); the scroll stops where the
+    // last row is at the bottom, and the title says which rows show when not all fit.
+    let h = usize::from(r.height.saturating_sub(2));
+    let total = lines.len();
+    let top = usize::from(app.view_scroll).min(total.saturating_sub(h));
+    app.view_rows.set((total, h));
+    let mut title = format!("View {} — {budget}", app.snap.view_name);
+    if total > h && h > 0 {
+        // Which rows show, said whole: shorter forms before a cut one.
+        let (a, b) = (top + 1, (top + h).min(total));
+        let room = usize::from(r.width.saturating_sub(4));
+        let compact = budget.replace(" / ", "/");
+        title = [
+            format!("{title} · {a}–{b} of {total} ↕"),
+            format!("{title} · {a}–{b}/{total} ↕"),
+            format!("View {} {compact} · {a}–{b}/{total} ↕", app.snap.view_name),
+            format!("View {compact} · {a}–{b}/{total} ↕"),
+        ]
+        .into_iter()
+        .find(|t| t.chars().count() <= room)
+        .unwrap_or_else(|| format!("View {a}–{b}/{total} ↕"));
     }
     let mut b = block(app, Pane::View, title);
     if over {
         b = b.border_style(Style::default().fg(t.state_error()));
     }
+    let shown: Vec<Line> = lines.into_iter().skip(top).take(h).collect();
     f.render_widget(
-        Paragraph::new(lines)
+        Paragraph::new(shown)
             .block(b)
-            .style(Style::default().fg(t.ui_fg()))
-            .scroll((app.view_scroll, 0)),
+            .style(Style::default().fg(t.ui_fg())),
         r,
     );
 }
@@ -896,14 +934,22 @@ pub fn blotter_lines(app: &App, h: usize, w: usize) -> Vec<Line<'static>> {
 /// A line wrapped at spaces to `w` columns (styles kept): the continuation lines are
 /// indented four columns; a word longer than a line is cut with `…` ([`fit`]).
 fn wrap(line: Line<'static>, w: usize) -> Vec<Line<'static>> {
-    const INDENT: &str = "    ";
-    if line.width() <= w || w <= INDENT.len() + 8 {
+    wrap_hang(line, w, 4)
+}
+
+/// [`wrap`] with the continuation lines hung `hang` columns in (under the text they
+/// continue: a comment's text after `  # `, the help's description column). A pane too
+/// narrow for the hang and eight columns of text cuts the line with `…` instead.
+pub(crate) fn wrap_hang(line: Line<'static>, w: usize, hang: usize) -> Vec<Line<'static>> {
+    let indent = " ".repeat(hang);
+    if line.width() <= w || w <= hang + 8 {
         return vec![fit(line, w)];
     }
     // The line as words, each a list of styled pieces, with the spaces before it.
     let mut words: Vec<(usize, Vec<Span<'static>>)> = Vec::new();
     let mut gap = 0usize;
     let mut glued = false;
+    let line_style = line.style;
     for sp in line.spans {
         let style = sp.style;
         let text = sp.content.into_owned();
@@ -941,8 +987,8 @@ fn wrap(line: Line<'static>, w: usize) -> Vec<Line<'static>> {
         let ww: usize = pieces.iter().map(|p| p.content.chars().count()).sum();
         if i > 0 && cur_w + gap + ww > w {
             out.push(Line::from(std::mem::take(&mut cur)));
-            cur.push(Span::raw(INDENT));
-            cur_w = INDENT.len();
+            cur.push(Span::raw(indent.clone()));
+            cur_w = hang;
         } else if gap > 0 {
             cur.push(Span::raw(" ".repeat(gap)));
             cur_w += gap;
@@ -951,7 +997,9 @@ fn wrap(line: Line<'static>, w: usize) -> Vec<Line<'static>> {
         cur.extend(pieces);
     }
     out.push(Line::from(cur));
-    out.into_iter().map(|l| fit(l, w)).collect()
+    out.into_iter()
+        .map(|l| fit(l.style(line_style), w))
+        .collect()
 }
 
 /// A line cut to `w` columns, with `…` where it was cut (styles kept).
