@@ -796,9 +796,9 @@ impl App {
                             "log: every event".into()
                         } else {
                             format!(
-                                "log filtered by /{}: {} rows (/ then enter clears)",
+                                "log filtered by /{}: {} (/ then enter clears)",
                                 self.log.filter,
-                                self.log.shown().len()
+                                super::fit::count(self.log.shown().len() as u64, "row")
                             )
                         });
                     }

@@ -506,7 +506,8 @@ impl Log {
                 ty: "gap".into(),
                 plan: String::new(),
                 summary: format!(
-                    "… {gap} events went by faster than the screen (kestrel bus shows every one)"
+                    "… {} went by faster than the screen (kestrel bus shows every one)",
+                    fit::count(gap, "event")
                 ),
                 json: String::new(),
             });
@@ -730,7 +731,10 @@ impl Log {
             None => "following",
             Some(_) => "scrolled (G follows)",
         };
-        format!("Log — {total} events{filt} · {follow} [/ filter · enter inspect · b Blotter]")
+        format!(
+            "Log — {}{filt} · {follow} [/ filter · enter inspect · b Blotter]",
+            fit::count(total, "event")
+        )
     }
 }
 
