@@ -605,8 +605,8 @@ fn themes_switch_and_keys_show_in_help() {
         s.join("\n")
     );
     assert!(has(&s, "0.25R = $250"), "{}", s.join("\n"));
-    // The keys below, scrolled to; a scroll key keeps the help open.
-    press(&mut app, KeyCode::PageDown);
+    // The keys below, a page down (a page is the dialog's height); a scroll key keeps the
+    // help open.
     press(&mut app, KeyCode::PageDown);
     let s = screen(&app, 100, 30);
     assert!(has(&s, "STAND-DOWN"), "{}", s.join("\n"));
@@ -1535,4 +1535,83 @@ fn seen_rows(seen: &[String], rows: &[String]) -> usize {
         .rev()
         .find(|n| seen[seen.len() - n..] == rows[..*n])
         .unwrap_or(0)
+}
+
+#[test]
+fn journal_comments_and_help_descriptions_hang_under_their_text() {
+    let mut app = readme_app();
+    app.tick();
+    app.set_focus(Pane::Journal);
+    let rows = pane_rows(&app, 100, 30, Pane::Journal);
+    let i = rows
+        .iter()
+        .position(|r| r.starts_with("  # News fade: buy puts"))
+        .unwrap_or_else(|| panic!("{}", rows.join("\n")));
+    assert!(
+        rows[i + 1].starts_with("    down on a headline."),
+        "the comment's continuation under its text (it was at column 0):\n{}",
+        rows.join("\n")
+    );
+    // Help: a description's continuation under the description column, not under the keys.
+    press(&mut app, KeyCode::Char('?'));
+    let s = screen(&app, 100, 30);
+    let i = s
+        .iter()
+        .position(|r| r.contains("status hash … (engine)"))
+        .unwrap_or_else(|| panic!("{}", s.join("\n")));
+    let col = s[i].find("the determinism hash").unwrap();
+    let next = &s[i + 1];
+    let text_at = next.find("give the same hash").expect("wrapped");
+    assert_eq!(
+        next[..text_at].chars().count(),
+        s[i][..col].chars().count(),
+        "{}",
+        s.join("\n")
+    );
+}
+
+#[test]
+fn the_help_says_it_scrolls_and_how_and_its_keys_scroll_it() {
+    let mut app = readme_app();
+    press(&mut app, KeyCode::Char('?'));
+    let s = screen(&app, 100, 30);
+    let bottom = &s[28];
+    assert!(
+        bottom.contains("↓ more") && bottom.contains("j k") && bottom.contains("pgdn"),
+        "the bottom border says there is more and how to scroll:\n{}",
+        s.join("\n")
+    );
+    // j scrolls a row, G goes to the end (and no further), g back to the top.
+    press(&mut app, KeyCode::Char('j'));
+    assert_eq!(app.modal_scroll, 1);
+    assert!(screen(&app, 100, 30)[28].contains("↑↓ more"));
+    press(&mut app, KeyCode::Char('G'));
+    let s = screen(&app, 100, 30);
+    assert!(s[28].contains("↑ more"), "{}", s.join("\n"));
+    assert!(
+        has(&s, "any other key closes"),
+        "the last line shows:\n{}",
+        s.join("\n")
+    );
+    let end = app.modal_scroll;
+    press(&mut app, KeyCode::Char('j'));
+    press(&mut app, KeyCode::PageDown);
+    assert_eq!(app.modal_scroll, end, "no scrolling past the end");
+    press(&mut app, KeyCode::Char('g'));
+    assert_eq!(app.modal_scroll, 0);
+    assert!(app.modal.is_some(), "scroll keys keep the help open");
+    // When everything fits, no hint.
+    let s = screen(&app, 200, 80);
+    assert!(!has(&s, "↓ more"), "{}", s.join("\n"));
+}
+
+#[test]
+fn titles_say_one_turn_not_one_turns() {
+    let session = desk::open_session(&args(&["kestrel", "--no-save", "--no-agent"]), None).unwrap();
+    let (themes, keys, _) = desk::load_config(None);
+    let mut app = App::new(SessionHandle::inline(session), themes, keys);
+    app.tick();
+    let s = screen(&app, 160, 48);
+    assert!(has(&s, "Journal — 1 turn "), "{}", s.join("\n"));
+    assert!(!has(&s, "1 turns"), "{}", s.join("\n"));
 }

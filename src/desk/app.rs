@@ -172,8 +172,10 @@ pub struct App {
     pub chart: ChartState,
     /// The Bus pane's log: decoded rows, filter, selection.
     pub log: Log,
-    /// How far the help or an inspected event is scrolled.
+    /// How far the help or an inspected event is scrolled, in drawn rows.
     pub modal_scroll: u16,
+    /// The open dialog's rows and the rows that showed at the last draw: (total, height).
+    pub modal_rows: std::cell::Cell<(usize, usize)>,
 }
 
 /// The catalog spelling of each pane when picked in SHOW VIEW (defaults for required
@@ -251,6 +253,7 @@ impl App {
             chart: ChartState::default(),
             log: Log::default(),
             modal_scroll: 0,
+            modal_rows: std::cell::Cell::new((0, 0)),
         };
         app.log.sync(&app.snap);
         app
@@ -765,19 +768,36 @@ impl App {
                         | KeyCode::Char('k')
                         | KeyCode::PageUp
                         | KeyCode::PageDown
+                        | KeyCode::Home
+                        | KeyCode::End
+                        | KeyCode::Char('g')
+                        | KeyCode::Char('G')
                 ) =>
             {
-                // Long dialogs scroll; any other key closes them.
-                self.modal_scroll = match k.code {
-                    KeyCode::Up | KeyCode::Char('k') => self.modal_scroll.saturating_sub(1),
-                    KeyCode::PageUp => self.modal_scroll.saturating_sub(10),
-                    KeyCode::PageDown => self.modal_scroll.saturating_add(10),
-                    _ => self.modal_scroll.saturating_add(1),
+                // Long dialogs scroll (by drawn rows, the last row stopping at the bottom:
+                // the bottom border says where and how); any other key closes them.
+                let (total, h) = self.modal_rows.get();
+                let max = if total == 0 && h == 0 {
+                    usize::from(u16::MAX)
+                } else {
+                    total.saturating_sub(h)
                 };
+                let page = h.saturating_sub(1).max(1);
+                let cur = usize::from(self.modal_scroll).min(max);
+                let to = match k.code {
+                    KeyCode::Up | KeyCode::Char('k') => cur.saturating_sub(1),
+                    KeyCode::PageUp => cur.saturating_sub(page),
+                    KeyCode::PageDown => cur + page,
+                    KeyCode::Home | KeyCode::Char('g') => 0,
+                    KeyCode::End | KeyCode::Char('G') => max,
+                    _ => cur + 1,
+                };
+                self.modal_scroll = u16::try_from(to.min(max)).unwrap_or(u16::MAX);
                 self.modal = Some(m);
             }
             Modal::Help | Modal::PlanText(_) | Modal::Event(_) => {
                 self.modal_scroll = 0;
+                self.modal_rows.set((0, 0));
                 if let (Modal::PlanText(t), Some(Action::Yank)) = (&m, self.keys.action(&k)) {
                     self.editor.set_text(t);
                     self.set_focus(Pane::Editor);

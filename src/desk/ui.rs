@@ -1027,59 +1027,70 @@ fn fit(line: Line<'static>, w: usize) -> Line<'static> {
     Line::from(spans)
 }
 
-fn draw_journal(f: &mut Frame, app: &App, r: Rect) {
+/// The Journal's lines `w` columns wide: each turn's head (time, author, what came of it),
+/// its own-line comments, a stand-down's reason and its first coded errors; then a
+/// proposal waiting and the agent's streamed text. A long line wraps at a word with its
+/// continuation hung under the text it continues (a comment's text after `  # `).
+pub fn journal_lines(app: &App, w: usize) -> Vec<Line<'static>> {
     let t = app.theme();
     let muted = Style::default().fg(t.ui_muted());
-    let mut lines: Vec<Line> = Vec::new();
-    let rows = app.turn_rows();
-    for turn in rows {
+    let comment = Style::default().fg(t.syntax_comment());
+    let mut lines: Vec<Line<'static>> = Vec::new();
+    let mut push = |line: Line<'static>, hang: usize| lines.extend(wrap_hang(line, w, hang));
+    for turn in app.turn_rows() {
         let time = turn.ts().to_string();
-        lines.push(Line::from(vec![
-            Span::styled(format!("{} ", &time[..8.min(time.len())]), muted),
-            Span::styled(
-                format!("{} ", turn.author()),
-                Style::default().add_modifier(Modifier::BOLD),
-            ),
-            Span::raw(turn.label()),
-        ]));
+        let time = format!("{} ", &time[..8.min(time.len())]);
+        // The head's continuation goes under the author, after the time.
+        let hang = time.chars().count();
+        push(
+            Line::from(vec![
+                Span::styled(time, muted),
+                Span::styled(
+                    format!("{} ", turn.author()),
+                    Style::default().add_modifier(Modifier::BOLD),
+                ),
+                Span::raw(turn.label()),
+            ]),
+            hang,
+        );
         if let Some(r) = turn.routed() {
             for j in &r.journal {
-                lines.push(Line::from(Span::styled(
-                    format!("  # {j}"),
-                    Style::default().fg(t.syntax_comment()),
-                )));
+                push(Line::from(Span::styled(format!("  # {j}"), comment)), 4);
             }
             if let Outcome::StandDown { reason } = &r.outcome {
-                lines.push(Line::from(format!("  reason: {reason}")));
+                push(Line::from(format!("  reason: {reason}")), 10);
             }
             for e in r.outcome.errors().iter().take(2) {
-                lines.push(Line::from(Span::styled(
-                    format!("  {}", e.one_line()),
-                    Style::default().fg(t.state_error()),
-                )));
+                push(
+                    Line::from(Span::styled(
+                        format!("  {}", e.one_line()),
+                        Style::default().fg(t.state_error()),
+                    )),
+                    4,
+                );
             }
         }
     }
     if let Some(p) = app.proposal() {
-        lines.push(Line::from(Span::styled(
-            format!(
-                "{} proposes {} @ {} (accept / reject):",
-                app.agent().map(|a| a.name.as_str()).unwrap_or("agent"),
-                p.run.turn.outcome.name(),
-                p.wake
-            ),
-            Style::default().fg(t.state_warn()),
-        )));
+        push(
+            Line::from(Span::styled(
+                format!(
+                    "{} proposes {} @ {} (accept / reject):",
+                    app.agent().map(|a| a.name.as_str()).unwrap_or("agent"),
+                    p.run.turn.outcome.name(),
+                    p.wake
+                ),
+                Style::default().fg(t.state_warn()),
+            )),
+            4,
+        );
         for j in &p.run.turn.journal {
-            lines.push(Line::from(Span::styled(
-                format!("  # {j}"),
-                Style::default().fg(t.syntax_comment()),
-            )));
+            push(Line::from(Span::styled(format!("  # {j}"), comment)), 4);
         }
     }
     let thinking = app.agent().map(|a| a.thinking.as_str()).unwrap_or("");
     if !thinking.is_empty() {
-        lines.push(Line::from(Span::styled("agent is writing…", muted)));
+        push(Line::from(Span::styled("agent is writing…", muted)), 4);
         for l in thinking
             .lines()
             .rev()
@@ -1088,24 +1099,24 @@ fn draw_journal(f: &mut Frame, app: &App, r: Rect) {
             .into_iter()
             .rev()
         {
-            lines.push(Line::from(Span::styled(format!("  {l}"), muted)));
+            push(Line::from(Span::styled(format!("  {l}"), muted)), 4);
         }
     }
-    // Scrolled by *rendered* rows: a wrapped paragraph takes several, and the newest
-    // outcome and the streamed text must stay in view at the bottom.
-    let h = r.height.saturating_sub(2) as usize;
-    let inner_w = r.width.saturating_sub(2);
-    // Each logical line takes at least one row: the last `h` of them fill the pane.
+    lines
+}
+
+fn draw_journal(f: &mut Frame, app: &App, r: Rect) {
+    // The newest rows at the bottom: the latest outcome and the streamed text stay in view.
+    let h = usize::from(r.height.saturating_sub(2));
+    let lines = journal_lines(app, usize::from(r.width.saturating_sub(2)));
     let skip = lines.len().saturating_sub(h);
     let lines: Vec<Line> = lines.into_iter().skip(skip).collect();
-    let para = Paragraph::new(lines).wrap(Wrap { trim: false });
-    let rendered = para.line_count(inner_w);
-    let scroll = u16::try_from(rendered.saturating_sub(h)).unwrap_or(u16::MAX);
+    let n = app.turn_rows().len();
     f.render_widget(
-        para.scroll((scroll, 0)).block(block(
+        Paragraph::new(lines).block(block(
             app,
             Pane::Journal,
-            format!("Journal — {} turns", rows.len()),
+            format!("Journal — {}", super::fit::count(n as u64, "turn")),
         )),
         r,
     );
@@ -1310,6 +1321,116 @@ fn draw_editor(f: &mut Frame, app: &App, r: Rect) {
     }
 }
 
+/// The help's lines `w` columns wide: the terms, then the keys, then any problem with the
+/// config files (each whole). A description too long for a line wraps at a word and its
+/// continuation hangs under the description column, not under the key.
+pub fn help_lines(app: &App, w: usize) -> Vec<Line<'static>> {
+    let t = app.theme();
+    let title_st = Style::default()
+        .fg(t.ui_title())
+        .add_modifier(Modifier::BOLD);
+    let muted = Style::default().fg(t.ui_muted());
+    let mut lines: Vec<Line<'static>> = vec![Line::from(Span::styled("Terms", title_st))];
+    for (term, meaning) in super::legend::lines(app.snap.settings.r_usd) {
+        let col = term.chars().count().max(25) + 1;
+        lines.extend(wrap_hang(
+            Line::from(vec![
+                Span::styled(format!("{term:<col$}"), title_st),
+                Span::raw(meaning),
+            ]),
+            w,
+            col,
+        ));
+    }
+    lines.push(Line::from(Span::styled("Keys", title_st)));
+    for a in Action::ALL {
+        let keys = app.keys.labels(*a).join(" ");
+        let col = keys.chars().count().max(15) + 1;
+        lines.extend(wrap_hang(
+            Line::from(vec![
+                Span::styled(format!("{keys:<col$}"), title_st),
+                Span::raw(a.describe()),
+            ]),
+            w,
+            col,
+        ));
+    }
+    lines.extend(wrap(
+        Line::from(Span::styled(
+            "mouse: a click focuses a pane, the wheel scrolls it · paste: into the editor as is",
+            muted,
+        )),
+        w,
+    ));
+    let dir = crate::session::saved::config_dir()
+        .map(|d| d.join("keys.toml").display().to_string())
+        .unwrap_or_else(|| "keys.toml in the config directory".into());
+    lines.extend(wrap(
+        Line::from(Span::styled(
+            format!(
+                "{} · any other key closes · {dir} remaps keys",
+                scroll_keys(app)
+            ),
+            muted,
+        )),
+        w,
+    ));
+    if !app.warnings.is_empty() {
+        let err = Style::default().fg(t.state_warn());
+        lines.push(Line::from(Span::styled(
+            format!(
+                "Config: {} (each kept its default)",
+                super::fit::count(app.warnings.len() as u64, "problem")
+            ),
+            title_st,
+        )));
+        for warn in &app.warnings {
+            lines.extend(wrap(Line::from(Span::styled(warn.clone(), err)), w));
+        }
+    }
+    lines
+}
+
+/// The keys that scroll a long dialog, as the dialogs name them.
+fn scroll_keys(_app: &App) -> &'static str {
+    "↑↓ j k pgup pgdn home end scroll"
+}
+
+/// A dialog of `lines` (already wrapped to its width) in `r`, scrolled by
+/// [`App::modal_scroll`] rows and clamped so the last row stops at the bottom. When the
+/// lines do not fit, the bottom border says where the view is and how to scroll
+/// (`↓ more · 1–26 of 61 · ↑↓ j k pgup pgdn home end scroll`).
+fn draw_scrolled(f: &mut Frame, app: &App, r: Rect, lines: Vec<Line<'static>>, b: Block<'_>) {
+    let h = usize::from(r.height.saturating_sub(2));
+    let total = lines.len();
+    let max = total.saturating_sub(h);
+    app.modal_rows.set((total, h));
+    let top = usize::from(app.modal_scroll).min(max);
+    let mut b = b;
+    if total > h && h > 0 {
+        let t = app.theme();
+        let more = match (top > 0, top < max) {
+            (false, true) => "↓ more",
+            (true, true) => "↑↓ more",
+            _ => "↑ more",
+        };
+        b = b.title_bottom(Line::from(Span::styled(
+            format!(
+                " {more} · {}–{} of {total} · {} ",
+                top + 1,
+                (top + h).min(total),
+                scroll_keys(app)
+            ),
+            Style::default()
+                .fg(t.ui_title())
+                .add_modifier(Modifier::BOLD),
+        )));
+    }
+    let shown: Vec<Line> = lines.into_iter().skip(top).take(h).collect();
+    f.render_widget(Clear, r);
+    f.render_widget(Paragraph::new(shown).block(b), r);
+}
+
 fn centered(area: Rect, w: u16, h: u16) -> Rect {
     let w = w.min(area.width);
     let h = h.min(area.height);
@@ -1335,43 +1456,8 @@ fn draw_modal(f: &mut Frame, app: &App, m: &Modal, area: Rect) {
     match m {
         Modal::Help => {
             let r = centered(area, 100, area.height.saturating_sub(2));
-            let title_st = Style::default()
-                .fg(t.ui_title())
-                .add_modifier(Modifier::BOLD);
-            let muted = Style::default().fg(t.ui_muted());
-            let mut lines: Vec<Line> = vec![Line::from(Span::styled("Terms", title_st))];
-            for (term, meaning) in super::legend::lines(app.snap.settings.r_usd) {
-                lines.push(Line::from(vec![
-                    Span::styled(format!("{term:<26}"), title_st),
-                    Span::raw(meaning),
-                ]));
-            }
-            lines.push(Line::from(Span::styled("Keys", title_st)));
-            lines.extend(Action::ALL.iter().map(|a| {
-                Line::from(vec![
-                    Span::styled(format!("{:<16}", app.keys.labels(*a).join(" ")), title_st),
-                    Span::raw(a.describe()),
-                ])
-            }));
-            lines.push(Line::from(Span::styled(
-                "mouse: a click focuses a pane, the wheel scrolls it · paste: into the editor as is",
-                muted,
-            )));
-            let dir = crate::session::saved::config_dir()
-                .map(|d| d.join("keys.toml").display().to_string())
-                .unwrap_or_else(|| "keys.toml in the config directory".into());
-            lines.push(Line::from(Span::styled(
-                format!("↑↓ pgup pgdn scroll · any other key closes · {dir} remaps keys"),
-                muted,
-            )));
-            f.render_widget(Clear, r);
-            f.render_widget(
-                Paragraph::new(lines)
-                    .wrap(Wrap { trim: false })
-                    .scroll((app.modal_scroll, 0))
-                    .block(frame_block("Terms and keys")),
-                r,
-            );
+            let lines = help_lines(app, usize::from(r.width.saturating_sub(2)));
+            draw_scrolled(f, app, r, lines, frame_block("Terms and keys"));
         }
         Modal::Confirm(super::app::Confirm::Restart) => {
             let r = centered(area, 64, 5);
@@ -1438,21 +1524,22 @@ fn draw_modal(f: &mut Frame, app: &App, m: &Modal, area: Rect) {
             f.render_widget(Paragraph::new(lines).block(frame_block("SHOW VIEW")), r);
         }
         Modal::Event(text) => {
-            let h = (text.lines().count() as u16 + 3).min(area.height);
-            let r = centered(area, area.width.saturating_sub(8).min(110), h);
-            let mut lines: Vec<Line> = text.lines().map(|l| Line::from(l.to_string())).collect();
+            let width = area.width.saturating_sub(8).min(110);
+            let w = usize::from(width.saturating_sub(2));
+            let mut lines: Vec<Line<'static>> = Vec::new();
+            for l in text.lines() {
+                let lead = l.len() - l.trim_start_matches(' ').len();
+                lines.extend(wrap_hang(Line::from(l.to_string()), w, lead + 4));
+            }
             lines.push(Line::from(Span::styled(
-                "↑↓ pgup pgdn scroll · any other key closes",
+                format!("{} · any other key closes", scroll_keys(app)),
                 Style::default().fg(t.ui_muted()),
             )));
-            f.render_widget(Clear, r);
-            f.render_widget(
-                Paragraph::new(lines)
-                    .wrap(Wrap { trim: false })
-                    .scroll((app.modal_scroll, 0))
-                    .block(frame_block("Event")),
-                r,
-            );
+            let h = u16::try_from(lines.len() + 2)
+                .unwrap_or(u16::MAX)
+                .min(area.height);
+            let r = centered(area, width, h);
+            draw_scrolled(f, app, r, lines, frame_block("Event"));
         }
         Modal::PlanText(text) => {
             let h = (text.lines().count() as u16 + 3).min(area.height);
