@@ -1606,6 +1606,39 @@ fn the_help_says_it_scrolls_and_how_and_its_keys_scroll_it() {
 }
 
 #[test]
+fn the_log_names_who_stood_down() {
+    let mut app = readme_app();
+    app.send(Command::Seek(ms(9, 31, 0)));
+    press(&mut app, KeyCode::Char('s'));
+    typ(&mut app, "done for the day\n");
+    let sums: Vec<&str> = app
+        .log
+        .rows()
+        .iter()
+        .filter(|r| r.ty == "stand-down")
+        .map(|r| r.summary.as_str())
+        .collect();
+    assert_eq!(
+        sums,
+        vec!["stand-down by you (every plan): done for the day"],
+        "it was `stand-down by -`"
+    );
+    // An agent's STAND-DOWN de-arms its own plans and its event names it.
+    let src = desk::tape_source(None).unwrap();
+    let mut app =
+        desk::inline_app_with(src, Some(script(&["STAND-DOWN tired of it"])), false).unwrap();
+    app.send(Command::Seek(ms(9, 31, 0)));
+    let sums: Vec<String> = app
+        .log
+        .rows()
+        .iter()
+        .filter(|r| r.ty == "stand-down")
+        .map(|r| r.summary.clone())
+        .collect();
+    assert_eq!(sums, vec!["stand-down by house (own plans): tired of it"]);
+}
+
+#[test]
 fn titles_say_one_turn_not_one_turns() {
     let session = desk::open_session(&args(&["kestrel", "--no-save", "--no-agent"]), None).unwrap();
     let (themes, keys, _) = desk::load_config(None);
