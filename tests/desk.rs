@@ -1648,3 +1648,27 @@ fn titles_say_one_turn_not_one_turns() {
     assert!(has(&s, "Journal — 1 turn "), "{}", s.join("\n"));
     assert!(!has(&s, "1 turns"), "{}", s.join("\n"));
 }
+
+#[test]
+fn the_log_filter_starts_empty_and_up_recalls_the_one_in_force() {
+    let mut app = readme_app();
+    app.send(Command::Seek(ms(9, 40, 0)));
+    app.set_focus(Pane::Bus);
+    press(&mut app, KeyCode::Char('/'));
+    typ(&mut app, "plan\n");
+    assert_eq!(app.log.filter, "plan");
+    press(&mut app, KeyCode::Char('/'));
+    let input = |app: &App| match &app.modal {
+        Some(desk::app::Modal::Prompt { input, .. }) => input.clone(),
+        m => panic!("not the prompt: {m:?}"),
+    };
+    assert_eq!(input(&app), "", "a new filter starts empty");
+    assert!(has(&screen(&app, 100, 30), "now /plan: ↑ recalls it"));
+    press(&mut app, KeyCode::Up);
+    assert_eq!(input(&app), "plan");
+    press(&mut app, KeyCode::Esc);
+    assert_eq!(app.log.filter, "plan", "esc keeps the filter in force");
+    press(&mut app, KeyCode::Char('/'));
+    press(&mut app, KeyCode::Enter);
+    assert_eq!(app.log.filter, "", "enter with nothing clears");
+}

@@ -596,9 +596,11 @@ impl App {
             Action::Filter => {
                 self.set_focus(Pane::Bus);
                 self.bus_mode = BusMode::Bus;
+                // A new filter starts empty (as `/` starts a new search in less or vim); the
+                // filter in force is shown in the prompt, ↑ recalls it to edit, esc keeps it.
                 self.modal = Some(Modal::Prompt {
                     kind: PromptKind::Filter,
-                    input: self.log.filter.clone(),
+                    input: String::new(),
                 });
             }
             Action::Submit
@@ -842,6 +844,10 @@ impl App {
                 },
                 KeyCode::Backspace => {
                     input.pop();
+                    self.modal = Some(Modal::Prompt { kind, input });
+                }
+                KeyCode::Up if kind == PromptKind::Filter => {
+                    input = self.log.filter.clone();
                     self.modal = Some(Modal::Prompt { kind, input });
                 }
                 KeyCode::Char(c) => {

@@ -1478,11 +1478,28 @@ fn draw_modal(f: &mut Frame, app: &App, m: &Modal, area: Rect) {
         Modal::Prompt { kind, input } => {
             let r = centered(area, 70, 5);
             let (title, hint) = match kind {
-                PromptKind::StandDown => ("STAND-DOWN", "reason (enter routes, esc cancels):"),
-                PromptKind::Seek => ("Seek", "tape time HH:MM or HH:MM:SS (enter seeks):"),
+                PromptKind::StandDown => (
+                    "STAND-DOWN",
+                    "reason (enter routes, esc cancels):".to_string(),
+                ),
+                PromptKind::Seek => (
+                    "Seek",
+                    "tape time HH:MM or HH:MM:SS (enter seeks):".to_string(),
+                ),
+                // A new filter starts empty; the one in force is named, ↑ recalls it.
+                PromptKind::Filter if app.log.filter.is_empty() => (
+                    "Filter",
+                    "kind or plan words, all must match (enter filters):".to_string(),
+                ),
                 PromptKind::Filter => (
                     "Filter",
-                    "kind or plan words, all must match (empty clears):",
+                    super::fit::fit(
+                        &format!(
+                            "now /{}: ↑ recalls it · esc keeps it · enter with nothing clears",
+                            app.log.filter
+                        ),
+                        usize::from(r.width.saturating_sub(2)),
+                    ),
                 ),
             };
             f.render_widget(Clear, r);
