@@ -1672,3 +1672,31 @@ fn the_log_filter_starts_empty_and_up_recalls_the_one_in_force() {
     press(&mut app, KeyCode::Enter);
     assert_eq!(app.log.filter, "", "enter with nothing clears");
 }
+
+#[test]
+fn attaching_and_detaching_the_agent_says_what_changed() {
+    let mut app = readme_app();
+    press(&mut app, KeyCode::Char('A'));
+    assert!(!app.agent_attached());
+    assert_eq!(
+        app.message.as_deref(),
+        Some("house detached: no longer asked at wakes (A attaches)")
+    );
+    press(&mut app, KeyCode::Char('A'));
+    assert!(app.agent_attached());
+    assert_eq!(
+        app.message.as_deref(),
+        Some("house attached, autopilot: its turns route as they arrive")
+    );
+    press(&mut app, KeyCode::Char('c'));
+    assert_eq!(
+        app.message.as_deref(),
+        Some("house: co-pilot — its turns wait for a accept / x reject")
+    );
+    press(&mut app, KeyCode::Char('A'));
+    press(&mut app, KeyCode::Char('A'));
+    assert_eq!(
+        app.message.as_deref(),
+        Some("house attached, co-pilot: its turns wait for a / x")
+    );
+}

@@ -411,8 +411,20 @@ impl App {
                 )
             }
             Some(a) => {
-                let on = !a.attached;
+                let (on, name, copilot) = (!a.attached, a.name.clone(), a.copilot);
                 self.send(Command::Attach(on));
+                let key = self.keys.label(Action::Attach);
+                self.message = Some(if !on {
+                    format!("{name} detached: no longer asked at wakes ({key} attaches)")
+                } else if copilot {
+                    format!(
+                        "{name} attached, co-pilot: its turns wait for {} / {}",
+                        self.keys.label(Action::Accept),
+                        self.keys.label(Action::Reject)
+                    )
+                } else {
+                    format!("{name} attached, autopilot: its turns route as they arrive")
+                });
             }
         }
     }
@@ -513,11 +525,16 @@ impl App {
                     return;
                 }
                 let on = !self.copilot();
+                let name = self.agent().map(|a| a.name.clone()).unwrap_or_default();
                 self.send(Command::Copilot(on));
                 self.message = Some(if on {
-                    "co-pilot: agent turns wait for your accept / reject".into()
+                    format!(
+                        "{name}: co-pilot — its turns wait for {} accept / {} reject",
+                        self.keys.label(Action::Accept),
+                        self.keys.label(Action::Reject)
+                    )
                 } else {
-                    "autopilot: agent turns route as they arrive".into()
+                    format!("{name}: autopilot — its turns route as they arrive")
                 });
             }
             Action::Accept => {
