@@ -1700,3 +1700,44 @@ fn attaching_and_detaching_the_agent_says_what_changed() {
         Some("house attached, co-pilot: its turns wait for a / x")
     );
 }
+
+#[test]
+fn every_config_problem_is_listed_in_the_help_and_counted_on_the_footer() {
+    let dir = tmp("config-problems");
+    std::fs::create_dir_all(dir.join("themes")).unwrap();
+    std::fs::write(dir.join("themes/dark.toml"), "[ui]\nfg = \"notacolor\"\n").unwrap();
+    std::fs::write(
+        dir.join("keys.toml"),
+        "[keys]\nseek = \"ctrl+nothing\"\nnope = \"z\"\n",
+    )
+    .unwrap();
+    let (themes, keys, warnings) = desk::load_config(Some(&dir));
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(warnings.len(), 3, "{warnings:?}");
+    assert!(
+        warnings[0].ends_with(
+            "dark.toml: error code=THEME key=ui.fg message=not a colour: \"notacolor\" (expected #rrggbb or a colour name); kept the default"
+        ),
+        "{warnings:?}"
+    );
+    assert!(warnings[1].contains("keys.toml: error code=KEYS key=nope "));
+    assert!(warnings[2].contains("keys.toml: error code=KEYS key=seek "));
+    let m = desk::config_message(&warnings).unwrap();
+    assert!(
+        m.starts_with("3 problems in the config files (? lists them): "),
+        "{m}"
+    );
+    let mut app = App::new(
+        SessionHandle::inline(desk::open_session(&args(&["kestrel", "--no-save"]), None).unwrap()),
+        themes,
+        keys,
+    );
+    app.warnings = warnings;
+    press(&mut app, KeyCode::Char('?'));
+    press(&mut app, KeyCode::End);
+    let s = screen(&app, 200, 60).join("\n");
+    assert!(s.contains("Config: 3 problems"), "{s}");
+    for needle in ["key=ui.fg", "key=nope", "key=seek"] {
+        assert!(s.contains(needle), "{needle}:\n{s}");
+    }
+}
