@@ -614,8 +614,8 @@ fn themes_switch_and_keys_show_in_help() {
         s.join("\n")
     );
     assert!(has(&s, "0.25R = $250"), "{}", s.join("\n"));
-    // The keys below, scrolled to; a scroll key keeps the help open.
-    press(&mut app, KeyCode::PageDown);
+    // The keys below, a page down (a page is the dialog's height); a scroll key keeps the
+    // help open.
     press(&mut app, KeyCode::PageDown);
     let s = screen(&app, 100, 30);
     assert!(has(&s, "STAND-DOWN"), "{}", s.join("\n"));
@@ -1495,4 +1495,318 @@ fn a_notice_goes_stale_when_the_tape_has_moved_on() {
     app.send(Command::Seek(ms(10, 0, 0)));
     app.tick();
     assert_eq!(app.message, None);
+}
+
+// ---- Polish: wrapped panes, scroll hints, names and counts (the user review) ----
+
+/// The README's desk: the example plans and the house agent in autopilot.
+fn readme_app() -> App {
+    let session = desk::open_session(&args(&["kestrel", "--no-save"]), None).unwrap();
+    let (themes, keys, _) = desk::load_config(None);
+    App::new(SessionHandle::inline(session), themes, keys)
+}
+
+/// A pane's inner rows as drawn (its borders off), trailing spaces kept.
+fn pane_rows(app: &App, w: u16, h: u16, pane: Pane) -> Vec<String> {
+    let s = screen(app, w, h);
+    let r = ui::layout(app, ratatui::layout::Rect::new(0, 0, w, h))
+        .into_iter()
+        .find(|(p, _)| *p == pane)
+        .map(|(_, r)| r)
+        .expect("the pane is on screen");
+    s[usize::from(r.y) + 1..usize::from(r.bottom()) - 1]
+        .iter()
+        .map(|l| {
+            l.chars()
+                .skip(usize::from(r.x) + 1)
+                .take(usize::from(r.width) - 2)
+                .collect()
+        })
+        .collect()
+}
+
+fn words(s: &str) -> Vec<String> {
+    s.split_whitespace().map(str::to_string).collect()
+}
+
+#[test]
+fn the_view_wraps_long_frame_lines_and_scrolls_by_drawn_rows() {
+    for (w, h) in [(100, 30), (160, 48), (200, 60)] {
+        let mut app = readme_app();
+        app.send(Command::Seek(ms(9, 34, 0)));
+        app.tick();
+        app.set_focus(Pane::View);
+        let frame = app.snap.frame.text.clone();
+        // Page through the View: every word of the Frame is on screen, in order, none cut
+        // at the pane's edge (it was `view=de`, `risk used 0.00R wak`).
+        let mut seen: Vec<String> = Vec::new();
+        let mut last_top = None;
+        loop {
+            let rows = pane_rows(&app, w, h, Pane::View);
+            let top = app.view_scroll;
+            if last_top == Some(top) {
+                break;
+            }
+            last_top = Some(top);
+            // Rows not seen yet: the page step is the pane's height.
+            let skip = seen_rows(&seen, &rows);
+            for r in rows.iter().skip(skip) {
+                seen.push(r.clone());
+            }
+            press(&mut app, KeyCode::PageDown);
+        }
+        let drawn: Vec<String> = seen.iter().flat_map(|r| words(r)).collect();
+        assert!(
+            !drawn.iter().any(|w| w.ends_with('…')),
+            "{w}x{h}: nothing cut:\n{}",
+            seen.join("\n")
+        );
+        assert_eq!(drawn, words(&frame), "{w}x{h}:\n{}", seen.join("\n"));
+        // A continuation hangs four columns under its line's own indent.
+        let cont = seen
+            .iter()
+            .position(|r| r.starts_with("    ") && !r.trim().is_empty())
+            .expect("a wrapped line");
+        assert!(cont > 0, "{w}x{h}");
+        // The end stops with the last row at the bottom; the title counts drawn rows.
+        press(&mut app, KeyCode::End);
+        let s = screen(&app, w, h);
+        let rows = pane_rows(&app, w, h, Pane::View);
+        let last = frame
+            .lines()
+            .last()
+            .unwrap()
+            .split_whitespace()
+            .last()
+            .unwrap();
+        let (total, shown) = app.view_rows.get();
+        if total > shown {
+            assert!(
+                rows.last().unwrap().contains(last),
+                "{w}x{h}: the last row at the bottom:\n{}",
+                s.join("\n")
+            );
+            assert!(
+                has(&s, &format!("{}–{total}", total - shown + 1)),
+                "{w}x{h}:\n{}",
+                s.join("\n")
+            );
+        }
+        press(&mut app, KeyCode::Down);
+        assert_eq!(screen(&app, w, h), s, "{w}x{h}: no scrolling past the end");
+    }
+}
+
+/// How many leading rows of `rows` were already seen (the overlap of a page step that
+/// stopped at the end).
+fn seen_rows(seen: &[String], rows: &[String]) -> usize {
+    (0..=rows.len().min(seen.len()))
+        .rev()
+        .find(|n| seen[seen.len() - n..] == rows[..*n])
+        .unwrap_or(0)
+}
+
+#[test]
+fn journal_comments_and_help_descriptions_hang_under_their_text() {
+    let mut app = readme_app();
+    app.tick();
+    app.set_focus(Pane::Journal);
+    let rows = pane_rows(&app, 100, 30, Pane::Journal);
+    let i = rows
+        .iter()
+        .position(|r| r.starts_with("  # News fade: buy puts"))
+        .unwrap_or_else(|| panic!("{}", rows.join("\n")));
+    assert!(
+        rows[i + 1].starts_with("    down on a headline."),
+        "the comment's continuation under its text (it was at column 0):\n{}",
+        rows.join("\n")
+    );
+    // Help: a description's continuation under the description column, not under the keys.
+    press(&mut app, KeyCode::Char('?'));
+    let s = screen(&app, 100, 30);
+    let i = s
+        .iter()
+        .position(|r| r.contains("status hash … (engine)"))
+        .unwrap_or_else(|| panic!("{}", s.join("\n")));
+    let col = s[i].find("the determinism hash").unwrap();
+    let next = &s[i + 1];
+    let text_at = next.find("give the same hash").expect("wrapped");
+    assert_eq!(
+        next[..text_at].chars().count(),
+        s[i][..col].chars().count(),
+        "{}",
+        s.join("\n")
+    );
+}
+
+#[test]
+fn the_help_says_it_scrolls_and_how_and_its_keys_scroll_it() {
+    let mut app = readme_app();
+    press(&mut app, KeyCode::Char('?'));
+    let s = screen(&app, 100, 30);
+    let bottom = &s[28];
+    assert!(
+        bottom.contains("↓ more") && bottom.contains("j k") && bottom.contains("pgdn"),
+        "the bottom border says there is more and how to scroll:\n{}",
+        s.join("\n")
+    );
+    // j scrolls a row, G goes to the end (and no further), g back to the top.
+    press(&mut app, KeyCode::Char('j'));
+    assert_eq!(app.modal_scroll, 1);
+    assert!(screen(&app, 100, 30)[28].contains("↑↓ more"));
+    press(&mut app, KeyCode::Char('G'));
+    let s = screen(&app, 100, 30);
+    assert!(s[28].contains("↑ more"), "{}", s.join("\n"));
+    assert!(
+        has(&s, "any other key closes"),
+        "the last line shows:\n{}",
+        s.join("\n")
+    );
+    let end = app.modal_scroll;
+    press(&mut app, KeyCode::Char('j'));
+    press(&mut app, KeyCode::PageDown);
+    assert_eq!(app.modal_scroll, end, "no scrolling past the end");
+    press(&mut app, KeyCode::Char('g'));
+    assert_eq!(app.modal_scroll, 0);
+    assert!(app.modal.is_some(), "scroll keys keep the help open");
+    // When everything fits, no hint.
+    let s = screen(&app, 200, 80);
+    assert!(!has(&s, "↓ more"), "{}", s.join("\n"));
+}
+
+#[test]
+fn the_log_names_who_stood_down() {
+    let mut app = readme_app();
+    app.send(Command::Seek(ms(9, 31, 0)));
+    press(&mut app, KeyCode::Char('s'));
+    typ(&mut app, "done for the day\n");
+    let sums: Vec<&str> = app
+        .log
+        .rows()
+        .iter()
+        .filter(|r| r.ty == "stand-down")
+        .map(|r| r.summary.as_str())
+        .collect();
+    assert_eq!(
+        sums,
+        vec!["stand-down by you (every plan): done for the day"],
+        "it was `stand-down by -`"
+    );
+    // An agent's STAND-DOWN de-arms its own plans and its event names it.
+    let src = desk::tape_source(None).unwrap();
+    let mut app =
+        desk::inline_app_with(src, Some(script(&["STAND-DOWN tired of it"])), false).unwrap();
+    app.send(Command::Seek(ms(9, 31, 0)));
+    let sums: Vec<String> = app
+        .log
+        .rows()
+        .iter()
+        .filter(|r| r.ty == "stand-down")
+        .map(|r| r.summary.clone())
+        .collect();
+    assert_eq!(sums, vec!["stand-down by house (own plans): tired of it"]);
+}
+
+#[test]
+fn titles_say_one_turn_not_one_turns() {
+    let session = desk::open_session(&args(&["kestrel", "--no-save", "--no-agent"]), None).unwrap();
+    let (themes, keys, _) = desk::load_config(None);
+    let mut app = App::new(SessionHandle::inline(session), themes, keys);
+    app.tick();
+    let s = screen(&app, 160, 48);
+    assert!(has(&s, "Journal — 1 turn "), "{}", s.join("\n"));
+    assert!(!has(&s, "1 turns"), "{}", s.join("\n"));
+}
+
+#[test]
+fn the_log_filter_starts_empty_and_up_recalls_the_one_in_force() {
+    let mut app = readme_app();
+    app.send(Command::Seek(ms(9, 40, 0)));
+    app.set_focus(Pane::Bus);
+    press(&mut app, KeyCode::Char('/'));
+    typ(&mut app, "plan\n");
+    assert_eq!(app.log.filter, "plan");
+    press(&mut app, KeyCode::Char('/'));
+    let input = |app: &App| match &app.modal {
+        Some(desk::app::Modal::Prompt { input, .. }) => input.clone(),
+        m => panic!("not the prompt: {m:?}"),
+    };
+    assert_eq!(input(&app), "", "a new filter starts empty");
+    assert!(has(&screen(&app, 100, 30), "now /plan: ↑ recalls it"));
+    press(&mut app, KeyCode::Up);
+    assert_eq!(input(&app), "plan");
+    press(&mut app, KeyCode::Esc);
+    assert_eq!(app.log.filter, "plan", "esc keeps the filter in force");
+    press(&mut app, KeyCode::Char('/'));
+    press(&mut app, KeyCode::Enter);
+    assert_eq!(app.log.filter, "", "enter with nothing clears");
+}
+
+#[test]
+fn attaching_and_detaching_the_agent_says_what_changed() {
+    let mut app = readme_app();
+    press(&mut app, KeyCode::Char('A'));
+    assert!(!app.agent_attached());
+    assert_eq!(
+        app.message.as_deref(),
+        Some("house detached: no longer asked at wakes (A attaches)")
+    );
+    press(&mut app, KeyCode::Char('A'));
+    assert!(app.agent_attached());
+    assert_eq!(
+        app.message.as_deref(),
+        Some("house attached, autopilot: its turns route as they arrive")
+    );
+    press(&mut app, KeyCode::Char('c'));
+    assert_eq!(
+        app.message.as_deref(),
+        Some("house: co-pilot — its turns wait for a accept / x reject")
+    );
+    press(&mut app, KeyCode::Char('A'));
+    press(&mut app, KeyCode::Char('A'));
+    assert_eq!(
+        app.message.as_deref(),
+        Some("house attached, co-pilot: its turns wait for a / x")
+    );
+}
+
+#[test]
+fn every_config_problem_is_listed_in_the_help_and_counted_on_the_footer() {
+    let dir = tmp("config-problems");
+    std::fs::create_dir_all(dir.join("themes")).unwrap();
+    std::fs::write(dir.join("themes/dark.toml"), "[ui]\nfg = \"notacolor\"\n").unwrap();
+    std::fs::write(
+        dir.join("keys.toml"),
+        "[keys]\nseek = \"ctrl+nothing\"\nnope = \"z\"\n",
+    )
+    .unwrap();
+    let (themes, keys, warnings) = desk::load_config(Some(&dir));
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(warnings.len(), 3, "{warnings:?}");
+    assert!(
+        warnings[0].ends_with(
+            "dark.toml: error code=THEME key=ui.fg message=not a colour: \"notacolor\" (expected #rrggbb or a colour name); kept the default"
+        ),
+        "{warnings:?}"
+    );
+    assert!(warnings[1].contains("keys.toml: error code=KEYS key=nope "));
+    assert!(warnings[2].contains("keys.toml: error code=KEYS key=seek "));
+    let m = desk::config_message(&warnings).unwrap();
+    assert!(
+        m.starts_with("3 problems in the config files (? lists them): "),
+        "{m}"
+    );
+    let mut app = App::new(
+        SessionHandle::inline(desk::open_session(&args(&["kestrel", "--no-save"]), None).unwrap()),
+        themes,
+        keys,
+    );
+    app.warnings = warnings;
+    press(&mut app, KeyCode::Char('?'));
+    press(&mut app, KeyCode::End);
+    let s = screen(&app, 200, 60).join("\n");
+    assert!(s.contains("Config: 3 problems"), "{s}");
+    for needle in ["key=ui.fg", "key=nope", "key=seek"] {
+        assert!(s.contains(needle), "{needle}:\n{s}");
+    }
 }

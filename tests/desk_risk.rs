@@ -244,7 +244,7 @@ fn a_copilot_proposal_pauses_the_tape_and_routes_at_its_acceptance_with_its_age(
     // The person looks ahead two minutes, then accepts.
     app.send(Command::Seek(ms(9, 32, 0)));
     let footer = screen(&app, 200, 60).pop().unwrap_or_default();
-    assert!(footer.contains("(2m00s ago)"), "{footer}");
+    assert!(footer.contains("wake open 09:30, 2m00s ago"), "{footer}");
     app.send(Command::Accept { call: p.call });
     assert!(app.proposal().is_none());
     let m = app.message.clone().unwrap_or_default();

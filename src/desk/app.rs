@@ -143,8 +143,11 @@ pub struct App {
     pub bus_mode: BusMode,
     /// Selected plan row.
     pub plan_sel: usize,
-    /// Scroll of the View pane.
+    /// Scroll of the View pane, in drawn rows (a wrapped line of the Frame takes several).
     pub view_scroll: u16,
+    /// The View's rows and the rows that showed at the last draw: (total, height). The
+    /// View's keys scroll within them.
+    pub view_rows: std::cell::Cell<(usize, usize)>,
     /// The last message of the screen's own (a theme switch, a bad seek time).
     pub message: Option<String>,
     /// Notices of the session already shown.
@@ -169,8 +172,10 @@ pub struct App {
     pub chart: ChartState,
     /// The Bus pane's log: decoded rows, filter, selection.
     pub log: Log,
-    /// How far the help or an inspected event is scrolled.
+    /// How far the help or an inspected event is scrolled, in drawn rows.
     pub modal_scroll: u16,
+    /// The open dialog's rows and the rows that showed at the last draw: (total, height).
+    pub modal_rows: std::cell::Cell<(usize, usize)>,
 }
 
 /// The catalog spelling of each pane when picked in SHOW VIEW (defaults for required
@@ -235,6 +240,7 @@ impl App {
             bus_mode: BusMode::Bus,
             plan_sel: 0,
             view_scroll: 0,
+            view_rows: std::cell::Cell::new((0, 0)),
             message,
             notices_seen,
             message_seen: (None, Ts(0), std::time::Instant::now()),
@@ -247,6 +253,7 @@ impl App {
             chart: ChartState::default(),
             log: Log::default(),
             modal_scroll: 0,
+            modal_rows: std::cell::Cell::new((0, 0)),
         };
         app.log.sync(&app.snap);
         app
@@ -404,8 +411,20 @@ impl App {
                 )
             }
             Some(a) => {
-                let on = !a.attached;
+                let (on, name, copilot) = (!a.attached, a.name.clone(), a.copilot);
                 self.send(Command::Attach(on));
+                let key = self.keys.label(Action::Attach);
+                self.message = Some(if !on {
+                    format!("{name} detached: no longer asked at wakes ({key} attaches)")
+                } else if copilot {
+                    format!(
+                        "{name} attached, co-pilot: its turns wait for {} / {}",
+                        self.keys.label(Action::Accept),
+                        self.keys.label(Action::Reject)
+                    )
+                } else {
+                    format!("{name} attached, autopilot: its turns route as they arrive")
+                });
             }
         }
     }
@@ -506,11 +525,16 @@ impl App {
                     return;
                 }
                 let on = !self.copilot();
+                let name = self.agent().map(|a| a.name.clone()).unwrap_or_default();
                 self.send(Command::Copilot(on));
                 self.message = Some(if on {
-                    "co-pilot: agent turns wait for your accept / reject".into()
+                    format!(
+                        "{name}: co-pilot — its turns wait for {} accept / {} reject",
+                        self.keys.label(Action::Accept),
+                        self.keys.label(Action::Reject)
+                    )
                 } else {
-                    "autopilot: agent turns route as they arrive".into()
+                    format!("{name}: autopilot — its turns route as they arrive")
                 });
             }
             Action::Accept => {
@@ -540,14 +564,14 @@ impl App {
             }
             Action::Up => match self.focus {
                 Pane::Plans => self.plan_sel = self.plan_sel.saturating_sub(1),
-                Pane::View => self.view_scroll = self.view_scroll.saturating_sub(1),
+                Pane::View => self.scroll_view(-1),
                 _ => {}
             },
             Action::Down => match self.focus {
                 Pane::Plans => {
                     self.plan_sel = (self.plan_sel + 1).min(self.snap.plans.len().saturating_sub(1))
                 }
-                Pane::View => self.view_scroll = self.view_scroll.saturating_add(1),
+                Pane::View => self.scroll_view(1),
                 _ => {}
             },
             Action::Open => {
@@ -576,22 +600,24 @@ impl App {
                     };
                 }
                 Pane::View => {
-                    let n = self.snap.frame.text.lines().count() as u16;
-                    self.view_scroll = match a {
-                        Action::PageUp => self.view_scroll.saturating_sub(10),
-                        Action::PageDown => self.view_scroll.saturating_add(10).min(n),
-                        Action::Top => 0,
-                        _ => n.saturating_sub(10),
-                    };
+                    let page = self.view_rows.get().1.max(1) as isize;
+                    match a {
+                        Action::PageUp => self.scroll_view(-page),
+                        Action::PageDown => self.scroll_view(page),
+                        Action::Top => self.view_scroll = 0,
+                        _ => self.scroll_view(isize::MAX / 2),
+                    }
                 }
                 _ => {}
             },
             Action::Filter => {
                 self.set_focus(Pane::Bus);
                 self.bus_mode = BusMode::Bus;
+                // A new filter starts empty (as `/` starts a new search in less or vim); the
+                // filter in force is shown in the prompt, ↑ recalls it to edit, esc keeps it.
                 self.modal = Some(Modal::Prompt {
                     kind: PromptKind::Filter,
-                    input: self.log.filter.clone(),
+                    input: String::new(),
                 });
             }
             Action::Submit
@@ -686,13 +712,7 @@ impl App {
                 let up = m.kind == MouseEventKind::ScrollUp;
                 match pane {
                     Pane::Bus => self.log.step(if up { -3 } else { 3 }),
-                    Pane::View => {
-                        self.view_scroll = if up {
-                            self.view_scroll.saturating_sub(3)
-                        } else {
-                            self.view_scroll.saturating_add(3)
-                        }
-                    }
+                    Pane::View => self.scroll_view(if up { -3 } else { 3 }),
                     Pane::Plans => {
                         let n = self.snap.plans.len().saturating_sub(1);
                         self.plan_sel = if up {
@@ -711,6 +731,21 @@ impl App {
             }
             _ => {}
         }
+    }
+
+    /// Scroll the View by `d` drawn rows (negative: up), within what the last draw showed:
+    /// the last row stops at the bottom of the pane. Before the first draw, within the
+    /// Frame's lines.
+    pub fn scroll_view(&mut self, d: isize) {
+        let (total, h) = self.view_rows.get();
+        let max = if total == 0 && h == 0 {
+            self.snap.frame.text.lines().count()
+        } else {
+            total.saturating_sub(h)
+        };
+        let cur = usize::from(self.view_scroll).min(max) as isize;
+        let to = cur.saturating_add(d).clamp(0, max as isize);
+        self.view_scroll = u16::try_from(to).unwrap_or(u16::MAX);
     }
 
     /// Focus a pane (the compact layout's tab follows).
@@ -752,19 +787,36 @@ impl App {
                         | KeyCode::Char('k')
                         | KeyCode::PageUp
                         | KeyCode::PageDown
+                        | KeyCode::Home
+                        | KeyCode::End
+                        | KeyCode::Char('g')
+                        | KeyCode::Char('G')
                 ) =>
             {
-                // Long dialogs scroll; any other key closes them.
-                self.modal_scroll = match k.code {
-                    KeyCode::Up | KeyCode::Char('k') => self.modal_scroll.saturating_sub(1),
-                    KeyCode::PageUp => self.modal_scroll.saturating_sub(10),
-                    KeyCode::PageDown => self.modal_scroll.saturating_add(10),
-                    _ => self.modal_scroll.saturating_add(1),
+                // Long dialogs scroll (by drawn rows, the last row stopping at the bottom:
+                // the bottom border says where and how); any other key closes them.
+                let (total, h) = self.modal_rows.get();
+                let max = if total == 0 && h == 0 {
+                    usize::from(u16::MAX)
+                } else {
+                    total.saturating_sub(h)
                 };
+                let page = h.saturating_sub(1).max(1);
+                let cur = usize::from(self.modal_scroll).min(max);
+                let to = match k.code {
+                    KeyCode::Up | KeyCode::Char('k') => cur.saturating_sub(1),
+                    KeyCode::PageUp => cur.saturating_sub(page),
+                    KeyCode::PageDown => cur + page,
+                    KeyCode::Home | KeyCode::Char('g') => 0,
+                    KeyCode::End | KeyCode::Char('G') => max,
+                    _ => cur + 1,
+                };
+                self.modal_scroll = u16::try_from(to.min(max)).unwrap_or(u16::MAX);
                 self.modal = Some(m);
             }
             Modal::Help | Modal::PlanText(_) | Modal::Event(_) => {
                 self.modal_scroll = 0;
+                self.modal_rows.set((0, 0));
                 if let (Modal::PlanText(t), Some(Action::Yank)) = (&m, self.keys.action(&k)) {
                     self.editor.set_text(t);
                     self.set_focus(Pane::Editor);
@@ -783,9 +835,9 @@ impl App {
                             "log: every event".into()
                         } else {
                             format!(
-                                "log filtered by /{}: {} rows (/ then enter clears)",
+                                "log filtered by /{}: {} (/ then enter clears)",
                                 self.log.filter,
-                                self.log.shown().len()
+                                super::fit::count(self.log.shown().len() as u64, "row")
                             )
                         });
                     }
@@ -809,6 +861,10 @@ impl App {
                 },
                 KeyCode::Backspace => {
                     input.pop();
+                    self.modal = Some(Modal::Prompt { kind, input });
+                }
+                KeyCode::Up if kind == PromptKind::Filter => {
+                    input = self.log.filter.clone();
                     self.modal = Some(Modal::Prompt { kind, input });
                 }
                 KeyCode::Char(c) => {

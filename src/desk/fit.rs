@@ -26,6 +26,15 @@ pub fn fit(s: &str, w: usize) -> String {
     format!("{cut}…")
 }
 
+/// A count with its noun, singular for one: `1 turn`, `0 turns`, `12 events`.
+pub fn count(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 /// [`fit`], padded with spaces to exactly `w` characters.
 pub fn cell(s: &str, w: usize) -> String {
     let f = fit(s, w);
@@ -46,6 +55,13 @@ mod tests {
         assert_eq!(fit("breakout-chase", 8), "breakou…");
         assert_eq!(cell("ab", 4), "ab  ");
         assert!(fit("a long line of words", 9).chars().count() <= 9);
+    }
+
+    #[test]
+    fn one_is_singular() {
+        assert_eq!(count(1, "turn"), "1 turn");
+        assert_eq!(count(0, "turn"), "0 turns");
+        assert_eq!(count(12, "event"), "12 events");
     }
 }
 

@@ -237,6 +237,16 @@ impl Key {
     }
 }
 
+/// Keys two actions may share: a list's top (`g`, `home`) is, outside a list, seek and
+/// back to the open.
+fn shared_by_design(a: Action, b: Action) -> bool {
+    matches!(
+        (a, b),
+        (Action::Top, Action::Seek | Action::BackToOpen)
+            | (Action::Seek | Action::BackToOpen, Action::Top)
+    )
+}
+
 /// The key map in force.
 #[derive(Debug, Clone)]
 pub struct KeyMap {
@@ -254,7 +264,16 @@ impl KeyMap {
     /// The defaults, with `keys.toml` text (when given) overriding per action. Returns the
     /// map and any warnings.
     pub fn with_overrides(toml_text: Option<&str>) -> (KeyMap, Vec<String>) {
+        KeyMap::with_overrides_from(toml_text, "keys.toml")
+    }
+
+    /// [`with_overrides`](Self::with_overrides), the warnings naming `origin` (the file's
+    /// path). Every bad entry is reported, each in its own message
+    /// (`PATH: error code=KEYS key=seek message=not a key: "ctrl+nothing" ...`), and keeps
+    /// its action's default keys: a bad entry never half applies.
+    pub fn with_overrides_from(toml_text: Option<&str>, origin: &str) -> (KeyMap, Vec<String>) {
         let mut warnings = Vec::new();
+        let mut overridden: Vec<Action> = Vec::new();
         let mut by_action: BTreeMap<Action, Vec<Key>> = Action::ALL
             .iter()
             .map(|a| {
@@ -270,34 +289,69 @@ impl KeyMap {
                     let table = t.get("keys").and_then(|v| v.as_table()).unwrap_or(&t);
                     for (name, v) in table {
                         let Some(a) = Action::ALL.iter().find(|a| a.name() == name) else {
-                            warnings.push(format!("keys.toml: no action named {name}"));
+                            warnings.push(format!(
+                                "{origin}: error code=KEYS key={name} message=no action named {name} (? lists them with their names); ignored"
+                            ));
                             continue;
                         };
-                        let specs: Vec<&str> = match v {
-                            toml::Value::String(s) => vec![s.as_str()],
-                            toml::Value::Array(a) => a.iter().filter_map(|x| x.as_str()).collect(),
-                            _ => Vec::new(),
+                        let specs: Vec<&toml::Value> = match v {
+                            toml::Value::Array(a) => a.iter().collect(),
+                            v => vec![v],
                         };
-                        let keys: Vec<Key> = specs.iter().filter_map(|s| Key::parse(s)).collect();
-                        if keys.is_empty() || keys.len() != specs.len() {
+                        let bad: Vec<String> = specs
+                            .iter()
+                            .filter(|x| x.as_str().and_then(Key::parse).is_none())
+                            .map(|x| super::theme::quoted(x))
+                            .collect();
+                        let keys: Vec<Key> = specs
+                            .iter()
+                            .filter_map(|x| x.as_str().and_then(Key::parse))
+                            .collect();
+                        if !bad.is_empty() || keys.is_empty() {
+                            let what = if bad.is_empty() {
+                                "no keys".to_string()
+                            } else {
+                                format!("not a key: {}", bad.join(", "))
+                            };
                             warnings.push(format!(
-                                "keys.toml: {name} = {v:?} has a key that does not parse (write e.g. \"p\", \"ctrl+s\", \"f5\"); kept the default"
+                                "{origin}: error code=KEYS key={name} message={what} (write e.g. \"p\", \"ctrl+s\", \"f5\", or a list); kept the default"
                             ));
                             continue;
                         }
                         by_action.insert(*a, keys);
+                        overridden.push(*a);
                     }
                 }
                 Err(e) => warnings.push(format!(
-                    "keys.toml is not valid TOML ({}); using the default keys",
-                    e.message().trim()
+                    "{origin}: error code=KEYS {}; using the default keys",
+                    super::theme::toml_error(text, &e)
                 )),
             }
         }
-        let mut by_key = BTreeMap::new();
+        let mut by_key: BTreeMap<Key, Action> = BTreeMap::new();
         for a in Action::ALL {
             for k in by_action.get(a).into_iter().flatten() {
-                by_key.entry(*k).or_insert(*a);
+                match by_key.get(k) {
+                    None => {
+                        by_key.insert(*k, *a);
+                    }
+                    // A remapped key another action holds: the first in help order keeps it,
+                    // and the file is told (the defaults' own shares are by design: `g` and
+                    // `home` are the top of a list and elsewhere seek / back to the open).
+                    Some(b)
+                        if (overridden.contains(a) || overridden.contains(b))
+                            && !shared_by_design(*a, *b) =>
+                    {
+                        warnings.push(format!(
+                            "{origin}: error code=KEYS key={} message={:?} is also {}'s key; {} keeps it",
+                            a.name(),
+                            k.label(),
+                            b.name(),
+                            b.name()
+                        ));
+                    }
+                    Some(_) => {}
+                }
             }
         }
         (KeyMap { by_key, by_action }, warnings)
@@ -381,5 +435,46 @@ mod tests {
         assert_eq!(w.len(), 2, "{w:?}");
         let (_, w) = KeyMap::with_overrides(Some("[keys"));
         assert!(w[0].contains("not valid TOML"));
+    }
+
+    #[test]
+    fn every_bad_entry_is_reported_and_keeps_its_default() {
+        let (m, w) = KeyMap::with_overrides_from(
+            Some(
+                "[keys]\nseek = \"ctrl+nothing\"\nnope = \"z\"\nstand_down = [\"s\", 7]\nyank = \"q\"\ntheme = \"T\"\n",
+            ),
+            "/cfg/keys.toml",
+        );
+        assert_eq!(w.len(), 4, "{w:?}");
+        assert_eq!(
+            w[0],
+            "/cfg/keys.toml: error code=KEYS key=nope message=no action named nope (? lists them with their names); ignored"
+        );
+        assert_eq!(
+            w[1],
+            "/cfg/keys.toml: error code=KEYS key=seek message=not a key: \"ctrl+nothing\" (write e.g. \"p\", \"ctrl+s\", \"f5\", or a list); kept the default"
+        );
+        assert!(
+            w[2].contains("key=stand_down message=not a key: 7 "),
+            "{w:?}"
+        );
+        assert_eq!(
+            w[3],
+            "/cfg/keys.toml: error code=KEYS key=yank message=\"q\" is also quit's key; quit keeps it"
+        );
+        assert!(w.iter().all(|m| !m.contains("String(")), "{w:?}");
+        // Bad entries keep their defaults; the good one applies.
+        assert_eq!(
+            m.action(&ev(KeyCode::Char('g'), KeyModifiers::NONE)),
+            Some(Action::Seek)
+        );
+        assert_eq!(
+            m.action(&ev(KeyCode::Char('s'), KeyModifiers::NONE)),
+            Some(Action::StandDown)
+        );
+        assert_eq!(
+            m.action(&ev(KeyCode::Char('T'), KeyModifiers::NONE)),
+            Some(Action::Theme)
+        );
     }
 }

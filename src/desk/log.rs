@@ -116,6 +116,10 @@ pub struct Log {
     rows: Vec<Row>,
     next: u64,
     segment: u32,
+    /// A whole-book `stand-down` not yet named by its turn (its Bus number), and the
+    /// author and time of a STAND-DOWN turn not yet matched to its event.
+    stand_down_event: Option<u64>,
+    stand_down_turn: Option<(String, String)>,
     view: Vec<Shown>,
     /// The filter (`/`): every word must match the kind, the event type or the plan.
     pub filter: String,
@@ -135,6 +139,22 @@ fn side(s: BusSide) -> &'static str {
         BusSide::Sell => "sell",
     }
 }
+
+/// An owner on the Bus (`person`, `agent`) as the log names it: `you`, or the seated
+/// agent (named by [`Log::sync`], which knows its name).
+fn who(owner: &str) -> &str {
+    match owner {
+        "person" => "you",
+        "agent" => AGENT,
+        o => o,
+    }
+}
+
+/// The agent in a summary until [`Log::sync`] puts its name there.
+const AGENT: &str = "the agent";
+
+/// A whole-book stand-down's summary until its turn names who stood down.
+const WHOLE_BOOK: &str = "stand-down of every plan: ";
 
 /// Decode one canonical Bus line into a row.
 pub fn decode(no: u64, line: &str) -> Row {
@@ -178,11 +198,10 @@ pub fn decode(no: u64, line: &str) -> Row {
             Some(ts),
             Kind::Armed,
             plans.first().cloned().unwrap_or_default(),
-            format!(
-                "armed {} by {}",
-                plans.join(", "),
-                owner.as_deref().unwrap_or("-")
-            ),
+            match owner.as_deref() {
+                Some(o) => format!("armed {} by {}", plans.join(", "), who(o)),
+                None => format!("armed {}", plans.join(", ")),
+            },
         ),
         Event::PlanState {
             ts,
@@ -364,14 +383,17 @@ pub fn decode(no: u64, line: &str) -> Row {
             String::new(),
             format!("{wake}: {}", attempt_summary(&attempt)),
         ),
+        // `owner` says whose book was de-armed (`agent`: the agent's own plans); absent, the
+        // whole book was, and the event does not say by whom: the turn next to it does
+        // ([`Log::sync`] names the author from it, and the agent by its name).
         Event::StandDown { ts, reason, owner } => (
             Some(ts),
             Kind::StandDown,
             String::new(),
-            format!(
-                "stand-down by {}: {reason}",
-                owner.as_deref().unwrap_or("-")
-            ),
+            match owner.as_deref() {
+                None => format!("{WHOLE_BOOK}{reason}"),
+                Some(o) => format!("stand-down by {} (own plans): {reason}", who(o)),
+            },
         ),
         Event::Cancel {
             ts,
@@ -490,6 +512,8 @@ impl Log {
         let first = n.saturating_sub(held);
         if s.segment != self.segment || n < self.next {
             self.rows.clear();
+            self.stand_down_event = None;
+            self.stand_down_turn = None;
             self.segment = s.segment;
             self.next = first.min(n);
             self.sel = None;
@@ -506,7 +530,8 @@ impl Log {
                 ty: "gap".into(),
                 plan: String::new(),
                 summary: format!(
-                    "… {gap} events went by faster than the screen (kestrel bus shows every one)"
+                    "… {} went by faster than the screen (kestrel bus shows every one)",
+                    fit::count(gap, "event")
                 ),
                 json: String::new(),
             });
@@ -514,7 +539,12 @@ impl Log {
         }
         for no in self.next..n {
             if let Some(line) = usize::try_from(no - first).ok().and_then(|i| s.bus.get(i)) {
-                self.rows.push(decode(no, line));
+                let mut row = decode(no, line);
+                if let Some(name) = s.agent.as_ref().map(|a| a.name.as_str()) {
+                    name_agent(&mut row, name);
+                }
+                self.rows.push(row);
+                self.name_stand_down(s.agent.as_ref().map(|a| a.name.as_str()));
             }
         }
         self.next = n;
@@ -523,6 +553,60 @@ impl Log {
             self.rows.drain(..cut);
         }
         self.rebuild();
+    }
+
+    /// Name who stood down a whole book. The `stand-down` event says whose book only when
+    /// it was an agent's own (`owner`); a person's (the desk's kill switch) and a headless
+    /// author's carry none, so the log takes the author from the STAND-DOWN turn at the same
+    /// time: a person's turn is put on the Bus after its act, an author's before it.
+    fn name_stand_down(&mut self, agent: Option<&str>) {
+        let Some(row) = self.rows.last() else { return };
+        if row.kind == Kind::StandDown && row.ty == "stand-down" {
+            let whole = matches!(
+                serde_json::from_str::<Event>(&row.json),
+                Ok(Event::StandDown { owner: None, .. })
+            );
+            let turn = self.stand_down_turn.take();
+            if !whole {
+                return;
+            }
+            match turn {
+                Some((by, time)) if time == row.time => self.set_stand_down_author(row.no, &by),
+                _ => self.stand_down_event = Some(row.no),
+            }
+        } else if row.ty == "turn" {
+            let Ok(Event::Turn { turn, .. }) = serde_json::from_str::<Event>(&row.json) else {
+                return;
+            };
+            if !matches!(turn.outcome, crate::turn::Outcome::StandDown { .. }) {
+                return;
+            }
+            let by = match turn.author {
+                crate::turn::AuthorKind::Human => "you",
+                _ => agent.unwrap_or(AGENT),
+            }
+            .to_string();
+            let time = row.time.clone();
+            let waiting = self.stand_down_event.take().and_then(|no| {
+                self.rows
+                    .iter()
+                    .rev()
+                    .find(|r| r.no == no && r.time == time)
+                    .map(|r| r.no)
+            });
+            match waiting {
+                Some(no) => self.set_stand_down_author(no, &by),
+                None => self.stand_down_turn = Some((by, time)),
+            }
+        }
+    }
+
+    fn set_stand_down_author(&mut self, no: u64, by: &str) {
+        if let Some(r) = self.rows.iter_mut().rev().find(|r| r.no == no)
+            && let Some(reason) = r.summary.strip_prefix(WHOLE_BOOK)
+        {
+            r.summary = format!("stand-down by {by} (every plan): {reason}");
+        }
     }
 
     /// Every decoded row, oldest first.
@@ -730,7 +814,19 @@ impl Log {
             None => "following",
             Some(_) => "scrolled (G follows)",
         };
-        format!("Log — {total} events{filt} · {follow} [/ filter · enter inspect · b Blotter]")
+        format!(
+            "Log — {}{filt} · {follow} [/ filter · enter inspect · b Blotter]",
+            fit::count(total, "event")
+        )
+    }
+}
+
+/// A row that says "the agent" (an `armed` or `stand-down` event whose owner is the agent)
+/// names the seated agent.
+fn name_agent(row: &mut Row, name: &str) {
+    let by = format!(" by {AGENT}");
+    if matches!(row.kind, Kind::Armed | Kind::StandDown) && row.summary.contains(&by) {
+        row.summary = row.summary.replacen(&by, &format!(" by {name}"), 1);
     }
 }
 
@@ -807,6 +903,63 @@ mod tests {
             attempt(2, 1, None),
             "open: attempt 3: invalid with 1 error (12 tokens), not re-asked"
         );
+    }
+
+    #[test]
+    fn a_whole_book_stand_down_is_named_by_its_turn_before_or_after_it() {
+        use crate::bus::{Event, canonical_line};
+        use crate::market::Ts;
+        use crate::turn::{AuthorKind, Checked, Outcome, Profile, RoutedTurn, Source, WakePhase};
+        let ts = Ts::hms(9, 31, 0, 0);
+        let line = |e: &Event| String::from_utf8(canonical_line(e)).unwrap();
+        let turn = |author: AuthorKind| {
+            line(&Event::Turn {
+                ts,
+                wake: "tick".into(),
+                turn: Box::new(RoutedTurn {
+                    outcome: Outcome::StandDown {
+                        reason: "done".into(),
+                    },
+                    journal: Vec::new(),
+                    kestrel: "STAND-DOWN done\n".into(),
+                    source: Source::Kestrel,
+                    phase: WakePhase::Mid,
+                    profile: Profile::AuthoringV2,
+                    author,
+                    checked: Checked(None),
+                }),
+            })
+        };
+        let stand_down = line(&Event::StandDown {
+            ts,
+            reason: "done".into(),
+            owner: None,
+        });
+        let plan = r#"{"plan":"p","reason":"stand-down","state":"stood-down","ts":"09:31:00.000","type":"plan-state"}"#;
+        let summary = |lines: &[String]| {
+            let mut log = Log::default();
+            for (no, l) in lines.iter().enumerate() {
+                log.rows.push(decode(no as u64, l.trim_end()));
+                log.name_stand_down(Some("house"));
+            }
+            log.rows()
+                .iter()
+                .find(|r| r.ty == "stand-down")
+                .map(|r| r.summary.clone())
+                .unwrap()
+        };
+        // A person's: the act first, its turn after (the plans it stood down between).
+        assert_eq!(
+            summary(&[stand_down.clone(), plan.into(), turn(AuthorKind::Human)]),
+            "stand-down by you (every plan): done"
+        );
+        // A headless author's: its turn first.
+        assert_eq!(
+            summary(&[turn(AuthorKind::Model), stand_down.clone()]),
+            "stand-down by house (every plan): done"
+        );
+        // No turn to say who: what it did, never `by -`.
+        assert_eq!(summary(&[stand_down]), "stand-down of every plan: done");
     }
 
     #[test]

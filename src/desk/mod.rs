@@ -109,8 +109,14 @@ pub fn tape_source(label: Option<&str>) -> Result<TapeSource, String> {
 /// Load themes and keys from the config directory (or `dir`), with warnings.
 pub fn load_config(dir: Option<&Path>) -> (Vec<theme::Theme>, keys::KeyMap, Vec<String>) {
     let (themes, mut warnings) = theme::load_all(dir.map(|d| d.join("themes")).as_deref());
-    let keys_text = dir.and_then(|d| std::fs::read_to_string(d.join("keys.toml")).ok());
-    let (keys, w) = keys::KeyMap::with_overrides(keys_text.as_deref());
+    let keys_path = dir.map(|d| d.join("keys.toml"));
+    let keys_text = keys_path
+        .as_ref()
+        .and_then(|p| std::fs::read_to_string(p).ok());
+    let origin = keys_path
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "keys.toml".into());
+    let (keys, w) = keys::KeyMap::with_overrides_from(keys_text.as_deref(), &origin);
     warnings.extend(w);
     (themes, keys, warnings)
 }
@@ -469,8 +475,8 @@ fn run_inner(a: &DeskArgs, save: Option<PathBuf>) -> color_eyre::Result<()> {
     let (themes, keys, warnings) = load_config(saved::config_dir().as_deref());
     let mut app = App::new(handle, themes, keys);
     app.warnings = warnings;
-    if let Some(w) = app.warnings.first() {
-        app.message = Some(w.clone());
+    if let Some(m) = config_message(&app.warnings) {
+        app.message = Some(m);
     } else if a.open.is_some() {
         app.message = Some(format!(
             "reopened {} at {} (Home: back to the open)",
@@ -518,6 +524,10 @@ fn run_inner(a: &DeskArgs, save: Option<PathBuf>) -> color_eyre::Result<()> {
     }
     ratatui::restore();
     let written = app.snap.written;
+    // Problems in the config files, each on its own line, where they can be read whole.
+    for w in &app.warnings {
+        crate::cli::errln!("{w}");
+    }
     app.session.shutdown();
     drop(app);
     match (&save, written) {
@@ -533,6 +543,19 @@ fn run_inner(a: &DeskArgs, save: Option<PathBuf>) -> color_eyre::Result<()> {
         ));
     }
     res
+}
+
+/// The footer's word on problems in the config files: the one, or how many and the first
+/// (`?` lists every one; each is printed again on stderr when the desk closes).
+pub fn config_message(warnings: &[String]) -> Option<String> {
+    match warnings {
+        [] => None,
+        [one] => Some(one.clone()),
+        [first, ..] => Some(format!(
+            "{} in the config files (? lists them): {first}",
+            fit::count(warnings.len() as u64, "problem")
+        )),
+    }
 }
 
 fn event_loop(terminal: &mut ratatui::DefaultTerminal, app: &mut App) -> color_eyre::Result<()> {

@@ -218,6 +218,37 @@ pub fn parse_color(s: &str) -> Option<Color> {
     s.parse::<Color>().ok()
 }
 
+/// A TOML value as a message quotes it: a string in quotes (`"notacolor"`), anything else
+/// as TOML writes it (`12`, `[1, 2]`), never Rust's debug form.
+pub fn quoted(v: &toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => format!("{s:?}"),
+        toml::Value::Integer(i) => i.to_string(),
+        toml::Value::Float(x) => x.to_string(),
+        toml::Value::Boolean(b) => b.to_string(),
+        toml::Value::Datetime(d) => d.to_string(),
+        toml::Value::Array(a) => {
+            format!("[{}]", a.iter().map(quoted).collect::<Vec<_>>().join(", "))
+        }
+        toml::Value::Table(_) => "a table".into(),
+    }
+}
+
+/// A TOML parse error as a coded message's fields: `line=N message=not valid TOML (...)`
+/// (the line where the span starts, when the error has one).
+pub fn toml_error(text: &str, e: &toml::de::Error) -> String {
+    let line = e
+        .span()
+        .map(|s| {
+            format!(
+                "line={} ",
+                text.get(..s.start).unwrap_or(text).matches('\n').count() + 1
+            )
+        })
+        .unwrap_or_default();
+    format!("{line}message=not valid TOML ({})", e.message().trim())
+}
+
 fn flatten(t: &toml::Table, prefix: &str, out: &mut BTreeMap<String, toml::Value>) {
     for (k, v) in t {
         let key = if prefix.is_empty() {
@@ -241,7 +272,10 @@ pub fn resolve(name: &str, base: &str, user: Option<(&str, &str)>) -> (Theme, Ve
     let mut flat = BTreeMap::new();
     match base.parse::<toml::Table>() {
         Ok(t) => flatten(&t, "", &mut flat),
-        Err(e) => warnings.push(format!("bundled theme {name}: {e}")),
+        Err(e) => warnings.push(format!(
+            "bundled theme {name}: error code=THEME {}",
+            toml_error(base, &e)
+        )),
     }
     let mut colors = vec![Color::Reset; Role::ALL.len()];
     for (k, v) in &flat {
@@ -249,7 +283,8 @@ pub fn resolve(name: &str, base: &str, user: Option<(&str, &str)>) -> (Theme, Ve
             (Some(r), Some(c)) => colors[r as usize] = c,
             _ if k == "name" => {}
             _ => warnings.push(format!(
-                "bundled theme {name}: {k} = {v:?} is not a colour role"
+                "bundled theme {name}: error code=THEME key={k} message={} is not a colour role",
+                quoted(v)
             )),
         }
     }
@@ -264,21 +299,22 @@ pub fn resolve(name: &str, base: &str, user: Option<(&str, &str)>) -> (Theme, Ve
                     }
                     let Some(r) = Role::from_key(&k) else {
                         warnings.push(format!(
-                            "theme {origin}: {k} is not a colour role the desk knows (the bundled themes list them all); ignored"
+                            "{origin}: error code=THEME key={k} message=not a colour role the desk knows (the bundled themes list them all); ignored"
                         ));
                         continue;
                     };
                     match v.as_str().and_then(parse_color) {
                         Some(c) => colors[r as usize] = c,
                         None => warnings.push(format!(
-                            "theme {origin}: {k} = {v:?} is not a colour (write \"#rrggbb\" or a colour name); kept the default"
+                            "{origin}: error code=THEME key={k} message=not a colour: {} (expected #rrggbb or a colour name); kept the default",
+                            quoted(&v)
                         )),
                     }
                 }
             }
             Err(e) => warnings.push(format!(
-                "theme {origin} is not valid TOML ({}); using the bundled {name} theme",
-                e.message().trim()
+                "{origin}: error code=THEME {}; using the bundled {name} theme",
+                toml_error(text, &e)
             )),
         }
     }
@@ -384,7 +420,10 @@ mod tests {
         let (t, w) = resolve("dark", BUNDLED[0].1, Some(("[ui\nfg = ", "user/dark.toml")));
         assert_eq!(t, base);
         assert_eq!(w.len(), 1);
-        assert!(w[0].contains("user/dark.toml is not valid TOML"), "{w:?}");
+        assert!(
+            w[0].starts_with("user/dark.toml: error code=THEME line=1 message=not valid TOML"),
+            "{w:?}"
+        );
         let (t, w) = resolve(
             "dark",
             BUNDLED[0].1,
@@ -392,9 +431,32 @@ mod tests {
         );
         assert_eq!(t.ui_fg(), base.ui_fg());
         assert_eq!(t.ui_bg(), Color::Red);
+        assert_eq!(
+            w[0],
+            "user/dark.toml: error code=THEME key=ui.fg message=not a colour: \"#zz\" (expected #rrggbb or a colour name); kept the default"
+        );
+        // Every bad key is named, each in its own message, never in Rust's debug form.
+        let (_, w) = resolve(
+            "dark",
+            BUNDLED[0].1,
+            Some((
+                "[ui]\nfg = \"notacolor\"\nbg = 12\nfgg = \"red\"\n",
+                "user/dark.toml",
+            )),
+        );
+        assert_eq!(w.len(), 3, "{w:?}");
         assert!(
-            w[0].contains("ui.fg") && w[0].contains("not a colour"),
-            "{w:?}"
+            w.iter()
+                .all(|m| m.starts_with("user/dark.toml: error code=THEME key="))
+        );
+        assert!(w.iter().all(|m| !m.contains("String(")), "{w:?}");
+        assert!(
+            w.iter()
+                .any(|m| m.contains("key=ui.fg message=not a colour: \"notacolor\""))
+        );
+        assert!(
+            w.iter()
+                .any(|m| m.contains("key=ui.bg message=not a colour: 12 "))
         );
     }
 

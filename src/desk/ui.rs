@@ -411,6 +411,29 @@ fn proposal_summary(turn: &crate::turn::RoutedTurn) -> String {
     }
 }
 
+/// The View's Frame as drawn `w` columns wide: each line of the Frame (unchanged: it is
+/// what the agent reads) wrapped at a word, its continuation hung four columns deeper than
+/// the line's own indent, so nothing is lost at the pane's edge.
+pub fn view_lines(app: &App, w: usize) -> Vec<Line<'static>> {
+    let t = app.theme();
+    let fr = &app.snap.frame;
+    let mut lines: Vec<Line<'static>> = Vec::new();
+    for l in fr.text.lines() {
+        let lead = l.len() - l.trim_start_matches(' ').len();
+        lines.extend(wrap_hang(Line::from(l.to_string()), w, lead + 4));
+    }
+    if !fr.dropped.is_empty() {
+        lines.extend(wrap(
+            Line::from(Span::styled(
+                format!("(cut to fit: {})", fr.dropped.join("; ")),
+                Style::default().fg(t.ui_muted()),
+            )),
+            w,
+        ));
+    }
+    lines
+}
+
 fn draw_view(f: &mut Frame, app: &App, r: Rect) {
     let t = app.theme();
     let fr = &app.snap.frame;
@@ -418,24 +441,39 @@ fn draw_view(f: &mut Frame, app: &App, r: Rect) {
         .budget
         .map(|b| format!("{} / {b} tok", fr.tokens))
         .unwrap_or_else(|| format!("{} tok", fr.tokens));
-    let title = format!("View {} — {budget}", app.snap.view_name);
     let over = fr.budget.is_some_and(|b| fr.tokens > b);
-    let mut lines: Vec<Line> = fr.text.lines().map(|l| Line::from(l.to_string())).collect();
-    if !fr.dropped.is_empty() {
-        lines.push(Line::from(Span::styled(
-            format!("(cut to fit: {})", fr.dropped.join("; ")),
-            Style::default().fg(t.ui_muted()),
-        )));
+    let lines = view_lines(app, usize::from(r.width.saturating_sub(2)));
+    // Scrolled by drawn rows (a wrapped line takes several); the scroll stops where the
+    // last row is at the bottom, and the title says which rows show when not all fit.
+    let h = usize::from(r.height.saturating_sub(2));
+    let total = lines.len();
+    let top = usize::from(app.view_scroll).min(total.saturating_sub(h));
+    app.view_rows.set((total, h));
+    let mut title = format!("View {} — {budget}", app.snap.view_name);
+    if total > h && h > 0 {
+        // Which rows show, said whole: shorter forms before a cut one.
+        let (a, b) = (top + 1, (top + h).min(total));
+        let room = usize::from(r.width.saturating_sub(4));
+        let compact = budget.replace(" / ", "/");
+        title = [
+            format!("{title} · {a}–{b} of {total} ↕"),
+            format!("{title} · {a}–{b}/{total} ↕"),
+            format!("View {} {compact} · {a}–{b}/{total} ↕", app.snap.view_name),
+            format!("View {compact} · {a}–{b}/{total} ↕"),
+        ]
+        .into_iter()
+        .find(|t| t.chars().count() <= room)
+        .unwrap_or_else(|| format!("View {a}–{b}/{total} ↕"));
     }
     let mut b = block(app, Pane::View, title);
     if over {
         b = b.border_style(Style::default().fg(t.state_error()));
     }
+    let shown: Vec<Line> = lines.into_iter().skip(top).take(h).collect();
     f.render_widget(
-        Paragraph::new(lines)
+        Paragraph::new(shown)
             .block(b)
-            .style(Style::default().fg(t.ui_fg()))
-            .scroll((app.view_scroll, 0)),
+            .style(Style::default().fg(t.ui_fg())),
         r,
     );
 }
@@ -944,14 +982,22 @@ pub fn blotter_lines(app: &App, h: usize, w: usize) -> Vec<Line<'static>> {
 /// A line wrapped at spaces to `w` columns (styles kept): the continuation lines are
 /// indented four columns; a word longer than a line is cut with `…` ([`fit`]).
 fn wrap(line: Line<'static>, w: usize) -> Vec<Line<'static>> {
-    const INDENT: &str = "    ";
-    if line.width() <= w || w <= INDENT.len() + 8 {
+    wrap_hang(line, w, 4)
+}
+
+/// [`wrap`] with the continuation lines hung `hang` columns in (under the text they
+/// continue: a comment's text after `  # `, the help's description column). A pane too
+/// narrow for the hang and eight columns of text cuts the line with `…` instead.
+pub(crate) fn wrap_hang(line: Line<'static>, w: usize, hang: usize) -> Vec<Line<'static>> {
+    let indent = " ".repeat(hang);
+    if line.width() <= w || w <= hang + 8 {
         return vec![fit(line, w)];
     }
     // The line as words, each a list of styled pieces, with the spaces before it.
     let mut words: Vec<(usize, Vec<Span<'static>>)> = Vec::new();
     let mut gap = 0usize;
     let mut glued = false;
+    let line_style = line.style;
     for sp in line.spans {
         let style = sp.style;
         let text = sp.content.into_owned();
@@ -989,8 +1035,8 @@ fn wrap(line: Line<'static>, w: usize) -> Vec<Line<'static>> {
         let ww: usize = pieces.iter().map(|p| p.content.chars().count()).sum();
         if i > 0 && cur_w + gap + ww > w {
             out.push(Line::from(std::mem::take(&mut cur)));
-            cur.push(Span::raw(INDENT));
-            cur_w = INDENT.len();
+            cur.push(Span::raw(indent.clone()));
+            cur_w = hang;
         } else if gap > 0 {
             cur.push(Span::raw(" ".repeat(gap)));
             cur_w += gap;
@@ -999,7 +1045,9 @@ fn wrap(line: Line<'static>, w: usize) -> Vec<Line<'static>> {
         cur.extend(pieces);
     }
     out.push(Line::from(cur));
-    out.into_iter().map(|l| fit(l, w)).collect()
+    out.into_iter()
+        .map(|l| fit(l.style(line_style), w))
+        .collect()
 }
 
 /// A line cut to `w` columns, with `…` where it was cut (styles kept).
@@ -1027,59 +1075,70 @@ fn fit(line: Line<'static>, w: usize) -> Line<'static> {
     Line::from(spans)
 }
 
-fn draw_journal(f: &mut Frame, app: &App, r: Rect) {
+/// The Journal's lines `w` columns wide: each turn's head (time, author, what came of it),
+/// its own-line comments, a stand-down's reason and its first coded errors; then a
+/// proposal waiting and the agent's streamed text. A long line wraps at a word with its
+/// continuation hung under the text it continues (a comment's text after `  # `).
+pub fn journal_lines(app: &App, w: usize) -> Vec<Line<'static>> {
     let t = app.theme();
     let muted = Style::default().fg(t.ui_muted());
-    let mut lines: Vec<Line> = Vec::new();
-    let rows = app.turn_rows();
-    for turn in rows {
+    let comment = Style::default().fg(t.syntax_comment());
+    let mut lines: Vec<Line<'static>> = Vec::new();
+    let mut push = |line: Line<'static>, hang: usize| lines.extend(wrap_hang(line, w, hang));
+    for turn in app.turn_rows() {
         let time = turn.ts().to_string();
-        lines.push(Line::from(vec![
-            Span::styled(format!("{} ", &time[..8.min(time.len())]), muted),
-            Span::styled(
-                format!("{} ", turn.author()),
-                Style::default().add_modifier(Modifier::BOLD),
-            ),
-            Span::raw(turn.label()),
-        ]));
+        let time = format!("{} ", &time[..8.min(time.len())]);
+        // The head's continuation goes under the author, after the time.
+        let hang = time.chars().count();
+        push(
+            Line::from(vec![
+                Span::styled(time, muted),
+                Span::styled(
+                    format!("{} ", turn.author()),
+                    Style::default().add_modifier(Modifier::BOLD),
+                ),
+                Span::raw(turn.label()),
+            ]),
+            hang,
+        );
         if let Some(r) = turn.routed() {
             for j in &r.journal {
-                lines.push(Line::from(Span::styled(
-                    format!("  # {j}"),
-                    Style::default().fg(t.syntax_comment()),
-                )));
+                push(Line::from(Span::styled(format!("  # {j}"), comment)), 4);
             }
             if let Outcome::StandDown { reason } = &r.outcome {
-                lines.push(Line::from(format!("  reason: {reason}")));
+                push(Line::from(format!("  reason: {reason}")), 10);
             }
             for e in r.outcome.errors().iter().take(2) {
-                lines.push(Line::from(Span::styled(
-                    format!("  {}", e.one_line()),
-                    Style::default().fg(t.state_error()),
-                )));
+                push(
+                    Line::from(Span::styled(
+                        format!("  {}", e.one_line()),
+                        Style::default().fg(t.state_error()),
+                    )),
+                    4,
+                );
             }
         }
     }
     if let Some(p) = app.proposal() {
-        lines.push(Line::from(Span::styled(
-            format!(
-                "{} proposes {} @ {} (accept / reject):",
-                app.agent().map(|a| a.name.as_str()).unwrap_or("agent"),
-                p.run.turn.outcome.name(),
-                p.wake
-            ),
-            Style::default().fg(t.state_warn()),
-        )));
+        push(
+            Line::from(Span::styled(
+                format!(
+                    "{} proposes {} @ {} (accept / reject):",
+                    app.agent().map(|a| a.name.as_str()).unwrap_or("agent"),
+                    p.run.turn.outcome.name(),
+                    p.wake
+                ),
+                Style::default().fg(t.state_warn()),
+            )),
+            4,
+        );
         for j in &p.run.turn.journal {
-            lines.push(Line::from(Span::styled(
-                format!("  # {j}"),
-                Style::default().fg(t.syntax_comment()),
-            )));
+            push(Line::from(Span::styled(format!("  # {j}"), comment)), 4);
         }
     }
     let thinking = app.agent().map(|a| a.thinking.as_str()).unwrap_or("");
     if !thinking.is_empty() {
-        lines.push(Line::from(Span::styled("agent is writing…", muted)));
+        push(Line::from(Span::styled("agent is writing…", muted)), 4);
         for l in thinking
             .lines()
             .rev()
@@ -1088,24 +1147,24 @@ fn draw_journal(f: &mut Frame, app: &App, r: Rect) {
             .into_iter()
             .rev()
         {
-            lines.push(Line::from(Span::styled(format!("  {l}"), muted)));
+            push(Line::from(Span::styled(format!("  {l}"), muted)), 4);
         }
     }
-    // Scrolled by *rendered* rows: a wrapped paragraph takes several, and the newest
-    // outcome and the streamed text must stay in view at the bottom.
-    let h = r.height.saturating_sub(2) as usize;
-    let inner_w = r.width.saturating_sub(2);
-    // Each logical line takes at least one row: the last `h` of them fill the pane.
+    lines
+}
+
+fn draw_journal(f: &mut Frame, app: &App, r: Rect) {
+    // The newest rows at the bottom: the latest outcome and the streamed text stay in view.
+    let h = usize::from(r.height.saturating_sub(2));
+    let lines = journal_lines(app, usize::from(r.width.saturating_sub(2)));
     let skip = lines.len().saturating_sub(h);
     let lines: Vec<Line> = lines.into_iter().skip(skip).collect();
-    let para = Paragraph::new(lines).wrap(Wrap { trim: false });
-    let rendered = para.line_count(inner_w);
-    let scroll = u16::try_from(rendered.saturating_sub(h)).unwrap_or(u16::MAX);
+    let n = app.turn_rows().len();
     f.render_widget(
-        para.scroll((scroll, 0)).block(block(
+        Paragraph::new(lines).block(block(
             app,
             Pane::Journal,
-            format!("Journal — {} turns", rows.len()),
+            format!("Journal — {}", super::fit::count(n as u64, "turn")),
         )),
         r,
     );
@@ -1310,6 +1369,116 @@ fn draw_editor(f: &mut Frame, app: &App, r: Rect) {
     }
 }
 
+/// The help's lines `w` columns wide: the terms, then the keys, then any problem with the
+/// config files (each whole). A description too long for a line wraps at a word and its
+/// continuation hangs under the description column, not under the key.
+pub fn help_lines(app: &App, w: usize) -> Vec<Line<'static>> {
+    let t = app.theme();
+    let title_st = Style::default()
+        .fg(t.ui_title())
+        .add_modifier(Modifier::BOLD);
+    let muted = Style::default().fg(t.ui_muted());
+    let mut lines: Vec<Line<'static>> = vec![Line::from(Span::styled("Terms", title_st))];
+    for (term, meaning) in super::legend::lines(app.snap.settings.r_usd) {
+        let col = term.chars().count().max(25) + 1;
+        lines.extend(wrap_hang(
+            Line::from(vec![
+                Span::styled(format!("{term:<col$}"), title_st),
+                Span::raw(meaning),
+            ]),
+            w,
+            col,
+        ));
+    }
+    lines.push(Line::from(Span::styled("Keys", title_st)));
+    for a in Action::ALL {
+        let keys = app.keys.labels(*a).join(" ");
+        let col = keys.chars().count().max(15) + 1;
+        lines.extend(wrap_hang(
+            Line::from(vec![
+                Span::styled(format!("{keys:<col$}"), title_st),
+                Span::raw(a.describe()),
+            ]),
+            w,
+            col,
+        ));
+    }
+    lines.extend(wrap(
+        Line::from(Span::styled(
+            "mouse: a click focuses a pane, the wheel scrolls it · paste: into the editor as is",
+            muted,
+        )),
+        w,
+    ));
+    let dir = crate::session::saved::config_dir()
+        .map(|d| d.join("keys.toml").display().to_string())
+        .unwrap_or_else(|| "keys.toml in the config directory".into());
+    lines.extend(wrap(
+        Line::from(Span::styled(
+            format!(
+                "{} · any other key closes · {dir} remaps keys",
+                scroll_keys(app)
+            ),
+            muted,
+        )),
+        w,
+    ));
+    if !app.warnings.is_empty() {
+        let err = Style::default().fg(t.state_warn());
+        lines.push(Line::from(Span::styled(
+            format!(
+                "Config: {} (each kept its default)",
+                super::fit::count(app.warnings.len() as u64, "problem")
+            ),
+            title_st,
+        )));
+        for warn in &app.warnings {
+            lines.extend(wrap(Line::from(Span::styled(warn.clone(), err)), w));
+        }
+    }
+    lines
+}
+
+/// The keys that scroll a long dialog, as the dialogs name them.
+fn scroll_keys(_app: &App) -> &'static str {
+    "↑↓ j k pgup pgdn home end scroll"
+}
+
+/// A dialog of `lines` (already wrapped to its width) in `r`, scrolled by
+/// [`App::modal_scroll`] rows and clamped so the last row stops at the bottom. When the
+/// lines do not fit, the bottom border says where the view is and how to scroll
+/// (`↓ more · 1–26 of 61 · ↑↓ j k pgup pgdn home end scroll`).
+fn draw_scrolled(f: &mut Frame, app: &App, r: Rect, lines: Vec<Line<'static>>, b: Block<'_>) {
+    let h = usize::from(r.height.saturating_sub(2));
+    let total = lines.len();
+    let max = total.saturating_sub(h);
+    app.modal_rows.set((total, h));
+    let top = usize::from(app.modal_scroll).min(max);
+    let mut b = b;
+    if total > h && h > 0 {
+        let t = app.theme();
+        let more = match (top > 0, top < max) {
+            (false, true) => "↓ more",
+            (true, true) => "↑↓ more",
+            _ => "↑ more",
+        };
+        b = b.title_bottom(Line::from(Span::styled(
+            format!(
+                " {more} · {}–{} of {total} · {} ",
+                top + 1,
+                (top + h).min(total),
+                scroll_keys(app)
+            ),
+            Style::default()
+                .fg(t.ui_title())
+                .add_modifier(Modifier::BOLD),
+        )));
+    }
+    let shown: Vec<Line> = lines.into_iter().skip(top).take(h).collect();
+    f.render_widget(Clear, r);
+    f.render_widget(Paragraph::new(shown).block(b), r);
+}
+
 fn centered(area: Rect, w: u16, h: u16) -> Rect {
     let w = w.min(area.width);
     let h = h.min(area.height);
@@ -1335,43 +1504,8 @@ fn draw_modal(f: &mut Frame, app: &App, m: &Modal, area: Rect) {
     match m {
         Modal::Help => {
             let r = centered(area, 100, area.height.saturating_sub(2));
-            let title_st = Style::default()
-                .fg(t.ui_title())
-                .add_modifier(Modifier::BOLD);
-            let muted = Style::default().fg(t.ui_muted());
-            let mut lines: Vec<Line> = vec![Line::from(Span::styled("Terms", title_st))];
-            for (term, meaning) in super::legend::lines(app.snap.settings.r_usd) {
-                lines.push(Line::from(vec![
-                    Span::styled(format!("{term:<26}"), title_st),
-                    Span::raw(meaning),
-                ]));
-            }
-            lines.push(Line::from(Span::styled("Keys", title_st)));
-            lines.extend(Action::ALL.iter().map(|a| {
-                Line::from(vec![
-                    Span::styled(format!("{:<16}", app.keys.labels(*a).join(" ")), title_st),
-                    Span::raw(a.describe()),
-                ])
-            }));
-            lines.push(Line::from(Span::styled(
-                "mouse: a click focuses a pane, the wheel scrolls it · paste: into the editor as is",
-                muted,
-            )));
-            let dir = crate::session::saved::config_dir()
-                .map(|d| d.join("keys.toml").display().to_string())
-                .unwrap_or_else(|| "keys.toml in the config directory".into());
-            lines.push(Line::from(Span::styled(
-                format!("↑↓ pgup pgdn scroll · any other key closes · {dir} remaps keys"),
-                muted,
-            )));
-            f.render_widget(Clear, r);
-            f.render_widget(
-                Paragraph::new(lines)
-                    .wrap(Wrap { trim: false })
-                    .scroll((app.modal_scroll, 0))
-                    .block(frame_block("Terms and keys")),
-                r,
-            );
+            let lines = help_lines(app, usize::from(r.width.saturating_sub(2)));
+            draw_scrolled(f, app, r, lines, frame_block("Terms and keys"));
         }
         Modal::Confirm(super::app::Confirm::Restart) => {
             let r = centered(area, 64, 5);
@@ -1392,11 +1526,28 @@ fn draw_modal(f: &mut Frame, app: &App, m: &Modal, area: Rect) {
         Modal::Prompt { kind, input } => {
             let r = centered(area, 70, 5);
             let (title, hint) = match kind {
-                PromptKind::StandDown => ("STAND-DOWN", "reason (enter routes, esc cancels):"),
-                PromptKind::Seek => ("Seek", "tape time HH:MM or HH:MM:SS (enter seeks):"),
+                PromptKind::StandDown => (
+                    "STAND-DOWN",
+                    "reason (enter routes, esc cancels):".to_string(),
+                ),
+                PromptKind::Seek => (
+                    "Seek",
+                    "tape time HH:MM or HH:MM:SS (enter seeks):".to_string(),
+                ),
+                // A new filter starts empty; the one in force is named, ↑ recalls it.
+                PromptKind::Filter if app.log.filter.is_empty() => (
+                    "Filter",
+                    "kind or plan words, all must match (enter filters):".to_string(),
+                ),
                 PromptKind::Filter => (
                     "Filter",
-                    "kind or plan words, all must match (empty clears):",
+                    super::fit::fit(
+                        &format!(
+                            "now /{}: ↑ recalls it · esc keeps it · enter with nothing clears",
+                            app.log.filter
+                        ),
+                        usize::from(r.width.saturating_sub(2)),
+                    ),
                 ),
             };
             f.render_widget(Clear, r);
@@ -1438,21 +1589,22 @@ fn draw_modal(f: &mut Frame, app: &App, m: &Modal, area: Rect) {
             f.render_widget(Paragraph::new(lines).block(frame_block("SHOW VIEW")), r);
         }
         Modal::Event(text) => {
-            let h = (text.lines().count() as u16 + 3).min(area.height);
-            let r = centered(area, area.width.saturating_sub(8).min(110), h);
-            let mut lines: Vec<Line> = text.lines().map(|l| Line::from(l.to_string())).collect();
+            let width = area.width.saturating_sub(8).min(110);
+            let w = usize::from(width.saturating_sub(2));
+            let mut lines: Vec<Line<'static>> = Vec::new();
+            for l in text.lines() {
+                let lead = l.len() - l.trim_start_matches(' ').len();
+                lines.extend(wrap_hang(Line::from(l.to_string()), w, lead + 4));
+            }
             lines.push(Line::from(Span::styled(
-                "↑↓ pgup pgdn scroll · any other key closes",
+                format!("{} · any other key closes", scroll_keys(app)),
                 Style::default().fg(t.ui_muted()),
             )));
-            f.render_widget(Clear, r);
-            f.render_widget(
-                Paragraph::new(lines)
-                    .wrap(Wrap { trim: false })
-                    .scroll((app.modal_scroll, 0))
-                    .block(frame_block("Event")),
-                r,
-            );
+            let h = u16::try_from(lines.len() + 2)
+                .unwrap_or(u16::MAX)
+                .min(area.height);
+            let r = centered(area, width, h);
+            draw_scrolled(f, app, r, lines, frame_block("Event"));
         }
         Modal::PlanText(text) => {
             let h = (text.lines().count() as u16 + 3).min(area.height);
