@@ -1133,10 +1133,9 @@ fn a_persons_stand_down_holds_an_autopilot_agent_and_names_what_rides() {
     // The agent is held: the kill switch holds past its next wake.
     assert!(app.copilot(), "the stand-down held the agent in co-pilot");
     assert!(
-        app.snap
-            .notices
-            .iter()
-            .any(|n| n.text.contains("house held in co-pilot by your STAND-DOWN")),
+        app.snap.notices.iter().any(|n| n
+            .text
+            .contains("house now in co-pilot: a / x decide its turns")),
         "{:?}",
         app.snap.notices
     );

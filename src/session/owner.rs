@@ -1342,9 +1342,7 @@ impl Session {
         }
         let name = chair.agent.name();
         self.act(Act::Agent(AgentAct::Hold { on: true }));
-        self.notice(format!(
-            "{name} held in co-pilot by your STAND-DOWN: a accepts · x rejects · c autopilot"
-        ));
+        self.notice(format!("{name} now in co-pilot: a / x decide its turns"));
     }
 
     /// Accept the waiting proposal (the one to `call`, when given).
