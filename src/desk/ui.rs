@@ -841,8 +841,7 @@ pub fn blotter_lines(app: &App, h: usize, w: usize) -> Vec<Line<'static>> {
     };
     // An option of the session's own date reads `SPY 0dte 518.00 C`: what a trader calls it,
     // and short enough that a row keeps its figures on one line.
-    let today = format!(" {} ", app.snap.date);
-    let inst = |i: &str| i.replacen(&today, " 0dte ", 1);
+    let inst = |i: &str| crate::market::options::same_day_name(i, &app.snap.date);
     // Sections share the rows: positions and working orders first, then the order log and
     // the fills, newest first, as many as fit. Each row leads with what a trader reads first
     // (open P&L, an order's state) and is cut with `…` at the pane's edge.

@@ -187,6 +187,13 @@ fn smile_iv_at(atm_iv: f64, skew: f64, lm: f64) -> f64 {
     }
 }
 
+/// An option instrument as a trader names it on the session's own date: `SPY 2025-04-09 518.00 C`
+/// on 2025-04-09 reads `SPY 0dte 518.00 C` (any other instrument is returned as it is). The
+/// Blotter's rows and the stand-down's "what rides" line both show it so.
+pub fn same_day_name(instrument: &str, date: &str) -> String {
+    instrument.replacen(&format!(" {date} "), " 0dte ", 1)
+}
+
 /// The option price increment at a price level: 0.01 below 3.00, 0.05 at or above.
 pub fn option_tick(level: f64) -> Px {
     if level < TICK_BREAK.to_f64() {

@@ -615,15 +615,17 @@ pub struct SessionSnapshot {
 /// The positions still open in the book, each as `plan instrument ±qty` (an option of the
 /// session's own date as `SPY 0dte 518.00 C`), in the Blotter's order.
 fn riding(b: &bus::Blotter, date: &str) -> Vec<String> {
-    let today = format!(" {date} ");
-    let today = today.as_str();
     b.positions
         .iter()
         .flat_map(|(plan, legs)| {
             legs.iter()
                 .filter(|(_, p)| p.qty != 0)
                 .map(move |(leg, p)| {
-                    format!("{plan} {} {:+}", leg.replacen(today, " 0dte ", 1), p.qty)
+                    format!(
+                        "{plan} {} {:+}",
+                        crate::market::options::same_day_name(leg, date),
+                        p.qty
+                    )
                 })
         })
         .collect()
