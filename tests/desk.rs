@@ -1407,9 +1407,32 @@ fn a_click_focuses_the_pane_under_it_and_the_wheel_scrolls_the_log() {
     assert_eq!(app.log.sel, Some(0));
     press(&mut app, KeyCode::End);
     assert_eq!(app.log.sel, None);
+    // The Editor, empty and not focused, is folded to its hint under a taller Chart; a
+    // click on it focuses it and opens it, and leaving it empty folds it again.
+    let rect = |app: &kestrel_desk::desk::app::App, p: Pane| {
+        kestrel_desk::desk::ui::layout(app, area)
+            .into_iter()
+            .find(|(q, _)| *q == p)
+            .map(|(_, r)| r)
+            .unwrap()
+    };
+    let (folded, tall) = (rect(&app, Pane::Editor), rect(&app, Pane::Chart));
+    assert_eq!(folded.height, 4, "folded: borders and the two-line hint");
+    app.mouse(
+        mouse(
+            MouseEventKind::Down(MouseButton::Left),
+            at(&app, Pane::Editor),
+        ),
+        area,
+    );
+    assert_eq!(app.focus, Pane::Editor);
+    let (open, short) = (rect(&app, Pane::Editor), rect(&app, Pane::Chart));
+    assert!(open.height > 4 * folded.height, "{open:?}");
+    assert_eq!(short.height + open.height, tall.height + folded.height);
     let chart = at(&app, Pane::Chart);
     app.mouse(mouse(MouseEventKind::Down(MouseButton::Left), chart), area);
     assert_eq!(app.focus, Pane::Chart);
+    assert_eq!(rect(&app, Pane::Editor), folded);
     // A paste outside the editor focuses it and lands verbatim.
     app.paste("STAND-DOWN   pasted\n");
     assert_eq!(app.focus, Pane::Editor);

@@ -240,12 +240,47 @@ fn on_symbol(leg: &str, sym: &str) -> bool {
     leg == sym || leg.strip_suffix(" shares") == Some(sym)
 }
 
-/// What a mark says next to it.
-fn mark_label(m: &ChartMark) -> String {
-    match m.kind {
-        MarkKind::Fire => format!("{} fired", m.plan),
-        MarkKind::Buy => format!("{} buy {}@{:.2}", m.plan, m.qty, m.px),
-        MarkKind::Sell => format!("{} sell {}@{:.2}", m.plan, m.qty, m.px),
+/// A fill's instrument as a chart label names it when it is not the charted symbol: an
+/// option as a trader writes it on a chart (`SPY 2025-04-09 518.00 C` reads `SPY 518C`,
+/// `518.50` reads `518.5`), another symbol's shares by the symbol (`SPY shares` reads `SPY`).
+/// The date is dropped: the chart is of one session, and the Blotter names the expiry.
+fn short_leg(leg: &str) -> String {
+    if let Some(sym) = leg.strip_suffix(" shares") {
+        return sym.to_string();
+    }
+    let parts: Vec<&str> = leg.split(' ').collect();
+    match parts.as_slice() {
+        [sym, _expiry, strike, right @ ("C" | "P")] if strike.parse::<f64>().is_ok() => {
+            let strike = if strike.contains('.') {
+                strike.trim_end_matches('0').trim_end_matches('.')
+            } else {
+                strike
+            };
+            format!("{sym} {strike}{right}")
+        }
+        _ => leg.to_string(),
+    }
+}
+
+/// What a mark says next to it on a chart of `sym`: a fill of another instrument (an option
+/// on the charted index, say) names it, since its price is not the chart's
+/// (`breakout buy 1 SPY 518C@0.44`).
+fn mark_label(m: &ChartMark, sym: &str) -> String {
+    let side = match m.kind {
+        MarkKind::Fire => return format!("{} fired", m.plan),
+        MarkKind::Buy => "buy",
+        MarkKind::Sell => "sell",
+    };
+    if m.leg.is_empty() || on_symbol(&m.leg, sym) {
+        format!("{} {side} {}@{:.2}", m.plan, m.qty, m.px)
+    } else {
+        format!(
+            "{} {side} {} {}@{:.2}",
+            m.plan,
+            m.qty,
+            short_leg(&m.leg),
+            m.px
+        )
     }
 }
 
@@ -262,11 +297,11 @@ struct Shown {
 
 /// `marks` (candle index, mark), in time order, as one [`Shown`] per candle and label,
 /// ordered by their newest mark; the label counts them (`×N`) when there are more than one.
-fn group_marks(marks: &[(usize, &ChartMark)]) -> Vec<Shown> {
+fn group_marks(marks: &[(usize, &ChartMark)], sym: &str) -> Vec<Shown> {
     let mut at: std::collections::HashMap<(usize, String), (usize, usize)> =
         std::collections::HashMap::with_capacity(marks.len());
     for (n, (i, m)) in marks.iter().enumerate() {
-        let e = at.entry((*i, mark_label(m))).or_insert((n, 0));
+        let e = at.entry((*i, mark_label(m, sym))).or_insert((n, 0));
         e.0 = n;
         e.1 += 1;
     }
@@ -741,7 +776,7 @@ pub fn draw(
             _ => bars[i].close,
         }
     };
-    let groups = group_marks(&shown_marks);
+    let groups = group_marks(&shown_marks, &series.candles.sym);
     let mut asks: Vec<(LabelAsk, &Shown)> = Vec::with_capacity(groups.len());
     for g in &groups {
         let (i, m) = (g.candle, shown_marks[g.newest].1);
@@ -1147,7 +1182,7 @@ mod tests {
             marks: Vec::new(),
             ..c.clone()
         };
-        let texts: Vec<String> = c.marks.iter().map(mark_label).collect();
+        let texts: Vec<String> = c.marks.iter().map(|m| mark_label(m, "SPX")).collect();
         for (w, h) in [
             (24u16, 6u16),
             (30, 10),
@@ -1210,12 +1245,36 @@ mod tests {
         let a = mark(34_205, MarkKind::Fire, "p");
         let b = mark(34_210, MarkKind::Fire, "p");
         let q = mark(34_215, MarkKind::Fire, "q");
-        let g = group_marks(&[(0, &a), (0, &q), (0, &b), (1, &a)]);
+        let g = group_marks(&[(0, &a), (0, &q), (0, &b), (1, &a)], "SPX");
         let labels: Vec<(usize, &str)> = g.iter().map(|s| (s.candle, s.label.as_str())).collect();
         assert_eq!(
             labels,
             vec![(0, "q fired"), (0, "p fired ×2"), (1, "p fired")]
         );
+    }
+
+    #[test]
+    fn a_fill_of_another_instrument_names_it_and_the_charted_one_does_not() {
+        let fill = |leg: &str, px: f64| ChartMark {
+            secs: 37_656,
+            kind: MarkKind::Buy,
+            plan: "breakout".into(),
+            leg: leg.into(),
+            qty: 2,
+            px,
+        };
+        let opt = fill("SPY 2025-04-09 518.00 C", 0.44);
+        assert_eq!(mark_label(&opt, "SPX"), "breakout buy 2 SPY 518C@0.44");
+        // On the option's own underlying's chart the option is still not the symbol.
+        assert_eq!(mark_label(&opt, "SPY"), "breakout buy 2 SPY 518C@0.44");
+        let half = fill("SPX 2025-04-09 5182.50 P", 3.10);
+        assert_eq!(mark_label(&half, "SPX"), "breakout buy 2 SPX 5182.5P@3.10");
+        let shares = fill("SPY shares", 516.52);
+        assert_eq!(mark_label(&shares, "SPY"), "breakout buy 2@516.52");
+        assert_eq!(mark_label(&shares, "SPX"), "breakout buy 2 SPY@516.52");
+        // A key the chart does not know how to shorten is shown as it is.
+        let odd = fill("ES future", 5200.25);
+        assert_eq!(mark_label(&odd, "SPX"), "breakout buy 2 ES future@5200.25");
     }
 
     #[test]

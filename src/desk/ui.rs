@@ -31,6 +31,26 @@ pub fn is_wide(area: Rect) -> bool {
     area.width >= 150 && area.height >= 40
 }
 
+/// How the left column is shared between the Chart and the Editor: `chart_pct` percent to
+/// the Chart while a turn is being written (or a draft waits), and while the Editor is
+/// empty and not focused, the Chart takes all but the Editor's hint ([`EDITOR_FOLDED`]
+/// rows); `e` (or focusing it) opens it again. A desk that is being watched shows its
+/// candles, not an empty box.
+fn chart_editor(app: &App, chart_pct: u16) -> [Constraint; 2] {
+    if app.editor.is_blank() && app.focus != Pane::Editor {
+        [Constraint::Min(3), Constraint::Length(EDITOR_FOLDED)]
+    } else {
+        [
+            Constraint::Percentage(chart_pct),
+            Constraint::Percentage(100 - chart_pct),
+        ]
+    }
+}
+
+/// The Editor's height while it is folded (empty, not focused): its borders and the two
+/// lines of its hint.
+const EDITOR_FOLDED: u16 = 4;
+
 /// Where each pane is drawn (panes not on screen are absent).
 pub fn layout(app: &App, area: Rect) -> Vec<(Pane, Rect)> {
     let [_, main, _] = Layout::vertical([
@@ -47,8 +67,7 @@ pub fn layout(app: &App, area: Rect) -> Vec<(Pane, Rect)> {
             Constraint::Percentage(30),
         ])
         .areas(main);
-        let [chart, editor] =
-            Layout::vertical([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(left);
+        let [chart, editor] = Layout::vertical(chart_editor(app, 55)).areas(left);
         let [plans, bus, journal, tokens] = Layout::vertical([
             Constraint::Percentage(26),
             Constraint::Percentage(28),
@@ -69,8 +88,7 @@ pub fn layout(app: &App, area: Rect) -> Vec<(Pane, Rect)> {
         let [left, right] =
             Layout::horizontal([Constraint::Percentage(54), Constraint::Percentage(46)])
                 .areas(main);
-        let [chart, editor] =
-            Layout::vertical([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(left);
+        let [chart, editor] = Layout::vertical(chart_editor(app, 50)).areas(left);
         let [_, body] = Layout::vertical([Constraint::Length(1), Constraint::Min(1)]).areas(right);
         out.extend([
             (Pane::Chart, chart),
@@ -538,7 +556,7 @@ fn why_style(app: &App, p: &PlanLine) -> Style {
 /// The Plans pane when it is too narrow for the last column (under 90 columns inside): each
 /// plan on two lines, its row and then what was said of it (a veto or a clamp first), so
 /// risk is on screen at every size.
-fn draw_plans_narrow(f: &mut Frame, app: &App, r: Rect, title: String) {
+fn draw_plans_narrow(f: &mut Frame, app: &App, r: Rect) {
     let t = app.theme();
     let w = usize::from(r.width.saturating_sub(2));
     let plans = &app.snap.plans;
@@ -625,9 +643,11 @@ fn draw_plans_narrow(f: &mut Frame, app: &App, r: Rect, title: String) {
     let title = if plans.len() > shown {
         let first = skip / 2 + 1;
         let last = (skip / 2 + shown).min(plans.len());
-        format!("{title} · {first}–{last} of {} ↕", plans.len())
+        let rows = format!(" · {first}–{last} of {} ↕", plans.len());
+        let title = plans_title(plans, usize::from(r.width), rows.chars().count());
+        format!("{title}{rows}")
     } else {
-        title
+        plans_title(plans, usize::from(r.width), 0)
     };
     let mut body: Vec<Line> = vec![fit(head, w)];
     body.extend(lines.into_iter().skip(skip));
@@ -637,15 +657,37 @@ fn draw_plans_narrow(f: &mut Frame, app: &App, r: Rect, title: String) {
     );
 }
 
+/// The Plans pane's title: how many plans, and how many are filled (holding), resting (entry
+/// orders working) and armed (waiting on WHEN), those that are not none: `Plans — 5 · 2
+/// filled · 1 resting`. A book with positions on and nothing armed does not read "0 armed".
+/// The states are left off, last first (positions stay longest), where the title and
+/// `reserve` cells (the rows shown) would not fit a pane `width` wide.
+fn plans_title(plans: &[PlanLine], width: usize, reserve: usize) -> String {
+    let n = |s: PlanState| plans.iter().filter(|p| p.state == s).count();
+    let mut title = format!("Plans — {}", plans.len());
+    let room = width.saturating_sub(4 + reserve);
+    for (k, name) in [
+        (n(PlanState::Filled), "filled"),
+        (n(PlanState::Resting), "resting"),
+        (n(PlanState::Armed), "armed"),
+    ] {
+        if k == 0 {
+            continue;
+        }
+        let part = format!(" · {k} {name}");
+        if title.chars().count() + part.chars().count() > room {
+            break;
+        }
+        title.push_str(&part);
+    }
+    title
+}
+
 fn draw_plans(f: &mut Frame, app: &App, r: Rect) {
     let t = app.theme();
     let plans = &app.snap.plans;
     if !plans.is_empty() && r.width.saturating_sub(2) < 90 {
-        let title = format!(
-            "Plans — {} armed",
-            plans.iter().filter(|p| p.state == PlanState::Armed).count()
-        );
-        draw_plans_narrow(f, app, r, title);
+        draw_plans_narrow(f, app, r);
         return;
     }
     // Column widths: the fixed columns and their gaps take 36; the name column is as wide
@@ -688,10 +730,7 @@ fn draw_plans(f: &mut Frame, app: &App, r: Rect) {
             row
         })
         .collect();
-    let title = format!(
-        "Plans — {} armed",
-        plans.iter().filter(|p| p.state == PlanState::Armed).count()
-    );
+    let title = plans_title(plans, usize::from(r.width), 0);
     let table = Table::new(
         rows,
         [
@@ -1624,7 +1663,46 @@ fn draw_modal(f: &mut Frame, app: &App, m: &Modal, area: Rect) {
 
 #[cfg(test)]
 mod tests {
-    use super::{Role, pnl_role, usd};
+    use super::{Owner, PlanLine, PlanState, Role, plans_title, pnl_role, usd};
+
+    fn plan(state: PlanState) -> PlanLine {
+        PlanLine {
+            name: "p".into(),
+            owner: Owner::Person,
+            state,
+            budget_r: 0.5,
+            pnl_r: 0.0,
+            ttl: None,
+            expires: None,
+            note: String::new(),
+            risk: None,
+            text: String::new(),
+        }
+    }
+
+    #[test]
+    fn the_plans_title_counts_what_works_and_gives_way_to_the_rows() {
+        use PlanState::*;
+        let book: Vec<PlanLine> = [Armed, Resting, Filled, Filled, Done, Halted]
+            .into_iter()
+            .map(plan)
+            .collect();
+        // A book with positions on and nothing armed does not read "0 armed".
+        assert_eq!(
+            plans_title(&book[2..], 60, 0),
+            "Plans — 4 · 2 filled",
+            "nothing armed, two holding"
+        );
+        assert_eq!(
+            plans_title(&book, 60, 0),
+            "Plans — 6 · 2 filled · 1 resting · 1 armed"
+        );
+        // Narrow, or with the rows' range beside it: the states go, last first.
+        let rows = " · 1–4 of 6 ↕".chars().count();
+        assert_eq!(plans_title(&book, 46, rows), "Plans — 6 · 2 filled");
+        assert_eq!(plans_title(&book, 20, rows), "Plans — 6");
+        assert_eq!(plans_title(&[], 60, 0), "Plans — 0");
+    }
 
     #[test]
     fn a_pnl_figure_is_coloured_by_the_cents_it_shows() {
