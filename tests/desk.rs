@@ -1832,3 +1832,31 @@ fn every_config_problem_is_listed_in_the_help_and_counted_on_the_footer() {
         assert!(s.contains(needle), "{needle}:\n{s}");
     }
 }
+
+#[test]
+fn b_on_a_compact_screen_brings_the_blotter_up_and_then_toggles() {
+    use kestrel_desk::desk::app::BusMode;
+    let mut app = app();
+    // Compact (100x30): the tabbed column shows the View; `b` brings the Bus tab up as the
+    // Blotter, where before it flipped a pane behind another tab and nothing changed.
+    let before = screen(&app, 100, 30);
+    assert!(has(&before, "View default"), "{}", before.join("\n"));
+    press(&mut app, KeyCode::Char('b'));
+    assert_eq!((app.tab, app.bus_mode), (Pane::Bus, BusMode::Blotter));
+    let shown = screen(&app, 100, 30);
+    assert!(has(&shown, "Blotter"), "{}", shown.join("\n"));
+    assert!(!has(&shown, "View default"), "{}", shown.join("\n"));
+    // With its tab up, `b` toggles as on a wide screen.
+    press(&mut app, KeyCode::Char('b'));
+    assert_eq!((app.tab, app.bus_mode), (Pane::Bus, BusMode::Bus));
+    press(&mut app, KeyCode::Char('b'));
+    assert_eq!(app.bus_mode, BusMode::Blotter);
+    // Wide (160x48): every pane is on screen, and `b` only toggles, whatever the tab.
+    let mut wide = self::app();
+    screen(&wide, 160, 48);
+    press(&mut wide, KeyCode::Char('b'));
+    assert_eq!(wide.bus_mode, BusMode::Blotter);
+    press(&mut wide, KeyCode::Char('b'));
+    assert_eq!(wide.bus_mode, BusMode::Bus);
+    assert_ne!(wide.tab, Pane::Bus);
+}

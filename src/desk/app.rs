@@ -148,6 +148,8 @@ pub struct App {
     /// The View's rows and the rows that showed at the last draw: (total, height). The
     /// View's keys scroll within them.
     pub view_rows: std::cell::Cell<(usize, usize)>,
+    /// Whether the last draw was compact (the tabbed column): `b` then shows the Bus tab.
+    pub compact: std::cell::Cell<bool>,
     /// The last message of the screen's own (a theme switch, a bad seek time).
     pub message: Option<String>,
     /// Notices of the session already shown.
@@ -241,6 +243,7 @@ impl App {
             plan_sel: 0,
             view_scroll: 0,
             view_rows: std::cell::Cell::new((0, 0)),
+            compact: std::cell::Cell::new(false),
             message,
             notices_seen,
             message_seen: (None, Ts(0), std::time::Instant::now()),
@@ -557,10 +560,17 @@ impl App {
                 self.message = Some(format!("theme {}", self.theme().name));
             }
             Action::BusToggle => {
-                self.bus_mode = match self.bus_mode {
-                    BusMode::Bus => BusMode::Blotter,
-                    BusMode::Blotter => BusMode::Bus,
-                };
+                if self.compact.get() && self.tab != Pane::Bus {
+                    // The pane is behind another tab: show it, as the Blotter (what `b` is
+                    // pressed for), rather than flip a pane no one can see.
+                    self.tab = Pane::Bus;
+                    self.bus_mode = BusMode::Blotter;
+                } else {
+                    self.bus_mode = match self.bus_mode {
+                        BusMode::Bus => BusMode::Blotter,
+                        BusMode::Blotter => BusMode::Bus,
+                    };
+                }
             }
             Action::Up => match self.focus {
                 Pane::Plans => self.plan_sel = self.plan_sel.saturating_sub(1),

@@ -58,7 +58,7 @@ actions! {
     Reject, "reject", ["x"], "co-pilot: reject the agent's proposed turn";
     Attach, "attach", ["A"], "attach / detach the agent";
     Theme, "theme", ["t"], "next theme";
-    BusToggle, "bus_toggle", ["b"], "Bus / Blotter pane: toggle";
+    BusToggle, "bus_toggle", ["b"], "Bus / Blotter pane: toggle (compact screen: first brings its tab up)";
     Up, "up", ["up", "k"], "select up (Plans, scroll panes)";
     Down, "down", ["down", "j"], "select down";
     Open, "open", ["enter"], "Plans: show the selected plan's canonical text";

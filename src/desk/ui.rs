@@ -138,6 +138,7 @@ pub fn draw(f: &mut Frame, app: &App) {
     ])
     .areas(area);
     draw_status(f, app, status);
+    app.compact.set(!is_wide(area));
     if !is_wide(area) {
         let [_, right] =
             Layout::horizontal([Constraint::Percentage(54), Constraint::Percentage(46)])
