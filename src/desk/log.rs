@@ -637,16 +637,22 @@ impl Log {
             if !self.matches(r) {
                 continue;
             }
-            if let Some(last) = view.last_mut() {
-                let p = &self.rows[last.last];
-                if p.kind == r.kind
-                    && p.plan == r.plan
-                    && run_key(&p.summary) == run_key(&r.summary)
-                {
-                    last.last = i;
-                    last.count += 1;
-                    continue;
-                }
+            // A row equal to the last run joins it; so does a row equal to the run before,
+            // which then moves to the end: two streams that alternate (a pegged order's
+            // re-prices between a wake's suppressions) read as two rows, not one row per
+            // event. Each run shows its newest row and is placed by it, so the rows stay in
+            // time order; the count and "since" say how many and from when.
+            let n = view.len();
+            let same = |s: &Shown| {
+                let p = &self.rows[s.last];
+                p.kind == r.kind && p.plan == r.plan && run_key(&p.summary) == run_key(&r.summary)
+            };
+            if let Some(k) = (n.saturating_sub(2)..n).rev().find(|&k| same(&view[k])) {
+                let mut run = view.remove(k);
+                run.last = i;
+                run.count += 1;
+                view.push(run);
+                continue;
             }
             view.push(Shown {
                 first: i,
@@ -656,10 +662,17 @@ impl Log {
         }
         self.view = view;
         if let Some(no) = keep_sel {
+            // The run whose newest row was selected, else the one whose span holds it (runs
+            // that alternated overlap: the first such).
             self.sel = self
                 .view
                 .iter()
-                .position(|s| self.rows[s.first].no <= no && no <= self.rows[s.last].no)
+                .position(|s| self.rows[s.last].no == no)
+                .or_else(|| {
+                    self.view
+                        .iter()
+                        .position(|s| self.rows[s.first].no <= no && no <= self.rows[s.last].no)
+                })
                 .or(Some(self.view.len().saturating_sub(1)));
         }
     }
@@ -991,7 +1004,11 @@ mod tests {
         }
         log.rebuild();
         let counts: Vec<usize> = log.shown().iter().map(|s| s.count).collect();
-        assert_eq!(counts, vec![3, 1, 1]);
+        // The suppression after the fire joins its run, which is shown after the fire (at its
+        // newest, 09:41, "since 09:31").
+        assert_eq!(counts, vec![1, 4]);
+        assert_eq!(log.shown()[0].last, 3);
+        assert_eq!((log.shown()[1].first, log.shown()[1].last), (0, 4));
         assert_eq!(log.rows()[3].kind, Kind::Fired);
         assert_eq!(log.rows()[3].summary, "fired WHEN");
         log.set_filter("chase");
@@ -1031,5 +1048,58 @@ mod tests {
         assert_eq!(counts, vec![3, 1], "one run per order");
         let last = &log.rows()[log.shown()[0].last];
         assert_eq!(last.summary, "#2 repriced to 1.99 (peg)");
+    }
+
+    #[test]
+    fn two_alternating_streams_read_as_two_rows_in_time_order_and_a_third_splits_them() {
+        let mut log = Log::default();
+        let sup = |m: u32, s: u32| {
+            format!(
+                r#"{{"reason":"budget of 2 wakes/day spent","ts":"10:{m:02}:{s:02}.000","type":"wake-suppressed","wake":"range-break"}}"#
+            )
+        };
+        let rep = |m: u32, s: u32, cents: u32| {
+            format!(
+                r#"{{"limit":"{}.{:02}","order":2,"reason":"peg","ts":"10:{m:02}:{s:02}.000","type":"order-repriced"}}"#,
+                cents / 100,
+                cents % 100
+            )
+        };
+        let fired = r#"{"clause":"WHEN","plan":"chase","ts":"10:52:00.000","type":"plan-fired"}"#;
+        let lines = [
+            sup(50, 9),
+            rep(50, 9, 330),
+            sup(50, 11),
+            rep(50, 26, 331),
+            rep(50, 27, 332),
+            sup(50, 27),
+            rep(51, 29, 289),
+            fired.to_string(),
+            sup(52, 30),
+        ];
+        for (no, l) in lines.iter().enumerate() {
+            log.rows.push(decode(no as u64, l));
+        }
+        log.rebuild();
+        let runs: Vec<(usize, usize, usize)> = log
+            .shown()
+            .iter()
+            .map(|s| (s.first, s.last, s.count))
+            .collect();
+        // Before the fire: two rows (3 suppressions, 4 re-prices), not seven; the
+        // fire keeps its place and splits them from the suppression after it.
+        assert_eq!(runs, vec![(0, 5, 3), (1, 6, 4), (7, 7, 1), (8, 8, 1)]);
+        let times: Vec<&str> = log
+            .shown()
+            .iter()
+            .map(|s| log.rows()[s.last].time.as_str())
+            .collect();
+        let mut sorted = times.clone();
+        sorted.sort_unstable();
+        assert_eq!(times, sorted, "each run at its newest row: in time order");
+        assert_eq!(
+            log.rows()[log.shown()[1].last].summary,
+            "#2 repriced to 2.89 (peg)"
+        );
     }
 }
