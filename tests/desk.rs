@@ -1377,12 +1377,15 @@ fn a_click_focuses_the_pane_under_it_and_the_wheel_scrolls_the_log() {
     app.send(Command::Seek(ms(10, 30, 0)));
     app.tick();
     let area = Rect::new(0, 0, 160, 48);
-    let at = |app: &kestrel_desk::desk::app::App, p: Pane| {
-        let r = kestrel_desk::desk::ui::layout(app, area)
+    let rect = |app: &kestrel_desk::desk::app::App, p: Pane| {
+        kestrel_desk::desk::ui::layout(app, area)
             .into_iter()
             .find(|(q, _)| *q == p)
             .map(|(_, r)| r)
-            .unwrap();
+            .unwrap()
+    };
+    let at = |app: &kestrel_desk::desk::app::App, p: Pane| {
+        let r = rect(app, p);
         (r.x + r.width / 2, r.y + r.height / 2)
     };
     let mouse = |kind, (column, row): (u16, u16)| MouseEvent {
@@ -1409,13 +1412,6 @@ fn a_click_focuses_the_pane_under_it_and_the_wheel_scrolls_the_log() {
     assert_eq!(app.log.sel, None);
     // The Editor, empty and not focused, is folded to its hint under a taller Chart; a
     // click on it focuses it and opens it, and leaving it empty folds it again.
-    let rect = |app: &kestrel_desk::desk::app::App, p: Pane| {
-        kestrel_desk::desk::ui::layout(app, area)
-            .into_iter()
-            .find(|(q, _)| *q == p)
-            .map(|(_, r)| r)
-            .unwrap()
-    };
     let (folded, tall) = (rect(&app, Pane::Editor), rect(&app, Pane::Chart));
     assert_eq!(folded.height, 4, "folded: borders and the two-line hint");
     app.mouse(

@@ -138,8 +138,9 @@ pub fn draw(f: &mut Frame, app: &App) {
     ])
     .areas(area);
     draw_status(f, app, status);
-    app.compact.set(!is_wide(area));
-    if !is_wide(area) {
+    let compact = !is_wide(area);
+    app.compact.set(compact);
+    if compact {
         let [_, right] =
             Layout::horizontal([Constraint::Percentage(54), Constraint::Percentage(46)])
                 .areas(main);
@@ -666,6 +667,7 @@ fn draw_plans_narrow(f: &mut Frame, app: &App, r: Rect) {
 fn plans_title(plans: &[PlanLine], width: usize, reserve: usize) -> String {
     let n = |s: PlanState| plans.iter().filter(|p| p.state == s).count();
     let mut title = format!("Plans — {}", plans.len());
+    // The block draws ` {title} ` between its two corners: 4 cells besides the title.
     let room = width.saturating_sub(4 + reserve);
     for (k, name) in [
         (n(PlanState::Filled), "filled"),
