@@ -113,6 +113,44 @@ fn syntax_escapes_are_guided() {
             2,
             vec!["two spaces"],
         ),
+        // Arithmetic on a level in a trigger: what to write instead.
+        (
+            "PLAN x budget 0.2R ttl 15:00\n  WHEN spot > vwap + 2\n  DO buy 1 +1 C @ fair\n",
+            2,
+            vec![
+                "unexpected `+`",
+                "no arithmetic",
+                "`spot > 5150`",
+                "held 60s",
+            ],
+        ),
+        (
+            "PLAN x budget 0.2R ttl 15:00\n  WHEN spot > hod\n  DO buy 1 +1 C @ fair\n  EXIT spot < vwap*0.99\n",
+            4,
+            vec!["unexpected `*0.99`", "no arithmetic"],
+        ),
+        (
+            "PLAN x budget 0.2R ttl 15:00\n  WHEN spot > hod\n  DO buy 1 +1 C @ fair cancel-if spot < lod - 1\n",
+            3,
+            vec!["unexpected `-`", "no arithmetic"],
+        ),
+        // A price's offset written apart from its anchor (in the ticket and in a modifier).
+        (
+            "PLAN x budget 0.2R ttl 15:00\n  WHEN spot > hod\n  DO buy 1 +1 C @ fair + 2c\n",
+            3,
+            vec!["unexpected `+`", "no space", "`fair+2c`"],
+        ),
+        (
+            "PLAN x budget 0.2R ttl 15:00\n  WHEN spot > hod\n  DO buy 1 +1 C @ fair cap ask + 5c\n",
+            3,
+            vec!["no space", "`fair+2c`"],
+        ),
+        // The arrow of INVALIDATE is not taken for arithmetic.
+        (
+            "PLAN x budget 0.2R ttl 15:00\n  WHEN spot > hod\n  DO buy 1 +1 C @ fair\n  INVALIDATE spot < lod -> stop\n",
+            4,
+            vec!["halt"],
+        ),
         // Unknown pane: the catalog is listed.
         (
             "VIEW v\n  heatmap\n",

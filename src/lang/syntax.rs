@@ -819,6 +819,9 @@ fn eol(i: &mut In<'_>, after: &str) -> R<()> {
             return reserved_err(i, t);
         }
         t if t.starts_with('\t') => "a tab separates tokens here: use single spaces".to_string(),
+        t if t.starts_with(['+', '-', '*', '/']) && !t.starts_with("->") => {
+            arithmetic_msg(t, after, line_before(i))
+        }
         _ if ["DO", "ALSO", "RELOAD", "TP", "EXIT"]
             .iter()
             .any(|c| after.contains(c)) =>
@@ -828,6 +831,47 @@ fn eol(i: &mut In<'_>, after: &str) -> R<()> {
         _ => format!("unexpected `{t}` after {after}: the line should end here"),
     };
     fail(i, msg, "unexpected")
+}
+
+/// The text of the current line before the cursor.
+fn line_before<'a>(i: &In<'a>) -> &'a str {
+    let before = &i.state.text[..pos(i)];
+    before.rsplit('\n').next().unwrap_or(before)
+}
+
+/// The message for an arithmetic sign where a line should end (`spot > vwap + 2`,
+/// `@ fair + 2c`): Kestrel has no arithmetic but a price's offset, so the message says what
+/// the author can write, in the words of where the sign stands. Whether it stands in a price
+/// or a trigger is read from the line so far: the last price word (`@`, `cap`, `floor`, `esc`)
+/// or trigger word (a comparison, `crosses above|below`, a clause keyword, `AND`/`OR`/`NOT`,
+/// `held`, `cancel-if`) before it.
+fn arithmetic_msg(t: &str, after: &str, line: &str) -> String {
+    let mut in_price = false;
+    for w in line.split_whitespace() {
+        match w {
+            "@" | "cap" | "floor" | "esc" => in_price = true,
+            w if w.starts_with('@') => in_price = true,
+            ">" | "<" | ">=" | "<=" | "above" | "below" | "held" | "AND" | "OR" | "NOT"
+            | "WHEN" | "EXIT" | "INVALIDATE" | "CANCEL-IF" | "cancel-if" | "WAKE" => {
+                in_price = false
+            }
+            _ => {}
+        }
+    }
+    if in_price {
+        format!(
+            "unexpected `{t}` after {after}: a price is an anchor with its offset written \
+             together, no space (`fair+2c`, `bid-0.05`, `fair+10%`), or min/max/lean of prices \
+             (`min(fair+2c, ask)`); it takes no other arithmetic"
+        )
+    } else {
+        format!(
+            "unexpected `{t}` after {after}: a trigger does no arithmetic; a comparison's right \
+             side is one value, a number, a clock, a series or a percentile (`spot > 5150`, \
+             `spot > vwap`, `velocity(1m) > p90`); for a margin over a level, hold it \
+             (`spot > vwap held 60s`)"
+        )
+    }
 }
 
 // ---------------------------------------------------------------- lexemes
