@@ -310,6 +310,8 @@ pub struct Mark {
     pub plan: String,
     /// A fill (`Some(side)`) or a fire (`None`).
     pub fill: Option<BusSide>,
+    /// A fire's clause as the Bus names it (`WHEN`, `TP#1`, `EXIT#1`); empty for a fill.
+    pub clause: String,
 }
 
 /// Where a session of a multi-session Bus (v2 tapes) began in the Blotter's totals.
@@ -676,6 +678,7 @@ impl Blotter {
                     ts: *ts,
                     plan: plan.clone(),
                     fill: None,
+                    clause: clause.clone(),
                 });
             }
             Event::Veto {
@@ -804,6 +807,7 @@ impl Blotter {
                     ts: *ts,
                     plan: plan.clone(),
                     fill: Some(*side),
+                    clause: String::new(),
                 });
                 let signed = i64::try_from(*qty).unwrap_or(i64::MAX) * side.sign();
                 let at = self.events;

@@ -264,10 +264,14 @@ fn short_leg(leg: &str) -> String {
 
 /// What a mark says next to it on a chart of `sym`: a fill of another instrument (an option
 /// on the charted index, say) names it, since its price is not the chart's
-/// (`breakout buy 1 SPY 518C@0.44`).
+/// (`breakout buy 1 SPY 518C@0.44`); a fire of a clause other than the entry names the
+/// clause as the Plans row does (`my-dip TP#1 fired`, against `my-dip fired` for its WHEN).
 fn mark_label(m: &ChartMark, sym: &str) -> String {
     let side = match m.kind {
-        MarkKind::Fire => return format!("{} fired", m.plan),
+        MarkKind::Fire if m.clause.is_empty() || m.clause == "WHEN" => {
+            return format!("{} fired", m.plan);
+        }
+        MarkKind::Fire => return format!("{} {} fired", m.plan, m.clause),
         MarkKind::Buy => "buy",
         MarkKind::Sell => "sell",
     };
@@ -1108,6 +1112,7 @@ mod tests {
             secs,
             kind,
             plan: plan.into(),
+            clause: if kind == MarkKind::Fire { "WHEN" } else { "" }.into(),
             leg: if kind == MarkKind::Fire { "" } else { "SPX" }.into(),
             qty: if kind == MarkKind::Fire { 0 } else { 48 },
             px: 5210.36,
@@ -1253,12 +1258,34 @@ mod tests {
         );
     }
 
+    /// A plan's entry reads `fired`; its other clauses say which fired, so a TP and the
+    /// WHEN on one candle are two markers, not `fired ×2`.
+    #[test]
+    fn a_fire_of_another_clause_names_the_clause() {
+        let when = mark(34_205, MarkKind::Fire, "my-dip");
+        let tp = ChartMark {
+            clause: "TP#1".into(),
+            ..mark(34_215, MarkKind::Fire, "my-dip")
+        };
+        let exit = ChartMark {
+            clause: "EXIT#1".into(),
+            ..mark(34_225, MarkKind::Fire, "my-dip")
+        };
+        assert_eq!(mark_label(&when, "SPX"), "my-dip fired");
+        assert_eq!(mark_label(&tp, "SPX"), "my-dip TP#1 fired");
+        assert_eq!(mark_label(&exit, "SPX"), "my-dip EXIT#1 fired");
+        let g = group_marks(&[(0, &when), (0, &tp)], "SPX");
+        let labels: Vec<&str> = g.iter().map(|s| s.label.as_str()).collect();
+        assert_eq!(labels, vec!["my-dip fired", "my-dip TP#1 fired"]);
+    }
+
     #[test]
     fn a_fill_of_another_instrument_names_it_and_the_charted_one_does_not() {
         let fill = |leg: &str, px: f64| ChartMark {
             secs: 37_656,
             kind: MarkKind::Buy,
             plan: "breakout".into(),
+            clause: String::new(),
             leg: leg.into(),
             qty: 2,
             px,

@@ -129,6 +129,8 @@ pub struct ChartMark {
     pub kind: MarkKind,
     /// The plan.
     pub plan: String,
+    /// A fire's clause (`WHEN`, `TP#1`, `EXIT#1`; empty for a fill).
+    pub clause: String,
     /// A fill's instrument key (empty for a fire).
     pub leg: String,
     /// A fill's quantity (0 for a fire).

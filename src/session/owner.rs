@@ -502,6 +502,7 @@ fn chart_marks(b: &bus::blotter::Blotter) -> Vec<ChartMark> {
                     secs,
                     kind: MarkKind::Fire,
                     plan: m.plan.clone(),
+                    clause: m.clause.clone(),
                     leg: String::new(),
                     qty: 0,
                     px: 0.0,
@@ -516,6 +517,7 @@ fn chart_marks(b: &bus::blotter::Blotter) -> Vec<ChartMark> {
                             MarkKind::Sell
                         },
                         plan: m.plan.clone(),
+                        clause: String::new(),
                         leg: row.map(|r| r.leg.clone()).unwrap_or_default(),
                         qty: row.map_or(0, |r| r.qty),
                         px: row.map_or(0.0, |r| r.px.to_f64()),
