@@ -599,6 +599,149 @@ fn a_saved_session_replays_to_the_same_hash() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A desk with no agent, saving to `save` when given, with `turns` taken at their times
+/// (the person's), played to `to`.
+fn book_with(save: Option<std::path::PathBuf>, turns: &[(Ts, &str)], to: Ts) -> App {
+    let src = desk::tape_source(None).unwrap();
+    let settings = Settings {
+        agent: None,
+        ..Settings::default()
+    };
+    let how = Opening {
+        save,
+        ..Opening::default()
+    };
+    let mut app = desk::inline_app_from(src, settings, how).unwrap();
+    for (at, text) in turns {
+        app.send(Command::Seek(*at));
+        app.human_turn(text);
+    }
+    app.send(Command::Seek(to));
+    app
+}
+
+const SECOND_PLAN: &str = "PLAN my-dip budget 0.2R ttl +30m\n  USING signal SPX exec SPY 0dte\n  WHEN spot < vwap held 30s\n  DO buy 1 ATM P @ min(fair, mid)\n  TP 1.5x @ fair\n  EXIT spot > vwap held 60s\n";
+
+#[test]
+fn undo_takes_back_the_persons_last_turn_and_a_reopened_session_leaves_it_out() {
+    let dir = tmp("undo");
+    let path = dir.join("s.jsonl");
+    let (t1, t2, end) = (ms(9, 40, 0), ms(10, 5, 0), ms(11, 30, 0));
+    let mut app = book_with(
+        Some(path.clone()),
+        &[(t1, desk::EXAMPLE_PLAN), (t2, SECOND_PLAN)],
+        end,
+    );
+    let names = |a: &App| {
+        a.snap
+            .plans
+            .iter()
+            .map(|p| p.name.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(names(&app), ["breakout-chase", "my-dip"]);
+    assert!(app.editor.text().is_empty());
+    // The books the undos must give: the same session without the last turn, then with none.
+    let one = book_with(None, &[(t1, desk::EXAMPLE_PLAN)], end)
+        .snap
+        .clone();
+    let none = book_with(None, &[], end).snap.clone();
+    assert_ne!(one.hash, app.snap.hash);
+
+    press(&mut app, KeyCode::Char('u'));
+    assert_eq!(app.snap.clock, end, "the session stands where it stood");
+    assert_eq!(names(&app), ["breakout-chase"]);
+    assert_eq!(
+        app.snap.hash, one.hash,
+        "the Bus of a run that never had the turn"
+    );
+    assert_eq!(app.turn_rows().len(), 1);
+    let msg = app.message.clone().unwrap_or_default();
+    assert!(
+        msg.starts_with("undone: your 10:05 turn (PLAN my-dip"),
+        "{msg}"
+    );
+    assert!(msg.contains("its text is back in the editor"), "{msg}");
+    assert_eq!(app.editor.text().trim_end(), SECOND_PLAN.trim_end());
+
+    // Again: the turn before it. The editor holds the first one's text, so it is kept.
+    press(&mut app, KeyCode::Char('u'));
+    assert!(app.snap.plans.is_empty(), "{:?}", names(&app));
+    assert_eq!(app.snap.hash, none.hash);
+    assert_eq!(app.editor.text().trim_end(), SECOND_PLAN.trim_end());
+    let msg = app.message.clone().unwrap_or_default();
+    assert!(
+        msg.starts_with("undone: your 09:40 turn (PLAN breakout-chase")
+            && msg.contains("re-ran to 11:30"),
+        "{msg}"
+    );
+    assert!(!msg.contains("editor"), "{msg}");
+
+    // Nothing of the person's is left to take back.
+    press(&mut app, KeyCode::Char('u'));
+    assert!(
+        app.message
+            .as_deref()
+            .unwrap_or("")
+            .contains("nothing to undo"),
+        "{:?}",
+        app.message
+    );
+    assert_eq!(app.snap.hash, none.hash);
+    let last = app.snap.clone();
+    drop(app);
+
+    // The session file names both undos: reopened, neither turn is in the book.
+    let saved = saved::open(&path).unwrap();
+    assert!(saved.acts.is_empty(), "{:?}", saved.acts);
+    let bus = std::fs::read(saved::bus_path(&path, last.segment)).unwrap();
+    assert_eq!(kestrel_desk::bus::hash_bytes(&bus), none.hash);
+    let s = kestrel_desk::session::owner::reopen(&path, None).unwrap();
+    let mut h = SessionHandle::inline(s);
+    assert_eq!(h.latest().clock, end);
+    assert_eq!(h.latest().hash, none.hash);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An undo keeps the acts after the undone one: a rewind's recorded future still replays,
+/// and an undo of one turn of two leaves the other in a reopened session.
+#[test]
+fn undo_of_one_turn_keeps_the_others_in_the_session_file() {
+    let dir = tmp("undo2");
+    let path = dir.join("s.jsonl");
+    let (t1, t2, end) = (ms(9, 40, 0), ms(10, 5, 0), ms(11, 30, 0));
+    let mut app = book_with(
+        Some(path.clone()),
+        &[(t1, SECOND_PLAN), (t2, desk::EXAMPLE_PLAN)],
+        end,
+    );
+    press(&mut app, KeyCode::Char('u'));
+    let want = book_with(None, &[(t1, SECOND_PLAN)], end).snap.clone();
+    assert_eq!(app.snap.hash, want.hash);
+    drop(app);
+    let saved = saved::open(&path).unwrap();
+    assert_eq!(saved.acts.len(), 1, "{:?}", saved.acts);
+    let s = kestrel_desk::session::owner::reopen(&path, None).unwrap();
+    let mut h = SessionHandle::inline(s);
+    assert_eq!(h.latest().hash, want.hash);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// After the close nothing acts, but an undo may still take a turn back: the session re-runs
+/// to the end without it, and stands at the end again.
+#[test]
+fn undo_after_the_close_reruns_to_the_end() {
+    let end = ms(16, 0, 0);
+    let mut app = book_with(None, &[(ms(9, 40, 0), SECOND_PLAN)], end);
+    assert!(app.snap.ended);
+    press(&mut app, KeyCode::Char('u'));
+    let want = book_with(None, &[], end).snap.clone();
+    assert!(app.snap.ended, "it stands at the end again");
+    assert!(app.snap.plans.is_empty());
+    assert_eq!(app.snap.hash, want.hash);
+    assert_eq!(app.snap.clock, want.clock);
+}
+
 #[test]
 fn themes_switch_and_keys_show_in_help() {
     let mut app = app();

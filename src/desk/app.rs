@@ -164,6 +164,8 @@ pub struct App {
     /// the editor text it was submitted from.
     next_submit: u64,
     awaiting_submit: Option<(u64, String)>,
+    /// The undo sent and not yet answered (its number).
+    awaiting_undo: Option<u64>,
     /// Warnings from config loading (themes, keys).
     pub warnings: Vec<String>,
     /// Set when the user quits.
@@ -250,6 +252,7 @@ impl App {
             message_hold: std::time::Duration::from_secs(3),
             next_submit: 1,
             awaiting_submit: None,
+            awaiting_undo: None,
             warnings: Vec::new(),
             quit: false,
             prompt_tokens: (card, count(&menu)),
@@ -364,6 +367,22 @@ impl App {
                 self.view_scroll = 0;
             }
             self.awaiting_submit = None;
+        }
+        if let (Some(id), Some(u)) = (self.awaiting_undo, &self.snap.last_undo)
+            && u.id == id
+        {
+            // The undone turn's text comes back to an empty editor, to mend and send again.
+            if let Some((_, text)) = &u.turn
+                && self.editor.text().trim().is_empty()
+            {
+                self.editor.set_text(text);
+                self.message = Some(format!(
+                    "undone: {}; its text is back in the editor ({})",
+                    u.summary,
+                    self.keys.label(Action::Editor)
+                ));
+            }
+            self.awaiting_undo = None;
         }
         changed || cleared
     }
@@ -508,6 +527,12 @@ impl App {
                     "back to the open {}: Space plays the session again",
                     open.hhmm()
                 ));
+            }
+            Action::Undo => {
+                let id = self.next_submit;
+                self.next_submit += 1;
+                self.awaiting_undo = Some(id);
+                self.send(Command::Undo { id });
             }
             Action::StandDown => {
                 self.modal = Some(Modal::Prompt {

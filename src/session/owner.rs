@@ -327,6 +327,13 @@ pub enum Command {
     Attach(bool),
     /// Advance the clock by this much wall time at the current speed.
     Tick(Duration),
+    /// Take back the person's last turn: the session re-runs from the open to where it
+    /// stands with every other act (the agent's later acts stay as recorded). The
+    /// snapshot's [`SessionSnapshot::last_undo`] says what was undone.
+    Undo {
+        /// The desk's number for it.
+        id: u64,
+    },
 }
 
 /// A plan's owner, as the screen shows it.
@@ -600,6 +607,8 @@ pub struct SessionSnapshot {
     pub notices_total: usize,
     /// What became of the last turn submitted at the desk.
     pub last_submit: Option<SubmitResult>,
+    /// What the last undo took back.
+    pub last_undo: Option<Undone>,
     /// The seated agent.
     pub agent: Option<AgentStatus>,
     /// A tape or file error, if one stopped something.
@@ -749,6 +758,7 @@ pub struct Session {
     notices: Vec<Notice>,
     notices_seen: usize,
     last_submit: Option<SubmitResult>,
+    last_undo: Option<Undone>,
     horizon: Ts,
     record: Recorder,
     bus_written: usize,
@@ -793,6 +803,28 @@ pub struct Opening {
     pub replay: bool,
     /// Documents the person arms at the open, before the first event: (author, text).
     pub plans: Vec<(String, String)>,
+}
+
+/// `s` cut to `n` characters, with `…` where it was cut.
+fn short(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        return s.to_string();
+    }
+    let mut t: String = s.chars().take(n.saturating_sub(1)).collect();
+    t.push('…');
+    t
+}
+
+/// What an undo took back ([`Command::Undo`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Undone {
+    /// The desk's number for the undo.
+    pub id: u64,
+    /// The turn taken back and the tape time it had acted at; `None`: the person had no
+    /// turn in this run to take back.
+    pub turn: Option<(Ts, String)>,
+    /// The turn in a few words: `your 10:05 turn (PLAN my-dip budget 0.2R ttl +30m)`.
+    pub summary: String,
 }
 
 /// What became of the last turn submitted at the desk.
@@ -996,6 +1028,7 @@ impl Session {
             notices: Vec::new(),
             notices_seen: 0,
             last_submit: None,
+            last_undo: None,
             horizon: open,
             record: Recorder {
                 path: save,
@@ -1329,6 +1362,7 @@ impl Session {
                 }
             }
             Command::Tick(dt) => self.run_for(dt),
+            Command::Undo { id } => self.undo(id),
         }
         self.flush_bus();
     }
@@ -1464,37 +1498,101 @@ impl Session {
 
     fn seek(&mut self, t: Ts) {
         if t < self.clock {
-            // Re-run from the open with every act taken (and every recorded act still to
-            // come): the rerun starts as the run did.
-            let mut keep: VecDeque<(u64, Ts, Act)> = self.history.drain(..).collect();
-            keep.extend(self.script.drain(..));
-            let playing = self.playing;
-            let session = self.run.engine.session_no();
-            self.restart_with(true);
-            self.script = keep;
-            self.replaying = true;
-            self.apply_script();
-            // On a multi-session tape `t` is a time of the current session: play through
-            // the sessions before it first (each stops at the next one's open).
-            while self.run.engine.session_no() < session && !self.ended && self.error.is_none() {
-                let seq = self.seq;
-                self.advance_to(Ts(u32::MAX));
-                if self.seq == seq {
-                    break;
-                }
-            }
-            self.advance_to(t);
-            self.replaying = false;
-            // The re-run's notices were said the first time.
-            self.notices_seen = self.run.notices().len();
-            self.risk_seen = self.run.engine.bus().events().len();
-            self.set_quiet(false);
+            self.rerun_to(t);
             self.control("rewound");
-            self.playing = playing && !self.ended;
         } else {
             self.advance_to(t);
             self.control(&format!("seek {t}"));
         }
+    }
+
+    /// Re-run from the open to `t` with every act taken (and every recorded act still to
+    /// come): the rerun starts as the run did, and the agent is asked nothing it answered.
+    fn rerun_to(&mut self, t: Ts) {
+        let mut keep: VecDeque<(u64, Ts, Act)> = self.history.drain(..).collect();
+        keep.extend(self.script.drain(..));
+        let playing = self.playing;
+        let session = self.run.engine.session_no();
+        self.restart_with(true);
+        self.script = keep;
+        self.replaying = true;
+        self.apply_script();
+        // On a multi-session tape `t` is a time of the current session: play through
+        // the sessions before it first (each stops at the next one's open).
+        while self.run.engine.session_no() < session && !self.ended && self.error.is_none() {
+            let seq = self.seq;
+            self.advance_to(Ts(u32::MAX));
+            if self.seq == seq {
+                break;
+            }
+        }
+        self.advance_to(t);
+        self.replaying = false;
+        // The re-run's notices were said the first time.
+        self.notices_seen = self.run.notices().len();
+        self.risk_seen = self.run.engine.bus().events().len();
+        self.set_quiet(false);
+        self.playing = playing && !self.ended;
+    }
+
+    /// Take back the person's last turn ([`Command::Undo`]): it leaves the acts, an `undo`
+    /// record names it in the session file (so a reopened session leaves it out too), and
+    /// the session re-runs from the open to where it stood. Only the person's own turns are
+    /// undone: an agent's turn is the agent's act (CANCEL its plan, or decide its turns in
+    /// co-pilot), and a hold the desk put on the agent after a STAND-DOWN stays.
+    fn undo(&mut self, id: u64) {
+        if self.headless {
+            return;
+        }
+        let last = self.history.iter().rposition(
+            |(_, _, a)| matches!(a, Act::Turn { kind, .. } if *kind == AuthorKind::Human),
+        );
+        let Some(k) = last else {
+            self.last_undo = Some(Undone {
+                id,
+                turn: None,
+                summary: String::new(),
+            });
+            self.notice(
+                "nothing to undo: no turn of yours in this run (the plans armed at the open \
+                 stay: CANCEL one, or STAND-DOWN)"
+                    .into(),
+            );
+            return;
+        };
+        let (seq, ts, act) = self.history.remove(k);
+        let text = match act {
+            Act::Turn { text, .. } => text,
+            Act::Agent(_) => String::new(),
+        };
+        self.write_record(
+            serde_json::json!({
+                "type": "control",
+                "action": "undo",
+                "act_seq": seq,
+                "act_ts": ts.to_string(),
+            }),
+            true,
+        );
+        let now = self.clock;
+        self.rerun_to(now);
+        // Named by its first line that is not a comment (a turn may open with its reasoning).
+        let first = text
+            .lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty() && !l.starts_with('#'))
+            .or_else(|| text.lines().map(str::trim).find(|l| !l.is_empty()))
+            .unwrap_or("");
+        let summary = format!("your {} turn ({})", ts.hhmm(), short(first, 32));
+        self.notice(format!(
+            "undone: {summary}; re-ran to {} without it",
+            now.hhmm()
+        ));
+        self.last_undo = Some(Undone {
+            id,
+            turn: Some((ts, text)),
+            summary,
+        });
     }
 
     /// Write where the session stands (the point `--open` resumes at).
@@ -2262,6 +2360,7 @@ impl Session {
             notices,
             notices_total: self.notices.len(),
             last_submit: self.last_submit.clone(),
+            last_undo: self.last_undo.clone(),
             agent: self.chair.as_ref().map(|c| AgentStatus {
                 name: c.agent.name(),
                 live: c.agent.is_live(),

@@ -5,13 +5,14 @@
 //! tape and its BLAKE3, 1R in dollars, the fill model, the profile, the agent, co-pilot at
 //! the start), then `act` records (a person's turn, or an act of the seated agent, at the
 //! tape point it took effect: `seq` = tape events applied) and `control` records (play,
-//! speed, seek, restart). The Bus goes beside it, one file per run (`<stem>.bus-<n>.jsonl`).
+//! speed, seek, restart, undo). The Bus goes beside it, one file per run (`<stem>.bus-<n>.jsonl`).
 //! Every line is flushed as it is written, so a crash loses at most the line being written.
 //!
 //! Acts are written once, when they are taken: a rewind replays them without writing them
 //! again, and keeps the ones recorded after its target (they replay as the tape reaches
-//! them) until the person acts on the new branch (`branch` drops them). `left` records where
-//! the person left.
+//! them) until the person acts on the new branch (`branch` drops them). `undo` names the person's
+//! turn taken back (by its `act_seq` and `act_ts`), which leaves the acts. `left` records
+//! where the person left.
 //!
 //! `kestrel desk --open FILE` reads the settings back, replays the acts at their recorded
 //! tape points (the same Bus and the same determinism hash) and resumes where the person
@@ -20,6 +21,7 @@
 
 use super::owner::{Act, Settings, Speed};
 use crate::market::Ts;
+use crate::turn::AuthorKind;
 use std::path::{Path, PathBuf};
 
 /// The session file format this desk writes (and the only one it reads).
@@ -190,6 +192,33 @@ pub fn load(text: &str) -> Result<Saved, String> {
                 // The person acted after a rewind: the acts recorded later than here were
                 // another branch's future.
                 Some("branch") => s.acts.retain(|a| a.0 <= seq),
+                // The person took back a turn: the last one of theirs at that point leaves
+                // the acts (the desk undid the last it had; nothing else is at that point
+                // after it).
+                Some("undo") => {
+                    let at = (
+                        v.get("act_seq").and_then(|x| x.as_u64()),
+                        v.get("act_ts").and_then(|t| t.as_str()).and_then(Ts::parse),
+                    );
+                    let (Some(a_seq), Some(a_ts)) = at else {
+                        return Err(format!("line {n}: an undo without act_seq and act_ts"));
+                    };
+                    let k = s.acts.iter().rposition(|(q, t, a)| {
+                        *q == a_seq
+                            && *t == a_ts
+                            && matches!(a, Act::Turn { kind, .. } if *kind == AuthorKind::Human)
+                    });
+                    match k {
+                        Some(k) => {
+                            s.acts.remove(k);
+                        }
+                        None => {
+                            return Err(format!(
+                                "line {n}: an undo of a turn the file does not hold (at {a_ts}, seq {a_seq})"
+                            ));
+                        }
+                    }
+                }
                 Some(a) if a.starts_with("speed ") => {
                     s.speed = Speed::ALL
                         .into_iter()
@@ -246,5 +275,59 @@ mod tests {
         let e = load("{\"type\":\"desk-session\",\"v\":1,\"tape\":\"t\"}\n").unwrap_err();
         assert!(e.contains("format 1"), "{e}");
         assert!(load("").is_err());
+    }
+
+    /// An `undo` takes the person's last turn at its point out of the acts; one that names
+    /// no such turn (a file edited by hand, cut, or from another branch) is refused whole,
+    /// with its line, rather than replaying a book the person never had.
+    #[test]
+    fn an_undo_record_removes_the_turn_it_names_or_the_file_is_refused() {
+        let settings = serde_json::to_string(&Settings::default()).unwrap();
+        let head =
+            format!("{{\"type\":\"desk-session\",\"v\":2,\"tape\":\"t\",\"settings\":{settings}}}");
+        let turn = |seq: u64, ts: &str, text: &str, kind: &str| {
+            format!(
+                "{{\"type\":\"act\",\"seq\":{seq},\"ts\":\"{ts}\",\"act\":{{\"act\":\"turn\",\"author\":\"you\",\"kind\":\"{kind}\",\"text\":\"{text}\"}}}}"
+            )
+        };
+        let undo = |seq: u64, ts: &str| {
+            format!(
+                "{{\"type\":\"control\",\"action\":\"undo\",\"seq\":900,\"ts\":\"11:00:00.000\",\"act_seq\":{seq},\"act_ts\":\"{ts}\"}}"
+            )
+        };
+        let file = [
+            head.clone(),
+            turn(0, "09:30:00.000", "PLAN a", "file"),
+            turn(10, "09:40:00.000", "PLAN b", "human"),
+            turn(10, "09:40:00.000", "PLAN c", "human"),
+            undo(10, "09:40:00.000"),
+        ]
+        .join("\n");
+        let s = load(&file).unwrap();
+        let texts: Vec<&str> = s
+            .acts
+            .iter()
+            .map(|(_, _, a)| match a {
+                Act::Turn { text, .. } => text.as_str(),
+                Act::Agent(_) => "",
+            })
+            .collect();
+        assert_eq!(texts, ["PLAN a", "PLAN b"], "the later of two at one point");
+        // The file's own turn (armed at the open) is not the person's to undo.
+        let e = load(&format!(
+            "{file}\n{}\n{}",
+            undo(10, "09:40:00.000"),
+            undo(0, "09:30:00.000")
+        ))
+        .unwrap_err();
+        assert!(
+            e.starts_with("line 7: an undo of a turn the file does not hold"),
+            "{e}"
+        );
+        let e = load(&format!(
+            "{head}\n{{\"type\":\"control\",\"action\":\"undo\"}}"
+        ))
+        .unwrap_err();
+        assert!(e.contains("line 2: an undo without act_seq"), "{e}");
     }
 }

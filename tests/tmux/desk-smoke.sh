@@ -4,7 +4,7 @@
 # 1R = $1000, the house agent seated), then `--open` of what it saved (resumed where it was
 # left, Home back to the open, nothing written until you act), the first hour played (a fire,
 # a fill, a P&L that moves, an exit on screen), `--plans`; then open, play,
-# write a plan in the editor and submit it, see it armed, stand down, quit, and check the
+# write a plan in the editor and submit it, see it armed, stand down, undo that, quit, and check the
 # saved session and its Bus. Then: the house agent in co-pilot (reject its turn), and a
 # live command author answering off the replay thread.
 #
@@ -21,6 +21,8 @@ TMP="$(mktemp -d)"
 export HOME="$TMP" XDG_DATA_HOME="$TMP/data" XDG_CONFIG_HOME="$TMP/config"
 S="kestrel-smoke-$$"
 trap 'tmux kill-session -t "$S" 2>/dev/null || true; rm -rf "$TMP"' EXIT
+PASSED=0
+ok() { echo "ok: $1"; PASSED=$((PASSED + 1)); }
 fail() { echo "FAIL: $1"; echo "--- screen ---"; tmux capture-pane -p -t "$S" || true; exit 1; }
 screen() { tmux capture-pane -p -t "$S"; }
 wait_for() { for _ in $(seq 1 50); do screen | grep -qF -- "$1" && return 0; sleep 0.2; done; fail "screen never showed: $1"; }
@@ -46,7 +48,7 @@ grep -q '"r_usd":1000' "$SES" || fail "the session does not record 1R = \$1000"
 grep -q '"fill":"strict-cross-v1"' "$SES" || fail "the session does not record the fill model"
 grep -q '"act":"turn","author":"examples"' "$SES" || fail "the example plan was not armed at the open"
 grep -q '"type":"document-armed"' "$BUS" || fail "document-armed missing from the bare desk's Bus"
-echo "ok: bare kestrel opens ready to trade and saves its settings"
+ok "bare kestrel opens ready to trade and saves its settings"
 # The first session shows the product: play bare `kestrel` one simulated hour (at 600x, so the
 # clock can be stopped at 10:30) and see a fire, a fill, a non-zero P&L and an exit on screen.
 tmux new-session -d -s "$S" -x 160 -y 48 "$ENVS $BIN --no-save"
@@ -66,7 +68,7 @@ screen | grep -qF "1R = \$1000.00" || fail "1R's dollar value is not on screen"
 tmux send-keys -t "$S" q
 for _ in $(seq 1 25); do tmux has-session -t "$S" 2>/dev/null || break; sleep 0.2; done
 sleep 0.5
-echo "ok: the default session fires, fills, moves and exits within the first hour"
+ok "the default session fires, fills, moves and exits within the first hour"
 # --open resumes where it was left, at the same hash; Home goes back to the open; nothing is
 # written when the person only watches.
 FIRST="$SES"
@@ -79,7 +81,7 @@ tmux send-keys -t "$S" q
 for _ in $(seq 1 25); do tmux has-session -t "$S" 2>/dev/null || break; sleep 0.2; done
 sleep 0.5
 [[ "$(ls "$XDG_DATA_HOME"/kestrel/sessions/ | grep -vc '\.bus-')" == "1" ]] || fail "--open wrote a new session though nobody acted"
-echo "ok: --open resumes, Home goes back to the open, nothing written"
+ok "--open resumes, Home goes back to the open, nothing written"
 # --plans arms documents at the open instead of the example.
 rm -rf "$XDG_DATA_HOME/kestrel/sessions"
 REPO="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -88,7 +90,7 @@ wait_for "band-fade"
 wait_for "vwap-reclaim"
 screen | grep -qF "vwap-flush" && fail "--plans should replace the example plan"
 quit_and_find_session "no --plans session saved"
-echo "ok: --plans arms documents at the open"
+ok "--plans arms documents at the open"
 
 # At 100x30: the status line keeps the hash and the footer keeps `? help` and `q quit`; the
 # README's plan pasted (a bracketed paste, as a terminal sends it) lands verbatim and submits
@@ -101,7 +103,7 @@ wait_for "FRAME tape="
 screen | head -1 | grep -qE 'hash [0-9a-f]{12}' || fail "the 100x30 status line lost the hash"
 screen | tail -1 | grep -qF "? help" || fail "the 100x30 footer lost ? help"
 screen | tail -1 | grep -qF "q quit" || fail "the 100x30 footer lost q quit"
-echo "ok: 100x30 keeps the hash, ? help and q quit"
+ok "100x30 keeps the hash, ? help and q quit"
 tmux send-keys -t "$S" e
 tmux load-buffer -b readme "$TMP/readme-plan.kestrel"
 tmux paste-buffer -p -b readme -t "$S"
@@ -113,26 +115,26 @@ tmux send-keys -t "$S" Escape; sleep 0.3
 tmux send-keys -t "$S" Tab; sleep 0.2; tmux send-keys -t "$S" Tab
 wait_for "breakout-chase"
 screen | grep -F "breakout-chase" | grep -qF "armed" || fail "the pasted plan is not armed"
-echo "ok: the README's plan pasted, submitted, armed"
+ok "the README's plan pasted, submitted, armed"
 tmux send-keys -t "$S" /
 wait_for "Filter"
 tmux send-keys -t "$S" -l "armed"; tmux send-keys -t "$S" Enter
 wait_for "/armed"
 screen | grep -qE "^.*armed +breakout-chase" || fail "the filtered log does not show the armed row"
 screen | grep -qE " session +" && fail "the filter kept a session row"
-echo "ok: the log opens and filters by kind"
+ok "the log opens and filters by kind"
 quit_and_find_session "no paste session saved"
 
 rm -rf "$XDG_DATA_HOME/kestrel/sessions"
 tmux new-session -d -s "$S" -x 120 -y 36 "$ENVS $BIN desk --no-agent --no-example"
 wait_for "FRAME tape="
 wait_for "paused"
-echo "ok: desk open"
+ok "desk open"
 tmux send-keys -t "$S" ' '
 wait_for "play"
 tmux send-keys -t "$S" ' '
 wait_for "paused"
-echo "ok: play / pause"
+ok "play / pause"
 tmux send-keys -t "$S" e
 for l in "PLAN smoke budget 0.05R ttl +20m" "USING signal SPX exec SPY 0dte" "WHEN spot crosses above 9000" "DO buy 1 +1 C @ fair-2c"; do
   tmux send-keys -t "$S" -l "$l"; tmux send-keys -t "$S" Enter
@@ -143,19 +145,24 @@ wait_for "you: supersede"
 tmux send-keys -t "$S" Escape; sleep 0.4; tmux send-keys -t "$S" Tab; sleep 0.2; tmux send-keys -t "$S" Tab
 wait_for "smoke"
 screen | grep -F "smoke" | grep -qF "armed" || fail "plan smoke not armed"
-echo "ok: plan authored, submitted, armed"
+ok "plan authored, submitted, armed"
 tmux send-keys -t "$S" s
 wait_for "reason"
 tmux send-keys -t "$S" -l "smoke test done"; tmux send-keys -t "$S" Enter
 wait_for "you: stand-down"
-echo "ok: stand-down"
+ok "stand-down"
+tmux send-keys -t "$S" u
+wait_for "undone: your"
+screen | grep -F "smoke" | grep -qF "armed" || fail "the undone stand-down left plan smoke de-armed"
+ok "u takes the stand-down back"
 quit_and_find_session "no session saved"
+grep -q '"action":"undo"' "$SES" || fail "the undo record is missing"
 grep -q '"type":"desk-session"' "$SES" || fail "session header missing"
 grep -q '"act":"turn","author":"you"' "$SES" || fail "the person's turn act is missing"
 grep -q 'STAND-DOWN smoke test done' "$SES" || fail "stand-down act missing"
 grep -q '"type":"document-armed"' "$BUS" || fail "document-armed missing from the Bus"
 grep -q '"type":"stand-down"' "$BUS" || fail "stand-down missing from the Bus"
-echo "ok: session and Bus saved"
+ok "session and Bus saved"
 
 # Co-pilot: the house agent's OPEN answer is proposed; reject it, quit, check the Bus.
 rm -rf "$XDG_DATA_HOME/kestrel/sessions"
@@ -167,7 +174,7 @@ quit_and_find_session "no co-pilot session saved"
 grep -q '"type":"view-delivered"' "$BUS" || fail "view-delivered missing from the Bus"
 grep -q '"type":"turn-rejected"' "$BUS" || fail "turn-rejected missing from the Bus"
 grep -q '"agent":"reject"' "$SES" || fail "reject act missing from the session"
-echo "ok: co-pilot reject on the Bus"
+ok "co-pilot reject on the Bus"
 
 # A live command author (examples/command-author.sh): asked at the OPEN wake off the replay
 # thread; its turn lands on the Bus and in the Journal.
@@ -179,5 +186,5 @@ quit_and_find_session "no live-author session saved"
 grep -q '"live":"sh examples/command-author.sh"' "$SES" || fail "the agent record is missing"
 grep -q '"agent":"answer"' "$SES" || fail "the answer act is missing"
 grep -q '"type":"turn","wake":"open"' "$BUS" || fail "the live author's turn is missing from the Bus"
-echo "ok: a live command author answers on the Bus"
-echo "14 passed, 0 failed"
+ok "a live command author answers on the Bus"
+echo "$PASSED passed, 0 failed"
