@@ -734,6 +734,14 @@ fn undo_after_the_close_reruns_to_the_end() {
     let end = ms(16, 0, 0);
     let mut app = book_with(None, &[(ms(9, 40, 0), SECOND_PLAN)], end);
     assert!(app.snap.ended);
+    // A turn after the close is refused, and the notice says how to go on.
+    app.human_turn("STAND-DOWN too late\n");
+    let msg = app.message.clone().unwrap_or_default();
+    assert!(
+        msg.contains("nothing acts after the close")
+            && msg.contains("from the chart, Home goes back to the open"),
+        "{msg}"
+    );
     press(&mut app, KeyCode::Char('u'));
     let want = book_with(None, &[], end).snap.clone();
     assert!(app.snap.ended, "it stands at the end again");

@@ -1293,9 +1293,13 @@ impl Session {
             | Command::Attach(_)
                 if self.ended =>
             {
-                // The close has settled the book: nothing acts after it (R restarts, Home
-                // goes back to the open).
-                self.notice("the tape has ended: nothing acts after the close (R restarts, Home goes back to the open)".into());
+                // The close has settled the book: nothing acts after it. (Home is the open
+                // from the chart; in a focused list it is the list's top.)
+                self.notice(
+                    "the tape has ended: nothing acts after the close (R restarts; from the \
+                     chart, Home goes back to the open)"
+                        .into(),
+                );
                 if let Command::Submit { id, .. } = c {
                     self.last_submit = Some(SubmitResult {
                         id,
