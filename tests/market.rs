@@ -387,14 +387,14 @@ fn regimes_differ_measurably() {
             let mut first = None;
             let (mut last, mut hi, mut lo) = (0.0f64, 0.0f64, f64::MAX);
             for ev in g {
-                if let TapeEvent::Tick(t) = ev {
-                    if t.sym.as_str() == "SPX" {
-                        let p = t.px.to_f64();
-                        first.get_or_insert(p);
-                        last = p;
-                        hi = hi.max(p);
-                        lo = lo.min(p);
-                    }
+                if let TapeEvent::Tick(t) = ev
+                    && t.sym.as_str() == "SPX"
+                {
+                    let p = t.px.to_f64();
+                    first.get_or_insert(p);
+                    last = p;
+                    hi = hi.max(p);
+                    lo = lo.min(p);
                 }
             }
             mv += (last / first.unwrap() - 1.0).abs();

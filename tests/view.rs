@@ -247,7 +247,7 @@ fn tape_section_is_prefix_stable_between_keyframes() {
                 let k = keyframe_every(size);
                 // A new keyframe block starts when the new bar's index is a multiple of k;
                 // the window may then drop its oldest block. Otherwise: pure append.
-                if (n - 1) % k != 0 {
+                if !(n - 1).is_multiple_of(k) {
                     assert!(
                         s.starts_with(ps.as_str()),
                         "{size}s bar {n} at {}:\n{ps}\n---\n{s}",

@@ -47,13 +47,13 @@ fn view_token_figures() {
             let json = view::cl100k(&bars_json(&rep, 300, now));
             if let Some((pn, pt, pj)) = prev
                 && n == pn + 1
-                && (n - 1) % keyframe_every(300) != 0
+                && !(n - 1).is_multiple_of(keyframe_every(300))
             {
                 per_bar_text.push(text - pt);
                 per_bar_json.push(json as i64 - pj as i64);
             }
             prev = Some((n, text, json));
-            if t % (30 * 60_000) == 0 {
+            if t.is_multiple_of(30 * 60_000) {
                 let r = rep.frame(&unbudgeted, &Snapshot::default(), None, 0, &view::cl100k);
                 full_default.push(r.tokens);
                 // The same information as JSON: the Frame's lines as structured fields.

@@ -642,12 +642,11 @@ impl Bus {
         let line = &self.unhashed[start..];
         self.bytes += line.len() as u64;
         self.count += 1;
-        if let Some(w) = self.sink.as_mut() {
-            if self.error.is_none() {
-                if let Err(e) = w.write_all(line).and_then(|_| w.flush()) {
-                    self.error = Some(e.to_string());
-                }
-            }
+        if let Some(w) = self.sink.as_mut()
+            && self.error.is_none()
+            && let Err(e) = w.write_all(line).and_then(|_| w.flush())
+        {
+            self.error = Some(e.to_string());
         }
         if self.unhashed.len() >= HASH_BLOCK {
             let whole = self.unhashed.len() / HASH_CHUNK * HASH_CHUNK;

@@ -93,11 +93,11 @@ fn emit(out: Option<&Path>, text: &str) -> i32 {
     let Some(p) = out else {
         return super::out::stdout(text);
     };
-    if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
-        if let Err(e) = std::fs::create_dir_all(dir) {
-            errln!("error code=IO message=cannot create {}: {e}", dir.display());
-            return 1;
-        }
+    if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty())
+        && let Err(e) = std::fs::create_dir_all(dir)
+    {
+        errln!("error code=IO message=cannot create {}: {e}", dir.display());
+        return 1;
     }
     if let Err(e) = super::out::write_atomic(p, text.as_bytes()) {
         errln!("error code=IO message=cannot write {}: {e}", p.display());

@@ -835,10 +835,10 @@ impl Engine {
                 return Err((Box::new(rt), $why))
             };
         }
-        if let (Some(tags), Some(regime)) = (&self.sh.gate, &p.regime) {
-            if let Err(why) = gate::check(tags, regime) {
-                fail!(why);
-            }
+        if let (Some(tags), Some(regime)) = (&self.sh.gate, &p.regime)
+            && let Err(why) = gate::check(tags, regime)
+        {
+            fail!(why);
         }
         if let Some(u) = using {
             for s in [&u.signal, &u.exec] {
@@ -1231,14 +1231,14 @@ impl Engine {
                 continue;
             }
             while let Some((from, j)) = self.sh.to_arm.pop() {
-                if let Some(t) = self.plans.get_mut(j) {
-                    if t.status == Status::Dormant {
-                        let why = format!("ARM from {}", self.plans[from].name);
-                        arm_plan(&mut self.plans[j], &mut self.sh, Some(why));
-                        // Later in the order: it steps at this event, as it always did.
-                        if let Some(at) = self.order.iter().position(|&x| x == j) {
-                            self.sh.sched.wake(at);
-                        }
+                if let Some(t) = self.plans.get_mut(j)
+                    && t.status == Status::Dormant
+                {
+                    let why = format!("ARM from {}", self.plans[from].name);
+                    arm_plan(&mut self.plans[j], &mut self.sh, Some(why));
+                    // Later in the order: it steps at this event, as it always did.
+                    if let Some(at) = self.order.iter().position(|&x| x == j) {
+                        self.sh.sched.wake(at);
                     }
                 }
             }
@@ -2104,12 +2104,12 @@ fn bound(limit: Px, side: BusSide, q: &QuoteF, mods: &Mods, basis: Option<f64>) 
     if let Some(f) = mods.floor.as_ref().and_then(|f| f.limit(q, buy, basis)) {
         l = l.max(f);
     }
-    if !buy && q.option {
-        if let Some(i) = to_grid(q.intrinsic.to_f64(), q, false) {
-            if q.intrinsic > Px::ZERO {
-                l = l.max(i);
-            }
-        }
+    if !buy
+        && q.option
+        && let Some(i) = to_grid(q.intrinsic.to_f64(), q, false)
+        && q.intrinsic > Px::ZERO
+    {
+        l = l.max(i);
     }
     l
 }
@@ -2160,10 +2160,10 @@ fn revalue_filled(p: &mut PlanRt, sh: &mut Shared) {
             quote(sh, l.inst);
         }
         let mut v = l.pos.realised;
-        if l.pos.qty != 0 {
-            if let Some(q) = &sh.insts[l.inst].q {
-                v = v.saturating_add(leg_open_pnl(&l.pos, q));
-            }
+        if l.pos.qty != 0
+            && let Some(q) = &sh.insts[l.inst].q
+        {
+            v = v.saturating_add(leg_open_pnl(&l.pos, q));
         }
         pnl = pnl.saturating_add(v);
     }
@@ -2620,11 +2620,11 @@ fn share_stop(p: &PlanRt, sh: &Shared, limit: Px) -> i64 {
                 _ => None,
             }
         };
-        if let Some(l) = lvl {
-            if l < lim {
-                let d = lim - l;
-                best = Some(best.map_or(d, |b: f64| b.min(d)));
-            }
+        if let Some(l) = lvl
+            && l < lim
+        {
+            let d = lim - l;
+            best = Some(best.map_or(d, |b: f64| b.min(d)));
         }
     }
     let d = best.unwrap_or(lim * DEFAULT_SHARE_STOP);
@@ -2893,12 +2893,13 @@ fn process_orders(p: &mut PlanRt, pi: usize, sh: &mut Shared, reads: PlanReads) 
             }
             o.price = ep;
         }
-        if new_limit.is_none() && o.mods.peg && o.seen != stamp {
-            if let Some(l) = peg_limit(&mut sh.insts[inst], o, &q, basis) {
-                if l != o.limit {
-                    new_limit = Some((l, "peg".into()));
-                }
-            }
+        if new_limit.is_none()
+            && o.mods.peg
+            && o.seen != stamp
+            && let Some(l) = peg_limit(&mut sh.insts[inst], o, &q, basis)
+            && l != o.limit
+        {
+            new_limit = Some((l, "peg".into()));
         }
         let fill_px = if let Some((l, why)) = new_limit {
             o.limit = l;

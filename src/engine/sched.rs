@@ -149,10 +149,10 @@ impl Sched {
         let empty = || vec![0u64; words];
         self.idle = empty();
         // The bits past the last plan: idle and never woken, so no scan reaches them.
-        if let Some(last) = self.idle.last_mut() {
-            if plans.len() % 64 != 0 {
-                *last = u64::MAX << (plans.len() % 64);
-            }
+        if let Some(last) = self.idle.last_mut()
+            && !plans.len().is_multiple_of(64)
+        {
+            *last = u64::MAX << (plans.len() % 64);
         }
         self.any = [0; 4];
         self.any_clock = false;

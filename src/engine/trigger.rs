@@ -515,10 +515,10 @@ fn touch(touched: &mut [u64], (group_of, woke): (&[u32], &mut Vec<u32>), id: u32
     if let Some(t) = touched.get_mut(id as usize) {
         *t = epoch;
     }
-    if let Some(&g) = group_of.get(id as usize) {
-        if g != u32::MAX {
-            woke.push(g);
-        }
+    if let Some(&g) = group_of.get(id as usize)
+        && g != u32::MAX
+    {
+        woke.push(g);
     }
 }
 

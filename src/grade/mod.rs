@@ -337,14 +337,13 @@ pub(crate) fn plan_refs(p: &ast::Plan) -> BTreeSet<String> {
         match v {
             serde_json::Value::Object(m) => {
                 let kind = m.get("kind").and_then(|k| k.as_str());
-                if matches!(kind, Some("plan-fired") | Some("plan-filled")) {
-                    if let Some(t) = m
+                if matches!(kind, Some("plan-fired") | Some("plan-filled"))
+                    && let Some(t) = m
                         .get("plan")
                         .and_then(|p| p.get("text"))
                         .and_then(|t| t.as_str())
-                    {
-                        out.insert(t.to_string());
-                    }
+                {
+                    out.insert(t.to_string());
                 }
                 for x in m.values() {
                     walk(x, out);
@@ -1125,10 +1124,11 @@ type TapeKey = (String, Option<u32>);
 
 impl TapeSource for FileTapes {
     fn load(&mut self, t: &TapeRef) -> Result<std::sync::Arc<LoadedTape>, GradeError> {
-        if let Some(((p, n), lt)) = &self.last {
-            if *p == t.path && *n == t.session {
-                return Ok(lt.clone());
-            }
+        if let Some(((p, n), lt)) = &self.last
+            && *p == t.path
+            && *n == t.session
+        {
+            return Ok(lt.clone());
         }
         let bytes = std::fs::read(&t.path)
             .map_err(|e| GradeError::new("IO", format!("cannot read {}: {e}", t.path)))?;
@@ -1192,10 +1192,10 @@ pub fn run_units(
         let lt = tapes.load(tref)?;
         let h = &lt.header;
         let subject = |cache: &mut Option<((usize, usize), SubjectRun)>| {
-            if let Some((k, r)) = cache {
-                if *k == (u.grade, u.tape) {
-                    return Ok::<_, GradeError>(r.clone());
-                }
+            if let Some((k, r)) = cache
+                && *k == (u.grade, u.tape)
+            {
+                return Ok::<_, GradeError>(r.clone());
             }
             let r = run_subject(run, g, &lt, p.r_usd, true)?;
             *cache = Some(((u.grade, u.tape), r.clone()));

@@ -694,15 +694,15 @@ fn re_cat(a: Re, b: Re) -> Re {
                 Re::Or(w) if w.len() == 2 && w[0] == Re::Eps => Some(w[1].clone()),
                 _ => None,
             };
-            if let (Some(y), Some(z)) = (star_of(last), star_of(&x).or(opt_of(&x))) {
-                if y == z {
-                    continue;
-                }
+            if let (Some(y), Some(z)) = (star_of(last), star_of(&x).or(opt_of(&x)))
+                && y == z
+            {
+                continue;
             }
-            if let (Some(y), Some(z)) = (opt_of(last), star_of(&x)) {
-                if y == z {
-                    v.pop();
-                }
+            if let (Some(y), Some(z)) = (opt_of(last), star_of(&x))
+                && y == z
+            {
+                v.pop();
             }
         }
         v.push(x);

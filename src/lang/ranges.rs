@@ -912,7 +912,7 @@ mod tests {
         for _ in 0..20_000 {
             let int = next() % 10_u64.pow((next() % 16) as u32 + 1);
             let frac_digits = (next() % 10) as usize;
-            let mut t = if next() % 4 == 0 {
+            let mut t = if next().is_multiple_of(4) {
                 "-".to_string()
             } else {
                 String::new()

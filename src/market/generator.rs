@@ -485,7 +485,7 @@ impl Generator {
         } else if since_shock.is_some() {
             self.iv_shock *= libm::exp(-std::f64::consts::LN_2 / 7_200.0);
         }
-        if k > 0 && (k % IV_EVERY == 0 || skew_change.is_some()) {
+        if k > 0 && (k.is_multiple_of(IV_EVERY) || skew_change.is_some()) {
             let iv = self.iv_base - 1.5 * (self.x - self.x_open) + self.iv_shock + self.iv_noise;
             let iv = round4(iv.clamp(0.05, 2.0));
             if (iv - self.last_iv).abs() >= 0.0005 || skew_change.is_some() {

@@ -1370,10 +1370,10 @@ impl<R: BufRead> TapeReader<R> {
             Ok(RawLine::Line) => {}
         }
         self.line = line;
-        if self.fast {
-            if let Some(ev) = fast_line(&mut self.buf, &self.keys) {
-                return Some(self.in_order(line, ev));
-            }
+        if self.fast
+            && let Some(ev) = fast_line(&mut self.buf, &self.keys)
+        {
+            return Some(self.in_order(line, ev));
         }
         let ev = parse_object(line, &self.buf).and_then(|m| parse_event(line, &m, &self.header));
         Some(ev.and_then(|ev| self.in_order(line, ev)))
@@ -1401,14 +1401,14 @@ impl<R: BufRead> TapeReader<R> {
             return Ok(ev);
         }
         let ts = ev.ts();
-        if let Some(prev) = self.last_ts {
-            if ts < prev {
-                return Err(TapeError::new(
-                    line,
-                    TapeErrorKind::OutOfOrder,
-                    format!("ts {ts} is earlier than the previous event's {prev}"),
-                ));
-            }
+        if let Some(prev) = self.last_ts
+            && ts < prev
+        {
+            return Err(TapeError::new(
+                line,
+                TapeErrorKind::OutOfOrder,
+                format!("ts {ts} is earlier than the previous event's {prev}"),
+            ));
         }
         self.last_ts = Some(ts);
         Ok(ev)
@@ -1432,13 +1432,13 @@ impl<R: BufRead> Iterator for TapeReader<R> {
             // read whole to `fast_line`, which accepts only what serde would, with its value).
             match self.r.fill_buf() {
                 Ok(avail) => {
-                    if let Some((tick, used)) = fast_tick(avail, &self.keys) {
-                        if self.last_ts.is_none_or(|prev| tick.ts >= prev) {
-                            self.r.consume(used);
-                            self.line += 1;
-                            self.last_ts = Some(tick.ts);
-                            return Some(Ok(TapeEvent::Tick(tick)));
-                        }
+                    if let Some((tick, used)) = fast_tick(avail, &self.keys)
+                        && self.last_ts.is_none_or(|prev| tick.ts >= prev)
+                    {
+                        self.r.consume(used);
+                        self.line += 1;
+                        self.last_ts = Some(tick.ts);
+                        return Some(Ok(TapeEvent::Tick(tick)));
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}

@@ -276,7 +276,7 @@ impl fmt::Display for Px {
         let int = abs / PX_SCALE as u64;
         let mut frac = abs % PX_SCALE as u64;
         let mut digits = 4;
-        while digits > 2 && frac % 10 == 0 {
+        while digits > 2 && frac.is_multiple_of(10) {
             frac /= 10;
             digits -= 1;
         }

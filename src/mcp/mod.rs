@@ -244,14 +244,14 @@ impl ServerHandler for KestrelServer {
             }
             other => other,
         };
-        if let Err(e) = &r {
-            if !self.quiet {
-                crate::cli::errln!(
-                    "kestrel mcp: {name}: protocol error {}: {}",
-                    e.code.0,
-                    e.message
-                );
-            }
+        if let Err(e) = &r
+            && !self.quiet
+        {
+            crate::cli::errln!(
+                "kestrel mcp: {name}: protocol error {}: {}",
+                e.code.0,
+                e.message
+            );
         }
         r
     }

@@ -356,10 +356,9 @@ impl<R: BufRead> Run<R> {
         // instant acts after the events of that instant, as the desk applies it).
         if let Some((at, _, _)) = &self.pending
             && *at < ev.ts()
+            && let Some((at, wake, ans)) = self.pending.take()
         {
-            if let Some((at, wake, ans)) = self.pending.take() {
-                self.apply(at, &wake, ans);
-            }
+            self.apply(at, &wake, ans);
         }
         if let TapeEvent::Tick(t) = ev {
             self.bars.apply(t);

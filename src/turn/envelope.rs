@@ -100,11 +100,11 @@ fn show_view(out: &mut String, view: &str, reason: Option<&str>) -> Result<(), I
     let mut lines = v.lines();
     let head = lines.next().unwrap_or_default().trim_end();
     out.push_str(head);
-    if let Some(r) = reason.map(one_line).filter(|r| !r.is_empty()) {
-        if !head.contains('#') {
-            out.push_str(" # ");
-            out.push_str(&r);
-        }
+    if let Some(r) = reason.map(one_line).filter(|r| !r.is_empty())
+        && !head.contains('#')
+    {
+        out.push_str(" # ");
+        out.push_str(&r);
     }
     out.push('\n');
     for l in lines {

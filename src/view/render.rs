@@ -305,9 +305,9 @@ fn wrap(s: &str, width: usize) -> String {
 }
 
 fn fmt_size(secs: u32) -> String {
-    if secs % 3600 == 0 {
+    if secs.is_multiple_of(3600) {
         format!("{}h", secs / 3600)
-    } else if secs % 60 == 0 {
+    } else if secs.is_multiple_of(60) {
         format!("{}m", secs / 60)
     } else {
         format!("{secs}s")
@@ -637,7 +637,7 @@ pub fn tape_section(
     if let Some(r) = rows {
         from = from.max(all.len().saturating_sub(r));
     }
-    let secs = eff % 60 != 0;
+    let secs = !eff.is_multiple_of(60);
     let mut anchor: Option<Px> = None;
     for (i, b) in all.iter().enumerate().skip(from) {
         if i % k == 0 || anchor.is_none() {

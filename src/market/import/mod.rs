@@ -335,7 +335,7 @@ pub fn import(
     while let Some(r) = m.next_record() {
         let (fi, r) = r?;
         read += 1;
-        if read % 65_536 == 0 {
+        if read.is_multiple_of(65_536) {
             progress(1, m.bytes_read(), read);
         }
         let Some((d, t)) = opts.keep(&r) else {
@@ -505,7 +505,7 @@ pub fn import(
     while let Some(r) = m.next_record() {
         let (_, r) = r?;
         read2 += 1;
-        if read2 % 65_536 == 0 {
+        if read2.is_multiple_of(65_536) {
             progress(2, m.bytes_read(), read2);
         }
         let Some((d, ts)) = opts.keep(&r) else {
