@@ -599,12 +599,19 @@ fn a_saved_session_replays_to_the_same_hash() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A desk with no agent, saving to `save` when given, with `turns` taken at their times
-/// (the person's), played to `to`.
-fn book_with(save: Option<std::path::PathBuf>, turns: &[(Ts, &str)], to: Ts) -> App {
+/// A desk with `agent` seated (`copilot`: its turns wait for the person), saving to `save`
+/// when given, with the person's `turns` taken at their times, played to `to`.
+fn desk_with(
+    agent: Option<DeskAgent>,
+    copilot: bool,
+    save: Option<std::path::PathBuf>,
+    turns: &[(Ts, &str)],
+    to: Ts,
+) -> App {
     let src = desk::tape_source(None).unwrap();
     let settings = Settings {
-        agent: None,
+        agent,
+        copilot,
         ..Settings::default()
     };
     let how = Opening {
@@ -620,7 +627,22 @@ fn book_with(save: Option<std::path::PathBuf>, turns: &[(Ts, &str)], to: Ts) -> 
     app
 }
 
+/// [`desk_with`] and nobody in the agent's seat.
+fn book_with(save: Option<std::path::PathBuf>, turns: &[(Ts, &str)], to: Ts) -> App {
+    desk_with(None, false, save, turns, to)
+}
+
+/// `u`, which asks first, and `y`.
+fn undo(app: &mut App) {
+    press(app, KeyCode::Char('u'));
+    press(app, KeyCode::Char('y'));
+}
+
 const SECOND_PLAN: &str = "PLAN my-dip budget 0.2R ttl +30m\n  USING signal SPX exec SPY 0dte\n  WHEN spot < vwap held 30s\n  DO buy 1 ATM P @ min(fair, mid)\n  TP 1.5x @ fair\n  EXIT spot > vwap held 60s\n";
+
+fn names(a: &App) -> Vec<String> {
+    a.snap.plans.iter().map(|p| p.name.clone()).collect()
+}
 
 #[test]
 fn undo_takes_back_the_persons_last_turn_and_a_reopened_session_leaves_it_out() {
@@ -632,13 +654,6 @@ fn undo_takes_back_the_persons_last_turn_and_a_reopened_session_leaves_it_out() 
         &[(t1, desk::EXAMPLE_PLAN), (t2, SECOND_PLAN)],
         end,
     );
-    let names = |a: &App| {
-        a.snap
-            .plans
-            .iter()
-            .map(|p| p.name.clone())
-            .collect::<Vec<_>>()
-    };
     assert_eq!(names(&app), ["breakout-chase", "my-dip"]);
     assert!(app.editor.text().is_empty());
     // The books the undos must give: the same session without the last turn, then with none.
@@ -648,7 +663,18 @@ fn undo_takes_back_the_persons_last_turn_and_a_reopened_session_leaves_it_out() 
     let none = book_with(None, &[], end).snap.clone();
     assert_ne!(one.hash, app.snap.hash);
 
+    // `u` asks first, naming the turn; any other key keeps it.
     press(&mut app, KeyCode::Char('u'));
+    let s = screen(&app, 100, 30);
+    assert!(
+        has(&s, "Take back your 10:05 turn (armed my-dip)?"),
+        "{}",
+        s.join("\n")
+    );
+    press(&mut app, KeyCode::Char('n'));
+    assert_eq!(names(&app), ["breakout-chase", "my-dip"], "kept");
+
+    undo(&mut app);
     assert_eq!(app.snap.clock, end, "the session stands where it stood");
     assert_eq!(names(&app), ["breakout-chase"]);
     assert_eq!(
@@ -664,20 +690,27 @@ fn undo_takes_back_the_persons_last_turn_and_a_reopened_session_leaves_it_out() 
     assert!(msg.contains("its text is back in the editor"), "{msg}");
     assert_eq!(app.editor.text().trim_end(), SECOND_PLAN.trim_end());
 
-    // Again: the turn before it. The editor holds the first one's text, so it is kept.
-    press(&mut app, KeyCode::Char('u'));
+    // Again: the turn before it. The editor holds a draft (the first one's text), so the
+    // undone text is shown instead, and `y` would copy it in.
+    undo(&mut app);
     assert!(app.snap.plans.is_empty(), "{:?}", names(&app));
     assert_eq!(app.snap.hash, none.hash);
     assert_eq!(app.editor.text().trim_end(), SECOND_PLAN.trim_end());
+    let s = screen(&app, 160, 48);
+    assert!(
+        has(&s, "PLAN breakout-chase") && has(&s, "y copies into the editor"),
+        "{}",
+        s.join("\n")
+    );
+    press(&mut app, KeyCode::Esc);
     let msg = app.message.clone().unwrap_or_default();
     assert!(
         msg.starts_with("undone: your 09:40 turn (PLAN breakout-chase")
             && msg.contains("re-ran to 11:30"),
         "{msg}"
     );
-    assert!(!msg.contains("editor"), "{msg}");
 
-    // Nothing of the person's is left to take back.
+    // Nothing of the person's is left to take back: no question, the session says so.
     press(&mut app, KeyCode::Char('u'));
     assert!(
         app.message
@@ -703,26 +736,45 @@ fn undo_takes_back_the_persons_last_turn_and_a_reopened_session_leaves_it_out() 
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// An undo keeps the acts after the undone one: a rewind's recorded future still replays,
-/// and an undo of one turn of two leaves the other in a reopened session.
+/// An undo of one turn of two leaves the other in a reopened session; after a rewind, the
+/// acts recorded later than the clock (the rewind's future) stay to replay.
 #[test]
-fn undo_of_one_turn_keeps_the_others_in_the_session_file() {
+fn undo_of_one_turn_keeps_the_others_and_a_rewinds_future() {
     let dir = tmp("undo2");
     let path = dir.join("s.jsonl");
-    let (t1, t2, end) = (ms(9, 40, 0), ms(10, 5, 0), ms(11, 30, 0));
+    let (t1, t2, t3, end) = (ms(9, 40, 0), ms(10, 5, 0), ms(10, 45, 0), ms(11, 30, 0));
     let mut app = book_with(
         Some(path.clone()),
-        &[(t1, SECOND_PLAN), (t2, desk::EXAMPLE_PLAN)],
+        &[
+            (t1, SECOND_PLAN),
+            (t2, desk::EXAMPLE_PLAN),
+            (t3, "STAND-DOWN enough\n"),
+        ],
         end,
     );
-    press(&mut app, KeyCode::Char('u'));
-    let want = book_with(None, &[(t1, SECOND_PLAN)], end).snap.clone();
-    assert_eq!(app.snap.hash, want.hash);
+    // Back to 10:30: the stand-down (10:45) is the recorded future; the last turn before the
+    // clock is the 10:05 one.
+    app.send(Command::Seek(ms(10, 30, 0)));
+    undo(&mut app);
+    assert!(
+        app.message
+            .as_deref()
+            .unwrap_or("")
+            .starts_with("undone: your 10:05 turn"),
+        "{:?}",
+        app.message
+    );
+    app.send(Command::Seek(end));
+    let want = book_with(None, &[(t1, SECOND_PLAN), (t3, "STAND-DOWN enough\n")], end)
+        .snap
+        .clone();
+    assert_eq!(app.snap.hash, want.hash, "the stand-down replayed at 10:45");
     drop(app);
     let saved = saved::open(&path).unwrap();
-    assert_eq!(saved.acts.len(), 1, "{:?}", saved.acts);
+    assert_eq!(saved.acts.len(), 2, "{:?}", saved.acts);
     let s = kestrel_desk::session::owner::reopen(&path, None).unwrap();
     let mut h = SessionHandle::inline(s);
+    h.send(Command::Seek(end));
     assert_eq!(h.latest().hash, want.hash);
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -742,12 +794,91 @@ fn undo_after_the_close_reruns_to_the_end() {
             && msg.contains("from the chart, Home goes back to the open"),
         "{msg}"
     );
-    press(&mut app, KeyCode::Char('u'));
+    undo(&mut app);
     let want = book_with(None, &[], end).snap.clone();
     assert!(app.snap.ended, "it stands at the end again");
     assert!(app.snap.plans.is_empty());
     assert_eq!(app.snap.hash, want.hash);
     assert_eq!(app.snap.clock, want.clock);
+}
+
+/// The agent's answers are recorded by call number, and the undone turn may have moved the
+/// numbers: when the agent answered after the turn, the undo goes back to the turn's point
+/// and drops the acts after it, in the session and in its file.
+#[test]
+fn undo_after_an_agents_answer_goes_back_to_the_turn() {
+    let dir = tmp("undo3");
+    let path = dir.join("s.jsonl");
+    let t1 = ms(9, 40, 0);
+    let mut app = desk_with(
+        Some(script(&[AGENT_PLAN])),
+        true,
+        Some(path.clone()),
+        &[(t1, SECOND_PLAN)],
+        ms(9, 45, 0),
+    );
+    assert!(
+        app.proposal().is_some(),
+        "the OPEN answer waits for the person"
+    );
+    press(&mut app, KeyCode::Char('a'));
+    app.send(Command::Seek(ms(11, 0, 0)));
+    assert!(names(&app).contains(&"agent-p".to_string()));
+    undo(&mut app);
+    assert_eq!(app.snap.clock, t1, "back at the turn's point");
+    assert!(!app.snap.playing);
+    let msg = app.message.clone().unwrap_or_default();
+    assert!(
+        msg.contains("the agent answered after it, so the session went back to 09:40"),
+        "{msg}"
+    );
+    assert!(
+        app.snap
+            .plans
+            .iter()
+            .all(|p| p.name != "my-dip" && p.name != "agent-p")
+    );
+    assert!(
+        app.proposal().is_some(),
+        "its answer waits again, not accepted"
+    );
+    assert_eq!(app.editor.text().trim_end(), SECOND_PLAN.trim_end());
+    let want = desk_with(Some(script(&[AGENT_PLAN])), true, None, &[], t1)
+        .snap
+        .clone();
+    assert_eq!(app.snap.hash, want.hash);
+    drop(app);
+    let saved = saved::open(&path).unwrap();
+    assert!(saved.acts.is_empty(), "{:?}", saved.acts);
+    let s = kestrel_desk::session::owner::reopen(&path, None).unwrap();
+    let mut h = SessionHandle::inline(s);
+    assert_eq!(h.latest().clock, t1);
+    assert_eq!(h.latest().hash, want.hash);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A STAND-DOWN puts an autopilot agent in co-pilot (an act of its own); its undo takes the
+/// hold back with it, and the agent answers its wakes again as if nothing had been said.
+#[test]
+fn undo_of_a_stand_down_lifts_the_hold_it_put_on_the_agent() {
+    let house = || Some(DeskAgent::house());
+    let end = ms(11, 0, 0);
+    let mut app = desk_with(
+        house(),
+        false,
+        None,
+        &[(ms(9, 40, 0), "STAND-DOWN flat\n")],
+        end,
+    );
+    assert!(app.copilot(), "the stand-down held the agent");
+    undo(&mut app);
+    assert!(!app.copilot(), "the hold went with it");
+    let want = desk_with(house(), false, None, &[], end).snap.clone();
+    assert_eq!(app.snap.hash, want.hash);
+    assert_eq!(
+        names(&app),
+        names(&desk_with(house(), false, None, &[], end))
+    );
 }
 
 #[test]

@@ -79,6 +79,33 @@ fn every_rule_refuses_with_its_name_line_and_a_guiding_message() {
     }
 }
 
+/// A sign that is not in a price or after a comparison's value gets the plain message, not
+/// advice about prices or comparisons that does not apply there.
+#[test]
+fn a_sign_elsewhere_is_not_taken_for_arithmetic_on_a_level_or_a_price() {
+    let plain = [
+        // The arrow after a trigger that takes none.
+        "PLAN x budget 0.2R ttl 15:00\n  WHEN spot > hod -> halt\n",
+        // After a duration, in a trigger and in a price's escalation.
+        "PLAN x budget 0.2R ttl 15:00\n  WHEN spot > hod held 30s + 5s\n",
+        "PLAN x budget 0.2R ttl 15:00\n  WHEN spot > hod\n  DO buy 1 +1 C @ fair esc ask 30s + 1\n",
+        // A header's ttl, a USING line, an ARM, an INVALIDATE's action, a pane's count.
+        "PLAN x budget 0.2R ttl +30m + 5m\n",
+        "PLAN x budget 0.2R ttl 15:00\n  USING signal SPX exec SPY 0dte + 1\n",
+        "PLAN x budget 0.2R ttl 15:00\n  WHEN spot > hod\n  DO buy 1 +1 C @ fair\n  ARM y - 1\n",
+        "PLAN x budget 0.2R ttl 15:00\n  WHEN spot > hod\n  DO buy 1 +1 C @ fair\n  INVALIDATE spot < lod -> halt, ride + 1\n",
+        "VIEW v budget 900\n  chain 0dte strikes 5 + 2\n",
+    ];
+    for src in plain {
+        let d = refuse(src);
+        assert!(
+            !d.message.contains("no arithmetic") && !d.message.contains("a price is an anchor"),
+            "{src}\n{}",
+            d.one_line()
+        );
+    }
+}
+
 /// The common syntax escapes each get a message that says what to write instead.
 #[test]
 fn syntax_escapes_are_guided() {
@@ -145,11 +172,11 @@ fn syntax_escapes_are_guided() {
             3,
             vec!["no space", "`fair+2c`"],
         ),
-        // The arrow of INVALIDATE is not taken for arithmetic.
+        // An offset apart from its anchor is shown joined, in the author's words.
         (
-            "PLAN x budget 0.2R ttl 15:00\n  WHEN spot > hod\n  DO buy 1 +1 C @ fair\n  INVALIDATE spot < lod -> stop\n",
-            4,
-            vec!["halt"],
+            "PLAN x budget 0.2R ttl 15:00\n  WHEN spot > hod\n  DO buy 1 +1 C @ fair cap ask + 5c\n",
+            3,
+            vec!["write `ask+5c`", "no space"],
         ),
         // Unknown pane: the catalog is listed.
         (

@@ -86,15 +86,21 @@ pub enum Modal {
     PlanText(String),
     /// One Bus event, pretty-printed.
     Event(String),
-    /// A yes / no question before something that cannot be undone.
+    /// A yes / no question before a restart or an undo.
     Confirm(Confirm),
 }
 
 /// What a confirmation asks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Confirm {
     /// Restart the session (the book and the clock back to the open).
     Restart,
+    /// Take back the person's last turn (`when`: its tape time and what it did, as the
+    /// Journal says it).
+    Undo {
+        /// `10:05 turn (armed my-dip)`.
+        turn: String,
+    },
 }
 
 /// What a prompt asks for.
@@ -371,16 +377,21 @@ impl App {
         if let (Some(id), Some(u)) = (self.awaiting_undo, &self.snap.last_undo)
             && u.id == id
         {
-            // The undone turn's text comes back to an empty editor, to mend and send again.
-            if let Some((_, text)) = &u.turn
-                && self.editor.text().trim().is_empty()
-            {
-                self.editor.set_text(text);
-                self.message = Some(format!(
-                    "undone: {}; its text is back in the editor ({})",
-                    u.summary,
-                    self.keys.label(Action::Editor)
-                ));
+            // The undone turn's text comes back to an empty editor, to mend and send again;
+            // over a draft it is shown instead (y copies it in), so neither is lost.
+            if let Some((_, text)) = &u.turn {
+                if self.editor.text().trim().is_empty() {
+                    self.editor.set_text(text);
+                    if !u.rewound {
+                        self.message = Some(format!(
+                            "undone: {}; its text is back in the editor ({})",
+                            u.summary,
+                            self.keys.label(Action::Editor)
+                        ));
+                    }
+                } else if self.modal.is_none() {
+                    self.modal = Some(Modal::PlanText(text.clone()));
+                }
             }
             self.awaiting_undo = None;
         }
@@ -529,10 +540,24 @@ impl App {
                 ));
             }
             Action::Undo => {
-                let id = self.next_submit;
-                self.next_submit += 1;
-                self.awaiting_undo = Some(id);
-                self.send(Command::Undo { id });
+                // Asked first (as a restart is): an undo re-runs the session. With no turn
+                // of the person's, the session says there is nothing to undo.
+                match self.snap.turns.iter().rev().find(|l| l.author == "you") {
+                    Some(l) => {
+                        let did = if l.result.is_empty() {
+                            l.routed
+                                .as_ref()
+                                .map_or("rejected", |r| r.outcome.name())
+                                .to_string()
+                        } else {
+                            l.result.clone()
+                        };
+                        self.modal = Some(Modal::Confirm(Confirm::Undo {
+                            turn: format!("{} turn ({did})", l.ts.hhmm()),
+                        }));
+                    }
+                    None => self.undo(),
+                }
             }
             Action::StandDown => {
                 self.modal = Some(Modal::Prompt {
@@ -801,6 +826,14 @@ impl App {
         self.human_turn(&text);
     }
 
+    /// Send an undo; its answer arrives in a snapshot ([`App::tick`]).
+    fn undo(&mut self) {
+        let id = self.next_submit;
+        self.next_submit += 1;
+        self.awaiting_undo = Some(id);
+        self.send(Command::Undo { id });
+    }
+
     fn modal_key(&mut self, m: Modal, k: KeyEvent) {
         let esc = k.code == KeyCode::Esc;
         match m {
@@ -811,6 +844,14 @@ impl App {
                 ) {
                     self.send(Command::Restart);
                     self.message = Some("restarted from the open: the book is empty".into());
+                }
+            }
+            Modal::Confirm(Confirm::Undo { .. }) => {
+                if matches!(
+                    k.code,
+                    KeyCode::Char('y') | KeyCode::Char('Y') | KeyCode::Enter
+                ) {
+                    self.undo();
                 }
             }
             Modal::Help | Modal::Event(_)

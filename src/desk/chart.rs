@@ -268,10 +268,7 @@ fn short_leg(leg: &str) -> String {
 /// clause as the Plans row does (`my-dip TP#1 fired`, against `my-dip fired` for its WHEN).
 fn mark_label(m: &ChartMark, sym: &str) -> String {
     let side = match m.kind {
-        MarkKind::Fire if m.clause.is_empty() || m.clause == "WHEN" => {
-            return format!("{} fired", m.plan);
-        }
-        MarkKind::Fire => return format!("{} {} fired", m.plan, m.clause),
+        MarkKind::Fire => return fire_label(&m.plan, &[(fire_clause(m).to_string(), 1)]),
         MarkKind::Buy => "buy",
         MarkKind::Sell => "sell",
     };
@@ -288,6 +285,39 @@ fn mark_label(m: &ChartMark, sym: &str) -> String {
     }
 }
 
+/// A fire's clause (`WHEN` when the mark names none).
+fn fire_clause(m: &ChartMark) -> &str {
+    if m.clause.is_empty() {
+        "WHEN"
+    } else {
+        &m.clause
+    }
+}
+
+/// One plan's fires on one candle as one label: its clauses in the order they fired, each
+/// counted (`vwap-flush fired`, `p fired ×2`, `my-dip TP#1 fired`, `vwap-flush WHEN,
+/// RELOAD#1 fired`), so no fire of the plan is left out when labels are short of room.
+fn fire_label(plan: &str, clauses: &[(String, usize)]) -> String {
+    let times = |k: usize| {
+        if k > 1 {
+            format!(" ×{k}")
+        } else {
+            String::new()
+        }
+    };
+    match clauses {
+        [(c, k)] if c == "WHEN" => format!("{plan} fired{}", times(*k)),
+        [(c, k)] => format!("{plan} {c} fired{}", times(*k)),
+        _ => {
+            let each: Vec<String> = clauses
+                .iter()
+                .map(|(c, k)| format!("{c}{}", times(*k)))
+                .collect();
+            format!("{plan} {} fired", each.join(", "))
+        }
+    }
+}
+
 /// A marker on the chart: its candle, kind and label. Marks on one candle that say the same
 /// are one marker, their label counted (a plan that fired twice in a minute: `… fired ×2`).
 #[derive(Debug, Clone, PartialEq)]
@@ -295,6 +325,10 @@ struct Shown {
     candle: usize,
     kind: MarkKind,
     label: String,
+    /// A shorter label to place where the whole one has no room (a fire of a clause other
+    /// than the entry, or one plan's fires of several: `vwap-flush fired ×2`); the cursor's
+    /// readout still names each clause.
+    short: Option<String>,
     /// The newest of them, an index into the marks grouped (its price places the marker).
     newest: usize,
 }
@@ -302,22 +336,46 @@ struct Shown {
 /// `marks` (candle index, mark), in time order, as one [`Shown`] per candle and label,
 /// ordered by their newest mark; the label counts them (`×N`) when there are more than one.
 fn group_marks(marks: &[(usize, &ChartMark)], sym: &str) -> Vec<Shown> {
-    let mut at: std::collections::HashMap<(usize, String), (usize, usize)> =
+    // Per candle: fills by label, fires by plan (with their clauses in order, counted).
+    type Group = (usize, usize, Vec<(String, usize)>);
+    let mut at: std::collections::HashMap<(usize, bool, String), Group> =
         std::collections::HashMap::with_capacity(marks.len());
     for (n, (i, m)) in marks.iter().enumerate() {
-        let e = at.entry((*i, mark_label(m, sym))).or_insert((n, 0));
+        let fire = m.kind == MarkKind::Fire;
+        let key = if fire {
+            m.plan.clone()
+        } else {
+            mark_label(m, sym)
+        };
+        let e = at.entry((*i, fire, key)).or_insert((n, 0, Vec::new()));
         e.0 = n;
         e.1 += 1;
+        if fire {
+            let c = fire_clause(m);
+            match e.2.iter_mut().find(|p| p.0 == c) {
+                Some(p) => p.1 += 1,
+                None => e.2.push((c.to_string(), 1)),
+            }
+        }
     }
     let mut out: Vec<Shown> = at
         .into_iter()
-        .map(|((candle, label), (newest, count))| Shown {
+        .map(|((candle, fire, key), (newest, count, clauses))| Shown {
             candle,
             kind: marks[newest].1.kind,
-            label: if count > 1 {
-                format!("{label} ×{count}")
+            short: (fire && clauses.iter().any(|c| c.0 != "WHEN")).then(|| {
+                if count > 1 {
+                    format!("{key} fired ×{count}")
+                } else {
+                    format!("{key} fired")
+                }
+            }),
+            label: if fire {
+                fire_label(&key, &clauses)
+            } else if count > 1 {
+                format!("{key} ×{count}")
             } else {
-                label
+                key
             },
             newest,
         })
@@ -815,14 +873,29 @@ pub fn draw(
     }
     // The newest first: marks are in time order, so the last shown wins space.
     asks.reverse();
-    let ask_cells: Vec<LabelAsk> = asks.iter().map(|(a, _)| *a).collect();
-    for ((_, g), at) in asks.iter().zip(place_labels(&occupied, &ask_cells)) {
+    let mut ask_cells: Vec<LabelAsk> = asks.iter().map(|(a, _)| *a).collect();
+    let mut at = place_labels(&occupied, &ask_cells);
+    // A label left out that has a shorter form is asked again in it (one more pass, the
+    // same rule): the chart says `vwap-flush fired ×2` where the whole label has no room.
+    let mut texts: Vec<&str> = asks.iter().map(|(_, g)| g.label.as_str()).collect();
+    let mut again = false;
+    for (k, (_, g)) in asks.iter().enumerate() {
+        if let (None, Some(s)) = (at[k], &g.short) {
+            ask_cells[k].width = s.chars().count().try_into().unwrap_or(u16::MAX);
+            texts[k] = s;
+            again = true;
+        }
+    }
+    if again {
+        at = place_labels(&occupied, &ask_cells);
+    }
+    for (((_, g), at), text) in asks.iter().zip(at).zip(texts) {
         if let Some((x, y)) = at {
             put(
                 buf,
                 plot.x + x,
                 plot.y + y,
-                &g.label,
+                text,
                 base.fg(t.mark(g.kind)),
                 plot,
             );
@@ -1258,8 +1331,8 @@ mod tests {
         );
     }
 
-    /// A plan's entry reads `fired`; its other clauses say which fired, so a TP and the
-    /// WHEN on one candle are two markers, not `fired ×2`.
+    /// A plan's entry reads `fired`; its other clauses say which fired, and one plan's fires
+    /// on one candle are one label naming each (not `fired ×2`, and none left out).
     #[test]
     fn a_fire_of_another_clause_names_the_clause() {
         let when = mark(34_205, MarkKind::Fire, "my-dip");
@@ -1274,9 +1347,18 @@ mod tests {
         assert_eq!(mark_label(&when, "SPX"), "my-dip fired");
         assert_eq!(mark_label(&tp, "SPX"), "my-dip TP#1 fired");
         assert_eq!(mark_label(&exit, "SPX"), "my-dip EXIT#1 fired");
-        let g = group_marks(&[(0, &when), (0, &tp)], "SPX");
-        let labels: Vec<&str> = g.iter().map(|s| s.label.as_str()).collect();
-        assert_eq!(labels, vec!["my-dip fired", "my-dip TP#1 fired"]);
+        let g = group_marks(
+            &[(0, &when), (0, &tp), (1, &tp), (1, &exit), (1, &tp)],
+            "SPX",
+        );
+        let labels: Vec<(usize, &str)> = g.iter().map(|s| (s.candle, s.label.as_str())).collect();
+        assert_eq!(
+            labels,
+            vec![
+                (0, "my-dip WHEN, TP#1 fired"),
+                (1, "my-dip TP#1 ×2, EXIT#1 fired")
+            ]
+        );
     }
 
     #[test]

@@ -1564,6 +1564,23 @@ fn draw_modal(f: &mut Frame, app: &App, m: &Modal, area: Rect) {
                 r,
             );
         }
+        Modal::Confirm(super::app::Confirm::Undo { turn }) => {
+            let r = centered(area, 64, 6);
+            f.render_widget(Clear, r);
+            f.render_widget(
+                Paragraph::new(vec![
+                    Line::from(format!("Take back your {turn}?")),
+                    Line::from("The session runs again without it; its text comes back to you."),
+                    Line::from(Span::styled(
+                        "y / enter: undo · any other key: keep it",
+                        Style::default().fg(t.ui_muted()),
+                    )),
+                ])
+                .wrap(Wrap { trim: false })
+                .block(frame_block("Undo")),
+                r,
+            );
+        }
         Modal::Prompt { kind, input } => {
             let r = centered(area, 70, 5);
             let (title, hint) = match kind {

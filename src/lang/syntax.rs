@@ -809,6 +809,12 @@ fn eol(i: &mut In<'_>, after: &str) -> R<()> {
         return Ok(());
     }
     let t = next_token(i.input);
+    let arith = if t.starts_with(['+', '-', '*', '/']) && !t.starts_with("->") {
+        let rest = i.input.trim_start_matches(' ');
+        arithmetic_msg(t, next_token(&rest[t.len()..]), after, line_before(i))
+    } else {
+        None
+    };
     let msg = match t {
         "WHEN" | "DO" | "ALSO" | "RELOAD" | "TP" | "EXIT" | "INVALIDATE" | "CANCEL-IF" | "ARM" => {
             format!(
@@ -819,9 +825,7 @@ fn eol(i: &mut In<'_>, after: &str) -> R<()> {
             return reserved_err(i, t);
         }
         t if t.starts_with('\t') => "a tab separates tokens here: use single spaces".to_string(),
-        t if t.starts_with(['+', '-', '*', '/']) && !t.starts_with("->") => {
-            arithmetic_msg(t, after, line_before(i))
-        }
+        _ if arith.is_some() => arith.unwrap_or_default(),
         _ if ["DO", "ALSO", "RELOAD", "TP", "EXIT"]
             .iter()
             .any(|c| after.contains(c)) =>
@@ -839,38 +843,77 @@ fn line_before<'a>(i: &In<'a>) -> &'a str {
     before.rsplit('\n').next().unwrap_or(before)
 }
 
-/// The message for an arithmetic sign where a line should end (`spot > vwap + 2`,
-/// `@ fair + 2c`): Kestrel has no arithmetic but a price's offset, so the message says what
-/// the author can write, in the words of where the sign stands. Whether it stands in a price
-/// or a trigger is read from the line so far: the last price word (`@`, `cap`, `floor`, `esc`)
-/// or trigger word (a comparison, `crosses above|below`, a clause keyword, `AND`/`OR`/`NOT`,
-/// `held`, `cancel-if`) before it.
-fn arithmetic_msg(t: &str, after: &str, line: &str) -> String {
-    let mut in_price = false;
+/// Where an arithmetic sign stands on its line ([`sign_context`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SignAt {
+    /// After a price word: `@ fair + 2c`, `cap ask + 5c`.
+    Price,
+    /// After a comparison's value: `spot > vwap + 2`.
+    Trigger,
+    /// Anywhere else (a duration, a budget, a pane's count): the plain messages.
+    Other,
+}
+
+/// Where a sign at the end of `line` (the line's text before it) stands: the last price word
+/// (`@`, `cap`, `floor`, `esc`) or trigger word (a comparison, `crosses above|below`, a clause
+/// keyword that takes a trigger, `AND`/`OR`/`NOT`, `cancel-if`) decides, and any other
+/// keyword (`held`, `within`, `->`, a header's `budget`/`ttl`, `DELIVER`, `PRIORITY`, ...)
+/// or a duration just before the sign makes it neither.
+fn sign_context(line: &str) -> SignAt {
+    let mut at = SignAt::Other;
     for w in line.split_whitespace() {
-        match w {
-            "@" | "cap" | "floor" | "esc" => in_price = true,
-            w if w.starts_with('@') => in_price = true,
-            ">" | "<" | ">=" | "<=" | "above" | "below" | "held" | "AND" | "OR" | "NOT"
-            | "WHEN" | "EXIT" | "INVALIDATE" | "CANCEL-IF" | "cancel-if" | "WAKE" => {
-                in_price = false
-            }
-            _ => {}
-        }
+        at = match w {
+            "@" | "cap" | "floor" | "esc" => SignAt::Price,
+            w if w.starts_with('@') => SignAt::Price,
+            ">" | "<" | ">=" | "<=" | "above" | "below" | "AND" | "OR" | "NOT" | "WHEN"
+            | "EXIT" | "INVALIDATE" | "CANCEL-IF" | "cancel-if" => SignAt::Trigger,
+            "held" | "within" | "->" | "DELIVER" | "PRIORITY" | "BUDGET" | "budget" | "ttl"
+            | "frac" | "regime" | "priority" | "USING" | "ARM" | "PLAN" | "WAKE" | "VIEW"
+            | "SHOW" | "strikes" | "last" => SignAt::Other,
+            _ => at,
+        };
     }
-    if in_price {
-        format!(
-            "unexpected `{t}` after {after}: a price is an anchor with its offset written \
-             together, no space (`fair+2c`, `bid-0.05`, `fair+10%`), or min/max/lean of prices \
-             (`min(fair+2c, ask)`); it takes no other arithmetic"
-        )
-    } else {
-        format!(
+    let duration = |w: &str| {
+        let d = w.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+        d.len() < w.len() && !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit())
+    };
+    if line.split_whitespace().last().is_some_and(duration) {
+        return SignAt::Other;
+    }
+    at
+}
+
+/// The message for an arithmetic sign where a line should end (`spot > vwap + 2`,
+/// `@ fair + 2c`), or `None` where the plain message fits ([`SignAt::Other`]). Kestrel has no
+/// arithmetic but a price's offset, so the message says what the author can write, in the
+/// words of where the sign stands; an offset written apart from its anchor (`ask + 5c`) is
+/// shown joined, in the author's own words (`ask+5c`). `next` is the token after the sign.
+fn arithmetic_msg(t: &str, next: &str, after: &str, line: &str) -> Option<String> {
+    match sign_context(line) {
+        SignAt::Other => None,
+        SignAt::Price => {
+            let anchor = line.split_whitespace().last().unwrap_or("");
+            let joined = if matches!(t, "+" | "-")
+                && anchor.chars().all(|c| c.is_ascii_lowercase())
+                && !anchor.is_empty()
+                && next.starts_with(|c: char| c.is_ascii_digit())
+            {
+                format!("write `{anchor}{t}{next}`; ")
+            } else {
+                Default::default()
+            };
+            Some(format!(
+                "unexpected `{t}` after {after}: {joined}a price is an anchor with its offset \
+                 written together, no space (`fair+2c`, `bid-0.05`, `fair+10%`), or \
+                 min/max/lean of prices (`min(fair+2c, ask)`); it takes no other arithmetic"
+            ))
+        }
+        SignAt::Trigger => Some(format!(
             "unexpected `{t}` after {after}: a trigger does no arithmetic; a comparison's right \
              side is one value, a number, a clock, a series or a percentile (`spot > 5150`, \
              `spot > vwap`, `velocity(1m) > p90`); for a margin over a level, hold it \
              (`spot > vwap held 60s`)"
-        )
+        )),
     }
 }
 
@@ -3401,14 +3444,14 @@ mod lexeme_tests {
         for _ in 0..4000 {
             let len = (next() % 12) as usize;
             // Half the texts grow from a valid sample, so both verdicts are exercised.
-            let mut t = if next() % 2 == 0 && !samples.is_empty() {
+            let mut t = if next().is_multiple_of(2) && !samples.is_empty() {
                 samples[(next() % samples.len() as u64) as usize].to_string()
             } else {
                 String::new()
             };
             for _ in 0..len.saturating_sub(t.len() / 2) {
                 let c = alphabet[(next() % alphabet.len() as u64) as usize];
-                if next() % 3 == 0 && !t.is_empty() {
+                if next().is_multiple_of(3) && !t.is_empty() {
                     let at = (next() as usize) % t.chars().count();
                     let at = t.char_indices().nth(at).map(|(k, _)| k).unwrap_or(0);
                     t.insert(at, c);

@@ -278,6 +278,22 @@ pub enum Act {
     Agent(AgentAct),
 }
 
+impl Act {
+    /// A turn the person wrote at the desk (what an undo takes back); the documents armed
+    /// at the open are the file's.
+    pub(crate) fn is_persons_turn(&self) -> bool {
+        matches!(self, Act::Turn { kind, .. } if *kind == AuthorKind::Human)
+    }
+
+    /// An answer of the agent's, or the person's reject of one: recorded by call number.
+    fn is_agents_answer(&self) -> bool {
+        matches!(
+            self,
+            Act::Agent(AgentAct::Answer { .. } | AgentAct::Reject { .. })
+        )
+    }
+}
+
 /// A command to the session.
 #[derive(Debug, Clone)]
 pub enum Command {
@@ -805,14 +821,33 @@ pub struct Opening {
     pub plans: Vec<(String, String)>,
 }
 
-/// `s` cut to `n` characters, with `…` where it was cut.
-fn short(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        return s.to_string();
-    }
-    let mut t: String = s.chars().take(n.saturating_sub(1)).collect();
-    t.push('…');
-    t
+/// A turn in a few words for a notice: its first line that is not a comment (a turn may
+/// open with its reasoning), cut to 32 characters.
+fn turn_title(text: &str) -> String {
+    let first = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with('#'))
+        .or_else(|| text.lines().map(str::trim).find(|l| !l.is_empty()))
+        .unwrap_or("");
+    crate::author::excerpt(first, 31)
+}
+
+/// The acts an undo of the person's turn at `k` takes out of `acts` (in the order they were
+/// taken): the turn, and after a STAND-DOWN the co-pilot hold the desk put on the agent with
+/// it (an act of its own at the same tape point, [`Session::hold_after_stand_down`]). The
+/// session and the session-file reader both ask this, so they take out the same acts.
+pub(crate) fn undo_span(acts: &[(u64, Ts, Act)], k: usize) -> std::ops::Range<usize> {
+    let Some((seq, ts, Act::Turn { text, .. })) = acts.get(k) else {
+        return k..k;
+    };
+    let stand_down = text
+        .lines()
+        .any(|l| l.trim_start().starts_with("STAND-DOWN"));
+    let hold = acts.get(k + 1).is_some_and(|(q, t, a)| {
+        (q, t) == (seq, ts) && matches!(a, Act::Agent(AgentAct::Hold { on: true }))
+    });
+    k..k + 1 + usize::from(stand_down && hold)
 }
 
 /// What an undo took back ([`Command::Undo`]).
@@ -825,6 +860,9 @@ pub struct Undone {
     pub turn: Option<(Ts, String)>,
     /// The turn in a few words: `your 10:05 turn (PLAN my-dip budget 0.2R ttl +30m)`.
     pub summary: String,
+    /// The session went back to the turn's point (the agent had answered after it), rather
+    /// than re-running to where it stood.
+    pub rewound: bool,
 }
 
 /// What became of the last turn submitted at the desk.
@@ -1539,23 +1577,34 @@ impl Session {
         self.playing = playing && !self.ended;
     }
 
-    /// Take back the person's last turn ([`Command::Undo`]): it leaves the acts, an `undo`
-    /// record names it in the session file (so a reopened session leaves it out too), and
-    /// the session re-runs from the open to where it stood. Only the person's own turns are
-    /// undone: an agent's turn is the agent's act (CANCEL its plan, or decide its turns in
-    /// co-pilot), and a hold the desk put on the agent after a STAND-DOWN stays.
+    /// Take back the person's last turn ([`Command::Undo`]). The turn leaves the acts (with
+    /// the co-pilot hold a STAND-DOWN put on the agent: [`undo_span`]) and an `undo` record
+    /// names it in the session file, so a reopened session does the same. Then:
+    ///
+    /// - when no answer of the agent's was recorded after it, the session re-runs from the
+    ///   open to where it stood: the book of a session that never had the turn;
+    /// - when one was, the agent answered a session that had the turn, and its recorded
+    ///   answers are matched to its calls by number, which the turn may have moved: the
+    ///   session goes back to the turn's point instead, and the acts after it are dropped
+    ///   (as a new act after a rewind drops the recorded future). The agent is asked again
+    ///   as the tape plays on.
+    ///
+    /// Only the person's own turns are undone: an agent's turn is the agent's act.
     fn undo(&mut self, id: u64) {
         if self.headless {
+            self.notice("a headless run plays once: nothing to undo".into());
             return;
         }
-        let last = self.history.iter().rposition(
-            |(_, _, a)| matches!(a, Act::Turn { kind, .. } if *kind == AuthorKind::Human),
-        );
-        let Some(k) = last else {
+        let Some(k) = self
+            .history
+            .iter()
+            .rposition(|(_, _, a)| a.is_persons_turn())
+        else {
             self.last_undo = Some(Undone {
                 id,
                 turn: None,
                 summary: String::new(),
+                rewound: false,
             });
             self.notice(
                 "nothing to undo: no turn of yours in this run (the plans armed at the open \
@@ -1564,38 +1613,65 @@ impl Session {
             );
             return;
         };
-        let (seq, ts, act) = self.history.remove(k);
-        let text = match act {
-            Act::Turn { text, .. } => text,
+        let answered_after = self.history[k + 1..]
+            .iter()
+            .chain(self.script.iter())
+            .any(|(_, _, a)| a.is_agents_answer());
+        let (seq, ts) = (self.history[k].0, self.history[k].1);
+        let text = match &self.history[k].2 {
+            Act::Turn { text, .. } => text.clone(),
             Act::Agent(_) => String::new(),
         };
+        if answered_after {
+            self.history.truncate(k);
+            self.script.clear();
+        } else {
+            self.history.drain(undo_span(&self.history, k));
+        }
         self.write_record(
             serde_json::json!({
                 "type": "control",
                 "action": "undo",
                 "act_seq": seq,
                 "act_ts": ts.to_string(),
+                "rewind": answered_after,
             }),
             true,
         );
         let now = self.clock;
-        self.rerun_to(now);
-        // Named by its first line that is not a comment (a turn may open with its reasoning).
-        let first = text
-            .lines()
-            .map(str::trim)
-            .find(|l| !l.is_empty() && !l.starts_with('#'))
-            .or_else(|| text.lines().map(str::trim).find(|l| !l.is_empty()))
-            .unwrap_or("");
-        let summary = format!("your {} turn ({})", ts.hhmm(), short(first, 32));
-        self.notice(format!(
-            "undone: {summary}; re-ran to {} without it",
-            now.hhmm()
-        ));
+        // A proposal the tape was paused for is asked again by the re-run: the pause holds.
+        let paused_for = self.paused_for;
+        let summary = format!("your {} turn ({})", ts.hhmm(), turn_title(&text));
+        if answered_after {
+            self.rerun_to(ts);
+            self.playing = false;
+            self.notice(format!(
+                "undone: {summary}; the agent answered after it, so the session went back to \
+                 {} without it (the acts after it are dropped)",
+                ts.hhmm()
+            ));
+        } else {
+            self.rerun_to(now);
+            if paused_for.is_some()
+                && self
+                    .chair
+                    .as_ref()
+                    .and_then(|c| c.proposal.as_ref())
+                    .map(|p| p.call)
+                    == paused_for
+            {
+                self.paused_for = paused_for;
+            }
+            self.notice(format!(
+                "undone: {summary}; re-ran to {} without it",
+                now.hhmm()
+            ));
+        }
         self.last_undo = Some(Undone {
             id,
             turn: Some((ts, text)),
             summary,
+            rewound: answered_after,
         });
     }
 

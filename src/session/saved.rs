@@ -11,7 +11,8 @@
 //! Acts are written once, when they are taken: a rewind replays them without writing them
 //! again, and keeps the ones recorded after its target (they replay as the tape reaches
 //! them) until the person acts on the new branch (`branch` drops them). `undo` names the person's
-//! turn taken back (by its `act_seq` and `act_ts`), which leaves the acts. `left` records
+//! turn taken back (by its `act_seq` and `act_ts`), which leaves the acts (with every act
+//! after it when the record says `rewind`). `left` records
 //! where the person left.
 //!
 //! `kestrel desk --open FILE` reads the settings back, replays the acts at their recorded
@@ -19,9 +20,8 @@
 //! left. Nothing is written for an opened session until the person acts; its new file then
 //! starts with a copy of the acts it replayed.
 
-use super::owner::{Act, Settings, Speed};
+use super::owner::{Act, Settings, Speed, undo_span};
 use crate::market::Ts;
-use crate::turn::AuthorKind;
 use std::path::{Path, PathBuf};
 
 /// The session file format this desk writes (and the only one it reads).
@@ -191,10 +191,15 @@ pub fn load(text: &str) -> Result<Saved, String> {
                 }
                 // The person acted after a rewind: the acts recorded later than here were
                 // another branch's future.
-                Some("branch") => s.acts.retain(|a| a.0 <= seq),
+                // (The acts at this point of the tape taken before it stay; one recorded at
+                // the same event count but a later time was the future too.)
+                Some("branch") => {
+                    let ts = ts.ok_or_else(|| format!("line {n}: a branch without a ts"))?;
+                    s.acts.retain(|a| a.0 < seq || (a.0 == seq && a.1 <= ts));
+                }
                 // The person took back a turn: the last one of theirs at that point leaves
-                // the acts (the desk undid the last it had; nothing else is at that point
-                // after it).
+                // the acts as the session took it out ([`undo_span`]), or with every act
+                // after it when the session went back to it (`rewind`).
                 Some("undo") => {
                     let at = (
                         v.get("act_seq").and_then(|x| x.as_u64()),
@@ -203,20 +208,19 @@ pub fn load(text: &str) -> Result<Saved, String> {
                     let (Some(a_seq), Some(a_ts)) = at else {
                         return Err(format!("line {n}: an undo without act_seq and act_ts"));
                     };
-                    let k = s.acts.iter().rposition(|(q, t, a)| {
-                        *q == a_seq
-                            && *t == a_ts
-                            && matches!(a, Act::Turn { kind, .. } if *kind == AuthorKind::Human)
-                    });
-                    match k {
-                        Some(k) => {
-                            s.acts.remove(k);
-                        }
-                        None => {
-                            return Err(format!(
-                                "line {n}: an undo of a turn the file does not hold (at {a_ts}, seq {a_seq})"
-                            ));
-                        }
+                    let k = s
+                        .acts
+                        .iter()
+                        .rposition(|(q, t, a)| (*q, *t) == (a_seq, a_ts) && a.is_persons_turn());
+                    let Some(k) = k else {
+                        return Err(format!(
+                            "line {n}: an undo of a turn the file does not hold (at {a_ts}, seq {a_seq})"
+                        ));
+                    };
+                    if v.get("rewind").and_then(|r| r.as_bool()) == Some(true) {
+                        s.acts.truncate(k);
+                    } else {
+                        s.acts.drain(undo_span(&s.acts, k));
                     }
                 }
                 Some(a) if a.starts_with("speed ") => {
@@ -329,5 +333,86 @@ mod tests {
         ))
         .unwrap_err();
         assert!(e.contains("line 2: an undo without act_seq"), "{e}");
+
+        let texts = |s: &Saved| -> Vec<String> {
+            s.acts
+                .iter()
+                .map(|(_, _, a)| match a {
+                    Act::Turn { text, .. } => text.clone(),
+                    Act::Agent(a) => format!("{a:?}"),
+                })
+                .collect()
+        };
+        let hold = serde_json::json!({
+            "type": "act",
+            "seq": 20,
+            "ts": "09:50:00.000",
+            "act": Act::Agent(crate::session::agent::AgentAct::Hold { on: true }),
+        })
+        .to_string();
+        let hold = hold.as_str();
+        let sd = turn(20, "09:50:00.000", "STAND-DOWN done", "human");
+        // A STAND-DOWN's undo takes the hold the desk put on the agent with it ...
+        let s = load(
+            &[
+                head.clone(),
+                sd.clone(),
+                hold.into(),
+                undo(20, "09:50:00.000"),
+            ]
+            .join("\n"),
+        )
+        .unwrap();
+        assert!(s.acts.is_empty(), "{:?}", texts(&s));
+        // ... and another turn's undo leaves a hold at its point alone.
+        let plan = turn(20, "09:50:00.000", "PLAN d", "human");
+        let s =
+            load(&[head.clone(), plan, hold.into(), undo(20, "09:50:00.000")].join("\n")).unwrap();
+        assert_eq!(s.acts.len(), 1, "{:?}", texts(&s));
+        // `rewind`: the session went back to the turn, and every act after it went too.
+        let rewind = undo(10, "09:40:00.000").replace("}", ",\"rewind\":true}");
+        let s = load(
+            &[
+                head.clone(),
+                turn(10, "09:40:00.000", "PLAN b", "human"),
+                sd,
+                rewind,
+            ]
+            .join("\n"),
+        )
+        .unwrap();
+        assert!(s.acts.is_empty(), "{:?}", texts(&s));
+    }
+
+    /// A new act after a rewind drops the recorded future: every act past its point, one at
+    /// the same event count with a later time too (as the session drops it).
+    #[test]
+    fn a_branch_drops_the_acts_past_its_point() {
+        let settings = serde_json::to_string(&Settings::default()).unwrap();
+        let act = |seq: u64, ts: &str, text: &str| {
+            format!(
+                "{{\"type\":\"act\",\"seq\":{seq},\"ts\":\"{ts}\",\"act\":{{\"act\":\"turn\",\"author\":\"you\",\"kind\":\"human\",\"text\":\"{text}\"}}}}"
+            )
+        };
+        let file = [
+            format!("{{\"type\":\"desk-session\",\"v\":2,\"tape\":\"t\",\"settings\":{settings}}}"),
+            act(10, "09:40:00.000", "PLAN a"),
+            act(12, "09:40:00.500", "PLAN b"),
+            act(20, "09:50:00.000", "PLAN c"),
+            "{\"type\":\"control\",\"action\":\"branch\",\"seq\":12,\"ts\":\"09:40:00.400\"}"
+                .into(),
+            act(12, "09:40:00.400", "PLAN d"),
+        ]
+        .join("\n");
+        let s = load(&file).unwrap();
+        let texts: Vec<&str> = s
+            .acts
+            .iter()
+            .map(|(_, _, a)| match a {
+                Act::Turn { text, .. } => text.as_str(),
+                Act::Agent(_) => "",
+            })
+            .collect();
+        assert_eq!(texts, ["PLAN a", "PLAN d"]);
     }
 }

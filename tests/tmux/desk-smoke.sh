@@ -152,11 +152,16 @@ tmux send-keys -t "$S" -l "smoke test done"; tmux send-keys -t "$S" Enter
 wait_for "you: stand-down"
 ok "stand-down"
 tmux send-keys -t "$S" u
+wait_for "Take back your"
+tmux send-keys -t "$S" y
 wait_for "undone: your"
 screen | grep -F "smoke" | grep -qF "armed" || fail "the undone stand-down left plan smoke de-armed"
 ok "u takes the stand-down back"
 quit_and_find_session "no session saved"
 grep -q '"action":"undo"' "$SES" || fail "the undo record is missing"
+BUS1="${SES%.jsonl}.bus-1.jsonl"
+[[ -f "$BUS1" ]] || fail "the run after the undo wrote no Bus file"
+grep -q '"type":"stand-down"' "$BUS1" && fail "the Bus after the undo still has the stand-down"
 grep -q '"type":"desk-session"' "$SES" || fail "session header missing"
 grep -q '"act":"turn","author":"you"' "$SES" || fail "the person's turn act is missing"
 grep -q 'STAND-DOWN smoke test done' "$SES" || fail "stand-down act missing"
