@@ -779,6 +779,31 @@ fn undo_of_one_turn_keeps_the_others_and_a_rewinds_future() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A rewind or an undo starts the Log over from the new run's Bus: its history since the
+/// open, not the last 200 events (which, with a pegged order working, are all re-prices).
+#[test]
+fn after_an_undo_or_a_rewind_the_log_holds_the_runs_history() {
+    // A pegged order that never fills: a re-price on almost every SPY tick.
+    let peg = "PLAN peg budget 0.2R ttl 15:00\n  USING signal SPX exec SPY 0dte\n  WHEN spot > 1000\n  DO buy 1 -3 P @ fair-50% peg\n";
+    let mut app = book_with(
+        None,
+        &[(ms(9, 31, 0), peg), (ms(9, 35, 0), SECOND_PLAN)],
+        ms(10, 30, 0),
+    );
+    let whole = |app: &App| {
+        let rows = app.log.rows();
+        assert!(app.snap.bus_events > 200, "{}", app.snap.bus_events);
+        assert_eq!(rows.len() as u64, app.snap.bus_events.min(5000));
+        assert!(rows[0].time.starts_with("09:30"), "{:?}", rows[0]);
+        assert!(rows.iter().all(|r| r.ty != "gap"));
+    };
+    undo(&mut app);
+    assert!(names(&app).iter().all(|n| n != "my-dip"));
+    whole(&app);
+    app.send(Command::Seek(ms(10, 0, 0)));
+    whole(&app);
+}
+
 /// After the close nothing acts, but an undo may still take a turn back: the session re-runs
 /// to the end without it, and stands at the end again.
 #[test]

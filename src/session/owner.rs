@@ -57,6 +57,14 @@ pub const PERSON: &str = "person";
 /// The owner the agent's plans carry on the Bus where the book is shared.
 pub const AGENT: &str = "agent";
 
+/// Bus lines a snapshot carries after a run starts ([`Session::snapshot`]): as many as the
+/// desk's Log keeps (`desk::log::KEEP`).
+const LONG_TAIL: usize = 5000;
+
+/// Snapshots after a run starts that carry [`LONG_TAIL`] lines: a threaded desk sees only
+/// the newest snapshot, so more than one carries them.
+const LONG_TAIL_SNAPSHOTS: u8 = 30;
+
 /// The bar the `step bar` key advances by, in seconds.
 pub const BAR_SECS: u32 = 60;
 
@@ -775,6 +783,8 @@ pub struct Session {
     notices_seen: usize,
     last_submit: Option<SubmitResult>,
     last_undo: Option<Undone>,
+    /// Snapshots left that carry the long Bus tail ([`LONG_TAIL_SNAPSHOTS`]).
+    long_tail: u8,
     horizon: Ts,
     record: Recorder,
     bus_written: usize,
@@ -1067,6 +1077,7 @@ impl Session {
             notices_seen: 0,
             last_submit: None,
             last_undo: None,
+            long_tail: LONG_TAIL_SNAPSHOTS,
             horizon: open,
             record: Recorder {
                 path: save,
@@ -1762,6 +1773,7 @@ impl Session {
         self.desk_turns.clear();
         self.lines = Arc::default();
         self.lines_seen = 0;
+        self.long_tail = LONG_TAIL_SNAPSHOTS;
         self.error = None;
         self.frame_key = None;
         self.chart_cache = None;
@@ -2403,7 +2415,16 @@ impl Session {
         let m = self.run.engine.market();
         let bus = self.run.engine.bus();
         let evs = bus.events();
-        let tail = evs[evs.len().saturating_sub(200)..]
+        // The newest lines; for a while after a run starts (the open, a restart, a rewind, an
+        // undo, a reopened session's replay) as many as the desk's Log keeps, so it starts
+        // over from the run's history, not from its last 200 events.
+        let keep = if self.long_tail > 0 {
+            self.long_tail -= 1;
+            LONG_TAIL
+        } else {
+            200
+        };
+        let tail = evs[evs.len().saturating_sub(keep)..]
             .iter()
             .map(|e| {
                 String::from_utf8_lossy(&bus::canonical_line(e))
