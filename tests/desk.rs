@@ -632,6 +632,12 @@ fn book_with(save: Option<std::path::PathBuf>, turns: &[(Ts, &str)], to: Ts) -> 
     desk_with(None, false, save, turns, to)
 }
 
+/// A saved session reopened, as it resumes.
+fn reopened(path: &std::path::Path) -> std::sync::Arc<kestrel_desk::session::SessionSnapshot> {
+    let s = kestrel_desk::session::owner::reopen(path, None).unwrap();
+    SessionHandle::inline(s).latest()
+}
+
 /// `u`, which asks first, and `y`.
 fn undo(app: &mut App) {
     press(app, KeyCode::Char('u'));
@@ -729,10 +735,8 @@ fn undo_takes_back_the_persons_last_turn_and_a_reopened_session_leaves_it_out() 
     assert!(saved.acts.is_empty(), "{:?}", saved.acts);
     let bus = std::fs::read(saved::bus_path(&path, last.segment)).unwrap();
     assert_eq!(kestrel_desk::bus::hash_bytes(&bus), none.hash);
-    let s = kestrel_desk::session::owner::reopen(&path, None).unwrap();
-    let mut h = SessionHandle::inline(s);
-    assert_eq!(h.latest().clock, end);
-    assert_eq!(h.latest().hash, none.hash);
+    let again = reopened(&path);
+    assert_eq!((again.clock, &again.hash), (end, &none.hash));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -875,10 +879,8 @@ fn undo_after_an_agents_answer_goes_back_to_the_turn() {
     drop(app);
     let saved = saved::open(&path).unwrap();
     assert!(saved.acts.is_empty(), "{:?}", saved.acts);
-    let s = kestrel_desk::session::owner::reopen(&path, None).unwrap();
-    let mut h = SessionHandle::inline(s);
-    assert_eq!(h.latest().clock, t1);
-    assert_eq!(h.latest().hash, want.hash);
+    let again = reopened(&path);
+    assert_eq!((again.clock, &again.hash), (t1, &want.hash));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

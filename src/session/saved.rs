@@ -281,19 +281,36 @@ mod tests {
         assert!(load("").is_err());
     }
 
+    /// A session file's header with the default settings.
+    fn head() -> String {
+        let settings = serde_json::to_string(&Settings::default()).unwrap();
+        format!("{{\"type\":\"desk-session\",\"v\":2,\"tape\":\"t\",\"settings\":{settings}}}")
+    }
+
+    /// An `act` record of a turn (`kind`: `human`, `file`).
+    fn turn(seq: u64, ts: &str, text: &str, kind: &str) -> String {
+        format!(
+            "{{\"type\":\"act\",\"seq\":{seq},\"ts\":\"{ts}\",\"act\":{{\"act\":\"turn\",\"author\":\"you\",\"kind\":\"{kind}\",\"text\":\"{text}\"}}}}"
+        )
+    }
+
+    /// The acts read back, a turn by its text, an agent's act by its debug form.
+    fn texts(s: &Saved) -> Vec<String> {
+        s.acts
+            .iter()
+            .map(|(_, _, a)| match a {
+                Act::Turn { text, .. } => text.clone(),
+                Act::Agent(a) => format!("{a:?}"),
+            })
+            .collect()
+    }
+
     /// An `undo` takes the person's last turn at its point out of the acts; one that names
     /// no such turn (a file edited by hand, cut, or from another branch) is refused whole,
     /// with its line, rather than replaying a book the person never had.
     #[test]
     fn an_undo_record_removes_the_turn_it_names_or_the_file_is_refused() {
-        let settings = serde_json::to_string(&Settings::default()).unwrap();
-        let head =
-            format!("{{\"type\":\"desk-session\",\"v\":2,\"tape\":\"t\",\"settings\":{settings}}}");
-        let turn = |seq: u64, ts: &str, text: &str, kind: &str| {
-            format!(
-                "{{\"type\":\"act\",\"seq\":{seq},\"ts\":\"{ts}\",\"act\":{{\"act\":\"turn\",\"author\":\"you\",\"kind\":\"{kind}\",\"text\":\"{text}\"}}}}"
-            )
-        };
+        let head = head();
         let undo = |seq: u64, ts: &str| {
             format!(
                 "{{\"type\":\"control\",\"action\":\"undo\",\"seq\":900,\"ts\":\"11:00:00.000\",\"act_seq\":{seq},\"act_ts\":\"{ts}\"}}"
@@ -308,15 +325,11 @@ mod tests {
         ]
         .join("\n");
         let s = load(&file).unwrap();
-        let texts: Vec<&str> = s
-            .acts
-            .iter()
-            .map(|(_, _, a)| match a {
-                Act::Turn { text, .. } => text.as_str(),
-                Act::Agent(_) => "",
-            })
-            .collect();
-        assert_eq!(texts, ["PLAN a", "PLAN b"], "the later of two at one point");
+        assert_eq!(
+            texts(&s),
+            ["PLAN a", "PLAN b"],
+            "the later of two at one point"
+        );
         // The file's own turn (armed at the open) is not the person's to undo.
         let e = load(&format!(
             "{file}\n{}\n{}",
@@ -334,15 +347,6 @@ mod tests {
         .unwrap_err();
         assert!(e.contains("line 2: an undo without act_seq"), "{e}");
 
-        let texts = |s: &Saved| -> Vec<String> {
-            s.acts
-                .iter()
-                .map(|(_, _, a)| match a {
-                    Act::Turn { text, .. } => text.clone(),
-                    Act::Agent(a) => format!("{a:?}"),
-                })
-                .collect()
-        };
         let hold = serde_json::json!({
             "type": "act",
             "seq": 20,
@@ -388,14 +392,9 @@ mod tests {
     /// the same event count with a later time too (as the session drops it).
     #[test]
     fn a_branch_drops_the_acts_past_its_point() {
-        let settings = serde_json::to_string(&Settings::default()).unwrap();
-        let act = |seq: u64, ts: &str, text: &str| {
-            format!(
-                "{{\"type\":\"act\",\"seq\":{seq},\"ts\":\"{ts}\",\"act\":{{\"act\":\"turn\",\"author\":\"you\",\"kind\":\"human\",\"text\":\"{text}\"}}}}"
-            )
-        };
+        let act = |seq: u64, ts: &str, text: &str| turn(seq, ts, text, "human");
         let file = [
-            format!("{{\"type\":\"desk-session\",\"v\":2,\"tape\":\"t\",\"settings\":{settings}}}"),
+            head(),
             act(10, "09:40:00.000", "PLAN a"),
             act(12, "09:40:00.500", "PLAN b"),
             act(20, "09:50:00.000", "PLAN c"),
@@ -405,14 +404,6 @@ mod tests {
         ]
         .join("\n");
         let s = load(&file).unwrap();
-        let texts: Vec<&str> = s
-            .acts
-            .iter()
-            .map(|(_, _, a)| match a {
-                Act::Turn { text, .. } => text.as_str(),
-                Act::Agent(_) => "",
-            })
-            .collect();
-        assert_eq!(texts, ["PLAN a", "PLAN d"]);
+        assert_eq!(texts(&s), ["PLAN a", "PLAN d"]);
     }
 }
