@@ -858,7 +858,7 @@ fn undo_after_an_agents_answer_goes_back_to_the_turn() {
     assert!(!app.snap.playing);
     let msg = app.message.clone().unwrap_or_default();
     assert!(
-        msg.contains("the agent answered after it, so the session went back to 09:40"),
+        msg.starts_with("undone, and back at 09:40: the agent answered after your turn there"),
         "{msg}"
     );
     assert!(

@@ -1656,10 +1656,12 @@ impl Session {
         if answered_after {
             self.rerun_to(ts);
             self.playing = false;
+            // The outcome first: a narrow footer keeps the start of a notice.
             self.notice(format!(
-                "undone: {summary}; the agent answered after it, so the session went back to \
-                 {} without it (the acts after it are dropped)",
-                ts.hhmm()
+                "undone, and back at {}: the agent answered after your turn there, so the acts \
+                 after it are dropped ({})",
+                ts.hhmm(),
+                turn_title(&text)
             ));
         } else {
             self.rerun_to(now);
