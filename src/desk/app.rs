@@ -95,8 +95,7 @@ pub enum Modal {
 pub enum Confirm {
     /// Restart the session (the book and the clock back to the open).
     Restart,
-    /// Take back the person's last turn (`when`: its tape time and what it did, as the
-    /// Journal says it).
+    /// Take back the person's last turn.
     Undo {
         /// `10:05 turn (armed my-dip)`.
         turn: String,
@@ -837,21 +836,19 @@ impl App {
     fn modal_key(&mut self, m: Modal, k: KeyEvent) {
         let esc = k.code == KeyCode::Esc;
         match m {
-            Modal::Confirm(Confirm::Restart) => {
+            Modal::Confirm(c) => {
                 if matches!(
                     k.code,
                     KeyCode::Char('y') | KeyCode::Char('Y') | KeyCode::Enter
                 ) {
-                    self.send(Command::Restart);
-                    self.message = Some("restarted from the open: the book is empty".into());
-                }
-            }
-            Modal::Confirm(Confirm::Undo { .. }) => {
-                if matches!(
-                    k.code,
-                    KeyCode::Char('y') | KeyCode::Char('Y') | KeyCode::Enter
-                ) {
-                    self.undo();
+                    match c {
+                        Confirm::Restart => {
+                            self.send(Command::Restart);
+                            self.message =
+                                Some("restarted from the open: the book is empty".into());
+                        }
+                        Confirm::Undo { .. } => self.undo(),
+                    }
                 }
             }
             Modal::Help | Modal::Event(_)

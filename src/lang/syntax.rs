@@ -809,12 +809,12 @@ fn eol(i: &mut In<'_>, after: &str) -> R<()> {
         return Ok(());
     }
     let t = next_token(i.input);
-    let arith = if t.starts_with(['+', '-', '*', '/']) && !t.starts_with("->") {
+    if t.starts_with(['+', '-', '*', '/']) && !t.starts_with("->") {
         let rest = i.input.trim_start_matches(' ');
-        arithmetic_msg(t, next_token(&rest[t.len()..]), after, line_before(i))
-    } else {
-        None
-    };
+        if let Some(m) = arithmetic_msg(t, next_token(&rest[t.len()..]), after, line_before(i)) {
+            return fail(i, m, "unexpected");
+        }
+    }
     let msg = match t {
         "WHEN" | "DO" | "ALSO" | "RELOAD" | "TP" | "EXIT" | "INVALIDATE" | "CANCEL-IF" | "ARM" => {
             format!(
@@ -825,7 +825,6 @@ fn eol(i: &mut In<'_>, after: &str) -> R<()> {
             return reserved_err(i, t);
         }
         t if t.starts_with('\t') => "a tab separates tokens here: use single spaces".to_string(),
-        _ if arith.is_some() => arith.unwrap_or_default(),
         _ if ["DO", "ALSO", "RELOAD", "TP", "EXIT"]
             .iter()
             .any(|c| after.contains(c)) =>

@@ -844,10 +844,14 @@ fn turn_title(text: &str) -> String {
 }
 
 /// The acts an undo of the person's turn at `k` takes out of `acts` (in the order they were
-/// taken): the turn, and after a STAND-DOWN the co-pilot hold the desk put on the agent with
+/// taken): with `rewind` (the session goes back to the turn), the turn and every act after
+/// it; else the turn, and after a STAND-DOWN the co-pilot hold the desk put on the agent with
 /// it (an act of its own at the same tape point, [`Session::hold_after_stand_down`]). The
 /// session and the session-file reader both ask this, so they take out the same acts.
-pub(crate) fn undo_span(acts: &[(u64, Ts, Act)], k: usize) -> std::ops::Range<usize> {
+pub(crate) fn undo_span(acts: &[(u64, Ts, Act)], k: usize, rewind: bool) -> std::ops::Range<usize> {
+    if rewind {
+        return k.min(acts.len())..acts.len();
+    }
     let Some((seq, ts, Act::Turn { text, .. })) = acts.get(k) else {
         return k..k;
     };
@@ -1633,11 +1637,10 @@ impl Session {
             Act::Turn { text, .. } => text.clone(),
             Act::Agent(_) => String::new(),
         };
+        self.history
+            .drain(undo_span(&self.history, k, answered_after));
         if answered_after {
-            self.history.truncate(k);
             self.script.clear();
-        } else {
-            self.history.drain(undo_span(&self.history, k));
         }
         self.write_record(
             serde_json::json!({
@@ -1652,16 +1655,16 @@ impl Session {
         let now = self.clock;
         // A proposal the tape was paused for is asked again by the re-run: the pause holds.
         let paused_for = self.paused_for;
-        let summary = format!("your {} turn ({})", ts.hhmm(), turn_title(&text));
+        let title = turn_title(&text);
+        let summary = format!("your {} turn ({title})", ts.hhmm());
         if answered_after {
             self.rerun_to(ts);
             self.playing = false;
             // The outcome first: a narrow footer keeps the start of a notice.
             self.notice(format!(
                 "undone, and back at {}: the agent answered after your turn there, so the acts \
-                 after it are dropped ({})",
-                ts.hhmm(),
-                turn_title(&text)
+                 after it are dropped ({title})",
+                ts.hhmm()
             ));
         } else {
             self.rerun_to(now);

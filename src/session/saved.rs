@@ -195,7 +195,7 @@ pub fn load(text: &str) -> Result<Saved, String> {
                 // the same event count but a later time was the future too.)
                 Some("branch") => {
                     let ts = ts.ok_or_else(|| format!("line {n}: a branch without a ts"))?;
-                    s.acts.retain(|a| a.0 < seq || (a.0 == seq && a.1 <= ts));
+                    s.acts.retain(|a| (a.0, a.1) <= (seq, ts));
                 }
                 // The person took back a turn: the last one of theirs at that point leaves
                 // the acts as the session took it out ([`undo_span`]), or with every act
@@ -217,11 +217,8 @@ pub fn load(text: &str) -> Result<Saved, String> {
                             "line {n}: an undo of a turn the file does not hold (at {a_ts}, seq {a_seq})"
                         ));
                     };
-                    if v.get("rewind").and_then(|r| r.as_bool()) == Some(true) {
-                        s.acts.truncate(k);
-                    } else {
-                        s.acts.drain(undo_span(&s.acts, k));
-                    }
+                    let rewind = v.get("rewind").and_then(|r| r.as_bool()) == Some(true);
+                    s.acts.drain(undo_span(&s.acts, k, rewind));
                 }
                 Some(a) if a.starts_with("speed ") => {
                     s.speed = Speed::ALL
