@@ -428,3 +428,53 @@ fn the_default_session_fires_fills_moves_and_exits_within_the_first_hour() {
         "the house agent does not stand the book down in the first hour"
     );
 }
+
+/// An order row says when it left the book as well as when it was placed: a take-profit that
+/// rests, then fills, reads `TP#1 <placed>→<filled>` with the fill's own time; an entry that
+/// filled as it was placed carries one time.
+#[test]
+fn an_order_row_says_when_it_was_placed_and_when_it_left_the_book() {
+    let mut app = bare();
+    submit(
+        &mut app,
+        1,
+        "PLAN flip budget 0.5R ttl +90m\n  USING signal SPX exec SPY\n  WHEN spot > 0\n  DO buy 10 shares @ ask\n  TP 1.001x @ ask\n",
+    );
+    app.send(Command::Seek(ms(11, 0, 0)));
+    let b = &app.snap.book;
+    let tp = b
+        .order_log
+        .iter()
+        .find(|o| o.plan == "flip" && o.clause.starts_with("TP"))
+        .expect("the take-profit was placed");
+    assert_eq!(tp.state, "filled", "{tp:?}");
+    let sold = b
+        .fills
+        .iter()
+        .rfind(|f| f.plan == "flip" && f.side == "sell")
+        .expect("the take-profit's fill");
+    assert_eq!(tp.closed.as_deref(), Some(sold.time.as_str()), "{tp:?}");
+    assert_ne!(tp.time, sold.time, "it rested before it filled: {tp:?}");
+    let entry = b
+        .order_log
+        .iter()
+        .find(|o| o.plan == "flip" && o.clause.starts_with("DO"))
+        .expect("the entry");
+    let text = blotter_text(&app);
+    let row = |clause: &str| {
+        text.lines()
+            .find(|l| l.contains("flip") && l.contains(clause))
+            .unwrap_or_else(|| panic!("no {clause} row:\n{text}"))
+            .to_string()
+    };
+    assert!(
+        row("TP#1").ends_with(&format!("TP#1 {}→{}", tp.time, sold.time)),
+        "{text}"
+    );
+    let filled_as_placed = entry.closed.as_deref() == Some(entry.time.as_str());
+    assert!(filled_as_placed, "{entry:?}");
+    assert!(
+        row("DO#1").ends_with(&format!("DO#1 {}", entry.time)),
+        "{text}"
+    );
+}

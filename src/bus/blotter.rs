@@ -160,6 +160,9 @@ pub struct OrderLine {
     pub limit: Option<Px>,
     /// Its state.
     pub state: OrderState,
+    /// Tape time it left the book: its fill (the last, for one filled in parts) or its
+    /// cancel. `None` while it works, and for a vetoed ticket (never placed).
+    pub closed: Option<Ts>,
     /// What L0 risk did to it: `qty 100→96 plan`, `VETO worst $58 > $0 left`.
     pub risk: Option<String>,
 }
@@ -705,6 +708,7 @@ impl Blotter {
                     filled: 0,
                     limit: None,
                     state: OrderState::Vetoed,
+                    closed: None,
                     risk: short,
                 });
             }
@@ -756,6 +760,7 @@ impl Blotter {
                     filled: 0,
                     limit: Some(*limit),
                     state: OrderState::Working,
+                    closed: None,
                     risk,
                 });
                 self.resting.insert(
@@ -779,12 +784,13 @@ impl Blotter {
                     o.limit = Some(*limit);
                 }
             }
-            Event::OrderCancelled { order, .. } => {
+            Event::OrderCancelled { ts, order, .. } => {
                 self.resting.remove(*order);
                 if let Some(o) = self.order_mut(*order)
                     && o.state == OrderState::Working
                 {
                     o.state = OrderState::Cancelled;
+                    o.closed = Some(*ts);
                 }
             }
             Event::Fill {
@@ -802,6 +808,7 @@ impl Blotter {
                 if let Some(o) = self.order_mut(*order) {
                     o.filled = o.filled.saturating_add(*qty);
                     o.state = OrderState::Filled;
+                    o.closed = Some(*ts);
                 }
                 self.marks.push(Mark {
                     ts: *ts,

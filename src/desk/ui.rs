@@ -994,7 +994,13 @@ pub fn blotter_lines(app: &App, h: usize, w: usize) -> Vec<Line<'static>> {
             };
             spans.push(Span::styled(format!("{r} "), risk_style));
         }
-        spans.push(Span::styled(format!("{} {}", o.clause, o.time), muted));
+        // The clause and when it was placed; an order that left the book later says when
+        // (`TP#1 10:24:50→10:26:24`: placed, then filled or cancelled).
+        let when = match &o.closed {
+            Some(c) if *c != o.time => format!("{}→{c}", o.time),
+            _ => o.time.clone(),
+        };
+        spans.push(Span::styled(format!("{} {when}", o.clause), muted));
         let row = wrap(Line::from(spans), w);
         if row.len() > order_room {
             // (The header counts the working orders that did not fit.)

@@ -27,8 +27,10 @@ pub struct PositionRow {
 /// An order of the session (or a vetoed ticket), with its state, for the desk's Blotter.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct OrderLogRow {
-    /// `HH:MM:SS`.
+    /// `HH:MM:SS`: when it was placed (or vetoed).
     pub time: String,
+    /// `HH:MM:SS`: when it left the book, filled or cancelled (`None` while it works).
+    pub closed: Option<String>,
     pub plan: String,
     pub clause: String,
     /// `buy`, `sell`, or empty for a vetoed ticket.
@@ -149,9 +151,13 @@ impl Snapshot {
             }
         }
         for o in b.orders.iter().skip(orders_at) {
-            let t = o.ts.to_string();
+            let hms = |ts: crate::market::types::Ts| {
+                let t = ts.to_string();
+                t.get(..8).unwrap_or(&t).to_string()
+            };
             snap.order_log.push(OrderLogRow {
-                time: t.get(..8).unwrap_or(&t).to_string(),
+                time: hms(o.ts),
+                closed: o.closed.map(hms),
                 plan: o.plan.clone(),
                 clause: o.clause.clone(),
                 side: o
