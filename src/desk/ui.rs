@@ -646,10 +646,15 @@ fn draw_plans_narrow(f: &mut Frame, app: &App, r: Rect) {
         let first = skip / 2 + 1;
         let last = (skip / 2 + shown).min(plans.len());
         let rows = format!(" · {first}–{last} of {} ↕", plans.len());
-        let title = plans_title(plans, usize::from(r.width), rows.chars().count());
+        let title = plans_title(
+            plans,
+            &app.snap.book.positions,
+            usize::from(r.width),
+            rows.chars().count(),
+        );
         format!("{title}{rows}")
     } else {
-        plans_title(plans, usize::from(r.width), 0)
+        plans_title(plans, &app.snap.book.positions, usize::from(r.width), 0)
     };
     let mut body: Vec<Line> = vec![fit(head, w)];
     body.extend(lines.into_iter().skip(skip));
@@ -659,18 +664,28 @@ fn draw_plans_narrow(f: &mut Frame, app: &App, r: Rect) {
     );
 }
 
-/// The Plans pane's title: how many plans, and how many are filled (holding), resting (entry
-/// orders working) and armed (waiting on WHEN), those that are not none: `Plans — 5 · 2
-/// filled · 1 resting`. A book with positions on and nothing armed does not read "0 armed".
-/// The states are left off, last first (positions stay longest), where the title and
-/// `reserve` cells (the rows shown) would not fit a pane `width` wide.
-fn plans_title(plans: &[PlanLine], width: usize, reserve: usize) -> String {
+/// The Plans pane's title: how many plans, and how many hold a position (from the Blotter's
+/// positions: a plan stood down, halted or done with a position still on holds it too),
+/// rest an entry order and are armed (waiting on WHEN), those that are not none: `Plans — 5
+/// · 2 holding · 1 resting`. A book with positions on and nothing armed does not read "0
+/// armed". The counts are left off, last first (positions stay longest), where the title
+/// and `reserve` cells (the rows shown) would not fit a pane `width` wide.
+fn plans_title(
+    plans: &[PlanLine],
+    positions: &[crate::view::snapshot::PositionRow],
+    width: usize,
+    reserve: usize,
+) -> String {
     let n = |s: PlanState| plans.iter().filter(|p| p.state == s).count();
+    let holding = plans
+        .iter()
+        .filter(|p| positions.iter().any(|x| x.plan == p.name))
+        .count();
     let mut title = format!("Plans — {}", plans.len());
     // The block draws ` {title} ` between its two corners: 4 cells besides the title.
     let room = width.saturating_sub(4 + reserve);
     for (k, name) in [
-        (n(PlanState::Filled), "filled"),
+        (holding, "holding"),
         (n(PlanState::Resting), "resting"),
         (n(PlanState::Armed), "armed"),
     ] {
@@ -733,7 +748,7 @@ fn draw_plans(f: &mut Frame, app: &App, r: Rect) {
             row
         })
         .collect();
-    let title = plans_title(plans, usize::from(r.width), 0);
+    let title = plans_title(plans, &app.snap.book.positions, usize::from(r.width), 0);
     let table = Table::new(
         rows,
         [
@@ -1691,9 +1706,9 @@ fn draw_modal(f: &mut Frame, app: &App, m: &Modal, area: Rect) {
 mod tests {
     use super::{Owner, PlanLine, PlanState, Role, plans_title, pnl_role, usd};
 
-    fn plan(state: PlanState) -> PlanLine {
+    fn plan(name: &str, state: PlanState) -> PlanLine {
         PlanLine {
-            name: "p".into(),
+            name: name.into(),
             owner: Owner::Person,
             state,
             budget_r: 0.5,
@@ -1706,28 +1721,56 @@ mod tests {
         }
     }
 
+    fn holds(plan: &str) -> crate::view::snapshot::PositionRow {
+        crate::view::snapshot::PositionRow {
+            plan: plan.into(),
+            instrument: "SPY shares".into(),
+            qty: 10,
+            avg_px: 500.0,
+            mark: 500.0,
+            model: false,
+            pnl_usd: 0.0,
+            real_usd: 0.0,
+            open_usd: 0.0,
+        }
+    }
+
     #[test]
     fn the_plans_title_counts_what_works_and_gives_way_to_the_rows() {
         use PlanState::*;
-        let book: Vec<PlanLine> = [Armed, Resting, Filled, Filled, Done, Halted]
-            .into_iter()
-            .map(plan)
-            .collect();
+        let book: Vec<PlanLine> = [
+            ("a", Armed),
+            ("r", Resting),
+            ("f1", Filled),
+            ("f2", Filled),
+            ("d", Done),
+            ("h", Halted),
+        ]
+        .into_iter()
+        .map(|(n, s)| plan(n, s))
+        .collect();
+        // The filled plans hold; so does the halted one, whose position is still on (its
+        // state does not say so), and the done one, flat, does not.
+        let on = [holds("f1"), holds("f2"), holds("h")];
         // A book with positions on and nothing armed does not read "0 armed".
         assert_eq!(
-            plans_title(&book[2..], 60, 0),
-            "Plans — 4 · 2 filled",
-            "nothing armed, two holding"
+            plans_title(&book[2..], &on, 60, 0),
+            "Plans — 4 · 3 holding",
+            "nothing armed, three holding"
         );
         assert_eq!(
-            plans_title(&book, 60, 0),
-            "Plans — 6 · 2 filled · 1 resting · 1 armed"
+            plans_title(&book, &on, 60, 0),
+            "Plans — 6 · 3 holding · 1 resting · 1 armed"
         );
-        // Narrow, or with the rows' range beside it: the states go, last first.
+        assert_eq!(
+            plans_title(&book, &[], 60, 0),
+            "Plans — 6 · 1 resting · 1 armed"
+        );
+        // Narrow, or with the rows' range beside it: the counts go, last first.
         let rows = " · 1–4 of 6 ↕".chars().count();
-        assert_eq!(plans_title(&book, 46, rows), "Plans — 6 · 2 filled");
-        assert_eq!(plans_title(&book, 20, rows), "Plans — 6");
-        assert_eq!(plans_title(&[], 60, 0), "Plans — 0");
+        assert_eq!(plans_title(&book, &on, 47, rows), "Plans — 6 · 3 holding");
+        assert_eq!(plans_title(&book, &on, 20, rows), "Plans — 6");
+        assert_eq!(plans_title(&[], &[], 60, 0), "Plans — 0");
     }
 
     #[test]
