@@ -95,6 +95,8 @@ fn a_sign_elsewhere_is_not_taken_for_arithmetic_on_a_level_or_a_price() {
         "PLAN x budget 0.2R ttl 15:00\n  WHEN spot > hod\n  DO buy 1 +1 C @ fair\n  ARM y - 1\n",
         "PLAN x budget 0.2R ttl 15:00\n  WHEN spot > hod\n  DO buy 1 +1 C @ fair\n  INVALIDATE spot < lod -> halt, ride + 1\n",
         "VIEW v budget 900\n  chain 0dte strikes 5 + 2\n",
+        // A RELOAD held before its sign: the plain message, which asks for the ticket.
+        "PLAN x budget 0.2R ttl 15:00\n  WHEN spot > hod\n  DO buy 10 shares @ bid\n  RELOAD WHEN spot > hod held 30s + 1 buy 10 shares @ bid\n",
     ];
     for src in plain {
         let d = refuse(src);
@@ -160,6 +162,17 @@ fn syntax_escapes_are_guided() {
             "PLAN x budget 0.2R ttl 15:00\n  WHEN spot > hod\n  DO buy 1 +1 C @ fair cancel-if spot < lod - 1\n",
             3,
             vec!["unexpected `-`", "no arithmetic"],
+        ),
+        // A RELOAD's trigger runs into its ticket: the sign is the trigger's arithmetic, not
+        // a missing side.
+        (
+            "PLAN x budget 0.2R ttl 15:00\n  WHEN spot > hod\n  DO buy 10 shares @ bid\n  RELOAD WHEN spot > hod + 1 buy 10 shares @ bid\n",
+            4,
+            vec![
+                "unexpected `+` after the trigger",
+                "no arithmetic",
+                "held 60s",
+            ],
         ),
         // A price's offset written apart from its anchor (in the ticket and in a modifier).
         (

@@ -1916,6 +1916,15 @@ rule!(fn ticket -> Ticket = "ticket", (
     Choice { arms: (one_of(SIDES, Need::Expected("`buy` or `sell`")).map(|k| SIDE_VALUES[k]),), otherwise: |i| {
             let f = found(i);
             let w = next_token(i.input);
+            // A RELOAD's trigger runs into its ticket: a sign there is arithmetic on the
+            // trigger (`RELOAD WHEN spot > hod + 1 buy ...`), told as `eol` tells it.
+            if w.starts_with(['+', '-', '*', '/']) && !w.starts_with("->") {
+                let rest = i.input.trim_start_matches(' ');
+                let next = next_token(rest.get(w.len()..).unwrap_or(""));
+                if let Some(m) = arithmetic_msg(w, next, "the trigger", line_before(i)) {
+                    return fail(i, m, "unexpected");
+                }
+            }
             let hint = if w.eq_ignore_ascii_case("buy") || w.eq_ignore_ascii_case("sell") {
                 format!(": write `{}` in lower case", w.to_ascii_lowercase())
             } else {
