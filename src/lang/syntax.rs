@@ -872,9 +872,10 @@ fn sign_context(line: &str) -> SignAt {
             _ => at,
         };
     }
+    // The grammar's `dur`: digits, then `s`, `m` or `h`.
     let duration = |w: &str| {
-        let d = w.trim_end_matches(|c: char| c.is_ascii_alphabetic());
-        d.len() < w.len() && !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit())
+        w.strip_suffix(['s', 'm', 'h'])
+            .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
     };
     if line.split_whitespace().last().is_some_and(duration) {
         return SignAt::Other;
@@ -3333,6 +3334,27 @@ mod table_tests {
         assert_eq!(BOXES.with(|b| b.borrow().len()), 0);
         let fresh = crate::lang::parse(&doc).map(|d| crate::lang::print(&d));
         assert_eq!(fresh, Ok(doc));
+    }
+}
+
+#[cfg(test)]
+mod sign_tests {
+    use super::{SignAt, sign_context};
+
+    /// A duration just before a sign is the grammar's `dur` (digits, then `s`, `m` or `h`):
+    /// after one the sign is neither a price's nor a trigger's; after another word that ends
+    /// in letters the last keyword still decides.
+    #[test]
+    fn a_duration_is_the_grammars_and_nothing_else() {
+        assert_eq!(sign_context("  WHEN spot > hod held 30s "), SignAt::Other);
+        assert_eq!(
+            sign_context("  DO buy 1 +1 C @ fair esc ask 2m "),
+            SignAt::Other
+        );
+        assert_eq!(sign_context("  WHEN spot > 5150pts "), SignAt::Trigger);
+        assert_eq!(sign_context("  WHEN velocity(1m) > p90 "), SignAt::Trigger);
+        assert_eq!(sign_context("  DO buy 1 +1 C @ fair "), SignAt::Price);
+        assert_eq!(sign_context("PLAN x budget 0.2R ttl +30m "), SignAt::Other);
     }
 }
 
