@@ -640,14 +640,22 @@ impl Log {
             // A row equal to the last run joins it; so does a row equal to the run before,
             // which then moves to the end: two streams that alternate (a pegged order's
             // re-prices between a wake's suppressions) read as two rows, not one row per
-            // event. Each run shows its newest row and is placed by it, so the rows stay in
-            // time order; the count and "since" say how many and from when.
+            // event. Across runs of chatter only (re-prices, suppressions, marks) a row
+            // reaches back further, to the fourth run from the end: three or four streams
+            // (two pegged orders and a wake's suppressions) are as many rows, while a fire,
+            // a fill or a turn among them keeps its place between the runs. Each run shows its
+            // newest row and is placed by it, so the rows stay in time order; the count and
+            // "since" say how many and from when.
             let n = view.len();
             let same = |s: &Shown| {
                 let p = &self.rows[s.last];
                 p.kind == r.kind && p.plan == r.plan && run_key(&p.summary) == run_key(&r.summary)
             };
-            if let Some(k) = (n.saturating_sub(2)..n).rev().find(|&k| same(&view[k])) {
+            let chatter = |s: &Shown| is_chatter(&self.rows[s.last]);
+            let reach = (n.saturating_sub(STREAMS)..n)
+                .rev()
+                .take_while(|&k| k + 2 >= n || view[k + 1..].iter().all(chatter));
+            if let Some(k) = reach.into_iter().find(|&k| same(&view[k])) {
                 let mut run = view.remove(k);
                 run.last = i;
                 run.count += 1;
@@ -846,6 +854,15 @@ fn name_agent(row: &mut Row, name: &str) {
 /// What makes neighbouring rows one run: the summary, except that an order's re-prices (a
 /// pegged order moves with the market on almost every tick) are one run per order, shown
 /// with the newest price: `×27 #2 repriced to 1.99 (peg)`.
+/// How many interleaved streams of chatter the Log folds into as many rows.
+const STREAMS: usize = 4;
+
+/// A row that repeats as a stream (a re-price, a suppression, a mark): a run may reach
+/// past it to join an older one ([`Log::rebuild`]).
+fn is_chatter(r: &Row) -> bool {
+    matches!(r.kind, Kind::Suppressed | Kind::Mark) || r.ty == "order-repriced"
+}
+
 fn run_key(summary: &str) -> &str {
     summary
         .split_once(" repriced to ")
@@ -1048,6 +1065,84 @@ mod tests {
         assert_eq!(counts, vec![3, 1], "one run per order");
         let last = &log.rows()[log.shown()[0].last];
         assert_eq!(last.summary, "#2 repriced to 1.99 (peg)");
+    }
+
+    #[test]
+    fn three_and_four_streams_of_chatter_read_as_as_many_rows_and_a_fire_still_splits_them() {
+        let sup = |s: u32| {
+            format!(
+                r#"{{"reason":"budget of 2 wakes/day spent","ts":"10:50:{s:02}.000","type":"wake-suppressed","wake":"range-break"}}"#
+            )
+        };
+        let rep = |order: u32, s: u32| {
+            format!(
+                r#"{{"limit":"1.{s:02}","order":{order},"reason":"peg","ts":"10:50:{s:02}.000","type":"order-repriced"}}"#
+            )
+        };
+        let fold = |lines: &[String]| {
+            let mut log = Log::default();
+            for (no, l) in lines.iter().enumerate() {
+                log.rows.push(decode(no as u64, l));
+            }
+            log.rebuild();
+            let runs: Vec<(usize, usize, usize)> = log
+                .shown()
+                .iter()
+                .map(|s| (s.first, s.last, s.count))
+                .collect();
+            let times: Vec<String> = log
+                .shown()
+                .iter()
+                .map(|s| log.rows()[s.last].time.clone())
+                .collect();
+            let mut sorted = times.clone();
+            sorted.sort_unstable();
+            assert_eq!(times, sorted, "each run at its newest row: in time order");
+            runs
+        };
+        // Two pegged orders and a wake's suppressions, round after round: three rows.
+        let mut three = Vec::new();
+        for k in 0..4 {
+            three.extend([rep(1, 3 * k), rep(2, 3 * k + 1), sup(3 * k + 2)]);
+        }
+        assert_eq!(fold(&three), vec![(0, 9, 4), (1, 10, 4), (2, 11, 4)]);
+        // Four streams: four rows.
+        let mut four = Vec::new();
+        for k in 0..3 {
+            four.extend([
+                rep(1, 4 * k),
+                rep(2, 4 * k + 1),
+                rep(3, 4 * k + 2),
+                sup(4 * k + 3),
+            ]);
+        }
+        assert_eq!(fold(&four).len(), 4, "{:?}", fold(&four));
+        // A fire among three streams keeps its place: the streams before it and after it
+        // are rows of their own (a run reaches past one row of any kind, as two streams
+        // do, but not past a fire and more).
+        let fired = r#"{"clause":"WHEN","plan":"chase","ts":"10:50:20.000","type":"plan-fired"}"#;
+        let split = [
+            rep(1, 0),
+            rep(2, 1),
+            sup(2),
+            rep(1, 3),
+            rep(2, 4),
+            sup(5),
+            fired.to_string(),
+            rep(1, 21),
+            rep(2, 22),
+            sup(23),
+        ];
+        let runs = fold(&split);
+        let fire_at = runs
+            .iter()
+            .position(|r| r.0 == 6)
+            .expect("the fire is a row");
+        assert_eq!(&runs[..fire_at], &[(0, 3, 2), (1, 4, 2), (2, 5, 2)]);
+        assert!(
+            runs[fire_at + 1..].iter().all(|r| r.0 > 6),
+            "no run from before the fire joins one after it: {runs:?}"
+        );
     }
 
     #[test]
