@@ -906,3 +906,22 @@ fn the_mcp_run_tool_defaults_r_usd_like_kestrel_run() {
     );
     assert_eq!(r.data["r_usd"], cli["r_usd"]);
 }
+
+/// A time is taken as a person types it: `9:45` is `09:45` (the Frame is the same bytes),
+/// and a time that is not one is a coded usage error.
+#[test]
+fn frame_takes_an_hour_without_its_leading_zero() {
+    let (code, short, err) = kestrel(&["frame", "--tape", TAPE, "--at", "9:45"]);
+    assert_eq!(code, 0, "{err}");
+    let (_, padded, _) = kestrel(&["frame", "--tape", TAPE, "--at", "09:45"]);
+    assert_eq!(short, padded);
+    assert!(short.contains("t=09:45:00"), "{short}");
+    for bad in ["9:5", "945", "9h45"] {
+        let (code, _, err) = kestrel(&["frame", "--tape", TAPE, "--at", bad]);
+        assert_eq!(code, 1, "{bad}");
+        assert!(
+            err.starts_with("error code=USAGE") && err.contains("is not a time"),
+            "{bad}: {err}"
+        );
+    }
+}

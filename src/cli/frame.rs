@@ -42,16 +42,8 @@ pub(crate) fn outside_session(at: Ts, given: &str, open: Ts, close: Ts) -> Optio
     ))
 }
 
-fn parse_at(s: &str) -> Option<Ts> {
-    match s.len() {
-        5 => Ts::parse(&format!("{s}:00.000")),
-        8 => Ts::parse(&format!("{s}.000")),
-        _ => Ts::parse(s),
-    }
-}
-
 pub fn run(a: &FrameArgs) -> i32 {
-    let Some(at) = parse_at(&a.at) else {
+    let Some(at) = Ts::parse_clock(&a.at) else {
         errln!(
             "error code=USAGE message=--at {:?} is not a time: write HH:MM or HH:MM:SS",
             a.at
@@ -144,18 +136,27 @@ mod tests {
 
     #[test]
     fn times_outside_the_session_name_its_open_and_close() {
-        let (open, close) = (parse_at("09:30").unwrap(), parse_at("16:00").unwrap());
-        let e = outside_session(parse_at("08:00").unwrap(), "08:00", open, close).unwrap();
+        let (open, close) = (
+            Ts::parse_clock("09:30").unwrap(),
+            Ts::parse_clock("16:00").unwrap(),
+        );
+        let e = outside_session(Ts::parse_clock("08:00").unwrap(), "08:00", open, close).unwrap();
         assert!(
             e.starts_with("error code=USAGE message=--at 08:00 is before the open"),
             "{e}"
         );
         assert!(e.contains("09:30 to 16:00"), "{e}");
-        let e = outside_session(parse_at("16:00:01").unwrap(), "16:00:01", open, close).unwrap();
+        let e = outside_session(
+            Ts::parse_clock("16:00:01").unwrap(),
+            "16:00:01",
+            open,
+            close,
+        )
+        .unwrap();
         assert!(e.contains("after the close"), "{e}");
         for inside in ["09:30", "12:00", "16:00"] {
             assert_eq!(
-                outside_session(parse_at(inside).unwrap(), inside, open, close),
+                outside_session(Ts::parse_clock(inside).unwrap(), inside, open, close),
                 None
             );
         }

@@ -914,7 +914,7 @@ impl App {
                             )
                         });
                     }
-                    PromptKind::Seek => match parse_time(input.trim()) {
+                    PromptKind::Seek => match Ts::parse_clock(&input) {
                         Some(t) if t < self.snap.open || t > self.snap.close => {
                             self.message = Some(format!(
                                 "seek: {} is outside the session {}–{}: nothing moved",
@@ -1014,16 +1014,5 @@ impl App {
             }
         }
         c
-    }
-}
-
-/// Parse `HH:MM` or `HH:MM:SS`.
-pub fn parse_time(s: &str) -> Option<Ts> {
-    match s.len() {
-        5 => Ts::parse_hhmm(s),
-        8 => Ts::parse(&format!("{s}.000")),
-        12 => Ts::parse(s),
-        4 => Ts::parse_hhmm(&format!("0{s}")),
-        _ => None,
     }
 }

@@ -373,6 +373,26 @@ impl Ts {
         Some(Ts::hms(h, m, 0, 0))
     }
 
+    /// A clock time as a person types it: `HH:MM`, `HH:MM:SS` or `HH:MM:SS.mmm`, the hour's
+    /// leading zero optional (`9:45`, `9:45:30`), spaces around it ignored. Where a person
+    /// gives a time (the desk's seek, `frame --at`, the MCP tools' `at`).
+    pub fn parse_clock(s: &str) -> Option<Ts> {
+        let s = s.trim();
+        let padded;
+        let s = if s.find(':') == Some(1) {
+            padded = format!("0{s}");
+            padded.as_str()
+        } else {
+            s
+        };
+        match s.len() {
+            5 => Ts::parse_hhmm(s),
+            8 => Ts::parse(&format!("{s}.000")),
+            12 => Ts::parse(s),
+            _ => None,
+        }
+    }
+
     /// Print as `HH:MM` (seconds and milliseconds dropped).
     pub fn hhmm(self) -> String {
         let m = self.0 / 60_000;

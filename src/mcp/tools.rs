@@ -540,14 +540,9 @@ pub struct FrameArgs {
     pub width: u32,
 }
 
-/// `HH:MM`, `HH:MM:SS` or `HH:MM:SS.mmm`.
+/// `HH:MM`, `HH:MM:SS` or `HH:MM:SS.mmm` ([`Ts::parse_clock`]).
 pub fn parse_at(s: &str) -> Option<Ts> {
-    let s = s.trim();
-    match s.len() {
-        5 => Ts::parse(&format!("{s}:00.000")),
-        8 => Ts::parse(&format!("{s}.000")),
-        _ => Ts::parse(s),
-    }
+    Ts::parse_clock(s)
 }
 
 type FileTape = crate::market::TapeReader<std::io::BufReader<std::fs::File>>;
@@ -755,7 +750,19 @@ mod tests {
         assert!(parse_at("11:30").is_some());
         assert!(parse_at("11:30:15").is_some());
         assert!(parse_at("11:30:15.250").is_some());
-        for bad in ["", "1130", "ab:cd", "11:3é", "99:99:99:99", "é"] {
+        assert_eq!(parse_at("9:45"), parse_at("09:45"));
+        assert_eq!(parse_at(" 9:45:30 "), parse_at("09:45:30"));
+        for bad in [
+            "",
+            "1130",
+            "ab:cd",
+            "11:3é",
+            "99:99:99:99",
+            "é",
+            ":45",
+            "9:5",
+            "123:45",
+        ] {
             assert!(parse_at(bad).is_none(), "{bad}");
         }
     }
