@@ -48,6 +48,7 @@ fn bytes(h: &TapeHeader, evs: &[TapeEvent]) -> Vec<u8> {
 fn joined(ms: &[(TapeHeader, Vec<TapeEvent>)]) -> Vec<u8> {
     let mut h = ms[0].0.clone();
     h.v = 2;
+    h.name = "week".into();
     let mut evs = ms[0].1.clone();
     for (mh, me) in &ms[1..] {
         evs.push(TapeEvent::Session(Box::new(SessionSpec {
@@ -375,8 +376,9 @@ fn an_agent_run_over_five_sessions_matches_five_one_session_runs() {
 fn the_desk_starts_each_session_again_at_its_open() {
     use kestrel_desk::session::{Command, Opening, Session, Settings, TapeSource};
     let ms = members();
+    // The status line names the tape by its header's name, not the path it came from.
     let tape = TapeSource {
-        label: "week".into(),
+        label: "some/dir/week-of-2025-04-07.jsonl".into(),
         bytes: std::sync::Arc::from(joined(&ms[..3]).into_boxed_slice()),
     };
     let settings = Settings {
@@ -494,8 +496,9 @@ fn the_desk_status_line_names_the_session() {
     use kestrel_desk::session::{Command, TapeSource};
     use ratatui::{Terminal, backend::TestBackend};
     let ms = members();
+    // The status line names the tape by its header's name, not the path it came from.
     let tape = TapeSource {
-        label: "week".into(),
+        label: "some/dir/week-of-2025-04-07.jsonl".into(),
         bytes: std::sync::Arc::from(joined(&ms[..2]).into_boxed_slice()),
     };
     let mut app = desk::inline_app(tape).expect("desk");

@@ -232,10 +232,11 @@ fn draw_status(f: &mut Frame, app: &App, r: Rect) {
     f.render_widget(Paragraph::new(text).style(base), r);
 }
 
-/// The status line's tape: its label, and on a multi-session tape (v2) the session and its
+/// The status line's tape: its name (the header's, as the Frame and `kestrel run` say it,
+/// not the path it was opened from), and on a multi-session tape (v2) the session and its
 /// date.
 fn tape_field(s: &crate::session::SessionSnapshot) -> String {
-    let name = s.tape.trim_start_matches("bundled:");
+    let name = &s.tape_name;
     match s.session {
         Some(n) => format!("tape {name} · session {n} {}", s.date),
         None => format!("tape {name}"),

@@ -585,8 +585,10 @@ pub struct AgentStatus {
 /// Everything the screen draws of the session, at one instant.
 #[derive(Debug, Clone)]
 pub struct SessionSnapshot {
-    /// The tape's label.
+    /// The tape's label (`bundled:<name>` or the path it was opened from).
     pub tape: String,
+    /// The tape's name, from its header (what the Frame and `kestrel run` call it).
+    pub tape_name: String,
     /// The session of a multi-session tape (1, 2, …; `None` on a v1 tape).
     pub session: Option<u32>,
     /// The session's date (`YYYY-MM-DD`).
@@ -2444,6 +2446,7 @@ impl Session {
         let notices = self.notices[self.notices.len().saturating_sub(20)..].to_vec();
         SessionSnapshot {
             tape: self.tape.label.clone(),
+            tape_name: self.header.name.clone(),
             session: self.run.engine.session_no(),
             date: m.date().to_string(),
             clock: self.clock,
