@@ -478,3 +478,49 @@ fn an_order_row_says_when_it_was_placed_and_when_it_left_the_book() {
         "{text}"
     );
 }
+
+/// A 0dte option held to the close settles without a fill: the Blotter lists the settlement
+/// with the fills (`settled +1 SPY 0dte … @ <intrinsic> (close)`), at the Bus's price, and
+/// the position leaves the book.
+#[test]
+fn a_position_settled_at_the_close_is_listed_with_the_fills() {
+    let mut app = bare();
+    submit(
+        &mut app,
+        1,
+        "PLAN hold budget 0.5R ttl 15:30\n  USING signal SPX exec SPY 0dte\n  WHEN spot > 0\n  DO buy 1 ATM C @ ask\n",
+    );
+    app.send(Command::Seek(ms(16, 0, 0)));
+    while !app.snap.ended {
+        app.send(Command::StepTick);
+        app.tick();
+    }
+    let bus = app.snap.bus.join("\n");
+    let line = bus
+        .lines()
+        .find(|l| l.contains("\"type\":\"settlement\"") && l.contains("\"plan\":\"hold\""))
+        .unwrap_or_else(|| panic!("the call settles at the close:\n{bus}"));
+    let v: serde_json::Value = serde_json::from_str(line).expect("a Bus line");
+    let px = v["px"].as_str().expect("a price");
+    let b = &app.snap.book;
+    assert!(
+        b.positions.iter().all(|p| p.plan != "hold"),
+        "{:?}",
+        b.positions
+    );
+    let s = b.settled.first().expect("a settlement in the book");
+    assert_eq!(
+        (s.plan.as_str(), s.qty),
+        ("hold", v["qty"].as_i64().unwrap())
+    );
+    let text = blotter_text(&app);
+    assert!(text.contains("settled at the close (1)"), "{text}");
+    let row = text
+        .lines()
+        .find(|l| l.contains("hold settled"))
+        .unwrap_or_else(|| panic!("no settlement row:\n{text}"));
+    assert!(
+        row.contains("settled +1 SPY 0dte") && row.ends_with(&format!("@ {px} (close)")),
+        "{row}"
+    );
+}

@@ -175,6 +175,7 @@ fn book_panes_render_the_snapshot() {
         open_r: 0.01,
         r_usd: 1000.0,
         order_log: Vec::new(),
+        settled: Vec::new(),
     };
     let r = rep.frame(
         &v,

@@ -167,6 +167,22 @@ pub struct OrderLine {
     pub risk: Option<String>,
 }
 
+/// A position settled at the session's close (a 0dte option at its intrinsic value): it
+/// leaves the book without a fill, so the Blotter keeps it beside the fills.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settled {
+    /// Tape time (the close).
+    pub ts: Ts,
+    /// Plan name.
+    pub plan: String,
+    /// Instrument key.
+    pub leg: String,
+    /// The position settled, signed (positive: a long one).
+    pub qty: i64,
+    /// Settlement price.
+    pub px: Px,
+}
+
 /// One fill.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FillRow {
@@ -334,6 +350,8 @@ pub struct SessionMark {
     /// [`Blotter::fills`].
     pub orders_at: usize,
     pub fills_at: usize,
+    /// Where its settlements begin in [`Blotter::settled`].
+    pub settled_at: usize,
     /// Where its fires and fills begin in [`Blotter::marks`].
     pub marks_at: usize,
     /// Per plan and leg: the realised P&L booked before the session.
@@ -533,6 +551,8 @@ pub struct Blotter {
     pub resting: RestingBook,
     /// Every fill, in order.
     pub fills: Vec<FillRow>,
+    /// Every settlement at a close, in order.
+    pub settled: Vec<Settled>,
     /// Per-plan lines.
     pub plans: BTreeMap<String, PlanLine>,
     /// Events applied.
@@ -839,13 +859,20 @@ impl Blotter {
                 self.line(plan).fills += 1;
             }
             Event::Settlement {
+                ts,
                 plan,
                 leg,
                 qty,
                 px,
                 mult,
-                ..
             } => {
+                self.settled.push(Settled {
+                    ts: *ts,
+                    plan: plan.clone(),
+                    leg: leg.clone(),
+                    qty: *qty,
+                    px: *px,
+                });
                 let at = self.events;
                 let p = self
                     .positions
@@ -925,6 +952,7 @@ impl Blotter {
             seen: Default::default(),
             orders_at: self.orders.len(),
             fills_at: self.fills.len(),
+            settled_at: self.settled.len(),
             marks_at: self.marks.len(),
             real_base,
         });

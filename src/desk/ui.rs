@@ -947,11 +947,20 @@ pub fn blotter_lines(app: &App, h: usize, w: usize) -> Vec<Line<'static>> {
     // Rows wrap rather than cut (a price or a P&L is never lost at the edge): the rooms
     // below count lines, and a row goes in whole or not at all.
     let room = h.saturating_sub(lines.len() + body.len() + 1);
-    let fill_rows: Vec<Vec<Line<'static>>> = b
-        .fills
-        .iter()
-        .rev()
-        .map(|x| {
+    // A position settled at the close leaves the book without a fill: it leads the list
+    // (nothing trades after the close), `settled`, at its price.
+    let settled_rows = b.settled.iter().rev().map(|x| {
+        wrap(
+            Line::from(vec![
+                Span::raw(format!("  {} {} ", x.time, x.plan)),
+                Span::styled(format!("settled {:+}", x.qty), muted),
+                Span::raw(format!(" {} @ {:.2} (close)", inst(&x.instrument), x.px)),
+            ]),
+            w,
+        )
+    });
+    let fill_rows: Vec<Vec<Line<'static>>> = settled_rows
+        .chain(b.fills.iter().rev().map(|x| {
             let side = Style::default().fg(t.get(if x.side == "buy" {
                 Role::MarketUp
             } else {
@@ -970,7 +979,7 @@ pub fn blotter_lines(app: &App, h: usize, w: usize) -> Vec<Line<'static>> {
                 ]),
                 w,
             )
-        })
+        }))
         .collect();
     let fills_room = (room / 2).max(fill_rows.first().map_or(1, Vec::len));
     let mut order_room = room.saturating_sub(fills_room);
@@ -1025,10 +1034,11 @@ pub fn blotter_lines(app: &App, h: usize, w: usize) -> Vec<Line<'static>> {
         order_room -= row.len();
         body.extend(row);
     }
-    body.push(Line::from(Span::styled(
-        format!("fills ({})", b.fills.len()),
-        muted,
-    )));
+    let head = match b.settled.len() {
+        0 => format!("fills ({})", b.fills.len()),
+        n => format!("fills ({}) · settled at the close ({n})", b.fills.len()),
+    };
+    body.push(Line::from(Span::styled(head, muted)));
     let mut left = fills_room;
     for row in fill_rows {
         if row.len() > left {

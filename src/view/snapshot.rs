@@ -83,6 +83,18 @@ pub struct FillRow {
     pub quoted: bool,
 }
 
+/// A position settled at the close (a 0dte option at its intrinsic value).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SettledRow {
+    /// `HH:MM:SS`.
+    pub time: String,
+    pub plan: String,
+    /// The position settled, signed (positive: a long one).
+    pub qty: i64,
+    pub instrument: String,
+    pub px: f64,
+}
+
 /// A journal line lifted from an author's comments.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct JournalRow {
@@ -98,6 +110,10 @@ pub struct Snapshot {
     pub orders: Vec<OrderRow>,
     pub plans: Vec<PlanRow>,
     pub fills: Vec<FillRow>,
+    /// The positions settled at the close, oldest first (not drawn in a Frame: the
+    /// desk's Blotter lists them with the fills).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub settled: Vec<SettledRow>,
     pub journal: Vec<JournalRow>,
     /// Risk committed across plans, in R.
     pub budget_used_r: f64,
@@ -128,10 +144,10 @@ impl Snapshot {
         let mut snap = Snapshot::default();
         // The current session's book (on a v1 tape's Bus, the whole Bus's): positions are
         // flat at a session's start, its orders and fills are the ones after it.
-        let (orders_at, fills_at) = b
+        let (orders_at, fills_at, settled_at) = b
             .sessions
             .last()
-            .map_or((0, 0), |s| (s.orders_at, s.fills_at));
+            .map_or((0, 0, 0), |s| (s.orders_at, s.fills_at, s.settled_at));
         for (plan, legs) in &b.positions {
             for (leg, p) in legs.iter().filter(|(_, p)| p.qty != 0) {
                 let realised = p.realised.saturating_sub(b.realised_before(plan, leg));
@@ -189,6 +205,16 @@ impl Snapshot {
                 instrument: f.leg.clone(),
                 px: f.px.to_f64(),
                 quoted: f.quoted,
+            });
+        }
+        for x in b.settled.iter().skip(settled_at) {
+            let t = x.ts.to_string();
+            snap.settled.push(SettledRow {
+                time: t.get(..8).unwrap_or(&t).to_string(),
+                plan: x.plan.clone(),
+                qty: x.qty,
+                instrument: x.leg.clone(),
+                px: x.px.to_f64(),
             });
         }
         let in_r = |m: i64| b.in_r(m).map(|x| x.to_f64()).unwrap_or(0.0);
