@@ -1067,6 +1067,30 @@ mod tests {
         assert_eq!(last.summary, "#2 repriced to 1.99 (peg)");
     }
 
+    /// The Bus lines decoded into a Log and folded: the Log and its runs (first, last, count),
+    /// each run placed by its newest row, checked to be in time order.
+    fn folded(lines: &[String]) -> (Log, Vec<(usize, usize, usize)>) {
+        let mut log = Log::default();
+        for (no, l) in lines.iter().enumerate() {
+            log.rows.push(decode(no as u64, l));
+        }
+        log.rebuild();
+        let runs = log
+            .shown()
+            .iter()
+            .map(|s| (s.first, s.last, s.count))
+            .collect();
+        let times: Vec<&str> = log
+            .shown()
+            .iter()
+            .map(|s| log.rows()[s.last].time.as_str())
+            .collect();
+        let mut sorted = times.clone();
+        sorted.sort_unstable();
+        assert_eq!(times, sorted, "each run at its newest row: in time order");
+        (log, runs)
+    }
+
     #[test]
     fn three_and_four_streams_of_chatter_read_as_as_many_rows_and_a_fire_still_splits_them() {
         let sup = |s: u32| {
@@ -1079,33 +1103,12 @@ mod tests {
                 r#"{{"limit":"1.{s:02}","order":{order},"reason":"peg","ts":"10:50:{s:02}.000","type":"order-repriced"}}"#
             )
         };
-        let fold = |lines: &[String]| {
-            let mut log = Log::default();
-            for (no, l) in lines.iter().enumerate() {
-                log.rows.push(decode(no as u64, l));
-            }
-            log.rebuild();
-            let runs: Vec<(usize, usize, usize)> = log
-                .shown()
-                .iter()
-                .map(|s| (s.first, s.last, s.count))
-                .collect();
-            let times: Vec<String> = log
-                .shown()
-                .iter()
-                .map(|s| log.rows()[s.last].time.clone())
-                .collect();
-            let mut sorted = times.clone();
-            sorted.sort_unstable();
-            assert_eq!(times, sorted, "each run at its newest row: in time order");
-            runs
-        };
         // Two pegged orders and a wake's suppressions, round after round: three rows.
         let mut three = Vec::new();
         for k in 0..4 {
             three.extend([rep(1, 3 * k), rep(2, 3 * k + 1), sup(3 * k + 2)]);
         }
-        assert_eq!(fold(&three), vec![(0, 9, 4), (1, 10, 4), (2, 11, 4)]);
+        assert_eq!(folded(&three).1, vec![(0, 9, 4), (1, 10, 4), (2, 11, 4)]);
         // Four streams: four rows.
         let mut four = Vec::new();
         for k in 0..3 {
@@ -1116,7 +1119,8 @@ mod tests {
                 sup(4 * k + 3),
             ]);
         }
-        assert_eq!(fold(&four).len(), 4, "{:?}", fold(&four));
+        let four = folded(&four).1;
+        assert_eq!(four.len(), 4, "{four:?}");
         // A fire among three streams keeps its place: the streams before it and after it
         // are rows of their own (a run reaches past one row of any kind, as two streams
         // do, but not past a fire and more).
@@ -1133,7 +1137,7 @@ mod tests {
             rep(2, 22),
             sup(23),
         ];
-        let runs = fold(&split);
+        let (_, runs) = folded(&split);
         let fire_at = runs
             .iter()
             .position(|r| r.0 == 6)
@@ -1147,7 +1151,6 @@ mod tests {
 
     #[test]
     fn two_alternating_streams_read_as_two_rows_in_time_order_and_a_third_splits_them() {
-        let mut log = Log::default();
         let sup = |m: u32, s: u32| {
             format!(
                 r#"{{"reason":"budget of 2 wakes/day spent","ts":"10:{m:02}:{s:02}.000","type":"wake-suppressed","wake":"range-break"}}"#
@@ -1172,26 +1175,10 @@ mod tests {
             fired.to_string(),
             sup(52, 30),
         ];
-        for (no, l) in lines.iter().enumerate() {
-            log.rows.push(decode(no as u64, l));
-        }
-        log.rebuild();
-        let runs: Vec<(usize, usize, usize)> = log
-            .shown()
-            .iter()
-            .map(|s| (s.first, s.last, s.count))
-            .collect();
+        let (log, runs) = folded(&lines);
         // Before the fire: two rows (3 suppressions, 4 re-prices), not seven; the
         // fire keeps its place and splits them from the suppression after it.
         assert_eq!(runs, vec![(0, 5, 3), (1, 6, 4), (7, 7, 1), (8, 8, 1)]);
-        let times: Vec<&str> = log
-            .shown()
-            .iter()
-            .map(|s| log.rows()[s.last].time.as_str())
-            .collect();
-        let mut sorted = times.clone();
-        sorted.sort_unstable();
-        assert_eq!(times, sorted, "each run at its newest row: in time order");
         assert_eq!(
             log.rows()[log.shown()[1].last].summary,
             "#2 repriced to 2.89 (peg)"
