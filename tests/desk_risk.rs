@@ -524,3 +524,48 @@ fn a_position_settled_at_the_close_is_listed_with_the_fills() {
         "{row}"
     );
 }
+
+/// A plan whose state hides its position (expired at its ttl with shares still on) says
+/// what it holds in its Plans row, on a narrow screen and a wide one; the Plans title
+/// counts it as holding.
+#[test]
+fn an_expired_plan_that_still_holds_says_so_in_its_row() {
+    let mut app = bare();
+    submit(
+        &mut app,
+        1,
+        "PLAN brief budget 0.5R ttl +5m\n  USING signal SPX exec SPY\n  WHEN spot > 0\n  DO buy 10 shares @ ask\n",
+    );
+    app.send(Command::Seek(ms(9, 40, 0)));
+    let row = app
+        .snap
+        .plans
+        .iter()
+        .find(|p| p.name == "brief")
+        .expect("plan row");
+    assert_eq!(row.state, kestrel_desk::bus::PlanState::Expired, "{row:?}");
+    let held = app
+        .snap
+        .book
+        .positions
+        .iter()
+        .find(|p| p.plan == "brief")
+        .expect("the shares are still on")
+        .qty;
+    let says = format!("holds {held:+} SPY shares");
+    app.set_focus(Pane::Plans);
+    for (w, h) in [(100, 30), (200, 60)] {
+        app.tab = Pane::Plans;
+        let s = screen(&app, w, h);
+        assert!(
+            s.iter().any(|l| l.contains(&says)),
+            "{w}x{h}: {says}\n{}",
+            s.join("\n")
+        );
+        assert!(
+            s.iter().any(|l| l.contains("Plans — 1 · 1 holding")),
+            "{w}x{h}\n{}",
+            s.join("\n")
+        );
+    }
+}

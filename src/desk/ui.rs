@@ -538,12 +538,21 @@ fn owner_label(o: &Owner) -> String {
 
 /// The Plans pane's last column: the last risk decision on the plan's tickets first
 /// (`VETO worst $58.00 > $0.00 left`, `qty 100→96 plan`), then the clause that fired or why
-/// it is in its state.
-fn plan_why(p: &PlanLine) -> String {
-    match &p.risk {
+/// it is in its state; a plan whose state does not say it holds (expired, halted, stood
+/// down) but still has a position on says what it holds (`· holds +1 SPY 0dte 518.00 C`):
+/// its risk rides until its TP, its EXIT or the close.
+fn plan_why(app: &App, p: &PlanLine) -> String {
+    let mut why = match &p.risk {
         Some(r) => format!("{} · {}", r.short(), p.note),
         None => p.note.clone(),
+    };
+    if p.state != PlanState::Filled {
+        for x in app.snap.book.positions.iter().filter(|x| x.plan == p.name) {
+            let inst = crate::market::options::same_day_name(&x.instrument, &app.snap.date);
+            why.push_str(&format!(" · holds {:+} {inst}", x.qty));
+        }
     }
+    why
 }
 
 /// The style of a plan's last column: a veto in the error colour, a clamp in the warning's.
@@ -628,7 +637,7 @@ fn draw_plans_narrow(f: &mut Frame, app: &App, r: Rect) {
             Some(_) => why_style(app, p),
             None => Style::default().fg(t.ui_muted()),
         };
-        let mut second = Line::from(Span::styled(format!("  ↳ {}", plan_why(p)), why_style));
+        let mut second = Line::from(Span::styled(format!("  ↳ {}", plan_why(app, p)), why_style));
         if i == app.plan_sel && app.focus == Pane::Plans {
             let bg = Style::default().bg(t.ui_selection_bg());
             first = first.style(bg);
@@ -739,7 +748,7 @@ fn draw_plans(f: &mut Frame, app: &App, r: Rect) {
                         .unwrap_or_default(),
                 ),
                 Cell::from(Span::styled(
-                    super::fit::fit(&plan_why(p), why_w),
+                    super::fit::fit(&plan_why(app, p), why_w),
                     why_style(app, p),
                 )),
             ]);
