@@ -640,10 +640,11 @@ impl Log {
             // A row equal to the last run joins it; so does a row equal to the run before,
             // which then moves to the end: two streams that alternate (a pegged order's
             // re-prices between a wake's suppressions) read as two rows, not one row per
-            // event. Across runs of chatter only (re-prices, suppressions, marks) a row
-            // reaches back further, to the fourth run from the end: three or four streams
-            // (two pegged orders and a wake's suppressions) are as many rows, while a fire,
-            // a fill or a turn among them keeps its place between the runs. Each run shows its
+            // event. A row of chatter (a re-price, a suppression, a mark) reaches back
+            // further across runs of chatter only, to the fourth run from the end: three or
+            // four streams (two pegged orders and a wake's suppressions) are as many rows,
+            // while a fire, a fill or a turn among them more than one row back keeps its
+            // place between the runs (and never reaches back itself past one row). Each run shows its
             // newest row and is placed by it, so the rows stay in time order; the count and
             // "since" say how many and from when.
             let n = view.len();
@@ -652,9 +653,9 @@ impl Log {
                 p.kind == r.kind && p.plan == r.plan && run_key(&p.summary) == run_key(&r.summary)
             };
             let chatter = |s: &Shown| is_chatter(&self.rows[s.last]);
-            let reach = (n.saturating_sub(STREAMS)..n)
-                .rev()
-                .take_while(|&k| k + 2 >= n || view[k + 1..].iter().all(chatter));
+            let reach = (n.saturating_sub(STREAMS)..n).rev().take_while(|&k| {
+                k + 2 >= n || (is_chatter(r) && view[k + 1..].iter().all(chatter))
+            });
             if let Some(k) = reach.into_iter().find(|&k| same(&view[k])) {
                 let mut run = view.remove(k);
                 run.last = i;
@@ -851,18 +852,18 @@ fn name_agent(row: &mut Row, name: &str) {
     }
 }
 
-/// What makes neighbouring rows one run: the summary, except that an order's re-prices (a
-/// pegged order moves with the market on almost every tick) are one run per order, shown
-/// with the newest price: `×27 #2 repriced to 1.99 (peg)`.
 /// How many interleaved streams of chatter the Log folds into as many rows.
 const STREAMS: usize = 4;
 
-/// A row that repeats as a stream (a re-price, a suppression, a mark): a run may reach
-/// past it to join an older one ([`Log::rebuild`]).
+/// A row that repeats as a stream (a re-price, a suppression, a mark): a row of chatter may
+/// reach past runs of chatter to join an older run of its own ([`Log::rebuild`]).
 fn is_chatter(r: &Row) -> bool {
     matches!(r.kind, Kind::Suppressed | Kind::Mark) || r.ty == "order-repriced"
 }
 
+/// What makes neighbouring rows one run: the summary, except that an order's re-prices (a
+/// pegged order moves with the market on almost every tick) are one run per order, shown
+/// with the newest price: `×27 #2 repriced to 1.99 (peg)`.
 fn run_key(summary: &str) -> &str {
     summary
         .split_once(" repriced to ")
@@ -1067,8 +1068,7 @@ mod tests {
         assert_eq!(last.summary, "#2 repriced to 1.99 (peg)");
     }
 
-    /// The Bus lines decoded into a Log and folded: the Log and its runs (first, last, count),
-    /// each run placed by its newest row, checked to be in time order.
+    /// The Bus lines decoded into a Log and folded: the Log and its runs (first, last, count).
     fn folded(lines: &[String]) -> (Log, Vec<(usize, usize, usize)>) {
         let mut log = Log::default();
         for (no, l) in lines.iter().enumerate() {
@@ -1080,14 +1080,6 @@ mod tests {
             .iter()
             .map(|s| (s.first, s.last, s.count))
             .collect();
-        let times: Vec<&str> = log
-            .shown()
-            .iter()
-            .map(|s| log.rows()[s.last].time.as_str())
-            .collect();
-        let mut sorted = times.clone();
-        sorted.sort_unstable();
-        assert_eq!(times, sorted, "each run at its newest row: in time order");
         (log, runs)
     }
 
@@ -1119,8 +1111,17 @@ mod tests {
                 sup(4 * k + 3),
             ]);
         }
-        let four = folded(&four).1;
-        assert_eq!(four.len(), 4, "{four:?}");
+        assert_eq!(
+            folded(&four).1,
+            vec![(0, 8, 3), (1, 9, 3), (2, 10, 3), (3, 11, 3)]
+        );
+        // Five streams are past the reach: no row joins, each event is a row.
+        let mut five = Vec::new();
+        for k in 0..2 {
+            five.extend((1..=4).map(|o| rep(o, 5 * k + o)));
+            five.push(sup(5 * k + 5));
+        }
+        assert_eq!(folded(&five).1.len(), 10);
         // A fire among three streams keeps its place: the streams before it and after it
         // are rows of their own (a run reaches past one row of any kind, as two streams
         // do, but not past a fire and more).
@@ -1147,6 +1148,14 @@ mod tests {
             runs[fire_at + 1..].iter().all(|r| r.0 > 6),
             "no run from before the fire joins one after it: {runs:?}"
         );
+        // A fire does not reach back across chatter to an earlier fire: each keeps its place.
+        let fire = |s: u32| {
+            format!(
+                r#"{{"clause":"WHEN","plan":"chase","ts":"10:50:{s:02}.000","type":"plan-fired"}}"#
+            )
+        };
+        let (_, runs) = folded(&[fire(0), rep(1, 1), sup(2), rep(1, 3), fire(4)]);
+        assert_eq!(runs, vec![(0, 0, 1), (2, 2, 1), (1, 3, 2), (4, 4, 1)]);
     }
 
     #[test]
