@@ -519,3 +519,44 @@ fn the_desk_status_line_names_the_session() {
     assert!(s.contains("tape week · session 2 2025-04-10"), "{s}");
     assert!(s.contains("09:30:00.000"), "{s}");
 }
+
+/// A 0dte call bought in every session settles at each session's close; the book the View
+/// and the desk show is the current session's, so it lists that session's settlement only.
+#[test]
+fn each_session_lists_its_own_settlements() {
+    let doc = lang::check(
+        "PLAN c budget 1R ttl +25m\n  USING signal SPX exec SPY 0dte\n  WHEN spot > 0\n  DO buy 1 ATM C @ ask\n",
+        Mode::File,
+    )
+    .expect("plan");
+    let ms = members();
+    let tape = joined(&ms[..2]);
+    let mut r = TapeReader::new(&tape[..]).expect("header");
+    let mut e = Engine::new(
+        r.header(),
+        EngineConfig::strict(Px(1000 * 10_000)),
+        Bus::new(None).keeping(),
+    );
+    e.arm_document(&doc);
+    for ev in r.by_ref() {
+        e.on_event(&ev.expect("event"));
+    }
+    let bus = e.finish();
+    let settled: Vec<String> = bus
+        .events()
+        .iter()
+        .filter_map(|ev| match ev {
+            Event::Settlement { px, .. } => Some(px.to_string()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(settled.len(), 2, "one settlement a session");
+    assert_eq!(bus.blotter().settled.len(), 2);
+    let book = kestrel_desk::view::Snapshot::from_blotter(bus.blotter());
+    let shown: Vec<&str> = book.settled.iter().map(|x| x.px.as_str()).collect();
+    assert_eq!(
+        shown,
+        vec![settled[1].as_str()],
+        "the second session's only"
+    );
+}

@@ -160,7 +160,7 @@ pub struct OrderLine {
     pub limit: Option<Px>,
     /// Its state.
     pub state: OrderState,
-    /// Tape time it left the book: its fill (the last, for one filled in parts) or its
+    /// Tape time it left the book: its fill (strict-cross-v1 fills an order whole) or its
     /// cancel. `None` while it works, and for a vetoed ticket (never placed).
     pub closed: Option<Ts>,
     /// What L0 risk did to it: `qty 100→96 plan`, `VETO worst $58 > $0 left`.

@@ -175,10 +175,7 @@ pub fn decode(no: u64, line: &str) -> Row {
         row.summary = fit::fit(line, 120);
         return row;
     };
-    let hms = |ts: crate::market::Ts| {
-        let s = ts.to_string();
-        s.get(..8).unwrap_or(&s).to_string()
-    };
+    let hms = crate::market::Ts::hhmmss;
     let (ts, kind, plan, summary) = match ev {
         Event::SessionStart {
             tape,

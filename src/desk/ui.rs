@@ -236,7 +236,12 @@ fn draw_status(f: &mut Frame, app: &App, r: Rect) {
 /// not the path it was opened from), and on a multi-session tape (v2) the session and its
 /// date.
 fn tape_field(s: &crate::session::SessionSnapshot) -> String {
-    let name = &s.tape_name;
+    // A header whose name is empty or not one line names nothing: its label does.
+    let name = if s.tape_name.is_empty() || s.tape_name.chars().any(char::is_control) {
+        s.tape.trim_start_matches("bundled:")
+    } else {
+        &s.tape_name
+    };
     match s.session {
         Some(n) => format!("tape {name} · session {n} {}", s.date),
         None => format!("tape {name}"),
@@ -963,7 +968,7 @@ pub fn blotter_lines(app: &App, h: usize, w: usize) -> Vec<Line<'static>> {
             Line::from(vec![
                 Span::raw(format!("  {} {} ", x.time, x.plan)),
                 Span::styled(format!("settled {:+}", x.qty), muted),
-                Span::raw(format!(" {} @ {:.2} (close)", inst(&x.instrument), x.px)),
+                Span::raw(format!(" {} @ {} (close)", inst(&x.instrument), x.px)),
             ]),
             w,
         )

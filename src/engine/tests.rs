@@ -568,6 +568,21 @@ fn cancel_if_clause_and_line_level_cancel_if() {
         ),
         1
     );
+    // The Blotter's order line says when it left the book: the cancel's time.
+    let pulled = b
+        .events()
+        .iter()
+        .find_map(|e| match e {
+            Event::OrderCancelled { ts, .. } => Some(*ts),
+            _ => None,
+        })
+        .expect("a cancel");
+    let o = &b.blotter().orders[0];
+    assert_eq!(
+        (o.state, o.closed),
+        (crate::bus::blotter::OrderState::Cancelled, Some(pulled))
+    );
+    assert!(o.ts < pulled, "placed before it was pulled: {o:?}");
     assert_eq!(states(&b, "c").last().unwrap().0, PlanState::Done);
     // The same as a ticket modifier.
     let b = run(

@@ -844,8 +844,7 @@ fn active_window(ttl: &Ttl, start: u32, h: &TapeHeader) -> (u32, u32) {
 }
 
 fn hms(secs: u32) -> String {
-    let t = Ts(secs * 1000).to_string();
-    t.get(..8).unwrap_or(&t).to_string()
+    Ts(secs * 1000).hhmmss()
 }
 
 /// The null rewrite of one root for one draw: its entry instants (seconds since midnight)

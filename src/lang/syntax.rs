@@ -809,11 +809,8 @@ fn eol(i: &mut In<'_>, after: &str) -> R<()> {
         return Ok(());
     }
     let t = next_token(i.input);
-    if t.starts_with(['+', '-', '*', '/']) && !t.starts_with("->") {
-        let rest = i.input.trim_start_matches(' ');
-        if let Some(m) = arithmetic_msg(t, next_token(&rest[t.len()..]), after, line_before(i)) {
-            return fail(i, m, "unexpected");
-        }
+    if let Some(m) = sign_msg(i, t, after) {
+        return fail(i, m, "unexpected");
     }
     let msg = match t {
         "WHEN" | "DO" | "ALSO" | "RELOAD" | "TP" | "EXIT" | "INVALIDATE" | "CANCEL-IF" | "ARM" => {
@@ -834,6 +831,18 @@ fn eol(i: &mut In<'_>, after: &str) -> R<()> {
         _ => format!("unexpected `{t}` after {after}: the line should end here"),
     };
     fail(i, msg, "unexpected")
+}
+
+/// The message for an arithmetic sign `t` at the cursor ([`arithmetic_msg`]), or `None`
+/// where `t` is no sign (or `->`) or the plain message fits: where a line should end
+/// ([`eol`]) and where a RELOAD's trigger runs into its ticket.
+fn sign_msg(i: &In<'_>, t: &str, after: &str) -> Option<String> {
+    if !t.starts_with(['+', '-', '*', '/']) || t.starts_with("->") {
+        return None;
+    }
+    let rest = i.input.trim_start_matches(' ');
+    let next = next_token(rest.get(t.len()..).unwrap_or(""));
+    arithmetic_msg(t, next, after, line_before(i))
 }
 
 /// The text of the current line before the cursor.
@@ -874,7 +883,7 @@ fn sign_context(line: &str) -> SignAt {
     }
     // The grammar's `dur`: digits, then `s`, `m` or `h`.
     let duration = |w: &str| {
-        w.strip_suffix(['s', 'm', 'h'])
+        w.strip_suffix(crate::lang::lexicon::DUR_UNITS)
             .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
     };
     if line.split_whitespace().last().is_some_and(duration) {
@@ -1919,12 +1928,8 @@ rule!(fn ticket -> Ticket = "ticket", (
             let w = next_token(i.input);
             // A RELOAD's trigger runs into its ticket: a sign there is arithmetic on the
             // trigger (`RELOAD WHEN spot > hod + 1 buy ...`), told as `eol` tells it.
-            if w.starts_with(['+', '-', '*', '/']) && !w.starts_with("->") {
-                let rest = i.input.trim_start_matches(' ');
-                let next = next_token(rest.get(w.len()..).unwrap_or(""));
-                if let Some(m) = arithmetic_msg(w, next, "the trigger", line_before(i)) {
-                    return fail(i, m, "unexpected");
-                }
+            if let Some(m) = sign_msg(i, w, "the trigger") {
+                return fail(i, m, "unexpected");
             }
             let hint = if w.eq_ignore_ascii_case("buy") || w.eq_ignore_ascii_case("sell") {
                 format!(": write `{}` in lower case", w.to_ascii_lowercase())

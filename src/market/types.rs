@@ -393,6 +393,12 @@ impl Ts {
         }
     }
 
+    /// Print as `HH:MM:SS` (milliseconds dropped): the Display form's first eight bytes.
+    pub fn hhmmss(self) -> String {
+        let s = self.to_string();
+        s.get(..8).unwrap_or(&s).to_string()
+    }
+
     /// Print as `HH:MM` (seconds and milliseconds dropped).
     pub fn hhmm(self) -> String {
         let m = self.0 / 60_000;

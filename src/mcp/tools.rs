@@ -527,7 +527,7 @@ pub fn route_turn(a: &RouteTurnArgs) -> ToolOutput {
 pub struct FrameArgs {
     /// A bundled tape's short name (e.g. `trend-2025-04-09-s1`) or a path to a `.jsonl` tape.
     pub tape: String,
-    /// Tape time `HH:MM` or `HH:MM:SS` (exchange time).
+    /// Tape time `HH:MM`, `HH:MM:SS` or `HH:MM:SS.mmm` (exchange time; `9:45` is `09:45`).
     pub at: String,
     /// A document holding the VIEW to render (default: the built-in default view).
     #[serde(default)]

@@ -758,7 +758,7 @@ impl<R: BufRead> Run<R> {
         };
         for j in &t.journal {
             self.journal.push(JournalRow {
-                time: at.to_string().get(..8).unwrap_or("").to_string(),
+                time: at.hhmmss(),
                 author: author.to_string(),
                 text: j.clone(),
             });

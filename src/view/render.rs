@@ -341,7 +341,7 @@ pub fn bp(px: Px, anchor: Px) -> i64 {
 fn hhmm(ts: Ts, with_secs: bool) -> String {
     let s = ts.to_string();
     if with_secs {
-        s.get(..8).unwrap_or(&s).to_string()
+        ts.hhmmss()
     } else {
         s.get(..5).unwrap_or(&s).to_string()
     }

@@ -92,7 +92,8 @@ pub struct SettledRow {
     /// The position settled, signed (positive: a long one).
     pub qty: i64,
     pub instrument: String,
-    pub px: f64,
+    /// The settlement price as the Bus writes it (`1.90`, `0.0125`: never rounded).
+    pub px: String,
 }
 
 /// A journal line lifted from an author's comments.
@@ -167,13 +168,9 @@ impl Snapshot {
             }
         }
         for o in b.orders.iter().skip(orders_at) {
-            let hms = |ts: crate::market::types::Ts| {
-                let t = ts.to_string();
-                t.get(..8).unwrap_or(&t).to_string()
-            };
             snap.order_log.push(OrderLogRow {
-                time: hms(o.ts),
-                closed: o.closed.map(hms),
+                time: o.ts.hhmmss(),
+                closed: o.closed.map(crate::market::types::Ts::hhmmss),
                 plan: o.plan.clone(),
                 clause: o.clause.clone(),
                 side: o
@@ -208,13 +205,12 @@ impl Snapshot {
             });
         }
         for x in b.settled.iter().skip(settled_at) {
-            let t = x.ts.to_string();
             snap.settled.push(SettledRow {
-                time: t.get(..8).unwrap_or(&t).to_string(),
+                time: x.ts.hhmmss(),
                 plan: x.plan.clone(),
                 qty: x.qty,
                 instrument: x.leg.clone(),
-                px: x.px.to_f64(),
+                px: x.px.to_string(),
             });
         }
         let in_r = |m: i64| b.in_r(m).map(|x| x.to_f64()).unwrap_or(0.0);
