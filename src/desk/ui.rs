@@ -985,9 +985,9 @@ pub fn blotter_lines(app: &App, h: usize, w: usize) -> Vec<Line<'static>> {
                     Span::raw(format!("  {} {} ", x.time, x.plan)),
                     Span::styled(format!("{} {}", x.side, x.qty), side),
                     Span::raw(format!(
-                        " {} @ {:.2}{}",
+                        " {} @ {}{}",
                         inst(&x.instrument),
-                        x.px,
+                        px_text(x.px),
                         if x.quoted { " (quoted)" } else { "" }
                     )),
                 ]),
@@ -1018,11 +1018,11 @@ pub fn blotter_lines(app: &App, h: usize, w: usize) -> Vec<Line<'static>> {
         ];
         if o.state != "vetoed" {
             spans.push(Span::raw(format!(
-                "{} {} {} @ {:.2} ",
+                "{} {} {} @ {} ",
                 o.side,
                 o.qty,
                 inst(&o.instrument),
-                o.limit.unwrap_or(0.0)
+                px_text(o.limit.unwrap_or(0.0))
             )));
         }
         if let Some(r) = &o.risk {
@@ -1064,6 +1064,17 @@ pub fn blotter_lines(app: &App, h: usize, w: usize) -> Vec<Line<'static>> {
     lines.extend(body);
     lines.truncate(h.max(1));
     lines.into_iter().map(|l| fit(l, w)).collect()
+}
+
+/// A price as the Bus writes it: two decimals, up to four where the tape's price has them
+/// (`1.90`, `0.0125`: an imported tape's sub-cent fill is not rounded on the Blotter).
+fn px_text(x: f64) -> String {
+    let s = format!("{x:.4}");
+    let keep = s.trim_end_matches('0');
+    match keep.split_once('.') {
+        Some((_, frac)) if frac.len() >= 2 => keep.to_string(),
+        _ => format!("{x:.2}"),
+    }
 }
 
 /// A line wrapped at spaces to `w` columns (styles kept): the continuation lines are
@@ -1796,6 +1807,15 @@ mod tests {
         assert_eq!(plans_title(&book, &on, 47, rows), "Plans — 6 · 3 holding");
         assert_eq!(plans_title(&book, &on, 20, rows), "Plans — 6");
         assert_eq!(plans_title(&[], &[], 60, 0), "Plans — 0");
+    }
+
+    #[test]
+    fn a_price_reads_as_the_bus_writes_it() {
+        use crate::market::types::Px;
+        for raw in [19_000, 125, 50_021_000, -30_000, 0, 123_456_789, 15] {
+            let px = Px(raw);
+            assert_eq!(super::px_text(px.to_f64()), px.to_string(), "{raw}");
+        }
     }
 
     #[test]
