@@ -553,13 +553,20 @@ fn an_expired_plan_that_still_holds_says_so_in_its_row() {
         .expect("the shares are still on")
         .qty;
     let says = format!("holds {held:+} SPY shares");
+    // The Bus's reason `ttl 09:35:00.000` reads `ttl reached 09:35` on screen.
+    let at = row
+        .note
+        .strip_prefix("ttl ")
+        .and_then(|t| t.get(..5))
+        .unwrap_or_else(|| panic!("an expiry reason: {:?}", row.note));
+    let reached = format!("ttl reached {at} · {says}");
     app.set_focus(Pane::Plans);
     for (w, h) in [(100, 30), (200, 60)] {
         app.tab = Pane::Plans;
         let s = screen(&app, w, h);
         assert!(
-            s.iter().any(|l| l.contains(&says)),
-            "{w}x{h}: {says}\n{}",
+            s.iter().any(|l| l.contains(&reached)),
+            "{w}x{h}: {reached}\n{}",
             s.join("\n")
         );
         assert!(

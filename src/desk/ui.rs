@@ -547,9 +547,20 @@ fn owner_label(o: &Owner) -> String {
 /// down) but still has a position on says what it holds (`· holds +1 SPY 0dte 518.00 C`):
 /// its risk rides until its TP, its EXIT or the close.
 fn plan_why(app: &App, p: &PlanLine) -> String {
-    let mut why = match &p.risk {
-        Some(r) => format!("{} · {}", r.short(), p.note),
+    // The engine's expiry reason is the Bus's `ttl 15:00:00.000`: on screen, `ttl reached
+    // 15:00` (the seconds where the ttl has them).
+    let note = match p
+        .note
+        .strip_prefix("ttl ")
+        .and_then(crate::market::Ts::parse_clock)
+    {
+        Some(at) if at.hhmmss().ends_with(":00") => format!("ttl reached {}", at.hhmm()),
+        Some(at) => format!("ttl reached {}", at.hhmmss()),
         None => p.note.clone(),
+    };
+    let mut why = match &p.risk {
+        Some(r) => format!("{} · {note}", r.short()),
+        None => note,
     };
     if p.state != PlanState::Filled {
         for x in app.snap.book.positions.iter().filter(|x| x.plan == p.name) {
