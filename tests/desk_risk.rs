@@ -29,6 +29,15 @@ fn bare() -> App {
     desk::inline_app_with(src, None, false).expect("app")
 }
 
+/// The Plans row of the plan called `name`.
+fn plan_row<'a>(app: &'a App, name: &str) -> &'a kestrel_desk::session::owner::PlanLine {
+    app.snap
+        .plans
+        .iter()
+        .find(|p| p.name == name)
+        .unwrap_or_else(|| panic!("no plan row {name}"))
+}
+
 fn submit(app: &mut App, id: u64, text: &str) {
     app.send(Command::Submit {
         id,
@@ -71,12 +80,7 @@ fn a_veto_and_a_clamp_show_in_the_plan_row_the_blotter_and_the_notice() {
         "PLAN sized budget 0.1R ttl +30m\n  USING signal SPX exec SPY\n  WHEN spot > 0\n  DO buy 100 shares @ ask\n",
     );
     app.send(Command::Seek(ms(9, 31, 0)));
-    let sized = app
-        .snap
-        .plans
-        .iter()
-        .find(|p| p.name == "sized")
-        .expect("plan row");
+    let sized = plan_row(&app, "sized");
     let clamp = sized
         .risk
         .as_ref()
@@ -99,12 +103,7 @@ fn a_veto_and_a_clamp_show_in_the_plan_row_the_blotter_and_the_notice() {
         "PLAN tiny budget 0.01R ttl +30m\n  USING signal SPX exec SPY 0dte\n  WHEN spot > 0\n  DO buy 1 +1 C @ ask\n",
     );
     app.send(Command::Seek(ms(9, 32, 0)));
-    let tiny = app
-        .snap
-        .plans
-        .iter()
-        .find(|p| p.name == "tiny")
-        .expect("plan row");
+    let tiny = plan_row(&app, "tiny");
     let veto = tiny.risk.as_ref().expect("a veto").short();
     assert!(veto.starts_with("VETO worst $"), "{veto}");
     assert!(veto.contains("> $10.00 left"), "{veto}");
@@ -537,12 +536,7 @@ fn an_expired_plan_that_still_holds_says_so_in_its_row() {
         "PLAN brief budget 0.5R ttl +5m\n  USING signal SPX exec SPY\n  WHEN spot > 0\n  DO buy 10 shares @ ask\n",
     );
     app.send(Command::Seek(ms(9, 40, 0)));
-    let row = app
-        .snap
-        .plans
-        .iter()
-        .find(|p| p.name == "brief")
-        .expect("plan row");
+    let row = plan_row(&app, "brief");
     assert_eq!(row.state, kestrel_desk::bus::PlanState::Expired, "{row:?}");
     let held = app
         .snap

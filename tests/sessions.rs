@@ -64,7 +64,12 @@ fn joined(ms: &[(TapeHeader, Vec<TapeEvent>)]) -> Vec<u8> {
 
 /// Replay a tape file's bytes as `kestrel run` does; the Bus keeps its events.
 fn replay(tape: &[u8]) -> Bus {
-    let doc = lang::check(PLANS, Mode::File).expect("plans");
+    replay_with(tape, PLANS)
+}
+
+/// [`replay`] with other plans.
+fn replay_with(tape: &[u8], plans: &str) -> Bus {
+    let doc = lang::check(plans, Mode::File).expect("plans");
     let mut r = TapeReader::new(tape).expect("header");
     let mut e = Engine::new(
         r.header(),
@@ -524,24 +529,10 @@ fn the_desk_status_line_names_the_session() {
 /// and the desk show is the current session's, so it lists that session's settlement only.
 #[test]
 fn each_session_lists_its_own_settlements() {
-    let doc = lang::check(
+    let bus = replay_with(
+        &joined(&members()[..2]),
         "PLAN c budget 1R ttl +25m\n  USING signal SPX exec SPY 0dte\n  WHEN spot > 0\n  DO buy 1 ATM C @ ask\n",
-        Mode::File,
-    )
-    .expect("plan");
-    let ms = members();
-    let tape = joined(&ms[..2]);
-    let mut r = TapeReader::new(&tape[..]).expect("header");
-    let mut e = Engine::new(
-        r.header(),
-        EngineConfig::strict(Px(1000 * 10_000)),
-        Bus::new(None).keeping(),
     );
-    e.arm_document(&doc);
-    for ev in r.by_ref() {
-        e.on_event(&ev.expect("event"));
-    }
-    let bus = e.finish();
     let settled: Vec<String> = bus
         .events()
         .iter()

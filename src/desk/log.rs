@@ -641,19 +641,19 @@ impl Log {
             // further across runs of chatter only, to the fourth run from the end: three or
             // four streams (two pegged orders and a wake's suppressions) are as many rows,
             // while a fire, a fill or a turn among them more than one row back keeps its
-            // place between the runs (and never reaches back itself past one row). Each run shows its
-            // newest row and is placed by it, so the rows stay in time order; the count and
-            // "since" say how many and from when.
+            // place between the runs (and never reaches back itself past one row). Each run
+            // shows its newest row and is placed by it, so the rows stay in time order; the
+            // count and "since" say how many and from when.
             let n = view.len();
             let same = |s: &Shown| {
                 let p = &self.rows[s.last];
                 p.kind == r.kind && p.plan == r.plan && run_key(&p.summary) == run_key(&r.summary)
             };
             let chatter = |s: &Shown| is_chatter(&self.rows[s.last]);
-            let reach = (n.saturating_sub(STREAMS)..n).rev().take_while(|&k| {
+            let mut reach = (n.saturating_sub(STREAMS)..n).rev().take_while(|&k| {
                 k + 2 >= n || (is_chatter(r) && view[k + 1..].iter().all(chatter))
             });
-            if let Some(k) = reach.into_iter().find(|&k| same(&view[k])) {
+            if let Some(k) = reach.find(|&k| same(&view[k])) {
                 let mut run = view.remove(k);
                 run.last = i;
                 run.count += 1;

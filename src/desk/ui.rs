@@ -554,8 +554,10 @@ fn plan_why(app: &App, p: &PlanLine) -> String {
         .strip_prefix("ttl ")
         .and_then(crate::market::Ts::parse_clock)
     {
-        Some(at) if at.hhmmss().ends_with(":00") => format!("ttl reached {}", at.hhmm()),
-        Some(at) => format!("ttl reached {}", at.hhmmss()),
+        Some(at) => {
+            let t = at.hhmmss();
+            format!("ttl reached {}", t.strip_suffix(":00").unwrap_or(&t))
+        }
         None => p.note.clone(),
     };
     let mut why = match &p.risk {
@@ -1077,15 +1079,11 @@ pub fn blotter_lines(app: &App, h: usize, w: usize) -> Vec<Line<'static>> {
     lines.into_iter().map(|l| fit(l, w)).collect()
 }
 
-/// A price as the Bus writes it: two decimals, up to four where the tape's price has them
-/// (`1.90`, `0.0125`: an imported tape's sub-cent fill is not rounded on the Blotter).
+/// A price as the Bus writes it (`Px`'s Display: two decimals, up to four where the price
+/// has them, `1.90`, `0.0125`): an imported tape's sub-cent fill is not rounded on the
+/// Blotter. The snapshot carries it as the `f64` of a `Px`, which converts back exactly.
 fn px_text(x: f64) -> String {
-    let s = format!("{x:.4}");
-    let keep = s.trim_end_matches('0');
-    match keep.split_once('.') {
-        Some((_, frac)) if frac.len() >= 2 => keep.to_string(),
-        _ => format!("{x:.2}"),
-    }
+    crate::market::Px::from_f64_exact(x).map_or_else(|| format!("{x:.2}"), |p| p.to_string())
 }
 
 /// A line wrapped at spaces to `w` columns (styles kept): the continuation lines are

@@ -659,6 +659,28 @@ impl fmt::Display for Sym {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_clock_time_is_taken_as_a_person_types_it() {
+        assert!(Ts::parse_clock("11:30").is_some());
+        assert!(Ts::parse_clock("11:30:15").is_some());
+        assert!(Ts::parse_clock("11:30:15.250").is_some());
+        assert_eq!(Ts::parse_clock("9:45"), Ts::parse_clock("09:45"));
+        assert_eq!(Ts::parse_clock(" 9:45:30 "), Ts::parse_clock("09:45:30"));
+        for bad in [
+            "",
+            "1130",
+            "ab:cd",
+            "11:3é",
+            "99:99:99:99",
+            "é",
+            ":45",
+            "9:5",
+            "123:45",
+        ] {
+            assert!(Ts::parse_clock(bad).is_none(), "{bad}");
+        }
+    }
+
     proptest::proptest! {
         /// A symbol is equal, ordered and hashed as the pair (length, 15 zero-padded bytes)
         /// it was stored as before its 16-byte form: maps keyed by symbol keep their order.

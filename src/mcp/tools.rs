@@ -540,11 +540,6 @@ pub struct FrameArgs {
     pub width: u32,
 }
 
-/// `HH:MM`, `HH:MM:SS` or `HH:MM:SS.mmm` ([`Ts::parse_clock`]).
-pub fn parse_at(s: &str) -> Option<Ts> {
-    Ts::parse_clock(s)
-}
-
 type FileTape = crate::market::TapeReader<std::io::BufReader<std::fs::File>>;
 
 /// A tool's tape argument (a bundled name or a path), resolved and opened; refusals as
@@ -588,7 +583,7 @@ pub fn frame(a: &FrameArgs) -> ToolOutput {
 
 /// `frame`: render a View at a tape time, exactly as an agent would receive it.
 pub fn frame_in(root: &super::tapes::Root, a: &FrameArgs) -> ToolOutput {
-    let Some(at) = parse_at(&a.at) else {
+    let Some(at) = Ts::parse_clock(&a.at) else {
         return CodedError::plain(
             "USAGE",
             format!("at {:?} is not a time: write HH:MM or HH:MM:SS", a.at),
@@ -743,27 +738,5 @@ mod tests {
             bad.text
         );
         assert_eq!(bad.data["errors"][0]["line"], 1);
-    }
-
-    #[test]
-    fn parse_at_forms() {
-        assert!(parse_at("11:30").is_some());
-        assert!(parse_at("11:30:15").is_some());
-        assert!(parse_at("11:30:15.250").is_some());
-        assert_eq!(parse_at("9:45"), parse_at("09:45"));
-        assert_eq!(parse_at(" 9:45:30 "), parse_at("09:45:30"));
-        for bad in [
-            "",
-            "1130",
-            "ab:cd",
-            "11:3é",
-            "99:99:99:99",
-            "é",
-            ":45",
-            "9:5",
-            "123:45",
-        ] {
-            assert!(parse_at(bad).is_none(), "{bad}");
-        }
     }
 }

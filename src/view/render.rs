@@ -339,12 +339,7 @@ pub fn bp(px: Px, anchor: Px) -> i64 {
 }
 
 fn hhmm(ts: Ts, with_secs: bool) -> String {
-    let s = ts.to_string();
-    if with_secs {
-        ts.hhmmss()
-    } else {
-        s.get(..5).unwrap_or(&s).to_string()
-    }
+    if with_secs { ts.hhmmss() } else { ts.hhmm() }
 }
 
 fn pane(out: &mut String, d: &PaneDetail, input: &FrameInput<'_>) {
