@@ -925,3 +925,34 @@ fn frame_takes_an_hour_without_its_leading_zero() {
         );
     }
 }
+
+/// `run --plans` with documents that arm nothing (empty, only comments, only a USING) runs
+/// the tape, exit 0, with a coded warning on stderr; a file with a PLAN gets none.
+#[test]
+fn run_says_when_its_plans_arm_nothing() {
+    let d = tmp("noplans");
+    let empty = d.join("empty.kestrel");
+    let using = d.join("using.kestrel");
+    std::fs::write(&empty, "# nothing yet\n").expect("write");
+    std::fs::write(&using, "USING signal SPX exec SPY 0dte\n").expect("write");
+    for files in [vec![s(&empty)], vec![s(&empty), s(&using)]] {
+        let mut args = vec!["run", "--tape", TAPE];
+        for f in &files {
+            args.extend(["--plans", f]);
+        }
+        let (code, out, err) = kestrel(&args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        assert!(
+            err.contains(&format!(
+                "warning code=NO-PLANS message=--plans {} holds no PLAN",
+                files.join(", ")
+            )),
+            "{args:?}: {err}"
+        );
+        assert!(!out.is_empty(), "the report is still printed");
+    }
+    let (code, _, err) = kestrel(&["run", "--tape", TAPE, "--plans", "examples/chase.kestrel"]);
+    assert_eq!(code, 0);
+    assert!(!err.contains("NO-PLANS"), "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}

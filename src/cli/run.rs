@@ -483,6 +483,19 @@ pub fn run(a: Args) -> i32 {
         Ok(x) => x,
         Err(code) => return code,
     };
+    if !docs.iter().flat_map(|d| &d.statements).any(|st| {
+        matches!(
+            st.kind,
+            crate::lang::ast::StatementKind::Plan(_) | crate::lang::ast::StatementKind::Import(_)
+        )
+    }) {
+        // Valid, and runs (the tape's own figures), but nothing can trade: say so.
+        let files: Vec<String> = a.plans.iter().map(|p| p.display().to_string()).collect();
+        errln!(
+            "warning code=NO-PLANS message=--plans {} holds no PLAN: the tape replays with nothing armed",
+            files.join(", ")
+        );
+    }
     super::signals::install();
     let label = a.tape.display().to_string();
     let s = match book_session(&label, reader, docs, cfg, Bus::new(sink)) {
