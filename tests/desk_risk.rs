@@ -3,7 +3,7 @@
 //! the Blotter pane (ratatui TestBackend + insta) at 100x30 and 200x60 in the dark and light
 //! themes.
 
-use kestrel_desk::bus::{Bus, blotter::Position};
+use kestrel_desk::bus::{Bus, PlanState, blotter::Position};
 use kestrel_desk::desk::app::{App, BusMode, Pane};
 use kestrel_desk::desk::{self, ui};
 use kestrel_desk::engine::{Engine, EngineConfig};
@@ -569,4 +569,62 @@ fn an_expired_plan_that_still_holds_says_so_in_its_row() {
             s.join("\n")
         );
     }
+}
+
+/// A plan yanked with `y`, edited and sent again replaces the old one (the person's turns add
+/// to the book): the editor checks the copy against the standing book, so an `ARM` of another
+/// plan in the book is not refused; and the row of the new plan starts clean, `re-armed
+/// 09:40`, with no veto of the plan it replaced.
+#[test]
+fn a_plan_sent_again_reads_re_armed_and_its_copy_may_arm_a_plan_in_the_book() {
+    use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    let mut app = bare();
+    let first = "USING signal SPX exec SPY\nPLAN big budget 0.01R ttl +90m\n  WHEN spot > 0\n  DO buy 10 shares @ ask\n  ARM follow\nPLAN follow budget 0.1R ttl +90m\n  WHEN spot > 0\n  DO buy 1 shares @ ask\n";
+    submit(&mut app, 1, first);
+    app.send(Command::Seek(ms(9, 40, 0)));
+    assert!(
+        plan_row(&app, "big").risk.is_some(),
+        "the first `big` was vetoed: {:?}",
+        plan_row(&app, "big")
+    );
+    // y on `big`: its text, ARM and all, checks against the book.
+    app.set_focus(Pane::Plans);
+    app.plan_sel = app
+        .snap
+        .plans
+        .iter()
+        .position(|p| p.name == "big")
+        .expect("big");
+    app.key(KeyEvent::new(KeyCode::Char('y'), KeyModifiers::NONE));
+    app.tick();
+    let copy = app.editor.text();
+    assert!(copy.contains("ARM follow"), "{copy}");
+    assert!(
+        app.editor.diagnostics().is_empty(),
+        "{:?}",
+        app.editor.diagnostics()
+    );
+    let alone = lang::check(&copy, Mode::Turn).expect_err("alone, `follow` is not in scope");
+    assert_eq!(alone[0].rule.name(), "unknown-ref");
+    // Sent again with a WHEN that does not fire at once: it replaces the first.
+    let again = copy.replace("WHEN spot > 0", "WHEN spot > 100000");
+    submit(&mut app, 2, &again);
+    let big = plan_row(&app, "big");
+    assert_eq!(big.note, "re-armed 09:40", "{big:?}");
+    assert!(
+        big.risk.is_none(),
+        "the replaced plan's veto is not the new one's: {big:?}"
+    );
+    assert!(
+        app.snap.plans.iter().any(|p| p.name == "follow"),
+        "the rest of the book stays"
+    );
+    let shown = screen(&app, 100, 30).join("\n");
+    assert!(shown.contains("re-armed 09:40"), "{shown}");
+    // A CANCEL reaches the plan the row shows (the newest of that name, not the one it
+    // replaced), and what is said of it then is its own.
+    submit(&mut app, 3, "CANCEL big\n");
+    let big = plan_row(&app, "big");
+    assert_eq!(big.state, PlanState::StoodDown, "{big:?}");
+    assert_eq!(big.note, "cancel", "{big:?}");
 }

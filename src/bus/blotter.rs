@@ -223,6 +223,11 @@ pub struct PlanLine {
     pub note: Option<String>,
     /// The last risk decision on its tickets: a veto or a size clamp, with the arithmetic.
     pub risk: Option<Risk>,
+    /// When a document armed the plan again in this session (a person's corrected plan, an
+    /// agent's supersede keeping the name) and nothing was said of it since: the `note` and
+    /// `risk` above are then the replaced plan's. The desk shows `re-armed 09:30` instead;
+    /// the View's `[plans]` (Frame text, in the hash) keeps the note.
+    pub rearmed: Option<Ts>,
 }
 
 impl PlanLine {
@@ -591,7 +596,9 @@ impl Blotter {
         budget: &str,
         reason: &str,
     ) {
-        self.line(plan).risk = Some(Risk {
+        let l = self.line(plan);
+        l.rearmed = None;
+        l.risk = Some(Risk {
             ts,
             clause: clause.to_string(),
             kind,
@@ -650,6 +657,7 @@ impl Blotter {
             owner: None,
             note: None,
             risk: None,
+            rearmed: None,
         })
     }
 
@@ -672,9 +680,16 @@ impl Blotter {
                     self.start_session(*n, date);
                 }
             }
-            Event::DocumentArmed { plans, owner, .. } => {
+            Event::DocumentArmed {
+                ts, plans, owner, ..
+            } => {
                 for p in plans {
-                    self.line(p).owner = owner.clone();
+                    let again = self.plans.contains_key(p) && self.in_current_session(p);
+                    let l = self.line(p);
+                    l.owner = owner.clone();
+                    if again {
+                        l.rearmed = Some(*ts);
+                    }
                 }
             }
             Event::PlanState {
@@ -687,6 +702,7 @@ impl Blotter {
                 l.state = *state;
                 if let Some(r) = reason {
                     l.note = Some(r.clone());
+                    l.rearmed = None;
                 }
             }
             Event::PlanFired {
@@ -697,6 +713,7 @@ impl Blotter {
                     l.fires += 1;
                 }
                 l.note = Some(format!("{clause} fired {}", ts.hhmm()));
+                l.rearmed = None;
                 self.marks.push(Mark {
                     ts: *ts,
                     plan: plan.clone(),
@@ -935,6 +952,7 @@ impl Blotter {
         for l in self.plans.values_mut() {
             l.note = None;
             l.risk = None;
+            l.rearmed = None;
         }
         let real_base = self
             .positions
@@ -1132,6 +1150,7 @@ mod tests {
             owner: None,
             note: None,
             risk: None,
+            rearmed: None,
         };
         assert_eq!(l.summary(), "no fire yet");
         (l.fires, l.fills) = (2, 1);

@@ -267,6 +267,7 @@ impl App {
             modal_rows: std::cell::Cell::new((0, 0)),
         };
         app.log.sync(&app.snap);
+        app.editor.set_scope(&app.snap.standing);
         app
     }
 
@@ -342,6 +343,7 @@ impl App {
         self.snap = snap;
         if changed {
             self.log.sync(&self.snap);
+            self.editor.set_scope(&self.snap.standing);
         }
         if self.snap.notices_total != self.notices_seen {
             // Of the notices new since the last look, the loudest (the newest of those): a

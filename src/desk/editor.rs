@@ -6,6 +6,7 @@
 //! a general widget into.
 
 use super::theme::{Role, Theme};
+use crate::lang::rules::Scope;
 use crate::lang::{self, Diagnostic, Mode};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::style::{Modifier, Style};
@@ -71,6 +72,9 @@ pub struct Editor {
     /// First buffer line shown.
     pub scroll: usize,
     diags: Vec<Diagnostic>,
+    /// The names beyond the text a turn may refer to (the standing book's), so the live
+    /// check refuses what the submit would and nothing more.
+    scope: Scope,
     /// The line Enter just indented, and by how much: a space typed there first replaces
     /// the automatic indent (the text brings its own, e.g. a paste the terminal did not
     /// bracket), so indentation never stacks.
@@ -96,6 +100,7 @@ impl Editor {
             col: 0,
             scroll: 0,
             diags: Vec::new(),
+            scope: Scope::default(),
             auto_indent: None,
         };
         e.set_text(text);
@@ -171,11 +176,20 @@ impl Editor {
         &self.diags
     }
 
+    /// Check against these names from now on (the standing book's, as the session's
+    /// snapshot gives them): a plan copied with `y` may `ARM` another plan in the book.
+    pub fn set_scope(&mut self, scope: &Scope) {
+        if self.scope != *scope {
+            self.scope = scope.clone();
+            self.reparse();
+        }
+    }
+
     fn reparse(&mut self) {
         self.diags = if self.is_blank() {
             Vec::new()
         } else {
-            lang::check(&self.text(), Mode::Turn)
+            lang::check_in_scope(&self.text(), Mode::Turn, &self.scope)
                 .err()
                 .unwrap_or_default()
         };
@@ -442,6 +456,21 @@ mod tests {
             "PLAN p budget 0.05R ttl +20m\n  WHEN spot crosses above 5200\n  DO buy 1 +1 C @ fair-2c\n"
         );
         assert!(e.diagnostics().is_empty(), "{:?}", e.diagnostics());
+    }
+
+    #[test]
+    fn a_name_in_the_standing_book_resolves_and_one_not_in_it_is_refused() {
+        let text = "PLAN a budget 0.05R ttl +20m\n  WHEN spot crosses above 5200\n  DO buy 1 +1 C @ fair-2c\n  ARM b\n";
+        let mut e = Editor::new(text);
+        let refused: Vec<_> = e.diagnostics().iter().map(|d| d.rule.name()).collect();
+        assert_eq!(refused, ["unknown-ref"], "{:?}", e.diagnostics());
+        let mut book = Scope::default();
+        book.plans.insert("b".to_string());
+        e.set_scope(&book);
+        assert!(e.diagnostics().is_empty(), "{:?}", e.diagnostics());
+        // The book moves on without `b`: the same text is refused again, at once.
+        e.set_scope(&Scope::default());
+        assert_eq!(e.diagnostics().len(), 1, "{:?}", e.diagnostics());
     }
 
     #[test]

@@ -1564,25 +1564,28 @@ impl Engine {
         std::borrow::Cow::Owned(d)
     }
 
-    /// Who armed a plan, if the book has owners: the live plan of that name (the one a
-    /// CANCEL reaches), else the latest.
-    pub fn plan_owner(&self, name: &str) -> Option<&str> {
+    /// The plan a name means now: the newest live plan of that name, else the newest. A
+    /// plan armed again by name leaves the one it replaced stood down but not closed while
+    /// that one's inventory rides, so the newest live one is the one the author sees armed.
+    fn named(&self, name: &str) -> Option<usize> {
         self.plans
             .iter()
-            .find(|p| p.name == name && p.status != Status::Closed)
-            .or_else(|| self.plans.iter().rev().find(|p| p.name == name))
-            .and_then(|p| p.owner.as_deref())
+            .rposition(|p| p.name == name && p.status != Status::Closed)
+            .or_else(|| self.plans.iter().rposition(|p| p.name == name))
+    }
+
+    /// Who armed a plan, if the book has owners: the plan the name means ([`Self::named`],
+    /// the one a CANCEL reaches).
+    pub fn plan_owner(&self, name: &str) -> Option<&str> {
+        self.named(name)
+            .and_then(|i| self.plans[i].owner.as_deref())
     }
 
     /// When a plan's ttl ends (no new entries after it): set when the plan arms, so `None`
-    /// for a plan still waiting for its ARM target (and an unknown name). The live plan of
-    /// that name, else the latest.
+    /// for a plan still waiting for its ARM target (and an unknown name). The plan the name
+    /// means ([`Self::named`]).
     pub fn plan_ttl_end(&self, name: &str) -> Option<Ts> {
-        self.plans
-            .iter()
-            .find(|p| p.name == name && p.status != Status::Closed)
-            .or_else(|| self.plans.iter().rev().find(|p| p.name == name))
-            .and_then(|p| p.ttl_at)
+        self.named(name).and_then(|i| self.plans[i].ttl_at)
     }
 
     /// Compile and arm a document's WAKEs (a WAKE replaces an armed one of the same name).
@@ -1706,13 +1709,13 @@ impl Engine {
         }
     }
 
-    /// CANCEL <name>: stand a plan down by name (entries pulled, inventory rides). Returns
-    /// whether a plan of that name was live.
+    /// CANCEL <name>: stand a plan down by name (entries pulled, inventory rides): the
+    /// newest live plan of that name (a plan armed again by name, not the one it replaced).
+    /// Returns whether a plan of that name was live.
     pub fn cancel(&mut self, name: &str) -> bool {
         let hit = self
-            .plans
-            .iter()
-            .position(|p| p.name == name && p.status != Status::Closed);
+            .named(name)
+            .filter(|&i| self.plans[i].status != Status::Closed);
         let outcome = match hit {
             Some(_) => "plan stood down: entries pulled, inventory rides".to_string(),
             None => format!("no live plan named {name}"),

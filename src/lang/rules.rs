@@ -15,7 +15,7 @@ pub enum Mode {
 }
 
 /// Names in scope beyond the document itself (a turn's standing book, imported files).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Scope {
     pub plans: BTreeSet<String>,
     pub views: BTreeSet<String>,

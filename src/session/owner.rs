@@ -647,6 +647,10 @@ pub struct SessionSnapshot {
     pub saving: Option<PathBuf>,
     /// Is anything written yet (an opened session writes only once the person acts)?
     pub written: bool,
+    /// The names a turn written now may refer to (the standing book's plans, views and
+    /// wakes): the editor's live check resolves `ARM`, `plan(...)` and `DELIVER` against
+    /// them, as the Session does at the submit.
+    pub standing: Arc<crate::lang::rules::Scope>,
 }
 
 /// The positions still open in the book, each as `plan instrument ±qty` (an option of the
@@ -791,6 +795,8 @@ pub struct Session {
     record: Recorder,
     bus_written: usize,
     bus_file: Option<std::fs::File>,
+    /// The standing book's names as last snapshotted (shared while they do not change).
+    standing: Arc<crate::lang::rules::Scope>,
     replaying: bool,
     error: Option<String>,
     segment: u32,
@@ -1093,6 +1099,7 @@ impl Session {
             },
             bus_written: 0,
             bus_file: None,
+            standing: Arc::default(),
             replaying: false,
             error: None,
             segment: 0,
@@ -2358,8 +2365,13 @@ impl Session {
                     // The engine's: a ttl `+30m` runs from when the plan armed (an
                     // ARM target arms it later than its document arrived).
                     expires: self.run.engine.plan_ttl_end(name),
-                    note: crate::bus::blotter::summary_of(line.note.as_deref(), fires, fills),
-                    risk: line.risk.clone(),
+                    // A plan armed again by name: what was said of the one it replaced
+                    // is not said of it.
+                    note: match line.rearmed {
+                        Some(at) => format!("re-armed {}", at.hhmm()),
+                        None => crate::bus::blotter::summary_of(line.note.as_deref(), fires, fills),
+                    },
+                    risk: line.rearmed.map_or_else(|| line.risk.clone(), |_| None),
                     text: m.map(|m| m.text.clone()).unwrap_or_default(),
                 };
                 (line.seq, p)
@@ -2444,6 +2456,10 @@ impl Session {
         book.journal = self.run.journal().to_vec();
         book.wakes_used = self.run.wakes_used();
         let notices = self.notices[self.notices.len().saturating_sub(20)..].to_vec();
+        let standing = self.run.standing();
+        if *self.standing != standing {
+            self.standing = Arc::new(standing);
+        }
         SessionSnapshot {
             tape: self.tape.label.clone(),
             tape_name: self.header.name.clone(),
@@ -2486,6 +2502,7 @@ impl Session {
             segment: self.segment,
             saving: self.record.path.clone(),
             written: self.record.file.is_some(),
+            standing: self.standing.clone(),
         }
     }
 }
