@@ -872,7 +872,10 @@ impl Engine {
         let signal = rt.signal;
         let syms = &self.sh.syms;
         let has = |s: &str| syms.iter().any(|(x, ..)| x.as_str() == s);
-        let pidx = |n: &str| names.iter().position(|x| x == n);
+        // The latest plan of a name: a document that arms a name again (a person's corrected
+        // plan, an agent's supersede) means its own plan in `ARM` and `plan(...)`, not the
+        // one it replaced (which is stood down, and never arms or fills again).
+        let pidx = |n: &str| names.iter().rposition(|x| x == n);
         let res = Resolver {
             signal,
             has_symbol: &has,

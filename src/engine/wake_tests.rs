@@ -193,3 +193,86 @@ fn a_wake_armed_while_its_trigger_is_true_waits_for_a_new_rise() {
         vec![("09:30:04.000".into(), "fired".into(), "w".into())]
     );
 }
+
+/// The engine over the tiny tape with one document armed, its events up to `upto` played.
+fn engine_at(pxs: &[f64], src: &str, upto: usize) -> (Engine, Vec<TapeEvent>) {
+    let (h, evs) = read_tape_bytes(tape(pxs).as_bytes()).expect("tape");
+    let mut e = Engine::new(
+        &h,
+        EngineConfig::strict(Px(1000 * 10_000)),
+        Bus::new(None).keeping(),
+    );
+    let doc = crate::lang::check(src, crate::lang::Mode::File).expect("valid");
+    e.arm_document(&doc);
+    for ev in &evs[..upto] {
+        e.on_event(ev);
+    }
+    (e, evs)
+}
+
+fn states_of(b: &Bus, name: &str) -> Vec<(String, PlanState)> {
+    b.events()
+        .iter()
+        .filter_map(|x| match x {
+            Event::PlanState {
+                ts, plan, state, ..
+            } if plan == name => Some((ts.to_string(), *state)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A supersede that arms the same names again: `ARM follow` and `plan(big).filled` mean the
+/// new document's plans, not the ones it replaced (before 2026-12-04 they meant the first
+/// plan of the name, stood down, so the new `follow` stayed dormant for good).
+#[test]
+fn a_document_that_arms_names_again_arms_and_reads_its_own_plans() {
+    let doc = |when: &str| {
+        format!(
+            "PLAN big budget 0.5R ttl 16:00\n  WHEN {when}\n  DO buy 1 shares @ ask\n  ARM follow\nPLAN follow budget 0.5R ttl 16:00\n  WHEN spot > 0\n  DO buy 1 shares @ ask\nPLAN watch budget 0.5R ttl 16:00\n  WHEN plan(big).filled\n  DO buy 1 shares @ ask\n"
+        )
+    };
+    let (mut e, evs) = engine_at(&[100.0, 100.0, 100.0, 100.0], &doc("spot > 1000"), 2);
+    let second = crate::lang::check(&doc("spot > 0"), crate::lang::Mode::File).expect("valid");
+    e.supersede(&second);
+    for ev in &evs[2..] {
+        e.on_event(ev);
+    }
+    let b = e.finish();
+    for name in ["follow", "watch"] {
+        let states = states_of(&b, name);
+        assert!(
+            states
+                .iter()
+                .any(|(ts, s)| *s == PlanState::Filled && ts.as_str() >= "09:30:02.000"),
+            "{name}: {states:?}"
+        );
+    }
+}
+
+/// CANCEL after a re-arm reaches the plan of the name now armed, not the one it replaced
+/// (stood down, still live while its inventory rides).
+#[test]
+fn a_cancel_reaches_the_newest_live_plan_of_its_name() {
+    let first =
+        "PLAN p budget 0.5R ttl 16:00\n  WHEN spot > 0\n  DO buy 1 shares @ ask\n  TP 2x @ ask\n";
+    let (mut e, evs) = engine_at(&[100.0, 100.0, 100.0, 100.0], first, 2);
+    let second = crate::lang::check(
+        "PLAN p budget 0.5R ttl 16:00\n  WHEN spot > 1000\n  DO buy 1 shares @ ask\n",
+        crate::lang::Mode::File,
+    )
+    .expect("valid");
+    e.supersede(&second);
+    assert!(e.cancel("p"));
+    e.on_event(&evs[2]);
+    let b = e.finish();
+    let states = states_of(&b, "p");
+    assert!(
+        b.events().iter().any(|x| matches!(
+            x,
+            Event::PlanState { plan, state: PlanState::StoodDown, reason: Some(r), .. }
+                if plan == "p" && r == "cancel"
+        )),
+        "{states:?}"
+    );
+}
