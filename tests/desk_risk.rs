@@ -573,8 +573,8 @@ fn an_expired_plan_that_still_holds_says_so_in_its_row() {
 
 /// A plan yanked with `y`, edited and sent again replaces the old one (the person's turns add
 /// to the book): the editor checks the copy against the standing book, so an `ARM` of another
-/// plan in the book is not refused; and the row of the new plan starts clean, `re-armed
-/// 09:40`, with no veto of the plan it replaced.
+/// plan in the book is not refused; and the row of the new plan (and its View line) starts
+/// clean, `re-armed 09:40`, with no veto of the plan it replaced.
 #[test]
 fn a_plan_sent_again_reads_re_armed_and_its_copy_may_arm_a_plan_in_the_book() {
     use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -621,6 +621,16 @@ fn a_plan_sent_again_reads_re_armed_and_its_copy_may_arm_a_plan_in_the_book() {
     );
     let shown = screen(&app, 100, 30).join("\n");
     assert!(shown.contains("re-armed 09:40"), "{shown}");
+    // The View an agent reads says the same (not `(superseded)` beside `armed`).
+    let frame = &app.snap.frame.text;
+    let line = frame
+        .lines()
+        .find(|l| l.starts_with("big "))
+        .unwrap_or_else(|| panic!("no [plans] line for big:\n{frame}"));
+    assert!(
+        line.starts_with("big armed ") && line.ends_with("(re-armed 09:40)"),
+        "{line}"
+    );
     // A CANCEL reaches the plan the row shows (the newest of that name, not the one it
     // replaced), and what is said of it then is its own.
     submit(&mut app, 3, "CANCEL big\n");

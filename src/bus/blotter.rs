@@ -223,11 +223,6 @@ pub struct PlanLine {
     pub note: Option<String>,
     /// The last risk decision on its tickets: a veto or a size clamp, with the arithmetic.
     pub risk: Option<Risk>,
-    /// When a document armed the plan again in this session (a person's corrected plan, an
-    /// agent's supersede keeping the name) and nothing was said of it since: the `note` and
-    /// `risk` above are then the replaced plan's. The desk shows `re-armed 09:30` instead;
-    /// the View's `[plans]` (Frame text, in the hash) keeps the note.
-    pub rearmed: Option<Ts>,
 }
 
 impl PlanLine {
@@ -596,9 +591,7 @@ impl Blotter {
         budget: &str,
         reason: &str,
     ) {
-        let l = self.line(plan);
-        l.rearmed = None;
-        l.risk = Some(Risk {
+        self.line(plan).risk = Some(Risk {
             ts,
             clause: clause.to_string(),
             kind,
@@ -657,7 +650,6 @@ impl Blotter {
             owner: None,
             note: None,
             risk: None,
-            rearmed: None,
         })
     }
 
@@ -688,7 +680,11 @@ impl Blotter {
                     let l = self.line(p);
                     l.owner = owner.clone();
                     if again {
-                        l.rearmed = Some(*ts);
+                        // A plan armed again by name (a person's corrected plan, an agent's
+                        // supersede keeping it): what was said of the plan it replaced, and
+                        // any veto or clamp of it, is not said of this one.
+                        l.note = Some(format!("re-armed {}", ts.hhmm()));
+                        l.risk = None;
                     }
                 }
             }
@@ -702,7 +698,6 @@ impl Blotter {
                 l.state = *state;
                 if let Some(r) = reason {
                     l.note = Some(r.clone());
-                    l.rearmed = None;
                 }
             }
             Event::PlanFired {
@@ -713,7 +708,6 @@ impl Blotter {
                     l.fires += 1;
                 }
                 l.note = Some(format!("{clause} fired {}", ts.hhmm()));
-                l.rearmed = None;
                 self.marks.push(Mark {
                     ts: *ts,
                     plan: plan.clone(),
@@ -952,7 +946,6 @@ impl Blotter {
         for l in self.plans.values_mut() {
             l.note = None;
             l.risk = None;
-            l.rearmed = None;
         }
         let real_base = self
             .positions
@@ -1150,7 +1143,6 @@ mod tests {
             owner: None,
             note: None,
             risk: None,
-            rearmed: None,
         };
         assert_eq!(l.summary(), "no fire yet");
         (l.fires, l.fills) = (2, 1);

@@ -2365,13 +2365,8 @@ impl Session {
                     // The engine's: a ttl `+30m` runs from when the plan armed (an
                     // ARM target arms it later than its document arrived).
                     expires: self.run.engine.plan_ttl_end(name),
-                    // A plan armed again by name: what was said of the one it replaced
-                    // is not said of it.
-                    note: match line.rearmed {
-                        Some(at) => format!("re-armed {}", at.hhmm()),
-                        None => crate::bus::blotter::summary_of(line.note.as_deref(), fires, fills),
-                    },
-                    risk: line.rearmed.map_or_else(|| line.risk.clone(), |_| None),
+                    note: crate::bus::blotter::summary_of(line.note.as_deref(), fires, fills),
+                    risk: line.risk.clone(),
                     text: m.map(|m| m.text.clone()).unwrap_or_default(),
                 };
                 (line.seq, p)
