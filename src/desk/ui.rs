@@ -598,7 +598,7 @@ fn draw_plans_narrow(f: &mut Frame, app: &App, r: Rect) {
             [
                 owner_label(&p.owner),
                 crate::bus::canon::state_name(p.state).to_string(),
-                format!("{:+.2}/{:.2}R", p.pnl_r, p.budget_r),
+                format!("{}/{:.2}R", hundredths(p.pnl_r), p.budget_r),
                 p.ttl
                     .as_ref()
                     .map(lang::print::ttl_text)
@@ -758,7 +758,7 @@ fn draw_plans(f: &mut Frame, app: &App, r: Rect) {
                     crate::bus::canon::state_name(p.state),
                     state_color(app, p.state),
                 )),
-                Cell::from(format!("{:+.2}/{:.2}R", p.pnl_r, p.budget_r)),
+                Cell::from(format!("{}/{:.2}R", hundredths(p.pnl_r), p.budget_r)),
                 Cell::from(
                     p.ttl
                         .as_ref()
@@ -855,7 +855,15 @@ fn usd(x: f64) -> String {
 
 /// R as the Blotter shows it: `+0.19R`.
 fn r_of(x: f64) -> String {
-    format!("{x:+.2}R")
+    format!("{}R", hundredths(x))
+}
+
+/// A signed figure to two decimals, its sign that of what is shown: a loss under half a
+/// hundredth reads `+0.00`, never `-0.00` (as [`usd`] does for cents).
+fn hundredths(x: f64) -> String {
+    let h = (x * 100.0).round();
+    let sign = if h < 0.0 { '-' } else { '+' };
+    format!("{sign}{:.2}", h.abs() / 100.0)
 }
 
 /// A style for a P&L figure in dollars: up, down, or muted when it shows as `+$0.00` (the
@@ -1749,7 +1757,7 @@ fn draw_modal(f: &mut Frame, app: &App, m: &Modal, area: Rect) {
 
 #[cfg(test)]
 mod tests {
-    use super::{Owner, PlanLine, PlanState, Role, plans_title, pnl_role, usd};
+    use super::{Owner, PlanLine, PlanState, Role, hundredths, plans_title, pnl_role, r_of, usd};
 
     fn plan(name: &str, state: PlanState) -> PlanLine {
         PlanLine {
@@ -1840,6 +1848,22 @@ mod tests {
         ] {
             assert_eq!(usd(x), shown, "{x}");
             assert_eq!(pnl_role(x), role, "{x}");
+        }
+    }
+
+    #[test]
+    fn an_r_figure_never_reads_minus_zero() {
+        // A plan down $0.60 at 1R = $1000 is -0.0006R: it reads +0.00R (it read -0.00R).
+        for (x, shown) in [
+            (-0.0006, "+0.00"),
+            (-0.004_9, "+0.00"),
+            (-0.005_1, "-0.01"),
+            (0.27, "+0.27"),
+            (-1.234, "-1.23"),
+            (0.0, "+0.00"),
+        ] {
+            assert_eq!(hundredths(x), shown, "{x}");
+            assert_eq!(r_of(x), format!("{shown}R"), "{x}");
         }
     }
 }
