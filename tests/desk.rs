@@ -2165,3 +2165,56 @@ fn b_on_a_compact_screen_brings_the_blotter_up_and_then_toggles() {
     assert_eq!(wide.bus_mode, BusMode::Bus);
     assert_ne!(wide.tab, Pane::Bus);
 }
+
+/// `g` in a list goes to its top; a list at its top (and the Blotter, which does not scroll)
+/// has nowhere to go, so there `g` seeks as everywhere else. `home` stays the list's.
+#[test]
+fn g_in_a_list_goes_to_the_top_then_seeks() {
+    use kestrel_desk::desk::app::{BusMode, Modal, PromptKind};
+    let seeking = |a: &App| {
+        matches!(
+            &a.modal,
+            Some(Modal::Prompt {
+                kind: PromptKind::Seek,
+                ..
+            })
+        )
+    };
+    let mut app = book_with(
+        None,
+        &[
+            (ms(9, 40, 0), desk::EXAMPLE_PLAN),
+            (ms(10, 5, 0), SECOND_PLAN),
+        ],
+        ms(11, 0, 0),
+    );
+    assert!(app.snap.plans.len() > 1, "{:?}", names(&app));
+    // Plans, the second plan selected: g selects the first, then g seeks.
+    app.set_focus(Pane::Plans);
+    press(&mut app, KeyCode::Down);
+    assert_eq!(app.plan_sel, 1);
+    press(&mut app, KeyCode::Char('g'));
+    assert_eq!(app.plan_sel, 0);
+    assert!(!seeking(&app), "the first g goes to the top");
+    press(&mut app, KeyCode::Char('g'));
+    assert!(seeking(&app), "at the top, g seeks");
+    press(&mut app, KeyCode::Esc);
+    // The Log, scrolled down from its top: the same.
+    app.set_focus(Pane::Bus);
+    app.bus_mode = BusMode::Bus;
+    press(&mut app, KeyCode::Char('g'));
+    press(&mut app, KeyCode::Down);
+    press(&mut app, KeyCode::Char('g'));
+    assert!(!seeking(&app), "the Log went back to its top");
+    press(&mut app, KeyCode::Char('g'));
+    assert!(seeking(&app), "at the Log's top, g seeks");
+    press(&mut app, KeyCode::Esc);
+    // home at the top of a list does not go back to the open.
+    let clock = app.snap.clock;
+    press(&mut app, KeyCode::Home);
+    assert_eq!(app.snap.clock, clock);
+    // The Blotter does not scroll: g seeks at once.
+    app.bus_mode = BusMode::Blotter;
+    press(&mut app, KeyCode::Char('g'));
+    assert!(seeking(&app), "in the Blotter, g seeks");
+}

@@ -486,9 +486,12 @@ impl App {
             return;
         }
         let Some(mut a) = action else { return };
-        // In a list, g / home go to the top (elsewhere they seek and go back to the open).
+        // In a list, g / home go to the top (elsewhere they seek and go back to the open). A
+        // list already at its top has nowhere to go: there g seeks, as everywhere else, so a
+        // person who pressed g to seek with a list focused gets the prompt at the second g.
         if matches!(self.focus, Pane::Plans | Pane::Bus | Pane::View)
             && self.keys.binds(Action::Top, &k)
+            && !(a == Action::Seek && self.list_at_top())
         {
             a = Action::Top;
         }
@@ -714,6 +717,16 @@ impl App {
             _ => return false,
         }
         true
+    }
+
+    /// Is the focused list at its top (or is there no list to move in: the Blotter)?
+    fn list_at_top(&self) -> bool {
+        match self.focus {
+            Pane::Plans => self.plan_sel == 0,
+            Pane::View => self.view_scroll == 0,
+            Pane::Bus => self.bus_mode == BusMode::Blotter || self.log.at_top(),
+            _ => true,
+        }
     }
 
     /// The log's own keys (when the Bus pane shows it); `false`: not a log key.

@@ -70,7 +70,7 @@ actions! {
     Right, "right", ["right", "l"], "Chart: cursor one candle right";
     PageUp, "page_up", ["pageup"], "lists: a page up · Chart: a window left";
     PageDown, "page_down", ["pagedown"], "lists: a page down · Chart: a window right";
-    Top, "top", ["g", "home"], "lists (Plans, Log, View): the top (elsewhere g seeks, home goes to the open)";
+    Top, "top", ["g", "home"], "lists (Plans, Log, View): the top; at the top g seeks (elsewhere g seeks, home goes to the open)";
     Bottom, "bottom", ["G", "end"], "lists: the bottom, and the Log follows new events again · Chart: follow";
     Filter, "filter", ["/"], "Log: filter by kind or plan (enter with nothing clears)";
     Interval, "interval", ["m"], "Chart: 1- / 5-minute candles";

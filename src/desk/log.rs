@@ -714,6 +714,11 @@ impl Log {
         }
     }
 
+    /// Is the first row selected (or shown while following: one row, or none)?
+    pub fn at_top(&self) -> bool {
+        self.view.len() <= 1 || self.sel == Some(0)
+    }
+
     /// Follow the newest row again.
     pub fn follow(&mut self) {
         self.sel = None;
