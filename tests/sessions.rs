@@ -551,3 +551,49 @@ fn each_session_lists_its_own_settlements() {
         "the second session's only"
     );
 }
+
+/// A document added before the first event (the desk's person correcting an opening plan)
+/// replaces the plan of its name in every session, not only the first: the opening
+/// documents are armed again at each session the way they were armed (before 2026-12-04 a
+/// later session armed both, and the replaced plan traded again).
+#[test]
+fn a_plan_replaced_before_the_open_stays_replaced_in_every_session() {
+    let ms = members();
+    let tape = joined(&ms[..2]);
+    let first = lang::check(
+        "USING signal SPX exec SPY\nPLAN p budget 1R ttl +20m\n  WHEN spot > 0\n  DO buy 1 shares @ ask\n",
+        Mode::File,
+    )
+    .expect("first");
+    let fixed = lang::check(
+        "USING signal SPX exec SPY\nPLAN p budget 1R ttl +20m\n  WHEN spot > 0\n  DO buy 2 shares @ ask\n",
+        Mode::File,
+    )
+    .expect("fixed");
+    let mut r = TapeReader::new(&tape[..]).expect("header");
+    let mut e = Engine::new(
+        r.header(),
+        EngineConfig::strict(Px(1000 * 10_000)),
+        Bus::new(None).keeping(),
+    );
+    e.arm_document_as(&first, Some("person"));
+    e.add_as(&fixed, Some("person"));
+    for ev in r.by_ref() {
+        e.on_event(&ev.expect("event"));
+    }
+    let b = e.finish();
+    let sessions = by_session(&b);
+    assert_eq!(sessions.len(), 2);
+    for (k, lines) in sessions.iter().enumerate() {
+        let fills: Vec<&String> = lines
+            .iter()
+            .filter(|l| l.contains("\"type\":\"fill\"") && l.contains("\"plan\":\"p\""))
+            .collect();
+        assert!(!fills.is_empty(), "session {}: p traded", k + 1);
+        assert!(
+            fills.iter().all(|l| l.contains("\"qty\":2")),
+            "session {}: only the corrected p trades: {fills:?}",
+            k + 1
+        );
+    }
+}

@@ -270,6 +270,15 @@ enum Status {
     Closed,
 }
 
+/// A document armed before a session's first event ([`Engine::opening_documents`]).
+#[derive(Debug, Clone)]
+struct Opening {
+    doc: Document,
+    owner: Option<String>,
+    /// Added to the owner's book ([`Engine::add_as`]) rather than armed as it is.
+    added: bool,
+}
+
 #[derive(Debug)]
 struct PlanRt {
     name: String,
@@ -326,6 +335,10 @@ struct PlanRt {
     /// not stepped, only revalued at every event, until that changes (`Engine::step_quiet`)
     /// or an EXIT's level is crossed (the schedule wakes it).
     quiet: bool,
+    /// A plan of its name was armed after it (it was stood down for that): its inventory
+    /// still rides its TP / EXIT, but its state changes are its own and no longer the
+    /// name's, so they are not put on the Bus (the name's row is the new plan's).
+    replaced: bool,
 }
 
 #[derive(Debug)]
@@ -407,9 +420,10 @@ pub struct Engine {
     base: Box<TapeHeader>,
     /// The session number (1 for the header's session); `None` on a v1 tape.
     session_no: Option<u32>,
-    /// The documents armed before the session's first event, with their owners: each
-    /// session of a multi-session tape starts from them again.
-    opening: Vec<(Document, Option<String>)>,
+    /// The documents armed before the session's first event, with their owners and how
+    /// each was armed: each session of a multi-session tape starts from them again, the
+    /// same way (a document added replaces the owner's plans of its names again).
+    opening: Vec<Opening>,
     regime_gate: bool,
     /// The author's identity, for every session's `session-start`.
     author: Option<crate::bus::AuthorIdentity>,
@@ -573,10 +587,10 @@ impl Engine {
         }
     }
 
-    /// The documents armed before the first event (with their owners): each session of a
-    /// multi-session tape arms them again.
-    pub fn opening_documents(&self) -> &[(Document, Option<String>)] {
-        &self.opening
+    /// The documents armed before the first event, with their owners, in order: each
+    /// session of a multi-session tape arms them again.
+    pub fn opening_documents(&self) -> impl Iterator<Item = (&Document, Option<&str>)> {
+        self.opening.iter().map(|o| (&o.doc, o.owner.as_deref()))
     }
 
     /// The session number (1, 2, … on a v2 tape; `None` on a v1 tape).
@@ -603,8 +617,12 @@ impl Engine {
         let n = Some(self.session_no.unwrap_or(1) + 1);
         let opening = std::mem::take(&mut self.opening);
         let mut next = Engine::for_session(&self.base, &header, cfg, bus, n);
-        for (d, owner) in &opening {
-            next.arm_document_as(d, owner.as_deref());
+        for o in &opening {
+            if o.added {
+                next.add_as(&o.doc, o.owner.as_deref());
+            } else {
+                next.arm_document_as(&o.doc, o.owner.as_deref());
+            }
         }
         next.opening = opening;
         *self = next;
@@ -647,7 +665,11 @@ impl Engine {
     /// `document-armed` event names the owner.
     pub fn arm_document_as(&mut self, doc: &Document, owner: Option<&str>) -> Vec<String> {
         if self.tape_events == 0 {
-            self.opening.push((doc.clone(), owner.map(str::to_string)));
+            self.opening.push(Opening {
+                doc: doc.clone(),
+                owner: owner.map(str::to_string),
+                added: false,
+            });
         }
         self.arm_owned(doc, owner)
     }
@@ -708,6 +730,18 @@ impl Engine {
             }
         }
         let base = self.plans.len();
+        // A standing plan that can still fill its entry keeps the gate of its ARM targets: a
+        // target armed again by name (a corrected plan) waits for it as the old one did.
+        let gated: Vec<String> = self
+            .plans
+            .iter()
+            .filter(|q| q.status != Status::Closed && q.entries_open && !q.had_fill)
+            .flat_map(|q| q.arms.iter())
+            .filter_map(|&j| self.plans.get(j).map(|t| t.name.clone()))
+            .collect();
+        for g in &gated {
+            targets.push(g);
+        }
         let mut all_names: Vec<String> = self.plans.iter().map(|p| p.name.clone()).collect();
         all_names.extend(names.iter().cloned());
         let mut using: Option<&ast::Using> = None;
@@ -743,6 +777,7 @@ impl Engine {
         }
         self.sh.ev.fired.resize(self.plans.len(), None);
         self.sh.ev.filled.resize(self.plans.len(), None);
+        self.point_names_at(base);
         for i in base..self.plans.len() {
             if self.plans[i].status == Status::Closed {
                 continue;
@@ -765,6 +800,29 @@ impl Engine {
         self.sh.sched.stale = true;
         self.arm_wakes(doc);
         armed
+    }
+
+    /// The plans from `base` on were just armed: an earlier plan of the same name is
+    /// replaced by the newest (its state changes leave the Bus), and a standing `ARM` or
+    /// `plan(...)` that names it means the new one ([`EventTimes::current`]).
+    fn point_names_at(&mut self, base: usize) {
+        let n = self.plans.len();
+        let ev = &mut self.sh.ev;
+        for i in base..n {
+            for k in 0..base {
+                if self.plans[k].name == self.plans[i].name {
+                    if ev.current.is_empty() {
+                        ev.current = (0..n).collect();
+                    }
+                    ev.current[k] = i;
+                    self.plans[k].replaced = true;
+                }
+            }
+        }
+        if !ev.current.is_empty() {
+            let have = ev.current.len();
+            ev.current.extend(have..n);
+        }
     }
 
     #[allow(clippy::type_complexity)]
@@ -828,6 +886,7 @@ impl Engine {
             park_exit: None,
             parked: false,
             quiet: false,
+            replaced: false,
             valued: None,
         };
         macro_rules! fail {
@@ -1234,6 +1293,7 @@ impl Engine {
                 continue;
             }
             while let Some((from, j)) = self.sh.to_arm.pop() {
+                let j = self.sh.ev.current(j);
                 if let Some(t) = self.plans.get_mut(j)
                     && t.status == Status::Dormant
                 {
@@ -1482,8 +1542,12 @@ impl Engine {
         self.wakes.retain(|w| !owns(owner, w.owner.as_deref()));
         if self.tape_events == 0 {
             // Superseded before the first event: the new document is the opening one.
-            self.opening.retain(|(_, o)| !owns(owner, o.as_deref()));
-            self.opening.push((doc.clone(), owner.map(str::to_string)));
+            self.opening.retain(|o| !owns(owner, o.owner.as_deref()));
+            self.opening.push(Opening {
+                doc: doc.clone(),
+                owner: owner.map(str::to_string),
+                added: false,
+            });
         }
         self.arm_owned(doc, owner)
     }
@@ -1516,8 +1580,13 @@ impl Engine {
             .retain(|w| !(wakes.contains(w.name.as_str()) && owns(owner, w.owner.as_deref())));
         if self.tape_events == 0 {
             // Added before the first event (the desk's opening plans): an opening document,
-            // armed again at each session of a multi-session tape.
-            self.opening.push((doc.clone(), owner.map(str::to_string)));
+            // added again at each session of a multi-session tape (so it replaces the same
+            // plans there as here).
+            self.opening.push(Opening {
+                doc: doc.clone(),
+                owner: owner.map(str::to_string),
+                added: true,
+            });
         }
         self.arm_owned(doc, owner)
     }
@@ -1892,6 +1961,9 @@ fn set_state(p: &mut PlanRt, sh: &mut Shared, s: PlanState, reason: Option<Strin
         return;
     }
     p.label = s;
+    if p.replaced {
+        return;
+    }
     sh.bus.emit(Event::PlanState {
         ts: sh.now,
         plan: p.name.clone(),

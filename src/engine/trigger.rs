@@ -277,6 +277,18 @@ pub struct EventTimes {
     pub filled: Vec<Option<Ts>>,
     /// Latest headline.
     pub headline: Option<Ts>,
+    /// The plan a name means now, per plan index: a plan armed again by name (a corrected
+    /// plan, an agent's supersede keeping it) stands for the ones it replaced, so a standing
+    /// `plan(x)` or `ARM x` compiled against an earlier x reaches the new one. Empty until a
+    /// name is armed again (every index means itself).
+    pub current: Vec<usize>,
+}
+
+impl EventTimes {
+    /// The plan index `plan` means now (see [`EventTimes::current`]).
+    pub fn current(&self, plan: usize) -> usize {
+        self.current.get(plan).copied().unwrap_or(plan)
+    }
 }
 
 /// Plan-local reads for one evaluation.
@@ -1444,12 +1456,12 @@ fn eval_pred(p: &mut CPred, cx: &Ctx<'_>) -> Tri {
             cx.now,
         ),
         CPred::Fired { plan, within_ms } => within(
-            cx.ev.fired.get(*plan).copied().flatten(),
+            cx.ev.fired.get(cx.ev.current(*plan)).copied().flatten(),
             *within_ms,
             cx.now,
         ),
         CPred::Filled { plan, within_ms } => within(
-            cx.ev.filled.get(*plan).copied().flatten(),
+            cx.ev.filled.get(cx.ev.current(*plan)).copied().flatten(),
             *within_ms,
             cx.now,
         ),

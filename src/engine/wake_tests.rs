@@ -276,3 +276,105 @@ fn a_cancel_reaches_the_newest_live_plan_of_its_name() {
         "{states:?}"
     );
 }
+
+/// A person's corrected ARM target, sent alone: it waits for the standing plan that ARMs it,
+/// as the plan it replaced did, and that plan's fill arms it (before 2026-12-04 it armed at
+/// once, and the standing ARM reached the stood-down plan).
+#[test]
+fn an_arm_target_armed_again_alone_keeps_its_gate() {
+    let first = "PLAN big budget 0.5R ttl 16:00\n  WHEN spot > 100.5\n  DO buy 1 shares @ ask\n  ARM follow\nPLAN follow budget 0.5R ttl 16:00\n  WHEN spot > 0\n  DO buy 1 shares @ ask\n";
+    let (mut e, evs) = engine_at(&[100.0, 100.0, 100.0, 101.0, 101.0], first, 2);
+    let again = crate::lang::check(
+        "PLAN follow budget 0.4R ttl 16:00\n  WHEN spot > 0\n  DO buy 2 shares @ ask\n",
+        crate::lang::Mode::File,
+    )
+    .expect("valid");
+    e.add_as(&again, None);
+    for ev in &evs[2..] {
+        e.on_event(ev);
+    }
+    let b = e.finish();
+    let after: Vec<_> = states_of(&b, "follow")
+        .into_iter()
+        .filter(|(ts, _)| ts.as_str() >= "09:30:01.000")
+        .collect();
+    assert_eq!(
+        after.first(),
+        Some(&("09:30:01.000".to_string(), PlanState::StoodDown)),
+        "{after:?}"
+    );
+    assert_eq!(
+        after.get(1).map(|x| x.1),
+        Some(PlanState::Dormant),
+        "{after:?}"
+    );
+    assert!(
+        after
+            .iter()
+            .any(|(ts, s)| ts == "09:30:03.000" && *s == PlanState::Filled),
+        "big filled at 09:30:03 and armed the new follow: {after:?}"
+    );
+    // The new follow's ticket (2 shares), not the old one's.
+    assert!(b.events().iter().any(|x| matches!(
+        x,
+        Event::Fill { plan, qty: 2, .. } if plan == "follow"
+    )));
+}
+
+/// A standing `plan(x).filled` reads the x armed again by name after it was compiled.
+#[test]
+fn a_standing_plan_reference_reads_the_plan_armed_again() {
+    let first = "PLAN x budget 0.5R ttl 16:00\n  WHEN spot > 1000\n  DO buy 1 shares @ ask\nPLAN watch budget 0.5R ttl 16:00\n  WHEN plan(x).filled\n  DO buy 1 shares @ ask\n";
+    let (mut e, evs) = engine_at(&[100.0, 100.0, 100.0, 100.0], first, 2);
+    let again = crate::lang::check(
+        "PLAN x budget 0.5R ttl 16:00\n  WHEN spot > 0\n  DO buy 1 shares @ ask\n",
+        crate::lang::Mode::File,
+    )
+    .expect("valid");
+    e.add_as(&again, None);
+    for ev in &evs[2..] {
+        e.on_event(ev);
+    }
+    let b = e.finish();
+    let watch = states_of(&b, "watch");
+    assert!(
+        watch.iter().any(|(_, s)| *s == PlanState::Filled),
+        "watch fired on the new x's fill: {watch:?}"
+    );
+}
+
+/// The plan a name replaced keeps its inventory riding (its TP still fills), but its state
+/// changes are no longer the name's: the Bus says only the new plan's.
+#[test]
+fn a_replaced_plans_state_changes_leave_the_bus() {
+    let first = "PLAN p budget 0.5R ttl 16:00\n  WHEN spot > 0\n  DO buy 1 shares @ ask\n  TP 1.01x @ bid\n";
+    let (mut e, evs) = engine_at(&[100.0, 100.0, 100.0, 100.0, 102.0, 102.0], first, 3);
+    let again = crate::lang::check(
+        "PLAN p budget 0.5R ttl 16:00\n  WHEN spot > 1000\n  DO buy 1 shares @ ask\n",
+        crate::lang::Mode::File,
+    )
+    .expect("valid");
+    e.add_as(&again, None);
+    for ev in &evs[3..] {
+        e.on_event(ev);
+    }
+    let b = e.finish();
+    assert!(
+        b.events().iter().any(|x| matches!(
+            x,
+            Event::Fill { plan, side: BusSide::Sell, ts, .. }
+                if plan == "p" && ts.to_string() == "09:30:04.000"
+        )),
+        "the replaced plan's TP filled"
+    );
+    // At the TP's fill the old plan went flat (done): not said of the name, whose plan is
+    // the new one, armed (it is done only at the tape's end).
+    let at_fill: Vec<_> = states_of(&b, "p")
+        .into_iter()
+        .filter(|(ts, _)| ts == "09:30:04.000")
+        .collect();
+    assert!(
+        at_fill.is_empty(),
+        "the new p is armed, not done: {at_fill:?}"
+    );
+}
