@@ -1631,6 +1631,17 @@ fn one_live_plan_per_name_whoever_armed_it() {
         refused, 1,
         "the agent's same-named plan is refused, with the reason"
     );
+    // The refused plan's budget and text do not stand in for the live one's (the agent's
+    // says 0.2R, ttl 14:30; the person's 0.1R, ttl 15:00), on the desk or in the View.
+    assert_eq!(p.budget_r, 0.1, "{p:?}");
+    assert!(p.text.contains("budget 0.1R ttl 15:00"), "{}", p.text);
+    assert!(
+        s.frame
+            .text
+            .contains("vwap-reclaim armed 0.00/0.10R ttl 15:00"),
+        "{}",
+        s.frame.text
+    );
 }
 
 #[test]

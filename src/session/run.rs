@@ -310,9 +310,14 @@ impl<R: BufRead> Run<R> {
         hit
     }
 
+    /// Keep what `doc` says of each of its plans that `owner` now holds: a plan the engine
+    /// left out (its name is another owner's live plan) does not overwrite that plan's.
     fn note_plans(&mut self, doc: &ast::Document, owner: Option<&str>) {
         for st in &doc.statements {
             if let ast::StatementKind::Plan(p) = &st.kind {
+                if self.engine.plan_owner(&p.name.text) != owner {
+                    continue;
+                }
                 let one = ast::Document {
                     statements: vec![st.clone()],
                     tail: Vec::new(),
@@ -415,7 +420,11 @@ impl<R: BufRead> Run<R> {
         self.plan_meta.clear();
         // The engine's opening documents: the run's own and those a person armed at the
         // desk before the first event.
-        let docs = self.engine.opening_documents().to_vec();
+        let docs: Vec<(ast::Document, Option<String>)> = self
+            .engine
+            .opening_documents()
+            .map(|(d, o)| (d.clone(), o.map(str::to_string)))
+            .collect();
         for (d, owner) in &docs {
             collect_views(d, &mut self.views);
             self.note_plans(d, owner.as_deref());
