@@ -926,8 +926,9 @@ fn frame_takes_an_hour_without_its_leading_zero() {
     }
 }
 
-/// `run --plans` with documents that arm nothing (empty, only comments, only a USING) runs
-/// the tape, exit 0, with a coded warning on stderr; a file with a PLAN gets none.
+/// `run --plans` with documents that arm nothing (empty, only comments, only a USING, only
+/// an IMPORT, which `run` does not follow) runs the tape, exit 0, with a coded warning on
+/// stderr; a file with a PLAN gets none.
 #[test]
 fn run_says_when_its_plans_arm_nothing() {
     let d = tmp("noplans");
@@ -935,16 +936,28 @@ fn run_says_when_its_plans_arm_nothing() {
     let using = d.join("using.kestrel");
     std::fs::write(&empty, "# nothing yet\n").expect("write");
     std::fs::write(&using, "USING signal SPX exec SPY 0dte\n").expect("write");
-    for files in [vec![s(&empty)], vec![s(&empty), s(&using)]] {
+    let import = d.join("import.kestrel");
+    let chase = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/chase.kestrel");
+    std::fs::write(
+        &import,
+        format!("IMPORT breakout-chase FROM {}\n", chase.display()),
+    )
+    .expect("write");
+    for files in [
+        vec![s(&empty)],
+        vec![s(&empty), s(&using)],
+        vec![s(&import)],
+    ] {
         let mut args = vec!["run", "--tape", TAPE];
         for f in &files {
             args.extend(["--plans", f]);
         }
         let (code, out, err) = kestrel(&args);
         assert_eq!(code, 0, "{args:?}: {err}");
+        let verb = if files.len() == 1 { "holds" } else { "hold" };
         assert!(
             err.contains(&format!(
-                "warning code=NO-PLANS message=--plans {} holds no PLAN",
+                "warning code=NO-PLANS message=--plans {} {verb} no PLAN",
                 files.join(", ")
             )),
             "{args:?}: {err}"

@@ -483,17 +483,18 @@ pub fn run(a: Args) -> i32 {
         Ok(x) => x,
         Err(code) => return code,
     };
-    if !docs.iter().flat_map(|d| &d.statements).any(|st| {
-        matches!(
-            st.kind,
-            crate::lang::ast::StatementKind::Plan(_) | crate::lang::ast::StatementKind::Import(_)
-        )
-    }) {
-        // Valid, and runs (the tape's own figures), but nothing can trade: say so.
+    if !docs
+        .iter()
+        .flat_map(|d| &d.statements)
+        .any(|st| matches!(st.kind, crate::lang::ast::StatementKind::Plan(_)))
+    {
+        // Valid, and runs (the tape's own figures), but nothing can trade: say so. `run`
+        // arms what the files say; an IMPORT is followed only by `grade`.
         let files: Vec<String> = a.plans.iter().map(|p| p.display().to_string()).collect();
         errln!(
-            "warning code=NO-PLANS message=--plans {} holds no PLAN: the tape replays with nothing armed",
-            files.join(", ")
+            "warning code=NO-PLANS message=--plans {} {} no PLAN: the tape replays with nothing armed",
+            files.join(", "),
+            if files.len() == 1 { "holds" } else { "hold" }
         );
     }
     super::signals::install();
