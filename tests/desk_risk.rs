@@ -632,7 +632,8 @@ fn a_plan_sent_again_reads_re_armed_and_its_copy_may_arm_a_plan_in_the_book() {
         "{line}"
     );
     // A CANCEL reaches the plan the row shows (the newest of that name, not the one it
-    // replaced), and what is said of it then is its own.
+    // replaced, which fired and so is still live after its stand-down), and what is said
+    // of it then is its own.
     submit(&mut app, 3, "CANCEL big\n");
     let big = plan_row(&app, "big");
     assert_eq!(big.state, PlanState::StoodDown, "{big:?}");

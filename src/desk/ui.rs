@@ -848,9 +848,8 @@ pub fn draw_blotter(f: &mut Frame, app: &App, r: Rect) {
 /// Money as the Blotter shows it: `+$191.00`, `-$99.00` (the sign of the cents shown, so
 /// a loss under half a cent reads `+$0.00`, never `-$0.00`).
 fn usd(x: f64) -> String {
-    let cents = (x * 100.0).round();
-    let sign = if cents < 0.0 { '-' } else { '+' };
-    format!("{sign}${:.2}", cents.abs() / 100.0)
+    let h = hundredths(x);
+    format!("{}${}", &h[..1], &h[1..])
 }
 
 /// R as the Blotter shows it: `+0.19R`.

@@ -795,8 +795,10 @@ pub struct Session {
     record: Recorder,
     bus_written: usize,
     bus_file: Option<std::fs::File>,
-    /// The standing book's names as last snapshotted (shared while they do not change).
+    /// The standing book's names as last snapshotted (shared while they do not change), and
+    /// the run and Bus count they were built at.
     standing: Arc<crate::lang::rules::Scope>,
+    standing_at: Option<(u32, u64)>,
     replaying: bool,
     error: Option<String>,
     segment: u32,
@@ -1100,6 +1102,7 @@ impl Session {
             bus_written: 0,
             bus_file: None,
             standing: Arc::default(),
+            standing_at: None,
             replaying: false,
             error: None,
             segment: 0,
@@ -2451,9 +2454,15 @@ impl Session {
         book.journal = self.run.journal().to_vec();
         book.wakes_used = self.run.wakes_used();
         let notices = self.notices[self.notices.len().saturating_sub(20)..].to_vec();
-        let standing = self.run.standing();
-        if *self.standing != standing {
-            self.standing = Arc::new(standing);
+        // The book's names change only with an event on the Bus (a document armed, a plan
+        // stood down): built again only when the Bus has moved.
+        let at = (self.segment, bus.count());
+        if self.standing_at != Some(at) {
+            let standing = self.run.standing();
+            if *self.standing != standing {
+                self.standing = Arc::new(standing);
+            }
+            self.standing_at = Some(at);
         }
         SessionSnapshot {
             tape: self.tape.label.clone(),
