@@ -194,20 +194,29 @@ fn a_wake_armed_while_its_trigger_is_true_waits_for_a_new_rise() {
     );
 }
 
-/// The engine over the tiny tape with one document armed, its events up to `upto` played.
-fn engine_at(pxs: &[f64], src: &str, upto: usize) -> (Engine, Vec<TapeEvent>) {
+/// A checked file document.
+fn doc(src: &str) -> Document {
+    crate::lang::check(src, crate::lang::Mode::File).expect("valid")
+}
+
+/// The tiny tape with `first` armed, `act` done to the engine after `upto` events, and the
+/// rest played: the Bus.
+fn played(pxs: &[f64], first: &str, upto: usize, act: impl FnOnce(&mut Engine)) -> Bus {
     let (h, evs) = read_tape_bytes(tape(pxs).as_bytes()).expect("tape");
     let mut e = Engine::new(
         &h,
         EngineConfig::strict(Px(1000 * 10_000)),
         Bus::new(None).keeping(),
     );
-    let doc = crate::lang::check(src, crate::lang::Mode::File).expect("valid");
-    e.arm_document(&doc);
+    e.arm_document(&doc(first));
     for ev in &evs[..upto] {
         e.on_event(ev);
     }
-    (e, evs)
+    act(&mut e);
+    for ev in &evs[upto..] {
+        e.on_event(ev);
+    }
+    e.finish()
 }
 
 fn states_of(b: &Bus, name: &str) -> Vec<(String, PlanState)> {
@@ -227,18 +236,14 @@ fn states_of(b: &Bus, name: &str) -> Vec<(String, PlanState)> {
 /// plan of the name, stood down, so the new `follow` stayed dormant for good).
 #[test]
 fn a_document_that_arms_names_again_arms_and_reads_its_own_plans() {
-    let doc = |when: &str| {
+    let book = |when: &str| {
         format!(
             "PLAN big budget 0.5R ttl 16:00\n  WHEN {when}\n  DO buy 1 shares @ ask\n  ARM follow\nPLAN follow budget 0.5R ttl 16:00\n  WHEN spot > 0\n  DO buy 1 shares @ ask\nPLAN watch budget 0.5R ttl 16:00\n  WHEN plan(big).filled\n  DO buy 1 shares @ ask\n"
         )
     };
-    let (mut e, evs) = engine_at(&[100.0, 100.0, 100.0, 100.0], &doc("spot > 1000"), 2);
-    let second = crate::lang::check(&doc("spot > 0"), crate::lang::Mode::File).expect("valid");
-    e.supersede(&second);
-    for ev in &evs[2..] {
-        e.on_event(ev);
-    }
-    let b = e.finish();
+    let b = played(&[100.0; 4], &book("spot > 1000"), 2, |e| {
+        e.supersede(&doc(&book("spot > 0")));
+    });
     for name in ["follow", "watch"] {
         let states = states_of(&b, name);
         assert!(
@@ -256,16 +261,12 @@ fn a_document_that_arms_names_again_arms_and_reads_its_own_plans() {
 fn a_cancel_reaches_the_newest_live_plan_of_its_name() {
     let first =
         "PLAN p budget 0.5R ttl 16:00\n  WHEN spot > 0\n  DO buy 1 shares @ ask\n  TP 2x @ ask\n";
-    let (mut e, evs) = engine_at(&[100.0, 100.0, 100.0, 100.0], first, 2);
-    let second = crate::lang::check(
-        "PLAN p budget 0.5R ttl 16:00\n  WHEN spot > 1000\n  DO buy 1 shares @ ask\n",
-        crate::lang::Mode::File,
-    )
-    .expect("valid");
-    e.supersede(&second);
-    assert!(e.cancel("p"));
-    e.on_event(&evs[2]);
-    let b = e.finish();
+    let b = played(&[100.0; 4], first, 2, |e| {
+        e.supersede(&doc(
+            "PLAN p budget 0.5R ttl 16:00\n  WHEN spot > 1000\n  DO buy 1 shares @ ask\n",
+        ));
+        assert!(e.cancel("p"));
+    });
     let states = states_of(&b, "p");
     assert!(
         b.events().iter().any(|x| matches!(
@@ -283,17 +284,12 @@ fn a_cancel_reaches_the_newest_live_plan_of_its_name() {
 #[test]
 fn an_arm_target_armed_again_alone_keeps_its_gate() {
     let first = "PLAN big budget 0.5R ttl 16:00\n  WHEN spot > 100.5\n  DO buy 1 shares @ ask\n  ARM follow\nPLAN follow budget 0.5R ttl 16:00\n  WHEN spot > 0\n  DO buy 1 shares @ ask\n";
-    let (mut e, evs) = engine_at(&[100.0, 100.0, 100.0, 101.0, 101.0], first, 2);
-    let again = crate::lang::check(
-        "PLAN follow budget 0.4R ttl 16:00\n  WHEN spot > 0\n  DO buy 2 shares @ ask\n",
-        crate::lang::Mode::File,
-    )
-    .expect("valid");
-    e.add_as(&again, None);
-    for ev in &evs[2..] {
-        e.on_event(ev);
-    }
-    let b = e.finish();
+    let b = played(&[100.0, 100.0, 100.0, 101.0, 101.0], first, 2, |e| {
+        e.add_as(
+            &doc("PLAN follow budget 0.4R ttl 16:00\n  WHEN spot > 0\n  DO buy 2 shares @ ask\n"),
+            None,
+        );
+    });
     let after: Vec<_> = states_of(&b, "follow")
         .into_iter()
         .filter(|(ts, _)| ts.as_str() >= "09:30:01.000")
@@ -325,17 +321,12 @@ fn an_arm_target_armed_again_alone_keeps_its_gate() {
 #[test]
 fn a_standing_plan_reference_reads_the_plan_armed_again() {
     let first = "PLAN x budget 0.5R ttl 16:00\n  WHEN spot > 1000\n  DO buy 1 shares @ ask\nPLAN watch budget 0.5R ttl 16:00\n  WHEN plan(x).filled\n  DO buy 1 shares @ ask\n";
-    let (mut e, evs) = engine_at(&[100.0, 100.0, 100.0, 100.0], first, 2);
-    let again = crate::lang::check(
-        "PLAN x budget 0.5R ttl 16:00\n  WHEN spot > 0\n  DO buy 1 shares @ ask\n",
-        crate::lang::Mode::File,
-    )
-    .expect("valid");
-    e.add_as(&again, None);
-    for ev in &evs[2..] {
-        e.on_event(ev);
-    }
-    let b = e.finish();
+    let b = played(&[100.0, 100.0, 100.0, 100.0], first, 2, |e| {
+        e.add_as(
+            &doc("PLAN x budget 0.5R ttl 16:00\n  WHEN spot > 0\n  DO buy 1 shares @ ask\n"),
+            None,
+        );
+    });
     let watch = states_of(&b, "watch");
     assert!(
         watch.iter().any(|(_, s)| *s == PlanState::Filled),
@@ -348,17 +339,12 @@ fn a_standing_plan_reference_reads_the_plan_armed_again() {
 #[test]
 fn a_replaced_plans_state_changes_leave_the_bus() {
     let first = "PLAN p budget 0.5R ttl 16:00\n  WHEN spot > 0\n  DO buy 1 shares @ ask\n  TP 1.01x @ bid\n";
-    let (mut e, evs) = engine_at(&[100.0, 100.0, 100.0, 100.0, 102.0, 102.0], first, 3);
-    let again = crate::lang::check(
-        "PLAN p budget 0.5R ttl 16:00\n  WHEN spot > 1000\n  DO buy 1 shares @ ask\n",
-        crate::lang::Mode::File,
-    )
-    .expect("valid");
-    e.add_as(&again, None);
-    for ev in &evs[3..] {
-        e.on_event(ev);
-    }
-    let b = e.finish();
+    let b = played(&[100.0, 100.0, 100.0, 100.0, 102.0, 102.0], first, 3, |e| {
+        e.add_as(
+            &doc("PLAN p budget 0.5R ttl 16:00\n  WHEN spot > 1000\n  DO buy 1 shares @ ask\n"),
+            None,
+        );
+    });
     assert!(
         b.events().iter().any(|x| matches!(
             x,
