@@ -2207,6 +2207,11 @@ fn g_in_a_list_goes_to_the_top_then_seeks() {
     press(&mut app, KeyCode::Char('g'));
     assert_eq!(app.plan_sel, 0);
     assert!(!seeking(&app), "the first g goes to the top");
+    assert_eq!(
+        app.message.as_deref(),
+        Some("top of the list · g again seeks"),
+        "and says how to seek"
+    );
     press(&mut app, KeyCode::Char('g'));
     assert!(seeking(&app), "at the top, g seeks");
     press(&mut app, KeyCode::Esc);

@@ -493,6 +493,9 @@ impl App {
             && self.keys.binds(Action::Top, &k)
             && !(a == Action::Seek && self.list_at_top())
         {
+            if a == Action::Seek {
+                self.message = Some("top of the list · g again seeks".to_string());
+            }
             a = Action::Top;
         }
         if self.focus == Pane::Chart && self.chart_key(a) {
