@@ -537,7 +537,7 @@ fn an_expired_plan_that_still_holds_says_so_in_its_row() {
     );
     app.send(Command::Seek(ms(9, 40, 0)));
     let row = plan_row(&app, "brief");
-    assert_eq!(row.state, kestrel_desk::bus::PlanState::Expired, "{row:?}");
+    assert_eq!(row.state, PlanState::Expired, "{row:?}");
     let held = app
         .snap
         .book

@@ -848,8 +848,8 @@ pub fn draw_blotter(f: &mut Frame, app: &App, r: Rect) {
 /// Money as the Blotter shows it: `+$191.00`, `-$99.00` (the sign of the cents shown, so
 /// a loss under half a cent reads `+$0.00`, never `-$0.00`).
 fn usd(x: f64) -> String {
-    let h = hundredths(x);
-    format!("{}${}", &h[..1], &h[1..])
+    let (sign, v) = shown_hundredths(x);
+    format!("{sign}${v:.2}")
 }
 
 /// R as the Blotter shows it: `+0.19R`.
@@ -860,9 +860,14 @@ fn r_of(x: f64) -> String {
 /// A signed figure to two decimals, its sign that of what is shown: a loss under half a
 /// hundredth reads `+0.00`, never `-0.00` (as [`usd`] does for cents).
 fn hundredths(x: f64) -> String {
+    let (sign, v) = shown_hundredths(x);
+    format!("{sign}{v:.2}")
+}
+
+/// `x` rounded to hundredths, as the sign of what is shown and its magnitude.
+fn shown_hundredths(x: f64) -> (char, f64) {
     let h = (x * 100.0).round();
-    let sign = if h < 0.0 { '-' } else { '+' };
-    format!("{sign}{:.2}", h.abs() / 100.0)
+    (if h < 0.0 { '-' } else { '+' }, h.abs() / 100.0)
 }
 
 /// A style for a P&L figure in dollars: up, down, or muted when it shows as `+$0.00` (the

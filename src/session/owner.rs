@@ -795,8 +795,8 @@ pub struct Session {
     record: Recorder,
     bus_written: usize,
     bus_file: Option<std::fs::File>,
-    /// The standing book's names as last snapshotted (shared while they do not change), and
-    /// the run and Bus count they were built at.
+    /// The standing book's names as last snapshotted (shared while the run and its Bus do
+    /// not move), and the run and Bus count they were built at.
     standing: Arc<crate::lang::rules::Scope>,
     standing_at: Option<(u32, u64)>,
     replaying: bool,
@@ -2458,10 +2458,7 @@ impl Session {
         // stood down): built again only when the Bus has moved.
         let at = (self.segment, bus.count());
         if self.standing_at != Some(at) {
-            let standing = self.run.standing();
-            if *self.standing != standing {
-                self.standing = Arc::new(standing);
-            }
+            self.standing = Arc::new(self.run.standing());
             self.standing_at = Some(at);
         }
         SessionSnapshot {
