@@ -667,12 +667,8 @@ fn draw_plans_narrow(f: &mut Frame, app: &App, r: Rect) {
     // The header stays; the rows scroll to keep the selected plan in view, and the title
     // says which plans show when not all fit.
     let h = usize::from(r.height.saturating_sub(3));
-    let sel_end = 2 * (app.plan_sel.min(plans.len().saturating_sub(1)) + 1);
-    let skip = sel_end.saturating_sub(h).div_ceil(2) * 2;
-    let shown = (h / 2).max(1);
-    let title = if plans.len() > shown {
-        let first = skip / 2 + 1;
-        let last = (skip / 2 + shown).min(plans.len());
+    let (skip, range) = plan_rows(h, app.plan_sel, plans.len());
+    let title = if let Some((first, last)) = range {
         let rows = format!(" · {first}–{last} of {} ↕", plans.len());
         let title = plans_title(
             plans,
@@ -690,6 +686,27 @@ fn draw_plans_narrow(f: &mut Frame, app: &App, r: Rect) {
         Paragraph::new(body).block(block(app, Pane::Plans, title)),
         r,
     );
+}
+
+/// Which of `len` plans (two rows each) show in `h` body rows with plan `sel` selected: the
+/// rows skipped to keep the selected plan whole in view, and, when not every plan's name
+/// shows, the range of plans whose name row does (1-based; a plan whose second row is cut
+/// off counts: its name is on the screen). `None` when every plan's name is in view, or
+/// none can be (no body row).
+fn plan_rows(h: usize, sel: usize, len: usize) -> (usize, Option<(usize, usize)>) {
+    if h == 0 || len == 0 {
+        return (0, None);
+    }
+    let sel = sel.min(len - 1);
+    // Never past the selected plan's name, when one row is all there is.
+    let skip = (2 * (sel + 1)).saturating_sub(h).div_ceil(2).min(sel) * 2;
+    let first = skip / 2 + 1;
+    let last = (skip / 2 + h.div_ceil(2)).min(len);
+    if first == 1 && last == len {
+        (skip, None)
+    } else {
+        (skip, Some((first, last)))
+    }
 }
 
 /// The Plans pane's title: how many plans, and how many hold a position (from the Blotter's
@@ -1790,6 +1807,23 @@ mod tests {
             real_usd: 0.0,
             open_usd: 0.0,
         }
+    }
+
+    #[test]
+    fn the_plans_range_counts_every_plan_whose_name_shows() {
+        // Nine body rows hold four plans whole and the fifth's name: five names show, so
+        // five plans need no range; six read 1–5 (it read 1–4 with the fifth's name in view).
+        assert_eq!(super::plan_rows(9, 0, 5), (0, None));
+        assert_eq!(super::plan_rows(9, 0, 6), (0, Some((1, 5))));
+        // Eight rows: four whole plans, no half one.
+        assert_eq!(super::plan_rows(8, 0, 5), (0, Some((1, 4))));
+        // The last plan selected: the rows scroll by whole plans to keep it whole.
+        assert_eq!(super::plan_rows(9, 4, 5), (2, Some((2, 5))));
+        assert_eq!(super::plan_rows(9, 5, 6), (4, Some((3, 6))));
+        // No plan, or no room: nothing breaks.
+        assert_eq!(super::plan_rows(9, 0, 0), (0, None));
+        assert_eq!(super::plan_rows(0, 2, 3), (0, None));
+        assert_eq!(super::plan_rows(1, 2, 3), (4, Some((3, 3))));
     }
 
     #[test]
