@@ -359,6 +359,15 @@ async fn frame_matches_the_cli_and_refuses_bad_tapes() {
             json!({ "tape": "trend-2025-04-09-s1", "at": "half past" }),
             "USAGE",
         ),
+        // Outside the session, as the CLI refuses it (it framed `spot ?` at 04:00).
+        (
+            json!({ "tape": "trend-2025-04-09-s1", "at": "04:00" }),
+            "USAGE",
+        ),
+        (
+            json!({ "tape": "trend-2025-04-09-s1", "at": "16:30" }),
+            "USAGE",
+        ),
         (
             json!({ "tape": "trend-2025-04-09-s1", "at": "11:30", "view": "VIEW v\n  nonsense\n" }),
             "PARSE",
@@ -520,6 +529,18 @@ async fn malformed_calls_are_protocol_errors() {
         match call(&client, tool, args.clone()).await {
             Err(ServiceError::McpError(e)) => {
                 assert_eq!(e.code.0, -32602, "{tool} {args}: {e:?}");
+                // Coded, with the tool named in its data (an unknown tool too: it read
+                // "tool not found" with no data).
+                assert!(e.message.starts_with("error code=USAGE message="), "{e:?}");
+                let data = e.data.as_ref().expect("data");
+                assert_eq!(data["code"], "USAGE", "{e:?}");
+                assert_eq!(data["tool"], tool, "{e:?}");
+                if tool == "no_such_tool" {
+                    assert!(
+                        e.message.contains("the tools are card, check, frame"),
+                        "{e:?}"
+                    );
+                }
             }
             other => panic!("{tool} {args}: expected a protocol error, got {other:?}"),
         }
@@ -737,6 +758,56 @@ fn every_malformed_request_gets_a_json_rpc_error_and_the_server_stays_up() {
         1 + with_id.len() + null_id.len() + 1,
         "one answer per request"
     );
+}
+
+/// An `initialize` rmcp cannot read (no params, params `{}`, a number for the protocol
+/// version) is refused with -32602 and the server waits for a good one: it used to stop
+/// serving at once, answering every later request -32603 and exiting 1. A client that
+/// closes stdin before initializing leaves a server that exits 0.
+#[test]
+fn a_bad_initialize_is_refused_and_the_server_waits_for_a_good_one() {
+    let lines: Vec<String> = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"initialize"}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":5,"capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#,
+        r#"{"jsonrpc":"2.0","id":4,"method":"ping"}"#,
+        INIT_LINE,
+        INITIALIZED_LINE,
+        r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"check","arguments":{"document":"STAND-DOWN tired\n","mode":"turn"}}}"#,
+    ]
+    .map(String::from)
+    .to_vec();
+    let (code, msgs) = child_session(&[], &lines, &common::root());
+    assert_eq!(code, 0, "{msgs:?}");
+    for id in [1, 2, 3] {
+        let got = by_id(&msgs, &json!(id));
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0]["error"]["code"], -32602, "{}", got[0]);
+        assert!(
+            got[0]["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("initialize")),
+            "{}",
+            got[0]
+        );
+    }
+    assert_eq!(by_id(&msgs, &json!(4))[0]["result"], json!({}));
+    assert_eq!(
+        by_id(&msgs, &json!("init"))[0]["result"]["serverInfo"]["name"],
+        "kestrel"
+    );
+    let ok = by_id(&msgs, &json!(5));
+    assert_eq!(ok.len(), 1, "{msgs:?}");
+    assert_eq!(ok[0]["result"]["isError"], false, "{}", ok[0]);
+    // Stdin closed before any initialize: a clean exit, nothing written.
+    for lines in [
+        vec![],
+        vec![r#"{"jsonrpc":"2.0","id":4,"method":"ping"}"#.to_string()],
+    ] {
+        let (code, msgs) = child_session(&[], &lines, &common::root());
+        assert_eq!(code, 0, "{lines:?}: {msgs:?}");
+        assert!(msgs.len() == lines.len(), "{msgs:?}");
+    }
 }
 
 /// Calls still running when stdin closes are answered before the server exits.

@@ -557,6 +557,38 @@ fn frame_outside_the_session_names_its_hours() {
     assert_eq!(code, 0);
 }
 
+/// A tape cut short (its first 100 lines) is refused `ends-early` by `frame` at a time past
+/// the cut, as `run` refuses it: it used to frame 15:00 with the market as it stood at
+/// 09:30:49, the 09:30 bar shown as complete. A time before the cut frames as before.
+#[test]
+fn frame_refuses_a_tape_cut_short_past_its_end() {
+    let d = tmp("frame-cut");
+    let whole = std::fs::read_to_string(TAPE).expect("tape");
+    let cut: String = whole.lines().take(100).map(|l| format!("{l}\n")).collect();
+    let path = d.join("cut.jsonl");
+    std::fs::write(&path, cut).expect("write");
+    let (code, out, err) = kestrel(&["frame", "--tape", s(&path), "--at", "15:00"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.is_empty(), "{out}");
+    assert!(
+        err.contains("error code=TAPE line=101 message=ends-early"),
+        "{err}"
+    );
+    let (code, _, err) = kestrel(&[
+        "run",
+        "--tape",
+        s(&path),
+        "--plans",
+        "examples/chase.kestrel",
+    ]);
+    assert_eq!(code, 1);
+    assert!(err.contains("ends-early"), "{err}");
+    let (code, out, err) = kestrel(&["frame", "--tape", s(&path), "--at", "09:30:10"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("FRAME tape="), "{out}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 #[test]
 fn grade_names_the_tapes_it_was_given_and_out_is_never_stale() {
     let d = tmp("grade");

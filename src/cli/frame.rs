@@ -26,9 +26,15 @@ pub struct FrameArgs {
     pub out: super::flags::Json,
 }
 
-/// The usage error for a time outside the session, naming its open and close; `None` when
+/// The usage error's message for a time outside the session, naming its open and close
+/// (`flag`: how the caller names the time, `--at` on the CLI, `at` over MCP); `None` when
 /// `at` is inside `[open, close]`.
-pub(crate) fn outside_session(at: Ts, given: &str, open: Ts, close: Ts) -> Option<String> {
+pub(crate) fn outside_session(
+    at: Ts,
+    given: &str,
+    (open, close): (Ts, Ts),
+    flag: &str,
+) -> Option<String> {
     let (o, c) = (open.hhmm(), close.hhmm());
     let side = if at < open {
         "before the open"
@@ -38,7 +44,7 @@ pub(crate) fn outside_session(at: Ts, given: &str, open: Ts, close: Ts) -> Optio
         return None;
     };
     Some(format!(
-        "error code=USAGE message=--at {given} is {side}: the session runs {o} to {c} (exchange time); give a time from {o} to {c}"
+        "{flag} {given} is {side}: the session runs {o} to {c} (exchange time); give a time from {o} to {c}"
     ))
 }
 
@@ -97,8 +103,8 @@ pub fn run(a: &FrameArgs) -> i32 {
         }
     };
     let (open, close) = (reader.header().open, reader.header().close);
-    if let Some(e) = outside_session(at, &a.at, open, close) {
-        errln!("{e}");
+    if let Some(e) = outside_session(at, &a.at, (open, close), "--at") {
+        errln!("error code=USAGE message={e}");
         return 1;
     }
     let mut replay = match Replay::new(reader, &view) {
@@ -140,23 +146,31 @@ mod tests {
             Ts::parse_clock("09:30").unwrap(),
             Ts::parse_clock("16:00").unwrap(),
         );
-        let e = outside_session(Ts::parse_clock("08:00").unwrap(), "08:00", open, close).unwrap();
-        assert!(
-            e.starts_with("error code=USAGE message=--at 08:00 is before the open"),
-            "{e}"
-        );
+        let e = outside_session(
+            Ts::parse_clock("08:00").unwrap(),
+            "08:00",
+            (open, close),
+            "--at",
+        )
+        .unwrap();
+        assert!(e.starts_with("--at 08:00 is before the open"), "{e}");
         assert!(e.contains("09:30 to 16:00"), "{e}");
         let e = outside_session(
             Ts::parse_clock("16:00:01").unwrap(),
             "16:00:01",
-            open,
-            close,
+            (open, close),
+            "at",
         )
         .unwrap();
-        assert!(e.contains("after the close"), "{e}");
+        assert!(e.starts_with("at 16:00:01 is after the close"), "{e}");
         for inside in ["09:30", "12:00", "16:00"] {
             assert_eq!(
-                outside_session(Ts::parse_clock(inside).unwrap(), inside, open, close),
+                outside_session(
+                    Ts::parse_clock(inside).unwrap(),
+                    inside,
+                    (open, close),
+                    "--at"
+                ),
                 None
             );
         }

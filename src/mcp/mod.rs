@@ -227,6 +227,28 @@ impl ServerHandler for KestrelServer {
         context: rmcp::service::RequestContext<rmcp::RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let name = request.name.to_string();
+        if !self.tool_router.has_route(&name) {
+            let mut known: Vec<String> = self
+                .tool_router
+                .list_all()
+                .into_iter()
+                .map(|t| t.name.to_string())
+                .collect();
+            known.sort();
+            let why = format!("unknown tool '{name}': the tools are {}", known.join(", "));
+            let e = ErrorData::invalid_params(
+                format!("error code=USAGE message={why}"),
+                Some(serde_json::json!({ "code": "USAGE", "tool": name, "message": why })),
+            );
+            if !self.quiet {
+                crate::cli::errln!(
+                    "kestrel mcp: {name}: protocol error {}: {}",
+                    e.code.0,
+                    e.message
+                );
+            }
+            return Err(e);
+        }
         let tcc = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
         let r = self.tool_router.call(tcc).await;
         let r = match r {
@@ -543,6 +565,11 @@ where
     }
     drop(tx);
     let wrote = writer.await.unwrap_or(false);
+    if !screen.initialized() && !failed {
+        // Stdin closed before any initialize went through: rmcp never started serving
+        // (its error is that it was not initialized); the client simply left.
+        return i32::from(!wrote);
+    }
     if let Err(e) = result {
         crate::cli::errln!("{e}");
         return 1;

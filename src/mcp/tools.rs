@@ -601,6 +601,10 @@ pub fn frame_in(root: &super::tapes::Root, a: &FrameArgs) -> ToolOutput {
         Ok(x) => x,
         Err(out) => return out,
     };
+    let session = (reader.header().open, reader.header().close);
+    if let Some(e) = crate::cli::frame::outside_session(at, &a.at, session, "at") {
+        return CodedError::plain("USAGE", e).into();
+    }
     let mut replay = match Replay::new(reader, &view) {
         Ok(r) => r,
         Err(e) => return CodedError::plain("TAPE", e).into(),

@@ -296,6 +296,23 @@ impl Screen {
             // rmcp stops serving on anything but a request before initialize.
             return Screened::Ignore;
         }
+        if method == "initialize" {
+            // rmcp reads an `initialize` whose params are not InitializeRequestParams as a
+            // custom request, and stops serving: it is refused here, and the server waits
+            // for a good one.
+            if let Err(e) =
+                <rmcp::model::InitializeRequestParams as serde::Deserialize>::deserialize(
+                    &v["params"],
+                )
+            {
+                return answer(
+                    INVALID_PARAMS,
+                    &format!(
+                        "invalid params for initialize: {e} (it needs protocolVersion, capabilities and clientInfo)"
+                    ),
+                );
+            }
+        }
         if let Err(e) = serde_json::from_value::<rmcp::model::ClientJsonRpcMessage>(v) {
             let code = if KNOWN_METHODS.contains(&method.as_str()) {
                 INVALID_PARAMS
@@ -313,6 +330,11 @@ impl Screen {
             self.initialized = true;
         }
         Screened::Forward(key)
+    }
+
+    /// Whether an `initialize` went through to rmcp.
+    pub fn initialized(&self) -> bool {
+        self.initialized
     }
 }
 
@@ -407,10 +429,24 @@ mod tests {
             s.screen(br#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#),
             Screened::Forward(Some("2".into()))
         );
+        // An initialize without its params is refused, not forwarded (rmcp stopped
+        // serving on it); a good one then goes through.
+        for bad in [
+            r#"{"jsonrpc":"2.0","id":5,"method":"initialize","params":{}}"#,
+            r#"{"jsonrpc":"2.0","id":5,"method":"initialize"}"#,
+            r#"{"jsonrpc":"2.0","id":5,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}"#,
+            r#"{"jsonrpc":"2.0","id":5,"method":"initialize","params":{"protocolVersion":5,"capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#,
+        ] {
+            let a = answer(&mut s, bad);
+            assert_eq!(a["error"]["code"], INVALID_PARAMS, "{bad}: {a}");
+            assert_eq!(a["id"], 5);
+            assert!(!s.initialized(), "{bad}");
+        }
         assert_eq!(
             s.screen(INIT.as_bytes()),
             Screened::Forward(Some("1".into()))
         );
+        assert!(s.initialized());
     }
 
     #[test]

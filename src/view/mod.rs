@@ -121,14 +121,20 @@ impl<R: BufRead> Replay<R> {
         })
     }
 
-    /// Apply every event up to and including `at`; the clock then reads `at`.
+    /// Apply every event up to and including `at`; the clock then reads `at`. A tape that
+    /// ends before `at` must be whole ([`TapeReader::check_complete`]): a tape cut short
+    /// is refused `ends-early`, as `kestrel run` refuses it, rather than framed at `at`
+    /// with the market as it stood where the file was cut.
     pub fn advance_to(&mut self, at: Ts) -> Result<(), TapeError> {
         loop {
             let ev = match self.pending.take() {
                 Some(ev) => ev,
                 None => match self.reader.next() {
                     Some(ev) => ev?,
-                    None => break,
+                    None => {
+                        self.reader.check_complete()?;
+                        break;
+                    }
                 },
             };
             // A frame is of one session: on a multi-session tape, the first (a `session`
