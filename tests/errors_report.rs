@@ -311,6 +311,22 @@ fn the_report_grades_each_message_by_what_the_author_wrote_next() {
     assert_eq!(report_json(&[s(&dir)]).0, out);
     let glob = format!("{}/*.bus.jsonl", s(&dir));
     assert_eq!(report_json(&[&glob, paths[0]]).0, out);
+    // The same file by another spelling, or through a link, is read once (it was counted
+    // twice: "2 file(s), 8 turn(s)" for one file of 4).
+    let dotted = dir.join(".").join(files[0].file_name().expect("name"));
+    let link = dir.join("link-to-first.jsonl");
+    let mut again = paths.clone();
+    again.push(s(&dotted));
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(&files[0], &link).expect("symlink");
+        again.push(s(&link));
+    }
+    let (_, w) = report_json(&again);
+    assert_eq!(w["files"].as_array().map(Vec::len), Some(5), "{w}");
+    assert_eq!(w["by_author"], v["by_author"]);
+    assert_eq!(w["errors"], v["errors"]);
+    let _ = std::fs::remove_file(&link);
 
     // The text table.
     let (code, text, _) = kestrel(&["errors", "report", s(&dir)]);

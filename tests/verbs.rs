@@ -702,6 +702,49 @@ fn fmt_check_diff_prints_a_unified_diff() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// A verb that needs a subcommand, given none, prints its help and the usage error a
+/// missing argument is (it exited 0).
+#[test]
+fn a_verb_without_its_subcommand_is_a_usage_error() {
+    for (verb, subs) in [("tape", "gen, import, info"), ("errors", "report")] {
+        let (code, out, err) = kestrel(&[verb]);
+        assert_eq!(code, 1, "{verb}: {err}");
+        assert!(out.is_empty(), "{out}");
+        assert!(err.contains(&format!("Usage: kestrel {verb}")), "{err}");
+        assert!(
+            err.contains(&format!(
+                "error code=USAGE message=kestrel {verb} needs a subcommand: {subs}"
+            )),
+            "{err}"
+        );
+    }
+}
+
+/// `tokens` on a file past the reply limit (256 KiB) counts its tokens: it printed the
+/// file's size in bytes as its tokens (a turn's reply that large is charged a token a byte,
+/// unread; a file asked to be counted is counted).
+#[test]
+fn tokens_counts_a_file_past_the_reply_limit() {
+    let d = tmp("tokens-big");
+    let one = std::fs::read_to_string("examples/chase.kestrel").expect("example");
+    let big = one.repeat(300_000 / one.len() + 1);
+    assert!(big.len() > 256 * 1024);
+    let f = d.join("big.kestrel");
+    std::fs::write(&f, &big).expect("write");
+    let (code, out, err) = kestrel(&["tokens", "--json", s(&f)]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    let want =
+        kestrel_desk::tokens::count(&big, kestrel_desk::tokens::Encoding::Cl100k).expect("count");
+    assert_eq!(v[0]["reply"], want, "{out}");
+    assert!(
+        want < big.len() / 2,
+        "{want} tokens for {} bytes",
+        big.len()
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 #[test]
 fn turn_tokens_and_grammar_speak_plainly() {
     let d = tmp("turn");
@@ -712,13 +755,30 @@ fn turn_tokens_and_grammar_speak_plainly() {
     assert_eq!(out.lines().next(), Some("outcome: invalid"));
     let (_, out, _) = kestrel(&["turn", "examples/turns/01-rider-with-journal.txt"]);
     assert!(out.starts_with("outcome: supersede (authored)"), "{out}");
+    // A model's empty reply is a provider error: refused with its coded line (exit 2 said
+    // nothing on stderr).
+    let empty = d.join("empty.txt");
+    std::fs::write(&empty, "").expect("write");
+    let (code, out, err) = kestrel(&["turn", s(&empty), "--author", "model"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.starts_with("outcome: provider-error"), "{out}");
+    assert!(
+        err.contains(&format!("{}: error code=PROVIDER message=", s(&empty))),
+        "{err}"
+    );
     // tokens warns about a tape and about a file that is not a valid document, and counts.
     let (code, out, err) = kestrel(&["tokens", TAPE, s(&bad)]);
     assert_eq!(code, 0);
-    assert!(err.contains(&format!("warning: {TAPE} is a tape")), "{err}");
+    // Coded, as the README says every warning is.
     assert!(
         err.contains(&format!(
-            "warning: {} is not a valid document or turn",
+            "warning code=NOT-A-REPLY message={TAPE} is a tape"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "warning code=NOT-A-TURN message={} is not a valid document or turn",
             s(&bad)
         )),
         "{err}"

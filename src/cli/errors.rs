@@ -89,8 +89,16 @@ pub fn build(inputs: &[String]) -> Result<ErrorsReport, String> {
     for i in inputs {
         files.extend(expand(i)?);
     }
-    let mut report = ErrorsReport::default();
+    // The same file named twice (`s.jsonl` and `./s.jsonl`, a path and a link to it, a
+    // file and its directory) is read once: its turns were counted again.
+    let mut distinct: Vec<&std::path::PathBuf> = Vec::new();
     for f in &files {
+        if !distinct.iter().any(|d| super::out::same_file(d, f)) {
+            distinct.push(f);
+        }
+    }
+    let mut report = ErrorsReport::default();
+    for f in distinct {
         let bytes = std::fs::read(f).map_err(|e| super::cannot_read(f, &e))?;
         let asks = read_asks(&bytes).map_err(|e| {
             format!(

@@ -254,6 +254,27 @@ pub(crate) fn usage_error(e: &clap::Error) -> String {
     out
 }
 
+/// The usage error for a verb given without the subcommand it needs (`kestrel tape`),
+/// naming its subcommands.
+fn missing_subcommand(verb: Option<&str>) -> String {
+    let cmd = command();
+    let Some(sub) = verb.and_then(|v| cmd.find_subcommand(v)) else {
+        return "error code=USAGE message=a subcommand is needed (kestrel --help lists them)"
+            .into();
+    };
+    let names: Vec<&str> = sub
+        .get_subcommands()
+        .map(clap::Command::get_name)
+        .filter(|n| *n != "help")
+        .collect();
+    format!(
+        "error code=USAGE message=kestrel {} needs a subcommand: {} (kestrel {} --help)",
+        sub.get_name(),
+        names.join(", "),
+        sub.get_name()
+    )
+}
+
 /// Run the command line; returns the process exit code.
 pub fn main() -> i32 {
     use clap::FromArgMatches as _;
@@ -264,10 +285,15 @@ pub fn main() -> i32 {
         Ok(c) => c,
         Err(e) => {
             let code = match e.kind() {
-                clap::error::ErrorKind::DisplayHelp
-                | clap::error::ErrorKind::DisplayVersion
-                | clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
                     flags::EXIT_OK
+                }
+                clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+                    // `kestrel tape` alone: its help, then the usage error a missing
+                    // argument is everywhere else (it exited 0, read as a success).
+                    let _ = e.print();
+                    errln!("{}", missing_subcommand(std::env::args().nth(1).as_deref()));
+                    return flags::EXIT_USAGE;
                 }
                 _ => {
                     errln!("{}", usage_error(&e));

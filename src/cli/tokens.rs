@@ -76,12 +76,19 @@ pub fn run(a: &TokensArgs) -> i32 {
                 .map(|e| format!(": {}", e.one_line()))
                 .unwrap_or_default();
             errln!(
-                "warning: {} is not a valid document or turn ({}{first}); counted as text",
+                "warning code=NOT-A-TURN message={} is not a valid document or turn ({}{first}); counted as text",
                 f.display(),
                 t.outcome.name()
             );
         }
-        let m = match tokens::measure(&src, &t, enc) {
+        // A turn's reply past the reply limit is charged a token per byte (it is refused
+        // unread); asked to count a file, this verb counts it.
+        let m = match tokens::measure(&src, &t, enc).and_then(|mut m| {
+            if src.len() > crate::limits::MAX_REPLY_BYTES {
+                m.reply = tokens::count(&src, enc)?;
+            }
+            Ok(m)
+        }) {
             Ok(m) => m,
             Err(e) => {
                 errln!("error code=IO message={e}");

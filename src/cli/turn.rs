@@ -169,7 +169,7 @@ pub(crate) fn not_a_reply(path: &std::path::Path) -> Option<String> {
     match kind {
         Kind::Tape | Kind::Bus | Kind::DeskSession | Kind::ReplyScript | Kind::GradeShard => {
             Some(format!(
-                "warning: {} is {}, not an author's reply; {}",
+                "warning code=NOT-A-REPLY message={} is {}, not an author's reply; {}",
                 path.display(),
                 kind.describe(),
                 super::sniff::use_of(kind, path)
@@ -233,6 +233,14 @@ pub fn run(a: &TurnArgs) -> i32 {
     for e in t.outcome.errors() {
         errln!("{name}: {}", e.one_line());
     }
+    if let Outcome::ProviderError { message } = &t.outcome {
+        // The refusal's coded line, as MCP's route_turn gives it (it had none: exit 2 in
+        // silence).
+        errln!(
+            "{name}: error code=PROVIDER message={}",
+            message.replace('\n', " ")
+        );
+    }
     if t.outcome.is_refused() {
         outln!("menu: {}", ctx.menu().describe());
     }
@@ -265,7 +273,7 @@ pub fn run(a: &TurnArgs) -> i32 {
             }
             outln!("{s}");
         }
-        Err(e) => errln!("warning: {e}"),
+        Err(e) => errln!("warning code=TOKENS message=the token figures are not counted: {e}"),
     }
     exit_code(&t)
 }
