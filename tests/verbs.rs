@@ -702,6 +702,41 @@ fn fmt_check_diff_prints_a_unified_diff() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// The card sizes docs/tokens.md and docs/turns.md give are the ones `kestrel card` reports
+/// (they said 1,930 and 1,971 after the card had grown to 1,977 and 2,018).
+#[test]
+fn the_docs_give_the_card_sizes_the_card_reports() {
+    let size = |args: &[&str]| {
+        let mut all = vec!["card"];
+        all.extend_from_slice(args);
+        let (code, _, err) = kestrel(&all);
+        assert_eq!(code, 0, "{err}");
+        let n: usize = err
+            .lines()
+            .find_map(|l| l.strip_prefix("card: "))
+            .and_then(|l| l.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no size in {err}"));
+        // As the docs write it: 1,977.
+        format!("{},{:03}", n / 1000, n % 1000)
+    };
+    let mid = size(&[]);
+    let open = size(&["--phase", "open", "--profile", "viewshop-v2"]);
+    let tokens = std::fs::read_to_string("docs/tokens.md").expect("docs/tokens.md");
+    let tokens = tokens.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        tokens.contains(&format!(
+            "the whole-language card is {mid} cl100k tokens with the mid-session menu of `authoring-v2`, and {open} with the OPEN menu of `viewshop-v2`"
+        )),
+        "docs/tokens.md: the card is {mid} / {open}"
+    );
+    let turns = std::fs::read_to_string("docs/turns.md").expect("docs/turns.md");
+    assert!(
+        turns.contains(&format!("{mid} cl100k tokens at a mid-session wake")),
+        "docs/turns.md: the card is {mid}"
+    );
+}
+
 /// A verb that needs a subcommand, given none, prints its help and the usage error a
 /// missing argument is (it exited 0).
 #[test]
