@@ -266,6 +266,35 @@ fn tape_section_is_prefix_stable_between_keyframes() {
 }
 
 /// A View with a budget never measures above it, at every minute of every bundled session.
+/// A VIEW budget under the floor is refused at check (it rendered a Frame of the word
+/// `FRAME` alone, its tape, time and view cut away); at the floor, a Frame whose list of
+/// what it dropped does not fit says `every pane` and keeps its header whole.
+#[test]
+fn a_frame_over_budget_keeps_its_header_and_says_what_it_dropped() {
+    for b in [1, 10, 99] {
+        let errs = lang::check(&format!("VIEW a budget {b}\n  levels\n"), lang::Mode::File)
+            .expect_err("under the floor");
+        assert_eq!(errs[0].rule.name(), "number-range", "{b}");
+        assert!(
+            errs[0].message.contains("at least 100 tokens"),
+            "{}",
+            errs[0].message
+        );
+    }
+    let v = view_of(
+        "VIEW a budget 100\n  tape 5m\n  levels\n  chain 0dte\n  velocity 1m\n  kernel\n  plans\n  headlines\n",
+    );
+    let rep = tiny_at(&v, at("09:40:00.000"));
+    // A meter that charges a token a byte: even the list of dropped panes is over 100.
+    let r = rep.frame(&v, &Snapshot::default(), None, 0, &|s: &str| s.len());
+    assert_eq!(
+        r.text,
+        "FRAME tape=tiny t=09:40:00 view=a\n(over budget, dropped: every pane)\n"
+    );
+    assert_eq!(r.tokens, r.text.len());
+    assert!(!r.dropped.is_empty());
+}
+
 #[test]
 fn budgets_hold_every_minute_of_every_bundled_session() {
     let views = [

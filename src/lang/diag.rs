@@ -102,7 +102,7 @@ impl Rule {
             Rule::TpMultiple => "TP takes profit: its multiple of cost is above 1x",
             Rule::DurationZero => "durations (held, within, esc, velocity, ttl) are positive",
             Rule::NumberRange => {
-                "a number fits its field: no strike, quantity, price or duration beyond what a tape can hold"
+                "a number fits its field: no strike, quantity, price or duration beyond what a tape can hold, no VIEW budget under 100 tokens"
             }
             Rule::Limit => {
                 "a document keeps within the desk's limits: size, statements, nesting depth (docs/limits.md)"

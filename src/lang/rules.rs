@@ -231,6 +231,19 @@ impl<'a> Validator<'a> {
                         format!("a view budget is a positive number of tokens, found `{}`: write e.g. `budget 900`", b.text),
                         "budget must be positive",
                     );
+                } else if let Some(b) = &v.budget
+                    && b.value() < crate::view::render::MIN_VIEW_BUDGET as f64
+                {
+                    self.report(
+                        Rule::NumberRange,
+                        num_span(b),
+                        format!(
+                            "a view budget of {} tokens cannot hold the Frame's header and the line saying what it dropped: a VIEW needs at least {} tokens; write e.g. `budget 900`",
+                            b.text,
+                            crate::view::render::MIN_VIEW_BUDGET
+                        ),
+                        "below the Frame's floor",
+                    );
                 }
                 for p in &v.panes {
                     self.pane(&p.pane, p.span);

@@ -1345,6 +1345,11 @@ impl<R: BufRead> TapeReader<R> {
         ))
     }
 
+    /// The time of the last event read, if any.
+    pub fn last_ts(&self) -> Option<Ts> {
+        self.last_ts
+    }
+
     /// The number of the last line read (1 after the header).
     pub fn line(&self) -> u64 {
         self.line

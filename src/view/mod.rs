@@ -121,8 +121,8 @@ impl<R: BufRead> Replay<R> {
         })
     }
 
-    /// Apply every event up to and including `at`; the clock then reads `at`. A tape that
-    /// ends before `at` must be whole ([`TapeReader::check_complete`]): a tape cut short
+    /// Apply every event up to and including `at`; the clock then reads `at`. A tape whose
+    /// last event is before `at` must be whole ([`TapeReader::check_complete`]): a tape cut short
     /// is refused `ends-early`, as `kestrel run` refuses it, rather than framed at `at`
     /// with the market as it stood where the file was cut.
     pub fn advance_to(&mut self, at: Ts) -> Result<(), TapeError> {
@@ -132,7 +132,10 @@ impl<R: BufRead> Replay<R> {
                 None => match self.reader.next() {
                     Some(ev) => ev?,
                     None => {
-                        self.reader.check_complete()?;
+                        // Only a time past the last event reads what the file lacks.
+                        if self.reader.last_ts().is_none_or(|last| at > last) {
+                            self.reader.check_complete()?;
+                        }
                         break;
                     }
                 },

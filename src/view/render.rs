@@ -24,6 +24,11 @@ pub const TAPE_BLOCKS: usize = 2;
 /// Default bar size of a `tape` pane written without one.
 pub const DEFAULT_BAR_SECS: u32 = 300;
 
+/// The least VIEW budget, in cl100k tokens (rule `number-range`): a Frame over its budget
+/// keeps its header line (tape, time, view, why it woke) and says what it dropped, which
+/// takes 20–60 tokens; below this a budget could not hold them.
+pub const MIN_VIEW_BUDGET: usize = 100;
+
 /// What woke the author, for the Frame header.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Woke {
@@ -156,15 +161,13 @@ pub fn render_frame(
             };
         }
         if !reduce(&mut details, &mut dropped, input) {
-            // Nothing left to cut: shorten the header until it fits.
-            let mut text = compose(name, input, &details, &dropped);
-            while count(&text) > b && !text.is_empty() {
-                let cut = text.trim_end_matches('\n').rfind([' ', '\n']).unwrap_or(0);
-                text.truncate(cut);
-                if !text.is_empty() {
-                    text.push('\n');
-                }
-            }
+            // Nothing left to cut, and the list of what was dropped is itself too long:
+            // it says so in a word. The header (tape, time, view) is never cut (a Frame
+            // without its time is worse than one over budget); a budget under
+            // [`MIN_VIEW_BUDGET`] is refused before it gets here, so only an absurdly long
+            // tape or view name leaves the Frame over its budget, and `tokens` says so.
+            let every = vec!["every pane".to_string()];
+            let text = compose(name, input, &details, &every);
             let tokens = count(&text);
             return Rendered {
                 text,
