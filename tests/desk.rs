@@ -2234,3 +2234,30 @@ fn g_in_a_list_goes_to_the_top_then_seeks() {
     press(&mut app, KeyCode::Char('g'));
     assert!(seeking(&app), "in the Blotter, g seeks");
 }
+
+/// An agent whose replies stay invalid through its re-asks ends the turn in the fail-closed
+/// pass: the Journal and the notices call it that, not a bare `pass`, which read as if it had
+/// chosen to do nothing.
+#[test]
+fn a_fail_closed_turn_reads_fail_closed_on_the_desk() {
+    let bad = "PLAN x budget 5R\n  WHEN spot > 1\n";
+    let app = desk_with(
+        Some(script(&[bad, bad, bad, bad])),
+        false,
+        None,
+        &[],
+        ms(9, 31, 0),
+    );
+    let rows = agent_rows(&app);
+    let open = rows.first().expect("the OPEN turn");
+    let routed = open.routed.as_ref().expect("routed");
+    assert_eq!(
+        routed.outcome,
+        kestrel_desk::turn::Outcome::Pass { fail_closed: true }
+    );
+    assert!(
+        open.label().starts_with("fail-closed pass @ wake open"),
+        "{}",
+        open.label()
+    );
+}

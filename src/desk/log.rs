@@ -360,7 +360,7 @@ pub fn decode(no: u64, line: &str) -> Row {
                 Some(ts),
                 Kind::Turn,
                 String::new(),
-                format!("{wake}: {} {first}", turn.outcome.name()),
+                format!("{wake}: {} {first}", turn.outcome.label()),
             )
         }
         Event::TurnRejected {

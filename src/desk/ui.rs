@@ -1261,7 +1261,7 @@ pub fn journal_lines(app: &App, w: usize) -> Vec<Line<'static>> {
                 format!(
                     "{} proposes {} @ {} (accept / reject):",
                     app.agent().map(|a| a.name.as_str()).unwrap_or("agent"),
-                    p.run.turn.outcome.name(),
+                    p.run.turn.outcome.label(),
                     p.wake
                 ),
                 Style::default().fg(t.state_warn()),
@@ -1317,7 +1317,12 @@ fn draw_tokens(f: &mut Frame, app: &App, r: Rect) {
         let Some(tok) = turn.tokens() else { continue };
         let name = turn
             .routed()
-            .map(|r| r.outcome.name())
+            // The column is narrow: the fail-closed pass reads as its class, as counted
+            // below (`invalid 1`).
+            .map(|r| match r.outcome {
+                Outcome::Pass { fail_closed: true } => "invalid",
+                ref o => o.name(),
+            })
             .unwrap_or("rejected");
         tr += tok.reply;
         tk += tok.kestrel.unwrap_or(0);

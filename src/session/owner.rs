@@ -452,13 +452,13 @@ impl TurnLine {
                     Outcome::Invalid { .. } | Outcome::Truncated { .. }
                 );
                 if self.result.is_empty() || (invalid && self.result.starts_with("refused")) {
-                    r.outcome.name().to_string()
+                    r.outcome.label().to_string()
                 } else {
-                    format!("{} → {}", r.outcome.name(), self.result)
+                    format!("{} → {}", r.outcome.label(), self.result)
                 }
             }
             (Some(r), None) => {
-                let mut l = format!("{} @ wake {}", r.outcome.name(), self.wake);
+                let mut l = format!("{} @ wake {}", r.outcome.label(), self.wake);
                 if self.attempts > 1 {
                     l.push_str(&format!(" after {} re-asks", self.attempts - 1));
                 }
@@ -1524,7 +1524,7 @@ impl Session {
                 if chair.hold {
                     let text = format!(
                         "{name} proposes {} at wake {wake}: accept or reject",
-                        run.turn.outcome.name()
+                        run.turn.outcome.label()
                     );
                     let asked_at = self.run.awaiting().map_or(self.clock, |a| a.1);
                     chair.proposal = Some(Proposal {
@@ -1997,7 +1997,7 @@ impl Session {
                     .filter(|p| p.call == *call)
                     .map(|p| (p.wake, p.asked_at, Ts(now.0.saturating_sub(p.asked_at.0))));
                 chair.thinking.clear();
-                let outcome = run.turn.outcome.name().to_string();
+                let outcome = run.turn.outcome.label().to_string();
                 let name = chair.agent.name();
                 if let Some((ask, ctx)) = self.run.resolve(now, run.clone()) {
                     self.call(ask, ctx);
@@ -2075,7 +2075,7 @@ impl Session {
                 let text = format!(
                     "{} proposes {} at wake {}: accept or reject",
                     chair.agent.name(),
-                    run.turn.outcome.name(),
+                    run.turn.outcome.label(),
                     ask.wake
                 );
                 chair.outstanding = Some(Outstanding { call, ask: None });
@@ -2131,7 +2131,7 @@ impl Session {
                         let said: Vec<String> = self.run.turn_log()[before..]
                             .iter()
                             .filter_map(|e| e.turn.as_ref())
-                            .map(|t| format!("{name} @ {}: {}", w.wake, t.outcome.name()))
+                            .map(|t| format!("{name} @ {}: {}", w.wake, t.outcome.label()))
                             .collect();
                         for text in said {
                             self.notice(text);

@@ -289,6 +289,16 @@ impl Outcome {
         }
     }
 
+    /// The outcome as a person reads it: [`name`](Self::name), except the terminal pass of
+    /// a spent repair loop, `fail-closed pass` (the author never wrote a valid turn; a bare
+    /// `pass` on the desk read as if it had chosen to do nothing). Not on the Bus.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Outcome::Pass { fail_closed: true } => "fail-closed pass",
+            o => o.name(),
+        }
+    }
+
     /// Authored, invalid or provider-error. The fail-closed pass is *invalid*: the author
     /// never wrote a valid turn.
     pub fn class(&self) -> TurnClass {
