@@ -558,6 +558,18 @@ async fn a_command_that_fails_or_says_nothing_is_a_provider_error() {
         unreachable!()
     };
     assert!(e.message.contains("boom"), "{e}");
+    // Silent on stderr: said so, no dangling `: ` at the end.
+    let out = sh("cat >/dev/null; exit 3", 5000)
+        .author(&prompt(), None)
+        .await;
+    let Completion::ProviderError(e) = out else {
+        panic!("{out:?}")
+    };
+    assert!(
+        e.message.ends_with("exit status: 3 (nothing on stderr)"),
+        "{}",
+        e.message
+    );
     let out = sh("true", 5000).author(&prompt(), None).await;
     assert_eq!(provider_error(&out), ProviderErrorKind::EmptyCompletion);
     let out = CommandAuthor::new("/nonexistent/kestrel-brain", vec![], Duration::from_secs(1))

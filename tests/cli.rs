@@ -279,11 +279,7 @@ fn a_negative_r_usd_is_a_value_refused_as_not_positive() {
         "examples/run-desk.kestrel",
         "--r-usd",
     ];
-    for (v, shown) in [
-        ("-5", "\"-5\""),
-        ("-250.50", "\"-250.50\""),
-        ("abc", "\"abc\""),
-    ] {
+    for (v, shown) in [("-5", "\"-5\""), ("-250.50", "\"-250.50\"")] {
         let mut args = base.to_vec();
         args.push(v);
         let (code, out, err) = kestrel(&args, None);
@@ -293,6 +289,26 @@ fn a_negative_r_usd_is_a_value_refused_as_not_positive() {
             err,
             format!(
                 "error code=USAGE message=--r-usd must be a positive amount of dollars, got {shown}\n"
+            ),
+            "{v}"
+        );
+    }
+    // An amount that is not plain digits, or has more decimals than a price keeps, says so
+    // (each read "must be a positive amount" before, though 1e3 and +1000 are positive).
+    for (v, why) in [
+        ("abc", "is not written as plain digits"),
+        ("1e3", "is not written as plain digits"),
+        ("+1000", "is not written as plain digits"),
+        ("1000.12345", "has more than four decimals"),
+    ] {
+        let mut args = base.to_vec();
+        args.push(v);
+        let (code, _, err) = kestrel(&args, None);
+        assert_eq!(code, 1, "{v}: {err}");
+        assert_eq!(
+            err,
+            format!(
+                "error code=USAGE message=--r-usd \"{v}\" {why}: write dollars like 1000 or 250.50\n"
             ),
             "{v}"
         );

@@ -366,6 +366,22 @@ fn csv_in_two_vendor_layouts_imports_to_the_expected_tape() {
     let a = import(&[&ta, &qa], &d.join("a.jsonl"), &a_flags).unwrap();
     let want = |src: &str| header("spy", "\"SPY\":{\"prior_close\":500.12}", src) + EVENTS;
     assert_eq!(a, want("import csv a-trades.csv,a-quotes.csv"));
+    // The summary counts one session as one ("1 sessions" before); a range whose --to is
+    // before its --from is a usage error, not a read of every record that kept none.
+    let mut args = vec!["tape", "import", s(&ta), s(&qa), "-o"];
+    let summary_out = d.join("a2.jsonl");
+    args.push(s(&summary_out));
+    args.extend_from_slice(&a_flags);
+    let (code, _, err) = kestrel(&args);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("(1 session, symbols SPY"), "{err}");
+    args.extend_from_slice(&["--from", "2025-04-10", "--to", "2025-04-01"]);
+    let (code, _, err) = kestrel(&args);
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(
+        err,
+        "error code=USAGE message=--to 2025-04-01 is before --from 2025-04-10: the range is empty (give --from first, --to last)\n"
+    );
     // Vendor B: one file, local ISO times, a type column, its own column names.
     let b = d.join("b.csv");
     std::fs::write(
@@ -852,4 +868,8 @@ fn a_london_import_follows_its_own_summer_time() {
     )
     .unwrap_err();
     assert!(err.contains("Europe/Atlantis"), "{err}");
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("a UTF-8 path")
 }

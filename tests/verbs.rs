@@ -443,6 +443,23 @@ fn wrong_kinds_of_file_say_what_they_are() {
     // A directory and a saved Bus given as a tape.
     let (_, _, err) = kestrel(&["frame", "--tape", "tapes", "--at", "10:00"]);
     assert!(err.contains("tapes is a directory, not a tape"), "{err}");
+    // A directory given as a document is named the same way (it was `code=IO ... Is a
+    // directory (os error 21)`), and a tape written into a missing directory is an I/O
+    // error (it was `code=USAGE` with the os error).
+    for verb in ["check", "print"] {
+        let (code, _, err) = kestrel(&[verb, "tapes"]);
+        assert_eq!(code, 1, "{verb}");
+        assert_eq!(
+            err,
+            "error code=USAGE message=tapes is a directory, not a Kestrel document\n"
+        );
+    }
+    let (code, _, err) = kestrel(&["tape", "gen", "-o", "/no/such/dir/t.jsonl"]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        err,
+        "error code=IO message=cannot write /no/such/dir/t.jsonl: no such directory\n"
+    );
     let f = tmp("kinds");
     let bus = f.join("s.bus.jsonl");
     let (code, _, _) = kestrel(&[
@@ -1095,4 +1112,28 @@ fn run_says_when_its_plans_arm_nothing() {
     assert_eq!(code, 0);
     assert!(!err.contains("NO-PLANS"), "{err}");
     let _ = std::fs::remove_dir_all(&d);
+}
+
+/// An author given no time or no tokens is refused as a usage error (`--timeout 0` was
+/// taken: a reply that came at once went through, any other timed out at once).
+#[test]
+fn an_author_needs_a_second_and_a_token() {
+    for (flag, why) in [
+        ("--timeout", "a timeout is at least 1 second"),
+        ("--first-token-timeout", "a timeout is at least 1 second"),
+        ("--max-tokens", "a reply needs at least 1 output token"),
+    ] {
+        let (code, _, err) = kestrel(&[
+            "agent",
+            "--tape",
+            TAPE,
+            "--author",
+            "examples/house-agent.jsonl",
+            flag,
+            "0",
+        ]);
+        assert_eq!(code, 1, "{flag}: {err}");
+        assert!(err.starts_with("error code=USAGE message="), "{err}");
+        assert!(err.contains(why), "{flag}: {err}");
+    }
 }

@@ -189,9 +189,15 @@ impl CommandAuthor {
         match status {
             Ok(s) if s.success() => {}
             Ok(s) => {
+                let said = stderr_text();
+                let said = if said.is_empty() {
+                    " (nothing on stderr)".to_string()
+                } else {
+                    format!(": {said}")
+                };
                 return Completion::error(
                     ProviderErrorKind::Exit,
-                    format!("`{}` exited with {s}: {}", self.program, stderr_text()),
+                    format!("`{}` exited with {s}{said}", self.program),
                 );
             }
             Err(e) => {

@@ -58,10 +58,10 @@ pub struct ExperimentArgs {
     #[arg(long, default_value_t = 0.7)]
     pub temperature: f32,
     /// Seconds one reply may take (every retry included).
-    #[arg(long, default_value_t = crate::author::openai::DEFAULT_TOTAL_SECS)]
+    #[arg(long, default_value_t = crate::author::openai::DEFAULT_TOTAL_SECS, value_parser = crate::session::positive_secs)]
     pub timeout: u64,
     /// Seconds to the first streamed token.
-    #[arg(long, default_value_t = crate::author::openai::DEFAULT_FIRST_TOKEN_SECS)]
+    #[arg(long, default_value_t = crate::author::openai::DEFAULT_FIRST_TOKEN_SECS, value_parser = crate::session::positive_secs)]
     pub first_token_timeout: u64,
 }
 

@@ -3,10 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::bus;
 use crate::grade::{self, FileTapes, GradeError, Options, Source};
 use crate::lang::{self, Mode};
-use crate::market::Px;
 
 /// Arguments of `kestrel grade`.
 #[derive(Debug, clap::Args)]
@@ -142,13 +140,10 @@ pub fn run(a: Args) -> i32 {
 /// Run the grade (or one shard): the report or shard text, or the exit code of a failure
 /// (printed).
 fn grade_text(a: &Args) -> Result<String, i32> {
-    let r_usd = match bus::parse_px(a.r.r_usd.trim()) {
-        Some(p) if p > Px::ZERO => p,
-        _ => {
-            errln!(
-                "error code=USAGE message=--r-usd must be a positive amount of dollars, got {:?}",
-                a.r.r_usd
-            );
+    let r_usd = match super::run::parse_r_usd("--r-usd", &a.r.r_usd) {
+        Ok(p) => p,
+        Err(e) => {
+            errln!("error code=USAGE message={e}");
             return Err(1);
         }
     };

@@ -211,6 +211,16 @@ pub fn options(a: &ImportArgs) -> Result<(Options, Vec<Format>), String> {
         .map(|d| date_arg("--from", d))
         .transpose()?;
     let to = a.to.as_deref().map(|d| date_arg("--to", d)).transpose()?;
+    if let (Some(f), Some(t)) = (from, to)
+        && t < f
+    {
+        // Refused as the usage it is (it read every record to say none fell in range).
+        return Err(format!(
+            "--to {} is before --from {}: the range is empty (give --from first, --to last)",
+            a.to.as_deref().unwrap_or_default(),
+            a.from.as_deref().unwrap_or_default()
+        ));
+    }
     let name = match &a.name {
         Some(n) => n.clone(),
         None => {
@@ -372,11 +382,12 @@ pub fn tape_import(a: &ImportArgs) -> i32 {
                 )
             };
             errln!(
-                "imported {} of {} records into {} ({} sessions, symbols {}{options})",
+                "imported {} of {} records into {} ({} session{}, symbols {}{options})",
                 s.kept,
                 s.read,
                 a.out.display(),
                 s.sessions,
+                if s.sessions == 1 { "" } else { "s" },
                 s.symbols.join(",")
             );
             super::flags::EXIT_OK

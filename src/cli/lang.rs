@@ -93,15 +93,8 @@ pub(crate) fn read_source(path: &Path) -> Option<String> {
     };
     match r {
         Ok(s) => Some(s),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            errln!(
-                "error code=IO message=cannot read {}: no such file",
-                path.display()
-            );
-            None
-        }
         Err(e) => {
-            errln!("error code=IO message=cannot read {}: {e}", path.display());
+            errln!("{}", super::cannot_read(path, &e));
             None
         }
     }

@@ -286,6 +286,37 @@ pub fn text_report(bus: &Bus) -> String {
     s
 }
 
+/// Dollars per 1R, from its text (`1000`, `250.50`), or the usage message saying what is
+/// wrong with it: not positive, more than four decimals, or not written as plain digits
+/// (`1e3`, `+1000`, `1,000`: all read as "must be positive" before).
+pub(crate) fn parse_r_usd(r_name: &str, text: &str) -> Result<Px, String> {
+    let t = text.trim();
+    match bus::parse_px(t) {
+        Some(p) if p > Px::ZERO => return Ok(p),
+        Some(_) => {
+            return Err(format!(
+                "{r_name} must be a positive amount of dollars, got {text:?}"
+            ));
+        }
+        None => {}
+    }
+    let why = match t.split_once('.') {
+        Some((i, f))
+            if !f.is_empty()
+                && f.len() > 4
+                && i.bytes().all(|c| c.is_ascii_digit())
+                && f.bytes().all(|c| c.is_ascii_digit()) =>
+        {
+            "has more than four decimals"
+        }
+        _ if t.is_empty() => "is empty",
+        _ => "is not written as plain digits",
+    };
+    Err(format!(
+        "{r_name} {text:?} {why}: write dollars like 1000 or 250.50"
+    ))
+}
+
 /// Dollars per 1R and a fill model's name as an engine configuration, or the usage message
 /// to print. `r_name` names the amount as the caller's interface does (`--r-usd` on the
 /// command line, `r_usd` for the MCP `run` tool).
@@ -294,14 +325,7 @@ pub(crate) fn engine_config(
     r_usd: &str,
     fill_name: &str,
 ) -> Result<EngineConfig, String> {
-    let r_usd = match bus::parse_px(r_usd.trim()) {
-        Some(p) if p > Px::ZERO => p,
-        _ => {
-            return Err(format!(
-                "{r_name} must be a positive amount of dollars, got {r_usd:?}"
-            ));
-        }
-    };
+    let r_usd = parse_r_usd(r_name, r_usd)?;
     let Some(model) = fill::by_name(fill_name) else {
         return Err(format!(
             "unknown fill model {fill_name:?} (known: {})",

@@ -190,6 +190,8 @@ pub(crate) fn not_a_document(path: &Path) -> Option<String> {
         Kind::Tape | Kind::Bus | Kind::DeskSession | Kind::ReplyScript | Kind::GradeShard => Some(
             wrong_kind(path, kind, "a Kestrel document", &use_of(kind, path)),
         ),
+        // As `run --tape DIR` says it (it was `code=IO ... Is a directory (os error 21)`).
+        Kind::Directory => Some(wrong_kind(path, kind, "a Kestrel document", "")),
         _ => None,
     }
 }

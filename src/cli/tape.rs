@@ -173,6 +173,20 @@ fn fail(msg: impl std::fmt::Display) -> i32 {
     1
 }
 
+/// A write that failed: `code=IO`, the reason as the verbs word it (it was `code=USAGE`
+/// with Rust's `(os error 2)`).
+fn fail_io(what: &str, path: &std::path::Path, e: &io::Error) -> i32 {
+    let reason = match e.kind() {
+        io::ErrorKind::NotFound => "no such directory".to_string(),
+        _ => super::io_reason(e),
+    };
+    errln!(
+        "error code=IO message=cannot {what} {}: {reason}",
+        path.display()
+    );
+    1
+}
+
 /// Run `kestrel tape gen`. Exit codes: 0 ok, 1 usage or I/O error.
 pub fn tape_gen(args: &TapeGenArgs) -> i32 {
     tape_gen_to(args, io::stdout().is_terminal())
@@ -191,7 +205,7 @@ pub(crate) fn tape_gen_to(args: &TapeGenArgs, stdout_is_terminal: bool) -> i32 {
     match dest {
         Dest::File(p) => match write_atomic(&p, family[0].generate()) {
             Ok(()) => 0,
-            Err(e) => fail(format!("cannot write {}: {e}", p.display())),
+            Err(e) => fail_io("write", &p, &e),
         },
         Dest::Stdout => {
             let g = family[0].generate();
@@ -201,17 +215,23 @@ pub(crate) fn tape_gen_to(args: &TapeGenArgs, stdout_is_terminal: bool) -> i32 {
             match write_tape(&mut w, &header, g).and_then(|()| w.flush()) {
                 Ok(()) => 0,
                 Err(e) if e.kind() == io::ErrorKind::BrokenPipe => 0,
-                Err(e) => fail(format!("cannot write to standard output: {e}")),
+                Err(e) => {
+                    errln!(
+                        "error code=IO message=cannot write to standard output: {}",
+                        super::io_reason(&e)
+                    );
+                    1
+                }
             }
         }
         Dest::Dir(dir) => {
             if let Err(e) = std::fs::create_dir_all(&dir) {
-                return fail(format!("cannot create {}: {e}", dir.display()));
+                return fail_io("create", &dir, &e);
             }
             for m in family {
                 let path = dir.join(m.file_name());
                 if let Err(e) = write_atomic(&path, m.generate()) {
-                    return fail(format!("cannot write {}: {e}", path.display()));
+                    return fail_io("write", &path, &e);
                 }
                 outln!("{}", path.display());
             }

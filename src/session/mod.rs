@@ -381,20 +381,39 @@ pub struct AuthorFlags {
     #[arg(long)]
     pub constrained: bool,
     /// Seconds a model or command author may take for one reply (every retry included).
-    #[arg(long, default_value_t = crate::author::openai::DEFAULT_TOTAL_SECS)]
+    #[arg(long, default_value_t = crate::author::openai::DEFAULT_TOTAL_SECS, value_parser = positive_secs)]
     pub timeout: u64,
     /// Output tokens one request to a model may generate (`max_tokens`). A re-ask asks
     /// for this less the bytes of its repair note, so it fits wherever the first ask fit.
-    #[arg(long, default_value_t = crate::author::openai::DEFAULT_MAX_TOKENS)]
+    #[arg(long, default_value_t = crate::author::openai::DEFAULT_MAX_TOKENS, value_parser = positive_tokens)]
     pub max_tokens: u32,
     /// Seconds a model may take from the request to its first streamed token (a CPU reads
     /// a long prompt before it writes); a miss is retried, then a provider error.
-    #[arg(long, default_value_t = crate::author::openai::DEFAULT_FIRST_TOKEN_SECS)]
+    #[arg(long, default_value_t = crate::author::openai::DEFAULT_FIRST_TOKEN_SECS, value_parser = positive_secs)]
     pub first_token_timeout: u64,
     /// Leave KESTREL_API_KEY and OPENAI_API_KEY in a command author's environment (by
     /// default they are removed from it).
     #[arg(long)]
     pub pass_api_key: bool,
+}
+
+/// A number of seconds an author may take: at least 1 (`--timeout 0` was taken, and a reply
+/// that came at once was let through while any other would time out at once).
+pub(crate) fn positive_secs(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<u64>() {
+        Ok(0) => Err("a timeout is at least 1 second".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("{s:?} is not a whole number of seconds")),
+    }
+}
+
+/// A number of output tokens: at least 1.
+pub(crate) fn positive_tokens(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<u32>() {
+        Ok(0) => Err("a reply needs at least 1 output token".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("{s:?} is not a whole number of tokens")),
+    }
 }
 
 impl Default for AuthorFlags {
