@@ -2261,3 +2261,28 @@ fn a_fail_closed_turn_reads_fail_closed_on_the_desk() {
         open.label()
     );
 }
+
+/// An agent's reply with escape sequences in a comment and in its STAND-DOWN reason never
+/// puts a control character on the screen (the terminal would obey it: retitle the window,
+/// clear the screen); what is left of the sequence shows as text, and the Bus keeps the
+/// reply as written. ratatui drops control characters as it lays text into cells; this
+/// guards that the desk draws every author's text through it.
+#[test]
+fn an_agents_escape_sequences_never_reach_the_terminal() {
+    let reply = "# hi \u{1b}[7mINVERSE\u{1b}[0m there \u{1b}]0;pwned\u{7} end\nSTAND-DOWN \u{1b}[2J\u{1b}[Hgone\n";
+    let app = desk_with(Some(script(&[reply])), false, None, &[], ms(9, 31, 0));
+    for (w, h) in [(100, 30), (160, 48), (200, 60)] {
+        let lines = screen(&app, w, h);
+        for l in &lines {
+            assert!(!l.chars().any(char::is_control), "{w}x{h}: {l:?}");
+        }
+        // The Journal shows beside the rest on a wide screen (a tab on a narrow one).
+        if w >= 160 {
+            assert!(has(&lines, "INVERSE"), "{w}x{h}:\n{}", lines.join("\n"));
+        }
+    }
+    assert!(
+        app.snap.bus.iter().any(|l| l.contains("\\u001b[2J")),
+        "the Bus keeps the reply verbatim"
+    );
+}

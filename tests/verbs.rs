@@ -1137,3 +1137,36 @@ fn an_author_needs_a_second_and_a_token() {
         assert!(err.contains(why), "{flag}: {err}");
     }
 }
+
+/// Escape sequences in a document or a reply are shown, never sent raw to the terminal:
+/// `check`'s error quotes the token with visible Control Pictures (`␛`, `␇`), its snippet
+/// too, with the caret under the token; `turn`'s text form shows the journal and the reason
+/// the same way. `--json` keeps the text exact (escaped by JSON).
+#[test]
+fn escape_sequences_in_documents_and_replies_are_shown_not_obeyed() {
+    let d = tmp("escapes");
+    let doc = d.join("esc.kestrel");
+    std::fs::write(
+        &doc,
+        "PLAN x budget 1R ttl +5m\n  WHEN spot > 1\n  DO buy 1 +1 C @ \u{1b}]0;pwned\u{7}fair\n",
+    )
+    .expect("write");
+    let (code, _, err) = kestrel(&["check", s(&doc)]);
+    assert_eq!(code, 2);
+    assert!(!err.chars().any(|c| c.is_control() && c != '\n'), "{err:?}");
+    assert!(err.contains("found `␛]0;pwned␇fair`"), "{err}");
+    let reply = d.join("esc.txt");
+    std::fs::write(
+        &reply,
+        "# hi \u{1b}[7mINVERSE\u{1b}[0m there\nSTAND-DOWN \u{1b}[2Jgone\n",
+    )
+    .expect("write");
+    let (code, out, _) = kestrel(&["turn", s(&reply)]);
+    assert_eq!(code, 0);
+    assert!(!out.chars().any(|c| c.is_control() && c != '\n'), "{out:?}");
+    assert!(out.contains("reason: ␛[2Jgone"), "{out}");
+    assert!(out.contains("hi ␛[7mINVERSE␛[0m there"), "{out}");
+    let (_, json, _) = kestrel(&["turn", s(&reply), "--json"]);
+    assert!(json.contains("\\u001b[2Jgone"), "{json}");
+    let _ = std::fs::remove_dir_all(&d);
+}

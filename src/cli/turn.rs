@@ -229,7 +229,10 @@ pub fn run(a: &TurnArgs) -> i32 {
         TurnClass::Invalid => "invalid",
         TurnClass::ProviderError => "provider-error",
     };
-    outln!("{}", outcome_line(t.outcome.name(), class, &d));
+    // The text form is for a terminal: what the author wrote is shown, never obeyed
+    // (`lang::diag::visible`); `--json` keeps it exact.
+    let shown = crate::lang::diag::visible;
+    outln!("{}", shown(&outcome_line(t.outcome.name(), class, &d)));
     for e in t.outcome.errors() {
         errln!("{name}: {}", e.one_line());
     }
@@ -247,13 +250,13 @@ pub fn run(a: &TurnArgs) -> i32 {
     if !t.journal.is_empty() {
         outln!("journal:");
         for l in &t.journal {
-            outln!("  {l}");
+            outln!("  {}", shown(l));
         }
     }
     if !t.kestrel.is_empty() && t.source == turn::Source::JsonEnvelope {
         outln!("canonical kestrel (from the JSON envelope):");
         for l in t.kestrel.lines() {
-            outln!("  {l}");
+            outln!("  {}", shown(l));
         }
     }
     match figures {

@@ -175,6 +175,34 @@ fn memchr_iter(src: &str) -> impl Iterator<Item = usize> + '_ {
         .map(|(i, _)| i + 1)
 }
 
+/// Text from a document, a reply or a tape as it may reach a terminal: every control
+/// character but a line break and a tab (ESC and the rest of C0, DEL) becomes its visible
+/// Control Pictures symbol (`␛`, one column wide, so a caret under the line still points at
+/// the right place), a C1 control or a bidirectional override becomes `\u{FFFD}`. An
+/// escape sequence in a comment, a STAND-DOWN reason or a quoted token is shown, never
+/// obeyed (it could retitle the window, clear the screen or write the clipboard).
+pub fn visible(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(|c| shown_as(c).is_some()) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    std::borrow::Cow::Owned(s.chars().map(|c| shown_as(c).unwrap_or(c)).collect())
+}
+
+/// What [`visible`] shows `c` as, when not as itself.
+fn shown_as(c: char) -> Option<char> {
+    match c {
+        '\n' | '\t' => None,
+        '\u{0}'..='\u{1f}' => char::from_u32(0x2400 + c as u32),
+        '\u{7f}' => Some('\u{2421}'),
+        '\u{80}'..='\u{9f}'
+        | '\u{2028}'
+        | '\u{2029}'
+        | '\u{202A}'..='\u{202E}'
+        | '\u{2066}'..='\u{2069}' => Some('\u{FFFD}'),
+        _ => None,
+    }
+}
+
 /// A refusal: a stable code and rule, a guiding message, and where.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Diagnostic {
@@ -220,7 +248,7 @@ impl Diagnostic {
             "error code={} rule={} message={} (line {}, col {})",
             self.code,
             self.rule,
-            self.message.replace('\n', " "),
+            visible(&self.message).replace('\n', " "),
             self.line,
             self.col
         )
@@ -239,19 +267,31 @@ impl Diagnostic {
         use annotate_snippets::{AnnotationKind, Level, Renderer, Snippet};
         let src = index.src;
         let lr = index.line_range(self.line);
-        let line_text = &src[lr.clone()];
+        let raw = &src[lr.clone()];
         let mut s = self.start.clamp(lr.start, lr.end) - lr.start;
         let mut e = self.end.clamp(lr.start, lr.end) - lr.start;
-        while s > 0 && !line_text.is_char_boundary(s) {
+        while s > 0 && !raw.is_char_boundary(s) {
             s -= 1;
         }
-        while e < line_text.len() && !line_text.is_char_boundary(e) {
+        while e < raw.len() && !raw.is_char_boundary(e) {
             e += 1;
         }
         if e < s {
             e = s;
         }
-        let title = format!("[{}] {}", self.rule, self.message);
+        // The line as a terminal may show it ([`visible`]); the span's byte offsets move
+        // by what each shown character adds before them.
+        let line_text = visible(raw);
+        let shift = |at: usize| -> usize {
+            raw[..at]
+                .chars()
+                .filter_map(|c| shown_as(c).map(|v| v.len_utf8() - c.len_utf8()))
+                .sum::<usize>()
+                + at
+        };
+        let (s, e) = (shift(s), shift(e));
+        let line_text: &str = &line_text;
+        let title = format!("[{}] {}", self.rule, visible(&self.message));
         let label = if self.label.is_empty() {
             self.rule.name().to_string()
         } else {
@@ -279,3 +319,25 @@ impl fmt::Display for Diagnostic {
 }
 
 impl std::error::Error for Diagnostic {}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn an_escape_in_the_line_is_shown_and_the_caret_stays_under_its_token() {
+        let src = "PLAN x budget 1R ttl +5m\n  WHEN spot > 1\n  DO buy 1 +1 C @ \u{1b}[31mfair\n";
+        let errs = crate::lang::check(src, crate::lang::Mode::File).expect_err("refused");
+        let r = errs[0].render(src, "f", false);
+        assert!(!r.chars().any(|c| c.is_control() && c != '\n'), "{r:?}");
+        let line = r
+            .lines()
+            .find(|l| l.contains("DO buy"))
+            .expect("source line");
+        let caret = r.lines().find(|l| l.contains('^')).expect("caret line");
+        let at = line.chars().position(|c| c == '␛').expect("shown escape");
+        assert_eq!(caret.chars().position(|c| c == '^'), Some(at), "{r}");
+        assert_eq!(
+            super::visible("a\u{7f}b\u{85}c\u{202E}d\te\n"),
+            "a␡b\u{FFFD}c\u{FFFD}d\te\n"
+        );
+    }
+}

@@ -107,7 +107,8 @@ impl KestrelServer {
             let first = out.text.lines().next().unwrap_or("");
             let what = if out.ok { "ok" } else { first };
             crate::cli::errln!(
-                "kestrel mcp: {tool}: {what} ({} ms)",
+                "kestrel mcp: {tool}: {} ({} ms)",
+                crate::lang::diag::visible(what),
                 t0.elapsed().as_millis()
             );
         }
@@ -242,9 +243,10 @@ impl ServerHandler for KestrelServer {
             );
             if !self.quiet {
                 crate::cli::errln!(
-                    "kestrel mcp: {name}: protocol error {}: {}",
+                    "kestrel mcp: {}: protocol error {}: {}",
+                    crate::lang::diag::visible(&name),
                     e.code.0,
-                    e.message
+                    crate::lang::diag::visible(&e.message)
                 );
             }
             return Err(e);
@@ -270,9 +272,10 @@ impl ServerHandler for KestrelServer {
             && !self.quiet
         {
             crate::cli::errln!(
-                "kestrel mcp: {name}: protocol error {}: {}",
+                "kestrel mcp: {}: protocol error {}: {}",
+                crate::lang::diag::visible(&name),
                 e.code.0,
-                e.message
+                crate::lang::diag::visible(&e.message)
             );
         }
         r
