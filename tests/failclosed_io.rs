@@ -704,7 +704,16 @@ fn the_desk_refuses_with_the_codes_and_exit_codes_of_the_other_verbs() {
     for (args, want) in [
         (
             &["desk", "--r-usd", "-5", "--no-save"][..],
-            "error code=USAGE message=1R must be a positive dollar amount, not -5\n",
+            "error code=USAGE message=--r-usd must be a positive amount of dollars, got \"-5\"\n",
+        ),
+        // Read as `run` reads it; the desk keeps whole dollars (a session file's 1R).
+        (
+            &["desk", "--r-usd", "+1000", "--no-save"][..],
+            "error code=USAGE message=--r-usd \"+1000\" is not written as plain digits: write whole dollars, like 1000\n",
+        ),
+        (
+            &["desk", "--r-usd", "250.50", "--no-save"][..],
+            "error code=USAGE message=--r-usd \"250.50\": the desk's 1R is whole dollars: write e.g. 1000\n",
         ),
         (
             &["desk", "--fill", "optimistic", "--no-save"][..],

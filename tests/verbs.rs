@@ -454,11 +454,34 @@ fn wrong_kinds_of_file_say_what_they_are() {
             "error code=USAGE message=tapes is a directory, not a Kestrel document\n"
         );
     }
+    for verb in ["turn", "tokens"] {
+        let (code, _, err) = kestrel(&[verb, "tapes"]);
+        assert_eq!(code, 1, "{verb}");
+        assert_eq!(
+            err,
+            "error code=USAGE message=tapes is a directory, not a file\n"
+        );
+    }
     let (code, _, err) = kestrel(&["tape", "gen", "-o", "/no/such/dir/t.jsonl"]);
     assert_eq!(code, 1);
     assert_eq!(
         err,
         "error code=IO message=cannot write /no/such/dir/t.jsonl: no such directory\n"
+    );
+    // `--bus` names the file asked for, not the temporary one beside it.
+    let (code, _, err) = kestrel(&[
+        "run",
+        "--tape",
+        TAPE,
+        "--plans",
+        "examples/chase.kestrel",
+        "--bus",
+        "/no/such/dir/b.jsonl",
+    ]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        err,
+        "error code=IO message=cannot write /no/such/dir/b.jsonl: no such directory\n"
     );
     let f = tmp("kinds");
     let bus = f.join("s.bus.jsonl");
@@ -1168,5 +1191,20 @@ fn escape_sequences_in_documents_and_replies_are_shown_not_obeyed() {
     assert!(out.contains("hi ␛[7mINVERSE␛[0m there"), "{out}");
     let (_, json, _) = kestrel(&["turn", s(&reply), "--json"]);
     assert!(json.contains("\\u001b[2Jgone"), "{json}");
+    // A refused reply's errors on stderr (turn) and its warning (tokens) too.
+    let bad = d.join("bad.txt");
+    std::fs::write(
+        &bad,
+        "PLAN x budget 1R ttl +5m\n  WHEN spot > 1\n  DO buy 1 +1 C @ \u{1b}]0;pwned\u{7}fair\n",
+    )
+    .expect("write");
+    for verb in ["turn", "tokens"] {
+        let (_, _, err) = kestrel(&[verb, s(&bad)]);
+        assert!(err.contains("␛]0;pwned␇fair"), "{verb}: {err}");
+        assert!(
+            !err.chars().any(|c| c.is_control() && c != '\n'),
+            "{verb}: {err:?}"
+        );
+    }
     let _ = std::fs::remove_dir_all(&d);
 }

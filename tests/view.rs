@@ -265,7 +265,6 @@ fn tape_section_is_prefix_stable_between_keyframes() {
     assert!(checked > 300, "checked {checked}");
 }
 
-/// A View with a budget never measures above it, at every minute of every bundled session.
 /// A VIEW budget under the floor is refused at check (it rendered a Frame of the word
 /// `FRAME` alone, its tape, time and view cut away); at the floor, a Frame whose list of
 /// what it dropped does not fit says `every pane` and keeps its header whole.
@@ -293,8 +292,26 @@ fn a_frame_over_budget_keeps_its_header_and_says_what_it_dropped() {
     );
     assert_eq!(r.tokens, r.text.len());
     assert!(!r.dropped.is_empty());
+    // Woken by a wake whose trigger is long: its `why` goes to `…` before the header is
+    // over budget; who woke it stays.
+    let woke = Some(view::Woke {
+        by: "w".into(),
+        why: "spot crosses above hod AND velocity(1m) >= p90 AND NOT phase open".into(),
+    });
+    let r = rep.frame(&v, &Snapshot::default(), woke, 0, &|s: &str| s.len());
+    assert_eq!(
+        r.text,
+        "FRAME tape=tiny t=09:40:00 view=a woke=w why=…\n(over budget, dropped: every pane)\n"
+    );
+    // A view with no pane dropped nothing, and says nothing was.
+    let e = view_of("VIEW e budget 100\n");
+    let r = tiny_at(&e, at("09:40:00.000"))
+        .frame(&e, &Snapshot::default(), None, 0, &|s: &str| s.len() * 10);
+    assert_eq!(r.text, "FRAME tape=tiny t=09:40:00 view=e\n");
+    assert!(r.dropped.is_empty());
 }
 
+/// A View with a budget never measures above it, at every minute of every bundled session.
 #[test]
 fn budgets_hold_every_minute_of_every_bundled_session() {
     let views = [

@@ -231,7 +231,11 @@ impl ProviderErrors {
 
     fn print(&self) {
         for (m, n) in &self.messages {
-            errln!("warning code=PROVIDER count={n} message={m}");
+            // A command author's stderr is in the message: one line, shown not obeyed.
+            errln!(
+                "warning code=PROVIDER count={n} message={}",
+                crate::lang::diag::visible(m).replace('\n', " ")
+            );
         }
         if self.more > 0 {
             errln!(

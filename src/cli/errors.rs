@@ -91,12 +91,11 @@ pub fn build(inputs: &[String]) -> Result<ErrorsReport, String> {
     }
     // The same file named twice (`s.jsonl` and `./s.jsonl`, a path and a link to it, a
     // file and its directory) is read once: its turns were counted again.
-    let mut distinct: Vec<&std::path::PathBuf> = Vec::new();
-    for f in &files {
-        if !distinct.iter().any(|d| super::out::same_file(d, f)) {
-            distinct.push(f);
-        }
-    }
+    let mut seen = std::collections::HashSet::new();
+    let distinct: Vec<&std::path::PathBuf> = files
+        .iter()
+        .filter(|f| seen.insert(super::out::file_id(f)))
+        .collect();
     let mut report = ErrorsReport::default();
     for f in distinct {
         let bytes = std::fs::read(f).map_err(|e| super::cannot_read(f, &e))?;

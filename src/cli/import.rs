@@ -232,6 +232,13 @@ pub fn options(a: &ImportArgs) -> Result<(Options, Vec<Format>), String> {
             stem.strip_suffix(".jsonl").unwrap_or(&stem).to_string()
         }
     };
+    if name.chars().any(crate::lang::diag::is_control_like) {
+        // A tape whose name holds one is refused by every reader (docs/tapes.md).
+        return Err(format!(
+            "the tape's name {:?} holds a control or bidirectional character: give a plain one with --name",
+            name
+        ));
+    }
     let names: Vec<String> = a
         .files
         .iter()
@@ -350,8 +357,7 @@ pub fn tape_import(a: &ImportArgs) -> i32 {
     }
     let tmp = dir.join(format!(".{fname}.tmp.{}", std::process::id()));
     let result = (|| -> Result<Summary, String> {
-        let f = std::fs::File::create(&tmp)
-            .map_err(|e| format!("error code=IO message=cannot create {}: {e}", tmp.display()))?;
+        let f = std::fs::File::create(&tmp).map_err(|e| super::cannot_write(&a.out, &e))?;
         let mut w = io::BufWriter::with_capacity(1 << 16, f);
         let open = || open_all(a, &formats, &opts.zone);
         let s = import(&open, &opts, &mut w, &mut progress).map_err(|e| e.to_string())?;

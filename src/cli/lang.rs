@@ -82,6 +82,14 @@ pub(crate) fn read_document(path: &Path) -> Option<String> {
 
 /// Read a file as text; `-` is stdin. Errors are printed; `None` means exit 1.
 pub(crate) fn read_source(path: &Path) -> Option<String> {
+    if path != Path::new("-") && path.is_dir() {
+        // As `check` and `run` name a directory (`turn DIR` was `code=IO`).
+        errln!(
+            "error code=USAGE message={} is a directory, not a file",
+            path.display()
+        );
+        return None;
+    }
     let mut s = String::new();
     let r = if path == Path::new("-") {
         std::io::stdin().read_to_string(&mut s).map(|_| s)

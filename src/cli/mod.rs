@@ -88,6 +88,19 @@ pub(crate) fn cannot_read(path: &std::path::Path, e: &std::io::Error) -> String 
     )
 }
 
+/// `error code=IO message=cannot write PATH: REASON`: the file asked for (not a temporary
+/// one beside it), `no such directory` when its directory is missing, else [`io_reason`].
+pub(crate) fn cannot_write(path: &std::path::Path, e: &std::io::Error) -> String {
+    let why = match e.kind() {
+        std::io::ErrorKind::NotFound => "no such directory".to_string(),
+        _ => io_reason(e),
+    };
+    format!(
+        "error code=IO message=cannot write {}: {why}",
+        path.display()
+    )
+}
+
 /// Kestrel desk: a terminal desk where a person and an LLM agent fly one trading book.
 #[derive(Debug, Parser)]
 #[command(
@@ -292,7 +305,11 @@ pub fn main() -> i32 {
                     // `kestrel tape` alone: its help, then the usage error a missing
                     // argument is everywhere else (it exited 0, read as a success).
                     let _ = e.print();
-                    errln!("{}", missing_subcommand(std::env::args().nth(1).as_deref()));
+                    let verb = std::env::args_os().nth(1);
+                    errln!(
+                        "{}",
+                        missing_subcommand(verb.as_ref().and_then(|v| v.to_str()))
+                    );
                     return flags::EXIT_USAGE;
                 }
                 _ => {

@@ -47,6 +47,23 @@ fn landing(out: &Path) -> std::io::Result<(PathBuf, Option<std::fs::Permissions>
     }
 }
 
+/// What tells one existing file from another: its device and inode (through links, `..`,
+/// hard links), else its canonical path, else the path as given.
+pub(crate) fn file_id(p: &Path) -> (u64, u64, PathBuf) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if let Ok(m) = std::fs::metadata(p) {
+            return (m.dev(), m.ino(), PathBuf::new());
+        }
+    }
+    (
+        0,
+        0,
+        std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf()),
+    )
+}
+
 /// Do `a` and `b` name the same existing file (through links, `..`, or hard links)?
 pub(crate) fn same_file(a: &Path, b: &Path) -> bool {
     #[cfg(unix)]
@@ -80,8 +97,8 @@ impl Pending {
         let (target, perms) = landing(out)
             .map_err(|e| format!("error code=IO message=cannot write {}: {e}", out.display()))?;
         let tmp = temp_path(&target);
-        let f = std::fs::File::create(&tmp)
-            .map_err(|e| format!("error code=IO message=cannot create {}: {e}", tmp.display()))?;
+        // Named by the file asked for, not the temporary one beside it, in the verbs' words.
+        let f = std::fs::File::create(&tmp).map_err(|e| super::cannot_write(out, &e))?;
         let pending = Pending {
             tmp,
             out: target,

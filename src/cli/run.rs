@@ -300,17 +300,22 @@ pub(crate) fn parse_r_usd(r_name: &str, text: &str) -> Result<Px, String> {
         }
         None => {}
     }
-    let why = match t.split_once('.') {
-        Some((i, f))
-            if !f.is_empty()
-                && f.len() > 4
-                && i.bytes().all(|c| c.is_ascii_digit())
-                && f.bytes().all(|c| c.is_ascii_digit()) =>
-        {
-            "has more than four decimals"
-        }
-        _ if t.is_empty() => "is empty",
-        _ => "is not written as plain digits",
+    let unsigned = t.strip_prefix('-').unwrap_or(t);
+    let (int, frac) = unsigned.split_once('.').unwrap_or((unsigned, ""));
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit());
+    let plain = digits(int) && (frac.is_empty() || digits(frac)) && !unsigned.ends_with('.');
+    let why = if t.is_empty() {
+        "is empty"
+    } else if !plain {
+        "is not written as plain digits"
+    } else if t.starts_with('-') {
+        return Err(format!(
+            "{r_name} must be a positive amount of dollars, got {text:?}"
+        ));
+    } else if frac.len() > 4 {
+        "has more than four decimals"
+    } else {
+        "is too large"
     };
     Err(format!(
         "{r_name} {text:?} {why}: write dollars like 1000 or 250.50"

@@ -175,15 +175,8 @@ fn fail(msg: impl std::fmt::Display) -> i32 {
 
 /// A write that failed: `code=IO`, the reason as the verbs word it (it was `code=USAGE`
 /// with Rust's `(os error 2)`).
-fn fail_io(what: &str, path: &std::path::Path, e: &io::Error) -> i32 {
-    let reason = match e.kind() {
-        io::ErrorKind::NotFound => "no such directory".to_string(),
-        _ => super::io_reason(e),
-    };
-    errln!(
-        "error code=IO message=cannot {what} {}: {reason}",
-        path.display()
-    );
+fn fail_io(path: &std::path::Path, e: &io::Error) -> i32 {
+    errln!("{}", super::cannot_write(path, e));
     1
 }
 
@@ -205,7 +198,7 @@ pub(crate) fn tape_gen_to(args: &TapeGenArgs, stdout_is_terminal: bool) -> i32 {
     match dest {
         Dest::File(p) => match write_atomic(&p, family[0].generate()) {
             Ok(()) => 0,
-            Err(e) => fail_io("write", &p, &e),
+            Err(e) => fail_io(&p, &e),
         },
         Dest::Stdout => {
             let g = family[0].generate();
@@ -226,12 +219,12 @@ pub(crate) fn tape_gen_to(args: &TapeGenArgs, stdout_is_terminal: bool) -> i32 {
         }
         Dest::Dir(dir) => {
             if let Err(e) = std::fs::create_dir_all(&dir) {
-                return fail_io("create", &dir, &e);
+                return fail_io(&dir, &e);
             }
             for m in family {
                 let path = dir.join(m.file_name());
                 if let Err(e) = write_atomic(&path, m.generate()) {
-                    return fail_io("write", &path, &e);
+                    return fail_io(&path, &e);
                 }
                 outln!("{}", path.display());
             }

@@ -241,7 +241,7 @@ pub fn run(a: &TurnArgs) -> i32 {
         // silence).
         errln!(
             "{name}: error code=PROVIDER message={}",
-            message.replace('\n', " ")
+            shown(message).replace('\n', " ")
         );
     }
     if t.outcome.is_refused() {

@@ -88,9 +88,9 @@ pub struct DeskArgs {
     /// Start playing at once.
     #[arg(long)]
     pub play: bool,
-    /// Dollars per 1R [default: 1000].
+    /// Dollars per 1R, whole dollars [default: 1000].
     #[arg(long, allow_negative_numbers = true)]
-    pub r_usd: Option<i64>,
+    pub r_usd: Option<String>,
     /// The fill model [default: strict-cross-v1].
     #[arg(long)]
     pub fill: Option<String>,
@@ -225,6 +225,28 @@ impl std::fmt::Display for Refusal {
     }
 }
 
+/// The desk's `--r-usd`, or the usage error: read as `run`'s is (`+1000` and `1e3` are
+/// refused alike, with the same words), in whole dollars, which is what a session file keeps.
+fn r_usd_flag(a: &DeskArgs) -> Result<Option<i64>, String> {
+    let Some(s) = &a.r_usd else {
+        return Ok(None);
+    };
+    let px = crate::cli::run::parse_r_usd("--r-usd", s)
+        .map_err(|e| {
+            e.replace(
+                "write dollars like 1000 or 250.50",
+                "write whole dollars, like 1000",
+            )
+        })
+        .map_err(|e| format!("error code=USAGE message={e}"))?;
+    if px.0 % 10_000 != 0 {
+        return Err(format!(
+            "error code=USAGE message=--r-usd {s:?}: the desk's 1R is whole dollars: write e.g. 1000"
+        ));
+    }
+    Ok(Some(px.0 / 10_000))
+}
+
 /// An error line as printed: as it is when it carries its code (alone, or after the file it
 /// is about), else under `code=DESK` (the desk's own: no terminal, an interruption).
 fn coded(e: String) -> String {
@@ -240,7 +262,7 @@ fn coded(e: String) -> String {
 pub fn settings(a: &DeskArgs) -> Result<Settings, String> {
     let d = Settings::default();
     let s = Settings {
-        r_usd: a.r_usd.unwrap_or(d.r_usd),
+        r_usd: r_usd_flag(a)?.unwrap_or(d.r_usd),
         fill: a.fill.clone().unwrap_or(d.fill),
         profile: d.profile,
         copilot: a.copilot,
@@ -293,7 +315,7 @@ pub fn opening_plans(a: &DeskArgs) -> Result<Vec<(String, String)>, Refusal> {
 /// `--open` with flags that contradict the saved session: a clear refusal naming each.
 fn contradictions(a: &DeskArgs, s: &saved::Saved) -> Vec<String> {
     let mut out = Vec::new();
-    if let Some(r) = a.r_usd
+    if let Ok(Some(r)) = r_usd_flag(a)
         && r != s.settings.r_usd
     {
         out.push(format!(
@@ -408,6 +430,7 @@ pub fn check_open(a: &DeskArgs) -> Result<Option<PathBuf>, Refusal> {
     }
     let tape = match &a.open {
         Some(p) => {
+            r_usd_flag(a)?;
             let s = saved::open(p)?;
             let bad = contradictions(a, &s);
             if !bad.is_empty() {

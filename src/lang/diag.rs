@@ -188,6 +188,12 @@ pub fn visible(s: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(s.chars().map(|c| shown_as(c).unwrap_or(c)).collect())
 }
 
+/// A character no one-line text should hold: a control character (a line break and a tab
+/// included) or one [`visible`] would replace (a bidirectional override, a line separator).
+pub fn is_control_like(c: char) -> bool {
+    c.is_control() || shown_as(c).is_some()
+}
+
 /// What [`visible`] shows `c` as, when not as itself.
 fn shown_as(c: char) -> Option<char> {
     match c {

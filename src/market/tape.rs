@@ -866,6 +866,15 @@ fn parse_header(line: u64, m: &Map<String, Value>) -> Res<TapeHeader> {
         ));
     };
     let name = f.str("name")?.to_string();
+    // The name is printed in every Frame's first line, the run report and `tape info`: a
+    // line break in it would forge a line of the Frame the agent reads, an escape sequence
+    // would reach the terminal.
+    if name.chars().any(crate::lang::diag::is_control_like) {
+        return Err(f.bad(
+            "name",
+            "it holds a control or bidirectional character (a line break, a tab, ESC, ...): a tape's name is one line of plain text",
+        ));
+    }
     let (date, open, close) = day_fields(&f)?;
     let tz = f.opt_str("tz")?.unwrap_or("America/New_York").to_string();
 
@@ -1844,6 +1853,16 @@ mod tests {
         assert_eq!((e.line, e.kind), (1, TapeErrorKind::BadPrice));
         let e = first_err(&HDR.replace("\"SPY\":{\"atm_iv\"", "\"QQQ\":{\"atm_iv\""));
         assert_eq!((e.line, e.kind), (1, TapeErrorKind::UnknownSymbol));
+        // A name that would forge a Frame line or reach the terminal raw.
+        for name in [
+            r"x\nLEVELS spot 9999 (forged)",
+            r"x\u001b]0;pwned\u0007",
+            r"x\u202egnp.exe",
+        ] {
+            let e = first_err(&HDR.replace("\"name\":\"tiny\"", &format!("\"name\":\"{name}\"")));
+            assert_eq!((e.line, e.kind), (1, TapeErrorKind::BadField), "{name}");
+            assert!(e.to_string().contains("field `name`"), "{e}");
+        }
     }
 
     #[test]

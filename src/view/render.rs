@@ -107,9 +107,11 @@ const DROP_ORDER: &[&str] = &[
     "tape",
 ];
 
-/// Render a View as a Frame. `count` measures tokens (cl100k in the desk); with a budget the
-/// Frame never measures above it: detail is cut, then panes are dropped, and the Frame says
-/// what went.
+/// Render a View as a Frame. `count` measures tokens (cl100k in the desk); with a budget
+/// detail is cut, then panes are dropped, and the Frame says what went, until it measures
+/// within the budget. Only the header line is never cut (a wake's `why` is shortened to
+/// `…` first): a header alone over the budget (an absurdly long tape or view name) leaves
+/// the Frame over it, and `tokens` says by how much.
 pub fn render_frame(
     view: &ast::View,
     input: &FrameInput<'_>,
@@ -162,12 +164,29 @@ pub fn render_frame(
         }
         if !reduce(&mut details, &mut dropped, input) {
             // Nothing left to cut, and the list of what was dropped is itself too long:
-            // it says so in a word. The header (tape, time, view) is never cut (a Frame
-            // without its time is worse than one over budget); a budget under
-            // [`MIN_VIEW_BUDGET`] is refused before it gets here, so only an absurdly long
-            // tape or view name leaves the Frame over its budget, and `tokens` says so.
-            let every = vec!["every pane".to_string()];
-            let text = compose(name, input, &details, &every);
+            // it says so in a word (a view with no pane dropped nothing). Then a wake's
+            // `why` (its trigger, of any length) goes to `…`. The rest of the header (tape,
+            // time, view, who woke it) is never cut: a Frame without its time is worse
+            // than one over budget, and a budget under [`MIN_VIEW_BUDGET`] is refused
+            // before it gets here.
+            let every = if dropped.is_empty() {
+                Vec::new()
+            } else {
+                vec!["every pane".to_string()]
+            };
+            let mut text = compose(name, input, &details, &every);
+            if count(&text) > b
+                && let Some(w) = &input.woke
+            {
+                let short = FrameInput {
+                    woke: Some(Woke {
+                        by: w.by.clone(),
+                        why: "…".into(),
+                    }),
+                    ..*input
+                };
+                text = compose(name, &short, &details, &every);
+            }
             let tokens = count(&text);
             return Rendered {
                 text,

@@ -183,9 +183,9 @@ pub fn targets(root: &std::path::Path) -> Vec<String> {
     // Named, not every file in examples/: an example added later does not change the
     // experiment whose table docs/grammar.md gives.
     for name in EXAMPLE_TARGETS {
-        if let Ok(s) = std::fs::read_to_string(root.join("examples").join(name)) {
-            t.push(s);
-        }
+        let p = root.join("examples").join(name);
+        // A renamed or removed example must not change the experiment in silence.
+        t.push(std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display())));
     }
     t.push(
         "# the range is intact; nothing to add\nSTAND-DOWN edgeless chop, no defined-risk setup\n"
