@@ -2260,6 +2260,24 @@ fn a_fail_closed_turn_reads_fail_closed_on_the_desk() {
         "{}",
         open.label()
     );
+    // In co-pilot, proposed and rejected, it is named the same way.
+    let mut app = desk_with(
+        Some(script(&[bad, bad, bad, bad])),
+        true,
+        None,
+        &[],
+        ms(9, 30, 1),
+    );
+    let call = app.proposal().map(|p| p.call).expect("a proposal waits");
+    app.send(Command::Reject { call });
+    assert!(
+        app.snap
+            .notices
+            .iter()
+            .any(|n| n.text.contains("rejected house's fail-closed pass")),
+        "{:?}",
+        app.snap.notices
+    );
 }
 
 /// An agent's reply with escape sequences in a comment and in its STAND-DOWN reason never

@@ -2021,11 +2021,18 @@ impl Session {
                     return format!("refused: call {call} is not outstanding");
                 }
                 chair.outstanding = None;
-                chair.proposal = None;
+                // The notice names it as the proposal did (`fail-closed pass`); the Bus keeps
+                // the outcome's name.
+                let shown = chair
+                    .proposal
+                    .take()
+                    .filter(|p| p.call == *call)
+                    .map_or(outcome.as_str(), |p| p.run.turn.outcome.label());
                 let name = chair.agent.name();
+                let text = format!("rejected {name}'s {shown}: it was not routed");
                 self.run.reject(now, "human", outcome);
                 if !self.replaying {
-                    self.notice(format!("rejected {name}'s {outcome}: it was not routed"));
+                    self.notice(text);
                 }
                 self.resume_after_proposal(*call);
                 format!("rejected: {outcome}")
