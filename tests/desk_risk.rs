@@ -639,3 +639,40 @@ fn a_plan_sent_again_reads_re_armed_and_its_copy_may_arm_a_plan_in_the_book() {
     assert_eq!(big.state, PlanState::StoodDown, "{big:?}");
     assert_eq!(big.note, "cancel", "{big:?}");
 }
+
+/// A filled order reads at the price it filled at, with its limit beside it when the fill
+/// was better: a buy limited at fair+10c that crossed the ask read `@ <limit>` alone, as if
+/// the limit were the price paid.
+#[test]
+fn a_filled_order_reads_at_its_fill_price_beside_its_limit() {
+    let mut app = bare();
+    submit(
+        &mut app,
+        1,
+        "PLAN lift budget 0.5R ttl +90m\n  USING signal SPX exec SPY 0dte\n  WHEN spot > 0\n  DO buy 1 ATM C @ fair+10c\n",
+    );
+    app.send(Command::Seek(ms(10, 0, 0)));
+    let b = &app.snap.book;
+    let o = b
+        .order_log
+        .iter()
+        .find(|o| o.plan == "lift")
+        .expect("the entry");
+    assert_eq!(o.state, "filled", "{o:?}");
+    let fill = b.fills.iter().find(|f| f.plan == "lift").expect("its fill");
+    assert_eq!(o.fill_px, Some(fill.px), "{o:?} {fill:?}");
+    let (paid, limit) = (fill.px, o.limit.expect("a limit"));
+    assert!(
+        paid < limit,
+        "the ask was under fair+10c: {paid} vs {limit}"
+    );
+    let text = blotter_text(&app);
+    let row = text
+        .lines()
+        .find(|l| l.contains("filled") && l.contains("lift"))
+        .unwrap_or_else(|| panic!("no row:\n{text}"));
+    assert!(
+        row.contains(&format!("@ {paid:.2} lim {limit:.2} ")),
+        "{row}"
+    );
+}

@@ -156,6 +156,9 @@ pub struct OrderLine {
     pub qty: u64,
     /// Quantity filled so far.
     pub filled: u64,
+    /// The average price it filled at (`None` until a fill): a limit order fills at its
+    /// limit or better, so a trader reads both.
+    pub fill_px: Option<Px>,
     /// Current limit (`None` for a vetoed ticket).
     pub limit: Option<Px>,
     /// Its state.
@@ -737,6 +740,7 @@ impl Blotter {
                     side: None,
                     qty: 0,
                     filled: 0,
+                    fill_px: None,
                     limit: None,
                     state: OrderState::Vetoed,
                     closed: None,
@@ -789,6 +793,7 @@ impl Blotter {
                     side: Some(*side),
                     qty: *qty,
                     filled: 0,
+                    fill_px: None,
                     limit: Some(*limit),
                     state: OrderState::Working,
                     closed: None,
@@ -837,6 +842,16 @@ impl Blotter {
             } => {
                 self.resting.remove(*order);
                 if let Some(o) = self.order_mut(*order) {
+                    // Weighted by quantity over the fills so far (strict-cross-v1 fills an
+                    // order whole: one fill, its price).
+                    o.fill_px = Some(match o.fill_px {
+                        Some(before) if o.filled > 0 => {
+                            let (a, b) = (i128::from(o.filled), i128::from(*qty));
+                            let sum = i128::from(before.0) * a + i128::from(px.0) * b;
+                            Px(i64::try_from(sum / (a + b).max(1)).unwrap_or(px.0))
+                        }
+                        _ => *px,
+                    });
                     o.filled = o.filled.saturating_add(*qty);
                     o.state = OrderState::Filled;
                     o.closed = Some(*ts);

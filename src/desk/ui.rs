@@ -1059,12 +1059,19 @@ pub fn blotter_lines(app: &App, h: usize, w: usize) -> Vec<Line<'static>> {
             Span::raw(format!("{} ", o.plan)),
         ];
         if o.state != "vetoed" {
+            // A filled order reads at its fill price, and its limit beside it when the fill
+            // was better (`@ 0.44 lim 0.45`): the limit alone read as the price paid.
+            let lim = px_text(o.limit.unwrap_or(0.0));
+            let at = match o.fill_px.map(px_text) {
+                Some(f) if f != lim => format!("{f} lim {lim}"),
+                Some(f) => f,
+                None => lim,
+            };
             spans.push(Span::raw(format!(
-                "{} {} {} @ {} ",
+                "{} {} {} @ {at} ",
                 o.side,
                 o.qty,
-                inst(&o.instrument),
-                px_text(o.limit.unwrap_or(0.0))
+                inst(&o.instrument)
             )));
         }
         if let Some(r) = &o.risk {

@@ -38,6 +38,8 @@ pub struct OrderLogRow {
     pub qty: u64,
     pub instrument: String,
     pub limit: Option<f64>,
+    /// The average price it filled at, once it has.
+    pub fill_px: Option<f64>,
     /// `working`, `filled`, `cancelled`, `vetoed`.
     pub state: String,
     /// What L0 risk did: `qty 100→96 plan`, `VETO worst $58.00 > $0.00 left`.
@@ -180,6 +182,7 @@ impl Snapshot {
                 qty: o.qty,
                 instrument: o.leg.clone(),
                 limit: o.limit.map(|x| x.to_f64()),
+                fill_px: o.fill_px.map(|x| x.to_f64()),
                 state: o.state.name().to_string(),
                 risk: o.risk.clone(),
             });
