@@ -234,7 +234,7 @@ impl ProviderErrors {
             // A command author's stderr is in the message: one line, shown not obeyed.
             errln!(
                 "warning code=PROVIDER count={n} message={}",
-                crate::lang::diag::visible(m).replace('\n', " ")
+                crate::lang::diag::visible_line(m)
             );
         }
         if self.more > 0 {

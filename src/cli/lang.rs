@@ -84,10 +84,8 @@ pub(crate) fn read_document(path: &Path) -> Option<String> {
 pub(crate) fn read_source(path: &Path) -> Option<String> {
     if path != Path::new("-") && path.is_dir() {
         // As `check` and `run` name a directory (`turn DIR` was `code=IO`).
-        errln!(
-            "error code=USAGE message={} is a directory, not a file",
-            path.display()
-        );
+        let kind = super::sniff::Kind::Directory;
+        errln!("{}", super::sniff::wrong_kind(path, kind, "a file", ""));
         return None;
     }
     let mut s = String::new();

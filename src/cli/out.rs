@@ -48,35 +48,26 @@ fn landing(out: &Path) -> std::io::Result<(PathBuf, Option<std::fs::Permissions>
 }
 
 /// What tells one existing file from another: its device and inode (through links, `..`,
-/// hard links), else its canonical path, else the path as given.
-pub(crate) fn file_id(p: &Path) -> (u64, u64, PathBuf) {
+/// hard links), else its canonical path; `None` for a path that names nothing.
+fn existing_id(p: &Path) -> Option<(u64, u64, PathBuf)> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
         if let Ok(m) = std::fs::metadata(p) {
-            return (m.dev(), m.ino(), PathBuf::new());
+            return Some((m.dev(), m.ino(), PathBuf::new()));
         }
     }
-    (
-        0,
-        0,
-        std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf()),
-    )
+    std::fs::canonicalize(p).ok().map(|c| (0, 0, c))
+}
+
+/// [`existing_id`], or the path as given for one that names nothing (to tell inputs apart).
+pub(crate) fn file_id(p: &Path) -> (u64, u64, PathBuf) {
+    existing_id(p).unwrap_or_else(|| (0, 0, p.to_path_buf()))
 }
 
 /// Do `a` and `b` name the same existing file (through links, `..`, or hard links)?
 pub(crate) fn same_file(a: &Path, b: &Path) -> bool {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        if let (Ok(x), Ok(y)) = (std::fs::metadata(a), std::fs::metadata(b)) {
-            return x.dev() == y.dev() && x.ino() == y.ino();
-        }
-    }
-    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
-        (Ok(x), Ok(y)) => x == y,
-        _ => false,
-    }
+    matches!((existing_id(a), existing_id(b)), (Some(x), Some(y)) if x == y)
 }
 
 /// A file being written to its temporary sibling. [`Pending::commit`] renames it into place;
@@ -186,7 +177,10 @@ pub(crate) fn stdout_with(write: impl FnOnce(&mut dyn Write) -> std::io::Result<
         Ok(()) => 0,
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => 0,
         Err(e) => {
-            errln!("error code=IO message=cannot write to standard output: {e}");
+            errln!(
+                "error code=IO message=cannot write to standard output: {}",
+                super::io_reason(&e)
+            );
             1
         }
     }

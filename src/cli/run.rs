@@ -291,27 +291,24 @@ pub fn text_report(bus: &Bus) -> String {
 /// (`1e3`, `+1000`, `1,000`: all read as "must be positive" before).
 pub(crate) fn parse_r_usd(r_name: &str, text: &str) -> Result<Px, String> {
     let t = text.trim();
-    match bus::parse_px(t) {
-        Some(p) if p > Px::ZERO => return Ok(p),
-        Some(_) => {
-            return Err(format!(
-                "{r_name} must be a positive amount of dollars, got {text:?}"
-            ));
-        }
-        None => {}
+    let parsed = bus::parse_px(t);
+    if let Some(p) = parsed.filter(|p| *p > Px::ZERO) {
+        return Ok(p);
     }
     let unsigned = t.strip_prefix('-').unwrap_or(t);
     let (int, frac) = unsigned.split_once('.').unwrap_or((unsigned, ""));
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit());
     let plain = digits(int) && (frac.is_empty() || digits(frac)) && !unsigned.ends_with('.');
+    // Zero, or a negative amount written as a number (of any precision or size).
+    if parsed.is_some() || (plain && t.starts_with('-')) {
+        return Err(format!(
+            "{r_name} must be a positive amount of dollars, got {text:?}"
+        ));
+    }
     let why = if t.is_empty() {
         "is empty"
     } else if !plain {
         "is not written as plain digits"
-    } else if t.starts_with('-') {
-        return Err(format!(
-            "{r_name} must be a positive amount of dollars, got {text:?}"
-        ));
     } else if frac.len() > 4 {
         "has more than four decimals"
     } else {

@@ -1,6 +1,6 @@
 //! `kestrel tape gen`: write seeded synthetic sessions (see `docs/tapes.md`).
 
-use std::io::{self, IsTerminal, Write};
+use std::io::{self, IsTerminal};
 use std::path::{Path, PathBuf};
 
 use crate::market::{
@@ -203,19 +203,7 @@ pub(crate) fn tape_gen_to(args: &TapeGenArgs, stdout_is_terminal: bool) -> i32 {
         Dest::Stdout => {
             let g = family[0].generate();
             let header = g.header().clone();
-            let stdout = io::stdout();
-            let mut w = io::BufWriter::new(stdout.lock());
-            match write_tape(&mut w, &header, g).and_then(|()| w.flush()) {
-                Ok(()) => 0,
-                Err(e) if e.kind() == io::ErrorKind::BrokenPipe => 0,
-                Err(e) => {
-                    errln!(
-                        "error code=IO message=cannot write to standard output: {}",
-                        super::io_reason(&e)
-                    );
-                    1
-                }
-            }
+            super::out::stdout_with(|mut w| write_tape(&mut w, &header, g))
         }
         Dest::Dir(dir) => {
             if let Err(e) = std::fs::create_dir_all(&dir) {

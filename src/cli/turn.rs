@@ -241,7 +241,7 @@ pub fn run(a: &TurnArgs) -> i32 {
         // silence).
         errln!(
             "{name}: error code=PROVIDER message={}",
-            shown(message).replace('\n', " ")
+            crate::lang::diag::visible_line(message)
         );
     }
     if t.outcome.is_refused() {

@@ -188,6 +188,11 @@ pub fn visible(s: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(s.chars().map(|c| shown_as(c).unwrap_or(c)).collect())
 }
 
+/// [`visible`] on one line: a line break becomes a space (an error or a warning line).
+pub fn visible_line(s: &str) -> String {
+    visible(s).replace('\n', " ")
+}
+
 /// A character no one-line text should hold: a control character (a line break and a tab
 /// included) or one [`visible`] would replace (a bidirectional override, a line separator).
 pub fn is_control_like(c: char) -> bool {
@@ -254,7 +259,7 @@ impl Diagnostic {
             "error code={} rule={} message={} (line {}, col {})",
             self.code,
             self.rule,
-            visible(&self.message).replace('\n', " "),
+            visible_line(&self.message),
             self.line,
             self.col
         )

@@ -168,7 +168,7 @@ impl TurnError {
 
     /// The one-line form `kestrel check` prints.
     pub fn one_line(&self) -> String {
-        let msg = crate::lang::diag::visible(&self.message).replace('\n', " ");
+        let msg = crate::lang::diag::visible_line(&self.message);
         if self.line == 0 {
             format!(
                 "error code={} rule={} message={}",
