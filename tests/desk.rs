@@ -2278,6 +2278,18 @@ fn a_fail_closed_turn_reads_fail_closed_on_the_desk() {
         "{:?}",
         app.snap.notices
     );
+    // The Journal's row says so too; the Bus keeps the outcome's name.
+    let labels: Vec<String> = agent_rows(&app).iter().map(|t| t.label()).collect();
+    assert!(
+        labels.contains(&"fail-closed pass rejected (human)".to_string()),
+        "{labels:?}"
+    );
+    assert!(
+        app.snap.bus.iter().any(|l| l.contains("\"type\":\"turn-rejected\"")
+            && l.contains("\"outcome\":\"pass\"")),
+        "{:?}",
+        app.snap.bus
+    );
 }
 
 /// An agent's reply with escape sequences in a comment and in its STAND-DOWN reason never
@@ -2303,4 +2315,67 @@ fn an_agents_escape_sequences_never_reach_the_terminal() {
         app.snap.bus.iter().any(|l| l.contains("\\u001b[2J")),
         "the Bus keeps the reply verbatim"
     );
+}
+
+/// The rows of the pane whose title starts `title`, inside its borders (a pane's box is
+/// found from its top-left corner, the cell before the title's space).
+fn pane(lines: &[String], title: &str) -> Vec<String> {
+    let rows: Vec<Vec<char>> = lines.iter().map(|l| l.chars().collect()).collect();
+    for (y, row) in rows.iter().enumerate() {
+        let text: String = row.iter().collect();
+        let Some(byte) = text.find(&format!(" {title}")) else {
+            continue;
+        };
+        let x = text[..byte].chars().count().saturating_sub(1);
+        let right = (x + 1..row.len())
+            .find(|&c| matches!(row[c], '┐' | '┓'))
+            .unwrap_or(row.len());
+        return rows[y + 1..]
+            .iter()
+            .take_while(|r| !matches!(r.get(x), Some('└' | '┗')))
+            .map(|r| r[x + 1..right.min(r.len())].iter().collect())
+            .collect();
+    }
+    panic!("no pane titled {title}:\n{}", lines.join("\n"))
+}
+
+#[test]
+fn a_long_book_scrolls_the_plans_pane_to_the_selected_plan_at_every_width() {
+    // Twenty-five plans: more than the Plans pane holds at any of these sizes, narrow (two
+    // rows a plan) or, from 90 columns inside it (a short wide terminal, or a very wide
+    // one), a table of one row a plan.
+    let doc: String = (1..=25)
+        .map(|i| format!("PLAN book-{i:02} budget 0.1R ttl 15:30\n  WHEN spot > 99999\n  DO buy 1 ATM C @ ask\n\n"))
+        .collect();
+    let mut app = book_with(None, &[(ms(9, 30, 0), &doc)], ms(9, 31, 0));
+    assert_eq!(app.snap.plans.len(), 25, "{:?}", app.snap.plans);
+    for _ in 0..8 {
+        if app.focus == Pane::Plans {
+            break;
+        }
+        press(&mut app, KeyCode::Tab);
+    }
+    assert_eq!(app.focus, Pane::Plans);
+    for (w, h) in [(100, 30), (160, 48), (200, 60), (210, 30), (320, 60)] {
+        press(&mut app, KeyCode::Home);
+        let all = screen(&app, w, h);
+        assert!(
+            has(&all, "of 25 ↕"),
+            "{w}x{h}: the title says which plans show:\n{}",
+            all.join("\n")
+        );
+        let top = pane(&all, "Plans —");
+        assert!(has(&top, "book-01"), "{w}x{h}:\n{}", top.join("\n"));
+        assert!(!has(&top, "book-25"), "{w}x{h}:\n{}", top.join("\n"));
+        press(&mut app, KeyCode::End);
+        let all = screen(&app, w, h);
+        assert!(has(&all, "–25 of 25 ↕"), "{w}x{h}:\n{}", all.join("\n"));
+        let end = pane(&all, "Plans —");
+        assert!(
+            has(&end, "book-25"),
+            "{w}x{h}: the selected plan is in view:\n{}",
+            end.join("\n")
+        );
+        assert!(!has(&end, "book-01"), "{w}x{h}:\n{}", end.join("\n"));
+    }
 }

@@ -666,8 +666,44 @@ fn draw_plans_narrow(f: &mut Frame, app: &App, r: Rect) {
     }
     // The header stays; the rows scroll to keep the selected plan in view, and the title
     // says which plans show when not all fit.
+    let (skip, title) = plans_window(app, r, 2);
+    let mut body: Vec<Line> = vec![fit(head, w)];
+    body.extend(lines.into_iter().skip(skip));
+    f.render_widget(
+        Paragraph::new(body).block(block(app, Pane::Plans, title)),
+        r,
+    );
+}
+
+/// Which of `len` plans (`per` rows each) show in `h` body rows with plan `sel` selected:
+/// the rows skipped to keep the selected plan whole in view, and, when not every plan's
+/// name shows, the range of plans whose name row does (1-based; a plan whose second row is
+/// cut off counts: its name is on the screen). `None` when every plan's name is in view, or
+/// none can be (no body row).
+fn plan_rows(h: usize, sel: usize, len: usize, per: usize) -> (usize, Option<(usize, usize)>) {
+    let per = per.max(1);
+    if h == 0 || len == 0 {
+        return (0, None);
+    }
+    let sel = sel.min(len - 1);
+    // Never past the selected plan's name, when one row is all there is.
+    let skipped = (per * (sel + 1)).saturating_sub(h).div_ceil(per).min(sel);
+    let first = skipped + 1;
+    let last = (skipped + h.div_ceil(per)).min(len);
+    if first == 1 && last == len {
+        (skipped * per, None)
+    } else {
+        (skipped * per, Some((first, last)))
+    }
+}
+
+/// The Plans pane's scroll and title, for plans drawn `per` rows each under one header row
+/// in `r`: the body rows to skip, and the title with the range of plans in view when not
+/// all are (`Plans — 9 · 2 armed · 3–7 of 9 ↕`).
+fn plans_window(app: &App, r: Rect, per: usize) -> (usize, String) {
+    let plans = &app.snap.plans;
     let h = usize::from(r.height.saturating_sub(3));
-    let (skip, range) = plan_rows(h, app.plan_sel, plans.len());
+    let (skip, range) = plan_rows(h, app.plan_sel, plans.len(), per);
     let title = if let Some((first, last)) = range {
         let rows = format!(" · {first}–{last} of {} ↕", plans.len());
         let title = plans_title(
@@ -680,33 +716,7 @@ fn draw_plans_narrow(f: &mut Frame, app: &App, r: Rect) {
     } else {
         plans_title(plans, &app.snap.book.positions, usize::from(r.width), 0)
     };
-    let mut body: Vec<Line> = vec![fit(head, w)];
-    body.extend(lines.into_iter().skip(skip));
-    f.render_widget(
-        Paragraph::new(body).block(block(app, Pane::Plans, title)),
-        r,
-    );
-}
-
-/// Which of `len` plans (two rows each) show in `h` body rows with plan `sel` selected: the
-/// rows skipped to keep the selected plan whole in view, and, when not every plan's name
-/// shows, the range of plans whose name row does (1-based; a plan whose second row is cut
-/// off counts: its name is on the screen). `None` when every plan's name is in view, or
-/// none can be (no body row).
-fn plan_rows(h: usize, sel: usize, len: usize) -> (usize, Option<(usize, usize)>) {
-    if h == 0 || len == 0 {
-        return (0, None);
-    }
-    let sel = sel.min(len - 1);
-    // Never past the selected plan's name, when one row is all there is.
-    let skip = (2 * (sel + 1)).saturating_sub(h).div_ceil(2).min(sel) * 2;
-    let first = skip / 2 + 1;
-    let last = (skip / 2 + h.div_ceil(2)).min(len);
-    if first == 1 && last == len {
-        (skip, None)
-    } else {
-        (skip, Some((first, last)))
-    }
+    (skip, title)
 }
 
 /// The Plans pane's title: how many plans, and how many hold a position (from the Blotter's
@@ -764,9 +774,13 @@ fn draw_plans(f: &mut Frame, app: &App, r: Rect) {
         .unwrap_or(4);
     let nw = longest.clamp(4, inner.saturating_sub(36 + 24).max(12));
     let why_w = inner.saturating_sub(36 + nw).max(8);
+    // The header stays; the rows scroll to keep the selected plan in view, and the title
+    // says which plans show when not all fit.
+    let (skip, title) = plans_window(app, r, 1);
     let rows: Vec<Row> = plans
         .iter()
         .enumerate()
+        .skip(skip)
         .map(|(i, p)| {
             let mut row = Row::new(vec![
                 Cell::from(super::fit::fit(&p.name, nw)),
@@ -793,7 +807,6 @@ fn draw_plans(f: &mut Frame, app: &App, r: Rect) {
             row
         })
         .collect();
-    let title = plans_title(plans, &app.snap.book.positions, usize::from(r.width), 0);
     let table = Table::new(
         rows,
         [
@@ -1825,17 +1838,22 @@ mod tests {
     fn the_plans_range_counts_every_plan_whose_name_shows() {
         // Nine body rows hold four plans whole and the fifth's name: five names show, so
         // five plans need no range; six read 1–5 (it read 1–4 with the fifth's name in view).
-        assert_eq!(super::plan_rows(9, 0, 5), (0, None));
-        assert_eq!(super::plan_rows(9, 0, 6), (0, Some((1, 5))));
+        assert_eq!(super::plan_rows(9, 0, 5, 2), (0, None));
+        assert_eq!(super::plan_rows(9, 0, 6, 2), (0, Some((1, 5))));
         // Eight rows: four whole plans, no half one.
-        assert_eq!(super::plan_rows(8, 0, 5), (0, Some((1, 4))));
+        assert_eq!(super::plan_rows(8, 0, 5, 2), (0, Some((1, 4))));
         // The last plan selected: the rows scroll by whole plans to keep it whole.
-        assert_eq!(super::plan_rows(9, 4, 5), (2, Some((2, 5))));
-        assert_eq!(super::plan_rows(9, 5, 6), (4, Some((3, 6))));
+        assert_eq!(super::plan_rows(9, 4, 5, 2), (2, Some((2, 5))));
+        assert_eq!(super::plan_rows(9, 5, 6, 2), (4, Some((3, 6))));
         // No plan, or no room: nothing breaks.
-        assert_eq!(super::plan_rows(9, 0, 0), (0, None));
-        assert_eq!(super::plan_rows(0, 2, 3), (0, None));
-        assert_eq!(super::plan_rows(1, 2, 3), (4, Some((3, 3))));
+        assert_eq!(super::plan_rows(9, 0, 0, 2), (0, None));
+        assert_eq!(super::plan_rows(0, 2, 3, 2), (0, None));
+        assert_eq!(super::plan_rows(1, 2, 3, 2), (4, Some((3, 3))));
+        // One row a plan (the wide table): the rows scroll a plan at a time.
+        assert_eq!(super::plan_rows(5, 0, 5, 1), (0, None));
+        assert_eq!(super::plan_rows(5, 0, 9, 1), (0, Some((1, 5))));
+        assert_eq!(super::plan_rows(5, 8, 9, 1), (4, Some((5, 9))));
+        assert_eq!(super::plan_rows(5, 6, 9, 1), (2, Some((3, 7))));
     }
 
     #[test]

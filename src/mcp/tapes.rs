@@ -210,10 +210,11 @@ pub fn resolve_in(root: &Root, tape: &str) -> Result<PathBuf, Box<CodedError>> {
                 return readable_file(&p, tape);
             }
         }
-        // Not bundled: a file of that name under the root still counts as a path (and an
-        // entry of that name that leads out of the root is refused as a path is).
+        // Not bundled: an entry of that name under the root still counts as a path (a
+        // directory or a FIFO is refused as one, not as an unknown tape; an entry that leads
+        // out of the root is refused as a path is).
         match root.confine(tape) {
-            Ok(p) if p.is_file() => return readable_file(&p, tape),
+            Ok(p) if std::fs::metadata(&p).is_ok() => return readable_file(&p, tape),
             Err(e)
                 if root
                     .dir()
@@ -324,6 +325,17 @@ mod tests {
         );
         // Bundled short names still resolve from anywhere.
         assert!(resolve_in(&root, "trend-2025-04-09-s1").is_ok());
+        // A bare name that is a directory under the root is refused as what it is, as
+        // `./sub` is; it is not an unknown tape.
+        for p in ["sub", "./sub"] {
+            let e = resolve_in(&root, p).unwrap_err();
+            assert_eq!(e.code, "IO", "{p}");
+            assert!(
+                e.message.contains("not a regular file"),
+                "{p}: {}",
+                e.message
+            );
+        }
         let _ = std::fs::remove_dir_all(&d);
     }
 }

@@ -2030,7 +2030,7 @@ impl Session {
                     .map_or(outcome.as_str(), |p| p.run.turn.outcome.label());
                 let name = chair.agent.name();
                 let text = format!("rejected {name}'s {shown}: it was not routed");
-                self.run.reject(now, "human", outcome);
+                self.run.reject(now, "human", outcome, shown);
                 if !self.replaying {
                     self.notice(text);
                 }
@@ -2049,7 +2049,7 @@ impl Session {
                     chair.proposal = None;
                     chair.thinking.clear();
                     if chair.outstanding.take().is_some() {
-                        self.run.reject(now, "detached", "unanswered");
+                        self.run.reject(now, "detached", "unanswered", "unanswered");
                     }
                 } else if let (Agent::Live(spec), false, None) =
                     (&chair.agent, chair.replay_only, &chair.worker)
@@ -2101,7 +2101,8 @@ impl Session {
                 // Replayed, nobody answers but the record: a call it does not answer is not
                 // held open (later wakes are asked, not suppressed).
                 if chair.worker.is_none() && !records_answer(&self.script, call) {
-                    self.run.reject(ask.ts, "nobody", "unanswered");
+                    self.run
+                        .reject(ask.ts, "nobody", "unanswered", "unanswered");
                     return;
                 }
                 if !chair.quiet

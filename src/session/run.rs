@@ -410,7 +410,7 @@ impl<R: BufRead> Run<R> {
             self.apply(at, &wake, ans);
         }
         let close = self.engine.market().now().unwrap_or(Ts(0));
-        self.reject(close, "close", "unanswered");
+        self.reject(close, "close", "unanswered", "unanswered");
         self.wakes_before = self.counts.wakes;
         self.engine.on_event(ev);
         let open = self.engine.market().open_time();
@@ -694,15 +694,17 @@ impl<R: BufRead> Run<R> {
     }
 
     /// The outstanding wake's turn was rejected (co-pilot) or its author went away: a
-    /// `turn-rejected` event, nothing routed into the book; the author is free again.
-    pub fn reject(&mut self, at: Ts, by: &str, outcome: &str) {
+    /// `turn-rejected` event, nothing routed into the book; the author is free again. The
+    /// Bus names the `outcome`; the Journal shows it as `shown` (a fail-closed pass reads
+    /// so there, where the Bus says `pass`).
+    pub fn reject(&mut self, at: Ts, by: &str, outcome: &str, shown: &str) {
         if let Some(a) = self.awaiting.take() {
             let ts = at.max(a.ts);
             self.turn_log.push(TurnEntry {
                 ts,
                 wake: a.wake.clone(),
                 turn: None,
-                rejected: Some((outcome.to_string(), by.to_string())),
+                rejected: Some((shown.to_string(), by.to_string())),
                 attempts: 0,
                 written: String::new(),
             });
@@ -803,7 +805,7 @@ impl<R: BufRead> Run<R> {
             self.apply(at, &wake, ans);
         }
         let close = self.engine.market().now().unwrap_or(Ts(0));
-        self.reject(close, "close", "unanswered");
+        self.reject(close, "close", "unanswered", "unanswered");
         self.engine.end();
     }
 
@@ -819,7 +821,7 @@ impl<R: BufRead> Run<R> {
         }
         // A call still out at the close was never answered in time.
         let close = self.engine.market().now().unwrap_or(Ts(0));
-        self.reject(close, "close", "unanswered");
+        self.reject(close, "close", "unanswered", "unanswered");
         self.engine.finish()
     }
 
