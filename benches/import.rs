@@ -140,7 +140,7 @@ fn run(p: &Path, csv: bool) -> u64 {
             };
             Ok(vec![("in".into(), s)])
         };
-    import(&open, &o, &mut std::io::sink(), &mut |_, _, _| {})
+    import(&open, &o, &mut std::io::sink(), &mut |_, _, _| true)
         .expect("import")
         .kept
 }

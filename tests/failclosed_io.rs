@@ -817,3 +817,137 @@ fn the_desk_without_a_terminal_refuses_and_writes_nothing_to_stdout() {
         .unwrap_or_default();
     assert!(written.is_empty(), "nothing saved: {written:?}");
 }
+
+/// Read a FIFO to its end on a thread (opening it blocks until a writer opens it too).
+#[cfg(unix)]
+fn drain_fifo(p: &Path) -> std::thread::JoinHandle<Vec<u8>> {
+    let p = p.to_path_buf();
+    std::thread::spawn(move || std::fs::read(&p).expect("read the FIFO"))
+}
+
+#[cfg(unix)]
+fn is_fifo(p: &Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_fifo())
+}
+
+/// Every output was written to a temporary file renamed over the name asked for, whatever
+/// it named: `-o FIFO` replaced the FIFO with a regular file (the reader never got a byte),
+/// and as root `tape gen -o /dev/null` replaced the system's `/dev/null`. An existing file
+/// that is not a regular one is now written into, as `>` would; `/dev/stdout` works.
+#[cfg(unix)]
+#[test]
+fn an_output_that_is_a_fifo_or_a_device_is_written_into_never_replaced() {
+    let d = scratch("fifo-out");
+    let fifo = d.join("out.fifo");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo")
+            .success()
+    );
+    let (_, want, _) = kestrel(&["tape", "gen", "--seed", "4", "-o", "-"]);
+    assert!(want.starts_with("{\"type\":\"header\""), "{want:.200}");
+    // tape gen
+    let reader = drain_fifo(&fifo);
+    let (code, _, err) = kestrel(&["tape", "gen", "--seed", "4", "-o", s(&fifo)]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        String::from_utf8(reader.join().expect("reader")).unwrap(),
+        want
+    );
+    assert!(is_fifo(&fifo), "the FIFO is still a FIFO");
+    // run --bus
+    let reader = drain_fifo(&fifo);
+    let (code, out, err) = kestrel(&[
+        "run",
+        "--tape",
+        TAPE,
+        "--plans",
+        PLANS,
+        "--r-usd",
+        "1000",
+        "--bus",
+        s(&fifo),
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let bus = String::from_utf8(reader.join().expect("reader")).unwrap();
+    assert!(bus.starts_with("{\"close\""), "{bus:.200}");
+    assert!(
+        bus.trim_end().ends_with("\"type\":\"session-end\"}"),
+        "{bus:.200}"
+    );
+    assert!(is_fifo(&fifo));
+    // tape import
+    let reader = drain_fifo(&fifo);
+    let (code, _, err) = kestrel(&[
+        "tape",
+        "import",
+        "examples/import/spy-mbp-1.dbn",
+        "-o",
+        s(&fifo),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let tape = String::from_utf8(reader.join().expect("reader")).unwrap();
+    assert!(tape.starts_with("{\"type\":\"header\""), "{tape:.200}");
+    assert!(is_fifo(&fifo));
+    assert!(temp_files(&d).is_empty(), "{:?}", temp_files(&d));
+    // grade --out /dev/stdout: a link to the pipe, resolved by the kernel.
+    let (code, out, err) = kestrel(&[
+        "grade",
+        "examples/grade.kestrel",
+        "--draws",
+        "2",
+        "--resamples",
+        "20",
+        "--json",
+        "--out",
+        "/dev/stdout",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("\"cells\""), "{out:.300}");
+    // A directory is refused as one.
+    let (code, _, err) = kestrel(&["tape", "gen", "-o", s(&d)]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("code=IO") && err.contains("is a directory"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// SIGTERM while `tape gen` wrote a family left the session being written as a hidden
+/// temporary file; now the write stops at the signal, the file is removed, and the command
+/// exits 1 with `code=INTERRUPTED`. The same holds for `tape import` (checked per 65,536
+/// records and per 64 KiB written).
+#[cfg(unix)]
+#[test]
+fn sigterm_during_tape_gen_leaves_no_temporary_file() {
+    let d = scratch("sigterm-gen");
+    let fam = d.join("fam");
+    let mut child = Command::new(KESTREL)
+        .args(["tape", "gen", "--count", "100000", "-o", s(&fam)])
+        .current_dir(root())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let t = Instant::now();
+    while !fam.is_dir() || std::fs::read_dir(&fam).expect("dir").count() < 3 {
+        assert!(t.elapsed() < Duration::from_secs(60), "no session written");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: sends SIGTERM to the child we spawned.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let status = exit_within(&mut child, Duration::from_secs(10), "after SIGTERM");
+    let out = child.wait_with_output().expect("output");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("error code=INTERRUPTED") && err.contains("SIGTERM"),
+        "{err}"
+    );
+    assert!(temp_files(&fam).is_empty(), "{:?}", temp_files(&fam));
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -873,3 +873,32 @@ fn a_london_import_follows_its_own_summer_time() {
 fn s(p: &Path) -> &str {
     p.to_str().expect("a UTF-8 path")
 }
+
+/// `-o -` wrote a file named `-` while the summary said "into -"; it now writes the tape to
+/// standard output, byte for byte the file `-o FILE` writes, the summary on stderr.
+#[test]
+fn import_to_dash_writes_the_tape_to_standard_output() {
+    let d = dir("dash");
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/import/spy-mbp-1.dbn");
+    let file = import(&[&sample], &d.join("t.jsonl"), &["--name", "t"]).unwrap();
+    let (code, out, err) = kestrel(&["tape", "import", s(&sample), "-o", "-", "--name", "t"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out == file,
+        "stdout differs from the file:\n{:.300}\n{:.300}",
+        out,
+        file
+    );
+    assert!(
+        err.contains("imported ") && err.contains(" into standard output"),
+        "{err}"
+    );
+    assert!(!Path::new("-").exists(), "no file named -");
+    // Unnamed, the tape is named after its input, not "-".
+    let (code, out, err) = kestrel(&["tape", "import", s(&sample), "-o", "-"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with("{\"type\":\"header\",\"v\":2,\"name\":\"spy-mbp-1\""),
+        "{out:.200}"
+    );
+}

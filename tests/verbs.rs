@@ -508,6 +508,60 @@ fn tape_gen_outputs_regimes_dates_and_terminals() {
     assert_eq!(code, 1);
     assert!(err.contains("-o is a directory"), "{err}");
     assert!(!d.join("file.jsonl").exists());
+    // A family whose seeds or dates would wrap is refused: the seed wrapped to 0, and the
+    // dates stood still at 9999-12-31 (two sessions of one date).
+    let (code, _, err) = kestrel_in(
+        &d,
+        &[
+            "tape",
+            "gen",
+            "--count",
+            "2",
+            "--seed",
+            "18446744073709551615",
+            "-o",
+            "wrap",
+        ],
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("code=USAGE") && err.contains("largest seed"),
+        "{err}"
+    );
+    let (code, _, err) = kestrel_in(
+        &d,
+        &[
+            "tape",
+            "gen",
+            "--count",
+            "3",
+            "--date",
+            "9999-12-30",
+            "-o",
+            "wrap",
+        ],
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("code=USAGE") && err.contains("9999-12-31"),
+        "{err}"
+    );
+    assert!(!d.join("wrap").exists(), "nothing was written");
+    // The last date itself is a session.
+    let (code, _, err) = kestrel_in(
+        &d,
+        &[
+            "tape",
+            "gen",
+            "--count",
+            "2",
+            "--date",
+            "9999-12-30",
+            "-o",
+            "end",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
     // --regime and --date hold for every member of a family.
     let (code, out, err) = kestrel_in(
         &d,

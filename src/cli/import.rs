@@ -1,7 +1,9 @@
 //! `kestrel tape import FILE... -o OUT`: real trades and quotes (CSV, Databento DBN) into a
-//! canonical v2 tape (docs/tapes.md §5). The output is written atomically: a temporary file
-//! beside it, synced and renamed only when the whole import succeeded, so a refused record
-//! never leaves a partial tape.
+//! canonical v2 tape (docs/tapes.md §5). The output is written atomically (`cli::out`): a
+//! temporary file beside it, synced and renamed only when the whole import succeeded, so a
+//! refused record never leaves a partial tape; `-o -` writes to standard output. SIGINT or
+//! SIGTERM stops the import at the next 65,536 records (or the next 64 KiB written), removes
+//! the temporary file, and exits 1 with `code=INTERRUPTED`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, IsTerminal, Write};
@@ -30,7 +32,7 @@ pub struct ImportArgs {
     /// Input files (merged in time order).
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
-    /// The tape to write (atomically).
+    /// The tape to write (atomically); `-` for standard output.
     #[arg(short = 'o', long = "out")]
     pub out: PathBuf,
     /// Input format [default: from the extension: .csv, .dbn, .dbn.zst].
@@ -71,7 +73,7 @@ pub struct ImportArgs {
     /// header's `vol`; repeatable). Required for every underlying with option records.
     #[arg(long)]
     pub iv: Vec<String>,
-    /// Tape name [default: the output file's stem].
+    /// Tape name [default: the output file's stem; with `-o -`, the first input's].
     #[arg(long)]
     pub name: Option<String>,
     /// CSV: timestamp column.
@@ -223,6 +225,16 @@ pub fn options(a: &ImportArgs) -> Result<(Options, Vec<Format>), String> {
     }
     let name = match &a.name {
         Some(n) => n.clone(),
+        // To standard output: the first input's name, as a file's stem would be.
+        None if a.out.as_os_str() == "-" => {
+            let first = a.files.first().and_then(|f| f.file_name());
+            let stem = first.map_or("import".into(), |n| n.to_string_lossy().into_owned());
+            let cut = [".dbn.zst", ".dbn", ".csv"]
+                .iter()
+                .find_map(|x| stem.strip_suffix(x))
+                .unwrap_or(&stem);
+            cut.to_string()
+        }
         None => {
             let stem = a
                 .out
@@ -314,7 +326,7 @@ fn open_all(a: &ImportArgs, formats: &[Format], zone: &Zone) -> Result<Sources, 
 pub fn import_to(a: &ImportArgs, out: &mut dyn Write) -> Result<Summary, String> {
     let (opts, formats) = options(a)?;
     let open = || open_all(a, &formats, &opts.zone);
-    import(&open, &opts, out, &mut |_, _, _| {}).map_err(|e| e.to_string())
+    import(&open, &opts, out, &mut |_, _, _| true).map_err(|e| e.to_string())
 }
 
 /// Run `kestrel tape import`; the exit code.
@@ -328,52 +340,64 @@ pub fn tape_import(a: &ImportArgs) -> i32 {
         .iter()
         .map(|f| std::fs::metadata(f).map_or(0, |m| m.len()))
         .sum();
+    super::signals::install();
     let tty = io::stderr().is_terminal();
     let mut last = Instant::now();
     let mut shown = false;
     let mut progress = |pass: u8, bytes: u64, records: u64| {
+        if super::signals::caught().is_some() {
+            return false;
+        }
         if !tty || last.elapsed().as_millis() < 500 {
-            return;
+            return true;
         }
         last = Instant::now();
         shown = true;
         let pct = (bytes * 100).checked_div(total).unwrap_or(100);
         eprint!("\rimport pass {pass}/2: {pct:>3}% of {total} bytes, {records} records   ");
+        true
     };
-    let dir = match a.out.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let Some(fname) = a.out.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+    let to_stdout = a.out.as_os_str() == "-";
+    if a.out.file_name().is_none() && !to_stdout {
         return usage("-o has no file name");
-    };
+    }
     for f in &a.files {
-        if super::out::same_file(&a.out, f) {
+        if !to_stdout && super::out::same_file(&a.out, f) {
             return usage(format!(
                 "-o {} names an input file: refusing to overwrite it",
                 a.out.display()
             ));
         }
     }
-    let tmp = dir.join(format!(".{fname}.tmp.{}", std::process::id()));
-    let result = (|| -> Result<Summary, String> {
-        let f = std::fs::File::create(&tmp).map_err(|e| super::cannot_write(&a.out, &e))?;
-        let mut w = io::BufWriter::with_capacity(1 << 16, f);
-        let open = || open_all(a, &formats, &opts.zone);
-        let s = import(&open, &opts, &mut w, &mut progress).map_err(|e| e.to_string())?;
-        let f = w
-            .into_inner()
-            .map_err(|e| format!("error code=IO message=writing the tape: {}", e.error()))?;
-        f.sync_all()
-            .map_err(|e| format!("error code=IO message=syncing the tape: {e}"))?;
-        std::fs::rename(&tmp, &a.out).map_err(|e| {
-            format!(
-                "error code=IO message=cannot rename to {}: {e}",
-                a.out.display()
-            )
-        })?;
-        Ok(s)
-    })();
+    let open = || open_all(a, &formats, &opts.zone);
+    // A reader of standard output that went away (`| head`) ends the import quietly.
+    let gone = std::cell::Cell::new(false);
+    let result = if to_stdout {
+        let sink = PipeWatch(super::out::Interruptible(io::stdout().lock()), &gone);
+        let mut w = io::BufWriter::with_capacity(1 << 16, sink);
+        import(&open, &opts, &mut w, &mut progress)
+            .map_err(|e| e.to_string())
+            .and_then(|s| {
+                w.flush()
+                    .map(|()| s)
+                    .map_err(|e| format!("error code=IO message=writing the tape: {e}"))
+            })
+    } else {
+        (|| -> Result<Summary, String> {
+            let (pending, f) = super::out::Pending::open(&a.out)?;
+            let mut w = io::BufWriter::with_capacity(1 << 16, super::out::Interruptible(f));
+            let s = import(&open, &opts, &mut w, &mut progress).map_err(|e| e.to_string())?;
+            let f = w
+                .into_inner()
+                .map_err(|e| format!("error code=IO message=writing the tape: {}", e.error()))?;
+            pending
+                .sync(&f.0)
+                .map_err(|e| format!("error code=IO message=syncing the tape: {e}"))?;
+            drop(f);
+            pending.commit()?;
+            Ok(s)
+        })()
+    };
     if shown {
         eprintln!();
     }
@@ -391,17 +415,44 @@ pub fn tape_import(a: &ImportArgs) -> i32 {
                 "imported {} of {} records into {} ({} session{}, symbols {}{options})",
                 s.kept,
                 s.read,
-                a.out.display(),
+                if to_stdout {
+                    "standard output".to_string()
+                } else {
+                    a.out.display().to_string()
+                },
                 s.sessions,
                 if s.sessions == 1 { "" } else { "s" },
                 s.symbols.join(",")
             );
             super::flags::EXIT_OK
         }
+        Err(_) if gone.get() => super::flags::EXIT_OK,
         Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            errln!("{e}");
+            match super::signals::caught() {
+                Some(sig) => errln!("{}", super::out::interrupted_line(sig, &a.out)),
+                None => errln!("{e}"),
+            }
             super::flags::EXIT_USAGE
+        }
+    }
+}
+
+/// A writer to standard output that notes a reader gone (`EPIPE`) in its flag.
+struct PipeWatch<'a, W>(W, &'a std::cell::Cell<bool>);
+
+impl<W: Write> Write for PipeWatch<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.write(buf).inspect_err(|e| self.note(e))
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush().inspect_err(|e| self.note(e))
+    }
+}
+
+impl<W> PipeWatch<'_, W> {
+    fn note(&self, e: &io::Error) {
+        if e.kind() == io::ErrorKind::BrokenPipe {
+            self.1.set(true);
         }
     }
 }

@@ -8,6 +8,15 @@
 //! **read-only** file is refused (`PermissionDenied`), never rewritten behind its mode.
 //! [`same_file`] lets a command refuse an output that names one of its inputs before anything
 //! is written.
+//!
+//! An output that already exists and is **not a regular file** (`/dev/null`, `/dev/stdout`, a
+//! FIFO, a terminal) is written into as the shell's `>` would, never replaced: a rename over
+//! it would put a regular file where the device or the pipe was (as root, over the system's
+//! own `/dev/null`). Nothing is atomic there, and nothing needs to be: there is no file to
+//! leave half written. A directory is refused.
+//!
+//! [`Interruptible`] makes a long write (a generated family, an import) stop at SIGTERM or
+//! SIGINT with an error, so the pending file is removed rather than left behind.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -24,9 +33,33 @@ pub(crate) fn temp_path(out: &Path) -> PathBuf {
     out.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
 }
 
-/// Where a write to `out` lands: its final target when it is a symlink (followed), else
-/// itself; and the target's permissions when it exists. A read-only target is refused.
-fn landing(out: &Path) -> std::io::Result<(PathBuf, Option<std::fs::Permissions>)> {
+/// Where a write to `out` lands.
+#[derive(Debug)]
+enum Landing {
+    /// A regular file (new or replaced) at `target`, `out`'s final target when it is a
+    /// symlink (followed), else itself; with the replaced file's permissions.
+    Replace {
+        target: PathBuf,
+        perms: Option<std::fs::Permissions>,
+    },
+    /// An existing file that is not a regular one (a device, a FIFO, a terminal, a socket),
+    /// written into through `out` as given (`/dev/stdout` is a link the kernel resolves).
+    Into(PathBuf),
+}
+
+/// Where a write to `out` lands (see [`Landing`]). A read-only target and a directory are
+/// refused.
+fn landing(out: &Path) -> std::io::Result<Landing> {
+    match std::fs::metadata(out) {
+        Ok(m) if m.is_dir() => {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::IsADirectory,
+                "is a directory",
+            ));
+        }
+        Ok(m) if !m.is_file() => return Ok(Landing::Into(out.to_path_buf())),
+        _ => {}
+    }
     let target = match std::fs::symlink_metadata(out) {
         Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(out).or_else(|_| {
             // A dangling link: write the file it names.
@@ -42,9 +75,21 @@ fn landing(out: &Path) -> std::io::Result<(PathBuf, Option<std::fs::Permissions>
             std::io::ErrorKind::PermissionDenied,
             "the file is read-only: not rewritten (make it writable first)",
         )),
-        Ok(m) => Ok((target, Some(m.permissions()))),
-        Err(_) => Ok((target, None)),
+        Ok(m) => Ok(Landing::Replace {
+            target,
+            perms: Some(m.permissions()),
+        }),
+        Err(_) => Ok(Landing::Replace {
+            target,
+            perms: None,
+        }),
     }
+}
+
+/// Open an existing non-regular file for writing, as `>` would (it is not created, and a
+/// device has nothing to truncate).
+fn open_into(p: &Path) -> std::io::Result<std::fs::File> {
+    std::fs::OpenOptions::new().write(true).open(p)
 }
 
 /// What tells one existing file from another: its device and inode (through links, `..`,
@@ -71,10 +116,12 @@ pub(crate) fn same_file(a: &Path, b: &Path) -> bool {
 }
 
 /// A file being written to its temporary sibling. [`Pending::commit`] renames it into place;
-/// dropped uncommitted (an early return on any error), the temporary file is removed.
+/// dropped uncommitted (an early return on any error), the temporary file is removed. Into a
+/// device or a FIFO, there is no temporary file and nothing to rename.
 #[derive(Debug)]
 pub(crate) struct Pending {
-    tmp: PathBuf,
+    /// The temporary sibling (`None`: written straight into a non-regular file).
+    tmp: Option<PathBuf>,
     out: PathBuf,
     /// The replaced file's permissions, given to the new one.
     perms: Option<std::fs::Permissions>,
@@ -85,37 +132,64 @@ impl Pending {
     /// Create the temporary sibling of `out`; the sink writes to it (buffered). The error is
     /// the line to print.
     pub(crate) fn create(out: &Path) -> Result<(Pending, Sink), String> {
-        let (target, perms) = landing(out)
-            .map_err(|e| format!("error code=IO message=cannot write {}: {e}", out.display()))?;
-        let tmp = temp_path(&target);
-        // Named by the file asked for, not the temporary one beside it, in the verbs' words.
-        let f = std::fs::File::create(&tmp).map_err(|e| super::cannot_write(out, &e))?;
-        let pending = Pending {
-            tmp,
-            out: target,
-            perms,
-            done: false,
-        };
+        let (pending, f) = Self::open(out)?;
         Ok((pending, Box::new(std::io::BufWriter::new(f))))
+    }
+
+    /// [`create`](Self::create)'s pending file and the file to write (unbuffered).
+    pub(crate) fn open(out: &Path) -> Result<(Pending, std::fs::File), String> {
+        // Named by the file asked for, not the temporary one beside it, in the verbs' words.
+        let landing = landing(out).map_err(|e| super::cannot_write(out, &e))?;
+        match landing {
+            Landing::Into(p) => {
+                let f = open_into(&p).map_err(|e| super::cannot_write(out, &e))?;
+                let pending = Pending {
+                    tmp: None,
+                    out: p,
+                    perms: None,
+                    done: false,
+                };
+                Ok((pending, f))
+            }
+            Landing::Replace { target, perms } => {
+                let tmp = temp_path(&target);
+                let f = std::fs::File::create(&tmp).map_err(|e| super::cannot_write(out, &e))?;
+                let pending = Pending {
+                    tmp: Some(tmp),
+                    out: target,
+                    perms,
+                    done: false,
+                };
+                Ok((pending, f))
+            }
+        }
+    }
+
+    /// Sync the temporary file `f` (written through [`open`](Self::open)) to disk before the
+    /// rename; nothing to do for a device or a FIFO.
+    pub(crate) fn sync(&self, f: &std::fs::File) -> std::io::Result<()> {
+        match self.tmp {
+            Some(_) => f.sync_all(),
+            None => Ok(()),
+        }
     }
 
     /// Rename the written file into place (flush and drop its sink first). The error is the
     /// line to print; the temporary file is removed.
     pub(crate) fn commit(mut self) -> Result<(), String> {
+        let Some(tmp) = self.tmp.clone() else {
+            self.done = true;
+            return Ok(());
+        };
         if let Some(p) = self.perms.clone() {
-            std::fs::set_permissions(&self.tmp, p).map_err(|e| {
+            std::fs::set_permissions(&tmp, p).map_err(|e| {
                 format!(
                     "error code=IO message=cannot keep the mode of {}: {e}",
                     self.out.display()
                 )
             })?;
         }
-        std::fs::rename(&self.tmp, &self.out).map_err(|e| {
-            format!(
-                "error code=IO message=cannot write {}: {e}",
-                self.out.display()
-            )
-        })?;
+        std::fs::rename(&tmp, &self.out).map_err(|e| super::cannot_write(&self.out, &e))?;
         self.done = true;
         Ok(())
     }
@@ -123,10 +197,63 @@ impl Pending {
 
 impl Drop for Pending {
     fn drop(&mut self) {
-        if !self.done {
-            let _ = std::fs::remove_file(&self.tmp);
+        if let (false, Some(tmp)) = (self.done, &self.tmp) {
+            let _ = std::fs::remove_file(tmp);
         }
     }
+}
+
+/// A writer that fails once SIGTERM or SIGINT was caught ([`signals::install`](crate::signals::install)
+/// first), so a long write ends as an error: its [`Pending`] file is removed, and the verb
+/// prints [`interrupted`]. Put it under the buffer: it checks at each buffer's flush.
+pub(crate) struct Interruptible<W>(pub W);
+
+impl<W: Write> Write for Interruptible<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.check()?;
+        self.0.write(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.check()?;
+        self.0.flush()
+    }
+}
+
+impl<W> Interruptible<W> {
+    fn check(&self) -> std::io::Result<()> {
+        match crate::signals::caught() {
+            // Not `ErrorKind::Interrupted`: `write_all` retries that one.
+            Some(sig) => Err(std::io::Error::other(Caught(sig))),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The error an [`Interruptible`] writer fails with: the signal's name.
+#[derive(Debug)]
+struct Caught(&'static str);
+
+impl std::fmt::Display for Caught {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "interrupted by {}", self.0)
+    }
+}
+
+impl std::error::Error for Caught {}
+
+/// The signal an error from an [`Interruptible`] writer names, if it is one.
+pub(crate) fn interrupted(e: &std::io::Error) -> Option<&'static str> {
+    e.get_ref()
+        .and_then(|x| x.downcast_ref::<Caught>())
+        .map(|c| c.0)
+}
+
+/// The line for a write that a signal stopped: nothing was written in place.
+pub(crate) fn interrupted_line(sig: &str, out: &Path) -> String {
+    format!(
+        "error code=INTERRUPTED message={sig}: {} was not written (its temporary file is removed)",
+        out.display()
+    )
 }
 
 /// The Bus sink for an optional `--bus OUT`: the pending file and its writer, or neither.
@@ -143,10 +270,13 @@ pub(crate) fn commit(pending: Option<Pending>) -> Result<(), String> {
 }
 
 /// Write a whole file atomically: the temporary sibling is written, synced and renamed over
-/// the target; on failure it is removed. A symlink is written through, the mode kept, and a
-/// read-only file refused (see the module notes).
+/// the target; on failure it is removed. A symlink is written through, the mode kept, a
+/// read-only file refused, and a device or a FIFO written into (see the module notes).
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let (target, perms) = landing(path)?;
+    let (target, perms) = match landing(path)? {
+        Landing::Into(p) => return open_into(&p).and_then(|mut f| f.write_all(bytes)),
+        Landing::Replace { target, perms } => (target, perms),
+    };
     let tmp = temp_path(&target);
     let written = std::fs::File::create(&tmp).and_then(|mut f| {
         f.write_all(bytes)?;

@@ -83,14 +83,31 @@ pub(crate) fn members(args: &TapeGenArgs) -> Result<Vec<FamilyMember>, String> {
     if args.count == 0 {
         return Err("--count must be at least 1".into());
     }
+    // Seeds N..N+K-1, on consecutive weekdays: neither may wrap around.
+    let last = u64::try_from(args.count - 1)
+        .ok()
+        .and_then(|k| args.seed.checked_add(k));
+    if last.is_none() {
+        return Err(format!(
+            "--seed {} with --count {} runs past the largest seed ({}): seeds are N..N+count-1",
+            args.seed,
+            args.count,
+            u64::MAX
+        ));
+    }
     let mut family = generate_family(args.count, args.seed);
-    let mut d = date;
+    let mut d = Some(date);
     for m in &mut family {
         if let Some(r) = args.regime {
             m.regime = r.into();
         }
-        m.date = d;
-        d = d.next_weekday().unwrap_or(d);
+        m.date = d.ok_or_else(|| {
+            format!(
+                "--count {} from --date {date} runs past the last date a tape can have (9999-12-31)",
+                args.count
+            )
+        })?;
+        d = m.date.next_weekday();
     }
     Ok(family)
 }
@@ -139,33 +156,23 @@ pub(crate) fn destination(args: &TapeGenArgs, stdout_is_terminal: bool) -> Resul
     }
 }
 
-/// Write a generated session to `path` atomically: a temporary file in the same directory,
-/// flushed and synced, then renamed over the target. On failure the temporary is removed.
-pub fn write_atomic(path: &Path, g: Generator) -> io::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
+/// Write a generated session to `path` atomically (`cli::out::Pending`: a temporary file
+/// beside it, synced, renamed over the target; removed on failure; a device or a FIFO is
+/// written into, never replaced). The error is the line to print; a caught SIGINT or
+/// SIGTERM stops the write at the next 64 KiB as `code=INTERRUPTED`.
+pub(crate) fn write_session(path: &Path, g: Generator) -> Result<(), String> {
+    let (pending, f) = super::out::Pending::open(path)?;
+    let mut w = io::BufWriter::with_capacity(1 << 16, super::out::Interruptible(f));
+    let header = g.header().clone();
+    let failed = |e: io::Error| match super::out::interrupted(&e) {
+        Some(sig) => super::out::interrupted_line(sig, path),
+        None => super::cannot_write(path, &e),
     };
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .ok_or_else(|| {
-            io::Error::new(io::ErrorKind::InvalidInput, "output path has no file name")
-        })?;
-    let tmp = dir.join(format!(".{name}.tmp.{}", std::process::id()));
-    let result = (|| {
-        let f = std::fs::File::create(&tmp)?;
-        let mut w = io::BufWriter::new(f);
-        let header = g.header().clone();
-        write_tape(&mut w, &header, g)?;
-        let f = w.into_inner().map_err(|e| e.into_error())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    write_tape(&mut w, &header, g).map_err(failed)?;
+    let f = w.into_inner().map_err(|e| failed(e.into_error()))?;
+    pending.sync(&f.0).map_err(failed)?;
+    drop(f);
+    pending.commit()
 }
 
 fn fail(msg: impl std::fmt::Display) -> i32 {
@@ -195,10 +202,17 @@ pub(crate) fn tape_gen_to(args: &TapeGenArgs, stdout_is_terminal: bool) -> i32 {
         Ok(d) => d,
         Err(e) => return fail(e),
     };
+    if !matches!(dest, Dest::Stdout) {
+        // A file being written stops at a signal and is removed, not left half written.
+        super::signals::install();
+    }
     match dest {
-        Dest::File(p) => match write_atomic(&p, family[0].generate()) {
+        Dest::File(p) => match write_session(&p, family[0].generate()) {
             Ok(()) => 0,
-            Err(e) => fail_io(&p, &e),
+            Err(line) => {
+                errln!("{line}");
+                1
+            }
         },
         Dest::Stdout => {
             let g = family[0].generate();
@@ -211,8 +225,9 @@ pub(crate) fn tape_gen_to(args: &TapeGenArgs, stdout_is_terminal: bool) -> i32 {
             }
             for m in family {
                 let path = dir.join(m.file_name());
-                if let Err(e) = write_atomic(&path, m.generate()) {
-                    return fail_io(&path, &e);
+                if let Err(line) = write_session(&path, m.generate()) {
+                    errln!("{line}");
+                    return 1;
                 }
                 outln!("{}", path.display());
             }

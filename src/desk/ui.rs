@@ -882,6 +882,16 @@ fn usd(x: f64) -> String {
     format!("{sign}${v:.2}")
 }
 
+/// A price as the Blotter shows it: two to four decimals, as [`Px`](crate::market::Px)
+/// prints (`482.62`, `482.625`: an average of two fills a cent apart, or a mid between
+/// them, is not rounded to a price nobody paid).
+fn price_text(x: f64) -> String {
+    let s = format!("{x:.4}");
+    let keep = s.trim_end_matches('0');
+    let dot = keep.find('.').map_or(keep.len(), |d| d + 3);
+    s[..keep.len().max(dot).min(s.len())].to_string()
+}
+
 /// R as the Blotter shows it: `+0.19R`.
 fn r_of(x: f64) -> String {
     format!("{}R", hundredths(x))
@@ -995,7 +1005,16 @@ pub fn blotter_lines(app: &App, h: usize, w: usize) -> Vec<Line<'static>> {
                     format!("open {}", usd(p.open_usd)),
                     pnl_style(app, p.open_usd),
                 ),
-                Span::raw(format!(" {kind} {:.2} avg {:.2}", p.mark, p.avg_px)),
+                // A model's fair value to the cent; a mid and an average as they are.
+                Span::raw(if p.model {
+                    format!(" {kind} {:.2} avg {}", p.mark, price_text(p.avg_px))
+                } else {
+                    format!(
+                        " {kind} {} avg {}",
+                        price_text(p.mark),
+                        price_text(p.avg_px)
+                    )
+                }),
                 Span::styled(
                     format!(" real {}", usd(p.real_usd)),
                     pnl_style(app, p.real_usd),
@@ -1832,6 +1851,17 @@ mod tests {
             real_usd: 0.0,
             open_usd: 0.0,
         }
+    }
+
+    #[test]
+    fn blotter_prices_keep_what_was_paid_to_four_decimals() {
+        assert_eq!(super::price_text(482.625), "482.625");
+        assert_eq!(super::price_text(482.62), "482.62");
+        assert_eq!(super::price_text(482.6), "482.60");
+        assert_eq!(super::price_text(0.0125), "0.0125");
+        assert_eq!(super::price_text(5.0), "5.00");
+        assert_eq!(super::price_text(-3.1), "-3.10");
+        assert_eq!(super::price_text(1.23456), "1.2346");
     }
 
     #[test]

@@ -297,8 +297,17 @@ pub struct Summary {
     pub option_trades_skipped: u64,
 }
 
-/// Progress callback: (pass 1 or 2, bytes read, records read).
-pub type Progress<'a> = dyn FnMut(u8, u64, u64) + 'a;
+/// Progress callback: (pass 1 or 2, bytes read, records read), every 65,536 records and at
+/// each pass's end; `false` stops the import ([`STOPPED`]: the command line's SIGINT).
+pub type Progress<'a> = dyn FnMut(u8, u64, u64) -> bool + 'a;
+
+/// The reason of the refusal an import ends with when its [`Progress`] callback said stop.
+pub const STOPPED: &str = "stopped";
+
+/// The refusal for a stop asked at record `read`.
+fn stopped(read: u64) -> ImportError {
+    ImportError::new("-", read, STOPPED)
+}
 
 fn mid(bid: Px, ask: Px) -> Px {
     Px((bid.raw() + ask.raw()) / 2)
@@ -335,8 +344,8 @@ pub fn import(
     while let Some(r) = m.next_record() {
         let (fi, r) = r?;
         read += 1;
-        if read.is_multiple_of(65_536) {
-            progress(1, m.bytes_read(), read);
+        if read.is_multiple_of(65_536) && !progress(1, m.bytes_read(), read) {
+            return Err(stopped(read));
         }
         let Some((d, t)) = opts.keep(&r) else {
             continue;
@@ -400,12 +409,14 @@ pub fn import(
             }
         }
     }
-    progress(1, m.bytes_read(), read);
+    if !progress(1, m.bytes_read(), read) {
+        return Err(stopped(read));
+    }
     let first = sessions.first().ok_or_else(|| {
         ImportError::new(
             "-",
             0,
-            "no record falls in the sessions kept (check --symbols, --from/--to, --session-filter, --tz and the hours: regular unless --extended)",
+            "no record falls in the sessions kept (check --symbols, --from/--to, --session-filter, --tz and the hours: regular unless --extended-hours)",
         )
     })?;
     let (open_t, close_t) = opts.hours();
@@ -505,8 +516,8 @@ pub fn import(
     while let Some(r) = m.next_record() {
         let (_, r) = r?;
         read2 += 1;
-        if read2.is_multiple_of(65_536) {
-            progress(2, m.bytes_read(), read2);
+        if read2.is_multiple_of(65_536) && !progress(2, m.bytes_read(), read2) {
+            return Err(stopped(read2));
         }
         let Some((d, ts)) = opts.keep(&r) else {
             continue;
@@ -543,7 +554,9 @@ pub fn import(
         write_event(out, &ev).map_err(io)?;
         kept += 1;
     }
-    progress(2, m.bytes_read(), read2);
+    if !progress(2, m.bytes_read(), read2) {
+        return Err(stopped(read2));
+    }
     if read2 != read {
         return Err(ImportError::new(
             "-",
