@@ -2379,3 +2379,83 @@ fn a_long_book_scrolls_the_plans_pane_to_the_selected_plan_at_every_width() {
         assert!(!has(&end, "book-01"), "{w}x{h}:\n{}", end.join("\n"));
     }
 }
+
+/// By the close of a day with a pegged order, the Log had dropped every row before about
+/// 12:48, the morning's fills and fires with them, with no sign: it kept the last 5,000 rows
+/// and the re-prices filled them. Now the oldest chatter goes first and every fire, fill and
+/// turn stays, from the open, also when a rewind rebuilds the Log from the run's history.
+#[test]
+fn the_log_keeps_every_fill_and_fire_of_a_long_day_and_lets_old_chatter_go() {
+    // The bundled desk's plans and two pegged orders that never fill: re-prices on almost
+    // every tick, thousands by the close.
+    let pegs = format!(
+        "{}\nPLAN peg-c budget 0.2R ttl 15:55\n  USING signal SPX exec SPY 0dte\n  WHEN spot > 1000\n  DO buy 1 ATM C @ fair-40% peg\n\nPLAN peg-p budget 0.2R ttl 15:55\n  USING signal SPX exec SPY 0dte\n  WHEN spot > 1000\n  DO buy 1 ATM P @ fair-40% peg\n",
+        desk::DEFAULT_PLANS
+    );
+    let mut app = book_with(None, &[(ms(9, 30, 0), &pegs)], ms(12, 0, 0));
+    // Played on in steps, as a desk at speed sees it: each snapshot holds the newest lines.
+    for h in [13, 14, 15] {
+        app.send(Command::Seek(ms(h, 0, 0)));
+        app.tick();
+    }
+    app.send(Command::Seek(ms(16, 0, 0)));
+    app.tick();
+    let check = |app: &App, when: &str| {
+        let marks = app.snap.landmarks.clone();
+        assert!(
+            app.snap.bus_events > 6000,
+            "{when}: {} events",
+            app.snap.bus_events
+        );
+        assert!(
+            marks.iter().any(|(_, l)| l.contains("\"type\":\"fill\"")),
+            "{when}: the day has fills"
+        );
+        let rows = app.log.rows();
+        let nos: std::collections::BTreeSet<u64> = rows.iter().map(|r| r.no).collect();
+        for (no, line) in marks.iter() {
+            assert!(
+                nos.contains(no),
+                "{when}: event {no} is not in the Log: {line}"
+            );
+        }
+        assert!(
+            rows[0].time.starts_with("09:30") || rows[0].ty == "gap",
+            "{when}: {:?}",
+            rows[0]
+        );
+        let chatter = rows
+            .iter()
+            .filter(|r| r.ty == "order-repriced" || r.ty == "mark")
+            .count();
+        assert!(chatter <= 5500, "{when}: {chatter} rows of chatter");
+        assert!(
+            rows.len() < app.snap.bus_events as usize,
+            "{when}: old chatter was let go"
+        );
+        // The fills show in the fill filter, the morning's first among them.
+        let fills: Vec<&str> = rows
+            .iter()
+            .filter(|r| r.ty == "fill")
+            .map(|r| r.time.as_str())
+            .collect();
+        assert!(
+            fills.first().is_some_and(|t| t < &"12:00"),
+            "{when}: {fills:?}"
+        );
+    };
+    check(&app, "played to the close");
+    // A rewind rebuilds the Log from the run's history: the same rows of consequence, and
+    // a row that says what was left out.
+    app.send(Command::Seek(ms(15, 59, 0)));
+    app.tick();
+    check(&app, "after a rewind");
+    assert!(
+        app.log
+            .rows()
+            .iter()
+            .any(|r| r.ty == "gap" && r.summary.contains("left out")),
+        "{:?}",
+        &app.log.rows()[..3]
+    );
+}

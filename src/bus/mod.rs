@@ -541,6 +541,22 @@ pub enum Event {
     },
 }
 
+impl Event {
+    /// Chatter: an event that repeats as a stream while nothing is decided (a working
+    /// order's re-price, a mark, a wake's suppression, a worst excursion). The desk's Log
+    /// folds it into runs and lets the oldest of it go first; every other event (a fire, a
+    /// fill, a turn, a risk decision) it keeps from the open.
+    pub fn is_chatter(&self) -> bool {
+        matches!(
+            self,
+            Event::OrderRepriced { .. }
+                | Event::Mark { .. }
+                | Event::WakeSuppressed { .. }
+                | Event::Excursion { .. }
+        )
+    }
+}
+
 /// The canonical line of an event (sorted keys, exact decimals), with its `\n`.
 pub fn canonical_line(ev: &Event) -> Vec<u8> {
     let mut out = Vec::with_capacity(160);

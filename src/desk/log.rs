@@ -16,8 +16,15 @@ use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use std::cell::Cell;
 
-/// The most rows the log keeps.
+/// The most rows of chatter (re-prices, marks, suppressions) the log keeps; past it the
+/// oldest chatter goes first (`Log::trim`).
 pub const KEEP: usize = 5000;
+
+/// The most rows the log keeps in all.
+pub const KEEP_ALL: usize = 50_000;
+
+/// Rows over [`KEEP`] before a trim (trimmed in batches, not at every event).
+const TRIM_SLACK: usize = 500;
 
 /// A kind of event, as the log colours it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -512,44 +519,88 @@ impl Log {
             self.stand_down_event = None;
             self.stand_down_turn = None;
             self.segment = s.segment;
-            self.next = first.min(n);
+            // From the open: what the tail does not hold comes from the landmarks.
+            self.next = 0;
             self.sel = None;
         }
         if self.next >= n {
             return;
         }
+        let agent = s.agent.as_ref().map(|a| a.name.as_str());
         if self.next < first {
-            let gap = first - self.next;
-            self.rows.push(Row {
-                no: self.next,
-                time: String::new(),
-                kind: Kind::Other,
-                ty: "gap".into(),
-                plan: String::new(),
-                summary: format!(
-                    "… {} went by faster than the screen (kestrel bus shows every one)",
-                    fit::count(gap, "event")
-                ),
-                json: String::new(),
-            });
+            // Events the snapshots did not carry line by line (a fast replay, or a run's
+            // history at a restart): every fire, fill, turn and risk decision among them
+            // from the landmarks, and one row for the chatter left out.
+            let from = self.next;
+            let marks = &s.landmarks;
+            let start = marks.partition_point(|(no, _)| *no < from);
+            let between: Vec<&(u64, String)> = marks[start..]
+                .iter()
+                .take_while(|(no, _)| *no < first)
+                .collect();
+            let left_out = (first - from).saturating_sub(between.len() as u64);
+            if left_out > 0 {
+                self.rows.push(Row {
+                    no: from,
+                    time: String::new(),
+                    kind: Kind::Other,
+                    ty: "gap".into(),
+                    plan: String::new(),
+                    summary: format!(
+                        "… {} left out (re-prices, marks, suppressions); every fire, fill and turn is kept",
+                        fit::count(left_out, "older event")
+                    ),
+                    json: String::new(),
+                });
+            }
+            for (no, line) in between {
+                self.push(decode(*no, line), agent);
+            }
             self.next = first;
         }
         for no in self.next..n {
             if let Some(line) = usize::try_from(no - first).ok().and_then(|i| s.bus.get(i)) {
-                let mut row = decode(no, line);
-                if let Some(name) = s.agent.as_ref().map(|a| a.name.as_str()) {
-                    name_agent(&mut row, name);
-                }
-                self.rows.push(row);
-                self.name_stand_down(s.agent.as_ref().map(|a| a.name.as_str()));
+                self.push(decode(no, line), agent);
             }
         }
         self.next = n;
-        if self.rows.len() > KEEP {
-            let cut = self.rows.len() - KEEP;
+        let keep = self.selected_no();
+        self.trim();
+        self.rebuild_at(keep);
+    }
+
+    /// Add a decoded row (the agent named, a stand-down's author found).
+    fn push(&mut self, mut row: Row, agent: Option<&str>) {
+        if let Some(name) = agent {
+            name_agent(&mut row, name);
+        }
+        self.rows.push(row);
+        self.name_stand_down(agent);
+    }
+
+    /// Keep the rows within bounds: past [`KEEP`] rows of chatter the oldest chatter goes
+    /// (its runs read fewer, from later); every other row stays, up to [`KEEP_ALL`] rows in
+    /// all, past which the oldest go.
+    fn trim(&mut self) {
+        if self.rows.len() <= KEEP + TRIM_SLACK {
+            return;
+        }
+        let chatter = self.rows.iter().filter(|r| is_chatter(r)).count();
+        if chatter > KEEP {
+            let mut drop = chatter - KEEP;
+            self.rows.retain(|r| {
+                if drop > 0 && is_chatter(r) {
+                    drop -= 1;
+                    false
+                } else {
+                    true
+                }
+            });
+        }
+        if self.rows.len() > KEEP_ALL {
+            let cut = self.rows.len() - KEEP_ALL;
             self.rows.drain(..cut);
         }
-        self.rebuild();
     }
 
     /// Name who stood down a whole book. The `stand-down` event says whose book only when
@@ -625,10 +676,21 @@ impl Log {
 
     /// Recompute the rows on screen (after new rows or a new filter).
     pub fn rebuild(&mut self) {
-        let keep_sel = self
-            .sel
+        let keep = self.selected_no();
+        self.rebuild_at(keep);
+    }
+
+    /// The Bus number of the selected row (the newest of its run), if one is selected.
+    fn selected_no(&self) -> Option<u64> {
+        self.sel
             .and_then(|i| self.view.get(i))
-            .map(|s| self.rows[s.last.min(self.rows.len().saturating_sub(1))].no);
+            .and_then(|s| self.rows.get(s.last))
+            .map(|r| r.no)
+    }
+
+    /// [`rebuild`](Self::rebuild), selecting the run that holds row `keep_sel` (by its Bus
+    /// number: the rows may have been trimmed since the view was built).
+    fn rebuild_at(&mut self, keep_sel: Option<u64>) {
         let mut view: Vec<Shown> = Vec::new();
         for (i, r) in self.rows.iter().enumerate() {
             if !self.matches(r) {

@@ -625,6 +625,11 @@ pub struct SessionSnapshot {
     pub book: view::Snapshot,
     /// The newest Bus lines (canonical JSON).
     pub bus: Vec<String>,
+    /// Every event of this run that is not chatter ([`bus::Event::is_chatter`]: a re-price,
+    /// a mark, a suppression), numbered from 0 as the Bus counts them, canonical JSON: the
+    /// fires, fills, turns and risk the Log keeps from the open, where [`bus`](Self::bus)
+    /// holds only the newest lines.
+    pub landmarks: Arc<Vec<(u64, String)>>,
     /// Every turn of this run, in tape order.
     pub turns: Arc<Vec<TurnLine>>,
     /// Notices, newest last (the last 20).
@@ -791,6 +796,9 @@ pub struct Session {
     last_undo: Option<Undone>,
     /// Snapshots left that carry the long Bus tail ([`LONG_TAIL_SNAPSHOTS`]).
     long_tail: u8,
+    /// The run's events that are not chatter, and how many Bus events were looked at.
+    landmarks: Arc<Vec<(u64, String)>>,
+    landmarks_seen: usize,
     horizon: Ts,
     record: Recorder,
     bus_written: usize,
@@ -1092,6 +1100,8 @@ impl Session {
             last_submit: None,
             last_undo: None,
             long_tail: LONG_TAIL_SNAPSHOTS,
+            landmarks: Arc::default(),
+            landmarks_seen: 0,
             horizon: open,
             record: Recorder {
                 path: save,
@@ -1791,6 +1801,8 @@ impl Session {
         self.lines = Arc::default();
         self.lines_seen = 0;
         self.long_tail = LONG_TAIL_SNAPSHOTS;
+        self.landmarks = Arc::default();
+        self.landmarks_seen = 0;
         self.error = None;
         self.frame_key = None;
         self.chart_cache = None;
@@ -2449,14 +2461,29 @@ impl Session {
         } else {
             200
         };
+        let line = |e: &bus::Event| {
+            String::from_utf8_lossy(&bus::canonical_line(e))
+                .trim_end()
+                .to_string()
+        };
         let tail = evs[evs.len().saturating_sub(keep)..]
             .iter()
-            .map(|e| {
-                String::from_utf8_lossy(&bus::canonical_line(e))
-                    .trim_end()
-                    .to_string()
-            })
+            .map(line)
             .collect();
+        if self.landmarks_seen > evs.len() {
+            self.landmarks = Arc::default();
+            self.landmarks_seen = 0;
+        }
+        let new = &evs[self.landmarks_seen..];
+        if new.iter().any(|e| !e.is_chatter()) {
+            let marks = Arc::make_mut(&mut self.landmarks);
+            for (i, e) in new.iter().enumerate() {
+                if !e.is_chatter() {
+                    marks.push(((self.landmarks_seen + i) as u64, line(e)));
+                }
+            }
+        }
+        self.landmarks_seen = evs.len();
         let mut book = view::Snapshot::from_blotter(bus.blotter());
         book.plans = self.run.snapshot().plans;
         book.journal = self.run.journal().to_vec();
@@ -2490,6 +2517,7 @@ impl Session {
             plans: self.plan_lines(),
             book,
             bus: tail,
+            landmarks: self.landmarks.clone(),
             turns: self.lines.clone(),
             notices,
             notices_total: self.notices.len(),
