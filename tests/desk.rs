@@ -2459,3 +2459,111 @@ fn the_log_keeps_every_fill_and_fire_of_a_long_day_and_lets_old_chatter_go() {
         &app.log.rows()[..3]
     );
 }
+
+/// Sending a STAND-DOWN from the kill switch, or a SHOW VIEW from the picker, emptied the
+/// editor: the answer cleared it as if the draft had been the turn sent. A draft stays; the
+/// editor's own turn still clears it once authored.
+#[test]
+fn the_kill_switch_and_the_view_picker_leave_a_draft_in_the_editor() {
+    let mut app = app();
+    press(&mut app, KeyCode::Char('e'));
+    typ(&mut app, "PLAN half-written budget 0.1R");
+    press(&mut app, KeyCode::Esc);
+    let draft = app.editor.text();
+    assert!(draft.contains("half-written"), "{draft:?}");
+    press(&mut app, KeyCode::Char('v'));
+    press(&mut app, KeyCode::Enter);
+    let r = app.turn_rows().last().unwrap().routed.clone().unwrap();
+    assert_eq!(r.outcome.name(), "view-request");
+    app.tick();
+    assert_eq!(app.editor.text(), draft, "SHOW VIEW kept the draft");
+    press(&mut app, KeyCode::Char('s'));
+    typ(&mut app, "flatten");
+    press(&mut app, KeyCode::Enter);
+    let r = app.turn_rows().last().unwrap().routed.clone().unwrap();
+    assert_eq!(r.outcome.name(), "stand-down");
+    app.tick();
+    assert_eq!(app.editor.text(), draft, "STAND-DOWN kept the draft");
+    // The editor's own authored turn clears it.
+    app.editor.set_text("SHOW VIEW default\n");
+    app.submit();
+    app.tick();
+    assert_eq!(
+        app.editor.text(),
+        "",
+        "an authored turn from the editor clears it"
+    );
+}
+
+/// `+++` in a burst ended at 600x, not max: each press stepped from the speed of the last
+/// snapshot, which a threaded session had not yet answered. Each press now steps the
+/// session's own speed once.
+#[test]
+fn a_burst_of_speed_keys_steps_once_per_press() {
+    let src = desk::tape_source(None).unwrap();
+    let h = SessionHandle::spawn(move || {
+        kestrel_desk::session::owner::Session::open(src, Settings::default(), Opening::default())
+    })
+    .unwrap();
+    let (themes, keys, _) = desk::load_config(None);
+    let mut app = App::new(h, themes, keys);
+    assert_eq!(app.snap.speed.label(), "60x");
+    let key = |app: &mut App, c: char| app.key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));
+    // No tick between the presses: the desk has not seen an answer to any of them.
+    for _ in 0..3 {
+        key(&mut app, '+');
+    }
+    wait_for(&mut app, |a| a.snap.speed.label() == "max");
+    for _ in 0..5 {
+        key(&mut app, '-');
+    }
+    wait_for(&mut app, |a| a.snap.speed.label() == "1x");
+}
+
+/// Quitting the desk while a command author was writing left the command running (its
+/// process group survived, orphaned, until it ended on its own: a paid model call would run
+/// on for up to `--timeout`). Closing the desk now abandons the call and kills the group.
+#[cfg(unix)]
+#[test]
+fn closing_the_desk_kills_a_command_author_in_mid_reply() {
+    let dir = tmp("quit-author");
+    let pid_file = dir.join("pid");
+    let spec = kestrel_desk::session::AuthorFlags {
+        model: "default".into(),
+        temperature: 0.0,
+        timeout: 120,
+        ..Default::default()
+    }
+    .spec(&format!(
+        "cat >/dev/null; sleep 60 & echo $! > '{}'; wait",
+        pid_file.display()
+    ));
+    let src = desk::tape_source(None).unwrap();
+    let app = desk::inline_app_with(src, Some(DeskAgent::Live(spec)), false).unwrap();
+    let t = std::time::Instant::now();
+    let pid: i32 = loop {
+        if let Some(p) = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+        {
+            break p;
+        }
+        assert!(t.elapsed() < Duration::from_secs(20), "the author never started");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let alive = |pid: i32| {
+        // A zombie (killed, not yet reaped by whoever adopted it) is not running.
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| s.rsplit(')').next().map(|r| r.trim_start().to_string()))
+            .is_some_and(|r| !r.starts_with('Z'))
+    };
+    assert!(alive(pid), "the author's sleep runs while it writes");
+    drop(app);
+    let t = std::time::Instant::now();
+    while alive(pid) && t.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!alive(pid), "the author's process group outlived the desk");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -168,7 +168,7 @@ pub struct App {
     /// The number of the next turn submitted, and the one whose result is awaited with
     /// the editor text it was submitted from.
     next_submit: u64,
-    awaiting_submit: Option<(u64, String)>,
+    awaiting_submit: Option<(u64, Option<String>)>,
     /// The undo sent and not yet answered (its number).
     awaiting_undo: Option<u64>,
     /// Warnings from config loading (themes, keys).
@@ -366,7 +366,7 @@ impl App {
         if let (Some((id, text)), Some(r)) = (&self.awaiting_submit, &self.snap.last_submit)
             && r.id == *id
         {
-            if r.authored && self.editor.text() == *text {
+            if r.authored && text.as_ref().is_some_and(|t| self.editor.text() == *t) {
                 self.editor.set_text("");
             }
             if r.view_request {
@@ -418,7 +418,11 @@ impl App {
         let before = self.snap.turns.len();
         let id = self.next_submit;
         self.next_submit += 1;
-        self.awaiting_submit = Some((id, self.editor.text()));
+        // The editor is cleared by an authored answer only when this turn is its text: a
+        // STAND-DOWN from the kill switch or a SHOW VIEW from the picker leaves a draft be.
+        let draft = self.editor.text();
+        let from_editor = draft == text;
+        self.awaiting_submit = Some((id, from_editor.then_some(draft)));
         self.send(Command::Submit {
             id,
             author: "you".into(),
@@ -519,14 +523,9 @@ impl App {
             }
             Action::Editor => self.set_focus(Pane::Editor),
             Action::PlayPause => self.send(Command::TogglePlay),
-            Action::Faster => {
-                let s = self.snap.speed.faster();
-                self.send(Command::Speed(s));
-            }
-            Action::Slower => {
-                let s = self.snap.speed.slower();
-                self.send(Command::Speed(s));
-            }
+            // Relative to the session's speed, not this snapshot's: `+++` steps three times.
+            Action::Faster => self.send(Command::Faster),
+            Action::Slower => self.send(Command::Slower),
             Action::StepTick => self.send(Command::StepTick),
             Action::StepBar => self.send(Command::StepBar),
             Action::Seek => {

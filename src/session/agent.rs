@@ -351,9 +351,13 @@ pub enum WorkerMsg {
 }
 
 /// A live author on its own worker thread: calls in, answers and streamed text out. Dropping
-/// it stops the worker once its current answer is done (that answer is dropped).
+/// it stops the worker: a call in flight is abandoned (its request dropped, a command
+/// author's process group killed) and the drop waits up to [`STOP_WAIT`] for that, so
+/// quitting the desk leaves nothing running.
 pub struct LiveWorker {
     jobs: Option<mpsc::Sender<Job>>,
+    /// Set on drop: the call in flight stops at its next check (every 50 ms).
+    stop: Arc<std::sync::atomic::AtomicBool>,
     /// Answers.
     pub answers: mpsc::Receiver<WorkerMsg>,
     /// Text as it is written.
@@ -370,9 +374,12 @@ impl LiveWorker {
         let (jtx, jrx) = mpsc::channel::<Job>();
         let (atx, arx) = mpsc::channel::<WorkerMsg>();
         let (dtx, drx): (DeltaSink, _) = tokio::sync::mpsc::unbounded_channel();
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stop_here = stop.clone();
         let join = std::thread::Builder::new()
             .name("kestrel-author".into())
             .spawn(move || {
+                session::stop_calls_on_this_thread_with(stop_here);
                 let mut src = match make() {
                     Ok(s) => s,
                     Err(e) => {
@@ -399,6 +406,7 @@ impl LiveWorker {
             .map_err(|e| format!("cannot start the author's worker: {e}"))?;
         Ok(LiveWorker {
             jobs: Some(jtx),
+            stop,
             answers: arx,
             deltas: drx,
             join: Some(join),
@@ -424,12 +432,22 @@ impl LiveWorker {
     }
 }
 
+/// How long dropping a [`LiveWorker`] waits for its call in flight to be abandoned.
+pub const STOP_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
+
 impl Drop for LiveWorker {
     fn drop(&mut self) {
-        // Closing the job channel ends the worker after its current answer; it is not
-        // joined here, so a slow provider never holds up the desk.
+        // Closing the job channel ends the worker after its current answer, and the stop
+        // flag cuts that answer short. The wait is bounded, so a provider that does not let
+        // go never holds up the desk.
         self.jobs = None;
-        drop(self.join.take());
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(j) = self.join.take() {
+            let t = std::time::Instant::now();
+            while !j.is_finished() && t.elapsed() < STOP_WAIT {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+        }
     }
 }
 

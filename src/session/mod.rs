@@ -345,10 +345,32 @@ impl TurnSource for Attached {
     }
 }
 
-/// `work`, or a provider error as soon as a signal is caught (checked every 50 ms): a
-/// SIGTERM during a minute-long model call ends the run now, not when the call returns. The
-/// call's future is dropped (a request in flight is abandoned, a command author's process
-/// group is killed).
+std::thread_local! {
+    /// The stop flag of the live worker running on this thread ([`agent::LiveWorker`]):
+    /// set when the desk closes, it abandons the call in flight as a signal does.
+    static WORKER_STOP: std::cell::RefCell<Option<std::sync::Arc<std::sync::atomic::AtomicBool>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Make `stop` the stop flag of calls made on this thread (see [`or_signal`]).
+pub(crate) fn stop_calls_on_this_thread_with(stop: std::sync::Arc<std::sync::atomic::AtomicBool>) {
+    WORKER_STOP.with(|s| *s.borrow_mut() = Some(stop));
+}
+
+/// Was this thread's worker told to stop?
+fn worker_stopped() -> bool {
+    WORKER_STOP.with(|s| {
+        s.borrow()
+            .as_ref()
+            .is_some_and(|f| f.load(std::sync::atomic::Ordering::SeqCst))
+    })
+}
+
+/// `work`, or a provider error as soon as a signal is caught or the thread's live worker is
+/// stopped (checked every 50 ms): a SIGTERM during a minute-long model call ends the run
+/// now, not when the call returns, and quitting the desk does not leave the call running.
+/// The call's future is dropped (a request in flight is abandoned, a command author's
+/// process group is killed).
 async fn or_signal(
     work: impl std::future::Future<Output = crate::author::Completion>,
 ) -> crate::author::Completion {
@@ -361,6 +383,12 @@ async fn or_signal(
                     return crate::author::Completion::error(
                         crate::author::ProviderErrorKind::Interrupted,
                         format!("interrupted by {sig} while the author was answering"),
+                    );
+                }
+                if worker_stopped() {
+                    return crate::author::Completion::error(
+                        crate::author::ProviderErrorKind::Interrupted,
+                        "the desk closed while the author was answering",
                     );
                 }
             }

@@ -313,6 +313,11 @@ pub enum Command {
     TogglePlay,
     /// Set the replay speed.
     Speed(Speed),
+    /// One speed step faster than the session's speed as it stands (a burst of key presses
+    /// steps once each, whatever snapshot the desk last saw).
+    Faster,
+    /// One speed step slower.
+    Slower,
     /// Advance to the next tape event's time (pauses).
     StepTick,
     /// Advance to the next bar boundary ([`BAR_SECS`]) (pauses).
@@ -1328,6 +1333,15 @@ impl Session {
             Command::Pause => self.set_playing(false),
             Command::TogglePlay => self.set_playing(!self.playing),
             Command::Speed(s) => {
+                self.speed = s;
+                self.control(&format!("speed {}", s.label()));
+            }
+            Command::Faster | Command::Slower => {
+                let s = if matches!(c, Command::Faster) {
+                    self.speed.faster()
+                } else {
+                    self.speed.slower()
+                };
                 self.speed = s;
                 self.control(&format!("speed {}", s.label()));
             }
