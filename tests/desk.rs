@@ -2548,7 +2548,10 @@ fn closing_the_desk_kills_a_command_author_in_mid_reply() {
         {
             break p;
         }
-        assert!(t.elapsed() < Duration::from_secs(20), "the author never started");
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "the author never started"
+        );
         std::thread::sleep(Duration::from_millis(20));
     };
     let alive = |pid: i32| {
@@ -2565,5 +2568,68 @@ fn closing_the_desk_kills_a_command_author_in_mid_reply() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert!(!alive(pid), "the author's process group outlived the desk");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A session file whose last line a crash cut short could not be reopened at all (`EOF while
+/// parsing`), though the desk promises a crash loses at most the line being written. The
+/// cut line is now left out with a notice, and the session reopens as the file without it.
+/// A file whose acts were moved out of order, or whose time is not one, is refused saying so.
+#[test]
+fn a_session_file_cut_mid_line_reopens_and_one_out_of_order_is_refused() {
+    let dir = tmp("torn");
+    let path = dir.join("s.jsonl");
+    let app = book_with(
+        Some(path.clone()),
+        &[
+            (ms(9, 40, 0), SECOND_PLAN),
+            (ms(10, 0, 0), "STAND-DOWN enough\n"),
+        ],
+        ms(10, 30, 0),
+    );
+    drop(app);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.ends_with('\n'));
+    // Cut inside the last line, as a crash mid-write leaves it.
+    let torn = dir.join("torn.jsonl");
+    std::fs::write(&torn, &text[..text.len() - 15]).unwrap();
+    let whole = dir.join("whole.jsonl");
+    let keep = text[..text.len() - 1].rfind('\n').unwrap() + 1;
+    std::fs::write(&whole, &text[..keep]).unwrap();
+    let a = reopened(&torn);
+    let b = reopened(&whole);
+    assert_eq!(a.hash, b.hash, "the cut line is left out, the rest replays");
+    assert_eq!(a.clock, b.clock);
+    let lines = text.lines().count();
+    assert!(
+        a.notices.iter().any(|n| n
+            .text
+            .contains(&format!("last line ({lines}) was cut short"))),
+        "{:?}",
+        a.notices
+    );
+    // A line cut in the middle of the file is not a crash's: it is refused, naming it.
+    let mut mid: Vec<&str> = text.lines().collect();
+    let second = mid[1].to_string();
+    mid[1] = &second[..second.len() / 2];
+    let e = saved::load(&(mid.join("\n") + "\n")).unwrap_err();
+    assert!(e.starts_with("line 2: "), "{e}");
+    // Two acts swapped.
+    let mut lines_v: Vec<String> = text.lines().map(String::from).collect();
+    let acts: Vec<usize> = lines_v
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.contains("\"type\":\"act\""))
+        .map(|(i, _)| i)
+        .collect();
+    assert!(acts.len() >= 2, "{text}");
+    lines_v.swap(acts[0], acts[1]);
+    let e = saved::load(&(lines_v.join("\n") + "\n")).unwrap_err();
+    assert!(e.contains("out of order"), "{e}");
+    // A time that is not one is named as such, not as a missing one.
+    let bad = text.replacen("\"ts\":\"09:40:00.000\"", "\"ts\":\"25:99:00.000\"", 1);
+    assert_ne!(bad, text);
+    let e = saved::load(&bad).unwrap_err();
+    assert!(e.contains("\"25:99:00.000\" is not a time of day"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }

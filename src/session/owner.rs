@@ -2632,6 +2632,7 @@ pub fn reopen(path: &Path, save: Option<PathBuf>) -> Result<Session, String> {
     }
     let last = s.last.1;
     let speed = s.speed;
+    let torn = s.torn;
     let mut session = Session::open(
         tape,
         s.settings,
@@ -2647,6 +2648,15 @@ pub fn reopen(path: &Path, save: Option<PathBuf>) -> Result<Session, String> {
     // was chosen).
     if let Some(sp) = speed {
         session.speed = sp;
+    }
+    if let Some(n) = torn {
+        session.notice_at(
+            NoticeLevel::Warn,
+            format!(
+                "{}: its last line ({n}) was cut short (a crash while it was written): left out",
+                path.display()
+            ),
+        );
     }
     Ok(session)
 }

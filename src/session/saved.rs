@@ -103,6 +103,9 @@ pub struct Saved {
     pub last: (u64, Ts),
     /// The replay speed last set (`speed 600x` records); `--open` resumes at it.
     pub speed: Option<Speed>,
+    /// The number of a last line cut short (no line end, not JSON: a crash mid-write), left
+    /// out; the rest of the file opens.
+    pub torn: Option<usize>,
 }
 
 /// Why a file is not a session this desk can open.
@@ -153,16 +156,35 @@ pub fn load(text: &str) -> Result<Saved, String> {
         acts: Vec::new(),
         last: (0, Ts(0)),
         speed: None,
+        torn: None,
     };
     if s.tape.is_empty() {
         return Err(format!("line {}: the header names no tape", i + 1));
     }
     let mut left: Option<(u64, Ts)> = None;
+    // The last line, when the file does not end with a line end: the one a crash may have
+    // cut short while writing it.
+    let unended = (!text.ends_with('\n'))
+        .then(|| text.lines().count())
+        .filter(|&n| n > i + 1);
     for (i, l) in lines {
         let n = i + 1;
-        let v: serde_json::Value = serde_json::from_str(l).map_err(|e| format!("line {n}: {e}"))?;
+        let v: serde_json::Value = match serde_json::from_str(l) {
+            Ok(v) => v,
+            Err(_) if unended == Some(n) => {
+                s.torn = Some(n);
+                break;
+            }
+            Err(e) => return Err(format!("line {n}: {e}")),
+        };
         let seq = v.get("seq").and_then(|x| x.as_u64()).unwrap_or(0);
-        let ts = v.get("ts").and_then(|t| t.as_str()).and_then(Ts::parse);
+        let ts_text = v.get("ts").and_then(|t| t.as_str());
+        let ts = ts_text.and_then(Ts::parse);
+        if let (Some(t), None) = (ts_text, ts) {
+            return Err(format!(
+                "line {n}: ts {t:?} is not a time of day (HH:MM:SS.mmm)"
+            ));
+        }
         if let Some(ts) = ts
             && (seq, ts) > s.last
         {
@@ -178,6 +200,16 @@ pub fn load(text: &str) -> Result<Saved, String> {
                 let act: Act = serde_json::from_value(v.get("act").cloned().unwrap_or_default())
                     .map_err(|e| format!("line {n}: act: {e}"))?;
                 let ts = ts.ok_or_else(|| format!("line {n}: act without a ts"))?;
+                // Acts are written as they happen: each at or after the one kept before it
+                // (a branch or an undo drops the later ones first). One before it was moved.
+                if let Some(&(q, t, _)) = s.acts.last()
+                    && (seq, ts) < (q, t)
+                {
+                    return Err(format!(
+                        "line {n}: an act at {ts} (event {seq}) after one at {t} (event {q}): \
+                         the acts are out of order (was the file edited?)"
+                    ));
+                }
                 s.acts.push((seq, ts, act));
             }
             Some("control") => match v.get("action").and_then(|a| a.as_str()) {
