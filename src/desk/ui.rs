@@ -533,10 +533,14 @@ fn state_color(app: &App, state: PlanState) -> Style {
 }
 
 /// Who armed a plan, as the Plans pane says it.
+/// The widest the Plans pane's `by` column gets.
+const OWNER_W: usize = 8;
+
 fn owner_label(o: &Owner) -> String {
     match o {
         Owner::Person => "you".into(),
-        Owner::Agent(n) => n.chars().take(5).collect(),
+        // A command author's name is its command line: cut with a mark, never silently.
+        Owner::Agent(n) => super::fit::fit(n, OWNER_W),
         Owner::Unowned => "-".into(),
     }
 }
@@ -763,7 +767,7 @@ fn draw_plans(f: &mut Frame, app: &App, r: Rect) {
         draw_plans_narrow(f, app, r);
         return;
     }
-    // Column widths: the fixed columns and their gaps take 36; the name column is as wide
+    // Column widths: the fixed columns and their gaps take 39; the name column is as wide
     // as the longest name while the last column keeps at least 24, and both are cut with
     // `…` (at a word for the last), never mid-word without a mark.
     let inner = usize::from(r.width.saturating_sub(2));
@@ -772,8 +776,8 @@ fn draw_plans(f: &mut Frame, app: &App, r: Rect) {
         .map(|p| p.name.chars().count())
         .max()
         .unwrap_or(4);
-    let nw = longest.clamp(4, inner.saturating_sub(36 + 24).max(12));
-    let why_w = inner.saturating_sub(36 + nw).max(8);
+    let nw = longest.clamp(4, inner.saturating_sub(39 + 24).max(12));
+    let why_w = inner.saturating_sub(39 + nw).max(8);
     // The header stays; the rows scroll to keep the selected plan in view, and the title
     // says which plans show when not all fit.
     let (skip, title) = plans_window(app, r, 1);
@@ -811,7 +815,7 @@ fn draw_plans(f: &mut Frame, app: &App, r: Rect) {
         rows,
         [
             Constraint::Length(nw as u16),
-            Constraint::Length(5),
+            Constraint::Length(OWNER_W as u16),
             Constraint::Length(10),
             Constraint::Length(11),
             Constraint::Length(5),
@@ -1851,6 +1855,15 @@ mod tests {
             real_usd: 0.0,
             open_usd: 0.0,
         }
+    }
+
+    #[test]
+    fn a_long_agent_name_is_cut_with_a_mark_in_the_by_column() {
+        use crate::session::owner::Owner;
+        assert_eq!(super::owner_label(&Owner::Agent("house".into())), "house");
+        let cmd = super::owner_label(&Owner::Agent("cmd:/tmp/authors/slow.sh".into()));
+        assert_eq!(cmd.chars().count(), super::OWNER_W, "{cmd}");
+        assert!(cmd.starts_with("cmd:") && cmd.ends_with('…'), "{cmd}");
     }
 
     #[test]
