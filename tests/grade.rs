@@ -1170,3 +1170,87 @@ fn a_tape_cut_short_is_refused_not_graded() {
     assert!(!out.contains("vs null"), "nothing graded: {out}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Shard results whose P&L sums past 64 bits merged with exit 0 and a wrapped (negative)
+/// mean; they are refused as a bad shard set.
+#[test]
+fn a_merge_whose_pnl_sums_would_wrap_is_refused() {
+    let d = tmp("merge-wrap");
+    let tapes = d.join("tapes");
+    std::fs::create_dir_all(&tapes).unwrap();
+    family(&tapes, Regime::Trend, 2, 1, 15, 0.0);
+    std::fs::write(
+        d.join("g.kestrel"),
+        "PLAN a budget 1R ttl 09:40\n  WHEN spot > 1\n  DO buy 1 shares @ ask\n\nGRADE plan a OVER tapes/* FILL strict-cross-v1\n  VS null\n",
+    )
+    .unwrap();
+    let (code, _, err) = kestrel(
+        &[
+            "grade",
+            "g.kestrel",
+            "--draws",
+            "3",
+            "--resamples",
+            "100",
+            "--shard",
+            "0/1",
+            "--out",
+            "s0.jsonl",
+        ],
+        &d,
+    );
+    assert_eq!(code, 0, "{err}");
+    let text = std::fs::read_to_string(d.join("s0.jsonl")).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    for l in lines.iter_mut().skip(1) {
+        let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+        for p in v["plans"].as_array_mut().unwrap() {
+            p["pnl"] = serde_json::json!(i64::MAX);
+        }
+        *l = v.to_string();
+    }
+    std::fs::write(d.join("big.jsonl"), lines.join("\n") + "\n").unwrap();
+    let (code, out, err) = kestrel(&["grade", "merge", "big.jsonl"], &d);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        err.starts_with("error code=SHARD message=") && err.contains("past the 64-bit range"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// `--tapes nonexist` said the range "selects no tapes"; it says the path is not there.
+#[test]
+fn tapes_that_do_not_exist_are_named_not_reported_as_an_empty_range() {
+    let d = tmp("no-tapes");
+    std::fs::write(
+        d.join("g.kestrel"),
+        "PLAN a budget 1R ttl 09:40\n  WHEN spot > 1\n  DO buy 1 shares @ ask\n\nGRADE plan a OVER tapes/* FILL strict-cross-v1\n",
+    )
+    .unwrap();
+    for (args, want) in [
+        (
+            vec!["grade", "g.kestrel", "--tapes", "nonexist"],
+            "error code=IO message=--tapes nonexist: no such file or directory",
+        ),
+        (
+            vec!["grade", "g.kestrel", "--tapes", "nonexist/*.jsonl"],
+            "error code=IO message=--tapes nonexist/*.jsonl: no such directory nonexist",
+        ),
+        (
+            vec!["grade", "g.kestrel"],
+            "error code=IO message=OVER tapes/*: no such directory tapes",
+        ),
+    ] {
+        let (code, _, err) = kestrel(&args, &d);
+        assert_eq!(code, 1, "{args:?}: {err}");
+        assert!(err.starts_with(want), "{args:?}: {err}");
+    }
+    // An existing directory with no tape still says the range selects none.
+    std::fs::create_dir_all(d.join("empty")).unwrap();
+    let (code, _, err) = kestrel(&["grade", "g.kestrel", "--tapes", "empty"], &d);
+    assert_eq!(code, 1);
+    assert!(err.contains("selects no tapes"), "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -902,3 +902,96 @@ fn import_to_dash_writes_the_tape_to_standard_output() {
         "{out:.200}"
     );
 }
+
+/// DBN errors read as sentences: a cut zstd stream, a file cut inside its metadata and
+/// metadata that is not UTF-8 showed `Custom { kind: InvalidData, .. }`, `Kind(UnexpectedEof)`
+/// and `Utf8Error { .. }`, each after "not a DBN file", which is kept for files that are not.
+#[test]
+fn dbn_errors_are_sentences_and_not_a_dbn_file_only_when_it_is_not() {
+    let d = dir("dbn-errors");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/import");
+    let zst = std::fs::read(root.join("spy-trades.dbn.zst")).unwrap();
+    let plain = std::fs::read(root.join("spy-mbp-1.dbn")).unwrap();
+    let mut flipped = plain.clone();
+    flipped[8] = 0xff;
+    let cases: [(&str, Vec<u8>, &str); 5] = [
+        (
+            "cut.dbn.zst",
+            zst[..zst.len() - 200].to_vec(),
+            "record=0 message=truncated: the zstd stream is cut short inside its metadata (an incomplete frame); fetch the file whole",
+        ),
+        (
+            "meta.dbn",
+            plain[..100].to_vec(),
+            "record=0 message=truncated: the file ends inside its metadata (cut short?); fetch it whole",
+        ),
+        (
+            "utf8.dbn",
+            flipped,
+            "record=0 message=the metadata is not valid UTF-8 at byte 0 of its dataset",
+        ),
+        (
+            "text.dbn",
+            b"hello, not a DBN file at all\n".to_vec(),
+            "record=0 message=not a DBN file (it does not start with the DBN prefix)",
+        ),
+        (
+            "empty.dbn",
+            Vec::new(),
+            "record=0 message=the file is empty: not a DBN file",
+        ),
+    ];
+    for (name, bytes, want) in cases {
+        let f = d.join(name);
+        std::fs::write(&f, &bytes).unwrap();
+        let err = import(&[&f], &d.join("o.jsonl"), &[]).unwrap_err();
+        assert!(err.contains(want), "{name}: {err}");
+        for debug in ["Custom {", "Kind(", "Utf8Error", "IO error"] {
+            assert!(!err.contains(debug), "{name}: {err}");
+        }
+        if name != "text.dbn" && name != "empty.dbn" {
+            assert!(!err.contains("not a DBN file"), "{name}: {err}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A price too large was "not a plain decimal number"; an empty timestamp was "not a count
+/// of S since the Unix epoch".
+#[test]
+fn csv_messages_say_what_is_wrong() {
+    let d = dir("csv-messages");
+    let f = d.join("big.csv");
+    std::fs::write(
+        &f,
+        "ts,symbol,price,size\n1744205400000,SPY,99999999999999.99,1\n",
+    )
+    .unwrap();
+    let err = import(&[&f], &d.join("o.jsonl"), &["--ts-unit", "ms"]).unwrap_err();
+    assert!(
+        err.contains(
+            "price \"99999999999999.99\" is too large: a tape price is at most 999999999999.9999"
+        ),
+        "{err}"
+    );
+    let f = d.join("empty-ts.csv");
+    std::fs::write(&f, "ts,symbol,price,size\n,SPY,500.12,1\n").unwrap();
+    for (unit, want) in [
+        (
+            "s",
+            "the timestamp field is empty (expected a count of seconds since the Unix epoch (--ts-unit s))",
+        ),
+        ("iso", "the timestamp field is empty (expected YYYY-MM-DD"),
+    ] {
+        let err = import(&[&f], &d.join("o.jsonl"), &["--ts-unit", unit]).unwrap_err();
+        assert!(err.contains(want), "{unit}: {err}");
+    }
+    let f = d.join("bad-ts.csv");
+    std::fs::write(&f, "ts,symbol,price,size\nnoon,SPY,500.12,1\n").unwrap();
+    let err = import(&[&f], &d.join("o.jsonl"), &["--ts-unit", "ms"]).unwrap_err();
+    assert!(
+        err.contains("timestamp \"noon\" is not a count of milliseconds since the Unix epoch"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}

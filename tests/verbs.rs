@@ -1262,3 +1262,254 @@ fn escape_sequences_in_documents_and_replies_are_shown_not_obeyed() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// The bundled tape, as an absolute path (for runs in a temporary directory).
+fn tape_path() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(TAPE)
+}
+
+/// A command author that arms one plan at every wake, and its saved Bus.
+fn command_author_bus(d: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let script = d.join("author.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\ncat >/dev/null\nprintf 'PLAN a budget 0.1R ttl 15:30\\n  USING signal SPX exec SPY 0dte\\n  WHEN spot > 1\\n  DO buy 1 +1 C @ fair\\n  EXIT spot < vwap held 60s @ fair\\n'\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bus = d.join("a1.bus.jsonl");
+    let (code, _, err) = kestrel_in(
+        d,
+        &[
+            "agent",
+            "--tape",
+            s(&tape_path()),
+            "--author",
+            "./author.sh",
+            "--bus",
+            s(&bus),
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    bus
+}
+
+/// A saved Bus of a command (or model) author replayed without its `author` identity on
+/// `session-start`: line 1 differed, so did the determinism hash, and `errors report` lost
+/// the arm. The replay now writes the recorded identity back, byte for byte.
+#[test]
+fn a_command_authors_saved_bus_replays_byte_for_byte_with_its_identity() {
+    let d = tmp("replay-identity");
+    let a1 = command_author_bus(&d);
+    let a2 = d.join("a2.bus.jsonl");
+    let (code, out, err) = kestrel_in(
+        &d,
+        &[
+            "agent",
+            "--tape",
+            s(&tape_path()),
+            "--author",
+            s(&a1),
+            "--bus",
+            s(&a2),
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let (b1, b2) = (std::fs::read(&a1).unwrap(), std::fs::read(&a2).unwrap());
+    let first = String::from_utf8_lossy(&b1)
+        .lines()
+        .next()
+        .unwrap()
+        .to_string();
+    assert!(
+        first.contains("\"author\":{") && first.contains("\"prompt_hash\""),
+        "{first}"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&b2),
+        String::from_utf8_lossy(&b1),
+        "the replay's Bus is the recording's"
+    );
+    assert!(out.contains("author command sh -c ./author.sh"), "{out}");
+    let (code, report, err) = kestrel_in(&d, &["errors", "report", s(&a2), "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&report).unwrap();
+    assert!(
+        v["by_arm"]
+            .as_object()
+            .is_some_and(|m| m.keys().any(|k| k.starts_with("command sh -c ./author.sh"))),
+        "{report}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A tampered Bus was refused as `error code=USAGE message=error code=REPLAY ...`, and one cut
+/// mid-line as `error code=USAGE message=line 13: EOF while parsing ...` without its name.
+#[test]
+fn a_saved_bus_that_does_not_replay_is_refused_with_its_own_code_naming_the_file() {
+    let d = tmp("replay-errors");
+    let a1 = command_author_bus(&d);
+    let text = std::fs::read_to_string(&a1).unwrap();
+    let (n, armed) = text
+        .lines()
+        .enumerate()
+        .find(|(_, l)| l.contains("\"type\":\"document-armed\""))
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(armed).unwrap();
+    let hash = v["blake3"].as_str().unwrap();
+    let forged = d.join("forged.bus.jsonl");
+    std::fs::write(&forged, text.replace(hash, &"0".repeat(64))).unwrap();
+    let agent = |author: &Path| {
+        kestrel_in(
+            &d,
+            &["agent", "--tape", s(&tape_path()), "--author", s(author)],
+        )
+    };
+    let (code, _, err) = agent(&forged);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "error code=REPLAY rule=replay-hash line={} message={}: ",
+            n + 1,
+            forged.display()
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("USAGE"), "{err}");
+    // Cut inside a line.
+    let cut = d.join("cut.bus.jsonl");
+    let at = text.find(armed).unwrap() + armed.len() / 2;
+    std::fs::write(&cut, &text[..at]).unwrap();
+    let (code, _, err) = agent(&cut);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "error code=BUS message={}: line {}: the line is cut short",
+            cut.display(),
+            n + 1
+        )),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// `run --plans d1 --plans d1` armed two live plans `a`, each with its own budget, in one
+/// report row; the same plans in one document are refused (`duplicate-name`). Between
+/// documents they are refused too, naming both files.
+#[test]
+fn two_plans_documents_cannot_arm_one_name_twice() {
+    let d = tmp("plans-dup");
+    let plan = "PLAN a budget 0.1R ttl 15:30\n  USING signal SPX exec SPY 0dte\n  WHEN spot > 1\n  DO buy 1 +1 C @ fair\n";
+    let (d1, d2) = (d.join("d1.kestrel"), d.join("d2.kestrel"));
+    std::fs::write(&d1, plan).unwrap();
+    std::fs::write(&d2, format!("# the same name\n{plan}")).unwrap();
+    let tape = tape_path();
+    for verb in [
+        vec!["run", "--tape", s(&tape)],
+        vec![
+            "agent",
+            "--tape",
+            s(&tape),
+            "--author",
+            "examples/house-agent.jsonl",
+        ],
+    ] {
+        let (code, out, err) =
+            kestrel(&[&verb[..], &["--plans", s(&d1), "--plans", s(&d2)]].concat());
+        assert_eq!(code, 2, "{verb:?}: {out}{err}");
+        assert!(out.is_empty(), "{out}");
+        assert!(
+            err.starts_with(&format!(
+                "{}: error code=PARSE rule=duplicate-name message=duplicate plan name `a`: {} declares it too (line 1, col 1)",
+                d2.display(),
+                d1.display()
+            )),
+            "{err}"
+        );
+        assert!(err.contains("(line 2, col 1)"), "{err}");
+        let (code, _, err) =
+            kestrel(&[&verb[..], &["--plans", s(&d1), "--plans", s(&d1)]].concat());
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains("given twice to --plans"), "{err}");
+    }
+    // Other names in two documents still arm together.
+    let (code, _, err) = kestrel(&[
+        "run",
+        "--tape",
+        s(&tape),
+        "--plans",
+        s(&d1),
+        "--plans",
+        "examples/run-desk.kestrel",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A byte-order mark at the start of a document showed as ``found `\u{feff}PLAN` `` (an
+/// invisible character), and on a tape as `invalid-json ... column 1`. Both are refused by
+/// name.
+#[test]
+fn a_byte_order_mark_is_refused_by_name() {
+    let d = tmp("bom");
+    let doc = d.join("bom.kestrel");
+    let mut bytes = b"\xef\xbb\xbf".to_vec();
+    bytes.extend_from_slice(
+        b"PLAN a budget 0.1R ttl 15:30\n  USING signal SPX exec SPY 0dte\n  WHEN spot > 1\n  DO buy 1 +1 C @ fair\n",
+    );
+    std::fs::write(&doc, &bytes).unwrap();
+    let want = "error code=PARSE rule=syntax message=the document starts with a UTF-8 byte-order mark (U+FEFF): save it without one (line 1, col 1)";
+    for verb in [
+        vec!["check"],
+        vec!["print"],
+        vec!["turn"],
+        vec!["check", "--turn"],
+    ] {
+        let (code, _, err) = kestrel(&[&verb[..], &[s(&doc)]].concat());
+        assert_eq!(code, 2, "{verb:?}: {err}");
+        assert!(err.contains(want), "{verb:?}: {err}");
+        assert!(!err.contains('\u{feff}'), "{verb:?}: {err}");
+    }
+    let tape = d.join("bom.jsonl");
+    let mut t = b"\xef\xbb\xbf".to_vec();
+    t.extend_from_slice(&std::fs::read(tape_path()).unwrap());
+    std::fs::write(&tape, &t).unwrap();
+    for args in [
+        vec!["tape", "info", s(&tape)],
+        vec![
+            "run",
+            "--tape",
+            s(&tape),
+            "--plans",
+            "examples/chase.kestrel",
+        ],
+    ] {
+        let (code, _, err) = kestrel(&args);
+        assert_eq!(code, 1, "{args:?}: {err}");
+        assert!(
+            err.contains("error code=TAPE line=1 message=bad-header: the tape starts with a UTF-8 byte-order mark (U+FEFF): save it without one"),
+            "{args:?}: {err}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A tape of only a newline was called "an empty file".
+#[test]
+fn a_tape_of_only_blank_lines_is_named_so() {
+    let d = tmp("blank-tape");
+    let nl = d.join("nl.jsonl");
+    std::fs::write(&nl, "\n\n").unwrap();
+    let (code, _, err) = kestrel(&["tape", "info", s(&nl)]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("is a file of only blank lines (no header line), not a tape"),
+        "{err}"
+    );
+    let empty = d.join("empty.jsonl");
+    std::fs::write(&empty, "").unwrap();
+    let (_, _, err) = kestrel(&["tape", "info", s(&empty)]);
+    assert!(err.contains("is an empty file, not a tape"), "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -71,7 +71,8 @@ pub fn run(a: &AgentArgs) -> i32 {
     let (author, author_kind) = match load_author(a) {
         Ok(x) => x,
         Err(e) => {
-            errln!("error code=USAGE message={e}");
+            // A saved Bus that does not replay says so with its own code (BUS, REPLAY).
+            errln!("{}", session::coded(e));
             return 1;
         }
     };
@@ -102,14 +103,17 @@ pub fn run(a: &AgentArgs) -> i32 {
         ProfileArg::CompletionV1 => Profile::CompletionV1,
     };
     let mut engine = engine;
-    // The author's identity goes on session-start, so every report splits the arms.
-    engine.author = author.identity().map(|i| bus::AuthorIdentity {
-        kind: i.kind.to_string(),
-        model: i.model,
-        constrained: i.constrained,
-        profile: profile.name().to_string(),
-        prompt_hash: profile.prompt_hash(),
-        max_tokens: i.max_tokens,
+    // The author's identity goes on session-start, so every report splits the arms. A saved
+    // Bus replays with the identity it recorded: the same session-start, the same bytes.
+    engine.author = author.recorded_identity().or_else(|| {
+        author.identity().map(|i| bus::AuthorIdentity {
+            kind: i.kind.to_string(),
+            model: i.model,
+            constrained: i.constrained,
+            profile: profile.name().to_string(),
+            prompt_hash: profile.prompt_hash(),
+            max_tokens: i.max_tokens,
+        })
     });
     // The report names the arm too (kind, model, profile, constrained, max tokens).
     let arm = engine.author.as_ref().map(bus::AuthorIdentity::arm);

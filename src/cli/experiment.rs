@@ -249,9 +249,7 @@ fn run_arm(a: &ExperimentArgs, arm: Arm, i: usize, n: usize) -> Result<Tally, St
         let tape = &a.tapes[session % a.tapes.len()];
         session += 1;
         let bus_path = dir.join(format!("{session:04}.bus.jsonl"));
-        let (mut author, _) = spec
-            .open()
-            .map_err(|e| format!("error code=USAGE message={e}"))?;
+        let (mut author, _) = spec.open().map_err(crate::session::coded)?;
         let want = a.turns - tally.turns;
         let got = one_session(tape, arm, &mut *author, &bus_path, want, |k| {
             errln!(

@@ -110,6 +110,14 @@ pub(crate) fn read_source(path: &Path) -> Option<String> {
 /// An unreadable file prints its I/O error and stops at once (`Err(1)`); every refused
 /// document prints its errors, and after all are checked any refusal is `Err(2)`.
 pub(crate) fn check_files(paths: &[PathBuf]) -> Result<Vec<Document>, i32> {
+    Ok(check_files_with_source(paths)?
+        .into_iter()
+        .map(|(d, _)| d)
+        .collect())
+}
+
+/// [`check_files`], each document with its text (for a message naming a line).
+pub(crate) fn check_files_with_source(paths: &[PathBuf]) -> Result<Vec<(Document, String)>, i32> {
     let mut docs = Vec::new();
     let mut refused = false;
     for path in paths {
@@ -117,7 +125,7 @@ pub(crate) fn check_files(paths: &[PathBuf]) -> Result<Vec<Document>, i32> {
             return Err(1);
         };
         match lang::check(&src, Mode::File) {
-            Ok(d) => docs.push(d),
+            Ok(d) => docs.push((d, src)),
             Err(errs) => {
                 refused = true;
                 for e in errs {

@@ -374,7 +374,12 @@ pub(crate) fn open_inputs(
             }
         }
     }
-    let docs = super::lang::check_files(plans)?;
+    let docs = super::lang::check_files_with_source(plans)?;
+    if let Some(e) = names_across_documents(plans, &docs) {
+        errln!("{e}");
+        return Err(super::flags::EXIT_REFUSED);
+    }
+    let docs = docs.into_iter().map(|(d, _)| d).collect();
     let reader = open_tape_or_say(tape).map_err(|e| {
         errln!("{e}");
         1
@@ -389,6 +394,72 @@ pub(crate) fn open_inputs(
         pending,
         sink,
     })
+}
+
+/// The refusal of `--plans` documents that declare one name twice between them (a PLAN, a
+/// VIEW, a WAKE, a POD or a BOOK, as one document may not: `rule=duplicate-name`), naming
+/// both files and lines; `None` when every name is declared once. Two live plans of one
+/// name would each have their own budget and share one report row; the headless verbs have
+/// one author, whose starting book is every document at once, so one of them cannot
+/// replace the other the way a person's later turn replaces a plan at the desk.
+pub(crate) fn names_across_documents(
+    paths: &[PathBuf],
+    docs: &[(crate::lang::Document, String)],
+) -> Option<String> {
+    use crate::lang::ast::StatementKind as K;
+    let line_col = |src: &str, at: u32| {
+        let before = &src[..(at as usize).min(src.len())];
+        let line = before.matches('\n').count() + 1;
+        let col = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+        (line, col)
+    };
+    // (namespace, name) -> (document, (line, col)) of its first declaration.
+    type First = (usize, (usize, usize));
+    let mut seen: std::collections::BTreeMap<(&str, &str), First> =
+        std::collections::BTreeMap::new();
+    for (i, (doc, src)) in docs.iter().enumerate() {
+        for st in &doc.statements {
+            let ns = match &st.kind {
+                K::Plan(_) | K::Import(_) => "plan",
+                K::View(_) | K::ShowView(_) => "VIEW",
+                K::Wake(_) => "WAKE",
+                K::Pod(_) => "POD",
+                K::Book(_) => "BOOK",
+                _ => continue,
+            };
+            let Some(name) = st.kind.name() else {
+                continue;
+            };
+            let at = line_col(src, st.span.start);
+            match seen.get(&(ns, name.text.as_str())) {
+                // Twice in one document is the checker's to refuse (it was).
+                Some(&(j, _)) if j != i && out::same_file(&paths[i], &paths[j]) => {
+                    return Some(format!(
+                        "{}: error code=PARSE rule=duplicate-name message=the file is given twice to --plans (duplicate {ns} name `{}`): give it once",
+                        paths[i].display(),
+                        name.text
+                    ));
+                }
+                Some(&(j, first)) if j != i => {
+                    return Some(format!(
+                        "{}: error code=PARSE rule=duplicate-name message=duplicate {ns} name `{}`: {} declares it too (line {}, col {}); names are keys (lineage, ARM, plan(...) and the Blotter use them), and two --plans documents cannot both arm one: rename one of them (line {}, col {})",
+                        paths[i].display(),
+                        name.text,
+                        paths[j].display(),
+                        first.0,
+                        first.1,
+                        at.0,
+                        at.1
+                    ));
+                }
+                Some(_) => {}
+                None => {
+                    seen.insert((ns, name.text.as_str()), (i, at));
+                }
+            }
+        }
+    }
+    None
 }
 
 /// Open `--tape`, or the line to print: for a file that is not a tape at all (a Kestrel

@@ -17,8 +17,10 @@ pub(crate) enum Kind {
     Missing,
     /// A directory.
     Directory,
-    /// Nothing in it (or only whitespace).
+    /// Nothing in it.
     Empty,
+    /// Only whitespace: blank lines, no first line to read.
+    Blank,
     /// A market tape: JSON Lines whose first line is `{"type":"header",…}`.
     Tape,
     /// A saved Bus (`kestrel agent --bus`, `kestrel run --bus`, the desk's `.bus-N.jsonl`).
@@ -48,6 +50,7 @@ impl Kind {
             Kind::Missing => "no such file",
             Kind::Directory => "a directory",
             Kind::Empty => "an empty file",
+            Kind::Blank => "a file of only blank lines (no header line)",
             Kind::Tape => "a tape (JSON Lines with a header line)",
             Kind::Bus => "a saved Bus (a session's event log)",
             Kind::DeskSession => "a desk session file",
@@ -88,8 +91,11 @@ pub(crate) fn bytes(b: &[u8]) -> Kind {
         Err(_) => return Kind::Binary,
     };
     let text = text.trim_start_matches('\u{feff}');
-    if text.trim().is_empty() {
+    if text.is_empty() {
         return Kind::Empty;
+    }
+    if text.trim().is_empty() {
+        return Kind::Blank;
     }
     let first = text
         .lines()
@@ -218,7 +224,8 @@ mod tests {
         assert_eq!(bytes(b"STAND-DOWN no edge\n"), Kind::Kestrel);
         assert_eq!(bytes(b"# only a comment\n"), Kind::Kestrel);
         assert_eq!(bytes(b"hello world\n"), Kind::Text);
-        assert_eq!(bytes(b"  \n\t"), Kind::Empty);
+        assert_eq!(bytes(b"  \n\t"), Kind::Blank);
+        assert_eq!(bytes(b""), Kind::Empty);
         assert_eq!(bytes(b"\xff\xfe\x00"), Kind::Binary);
         // A prefix cut inside a character is still text.
         assert_eq!(

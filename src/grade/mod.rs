@@ -392,8 +392,30 @@ fn candidates_glob(spec: &str) -> String {
 
 /// The candidate tapes of `--tapes` (a directory means `DIR/*.jsonl`).
 fn candidates(spec: &str) -> Result<Vec<PathBuf>, GradeError> {
+    if let Some(e) = missing_dir(spec) {
+        return Err(GradeError::new("IO", format!("--tapes {spec}: {e}")));
+    }
     let pat = candidates_glob(spec);
     glob::expand(&pat).map_err(|e| GradeError::new("IO", format!("cannot list {pat}: {e}")))
+}
+
+/// Why `spec` (a directory, a file or a glob) can select nothing because what it names is
+/// not there: the path, or the directory a glob's pattern sits in, does not exist (`None`:
+/// it does, and the glob or the range decides).
+fn missing_dir(spec: &str) -> Option<String> {
+    let wild = |c: char| matches!(c, '*' | '?' | '[');
+    if !spec.contains(wild) {
+        return (!Path::new(spec).exists()).then(|| "no such file or directory".to_string());
+    }
+    // The part before the first component with a wildcard.
+    let fixed: Vec<&str> = spec.split('/').take_while(|c| !c.contains(wild)).collect();
+    let dir = fixed.join("/");
+    let dir = if dir.is_empty() && spec.starts_with('/') {
+        "/".to_string()
+    } else {
+        dir
+    };
+    (!dir.is_empty() && !Path::new(&dir).is_dir()).then(|| format!("no such directory {dir}"))
 }
 
 /// Where the tapes of `over` come from, in words, when `--tapes` chose them (`None`: the
@@ -439,8 +461,13 @@ fn select_tapes(over: &GradeRange, opts: &Options) -> Result<Vec<TapeRef>, Grade
                     })
                     .collect()
             }
-            None => glob::expand(pat)
-                .map_err(|e| GradeError::new("IO", format!("cannot list {pat}: {e}")))?,
+            None => {
+                if let Some(e) = missing_dir(pat) {
+                    return Err(GradeError::new("IO", format!("OVER {pat}: {e}")));
+                }
+                glob::expand(pat)
+                    .map_err(|e| GradeError::new("IO", format!("cannot list {pat}: {e}")))?
+            }
         },
         GradeRange::Months { .. } => candidates(opts.tapes.as_deref().unwrap_or("tapes"))?,
     };
@@ -1372,6 +1399,18 @@ pub fn merge_shards(files: &[(String, String)]) -> Result<(Job, Vec<UnitResult>)
                     r.unit
                 )));
             }
+            if r.plans
+                .iter()
+                .try_fold(0i64, |a, p| a.checked_add(p.pnl))
+                .is_none()
+            {
+                return Err(bad(format!(
+                    "{name}: line {}: unit {}: its plans' P&L sums past the 64-bit range ({}): not a result kestrel grade writes",
+                    k + 2,
+                    r.unit,
+                    PNL_RANGE
+                )));
+            }
             results.push(r);
             count += 1;
         }
@@ -1393,6 +1432,7 @@ pub fn merge_shards(files: &[(String, String)]) -> Result<(Job, Vec<UnitResult>)
         return Err(bad(format!("missing shards: {}", missing.join(", "))));
     }
     results.sort_by_key(|r| r.unit);
+    null_sums_fit(&results).map_err(bad)?;
     let expected = job.units();
     if results.len() as u64 != total || expected.len() as u64 != total {
         return Err(bad("results do not cover every unit".into()));
@@ -1411,6 +1451,34 @@ pub fn merge_shards(files: &[(String, String)]) -> Result<(Job, Vec<UnitResult>)
         }
     }
     Ok((job, results))
+}
+
+/// The range every P&L sum of a report must stay in, for messages.
+const PNL_RANGE: &str = "±922337203685477.5807R";
+
+/// The report sums each tape's null draws (a plan's, and the whole lineage's) in 64 bits:
+/// refuse results whose sums would not fit, rather than wrap into a wrong mean.
+fn null_sums_fit(results: &[UnitResult]) -> Result<(), String> {
+    let mut sums: BTreeMap<(usize, usize, Option<usize>), i64> = BTreeMap::new();
+    for r in results.iter().filter(|r| r.kind == RunKind::Null) {
+        let total = r.plans.iter().map(|p| p.pnl).fold(0i64, i64::wrapping_add);
+        let members = r
+            .plans
+            .iter()
+            .map(|p| p.pnl)
+            .enumerate()
+            .map(|(i, v)| (Some(i), v));
+        for (m, v) in members.chain(std::iter::once((None, total))) {
+            let s = sums.entry((r.grade, r.tape, m)).or_insert(0);
+            *s = s.checked_add(v).ok_or_else(|| {
+                format!(
+                    "grade {} tape {}: the null runs' P&L sums past the 64-bit range ({PNL_RANGE}) at unit {}: not results kestrel grade writes",
+                    r.grade, r.tape, r.unit
+                )
+            })?;
+        }
+    }
+    Ok(())
 }
 
 // ------------------------------------------------------------------ report

@@ -2782,6 +2782,9 @@ enum Open {
     Broken,
 }
 
+/// The UTF-8 byte-order mark, refused at the start of a document.
+const BOM: char = '\u{feff}';
+
 /// Parse a document. On any syntax error, every broken line is reported (one error per
 /// line) and no document is returned.
 pub fn parse_document(src: &str) -> Result<Document, Vec<Diagnostic>> {
@@ -2819,6 +2822,18 @@ pub(crate) fn parse_statements(
                 src.len()
             ),
             "document too large",
+        )]);
+    }
+    // A byte-order mark is invisible: refused by name, before it is read as the start of a
+    // statement ("found `\u{feff}PLAN`" showed an empty-looking word).
+    if src.starts_with(BOM) {
+        return Err(vec![Diagnostic::new(
+            src,
+            index.get_or_init(|| LineIndex::new(src)),
+            Rule::Syntax,
+            0..BOM.len_utf8(),
+            "the document starts with a UTF-8 byte-order mark (U+FEFF): save it without one",
+            "byte-order mark",
         )]);
     }
     let depth = std::cell::Cell::new(0u32);

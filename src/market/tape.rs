@@ -356,6 +356,9 @@ enum RawLine {
     TooLong,
 }
 
+/// The UTF-8 byte-order mark's bytes.
+const UTF8_BOM: &[u8] = b"\xef\xbb\xbf";
+
 /// Read one line (without `\n` and a trailing `\r`) into `buf`, at most `MAX_LINE_BYTES`.
 fn read_line_capped<R: BufRead>(r: &mut R, buf: &mut Vec<u8>) -> io::Result<RawLine> {
     buf.clear();
@@ -1273,6 +1276,14 @@ impl<R: BufRead> TapeReader<R> {
                     1,
                     TapeErrorKind::TooLong,
                     format!("line longer than {MAX_LINE_BYTES} bytes"),
+                ));
+            }
+            // A byte-order mark is refused by name (it read as `invalid-json ... column 1`).
+            Ok(RawLine::Line) if buf.starts_with(UTF8_BOM) => {
+                return Err(TapeError::new(
+                    1,
+                    TapeErrorKind::BadHeader,
+                    "the tape starts with a UTF-8 byte-order mark (U+FEFF): save it without one",
                 ));
             }
             Ok(RawLine::Line) => parse_header(1, &parse_object(1, &buf)?)?,

@@ -67,6 +67,12 @@ pub trait TurnSource {
     fn identity(&self) -> Option<crate::author::AuthorInfo> {
         None
     }
+    /// The identity a recording carries, exactly as its `session-start` wrote it (a saved
+    /// Bus of a model or command author): a replay writes it back, so the Bus and its
+    /// determinism hash are the recording's. `None` for every live or scripted author.
+    fn recorded_identity(&self) -> Option<crate::bus::AuthorIdentity> {
+        None
+    }
 }
 
 /// An author that writes replies (a person, a program, a model): each wake runs the bounded
@@ -128,6 +134,9 @@ pub fn scripted_by_wake(
 /// wake, at their recorded arrival times.
 pub struct Recorded {
     name: String,
+    /// The author the recording's first `session-start` names (a model or command author
+    /// recorded by `kestrel agent`), so a replay writes the same `session-start`.
+    author: Option<crate::bus::AuthorIdentity>,
     /// (wake, wake time, Bus line of the turn) → answers in order.
     answers: Vec<(String, Ts, usize, Answer)>,
     /// Which answers have been given.
@@ -135,10 +144,56 @@ pub struct Recorded {
     next: usize,
 }
 
+/// Why a saved Bus does not replay: a line that is not a Bus event, or a record the
+/// admission gate refuses.
+enum BusRefusal {
+    /// The line (0: the file as a whole) and what is wrong with it.
+    Line(usize, String),
+    Replay(crate::turn::admit::ReplayError),
+}
+
 impl Recorded {
-    /// Read the turns of a saved Bus (JSON Lines).
+    /// Read the turns of a saved Bus (JSON Lines). Errors are `line N: ...` for a line that
+    /// is not a Bus event, or the gate's `error code=REPLAY ...` line.
     pub fn from_bus(name: &str, bytes: &[u8]) -> Result<Recorded, String> {
-        let events = parse_bus(bytes).map_err(|(line, e)| format!("line {line}: {e}"))?;
+        Self::read(name, bytes).map_err(|e| match e {
+            BusRefusal::Line(line, e) => format!("line {line}: {e}"),
+            BusRefusal::Replay(e) => e.to_string(),
+        })
+    }
+
+    /// [`Recorded::from_bus`] for a file at `path` (as the user named it), with errors as
+    /// the coded lines a verb prints, naming the file: `error code=BUS message=FILE: line N:
+    /// ...` for a line that is not a Bus event (a Bus cut mid-line), `error code=REPLAY
+    /// rule=R line=N message=FILE: ...` for a record the gate refuses (docs/limits.md).
+    pub fn from_bus_file(path: &str, bytes: &[u8]) -> Result<Recorded, String> {
+        Self::read(path, bytes).map_err(|e| match e {
+            BusRefusal::Line(0, e) => format!("error code=BUS message={path}: {e}"),
+            BusRefusal::Line(line, e) => {
+                // serde's position is inside the one line: its column, not "line 1".
+                let e = e.replace(" at line 1 column ", " at column ");
+                let e = match e.strip_prefix("EOF while parsing ") {
+                    Some(rest) => format!("the line is cut short (it ends inside {rest})"),
+                    None => e,
+                };
+                format!("error code=BUS message={path}: line {line}: {e}")
+            }
+            BusRefusal::Replay(e) => format!(
+                "error code={} rule={} line={} message={path}: {}",
+                crate::turn::admit::ReplayError::CODE,
+                e.rule,
+                e.line,
+                e.message.replace('\n', " ")
+            ),
+        })
+    }
+
+    fn read(name: &str, bytes: &[u8]) -> Result<Recorded, BusRefusal> {
+        let events = parse_bus(bytes).map_err(|(line, e)| BusRefusal::Line(line, e))?;
+        let author = events.iter().find_map(|ev| match ev {
+            Event::SessionStart { author, .. } => Some(author.clone()),
+            _ => None,
+        });
         let mut answers = Vec::new();
         let mut attempts: Vec<RepairAttempt> = Vec::new();
         let mut asked: Option<(String, Ts)> = None;
@@ -146,12 +201,12 @@ impl Recorded {
         let mut gate = crate::turn::admit::ReplayGate::default();
         for (n, ev) in events.into_iter().enumerate() {
             let line = n + 1;
-            gate.event(line, &ev).map_err(|e| e.to_string())?;
+            gate.event(line, &ev).map_err(BusRefusal::Replay)?;
             match ev {
                 Event::ViewDelivered { ts, wake, .. } => asked = Some((wake, ts)),
                 Event::Repair { attempt, .. } => attempts.push(attempt),
                 Event::Turn { ts, wake, turn } => {
-                    let turn = gate.turn(line, &turn).map_err(|e| e.to_string())?;
+                    let turn = gate.turn(line, &turn).map_err(BusRefusal::Replay)?;
                     let (w, wt) = asked.clone().unwrap_or((wake.clone(), ts));
                     let re_asks = attempts.len().saturating_sub(1) as u32;
                     let tokens_spent = attempts.iter().map(|a| a.tokens).sum();
@@ -175,13 +230,20 @@ impl Recorded {
                 _ => {}
             }
         }
-        gate.finish().map_err(|e| e.to_string())?;
+        gate.finish().map_err(BusRefusal::Replay)?;
         Ok(Recorded {
             name: name.to_string(),
+            author: author.flatten(),
             used: vec![false; answers.len()],
             answers,
             next: 0,
         })
+    }
+
+    /// The author identity the recording's `session-start` carries (`None`: a Bus of the
+    /// desk, `run`, or a script author, which record none).
+    pub fn recorded_author(&self) -> Option<&crate::bus::AuthorIdentity> {
+        self.author.as_ref()
     }
 
     /// Turns left to replay.
@@ -231,6 +293,9 @@ impl TurnSource for Recorded {
     }
     fn name(&self) -> String {
         self.name.clone()
+    }
+    fn recorded_identity(&self) -> Option<crate::bus::AuthorIdentity> {
+        self.author.clone()
     }
 }
 
@@ -670,18 +735,30 @@ impl AuthorSpec {
 }
 
 /// Read an author file: a saved Bus (its turns replay) or a script of `{"reply": "..."}`
-/// lines answered in order. Errors name the file and line.
+/// lines answered in order. Errors name the file and line; a saved Bus that does not
+/// replay is refused with its own coded line (`error code=BUS ...`, `error code=REPLAY
+/// ...`: [`Recorded::from_bus_file`]), the others are messages (see [`coded`]).
 pub fn read_author_file(spec: &str, path: &Path) -> Result<Box<dyn TurnSource>, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read the author {spec}: {e}"))?;
     let first = bytes.split(|b| *b == b'\n').next().unwrap_or_default();
     let v: serde_json::Value = serde_json::from_slice(first)
         .map_err(|e| format!("{spec}: line 1 is not JSON ({e}): an author file is a saved Bus or a script of {{\"reply\": ...}} lines"))?;
     if v["type"] == "session-start" {
-        return Ok(Box::new(Recorded::from_bus(spec, &bytes)?));
+        return Ok(Box::new(Recorded::from_bus_file(spec, &bytes)?));
     }
     let text = String::from_utf8_lossy(&bytes);
     let replies = parse_script_by_wake(&text).map_err(|e| format!("{spec}: {e}"))?;
     Ok(Box::new(scripted_by_wake(spec, replies)))
+}
+
+/// An error of [`AuthorSpec::open`] as the line a verb prints: a coded line as it is (a
+/// saved Bus's `code=BUS` or `code=REPLAY`), any other message as `code=USAGE`.
+pub fn coded(e: String) -> String {
+    if e.starts_with("error code=") {
+        e
+    } else {
+        format!("error code=USAGE message={e}")
+    }
 }
 
 /// Read a script of `{"reply": "..."}` lines (one reply per ask). Errors name the line.

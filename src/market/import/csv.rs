@@ -291,8 +291,27 @@ impl Source for CsvSource {
     }
 }
 
+impl TsUnit {
+    /// What a timestamp in this unit looks like, for messages.
+    fn expected(self) -> &'static str {
+        match self {
+            TsUnit::S => "a count of seconds since the Unix epoch (--ts-unit s)",
+            TsUnit::Ms => "a count of milliseconds since the Unix epoch (--ts-unit ms)",
+            TsUnit::Us => "a count of microseconds since the Unix epoch (--ts-unit us)",
+            TsUnit::Ns => "a count of nanoseconds since the Unix epoch (--ts-unit ns)",
+            TsUnit::Iso => "YYYY-MM-DD[T ]HH:MM:SS[.fraction][Z|+HH:MM] (--ts-unit iso)",
+        }
+    }
+}
+
 /// A timestamp in `unit` as UTC nanoseconds since the epoch.
 pub fn parse_ts(s: &str, unit: TsUnit, zone: &Zone) -> Result<i64, String> {
+    if s.trim().is_empty() {
+        return Err(format!(
+            "the timestamp field is empty (expected {})",
+            unit.expected()
+        ));
+    }
     let per = match unit {
         TsUnit::S => 1_000_000_000i64,
         TsUnit::Ms => 1_000_000,
@@ -305,9 +324,7 @@ pub fn parse_ts(s: &str, unit: TsUnit, zone: &Zone) -> Result<i64, String> {
         || !int.bytes().all(|c| c.is_ascii_digit())
         || !frac.bytes().all(|c| c.is_ascii_digit())
     {
-        return Err(format!(
-            "timestamp {s:?} is not a count of {unit:?} since the Unix epoch"
-        ));
+        return Err(format!("timestamp {s:?} is not {}", unit.expected()));
     }
     let whole: i64 = int
         .parse::<i64>()

@@ -39,10 +39,73 @@ impl<R: Read> Read for NoSilentEof<R> {
         match self.0.read(buf) {
             Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Err(io::Error::new(
                 io::ErrorKind::InvalidData,
-                format!("truncated zstd stream ({e})"),
+                format!("{CUT_ZSTD} ({e})"),
             )),
             r => r,
         }
+    }
+}
+
+/// What the zstd reader says of a stream cut inside a frame ([`NoSilentEof`]).
+const CUT_ZSTD: &str = "truncated zstd stream";
+
+/// Is this the zstd reader's cut stream ([`NoSilentEof`])?
+fn is_cut_zstd(e: &dbn::Error) -> bool {
+    matches!(e, dbn::Error::Io { source, .. }
+        if source.kind() == io::ErrorKind::InvalidData && source.to_string().contains(CUT_ZSTD))
+}
+
+/// A `dbn` error as a sentence (the crate's own text carries Rust debug forms such as
+/// `Custom { kind: InvalidData, .. }` and `Utf8Error { .. }`). `record`: the record being
+/// read, `None` while reading the metadata. "not a DBN file" only for a file that does not
+/// start as one.
+fn describe(e: &dbn::Error, record: Option<u64>) -> String {
+    let inside = || match record {
+        Some(n) => format!("record {n}"),
+        None => "its metadata".to_string(),
+    };
+    match e {
+        dbn::Error::Io { source, .. } => {
+            if is_cut_zstd(e) {
+                format!(
+                    "truncated: the zstd stream is cut short inside {} (an incomplete frame); fetch the file whole",
+                    inside()
+                )
+            } else if source.kind() == io::ErrorKind::UnexpectedEof {
+                format!(
+                    "truncated: the file ends inside {} (cut short?); fetch it whole",
+                    inside()
+                )
+            } else {
+                let what = source.get_ref().map_or_else(
+                    || source.kind().to_string(),
+                    std::string::ToString::to_string,
+                );
+                format!("cannot read {}: {what}", inside())
+            }
+        }
+        dbn::Error::Utf8 { source, context } => {
+            // The crate's context names the field ("reading dataset from metadata").
+            let field = context
+                .trim_start_matches("reading ")
+                .trim_start_matches("decoding ")
+                .trim_start_matches("parsing ")
+                .trim_end_matches(" from metadata");
+            let whole = match record {
+                Some(n) => format!("record {n}"),
+                None => "the metadata".to_string(),
+            };
+            format!(
+                "{whole} is not valid UTF-8 at byte {} of its {field}",
+                source.valid_up_to()
+            )
+        }
+        dbn::Error::Decode(m) if m == "invalid DBN header" => {
+            "not a DBN file (it does not start with the DBN prefix)".into()
+        }
+        dbn::Error::Decode(m) if record.is_none() => format!("the metadata is unreadable: {m}"),
+        dbn::Error::Decode(m) => format!("{} is unreadable: {m}", inside()),
+        other => format!("{} is unreadable: {other}", inside()),
     }
 }
 
@@ -91,6 +154,9 @@ pub struct DbnSource {
 
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
 
+/// The bytes every DBN file starts with.
+const DBN_PREFIX: &[u8; 3] = b"DBN";
+
 impl DbnSource {
     /// Open a DBN file (zstd-compressed or not: the first bytes say).
     pub fn open(path: &std::path::Path) -> Result<DbnSource, ImportError> {
@@ -123,10 +189,21 @@ impl DbnSource {
         let dec =
             dbn::decode::dbn::Decoder::with_upgrade_policy(plain_r, VersionUpgradePolicy::AsIs)
                 .map_err(|e| {
-                    err(
-                        0,
-                        format!("not a DBN file (or its metadata is unreadable): {e}"),
-                    )
+                    // What was read decides whether this is a DBN file at all.
+                    let (got, h) = (plain.get(), head.get());
+                    let n = (got as usize).min(DBN_PREFIX.len());
+                    let why = if is_cut_zstd(&e) {
+                        describe(&e, None)
+                    } else if got == 0 && raw.get() == 0 {
+                        "the file is empty: not a DBN file".to_string()
+                    } else if got == 0 {
+                        "the zstd stream holds no data: not a DBN file".to_string()
+                    } else if h[..n] != DBN_PREFIX[..n] {
+                        "not a DBN file (it does not start with the DBN prefix)".to_string()
+                    } else {
+                        describe(&e, None)
+                    };
+                    err(0, why)
                 })?;
         let md = dec.metadata();
         let schema = md.schema.ok_or_else(|| {
@@ -250,11 +327,7 @@ impl DbnSource {
             Ok(None) => return Ok(false),
             Err(e) => {
                 let no = self.no + 1;
-                return Err(ImportError::new(
-                    &self.file,
-                    no,
-                    format!("unreadable record: {e}"),
-                ));
+                return Err(ImportError::new(&self.file, no, describe(&e, Some(no))));
             }
         };
         self.no += 1;

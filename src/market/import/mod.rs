@@ -589,17 +589,26 @@ pub fn parse_price(s: &str, allow_zero: bool) -> Result<Px, String> {
         Some((a, b)) => (a, b),
         None => (t, ""),
     };
+    if t.is_empty() {
+        return Err("the price field is empty".into());
+    }
     if int.is_empty() && frac.is_empty()
         || !int.bytes().all(|c| c.is_ascii_digit())
         || !frac.bytes().all(|c| c.is_ascii_digit())
-        || int.len() > 12
     {
         return Err(format!("price {t:?} is not a plain decimal number"));
+    }
+    // Leading zeros do not make a price large.
+    if int.trim_start_matches('0').len() > 12 {
+        return Err(format!(
+            "price {t:?} is too large: a tape price is at most 999999999999.9999 (12 digits before the point)"
+        ));
     }
     let frac_t = frac.trim_end_matches('0');
     if frac_t.len() > 4 {
         return Err(format!("price {t:?} has more than 4 decimal places"));
     }
+    let int = int.trim_start_matches('0');
     let mut raw: i64 = if int.is_empty() {
         0
     } else {
