@@ -734,6 +734,24 @@ fn the_desk_refuses_with_the_codes_and_exit_codes_of_the_other_verbs() {
         "{err}"
     );
     assert_eq!(err.matches("code=").count(), 1, "{err}");
+    // A saved Bus cut mid-line, seated as the author: its own code, naming the file, as
+    // `agent` refuses it (it was wrapped: `code=USAGE message=…: line N: EOF …`).
+    let bus = d.join("run.bus.jsonl");
+    let (code, _, err) = kestrel(&["run", "--tape", TAPE, "--plans", PLANS, "--bus", s(&bus)]);
+    assert_eq!(code, 0, "{err}");
+    let text = std::fs::read_to_string(&bus).expect("bus");
+    let cut = d.join("cut.bus.jsonl");
+    std::fs::write(&cut, &text[..text.len() - 20]).expect("write");
+    let (code, _, agent_err) = kestrel(&["agent", "--tape", TAPE, "--author", s(&cut)]);
+    assert_eq!(code, 1, "{agent_err}");
+    let (code, _, err) = kestrel(&["desk", "--author", s(&cut), "--no-save"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.starts_with(&format!("error code=BUS message={}: line ", cut.display())),
+        "{err}"
+    );
+    assert_eq!(err, agent_err, "the desk refuses the Bus as agent does");
+    assert_eq!(err.matches("code=").count(), 1, "{err}");
     let _ = std::fs::remove_dir_all(&d);
 }
 

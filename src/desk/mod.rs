@@ -149,8 +149,8 @@ pub fn desk_agent(a: &DeskArgs) -> Result<Option<Agent>, String> {
             .unwrap_or("recorded")
             .to_string();
         if is_bus {
-            crate::session::Recorded::from_bus(&name, &bytes)
-                .map_err(|e| format!("error code=USAGE message={}: {e}", spec.spec))?;
+            // Refused with its own code (`BUS`, `REPLAY`), naming the file, as `agent` does.
+            crate::session::Recorded::from_bus_file(&spec.spec, &bytes)?;
             return Ok(Some(Agent::Recorded {
                 name,
                 bus: Arc::from(bytes),
