@@ -2574,9 +2574,10 @@ fn closing_the_desk_kills_a_command_author_in_mid_reply() {
 /// A session file whose last line a crash cut short could not be reopened at all (`EOF while
 /// parsing`), though the desk promises a crash loses at most the line being written. The
 /// cut line is now left out with a notice, and the session reopens as the file without it.
-/// A file whose acts were moved out of order, or whose time is not one, is refused saying so.
+/// Acts written out of tape order are replayed in it; a time that is not one is refused
+/// saying so.
 #[test]
-fn a_session_file_cut_mid_line_reopens_and_one_out_of_order_is_refused() {
+fn a_session_file_cut_mid_line_reopens_and_its_acts_replay_in_tape_order() {
     let dir = tmp("torn");
     let path = dir.join("s.jsonl");
     let app = book_with(
@@ -2614,7 +2615,9 @@ fn a_session_file_cut_mid_line_reopens_and_one_out_of_order_is_refused() {
     mid[1] = &second[..second.len() / 2];
     let e = saved::load(&(mid.join("\n") + "\n")).unwrap_err();
     assert!(e.starts_with("line 2: "), "{e}");
-    // Two acts swapped.
+    // Acts out of tape order (an agent's answer asked again after a rewind is written
+    // behind the old branch's later acts): each is put in its place, so two swapped acts
+    // reopen as the file in order does.
     let mut lines_v: Vec<String> = text.lines().map(String::from).collect();
     let acts: Vec<usize> = lines_v
         .iter()
@@ -2624,12 +2627,58 @@ fn a_session_file_cut_mid_line_reopens_and_one_out_of_order_is_refused() {
         .collect();
     assert!(acts.len() >= 2, "{text}");
     lines_v.swap(acts[0], acts[1]);
-    let e = saved::load(&(lines_v.join("\n") + "\n")).unwrap_err();
-    assert!(e.contains("out of order"), "{e}");
+    let swapped = dir.join("swapped.jsonl");
+    std::fs::write(&swapped, lines_v.join("\n") + "\n").unwrap();
+    let c = reopened(&swapped);
+    let d = reopened(&path);
+    assert_eq!(c.hash, d.hash, "the acts replay in tape order");
     // A time that is not one is named as such, not as a missing one.
     let bad = text.replacen("\"ts\":\"09:40:00.000\"", "\"ts\":\"25:99:00.000\"", 1);
     assert_ne!(bad, text);
     let e = saved::load(&bad).unwrap_err();
     assert!(e.contains("\"25:99:00.000\" is not a time of day"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Rewinding while a live agent was writing: its answer, asked again, is recorded after the
+/// old branch's later acts (found in review: the session file then read as out of order).
+/// It reopens, and at the same hash as the live session.
+#[test]
+fn a_live_answer_after_a_rewind_reopens_at_the_live_hash() {
+    let dir = tmp("rewind-order");
+    let path = dir.join("s.jsonl");
+    let reply = dir.join("reply.txt");
+    std::fs::write(&reply, AGENT_PLAN).unwrap();
+    let spec = kestrel_desk::session::AuthorFlags {
+        model: "default".into(),
+        temperature: 0.0,
+        timeout: 20,
+        ..Default::default()
+    }
+    .spec(&format!(
+        "cat >/dev/null; sleep 1; cat '{}'",
+        reply.display()
+    ));
+    let mut app = desk_with(
+        Some(DeskAgent::Live(spec)),
+        false,
+        Some(path.clone()),
+        &[(ms(9, 40, 0), SECOND_PLAN)],
+        ms(9, 45, 0),
+    );
+    // Back before the person's turn while the OPEN call is still out.
+    app.send(Command::Seek(ms(9, 35, 0)));
+    wait_for(&mut app, |a| !agent_rows(a).is_empty());
+    app.send(Command::Seek(ms(10, 0, 0)));
+    let hash = app.snap.hash.clone();
+    drop(app);
+    let s = kestrel_desk::session::owner::reopen(&path, None).expect("it reopens");
+    let mut h = SessionHandle::inline(s);
+    h.send(Command::Seek(ms(10, 0, 0)));
+    assert_eq!(
+        h.latest().hash,
+        hash,
+        "the reopened session is the live one"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

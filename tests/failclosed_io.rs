@@ -925,6 +925,44 @@ fn an_output_that_is_a_fifo_or_a_device_is_written_into_never_replaced() {
     ]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("\"cells\""), "{out:.300}");
+    // ... and when standard output is a file opened to append (`>> log`): appended to
+    // through the descriptor, not replaced by a rename nor written over from its start.
+    let log = d.join("run.log");
+    std::fs::write(&log, "PRE\n").expect("write");
+    let ino = |p: &Path| {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(p).expect("stat").ino()
+    };
+    let before = ino(&log);
+    let f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&log)
+        .expect("open");
+    let st = Command::new(KESTREL)
+        .args([
+            "grade",
+            "examples/grade.kestrel",
+            "--draws",
+            "2",
+            "--resamples",
+            "20",
+            "--json",
+            "--out",
+            "/dev/stdout",
+        ])
+        .current_dir(root())
+        .stdout(Stdio::from(f))
+        .status()
+        .expect("grade");
+    assert!(st.success());
+    let text = std::fs::read_to_string(&log).expect("read");
+    assert!(text.starts_with("PRE\n{"), "{text:.200}");
+    assert!(text.contains("\"cells\""), "{text:.200}");
+    assert_eq!(
+        ino(&log),
+        before,
+        "the same file, not a new one renamed over it"
+    );
     // A directory is refused as one.
     let (code, _, err) = kestrel(&["tape", "gen", "-o", s(&d)]);
     assert_eq!(code, 1, "{err}");

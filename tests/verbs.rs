@@ -546,6 +546,17 @@ fn tape_gen_outputs_regimes_dates_and_terminals() {
         err.contains("code=USAGE") && err.contains("9999-12-31"),
         "{err}"
     );
+    // A count past every weekday left is refused before anything is made (it aborted,
+    // allocating the family first).
+    let (code, _, err) = kestrel_in(
+        &d,
+        &["tape", "gen", "--count", "100000000000", "-o", "wrap"],
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("code=USAGE") && err.contains("9999-12-31"),
+        "{err}"
+    );
     assert!(!d.join("wrap").exists(), "nothing was written");
     // The last date itself is a session.
     let (code, _, err) = kestrel_in(

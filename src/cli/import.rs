@@ -429,7 +429,12 @@ pub fn tape_import(a: &ImportArgs) -> i32 {
         Err(_) if gone.get() => super::flags::EXIT_OK,
         Err(e) => {
             match super::signals::caught() {
-                Some(sig) => errln!("{}", super::out::interrupted_line(sig, &a.out)),
+                Some(sig) => {
+                    // Standard output or a FIFO got what was written before the signal.
+                    let partial =
+                        to_stdout || std::fs::metadata(&a.out).is_ok_and(|m| !m.is_file());
+                    errln!("{}", super::out::interrupted_line(sig, &a.out, partial))
+                }
                 None => errln!("{e}"),
             }
             super::flags::EXIT_USAGE

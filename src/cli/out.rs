@@ -47,9 +47,36 @@ enum Landing {
     Into(PathBuf),
 }
 
+/// The file behind this process's standard output or error, when `out` names one of them
+/// (`/dev/stdout`, `/dev/fd/1`, `/proc/self/fd/1`, and the same for 2): written through a
+/// copy of the descriptor, so a redirect keeps its offset and its append mode (`>> log`
+/// is appended to, never replaced by a rename nor written over from its start).
+#[cfg(unix)]
+fn std_stream(out: &Path) -> Option<std::io::Result<std::fs::File>> {
+    use std::os::fd::AsFd;
+    let fd = match out.to_str()? {
+        "/dev/stdout" | "/dev/fd/1" | "/proc/self/fd/1" => {
+            std::io::stdout().as_fd().try_clone_to_owned()
+        }
+        "/dev/stderr" | "/dev/fd/2" | "/proc/self/fd/2" => {
+            std::io::stderr().as_fd().try_clone_to_owned()
+        }
+        _ => return None,
+    };
+    Some(fd.map(std::fs::File::from))
+}
+
+#[cfg(not(unix))]
+fn std_stream(_out: &Path) -> Option<std::io::Result<std::fs::File>> {
+    None
+}
+
 /// Where a write to `out` lands (see [`Landing`]). A read-only target and a directory are
 /// refused.
 fn landing(out: &Path) -> std::io::Result<Landing> {
+    if std_stream(out).is_some() {
+        return Ok(Landing::Into(out.to_path_buf()));
+    }
     match std::fs::metadata(out) {
         Ok(m) if m.is_dir() => {
             return Err(std::io::Error::new(
@@ -89,7 +116,10 @@ fn landing(out: &Path) -> std::io::Result<Landing> {
 /// Open an existing non-regular file for writing, as `>` would (it is not created, and a
 /// device has nothing to truncate).
 fn open_into(p: &Path) -> std::io::Result<std::fs::File> {
-    std::fs::OpenOptions::new().write(true).open(p)
+    match std_stream(p) {
+        Some(f) => f,
+        None => std::fs::OpenOptions::new().write(true).open(p),
+    }
 }
 
 /// What tells one existing file from another: its device and inode (through links, `..`,
@@ -163,6 +193,12 @@ impl Pending {
                 Ok((pending, f))
             }
         }
+    }
+
+    /// Is it written straight into a stream (a device, a FIFO, standard output), with no
+    /// temporary file?
+    pub(crate) fn is_stream(&self) -> bool {
+        self.tmp.is_none()
     }
 
     /// Sync the temporary file `f` (written through [`open`](Self::open)) to disk before the
@@ -248,12 +284,21 @@ pub(crate) fn interrupted(e: &std::io::Error) -> Option<&'static str> {
         .map(|c| c.0)
 }
 
-/// The line for a write that a signal stopped: nothing was written in place.
-pub(crate) fn interrupted_line(sig: &str, out: &Path) -> String {
-    format!(
-        "error code=INTERRUPTED message={sig}: {} was not written (its temporary file is removed)",
-        out.display()
-    )
+/// The line for a write that a signal stopped. `partial`: it went straight into a stream
+/// (standard output, a FIFO, a device), which got what was written before the signal;
+/// otherwise nothing was written in place.
+pub(crate) fn interrupted_line(sig: &str, out: &Path, partial: bool) -> String {
+    if partial {
+        format!(
+            "error code=INTERRUPTED message={sig}: {} got only part of the tape",
+            out.display()
+        )
+    } else {
+        format!(
+            "error code=INTERRUPTED message={sig}: {} was not written (its temporary file is removed)",
+            out.display()
+        )
+    }
 }
 
 /// The Bus sink for an optional `--bus OUT`: the pending file and its writer, or neither.

@@ -95,19 +95,25 @@ pub(crate) fn members(args: &TapeGenArgs) -> Result<Vec<FamilyMember>, String> {
             u64::MAX
         ));
     }
-    let mut family = generate_family(args.count, args.seed);
+    // The dates first: a count past the weekdays left is refused before anything is made.
+    let mut dates = Vec::new();
     let mut d = Some(date);
-    for m in &mut family {
-        if let Some(r) = args.regime {
-            m.regime = r.into();
-        }
-        m.date = d.ok_or_else(|| {
+    while dates.len() < args.count {
+        let day = d.ok_or_else(|| {
             format!(
                 "--count {} from --date {date} runs past the last date a tape can have (9999-12-31)",
                 args.count
             )
         })?;
-        d = m.date.next_weekday();
+        dates.push(day);
+        d = day.next_weekday();
+    }
+    let mut family = generate_family(args.count, args.seed);
+    for (m, day) in family.iter_mut().zip(dates) {
+        if let Some(r) = args.regime {
+            m.regime = r.into();
+        }
+        m.date = day;
     }
     Ok(family)
 }
@@ -164,8 +170,9 @@ pub(crate) fn write_session(path: &Path, g: Generator) -> Result<(), String> {
     let (pending, f) = super::out::Pending::open(path)?;
     let mut w = io::BufWriter::with_capacity(1 << 16, super::out::Interruptible(f));
     let header = g.header().clone();
+    let partial = pending.is_stream();
     let failed = |e: io::Error| match super::out::interrupted(&e) {
-        Some(sig) => super::out::interrupted_line(sig, path),
+        Some(sig) => super::out::interrupted_line(sig, path, partial),
         None => super::cannot_write(path, &e),
     };
     write_tape(&mut w, &header, g).map_err(failed)?;

@@ -534,7 +534,7 @@ impl Log {
             let from = self.next;
             let marks = &s.landmarks;
             let start = marks.partition_point(|(no, _)| *no < from);
-            let between: Vec<&(u64, String)> = marks[start..]
+            let between: Vec<&(u64, std::sync::Arc<str>)> = marks[start..]
                 .iter()
                 .take_while(|(no, _)| *no < first)
                 .collect();
@@ -585,11 +585,13 @@ impl Log {
         if self.rows.len() <= KEEP + TRIM_SLACK {
             return;
         }
-        let chatter = self.rows.iter().filter(|r| is_chatter(r)).count();
-        if chatter > KEEP {
+        // A gap row (what went by unseen) goes with the chatter it counts.
+        let goes = |r: &Row| is_chatter(r) || r.ty == "gap";
+        let chatter = self.rows.iter().filter(|r| goes(r)).count();
+        if chatter > KEEP + TRIM_SLACK {
             let mut drop = chatter - KEEP;
             self.rows.retain(|r| {
-                if drop > 0 && is_chatter(r) {
+                if drop > 0 && goes(r) {
                     drop -= 1;
                     false
                 } else {

@@ -376,6 +376,7 @@ impl LiveWorker {
         let (dtx, drx): (DeltaSink, _) = tokio::sync::mpsc::unbounded_channel();
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let stop_here = stop.clone();
+        let stop_seen = stop.clone();
         let join = std::thread::Builder::new()
             .name("kestrel-author".into())
             .spawn(move || {
@@ -389,6 +390,10 @@ impl LiveWorker {
                 };
                 src.stream_to(dtx);
                 while let Ok(j) = jrx.recv() {
+                    // Stopped: a queued call is not started (its process would only be killed).
+                    if stop_seen.load(std::sync::atomic::Ordering::SeqCst) {
+                        return;
+                    }
                     let started = std::time::Instant::now();
                     let run = src.answer(&j.ask, &j.ctx).run;
                     let msg = WorkerMsg::Answered {

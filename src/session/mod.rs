@@ -439,6 +439,13 @@ fn worker_stopped() -> bool {
 async fn or_signal(
     work: impl std::future::Future<Output = crate::author::Completion>,
 ) -> crate::author::Completion {
+    if worker_stopped() {
+        // Not started at all (a re-ask of the repair loop after the stop).
+        return crate::author::Completion::error(
+            crate::author::ProviderErrorKind::Interrupted,
+            "the desk closed while the author was answering",
+        );
+    }
     tokio::pin!(work);
     loop {
         tokio::select! {

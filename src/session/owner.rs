@@ -634,7 +634,7 @@ pub struct SessionSnapshot {
     /// a mark, a suppression), numbered from 0 as the Bus counts them, canonical JSON: the
     /// fires, fills, turns and risk the Log keeps from the open, where [`bus`](Self::bus)
     /// holds only the newest lines.
-    pub landmarks: Arc<Vec<(u64, String)>>,
+    pub landmarks: Arc<Vec<(u64, Arc<str>)>>,
     /// Every turn of this run, in tape order.
     pub turns: Arc<Vec<TurnLine>>,
     /// Notices, newest last (the last 20).
@@ -802,7 +802,7 @@ pub struct Session {
     /// Snapshots left that carry the long Bus tail ([`LONG_TAIL_SNAPSHOTS`]).
     long_tail: u8,
     /// The run's events that are not chatter, and how many Bus events were looked at.
-    landmarks: Arc<Vec<(u64, String)>>,
+    landmarks: Arc<Vec<(u64, Arc<str>)>>,
     landmarks_seen: usize,
     horizon: Ts,
     record: Recorder,
@@ -2490,10 +2490,11 @@ impl Session {
         }
         let new = &evs[self.landmarks_seen..];
         if new.iter().any(|e| !e.is_chatter()) {
+            // A snapshot still held shares the list: this copies it, a pointer a line.
             let marks = Arc::make_mut(&mut self.landmarks);
             for (i, e) in new.iter().enumerate() {
                 if !e.is_chatter() {
-                    marks.push(((self.landmarks_seen + i) as u64, line(e)));
+                    marks.push(((self.landmarks_seen + i) as u64, Arc::from(line(e))));
                 }
             }
         }

@@ -200,17 +200,13 @@ pub fn load(text: &str) -> Result<Saved, String> {
                 let act: Act = serde_json::from_value(v.get("act").cloned().unwrap_or_default())
                     .map_err(|e| format!("line {n}: act: {e}"))?;
                 let ts = ts.ok_or_else(|| format!("line {n}: act without a ts"))?;
-                // Acts are written as they happen: each at or after the one kept before it
-                // (a branch or an undo drops the later ones first). One before it was moved.
-                if let Some(&(q, t, _)) = s.acts.last()
-                    && (seq, ts) < (q, t)
-                {
-                    return Err(format!(
-                        "line {n}: an act at {ts} (event {seq}) after one at {t} (event {q}): \
-                         the acts are out of order (was the file edited?)"
-                    ));
-                }
-                s.acts.push((seq, ts, act));
+                // Acts are kept in tape order. They are written as they come, and one can come
+                // after a later one: an agent's answer asked again after a rewind is recorded
+                // at its own (earlier) point behind the old branch's acts still waiting to be
+                // replayed. Put in its place (after acts at the same point), the replay takes
+                // it where the live session did.
+                let at = s.acts.partition_point(|(q, t, _)| (*q, *t) <= (seq, ts));
+                s.acts.insert(at, (seq, ts, act));
             }
             Some("control") => match v.get("action").and_then(|a| a.as_str()) {
                 Some("restart") => {
