@@ -330,6 +330,17 @@ fn agent_rows(app: &App) -> Vec<TurnLine> {
         .collect()
 }
 
+/// A live author's spec: `what` (a `cmd:` line, a URL), the model name and the timeout.
+fn live_spec(model: &str, timeout: u64, what: &str) -> kestrel_desk::session::AuthorSpec {
+    kestrel_desk::session::AuthorFlags {
+        model: model.into(),
+        temperature: 0.0,
+        timeout,
+        ..Default::default()
+    }
+    .spec(what)
+}
+
 /// A fresh directory for one test's files.
 fn tmp(what: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("kestrel-desk-{what}-{}", std::process::id()));
@@ -505,16 +516,11 @@ fn a_live_command_author_answers_off_the_tape_thread_and_acts_where_its_reply_ar
     std::fs::create_dir_all(&dir).unwrap();
     let reply = dir.join("reply.txt");
     std::fs::write(&reply, AGENT_PLAN).unwrap();
-    let spec = kestrel_desk::session::AuthorFlags {
-        model: "default".into(),
-        temperature: 0.0,
-        timeout: 20,
-        ..Default::default()
-    }
-    .spec(&format!(
-        "cat >/dev/null; sleep 1; cat '{}'",
-        reply.display()
-    ));
+    let spec = live_spec(
+        "default",
+        20,
+        &format!("cat >/dev/null; sleep 1; cat '{}'", reply.display()),
+    );
     let src = desk::tape_source(None).unwrap();
     let mut app = desk::inline_app_with(src, Some(DeskAgent::Live(spec)), false).unwrap();
     // The OPEN wake was asked; the tape moves on while the author writes.
@@ -1063,13 +1069,7 @@ fn any_bus_event_can_be_selected_and_inspected() {
 #[test]
 fn a_dead_provider_answers_with_a_provider_error_and_frees_the_wake() {
     // Nothing listens on port 9: every attempt fails to connect.
-    let spec = kestrel_desk::session::AuthorFlags {
-        model: "m".into(),
-        temperature: 0.0,
-        timeout: 1,
-        ..Default::default()
-    }
-    .spec("https://127.0.0.1:9/v1");
+    let spec = live_spec("m", 1, "https://127.0.0.1:9/v1");
     let src = desk::tape_source(None).unwrap();
     let mut app = desk::inline_app_with(src, Some(DeskAgent::Live(spec)), false).unwrap();
     // The call ends in a provider error, which is a turn like any other (never a pass): the
@@ -2528,16 +2528,14 @@ fn a_burst_of_speed_keys_steps_once_per_press() {
 fn closing_the_desk_kills_a_command_author_in_mid_reply() {
     let dir = tmp("quit-author");
     let pid_file = dir.join("pid");
-    let spec = kestrel_desk::session::AuthorFlags {
-        model: "default".into(),
-        temperature: 0.0,
-        timeout: 120,
-        ..Default::default()
-    }
-    .spec(&format!(
-        "cat >/dev/null; sleep 60 & echo $! > '{}'; wait",
-        pid_file.display()
-    ));
+    let spec = live_spec(
+        "default",
+        120,
+        &format!(
+            "cat >/dev/null; sleep 60 & echo $! > '{}'; wait",
+            pid_file.display()
+        ),
+    );
     let src = desk::tape_source(None).unwrap();
     let app = desk::inline_app_with(src, Some(DeskAgent::Live(spec)), false).unwrap();
     let t = std::time::Instant::now();
@@ -2649,16 +2647,11 @@ fn a_live_answer_after_a_rewind_reopens_at_the_live_hash() {
     let path = dir.join("s.jsonl");
     let reply = dir.join("reply.txt");
     std::fs::write(&reply, AGENT_PLAN).unwrap();
-    let spec = kestrel_desk::session::AuthorFlags {
-        model: "default".into(),
-        temperature: 0.0,
-        timeout: 20,
-        ..Default::default()
-    }
-    .spec(&format!(
-        "cat >/dev/null; sleep 1; cat '{}'",
-        reply.display()
-    ));
+    let spec = live_spec(
+        "default",
+        20,
+        &format!("cat >/dev/null; sleep 1; cat '{}'", reply.display()),
+    );
     let mut app = desk_with(
         Some(DeskAgent::Live(spec)),
         false,
