@@ -341,6 +341,17 @@ fn live_spec(model: &str, timeout: u64, what: &str) -> kestrel_desk::session::Au
     .spec(what)
 }
 
+/// A command author that takes a second, then answers with [`AGENT_PLAN`] (kept in `dir`).
+fn slow_plan_author(dir: &std::path::Path) -> kestrel_desk::session::AuthorSpec {
+    let reply = dir.join("reply.txt");
+    std::fs::write(&reply, AGENT_PLAN).unwrap();
+    live_spec(
+        "default",
+        20,
+        &format!("cat >/dev/null; sleep 1; cat '{}'", reply.display()),
+    )
+}
+
 /// A fresh directory for one test's files.
 fn tmp(what: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("kestrel-desk-{what}-{}", std::process::id()));
@@ -514,13 +525,7 @@ fn wait_for(app: &mut App, what: impl Fn(&App) -> bool) {
 fn a_live_command_author_answers_off_the_tape_thread_and_acts_where_its_reply_arrives() {
     let dir = std::env::temp_dir().join(format!("kestrel-desk-live-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let reply = dir.join("reply.txt");
-    std::fs::write(&reply, AGENT_PLAN).unwrap();
-    let spec = live_spec(
-        "default",
-        20,
-        &format!("cat >/dev/null; sleep 1; cat '{}'", reply.display()),
-    );
+    let spec = slow_plan_author(&dir);
     let src = desk::tape_source(None).unwrap();
     let mut app = desk::inline_app_with(src, Some(DeskAgent::Live(spec)), false).unwrap();
     // The OPEN wake was asked; the tape moves on while the author writes.
@@ -2645,13 +2650,7 @@ fn a_session_file_cut_mid_line_reopens_and_its_acts_replay_in_tape_order() {
 fn a_live_answer_after_a_rewind_reopens_at_the_live_hash() {
     let dir = tmp("rewind-order");
     let path = dir.join("s.jsonl");
-    let reply = dir.join("reply.txt");
-    std::fs::write(&reply, AGENT_PLAN).unwrap();
-    let spec = live_spec(
-        "default",
-        20,
-        &format!("cat >/dev/null; sleep 1; cat '{}'", reply.display()),
-    );
+    let spec = slow_plan_author(&dir);
     let mut app = desk_with(
         Some(DeskAgent::Live(spec)),
         false,

@@ -109,16 +109,20 @@ pub struct ImportArgs {
     pub type_col: Option<String>,
 }
 
+/// The file name endings that say a format (the longest first).
+const EXTENSIONS: [(&str, Format); 3] = [
+    (".dbn.zst", Format::Dbn),
+    (".dbn", Format::Dbn),
+    (".csv", Format::Csv),
+];
+
 /// The format of a file from its name.
 pub fn format_of(p: &Path) -> Option<Format> {
     let n = p.file_name()?.to_string_lossy().to_ascii_lowercase();
-    if n.ends_with(".csv") {
-        Some(Format::Csv)
-    } else if n.ends_with(".dbn") || n.ends_with(".dbn.zst") {
-        Some(Format::Dbn)
-    } else {
-        None
-    }
+    EXTENSIONS
+        .iter()
+        .find(|(x, _)| n.ends_with(x))
+        .map(|&(_, f)| f)
 }
 
 fn usage(msg: impl std::fmt::Display) -> i32 {
@@ -229,9 +233,9 @@ pub fn options(a: &ImportArgs) -> Result<(Options, Vec<Format>), String> {
         None if a.out.as_os_str() == "-" => {
             let first = a.files.first().and_then(|f| f.file_name());
             let stem = first.map_or("import".into(), |n| n.to_string_lossy().into_owned());
-            let cut = [".dbn.zst", ".dbn", ".csv"]
+            let cut = EXTENSIONS
                 .iter()
-                .find_map(|x| stem.strip_suffix(x))
+                .find_map(|(x, _)| stem.strip_suffix(x))
                 .unwrap_or(&stem);
             cut.to_string()
         }

@@ -47,34 +47,49 @@ enum Landing {
     Into(PathBuf),
 }
 
-/// The file behind this process's standard output or error, when `out` names one of them
-/// (`/dev/stdout`, `/dev/fd/1`, `/proc/self/fd/1`, and the same for 2): written through a
-/// copy of the descriptor, so a redirect keeps its offset and its append mode (`>> log`
-/// is appended to, never replaced by a rename nor written over from its start).
-#[cfg(unix)]
-fn std_stream(out: &Path) -> Option<std::io::Result<std::fs::File>> {
-    use std::os::fd::AsFd;
-    let fd = match out.to_str()? {
-        "/dev/stdout" | "/dev/fd/1" | "/proc/self/fd/1" => {
-            std::io::stdout().as_fd().try_clone_to_owned()
-        }
-        "/dev/stderr" | "/dev/fd/2" | "/proc/self/fd/2" => {
-            std::io::stderr().as_fd().try_clone_to_owned()
-        }
-        _ => return None,
-    };
-    Some(fd.map(std::fs::File::from))
+/// This process's standard output or error, when `out` names one of them (`/dev/stdout`,
+/// `/dev/fd/1`, `/proc/self/fd/1`, and the same for 2): written through a copy of the
+/// descriptor, so a redirect keeps its offset and its append mode (`>> log` is appended
+/// to, never replaced by a rename nor written over from its start).
+#[derive(Debug, Clone, Copy)]
+enum StdStream {
+    Out,
+    Err,
 }
 
-#[cfg(not(unix))]
-fn std_stream(_out: &Path) -> Option<std::io::Result<std::fs::File>> {
-    None
+impl StdStream {
+    fn named(out: &Path) -> Option<StdStream> {
+        match out.to_str()? {
+            "/dev/stdout" | "/dev/fd/1" | "/proc/self/fd/1" => Some(StdStream::Out),
+            "/dev/stderr" | "/dev/fd/2" | "/proc/self/fd/2" => Some(StdStream::Err),
+            _ => None,
+        }
+    }
+
+    /// A file over a copy of the stream's descriptor.
+    #[cfg(unix)]
+    fn open(self) -> std::io::Result<std::fs::File> {
+        use std::os::fd::AsFd;
+        let fd = match self {
+            StdStream::Out => std::io::stdout().as_fd().try_clone_to_owned(),
+            StdStream::Err => std::io::stderr().as_fd().try_clone_to_owned(),
+        };
+        fd.map(std::fs::File::from)
+    }
+
+    #[cfg(not(unix))]
+    fn open(self) -> std::io::Result<std::fs::File> {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::Unsupported,
+            "standard streams are written by name on Unix only",
+        ))
+    }
 }
 
 /// Where a write to `out` lands (see [`Landing`]). A read-only target and a directory are
 /// refused.
 fn landing(out: &Path) -> std::io::Result<Landing> {
-    if std_stream(out).is_some() {
+    if StdStream::named(out).is_some() {
         return Ok(Landing::Into(out.to_path_buf()));
     }
     match std::fs::metadata(out) {
@@ -116,8 +131,8 @@ fn landing(out: &Path) -> std::io::Result<Landing> {
 /// Open an existing non-regular file for writing, as `>` would (it is not created, and a
 /// device has nothing to truncate).
 fn open_into(p: &Path) -> std::io::Result<std::fs::File> {
-    match std_stream(p) {
-        Some(f) => f,
+    match StdStream::named(p) {
+        Some(s) => s.open(),
         None => std::fs::OpenOptions::new().write(true).open(p),
     }
 }

@@ -406,31 +406,24 @@ pub(crate) fn names_across_documents(
     paths: &[PathBuf],
     docs: &[(crate::lang::Document, String)],
 ) -> Option<String> {
-    use crate::lang::ast::StatementKind as K;
-    let line_col = |src: &str, at: u32| {
-        let before = &src[..(at as usize).min(src.len())];
-        let line = before.matches('\n').count() + 1;
-        let col = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
-        (line, col)
-    };
-    // (namespace, name) -> (document, (line, col)) of its first declaration.
+    // (name space, name) -> (document, (line, col)) of its first declaration.
     type First = (usize, (usize, usize));
     let mut seen: std::collections::BTreeMap<(&str, &str), First> =
         std::collections::BTreeMap::new();
     for (i, (doc, src)) in docs.iter().enumerate() {
+        let index = crate::lang::LineIndex::new(src);
         for st in &doc.statements {
-            let ns = match &st.kind {
-                K::Plan(_) | K::Import(_) => "plan",
-                K::View(_) | K::ShowView(_) => "VIEW",
-                K::Wake(_) => "WAKE",
-                K::Pod(_) => "POD",
-                K::Book(_) => "BOOK",
-                _ => continue,
+            // The checker's name spaces, except that a SHOW VIEW's name is a view's too:
+            // across documents, one VIEW and one SHOW VIEW of one name are one view twice.
+            let ns = match crate::lang::rules::name_space(&st.kind) {
+                Some("SHOW VIEW") => "VIEW",
+                Some(ns) => crate::lang::rules::name_word(ns),
+                None => continue,
             };
             let Some(name) = st.kind.name() else {
                 continue;
             };
-            let at = line_col(src, st.span.start);
+            let at = index.line_col(st.span.start as usize);
             match seen.get(&(ns, name.text.as_str())) {
                 // Twice in one document is the checker's to refuse (it was).
                 Some(&(j, _)) if j != i && out::same_file(&paths[i], &paths[j]) => {

@@ -69,20 +69,11 @@ impl<'a> Checker<'a> {
     /// Check one statement (the next one in the document).
     pub(crate) fn statement(&mut self, st: &Statement) {
         // Names: duplicates and what is in scope.
-        let ns = match &st.kind {
-            StatementKind::Plan(_) | StatementKind::Import(_) => Some("PLAN"),
-            StatementKind::View(_) => Some("VIEW"),
-            StatementKind::ShowView(_) => Some("SHOW VIEW"),
-            StatementKind::Wake(_) => Some("WAKE"),
-            StatementKind::Pod(_) => Some("POD"),
-            StatementKind::Book(_) => Some("BOOK"),
-            _ => None,
-        };
-        if let Some(ns) = ns
+        if let Some(ns) = name_space(&st.kind)
             && let Some(name) = st.kind.name()
         {
             if !self.seen.insert((ns, name.text.clone())) {
-                let what = if ns == "PLAN" { "plan" } else { ns };
+                let what = name_word(ns);
                 self.v.report(
                     Rule::DuplicateName,
                     span(st.span),
@@ -878,4 +869,24 @@ fn covered(t: &Ticket, buys: &[&Ticket], all: &[&Ticket]) -> Result<(), String> 
             }
         }
     }
+}
+
+/// The names a statement declares live in one space per kind (`rule=duplicate-name`): a
+/// PLAN and an IMPORT share one (both name a plan); a VIEW, a SHOW VIEW, a WAKE, a POD and
+/// a BOOK each have their own. `None`: the statement declares no name.
+pub(crate) fn name_space(kind: &StatementKind) -> Option<&'static str> {
+    match kind {
+        StatementKind::Plan(_) | StatementKind::Import(_) => Some("PLAN"),
+        StatementKind::View(_) => Some("VIEW"),
+        StatementKind::ShowView(_) => Some("SHOW VIEW"),
+        StatementKind::Wake(_) => Some("WAKE"),
+        StatementKind::Pod(_) => Some("POD"),
+        StatementKind::Book(_) => Some("BOOK"),
+        _ => None,
+    }
+}
+
+/// A name space as a message words it: `duplicate plan name`, `duplicate VIEW name`.
+pub(crate) fn name_word(ns: &str) -> &str {
+    if ns == "PLAN" { "plan" } else { ns }
 }
