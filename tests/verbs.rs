@@ -1506,6 +1506,56 @@ fn a_byte_order_mark_is_refused_by_name() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// A saved Bus or a reply script that an editor saved with a byte-order mark was refused as
+/// "line 1 is not JSON (expected value at line 1 column 1)", naming nothing. Every verb that
+/// reads one names the mark: `agent --author`, `errors report`, `grade --agent`.
+#[test]
+fn a_byte_order_mark_before_a_bus_or_a_script_is_refused_by_name() {
+    let d = tmp("bom-bus");
+    let bus = command_author_bus(&d);
+    let mark = |name: &str, bytes: &[u8]| {
+        let p = d.join(name);
+        std::fs::write(&p, [&b"\xef\xbb\xbf"[..], bytes].concat()).unwrap();
+        p
+    };
+    let marked_bus = mark("marked.bus.jsonl", &std::fs::read(&bus).unwrap());
+    let script = mark("marked-script.jsonl", b"{\"reply\": \"PASS\"}\n");
+    let named = "the file starts with a UTF-8 byte-order mark (U+FEFF): save it without one";
+    for author in [&marked_bus, &script] {
+        let (code, _, err) = kestrel_in(
+            &d,
+            &["agent", "--tape", s(&tape_path()), "--author", s(author)],
+        );
+        assert_eq!(code, 1, "{err}");
+        assert!(err.contains(named), "{err}");
+        assert!(err.contains(s(author)), "names the file: {err}");
+        assert!(!err.contains("column 1"), "{err}");
+    }
+    let (code, _, err) = kestrel_in(&d, &["errors", "report", s(&marked_bus)]);
+    assert_ne!(code, 0, "{err}");
+    assert!(err.contains(named), "errors report: {err}");
+    let (code, _, err) = kestrel_in(
+        &d,
+        &[
+            "grade",
+            "--agent",
+            s(&marked_bus),
+            "--over",
+            s(&tape_path()),
+        ],
+    );
+    assert_ne!(code, 0, "{err}");
+    assert!(err.contains(named), "grade --agent: {err}");
+    assert!(!err.contains("line 0"), "grade --agent: {err}");
+    // The same files without the mark are read.
+    let (code, _, err) = kestrel_in(
+        &d,
+        &["agent", "--tape", s(&tape_path()), "--author", s(&bus)],
+    );
+    assert_eq!(code, 0, "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 /// A tape of only a newline was called "an empty file".
 #[test]
 fn a_tape_of_only_blank_lines_is_named_so() {

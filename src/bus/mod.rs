@@ -582,8 +582,21 @@ pub fn canonical_json(v: &serde_json::Value) -> String {
     String::from_utf8(out).unwrap_or_default()
 }
 
+/// The refusal of a JSON-lines file (a saved Bus, a desk session file, a reply script) that
+/// starts with a UTF-8 byte-order mark. The mark is invisible in an editor, and the JSON
+/// parser's "expected value at line 1 column 1" does not name it; an editor that adds one is
+/// named instead, as the tape reader and the document parser do.
+pub(crate) fn bom_refusal(bytes: &[u8]) -> Option<&'static str> {
+    bytes
+        .starts_with(b"\xef\xbb\xbf")
+        .then_some("the file starts with a UTF-8 byte-order mark (U+FEFF): save it without one")
+}
+
 /// Parse a Bus file's bytes back into events. `Err((line, message))` on the first bad line.
 pub fn parse_bus(bytes: &[u8]) -> Result<Vec<Event>, (usize, String)> {
+    if let Some(e) = bom_refusal(bytes) {
+        return Err((0, e.to_string()));
+    }
     let text = std::str::from_utf8(bytes).map_err(|e| (0, e.to_string()))?;
     text.lines()
         .enumerate()

@@ -67,11 +67,13 @@ fn bad(path: &str, m: impl std::fmt::Display) -> GradeError {
 impl AgentSession {
     /// Read a saved session (a Bus whose first event is `session-start`).
     pub fn from_bus(path: &str, bytes: &[u8]) -> Result<AgentSession, GradeError> {
-        let events = parse_bus(bytes).map_err(|(line, e)| {
-            bad(
+        let events = parse_bus(bytes).map_err(|(line, e)| match line {
+            // The whole file (not UTF-8, a byte-order mark), not one of its lines.
+            0 => bad(path, format!("not a saved session's Bus: {e}")),
+            _ => bad(
                 path,
                 format!("line {line}: not a saved session's Bus line: {e}"),
-            )
+            ),
         })?;
         if !matches!(events.first(), Some(Event::SessionStart { .. })) {
             return Err(bad(

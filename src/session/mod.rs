@@ -747,6 +747,9 @@ impl AuthorSpec {
 /// ...`: [`Recorded::from_bus_file`]), the others are messages (see [`coded`]).
 pub fn read_author_file(spec: &str, path: &Path) -> Result<Box<dyn TurnSource>, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read the author {spec}: {e}"))?;
+    if let Some(e) = crate::bus::bom_refusal(&bytes) {
+        return Err(format!("{spec}: {e}"));
+    }
     let first = bytes.split(|b| *b == b'\n').next().unwrap_or_default();
     let v: serde_json::Value = serde_json::from_slice(first)
         .map_err(|e| format!("{spec}: line 1 is not JSON ({e}): an author file is a saved Bus or a script of {{\"reply\": ...}} lines"))?;
@@ -779,6 +782,9 @@ pub fn parse_script(text: &str) -> Result<Vec<String>, String> {
 /// Read a script of `{"reply": "...", "wake": "W"}` lines: the wake a reply answers, if it
 /// names one (see [`scripted_by_wake`]). Errors name the line.
 pub fn parse_script_by_wake(text: &str) -> Result<Vec<(Option<String>, String)>, String> {
+    if let Some(e) = crate::bus::bom_refusal(text.as_bytes()) {
+        return Err(e.to_string());
+    }
     let mut out = Vec::new();
     for (i, l) in text.lines().enumerate() {
         if l.trim().is_empty() {

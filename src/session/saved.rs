@@ -121,6 +121,9 @@ fn not_a_session(first: &serde_json::Value) -> String {
 
 /// Read a session file. Errors name the line.
 pub fn load(text: &str) -> Result<Saved, String> {
+    if let Some(e) = crate::bus::bom_refusal(text.as_bytes()) {
+        return Err(e.to_string());
+    }
     let mut lines = text
         .lines()
         .enumerate()
@@ -304,6 +307,19 @@ mod tests {
         let e = load("{\"type\":\"desk-session\",\"v\":1,\"tape\":\"t\"}\n").unwrap_err();
         assert!(e.contains("format 1"), "{e}");
         assert!(load("").is_err());
+    }
+
+    /// A session file saved by an editor that adds a byte-order mark was refused as
+    /// "line 1: expected value at line 1 column 1", naming nothing; it is named.
+    #[test]
+    fn a_byte_order_mark_is_refused_by_name() {
+        let file = format!("\u{feff}{}\n", head());
+        assert!(load(&file[3..]).is_ok(), "the file without its mark loads");
+        let e = load(&file).unwrap_err();
+        assert_eq!(
+            e,
+            "the file starts with a UTF-8 byte-order mark (U+FEFF): save it without one"
+        );
     }
 
     /// A session file's header with the default settings.

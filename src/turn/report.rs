@@ -54,6 +54,9 @@ pub fn read_asks(bytes: &[u8]) -> Result<Vec<AskRecord>, BusFileError> {
             "empty: a Bus file starts with a session-start event",
         ));
     }
+    if let Some(e) = crate::bus::bom_refusal(body) {
+        return Err(bad(1, e));
+    }
     let mut asks = Vec::new();
     let mut pending: Vec<RepairAttempt> = Vec::new();
     let mut pending_from = 0usize;
