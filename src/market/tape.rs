@@ -880,6 +880,18 @@ fn parse_header(line: u64, m: &Map<String, Value>) -> Res<TapeHeader> {
     }
     let (date, open, close) = day_fields(&f)?;
     let tz = f.opt_str("tz")?.unwrap_or("America/New_York").to_string();
+    // The zone is printed (`tape info`, the run report): a name the bundled tz database
+    // does not know, or one with an escape sequence in it, is refused as `tape import
+    // --tz` refuses it (the database is bundled, so every machine reads the same tapes).
+    if crate::market::import::tz::Zone::parse(&tz).is_none() {
+        return Err(f.bad(
+            "tz",
+            format!(
+                "{:?} is not a time zone (an IANA name such as America/New_York, UTC, or an offset such as -05:00)",
+                crate::lang::diag::visible(&tz)
+            ),
+        ));
+    }
 
     let syms = match f.get("symbols")? {
         Value::Object(o) if !o.is_empty() => o,
@@ -1862,6 +1874,19 @@ mod tests {
         assert_eq!((e.line, e.kind), (1, TapeErrorKind::BadHeader));
         let e = first_err(&HDR.replace("4983.00", "NaN"));
         assert_eq!((e.line, e.kind), (1, TapeErrorKind::BadPrice));
+        // A zone the bundled database does not know, or with an escape in it (`tape info`
+        // printed it to the terminal as it was).
+        for tz in ["Mars/Olympus", "America/New_York\\u001b[31m", ""] {
+            let e = first_err(&HDR.replace("America/New_York", tz));
+            assert_eq!((e.line, e.kind), (1, TapeErrorKind::BadField), "{tz}");
+            assert!(e.to_string().contains("field `tz`"), "{e}");
+            assert!(!e.to_string().contains('\u{1b}'), "{e}");
+        }
+        for tz in ["Europe/London", "UTC", "-05:00", "US/Eastern"] {
+            let text = format!("{}\n", HDR.replace("America/New_York", tz));
+            let r = TapeReader::new(text.as_bytes()).unwrap();
+            assert_eq!(r.header().tz, tz);
+        }
         let e = first_err(&HDR.replace("\"SPY\":{\"atm_iv\"", "\"QQQ\":{\"atm_iv\""));
         assert_eq!((e.line, e.kind), (1, TapeErrorKind::UnknownSymbol));
         // A name that would forge a Frame line or reach the terminal raw.
