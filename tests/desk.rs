@@ -521,6 +521,47 @@ fn wait_for(app: &mut App, what: impl Fn(&App) -> bool) {
     }
 }
 
+/// The Journal's "agent is writing…" stood under a co-pilot proposal, and after it was
+/// rejected, for as long as the author stayed idle (hours of tape), with every attempt of a
+/// re-asked reply stitched together. It shows the reply being written, while it is written.
+#[test]
+fn the_journal_shows_what_the_author_writes_only_while_it_writes_and_only_the_last_attempt() {
+    let dir = tmp("writing");
+    let reply = dir.join("reply.txt");
+    std::fs::write(&reply, AGENT_PLAN).unwrap();
+    let count = dir.join("count");
+    // The first attempt is refused (not Kestrel); the re-ask is answered with the plan.
+    let spec = live_spec(
+        "default",
+        20,
+        &format!(
+            "cat >/dev/null; n=$(cat '{c}' 2>/dev/null || echo 0); echo $((n+1)) > '{c}'; \
+             if [ \"$n\" = 0 ]; then echo 'PLAN broken-first ((('; else sleep 0.3; cat '{r}'; fi",
+            c = count.display(),
+            r = reply.display()
+        ),
+    );
+    let src = desk::tape_source(None).unwrap();
+    let mut app = desk::inline_app_with(src, Some(DeskAgent::Live(spec)), true).unwrap();
+    wait_for(&mut app, |a| a.proposal().is_some());
+    let thinking = app.agent().map(|a| a.thinking.clone()).unwrap_or_default();
+    assert!(
+        thinking.contains("PLAN agent-p") && !thinking.contains("broken-first"),
+        "the re-asked reply alone: {thinking:?}"
+    );
+    for (w, h) in [(160, 48), (200, 60)] {
+        let s = screen(&app, w, h);
+        assert!(has(&s, "proposes"), "{}", s.join("\n"));
+        assert!(!has(&s, "agent is writing"), "{}", s.join("\n"));
+    }
+    press(&mut app, KeyCode::Char('x'));
+    app.send(Command::Seek(ms(9, 45, 0)));
+    let s = screen(&app, 160, 48);
+    assert!(!has(&s, "agent is writing"), "{}", s.join("\n"));
+    assert!(!has(&s, "broken-first"), "{}", s.join("\n"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn a_live_command_author_answers_off_the_tape_thread_and_acts_where_its_reply_arrives() {
     let dir = std::env::temp_dir().join(format!("kestrel-desk-live-{}", std::process::id()));

@@ -1315,7 +1315,13 @@ pub fn journal_lines(app: &App, w: usize) -> Vec<Line<'static>> {
             push(Line::from(Span::styled(format!("  # {j}"), comment)), 4);
         }
     }
-    let thinking = app.agent().map(|a| a.thinking.as_str()).unwrap_or("");
+    // What the author is writing, while it writes: once its answer is in (proposed, routed
+    // or refused), the proposal and the turn rows say what became of it.
+    let thinking = app
+        .agent()
+        .filter(|a| a.waiting.is_some())
+        .map(|a| a.thinking.as_str())
+        .unwrap_or("");
     if !thinking.is_empty() {
         push(Line::from(Span::styled("agent is writing…", muted)), 4);
         for l in thinking

@@ -384,6 +384,13 @@ impl TurnSource for Attached {
                 repair: a.repair_note(note_bound),
                 completion: profile.completion_style(),
             };
+            // A re-ask starts a new reply: the desk shows the one being written, not the
+            // refused one with the new one after it.
+            if !retries.is_empty()
+                && let Some(d) = deltas
+            {
+                let _ = d.send(NEW_ATTEMPT.to_string());
+            }
             let done = rt.block_on(or_signal(author.author(&prompt, deltas.clone())));
             retries.push(author.take_retries());
             match done {
@@ -770,6 +777,10 @@ pub fn coded(e: String) -> String {
         format!("error code=USAGE message={e}")
     }
 }
+
+/// Sent on the delta stream when a re-ask starts a new reply (a record separator, which no
+/// reply holds as a whole delta): what the desk shows as being written starts again.
+pub(crate) const NEW_ATTEMPT: &str = "\u{1e}";
 
 /// Read a script of `{"reply": "..."}` lines (one reply per ask). Errors name the line.
 pub fn parse_script(text: &str) -> Result<Vec<String>, String> {

@@ -1501,7 +1501,11 @@ impl Session {
         };
         let mut changed = false;
         while let Ok(d) = w.deltas.try_recv() {
-            chair.thinking.push_str(&d);
+            if d == super::NEW_ATTEMPT {
+                chair.thinking.clear();
+            } else {
+                chair.thinking.push_str(&d);
+            }
             changed = true;
         }
         if chair.thinking.len() > 2000 {
