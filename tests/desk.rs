@@ -188,6 +188,30 @@ fn submitting_a_valid_plan_routes_as_supersede_and_arms_it() {
     assert!(app.editor.text().starts_with("PLAN probe"));
 }
 
+/// With nobody in the agent's seat, the person's plans read `-` in the `by` column (the
+/// agent-seated desk says `you`), and a ttl written from the arming (`+20m`) gave no time:
+/// the row shows when the plan expires.
+#[test]
+fn the_plans_row_names_the_person_and_the_ttls_end_without_an_agent() {
+    let mut app = app();
+    app.send(Command::Seek(ms(9, 40, 0)));
+    app.human_turn("PLAN probe budget 0.05R ttl +20m\n  USING signal SPX exec SPY 0dte\n  WHEN spot crosses above 5300\n  DO buy 1 +1 C @ fair-2c\n");
+    let p = app.snap.plans.iter().find(|p| p.name == "probe").unwrap();
+    assert_eq!(p.owner, kestrel_desk::session::owner::Owner::Person);
+    assert_eq!(p.expires, Some(ms(10, 0, 0)));
+    app.set_focus(Pane::Plans);
+    for (w, h) in [(100, 30), (160, 48), (200, 60)] {
+        let s = screen(&app, w, h);
+        let row = s
+            .iter()
+            .find(|l| l.contains("probe"))
+            .unwrap_or_else(|| panic!("{}", s.join("\n")));
+        assert!(row.contains(" you "), "{w}x{h}: {row}");
+        assert!(row.contains("10:00"), "{w}x{h}: {row}");
+        assert!(!row.contains("+20m"), "{w}x{h}: {row}");
+    }
+}
+
 #[test]
 fn stand_down_key_with_a_reason_routes_as_stand_down() {
     let mut app = app();

@@ -43,6 +43,8 @@ fn rule_cases() -> Vec<(Rule, String, usize, Vec<&'static str>)> {
         (Rule::DuplicateName, "WAKE w WHEN T-30\nWAKE w WHEN T-10\n".into(), 2, vec!["rename"]),
         (Rule::UnknownRef, format!("{HEAD}  DO buy 1 +1 C @ fair\n  ARM nope\n"), 4, vec!["not in scope", "plans in scope: p"]),
         (Rule::UnknownRef, "PLAN p budget 0.2R ttl 15:00\n  WHEN plan(ghost).fired\n  DO buy 1 +1 C @ fair\n".into(), 2, vec!["not in scope"]),
+        // The desk and the Frame call the View a wake delivers by default `default`.
+        (Rule::UnknownRef, "WAKE w WHEN T-30 DELIVER default\n".into(), 1, vec!["not in scope", "leave DELIVER out"]),
         (Rule::DirectiveInFile, "CANCEL some-plan\n".into(), 1, vec!["belongs in a turn"]),
         (Rule::DirectiveInFile, "SHOW VIEW v\n  levels\n".into(), 1, vec!["belongs in a turn"]),
         (Rule::PercentileRange, "PLAN p budget 0.2R ttl 15:00\n  WHEN velocity(1m) > p101\n  DO buy 1 +1 C @ fair\n".into(), 2, vec!["p95"]),

@@ -603,10 +603,7 @@ fn draw_plans_narrow(f: &mut Frame, app: &App, r: Rect) {
                 owner_label(&p.owner),
                 crate::bus::canon::state_name(p.state).to_string(),
                 format!("{}/{:.2}R", hundredths(p.pnl_r), p.budget_r),
-                p.ttl
-                    .as_ref()
-                    .map(lang::print::ttl_text)
-                    .unwrap_or_default(),
+                ttl_cell(p),
             ]
         })
         .collect();
@@ -794,12 +791,7 @@ fn draw_plans(f: &mut Frame, app: &App, r: Rect) {
                     state_color(app, p.state),
                 )),
                 Cell::from(format!("{}/{:.2}R", hundredths(p.pnl_r), p.budget_r)),
-                Cell::from(
-                    p.ttl
-                        .as_ref()
-                        .map(lang::print::ttl_text)
-                        .unwrap_or_default(),
-                ),
+                Cell::from(ttl_cell(p)),
                 Cell::from(Span::styled(
                     super::fit::fit(&plan_why(app, p), why_w),
                     why_style(app, p),
@@ -903,6 +895,19 @@ fn r_of(x: f64) -> String {
 
 /// A signed figure to two decimals, its sign that of what is shown: a loss under half a
 /// hundredth reads `+0.00`, never `-0.00` (as [`usd`] does for cents).
+/// The Plans pane's ttl: when the plan expires, on the tape's clock. A ttl written from
+/// the arming (`ttl +30m`) is shown at its end (`11:11`), which is what a trader watches; the
+/// document keeps what was written. Seconds show only where the end has them.
+fn ttl_cell(p: &PlanLine) -> String {
+    match (&p.ttl, p.expires) {
+        (Some(lang::ast::Ttl::After(_)), Some(end)) => {
+            let t = end.hhmmss();
+            t.strip_suffix(":00").map_or(t.clone(), str::to_string)
+        }
+        (ttl, _) => ttl.as_ref().map(lang::print::ttl_text).unwrap_or_default(),
+    }
+}
+
 fn hundredths(x: f64) -> String {
     let (sign, v) = shown_hundredths(x);
     format!("{sign}{v:.2}")

@@ -134,9 +134,16 @@ impl<'a> Checker<'a> {
                 ),
                 RefKind::Deliver => (
                     format!(
-                        "DELIVER names the view `{}`, which is not in scope; {}",
+                        "DELIVER names the view `{}`, which is not in scope; {}{}",
                         r.text,
-                        names.in_scope_views()
+                        names.in_scope_views(),
+                        // The desk and the Frame call the View a wake delivers without a
+                        // DELIVER `default`; an author that names it is told how.
+                        if r.text == "default" {
+                            "; a WAKE without DELIVER delivers the default View: leave DELIVER out"
+                        } else {
+                            ""
+                        }
                     ),
                     "unknown view",
                 ),

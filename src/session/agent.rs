@@ -219,6 +219,40 @@ impl Agent {
         }
     }
 
+    /// A name for a narrow column (the Plans pane's `by`): a model author's model, a command
+    /// author's program (its script, when the command runs one through an interpreter:
+    /// `cmd:python3 ~/agents/trend.py --fast` is `trend.py`), any other author's name. The
+    /// status line and the Journal keep the full [`name`](Self::name).
+    pub fn short_name(&self) -> String {
+        let Agent::Live(s) = self else {
+            return self.name();
+        };
+        if s.spec.starts_with("http") {
+            return s.model.clone();
+        }
+        let command = s.spec.strip_prefix("cmd:").unwrap_or(&s.spec);
+        let base = |w: &str| {
+            let w = w.trim_matches(|c| c == '"' || c == '\'');
+            w.rsplit('/').next().unwrap_or(w).to_string()
+        };
+        const INTERPRETERS: &[&str] = &[
+            "sh", "bash", "zsh", "dash", "env", "python", "python3", "node", "deno", "bun", "ruby",
+            "perl", "uv", "uvx",
+        ];
+        let mut words = command.split_whitespace();
+        let Some(first) = words.next() else {
+            return self.name();
+        };
+        let program = base(first);
+        if INTERPRETERS.contains(&program.as_str())
+            // Not a flag, not `uv run`, not an `env` assignment (it may be a key).
+            && let Some(script) = words.find(|w| !w.starts_with('-') && *w != "run" && !w.contains('='))
+        {
+            return base(script);
+        }
+        program
+    }
+
     /// Is it a live author (worker thread, calls out)?
     pub fn is_live(&self) -> bool {
         matches!(self, Agent::Live(_))
@@ -459,6 +493,31 @@ impl Drop for LiveWorker {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The Plans pane's `by` column read `cmd:/tm…` for every command author.
+    #[test]
+    fn a_short_name_is_the_model_or_the_program_and_never_a_secret() {
+        let live = |spec: &str| {
+            Agent::Live(
+                crate::session::AuthorFlags {
+                    model: "qwen3-8b".into(),
+                    ..Default::default()
+                }
+                .spec(spec),
+            )
+            .short_name()
+        };
+        assert_eq!(live("http://127.0.0.1:8080/v1"), "qwen3-8b");
+        assert_eq!(live("cmd:/tmp/qa/author.sh"), "author.sh");
+        assert_eq!(live("cmd:python3 -u ~/agents/trend.py --fast"), "trend.py");
+        assert_eq!(live("cmd:uv run agent.py"), "agent.py");
+        assert_eq!(live("cmd:env OPENAI_API_KEY=sk-2 ./bot --key sk-3"), "bot");
+        assert_eq!(live("cmd:sh"), "sh");
+        let house = Agent::Inline {
+            name: "house".into(),
+        };
+        assert_eq!(house.short_name(), "house");
+    }
 
     #[test]
     fn credentials_in_a_server_url_are_never_shown_or_recorded() {

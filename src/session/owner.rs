@@ -2374,14 +2374,18 @@ impl Session {
     }
 
     fn owner_of(&self, o: Option<&str>) -> Owner {
-        match o {
-            Some(PERSON) => Owner::Person,
-            Some(_) => Owner::Agent(
-                self.chair
+        match (o, &self.chair) {
+            (Some(PERSON), _) => Owner::Person,
+            (Some(_), chair) => Owner::Agent(
+                chair
                     .as_ref()
-                    .map_or_else(|| "agent".to_string(), |c| c.agent.name()),
+                    .map_or_else(|| "agent".to_string(), |c| c.agent.short_name()),
             ),
-            None => Owner::Unowned,
+            // With nobody in the agent's seat the book is the person's alone (what the
+            // opening files armed included): the desk's book is not shared, so it records
+            // no owner.
+            (None, None) => Owner::Person,
+            (None, Some(_)) => Owner::Unowned,
         }
     }
 
