@@ -1383,7 +1383,10 @@ fn draw_tokens(f: &mut Frame, app: &App, r: Rect) {
         te += tok.envelope.unwrap_or(0);
         rows.push(Row::new(vec![
             Cell::from(turn.ts().hhmm()),
-            Cell::from(super::fit::fit(turn.author(), 6)),
+            Cell::from(super::fit::fit(
+                &crate::session::agent::short_author(turn.author()),
+                6,
+            )),
             Cell::from(name),
             Cell::from(tok.reply.to_string()),
             Cell::from(tok.kestrel.map(|x| x.to_string()).unwrap_or("-".into())),

@@ -220,37 +220,15 @@ impl Agent {
     }
 
     /// A name for a narrow column (the Plans pane's `by`): a model author's model, a command
-    /// author's program (its script, when the command runs one through an interpreter:
-    /// `cmd:python3 ~/agents/trend.py --fast` is `trend.py`), any other author's name. The
-    /// status line and the Journal keep the full [`name`](Self::name).
+    /// author's program ([`short_author`]), any other author's name. The status line and the
+    /// Journal keep the full [`name`](Self::name).
     pub fn short_name(&self) -> String {
-        let Agent::Live(s) = self else {
-            return self.name();
-        };
-        if s.spec.starts_with("http") {
-            return s.model.clone();
+        match self {
+            Agent::Live(s) if s.spec.starts_with("http") => s.model.clone(),
+            Agent::Live(s) => program_of(s.spec.strip_prefix("cmd:").unwrap_or(&s.spec))
+                .unwrap_or_else(|| self.name()),
+            _ => self.name(),
         }
-        let command = s.spec.strip_prefix("cmd:").unwrap_or(&s.spec);
-        let base = |w: &str| {
-            let w = w.trim_matches(|c| c == '"' || c == '\'');
-            w.rsplit('/').next().unwrap_or(w).to_string()
-        };
-        const INTERPRETERS: &[&str] = &[
-            "sh", "bash", "zsh", "dash", "env", "python", "python3", "node", "deno", "bun", "ruby",
-            "perl", "uv", "uvx",
-        ];
-        let mut words = command.split_whitespace();
-        let Some(first) = words.next() else {
-            return self.name();
-        };
-        let program = base(first);
-        if INTERPRETERS.contains(&program.as_str())
-            // Not a flag, not `uv run`, not an `env` assignment (it may be a key).
-            && let Some(script) = words.find(|w| !w.starts_with('-') && *w != "run" && !w.contains('='))
-        {
-            return base(script);
-        }
-        program
     }
 
     /// Is it a live author (worker thread, calls out)?
@@ -490,6 +468,43 @@ impl Drop for LiveWorker {
     }
 }
 
+/// An author's name (as the Bus and the Journal give it) for a narrow column: a command
+/// author's program (`cmd:/tmp/qa/author.sh` is `author.sh`; its script when it runs one
+/// through an interpreter: `cmd:python3 ~/agents/trend.py --fast` is `trend.py`), a file's
+/// name without its directories (`examples/run-desk.kestrel` is `run-desk.kestrel`), any
+/// other name as it is.
+pub fn short_author(name: &str) -> String {
+    if let Some(command) = name.strip_prefix("cmd:") {
+        return program_of(command).unwrap_or_else(|| name.to_string());
+    }
+    if name.contains('/') && !name.contains("://") && !name.contains(char::is_whitespace) {
+        return base_name(name);
+    }
+    name.to_string()
+}
+
+fn base_name(w: &str) -> String {
+    let w = w.trim_matches(|c| c == '"' || c == '\'');
+    w.rsplit('/').next().unwrap_or(w).to_string()
+}
+
+/// The program a command line runs: its first word, or the script an interpreter in it runs.
+fn program_of(command: &str) -> Option<String> {
+    const INTERPRETERS: &[&str] = &[
+        "sh", "bash", "zsh", "dash", "env", "python", "python3", "node", "deno", "bun", "ruby",
+        "perl", "uv", "uvx",
+    ];
+    let mut words = command.split_whitespace();
+    let program = base_name(words.next()?);
+    if INTERPRETERS.contains(&program.as_str())
+        // Not a flag, not `uv run`, not an `env` assignment (it may be a key).
+        && let Some(script) = words.find(|w| !w.starts_with('-') && *w != "run" && !w.contains('='))
+    {
+        return Some(base_name(script));
+    }
+    Some(program)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -517,6 +532,16 @@ mod tests {
             name: "house".into(),
         };
         assert_eq!(house.short_name(), "house");
+        assert_eq!(short_author("cmd:/tmp/qa/author.sh"), "author.sh");
+        assert_eq!(
+            short_author("examples/run-desk.kestrel"),
+            "run-desk.kestrel"
+        );
+        assert_eq!(short_author("you"), "you");
+        assert_eq!(
+            short_author("http://127.0.0.1:8080/v1"),
+            "http://127.0.0.1:8080/v1"
+        );
     }
 
     #[test]
