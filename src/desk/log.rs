@@ -682,17 +682,19 @@ impl Log {
         self.rebuild_at(keep);
     }
 
-    /// The Bus number of the selected row (the newest of its run), if one is selected.
-    fn selected_no(&self) -> Option<u64> {
+    /// The Bus number of the selected row (the newest of its run), if one is selected, and
+    /// whether it is a gap row (which takes the number of the first event it stands for, so
+    /// a landmark may share it).
+    fn selected_no(&self) -> Option<(u64, bool)> {
         self.sel
             .and_then(|i| self.view.get(i))
             .and_then(|s| self.rows.get(s.last))
-            .map(|r| r.no)
+            .map(|r| (r.no, r.ty == "gap"))
     }
 
     /// [`rebuild`](Self::rebuild), selecting the run that holds row `keep_sel` (by its Bus
     /// number: the rows may have been trimmed since the view was built).
-    fn rebuild_at(&mut self, keep_sel: Option<u64>) {
+    fn rebuild_at(&mut self, keep_sel: Option<(u64, bool)>) {
         let mut view: Vec<Shown> = Vec::new();
         for (i, r) in self.rows.iter().enumerate() {
             if !self.matches(r) {
@@ -731,13 +733,16 @@ impl Log {
             });
         }
         self.view = view;
-        if let Some(no) = keep_sel {
+        if let Some((no, gap)) = keep_sel {
             // The run whose newest row was selected, else the one whose span holds it (runs
             // that alternated overlap: the first such).
             self.sel = self
                 .view
                 .iter()
-                .position(|s| self.rows[s.last].no == no)
+                .position(|s| {
+                    let r = &self.rows[s.last];
+                    r.no == no && (r.ty == "gap") == gap
+                })
                 .or_else(|| {
                     self.view
                         .iter()
@@ -960,6 +965,38 @@ fn attempt_summary(a: &crate::turn::repair::RepairAttempt) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A gap row takes the number of the first event it stands for, which a landmark right
+    /// after the last row seen shares: a selected fill jumped to the gap row at the next
+    /// rebuild.
+    #[test]
+    fn a_selected_landmark_stays_selected_beside_a_gap_row_of_its_number() {
+        let row = |no: u64, ty: &str, kind: Kind, summary: &str| Row {
+            no,
+            time: "09:31:00".into(),
+            kind,
+            ty: ty.into(),
+            plan: "p".into(),
+            summary: summary.into(),
+            json: String::new(),
+        };
+        let mut log = Log {
+            rows: vec![
+                row(4, "gap", Kind::Other, "… 3 older events left out"),
+                row(4, "fill", Kind::Fill, "buy 1 SPY 518C @ 0.88"),
+                row(8, "fill", Kind::Fill, "sell 1 SPY 518C @ 1.01"),
+            ],
+            ..Log::default()
+        };
+        log.rebuild();
+        log.sel = Some(1);
+        assert_eq!(log.selected().map(|r| r.ty.as_str()), Some("fill"));
+        log.rebuild();
+        assert_eq!(log.sel, Some(1), "the fill, not the gap row");
+        log.sel = Some(0);
+        log.rebuild();
+        assert_eq!(log.sel, Some(0), "the gap row stays selected too");
+    }
 
     #[test]
     fn a_first_reply_is_an_attempt_not_a_re_ask() {
