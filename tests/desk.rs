@@ -1151,6 +1151,14 @@ fn a_dead_provider_answers_with_a_provider_error_and_frees_the_wake() {
         "provider-error"
     );
     assert!(app.agent().unwrap().waiting.is_none());
+    // The footer says what failed, not only `provider-error`.
+    let s = screen(&app, 160, 48);
+    let footer = &s[47];
+    assert!(footer.contains("provider-error kind=connect"), "{footer}");
+    assert!(
+        !footer.contains("provider-error provider-error"),
+        "the transport's reason: {footer}"
+    );
 }
 
 mod keys_prop {

@@ -2027,7 +2027,17 @@ impl Session {
                     .filter(|p| p.call == *call)
                     .map(|p| (p.wake, p.asked_at, Ts(now.0.saturating_sub(p.asked_at.0))));
                 chair.thinking.clear();
-                let outcome = run.turn.outcome.label().to_string();
+                // A provider error says what failed (a timeout, a refused connection): the
+                // footer said only `provider-error`, the Log's event the rest.
+                let outcome = match &run.turn.outcome {
+                    crate::turn::Outcome::ProviderError { message } => {
+                        let m = crate::lang::diag::visible_line(message);
+                        // The author's messages are coded (`provider-error kind=timeout ...`).
+                        let m = m.strip_prefix("provider-error ").unwrap_or(&m);
+                        format!("provider-error {}", crate::author::excerpt(m, 80))
+                    }
+                    o => o.label().to_string(),
+                };
                 let name = chair.agent.name();
                 if let Some((ask, ctx)) = self.run.resolve(now, run.clone()) {
                     self.call(ask, ctx);
