@@ -1574,3 +1574,105 @@ fn a_tape_of_only_blank_lines_is_named_so() {
     assert!(err.contains("is an empty file, not a tape"), "{err}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Run with `input` on a stdin pipe (the verb is given `/dev/stdin`, a pipe, as a path).
+fn kestrel_piped(args: &[&str], input: &[u8]) -> (i32, String, String) {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kestrel"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run kestrel");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let input = input.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let out = child.wait_with_output().expect("wait");
+    writer.join().expect("writer");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A document given as a pipe (`<(cat doc)`, `/dev/stdin`) was read ahead to tell its kind,
+/// and what was read was gone: a refused document came back `ok: /dev/fd/63 (0 statements)`
+/// (exit 0), `run --plans` warned of no plans and ran, `turn` routed a pass, `tokens` counted
+/// 0, `grade` found no GRADE; a FIFO blocked forever on the second open. A pipe is read once.
+#[test]
+fn a_document_given_as_a_pipe_or_a_fifo_is_read_once() {
+    let bad = b"PLAN x budget 0.1R ttl 15:30\n  USING signal SPX exec SPY 0dte\n  WHEN spot >> 1\n  DO buy 1 +1 C @ fair\n";
+    let refused = "/dev/stdin: error code=PARSE rule=syntax";
+    for args in [
+        vec!["check", "/dev/stdin"],
+        vec!["fmt", "--check", "/dev/stdin"],
+        vec!["print", "/dev/stdin"],
+        vec!["run", "--tape", TAPE, "--plans", "/dev/stdin"],
+        vec![
+            "frame",
+            "--tape",
+            TAPE,
+            "--at",
+            "10:00",
+            "--view",
+            "/dev/stdin",
+        ],
+    ] {
+        let (code, out, err) = kestrel_piped(&args, bad);
+        assert_eq!(code, 2, "{args:?}: {out}{err}");
+        assert!(err.contains(refused), "{args:?}: {err}");
+    }
+    let (code, out, err) = kestrel_piped(&["turn", "/dev/stdin"], b"STAND-DOWN chop\n");
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("outcome: stand-down"), "{out}");
+    let (code, out, err) = kestrel_piped(&["tokens", "/dev/stdin"], b"STAND-DOWN chop\n");
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains(": 0 tokens"), "{out}");
+    let grade = format!(
+        "PLAN a budget 0.2R ttl 15:30\n  USING signal SPX exec SPY 0dte\n  WHEN spot crosses above vwap\n  DO buy 1 +1 C @ fair\nGRADE plan a OVER {} FILL strict-cross-v1\n  VS null\n",
+        tape_path().display()
+    );
+    let (code, out, err) = kestrel_piped(
+        &["grade", "/dev/stdin", "--draws", "2", "--resamples", "200"],
+        grade.as_bytes(),
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("GRADE plan a OVER"), "{out}");
+    // What it is is told from what was read: a tape piped as a document.
+    let tape = std::fs::read(tape_path()).unwrap();
+    let (code, _, err) = kestrel_piped(&["check", "/dev/stdin"], &tape);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("/dev/stdin is a tape"), "{err}");
+    // A FIFO: written once, read once (it blocked on a second open).
+    let d = tmp("fifo-doc");
+    let fifo = d.join("doc.kestrel");
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(made.success());
+    let path = fifo.clone();
+    let writer = std::thread::spawn(move || std::fs::write(&path, bad));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kestrel"))
+        .args(["check", s(&fifo)])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run kestrel");
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait") {
+            break st;
+        }
+        if start.elapsed() > std::time::Duration::from_secs(20) {
+            let _ = child.kill();
+            panic!("check of a FIFO did not return");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    writer.join().expect("writer").expect("write the FIFO");
+    assert_eq!(status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(&d);
+}

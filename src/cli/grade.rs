@@ -185,12 +185,14 @@ fn grade_text(a: &Args) -> Result<String, i32> {
         }
     }
     for path in &a.files {
-        let is_session = std::fs::read(path).is_ok_and(|b| {
-            b.starts_with(b"{")
-                && b.split(|c| *c == b'\n')
-                    .next()
-                    .is_some_and(|l| l.windows(15).any(|w| w == b"\"session-start\""))
-        });
+        // A pipe is read once, by the document reader below (which names a Bus too).
+        let is_session = !super::sniff::is_stream(path)
+            && std::fs::read(path).is_ok_and(|b| {
+                b.starts_with(b"{")
+                    && b.split(|c| *c == b'\n')
+                        .next()
+                        .is_some_and(|l| l.windows(15).any(|w| w == b"\"session-start\""))
+            });
         if is_session {
             errln!(
                 "error code=USAGE message={} is a saved session, not a document: pass it with --agent {}",

@@ -77,7 +77,16 @@ pub(crate) fn read_document(path: &Path) -> Option<String> {
         errln!("{e}");
         return None;
     }
-    read_source(path)
+    let text = read_source(path)?;
+    // A pipe, a FIFO or stdin is not read ahead (it is read once): what it is is told from
+    // the text read.
+    if super::sniff::is_stream(path)
+        && let Some(e) = super::sniff::not_a_document_text(path, &text)
+    {
+        errln!("{e}");
+        return None;
+    }
+    Some(text)
 }
 
 /// Read a file as text; `-` is stdin. Errors are printed; `None` means exit 1.

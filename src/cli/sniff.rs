@@ -41,6 +41,9 @@ pub(crate) enum Kind {
     Binary,
     /// There, but it cannot be read (the reader's own error says why).
     Unreadable,
+    /// A pipe, a FIFO or a device (`<(cmd)`, `/dev/stdin`): not read ahead, since what is
+    /// read of it is gone (the reader would find it empty, or block on a second open).
+    Stream,
 }
 
 impl Kind {
@@ -61,6 +64,7 @@ impl Kind {
             Kind::Text => "text that is neither JSON nor Kestrel",
             Kind::Binary => "not UTF-8 text",
             Kind::Unreadable => "a file that cannot be read",
+            Kind::Stream => "a pipe or a device",
         }
     }
 }
@@ -72,6 +76,9 @@ pub(crate) fn file(path: &Path) -> Kind {
     };
     if meta.is_dir() {
         return Kind::Directory;
+    }
+    if !meta.is_file() {
+        return Kind::Stream;
     }
     let mut buf = Vec::new();
     match std::fs::File::open(path).and_then(|f| f.take(PREFIX).read_to_end(&mut buf)) {
@@ -180,7 +187,7 @@ pub(crate) fn use_of(kind: Kind, path: &Path) -> String {
 pub(crate) fn not_a_tape(path: &Path) -> Option<String> {
     let kind = file(path);
     match kind {
-        Kind::Tape | Kind::Json | Kind::Binary | Kind::Unreadable => None,
+        Kind::Tape | Kind::Json | Kind::Binary | Kind::Unreadable | Kind::Stream => None,
         k => Some(wrong_kind(path, k, "a tape", &use_of(k, path))),
     }
 }
@@ -191,7 +198,22 @@ pub(crate) fn not_a_document(path: &Path) -> Option<String> {
     if path == Path::new("-") {
         return None;
     }
-    let kind = file(path);
+    not_a_document_of(path, file(path))
+}
+
+/// Is `path` stdin (`-`) or a pipe, a FIFO or a device (read once, never read ahead)?
+pub(crate) fn is_stream(path: &Path) -> bool {
+    path == Path::new("-") || std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir())
+}
+
+/// [`not_a_document`] for text already read from a pipe, a FIFO or stdin (which cannot be
+/// read ahead): its kind from its start.
+pub(crate) fn not_a_document_text(path: &Path, text: &str) -> Option<String> {
+    let head = crate::limits::prefix(text, PREFIX as usize);
+    not_a_document_of(path, bytes(head.as_bytes()))
+}
+
+fn not_a_document_of(path: &Path, kind: Kind) -> Option<String> {
     match kind {
         Kind::Tape | Kind::Bus | Kind::DeskSession | Kind::ReplyScript | Kind::GradeShard => Some(
             wrong_kind(path, kind, "a Kestrel document", &use_of(kind, path)),

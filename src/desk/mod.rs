@@ -294,6 +294,12 @@ pub fn opening_plans(a: &DeskArgs) -> Result<Vec<(String, String)>, Refusal> {
             return Err(e.into());
         }
         let text = read_text(p)?;
+        // A pipe or a FIFO is read once: what it is is told from the text read.
+        if crate::cli::sniff::is_stream(p)
+            && let Some(e) = crate::cli::sniff::not_a_document_text(p, &text)
+        {
+            return Err(e.into());
+        }
         // Checked as what it will be: a turn of the person's, routed at the open.
         if let Err(errs) = crate::lang::check(&text, crate::lang::Mode::Turn) {
             let lines: Vec<String> = errs
