@@ -314,3 +314,69 @@ fn a_negative_r_usd_is_a_value_refused_as_not_positive() {
         );
     }
 }
+
+/// A negative number given to a numeric flag was taken for an unknown flag (`unexpected
+/// argument '-1' found`), though the README says negatives are read as values: it is read,
+/// and refused for what it is.
+#[test]
+fn a_negative_number_is_a_value_refused_for_what_it_is() {
+    for (args, flag) in [
+        (vec!["tape", "gen", "--seed", "-1", "-o", "-"], "--seed"),
+        (vec!["tape", "gen", "--count", "-3", "-o", "-"], "--count"),
+        (
+            vec![
+                "frame",
+                "--tape",
+                "tapes/trend-2025-04-09-s1.jsonl",
+                "--at",
+                "10:00",
+                "--width",
+                "-5",
+            ],
+            "--width",
+        ),
+        (vec!["card", "--budget", "-100"], "--budget"),
+    ] {
+        let (code, _, err) = kestrel(&args, None);
+        assert_eq!(code, 1, "{args:?}: {err}");
+        assert!(!err.contains("unexpected argument"), "{args:?}: {err}");
+        assert!(err.contains(&format!("'{flag} <")), "{args:?}: {err}");
+    }
+    let (code, _, err) = kestrel(
+        &[
+            "frame",
+            "--tape",
+            "tapes/trend-2025-04-09-s1.jsonl",
+            "--at",
+            "-1",
+        ],
+        None,
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("--at \"-1\" is not a time"), "{err}");
+}
+
+/// The report's header rounded R to cents: `--r-usd 250.505` and `--r-usd 250.51` both read
+/// `1R = $250.51` over different figures. It shows the R the run used.
+#[test]
+fn the_report_shows_the_r_the_run_used() {
+    let run = |r: &str| {
+        let (code, out, err) = kestrel(
+            &[
+                "run",
+                "--tape",
+                "tapes/trend-2025-04-09-s1.jsonl",
+                "--plans",
+                "examples/run-desk.kestrel",
+                "--r-usd",
+                r,
+            ],
+            None,
+        );
+        assert_eq!(code, 0, "{err}");
+        out.lines().next().unwrap_or_default().to_string()
+    };
+    assert!(run("250.505").ends_with("1R = $250.505"));
+    assert!(run("250.51").ends_with("1R = $250.51"));
+    assert!(run("1000").ends_with("1R = $1000.00"));
+}

@@ -9,7 +9,7 @@ use crate::turn::Menu;
 pub struct CardArgs {
     /// Stay within this many tokens: optional sections are shortened or dropped, and the card
     /// says what was dropped.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub budget: Option<usize>,
     /// The wake whose menu the card states.
     #[arg(long, value_enum, default_value = "mid")]

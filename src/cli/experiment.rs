@@ -38,7 +38,7 @@ pub struct ExperimentArgs {
     #[arg(long = "tape", required = true)]
     pub tapes: Vec<PathBuf>,
     /// Turns per arm.
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 200)]
     pub turns: u64,
     /// Output-token budgets (`max_tokens`), one arm each: `--budgets 256,512`.
     #[arg(long, value_delimiter = ',', default_values_t = [256u32, 512])]
@@ -55,13 +55,13 @@ pub struct ExperimentArgs {
     #[arg(long, default_value = "default")]
     pub model: String,
     /// Sampling temperature.
-    #[arg(long, default_value_t = 0.7)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 0.7)]
     pub temperature: f32,
     /// Seconds one reply may take (every retry included).
-    #[arg(long, default_value_t = crate::author::openai::DEFAULT_TOTAL_SECS, value_parser = crate::session::positive_secs)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = crate::author::openai::DEFAULT_TOTAL_SECS, value_parser = crate::session::positive_secs)]
     pub timeout: u64,
     /// Seconds to the first streamed token.
-    #[arg(long, default_value_t = crate::author::openai::DEFAULT_FIRST_TOKEN_SECS, value_parser = crate::session::positive_secs)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = crate::author::openai::DEFAULT_FIRST_TOKEN_SECS, value_parser = crate::session::positive_secs)]
     pub first_token_timeout: u64,
 }
 

@@ -11,7 +11,7 @@ pub struct FrameArgs {
     #[arg(long)]
     pub tape: PathBuf,
     /// Tape time `HH:MM` or `HH:MM:SS` (exchange time).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub at: String,
     /// A document holding the VIEW to render (default: the built-in default view).
     #[arg(long)]
@@ -20,7 +20,7 @@ pub struct FrameArgs {
     #[arg(long)]
     pub name: Option<String>,
     /// Wrap lines at this width (0: no wrapping).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 0)]
     pub width: usize,
     #[command(flatten)]
     pub out: super::flags::Json,

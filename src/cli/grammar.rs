@@ -33,10 +33,10 @@ pub struct Args {
     #[arg(long, value_enum, default_value = "turn")]
     pub scope: Scope,
     /// Longest free text (a comment, a STAND-DOWN reason) in characters.
-    #[arg(long, default_value_t = GrammarOptions::default().free_text_max)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = GrammarOptions::default().free_text_max)]
     pub free_text_max: u32,
     /// Longest run of spaces, digits or name characters.
-    #[arg(long, default_value_t = GrammarOptions::default().run_max)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = GrammarOptions::default().run_max)]
     pub run_max: u32,
 }
 

@@ -214,7 +214,9 @@ pub fn text_report(bus: &Bus) -> String {
         "tape {}  fill {}  1R = ${}\n",
         b.tape,
         b.fill_model,
-        usd(b.r_usd)
+        // The R the run used, to its last decimal (`250.505`): rounded to cents, two runs
+        // that differ in R read the same (`$250.51`) over different figures.
+        b.r_usd
     ));
     let mut rows = vec![
         [

@@ -36,7 +36,7 @@ pub struct TapeGenArgs {
     #[arg(long, value_enum)]
     pub regime: Option<RegimeArg>,
     /// RNG seed (with --count K, seeds N..N+K-1).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 1)]
     pub seed: u64,
     /// Session date, YYYY-MM-DD, a weekday [default: 2025-04-09]; with --count K, the first
     /// of K consecutive weekdays.
@@ -49,7 +49,7 @@ pub struct TapeGenArgs {
     pub out: Option<PathBuf>,
     /// Number of sessions: K > 1 writes a family into the -o directory, one file per session
     /// named `<regime>-<date>-s<seed>.jsonl`.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 1)]
     pub count: usize,
 }
 

@@ -105,7 +105,7 @@ pub struct TurnArgs {
     #[arg(long, value_delimiter = ',')]
     pub standing: Vec<String>,
     /// SHOW VIEW requests already answered at this wake.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 0)]
     pub views_requested: u32,
 }
 

@@ -482,21 +482,21 @@ pub struct AuthorFlags {
     #[arg(long, default_value = "default")]
     pub model: String,
     /// Sampling temperature for a model author.
-    #[arg(long, default_value_t = 0.7)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 0.7)]
     pub temperature: f32,
     /// Send the exported GBNF as `grammar` (llama.cpp-style constrained decoding).
     #[arg(long)]
     pub constrained: bool,
     /// Seconds a model or command author may take for one reply (every retry included).
-    #[arg(long, default_value_t = crate::author::openai::DEFAULT_TOTAL_SECS, value_parser = positive_secs)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = crate::author::openai::DEFAULT_TOTAL_SECS, value_parser = positive_secs)]
     pub timeout: u64,
     /// Output tokens one request to a model may generate (`max_tokens`). A re-ask asks
     /// for this less the bytes of its repair note, so it fits wherever the first ask fit.
-    #[arg(long, default_value_t = crate::author::openai::DEFAULT_MAX_TOKENS, value_parser = positive_tokens)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = crate::author::openai::DEFAULT_MAX_TOKENS, value_parser = positive_tokens)]
     pub max_tokens: u32,
     /// Seconds a model may take from the request to its first streamed token (a CPU reads
     /// a long prompt before it writes); a miss is retried, then a provider error.
-    #[arg(long, default_value_t = crate::author::openai::DEFAULT_FIRST_TOKEN_SECS, value_parser = positive_secs)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = crate::author::openai::DEFAULT_FIRST_TOKEN_SECS, value_parser = positive_secs)]
     pub first_token_timeout: u64,
     /// Leave KESTREL_API_KEY and OPENAI_API_KEY in a command author's environment (by
     /// default they are removed from it).
