@@ -229,6 +229,18 @@ fn syntax_escapes_are_guided() {
             1,
             vec!["kebab-case"],
         ),
+        // A letter outside ASCII in a name: the name is named ("found `é`" read as if the
+        // name had ended).
+        (
+            "PLAN pé budget 0.2R ttl 15:00\n",
+            1,
+            vec!["kebab-case", "`pé` has `é`", "ASCII"],
+        ),
+        (
+            "PLAN fade_ladder budget 0.2R ttl 15:00\n",
+            1,
+            vec!["`fade_ladder` has `_`"],
+        ),
         // Equality is not a comparison.
         (
             "PLAN x budget 0.2R ttl 15:00\n  WHEN spot = hod\n",

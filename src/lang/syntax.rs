@@ -562,19 +562,28 @@ pub(crate) fn name(i: &mut In<'_>, what: &str) -> R<Name> {
         c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'
     })
     .parse_next(i)?;
+    // A letter outside `[a-z]` (`Big`, `pé`) or `_` inside a name: the whole word is named,
+    // not the letter taken for the start of the next clause ("expected `budget` ... found
+    // `é`").
     if let Some(c) = i.input.chars().next()
-        && (c.is_ascii_alphanumeric() || c == '_')
+        && (c.is_alphanumeric() || c == '_')
     {
         let _ = text;
-        let _ = word_run(i);
+        let _: R<&str> = take_while(0.., |c: char| {
+            c.is_alphanumeric() || c == '-' || c == '_' || c == '.'
+        })
+        .parse_next(i);
         let bad = consumed_since(i, start);
+        let how = if c.is_ascii() {
+            "write it in lower case with `-` between words"
+        } else {
+            "a name is ASCII: letters `a`-`z`, digits and `-`"
+        };
         return Err(ErrMode::Cut(Box::new(PErr {
             start,
             end: pos(i),
             rule: Rule::Syntax,
-            msg: format!(
-                "a name is kebab-case, `[a-z][a-z0-9-]*`: `{bad}` has `{c}` (write it in lower case with `-` between words)"
-            ),
+            msg: format!("a name is kebab-case, `[a-z][a-z0-9-]*`: `{bad}` has `{c}` ({how})"),
             label: "not a kebab-case name".into(),
         })));
     }
