@@ -1254,3 +1254,86 @@ fn tapes_that_do_not_exist_are_named_not_reported_as_an_empty_range() {
     assert!(err.contains("selects no tapes"), "{err}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// `--draws 0` printed a null of "0 seeded draws per tape" with a mean of 0 and a difference
+/// against it; `--resamples 0` printed "CI - (fewer than 2 runs)" on cells of four runs and
+/// `--resamples 1` a one-resample "interval" that `excludes 0`. Counts too small for a null
+/// or for a 95% percentile interval (fewer than 40 resamples: 2.5% of them is not one
+/// resample), and counts too large to hold, are usage errors (exit 1), and nothing is graded.
+#[test]
+fn draws_and_resamples_too_few_for_a_null_or_an_interval_are_refused() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for (args, flag) in [
+        (["--draws", "0"], "--draws 0"),
+        (["--resamples", "0"], "--resamples 0"),
+        (["--resamples", "1"], "--resamples 1"),
+        (["--resamples", "39"], "--resamples 39"),
+    ] {
+        let (code, out, err) = kestrel(
+            &[&["grade", "examples/grade.kestrel"][..], &args[..]].concat(),
+            root,
+        );
+        assert_eq!(code, 1, "{args:?}: {out}{err}");
+        assert!(
+            err.starts_with(&format!("error code=USAGE message={flag}: ")),
+            "{args:?}: {err}"
+        );
+        assert_eq!(err.matches("error code=").count(), 1, "{err}");
+        assert!(out.is_empty(), "nothing graded: {out}");
+    }
+    // The floor itself is a percentile interval (the 2nd and the 39th of 40).
+    let (code, out, err) = kestrel(
+        &[
+            "grade",
+            "examples/grade.kestrel",
+            "--draws",
+            "1",
+            "--resamples",
+            "40",
+        ],
+        root,
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("(40 resamples), null = 1 seeded draws"),
+        "{out}"
+    );
+    // The library refuses the same counts, and counts too large to run or to hold (a
+    // resample count of 2^32 - 1 aborted allocating 64 GiB).
+    let d = tmp("counts");
+    family(&d, Regime::Trend, 2, 1, 15, 0.0);
+    let doc = "PLAN a budget 1R ttl 09:40\n  WHEN spot > 1\n  DO buy 1 shares @ ask\n\nGRADE plan a OVER tapes/* FILL strict-cross-v1\n  VS null\n";
+    for (draws, resamples, what) in [
+        (0, 2000, "--draws 0"),
+        (10_001, 2000, "--draws 10001"),
+        (20, 39, "--resamples 39"),
+        (20, 1_000_001, "--resamples 1000001"),
+        (20, u32::MAX, "--resamples 4294967295"),
+    ] {
+        let e = match prepare(doc, &options(&d, draws, resamples)) {
+            Ok(_) => panic!("{what} should be refused"),
+            Err(e) => e,
+        };
+        assert_eq!(e.code, "USAGE", "{e}");
+        assert!(e.message.starts_with(&format!("{what}: ")), "{e}");
+        assert_eq!(e.exit_code(), 1);
+    }
+    for (draws, resamples) in [(1, 40), (10_000, 1_000_000)] {
+        assert!(prepare(doc, &options(&d, draws, resamples)).is_ok());
+    }
+    // A shard whose job carries such counts (its fingerprint recomputed) is not merged.
+    let p = prepare(doc, &options(&d, 2, 100)).unwrap();
+    let shard = grade::run_shard(&p, 0, 1, &mut FileTapes::default()).unwrap();
+    let (head, rest) = shard.split_once('\n').unwrap();
+    for (draws, resamples, what) in [(0, 100, "--draws 0"), (2, 1, "--resamples 1")] {
+        let mut h: grade::ShardHeader = serde_json::from_str(head).unwrap();
+        h.job.draws = draws;
+        h.job.resamples = resamples;
+        h.fingerprint = h.job.fingerprint();
+        let text = format!("{}\n{rest}", serde_json::to_string(&h).unwrap());
+        let e = grade::merge_shards(&[("s.jsonl".into(), text)]).unwrap_err();
+        assert_eq!(e.code, "SHARD", "{e}");
+        assert!(e.message.contains(what), "{e}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}

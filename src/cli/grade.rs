@@ -49,10 +49,11 @@ pub struct Args {
     /// is created if missing. When the grade fails, an earlier file here is removed.
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// VS null draws per tape.
+    /// VS null draws per tape (1 to 10000).
     #[arg(long, default_value_t = grade::DEFAULT_DRAWS)]
     pub draws: u32,
-    /// Bootstrap resamples per confidence interval.
+    /// Bootstrap resamples per confidence interval (40 to 1000000: fewer is no 95% percentile
+    /// interval).
     #[arg(long, default_value_t = grade::DEFAULT_RESAMPLES)]
     pub resamples: u32,
 }
@@ -147,6 +148,10 @@ fn grade_text(a: &Args) -> Result<String, i32> {
             return Err(1);
         }
     };
+    if let Err(e) = grade::check_counts(a.draws, a.resamples) {
+        errln!("error code=USAGE message={e}");
+        return Err(1);
+    }
     let shard = match a.shard.as_deref().map(grade::parse_shard) {
         None => None,
         Some(Some(s)) => Some(s),

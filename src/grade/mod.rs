@@ -49,6 +49,50 @@ pub const DEFAULT_DRAWS: u32 = 20;
 pub const MIN_CI_RUNS: usize = 2;
 /// Default number of bootstrap resamples per interval.
 pub const DEFAULT_RESAMPLES: u32 = 2000;
+/// The most `VS null` draws per tape: each draw is one more replay of every tape the
+/// subject entered on, and a tape's draws are averaged before the bootstrap, so the spread
+/// of that average shrinks as `1/√D` (at 10,000, to 1% of one draw's).
+pub const MAX_DRAWS: u32 = 10_000;
+/// The fewest bootstrap resamples of a 95% percentile interval: its bounds are the sorted
+/// resample means at `⌊0.025·B⌋` and `⌈0.975·B⌉ − 1`, and below 40 resamples 2.5% of them
+/// is less than one, so the bounds are the smallest and the largest resample (at `B = 1`,
+/// one resample's mean twice), not a 95% interval. At 40 they are the 2nd and the 39th.
+pub const MIN_RESAMPLES: u32 = 40;
+/// The most bootstrap resamples per interval (each is held: 16 bytes, so 16 MB an
+/// interval); 2^32 − 1 aborted allocating 64 GiB.
+pub const MAX_RESAMPLES: u32 = 1_000_000;
+
+/// Refuse null draw and resample counts a grade cannot use: no draw (a `VS null` of no
+/// draws is no null), too few resamples for a 95% percentile interval, or more than the
+/// grade runs or holds. The error names the flag and the value (`--draws 0: …`).
+pub fn check_counts(draws: u32, resamples: u32) -> Result<(), String> {
+    let range = |lo: u32, hi: u32, default: u32| format!("give {lo} to {hi} (default {default})");
+    if draws == 0 {
+        return Err(format!(
+            "--draws 0: a VS null needs at least 1 draw per tape; {}",
+            range(1, MAX_DRAWS, DEFAULT_DRAWS)
+        ));
+    }
+    if draws > MAX_DRAWS {
+        return Err(format!(
+            "--draws {draws}: at most {MAX_DRAWS} null draws per tape; {}",
+            range(1, MAX_DRAWS, DEFAULT_DRAWS)
+        ));
+    }
+    if resamples < MIN_RESAMPLES {
+        return Err(format!(
+            "--resamples {resamples}: a 95% percentile interval needs at least {MIN_RESAMPLES} resamples (with fewer, its bounds are the smallest and the largest resample); {}",
+            range(MIN_RESAMPLES, MAX_RESAMPLES, DEFAULT_RESAMPLES)
+        ));
+    }
+    if resamples > MAX_RESAMPLES {
+        return Err(format!(
+            "--resamples {resamples}: at most {MAX_RESAMPLES} resamples per interval; {}",
+            range(MIN_RESAMPLES, MAX_RESAMPLES, DEFAULT_RESAMPLES)
+        ));
+    }
+    Ok(())
+}
 
 /// What went wrong; `code()` is `GRADE` (a statement that cannot be graded: exit 2), `TAPE`
 /// (a bad tape), `IO` or `USAGE` (exit 1).
@@ -529,6 +573,7 @@ pub fn prepare(sources: &[Source], opts: &Options) -> Result<Prepared, GradeErro
             "1R must be a positive amount of dollars",
         ));
     }
+    check_counts(opts.draws, opts.resamples).map_err(|m| GradeError::new("USAGE", m))?;
     let files = resolve::load(sources)?;
     let mut grades = Vec::new();
     let mut runs = Vec::new();
@@ -1366,6 +1411,8 @@ pub fn merge_shards(files: &[(String, String)]) -> Result<(Job, Vec<UnitResult>)
                 "{name}: the header's job does not match its fingerprint"
             )));
         }
+        check_counts(h.job.draws, h.job.resamples)
+            .map_err(|m| bad(format!("{name}: not a job kestrel grade runs: {m}")))?;
         match &job {
             None => job = Some((h.job.clone(), h.fingerprint.clone(), h.of, h.total)),
             Some((_, fp, of, total)) => {
