@@ -1337,3 +1337,54 @@ fn draws_and_resamples_too_few_for_a_null_or_an_interval_are_refused() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A tape refused while the range was read was wrapped twice (`error code=TAPE
+/// message=P: error code=TAPE line=1 message=truncated: …`). Every tape error of a grade is
+/// one coded line, `error code=TAPE message=PATH line N: REASON: …`, as for a tape that
+/// ends early (docs/limits.md).
+#[test]
+fn a_bad_tape_is_one_coded_line_naming_the_file_and_the_line() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let d = tmp("bad-tape");
+    let doc = root.join("examples/grade.kestrel");
+    let doc = doc.to_str().unwrap();
+    let whole = std::fs::read_to_string(root.join("tapes/range-2025-04-09-s2.jsonl")).unwrap();
+    let lines: Vec<&str> = whole.lines().collect();
+    let cases: [(&str, String, &str); 3] = [
+        // The header line cut short.
+        (
+            "head",
+            "{\"type\":\"tick\"".to_string(),
+            "message=bad/range-cut.jsonl line 1: truncated: ",
+        ),
+        // A line cut short after the header.
+        (
+            "mid",
+            format!("{}\n{}\n{{\"type\":\"tick\"\n", lines[0], lines[1]),
+            "message=bad/range-cut.jsonl line 3: truncated: ",
+        ),
+        // The header is not a header.
+        (
+            "not-header",
+            format!("{}\n", lines[1]),
+            "message=bad/range-cut.jsonl line 1: ",
+        ),
+    ];
+    for (what, text, want) in cases {
+        let bad = d.join("bad");
+        let _ = std::fs::remove_dir_all(&bad);
+        std::fs::create_dir_all(&bad).unwrap();
+        std::fs::write(bad.join("range-cut.jsonl"), text).unwrap();
+        let (code, out, err) = kestrel(&["grade", doc, "--tapes", "bad/"], &d);
+        assert_eq!(code, 1, "{what}: {out}{err}");
+        assert!(
+            err.starts_with("error code=TAPE message=bad/range-cut.jsonl line "),
+            "{what}: {err}"
+        );
+        assert!(err.contains(want), "{what}: {err}");
+        assert_eq!(err.matches("code=").count(), 1, "{what}: {err}");
+        assert_eq!(err.lines().count(), 1, "{what}: {err}");
+        assert!(out.is_empty(), "{what}: {out}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}

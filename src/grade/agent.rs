@@ -205,7 +205,7 @@ pub fn replay(
     write_tape(&mut head, h, std::iter::empty())
         .map_err(|e| GradeError::new("TAPE", format!("{}: {e}", h.name)))?;
     let reader = TapeReader::new(Box::new(Cursor::new(head)) as Reader)
-        .map_err(|e| GradeError::new("TAPE", format!("{}: {e}", h.name)))?;
+        .map_err(|e| super::tape_error(&h.name, &e))?;
     let cfg = RunConfig {
         engine,
         profile: agent.profile,

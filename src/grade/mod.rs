@@ -492,6 +492,17 @@ fn month_ok(m: &str) -> bool {
             .all(|(i, c)| i == 4 || c.is_ascii_digit())
 }
 
+/// A refused tape as one coded line, the form of every tape error of a grade: `PATH line N:
+/// REASON: …` (`PATH: REASON: …` when no line was involved), never the reader's own coded
+/// line inside another.
+fn tape_error(path: &str, e: &crate::market::TapeError) -> GradeError {
+    let at = match e.line {
+        0 => String::new(),
+        n => format!(" line {n}"),
+    };
+    GradeError::new("TAPE", format!("{path}{at}: {}", e.message()))
+}
+
 fn select_tapes(over: &GradeRange, opts: &Options) -> Result<Vec<TapeRef>, GradeError> {
     let paths: Vec<PathBuf> = match over {
         GradeRange::Glob(pat) => match &opts.tapes {
@@ -520,15 +531,15 @@ fn select_tapes(over: &GradeRange, opts: &Options) -> Result<Vec<TapeRef>, Grade
         let path = p.display().to_string();
         let bytes = std::fs::read(&p)
             .map_err(|e| GradeError::new("IO", format!("cannot read {path}: {e}")))?;
-        let r = crate::market::TapeReader::new(bytes.as_slice())
-            .map_err(|e| GradeError::new("TAPE", format!("{path}: {e}")))?;
+        let r =
+            crate::market::TapeReader::new(bytes.as_slice()).map_err(|e| tape_error(&path, &e))?;
         let first = r.header().clone();
         // A v2 tape may hold several sessions: each is one tape of the family.
         let mut sessions = vec![first.clone()];
         if first.v >= crate::market::tape::TAPE_VERSION_2 {
             let mut r = r;
             while let Some(ev) = r.next() {
-                let ev = ev.map_err(|e| GradeError::new("TAPE", format!("{path}: {e}")))?;
+                let ev = ev.map_err(|e| tape_error(&path, &e))?;
                 if let crate::market::TapeEvent::Session(_) = ev {
                     sessions.push(r.session_header().clone());
                 }
@@ -1217,12 +1228,8 @@ impl TapeSource for FileTapes {
         }
         // Whole, as `run` and the desk require: a tape cut short is refused, not graded as
         // a session that closed early (one pass: every line, then the end).
-        let (header, events) = crate::market::tape::read_whole_tape_bytes(&bytes).map_err(|e| {
-            GradeError::new(
-                "TAPE",
-                format!("{} line {}: {}", t.path, e.line, e.message()),
-            )
-        })?;
+        let (header, events) = crate::market::tape::read_whole_tape_bytes(&bytes)
+            .map_err(|e| tape_error(&t.path, &e))?;
         let (header, events) = match t.session {
             None => (header, events),
             Some(n) => crate::market::tape::split_sessions(&header, events)
