@@ -1388,3 +1388,46 @@ fn a_bad_tape_is_one_coded_line_naming_the_file_and_the_line() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// `OVER 2025-13` passed as a range and then "selects no tapes" (exit 1, `code=USAGE`), and
+/// `OVER 2025-04..2025-13` graded April as if December were a later month; a month that is
+/// not one (00, 13) is a bad range, refused as an out-of-order one is (`code=GRADE`, exit 2).
+#[test]
+fn an_impossible_month_is_a_bad_range() {
+    let d = tmp("months");
+    let tapes = d.join("tapes");
+    std::fs::create_dir_all(&tapes).unwrap();
+    family(&tapes, Regime::Trend, 2, 1, 15, 0.0);
+    let o = options(&tapes, 2, 100);
+    let plan = "PLAN a budget 1R ttl 09:40\n  WHEN spot > 1\n  DO buy 1 shares @ ask\n";
+    for range in [
+        "2025-13",
+        "2025-00",
+        "2025-04..2025-13",
+        "2025-00..2025-04",
+        "2025-05..2025-04",
+    ] {
+        let doc = format!("{plan}\nGRADE plan a OVER {range} FILL strict-cross-v1\n");
+        let e = match prepare(&doc, &o) {
+            Ok(_) => panic!("OVER {range} should be refused"),
+            Err(e) => e,
+        };
+        assert_eq!(e.code, "GRADE", "{range}: {e}");
+        assert!(
+            e.message
+                .contains("a month range is YYYY-MM[..YYYY-MM] (months 01 to 12), in order"),
+            "{range}: {e}"
+        );
+        std::fs::write(d.join("m.kestrel"), &doc).unwrap();
+        let (code, out, err) = kestrel(&["grade", "m.kestrel"], &d);
+        assert_eq!(code, 2, "{range}: {out}{err}");
+        assert!(
+            err.starts_with("error code=GRADE message="),
+            "{range}: {err}"
+        );
+    }
+    // Real months still select by date.
+    let doc = format!("{plan}\nGRADE plan a OVER 2025-01..2025-12 FILL strict-cross-v1\n");
+    assert_eq!(prepare(&doc, &o).unwrap().job.grades[0].tapes.len(), 2);
+    let _ = std::fs::remove_dir_all(&d);
+}

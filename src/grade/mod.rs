@@ -483,6 +483,7 @@ fn tapes_from(over: &GradeRange, opts: &Options) -> Option<String> {
     }
 }
 
+/// `YYYY-MM` with a month of the year (01 to 12).
 fn month_ok(m: &str) -> bool {
     let b = m.as_bytes();
     b.len() == 7
@@ -490,6 +491,23 @@ fn month_ok(m: &str) -> bool {
         && b.iter()
             .enumerate()
             .all(|(i, c)| i == 4 || c.is_ascii_digit())
+        && matches!(m[5..].parse::<u8>(), Ok(1..=12))
+}
+
+/// What is wrong with a month range, if anything: a month that is not one (`2025-13`), or
+/// an end before the start.
+fn bad_months(from: &str, to: Option<&str>) -> Option<String> {
+    if let Some(m) = [Some(from), to]
+        .into_iter()
+        .flatten()
+        .find(|m| !month_ok(m))
+    {
+        return Some(format!("{m} is not a month"));
+    }
+    match to {
+        Some(t) if t < from => Some(format!("{from}..{t} ends before it starts")),
+        _ => None,
+    }
 }
 
 /// A refused tape as one coded line, the form of every tape error of a grade: `PATH line N:
@@ -624,17 +642,15 @@ pub fn prepare(sources: &[Source], opts: &Options) -> Result<Prepared, GradeErro
                 ),
             ));
         }
-        if let GradeRange::Months { from, to } = &g.over {
-            let bad = !month_ok(from)
-                || to
-                    .as_deref()
-                    .is_some_and(|t| !month_ok(t) || t < from.as_str());
-            if bad {
-                return Err(GradeError::new(
-                    "GRADE",
-                    format!("{title}: a month range is YYYY-MM[..YYYY-MM], in order"),
-                ));
-            }
+        if let GradeRange::Months { from, to } = &g.over
+            && let Some(what) = bad_months(from, to.as_deref())
+        {
+            return Err(GradeError::new(
+                "GRADE",
+                format!(
+                    "{title}: {what}: a month range is YYYY-MM[..YYYY-MM] (months 01 to 12), in order"
+                ),
+            ));
         }
         let mut null = false;
         let mut ungated = false;
