@@ -1431,3 +1431,41 @@ fn an_impossible_month_is_a_bad_range() {
     assert_eq!(prepare(&doc, &o).unwrap().job.grades[0].tapes.len(), 2);
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A shard with one result line repeated was refused as "89 results for 88 units (truncated
+/// shard?)": it has one too many. The repeated unit is named.
+#[test]
+fn a_shard_with_a_repeated_result_says_so() {
+    let d = tmp("repeated");
+    family(&d, Regime::Trend, 2, 1, 15, 0.0);
+    let doc = "PLAN a budget 1R ttl 09:40\n  WHEN spot > 1\n  DO buy 1 shares @ ask\n\nGRADE plan a OVER tapes/* FILL strict-cross-v1\n  VS null\n";
+    let p = prepare(doc, &options(&d, 2, 100)).unwrap();
+    let shard = grade::run_shard(&p, 0, 1, &mut FileTapes::default()).unwrap();
+    let lines: Vec<&str> = shard.lines().collect();
+    assert_eq!(lines.len(), 1 + 2 * 3);
+    let extra = format!("{}\n{}\n", lines.join("\n"), lines[4]);
+    let e = grade::merge_shards(&[("t/extra.jsonl".into(), extra)]).unwrap_err();
+    assert_eq!(e.code, "SHARD", "{e}");
+    assert_eq!(
+        e.message,
+        "t/extra.jsonl: line 8: unit 3 repeated (first on line 5): a shard holds each unit once",
+        "{e}"
+    );
+    // Fewer results than units is still a truncated shard.
+    let cut = format!("{}\n", lines[..6].join("\n"));
+    let e = grade::merge_shards(&[("t/cut.jsonl".into(), cut)]).unwrap_err();
+    assert!(e.message.contains("5 results for 6 units"), "{e}");
+    // Through the binary: exit 1, one coded line.
+    std::fs::write(
+        d.join("extra.jsonl"),
+        format!("{}\n{}\n", lines.join("\n"), lines[4]),
+    )
+    .unwrap();
+    let (code, _, err) = kestrel(&["grade", "merge", "extra.jsonl"], &d);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.starts_with("error code=SHARD message=extra.jsonl: line 8: unit 3 repeated"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}

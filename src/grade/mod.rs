@@ -1459,12 +1459,21 @@ pub fn merge_shards(files: &[(String, String)]) -> Result<(Job, Vec<UnitResult>)
             )));
         }
         let mut count = 0;
+        // Unit -> the line it is on, to name a repeated one.
+        let mut lines_of: BTreeMap<u64, usize> = BTreeMap::new();
         for (k, line) in lines.enumerate() {
             let r: UnitResult = serde_json::from_str(line)
                 .map_err(|e| bad(format!("{name}: line {}: {e}", k + 2)))?;
             if r.unit < h.lo || r.unit >= h.hi {
                 return Err(bad(format!(
                     "{name}: line {}: unit {} outside the shard",
+                    k + 2,
+                    r.unit
+                )));
+            }
+            if let Some(first) = lines_of.insert(r.unit, k + 2) {
+                return Err(bad(format!(
+                    "{name}: line {}: unit {} repeated (first on line {first}): a shard holds each unit once",
                     k + 2,
                     r.unit
                 )));
