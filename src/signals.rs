@@ -1,5 +1,6 @@
 //! SIGTERM and SIGINT during a run (`kestrel run`, `kestrel agent`, `kestrel experiment`, the
-//! desk).
+//! desk; `tape gen` / `tape import` and `kestrel grade` stop their work the same way and
+//! write nothing).
 //!
 //! [`install`] turns the first of either signal into a flag instead of an abrupt exit; the
 //! run loops check [`caught`] between tape events (and wakes), an author call in flight is

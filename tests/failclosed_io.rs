@@ -1007,3 +1007,60 @@ fn sigterm_during_tape_gen_leaves_no_temporary_file() {
     assert!(temp_files(&fam).is_empty(), "{:?}", temp_files(&fam));
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// SIGTERM during `grade --out` killed the process (exit 143, no `code=INTERRUPTED`) and
+/// left an earlier report at `--out`, though a grade that fails removes it so that no stale
+/// report outlives the run. Now the grade stops at the next work unit, exits 1 with
+/// `error code=INTERRUPTED`, removes the earlier file, and leaves no temporary file.
+#[cfg(unix)]
+#[test]
+fn sigterm_during_grade_removes_the_earlier_out_and_says_interrupted() {
+    let d = scratch("sigterm-grade");
+    // A plan that enters on every tape, so every null draw is a replay: long enough to be
+    // in flight when the signal lands.
+    std::fs::write(
+        d.join("g.kestrel"),
+        "PLAN a budget 1R ttl 15:00\n  WHEN spot > 1\n  DO buy 1 shares @ ask\n  EXIT NOT plan(a).filled within 5m\n\nGRADE plan a OVER tapes/* FILL strict-cross-v1\n  VS null\n",
+    )
+    .expect("write");
+    let out = d.join("out.json");
+    std::fs::write(&out, "{\"stale\":true}\n").expect("write");
+    let tapes = root().join("tapes");
+    let mut child = Command::new(KESTREL)
+        .args([
+            "grade",
+            "g.kestrel",
+            "--tapes",
+            s(&tapes),
+            "--draws",
+            "10000",
+            "--json",
+            "--out",
+            "out.json",
+        ])
+        .current_dir(&d)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(Duration::from_millis(1000));
+    assert!(
+        child.try_wait().expect("try_wait").is_none(),
+        "still grading"
+    );
+    // SAFETY: sends SIGTERM to the child we spawned.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let status = exit_within(&mut child, Duration::from_secs(10), "after SIGTERM");
+    let o = child.wait_with_output().expect("output");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with("error code=INTERRUPTED message=SIGTERM: "),
+        "{err}"
+    );
+    assert_eq!(err.matches("error code=").count(), 1, "{err}");
+    assert!(err.contains("note: removed the earlier out.json"), "{err}");
+    assert!(!out.exists(), "the earlier report is gone");
+    assert!(temp_files(&d).is_empty(), "{:?}", temp_files(&d));
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -130,12 +130,36 @@ fn finish(out: Option<&Path>, result: Result<String, i32>) -> i32 {
 }
 
 /// Run `kestrel grade` / `kestrel grade merge`; returns the exit code (0 ok; 1 usage, I/O,
-/// bad tape or bad shard; 2 a refused document or a GRADE that cannot be graded).
+/// bad tape, bad shard or a caught SIGINT / SIGTERM; 2 a refused document or a GRADE that
+/// cannot be graded).
 pub fn run(a: Args) -> i32 {
+    // SIGINT / SIGTERM stop the work between units and fail as any grade does: nothing is
+    // written and an earlier --out is removed (a second signal ends the process at once).
+    super::signals::install();
     if let Some(GradeCommand::Merge(m)) = &a.command {
-        return finish(m.out.as_deref(), merge(m));
+        return finish(
+            m.out.as_deref(),
+            merge(m).and_then(not_interrupted("merge")),
+        );
     }
-    finish(a.out.as_deref(), grade_text(&a))
+    finish(
+        a.out.as_deref(),
+        grade_text(&a).and_then(not_interrupted("grade")),
+    )
+}
+
+/// The report, unless a signal was caught while it was computed (then the failure, printed:
+/// the report is not written).
+fn not_interrupted(what: &'static str) -> impl FnOnce(String) -> Result<String, i32> {
+    move |text| match super::signals::caught() {
+        Some(sig) => {
+            errln!(
+                "error code=INTERRUPTED message={sig}: the {what} stopped before its report was written"
+            );
+            Err(1)
+        }
+        None => Ok(text),
+    }
 }
 
 /// Run the grade (or one shard): the report or shard text, or the exit code of a failure

@@ -95,10 +95,10 @@ pub fn check_counts(draws: u32, resamples: u32) -> Result<(), String> {
 }
 
 /// What went wrong; `code()` is `GRADE` (a statement that cannot be graded: exit 2), `TAPE`
-/// (a bad tape), `IO` or `USAGE` (exit 1).
+/// (a bad tape), `IO`, `USAGE`, `SHARD` or `INTERRUPTED` (a signal stopped the work: exit 1).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GradeError {
-    /// `GRADE`, `TAPE`, `IO`, `USAGE` or `SHARD`.
+    /// `GRADE`, `TAPE`, `IO`, `USAGE`, `SHARD` or `INTERRUPTED`.
     pub code: &'static str,
     /// What happened and how to fix it.
     pub message: String,
@@ -1279,7 +1279,18 @@ pub fn run_units(
     let mut out = Vec::with_capacity(units.len());
     // (grade, tape) -> the subject's run (cached for the current tape).
     let mut cache: Option<((usize, usize), SubjectRun)> = None;
-    for u in units {
+    let of = units.len();
+    for (done, u) in units.into_iter().enumerate() {
+        // A caught SIGINT / SIGTERM (once the verb installed the handlers) stops the work
+        // between units: no partial result leaves.
+        if let Some(sig) = crate::signals::caught() {
+            return Err(GradeError::new(
+                "INTERRUPTED",
+                format!(
+                    "{sig}: the grade stopped after {done} of {of} work units; nothing was written"
+                ),
+            ));
+        }
         let g = &p.job.grades[u.grade];
         let run = &p.runs[u.grade];
         let tref = &g.tapes[u.tape];
