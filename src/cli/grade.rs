@@ -50,11 +50,11 @@ pub struct Args {
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// VS null draws per tape (1 to 10000).
-    #[arg(long, default_value_t = grade::DEFAULT_DRAWS)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = grade::DEFAULT_DRAWS)]
     pub draws: u32,
     /// Bootstrap resamples per confidence interval (40 to 1000000: fewer is no 95% percentile
     /// interval).
-    #[arg(long, default_value_t = grade::DEFAULT_RESAMPLES)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = grade::DEFAULT_RESAMPLES)]
     pub resamples: u32,
 }
 
