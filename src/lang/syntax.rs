@@ -171,14 +171,6 @@ pub(crate) fn ends_word(rest: &str) -> bool {
     }
 }
 
-fn word_run<'a>(i: &mut In<'a>) -> &'a str {
-    let r: R<&str> = take_while(0.., |c: char| {
-        c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.'
-    })
-    .parse_next(i);
-    r.unwrap_or("")
-}
-
 // ---------------------------------------------------------------- lexeme strings
 
 thread_local! {
