@@ -1087,3 +1087,100 @@ fn an_over_long_request_line_is_refused_and_the_next_one_served() {
     assert!(by_id(&msgs, &json!(5)).is_empty());
     assert_eq!(by_id(&msgs, &json!(6))[0]["result"], json!({}));
 }
+
+/// Serve these lines in process (stdin closed after them); (exit code, responses). Panics
+/// when the server takes longer than `secs` to finish.
+fn serve_in_process(lines: &[String], secs: u64) -> (i32, Vec<Value>) {
+    let input = lines.join("\n") + "\n";
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("rt");
+    let (code, out) = rt.block_on(async {
+        let (w, mut r) = tokio::io::duplex(1 << 20);
+        let reader = tokio::spawn(async move {
+            let mut s = String::new();
+            let _ = tokio::io::AsyncReadExt::read_to_string(&mut r, &mut s).await;
+            s
+        });
+        let code = tokio::time::timeout(
+            std::time::Duration::from_secs(secs),
+            kestrel_desk::mcp::serve_lines(
+                KestrelServer::quiet(),
+                std::io::Cursor::new(input.into_bytes()),
+                w,
+                true,
+            ),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("the server did not finish within {secs} s"));
+        (code, reader.await.expect("reader"))
+    });
+    let msgs = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON-RPC: {l}: {e}")))
+        .collect();
+    (code, msgs)
+}
+
+/// Two requests in flight under one id: the second was forwarded, rmcp answered only one of
+/// them, and at EOF the server waited the whole DRAIN_TIMEOUT (120 s) before answering the
+/// other `-32603`. A request whose id is still in flight is now refused at once with
+/// `-32600` "invalid request: id already in use", and the server exits promptly.
+#[test]
+fn a_request_whose_id_is_already_in_flight_is_refused_and_the_server_exits_promptly() {
+    let plans =
+        std::fs::read_to_string(common::root().join("examples/run-desk.kestrel")).expect("plans");
+    let run = json!({"name": "run", "arguments": {"plans": plans, "tape": "trend-2025-04-09-s1"}});
+    let frame =
+        json!({"name": "frame", "arguments": {"tape": "trend-2025-04-09-s1", "at": "11:30"}});
+    let lines = vec![
+        INIT_LINE.to_string(),
+        INITIALIZED_LINE.to_string(),
+        r#"{"jsonrpc":"2.0","id":"dup","method":"ping"}"#.to_string(),
+        r#"{"jsonrpc":"2.0","id":"dup","method":"ping"}"#.to_string(),
+        json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": run}).to_string(),
+        json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": frame}).to_string(),
+        r#"{"jsonrpc":"2.0","id":8,"method":"ping"}"#.to_string(),
+    ];
+    let t0 = std::time::Instant::now();
+    let (code, msgs) = serve_in_process(&lines, 60);
+    assert_eq!(code, 0, "{msgs:?}");
+    assert!(
+        t0.elapsed() < std::time::Duration::from_secs(60),
+        "{:?}",
+        t0.elapsed()
+    );
+    let in_use = |m: &Value| {
+        m["error"]["code"] == -32600
+            && m["error"]["message"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("invalid request: id already in use"))
+    };
+    // The pings: each answered, the second either answered or refused (its twin may already
+    // be answered when it is read).
+    let dup = by_id(&msgs, &json!("dup"));
+    assert_eq!(dup.len(), 2, "{dup:?}");
+    assert!(
+        dup.iter().all(|m| m["result"] == json!({}) || in_use(m)),
+        "{dup:?}"
+    );
+    assert!(dup.iter().any(|m| m["result"] == json!({})), "{dup:?}");
+    // The tool calls: the run is still running when its twin is read, which is refused.
+    let seven = by_id(&msgs, &json!(7));
+    assert_eq!(seven.len(), 2, "{seven:?}");
+    assert_eq!(seven.iter().filter(|m| in_use(m)).count(), 1, "{seven:?}");
+    let ran: Vec<_> = seven.iter().filter(|m| !in_use(m)).collect();
+    assert_eq!(ran[0]["result"]["isError"], false, "{}", ran[0]);
+    assert!(
+        ran[0]["result"]["structuredContent"]["determinism_hash"].is_string(),
+        "the run answered, not the frame: {}",
+        ran[0]
+    );
+    assert_eq!(by_id(&msgs, &json!(8))[0]["result"], json!({}));
+    assert!(
+        msgs.iter().all(|m| m["error"]["code"] != -32603),
+        "nothing is left unanswered: {msgs:?}"
+    );
+    assert_eq!(msgs.len(), 1 + 2 + 2 + 1, "{msgs:?}");
+}

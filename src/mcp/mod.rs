@@ -302,8 +302,8 @@ fn malformed(tool: &str, why: &str) -> ErrorData {
 /// `-32603` and the server exits.
 pub const DRAIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
 
-/// Requests forwarded to rmcp and not yet answered, by id key (a multiset: a client may
-/// reuse an id).
+/// Requests forwarded to rmcp and not yet answered, by id key. A request whose id is in
+/// flight is refused by the screen, so each count is 0 or 1.
 #[derive(Default)]
 struct InFlight {
     ids: std::sync::Mutex<std::collections::HashMap<String, usize>>,
@@ -327,6 +327,12 @@ impl InFlight {
             }
         }
         self.changed.notify_waiters();
+    }
+    fn contains(&self, key: &str) -> bool {
+        self.ids
+            .lock()
+            .map(|m| m.contains_key(key))
+            .unwrap_or(false)
     }
     fn is_empty(&self) -> bool {
         self.ids.lock().map(|m| m.is_empty()).unwrap_or(true)
@@ -475,11 +481,12 @@ where
         tokio::spawn(async move {
             let mut lines = tokio::io::BufReader::new(from_rmcp).lines();
             while let Ok(Some(line)) = lines.next_line().await {
-                let key = wire::response_key(&line);
-                let _ = tx.send(line);
-                if let Some(k) = key {
+                // Out of flight before it is written: a client that reuses the id once it
+                // has the answer is never refused.
+                if let Some(k) = wire::response_key(&line) {
                     inflight.answered(&k);
                 }
+                let _ = tx.send(line);
             }
             inflight.closed.store(true, Ordering::SeqCst);
             inflight.changed.notify_waiters();
@@ -508,7 +515,7 @@ where
                 break;
             }
         };
-        match screen.screen(&line) {
+        match screen.screen_in_flight(&line, &|k| inflight.contains(k)) {
             wire::Screened::Ignore => {}
             wire::Screened::Answer(a) => {
                 let _ = tx.send(a);

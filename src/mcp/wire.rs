@@ -22,6 +22,7 @@
 //! | `tools/call` without `params.name` (a string), or `arguments` not an object | `-32602` with the id |
 //! | a request before `initialize` (other than `ping`) | `-32002` "not initialized", with the id |
 //! | rmcp cannot read it: a known method | `-32602` with the id; an unknown one `-32601` |
+//! | a request whose id is still in flight (forwarded, not yet answered) | `-32600` "id already in use", with the id |
 //! | otherwise | forwarded to rmcp, which answers it |
 //!
 //! A notification (no `id`) that fails a check is dropped: JSON-RPC never answers one. Batches
@@ -188,8 +189,17 @@ pub struct Screen {
 }
 
 impl Screen {
-    /// Decide what to do with one line (without its final newline).
+    /// Decide what to do with one line (without its final newline), with no request in
+    /// flight.
     pub fn screen(&mut self, line: &[u8]) -> Screened {
+        self.screen_in_flight(line, &|_| false)
+    }
+
+    /// Decide what to do with one line (without its final newline). `in_flight` tells
+    /// whether a request with this id key ([`response_key`]) was forwarded and is not
+    /// answered yet: a request reusing it is refused `-32600` (JSON-RPC: an id identifies
+    /// one request; rmcp answered only one of two, and the other waited for the drain).
+    pub fn screen_in_flight(&mut self, line: &[u8], in_flight: &dyn Fn(&str) -> bool) -> Screened {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
         let null = Value::Null;
@@ -326,6 +336,16 @@ impl Screen {
             };
             return answer(code, &what);
         }
+        if let Some(k) = &key
+            && in_flight(k)
+        {
+            return answer(
+                INVALID_REQUEST,
+                &format!(
+                    "invalid request: id already in use: a request with id {k} is still being answered; give each request its own id"
+                ),
+            );
+        }
         if method == "initialize" {
             self.initialized = true;
         }
@@ -447,6 +467,49 @@ mod tests {
             Screened::Forward(Some("1".into()))
         );
         assert!(s.initialized());
+    }
+
+    #[test]
+    fn a_request_reusing_an_id_in_flight_is_refused() {
+        let mut s = ready();
+        let busy = |k: &str| k == "\"dup\"" || k == "1";
+        let line = br#"{"jsonrpc":"2.0","id":"dup","method":"ping"}"#;
+        let a = match s.screen_in_flight(line, &busy) {
+            Screened::Answer(a) => serde_json::from_str::<Value>(&a).expect("JSON"),
+            other => panic!("expected a refusal, got {other:?}"),
+        };
+        assert_eq!(a["error"]["code"], INVALID_REQUEST, "{a}");
+        assert_eq!(a["id"], "dup", "{a}");
+        assert!(
+            a["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("invalid request: id already in use")),
+            "{a}"
+        );
+        // Once answered, the id may be used again; other ids go through meanwhile.
+        assert_eq!(
+            s.screen_in_flight(line, &|_| false),
+            Screened::Forward(Some("\"dup\"".into()))
+        );
+        assert_eq!(
+            s.screen_in_flight(br#"{"jsonrpc":"2.0","id":"other","method":"ping"}"#, &busy),
+            Screened::Forward(Some("\"other\"".into()))
+        );
+        // A notification has no id to reuse.
+        assert_eq!(
+            s.screen_in_flight(
+                br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+                &busy
+            ),
+            Screened::Forward(None)
+        );
+        // An initialize refused for its id does not count as initializing.
+        let mut fresh = Screen::default();
+        assert!(matches!(
+            fresh.screen_in_flight(INIT.as_bytes(), &busy),
+            Screened::Answer(_)
+        ));
+        assert!(!fresh.initialized());
     }
 
     #[test]
