@@ -1184,3 +1184,52 @@ fn a_request_whose_id_is_already_in_flight_is_refused_and_the_server_exits_promp
     );
     assert_eq!(msgs.len(), 1 + 2 + 2 + 1, "{msgs:?}");
 }
+
+/// Each JSON-RPC error the request reader writes says what its code says: `not json` was
+/// answered `-32700` (parse error) with the message "invalid request: ...".
+#[test]
+fn json_rpc_error_messages_match_their_codes() {
+    let lines: Vec<String> = [
+        INIT_LINE,
+        INITIALIZED_LINE,
+        "not json",
+        "42",
+        "\"a string\"",
+        "[]",
+        "{\"jsonrpc\":\"2.0\",\"id\":1,",
+        "{\"jsonrpc\":\"2.0\",\"id\":1.5,\"method\":\"ping\"}",
+        "{\"jsonrpc\":\"2.0\",\"id\":2}",
+        "{\"jsonrpc\":\"1.0\",\"id\":3,\"method\":\"ping\"}",
+        "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":5}",
+        "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/list\",\"params\":[]}",
+        "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/call\"}",
+        "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"no/such\"}",
+        "{\"jsonrpc\":\"2.0\",\"id\":\"\\ud800\",\"method\":\"ping\"}",
+    ]
+    .map(String::from)
+    .to_vec();
+    let (code, msgs) = serve_in_process(&lines, 60);
+    assert_eq!(code, 0, "{msgs:?}");
+    let errors: Vec<&Value> = msgs.iter().filter(|m| m.get("error").is_some()).collect();
+    assert_eq!(errors.len(), lines.len() - 2, "{msgs:?}");
+    for e in errors {
+        let message = e["error"]["message"].as_str().expect("message");
+        let want = match e["error"]["code"].as_i64().expect("code") {
+            -32700 => "parse error",
+            -32600 => "invalid request",
+            -32602 => "invalid params",
+            // rmcp's own answer: the message is the method's name.
+            -32601 => "no/such",
+            other => panic!("unexpected code {other}: {e}"),
+        };
+        assert!(message.starts_with(want), "{e}");
+    }
+    let not_json = &msgs
+        .iter()
+        .find(|m| m["error"]["code"] == -32700)
+        .expect("a parse error")["error"]["message"];
+    assert!(
+        not_json.as_str().is_some_and(|m| m.contains("not JSON")),
+        "{not_json}"
+    );
+}

@@ -218,16 +218,20 @@ impl Screen {
             ));
         }
         if !text.starts_with('{') {
-            let code = if serde_json::from_str::<IgnoredAny>(text).is_ok() {
-                INVALID_REQUEST
+            // The message says what the code says: JSON that is not an object is an invalid
+            // request; a line that is not JSON at all is a parse error.
+            let (code, message) = if serde_json::from_str::<IgnoredAny>(text).is_ok() {
+                (
+                    INVALID_REQUEST,
+                    "invalid request: a request is one JSON object, not another JSON value",
+                )
             } else {
-                PARSE_ERROR
+                (
+                    PARSE_ERROR,
+                    "parse error: the line is not JSON (a request is one JSON object)",
+                )
             };
-            return Screened::Answer(error_line(
-                &null,
-                code,
-                "invalid request: a request is one JSON object",
-            ));
+            return Screened::Answer(error_line(&null, code, message));
         }
         let head: Head = match serde_json::from_str(text) {
             Ok(h) => h,
@@ -411,6 +415,18 @@ mod tests {
             assert_eq!(a["error"]["code"], code, "{shown}: {a}");
             assert_eq!(a["id"], id, "{shown}: {a}");
             assert_eq!(a["jsonrpc"], "2.0");
+            // The message says what the code says.
+            let want = match code {
+                PARSE_ERROR => "parse error",
+                INVALID_REQUEST => "invalid request",
+                _ => "invalid params",
+            };
+            assert!(
+                a["error"]["message"]
+                    .as_str()
+                    .is_some_and(|m| m.starts_with(want)),
+                "{shown}: {a}"
+            );
         }
         // Well-formed calls still go through.
         assert_eq!(
