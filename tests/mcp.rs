@@ -1233,3 +1233,80 @@ fn json_rpc_error_messages_match_their_codes() {
         "{not_json}"
     );
 }
+
+/// `frame` took `name` without `view` and ignored it (the default view was framed), and
+/// refused `11:30:00.5` saying "write HH:MM or HH:MM:SS" although `HH:MM:SS.mmm` is taken.
+/// `name` without `view` is refused (it picks a VIEW of the view document); a time that is
+/// not one names every accepted form; the CLI says the same.
+#[tokio::test]
+async fn frame_refuses_a_name_without_a_view_and_names_every_time_form() {
+    let client = connect().await;
+    let r = call(
+        &client,
+        "frame",
+        json!({ "tape": "trend-2025-04-09-s1", "at": "11:30", "name": "zzz" }),
+    )
+    .await
+    .expect("frame");
+    assert!(is_error(&r), "{}", text(&r));
+    assert_eq!(data(&r)["errors"][0]["code"], "USAGE", "{}", text(&r));
+    assert!(
+        text(&r).contains("name") && text(&r).contains("only with view"),
+        "{}",
+        text(&r)
+    );
+    // Milliseconds are three digits, as on a tape and on `kestrel frame --at`.
+    let full = call(
+        &client,
+        "frame",
+        json!({ "tape": "trend-2025-04-09-s1", "at": "11:30:00.500" }),
+    )
+    .await
+    .expect("frame");
+    assert!(!is_error(&full), "{}", text(&full));
+    for at in ["11:30:00.5", "11:30:00.50", "11:30:00.5000", "11:30:0"] {
+        let r = call(
+            &client,
+            "frame",
+            json!({ "tape": "trend-2025-04-09-s1", "at": at }),
+        )
+        .await
+        .expect("frame");
+        assert!(is_error(&r), "{at}: {}", text(&r));
+        assert_eq!(
+            text(&r),
+            format!(
+                "error code=USAGE message=at {at:?} is not a time: write HH:MM, HH:MM:SS or HH:MM:SS.mmm (milliseconds as three digits)"
+            )
+        );
+        let (code, _, err) = cli(&[
+            "frame",
+            "--tape",
+            "tapes/trend-2025-04-09-s1.jsonl",
+            "--at",
+            at,
+        ]);
+        assert_eq!(code, 1, "{at}");
+        assert_eq!(
+            err.trim_end(),
+            format!(
+                "error code=USAGE message=--at {at:?} is not a time: write HH:MM, HH:MM:SS or HH:MM:SS.mmm (milliseconds as three digits)"
+            )
+        );
+    }
+    let (code, _, err) = cli(&[
+        "frame",
+        "--tape",
+        "tapes/trend-2025-04-09-s1.jsonl",
+        "--at",
+        "11:30",
+        "--name",
+        "zzz",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.starts_with("error code=USAGE message=--name") && err.contains("only with --view"),
+        "{err}"
+    );
+    client.cancel().await.expect("close");
+}

@@ -10,13 +10,13 @@ pub struct FrameArgs {
     /// The tape (JSON Lines).
     #[arg(long)]
     pub tape: PathBuf,
-    /// Tape time `HH:MM` or `HH:MM:SS` (exchange time).
+    /// Tape time `HH:MM`, `HH:MM:SS` or `HH:MM:SS.mmm` (exchange time; `9:45` is `09:45`).
     #[arg(long, allow_negative_numbers = true)]
     pub at: String,
     /// A document holding the VIEW to render (default: the built-in default view).
     #[arg(long)]
     pub view: Option<PathBuf>,
-    /// Which VIEW of the document, when it holds several.
+    /// Which VIEW of the --view document, when it holds several (only with --view).
     #[arg(long)]
     pub name: Option<String>,
     /// Wrap lines at this width (0: no wrapping).
@@ -24,6 +24,24 @@ pub struct FrameArgs {
     pub width: usize,
     #[command(flatten)]
     pub out: super::flags::Json,
+}
+
+/// The usage error's message for a time that is not one (`flag`: `--at` on the CLI, `at`
+/// over MCP): it names every form [`Ts::parse_clock`] takes. Milliseconds are three digits,
+/// as on a tape (`11:30:00.5` is refused, not read as `.500` or `.005`).
+pub(crate) fn not_a_time(given: &str, flag: &str) -> String {
+    format!(
+        "{flag} {given:?} is not a time: write HH:MM, HH:MM:SS or HH:MM:SS.mmm (milliseconds as three digits)"
+    )
+}
+
+/// The usage error's message for a VIEW name given without the document it picks from
+/// (`name`, `view`: how the caller names them, `--name`/`--view` on the CLI); it was
+/// ignored, and the default view framed.
+pub(crate) fn name_without_view(given: &str, name: &str, view: &str) -> String {
+    format!(
+        "{name} {given:?} picks a VIEW of the {view} document and applies only with {view}: give {view} (a document holding the VIEW), or leave {name} out for the default view"
+    )
 }
 
 /// The usage error's message for a time outside the session, naming its open and close
@@ -50,12 +68,16 @@ pub(crate) fn outside_session(
 
 pub fn run(a: &FrameArgs) -> i32 {
     let Some(at) = Ts::parse_clock(&a.at) else {
-        errln!(
-            "error code=USAGE message=--at {:?} is not a time: write HH:MM or HH:MM:SS",
-            a.at
-        );
+        errln!("error code=USAGE message={}", not_a_time(&a.at, "--at"));
         return 1;
     };
+    if let (Some(n), None) = (&a.name, &a.view) {
+        errln!(
+            "error code=USAGE message={}",
+            name_without_view(n, "--name", "--view")
+        );
+        return 1;
+    }
     let view = match &a.view {
         None => view::default_view(),
         Some(p) => {

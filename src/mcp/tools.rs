@@ -527,12 +527,14 @@ pub fn route_turn(a: &RouteTurnArgs) -> ToolOutput {
 pub struct FrameArgs {
     /// A bundled tape's short name (e.g. `trend-2025-04-09-s1`) or a path to a `.jsonl` tape.
     pub tape: String,
-    /// Tape time `HH:MM`, `HH:MM:SS` or `HH:MM:SS.mmm` (exchange time; `9:45` is `09:45`).
+    /// Tape time `HH:MM`, `HH:MM:SS` or `HH:MM:SS.mmm` (exchange time; `9:45` is `09:45`;
+    /// milliseconds are three digits).
     pub at: String,
     /// A document holding the VIEW to render (default: the built-in default view).
     #[serde(default)]
     pub view: Option<String>,
-    /// Which VIEW of the document, when it holds several.
+    /// Which VIEW of the `view` document, when it holds several; only with `view` (a name
+    /// without a view is refused).
     #[serde(default)]
     pub name: Option<String>,
     /// Wrap lines at this width (0: no wrapping).
@@ -584,12 +586,15 @@ pub fn frame(a: &FrameArgs) -> ToolOutput {
 /// `frame`: render a View at a tape time, exactly as an agent would receive it.
 pub fn frame_in(root: &super::tapes::Root, a: &FrameArgs) -> ToolOutput {
     let Some(at) = Ts::parse_clock(&a.at) else {
+        return CodedError::plain("USAGE", crate::cli::frame::not_a_time(&a.at, "at")).into();
+    };
+    if let (Some(n), None) = (&a.name, &a.view) {
         return CodedError::plain(
             "USAGE",
-            format!("at {:?} is not a time: write HH:MM or HH:MM:SS", a.at),
+            crate::cli::frame::name_without_view(n, "name", "view"),
         )
         .into();
-    };
+    }
     let view = match &a.view {
         None => view::default_view(),
         Some(src) => match pick_view(src, a.name.as_deref()) {
