@@ -1676,3 +1676,105 @@ fn a_document_given_as_a_pipe_or_a_fifo_is_read_once() {
     assert_eq!(status.code(), Some(2));
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// The house agent's saved Bus (four wakes: open, range-break twice, last-hour).
+fn house_agent_bus(d: &Path) -> PathBuf {
+    let bus = d.join("house.bus.jsonl");
+    let (code, _, err) = kestrel(&[
+        "agent",
+        "--tape",
+        TAPE,
+        "--author",
+        "examples/house-agent.jsonl",
+        "--bus",
+        s(&bus),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    bus
+}
+
+/// The 1-based lines of a Bus's events of this type.
+fn lines_of(text: &str, kind: &str) -> Vec<usize> {
+    let tag = format!("\"type\":\"{kind}\"");
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| l.contains(&tag))
+        .map(|(i, _)| i + 1)
+        .collect()
+}
+
+/// Replace `from` by `to` in line `n` (1-based) of a Bus.
+fn edit_line(text: &str, n: usize, from: &str, to: &str) -> String {
+    let mut out: Vec<String> = text.lines().map(str::to_string).collect();
+    assert!(out[n - 1].contains(from), "line {n}: {}", out[n - 1]);
+    out[n - 1] = out[n - 1].replacen(from, to, 1);
+    out.join("\n") + "\n"
+}
+
+/// A saved Bus's turns were keyed by the View delivered before them and their own `wake`
+/// was never read: every turn's wake set to `zzz`, or two wakes' names swapped, replayed to
+/// the recording's hash with no word. A turn naming another wake than the one it answers is
+/// now refused as a `replay-record` error naming its line.
+#[test]
+fn a_saved_bus_turn_that_names_another_wake_than_it_answers_is_refused() {
+    let d = tmp("replay-wake");
+    let bus = house_agent_bus(&d);
+    let text = std::fs::read_to_string(&bus).unwrap();
+    let turns = lines_of(&text, "turn");
+    assert_eq!(turns.len(), 4, "{turns:?}");
+    let agent = |author: &Path| kestrel(&["agent", "--tape", TAPE, "--author", s(author)]);
+    // The recording itself replays.
+    let (code, _, err) = agent(&bus);
+    assert_eq!(code, 0, "{err}");
+    // Every turn's wake is zzz: refused at the first turn.
+    let all_zzz = d.join("zzz.bus.jsonl");
+    let mut t = text.clone();
+    for (n, w) in turns
+        .iter()
+        .zip(["open", "range-break", "range-break", "last-hour"])
+    {
+        t = edit_line(&t, *n, &format!("\"wake\":\"{w}\""), "\"wake\":\"zzz\"");
+    }
+    std::fs::write(&all_zzz, &t).unwrap();
+    let (code, _, err) = agent(&all_zzz);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "error code=REPLAY rule=replay-record line={} message={}: ",
+            turns[0],
+            all_zzz.display()
+        )),
+        "{err}"
+    );
+    assert!(err.contains("zzz") && err.contains("open"), "{err}");
+    // Two wakes' names swapped: refused at the first of them.
+    let swapped = d.join("swapped.bus.jsonl");
+    let t = edit_line(
+        &text,
+        turns[1],
+        "\"wake\":\"range-break\"",
+        "\"wake\":\"last-hour\"",
+    );
+    let t = edit_line(
+        &t,
+        turns[3],
+        "\"wake\":\"last-hour\"",
+        "\"wake\":\"range-break\"",
+    );
+    std::fs::write(&swapped, &t).unwrap();
+    let (code, _, err) = agent(&swapped);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "error code=REPLAY rule=replay-record line={} message={}: ",
+            turns[1],
+            swapped.display()
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains("last-hour") && err.contains("range-break"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -206,8 +206,15 @@ impl Recorded {
                 Event::ViewDelivered { ts, wake, .. } => asked = Some((wake, ts)),
                 Event::Repair { attempt, .. } => attempts.push(attempt),
                 Event::Turn { ts, wake, turn } => {
+                    gate.answers(line, &wake).map_err(BusRefusal::Replay)?;
                     let turn = gate.turn(line, &turn).map_err(BusRefusal::Replay)?;
-                    let (w, wt) = asked.clone().unwrap_or((wake.clone(), ts));
+                    // A turn answers the wake whose View was delivered before it (the gate
+                    // checked it names that wake); a person's turn at the desk answers none.
+                    let (w, wt) = if wake == owner::DESK_WAKE {
+                        (wake.clone(), ts)
+                    } else {
+                        asked.clone().unwrap_or((wake.clone(), ts))
+                    };
                     let re_asks = attempts.len().saturating_sub(1) as u32;
                     let tokens_spent = attempts.iter().map(|a| a.tokens).sum();
                     let fail_closed = None;

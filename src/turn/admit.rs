@@ -257,11 +257,17 @@ pub struct ReplayGate {
     scope: crate::lang::Scope,
     views_requested: u32,
     armed: ArmedCheck,
+    /// The wake whose View was delivered last (name, tape time, Bus line): the wake the
+    /// turns after it answer.
+    delivered: Option<(String, crate::market::Ts, usize)>,
 }
 
 impl ReplayGate {
     /// Feed a non-turn Bus event at `line`.
     pub fn event(&mut self, line: usize, ev: &crate::bus::Event) -> Result<(), ReplayError> {
+        if let crate::bus::Event::ViewDelivered { ts, wake, .. } = ev {
+            self.delivered = Some((wake.clone(), *ts, line));
+        }
         if let crate::bus::Event::DocumentArmed {
             text,
             blake3,
@@ -287,6 +293,28 @@ impl ReplayGate {
             }
         }
         Ok(())
+    }
+
+    /// The turn recorded at `line` names `wake`: it must be the wake it answers, the one
+    /// whose View was delivered last (a SHOW VIEW's View is delivered under the wake it was
+    /// asked at, and a wake that fires while a reply is outstanding delivers nothing, so a
+    /// re-ask, a repair and a late answer all name it). A turn a person wrote at the desk
+    /// ([`DESK_WAKE`](crate::session::owner::DESK_WAKE)) answers no wake; a turn before any
+    /// View names its own.
+    pub fn answers(&self, line: usize, wake: &str) -> Result<(), ReplayError> {
+        if wake == crate::session::owner::DESK_WAKE {
+            return Ok(());
+        }
+        match &self.delivered {
+            Some((w, ts, at)) if w != wake => Err(ReplayError::new(
+                line,
+                "replay-record",
+                format!(
+                    "the turn recorded here names wake {wake:?}, but it answers wake {w:?} (whose View was delivered at {ts}, line {at}): a recorded turn names the wake it answers"
+                ),
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// Admit the turn recorded at `line`.
