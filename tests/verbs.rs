@@ -1778,3 +1778,59 @@ fn a_saved_bus_turn_that_names_another_wake_than_it_answers_is_refused() {
     );
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A recorded turn whose text is not the canonical print of its document (`PLAN   x`) was
+/// refused saying "the recorded turn says supersede [vwap-reclaim] but its Kestrel routes as
+/// supersede [vwap-reclaim]": outcomes that agree, told as a difference. It now says the text
+/// is not canonical and shows the first line that differs.
+#[test]
+fn a_recorded_turn_that_is_not_canonical_text_says_so_plainly() {
+    let d = tmp("replay-canonical");
+    let bus = house_agent_bus(&d);
+    let text = std::fs::read_to_string(&bus).unwrap();
+    let first = lines_of(&text, "turn")[0];
+    let forged = d.join("spaced.bus.jsonl");
+    std::fs::write(
+        &forged,
+        edit_line(&text, first, "PLAN vwap-reclaim", "PLAN   vwap-reclaim"),
+    )
+    .unwrap();
+    let (code, _, err) = kestrel(&["agent", "--tape", TAPE, "--author", s(&forged)]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "error code=REPLAY rule=replay-divergence line={first} message={}: ",
+            forged.display()
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("routes as"), "{err}");
+    assert!(
+        err.contains("the recorded text is not the canonical print of its document")
+            && err.contains(
+                "recorded `PLAN   vwap-reclaim budget 0.2R ttl 14:30` canonical `PLAN vwap-reclaim budget 0.2R ttl 14:30`"
+            ),
+        "{err}"
+    );
+    // Outcomes that differ still say so.
+    let other = d.join("other.bus.jsonl");
+    std::fs::write(
+        &other,
+        edit_line(
+            &text,
+            first,
+            "\"plans\":[\"vwap-reclaim\"]",
+            "\"plans\":[\"other\"]",
+        ),
+    )
+    .unwrap();
+    let (code, _, err) = kestrel(&["agent", "--tape", TAPE, "--author", s(&other)]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("rule=replay-divergence")
+            && err.contains("says supersede [other]")
+            && err.contains("routes as supersede [vwap-reclaim]"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -146,29 +146,107 @@ pub fn readmit(
             ),
         ));
     }
-    if again.outcome != rec.outcome || again.kestrel != rec.kestrel {
+    if again.outcome != rec.outcome {
+        let (said, routed) = match (describe(&rec.outcome), describe(&again.outcome)) {
+            // Outcomes that differ only where `describe` does not look: show them whole.
+            (a, b) if a == b => (format!("{:?}", rec.outcome), format!("{:?}", again.outcome)),
+            ab => ab,
+        };
         return Err(ReplayError::new(
             line,
             "replay-divergence",
             format!(
-                "the recorded turn says {} but its Kestrel routes as {}{}",
-                describe(rec),
-                describe(&again),
+                "the recorded turn says {said} but its Kestrel routes as {routed}{}",
                 if again.kestrel != rec.kestrel {
-                    " (the recorded text is not the canonical text of its document)"
+                    " (and the recorded text is not the canonical print of its document)"
                 } else {
                     ""
                 }
             ),
         ));
     }
+    if again.kestrel != rec.kestrel {
+        // The outcomes agree: only the text is not what `print` writes for its document.
+        return Err(ReplayError::new(
+            line,
+            "replay-divergence",
+            format!(
+                "the recorded text is not the canonical print of its document: {}",
+                first_difference(&rec.kestrel, &again.kestrel)
+            ),
+        ));
+    }
     Ok(rec.clone())
 }
 
-fn describe(t: &RoutedTurn) -> String {
-    match &t.outcome {
-        Outcome::Supersede { plans, .. } => format!("supersede [{}]", plans.join(", ")),
+/// An outcome as a replay error names it: the directive and what it names.
+fn describe(o: &Outcome) -> String {
+    let list = |what: &str, names: &[String]| {
+        if names.is_empty() {
+            String::new()
+        } else {
+            format!(" {what} [{}]", names.join(", "))
+        }
+    };
+    match o {
+        Outcome::Supersede {
+            plans,
+            wakes,
+            views,
+        } => format!(
+            "supersede [{}]{}{}",
+            plans.join(", "),
+            list("wakes", wakes),
+            list("views", views)
+        ),
+        Outcome::StandDown { reason } => format!("stand-down {reason:?}"),
+        Outcome::ViewRequest { view, .. } => format!("view-request {view}"),
+        Outcome::Cancel { target } => format!("cancel {target}"),
         o => o.name().to_string(),
+    }
+}
+
+/// The longest line a replay error quotes whole (in characters); a longer one is cut with `…`.
+const QUOTED_LINE_MAX: usize = 120;
+
+/// Where a recorded text first differs from the canonical one: `line L differs: recorded
+/// `...` canonical `...`` (each line shown with its escapes, cut to [`QUOTED_LINE_MAX`]), or
+/// which text has lines the other has not.
+fn first_difference(recorded: &str, canonical: &str) -> String {
+    let quote = |l: &str| {
+        let shown: String = l.escape_debug().collect();
+        match shown.char_indices().nth(QUOTED_LINE_MAX) {
+            Some((i, _)) => format!("{}…", &shown[..i]),
+            None => shown,
+        }
+    };
+    let (mut r, mut c) = (recorded.split('\n'), canonical.split('\n'));
+    let mut n = 0usize;
+    loop {
+        n += 1;
+        match (r.next(), c.next()) {
+            (Some(a), Some(b)) if a == b => continue,
+            (Some(a), Some(b)) => {
+                return format!(
+                    "line {n} differs: recorded `{}` canonical `{}`",
+                    quote(a),
+                    quote(b)
+                );
+            }
+            (Some(a), None) => {
+                return format!(
+                    "the recorded text goes on past the canonical text's end at line {n}: `{}`",
+                    quote(a)
+                );
+            }
+            (None, Some(b)) => {
+                return format!(
+                    "the recorded text ends before line {n} of the canonical text: `{}`",
+                    quote(b)
+                );
+            }
+            (None, None) => return "the texts differ".to_string(),
+        }
     }
 }
 
