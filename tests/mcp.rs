@@ -1310,3 +1310,35 @@ async fn frame_refuses_a_name_without_a_view_and_names_every_time_form() {
     );
     client.cancel().await.expect("close");
 }
+
+/// A call the client cancels (`notifications/cancelled`) gets no answer from rmcp, as MCP
+/// says; the server still counted it owed and, at EOF, waited the whole DRAIN_TIMEOUT
+/// (2 min) to answer it `-32603`. A cancelled request is owed nothing: the server exits
+/// promptly and writes nothing for it.
+#[test]
+fn a_cancelled_call_is_owed_no_answer_and_the_server_exits_promptly() {
+    let plans =
+        std::fs::read_to_string(common::root().join("examples/run-desk.kestrel")).expect("plans");
+    let run = json!({"name": "run", "arguments": {"plans": plans, "tape": "trend-2025-04-09-s1"}});
+    let lines = vec![
+        INIT_LINE.to_string(),
+        INITIALIZED_LINE.to_string(),
+        json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": run}).to_string(),
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 9, "reason": "changed my mind"}}).to_string(),
+        r#"{"jsonrpc":"2.0","id":10,"method":"ping"}"#.to_string(),
+    ];
+    let (code, msgs) = serve_in_process(&lines, 60);
+    assert_eq!(code, 0, "{msgs:?}");
+    assert_eq!(by_id(&msgs, &json!(10))[0]["result"], json!({}), "{msgs:?}");
+    // Nothing, or the run's result if it finished before the cancellation was read: never
+    // the drain's -32603.
+    let nine = by_id(&msgs, &json!(9));
+    assert!(
+        nine.is_empty() || (nine.len() == 1 && nine[0]["result"]["isError"] == false),
+        "{nine:?}"
+    );
+    assert!(
+        msgs.iter().all(|m| m["error"]["code"] != -32603),
+        "{msgs:?}"
+    );
+}

@@ -520,9 +520,12 @@ where
             wire::Screened::Answer(a) => {
                 let _ = tx.send(a);
             }
-            wire::Screened::Forward(key) => {
-                if let Some(k) = &key {
-                    inflight.add(k);
+            forward @ (wire::Screened::Forward(_) | wire::Screened::Cancel(_)) => {
+                match &forward {
+                    wire::Screened::Forward(Some(k)) => inflight.add(k),
+                    // rmcp answers a cancelled request with nothing: not waited for at EOF.
+                    wire::Screened::Cancel(k) => inflight.answered(k),
+                    _ => {}
                 }
                 let sent = async {
                     to_rmcp.write_all(&line).await?;

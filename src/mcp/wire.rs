@@ -23,6 +23,7 @@
 //! | a request before `initialize` (other than `ping`) | `-32002` "not initialized", with the id |
 //! | rmcp cannot read it: a known method | `-32602` with the id; an unknown one `-32601` |
 //! | a request whose id is still in flight (forwarded, not yet answered) | `-32600` "id already in use", with the id |
+//! | `notifications/cancelled` with a `requestId` | forwarded; that request is owed no answer any more |
 //! | otherwise | forwarded to rmcp, which answers it |
 //!
 //! A notification (no `id`) that fails a check is dropped: JSON-RPC never answers one. Batches
@@ -148,6 +149,10 @@ struct Head {
 pub enum Screened {
     /// Hand it to rmcp; a request carries its id's key ([`id_key`]), owed one response.
     Forward(Option<String>),
+    /// Hand it to rmcp: a `notifications/cancelled` for the request with this id key, which
+    /// is owed no response any more (MCP: a cancelled request is not answered; rmcp sends
+    /// none).
+    Cancel(String),
     /// Answer it with this JSON-RPC error line (not forwarded).
     Answer(String),
     /// Nothing to do: a blank line, a response, or a notification that fails a check.
@@ -327,6 +332,16 @@ impl Screen {
                 );
             }
         }
+        // A cancellation: the key of the request it names.
+        let cancelled = if notification && method == "notifications/cancelled" {
+            serde_json::from_value::<Scalar>(v["params"]["requestId"].clone())
+                .ok()
+                .as_ref()
+                .and_then(key_of)
+                .map(|(k, _)| k)
+        } else {
+            None
+        };
         if let Err(e) = serde_json::from_value::<rmcp::model::ClientJsonRpcMessage>(v) {
             let code = if KNOWN_METHODS.contains(&method.as_str()) {
                 INVALID_PARAMS
@@ -352,6 +367,9 @@ impl Screen {
         }
         if method == "initialize" {
             self.initialized = true;
+        }
+        if let Some(k) = cancelled {
+            return Screened::Cancel(k);
         }
         Screened::Forward(key)
     }
@@ -526,6 +544,28 @@ mod tests {
             Screened::Answer(_)
         ));
         assert!(!fresh.initialized());
+    }
+
+    #[test]
+    fn a_cancellation_names_the_request_owed_no_answer() {
+        let mut s = ready();
+        for (line, want) in [
+            (
+                r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}"#,
+                Screened::Cancel("9".into()),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"a","reason":"x"}}"#,
+                Screened::Cancel("\"a\"".into()),
+            ),
+            // No request named: forwarded as any notification is.
+            (
+                r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1.5}}"#,
+                Screened::Forward(None),
+            ),
+        ] {
+            assert_eq!(s.screen(line.as_bytes()), want, "{line}");
+        }
     }
 
     #[test]
