@@ -943,7 +943,7 @@ impl App {
                         Some(t) => self.send(Command::Seek(t)),
                         None => {
                             self.message = Some(format!(
-                                "seek: {:?} is not a time: write HH:MM or HH:MM:SS",
+                                "seek: {:?} is not a time: write HH:MM, HH:MM:SS or HH:MM:SS.mmm",
                                 input.trim()
                             ))
                         }
