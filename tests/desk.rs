@@ -2747,3 +2747,75 @@ fn a_live_answer_after_a_rewind_reopens_at_the_live_hash() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A pane's rows inside its borders as a terminal shows them (a wide character once: the
+/// cell after it, which it covers, left out), with the pane's rectangle and the cursor.
+fn pane_shown(
+    app: &App,
+    w: u16,
+    h: u16,
+    pane: Pane,
+) -> (Vec<String>, ratatui::layout::Rect, (u16, u16)) {
+    use unicode_width::UnicodeWidthStr;
+    let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+    t.draw(|f| ui::draw(f, app)).unwrap();
+    let r = ui::layout(app, ratatui::layout::Rect::new(0, 0, w, h))
+        .into_iter()
+        .find(|(p, _)| *p == pane)
+        .map(|(_, r)| r)
+        .expect("the pane is on screen");
+    let buf = t.backend().buffer().clone();
+    let rows = (r.y + 1..r.bottom() - 1)
+        .map(|y| {
+            let mut row = String::new();
+            let mut x = r.x + 1;
+            while x < r.right() - 1 {
+                let s = buf[(x, y)].symbol();
+                row.push_str(s);
+                x += u16::try_from(s.width().max(1)).unwrap();
+            }
+            row
+        })
+        .collect();
+    let c = t.backend().cursor_position();
+    (rows, r, (c.x, c.y))
+}
+
+/// A stand-down's reason in CJK and emoji wraps in the Journal by screen columns: every
+/// word shows whole (the lines were counted in characters, so the first was wider than the
+/// pane and `long` read `lo`, its `ng` past the edge).
+#[test]
+fn a_reason_in_wide_characters_wraps_by_columns_and_loses_no_letter() {
+    let mut app = app();
+    let reason = "kill — 停止 test 🚨 with a rather long reason that goes on and on past the width of the dialog box to see what happens";
+    press(&mut app, KeyCode::Char('s'));
+    typ(&mut app, reason);
+    press(&mut app, KeyCode::Enter);
+    app.set_focus(Pane::Journal);
+    for (w, h) in [(100, 30), (160, 48)] {
+        let (rows, _, _) = pane_shown(&app, w, h, Pane::Journal);
+        let i = rows
+            .iter()
+            .position(|r| r.starts_with("  reason: "))
+            .unwrap_or_else(|| panic!("{w}x{h}:\n{}", rows.join("\n")));
+        // The reason's continuation hangs under its text, ten columns in.
+        let shown: Vec<&String> = std::iter::once(&rows[i])
+            .chain(
+                rows[i + 1..]
+                    .iter()
+                    .take_while(|r| r.starts_with("          ")),
+            )
+            .collect();
+        let text = shown
+            .iter()
+            .map(|r| r.as_str())
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert_eq!(
+            words(&text),
+            words(&format!("reason: {reason}")),
+            "{w}x{h}:\n{}",
+            rows.join("\n")
+        );
+    }
+}

@@ -537,7 +537,7 @@ fn readout_pieces(
     width: usize,
 ) -> Vec<(String, Option<MarkKind>)> {
     let piece = |k: MarkKind, s: &str| format!("  {} {s}", mark_glyph(k));
-    let wide = |s: &str| s.chars().count();
+    let wide = super::fit::width;
     let all = wide(ohlc)
         + marks
             .iter()
@@ -865,7 +865,7 @@ pub fn draw(
                 x: x - plot.x,
                 top: yh.min(y) - plot.y,
                 bottom: yl.max(y) - plot.y,
-                width: g.label.chars().count().try_into().unwrap_or(u16::MAX),
+                width: super::fit::width(&g.label).try_into().unwrap_or(u16::MAX),
                 above_first: m.kind != MarkKind::Buy,
             },
             g,
@@ -881,7 +881,7 @@ pub fn draw(
     let mut again = false;
     for (k, (_, g)) in asks.iter().enumerate() {
         if let (None, Some(s)) = (at[k], &g.short) {
-            ask_cells[k].width = s.chars().count().try_into().unwrap_or(u16::MAX);
+            ask_cells[k].width = super::fit::width(s).try_into().unwrap_or(u16::MAX);
             texts[k] = s;
             again = true;
         }
@@ -928,7 +928,7 @@ pub fn draw(
         ) {
             let style = kind.map_or(bold, |k| bold.fg(t.mark(k)));
             put(buf, x, area.y, &text, style, area);
-            x = x.saturating_add(text.chars().count().try_into().unwrap_or(u16::MAX));
+            x = x.saturating_add(super::fit::width(&text).try_into().unwrap_or(u16::MAX));
         }
     } else {
         let mut x = area.x;
@@ -942,7 +942,7 @@ pub fn draw(
             ("· focus: ←→ cursor", muted),
         ];
         for (s, style) in legend {
-            let w = s.chars().count() as u16;
+            let w = super::fit::width(s) as u16;
             if x + w > area.right() {
                 break;
             }
@@ -976,7 +976,7 @@ pub fn title(c: &ChartData, st: &ChartState, width: u16) -> String {
         follow
     );
     let hint = " [m 1m/5m · o symbol · z/Z zoom]";
-    if t.chars().count() + hint.chars().count() + 4 <= usize::from(width) {
+    if super::fit::width(&t) + super::fit::width(hint) + 4 <= usize::from(width) {
         t + hint
     } else {
         t

@@ -1,25 +1,56 @@
 //! Fitting text into columns: cut at a word boundary with `…`, never mid-word (a single
 //! word longer than the column is the one exception: it is cut with `…`).
+//!
+//! Widths are terminal columns as ratatui draws the text, not characters: a CJK character
+//! or an emoji takes two, a combining mark none, and a control character none (ratatui
+//! drops it). Text is cut between graphemes, never inside one.
 
-/// `s` in at most `w` characters: whole, or cut after the last whole word that fits with a
+use unicode_segmentation::UnicodeSegmentation;
+use unicode_width::UnicodeWidthStr;
+
+/// The columns one grapheme takes on the screen (a control character is not drawn).
+fn columns(g: &str) -> usize {
+    if g.contains(char::is_control) {
+        0
+    } else {
+        g.width()
+    }
+}
+
+/// The columns `s` takes on the screen.
+pub fn width(s: &str) -> usize {
+    s.graphemes(true).map(columns).sum()
+}
+
+/// The longest head of `s` at most `w` columns wide (whole graphemes).
+pub fn head(s: &str, w: usize) -> &str {
+    let mut used = 0;
+    for (i, g) in s.grapheme_indices(true) {
+        used += columns(g);
+        if used > w {
+            return &s[..i];
+        }
+    }
+    s
+}
+
+/// `s` in at most `w` columns: whole, or cut after the last whole word that fits with a
 /// `…` after it.
 pub fn fit(s: &str, w: usize) -> String {
-    let n = s.chars().count();
-    if n <= w {
+    if width(s) <= w {
         return s.to_string();
     }
     if w == 0 {
         return String::new();
     }
-    let room = w - 1;
-    let head: String = s.chars().take(room).collect();
+    let head = head(s, w - 1);
     // The next character after the head: if it is a space the head ends on a whole word.
-    let next = s.chars().nth(room);
+    let next = s[head.len()..].chars().next();
     let cut = if next.is_some_and(char::is_whitespace) {
-        head.trim_end().to_string()
+        head.trim_end()
     } else {
         match head.rfind(char::is_whitespace) {
-            Some(i) if i > 0 => head[..i].trim_end().to_string(),
+            Some(i) if i > 0 => head[..i].trim_end(),
             _ => head,
         }
     };
@@ -35,11 +66,14 @@ pub fn count(n: u64, noun: &str) -> String {
     }
 }
 
-/// [`fit`], padded with spaces to exactly `w` characters.
+/// [`fit`], padded with spaces to exactly `w` columns.
 pub fn cell(s: &str, w: usize) -> String {
-    let f = fit(s, w);
-    let n = f.chars().count();
-    format!("{f}{}", " ".repeat(w.saturating_sub(n)))
+    pad(&fit(s, w), w)
+}
+
+/// `s` with spaces after it to `w` columns (as `format!("{s:<w$}")` pads to `w` characters).
+pub fn pad(s: &str, w: usize) -> String {
+    format!("{s}{}", " ".repeat(w.saturating_sub(width(s))))
 }
 
 #[cfg(test)]
@@ -58,6 +92,26 @@ mod tests {
     }
 
     #[test]
+    fn widths_are_columns_not_characters() {
+        // A CJK character and an emoji take two columns each; a combining mark none.
+        assert_eq!(width("停止 🚨"), 7);
+        assert_eq!(width("e\u{301}"), 1);
+        assert_eq!(head("ab停止", 3), "ab");
+        assert_eq!(head("ab停止", 4), "ab停");
+        // Cut by width: `停止 test` is 9 columns, not 7 characters.
+        assert_eq!(fit("停止 test 🚨 go", 8), "停止…");
+        assert_eq!(fit("停止 test 🚨 go", 10), "停止 test…");
+        for w in 0..20 {
+            assert!(
+                width(&fit("kill — 停止 test 🚨 with a reason", w)) <= w,
+                "{w}"
+            );
+        }
+        assert_eq!(cell("停", 4), "停  ");
+        assert_eq!(width(&cell("停止停止", 5)), 5);
+    }
+
+    #[test]
     fn one_is_singular() {
         assert_eq!(count(1, "turn"), "1 turn");
         assert_eq!(count(0, "turn"), "0 turns");
@@ -65,30 +119,34 @@ mod tests {
     }
 }
 
-/// `s` wrapped at word boundaries into lines of at most `w` characters (a word longer than
-/// `w` is split).
+/// `s` wrapped at word boundaries into lines of at most `w` columns (a word longer than
+/// `w` is split between graphemes).
 pub fn wrap(s: &str, w: usize) -> Vec<String> {
     let w = w.max(1);
     let mut out = Vec::new();
     let mut cur = String::new();
     for word in s.split_whitespace() {
-        let mut word = word.to_string();
+        let mut word = word;
         loop {
-            let cl = cur.chars().count();
-            let wl = word.chars().count();
+            let cl = width(&cur);
+            let wl = width(word);
             if cl == 0 && wl <= w {
-                cur = word;
+                cur = word.to_string();
                 break;
             } else if cl > 0 && cl + 1 + wl <= w {
                 cur.push(' ');
-                cur.push_str(&word);
+                cur.push_str(word);
                 break;
             } else if cl > 0 {
                 out.push(std::mem::take(&mut cur));
             } else {
-                let head: String = word.chars().take(w).collect();
-                word = word.chars().skip(w).collect();
-                out.push(head);
+                // At least one grapheme a line (a wide one in a one-column line).
+                let mut h = head(word, w);
+                if h.is_empty() {
+                    h = word.graphemes(true).next().unwrap_or(word);
+                }
+                out.push(h.to_string());
+                word = &word[h.len()..];
             }
         }
     }
@@ -107,5 +165,18 @@ mod wrap_tests {
             vec!["code=PARSE", "rule=syntax:", "expected a price"]
         );
         assert_eq!(super::wrap("abcdefgh", 3), vec!["abc", "def", "gh"]);
+    }
+
+    #[test]
+    fn wraps_by_columns() {
+        // Every line at most 10 columns, nothing lost (`long` was cut to `lo` with the rest
+        // drawn past the edge when lines were counted in characters).
+        let s = "kill — 停止 test 🚨 with a rather long reason";
+        let lines = super::wrap(s, 10);
+        assert!(lines.iter().all(|l| super::width(l) <= 10), "{lines:?}");
+        assert_eq!(lines.join(" "), s);
+        assert_eq!(super::wrap("停止停止停", 4), vec!["停止", "停止", "停"]);
+        // A wide character alone in a one-column line still moves on.
+        assert_eq!(super::wrap("停止", 1), vec!["停", "止"]);
     }
 }

@@ -261,7 +261,7 @@ fn status_text(fields: &[(u8, String)], width: usize) -> String {
                 .join(" │ ")
         )
     };
-    while join(&keep).chars().count() > width && keep.len() > 3 {
+    while cols(&join(&keep)) > width && keep.len() > 3 {
         if let Some(i) = keep
             .iter()
             .enumerate()
@@ -354,7 +354,7 @@ fn draw_footer(f: &mut Frame, app: &App, r: Rect) {
             p.asked_at.hhmm(),
         );
         let text = super::fit::fit(&text, room);
-        let pad = room.saturating_sub(text.chars().count());
+        let pad = room.saturating_sub(cols(&text));
         spans.push(Span::styled(text, Style::default().fg(t.state_warn())));
         spans.push(Span::raw(" ".repeat(pad + 1)));
         spans.extend(keys);
@@ -375,7 +375,7 @@ fn draw_footer(f: &mut Frame, app: &App, r: Rect) {
         for a in footer_keys(app) {
             let k = format!(" {}", app.keys.label(a));
             let word = format!(" {}", a.name().replace('_', "-"));
-            let w = k.chars().count() + word.chars().count();
+            let w = cols(&k) + cols(&word);
             if used + w > room {
                 break;
             }
@@ -385,8 +385,8 @@ fn draw_footer(f: &mut Frame, app: &App, r: Rect) {
         }
         if app.focus == Pane::Editor {
             let hint = "  (paste lands as is; tab indents; C-u clears)";
-            if used + hint.chars().count() <= room {
-                used += hint.chars().count();
+            if used + cols(hint) <= room {
+                used += cols(hint);
                 spans.push(Span::styled(hint, muted));
             }
         }
@@ -488,7 +488,7 @@ fn draw_view(f: &mut Frame, app: &App, r: Rect) {
             format!("View {compact} · {a}–{b}/{total} ↕"),
         ]
         .into_iter()
-        .find(|t| t.chars().count() <= room)
+        .find(|t| cols(t) <= room)
         .unwrap_or_else(|| format!("View {a}–{b}/{total} ↕"));
     }
     let mut b = block(app, Pane::View, title);
@@ -612,29 +612,25 @@ fn draw_plans_narrow(f: &mut Frame, app: &App, r: Rect) {
         .map(|c| {
             cells
                 .iter()
-                .map(|row| row[c].chars().count())
-                .chain([header[c].chars().count()])
+                .map(|row| cols(&row[c]))
+                .chain([cols(header[c])])
                 .max()
                 .unwrap_or(0)
         })
         .collect();
-    let longest = plans
-        .iter()
-        .map(|p| p.name.chars().count())
-        .max()
-        .unwrap_or(4);
+    let longest = plans.iter().map(|p| cols(&p.name)).max().unwrap_or(4);
     let fixed: usize = widths.iter().map(|w| w + 1).sum();
     let nw = longest.clamp(4, w.saturating_sub(fixed).max(4));
+    // Padded by columns (`{:<n$}` pads characters: a wide name would push the row over).
+    let pad = super::fit::pad;
     let row_text = |name: &str, c: &[String; 4]| {
         format!(
-            "{name:<nw$} {:<w0$} {:<w1$} {:<w2$} {}",
-            c[0],
-            c[1],
-            c[2],
+            "{} {} {} {} {}",
+            pad(name, nw),
+            pad(&c[0], widths[0]),
+            pad(&c[1], widths[1]),
+            pad(&c[2], widths[2]),
             c[3],
-            w0 = widths[0],
-            w1 = widths[1],
-            w2 = widths[2],
         )
     };
     let head = Line::from(Span::styled(
@@ -645,12 +641,9 @@ fn draw_plans_narrow(f: &mut Frame, app: &App, r: Rect) {
     for (i, (p, c)) in plans.iter().zip(&cells).enumerate() {
         let name = super::fit::fit(&p.name, nw);
         let mut first = Line::from(vec![
-            Span::raw(format!("{name:<nw$} {:<w0$} ", c[0], w0 = widths[0])),
-            Span::styled(
-                format!("{:<w1$}", c[1], w1 = widths[1]),
-                state_color(app, p.state),
-            ),
-            Span::raw(format!(" {:<w2$} {}", c[2], c[3], w2 = widths[2])),
+            Span::raw(format!("{} {} ", pad(&name, nw), pad(&c[0], widths[0]))),
+            Span::styled(pad(&c[1], widths[1]), state_color(app, p.state)),
+            Span::raw(format!(" {} {}", pad(&c[2], widths[2]), c[3])),
         ]);
         let why_style = match p.risk {
             Some(_) => why_style(app, p),
@@ -711,7 +704,7 @@ fn plans_window(app: &App, r: Rect, per: usize) -> (usize, String) {
             plans,
             &app.snap.book.positions,
             usize::from(r.width),
-            rows.chars().count(),
+            cols(&rows),
         );
         format!("{title}{rows}")
     } else {
@@ -749,7 +742,7 @@ fn plans_title(
             continue;
         }
         let part = format!(" · {k} {name}");
-        if title.chars().count() + part.chars().count() > room {
+        if cols(&title) + cols(&part) > room {
             break;
         }
         title.push_str(&part);
@@ -768,11 +761,7 @@ fn draw_plans(f: &mut Frame, app: &App, r: Rect) {
     // as the longest name while the last column keeps at least 24, and both are cut with
     // `…` (at a word for the last), never mid-word without a mark.
     let inner = usize::from(r.width.saturating_sub(2));
-    let longest = plans
-        .iter()
-        .map(|p| p.name.chars().count())
-        .max()
-        .unwrap_or(4);
+    let longest = plans.iter().map(|p| cols(&p.name)).max().unwrap_or(4);
     let nw = longest.clamp(4, inner.saturating_sub(39 + 24).max(12));
     let why_w = inner.saturating_sub(39 + nw).max(8);
     // The header stays; the rows scroll to keep the selected plan in view, and the title
@@ -970,7 +959,7 @@ pub fn blotter_lines(app: &App, h: usize, w: usize) -> Vec<Line<'static>> {
             pnl_style(app, b.open_usd),
         ),
     ];
-    let width = |v: &[Span]| v.iter().map(|s| s.content.chars().count()).sum::<usize>();
+    let width = |v: &[Span]| v.iter().map(|s| cols(&s.content)).sum::<usize>();
     let mut lines = if width(&total) + width(&realised("  realised ")) + width(&open) <= w {
         vec![Line::from([total, realised("  realised "), open].concat())]
     } else if width(&realised("  real ")) + width(&open) <= w {
@@ -996,7 +985,7 @@ pub fn blotter_lines(app: &App, h: usize, w: usize) -> Vec<Line<'static>> {
         "positions ({}) · mark: mid (shares), model fair (options)",
         b.positions.len()
     );
-    let head = if head.chars().count() <= w {
+    let head = if cols(&head) <= w {
         head
     } else {
         format!("positions ({}) · mark: mid / model", b.positions.len())
@@ -1174,7 +1163,7 @@ fn wrap(line: Line<'static>, w: usize) -> Vec<Line<'static>> {
 /// narrow for the hang and eight columns of text cuts the line with `…` instead.
 pub(crate) fn wrap_hang(line: Line<'static>, w: usize, hang: usize) -> Vec<Line<'static>> {
     let indent = " ".repeat(hang);
-    if line.width() <= w || w <= hang + 8 {
+    if line_width(&line) <= w || w <= hang + 8 {
         return vec![fit(line, w)];
     }
     // The line as words, each a list of styled pieces, with the spaces before it.
@@ -1216,7 +1205,7 @@ pub(crate) fn wrap_hang(line: Line<'static>, w: usize, hang: usize) -> Vec<Line<
     let mut cur: Vec<Span<'static>> = Vec::new();
     let mut cur_w = 0usize;
     for (i, (gap, pieces)) in words.into_iter().enumerate() {
-        let ww: usize = pieces.iter().map(|p| p.content.chars().count()).sum();
+        let ww: usize = pieces.iter().map(|p| cols(&p.content)).sum();
         if i > 0 && cur_w + gap + ww > w {
             out.push(Line::from(std::mem::take(&mut cur)));
             cur.push(Span::raw(indent.clone()));
@@ -1234,9 +1223,19 @@ pub(crate) fn wrap_hang(line: Line<'static>, w: usize, hang: usize) -> Vec<Line<
         .collect()
 }
 
+/// The columns `s` takes on the screen ([`super::fit::width`]: a wide character two).
+fn cols(s: &str) -> usize {
+    super::fit::width(s)
+}
+
+/// The columns a line takes on the screen.
+fn line_width(line: &Line<'_>) -> usize {
+    line.spans.iter().map(|sp| cols(&sp.content)).sum()
+}
+
 /// A line cut to `w` columns, with `…` where it was cut (styles kept).
 fn fit(line: Line<'static>, w: usize) -> Line<'static> {
-    if line.width() <= w {
+    if line_width(&line) <= w {
         return line;
     }
     let mut left = w.saturating_sub(1);
@@ -1245,12 +1244,12 @@ fn fit(line: Line<'static>, w: usize) -> Line<'static> {
         if left == 0 {
             break;
         }
-        let n = sp.content.chars().count();
+        let n = cols(&sp.content);
         if n <= left {
             left -= n;
             spans.push(sp);
         } else {
-            let c: String = sp.content.chars().take(left).collect();
+            let c = super::fit::head(&sp.content, left).to_string();
             spans.push(Span::styled(c, sp.style));
             left = 0;
         }
@@ -1273,7 +1272,7 @@ pub fn journal_lines(app: &App, w: usize) -> Vec<Line<'static>> {
         let time = turn.ts().to_string();
         let time = format!("{} ", &time[..8.min(time.len())]);
         // The head's continuation goes under the author, after the time.
-        let hang = time.chars().count();
+        let hang = cols(&time);
         push(
             Line::from(vec![
                 Span::styled(time, muted),
@@ -1578,10 +1577,10 @@ pub fn help_lines(app: &App, w: usize) -> Vec<Line<'static>> {
     let muted = Style::default().fg(t.ui_muted());
     let mut lines: Vec<Line<'static>> = vec![Line::from(Span::styled("Terms", title_st))];
     for (term, meaning) in super::legend::lines(app.snap.settings.r_usd) {
-        let col = term.chars().count().max(25) + 1;
+        let col = cols(&term).max(25) + 1;
         lines.extend(wrap_hang(
             Line::from(vec![
-                Span::styled(format!("{term:<col$}"), title_st),
+                Span::styled(super::fit::pad(&term, col), title_st),
                 Span::raw(meaning),
             ]),
             w,
@@ -1591,10 +1590,10 @@ pub fn help_lines(app: &App, w: usize) -> Vec<Line<'static>> {
     lines.push(Line::from(Span::styled("Keys", title_st)));
     for a in Action::ALL {
         let keys = app.keys.labels(*a).join(" ");
-        let col = keys.chars().count().max(15) + 1;
+        let col = cols(&keys).max(15) + 1;
         lines.extend(wrap_hang(
             Line::from(vec![
-                Span::styled(format!("{keys:<col$}"), title_st),
+                Span::styled(super::fit::pad(&keys, col), title_st),
                 Span::raw(a.describe()),
             ]),
             w,
@@ -1945,7 +1944,7 @@ mod tests {
             "Plans — 6 · 1 resting · 1 armed"
         );
         // Narrow, or with the rows' range beside it: the counts go, last first.
-        let rows = " · 1–4 of 6 ↕".chars().count();
+        let rows = super::cols(" · 1–4 of 6 ↕");
         assert_eq!(plans_title(&book, &on, 47, rows), "Plans — 6 · 3 holding");
         assert_eq!(plans_title(&book, &on, 20, rows), "Plans — 6");
         assert_eq!(plans_title(&[], &[], 60, 0), "Plans — 0");
