@@ -2819,3 +2819,52 @@ fn a_reason_in_wide_characters_wraps_by_columns_and_loses_no_letter() {
         );
     }
 }
+
+/// A tab, BEL and ESC pasted into the editor show as their Control Pictures (as the Journal
+/// shows them), one column each, with the error caret and the cursor where they are drawn:
+/// the tab drew nothing (its line started at column 0 under an error about a tab at col 1)
+/// and `\x07\x1b[31m` drew as `[31m`.
+#[test]
+fn control_characters_in_the_editor_show_as_pictures() {
+    let mut app = app();
+    press(&mut app, KeyCode::Char('e'));
+    app.paste(
+        "PLAN p budget 0.05R ttl +20m\n\tWHEN spot > vwap\n  DO buy 1 +1 C @ fair\u{7}\u{1b}[31m\n",
+    );
+    app.tick();
+    for (w, h) in [(100, 30), (160, 48)] {
+        for l in screen(&app, w, h) {
+            assert!(!l.chars().any(char::is_control), "{w}x{h}: {l:?}");
+        }
+        let (rows, _, _) = pane_shown(&app, w, h, Pane::Editor);
+        let all = rows.join("\n");
+        let tab = rows
+            .iter()
+            .position(|r| r.starts_with("\u{2409}WHEN spot > vwap"))
+            .unwrap_or_else(|| panic!("{w}x{h}:\n{all}"));
+        assert!(rows[tab + 1].starts_with("^ code="), "{w}x{h}:\n{all}");
+        let bel = rows
+            .iter()
+            .position(|r| r.contains("fair\u{2407}\u{241b}[31m"))
+            .unwrap_or_else(|| panic!("{w}x{h}:\n{all}"));
+        // The caret under the BEL's picture (one column a character on this line).
+        let col = rows[bel].chars().position(|c| c == '\u{2407}');
+        assert_eq!(
+            rows[bel + 1].chars().position(|c| c == '^'),
+            col,
+            "{w}x{h}:\n{all}"
+        );
+    }
+    // The cursor at the end of the tab's line: after its 17 drawn columns.
+    press(&mut app, KeyCode::Up);
+    press(&mut app, KeyCode::Up);
+    press(&mut app, KeyCode::End);
+    let (rows, r, cursor) = pane_shown(&app, 100, 30, Pane::Editor);
+    let y = rows.iter().position(|l| l.starts_with('\u{2409}')).unwrap();
+    assert_eq!(
+        cursor,
+        (r.x + 1 + 17, r.y + 1 + u16::try_from(y).unwrap()),
+        "{}",
+        rows.join("\n")
+    );
+}

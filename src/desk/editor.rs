@@ -91,6 +91,21 @@ fn char_to_byte(s: &str, col: usize) -> usize {
     s.char_indices().nth(col).map(|(i, _)| i).unwrap_or(s.len())
 }
 
+/// A buffer line as the editor draws it: each control character as its Control Pictures
+/// symbol, as the Journal shows it ([`lang::diag::visible`]: `␛` for ESC, `␇` for BEL), a
+/// tab as `␉`; one character for one, each one column wide, so a column in characters is
+/// the same in both. Nothing the text holds reaches the terminal as a control.
+pub fn drawn(line: &str) -> String {
+    lang::diag::visible(line).replace('\t', "\u{2409}")
+}
+
+/// The screen columns of the first `chars` characters of `line` as drawn (a wide character
+/// takes two).
+fn columns_before(line: &str, chars: usize) -> usize {
+    let d = drawn(line);
+    super::fit::width(&d[..char_to_byte(&d, chars)])
+}
+
 impl Editor {
     /// An editor holding `text`, the cursor at its end.
     pub fn new(text: &str) -> Editor {
@@ -327,7 +342,8 @@ impl Editor {
             at.push(out.len());
             out.push(highlight(l, theme));
             for d in self.diags.iter().filter(|d| d.line == i + 1) {
-                let pad = " ".repeat(d.col.saturating_sub(1));
+                // Under the character the error points at, in columns.
+                let pad = " ".repeat(columns_before(l, d.col.saturating_sub(1)));
                 out.push(Line::from(vec![
                     Span::styled(format!("{pad}^ "), err.add_modifier(Modifier::BOLD)),
                     Span::styled(
@@ -366,8 +382,10 @@ pub fn message(diags: &[Diagnostic]) -> Option<String> {
     ))
 }
 
-/// Highlight one line of Kestrel.
+/// Highlight one line of Kestrel, as [`drawn`] (its control characters visible).
 pub fn highlight(line: &str, theme: &Theme) -> Line<'static> {
+    let line = drawn(line);
+    let line = line.as_str();
     let st = |k: Role| Style::default().fg(theme.get(k));
     let (code, comment) = match line.find('#') {
         Some(i) => (&line[..i], Some(&line[i..])),
@@ -499,6 +517,17 @@ mod tests {
         // auto-indent after PLAN gives way to the text's own two spaces.
         let typed = typed(doc.trim_end());
         assert_eq!(typed.text(), doc);
+    }
+
+    #[test]
+    fn control_characters_draw_as_pictures_one_column_each() {
+        let theme = super::super::theme::default_theme();
+        let text: String = highlight("\tWHEN fair\u{7}\u{1b}[31m", &theme)
+            .spans
+            .iter()
+            .map(|s| s.content.as_ref())
+            .collect();
+        assert_eq!(text, "\u{2409}WHEN fair\u{2407}\u{241b}[31m");
     }
 
     #[test]
