@@ -2820,6 +2820,51 @@ fn a_reason_in_wide_characters_wraps_by_columns_and_loses_no_letter() {
     }
 }
 
+/// The editor's cursor and side-scroll count screen columns: a wide character takes two.
+/// Typed before the cursor in a long line, the whole insert shows left of the cursor (it
+/// was cut after `停止停止`, the `Z` typed last was off the screen and no `»` said the line
+/// went on); at the start of the line, the cursor after `名前` is two columns further on
+/// for each wide character (it was under `前`).
+#[test]
+fn the_editor_cursor_and_side_scroll_count_columns() {
+    let mut app = app();
+    press(&mut app, KeyCode::Char('e'));
+    let line = format!(
+        "PLAN überlong-名前 budget 0.1R ttl +30m  # {} end",
+        "x".repeat(150)
+    );
+    typ(&mut app, &line);
+    press(&mut app, KeyCode::End);
+    for _ in 0..5 {
+        press(&mut app, KeyCode::Left);
+    }
+    typ(&mut app, "停止停止停止🚨🚨Z");
+    let (rows, r, cursor) = pane_shown(&app, 100, 30, Pane::Editor);
+    let row = &rows[0];
+    assert!(row.starts_with('«') && row.ends_with('»'), "{row}");
+    let at = row
+        .find("停止停止停止🚨🚨Z")
+        .unwrap_or_else(|| panic!("{row}"));
+    let z = unicode_width::UnicodeWidthStr::width(&row[..at]) + 17;
+    assert_eq!(
+        cursor,
+        (r.x + 1 + u16::try_from(z).unwrap(), r.y + 1),
+        "the cursor right after the Z:\n{row}"
+    );
+    press(&mut app, KeyCode::Home);
+    for _ in 0..17 {
+        press(&mut app, KeyCode::Right);
+    }
+    let (rows, r, cursor) = pane_shown(&app, 100, 30, Pane::Editor);
+    assert!(
+        rows[0].starts_with("PLAN überlong-名前 budget"),
+        "{}",
+        rows[0]
+    );
+    // 17 characters, 19 columns: `PLAN überlong-` and the two wide ones.
+    assert_eq!(cursor, (r.x + 1 + 19, r.y + 1), "{}", rows[0]);
+}
+
 /// A tab, BEL and ESC pasted into the editor show as their Control Pictures (as the Journal
 /// shows them), one column each, with the error caret and the cursor where they are drawn:
 /// the tab drew nothing (its line started at column 0 under an error about a tab at col 1)

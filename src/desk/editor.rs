@@ -186,6 +186,12 @@ impl Editor {
         (self.row, self.col)
     }
 
+    /// The cursor's screen column in its line as drawn (a wide character before it takes
+    /// two columns, a control character's picture one).
+    pub fn cursor_x(&self) -> usize {
+        columns_before(&self.lines[self.row], self.col)
+    }
+
     /// The live parse's coded errors (empty when the text checks).
     pub fn diagnostics(&self) -> &[Diagnostic] {
         &self.diags
@@ -528,6 +534,15 @@ mod tests {
             .map(|s| s.content.as_ref())
             .collect();
         assert_eq!(text, "\u{2409}WHEN fair\u{2407}\u{241b}[31m");
+    }
+
+    #[test]
+    fn the_cursor_column_counts_what_is_drawn() {
+        // `a b ␉ 停 ␛`: five characters, six columns (the wide one two).
+        let mut e = Editor::default();
+        e.paste("ab\t停\u{1b}");
+        assert_eq!(e.cursor(), (0, 5));
+        assert_eq!(e.cursor_x(), 6);
     }
 
     #[test]

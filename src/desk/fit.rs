@@ -34,6 +34,19 @@ pub fn head(s: &str, w: usize) -> &str {
     s
 }
 
+/// `s` with its first `n` columns left out: how many blank columns a wide grapheme cut in
+/// two by the edge leaves (it is dropped), and the rest after it.
+pub fn skip(s: &str, n: usize) -> (usize, &str) {
+    let mut used = 0;
+    for (i, g) in s.grapheme_indices(true) {
+        if used >= n {
+            return (used - n, &s[i..]);
+        }
+        used += columns(g);
+    }
+    (used.saturating_sub(n), "")
+}
+
 /// `s` in at most `w` columns: whole, or cut after the last whole word that fits with a
 /// `…` after it.
 pub fn fit(s: &str, w: usize) -> String {
@@ -107,6 +120,10 @@ mod tests {
                 "{w}"
             );
         }
+        assert_eq!(skip("ab停止", 2), (0, "停止"));
+        assert_eq!(skip("ab停止", 3), (1, "止"));
+        assert_eq!(skip("ab停止", 6), (0, ""));
+        assert_eq!(skip("ab", 0), (0, "ab"));
         assert_eq!(cell("停", 4), "停  ");
         assert_eq!(width(&cell("停止停止", 5)), 5);
     }

@@ -1475,7 +1475,7 @@ fn draw_editor(f: &mut Frame, app: &App, r: Rect) {
         app.keys.label(Action::Submit)
     );
     let (lines, at) = ed.display(t);
-    let widths: Vec<usize> = lines.iter().map(Line::width).collect();
+    let widths: Vec<usize> = lines.iter().map(line_width).collect();
     let b = block(app, Pane::Editor, title);
     let inner = b.inner(r);
     f.render_widget(b, r);
@@ -1490,7 +1490,9 @@ fn draw_editor(f: &mut Frame, app: &App, r: Rect) {
     let [text_area, msg_area] =
         Layout::vertical([Constraint::Min(1), Constraint::Length(msg_h)]).areas(inner);
     let inner_h = usize::from(text_area.height);
-    let (row, col) = ed.cursor();
+    let (row, _) = ed.cursor();
+    // Columns on the screen, not characters: a wide character takes two.
+    let col = ed.cursor_x();
     let cur_line = at.get(row).copied().unwrap_or(0);
     let scroll = cur_line.saturating_sub(inner_h.saturating_sub(2).max(1));
     // The cursor's line (with its error carets) scrolls sideways to keep the cursor in view,
@@ -1525,7 +1527,7 @@ fn draw_editor(f: &mut Frame, app: &App, r: Rect) {
                 f.buffer_mut()[(x, yy)].set_symbol(" ");
             }
             if let Some(l) = cursor_lines.get(li - own.start) {
-                f.render_widget(Paragraph::new(l.clone()).scroll((0, shift as u16)), one);
+                f.render_widget(Paragraph::new(skip_cols(l.clone(), shift)), one);
             }
             if *lw > 0 {
                 f.buffer_mut()[(text_area.x, yy)]
@@ -1534,9 +1536,12 @@ fn draw_editor(f: &mut Frame, app: &App, r: Rect) {
             }
         }
         if *lw > shift + w && text_area.width > 0 {
-            f.buffer_mut()[(text_area.right() - 1, yy)]
-                .set_symbol("»")
-                .set_style(more);
+            let right = text_area.right() - 1;
+            // A wide character ending under the mark goes with it: drawn, it would cover it.
+            if right > text_area.x && cols(f.buffer_mut()[(right - 1, yy)].symbol()) > 1 {
+                f.buffer_mut()[(right - 1, yy)].set_symbol(" ");
+            }
+            f.buffer_mut()[(right, yy)].set_symbol("»").set_style(more);
         }
     }
     if msg_h > 0 {
@@ -1564,6 +1569,29 @@ fn draw_editor(f: &mut Frame, app: &App, r: Rect) {
             f.set_cursor_position((x, y));
         }
     }
+}
+
+/// A line with its first `n` columns left out (styles kept): the editor's side-scroll. A
+/// wide character the edge cuts in two is left out too, its columns past the edge blank.
+fn skip_cols(line: Line<'static>, n: usize) -> Line<'static> {
+    let mut left = n;
+    let mut spans = Vec::new();
+    for sp in line.spans {
+        if left == 0 {
+            spans.push(sp);
+            continue;
+        }
+        let w = cols(&sp.content);
+        if w <= left {
+            left -= w;
+            continue;
+        }
+        let (blank, rest) = super::fit::skip(&sp.content, left);
+        spans.push(Span::styled(" ".repeat(blank), sp.style));
+        spans.push(Span::styled(rest.to_string(), sp.style));
+        left = 0;
+    }
+    Line::from(spans).style(line.style)
 }
 
 /// The help's lines `w` columns wide: the terms, then the keys, then any problem with the
