@@ -2913,3 +2913,82 @@ fn control_characters_in_the_editor_show_as_pictures() {
         rows.join("\n")
     );
 }
+
+/// Every dialog's key hint shows whole at both sizes (SHOW VIEW's read `... SHOW VIEW · esc`
+/// with what esc does cut off and no `…`; the Undo dialog is as tall as a long turn needs).
+#[test]
+fn every_dialogs_key_hint_shows_whole() {
+    let mut app = app();
+    // A plan to open, and a turn of the person's with a long reason, for the Undo dialog.
+    app.human_turn(
+        "PLAN p budget 0.05R ttl +20m\n  WHEN spot crosses above 5200\n  DO buy 1 +1 C @ fair-2c\n",
+    );
+    app.tick();
+    assert_eq!(app.snap.plans.len(), 1, "{:?}", app.snap.plans);
+    press(&mut app, KeyCode::Char('s'));
+    typ(
+        &mut app,
+        "kill — 停止 test 🚨 with a rather long reason that goes on and on past the width of the dialog box",
+    );
+    press(&mut app, KeyCode::Enter);
+    let dialogs: [(Pane, &[KeyCode], &str); 9] = [
+        (
+            Pane::Chart,
+            &[KeyCode::Char('v')],
+            "space toggles · enter routes · esc cancels",
+        ),
+        (
+            Pane::Chart,
+            &[KeyCode::Char('s')],
+            "reason (enter routes, esc cancels):",
+        ),
+        (
+            Pane::Chart,
+            &[KeyCode::Char('g')],
+            "tape time HH:MM or HH:MM:SS (enter seeks):",
+        ),
+        (
+            Pane::Chart,
+            &[KeyCode::Char('R')],
+            "y / enter: restart · any other key: keep going",
+        ),
+        (
+            Pane::Chart,
+            &[KeyCode::Char('u')],
+            "y / enter: undo · any other key: keep it",
+        ),
+        (Pane::Chart, &[KeyCode::Char('?')], "scroll"),
+        (
+            Pane::Bus,
+            &[KeyCode::Char('/')],
+            "kind or plan words, all must match (enter filters):",
+        ),
+        (
+            Pane::Bus,
+            &[KeyCode::Up, KeyCode::Enter],
+            "any other key closes",
+        ),
+        (
+            Pane::Plans,
+            &[KeyCode::Enter],
+            "y copies into the editor · any key closes",
+        ),
+    ];
+    for (w, h) in [(100, 30), (160, 48)] {
+        for (pane, keys, hint) in dialogs {
+            app.set_focus(pane);
+            for k in keys {
+                press(&mut app, *k);
+            }
+            let s = screen(&app, w, h);
+            assert!(app.modal.is_some(), "{keys:?} opens a dialog");
+            assert!(
+                has(&s, hint),
+                "{w}x{h} {keys:?}: no {hint:?}:\n{}",
+                s.join("\n")
+            );
+            press(&mut app, KeyCode::Esc);
+            assert!(app.modal.is_none(), "{keys:?}: esc closes it");
+        }
+    }
+}

@@ -34,6 +34,18 @@ pub fn head(s: &str, w: usize) -> &str {
     s
 }
 
+/// The longest tail of `s` at most `w` columns wide (whole graphemes).
+pub fn tail(s: &str, w: usize) -> &str {
+    let mut used = 0;
+    for (i, g) in s.grapheme_indices(true).rev() {
+        used += columns(g);
+        if used > w {
+            return &s[i + g.len()..];
+        }
+    }
+    s
+}
+
 /// `s` with its first `n` columns left out: how many blank columns a wide grapheme cut in
 /// two by the edge leaves (it is dropped), and the rest after it.
 pub fn skip(s: &str, n: usize) -> (usize, &str) {
@@ -111,6 +123,8 @@ mod tests {
         assert_eq!(width("e\u{301}"), 1);
         assert_eq!(head("ab停止", 3), "ab");
         assert_eq!(head("ab停止", 4), "ab停");
+        assert_eq!(tail("停止ab", 3), "ab");
+        assert_eq!(tail("停止ab", 4), "止ab");
         // Cut by width: `停止 test` is 9 columns, not 7 characters.
         assert_eq!(fit("停止 test 🚨 go", 8), "停止…");
         assert_eq!(fit("停止 test 🚨 go", 10), "停止 test…");

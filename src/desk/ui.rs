@@ -1664,6 +1664,14 @@ pub fn help_lines(app: &App, w: usize) -> Vec<Line<'static>> {
     lines
 }
 
+/// A dialog's key hint, muted, in `w` columns: whole, or cut at a word with `…`.
+fn hint(app: &App, text: &str, w: usize) -> Line<'static> {
+    Line::from(Span::styled(
+        super::fit::fit(text, w),
+        Style::default().fg(app.theme().ui_muted()),
+    ))
+}
+
 /// The keys that scroll a long dialog, as the dialogs name them.
 fn scroll_keys(_app: &App) -> &'static str {
     "↑↓ j k pgup pgdn home end scroll"
@@ -1734,36 +1742,33 @@ fn draw_modal(f: &mut Frame, app: &App, m: &Modal, area: Rect) {
         }
         Modal::Confirm(super::app::Confirm::Restart) => {
             let r = centered(area, 64, 5);
+            let w = usize::from(r.width.saturating_sub(2));
             f.render_widget(Clear, r);
             f.render_widget(
                 Paragraph::new(vec![
                     Line::from("Restart from the open? The book is emptied and every act of"),
                     Line::from("this run is dropped (a saved session keeps what was written)."),
-                    Line::from(Span::styled(
-                        "y / enter: restart · any other key: keep going",
-                        Style::default().fg(t.ui_muted()),
-                    )),
+                    hint(app, "y / enter: restart · any other key: keep going", w),
                 ])
                 .block(frame_block("Restart")),
                 r,
             );
         }
         Modal::Confirm(super::app::Confirm::Undo { turn }) => {
-            let r = centered(area, 64, 6);
+            let width = area.width.min(64);
+            let w = usize::from(width.saturating_sub(2));
+            let text = Paragraph::new(vec![
+                Line::from(format!("Take back your {turn}?")),
+                Line::from("The session runs again without it; its text comes back to you."),
+                hint(app, "y / enter: undo · any other key: keep it", w),
+            ])
+            .wrap(Wrap { trim: false });
+            // As tall as its wrapped lines: a long turn (a stand-down's reason) does not push
+            // the key hint out of the dialog.
+            let h = u16::try_from(text.line_count(width.saturating_sub(2)) + 2).unwrap_or(u16::MAX);
+            let r = centered(area, width, h);
             f.render_widget(Clear, r);
-            f.render_widget(
-                Paragraph::new(vec![
-                    Line::from(format!("Take back your {turn}?")),
-                    Line::from("The session runs again without it; its text comes back to you."),
-                    Line::from(Span::styled(
-                        "y / enter: undo · any other key: keep it",
-                        Style::default().fg(t.ui_muted()),
-                    )),
-                ])
-                .wrap(Wrap { trim: false })
-                .block(frame_block("Undo")),
-                r,
-            );
+            f.render_widget(text.block(frame_block("Undo")), r);
         }
         Modal::Prompt { kind, input } => {
             let r = centered(area, 70, 5);
@@ -1792,11 +1797,20 @@ fn draw_modal(f: &mut Frame, app: &App, m: &Modal, area: Rect) {
                     ),
                 ),
             };
+            // The input's end (where typing goes) stays in view: a long one shows `…` and its
+            // last columns; control characters show as their pictures, as in the editor.
+            let room = usize::from(r.width.saturating_sub(4));
+            let shown = super::editor::drawn(input);
+            let shown = if cols(&shown) > room {
+                format!("…{}", super::fit::tail(&shown, room.saturating_sub(1)))
+            } else {
+                shown
+            };
             f.render_widget(Clear, r);
             f.render_widget(
                 Paragraph::new(vec![
                     Line::from(Span::styled(hint, Style::default().fg(t.ui_muted()))),
-                    Line::from(format!("> {input}")),
+                    Line::from(format!("> {shown}")),
                 ])
                 .block(frame_block(title)),
                 r,
@@ -1823,10 +1837,11 @@ fn draw_modal(f: &mut Frame, app: &App, m: &Modal, area: Rect) {
                     }
                 })
                 .collect();
-            lines.push(Line::from(Span::styled(
-                "space toggles · enter routes SHOW VIEW · esc",
-                Style::default().fg(t.ui_muted()),
-            )));
+            lines.push(hint(
+                app,
+                "space toggles · enter routes · esc cancels",
+                usize::from(r.width.saturating_sub(2)),
+            ));
             f.render_widget(Clear, r);
             f.render_widget(Paragraph::new(lines).block(frame_block("SHOW VIEW")), r);
         }
@@ -1838,10 +1853,11 @@ fn draw_modal(f: &mut Frame, app: &App, m: &Modal, area: Rect) {
                 let lead = l.len() - l.trim_start_matches(' ').len();
                 lines.extend(wrap_hang(Line::from(l.to_string()), w, lead + 4));
             }
-            lines.push(Line::from(Span::styled(
-                format!("{} · any other key closes", scroll_keys(app)),
-                Style::default().fg(t.ui_muted()),
-            )));
+            lines.push(hint(
+                app,
+                &format!("{} · any other key closes", scroll_keys(app)),
+                w,
+            ));
             let h = u16::try_from(lines.len() + 2)
                 .unwrap_or(u16::MAX)
                 .min(area.height);
@@ -1855,10 +1871,11 @@ fn draw_modal(f: &mut Frame, app: &App, m: &Modal, area: Rect) {
                 .lines()
                 .map(|l| super::editor::highlight(l, t))
                 .collect();
-            lines.push(Line::from(Span::styled(
+            lines.push(hint(
+                app,
                 "y copies into the editor · any key closes",
-                Style::default().fg(t.ui_muted()),
-            )));
+                usize::from(r.width.saturating_sub(2)),
+            ));
             f.render_widget(Clear, r);
             f.render_widget(Paragraph::new(lines).block(frame_block("Plan")), r);
         }
