@@ -1643,6 +1643,19 @@ fn a_document_given_as_a_pipe_or_a_fifo_is_read_once() {
     );
     assert_eq!(code, 0, "{err}");
     assert!(out.starts_with("GRADE plan a OVER"), "{out}");
+    // The desk reads its inputs twice (refused before the terminal is taken, then opened):
+    // a pipe is refused by name, not opened empty.
+    for args in [
+        vec!["desk", "--plans", "/dev/stdin"],
+        vec!["desk", "--tape", "/dev/stdin"],
+    ] {
+        let (code, _, err) = kestrel_piped(&args, bad);
+        assert_eq!(code, 1, "{args:?}: {err}");
+        assert!(
+            err.contains("/dev/stdin is a pipe or a device: the desk opens files"),
+            "{args:?}: {err}"
+        );
+    }
     // What it is is told from what was read: a tape piped as a document.
     let tape = std::fs::read(tape_path()).unwrap();
     let (code, _, err) = kestrel_piped(&["check", "/dev/stdin"], &tape);
@@ -1831,6 +1844,65 @@ fn a_recorded_turn_that_is_not_canonical_text_says_so_plainly() {
             && err.contains("says supersede [other]")
             && err.contains("routes as supersede [vwap-reclaim]"),
         "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// `desk` is a name an author may give a WAKE. A turn answering it was keyed as a person's
+/// desk turn, by its own time: a late answer (recorded after its View) no longer replayed
+/// ("the recording has no turn for wake desk at ...").
+#[test]
+fn a_late_answer_to_a_wake_named_desk_replays() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tmp("wake-desk");
+    let script = d.join("a.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\ncat >/dev/null\nprintf 'WAKE desk WHEN T-300\\nPLAN a budget 0.1R ttl 15:30\\n  USING signal SPX exec SPY 0dte\\n  WHEN spot > 1\\n  DO buy 1 +1 C @ fair\\n'\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bus = d.join("w.bus.jsonl");
+    let (code, _, err) = kestrel_in(
+        &d,
+        &[
+            "agent",
+            "--tape",
+            s(&tape_path()),
+            "--author",
+            "cmd:./a.sh",
+            "--bus",
+            s(&bus),
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    // The desk wake's repair and turn, recorded half a second after its View.
+    let text = std::fs::read_to_string(&bus).unwrap();
+    let mut late = 0;
+    let lines: Vec<String> = text
+        .lines()
+        .map(|l| {
+            let answer = l.contains("\"type\":\"turn\"") || l.contains("\"type\":\"repair\"");
+            if answer && l.contains("\"wake\":\"desk\"") && l.contains("\"ts\":\"11:00:00.000\"") {
+                late += 1;
+                l.replace("\"ts\":\"11:00:00.000\"", "\"ts\":\"11:00:00.500\"")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect();
+    assert_eq!(late, 2, "{text}");
+    let moved = d.join("late.bus.jsonl");
+    std::fs::write(&moved, lines.join("\n") + "\n").unwrap();
+    let (code, out, err) = kestrel_in(
+        &d,
+        &["agent", "--tape", s(&tape_path()), "--author", s(&moved)],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("no turn for wake desk"), "{err}");
+    assert!(
+        out.contains("supersede 2") && out.contains("provider-error 0"),
+        "{out}"
     );
     let _ = std::fs::remove_dir_all(&d);
 }

@@ -294,12 +294,6 @@ pub fn opening_plans(a: &DeskArgs) -> Result<Vec<(String, String)>, Refusal> {
             return Err(e.into());
         }
         let text = read_text(p)?;
-        // A pipe or a FIFO is read once: what it is is told from the text read.
-        if crate::cli::sniff::is_stream(p)
-            && let Some(e) = crate::cli::sniff::not_a_document_text(p, &text)
-        {
-            return Err(e.into());
-        }
         // Checked as what it will be: a turn of the person's, routed at the open.
         if let Err(errs) = crate::lang::check(&text, crate::lang::Mode::Turn) {
             let lines: Vec<String> = errs
@@ -449,6 +443,17 @@ pub fn check_open(a: &DeskArgs) -> Result<Option<PathBuf>, Refusal> {
             TapeSource::open(Some(&s.tape))?
         }
         None => {
+            // The desk reads its inputs here to refuse them on a terminal not yet taken
+            // over, then again as the session opens: a pipe or a FIFO would be empty (or
+            // block) the second time, and the desk would open without them.
+            for p in a.plans.iter().chain(a.tape.as_ref()) {
+                if crate::cli::sniff::is_stream(p) {
+                    return Err(Refusal::from(format!(
+                        "error code=USAGE message={} is a pipe or a device: the desk opens files (save it to a file, then give that)",
+                        p.display()
+                    )));
+                }
+            }
             settings(a)?;
             opening_plans(a)?;
             TapeSource::open(a.tape.as_ref().map(|p| p.display().to_string()).as_deref())?

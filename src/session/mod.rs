@@ -210,10 +210,13 @@ impl Recorded {
                     let turn = gate.turn(line, &turn).map_err(BusRefusal::Replay)?;
                     // A turn answers the wake whose View was delivered before it (the gate
                     // checked it names that wake); a person's turn at the desk answers none.
-                    let (w, wt) = if wake == owner::DESK_WAKE {
-                        (wake.clone(), ts)
-                    } else {
-                        asked.clone().unwrap_or((wake.clone(), ts))
+                    // (`desk` is also a name an author may give a WAKE: a turn that names
+                    // the wake whose View was delivered is that wake's answer, whatever its
+                    // name, as before this check.)
+                    let (w, wt) = match &asked {
+                        Some((aw, at)) if *aw == wake => (aw.clone(), *at),
+                        _ if wake == owner::DESK_WAKE => (wake.clone(), ts),
+                        _ => asked.clone().unwrap_or((wake.clone(), ts)),
                     };
                     let re_asks = attempts.len().saturating_sub(1) as u32;
                     let tokens_spent = attempts.iter().map(|a| a.tokens).sum();
