@@ -882,8 +882,6 @@ fn r_of(x: f64) -> String {
     format!("{}R", hundredths(x))
 }
 
-/// A signed figure to two decimals, its sign that of what is shown: a loss under half a
-/// hundredth reads `+0.00`, never `-0.00` (as [`usd`] does for cents).
 /// The Plans pane's ttl: when the plan expires, on the tape's clock. A ttl written from
 /// the arming (`ttl +30m`) is shown at its end (`11:11`), which is what a trader watches; the
 /// document keeps what was written. Seconds show only where the end has them.
@@ -897,6 +895,8 @@ fn ttl_cell(p: &PlanLine) -> String {
     }
 }
 
+/// A signed figure to two decimals, its sign that of what is shown: a loss under half a
+/// hundredth reads `+0.00`, never `-0.00` (as [`usd`] does for cents).
 fn hundredths(x: f64) -> String {
     let (sign, v) = shown_hundredths(x);
     format!("{sign}{v:.2}")
@@ -1383,7 +1383,11 @@ fn draw_tokens(f: &mut Frame, app: &App, r: Rect) {
         rows.push(Row::new(vec![
             Cell::from(turn.ts().hhmm()),
             Cell::from(super::fit::fit(
-                &crate::session::agent::short_author(turn.author()),
+                // The agent by its short name (its `name` is cut for the status line).
+                &match app.agent().filter(|_| !turn.from_desk()) {
+                    Some(a) => a.short_name.clone(),
+                    None => crate::session::agent::short_author(turn.author()),
+                },
                 6,
             )),
             Cell::from(name),

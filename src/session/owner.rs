@@ -569,6 +569,8 @@ fn chart_marks(b: &bus::blotter::Blotter) -> Vec<ChartMark> {
 pub struct AgentStatus {
     /// Its name.
     pub name: String,
+    /// Its name for a narrow column ([`Agent::short_name`](super::agent::Agent::short_name)).
+    pub short_name: String,
     /// A live author (model or command)?
     pub live: bool,
     /// Is it asked at wakes?
@@ -2558,6 +2560,7 @@ impl Session {
             last_undo: self.last_undo.clone(),
             agent: self.chair.as_ref().map(|c| AgentStatus {
                 name: c.agent.name(),
+                short_name: c.agent.short_name(),
                 live: c.agent.is_live(),
                 attached: c.attached,
                 copilot: c.hold,
