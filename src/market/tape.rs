@@ -645,7 +645,17 @@ fn parse_object(line_no: u64, bytes: &[u8]) -> Res<Map<String, Value>> {
             "blank line (every line must be one JSON object)",
         ));
     }
-    match serde_json::from_str::<Value>(text) {
+    let repeated = std::cell::RefCell::new(None);
+    let mut de = serde_json::Deserializer::from_str(text);
+    let read = serde::de::DeserializeSeed::deserialize(
+        OnceKeys {
+            repeated: &repeated,
+            field: None,
+        },
+        &mut de,
+    )
+    .and_then(|v| de.end().map(|()| v));
+    match read {
         Ok(Value::Object(m)) => Ok(m),
         Ok(other) => Err(TapeError::new(
             line_no,
@@ -653,6 +663,13 @@ fn parse_object(line_no: u64, bytes: &[u8]) -> Res<Map<String, Value>> {
             format!("expected a JSON object, got {}", json_kind(&other)),
         )),
         Err(e) => {
+            if let Some(r) = repeated.take() {
+                return Err(TapeError::new(
+                    line_no,
+                    TapeErrorKind::BadField,
+                    r.message(),
+                ));
+            }
             if has_non_finite_literal(text) {
                 return Err(TapeError::new(
                     line_no,
@@ -676,6 +693,132 @@ fn parse_object(line_no: u64, bytes: &[u8]) -> Res<Map<String, Value>> {
                 format!("{what} ({} at column {})", category_text(&e), e.column()),
             ))
         }
+    }
+}
+
+/// A key that appears twice in one object of a line: the key, and the line's field it is
+/// inside (`None`: the line's own object).
+struct RepeatedKey {
+    field: Option<String>,
+    key: String,
+}
+
+impl RepeatedKey {
+    fn message(&self) -> String {
+        // Keys are the file's text: escaped, so that a control or bidirectional character
+        // never reaches the terminal raw.
+        let (field, key) = (
+            self.field.as_deref().map(|f| f.escape_debug().to_string()),
+            self.key.escape_debug().to_string(),
+        );
+        match field {
+            None => {
+                format!(
+                    "field `{key}` appears twice on the line (a key may appear once in an object)"
+                )
+            }
+            Some(f) => {
+                format!("field `{f}` holds key `{key}` twice (a key may appear once in an object)")
+            }
+        }
+    }
+}
+
+/// A JSON value read exactly as serde_json's [`Value`] reads it (the same deserializer,
+/// numbers and strings), except that a key repeated in an object, the line's or any object
+/// inside it, is an error (recorded in `repeated`) where `Value` keeps the last one: a line
+/// `"px":500.00,"px":1.0` read as 1.0. Only the general path reads lines so: a canonical line
+/// the fast paths take has each key once by its form.
+#[derive(Clone, Copy)]
+struct OnceKeys<'a> {
+    repeated: &'a std::cell::RefCell<Option<RepeatedKey>>,
+    /// The line's field the value is inside (`None` for the line's object itself).
+    field: Option<&'a str>,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for OnceKeys<'_> {
+    type Value = Value;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for OnceKeys<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any valid JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        serde::de::DeserializeSeed::deserialize(self, d)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<Value, A::Error> {
+        let mut v = Vec::new();
+        while let Some(x) = a.next_element_seed(self)? {
+            v.push(x);
+        }
+        Ok(Value::Array(v))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> Result<Value, A::Error> {
+        let mut m = Map::new();
+        while let Some(key) = a.next_key::<String>()? {
+            let inner = OnceKeys {
+                repeated: self.repeated,
+                field: Some(self.field.unwrap_or(&key)),
+            };
+            let value = a.next_value_seed(inner)?;
+            match m.entry(key) {
+                serde_json::map::Entry::Vacant(e) => {
+                    e.insert(value);
+                }
+                serde_json::map::Entry::Occupied(e) => {
+                    let key = e.key().clone();
+                    let err = serde::de::Error::custom(format_args!("key `{key}` repeated"));
+                    *self.repeated.borrow_mut() = Some(RepeatedKey {
+                        field: self.field.map(str::to_owned),
+                        key,
+                    });
+                    return Err(err);
+                }
+            }
+        }
+        Ok(Value::Object(m))
     }
 }
 
@@ -1851,6 +1994,87 @@ mod tests {
             );
             assert!(shown.contains(needle), "{bad}: {shown}");
         }
+    }
+
+    /// A key twice in an object was read as its last value (`"px":500.00,"px":1.0` put SPY at
+    /// 1.00): refused as `bad-field` naming the key, on an event line, in the header and in an
+    /// object inside it; the message never prints a key's control character raw.
+    #[test]
+    fn a_repeated_key_is_refused_naming_it() {
+        let ok = r#"{"type":"tick","ts":"09:30:02.000","sym":"SPX","px":5002.10,"sz":0}"#;
+        let cases = [
+            (
+                r#"{"type":"tick","ts":"09:30:03.000","sym":"SPY","px":500.00,"px":1.0,"sz":1}"#,
+                "field `px` appears twice on the line",
+            ),
+            (
+                r#"{"type":"tick","type":"tick","ts":"09:30:03.000","sym":"SPY","px":500.00,"sz":1}"#,
+                "field `type` appears twice",
+            ),
+            (
+                r#"{"type":"headline","ts":"09:30:03.000","text":"a","text":"b"}"#,
+                "field `text` appears twice",
+            ),
+            (
+                r#"{"type":"iv","ts":"09:30:03.000","sym":"SPY","atm_iv":0.35,"atm_iv":0.35}"#,
+                "field `atm_iv` appears twice",
+            ),
+            (
+                r#"{"type":"headline","ts":"09:30:03.000","text":"a","x":{"k":1,"k":2}}"#,
+                "field `x` holds key `k` twice",
+            ),
+            (
+                r#"{"type":"headline","ts":"09:30:03.000","text":"a","\u001b[31m":1,"\u001b[31m":2}"#,
+                "field `\\u{1b}[31m` appears twice",
+            ),
+        ];
+        for (bad, needle) in cases {
+            let e = first_err(&tape(&[ok, bad, ok]));
+            assert_eq!((e.line, e.kind), (3, TapeErrorKind::BadField), "{bad}: {e}");
+            let shown = e.to_string();
+            assert!(
+                shown.starts_with("error code=TAPE line=3 message=bad-field: "),
+                "{shown}"
+            );
+            assert!(shown.contains(needle), "{bad}: {shown}");
+            assert!(!shown.contains('\u{1b}'), "{shown}");
+        }
+        // The header: a field twice, and a symbol twice inside `symbols`.
+        for (hdr, needle) in [
+            (
+                HDR.replace("\"v\":1,", "\"v\":1,\"v\":2,"),
+                "field `v` appears twice",
+            ),
+            (
+                HDR.replace(
+                    "\"SPX\":{\"prior_close\":4983.00},",
+                    "\"SPY\":{\"prior_close\":1.00},\"SPX\":{\"prior_close\":4983.00},",
+                ),
+                "field `symbols` holds key `SPY` twice",
+            ),
+            (
+                HDR.replace("\"atm_iv\":0.32,", "\"atm_iv\":0.32,\"atm_iv\":9.0,"),
+                "field `vol` holds key `atm_iv` twice",
+            ),
+        ] {
+            let e = first_err(&tape_with(&hdr, &[]));
+            assert_eq!((e.line, e.kind), (1, TapeErrorKind::BadField), "{hdr}: {e}");
+            assert!(e.to_string().contains(needle), "{e}");
+        }
+        // The same keys once each still read.
+        let text = tape(&[
+            r#"{"type":"headline","ts":"09:30:03.000","text":"a","x":{"k":1,"j":[{"k":2},{"k":3}]}}"#,
+        ]);
+        assert_eq!(read_tape_bytes(text.as_bytes()).unwrap().1.len(), 1);
+    }
+
+    fn tape_with(header: &str, lines: &[&str]) -> String {
+        let mut s = format!("{header}\n");
+        for l in lines {
+            s.push_str(l);
+            s.push('\n');
+        }
+        s
     }
 
     #[test]
