@@ -995,3 +995,63 @@ fn csv_messages_say_what_is_wrong() {
     );
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// An import that keeps nothing said `file=-` (no input was standard input) and listed every
+/// filter it might have been; it names the input (none when several: the refusal is of all
+/// of them) and says which filter dropped how many records.
+#[test]
+fn an_import_that_keeps_nothing_names_its_input_and_the_filter() {
+    let d = dir("nothing-kept");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/import");
+    let csv = root.join("spy-trades-quotes.csv");
+    let mbp = root.join("spy-mbp-1.dbn");
+    let out = d.join("o.jsonl");
+    let err = import(&[&csv], &out, &["--ts-unit", "ns", "--symbols", "QQQ"]).unwrap_err();
+    assert_eq!(
+        err,
+        format!(
+            "error code=IMPORT file={} record=0 message=no record is kept: of the 301 records read, 301 are on symbols not in --symbols QQQ (the input's: SPY)\n",
+            csv.display()
+        )
+    );
+    let head = d.join("head.csv");
+    std::fs::write(&head, "ts,symbol,price,size\n").unwrap();
+    let err = import(&[&head], &out, &["--ts-unit", "ns"]).unwrap_err();
+    assert!(
+        err.contains(&format!(
+            "file={} record=0 message=nothing to import: the file holds no records",
+            head.display()
+        )),
+        "{err}"
+    );
+    let err = import(&[&mbp], &out, &["--from", "2030-01-01"]).unwrap_err();
+    assert!(
+        err.contains("record=0 message=no record is kept: of the 301 records read, 301 are on dates outside --from 2030-01-01 (their date: 2025-04-09)"),
+        "{err}"
+    );
+    let err = import(&[&mbp], &out, &["--tz", "Asia/Tokyo"]).unwrap_err();
+    assert!(
+        err.contains("301 fall outside the regular hours 09:30-16:00 in Asia/Tokyo (--extended-hours keeps 04:00-20:00)"),
+        "{err}"
+    );
+    let err = import(&[&mbp], &out, &["--session-filter", "2025-04-10"]).unwrap_err();
+    assert!(
+        err.contains(
+            "301 are on dates not in --session-filter 2025-04-10 (their date: 2025-04-09)"
+        ),
+        "{err}"
+    );
+    // Two inputs: the refusal is of both, without a file.
+    let err = import(
+        &[&csv, &mbp],
+        &out,
+        &["--ts-unit", "ns", "--symbols", "QQQ"],
+    )
+    .unwrap_err();
+    assert_eq!(
+        err,
+        "error code=IMPORT message=no record is kept: of the 602 records read, 602 are on symbols not in --symbols QQQ (the input's: SPY)\n"
+    );
+    assert!(!out.exists());
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -98,6 +98,8 @@ pub struct CsvSource {
     fixed: Option<(crate::market::Sym, Option<crate::market::OptionKey>)>,
     row: csv::StringRecord,
     no: u64,
+    /// Data rows read.
+    rows: u64,
     /// A row that is both a quote and a trade gives the quote first, then this.
     pending: Option<Record>,
 }
@@ -177,6 +179,7 @@ impl CsvSource {
             fixed,
             row: csv::StringRecord::new(),
             no: 0,
+            rows: 0,
             pending: None,
         })
     }
@@ -281,13 +284,20 @@ impl Source for CsvSource {
         self.no += 1;
         match got {
             Ok(false) => None,
-            Ok(true) => Some(self.parse_row()),
+            Ok(true) => {
+                self.rows += 1;
+                Some(self.parse_row())
+            }
             Err(e) => Some(Err(self.bad(format!("unreadable row: {e}")))),
         }
     }
 
     fn bytes_read(&self) -> u64 {
         self.n.get()
+    }
+
+    fn records_read(&self) -> u64 {
+        self.rows
     }
 }
 

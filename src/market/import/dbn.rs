@@ -466,4 +466,8 @@ impl Source for DbnSource {
     fn bytes_read(&self) -> u64 {
         self.raw.get()
     }
+
+    fn records_read(&self) -> u64 {
+        self.no
+    }
 }

@@ -65,8 +65,9 @@ pub struct Record {
 /// A refused input: the file, the record number (0: the file itself) and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ImportError {
-    /// The file, as named on the command line.
-    pub file: String,
+    /// The file, as named on the command line; `None` for a refusal of the inputs together
+    /// (several inputs of which none keeps a record), printed without `file=` and `record=`.
+    pub file: Option<String>,
     /// Record number (0 for the file as a whole: opening it, its header or metadata).
     pub record: u64,
     /// Why.
@@ -80,8 +81,17 @@ impl ImportError {
     /// A refusal of record `record` of `file`.
     pub fn new(file: &str, record: u64, reason: impl Into<String>) -> ImportError {
         ImportError {
-            file: file.to_string(),
+            file: Some(file.to_string()),
             record,
+            reason: reason.into(),
+        }
+    }
+
+    /// A refusal of the inputs together, not of one file (printed without `file=`).
+    pub fn inputs(reason: impl Into<String>) -> ImportError {
+        ImportError {
+            file: None,
+            record: 0,
             reason: reason.into(),
         }
     }
@@ -89,14 +99,16 @@ impl ImportError {
 
 impl fmt::Display for ImportError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "error code={} file={} record={} message={}",
-            Self::CODE,
-            self.file,
-            self.record,
-            self.reason
-        )
+        match &self.file {
+            Some(file) => write!(
+                f,
+                "error code={} file={file} record={} message={}",
+                Self::CODE,
+                self.record,
+                self.reason
+            ),
+            None => write!(f, "error code={} message={}", Self::CODE, self.reason),
+        }
     }
 }
 
@@ -108,6 +120,9 @@ pub trait Source {
     fn next_record(&mut self) -> Option<Result<Record, ImportError>>;
     /// Bytes of the file read so far (for progress).
     fn bytes_read(&self) -> u64;
+    /// Input records read so far: a CSV's data rows, a DBN file's records (every one,
+    /// those that give no event too), however many events each gave.
+    fn records_read(&self) -> u64;
 }
 
 /// What to keep and how to make the sessions.
@@ -153,21 +168,212 @@ impl Options {
 
     /// The local date and time of a record, if the options keep it.
     fn keep(&self, r: &Record) -> Option<(Date, Ts)> {
+        self.keep_or_why(r).ok()
+    }
+
+    /// The local date and time of a record, or the first filter that drops it (in this
+    /// order: `--symbols`, the hours, `--from`/`--to`, `--session-filter`).
+    fn keep_or_why(&self, r: &Record) -> Result<(Date, Ts), Dropped> {
         if !self.symbols.is_empty() && !self.symbols.contains(&r.sym) {
-            return None;
+            return Err(Dropped::Symbol);
         }
-        let (d, t) = self.zone.local(r.ns)?;
+        let (d, t) = self.zone.local(r.ns).ok_or(Dropped::Hours)?;
         let (open, close) = self.hours();
         if t < open || t > close {
-            return None;
+            return Err(Dropped::Hours);
         }
         if self.from.is_some_and(|f| d < f) || self.to.is_some_and(|x| d > x) {
-            return None;
+            return Err(Dropped::Range(d));
         }
         if !self.session_filter.is_empty() && !self.session_filter.contains(&d) {
-            return None;
+            return Err(Dropped::SessionFilter(d));
         }
-        Some((d, t))
+        Ok((d, t))
+    }
+}
+
+/// Which filter drops a record ([`Options::keep_or_why`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Dropped {
+    /// Not in `--symbols`.
+    Symbol,
+    /// Outside the session hours (regular or extended).
+    Hours,
+    /// On a date outside `--from`/`--to`.
+    Range(Date),
+    /// On a date `--session-filter` does not name.
+    SessionFilter(Date),
+}
+
+/// What the first pass saw of the records it did not keep, per input record (a record
+/// giving two events, a quote and a trade, counts once): for the refusal of an import that
+/// keeps nothing, which says which filter dropped what.
+#[derive(Clone, Debug, Default)]
+struct DropScan {
+    /// Records dropped by `--symbols`, and (up to [`DropScan::NAMES`]) their symbols.
+    symbol: u64,
+    symbols: BTreeSet<Sym>,
+    /// More symbols than those.
+    more_symbols: bool,
+    /// Records outside the hours.
+    hours: u64,
+    /// Records dropped by `--from`/`--to`, by `--session-filter`, and the first and last
+    /// date of those.
+    range: u64,
+    session_filter: u64,
+    dates: Option<(Date, Date)>,
+    /// Option trades (kept out: a tape has no option prints).
+    option_trades: u64,
+    /// The last record counted of each input (its number), so a record counts once.
+    last: Vec<Option<u64>>,
+}
+
+impl DropScan {
+    /// The most symbols named in the refusal.
+    const NAMES: usize = 8;
+
+    fn new(inputs: usize) -> DropScan {
+        DropScan {
+            last: vec![None; inputs],
+            ..DropScan::default()
+        }
+    }
+
+    /// Note an event of record `no` of input `fi` that is not kept; `false` when the record
+    /// was counted already (its other event).
+    fn first_of(&mut self, fi: usize, no: u64) -> bool {
+        let Some(slot) = self.last.get_mut(fi) else {
+            return false;
+        };
+        if *slot == Some(no) {
+            return false;
+        }
+        *slot = Some(no);
+        true
+    }
+
+    fn drop(&mut self, fi: usize, r: &Record, why: Dropped) {
+        if !self.first_of(fi, r.no) {
+            return;
+        }
+        let mut date = |d: Date| {
+            self.dates = Some(match self.dates {
+                None => (d, d),
+                Some((a, b)) => (a.min(d), b.max(d)),
+            });
+        };
+        match why {
+            Dropped::Symbol => {
+                self.symbol += 1;
+                if self.symbols.len() < Self::NAMES {
+                    self.symbols.insert(r.sym);
+                } else if !self.symbols.contains(&r.sym) {
+                    self.more_symbols = true;
+                }
+            }
+            Dropped::Hours => self.hours += 1,
+            Dropped::Range(d) => {
+                self.range += 1;
+                date(d);
+            }
+            Dropped::SessionFilter(d) => {
+                self.session_filter += 1;
+                date(d);
+            }
+        }
+    }
+
+    fn option_trade(&mut self, fi: usize, no: u64) {
+        if self.first_of(fi, no) {
+            self.option_trades += 1;
+        }
+    }
+
+    /// Why nothing was kept of `records` input records: each filter that dropped some, with
+    /// how many and what it was given.
+    fn nothing_kept(&self, opts: &Options, records: u64, inputs: usize) -> String {
+        if records == 0 {
+            let what = if inputs == 1 {
+                "the file holds no records (no data rows or records after its header)"
+            } else {
+                "the files hold no records (no data rows or records after their headers)"
+            };
+            return format!("nothing to import: {what}");
+        }
+        let names = |v: &mut dyn Iterator<Item = String>| v.collect::<Vec<_>>().join(",");
+        let mut why: Vec<String> = Vec::new();
+        if self.symbol > 0 {
+            let more = if self.more_symbols { ",…" } else { "" };
+            why.push(format!(
+                "{} are on symbols not in --symbols {} (the input's: {}{more})",
+                self.symbol,
+                names(&mut opts.symbols.iter().map(|s| s.to_string())),
+                names(&mut self.symbols.iter().map(|s| s.to_string())),
+            ));
+        }
+        if self.hours > 0 {
+            let (o, c) = opts.hours();
+            why.push(format!(
+                "{} fall outside the {} hours {}-{} in {}{}",
+                self.hours,
+                if opts.extended { "extended" } else { "regular" },
+                o.hhmm(),
+                c.hhmm(),
+                opts.tz_name,
+                if opts.extended {
+                    ""
+                } else {
+                    " (--extended-hours keeps 04:00-20:00)"
+                }
+            ));
+        }
+        let span = self.dates.map_or(String::new(), |(a, b)| {
+            if a == b {
+                format!("their date: {a}")
+            } else {
+                format!("their dates: {a} to {b}")
+            }
+        });
+        if self.range > 0 {
+            let mut given = Vec::new();
+            if let Some(f) = opts.from {
+                given.push(format!("--from {f}"));
+            }
+            if let Some(t) = opts.to {
+                given.push(format!("--to {t}"));
+            }
+            why.push(format!(
+                "{} are on dates outside {} ({span})",
+                self.range,
+                given.join(" ")
+            ));
+        }
+        if self.session_filter > 0 {
+            why.push(format!(
+                "{} are on dates not in --session-filter {} ({span})",
+                self.session_filter,
+                names(&mut opts.session_filter.iter().map(|d| d.to_string())),
+            ));
+        }
+        if self.option_trades > 0 {
+            why.push(format!(
+                "{} are option trades (a tape has no option prints)",
+                self.option_trades
+            ));
+        }
+        let counted =
+            self.symbol + self.hours + self.range + self.session_filter + self.option_trades;
+        if counted < records {
+            why.push(format!(
+                "{} give no trade or quote (system, error and symbol-mapping records; books one-sided or unchanged)",
+                records - counted
+            ));
+        }
+        format!(
+            "no record is kept: of the {records} record{} read, {}",
+            if records == 1 { "" } else { "s" },
+            why.join("; ")
+        )
     }
 }
 
@@ -208,6 +414,11 @@ impl Merge {
     /// Bytes read from every source so far.
     pub fn bytes_read(&self) -> u64 {
         self.sources.iter().map(|s| s.1.bytes_read()).sum()
+    }
+
+    /// Input records read from every source so far ([`Source::records_read`]).
+    pub fn records_read(&self) -> u64 {
+        self.sources.iter().map(|s| s.1.records_read()).sum()
     }
 
     fn pull(&mut self, i: usize) -> Result<(), ImportError> {
@@ -306,7 +517,10 @@ pub const STOPPED: &str = "stopped";
 
 /// The refusal for a stop asked at record `read`.
 fn stopped(read: u64) -> ImportError {
-    ImportError::new("-", read, STOPPED)
+    ImportError {
+        record: read,
+        ..ImportError::inputs(STOPPED)
+    }
 }
 
 fn mid(bid: Px, ask: Px) -> Px {
@@ -334,6 +548,8 @@ pub fn import(
 ) -> Result<Summary, ImportError> {
     // Pass 1: every record checked; sessions and symbols learnt.
     let mut m = Merge::new(open()?);
+    let inputs = m.sources.len();
+    let mut dropped = DropScan::new(inputs);
     let mut sessions: Vec<SessionScan> = Vec::new();
     let mut syms: BTreeSet<Sym> = BTreeSet::new();
     let mut chains: BTreeMap<Sym, ChainScan> = BTreeMap::new();
@@ -347,14 +563,19 @@ pub fn import(
         if read.is_multiple_of(65_536) && !progress(1, m.bytes_read(), read) {
             return Err(stopped(read));
         }
-        let Some((d, t)) = opts.keep(&r) else {
-            continue;
+        let (d, t) = match opts.keep_or_why(&r) {
+            Ok(x) => x,
+            Err(why) => {
+                dropped.drop(fi, &r, why);
+                continue;
+            }
         };
         if let Some(k) = &r.opt {
             // Options: quotes only (the tape has no option prints); the strike on the
             // grid, the contract not expired.
             if matches!(r.kind, Kind::Trade { .. }) {
                 option_trades_skipped += 1;
+                dropped.option_trade(fi, r.no);
                 continue;
             }
             let bad = |why: String| ImportError::new(m.name(fi), r.no, why);
@@ -413,11 +634,12 @@ pub fn import(
         return Err(stopped(read));
     }
     let first = sessions.first().ok_or_else(|| {
-        ImportError::new(
-            "-",
-            0,
-            "no record falls in the sessions kept (check --symbols, --from/--to, --session-filter, --tz and the hours: regular unless --extended-hours)",
-        )
+        // About the one input, or about all of them together.
+        let why = dropped.nothing_kept(opts, m.records_read(), inputs);
+        match inputs {
+            1 => ImportError::new(m.name(0), 0, why),
+            _ => ImportError::inputs(why),
+        }
     })?;
     let (open_t, close_t) = opts.hours();
     // Prior closes: the first session's from --prior or its first trade (first quote mid
@@ -439,11 +661,10 @@ pub fn import(
             // Only options of it in the input: the tape still needs its prior close.
             let (fi, no) = chains.get(&sym).and_then(|c| c.first).unwrap_or((0, 0));
             return Err(ImportError::new(
-                "-",
-                0,
+                m.name(fi),
+                no,
                 format!(
-                    "{sym} has option records (the first: {} record {no}) but no trade or quote of its own: give --prior {sym}=PRICE",
-                    m.name(fi)
+                    "{sym} has option records (this one the first) but no trade or quote of its own: give --prior {sym}=PRICE"
                 ),
             ));
         };
@@ -514,7 +735,7 @@ pub fn import(
     let mut kept = 0u64;
     let mut read2 = 0u64;
     while let Some(r) = m.next_record() {
-        let (_, r) = r?;
+        let (fi, r) = r?;
         read2 += 1;
         if read2.is_multiple_of(65_536) && !progress(2, m.bytes_read(), read2) {
             return Err(stopped(read2));
@@ -529,7 +750,7 @@ pub fn import(
             if cur.is_some() {
                 k += 1;
                 let spec = specs.get(k).ok_or_else(|| {
-                    ImportError::new("-", r.no, "an input changed between the two passes")
+                    ImportError::new(m.name(fi), r.no, "an input changed between the two passes")
                 })?;
                 write_event(out, &TapeEvent::Session(Box::new(spec.clone()))).map_err(io)?;
             }
@@ -558,9 +779,7 @@ pub fn import(
         return Err(stopped(read2));
     }
     if read2 != read {
-        return Err(ImportError::new(
-            "-",
-            0,
+        return Err(ImportError::inputs(
             "an input changed between the two passes",
         ));
     }
