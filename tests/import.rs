@@ -1055,3 +1055,69 @@ fn an_import_that_keeps_nothing_names_its_input_and_the_filter() {
     assert!(!out.exists());
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// The summary said `imported 602 of 602 records` of a CSV of 301 rows (each a quote and a
+/// trade) and `580 of 580` of a DBN file of 301 records: it counted events as records. It
+/// counts input records (CSV data rows, DBN records), those kept (with an event on the
+/// tape) and the events written apart.
+#[test]
+fn the_summary_counts_input_records_and_events_apart() {
+    let d = dir("summary");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/import");
+    let summary = |files: &[&Path], flags: &[&str]| -> String {
+        let out = d.join("s.jsonl");
+        let mut args = vec!["tape", "import"];
+        args.extend(files.iter().map(|p| s(p)));
+        args.extend_from_slice(&["-o", s(&out)]);
+        args.extend_from_slice(flags);
+        let (code, _, err) = kestrel(&args);
+        assert_eq!(code, 0, "{err}");
+        let tape = std::fs::read_to_string(&out).unwrap();
+        let events = tape
+            .lines()
+            .filter(|l| l.starts_with("{\"type\":\"tick\"") || l.starts_with("{\"type\":\"quote\""))
+            .count();
+        assert!(err.contains(&format!(" as {events} events into ")), "{err}");
+        err.replace(s(&out), "OUT")
+    };
+    let csv = root.join("spy-trades-quotes.csv");
+    assert_eq!(
+        summary(&[&csv], &["--ts-unit", "ns"]),
+        "imported 301 records (301 kept) as 602 events into OUT (1 session, symbols SPY)\n"
+    );
+    let mbp = root.join("spy-mbp-1.dbn");
+    assert_eq!(
+        summary(&[&mbp], &[]),
+        "imported 301 records (301 kept) as 580 events into OUT (1 session, symbols SPY)\n"
+    );
+    let bars = root.join("spy-ohlcv-1m.dbn");
+    assert_eq!(
+        summary(&[&bars], &[]),
+        "imported 6 records (6 kept) as 24 events into OUT (1 session, symbols SPY)\n"
+    );
+    // Two inputs: the records of both.
+    assert_eq!(
+        summary(&[&csv, &mbp], &["--ts-unit", "ns"]),
+        "imported 602 records (602 kept) as 1182 events into OUT (1 session, symbols SPY)\n"
+    );
+    // A row outside the hours and an option's trade are read, not kept; a row with a quote
+    // and a trade is one record kept, two events.
+    let f = d.join("mixed.csv");
+    std::fs::write(
+        &f,
+        concat!(
+            "ts,symbol,price,size,bid,ask,bid_size,ask_size\n",
+            "1744205340000000000,SPY,500.00,1,,,,\n",
+            "1744205400000000000,SPY,500.12,100,500.10,500.12,3,2\n",
+            "1744205400100000000,SPY   250409C00500000,,,1.15,1.20,10,25\n",
+            "1744205400300000000,SPY   250409C00500000,1.18,5,,,,\n",
+            "1744228790000000000,SPY,501.00,10,,,,\n",
+        ),
+    )
+    .unwrap();
+    assert_eq!(
+        summary(&[&f], &["--ts-unit", "ns", "--iv", "SPY=0.2"]),
+        "imported 5 records (3 kept) as 4 events into OUT (1 session, symbols SPY; option quotes 1 on 1 contracts, option trades kept out 1)\n"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}

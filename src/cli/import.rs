@@ -415,17 +415,19 @@ pub fn tape_import(a: &ImportArgs) -> i32 {
                     s.option_quotes, s.option_contracts, s.option_trades_skipped
                 )
             };
+            let plural =
+                |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
             errln!(
-                "imported {} of {} records into {} ({} session{}, symbols {}{options})",
+                "imported {} ({} kept) as {} into {} ({}, symbols {}{options})",
+                plural(s.records, "record", "records"),
                 s.kept,
-                s.read,
+                plural(s.events, "event", "events"),
                 if to_stdout {
                     "standard output".to_string()
                 } else {
                     a.out.display().to_string()
                 },
-                s.sessions,
-                if s.sessions == 1 { "" } else { "s" },
+                plural(s.sessions, "session", "sessions"),
                 s.symbols.join(",")
             );
             super::flags::EXIT_OK

@@ -493,10 +493,14 @@ struct SessionScan {
 /// The import's outcome.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Summary {
-    /// Records read (every file).
-    pub read: u64,
-    /// Records kept (events written).
+    /// Input records read (every file): a CSV's data rows, a DBN file's records, each once
+    /// however many events it gives (a CSV row with a trade and a quote gives two; an mbp-1
+    /// record with a trade, a quote and a tick; an ohlcv bar four ticks) or none.
+    pub records: u64,
+    /// Input records kept: those that gave at least one event on the tape.
     pub kept: u64,
+    /// Events written (`tick` and `quote` lines; the `session` lines are `sessions`).
+    pub events: u64,
     /// Sessions written.
     pub sessions: u64,
     /// Symbols on the tape.
@@ -508,7 +512,7 @@ pub struct Summary {
     pub option_trades_skipped: u64,
 }
 
-/// Progress callback: (pass 1 or 2, bytes read, records read), every 65,536 records and at
+/// Progress callback: (pass 1 or 2, bytes read, input records read), every 65,536 events and at
 /// each pass's end; `false` stops the import ([`STOPPED`]: the command line's SIGINT).
 pub type Progress<'a> = dyn FnMut(u8, u64, u64) -> bool + 'a;
 
@@ -560,7 +564,7 @@ pub fn import(
     while let Some(r) = m.next_record() {
         let (fi, r) = r?;
         read += 1;
-        if read.is_multiple_of(65_536) && !progress(1, m.bytes_read(), read) {
+        if read.is_multiple_of(65_536) && !progress(1, m.bytes_read(), m.records_read()) {
             return Err(stopped(read));
         }
         let (d, t) = match opts.keep_or_why(&r) {
@@ -630,7 +634,7 @@ pub fn import(
             }
         }
     }
-    if !progress(1, m.bytes_read(), read) {
+    if !progress(1, m.bytes_read(), m.records_read()) {
         return Err(stopped(read));
     }
     let first = sessions.first().ok_or_else(|| {
@@ -732,12 +736,15 @@ pub fn import(
     let mut m = Merge::new(open()?);
     let mut k = 0usize;
     let mut cur: Option<Date> = None;
+    let mut events = 0u64;
+    // Input records with an event written: the last counted of each input (its number).
     let mut kept = 0u64;
+    let mut last_kept: Vec<Option<u64>> = vec![None; m.sources.len()];
     let mut read2 = 0u64;
     while let Some(r) = m.next_record() {
         let (fi, r) = r?;
         read2 += 1;
-        if read2.is_multiple_of(65_536) && !progress(2, m.bytes_read(), read2) {
+        if read2.is_multiple_of(65_536) && !progress(2, m.bytes_read(), m.records_read()) {
             return Err(stopped(read2));
         }
         let Some((d, ts)) = opts.keep(&r) else {
@@ -773,9 +780,15 @@ pub fn import(
             }),
         };
         write_event(out, &ev).map_err(io)?;
-        kept += 1;
+        events += 1;
+        if let Some(last) = last_kept.get_mut(fi)
+            && *last != Some(r.no)
+        {
+            *last = Some(r.no);
+            kept += 1;
+        }
     }
-    if !progress(2, m.bytes_read(), read2) {
+    if !progress(2, m.bytes_read(), m.records_read()) {
         return Err(stopped(read2));
     }
     if read2 != read {
@@ -785,8 +798,9 @@ pub fn import(
     }
     out.flush().map_err(io)?;
     Ok(Summary {
-        read,
+        records: m.records_read(),
         kept,
+        events,
         sessions: specs.len() as u64,
         symbols: syms.iter().map(|s| s.to_string()).collect(),
         option_quotes,
