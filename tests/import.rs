@@ -956,8 +956,8 @@ fn dbn_errors_are_sentences_and_not_a_dbn_file_only_when_it_is_not() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
-/// A price too large was "not a plain decimal number"; an empty timestamp was "not a count
-/// of S since the Unix epoch".
+/// A price too large was "not a plain decimal number", a size too large "not a non-negative
+/// integer"; an empty timestamp was "not a count of S since the Unix epoch".
 #[test]
 fn csv_messages_say_what_is_wrong() {
     let d = dir("csv-messages");
@@ -972,6 +972,34 @@ fn csv_messages_say_what_is_wrong() {
         err.contains(
             "price \"99999999999999.99\" is too large: a tape price is at most 999999999999.9999"
         ),
+        "{err}"
+    );
+    // A size too large for any tape (it was "not a non-negative integer"); a bid size too.
+    let f = d.join("big-size.csv");
+    std::fs::write(
+        &f,
+        "ts,symbol,price,size\n1744205400000,SPY,500.12,99999999999999999999999\n",
+    )
+    .unwrap();
+    let err = import(&[&f], &d.join("o.jsonl"), &["--ts-unit", "ms"]).unwrap_err();
+    assert!(
+        err.contains("record=1 message=size \"99999999999999999999999\" is too large: a size is at most 18446744073709551615 (2^64 - 1)"),
+        "{err}"
+    );
+    std::fs::write(
+        &f,
+        "ts,symbol,price,size,bid,ask,bid_size,ask_size\n1744205401000,SPY,,,500.10,500.12,18446744073709551616,1\n",
+    )
+    .unwrap();
+    let err = import(&[&f], &d.join("o.jsonl"), &["--ts-unit", "ms"]).unwrap_err();
+    assert!(
+        err.contains("record=1 message=bid size \"18446744073709551616\" is too large"),
+        "{err}"
+    );
+    std::fs::write(&f, "ts,symbol,price,size\n1744205400000,SPY,500.12,-5\n").unwrap();
+    let err = import(&[&f], &d.join("o.jsonl"), &["--ts-unit", "ms"]).unwrap_err();
+    assert!(
+        err.contains("size \"-5\" is not a non-negative integer"),
         "{err}"
     );
     let f = d.join("empty-ts.csv");

@@ -199,8 +199,17 @@ impl CsvSource {
         }
         // Some exports write sizes as `100.0`.
         let t = s.strip_suffix(".0").unwrap_or(s);
-        t.parse::<u64>()
-            .map_err(|_| self.bad(format!("{what} {s:?} is not a non-negative integer")))
+        t.parse::<u64>().map_err(|_| {
+            // Digits that do not fit are a number too large, not a malformed one.
+            if !t.is_empty() && t.bytes().all(|c| c.is_ascii_digit()) {
+                self.bad(format!(
+                    "{what} {s:?} is too large: a size is at most {} (2^64 - 1)",
+                    u64::MAX
+                ))
+            } else {
+                self.bad(format!("{what} {s:?} is not a non-negative integer"))
+            }
+        })
     }
 
     fn parse_row(&mut self) -> Result<Record, ImportError> {
