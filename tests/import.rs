@@ -1149,3 +1149,53 @@ fn the_summary_counts_input_records_and_events_apart() {
     );
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// `--prior QQQ=1` for an input without QQQ was ignored without a word (so were `--iv` and
+/// `--strike-step`): each per-symbol flag naming a symbol the tape does not have is refused
+/// as a usage error naming it, and no tape is written.
+#[test]
+fn a_per_symbol_flag_for_a_symbol_not_on_the_tape_is_refused() {
+    let d = dir("flag-symbols");
+    let csv = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/import/spy-trades-quotes.csv");
+    let out = d.join("o.jsonl");
+    for (flag, value) in [
+        ("--prior", "QQQ=1"),
+        ("--iv", "QQQ=0.2"),
+        ("--strike-step", "QQQ=1"),
+    ] {
+        let err = import(&[&csv], &out, &["--ts-unit", "ns", flag, value]).unwrap_err();
+        assert_eq!(
+            err,
+            format!(
+                "error code=USAGE message={flag} names QQQ, which is not on the tape (no record of it is kept; the tape's symbols: SPY)\n"
+            )
+        );
+        assert!(!out.exists());
+    }
+    // In the input but not kept (--symbols leaves it out): not on the tape either.
+    let f = d.join("two.dbn");
+    write_dbn(
+        &f,
+        &metadata(Schema::Trades, &[("SPY", 1), ("QQQ", 2)]),
+        &[
+            trade(1, T0, 500.12, 100),
+            trade(2, T0 + SEC, 430.05, 50),
+            trade(1, T0 + 23_390 * SEC, 501.00, 10),
+        ],
+        false,
+    );
+    let err = import(&[&f], &out, &["--symbols", "SPY", "--prior", "QQQ=430"]).unwrap_err();
+    assert!(
+        err.starts_with("error code=USAGE message=--prior names QQQ, which is not on the tape"),
+        "{err}"
+    );
+    // A symbol on the tape takes the flag.
+    let got = import(&[&f], &out, &["--prior", "QQQ=430", "--prior", "SPY=499.5"]).unwrap();
+    assert!(
+        got.contains(
+            "\"symbols\":{\"QQQ\":{\"prior_close\":430.00},\"SPY\":{\"prior_close\":499.50}}"
+        ),
+        "{got}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}

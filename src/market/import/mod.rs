@@ -72,6 +72,9 @@ pub struct ImportError {
     pub record: u64,
     /// Why.
     pub reason: String,
+    /// The code: [`ImportError::CODE`], or `USAGE` for flags the inputs show to be wrong
+    /// ([`ImportError::usage`]).
+    pub code: &'static str,
 }
 
 impl ImportError {
@@ -84,6 +87,7 @@ impl ImportError {
             file: Some(file.to_string()),
             record,
             reason: reason.into(),
+            code: Self::CODE,
         }
     }
 
@@ -93,6 +97,16 @@ impl ImportError {
             file: None,
             record: 0,
             reason: reason.into(),
+            code: Self::CODE,
+        }
+    }
+
+    /// Flags the inputs show to be wrong (`error code=USAGE message=…`): a per-symbol flag
+    /// naming a symbol the tape does not have.
+    pub fn usage(reason: impl Into<String>) -> ImportError {
+        ImportError {
+            code: "USAGE",
+            ..ImportError::inputs(reason)
         }
     }
 }
@@ -103,11 +117,9 @@ impl fmt::Display for ImportError {
             Some(file) => write!(
                 f,
                 "error code={} file={file} record={} message={}",
-                Self::CODE,
-                self.record,
-                self.reason
+                self.code, self.record, self.reason
             ),
-            None => write!(f, "error code={} message={}", Self::CODE, self.reason),
+            None => write!(f, "error code={} message={}", self.code, self.reason),
         }
     }
 }
@@ -645,6 +657,21 @@ pub fn import(
             _ => ImportError::inputs(why),
         }
     })?;
+    // A per-symbol flag for a symbol the tape does not have would do nothing: refused, as a
+    // typo it most likely is (`--prior SPX=…` for SPY).
+    for (flag, named) in [
+        ("--prior", opts.prior.keys().collect::<Vec<_>>()),
+        ("--strike-step", opts.strike_step.keys().collect()),
+        ("--iv", opts.iv.keys().collect()),
+    ] {
+        if let Some(sym) = named.into_iter().find(|s| !syms.contains(s)) {
+            let list: Vec<String> = syms.iter().map(|s| s.to_string()).collect();
+            return Err(ImportError::usage(format!(
+                "{flag} names {sym}, which is not on the tape (no record of it is kept; the tape's symbols: {})",
+                list.join(",")
+            )));
+        }
+    }
     let (open_t, close_t) = opts.hours();
     // Prior closes: the first session's from --prior or its first trade (first quote mid
     // for a symbol that never traded); each later session's the previous one's last trade
