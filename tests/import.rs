@@ -1199,3 +1199,89 @@ fn a_per_symbol_flag_for_a_symbol_not_on_the_tape_is_refused() {
     );
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A damaged DBN file was called cut short: one byte flipped at offset 3000 of the mbp-1
+/// sample (record 34's length byte: 80 bytes read as 940) made the decoder read on at a
+/// misaligned offset (a debug build panicked in the `dbn` crate) until a length ran past the
+/// end: `truncated: the file ends inside record 77 (340 of its bytes are there)`. A record
+/// whose length header no DBN record has, or not its type's, or of a type the file cannot
+/// hold, is refused as corrupt, naming it; a file cut inside its last record is still
+/// `truncated`.
+#[test]
+fn a_damaged_dbn_file_is_called_corrupt_not_truncated() {
+    let d = dir("dbn-corrupt");
+    let src =
+        std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/import/spy-mbp-1.dbn"))
+            .unwrap();
+    let meta = 8 + u32::from_le_bytes([src[4], src[5], src[6], src[7]]) as usize;
+    let rec = |n: usize| meta + (n - 1) * 80;
+    assert_eq!(rec(34), 3000);
+    let flip = |at: usize, f: &dyn Fn(u8) -> u8| {
+        let mut b = src.clone();
+        b[at] = f(b[at]);
+        b
+    };
+    let damaged = "; the file is damaged, not cut short: fetch it again";
+    let cases: [(&str, Vec<u8>, String); 6] = [
+        (
+            "flip.dbn",
+            flip(3000, &|b| !b),
+            format!("record=34 message=corrupt: record 34's length header says 940 bytes, which no DBN record has (a whole number of 8-byte words, at least 16){damaged}"),
+        ),
+        (
+            "len88.dbn",
+            flip(rec(27), &|_| 22),
+            format!("record=27 message=corrupt: record 27's length header says 88 bytes where an mbp-1 record has 80{damaged}"),
+        ),
+        (
+            // Shorter than its type: the `dbn` crate's `get` panics on it.
+            "len16.dbn",
+            flip(rec(27), &|_| 4),
+            format!("record=27 message=corrupt: record 27's length header says 16 bytes where an mbp-1 record has 80{damaged}"),
+        ),
+        (
+            "len0.dbn",
+            flip(rec(27), &|_| 0),
+            "record=27 message=corrupt: record 27's length header says 0 bytes, which no DBN record has".to_string(),
+        ),
+        (
+            "rtype.dbn",
+            flip(rec(27) + 1, &|_| 0xfe),
+            format!("record=27 message=corrupt: record 27 has record type 0xfe, neither the file's schema's (mbp-1) nor that of a system, error or symbol-mapping record{damaged}"),
+        ),
+        (
+            // The last record's length runs past the end: not a record cut short either.
+            "last.dbn",
+            flip(rec(301), &|_| 84),
+            format!("record=301 message=corrupt: record 301's length header says 336 bytes where an mbp-1 record has 80 (the file holds 80 bytes from its start){damaged}"),
+        ),
+    ];
+    for (name, bytes, want) in cases {
+        assert_eq!(bytes.len(), src.len());
+        let f = d.join(name);
+        std::fs::write(&f, &bytes).unwrap();
+        let out = d.join("o.jsonl");
+        let err = import(&[&f], &out, &[]).unwrap_err();
+        assert!(err.starts_with("error code=IMPORT "), "{name}: {err}");
+        assert!(err.contains(&want), "{name}: {err}");
+        assert!(!err.contains("truncated"), "{name}: {err}");
+        assert!(!out.exists());
+    }
+    // The same inside a zstd stream (the framing is followed in the decompressed bytes).
+    let f = d.join("flip.dbn.zst");
+    std::fs::write(&f, zstd::encode_all(&flip(3000, &|b| !b)[..], 3).unwrap()).unwrap();
+    let err = import(&[&f], &d.join("o.jsonl"), &[]).unwrap_err();
+    assert!(
+        err.contains("record=34 message=corrupt: record 34's length header says 940 bytes"),
+        "{err}"
+    );
+    // Cut inside its last record: truncated, as before.
+    let f = d.join("cut.dbn");
+    std::fs::write(&f, &src[..rec(301) + 40]).unwrap();
+    let err = import(&[&f], &d.join("o.jsonl"), &[]).unwrap_err();
+    assert!(
+        err.contains("record=301 message=truncated: the file ends inside record 301 (40 of its bytes are there); fetch it whole"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}

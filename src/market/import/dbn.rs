@@ -22,7 +22,7 @@ use std::io::{self, BufReader, Read};
 use std::rc::Rc;
 
 use dbn::decode::{DbnMetadata, DecodeRecordRef};
-use dbn::{Mbp1Msg, OhlcvMsg, Schema, TradeMsg, UNDEF_PRICE, VersionUpgradePolicy};
+use dbn::{HasRType, Mbp1Msg, OhlcvMsg, Schema, TradeMsg, UNDEF_PRICE, VersionUpgradePolicy};
 
 use super::{Counting, ImportError, Kind, Record, Source, px_from_nanos, tape_inst};
 use crate::market::{OptionKey, Px, Sym};
@@ -109,15 +109,49 @@ fn describe(e: &dbn::Error, record: Option<u64>) -> String {
     }
 }
 
-/// Captures the first 8 bytes (the DBN prefix with the metadata length).
+/// What [`Prefix`] has seen of the records' framing, shared with the source.
+#[derive(Clone, Copy, Debug, Default)]
+struct Framing {
+    /// The last record whose start went by: its number (1-based; 0 for none), offset in the
+    /// plain stream, length (from its header's length byte) and record type (once its
+    /// second byte went by).
+    last: (u64, u64, u64, Option<u8>),
+    /// A record whose length no DBN record has (its number and length): the stream stopped
+    /// before it.
+    bad: Option<(u64, u64)>,
+}
+
+/// Captures the first 8 bytes (the DBN prefix with the metadata length), then follows the
+/// records' framing as the bytes go by: each record starts with its length in 4-byte words,
+/// and every DBN record is a whole number of 8-byte words of at least the 16-byte header.
+/// A length that is not stops the stream just before that record (the decoder gets every
+/// record before it, then an error): the `dbn` decoder would otherwise take the bytes
+/// after it at a misaligned offset as records (a debug build panics on the alignment; a
+/// release build reads garbage until a length runs past the end, which looked like a file
+/// cut short). Walked for DBN versions 1 to 3, whose framing this is.
 struct Prefix<R> {
     inner: R,
     head: Rc<Cell<[u8; 8]>>,
     seen: usize,
+    /// Bytes passed on so far.
+    pos: u64,
+    /// The offset of the next record's start (`None` until the prefix is read, or for a
+    /// version whose framing this does not follow, or after a bad length).
+    next: Option<u64>,
+    /// The next record's number.
+    no: u64,
+    framing: Rc<Cell<Framing>>,
 }
+
+/// The smallest DBN record: its header.
+const HEADER_LEN: u64 = 16;
 
 impl<R: Read> Read for Prefix<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let mut f = self.framing.get();
+        if f.bad.is_some() {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, BAD_FRAME));
+        }
         let k = self.inner.read(buf)?;
         if self.seen < 8 {
             let mut h = self.head.get();
@@ -125,10 +159,43 @@ impl<R: Read> Read for Prefix<R> {
             h[self.seen..self.seen + take].copy_from_slice(&buf[..take]);
             self.head.set(h);
             self.seen += take;
+            if self.seen == 8 && &h[..3] == DBN_PREFIX && (1..=3).contains(&h[3]) {
+                self.next = Some(8 + u64::from(u32::from_le_bytes([h[4], h[5], h[6], h[7]])));
+                self.no = 1;
+            }
         }
-        Ok(k)
+        let (start, end) = (self.pos, self.pos + k as u64);
+        let at = |o: u64| buf[(o - start) as usize];
+        let mut give = k;
+        // The last record's type, when its second byte comes in this read.
+        let (no, first, len, rtype) = f.last;
+        if no > 0 && rtype.is_none() && (start..end).contains(&(first + 1)) {
+            f.last = (no, first, len, Some(at(first + 1)));
+        }
+        while let Some(n) = self.next.filter(|&n| n < end) {
+            let len = u64::from(at(n)) * 4;
+            if len < HEADER_LEN || len % 8 != 0 {
+                f.bad = Some((self.no, len));
+                self.next = None;
+                give = (n - start) as usize;
+                break;
+            }
+            let rtype = (n + 1 < end).then(|| at(n + 1));
+            f.last = (self.no, n, len, rtype);
+            self.no += 1;
+            self.next = Some(n + len);
+        }
+        self.framing.set(f);
+        self.pos += give as u64;
+        if give == 0 && k > 0 {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, BAD_FRAME));
+        }
+        Ok(give)
     }
 }
+
+/// What [`Prefix`] says when it stops before a record of an impossible length.
+const BAD_FRAME: &str = "a record of an impossible length";
 
 type Inner = Counting<Prefix<Box<dyn Read>>>;
 
@@ -141,6 +208,9 @@ pub struct DbnSource {
     /// Decompressed bytes given to the decoder.
     plain: Rc<Cell<u64>>,
     head: Rc<Cell<[u8; 8]>>,
+    framing: Rc<Cell<Framing>>,
+    /// Records carry an 8-byte send timestamp after them (the metadata's `ts_out`).
+    ts_out: bool,
     /// Bytes of the records decoded so far.
     consumed: u64,
     schema: Schema,
@@ -153,6 +223,18 @@ pub struct DbnSource {
 }
 
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
+
+/// How a damaged file's refusal ends.
+const DAMAGED: &str = "the file is damaged, not cut short: fetch it again";
+
+/// `a` or `an` before a schema's name.
+fn article(s: Schema) -> &'static str {
+    if s.to_string().starts_with(['a', 'e', 'i', 'o', 'u', 'm']) {
+        "an"
+    } else {
+        "a"
+    }
+}
 
 /// The bytes every DBN file starts with.
 const DBN_PREFIX: &[u8; 3] = b"DBN";
@@ -181,10 +263,15 @@ impl DbnSource {
             Box::new(br)
         };
         let head = Rc::new(Cell::new([0u8; 8]));
+        let framing = Rc::new(Cell::new(Framing::default()));
         let (plain_r, plain) = Counting::new(Prefix {
             inner,
             head: head.clone(),
             seen: 0,
+            pos: 0,
+            next: None,
+            no: 0,
+            framing: framing.clone(),
         });
         let dec =
             dbn::decode::dbn::Decoder::with_upgrade_policy(plain_r, VersionUpgradePolicy::AsIs)
@@ -206,6 +293,7 @@ impl DbnSource {
                     err(0, why)
                 })?;
         let md = dec.metadata();
+        let ts_out = md.ts_out;
         let schema = md.schema.ok_or_else(|| {
             err(
                 0,
@@ -232,6 +320,8 @@ impl DbnSource {
             raw,
             plain,
             head,
+            framing,
+            ts_out,
             consumed: 0,
             schema,
             symbols,
@@ -326,12 +416,23 @@ impl DbnSource {
             Ok(Some(r)) => r,
             Ok(None) => return Ok(false),
             Err(e) => {
+                // The framing stopped the stream before a record of an impossible length.
+                if let Some((no, len)) = self.framing.get().bad {
+                    return Err(ImportError::new(
+                        &self.file,
+                        no,
+                        format!(
+                            "corrupt: record {no}'s length header says {len} bytes, which no DBN record has (a whole number of 8-byte words, at least {HEADER_LEN}); {DAMAGED}"
+                        ),
+                    ));
+                }
                 let no = self.no + 1;
                 return Err(ImportError::new(&self.file, no, describe(&e, Some(no))));
             }
         };
         self.no += 1;
-        self.consumed += rec.header().record_size() as u64;
+        let (rtype, size) = (rec.header().rtype, rec.header().record_size());
+        self.consumed += size as u64;
         let schema = self.schema;
         // Copy the record out of the decoder's buffer (they are small, fixed-size).
         enum R {
@@ -339,14 +440,49 @@ impl DbnSource {
             M(Mbp1Msg),
             O(OhlcvMsg),
             Other,
+            /// The schema's record type with another length (its size).
+            BadSize(usize),
+            /// A record type that is neither the schema's nor one without market data.
+            BadType,
         }
-        let r = match schema {
-            Schema::Trades => rec.get::<TradeMsg>().map(|x| R::T(x.clone())),
-            Schema::Mbp1 | Schema::Tbbo => rec.get::<Mbp1Msg>().map(|x| R::M(x.clone())),
-            _ => rec.get::<OhlcvMsg>().map(|x| R::O(x.clone())),
-        }
-        .unwrap_or(R::Other);
+        let (is_data, want) = match schema {
+            Schema::Trades => (rec.has::<TradeMsg>(), size_of::<TradeMsg>()),
+            Schema::Mbp1 | Schema::Tbbo => (rec.has::<Mbp1Msg>(), size_of::<Mbp1Msg>()),
+            _ => (rec.has::<OhlcvMsg>(), size_of::<OhlcvMsg>()),
+        };
+        let want = want + if self.ts_out { 8 } else { 0 };
+        // A data record is read only at its exact size (`get` panics on a shorter one).
+        let r = if is_data && size != want {
+            R::BadSize(want)
+        } else if is_data {
+            match schema {
+                Schema::Trades => rec.get::<TradeMsg>().map(|x| R::T(x.clone())),
+                Schema::Mbp1 | Schema::Tbbo => rec.get::<Mbp1Msg>().map(|x| R::M(x.clone())),
+                _ => rec.get::<OhlcvMsg>().map(|x| R::O(x.clone())),
+            }
+            .unwrap_or(R::BadType)
+        } else if matches!(
+            rtype,
+            dbn::rtype::SYSTEM | dbn::rtype::ERROR | dbn::rtype::SYMBOL_MAPPING
+        ) {
+            R::Other
+        } else {
+            R::BadType
+        };
         match r {
+            R::BadSize(want) => {
+                return Err(self.bad(format!(
+                    "corrupt: record {}'s length header says {size} bytes where {} {schema} record has {want}; {DAMAGED}",
+                    self.no,
+                    article(schema)
+                )));
+            }
+            R::BadType => {
+                return Err(self.bad(format!(
+                    "corrupt: record {} has record type {rtype:#04x}, neither the file's schema's ({schema}) nor that of a system, error or symbol-mapping record; {DAMAGED}",
+                    self.no
+                )));
+            }
             R::T(t) => {
                 let (id, ns) = (t.hd.instrument_id, self.ns(t.ts_recv)?);
                 let sym = self.sym(id, t.ts_recv)?;
@@ -417,12 +553,38 @@ impl DbnSource {
         Ok(true)
     }
 
-    /// At the end: every byte given to the decoder is the metadata or a whole record.
+    /// At the end: every byte given to the decoder is the metadata or a whole record. The
+    /// bytes after the last whole record are a record cut short, unless its length header
+    /// is not its type's: then the file is damaged there, not cut.
     fn check_whole(&self) -> Result<(), ImportError> {
         let h = self.head.get();
         let meta = 8 + u64::from(u32::from_le_bytes([h[4], h[5], h[6], h[7]]));
         let expected = meta + self.consumed;
         let got = self.plain.get();
+        let (no, first, len, rtype) = self.framing.get().last;
+        let data = match self.schema {
+            Schema::Trades => rtype == Some(dbn::rtype::MBP_0),
+            Schema::Mbp1 | Schema::Tbbo => rtype == Some(dbn::rtype::MBP_1),
+            _ => rtype.is_some_and(|t| OhlcvMsg::has_rtype(u16::from(t))),
+        };
+        let want = match self.schema {
+            Schema::Trades => size_of::<TradeMsg>(),
+            Schema::Mbp1 | Schema::Tbbo => size_of::<Mbp1Msg>(),
+            _ => size_of::<OhlcvMsg>(),
+        } as u64
+            + if self.ts_out { 8 } else { 0 };
+        if got > expected && no == self.no + 1 && first == expected && data && len != want {
+            return Err(ImportError::new(
+                &self.file,
+                no,
+                format!(
+                    "corrupt: record {no}'s length header says {len} bytes where {} {} record has {want} (the file holds {} bytes from its start); {DAMAGED}",
+                    article(self.schema),
+                    self.schema,
+                    got - expected
+                ),
+            ));
+        }
         if got > expected {
             return Err(ImportError::new(
                 &self.file,
