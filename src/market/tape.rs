@@ -645,31 +645,22 @@ fn parse_object(line_no: u64, bytes: &[u8]) -> Res<Map<String, Value>> {
             "blank line (every line must be one JSON object)",
         ));
     }
-    let repeated = std::cell::RefCell::new(None);
-    let mut de = serde_json::Deserializer::from_str(text);
-    let read = serde::de::DeserializeSeed::deserialize(
-        OnceKeys {
-            repeated: &repeated,
-            field: None,
+    match serde_json::from_str::<Value>(text) {
+        // `Value` keeps a repeated key's last value: refused instead.
+        Ok(Value::Object(m)) => match repeated_key(text) {
+            None => Ok(m),
+            Some(r) => Err(TapeError::new(
+                line_no,
+                TapeErrorKind::BadField,
+                r.message(),
+            )),
         },
-        &mut de,
-    )
-    .and_then(|v| de.end().map(|()| v));
-    match read {
-        Ok(Value::Object(m)) => Ok(m),
         Ok(other) => Err(TapeError::new(
             line_no,
             TapeErrorKind::Json,
             format!("expected a JSON object, got {}", json_kind(&other)),
         )),
         Err(e) => {
-            if let Some(r) = repeated.take() {
-                return Err(TapeError::new(
-                    line_no,
-                    TapeErrorKind::BadField,
-                    r.message(),
-                ));
-            }
             if has_non_finite_literal(text) {
                 return Err(TapeError::new(
                     line_no,
@@ -707,119 +698,84 @@ impl RepeatedKey {
     fn message(&self) -> String {
         // Keys are the file's text: escaped, so that a control or bidirectional character
         // never reaches the terminal raw.
-        let (field, key) = (
-            self.field.as_deref().map(|f| f.escape_debug().to_string()),
-            self.key.escape_debug().to_string(),
-        );
-        match field {
+        let key = self.key.escape_debug();
+        match &self.field {
             None => {
                 format!(
                     "field `{key}` appears twice on the line (a key may appear once in an object)"
                 )
             }
-            Some(f) => {
-                format!("field `{f}` holds key `{key}` twice (a key may appear once in an object)")
+            Some(f) => format!(
+                "field `{}` holds key `{key}` twice (a key may appear once in an object)",
+                f.escape_debug()
+            ),
+        }
+    }
+}
+
+/// The first key repeated in an object of `text` (the line's object or one inside it), which
+/// serde_json has read as valid JSON, so only its strings and brackets need following: a
+/// string where an object expects a key is one (unescaped by serde_json when it holds an
+/// escape, so `"p\u0078"` is `px`). serde_json's [`Value`] keeps the last value of a
+/// repeated key (`"px":500.00,"px":1.0` read as 1.0); the reader refuses the line. Only the
+/// general path calls this: a canonical line the fast paths take has each key once by its
+/// form.
+fn repeated_key(text: &str) -> Option<RepeatedKey> {
+    let b = text.as_bytes();
+    // Per open bracket: the keys of an object so far, or `None` for an array.
+    let mut open: Vec<Option<Vec<std::borrow::Cow<'_, str>>>> = Vec::new();
+    let mut want_key = false;
+    // The line's field the scan is inside (its last key at depth 1).
+    let mut field: Option<std::borrow::Cow<'_, str>> = None;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'{' => {
+                open.push(Some(Vec::new()));
+                want_key = true;
             }
-        }
-    }
-}
-
-/// A JSON value read exactly as serde_json's [`Value`] reads it (the same deserializer,
-/// numbers and strings), except that a key repeated in an object, the line's or any object
-/// inside it, is an error (recorded in `repeated`) where `Value` keeps the last one: a line
-/// `"px":500.00,"px":1.0` read as 1.0. Only the general path reads lines so: a canonical line
-/// the fast paths take has each key once by its form.
-#[derive(Clone, Copy)]
-struct OnceKeys<'a> {
-    repeated: &'a std::cell::RefCell<Option<RepeatedKey>>,
-    /// The line's field the value is inside (`None` for the line's object itself).
-    field: Option<&'a str>,
-}
-
-impl<'de> serde::de::DeserializeSeed<'de> for OnceKeys<'_> {
-    type Value = Value;
-
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> serde::de::Visitor<'de> for OnceKeys<'_> {
-    type Value = Value;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any valid JSON value")
-    }
-
-    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
-        Ok(Value::Bool(v))
-    }
-
-    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
-        Ok(Value::Number(v.into()))
-    }
-
-    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
-        Ok(Value::Number(v.into()))
-    }
-
-    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
-        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
-    }
-
-    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
-        Ok(Value::String(v.to_owned()))
-    }
-
-    fn visit_string<E>(self, v: String) -> Result<Value, E> {
-        Ok(Value::String(v))
-    }
-
-    fn visit_none<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-
-    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
-        serde::de::DeserializeSeed::deserialize(self, d)
-    }
-
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<Value, A::Error> {
-        let mut v = Vec::new();
-        while let Some(x) = a.next_element_seed(self)? {
-            v.push(x);
-        }
-        Ok(Value::Array(v))
-    }
-
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> Result<Value, A::Error> {
-        let mut m = Map::new();
-        while let Some(key) = a.next_key::<String>()? {
-            let inner = OnceKeys {
-                repeated: self.repeated,
-                field: Some(self.field.unwrap_or(&key)),
-            };
-            let value = a.next_value_seed(inner)?;
-            match m.entry(key) {
-                serde_json::map::Entry::Vacant(e) => {
-                    e.insert(value);
+            b'[' => {
+                open.push(None);
+                want_key = false;
+            }
+            b'}' | b']' => {
+                open.pop();
+                want_key = false;
+            }
+            b',' => want_key = matches!(open.last(), Some(Some(_))),
+            b'"' => {
+                let start = i;
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
                 }
-                serde_json::map::Entry::Occupied(e) => {
-                    let key = e.key().clone();
-                    let err = serde::de::Error::custom(format_args!("key `{key}` repeated"));
-                    *self.repeated.borrow_mut() = Some(RepeatedKey {
-                        field: self.field.map(str::to_owned),
-                        key,
-                    });
-                    return Err(err);
+                if want_key {
+                    let raw = text.get(start..=i)?;
+                    let key: std::borrow::Cow<'_, str> = if raw.contains('\\') {
+                        serde_json::from_str::<String>(raw).ok()?.into()
+                    } else {
+                        raw[1..raw.len() - 1].into()
+                    };
+                    let depth = open.len();
+                    let keys = open.last_mut()?.as_mut()?;
+                    if keys.contains(&key) {
+                        return Some(RepeatedKey {
+                            field: (depth > 1).then(|| field.unwrap_or_default().into_owned()),
+                            key: key.into_owned(),
+                        });
+                    }
+                    if depth == 1 {
+                        field = Some(key.clone());
+                    }
+                    keys.push(key);
+                    want_key = false;
                 }
             }
+            _ => {}
         }
-        Ok(Value::Object(m))
+        i += 1;
     }
+    None
 }
 
 fn category_text(e: &serde_json::Error) -> String {
@@ -2061,11 +2017,25 @@ mod tests {
             assert_eq!((e.line, e.kind), (1, TapeErrorKind::BadField), "{hdr}: {e}");
             assert!(e.to_string().contains(needle), "{e}");
         }
-        // The same keys once each still read.
-        let text = tape(&[
+        // A key written with an escape is the same key.
+        let e = first_err(&tape(&[
+            r#"{"type":"headline","ts":"09:30:03.000","text":"a","p\u0078":1,"px":2}"#,
+        ]));
+        assert_eq!((e.line, e.kind), (2, TapeErrorKind::BadField), "{e}");
+        assert!(e.to_string().contains("field `px` appears twice"), "{e}");
+        // The same keys once each still read: in other objects, in arrays, and as text.
+        for line in [
             r#"{"type":"headline","ts":"09:30:03.000","text":"a","x":{"k":1,"j":[{"k":2},{"k":3}]}}"#,
-        ]);
-        assert_eq!(read_tape_bytes(text.as_bytes()).unwrap().1.len(), 1);
+            r#"{"type":"headline","ts":"09:30:03.000","text":"text","x":["text","type"]}"#,
+            r#"{"type":"headline","ts":"09:30:03.000","text":"{\"text\":1,\"text\":2}, \\"}"#,
+        ] {
+            let text = tape(&[line]);
+            assert_eq!(
+                read_tape_bytes(text.as_bytes()).unwrap().1.len(),
+                1,
+                "{line}"
+            );
+        }
     }
 
     fn tape_with(header: &str, lines: &[&str]) -> String {
