@@ -220,6 +220,14 @@ fn first_difference(recorded: &str, canonical: &str) -> String {
             None => shown,
         }
     };
+    // Only the last line end differs: said so (the line quoted would be empty).
+    if recorded.trim_end_matches('\n') == canonical.trim_end_matches('\n') {
+        return if recorded.len() < canonical.len() {
+            "the recorded text lacks the canonical text's final line end".to_string()
+        } else {
+            "the recorded text has line ends after the canonical text's last".to_string()
+        };
+    }
     let (mut r, mut c) = (recorded.split('\n'), canonical.split('\n'));
     let mut n = 0usize;
     loop {
@@ -416,5 +424,28 @@ impl ReplayGate {
     /// The end of the Bus: a supersede must have armed.
     pub fn finish(&mut self) -> Result<(), ReplayError> {
         self.armed.unmatched()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_difference;
+
+    /// Texts that differ only in their last line end quoted an empty line ("ends before
+    /// line 7 of the canonical text: ``").
+    #[test]
+    fn a_difference_in_the_last_line_end_is_named() {
+        assert_eq!(
+            first_difference("PLAN a\n  WHEN x", "PLAN a\n  WHEN x\n"),
+            "the recorded text lacks the canonical text's final line end"
+        );
+        assert_eq!(
+            first_difference("PLAN a\n\n\n", "PLAN a\n"),
+            "the recorded text has line ends after the canonical text's last"
+        );
+        assert_eq!(
+            first_difference("PLAN   a\n", "PLAN a\n"),
+            "line 1 differs: recorded `PLAN   a` canonical `PLAN a`"
+        );
     }
 }
