@@ -439,10 +439,21 @@ async fn a_non_streamed_reply_cut_at_the_token_limit_is_truncated() {
 async fn retry_after_is_honoured_and_bounded() {
     let server = serve(Behaviour::RetryAfter).await;
     let t = std::time::Instant::now();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let out = OpenAiAuthor::new(config(&server.base))
-        .author(&prompt(), None)
+        .author(&prompt(), Some(tx))
         .await;
     assert_eq!(out, Completion::Reply("STAND-DOWN chop, no edge".into()));
+    // The retry starts a new reply on the stream (the desk shows that one alone).
+    let mut pieces = Vec::new();
+    while let Ok(p) = rx.try_recv() {
+        pieces.push(p);
+    }
+    assert_eq!(
+        pieces.first().map(String::as_str),
+        Some(kestrel_desk::author::NEW_ATTEMPT)
+    );
+    assert_eq!(pieces[1..].concat(), "STAND-DOWN chop, no edge");
     assert!(
         t.elapsed() >= Duration::from_millis(950),
         "waited {:?}",

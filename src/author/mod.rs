@@ -216,6 +216,11 @@ impl AuthorInfo {
 /// [`Completion::Reply`] counts as authored; deltas of a failed call are display only.
 pub type DeltaSink = tokio::sync::mpsc::UnboundedSender<String>;
 
+/// Sent on a [`DeltaSink`] when a new reply starts (a re-ask, or a transport retry after a
+/// reply cut off mid-stream): a record separator, which no reply holds as a whole delta.
+/// What the desk shows as being written starts again.
+pub const NEW_ATTEMPT: &str = "\u{1e}";
+
 /// The future an author returns.
 pub type AuthorFuture<'a> = Pin<Box<dyn Future<Output = Completion> + Send + 'a>>;
 

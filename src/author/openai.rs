@@ -388,6 +388,10 @@ impl OpenAiAuthor {
                 r.push(line);
             }
             tokio::time::sleep(wait).await;
+            // The retry streams a reply anew: what was streamed of the failed try goes.
+            if let Some(d) = deltas.as_ref() {
+                let _ = d.send(super::NEW_ATTEMPT.to_string());
+            }
             backoff = backoff.saturating_mul(2);
         }
     }

@@ -788,9 +788,7 @@ pub fn coded(e: String) -> String {
     }
 }
 
-/// Sent on the delta stream when a re-ask starts a new reply (a record separator, which no
-/// reply holds as a whole delta): what the desk shows as being written starts again.
-pub(crate) const NEW_ATTEMPT: &str = "\u{1e}";
+pub(crate) use crate::author::NEW_ATTEMPT;
 
 /// Read a script of `{"reply": "..."}` lines (one reply per ask). Errors name the line.
 pub fn parse_script(text: &str) -> Result<Vec<String>, String> {
