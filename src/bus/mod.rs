@@ -588,7 +588,7 @@ pub fn canonical_json(v: &serde_json::Value) -> String {
 /// named instead, as the tape reader and the document parser do.
 pub(crate) fn bom_refusal(bytes: &[u8]) -> Option<&'static str> {
     bytes
-        .starts_with(b"\xef\xbb\xbf")
+        .starts_with(crate::market::tape::UTF8_BOM)
         .then_some("the file starts with a UTF-8 byte-order mark (U+FEFF): save it without one")
 }
 

@@ -106,6 +106,16 @@ pub struct Row {
     pub json: String,
 }
 
+/// The type of the row that counts events the Log left out (it is no Bus event).
+const GAP: &str = "gap";
+
+impl Row {
+    /// The row counting events left out ([`GAP`]), not an event.
+    fn is_gap(&self) -> bool {
+        self.ty == GAP
+    }
+}
+
 /// One row on screen: a run of equal rows collapsed (`first..=last` in [`Log::rows`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Shown {
@@ -544,7 +554,7 @@ impl Log {
                     no: from,
                     time: String::new(),
                     kind: Kind::Other,
-                    ty: "gap".into(),
+                    ty: GAP.into(),
                     plan: String::new(),
                     summary: format!(
                         "… {} left out (re-prices, marks, suppressions); every fire, fill and turn is kept",
@@ -586,7 +596,7 @@ impl Log {
             return;
         }
         // A gap row (what went by unseen) goes with the chatter it counts.
-        let goes = |r: &Row| is_chatter(r) || r.ty == "gap";
+        let goes = |r: &Row| is_chatter(r) || r.is_gap();
         let chatter = self.rows.iter().filter(|r| goes(r)).count();
         if chatter > KEEP + TRIM_SLACK {
             let mut drop = chatter - KEEP;
@@ -689,7 +699,7 @@ impl Log {
         self.sel
             .and_then(|i| self.view.get(i))
             .and_then(|s| self.rows.get(s.last))
-            .map(|r| (r.no, r.ty == "gap"))
+            .map(|r| (r.no, r.is_gap()))
     }
 
     /// [`rebuild`](Self::rebuild), selecting the run that holds row `keep_sel` (by its Bus
@@ -741,7 +751,7 @@ impl Log {
                 .iter()
                 .position(|s| {
                     let r = &self.rows[s.last];
-                    r.no == no && (r.ty == "gap") == gap
+                    r.no == no && r.is_gap() == gap
                 })
                 .or_else(|| {
                     self.view

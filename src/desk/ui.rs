@@ -558,10 +558,7 @@ fn plan_why(app: &App, p: &PlanLine) -> String {
         .strip_prefix("ttl ")
         .and_then(crate::market::Ts::parse_clock)
     {
-        Some(at) => {
-            let t = at.hhmmss();
-            format!("ttl reached {}", t.strip_suffix(":00").unwrap_or(&t))
-        }
+        Some(at) => format!("ttl reached {}", clock_text(at)),
         None => p.note.clone(),
     };
     let mut why = match &p.risk {
@@ -887,11 +884,17 @@ fn r_of(x: f64) -> String {
 /// document keeps what was written. Seconds show only where the end has them.
 fn ttl_cell(p: &PlanLine) -> String {
     match (&p.ttl, p.expires) {
-        (Some(lang::ast::Ttl::After(_)), Some(end)) => {
-            let t = end.hhmmss();
-            t.strip_suffix(":00").map_or(t.clone(), str::to_string)
-        }
+        (Some(lang::ast::Ttl::After(_)), Some(end)) => clock_text(end),
         (ttl, _) => ttl.as_ref().map(lang::print::ttl_text).unwrap_or_default(),
+    }
+}
+
+/// A tape time as a ttl reads: `HH:MM`, with the seconds where it has them (`10:51:30`).
+fn clock_text(t: crate::market::Ts) -> String {
+    let t = t.hhmmss();
+    match t.strip_suffix(":00") {
+        Some(hm) => hm.to_string(),
+        None => t,
     }
 }
 

@@ -1469,8 +1469,7 @@ pub fn merge_shards(files: &[(String, String)]) -> Result<(Job, Vec<UnitResult>)
                 h.shard, h.of
             )));
         }
-        let mut count = 0;
-        // Unit -> the line it is on, to name a repeated one.
+        // Unit -> the line it is on, to name a repeated one (and count the units).
         let mut lines_of: BTreeMap<u64, usize> = BTreeMap::new();
         for (k, line) in lines.enumerate() {
             let r: UnitResult = serde_json::from_str(line)
@@ -1502,8 +1501,8 @@ pub fn merge_shards(files: &[(String, String)]) -> Result<(Job, Vec<UnitResult>)
                 )));
             }
             results.push(r);
-            count += 1;
         }
+        let count = lines_of.len() as u64;
         if count != h.hi - h.lo {
             return Err(bad(format!(
                 "{name}: {count} results for {} units (truncated shard?)",

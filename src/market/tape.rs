@@ -357,7 +357,7 @@ enum RawLine {
 }
 
 /// The UTF-8 byte-order mark's bytes.
-const UTF8_BOM: &[u8] = b"\xef\xbb\xbf";
+pub(crate) const UTF8_BOM: &[u8] = b"\xef\xbb\xbf";
 
 /// Read one line (without `\n` and a trailing `\r`) into `buf`, at most `MAX_LINE_BYTES`.
 fn read_line_capped<R: BufRead>(r: &mut R, buf: &mut Vec<u8>) -> io::Result<RawLine> {

@@ -196,27 +196,23 @@ impl Recorded {
         });
         let mut answers = Vec::new();
         let mut attempts: Vec<RepairAttempt> = Vec::new();
-        let mut asked: Option<(String, Ts)> = None;
         // Every recorded turn is admitted again, as a live reply would be.
         let mut gate = crate::turn::admit::ReplayGate::default();
         for (n, ev) in events.into_iter().enumerate() {
             let line = n + 1;
             gate.event(line, &ev).map_err(BusRefusal::Replay)?;
             match ev {
-                Event::ViewDelivered { ts, wake, .. } => asked = Some((wake, ts)),
                 Event::Repair { attempt, .. } => attempts.push(attempt),
                 Event::Turn { ts, wake, turn } => {
                     gate.answers(line, &wake).map_err(BusRefusal::Replay)?;
                     let turn = gate.turn(line, &turn).map_err(BusRefusal::Replay)?;
-                    // A turn answers the wake whose View was delivered before it (the gate
-                    // checked it names that wake); a person's turn at the desk answers none.
-                    // (`desk` is also a name an author may give a WAKE: a turn that names
-                    // the wake whose View was delivered is that wake's answer, whatever its
-                    // name, as before this check.)
-                    let (w, wt) = match &asked {
-                        Some((aw, at)) if *aw == wake => (aw.clone(), *at),
-                        _ if wake == owner::DESK_WAKE => (wake.clone(), ts),
-                        _ => asked.clone().unwrap_or((wake.clone(), ts)),
+                    // A turn answers the wake whose View was delivered before it, keyed by
+                    // that View's time (the gate checked it names that wake, whatever its
+                    // name: `desk` is also one an author may give a WAKE). A person's turn at
+                    // the desk, and a turn before any View, answer none: keyed by their own.
+                    let (w, wt) = match gate.delivered() {
+                        Some((asked, at)) if asked == wake => (wake.clone(), at),
+                        _ => (wake.clone(), ts),
                     };
                     let re_asks = attempts.len().saturating_sub(1) as u32;
                     let tokens_spent = attempts.iter().map(|a| a.tokens).sum();
@@ -399,7 +395,7 @@ impl TurnSource for Attached {
             if !retries.is_empty()
                 && let Some(d) = deltas
             {
-                let _ = d.send(NEW_ATTEMPT.to_string());
+                let _ = d.send(crate::author::NEW_ATTEMPT.to_string());
             }
             let done = rt.block_on(or_signal(author.author(&prompt, deltas.clone())));
             retries.push(author.take_retries());
@@ -787,8 +783,6 @@ pub fn coded(e: String) -> String {
         format!("error code=USAGE message={e}")
     }
 }
-
-pub(crate) use crate::author::NEW_ATTEMPT;
 
 /// Read a script of `{"reply": "..."}` lines (one reply per ask). Errors name the line.
 pub fn parse_script(text: &str) -> Result<Vec<String>, String> {

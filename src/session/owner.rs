@@ -1503,7 +1503,7 @@ impl Session {
         };
         let mut changed = false;
         while let Ok(d) = w.deltas.try_recv() {
-            if d == super::NEW_ATTEMPT {
+            if d == crate::author::NEW_ATTEMPT {
                 chair.thinking.clear();
             } else {
                 chair.thinking.push_str(&d);

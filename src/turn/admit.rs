@@ -403,6 +403,12 @@ impl ReplayGate {
         }
     }
 
+    /// The wake whose View was delivered last and its tape time: the wake the next turn
+    /// answers ([`answers`](Self::answers) checks it names it).
+    pub fn delivered(&self) -> Option<(&str, crate::market::Ts)> {
+        self.delivered.as_ref().map(|(w, ts, _)| (w.as_str(), *ts))
+    }
+
     /// Admit the turn recorded at `line`.
     pub fn turn(&mut self, line: usize, rec: &RoutedTurn) -> Result<RoutedTurn, ReplayError> {
         let mut ctx = TurnContext::new(rec.phase, rec.profile, rec.author);
