@@ -1137,6 +1137,58 @@ fn cli_grades_an_agent() {
     let (code, _, err) = kestrel(&["grade", "session.jsonl"], &d);
     assert_eq!(code, 1);
     assert!(err.contains("pass it with --agent"), "{err}");
+    // A session whose turn names another wake than the one it answers is refused as
+    // `agent --author` refuses it: it was graded, its turn queued under the wrong wake.
+    let bus = std::fs::read_to_string(d.join("session.jsonl")).unwrap();
+    let (line, _) = bus
+        .lines()
+        .enumerate()
+        .find(|(_, l)| l.contains(r#""type":"turn""#) && l.contains(r#""wake":"later""#))
+        .expect("a turn at wake later");
+    let tampered: String = bus
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            let l = if i == line {
+                l.replace(r#""wake":"later""#, r#""wake":"open""#)
+            } else {
+                l.to_string()
+            };
+            l + "\n"
+        })
+        .collect();
+    std::fs::write(d.join("tampered.jsonl"), tampered).unwrap();
+    let (code, out, err) = kestrel(
+        &[
+            "grade",
+            "--agent",
+            "tampered.jsonl",
+            "--over",
+            "tapes/*",
+            "--draws",
+            "3",
+            "--resamples",
+            "200",
+        ],
+        &d,
+    );
+    assert_eq!((code, out.as_str()), (1, ""), "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "error code=REPLAY message=tampered.jsonl: line {}: the turn recorded here names wake \"open\", but it answers wake \"later\"",
+            line + 1
+        )),
+        "{err}"
+    );
+    let mut tapes: Vec<PathBuf> = std::fs::read_dir(d.join("tapes"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    tapes.sort();
+    let tape = tapes[0].to_str().unwrap();
+    let (code, _, err) = kestrel(&["agent", "--tape", tape, "--author", "tampered.jsonl"], &d);
+    assert_ne!(code, 0, "{err}");
+    assert!(err.contains("code=REPLAY rule=replay-record"), "{err}");
     let _ = std::fs::remove_dir_all(&d);
 }
 

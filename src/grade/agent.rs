@@ -81,6 +81,24 @@ impl AgentSession {
                 "not a saved session: its first line is not a session-start event (pass the Bus written by `kestrel agent --bus`, `kestrel run` or the desk)",
             ));
         }
+        // Every record is held to what a replay of the session holds it to (the wake a
+        // turn names, each turn admitted again, each armed document against its hash): a
+        // Bus that `agent --author` or `desk --open` refuses is not graded either.
+        let mut gate = crate::turn::admit::ReplayGate::default();
+        let replayable = events
+            .iter()
+            .enumerate()
+            .try_for_each(|(n, ev)| gate.record(n + 1, ev).map(|_| ()))
+            .and_then(|()| gate.finish());
+        if let Err(e) = replayable {
+            return Err(GradeError::new(
+                crate::turn::admit::ReplayError::CODE,
+                format!(
+                    "{path}: line {}: {} (rule {}): a saved session that does not replay is not graded",
+                    e.line, e.message, e.rule
+                ),
+            ));
+        }
         let mut s = AgentSession {
             path: path.to_string(),
             blake3: blake3::hash(bytes).to_hex().to_string(),
@@ -292,6 +310,9 @@ mod tests {
                         TurnContext::new(WakePhase::Mid, Profile::AuthoringV2, AuthorKind::Human);
                     let text = "PLAN theirs budget 0.1R ttl 10:00\n  WHEN time >= 09:41\n  DO buy 1 shares @ ask\n";
                     let t = route(&Reply::Text(text.into()), &ctx);
+                    // As the desk does: the person's document is armed, then the turn
+                    // recorded (`Session::desk_turn`).
+                    s.add_as(&t.document().expect("a supersede"), Some("you"));
                     s.record_human(w.ts, "desk", t, text);
                 }
             }

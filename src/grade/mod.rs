@@ -98,7 +98,8 @@ pub fn check_counts(draws: u32, resamples: u32) -> Result<(), String> {
 /// (a bad tape), `IO`, `USAGE`, `SHARD` or `INTERRUPTED` (a signal stopped the work: exit 1).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GradeError {
-    /// `GRADE`, `TAPE`, `IO`, `USAGE`, `SHARD` or `INTERRUPTED`.
+    /// `GRADE`, `TAPE`, `IO`, `USAGE`, `SHARD`, `REPLAY` (a saved session that does not
+    /// replay) or `INTERRUPTED`.
     pub code: &'static str,
     /// What happened and how to fix it.
     pub message: String,

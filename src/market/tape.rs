@@ -1135,9 +1135,7 @@ fn parse_event(line: u64, m: &Map<String, Value>, header: &TapeHeader) -> Res<Ta
             let sym = sym_of(&f)?;
             let px = f.px("px")?;
             let sz = match f.get("sz")? {
-                Value::Number(n) => n
-                    .as_u64()
-                    .ok_or_else(|| f.bad("sz", format!("{n} is not a non-negative integer")))?,
+                Value::Number(n) => n.as_u64().ok_or_else(|| f.bad("sz", not_a_size(n)))?,
                 v => return Err(f.bad("sz", format!("expected an integer, got {}", json_kind(v)))),
             };
             Ok(TapeEvent::Tick(Tick { ts, sym, px, sz }))
@@ -1260,6 +1258,18 @@ fn parse_session(line: u64, m: &Map<String, Value>, header: &TapeHeader) -> Res<
     })))
 }
 
+/// Why a JSON number is not a size: a whole number past `u64` (JSON reads it as a float,
+/// `1e20`) is too large, anything else is not a non-negative integer.
+fn not_a_size(n: &serde_json::Number) -> String {
+    match n.as_f64() {
+        // 2^64: the first whole number a `u64` cannot hold.
+        Some(x) if x >= 18_446_744_073_709_551_616.0 => {
+            format!("{n} is larger than the largest size, {}", u64::MAX)
+        }
+        _ => format!("{n} is not a non-negative integer"),
+    }
+}
+
 /// A `quote` line (v2): `sym` is a header symbol or an OCC option symbol on a header symbol
 /// with a chain; `bid` ≤ `ask`; sizes are non-negative integers.
 fn parse_quote(line: u64, m: &Map<String, Value>, header: &TapeHeader) -> Res<TapeEvent> {
@@ -1331,9 +1341,7 @@ fn parse_quote(line: u64, m: &Map<String, Value>, header: &TapeHeader) -> Res<Ta
     }
     let size = |key: &str| -> Res<u64> {
         match f.get(key)? {
-            Value::Number(n) => n
-                .as_u64()
-                .ok_or_else(|| f.bad(key, format!("{n} is not a non-negative integer"))),
+            Value::Number(n) => n.as_u64().ok_or_else(|| f.bad(key, not_a_size(n))),
             v => Err(f.bad(key, format!("expected an integer, got {}", json_kind(v)))),
         }
     };
@@ -1868,6 +1876,30 @@ mod tests {
         let mut out = Vec::new();
         write_tape(&mut out, &h, evs).unwrap();
         assert_eq!(String::from_utf8(out).unwrap(), text);
+    }
+
+    /// A size past `u64` was "1e20 is not a non-negative integer": it is one, too large.
+    #[test]
+    fn a_size_too_large_says_so_and_a_fraction_says_what_it_is() {
+        let cases = [
+            (
+                r#"{"type":"tick","ts":"09:30:00.000","sym":"SPY","px":500.12,"sz":100000000000000000000}"#,
+                "sz`: 1e+20 is larger than the largest size, 18446744073709551615",
+            ),
+            (
+                r#"{"type":"tick","ts":"09:30:00.000","sym":"SPY","px":500.12,"sz":1.5}"#,
+                "sz`: 1.5 is not a non-negative integer",
+            ),
+            (
+                r#"{"type":"tick","ts":"09:30:00.000","sym":"SPY","px":500.12,"sz":-3}"#,
+                "sz`: -3 is not a non-negative integer",
+            ),
+        ];
+        for (line, want) in cases {
+            let e = first_err(&tape(&[line]));
+            assert_eq!(e.kind, TapeErrorKind::BadField, "{line}: {e}");
+            assert!(e.to_string().contains(want), "{line}: {e}");
+        }
     }
 
     #[test]

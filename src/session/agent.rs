@@ -224,6 +224,16 @@ impl Agent {
     /// Journal keep the full [`name`](Self::name).
     pub fn short_name(&self) -> String {
         match self {
+            // A server's own default model is named for its host (`127.0.0.1:8080`):
+            // `default` says nothing about who wrote a plan.
+            Agent::Live(s) if s.spec.starts_with("http") && s.model == "default" => s
+                .spec
+                .split("://")
+                .nth(1)
+                .and_then(|rest| rest.split('/').next())
+                .map(|host| host.rsplit('@').next().unwrap_or(host).to_string())
+                .filter(|h| !h.is_empty())
+                .unwrap_or_else(|| s.model.clone()),
             Agent::Live(s) if s.spec.starts_with("http") => s.model.clone(),
             Agent::Live(s) => program_of(s.spec.strip_prefix("cmd:").unwrap_or(&s.spec))
                 .unwrap_or_else(|| self.name()),
@@ -489,20 +499,35 @@ fn base_name(w: &str) -> String {
 }
 
 /// The program a command line runs: its first word, or the script an interpreter in it runs.
+///
+/// After an interpreter, the script is the first word that reads as one (a path, or a name
+/// with a script's extension), so a flag's value (`uv run --with httpx agent.py`) is not
+/// taken for it; with no such word, the first word that is not a flag, `run` or an `env`
+/// assignment (`python3 -m trend` is `trend`).
 fn program_of(command: &str) -> Option<String> {
     const INTERPRETERS: &[&str] = &[
         "sh", "bash", "zsh", "dash", "env", "python", "python3", "node", "deno", "bun", "ruby",
         "perl", "uv", "uvx",
     ];
+    const SCRIPTS: &[&str] = &[
+        ".sh", ".bash", ".py", ".js", ".mjs", ".cjs", ".ts", ".rb", ".pl",
+    ];
     let mut words = command.split_whitespace();
     let program = base_name(words.next()?);
-    if INTERPRETERS.contains(&program.as_str())
-        // Not a flag, not `uv run`, not an `env` assignment (it may be a key).
-        && let Some(script) = words.find(|w| !w.starts_with('-') && *w != "run" && !w.contains('='))
-    {
-        return Some(base_name(script));
+    if !INTERPRETERS.contains(&program.as_str()) {
+        return Some(program);
     }
-    Some(program)
+    // Not a flag, not `uv run`, not an `env` assignment (it may be a key).
+    let candidates: Vec<&str> = words
+        .filter(|w| !w.starts_with('-') && *w != "run" && !w.contains('='))
+        .collect();
+    let reads_as_script =
+        |w: &str| w.contains('/') || SCRIPTS.iter().any(|x| w.to_ascii_lowercase().ends_with(x));
+    let script = candidates
+        .iter()
+        .find(|w| reads_as_script(w))
+        .or(candidates.first());
+    Some(script.map_or(program, |w| base_name(w)))
 }
 
 #[cfg(test)]
@@ -528,6 +553,16 @@ mod tests {
         assert_eq!(live("cmd:uv run agent.py"), "agent.py");
         assert_eq!(live("cmd:env OPENAI_API_KEY=sk-2 ./bot --key sk-3"), "bot");
         assert_eq!(live("cmd:sh"), "sh");
+        // A flag's value is not the script (it read `httpx`).
+        assert_eq!(live("cmd:uv run --with httpx agent.py"), "agent.py");
+        assert_eq!(live("cmd:python3 -W ignore ./bots/trend.py"), "trend.py");
+        assert_eq!(live("cmd:python3 -m trend"), "trend");
+        // A server's default model is named by its host (it read `default`).
+        let http = |spec: &str| {
+            Agent::Live(crate::session::AuthorFlags::default().spec(spec)).short_name()
+        };
+        assert_eq!(http("http://127.0.0.1:8080/v1"), "127.0.0.1:8080");
+        assert_eq!(http("https://user:pw@example.com/v1"), "example.com");
         let house = Agent::Inline {
             name: "house".into(),
         };

@@ -200,12 +200,10 @@ impl Recorded {
         let mut gate = crate::turn::admit::ReplayGate::default();
         for (n, ev) in events.into_iter().enumerate() {
             let line = n + 1;
-            gate.event(line, &ev).map_err(BusRefusal::Replay)?;
-            match ev {
-                Event::Repair { attempt, .. } => attempts.push(attempt),
-                Event::Turn { ts, wake, turn } => {
-                    gate.answers(line, &wake).map_err(BusRefusal::Replay)?;
-                    let turn = gate.turn(line, &turn).map_err(BusRefusal::Replay)?;
+            let admitted = gate.record(line, &ev).map_err(BusRefusal::Replay)?;
+            match (ev, admitted) {
+                (Event::Repair { attempt, .. }, _) => attempts.push(attempt),
+                (Event::Turn { ts, wake, .. }, Some(turn)) => {
                     // A turn answers the wake whose View was delivered before it, keyed by
                     // that View's time (the gate checked it names that wake, whatever its
                     // name: `desk` is also one an author may give a WAKE). A person's turn at

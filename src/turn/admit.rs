@@ -263,11 +263,16 @@ pub fn text_hash(text: &str) -> String {
     blake3::hash(text.as_bytes()).to_hex().to_string()
 }
 
-/// Ties each replayed supersede to the `document-armed` record the engine wrote after it.
+/// Ties each replayed supersede to the `document-armed` record the engine wrote after it
+/// (an author's turn is recorded, then armed), or, for a person's turn at the desk, to the
+/// one just before it (the desk arms the person's document, then records the turn).
 #[derive(Debug, Default)]
 pub struct ArmedCheck {
     /// A supersede admitted at this line whose `document-armed` has not been seen yet.
     waiting: Option<(usize, String)>,
+    /// The last `document-armed` record no supersede was waiting for, since the last turn:
+    /// what a person's supersede recorded next armed.
+    before: Option<(usize, String)>,
 }
 
 impl ArmedCheck {
@@ -291,19 +296,44 @@ impl ArmedCheck {
                 ),
             ));
         }
-        if let Some((at, admitted)) = self.waiting.take()
-            && admitted != text
-        {
-            return Err(ReplayError::new(
+        match self.waiting.take() {
+            Some((at, admitted)) if admitted != text => {
+                return Err(ReplayError::new(
+                    line,
+                    "replay-hash",
+                    format!(
+                        "the document armed here ({blake3}) is not the supersede admitted at line {at} ({})",
+                        text_hash(&admitted)
+                    ),
+                ));
+            }
+            Some(_) => self.before = None,
+            None => self.before = Some((line, text.to_string())),
+        }
+        Ok(())
+    }
+
+    /// A person's supersede (with its canonical text) was admitted at `line`: the desk armed
+    /// it just before recording it.
+    pub fn armed_before(&mut self, line: usize, kestrel: &str) -> Result<(), ReplayError> {
+        self.unmatched()?;
+        match self.before.take() {
+            Some((_, text)) if text == kestrel => Ok(()),
+            Some((at, text)) => Err(ReplayError::new(
                 line,
                 "replay-hash",
                 format!(
-                    "the document armed here ({blake3}) is not the supersede admitted at line {at} ({})",
-                    text_hash(&admitted)
+                    "the person's supersede recorded here ({}) is not the document armed at line {at} ({})",
+                    text_hash(kestrel),
+                    text_hash(&text)
                 ),
-            ));
+            )),
+            None => Err(ReplayError::new(
+                line,
+                "replay-hash",
+                "the person's supersede recorded here has no document-armed record before it",
+            )),
         }
-        Ok(())
     }
 
     /// Another turn, or the end of the Bus: a supersede still waiting never armed.
@@ -416,15 +446,38 @@ impl ReplayGate {
         ctx.standing = Some(self.scope.clone());
         let t = readmit(rec, &ctx, line)?;
         match &t.outcome {
+            Outcome::Supersede { .. } if t.author == super::AuthorKind::Human => {
+                self.armed.armed_before(line, &t.kestrel)?;
+            }
             Outcome::Supersede { .. } => self.armed.supersede(line, &t.kestrel)?,
             _ => self.armed.unmatched()?,
         }
+        self.armed.before = None;
         if matches!(t.outcome, Outcome::ViewRequest { .. }) {
             self.views_requested += 1;
         } else {
             self.views_requested = 0;
         }
         Ok(t)
+    }
+
+    /// Feed the Bus event at `line`, whatever it is: a turn is checked against the wake it
+    /// answers ([`answers`](Self::answers)) and admitted ([`turn`](Self::turn)), and comes
+    /// back admitted; any other event is fed to [`event`](Self::event). The one walk that
+    /// replay (`session::Recorded`) and a grade of a saved agent (`grade::agent`) share.
+    pub fn record(
+        &mut self,
+        line: usize,
+        ev: &crate::bus::Event,
+    ) -> Result<Option<RoutedTurn>, ReplayError> {
+        self.event(line, ev)?;
+        match ev {
+            crate::bus::Event::Turn { wake, turn, .. } => {
+                self.answers(line, wake)?;
+                self.turn(line, turn).map(Some)
+            }
+            _ => Ok(None),
+        }
     }
 
     /// The end of the Bus: a supersede must have armed.
@@ -436,6 +489,31 @@ impl ReplayGate {
 #[cfg(test)]
 mod tests {
     use super::first_difference;
+
+    /// A person's supersede is armed before it is recorded (the desk's order); an author's
+    /// after. Each is tied to its own document, and a person's turn with no document just
+    /// before it, or another one, is refused.
+    #[test]
+    fn a_persons_supersede_is_tied_to_the_document_armed_before_it() {
+        let h = |t: &str| super::text_hash(t);
+        let mut c = super::ArmedCheck::default();
+        c.armed(3, "PLAN a", &h("PLAN a")).unwrap();
+        c.armed_before(4, "PLAN a").unwrap();
+        // The author's order still holds after it.
+        c.supersede(6, "PLAN b").unwrap();
+        c.armed(7, "PLAN b", &h("PLAN b")).unwrap();
+        // What was armed for the author is not a person's document.
+        let e = c.armed_before(9, "PLAN b").unwrap_err();
+        assert_eq!((e.line, e.rule), (9, "replay-hash"), "{}", e.message);
+        let mut c = super::ArmedCheck::default();
+        c.armed(3, "PLAN a", &h("PLAN a")).unwrap();
+        let e = c.armed_before(4, "PLAN z").unwrap_err();
+        assert!(
+            e.message.contains("is not the document armed at line 3"),
+            "{}",
+            e.message
+        );
+    }
 
     /// Texts that differ only in their last line end quoted an empty line ("ends before
     /// line 7 of the canonical text: ``").
