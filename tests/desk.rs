@@ -1406,6 +1406,18 @@ fn desk_plans_arm_documents_at_the_open_and_a_bad_one_is_refused_first() {
     .unwrap();
     let e = desk::check(&args(&["kestrel", "--plans", bad.to_str().unwrap()])).unwrap_err();
     assert!(e.contains("bad.kestrel") && e.contains("code="), "{e}");
+    // A file `kestrel run` arms but a turn does not hold (its POD and BOOK) is refused before
+    // the terminal is taken: the desk opened with nothing of it armed and one `invalid` row.
+    let e = desk::check(&args(&["kestrel", "--plans", "examples/run-desk.kestrel"])).unwrap_err();
+    assert!(
+        e.starts_with("examples/run-desk.kestrel: error code=TURN rule=menu message=POD in a turn"),
+        "{e}"
+    );
+    assert!(
+        e.contains("POD and BOOK are for `kestrel run --plans`"),
+        "{e}"
+    );
+    assert!(desk::check(&args(&["kestrel", "--plans", "examples/desk.kestrel"])).is_ok());
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -241,7 +241,9 @@ pub enum Event {
         reason: Option<String>,
     },
     /// A clause's trigger was true and it acted: `WHEN`, `RELOAD#n`, `TP#n`, `EXIT#n`,
-    /// `INVALIDATE#n`, `CANCEL-IF#n` (n counts clauses of that kind from 1).
+    /// `INVALIDATE#n`, `CANCEL-IF#n` (n counts clauses of that kind from 1), or `STOP`: the
+    /// engine kept the stop it assumed for shares bought with none written (docs/runtime.md,
+    /// "Risk").
     PlanFired {
         /// Tape time.
         #[serde(with = "ts_str")]

@@ -26,6 +26,7 @@ pub mod ui;
 
 use crate::session::agent::Agent;
 use crate::session::{self, AuthorTarget, Command, Opening, Session, Settings, TapeSource, saved};
+use crate::turn::{AuthorKind, Outcome, Profile, Reply, TurnContext, WakePhase};
 use app::App;
 use handle::SessionHandle;
 use std::path::{Path, PathBuf};
@@ -301,6 +302,23 @@ pub fn opening_plans(a: &DeskArgs) -> Result<Vec<(String, String)>, Refusal> {
                 .map(|e| format!("{}: {}", p.display(), e.one_line()))
                 .collect();
             return Err(Refusal::document(lines.join("\n")));
+        }
+        // Routed as it will be: a statement a turn does not hold (POD, BOOK) would leave the
+        // desk open with nothing of the file armed, and one `invalid` row to say so.
+        let ctx = TurnContext::new(WakePhase::Open, Profile::AuthoringV2, AuthorKind::File);
+        if let Outcome::Invalid { errors } = crate::turn::route(&Reply::text(&text), &ctx).outcome {
+            let menu: Vec<String> = errors
+                .iter()
+                .filter(|e| e.rule == "menu")
+                .map(|e| format!("{}: {}", p.display(), e.one_line()))
+                .collect();
+            if !menu.is_empty() {
+                return Err(Refusal::document(format!(
+                    "{}\n{}: the desk arms --plans as your turn at the open, which holds PLAN, WAKE, VIEW and USING; POD and BOOK are for `kestrel run --plans` (examples/desk.kestrel is examples/run-desk.kestrel as a turn)",
+                    menu.join("\n"),
+                    p.display()
+                )));
+            }
         }
         let name = p
             .file_name()

@@ -524,3 +524,39 @@ fn sleepers_acted_on_from_outside_write_the_bus_of_the_naive_scan() {
         );
     }
 }
+
+/// Quiet holders keep their assumed share stops (`Engine::quiet_stops_hit`): holders of
+/// shares with no stop written, entered at different times and sizes (so their stops
+/// differ), some with a TP or a watched EXIT, write the naive scan's Bus on the shock tape,
+/// where the bid reaches some of their stops and not others, while staying quiet.
+#[test]
+fn quiet_holders_keep_their_assumed_stops_as_the_naive_scan() {
+    let mut p = String::from("USING signal SPY exec SPY\n");
+    for i in 0..12 {
+        let at = format!("{:02}:{:02}", 9 + (30 + i * 17) / 60, (30 + i * 17) % 60);
+        let tail = match i % 3 {
+            0 => String::new(),
+            1 => "  TP 1.01x @ ask\n".to_string(),
+            _ => format!("  EXIT spot < {}\n", 400 + i),
+        };
+        p.push_str(&format!(
+            "\nPLAN s{i} budget 0.{}R ttl 15:50\n  WHEN time >= {at}\n  DO buy {} shares @ ask\n{tail}",
+            i % 5 + 1,
+            10 + i * 7
+        ));
+    }
+    let (fast, (_, steps), (_, naive_steps)) = against_naive(&shock_tape(), &p);
+    let stops = fast
+        .events()
+        .iter()
+        .filter(|e| matches!(e, Event::PlanFired { clause, .. } if clause == "STOP"))
+        .count();
+    assert!(
+        (1..8).contains(&stops),
+        "{stops} of the 8 unstopped holders stop out"
+    );
+    assert!(
+        steps * 10 < naive_steps,
+        "plan steps: {steps} quiet, {naive_steps} naive"
+    );
+}

@@ -239,6 +239,9 @@ struct Order {
     esc_since: Ts,
     seen: u64,
     worst: i64,
+    /// An entry buy of shares sized on the assumed stop ([`DEFAULT_SHARE_STOP`]): its fill
+    /// puts that stop in force ([`Leg::assumed_stop`]).
+    assumed_stop: bool,
 }
 
 impl Order {
@@ -260,6 +263,20 @@ impl Order {
 struct Leg {
     inst: usize,
     pos: Position,
+    /// The stop the risk check assumed for shares bought with no stop written
+    /// ([`DEFAULT_SHARE_STOP`]), kept by the engine: the shares so bought, and the sum over
+    /// their fills of price × qty less the worst case each was let open with (money units).
+    /// Their stop is `stop_num / stop_qty`; a bid at or under it closes the plan (`STOP`),
+    /// so what the budget was told is what can be lost (up to the bid's slippage past it).
+    stop_qty: u64,
+    stop_num: i128,
+}
+
+impl Leg {
+    /// The assumed stop in force on a held leg (raw price units), if any.
+    fn assumed_stop(&self) -> Option<f64> {
+        (self.stop_qty > 0 && self.pos.qty > 0).then(|| self.stop_num as f64 / self.stop_qty as f64)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -406,6 +423,10 @@ pub struct Engine {
     holders: Vec<quiet::Holders>,
     /// The earliest ttl of a quiet plan with entries open (it wakes the plan).
     quiet_ttl: Option<Ts>,
+    /// The assumed share stops the quiet plans keep ([`Leg::assumed_stop`]): by instrument,
+    /// the highest (the first a falling bid reaches), rebuilt when the quiet set changed.
+    quiet_stops: Vec<(usize, f64)>,
+    quiet_stops_stale: bool,
     pods: Vec<PodRt>,
     closed: bool,
     /// `session-end` was written.
@@ -571,6 +592,8 @@ impl Engine {
             quiet_each: Vec::new(),
             holders: Vec::new(),
             quiet_ttl: None,
+            quiet_stops: Vec::new(),
+            quiet_stops_stale: false,
             pods: Vec::new(),
             closed: false,
             ended: false,
@@ -1327,6 +1350,9 @@ impl Engine {
             }
             self.quiet_ttl = self.next_quiet_ttl();
         }
+        if self.quiet_stops_stale || !self.quiet_stops.is_empty() {
+            self.quiet_stops_hit();
+        }
         let mut k = 0;
         while let Some(h) = self.holders.get_mut(k) {
             if h.take(&mut self.sh) {
@@ -1339,6 +1365,49 @@ impl Engine {
             self.quiet_each.extend(h.members);
         }
         quiet::revalue_each(&self.quiet_each, &mut self.plans, &mut self.sh);
+    }
+
+    /// The quiet plans whose assumed share stop the bid reached at this event leave the
+    /// quiet set and are woken to step (their step sells at the `STOP`): one quote and one
+    /// compare per instrument while none is reached.
+    fn quiet_stops_hit(&mut self) {
+        if self.quiet_stops_stale {
+            self.quiet_stops_stale = false;
+            self.quiet_stops.clear();
+            for &(i, _) in &self.quiet {
+                for l in &self.plans[i].legs {
+                    let Some(stop) = l.assumed_stop() else {
+                        continue;
+                    };
+                    match self.quiet_stops.iter_mut().find(|x| x.0 == l.inst) {
+                        Some(x) => x.1 = x.1.max(stop),
+                        None => self.quiet_stops.push((l.inst, stop)),
+                    }
+                }
+            }
+        }
+        for k in 0..self.quiet_stops.len() {
+            let (inst, highest) = self.quiet_stops[k];
+            let Some(bid) = quote(&mut self.sh, inst).map(|q| q.bid.raw() as f64) else {
+                continue;
+            };
+            if bid > highest {
+                continue;
+            }
+            let mut j = 0;
+            while let Some(&(i, pos)) = self.quiet.get(j) {
+                let reached = self.plans[i]
+                    .legs
+                    .iter()
+                    .any(|l| l.inst == inst && l.assumed_stop().is_some_and(|s| bid <= s));
+                if reached {
+                    self.leave_quiet(i);
+                    self.sh.sched.wake(pos);
+                    continue;
+                }
+                j += 1;
+            }
+        }
     }
 
     /// The earliest ttl of a quiet plan whose entries are open.
@@ -1357,6 +1426,9 @@ impl Engine {
         let p = &mut self.plans[i];
         p.quiet = true;
         self.quiet.push((i, pos));
+        if p.legs.iter().any(|l| l.assumed_stop().is_some()) {
+            self.quiet_stops_stale = true;
+        }
         if let Some(t) = p.ttl_at.filter(|_| p.entries_open) {
             self.quiet_ttl = Some(self.quiet_ttl.map_or(t, |q| q.min(t)));
         }
@@ -1381,6 +1453,7 @@ impl Engine {
     /// Plan `i` is quiet no longer (brought up to date first).
     fn leave_quiet(&mut self, i: usize) {
         self.plans[i].quiet = false;
+        self.quiet_stops_stale |= !self.quiet_stops.is_empty();
         self.quiet.retain(|&(m, _)| m != i);
         self.quiet_each.retain(|&m| m != i);
         if let Some(k) = self.holders.iter().position(|h| h.members.contains(&i)) {
@@ -1408,6 +1481,8 @@ impl Engine {
         self.quiet_each.clear();
         self.holders.clear();
         self.quiet_ttl = None;
+        self.quiet_stops.clear();
+        self.quiet_stops_stale = false;
     }
 
     /// Mark every instrument a plan holds at the market in the Bus's Blotter (not a Bus
@@ -2576,6 +2651,8 @@ struct Prepared {
     qty: u64,
     limit: Px,
     unit: i64,
+    /// Shares sized on the assumed stop (none written).
+    assumed_stop: bool,
     price: CPrice,
     mods: Mods,
     clause: String,
@@ -2609,14 +2686,14 @@ fn fire(p: &mut PlanRt, pi: usize, sh: &mut Shared, reload: Option<usize>) {
         };
         let limit = bound(l, t.side, &q, &t.mods, basis);
         let mult = sh.insts[inst].mult;
-        let unit = if buy {
+        let (unit, assumed_stop) = if buy {
             if q.option {
-                limit.raw().saturating_mul(i64::from(mult))
+                (limit.raw().saturating_mul(i64::from(mult)), false)
             } else {
                 share_stop(p, sh, limit)
             }
         } else {
-            0
+            (0, false)
         };
         prep.push(Prepared {
             inst,
@@ -2624,6 +2701,7 @@ fn fire(p: &mut PlanRt, pi: usize, sh: &mut Shared, reload: Option<usize>) {
             qty: t.qty,
             limit,
             unit,
+            assumed_stop,
             price: t.price.clone(),
             mods: t.mods.clone(),
             clause: t.clause.clone(),
@@ -2664,7 +2742,7 @@ fn fire(p: &mut PlanRt, pi: usize, sh: &mut Shared, reload: Option<usize>) {
             &x.clause,
             x.price,
             x.mods,
-            worst,
+            (worst, x.assumed_stop),
         );
     }
 }
@@ -2684,8 +2762,9 @@ fn price_error(p: &mut PlanRt, sh: &mut Shared, clause: &str, why: &str, reload:
     }
 }
 
-/// Notional stop distance per share for a buy at `limit` (dollars, money units).
-fn share_stop(p: &PlanRt, sh: &Shared, limit: Px) -> i64 {
+/// Notional stop distance per share for a buy at `limit` (dollars, money units), and
+/// whether it is the assumed one ([`DEFAULT_SHARE_STOP`]: no stop level written below it).
+fn share_stop(p: &PlanRt, sh: &Shared, limit: Px) -> (i64, bool) {
     let lim = limit.to_f64();
     let exec_spot = sh.ms.spot(p.exec.as_str()).map(Px::to_f64);
     let mut best: Option<f64> = None;
@@ -2706,7 +2785,7 @@ fn share_stop(p: &PlanRt, sh: &Shared, limit: Px) -> i64 {
         }
     }
     let d = best.unwrap_or(lim * DEFAULT_SHARE_STOP);
-    money_of(d * 1e4).max(1)
+    (money_of(d * 1e4).max(1), best.is_none())
 }
 
 /// Fit a fire's tickets into the plan and BOOK budgets: clamp every quantity by the same
@@ -2798,7 +2877,7 @@ fn place(
     clause: &str,
     price: CPrice,
     mods: Mods,
-    worst: i64,
+    (worst, assumed_stop): (i64, bool),
 ) {
     let id = sh.next_order;
     sh.next_order += 1;
@@ -2829,6 +2908,7 @@ fn place(
         esc_since: sh.now,
         seen: sh.insts[inst].stamp,
         worst,
+        assumed_stop,
     };
     match q.and_then(|q| sh.fill.on_place(side, limit, q.bid, q.ask)) {
         Some(px) => do_fill(p, pi, sh, o, px),
@@ -2846,6 +2926,8 @@ fn do_fill(p: &mut PlanRt, pi: usize, sh: &mut Shared, o: Order, px: Px) {
             p.legs.push(Leg {
                 inst: o.inst,
                 pos: Position::default(),
+                stop_qty: 0,
+                stop_num: 0,
             });
             p.legs.len() - 1
         }
@@ -2883,6 +2965,16 @@ fn do_fill(p: &mut PlanRt, pi: usize, sh: &mut Shared, o: Order, px: Px) {
     let signed = i64::try_from(qty).unwrap_or(i64::MAX) * o.side.sign();
     trade_leg(p, li, &mut sh.insts, signed, px, mult);
     sh.trades += 1;
+    let leg = &mut p.legs[li];
+    if leg.pos.qty == 0 {
+        (leg.stop_qty, leg.stop_num) = (0, 0);
+    }
+    if o.role == OrderRole::Entry && o.assumed_stop && o.side == BusSide::Buy {
+        // Entries fill whole: the order's worst case is its fill's.
+        leg.stop_qty += qty;
+        leg.stop_num +=
+            i128::from(px.raw()) * i128::from(qty) * i128::from(mult) - i128::from(o.worst);
+    }
     if o.role == OrderRole::Entry {
         if o.side == BusSide::Buy {
             p.entry_qty += qty;
@@ -3084,7 +3176,7 @@ fn close_legs(
             clause,
             pexpr,
             mods.clone(),
-            0,
+            (0, false),
         );
     }
 }
@@ -3106,6 +3198,39 @@ fn flatten(p: &mut PlanRt, sh: &mut Shared, clause: &str) {
 fn manage_position(p: &mut PlanRt, pi: usize, sh: &mut Shared, reads: PlanReads) {
     if !holding(p) {
         return;
+    }
+    // The assumed stop of shares bought with none written: the budget let them open on it,
+    // so a bid at or under it closes the plan, at the bid.
+    for li in 0..p.legs.len() {
+        let Some(stop) = p.legs[li].assumed_stop() else {
+            continue;
+        };
+        let Some(q) = quote(sh, p.legs[li].inst) else {
+            continue;
+        };
+        if q.bid.raw() as f64 > stop {
+            continue;
+        }
+        emit_fired(p, sh, "STOP".to_string());
+        p.entries_open = false;
+        cancel_orders(p, sh, |_| true, "stop");
+        close_legs(
+            p,
+            pi,
+            sh,
+            None,
+            None,
+            &Mods::default(),
+            OrderRole::Exit,
+            "STOP",
+        );
+        for l in &mut p.legs {
+            (l.stop_qty, l.stop_num) = (0, 0);
+        }
+        if !holding(p) {
+            return;
+        }
+        break;
     }
     // TP: value at fair against cost.
     if p.tps.iter().any(|t| !t.done) {

@@ -171,7 +171,15 @@ fn crosses_needs_a_previous_known_evaluation_at_or_below() {
         "PLAN dn budget 1R ttl +10m\n  WHEN spot crosses below 99.5\n  DO buy 10 shares @ ask\n",
         1000,
     );
-    assert_eq!(fills(&b), vec![f("dn", Buy, 10, "99.01", "09:30:01")]);
+    // At 98.00 the bid 97.99 is under the stop the budget assumed for shares with none
+    // written (99.01 less 1%, 98.0199): `STOP` sells them (`the_assumed_share_stop_is_kept`).
+    assert_eq!(
+        fills(&b),
+        vec![
+            f("dn", Buy, 10, "99.01", "09:30:01"),
+            f("dn", Sell, 10, "97.99", "09:30:02")
+        ]
+    );
 }
 
 #[test]
@@ -847,6 +855,60 @@ fn risk_for_shares_uses_the_stop_distance() {
         1000,
     );
     assert_eq!(fills(&b), vec![f("d", Buy, 49, "100.01", "09:30:00")]);
+}
+
+/// The stop the risk check assumes for shares with none written is kept: a 0.5R plan of
+/// shares with only a clock EXIT lost 0.85R on the shock tape (its worst point 1.7R).
+///
+/// Worked: budget 0.05R = $50; 1% of the 100.01 limit is 1.0001 a share, so 49 shares
+/// (49 × 1.0001 = 49.0049 ≤ 50) at 100.01. Their stop is 100.01 − 1.0001 = 99.0099. The
+/// bid is spot − 0.01: 99.49 and 99.01 stand above it; at spot 98.90 the bid 98.89 is under
+/// it: `STOP`, sold at 98.89, a loss of 49 × 1.12 = $54.88 (the $50 budget and the gap).
+/// A stop the author wrote is theirs: the engine adds none.
+#[test]
+fn the_assumed_share_stop_is_kept() {
+    let t = tape_s(HDR_SH, &[100.0, 99.5, 99.02, 98.9, 100.0]);
+    let b = run(
+        &t,
+        "PLAN d budget 0.05R ttl +10m\n  WHEN spot > 0\n  DO buy 100 shares @ ask\n",
+        1000,
+    );
+    assert_eq!(
+        fills(&b),
+        vec![
+            f("d", Buy, 49, "100.01", "09:30:00"),
+            f("d", Sell, 49, "98.89", "09:30:03")
+        ]
+    );
+    assert_eq!(pnl(&b, "d"), "-54.88");
+    assert_eq!(
+        count(&b, |e| matches!(
+            e,
+            Event::PlanFired { clause, ts, .. } if clause == "STOP" && ts.to_string() == "09:30:03.000"
+        )),
+        1
+    );
+    // Stopped out, it enters no more (the WHEN stays true).
+    assert_eq!(
+        count(&b, |e| matches!(e, Event::OrderPlaced { .. })),
+        2,
+        "the entry and the STOP"
+    );
+    // A written stop below: sized on it (1.01 + 4 = 5.01 a share: 9 shares), kept by the
+    // plan's own EXIT, never by the engine.
+    let b = run(
+        &t,
+        "PLAN w budget 0.05R ttl +10m\n  WHEN spot > 0\n  DO buy 100 shares @ ask\n  EXIT spot < 95\n",
+        1000,
+    );
+    assert_eq!(fills(&b), vec![f("w", Buy, 9, "100.01", "09:30:00")]);
+    assert_eq!(
+        count(
+            &b,
+            |e| matches!(e, Event::PlanFired { clause, .. } if clause == "STOP")
+        ),
+        0
+    );
 }
 
 #[test]
