@@ -1906,3 +1906,93 @@ fn a_late_answer_to_a_wake_named_desk_replays() {
     );
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A Bus whose two `repair` events were swapped (attempt 1 before attempt 0) replayed with
+/// exit 0, wrote the attempts in the tampered order and a new hash, and `errors report` then
+/// refused the replay's own Bus (`repair attempt 1 where attempt 0 was due`). The replay now
+/// refuses it first, with the same words (one check, `turn::report::AttemptOrder`), as a
+/// `replay-record` error naming the line; so does a Bus left with attempts and no turn.
+#[test]
+fn a_saved_bus_with_its_repair_attempts_out_of_order_is_refused_as_errors_report_refuses_it() {
+    let d = tmp("replay-attempts");
+    let script = d.join("bad-author.jsonl");
+    std::fs::write(
+        &script,
+        concat!(
+            r#"{"wake":"open","reply":"PLAN a budget 0.1R ttl 15:00\n  WHEN spot > vwap DO buy 1 +1 C @ fair\n"}"#,
+            "\n",
+            r#"{"wake":"open","reply":"PLAN a budget 0.1R ttl 15:00\n  WHEN spot > vwap\n  DO buy 1 +1 C @ fair\n  TP 2x @ fair\n"}"#,
+            "\n"
+        ),
+    )
+    .unwrap();
+    let bus = d.join("a.bus.jsonl");
+    let (code, _, err) = kestrel(&[
+        "agent",
+        "--tape",
+        TAPE,
+        "--author",
+        s(&script),
+        "--bus",
+        s(&bus),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let text = std::fs::read_to_string(&bus).unwrap();
+    let repairs = lines_of(&text, "repair");
+    assert_eq!(repairs.len(), 2, "{text}");
+    let (a, b) = (repairs[0], repairs[1]);
+    assert_eq!(b, a + 1, "{text}");
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.swap(a - 1, b - 1);
+    let swapped = d.join("swapped.bus.jsonl");
+    std::fs::write(&swapped, lines.join("\n") + "\n").unwrap();
+    let report = |p: &Path| kestrel(&["errors", "report", s(p)]);
+    let words = "repair attempt 1 where attempt 0 was due";
+    let (code, _, err) = report(&swapped);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains(&format!("line {a}: {words}")), "{err}");
+    let out2 = d.join("sw2.bus.jsonl");
+    let (code, _, err) = kestrel(&[
+        "agent",
+        "--tape",
+        TAPE,
+        "--author",
+        s(&swapped),
+        "--bus",
+        s(&out2),
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(
+        err.trim_end(),
+        format!(
+            "error code=REPLAY rule=replay-record line={a} message={}: {words}",
+            swapped.display()
+        )
+    );
+    assert!(!out2.exists(), "a refused replay writes no Bus");
+    // A Bus ending in attempts with no turn after them: refused at the first of them.
+    let cut = d.join("cut.bus.jsonl");
+    let mut kept: Vec<&str> = text.lines().collect();
+    kept.push(text.lines().nth(a - 1).unwrap());
+    std::fs::write(&cut, kept.join("\n") + "\n").unwrap();
+    let n = kept.len();
+    let (code, _, err) = report(&cut);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains(&format!("line {n}: repair attempts with no turn")),
+        "{err}"
+    );
+    let (code, _, err) = kestrel(&["agent", "--tape", TAPE, "--author", s(&cut)]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "error code=REPLAY rule=replay-record line={n} message={}: repair attempts with no turn",
+            cut.display()
+        )),
+        "{err}"
+    );
+    // The recording itself still replays.
+    let (code, _, err) = kestrel(&["agent", "--tape", TAPE, "--author", s(&bus)]);
+    assert_eq!(code, 0, "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -376,6 +376,9 @@ pub struct ReplayGate {
     /// The wake whose View was delivered last (name, tape time, Bus line): the wake the
     /// turns after it answer.
     delivered: Option<(String, crate::market::Ts, usize)>,
+    /// Each ask's repair attempts in order, then its turn: the order `kestrel errors
+    /// report` holds a Bus to.
+    attempts: super::report::AttemptOrder,
 }
 
 impl ReplayGate {
@@ -461,10 +464,12 @@ impl ReplayGate {
         Ok(t)
     }
 
-    /// Feed the Bus event at `line`, whatever it is: a turn is checked against the wake it
-    /// answers ([`answers`](Self::answers)) and admitted ([`turn`](Self::turn)), and comes
-    /// back admitted; any other event is fed to [`event`](Self::event). The one walk that
-    /// replay (`session::Recorded`) and a grade of a saved agent (`grade::agent`) share.
+    /// Feed the Bus event at `line`, whatever it is: a repair attempt must be the one due
+    /// ([`AttemptOrder`](super::report::AttemptOrder), as `kestrel errors report` holds
+    /// it); a turn is checked against the wake it answers ([`answers`](Self::answers)) and
+    /// admitted ([`turn`](Self::turn)), and comes back admitted; any other event is fed to
+    /// [`event`](Self::event). The one walk that replay (`session::Recorded`) and a grade of
+    /// a saved agent (`grade::agent`) share.
     pub fn record(
         &mut self,
         line: usize,
@@ -472,7 +477,14 @@ impl ReplayGate {
     ) -> Result<Option<RoutedTurn>, ReplayError> {
         self.event(line, ev)?;
         match ev {
+            crate::bus::Event::Repair { attempt, .. } => {
+                self.attempts
+                    .attempt(line, attempt.attempt)
+                    .map_err(out_of_order)?;
+                Ok(None)
+            }
             crate::bus::Event::Turn { wake, turn, .. } => {
+                self.attempts.turn();
                 self.answers(line, wake)?;
                 self.turn(line, turn).map(Some)
             }
@@ -480,10 +492,18 @@ impl ReplayGate {
         }
     }
 
-    /// The end of the Bus: a supersede must have armed.
+    /// The end of the Bus: a supersede must have armed, and no repair attempts may be left
+    /// without their turn.
     pub fn finish(&mut self) -> Result<(), ReplayError> {
-        self.armed.unmatched()
+        self.armed.unmatched()?;
+        self.attempts.finish().map_err(out_of_order)
     }
+}
+
+/// Repair attempts out of order (swapped, dropped, or with no turn after them): the record
+/// is not the one the session wrote.
+fn out_of_order(e: super::report::BusFileError) -> ReplayError {
+    ReplayError::new(e.line, "replay-record", e.message)
 }
 
 #[cfg(test)]

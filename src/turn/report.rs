@@ -40,6 +40,55 @@ fn bad(line: usize, message: impl Into<String>) -> BusFileError {
     }
 }
 
+/// The order a Bus records one ask in: its repair attempts numbered from 0, one after
+/// another, then the ask's `turn` (`session::run` writes them so, at once). Held by
+/// [`read_asks`] and by a replay of the Bus (`turn::admit::ReplayGate`), so a Bus whose
+/// attempts were swapped, dropped or left without their turn is refused by both, with the
+/// same words.
+#[derive(Debug, Clone, Default)]
+pub struct AttemptOrder {
+    /// Attempts read since the last turn: the number the next attempt must carry.
+    due: usize,
+    /// The 1-based Bus line of the first of them.
+    from: usize,
+}
+
+impl AttemptOrder {
+    /// The `repair` event at `line` carries attempt number `attempt`.
+    pub fn attempt(&mut self, line: usize, attempt: u32) -> Result<(), BusFileError> {
+        if attempt as usize != self.due {
+            return Err(bad(
+                line,
+                format!(
+                    "repair attempt {attempt} where attempt {} was due",
+                    self.due
+                ),
+            ));
+        }
+        if self.due == 0 {
+            self.from = line;
+        }
+        self.due += 1;
+        Ok(())
+    }
+
+    /// A `turn` event: the ask's attempts are complete.
+    pub fn turn(&mut self) {
+        self.due = 0;
+    }
+
+    /// The end of the Bus: no attempts may be left without their turn.
+    pub fn finish(&self) -> Result<(), BusFileError> {
+        if self.due > 0 {
+            return Err(bad(
+                self.from,
+                "repair attempts with no turn after them (the Bus was cut off)",
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Read a saved Bus (JSON Lines) into its asks. Fails closed on the first line that is not a
 /// Bus event, a `repair` or `turn` record that does not read back, attempts out of order, a
 /// file that does not start with `session-start`, or attempts with no turn after them.
@@ -59,7 +108,7 @@ pub fn read_asks(bytes: &[u8]) -> Result<Vec<AskRecord>, BusFileError> {
     }
     let mut asks = Vec::new();
     let mut pending: Vec<RepairAttempt> = Vec::new();
-    let mut pending_from = 0usize;
+    let mut order = AttemptOrder::default();
     for (i, raw) in body.split(|b| *b == b'\n').enumerate() {
         let n = i + 1;
         let line = std::str::from_utf8(raw).map_err(|_| bad(n, "not UTF-8 text"))?;
@@ -70,22 +119,11 @@ pub fn read_asks(bytes: &[u8]) -> Result<Vec<AskRecord>, BusFileError> {
         }
         match ev {
             Event::Repair { attempt: a, .. } => {
-                if a.attempt as usize != pending.len() {
-                    return Err(bad(
-                        n,
-                        format!(
-                            "repair attempt {} where attempt {} was due",
-                            a.attempt,
-                            pending.len()
-                        ),
-                    ));
-                }
-                if pending.is_empty() {
-                    pending_from = n;
-                }
+                order.attempt(n, a.attempt)?;
                 pending.push(a);
             }
             Event::Turn { turn, .. } => {
+                order.turn();
                 asks.push(AskRecord {
                     attempts: std::mem::take(&mut pending),
                     turn: *turn,
@@ -94,12 +132,7 @@ pub fn read_asks(bytes: &[u8]) -> Result<Vec<AskRecord>, BusFileError> {
             _ => {}
         }
     }
-    if !pending.is_empty() {
-        return Err(bad(
-            pending_from,
-            "repair attempts with no turn after them (the Bus was cut off)",
-        ));
-    }
+    order.finish()?;
     Ok(asks)
 }
 
