@@ -1996,3 +1996,54 @@ fn a_saved_bus_with_its_repair_attempts_out_of_order_is_refused_as_errors_report
     assert_eq!(code, 0, "{err}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A blank line at the end of a saved Bus (an editor's extra line end) was `not a Bus event:
+/// EOF while parsing a value at line 1 column 0` to `errors report` and `the line is cut
+/// short` to `agent --author`. Every reader of a Bus now says the line is blank, in the tape
+/// reader's words (`blank-line`).
+#[test]
+fn a_blank_line_in_a_saved_bus_is_named_blank_by_every_reader() {
+    let d = tmp("bus-blank");
+    let bus = house_agent_bus(&d);
+    let text = std::fs::read_to_string(&bus).unwrap();
+    let n = text.lines().count() + 1;
+    let blank = d.join("blank.bus.jsonl");
+    std::fs::write(&blank, format!("{text}\n")).unwrap();
+    let words = format!("line {n}: blank line (every line must be one Bus event)");
+    let (code, _, err) = kestrel(&["errors", "report", s(&blank)]);
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(
+        err.trim_end(),
+        format!("error code=BUS message={}: {words}", blank.display())
+    );
+    let (code, _, err) = kestrel(&["agent", "--tape", TAPE, "--author", s(&blank)]);
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(
+        err.trim_end(),
+        format!("error code=BUS message={}: {words}", blank.display())
+    );
+    let (code, _, err) = kestrel(&["desk", "--author", s(&blank), "--no-save"]);
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(
+        err.trim_end(),
+        format!("error code=BUS message={}: {words}", blank.display())
+    );
+    let (code, _, err) = kestrel(&[
+        "grade",
+        "--agent",
+        s(&blank),
+        "--over",
+        TAPE,
+        "--draws",
+        "3",
+        "--resamples",
+        "200",
+    ]);
+    assert_ne!(code, 0, "{err}");
+    assert!(
+        err.contains(&words.replace(": blank", ": not a saved session's Bus line: blank")),
+        "{err}"
+    );
+    assert!(!err.contains("EOF") && !err.contains("cut short"), "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -594,6 +594,25 @@ pub(crate) fn bom_refusal(bytes: &[u8]) -> Option<&'static str> {
         .then_some("the file starts with a UTF-8 byte-order mark (U+FEFF): save it without one")
 }
 
+/// The refusal of a blank line in a Bus file (an editor's extra line end, a stray empty
+/// line): named as the tape reader names one (`blank-line`), not as the JSON parser's "EOF
+/// while parsing a value", which reads as a line cut short.
+pub const BLANK_LINE: &str = "blank line (every line must be one Bus event)";
+
+/// Is this line of a Bus file (without its line end) blank: empty or only whitespace?
+pub fn is_blank(line: &str) -> bool {
+    line.trim().is_empty()
+}
+
+/// Parse one line of a Bus file (without its line end) into its event; a blank line is
+/// [`BLANK_LINE`], anything else that is not an event serde_json's message.
+fn parse_bus_line(line: &str) -> Result<Event, String> {
+    if is_blank(line) {
+        return Err(BLANK_LINE.to_string());
+    }
+    serde_json::from_str::<Event>(line).map_err(|e| e.to_string())
+}
+
 /// Parse a Bus file's bytes back into events. `Err((line, message))` on the first bad line.
 pub fn parse_bus(bytes: &[u8]) -> Result<Vec<Event>, (usize, String)> {
     if let Some(e) = bom_refusal(bytes) {
@@ -602,7 +621,7 @@ pub fn parse_bus(bytes: &[u8]) -> Result<Vec<Event>, (usize, String)> {
     let text = std::str::from_utf8(bytes).map_err(|e| (0, e.to_string()))?;
     text.lines()
         .enumerate()
-        .map(|(i, l)| serde_json::from_str::<Event>(l).map_err(|e| (i + 1, e.to_string())))
+        .map(|(i, l)| parse_bus_line(l).map_err(|e| (i + 1, e)))
         .collect()
 }
 

@@ -112,6 +112,9 @@ pub fn read_asks(bytes: &[u8]) -> Result<Vec<AskRecord>, BusFileError> {
     for (i, raw) in body.split(|b| *b == b'\n').enumerate() {
         let n = i + 1;
         let line = std::str::from_utf8(raw).map_err(|_| bad(n, "not UTF-8 text"))?;
+        if crate::bus::is_blank(line) {
+            return Err(bad(n, crate::bus::BLANK_LINE));
+        }
         let ev: Event =
             serde_json::from_str(line).map_err(|e| bad(n, format!("not a Bus event: {e}")))?;
         if n == 1 && !matches!(ev, Event::SessionStart { .. }) {
