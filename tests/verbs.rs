@@ -2047,3 +2047,60 @@ fn a_blank_line_in_a_saved_bus_is_named_blank_by_every_reader() {
     assert!(!err.contains("EOF") && !err.contains("cut short"), "{err}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A script reply for a wake that never asks (`{"wake":"nosuch", ...}`: a typo, another
+/// tape's wake) was never used and nothing said so: exit 0, a silent pass. `agent` now ends
+/// with a warning naming the script lines never used and their wake (the Bus is the same
+/// bytes); a script whose only leftover is an untagged reply (the house agent's `Nothing
+/// new`) says nothing.
+#[test]
+fn a_script_reply_for_a_wake_that_never_asks_is_named_at_the_end() {
+    let d = tmp("script-unused");
+    let script = d.join("nosuch.jsonl");
+    std::fs::write(
+        &script,
+        "{\"wake\":\"nosuch\",\"reply\":\"STAND-DOWN x\"}\n\n{\"wake\":\"open\",\"reply\":\"# quiet\\n\"}\n{\"wake\":\"nosuch\",\"reply\":\"CANCEL a\"}\n",
+    )
+    .unwrap();
+    let (bus, plain) = (d.join("n.bus.jsonl"), d.join("p.bus.jsonl"));
+    let (code, _, err) = kestrel(&[
+        "agent",
+        "--tape",
+        TAPE,
+        "--author",
+        s(&script),
+        "--bus",
+        s(&bus),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        err.trim_end(),
+        format!(
+            "warning code=UNUSED-REPLIES message={}: 2 script replies never used: line 1 (wake \"nosuch\"), line 4 (wake \"nosuch\"); the wakes asked were \"open\"",
+            script.display()
+        )
+    );
+    // The same run without the unused lines: the same Bus.
+    let only = d.join("only.jsonl");
+    std::fs::write(&only, "{\"wake\":\"open\",\"reply\":\"# quiet\\n\"}\n").unwrap();
+    let (code, _, err) = kestrel(&[
+        "agent",
+        "--tape",
+        TAPE,
+        "--author",
+        s(&only),
+        "--bus",
+        s(&plain),
+    ]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert_eq!(std::fs::read(&bus).unwrap(), std::fs::read(&plain).unwrap());
+    let (code, _, err) = kestrel(&[
+        "agent",
+        "--tape",
+        TAPE,
+        "--author",
+        "examples/house-agent.jsonl",
+    ]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let _ = std::fs::remove_dir_all(&d);
+}

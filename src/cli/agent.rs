@@ -145,6 +145,7 @@ pub fn run(a: &AgentArgs) -> i32 {
     let mut provider_errors = ProviderErrors::default();
     provider_errors.note(s.turn_log());
     let c = s.counts().clone();
+    let unused = s.unused_replies();
     let bus = s.finish();
     if let Some(e) = bus.error() {
         errln!("error code=IO message=writing the bus: {e}");
@@ -191,6 +192,14 @@ pub fn run(a: &AgentArgs) -> i32 {
         return code;
     }
     provider_errors.print();
+    // A script reply for a wake that never asked (a misspelt or another tape's wake) would
+    // otherwise pass unseen: the run is the same, the Bus unchanged.
+    if let Some(u) = unused {
+        errln!(
+            "warning code=UNUSED-REPLIES message={}",
+            crate::lang::diag::visible_line(&u.note())
+        );
+    }
     // An author that never answered is a failed run, not a quiet one.
     if c.wakes > 0 && c.provider_error > 0 && all_provider_errors(&c) {
         errln!(

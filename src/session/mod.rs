@@ -73,6 +73,11 @@ pub trait TurnSource {
     fn recorded_identity(&self) -> Option<crate::bus::AuthorIdentity> {
         None
     }
+    /// A script's replies for a named wake that no ask took ([`Script`]); `None` for every
+    /// other author, and for a script that used them all.
+    fn unused(&self) -> Option<Unused> {
+        None
+    }
 }
 
 /// An author that writes replies (a person, a program, a model): each wake runs the bounded
@@ -99,7 +104,7 @@ impl<F: FnMut(&WakeAsk, &Ask) -> Reply> TurnSource for Live<F> {
 
 /// A scripted author: replies in order from a list, one per ask (re-asks included); when the
 /// script runs out it passes (an empty reply from a file is a pass).
-pub fn scripted(name: &str, replies: Vec<String>) -> impl TurnSource + use<> {
+pub fn scripted(name: &str, replies: Vec<String>) -> Script {
     scripted_by_wake(name, replies.into_iter().map(|r| (None, r)).collect())
 }
 
@@ -108,25 +113,152 @@ pub fn scripted(name: &str, replies: Vec<String>) -> impl TurnSource + use<> {
 /// whenever W fires, never by its place in the file; untagged replies answer, in order, any
 /// wake no tagged reply is left for. Re-asks take the next reply the same way. When nothing
 /// is left for a wake it passes.
-pub fn scripted_by_wake(
-    name: &str,
-    replies: Vec<(Option<String>, String)>,
-) -> impl TurnSource + use<> {
-    let mut left: Vec<Option<(Option<String>, String)>> = replies.into_iter().map(Some).collect();
-    Live {
-        name: name.to_string(),
-        write: move |ask: &WakeAsk, _: &Ask| {
-            let tagged = left
-                .iter()
-                .position(|r| matches!(r, Some((Some(w), _)) if *w == ask.wake));
-            let pick = tagged.or_else(|| left.iter().position(|r| matches!(r, Some((None, _)))));
-            let text = pick
-                .and_then(|i| left[i].take())
-                .map(|(_, r)| r)
-                .unwrap_or_default();
-            Reply::Text(text)
-        },
-        policy: RepairPolicy::default(),
+pub fn scripted_by_wake(name: &str, replies: Vec<(Option<String>, String)>) -> Script {
+    let lines = replies
+        .into_iter()
+        .map(|(wake, reply)| ScriptLine {
+            line: None,
+            wake,
+            reply,
+        })
+        .collect();
+    Script::new(name, lines)
+}
+
+/// One reply of a script: the file line it was read from (`None`: given in code), the wake
+/// it answers (`None`: any, in order), and its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScriptLine {
+    pub line: Option<usize>,
+    pub wake: Option<String>,
+    pub reply: String,
+}
+
+/// A scripted author ([`scripted_by_wake`]). It remembers which replies it gave and which
+/// wakes asked, so a run can say which replies for a named wake were never used: a wake
+/// name the session never fires (a typo, another tape's wake) otherwise passes in silence.
+pub struct Script {
+    name: String,
+    lines: Vec<ScriptLine>,
+    used: Vec<bool>,
+    /// The wakes that asked, in the order they first asked.
+    asked: Vec<String>,
+    policy: RepairPolicy,
+}
+
+impl Script {
+    /// A script of these replies, none used yet.
+    pub fn new(name: &str, lines: Vec<ScriptLine>) -> Script {
+        Script {
+            name: name.to_string(),
+            used: vec![false; lines.len()],
+            lines,
+            asked: Vec::new(),
+            policy: RepairPolicy::default(),
+        }
+    }
+
+    /// The reply for the next ask at `wake`: the first unused one tagged `wake`, else the
+    /// first unused untagged one, else none (a pass).
+    fn take(&mut self, wake: &str) -> String {
+        let free = |i: &usize| !self.used[*i];
+        let tagged = (0..self.lines.len())
+            .filter(free)
+            .find(|i| self.lines[*i].wake.as_deref() == Some(wake));
+        let pick = tagged.or_else(|| {
+            (0..self.lines.len())
+                .filter(free)
+                .find(|i| self.lines[*i].wake.is_none())
+        });
+        match pick {
+            Some(i) => {
+                self.used[i] = true;
+                self.lines[i].reply.clone()
+            }
+            None => String::new(),
+        }
+    }
+}
+
+impl TurnSource for Script {
+    fn answer(&mut self, ask: &WakeAsk, ctx: &TurnContext) -> Answer {
+        if !self.asked.contains(&ask.wake) {
+            self.asked.push(ask.wake.clone());
+        }
+        let policy = self.policy;
+        let mut author = |_: &Ask| Reply::Text(self.take(&ask.wake));
+        Answer {
+            run: repair::drive(&mut author, ctx, policy),
+            at: None,
+        }
+    }
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+    fn unused(&self) -> Option<Unused> {
+        let replies: Vec<(String, String)> = self
+            .lines
+            .iter()
+            .zip(&self.used)
+            .enumerate()
+            .filter(|(_, (_, used))| !**used)
+            .filter_map(|(i, (l, _))| {
+                let at = l
+                    .line
+                    .map_or(format!("reply {}", i + 1), |n| format!("line {n}"));
+                Some((at, l.wake.clone()?))
+            })
+            .collect();
+        (!replies.is_empty()).then(|| Unused {
+            author: self.name.clone(),
+            replies,
+            asked: self.asked.clone(),
+        })
+    }
+}
+
+/// A script's replies for a named wake that no ask took, once the run is over (an
+/// untagged reply left over is not one: it answers whatever asks, and the asks ran out).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unused {
+    /// The author's name (its file).
+    pub author: String,
+    /// The replies never used: where each is (`line 3` of the file, or `reply 3` of a
+    /// script given in code) and the wake it names.
+    pub replies: Vec<(String, String)>,
+    /// The wakes that asked, in the order they first asked.
+    pub asked: Vec<String>,
+}
+
+impl Unused {
+    /// How many replies [`note`](Self::note) lists by line; the rest are counted.
+    const SHOWN: usize = 5;
+
+    /// The note for a person: `FILE: 1 script reply never used: line 1 (wake "nosuch"); the
+    /// wakes asked were "open", "last-hour"`.
+    pub fn note(&self) -> String {
+        let n = self.replies.len();
+        let mut listed: Vec<String> = self
+            .replies
+            .iter()
+            .take(Self::SHOWN)
+            .map(|(at, wake)| format!("{at} (wake {wake:?})"))
+            .collect();
+        if n > Self::SHOWN {
+            listed.push(format!("and {} more", n - Self::SHOWN));
+        }
+        let asked = if self.asked.is_empty() {
+            "no wake asked".to_string()
+        } else {
+            let names: Vec<String> = self.asked.iter().map(|w| format!("{w:?}")).collect();
+            format!("the wakes asked were {}", names.join(", "))
+        };
+        format!(
+            "{}: {n} script {} never used: {}; {asked}",
+            self.author,
+            if n == 1 { "reply" } else { "replies" },
+            listed.join(", ")
+        )
     }
 }
 
@@ -768,8 +900,8 @@ pub fn read_author_file(spec: &str, path: &Path) -> Result<Box<dyn TurnSource>, 
         return Ok(Box::new(Recorded::from_bus_file(spec, &bytes)?));
     }
     let text = String::from_utf8_lossy(&bytes);
-    let replies = parse_script_by_wake(&text).map_err(|e| format!("{spec}: {e}"))?;
-    Ok(Box::new(scripted_by_wake(spec, replies)))
+    let lines = parse_script_lines(&text).map_err(|e| format!("{spec}: {e}"))?;
+    Ok(Box::new(Script::new(spec, lines)))
 }
 
 /// An error of [`AuthorSpec::open`] as the line a verb prints: a coded line as it is (a
@@ -793,6 +925,15 @@ pub fn parse_script(text: &str) -> Result<Vec<String>, String> {
 /// Read a script of `{"reply": "...", "wake": "W"}` lines: the wake a reply answers, if it
 /// names one (see [`scripted_by_wake`]). Errors name the line.
 pub fn parse_script_by_wake(text: &str) -> Result<Vec<(Option<String>, String)>, String> {
+    Ok(parse_script_lines(text)?
+        .into_iter()
+        .map(|l| (l.wake, l.reply))
+        .collect())
+}
+
+/// [`parse_script_by_wake`], each reply with the file line it was read from (blank lines
+/// are skipped), so a note about it can name the line ([`Script`]).
+pub fn parse_script_lines(text: &str) -> Result<Vec<ScriptLine>, String> {
     if let Some(e) = crate::bus::bom_refusal(text.as_bytes()) {
         return Err(e.to_string());
     }
@@ -811,7 +952,11 @@ pub fn parse_script_by_wake(text: &str) -> Result<Vec<(Option<String>, String)>,
             serde_json::Value::String(w) => Some(w.clone()),
             _ => return Err(format!("line {}: \"wake\" must be a wake's name", i + 1)),
         };
-        out.push((wake, r.to_string()));
+        out.push(ScriptLine {
+            line: Some(i + 1),
+            wake,
+            reply: r.to_string(),
+        });
     }
     Ok(out)
 }

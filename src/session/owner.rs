@@ -1048,6 +1048,15 @@ impl Session {
         &self.run.counts
     }
 
+    /// The seated script's replies for a named wake that no ask took ([`super::Script`]):
+    /// for a note once the tape is played (`None`: no script seated, or all used).
+    pub fn unused_replies(&self) -> Option<super::Unused> {
+        match &self.chair.as_ref()?.seat {
+            Seat::Script(src) => src.unused(),
+            Seat::Remote => None,
+        }
+    }
+
     /// Close the run (settle at the close, `session-end`) and give back its Bus.
     pub fn finish(mut self) -> bus::Bus {
         self.end();
