@@ -1342,3 +1342,68 @@ fn a_cancelled_call_is_owed_no_answer_and_the_server_exits_promptly() {
         "{msgs:?}"
     );
 }
+
+/// A lone surrogate in a string argument was answered "unexpected end of hex escape" (an
+/// escape cut short, it read), and `views_requested: 100000000000000000000`, an integer,
+/// "invalid type: floating point `1e20`": serde's words for what serde_json did with the
+/// input. Both now say what is wrong with the input itself; the codes are unchanged.
+#[test]
+fn a_lone_surrogate_and_a_count_too_large_are_named_in_a_clients_words() {
+    let call = |id: u32, args: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{}","arguments":{args}}}}}"#,
+            if args.contains("reply") {
+                "route_turn"
+            } else {
+                "check"
+            }
+        )
+    };
+    let lines = vec![
+        INIT_LINE.to_string(),
+        INITIALIZED_LINE.to_string(),
+        call(1, r#"{"document":"PLAN \ud800"}"#),
+        call(2, r#"{"document":"PLAN \udc00"}"#),
+        call(3, r#"{"reply":"","views_requested":100000000000000000000}"#),
+        call(4, r#"{"reply":"","views_requested":5000000000}"#),
+        call(5, r#"{"reply":"","views_requested":-1}"#),
+        call(6, r#"{"reply":"","views_requested":1.5}"#),
+    ];
+    let (code, msgs) = child_session(&[], &lines, &common::root());
+    assert_eq!(code, 0, "{msgs:?}");
+    let message = |id: u32| {
+        let got = by_id(&msgs, &json!(id));
+        assert_eq!(got.len(), 1, "{msgs:?}");
+        assert_eq!(got[0]["error"]["code"], -32602, "{}", got[0]);
+        got[0]["error"]["message"].as_str().unwrap().to_string()
+    };
+    for id in [1, 2] {
+        let m = message(id);
+        assert!(
+            m.starts_with(r"invalid params: a lone UTF-16 surrogate (a \uD800-\uDFFF escape without its other half) is not text at line 1 column "),
+            "{m}"
+        );
+    }
+    let counts = [
+        (
+            3,
+            "100000000000000000000 is larger than the largest count, 4294967295",
+        ),
+        (4, "5000000000 is larger than the largest count, 4294967295"),
+        (5, "-1 is negative: a count is 0 to 4294967295"),
+        (
+            6,
+            "1.5 is not a whole number: a count is a whole number, 0 to 4294967295",
+        ),
+    ];
+    for (id, want) in counts {
+        let m = message(id);
+        assert_eq!(
+            m,
+            format!(
+                "error code=USAGE message=route_turn: arguments do not fit the input schema: {want}"
+            )
+        );
+        assert!(!m.contains("floating point"), "{m}");
+    }
+}

@@ -288,8 +288,53 @@ impl ServerHandler for KestrelServer {
     }
 }
 
+/// The largest value of the unsigned integer types the tools' arguments use, by the name
+/// serde gives them in "expected u32".
+fn largest(ty: &str) -> Option<u64> {
+    match ty {
+        "u8" => Some(u8::MAX.into()),
+        "u16" => Some(u16::MAX.into()),
+        "u32" => Some(u32::MAX.into()),
+        "u64" => Some(u64::MAX),
+        "usize" => u64::try_from(usize::MAX).ok(),
+        _ => None,
+    }
+}
+
+/// serde's words for a number that does not fit a count argument (every integer argument
+/// is an unsigned count: a budget, a width, SHOW VIEW requests), in a client's. An integer
+/// past `u64` reaches the tool as a float (serde_json keeps integers to `u64` only), so
+/// `100000000000000000000` was "invalid type: floating point `1e20`, expected u32" though it
+/// was written as an integer; a negative or oversized integer was "invalid value: integer
+/// `-1`, expected u32". Any other message is kept as it is.
+fn plain_arguments(why: &str) -> String {
+    let number = why
+        .strip_prefix("invalid type: floating point `")
+        .or_else(|| why.strip_prefix("invalid value: integer `"))
+        .and_then(|rest| rest.split_once("`, expected "));
+    let Some((text, max)) = number.and_then(|(n, ty)| Some((n, largest(ty)?))) else {
+        return why.to_string();
+    };
+    let Ok(n) = text.parse::<f64>() else {
+        return why.to_string();
+    };
+    if !n.is_finite() || n.fract() != 0.0 {
+        return format!("{text} is not a whole number: a count is a whole number, 0 to {max}");
+    }
+    // Digits, as the client wrote an integer (a float past 2^53 is close, not exact).
+    let shown = format!("{n:.0}");
+    if n < 0.0 {
+        format!("{shown} is negative: a count is 0 to {max}")
+    } else if n >= 2f64.powi(64) || n as u64 > max {
+        format!("{shown} is larger than the largest count, {max}")
+    } else {
+        format!("{text} is not written as a whole number: write {shown}")
+    }
+}
+
 /// The protocol error for a call whose arguments do not fit the tool's input schema.
 fn malformed(tool: &str, why: &str) -> ErrorData {
+    let why = &plain_arguments(why);
     let message =
         format!("error code=USAGE message={tool}: arguments do not fit the input schema: {why}");
     ErrorData::invalid_params(

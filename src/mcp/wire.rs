@@ -159,6 +159,24 @@ pub enum Screened {
     Ignore,
 }
 
+/// serde_json's error in a client's words. A `\uD800`-`\uDFFF` escape without its other
+/// half (a lone UTF-16 surrogate) is not text, and serde_json calls it "unexpected end of
+/// hex escape" or "lone leading surrogate in hex escape" (its only two messages for one,
+/// and used for nothing else), which reads as an escape cut short; the position is kept.
+fn json_error(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    let lone = [
+        "unexpected end of hex escape",
+        "lone leading surrogate in hex escape",
+    ];
+    match lone.iter().find_map(|m| text.strip_prefix(m)) {
+        Some(at) => format!(
+            "a lone UTF-16 surrogate (a \\uD800-\\uDFFF escape without its other half) is not text{at}"
+        ),
+        None => text,
+    }
+}
+
 /// A JSON-RPC error response line.
 pub fn error_line(id: &Value, code: i64, message: &str) -> String {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}).to_string()
@@ -245,7 +263,11 @@ impl Screen {
                     serde_json::error::Category::Data => (INVALID_REQUEST, "invalid request"),
                     _ => (PARSE_ERROR, "parse error"),
                 };
-                return Screened::Answer(error_line(&null, code, &format!("{what}: {e}")));
+                return Screened::Answer(error_line(
+                    &null,
+                    code,
+                    &format!("{what}: {}", json_error(&e)),
+                ));
             }
         };
         let notification = head.id.is_none();
@@ -288,7 +310,12 @@ impl Screen {
         // The whole message as a value: bounded depth (serde_json's 128) and valid strings.
         let v: Value = match serde_json::from_str(text) {
             Ok(v) => v,
-            Err(e) => return answer(INVALID_PARAMS, &format!("invalid params: {e}")),
+            Err(e) => {
+                return answer(
+                    INVALID_PARAMS,
+                    &format!("invalid params: {}", json_error(&e)),
+                );
+            }
         };
         if method == "tools/call" {
             let p = &v["params"];
