@@ -843,7 +843,8 @@ fn the_docs_give_the_card_sizes_the_card_reports() {
 }
 
 /// A verb that needs a subcommand, given none, prints its help and the usage error a
-/// missing argument is (it exited 0).
+/// missing argument is (it exited 0). The coded line comes first, as every other usage
+/// error's does (it came after the whole help, where a reader of the first line missed it).
 #[test]
 fn a_verb_without_its_subcommand_is_a_usage_error() {
     for (verb, subs) in [("tape", "gen, import, info"), ("errors", "report")] {
@@ -857,6 +858,17 @@ fn a_verb_without_its_subcommand_is_a_usage_error() {
             )),
             "{err}"
         );
+        assert!(
+            err.starts_with(&format!(
+                "error code=USAGE message=kestrel {verb} needs a subcommand: {subs}"
+            )),
+            "{err}"
+        );
+        assert_eq!(err.matches("error code=").count(), 1, "{err}");
+        // As a bad flag's: the coded line first, then the verb's usage.
+        let (code, _, bad) = kestrel(&[verb, "--bogus"]);
+        assert_eq!(code, 1, "{bad}");
+        assert!(bad.starts_with("error code=USAGE message="), "{bad}");
     }
 }
 

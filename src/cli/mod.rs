@@ -302,14 +302,15 @@ pub fn main() -> i32 {
                     flags::EXIT_OK
                 }
                 clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-                    // `kestrel tape` alone: its help, then the usage error a missing
-                    // argument is everywhere else (it exited 0, read as a success).
-                    let _ = e.print();
+                    // `kestrel tape` alone: the usage error a missing argument is everywhere
+                    // else (it exited 0, read as a success), first as every usage error's
+                    // coded line is, then the verb's help.
                     let verb = std::env::args_os().nth(1);
                     errln!(
                         "{}",
                         missing_subcommand(verb.as_ref().and_then(|v| v.to_str()))
                     );
+                    let _ = e.print();
                     return flags::EXIT_USAGE;
                 }
                 _ => {
