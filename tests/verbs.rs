@@ -2116,3 +2116,37 @@ fn a_script_reply_for_a_wake_that_never_asks_is_named_at_the_end() {
     assert_eq!((code, err.as_str()), (0, ""));
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// `--r-usd`'s help read "whole dollars" on the desk while `run`, `agent` and `grade` take
+/// cents and tenths of cents (`--r-usd 0.001` runs, `1R = $0.001`). Each help now says what
+/// its verb takes.
+#[test]
+fn r_usd_help_says_what_each_verb_takes() {
+    for verb in ["run", "agent", "grade"] {
+        let (code, out, _) = kestrel(&[verb, "--help"]);
+        assert_eq!(code, 0);
+        assert!(
+            out.contains("a positive amount with at most four decimals"),
+            "{verb}: {out}"
+        );
+    }
+    let (_, out, _) = kestrel(&["desk", "--help"]);
+    assert!(
+        out.contains("whole dollars") && out.contains("up to four decimals"),
+        "{out}"
+    );
+    let (code, out, err) = kestrel(&[
+        "run",
+        "--tape",
+        TAPE,
+        "--plans",
+        "examples/run-desk.kestrel",
+        "--r-usd",
+        "0.001",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.lines().next().unwrap().ends_with("1R = $0.001"),
+        "{out}"
+    );
+}

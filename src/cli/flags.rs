@@ -113,7 +113,8 @@ pub struct Json {
 /// `--r-usd`, dollars per 1R.
 #[derive(Debug, Clone, clap::Args)]
 pub struct RUsd {
-    /// Dollars per 1R (a positive amount, e.g. 1000 or 250.50).
+    /// Dollars per 1R: a positive amount with at most four decimals, as a price is kept
+    /// (e.g. 1000, 250.50 or 250.505; the desk takes whole dollars).
     // A negative amount is read as the value it is and refused by the positive-amount
     // check, not taken for an unknown flag.
     #[arg(long = "r-usd", value_name = "USD", default_value_t = DEFAULT_R_USD.to_string(), allow_negative_numbers = true)]

@@ -89,7 +89,8 @@ pub struct DeskArgs {
     /// Start playing at once.
     #[arg(long)]
     pub play: bool,
-    /// Dollars per 1R, whole dollars [default: 1000].
+    /// Dollars per 1R, whole dollars, as a session file keeps it (run, agent and grade take
+    /// up to four decimals) [default: 1000].
     #[arg(long, allow_negative_numbers = true)]
     pub r_usd: Option<String>,
     /// The fill model [default: strict-cross-v1].
