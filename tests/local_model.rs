@@ -438,27 +438,39 @@ fn experiment(
     out: &std::path::Path,
     extra: &[&str],
 ) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_kestrel"))
-        .args([
-            "experiment",
-            "--author",
-            base,
-            "--turns",
-            "1",
-            "--timeout",
-            "20",
-        ])
-        .args(extra)
-        .arg("--tape")
-        .arg(tape)
-        .arg("--out")
-        .arg(out)
-        .env("HOME", dir)
-        .env("XDG_CONFIG_HOME", dir.join("config"))
-        .env_remove("KESTREL_API_KEY")
-        .env_remove("OPENAI_API_KEY")
+    experiment_command(base, dir, tape, out, extra)
         .output()
         .expect("run kestrel experiment")
+}
+
+/// The command [`experiment`] runs, to spawn it instead.
+fn experiment_command(
+    base: &str,
+    dir: &std::path::Path,
+    tape: &std::path::Path,
+    out: &std::path::Path,
+    extra: &[&str],
+) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_kestrel"));
+    c.args([
+        "experiment",
+        "--author",
+        base,
+        "--turns",
+        "1",
+        "--timeout",
+        "20",
+    ])
+    .args(extra)
+    .arg("--tape")
+    .arg(tape)
+    .arg("--out")
+    .arg(out)
+    .env("HOME", dir)
+    .env("XDG_CONFIG_HOME", dir.join("config"))
+    .env_remove("KESTREL_API_KEY")
+    .env_remove("OPENAI_API_KEY");
+    c
 }
 
 #[test]
@@ -578,4 +590,244 @@ fn the_experiment_runs_every_arm_and_writes_the_table_and_the_bus_files() {
         .expect("errors report");
     let v: serde_json::Value = serde_json::from_slice(&report.stdout).expect("report JSON");
     assert_eq!(v["by_arm"].as_object().map(|m| m.len()), Some(8), "{v}");
+}
+
+/// Wait up to `limit` for `child` to exit; its status.
+#[cfg(unix)]
+fn exit_within(child: &mut std::process::Child, limit: Duration) -> std::process::ExitStatus {
+    let t = std::time::Instant::now();
+    loop {
+        if let Some(st) = child.try_wait().expect("try_wait") {
+            return st;
+        }
+        if t.elapsed() > limit {
+            let _ = child.kill();
+            panic!("no exit within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The Bus events of a file, in order.
+fn bus_events(path: &std::path::Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a Bus line is JSON"))
+        .collect()
+}
+
+/// SIGINT while the model was answering ended the experiment with exit 0, the cut ask
+/// counted in table.md as the model's provider error, and the Bus ending with "experiment:
+/// the arm has its turns". Now it ends as `kestrel agent` does: exit 1 with `error
+/// code=INTERRUPTED` naming the signal, the Bus's last events an `error` naming it and
+/// `session-end`; the table keeps the arms up to there and does not count the cut ask.
+#[cfg(unix)]
+#[test]
+fn sigint_during_the_experiment_exits_1_and_the_bus_names_the_signal() {
+    let server = serve(vec![Say::Late(60_000, "# pass\n".into())]);
+    let dir = scratch("experiment-sigint");
+    let out = dir.join("out");
+    let tape = common::root().join("tapes/range-2025-04-09-s2.jsonl");
+    let mut child = experiment_command(&server.base, &dir, &tape, &out, &["--budgets", "64"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn kestrel experiment");
+    let t = std::time::Instant::now();
+    while server.seen.lock().expect("lock").is_empty() {
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "the model was never asked"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: sends SIGINT to the child we spawned.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let status = exit_within(&mut child, Duration::from_secs(10));
+    let run = child.wait_with_output().expect("output");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("error code=INTERRUPTED message=SIGINT: "),
+        "{stderr}"
+    );
+    let events = bus_events(&out.join("authoring-v1-free-64/0001.bus.jsonl"));
+    let n = events.len();
+    assert_eq!(events[n - 1]["type"], "session-end", "{}", events[n - 1]);
+    assert_eq!(events[n - 2]["type"], "error", "{}", events[n - 2]);
+    let message = events[n - 2]["message"].as_str().expect("message");
+    assert!(message.starts_with("interrupted by SIGINT"), "{message}");
+    assert!(
+        !events
+            .iter()
+            .any(|e| e["message"] == "experiment: the arm has its turns")
+    );
+    // The cut ask was no turn of the model's: the arm's row has none, no provider error.
+    let table = std::fs::read_to_string(out.join("table.md")).expect("table.md");
+    assert!(
+        table.contains("| authoring-v1-free-64 | 0 | - (0/0) | - (0/0) | - | - | - | - | - |"),
+        "{table}"
+    );
+    assert!(
+        table.contains(
+            "Interrupted by SIGINT: the experiment stopped in arm 1/4 authoring-v1-free-64 after 0 of 1 turns"
+        ),
+        "{table}"
+    );
+    assert_eq!(table, String::from_utf8_lossy(&run.stdout));
+}
+
+/// `--out` into a directory holding an earlier run mixed the two: the old arm directories
+/// and Bus files stayed beside the new ones, table.md described only the new run, and
+/// `kestrel errors report OUT/*/` counted both. A non-empty `--out` is now refused before
+/// anything is asked or written; an empty or missing one is used.
+#[test]
+fn the_experiment_refuses_a_non_empty_out_directory() {
+    let server = serve(vec![Say::Stream("# nothing new\n".into())]);
+    let dir = scratch("experiment-out");
+    let tape = common::root().join("tapes/range-2025-04-09-s2.jsonl");
+    let out = dir.join("out");
+    let old = out.join("authoring-v1-free-64");
+    std::fs::create_dir_all(&old).expect("old arm");
+    std::fs::write(old.join("0001.bus.jsonl"), "old\n").expect("old Bus");
+    let run = experiment(&server.base, &dir, &tape, &out, &["--budgets", "64"]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.starts_with("error code=USAGE message=--out ") && stderr.contains("is not empty"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        server.seen.lock().expect("lock").is_empty(),
+        "the model was asked"
+    );
+    assert_eq!(std::fs::read_dir(&out).expect("out").count(), 1);
+    assert_eq!(
+        std::fs::read_to_string(old.join("0001.bus.jsonl")).expect("old Bus"),
+        "old\n"
+    );
+    // An empty directory is used.
+    let empty = dir.join("empty");
+    std::fs::create_dir_all(&empty).expect("empty out");
+    let run = experiment(
+        &server.base,
+        &dir,
+        &tape,
+        &empty,
+        &["--budgets", "64", "--profiles", "authoring-v2"],
+    );
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert!(empty.join("table.md").is_file());
+}
+
+/// `--budgets 64,64` ran each arm twice into one directory, the second writing over the
+/// first's Bus files. A budget given twice is one arm, as a profile given twice is.
+#[test]
+fn a_budget_given_twice_is_one_arm() {
+    let server = serve(vec![Say::Stream("# nothing new\n".into())]);
+    let dir = scratch("experiment-budgets");
+    let out = dir.join("out");
+    let tape = common::root().join("tapes/range-2025-04-09-s2.jsonl");
+    let run = experiment(
+        &server.base,
+        &dir,
+        &tape,
+        &out,
+        &[
+            "--budgets",
+            "64,64",
+            "--profiles",
+            "authoring-v2,authoring-v2",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("experiment: arm 2/2"), "{stderr}");
+    assert!(!stderr.contains("arm 3/"), "{stderr}");
+    let table = std::fs::read_to_string(out.join("table.md")).expect("table.md");
+    let rows: Vec<&str> = table
+        .lines()
+        .filter(|l| l.starts_with("| authoring-"))
+        .collect();
+    assert_eq!(rows.len(), 2, "{table}");
+    assert_eq!(server.seen.lock().expect("lock").len(), 2);
+}
+
+/// A bad second tape was read only when an arm reached it, after the model had been asked
+/// (a nested `error code=TAPE message=P: error code=TAPE line=1 ...`, a partial `--out`);
+/// a tape cut short was played, though `run` and `agent` refuse it (`ends-early`). Every
+/// tape is now checked whole, as `agent` checks it, before the first model call: one coded
+/// line, no request, no `--out`.
+#[test]
+fn every_tape_is_checked_before_the_model_is_asked() {
+    let server = serve(vec![Say::Stream("# nothing new\n".into())]);
+    let dir = scratch("experiment-tapes");
+    let good = common::root().join("tapes/range-2025-04-09-s2.jsonl");
+    let empty = dir.join("empty.txt");
+    std::fs::write(&empty, "").expect("empty tape");
+    let text = std::fs::read_to_string(&good).expect("tape");
+    let cut = dir.join("cut.jsonl");
+    let head: String = text.lines().take(1000).map(|l| format!("{l}\n")).collect();
+    std::fs::write(&cut, head).expect("cut tape");
+    // An empty file second, after a good tape (refused as `agent` refuses it: it is no
+    // tape at all); a tape cut short second, and alone.
+    let good = good.to_str().expect("utf8");
+    let empty_says = format!(
+        "error code=USAGE message={} is an empty file, not a tape",
+        empty.display()
+    );
+    let cut_says = format!("{}: error code=TAPE line=", cut.display());
+    for (name, bad, extra, says) in [
+        ("second-empty", &empty, vec!["--tape", good], &empty_says),
+        ("second-cut-short", &cut, vec!["--tape", good], &cut_says),
+        ("cut-short", &cut, vec![], &cut_says),
+    ] {
+        let out = dir.join(name);
+        let mut args = vec!["--budgets", "64"];
+        args.extend(extra);
+        let run = experiment(&server.base, &dir, bad, &out, &args);
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(1), "{name}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{name}: {stderr}");
+        assert!(stderr.starts_with(says.as_str()), "{name}: {stderr}");
+        assert_eq!(stderr.matches("code=").count(), 1, "{name}: {stderr}");
+        if bad == &cut {
+            assert!(stderr.contains(" message=ends-early: "), "{name}: {stderr}");
+        }
+        assert!(!out.exists(), "{name}: --out was made");
+    }
+    assert!(
+        server.seen.lock().expect("lock").is_empty(),
+        "the model was asked"
+    );
+}
+
+/// An author whose every reply failed (nothing listening) gave exit 0 and a table of 100%
+/// provider errors; a run whose every reply failed is a failed run (docs/limits.md), as in
+/// `kestrel agent`: the table as usual, then `error code=PROVIDER`, exit 1.
+#[test]
+fn an_experiment_whose_every_reply_failed_exits_1() {
+    let dir = scratch("experiment-dead");
+    let out = dir.join("out");
+    let tape = common::root().join("tapes/range-2025-04-09-s2.jsonl");
+    let run = experiment(
+        "http://127.0.0.1:9/v1",
+        &dir,
+        &tape,
+        &out,
+        &["--budgets", "64", "--profiles", "authoring-v2"],
+    );
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("error code=PROVIDER message="), "{stderr}");
+    assert!(stderr.contains("kind=connect"), "{stderr}");
+    let table = std::fs::read_to_string(out.join("table.md")).expect("table.md");
+    assert!(table.contains("| 100.0% | 0 |"), "{table}");
 }

@@ -11,6 +11,17 @@
 //! `kestrel errors report OUT/*/` splits them), and the table is printed and written to
 //! `OUT/table.md` with each Bus file's blake3.
 //!
+//! Everything that can refuse the experiment is checked before the model is first asked:
+//! the flags (a profile or a budget given twice is one arm: two arms of one name would
+//! share, and overwrite, one directory), `--out` (new or empty: an earlier run's files
+//! left in it would be read as this run's), and every tape, read whole as `kestrel agent`
+//! reads its one (a tape cut short is `ends-early`). A signal ends the experiment as it
+//! ends `agent`: the session in play gets an `error` event naming the signal and its
+//! `session-end`, the table keeps the arms up to there (an ask the signal cut is no turn
+//! of the model's), and the verb exits 1 with `error code=INTERRUPTED`. An arm whose every
+//! turn was a provider error fails the experiment (`error code=PROVIDER`, exit 1, after
+//! the table), as a run whose every reply failed fails `agent`.
+//!
 //! Per arm: *escapes* are completed replies (the model stopped by itself: not cut at the
 //! budget, not a provider error) refused by the parser with a `syntax` error, i.e. outside
 //! the grammar the constraint sends, over completed replies; *truncations* are replies cut
@@ -40,15 +51,17 @@ pub struct ExperimentArgs {
     /// Turns per arm.
     #[arg(long, allow_negative_numbers = true, default_value_t = 200)]
     pub turns: u64,
-    /// Output-token budgets (`max_tokens`), one arm each: `--budgets 256,512`.
+    /// Output-token budgets (`max_tokens`), one arm each: `--budgets 256,512` (a budget
+    /// given twice is one arm).
     #[arg(long, value_delimiter = ',', default_values_t = [256u32, 512])]
     pub budgets: Vec<u32>,
     /// Prompt profiles, one axis of the grid: `--profiles authoring-v1,authoring-v2` (the
-    /// seed's two), or add `completion-v1` (few-shot, for base models).
+    /// seed's two), or add `completion-v1` (few-shot, for base models); a profile given
+    /// twice is one arm.
     #[arg(long, value_delimiter = ',', value_enum,
           default_values_t = [super::turn::ProfileArg::AuthoringV1, super::turn::ProfileArg::AuthoringV2])]
     pub profiles: Vec<super::turn::ProfileArg>,
-    /// The directory for the Bus files and `table.md` (created).
+    /// The directory for the Bus files and `table.md`: a new or an empty one (created).
     #[arg(long)]
     pub out: PathBuf,
     /// The model name sent to the server.
@@ -104,11 +117,15 @@ struct Tally {
     tokens: u64,
     wall: Duration,
     buses: Vec<(String, String)>,
+    /// The first provider error's message, to say why an arm failed.
+    first_provider_error: Option<String>,
+    /// The signal that stopped the arm before it had its turns.
+    interrupted: Option<&'static str>,
 }
 
 impl Tally {
     fn add(&mut self, asks: &[crate::turn::report::AskRecord]) {
-        for a in asks {
+        for a in asks.iter().filter(|a| !cut_by_a_signal(a)) {
             self.turns += 1;
             for at in &a.attempts {
                 self.tokens += at.tokens as u64;
@@ -132,12 +149,32 @@ impl Tally {
                 Outcome::Pass { .. } => self.pass += 1,
                 Outcome::Supersede { plans, .. } if !plans.is_empty() => self.plan += 1,
                 Outcome::StandDown { .. } => self.stand_down += 1,
-                Outcome::ProviderError { .. } => self.provider_error += 1,
+                Outcome::ProviderError { message } => {
+                    self.provider_error += 1;
+                    self.first_provider_error
+                        .get_or_insert_with(|| message.clone());
+                }
                 o if o.class() == crate::turn::TurnClass::Invalid => self.invalid += 1,
                 _ => {}
             }
         }
     }
+
+    /// Was every turn of the arm a provider error (no reply the model wrote)?
+    fn all_provider_errors(&self) -> bool {
+        self.turns > 0 && self.provider_error == self.turns
+    }
+}
+
+/// An ask a signal cut short (`provider-error kind=interrupted`): the author was stopped,
+/// it did not fail, so the ask is no turn of the arm's (it stays on the Bus).
+fn cut_by_a_signal(a: &crate::turn::report::AskRecord) -> bool {
+    let cut = crate::author::ProviderError {
+        kind: crate::author::ProviderErrorKind::Interrupted,
+        message: String::new(),
+    }
+    .to_string();
+    matches!(&a.turn.outcome, Outcome::ProviderError { message } if message.starts_with(&cut))
 }
 
 fn pct(n: u64, d: u64) -> String {
@@ -162,6 +199,17 @@ pub fn run(a: &ExperimentArgs) -> i32 {
         errln!("error code=USAGE message=--author must be a model server, http(s)://HOST/v1");
         return 1;
     }
+    if let Err(e) = check_out(&a.out) {
+        errln!("{e}");
+        return 1;
+    }
+    // Signals first, as in `agent`: a signal during a long tape check stops the experiment
+    // before the model is asked.
+    super::signals::install();
+    if let Err(e) = check_tapes(&a.tapes) {
+        errln!("{e}");
+        return 1;
+    }
     if let Err(e) = std::fs::create_dir_all(&a.out) {
         errln!(
             "error code=IO message=cannot create {}: {e}",
@@ -169,8 +217,71 @@ pub fn run(a: &ExperimentArgs) -> i32 {
         );
         return 1;
     }
-    super::signals::install();
-    let mut arms = Vec::new();
+    let arms = grid(a);
+    let started = chrono_free_now();
+    let mut results: Vec<(Arm, Tally)> = Vec::new();
+    let mut stopped = None;
+    for (i, arm) in arms.iter().enumerate() {
+        if let Some(sig) = super::signals::caught() {
+            let what = format!(
+                "the experiment stopped before arm {}/{} {}",
+                i + 1,
+                arms.len(),
+                arm.name()
+            );
+            stopped = Some((sig, what));
+            break;
+        }
+        match run_arm(a, *arm, i, arms.len()) {
+            Ok(t) => {
+                if let Some(sig) = t.interrupted {
+                    let what = format!(
+                        "the experiment stopped in arm {}/{} {} after {} of {} turns",
+                        i + 1,
+                        arms.len(),
+                        arm.name(),
+                        t.turns,
+                        a.turns
+                    );
+                    stopped = Some((sig, what));
+                }
+                results.push((*arm, t));
+            }
+            Err(e) => {
+                errln!("{e}");
+                return 1;
+            }
+        }
+        if stopped.is_some() {
+            break;
+        }
+    }
+    let table = table(a, &results, &started, stopped.as_ref());
+    let path = a.out.join("table.md");
+    if let Err(e) = std::fs::write(&path, &table) {
+        errln!("error code=IO message=cannot write {}: {e}", path.display());
+        return 1;
+    }
+    let code = super::out::stdout(&table);
+    if code != 0 {
+        return code;
+    }
+    let failed = failed_arms(&results);
+    if let Some((sig, what)) = &stopped {
+        errln!(
+            "error code=INTERRUPTED message={sig}: {what}; a session cut short ends its Bus with an error event there, and table.md has the arms up to there"
+        );
+    }
+    if stopped.is_some() || failed > 0 {
+        1
+    } else {
+        0
+    }
+}
+
+/// The arms of the grid: profile × constrained off/on × budget, each profile and each
+/// budget once however often it was given (two arms of one name would write one directory).
+fn grid(a: &ExperimentArgs) -> Vec<Arm> {
     let mut profiles: Vec<Profile> = Vec::new();
     for p in &a.profiles {
         let p = Profile::from(*p);
@@ -178,9 +289,16 @@ pub fn run(a: &ExperimentArgs) -> i32 {
             profiles.push(p);
         }
     }
+    let mut budgets: Vec<u32> = Vec::new();
+    for &b in &a.budgets {
+        if !budgets.contains(&b) {
+            budgets.push(b);
+        }
+    }
+    let mut arms = Vec::new();
     for profile in profiles {
         for constrained in [false, true] {
-            for &budget in &a.budgets {
+            for &budget in &budgets {
                 arms.push(Arm {
                     profile,
                     constrained,
@@ -189,31 +307,64 @@ pub fn run(a: &ExperimentArgs) -> i32 {
             }
         }
     }
-    let started = chrono_free_now();
-    let mut results: Vec<(Arm, Tally)> = Vec::new();
-    for (i, arm) in arms.iter().enumerate() {
-        match run_arm(a, *arm, i, arms.len()) {
-            Ok(t) => results.push((*arm, t)),
-            Err(e) => {
-                errln!("{e}");
-                return 1;
-            }
-        }
-        if super::signals::caught().is_some() {
-            errln!(
-                "error code=INTERRUPTED message=stopped after arm {}",
-                arm.name()
-            );
-            break;
-        }
+    arms
+}
+
+/// Say each arm whose every turn was a provider error (the model never answered: a dead
+/// server, a refused grammar), as `kestrel agent` says a run whose every reply failed;
+/// how many there were.
+fn failed_arms(results: &[(Arm, Tally)]) -> usize {
+    let failed: Vec<_> = results
+        .iter()
+        .filter(|(_, t)| t.all_provider_errors())
+        .collect();
+    for (arm, t) in &failed {
+        errln!(
+            "error code=PROVIDER message=every reply of arm {} ({} of {} turns) was a provider error, the first: {}: check the author (each error is in its turn event on the Bus)",
+            arm.name(),
+            t.provider_error,
+            t.turns,
+            crate::lang::diag::visible_line(t.first_provider_error.as_deref().unwrap_or(""))
+        );
     }
-    let table = table(a, &results, &started);
-    let path = a.out.join("table.md");
-    if let Err(e) = std::fs::write(&path, &table) {
-        errln!("error code=IO message=cannot write {}: {e}", path.display());
-        return 1;
+    failed.len()
+}
+
+/// `--out` is new or empty. Each arm's Bus files are numbered from `0001` in `OUT/<arm>/`
+/// and `table.md` lists this run's only, so an earlier run's files left there would be
+/// overwritten in part and read with this run's by `kestrel errors report OUT/*/`.
+fn check_out(out: &Path) -> Result<(), String> {
+    let empty = match std::fs::read_dir(out) {
+        Ok(mut entries) => entries.next().is_none(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
+        Err(e) => return Err(super::cannot_read(out, &e)),
+    };
+    if empty {
+        return Ok(());
     }
-    super::out::stdout(&table)
+    Err(format!(
+        "error code=USAGE message=--out {} is not empty: the experiment writes its arms' directories and table.md there, and an earlier run's files would mix with this one's; give a new or an empty directory",
+        out.display()
+    ))
+}
+
+/// Every tape read whole before the model is first asked, as `kestrel agent` reads its one
+/// ([`super::run::check_whole_tape`]): a tape an arm would refuse on reaching it (a bad
+/// line, one cut short: `ends-early`) is refused before any arm has called the model. Each
+/// arm replays the tapes from their start, so a pipe or a device, which reads once, is
+/// refused too.
+fn check_tapes(tapes: &[PathBuf]) -> Result<(), String> {
+    for tape in tapes {
+        if super::sniff::is_stream(tape) {
+            return Err(format!(
+                "error code=USAGE message=--tape {} is a pipe or a device: every arm replays the tapes from their start, so a tape is a file",
+                tape.display()
+            ));
+        }
+        super::run::open_tape_or_say(tape)?;
+        super::run::check_whole_tape(tape)?;
+    }
+    Ok(())
 }
 
 /// Seconds since the Unix epoch (the table says when it ran).
@@ -243,7 +394,8 @@ fn run_arm(a: &ExperimentArgs, arm: Arm, i: usize, n: usize) -> Result<Tally, St
     let t0 = Instant::now();
     let mut session = 0usize;
     while tally.turns < a.turns {
-        if super::signals::caught().is_some() {
+        if let Some(sig) = super::signals::caught() {
+            tally.interrupted = Some(sig);
             break;
         }
         let tape = &a.tapes[session % a.tapes.len()];
@@ -251,7 +403,7 @@ fn run_arm(a: &ExperimentArgs, arm: Arm, i: usize, n: usize) -> Result<Tally, St
         let bus_path = dir.join(format!("{session:04}.bus.jsonl"));
         let (mut author, _) = spec.open().map_err(crate::session::coded)?;
         let want = a.turns - tally.turns;
-        let got = one_session(tape, arm, &mut *author, &bus_path, want, |k| {
+        let (got, signal) = one_session(tape, arm, &mut *author, &bus_path, want, |k| {
             errln!(
                 "experiment: arm {}/{} {}: turn {}/{} ({:.0} s)",
                 i + 1,
@@ -280,6 +432,10 @@ fn run_arm(a: &ExperimentArgs, arm: Arm, i: usize, n: usize) -> Result<Tally, St
         tally
             .buses
             .push((bus_path.display().to_string(), bus::hash_bytes(&bytes)));
+        if signal.is_some() {
+            tally.interrupted = signal;
+            break;
+        }
         if got == 0 {
             return Err(format!(
                 "error code=TAPE message={}: a session asked the author nothing (no OPEN wake)",
@@ -291,8 +447,18 @@ fn run_arm(a: &ExperimentArgs, arm: Arm, i: usize, n: usize) -> Result<Tally, St
     Ok(tally)
 }
 
-/// One session of `tape` for `arm`, stopped once `want` turns are on its Bus; returns the
-/// turns it recorded. `progress(k)` is called after each turn.
+/// Why a session stopped before the end of its tape.
+enum Stop {
+    /// The arm has its turns.
+    HasTurns,
+    /// A signal (its name) was caught.
+    Signal(&'static str),
+}
+
+/// One session of `tape` for `arm`, stopped once `want` turns are on its Bus or at a signal;
+/// returns the asks it recorded and the signal that stopped it, if one did (the Bus then
+/// ends as `kestrel agent`'s does: an `error` event naming the signal, then `session-end`).
+/// `progress(k)` is called after each turn.
 fn one_session(
     tape: &Path,
     arm: Arm,
@@ -300,9 +466,8 @@ fn one_session(
     bus_path: &Path,
     want: u64,
     mut progress: impl FnMut(u64),
-) -> Result<u64, String> {
-    let reader = crate::market::tape::open_tape(tape)
-        .map_err(|e| format!("error code=TAPE message={}: {e}", tape.display()))?;
+) -> Result<(u64, Option<&'static str>), String> {
+    let reader = super::run::open_tape_or_say(tape)?;
     let file = std::fs::File::create(bus_path).map_err(|e| {
         format!(
             "error code=IO message=cannot create {}: {e}",
@@ -329,34 +494,41 @@ fn one_session(
         view_request_cap: None,
     };
     let mut s = Run::new(reader, cfg, &[], Bus::new(Some(sink)))
-        .map_err(|e| format!("error code=TAPE message={}: {e}", tape.display()))?;
+        .map_err(|e| format!("{}: {e}", tape.display()))?;
     let mut turns = 0u64;
-    let mut stopped = false;
-    while !s.is_done() {
-        if super::signals::caught().is_some() {
-            stopped = true;
-            break;
+    let stop = loop {
+        if let Some(sig) = super::signals::caught() {
+            break Some(Stop::Signal(sig));
         }
-        let fired = s
-            .step()
-            .map_err(|e| format!("error code=TAPE message={}: {e}", tape.display()))?;
+        if turns >= want {
+            break Some(Stop::HasTurns);
+        }
+        if s.is_done() {
+            break None;
+        }
+        let fired = s.step().map_err(|e| format!("{}: {e}", tape.display()))?;
         for w in &fired {
+            // No more asks once a signal is caught; the ask it cut is no turn to count.
+            if super::signals::caught().is_some() {
+                break;
+            }
             s.wake(w, author);
             let now = s.turn_log().len() as u64;
             if now > turns {
                 turns = now;
-                progress(turns);
+                if super::signals::caught().is_none() {
+                    progress(turns);
+                }
             }
         }
-        if turns >= want {
-            stopped = true;
-            break;
-        }
-    }
-    let bus = if stopped {
-        s.interrupt("experiment: the arm has its turns")
-    } else {
-        s.finish()
+    };
+    let (bus, signal) = match stop {
+        Some(Stop::Signal(sig)) => (
+            s.interrupt(&super::run::interrupted_message(sig)),
+            Some(sig),
+        ),
+        Some(Stop::HasTurns) => (s.interrupt("experiment: the arm has its turns"), None),
+        None => (s.finish(), None),
     };
     if let Some(e) = bus.error() {
         return Err(format!("error code=IO message=writing the bus: {e}"));
@@ -368,16 +540,29 @@ fn one_session(
         Ok(None) => {}
         Err(e) => return Err(format!("error code=IO message=flushing the bus: {e}")),
     }
-    Ok(turns)
+    Ok((turns, signal))
 }
 
-fn table(a: &ExperimentArgs, results: &[(Arm, Tally)], started: &str) -> String {
+/// The table of `results`; `stopped` is the signal that stopped the experiment and where
+/// (the rows end there).
+fn table(
+    a: &ExperimentArgs,
+    results: &[(Arm, Tally)],
+    started: &str,
+    stopped: Option<&(&str, String)>,
+) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
         "# seed 001 on a model: {} turns per arm, model `{}` at {}, temperature {}, {}\n",
         a.turns, a.model, a.author, a.temperature, started
     );
+    if let Some((sig, what)) = stopped {
+        let _ = writeln!(
+            s,
+            "Interrupted by {sig}: {what}; the rows end there (an ask the signal cut is not counted).\n"
+        );
+    }
     let _ = writeln!(
         s,
         "| arm | turns | escapes / completed | truncated / replies | invalid | pass | plan | stand-down | provider-error | tokens/turn | wall | wall/turn |"
