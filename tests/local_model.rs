@@ -831,3 +831,31 @@ fn an_experiment_whose_every_reply_failed_exits_1() {
     let table = std::fs::read_to_string(out.join("table.md")).expect("table.md");
     assert!(table.contains("| 100.0% | 0 |"), "{table}");
 }
+
+/// `--temperature NaN` and `-1` were sent to the server. A temperature is a number from 0
+/// to 2 (the OpenAI API's range), for `experiment` as for `agent`; anything else is a usage
+/// error before anything is asked.
+#[test]
+fn an_out_of_range_temperature_is_a_usage_error() {
+    let server = serve(vec![Say::Stream("# nothing new\n".into())]);
+    let dir = scratch("experiment-temperature");
+    let tape = common::root().join("tapes/range-2025-04-09-s2.jsonl");
+    for t in ["NaN", "-1", "2.5", "inf", "warm"] {
+        let out = dir.join("out");
+        let run = experiment(&server.base, &dir, &tape, &out, &["--temperature", t]);
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(1), "{t}: {stderr}");
+        assert!(
+            stderr.starts_with("error code=USAGE") && stderr.contains("temperature"),
+            "{t}: {stderr}"
+        );
+        assert!(!out.exists(), "{t}");
+        let (code, _, err, _) = agent(&dir, &["--author", &server.base, "--temperature", t]);
+        assert_eq!(code, 1, "agent {t}: {err}");
+        assert!(err.starts_with("error code=USAGE"), "agent {t}: {err}");
+    }
+    assert!(
+        server.seen.lock().expect("lock").is_empty(),
+        "the model was asked"
+    );
+}

@@ -67,8 +67,8 @@ pub struct ExperimentArgs {
     /// The model name sent to the server.
     #[arg(long, default_value = "default")]
     pub model: String,
-    /// Sampling temperature.
-    #[arg(long, allow_negative_numbers = true, default_value_t = 0.7)]
+    /// Sampling temperature, from 0 to 2.
+    #[arg(long, allow_negative_numbers = true, default_value_t = 0.7, value_parser = crate::session::temperature)]
     pub temperature: f32,
     /// Seconds one reply may take (every retry included).
     #[arg(long, allow_negative_numbers = true, default_value_t = crate::author::openai::DEFAULT_TOTAL_SECS, value_parser = crate::session::positive_secs)]

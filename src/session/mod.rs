@@ -617,8 +617,8 @@ pub struct AuthorFlags {
     /// The model name sent to an OpenAI-compatible server.
     #[arg(long, default_value = "default")]
     pub model: String,
-    /// Sampling temperature for a model author.
-    #[arg(long, allow_negative_numbers = true, default_value_t = 0.7)]
+    /// Sampling temperature for a model author, from 0 to 2.
+    #[arg(long, allow_negative_numbers = true, default_value_t = 0.7, value_parser = temperature)]
     pub temperature: f32,
     /// Send the exported GBNF as `grammar` (llama.cpp-style constrained decoding).
     #[arg(long)]
@@ -638,6 +638,21 @@ pub struct AuthorFlags {
     /// default they are removed from it).
     #[arg(long)]
     pub pass_api_key: bool,
+}
+
+/// The highest sampling temperature: the OpenAI API's (its range is 0 to 2).
+pub const MAX_TEMPERATURE: f32 = 2.0;
+
+/// A sampling temperature: a number from 0 to [`MAX_TEMPERATURE`] (`NaN` and `-1` were
+/// taken and sent to the server as they were).
+pub(crate) fn temperature(s: &str) -> Result<f32, String> {
+    match s.trim().parse::<f32>() {
+        Ok(t) if (0.0..=MAX_TEMPERATURE).contains(&t) => Ok(t),
+        Ok(_) => Err(format!(
+            "a temperature is from 0 to {MAX_TEMPERATURE}, the range of the OpenAI API"
+        )),
+        Err(_) => Err(format!("{s:?} is not a number")),
+    }
 }
 
 /// A number of seconds an author may take: at least 1 (`--timeout 0` was taken, and a reply
