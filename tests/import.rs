@@ -1285,3 +1285,173 @@ fn a_damaged_dbn_file_is_called_corrupt_not_truncated() {
     );
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// The names in `d`, sorted (to see that no temporary file is left).
+fn names(d: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// A spawned import's exit code and stderr, or a panic (after killing it) when it has not
+/// ended within 20 s: an import that blocks on an input must fail the test, not hang it.
+fn finish(mut child: std::process::Child, d: &Path) -> (i32, String) {
+    let t = std::time::Instant::now();
+    while child.try_wait().expect("try_wait").is_none() {
+        if t.elapsed() > std::time::Duration::from_secs(20) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the import blocked; files: {:?}", names(d));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("output");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// An import reads its inputs twice. A FIFO given as an input hung it for ever on the second
+/// open (on the first, when nothing wrote into it), with a 0-byte `.out.jsonl.tmp-PID`
+/// beside the output and SIGTERM unheeded while it waited; a piped `/dev/stdin` read as empty
+/// the second time (`no column "ts" in the header row ()`). An input that is not a regular
+/// file is refused before anything is opened or written.
+#[cfg(unix)]
+#[test]
+fn an_input_that_is_not_a_regular_file_is_refused_before_anything_is_written() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let d = dir("stream-input");
+    let fifo = d.join("in.fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(made.success());
+    let out = d.join("out.jsonl");
+    let why = "tape import reads each input twice (a first pass checks every record and learns the sessions, a second writes the tape), so an input must be a regular file: save it to one first";
+    // Nothing ever writes into the FIFO: an import that opens it blocks.
+    let child = Command::new(env!("CARGO_BIN_EXE_kestrel"))
+        .args(["tape", "import", s(&fifo), "--format", "csv"])
+        .args(["--ts-unit", "ns", "-o", s(&out)])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let (code, err) = finish(child, &d);
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(
+        err,
+        format!(
+            "error code=USAGE message={} is a pipe or a device: {why}\n",
+            fifo.display()
+        )
+    );
+    assert_eq!(names(&d), ["in.fifo"]);
+    // A directory is not a file to import either (it was `cannot read the header row: Is a
+    // directory (os error 21)`).
+    let err = import(&[&d], &out, &["--format", "csv", "--ts-unit", "ns"]).unwrap_err();
+    assert_eq!(
+        err,
+        format!(
+            "error code=USAGE message={} is a directory, not a CSV or DBN file\n",
+            d.display()
+        )
+    );
+    // Standard input through a pipe, by its name or as `-`.
+    let csv = std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/import/spy-trades-quotes.csv"),
+    )
+    .unwrap();
+    for (input, shown) in [
+        ("/dev/stdin", "/dev/stdin is a pipe or a device"),
+        ("-", "- (standard input) is not a file"),
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_kestrel"))
+            .args(["tape", "import", input, "--format", "csv"])
+            .args(["--ts-unit", "ns", "-o", s(&out)])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        // From a thread: the import ends without reading it.
+        let mut stdin = child.stdin.take().expect("stdin");
+        let bytes = csv.clone();
+        let w = std::thread::spawn(move || {
+            let _ = stdin.write_all(&bytes);
+        });
+        let (code, err) = finish(child, &d);
+        let _ = w.join();
+        assert_eq!(code, 1, "{input}: {err}");
+        assert_eq!(
+            err,
+            format!("error code=USAGE message={shown}: {why}\n"),
+            "{input}"
+        );
+        assert_eq!(names(&d), ["in.fifo"], "{input}");
+    }
+    // A file redirected into standard input is a regular file: read twice, imported.
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/import/spy-trades-quotes.csv");
+    let o = Command::new(env!("CARGO_BIN_EXE_kestrel"))
+        .args(["tape", "import", "/dev/stdin", "--format", "csv"])
+        .args(["--ts-unit", "ns", "-o", s(&out), "--name", "spy"])
+        .stdin(std::fs::File::open(&file).unwrap())
+        .output()
+        .expect("kestrel runs");
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let direct = import(
+        &[&file],
+        &d.join("direct.jsonl"),
+        &["--ts-unit", "ns", "--name", "spy"],
+    )
+    .unwrap();
+    let via_stdin = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(
+        via_stdin.lines().skip(1).collect::<Vec<_>>(),
+        direct.lines().skip(1).collect::<Vec<_>>()
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// `tape import X.csv X.csv` imported every record twice (the volume doubled) without a
+/// word. The same input given twice, by any path to it, is refused naming it.
+#[test]
+fn the_same_input_given_twice_is_refused_naming_it() {
+    let d = dir("twice");
+    let a = d.join("a.csv");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/import/spy-trades-quotes.csv"),
+        &a,
+    )
+    .unwrap();
+    std::fs::create_dir_all(d.join("sub")).unwrap();
+    let other = d.join("sub/../a.csv");
+    let out = d.join("o.jsonl");
+    let again = "its records would be imported twice (every volume doubled): give each input once";
+    let err = import(&[&a, &a], &out, &["--ts-unit", "ns"]).unwrap_err();
+    assert_eq!(
+        err,
+        format!(
+            "error code=USAGE message={} is given twice as an input: {again}\n",
+            a.display()
+        )
+    );
+    let err = import(&[&a, &other], &out, &["--ts-unit", "ns"]).unwrap_err();
+    assert_eq!(
+        err,
+        format!(
+            "error code=USAGE message={} is the input {} again: {again}\n",
+            other.display(),
+            a.display()
+        )
+    );
+    assert!(!out.exists());
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -3,7 +3,9 @@
 //! temporary file beside it, synced and renamed only when the whole import succeeded, so a
 //! refused record never leaves a partial tape; `-o -` writes to standard output. SIGINT or
 //! SIGTERM stops the import at the next 65,536 records (or the next 64 KiB written), removes
-//! the temporary file, and exits 1 with `code=INTERRUPTED`.
+//! the temporary file, and exits 1 with `code=INTERRUPTED`. The inputs are read twice, so
+//! each must be a regular file named once ([`options`] refuses a pipe, a FIFO, `-` and a
+//! file given twice before anything is opened or written).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, IsTerminal, Write};
@@ -29,7 +31,8 @@ pub enum Format {
 /// Arguments of `kestrel tape import`.
 #[derive(Clone, Debug, clap::Args)]
 pub struct ImportArgs {
-    /// Input files (merged in time order).
+    /// Input files (merged in time order): regular files, each named once (each is read
+    /// twice).
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
     /// The tape to write (atomically); `-` for standard output.
@@ -134,8 +137,66 @@ fn date_arg(flag: &str, s: &str) -> Result<Date, String> {
     Date::parse(s).ok_or_else(|| format!("{flag} {s:?} is not a date YYYY-MM-DD"))
 }
 
+/// Why an input cannot be imported as given: the import reads each input twice.
+const READ_TWICE: &str = "tape import reads each input twice (a first pass checks every record and learns the sessions, a second writes the tape), so an input must be a regular file: save it to one first";
+
+/// Refuse an input that is not a regular file, before anything is opened or written: what
+/// the first pass reads of a pipe is gone for the second (a FIFO's second open blocked for
+/// ever, and unheeded signals with it, beside an empty temporary output; a piped
+/// `/dev/stdin` read as an empty file), and `-` is standard input, not a file. A missing
+/// file is left to its open, which says so.
+fn check_regular(f: &Path) -> Result<(), String> {
+    if f.as_os_str() == "-" {
+        return Err(format!("- (standard input) is not a file: {READ_TWICE}"));
+    }
+    match std::fs::metadata(f) {
+        Ok(m) if m.is_dir() => Err(format!(
+            "{} is a directory, not a CSV or DBN file",
+            f.display()
+        )),
+        Ok(m) if !m.is_file() => Err(format!(
+            "{} is {}: {READ_TWICE}",
+            f.display(),
+            super::sniff::Kind::Stream.describe()
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Refuse an input named twice (by the same path or another way to the same file: `..`, a
+/// link): each of its records would be imported twice, every volume doubled.
+fn check_once(files: &[PathBuf]) -> Result<(), String> {
+    const AGAIN: &str =
+        "its records would be imported twice (every volume doubled): give each input once";
+    let mut seen: Vec<((u64, u64, PathBuf), &Path)> = Vec::new();
+    for f in files {
+        let id = super::out::file_id(f);
+        match seen.iter().find(|(x, _)| *x == id) {
+            Some((_, first)) if *first == f.as_path() => {
+                return Err(format!(
+                    "{} is given twice as an input: {AGAIN}",
+                    f.display()
+                ));
+            }
+            Some((_, first)) => {
+                return Err(format!(
+                    "{} is the input {} again: {AGAIN}",
+                    f.display(),
+                    first.display()
+                ));
+            }
+            None => seen.push((id, f)),
+        }
+    }
+    Ok(())
+}
+
 /// The import options from the flags, or the usage message.
 pub fn options(a: &ImportArgs) -> Result<(Options, Vec<Format>), String> {
+    for f in &a.files {
+        check_regular(f)?;
+    }
+    check_once(&a.files)?;
     let zone = Zone::parse(&a.tz).ok_or_else(|| {
         format!(
             "--tz {:?} is not a zone of the tz database (an IANA name such as America/New_York or Europe/London, UTC, or a fixed +HH:MM)",
