@@ -970,7 +970,7 @@ fn csv_messages_say_what_is_wrong() {
     let err = import(&[&f], &d.join("o.jsonl"), &["--ts-unit", "ms"]).unwrap_err();
     assert!(
         err.contains(
-            "price \"99999999999999.99\" is too large: a tape price is at most 999999999999.9999"
+            "price \"99999999999999.99\" is too large: a tape price is at most 100000000000 (10^11)"
         ),
         "{err}"
     );
@@ -1417,6 +1417,52 @@ fn an_input_that_is_not_a_regular_file_is_refused_before_anything_is_written() {
         via_stdin.lines().skip(1).collect::<Vec<_>>(),
         direct.lines().skip(1).collect::<Vec<_>>()
     );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// The importer took prices up to 999999999999.9999 (docs/tapes.md said so) while the tape
+/// reader refuses any above 10^11, so an import wrote tapes that `tape info`, `run` and
+/// `frame` could not read. Both now hold the reader's limit, in the same words.
+#[test]
+fn the_importer_refuses_the_prices_the_reader_refuses_and_writes_those_it_reads() {
+    let d = dir("price-limit");
+    let f = d.join("p.csv");
+    let out = d.join("p.jsonl");
+    let limit = "is too large: a tape price is at most 100000000000 (10^11)";
+    for px in [
+        "123456789012.3456",
+        "100000000000.0001",
+        "999999999999.9999",
+    ] {
+        std::fs::write(&f, format!("ts,symbol,price,size\n1744205400,SPY,{px},1\n")).unwrap();
+        let err = import(&[&f], &out, &["--ts-unit", "s"]).unwrap_err();
+        assert!(
+            err.contains(&format!("record=1 message=price \"{px}\" {limit}")),
+            "{px}: {err}"
+        );
+        assert!(!out.exists(), "{px}");
+    }
+    let err = import(
+        &[&f],
+        &out,
+        &["--ts-unit", "s", "--prior", "SPY=100000000001"],
+    )
+    .unwrap_err();
+    assert!(
+        err.contains(&format!("--prior: price \"100000000001\" {limit}")),
+        "{err}"
+    );
+    // At the limit and under it: imported, and read back by `tape info`.
+    for px in ["100000000000", "99999999999.9999"] {
+        std::fs::write(&f, format!("ts,symbol,price,size\n1744205400,SPY,{px},1\n")).unwrap();
+        import(&[&f], &out, &["--ts-unit", "s"]).expect(px);
+        let (code, info, err) = kestrel(&["tape", "info", s(&out)]);
+        assert_eq!(code, 0, "{px}: {err}");
+        assert!(
+            info.contains("symbols SPY (trades 1, quotes 0)"),
+            "{px}: {info}"
+        );
+    }
     let _ = std::fs::remove_dir_all(&d);
 }
 

@@ -629,8 +629,30 @@ fn fast_decimal(b: &[u8]) -> Option<f64> {
     Some(sig as f64 / POW10[frac.len()])
 }
 
-/// Parse one line into a JSON object, or refuse it.
-fn parse_object(line_no: u64, bytes: &[u8]) -> Res<Map<String, Value>> {
+/// The text of the number `n` that `key` holds on the line `text`, as the file writes it
+/// (`1e12`, `999999999999.99999`), for a refusal: the first `"key":` whose number reads as
+/// `n` (the key may be in several objects of the line: each header symbol's
+/// `prior_close`). `None` when none does (a key written with escapes).
+#[cold]
+fn number_text(text: &str, key: &str, n: &serde_json::Number) -> Option<String> {
+    let quoted = format!("\"{key}\"");
+    text.match_indices(&quoted).find_map(|(at, _)| {
+        let rest = text[at + quoted.len()..].trim_start().strip_prefix(':')?;
+        let rest = rest.trim_start();
+        let end = rest
+            .find(|c: char| !(c.is_ascii_digit() || matches!(c, '-' | '+' | '.' | 'e' | 'E')))
+            .unwrap_or(rest.len());
+        let num = &rest[..end];
+        (serde_json::from_str::<serde_json::Number>(num)
+            .ok()
+            .as_ref()
+            == Some(n))
+        .then(|| num.to_string())
+    })
+}
+
+/// Parse one line into a JSON object (and the line as text), or refuse it.
+fn parse_object(line_no: u64, bytes: &[u8]) -> Res<(Map<String, Value>, &str)> {
     let text = std::str::from_utf8(bytes).map_err(|e| {
         TapeError::new(
             line_no,
@@ -648,7 +670,7 @@ fn parse_object(line_no: u64, bytes: &[u8]) -> Res<Map<String, Value>> {
     match serde_json::from_str::<Value>(text) {
         // `Value` keeps a repeated key's last value: refused instead.
         Ok(Value::Object(m)) => match repeated_key(text) {
-            None => Ok(m),
+            None => Ok((m, text)),
             Some(r) => Err(TapeError::new(
                 line_no,
                 TapeErrorKind::BadField,
@@ -828,6 +850,8 @@ struct Fields<'a> {
     line: u64,
     what: &'static str,
     m: &'a Map<String, Value>,
+    /// The whole line, for a refusal that quotes a number as the file writes it.
+    text: &'a str,
 }
 
 impl<'a> Fields<'a> {
@@ -898,19 +922,24 @@ impl<'a> Fields<'a> {
         };
         match self.get(key)? {
             Value::Number(n) => {
+                // Refusals quote the number as the line writes it (serde_json keeps only
+                // its float, which prints `999999999999.99999` as `1000000000000.0`).
+                let shown = || number_text(self.text, key, n).unwrap_or_else(|| n.to_string());
                 let x = n
                     .as_f64()
-                    .ok_or_else(|| price_err(format!("{n} is not a number")))?;
+                    .ok_or_else(|| price_err(format!("{} is not a number", shown())))?;
                 if !x.is_finite() {
-                    return Err(price_err(format!("{n} is not finite")));
+                    return Err(price_err(format!("{} is not finite", shown())));
                 }
                 if x <= 0.0 {
-                    return Err(price_err(format!("{n} is not positive")));
+                    return Err(price_err(format!("{} is not positive", shown())));
                 }
                 Px::from_f64_exact(x).ok_or_else(|| {
-                    price_err(format!(
-                        "{n} has more than 4 decimal places or is too large"
-                    ))
+                    price_err(if x > Px::MAX.to_f64() {
+                        Px::too_large(shown())
+                    } else {
+                        format!("{} has more than 4 decimal places", shown())
+                    })
                 })
             }
             Value::String(s) => Err(price_err(format!(
@@ -929,11 +958,12 @@ impl<'a> Fields<'a> {
     }
 }
 
-fn parse_header(line: u64, m: &Map<String, Value>) -> Res<TapeHeader> {
+fn parse_header(line: u64, text: &str, m: &Map<String, Value>) -> Res<TapeHeader> {
     let f = Fields {
         line,
         what: "header",
         m,
+        text,
     };
     match m.get("type") {
         Some(Value::String(t)) if t == "header" => {}
@@ -1013,6 +1043,7 @@ fn parse_header(line: u64, m: &Map<String, Value>) -> Res<TapeHeader> {
             line,
             what: "header symbol",
             m: o,
+            text,
         };
         let prior_close = sf.px("prior_close")?;
         let strike_step = if o.contains_key("strike_step") {
@@ -1050,6 +1081,7 @@ fn parse_header(line: u64, m: &Map<String, Value>) -> Res<TapeHeader> {
                 line,
                 what: "header vol",
                 m: o,
+                text,
             };
             let atm_iv = vf.f64("atm_iv")?;
             if atm_iv <= 0.0 || atm_iv > 10.0 {
@@ -1092,7 +1124,12 @@ fn parse_header(line: u64, m: &Map<String, Value>) -> Res<TapeHeader> {
     })
 }
 
-fn parse_event(line: u64, m: &Map<String, Value>, header: &TapeHeader) -> Res<TapeEvent> {
+fn parse_event(
+    line: u64,
+    text: &str,
+    m: &Map<String, Value>,
+    header: &TapeHeader,
+) -> Res<TapeEvent> {
     let ty = match m.get("type") {
         Some(Value::String(t)) => t.as_str(),
         Some(v) => {
@@ -1130,6 +1167,7 @@ fn parse_event(line: u64, m: &Map<String, Value>, header: &TapeHeader) -> Res<Ta
                 line,
                 what: "tick",
                 m,
+                text,
             };
             let ts = f.ts("ts")?;
             let sym = sym_of(&f)?;
@@ -1145,6 +1183,7 @@ fn parse_event(line: u64, m: &Map<String, Value>, header: &TapeHeader) -> Res<Ta
                 line,
                 what: "iv",
                 m,
+                text,
             };
             let ts = f.ts("ts")?;
             let sym = sym_of(&f)?;
@@ -1165,13 +1204,14 @@ fn parse_event(line: u64, m: &Map<String, Value>, header: &TapeHeader) -> Res<Ta
                 line,
                 what: "headline",
                 m,
+                text,
             };
             let ts = f.ts("ts")?;
             let text = f.str("text")?.to_string();
             Ok(TapeEvent::Headline(Headline { ts, text }))
         }
-        "quote" if header.v >= TAPE_VERSION_2 => parse_quote(line, m, header),
-        "session" if header.v >= TAPE_VERSION_2 => parse_session(line, m, header),
+        "quote" if header.v >= TAPE_VERSION_2 => parse_quote(line, text, m, header),
+        "session" if header.v >= TAPE_VERSION_2 => parse_session(line, text, m, header),
         "header" => Err(TapeError::new(
             line,
             TapeErrorKind::BadHeader,
@@ -1212,11 +1252,17 @@ fn day_fields(f: &Fields<'_>) -> Res<(Date, Ts, Ts)> {
 
 /// A `session` line (v2): `date`, `open`, `close` like the header's, and `prior`, the
 /// prior close of every header symbol.
-fn parse_session(line: u64, m: &Map<String, Value>, header: &TapeHeader) -> Res<TapeEvent> {
+fn parse_session(
+    line: u64,
+    text: &str,
+    m: &Map<String, Value>,
+    header: &TapeHeader,
+) -> Res<TapeEvent> {
     let f = Fields {
         line,
         what: "session",
         m,
+        text,
     };
     let (date, open, close) = day_fields(&f)?;
     let Value::Object(o) = f.get("prior")? else {
@@ -1226,6 +1272,7 @@ fn parse_session(line: u64, m: &Map<String, Value>, header: &TapeHeader) -> Res<
         line,
         what: "session prior",
         m: o,
+        text,
     };
     let mut prior = Vec::with_capacity(header.symbols.len());
     for k in o.keys() {
@@ -1272,11 +1319,17 @@ fn not_a_size(n: &serde_json::Number) -> String {
 
 /// A `quote` line (v2): `sym` is a header symbol or an OCC option symbol on a header symbol
 /// with a chain; `bid` ≤ `ask`; sizes are non-negative integers.
-fn parse_quote(line: u64, m: &Map<String, Value>, header: &TapeHeader) -> Res<TapeEvent> {
+fn parse_quote(
+    line: u64,
+    text: &str,
+    m: &Map<String, Value>,
+    header: &TapeHeader,
+) -> Res<TapeEvent> {
     let f = Fields {
         line,
         what: "quote",
         m,
+        text,
     };
     let ts = f.ts("ts")?;
     let s = f.str("sym")?;
@@ -1405,7 +1458,10 @@ impl<R: BufRead> TapeReader<R> {
                     "the tape starts with a UTF-8 byte-order mark (U+FEFF): save it without one",
                 ));
             }
-            Ok(RawLine::Line) => parse_header(1, &parse_object(1, &buf)?)?,
+            Ok(RawLine::Line) => {
+                let (m, text) = parse_object(1, &buf)?;
+                parse_header(1, text, &m)?
+            }
         };
         Ok(TapeReader {
             r,
@@ -1519,7 +1575,8 @@ impl<R: BufRead> TapeReader<R> {
         {
             return Some(self.in_order(line, ev));
         }
-        let ev = parse_object(line, &self.buf).and_then(|m| parse_event(line, &m, &self.header));
+        let ev = parse_object(line, &self.buf)
+            .and_then(|(m, text)| parse_event(line, text, &m, &self.header));
         Some(ev.and_then(|ev| self.in_order(line, ev)))
     }
 
@@ -1900,6 +1957,55 @@ mod tests {
             assert_eq!(e.kind, TapeErrorKind::BadField, "{line}: {e}");
             assert!(e.to_string().contains(want), "{line}: {e}");
         }
+    }
+
+    /// A price past the reader's limit was "has more than 4 decimal places or is too large",
+    /// shown as the float serde_json read (`1000000000000.0` for `999999999999.99999`): it
+    /// says which, with the limit the importer refuses past too, and quotes the file's text.
+    #[test]
+    fn a_price_too_large_says_so_with_the_limit_and_the_text_of_the_file() {
+        let limit = "is too large: a tape price is at most 100000000000 (10^11)";
+        let tick = |px: &str| {
+            format!(r#"{{"type":"tick","ts":"09:30:00.000","sym":"SPY","px":{px},"sz":1}}"#)
+        };
+        for (px, want) in [
+            (
+                "123456789012.3456",
+                format!("`px`: 123456789012.3456 {limit}"),
+            ),
+            (
+                "999999999999.99999",
+                format!("`px`: 999999999999.99999 {limit}"),
+            ),
+            ("1e12", format!("`px`: 1e12 {limit}")),
+            (
+                "100000000000.0001",
+                format!("`px`: 100000000000.0001 {limit}"),
+            ),
+            (
+                "1.23456",
+                "`px`: 1.23456 has more than 4 decimal places".to_string(),
+            ),
+            ("-1.50", "`px`: -1.50 is not positive".to_string()),
+        ] {
+            let e = first_err(&tape(&[&tick(px)]));
+            assert_eq!((e.line, e.kind), (2, TapeErrorKind::BadPrice), "{px}: {e}");
+            assert!(e.to_string().ends_with(&want), "{px}: {e}");
+        }
+        // The limit itself is a price; so is every 4-decimal price under it.
+        for px in ["100000000000", "100000000000.0000", "99999999999.9999"] {
+            let (_, evs) = read_tape_bytes(tape(&[&tick(px)]).as_bytes()).expect(px);
+            assert_eq!(evs.len(), 1);
+        }
+        // In the header, among several symbols: the text of the one refused.
+        let hdr = HDR.replace("498.30", "123456789012.3456");
+        let e = first_err(&hdr);
+        assert_eq!((e.line, e.kind), (1, TapeErrorKind::BadPrice), "{e}");
+        assert!(
+            e.to_string()
+                .ends_with(&format!("`prior_close`: 123456789012.3456 {limit}")),
+            "{e}"
+        );
     }
 
     #[test]

@@ -32,6 +32,16 @@ impl Px {
     pub const ZERO: Px = Px(0);
     /// One cent.
     pub const CENT: Px = Px(100);
+    /// The largest price a tape holds, 10^11 ([`PX_MAX_ABS`]): the tape reader refuses a
+    /// larger one, and `tape import` refuses to write one, both in [`Px::too_large`]'s words.
+    pub const MAX: Px = Px(PX_MAX_RAW as i64);
+
+    /// Why a price written `shown` (its text, as in the file) is refused as above
+    /// [`Px::MAX`]: the same words from the tape reader and the importer.
+    #[cold]
+    pub fn too_large(shown: impl fmt::Display) -> String {
+        format!("{shown} is too large: a tape price is at most {PX_MAX_ABS} (10^11)")
+    }
 
     /// A price from its raw ten-thousandths.
     pub const fn from_raw(raw: i64) -> Px {

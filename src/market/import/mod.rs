@@ -842,7 +842,7 @@ fn occ_name(k: &OptionKey) -> String {
 }
 
 /// Parse an exact decimal price (`500.12`, `0.0125`; at most 4 decimals, trailing zeros
-/// beyond them allowed) into a positive [`Px`] (`allow_zero`: 0 too).
+/// beyond them allowed, at most [`Px::MAX`]) into a positive [`Px`] (`allow_zero`: 0 too).
 pub fn parse_price(s: &str, allow_zero: bool) -> Result<Px, String> {
     let t = s.trim();
     let (int, frac) = match t.split_once('.') {
@@ -858,11 +858,11 @@ pub fn parse_price(s: &str, allow_zero: bool) -> Result<Px, String> {
     {
         return Err(format!("price {t:?} is not a plain decimal number"));
     }
-    // Leading zeros do not make a price large.
+    // The tape reader's limit, in its words (a tape the reader refuses is not written).
+    // Leading zeros do not make a price large; more than 12 digits would not fit the count.
+    let too_large = || format!("price {}", Px::too_large(format!("{t:?}")));
     if int.trim_start_matches('0').len() > 12 {
-        return Err(format!(
-            "price {t:?} is too large: a tape price is at most 999999999999.9999 (12 digits before the point)"
-        ));
+        return Err(too_large());
     }
     let frac_t = frac.trim_end_matches('0');
     if frac_t.len() > 4 {
@@ -881,6 +881,9 @@ pub fn parse_price(s: &str, allow_zero: bool) -> Result<Px, String> {
         f += i64::from(c - b'0') * 10i64.pow(3 - i as u32);
     }
     raw += f;
+    if raw > Px::MAX.raw() {
+        return Err(too_large());
+    }
     if raw == 0 && !allow_zero || raw < 0 {
         return Err(format!("price {t:?} is not positive"));
     }
@@ -963,6 +966,12 @@ mod tests {
         assert_eq!(parse_price("0", true), Ok(Px(0)));
         assert!(parse_price("-1", false).is_err());
         assert!(parse_price("1e3", false).is_err());
+        // The tape reader's limit: 10^11, not 12 digits before the point.
+        assert_eq!(parse_price("100000000000", false), Ok(Px::MAX));
+        assert_eq!(
+            parse_price("100000000000.0001", false),
+            Err("price \"100000000000.0001\" is too large: a tape price is at most 100000000000 (10^11)".into())
+        );
         assert_eq!(px_from_nanos(500_120_000_000), Ok(Px(5_001_200)));
         assert!(px_from_nanos(500_120_000_001).is_err());
     }
