@@ -1501,3 +1501,59 @@ fn the_same_input_given_twice_is_refused_naming_it() {
     assert!(!out.exists());
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A CSV header naming a column twice (`ts,symbol,price,size,price`) was read with the first
+/// without a word; an empty file said ``no column "ts" in the header row ()``.
+#[test]
+fn a_column_named_twice_and_an_empty_csv_are_refused_saying_so() {
+    let d = dir("csv-header");
+    let f = d.join("h.csv");
+    let out = d.join("o.jsonl");
+    std::fs::write(
+        &f,
+        "ts,symbol,price,size,price\n1744205400,SPY,500.12,1,501.00\n",
+    )
+    .unwrap();
+    let err = import(&[&f], &out, &["--ts-unit", "s"]).unwrap_err();
+    assert_eq!(
+        err,
+        format!(
+            "error code=IMPORT file={} record=0 message=the header row names column \"price\" twice (columns 3 and 5): which one is meant is not clear, so neither is read; rename or remove one\n",
+            f.display()
+        )
+    );
+    // Named by a flag, with spaces around it.
+    std::fs::write(
+        &f,
+        "Time,symbol,price,size, Time \n1744205400,SPY,500.12,1,x\n",
+    )
+    .unwrap();
+    let err = import(&[&f], &out, &["--ts-unit", "s", "--ts-col", "Time"]).unwrap_err();
+    assert!(
+        err.contains("message=the header row names column \"Time\" twice (columns 1 and 5)"),
+        "{err}"
+    );
+    // A column the import does not read may repeat.
+    std::fs::write(
+        &f,
+        "ts,symbol,price,size,venue,venue\n1744205400,SPY,500.12,1,X,Y\n",
+    )
+    .unwrap();
+    import(&[&f], &out, &["--ts-unit", "s"]).expect("an unread column repeated");
+    std::fs::remove_file(&out).unwrap();
+    for (name, text) in [("empty.csv", ""), ("blank.csv", "\n\n")] {
+        let f = d.join(name);
+        std::fs::write(&f, text).unwrap();
+        let err = import(&[&f], &out, &["--ts-unit", "s"]).unwrap_err();
+        assert_eq!(
+            err,
+            format!(
+                "error code=IMPORT file={} record=0 message=nothing to import: the file is empty (no header row, no records)\n",
+                f.display()
+            ),
+            "{name}"
+        );
+        assert!(!out.exists());
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}

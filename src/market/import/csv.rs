@@ -124,9 +124,17 @@ impl CsvSource {
             .headers()
             .map_err(|e| ImportError::new(&file, 0, format!("cannot read the header row: {e}")))?
             .clone();
-        let find = |name: &str| hdr.iter().position(|h| h.trim() == name);
+        if hdr.is_empty() {
+            // Not "no column ts in the header row ()": there is no header row at all.
+            return Err(ImportError::new(
+                &file,
+                0,
+                "nothing to import: the file is empty (no header row, no records)",
+            ));
+        }
+        let find = |name: &str| column(&hdr, name).map_err(|e| ImportError::new(&file, 0, e));
         let need = |name: &str| {
-            find(name).ok_or_else(|| {
+            find(name)?.ok_or_else(|| {
                 ImportError::new(
                     &file,
                     0,
@@ -148,12 +156,12 @@ impl CsvSource {
             } else {
                 Some(need(&cols.symbol)?)
             },
-            price: find(&cols.price),
-            size: find(&cols.size),
-            bid: find(&cols.bid),
-            ask: find(&cols.ask),
-            bid_size: find(&cols.bid_size),
-            ask_size: find(&cols.ask_size),
+            price: find(&cols.price)?,
+            size: find(&cols.size)?,
+            bid: find(&cols.bid)?,
+            ask: find(&cols.ask)?,
+            bid_size: find(&cols.bid_size)?,
+            ask_size: find(&cols.ask_size)?,
             kind: match &cols.kind {
                 Some(k) => Some(need(k)?),
                 None => None,
@@ -307,6 +315,26 @@ impl Source for CsvSource {
 
     fn records_read(&self) -> u64 {
         self.rows
+    }
+}
+
+/// The index of the column named `name` in the header row (names compared trimmed), `None`
+/// when there is none, or why not: a column the import reads that the header names twice
+/// (`ts,symbol,price,size,price`) is refused rather than read from the first, as the tape
+/// reader refuses a repeated key. A column the import does not read may repeat.
+fn column(hdr: &csv::StringRecord, name: &str) -> Result<Option<usize>, String> {
+    let mut at = hdr
+        .iter()
+        .enumerate()
+        .filter(|(_, h)| h.trim() == name)
+        .map(|(i, _)| i);
+    match (at.next(), at.next()) {
+        (Some(a), Some(b)) => Err(format!(
+            "the header row names column {name:?} twice (columns {} and {}): which one is meant is not clear, so neither is read; rename or remove one",
+            a + 1,
+            b + 1
+        )),
+        (first, _) => Ok(first),
     }
 }
 
