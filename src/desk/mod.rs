@@ -25,6 +25,7 @@ pub mod theme;
 pub mod ui;
 
 use crate::session::agent::Agent;
+use crate::session::owner::NoticeLevel;
 use crate::session::{self, AuthorTarget, Command, Opening, Session, Settings, TapeSource, saved};
 use crate::turn::{AuthorKind, Outcome, Profile, Reply, TurnContext, WakePhase};
 use app::App;
@@ -528,20 +529,7 @@ fn run_inner(a: &DeskArgs, save: Option<PathBuf>) -> color_eyre::Result<()> {
     let (themes, keys, warnings) = load_config(saved::config_dir().as_deref());
     let mut app = App::new(handle, themes, keys);
     app.warnings = warnings;
-    if let Some(m) = config_message(&app.warnings) {
-        app.message = Some(m);
-    } else if a.open.is_some() {
-        app.message = Some(format!(
-            "reopened {} at {} (Home: back to the open)",
-            a.open
-                .as_ref()
-                .map(|p| p.display().to_string())
-                .unwrap_or_default(),
-            app.snap.clock
-        ));
-    } else if let Some(p) = &save {
-        app.message = Some(format!("saving to {}", p.display()));
-    }
+    opening_message(&mut app, a, save.as_deref());
     if a.play {
         app.send(Command::Play);
     }
@@ -596,6 +584,27 @@ fn run_inner(a: &DeskArgs, save: Option<PathBuf>) -> color_eyre::Result<()> {
         ));
     }
     res
+}
+
+/// The footer's first message: a problem in the config files, else a warning the session
+/// gave at the open (a reopened file's last line cut short), else where the session was
+/// reopened or is saved. A warning is not covered by the routine line: the footer shows one
+/// message, and "reopened FILE at 15:05" over "its last line was cut short" hid the one a
+/// person needs to read.
+pub fn opening_message(app: &mut App, a: &DeskArgs, save: Option<&std::path::Path>) {
+    if let Some(m) = config_message(&app.warnings) {
+        app.message = Some(m);
+    } else if app.message_level() as u8 > NoticeLevel::Info as u8 {
+        // App::new took the loudest notice given at the open.
+    } else if let Some(p) = &a.open {
+        app.message = Some(format!(
+            "reopened {} at {} (Home: back to the open)",
+            p.display(),
+            app.snap.clock
+        ));
+    } else if let Some(p) = save {
+        app.message = Some(format!("saving to {}", p.display()));
+    }
 }
 
 /// The footer's word on problems in the config files: the one, or how many and the first
