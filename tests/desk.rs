@@ -2728,6 +2728,122 @@ fn a_session_file_cut_mid_line_reopens_and_its_acts_replay_in_tape_order() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The notice that a reopened file's last line was cut short was said, then covered at once
+/// by the footer's routine "reopened FILE at ..." line: the person never saw it. It is the
+/// first message of the desk.
+#[test]
+fn the_cut_short_notice_is_the_first_message_of_the_reopened_desk() {
+    let dir = tmp("torn-shown");
+    let path = dir.join("s.jsonl");
+    drop(book_with(
+        Some(path.clone()),
+        &[(ms(9, 40, 0), SECOND_PLAN)],
+        ms(10, 0, 0),
+    ));
+    let text = std::fs::read_to_string(&path).unwrap();
+    let torn = dir.join("torn.jsonl");
+    std::fs::write(&torn, &text[..text.len() - 15]).unwrap();
+    let opened = |p: &std::path::Path| {
+        let s = kestrel_desk::session::owner::reopen(p, None).unwrap();
+        let (themes, keys, _) = desk::load_config(None);
+        let mut app = App::new(SessionHandle::inline(s), themes, keys);
+        desk::opening_message(
+            &mut app,
+            &args(&["kestrel", "--open", p.to_str().unwrap()]),
+            None,
+        );
+        app
+    };
+    let app = opened(&torn);
+    let m = app.message.clone().unwrap_or_default();
+    assert!(
+        m.contains(&format!(
+            "last line ({}) was cut short",
+            text.lines().count()
+        )),
+        "{m}"
+    );
+    assert_eq!(
+        app.message_level(),
+        kestrel_desk::session::owner::NoticeLevel::Warn
+    );
+    // A whole file opens with the routine line.
+    let m = opened(&path).message.unwrap_or_default();
+    assert!(m.starts_with("reopened "), "{m}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A session file edited by hand: an act moved past the tape's end was never replayed, one
+/// whose time was moved away from its tape point showed the new time in the Journal but
+/// armed at the old point, and a turn whose text was made invalid was refused on replay
+/// while its line said it armed a plan; all opened without a word. Each is refused, naming
+/// its line.
+#[test]
+fn an_act_edited_off_its_tape_point_or_its_result_is_refused_naming_its_line() {
+    let dir = tmp("misplaced");
+    let path = dir.join("s.jsonl");
+    drop(book_with(
+        Some(path.clone()),
+        &[
+            (ms(9, 40, 0), SECOND_PLAN),
+            (ms(10, 0, 0), "STAND-DOWN enough\n"),
+        ],
+        ms(10, 30, 0),
+    ));
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let k = lines
+        .iter()
+        .position(|l| l.contains("\"type\":\"act\"") && l.contains("PLAN my-dip"))
+        .expect("the person's turn is recorded");
+    let v: serde_json::Value = serde_json::from_str(lines[k]).unwrap();
+    let edited = |key: &str, to: serde_json::Value| {
+        let mut v = v.clone();
+        v[key] = to;
+        let mut l: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+        l[k] = v.to_string();
+        let p = dir.join(format!("{key}.jsonl"));
+        std::fs::write(&p, l.join("\n") + "\n").unwrap();
+        p
+    };
+    let refused = |p: &std::path::Path| match kestrel_desk::session::owner::reopen(p, None) {
+        Ok(_) => panic!("{} reopened", p.display()),
+        Err(e) => e,
+    };
+    let e = refused(&edited("seq", 99_999_999.into()));
+    assert!(e.starts_with("error code=SESSION message="), "{e}");
+    assert!(
+        e.contains(&format!("line {}: the act recorded at seq 99999999", k + 1))
+            && e.contains("past the tape's end"),
+        "{e}"
+    );
+    let e = refused(&edited("ts", "09:35:00.000".into()));
+    assert!(
+        e.contains(&format!("line {}: the act recorded at seq", k + 1))
+            && e.contains("09:35:00.000 does not fall at that point of the tape"),
+        "{e}"
+    );
+    // Later than its tape point: it would apply events past where it was taken.
+    let e = refused(&edited("ts", "09:50:00.000".into()));
+    assert!(e.contains("does not fall at that point"), "{e}");
+    // Its text changed to a turn that is refused, the line still saying it armed the plan:
+    // replayed, the book would lack the plan.
+    assert_eq!(v["result"], "armed my-dip");
+    let mut act = v["act"].clone();
+    act["text"] = "PLAN my-dip budget 0.2R ttl +30m\n  DO sell 1 -1 P @ mid\n".into();
+    let e = refused(&edited("act", act));
+    assert!(
+        e.contains(&format!(
+            "line {}: the turn recorded as \"armed my-dip\" replays as \"refused: ",
+            k + 1
+        )),
+        "{e}"
+    );
+    // The file as written reopens.
+    reopened(&path);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Rewinding while a live agent was writing: its answer, asked again, is recorded after the
 /// old branch's later acts (found in review: the session file then read as out of order).
 /// It reopens, and at the same hash as the live session.

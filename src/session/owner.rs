@@ -815,6 +815,10 @@ pub struct Session {
     standing: Arc<crate::lang::rules::Scope>,
     standing_at: Option<(u32, u64)>,
     replaying: bool,
+    /// While [`reopen`] replays a file: for each recorded act applied, in order, the tape
+    /// events applied and the last one's time when it applied, and what it did; `reopen`
+    /// holds them to the file's record.
+    replayed: Option<Vec<Replayed>>,
     error: Option<String>,
     segment: u32,
     frame: Option<Arc<Rendered>>,
@@ -952,6 +956,10 @@ impl Session {
             .collect();
         for c in copies {
             s.write_record(c, false);
+        }
+        // A saved session's acts, from the first, are held to the record ([`reopen`]).
+        if how.replay {
+            s.replayed = Some(Vec::new());
         }
         s.apply_script();
         // The opening documents arm at the open, before the first event (and so before the
@@ -1130,6 +1138,7 @@ impl Session {
             standing: Arc::default(),
             standing_at: None,
             replaying: false,
+            replayed: None,
             error: None,
             segment: 0,
             frame: None,
@@ -1853,7 +1862,24 @@ impl Session {
                 break;
             }
             if let Some((_, ts, act)) = self.script.pop_front() {
-                self.apply_act(act, ts, false);
+                // Where it applies: the events applied, the span of tape time between the
+                // last of them and the next (none across a session line or at the end).
+                let at = if self.replayed.is_some() {
+                    let next = self.run.peek_ts().ok().flatten();
+                    let next = next.filter(|_| !self.run.next_is_session());
+                    Some((self.seq, self.last_event, next))
+                } else {
+                    None
+                };
+                let result = self.apply_act(act, ts, false);
+                if let (Some(r), Some((seq, after, before))) = (self.replayed.as_mut(), at) {
+                    r.push(Replayed {
+                        seq,
+                        after,
+                        before,
+                        result,
+                    });
+                }
             }
         }
     }
@@ -1886,7 +1912,7 @@ impl Session {
 
     /// Apply an act at `ts`; `acted`: a new act (not one replayed from a saved session),
     /// which makes an opened session start writing.
-    fn apply_act(&mut self, act: Act, ts: Ts, acted: bool) {
+    fn apply_act(&mut self, act: Act, ts: Ts, acted: bool) -> String {
         let result = match &act {
             Act::Turn { author, kind, text } => self.desk_turn(author, *kind, text, ts),
             Act::Agent(a) if !acted => {
@@ -1906,6 +1932,7 @@ impl Session {
         self.history.push((self.seq, ts, act));
         self.frame_key = None;
         self.changed = true;
+        result
     }
 
     /// Route a turn written at the desk against the standing book and carry it out.
@@ -2599,6 +2626,18 @@ impl Drop for Session {
     }
 }
 
+/// A recorded act as [`reopen`] replayed it.
+struct Replayed {
+    /// The tape events applied when it applied.
+    seq: u64,
+    /// The time of the last of them (the open before the first).
+    after: Ts,
+    /// The time of the next event, when one follows in the same session.
+    before: Option<Ts>,
+    /// What it did.
+    result: String,
+}
+
 /// Does the record still to replay answer (or reject) the agent's call `call`?
 fn records_answer(script: &VecDeque<(u64, Ts, Act)>, call: u64) -> bool {
     script.iter().any(|(_, _, a)| {
@@ -2664,17 +2703,68 @@ pub fn reopen(path: &Path, save: Option<PathBuf>) -> Result<Session, String> {
     let last = s.last.1;
     let speed = s.speed;
     let torn = s.torn;
+    // An act is named by its line.
+    let line = |i: usize| s.act_lines.get(i).map_or(0, |a| a.line);
+    let refuse = |i: usize, why: String| {
+        let (seq, ts, _) = &s.acts[i];
+        format!(
+            "error code=SESSION message={}: line {}: the act recorded at seq {seq}, {ts} {why}: \
+             the file was changed since the desk wrote it",
+            path.display(),
+            line(i)
+        )
+    };
+    // An act past the tape's last event would never be replayed: the book would silently
+    // lack it.
+    let events = tape.reader()?.count() as u64;
+    if let Some(i) = s.acts.iter().position(|(q, _, _)| *q > events) {
+        return Err(refuse(
+            i,
+            format!("is past the tape's end ({events} events)"),
+        ));
+    }
     let mut session = Session::open(
         tape,
-        s.settings,
+        s.settings.clone(),
         Opening {
             save,
-            script: s.acts,
+            script: s.acts.clone(),
             replay: true,
             plans: Vec::new(),
         },
     )?;
     session.seek(last);
+    let replayed = session.replayed.take().unwrap_or_default();
+    // The desk records an act at the tape events applied and the clock when it took
+    // effect: replayed, it applies with exactly those events applied, at a time not before
+    // the last of them. Another point is a `seq` or `ts` changed by hand: the act would
+    // apply where the person never took it.
+    for (i, (r, (seq, ts, _))) in replayed.iter().zip(&s.acts).enumerate() {
+        if *seq != r.seq || *ts < r.after || r.before.is_some_and(|b| *ts > b) {
+            let until = r.before.map(|b| format!(" to {b}")).unwrap_or_default();
+            return Err(refuse(
+                i,
+                format!(
+                    "does not fall at that point of the tape (it replays at seq {}, from {}{until})",
+                    r.seq, r.after
+                ),
+            ));
+        }
+    }
+    // A turn replays as it was taken (the same text on the same book). One that does not do
+    // what its line says it did (its text changed by hand: the plan it armed now refused)
+    // would leave a book the person never had, as an undo of a turn the file does not hold
+    // would: the file is refused, naming the line.
+    for (i, (r, (_, _, act))) in replayed.iter().zip(&s.acts).enumerate() {
+        let got = &r.result;
+        if let (Act::Turn { .. }, Some((n, want))) = (act, s.differs(i, got)) {
+            return Err(format!(
+                "error code=SESSION message={}: line {n}: the turn recorded as {want:?} replays \
+                 as {got:?}: the file was changed since the desk wrote it",
+                path.display()
+            ));
+        }
+    }
     // The speed the person last chose (a live agent's seat starts at 1x only when nothing
     // was chosen).
     if let Some(sp) = speed {

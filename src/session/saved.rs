@@ -103,9 +103,33 @@ pub struct Saved {
     pub last: (u64, Ts),
     /// The replay speed last set (`speed 600x` records); `--open` resumes at it.
     pub speed: Option<Speed>,
+    /// The line of each of `acts` (same index), to name it and hold its replay to the
+    /// result recorded.
+    pub act_lines: Vec<ActLine>,
     /// The number of a last line cut short (no line end, not JSON: a crash mid-write), left
     /// out; the rest of the file opens.
     pub torn: Option<usize>,
+}
+
+/// Where an act is in the file, and what the desk said it did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ActLine {
+    /// Its line number.
+    pub line: usize,
+    /// What the desk said it did (`armed late-put`, `refused: ...`); `replayed` on the
+    /// copy a reopened session's new file starts with.
+    pub result: Option<String>,
+}
+
+impl Saved {
+    /// The act `i` replayed with `got` when its line records another result: the line and
+    /// the result recorded. The copies a reopened session's new file starts with record
+    /// `replayed`, nothing to hold them to.
+    pub fn differs(&self, i: usize, got: &str) -> Option<(usize, &str)> {
+        let a = self.act_lines.get(i)?;
+        let want = a.result.as_deref()?;
+        (want != "replayed" && want != got).then_some((a.line, want))
+    }
 }
 
 /// Why a file is not a session this desk can open.
@@ -159,6 +183,7 @@ pub fn load(text: &str) -> Result<Saved, String> {
         acts: Vec::new(),
         last: (0, Ts(0)),
         speed: None,
+        act_lines: Vec::new(),
         torn: None,
     };
     if s.tape.is_empty() {
@@ -210,10 +235,13 @@ pub fn load(text: &str) -> Result<Saved, String> {
                 // it where the live session did.
                 let at = s.acts.partition_point(|(q, t, _)| (*q, *t) <= (seq, ts));
                 s.acts.insert(at, (seq, ts, act));
+                let result = v.get("result").and_then(|r| r.as_str()).map(String::from);
+                s.act_lines.insert(at, ActLine { line: n, result });
             }
             Some("control") => match v.get("action").and_then(|a| a.as_str()) {
                 Some("restart") => {
                     s.acts.clear();
+                    s.act_lines.clear();
                     s.last = (0, Ts(0));
                     left = None;
                     if let Some(h) = v.get("hold").and_then(|h| h.as_bool()) {
@@ -226,7 +254,9 @@ pub fn load(text: &str) -> Result<Saved, String> {
                 // the same event count but a later time was the future too.)
                 Some("branch") => {
                     let ts = ts.ok_or_else(|| format!("line {n}: a branch without a ts"))?;
-                    s.acts.retain(|a| (a.0, a.1) <= (seq, ts));
+                    let keep = s.acts.partition_point(|a| (a.0, a.1) <= (seq, ts));
+                    s.acts.truncate(keep);
+                    s.act_lines.truncate(keep);
                 }
                 // The person took back a turn: the last one of theirs at that point leaves
                 // the acts as the session took it out ([`undo_span`]), or with every act
@@ -249,7 +279,9 @@ pub fn load(text: &str) -> Result<Saved, String> {
                         ));
                     };
                     let rewind = v.get("rewind").and_then(|r| r.as_bool()) == Some(true);
-                    s.acts.drain(undo_span(&s.acts, k, rewind));
+                    let span = undo_span(&s.acts, k, rewind);
+                    s.acts.drain(span.clone());
+                    s.act_lines.drain(span);
                 }
                 Some(a) if a.starts_with("speed ") => {
                     s.speed = Speed::ALL
@@ -427,6 +459,29 @@ mod tests {
         )
         .unwrap();
         assert!(s.acts.is_empty(), "{:?}", texts(&s));
+    }
+
+    /// Each act keeps its line and recorded result through the reordering, undos and
+    /// branches the reader applies, so a replayed turn is held to its own line.
+    #[test]
+    fn each_act_keeps_its_line_and_result() {
+        let with = |l: String, r: &str| l.replace("}}", &format!("}},\"result\":\"{r}\"}}"));
+        let file = [
+            head(),
+            with(turn(20, "09:50:00.000", "PLAN c", "human"), "armed c"),
+            with(turn(10, "09:40:00.000", "PLAN a", "human"), "armed a"),
+            with(turn(10, "09:40:00.000", "PLAN b", "human"), "replayed"),
+            "{\"type\":\"control\",\"action\":\"branch\",\"seq\":15,\"ts\":\"09:45:00.000\"}"
+                .into(),
+        ]
+        .join("\n");
+        let s = load(&file).unwrap();
+        assert_eq!(texts(&s), ["PLAN a", "PLAN b"]);
+        let lines: Vec<usize> = s.act_lines.iter().map(|a| a.line).collect();
+        assert_eq!(lines, [3, 4]);
+        assert_eq!(s.differs(0, "armed a"), None);
+        assert_eq!(s.differs(0, "refused: x"), Some((3, "armed a")));
+        assert_eq!(s.differs(1, "anything"), None, "a copy records no result");
     }
 
     /// A new act after a rewind drops the recorded future: every act past its point, one at
