@@ -3120,3 +3120,150 @@ fn every_dialogs_key_hint_shows_whole() {
         }
     }
 }
+
+/// What the trader's `garbage.sh` author wrote, three times over: prose and a fence around
+/// something that is not Kestrel.
+const GARBAGE: &str = "Sure! Here is my plan:\n```\nBUY 100 SPY AT MARKET NOW!!!\nPLAN yolo budget 99R\n  DO sell 50 -3 C @ mid\n```\n";
+
+/// An agent that wrote no valid turn is proposed for what failed: its proposal line, the
+/// proposal's notice and the Journal name the coded error of its last reply and how far the
+/// repair loop went. They read `proposes: nothing (comments only)`, which is an authored
+/// pass's, and the Journal `proposes fail-closed pass @ open`; the error was only on the
+/// Log's `repair` event.
+#[test]
+fn a_failed_agents_proposal_and_journal_say_what_failed() {
+    let mut app = desk_with(
+        Some(script(&[GARBAGE, GARBAGE, GARBAGE])),
+        true,
+        None,
+        &[],
+        ms(9, 30, 1),
+    );
+    let p = app.proposal().expect("a proposal waits");
+    assert_eq!(
+        p.run.failure().as_deref().map(|f| f.split(':').next()),
+        Some(Some("refused after 2 re-asks")),
+        "{:?}",
+        p.run.failure()
+    );
+    let s = screen(&app, 160, 48);
+    let footer = &s[47];
+    assert!(
+        footer.contains("house proposes: fail-closed pass: refused after 2 re-asks: PARSE rule="),
+        "{footer}"
+    );
+    assert!(!footer.contains("comments only"), "{footer}");
+    let journal = s.join("\n");
+    assert!(
+        journal.contains("house proposes fail-closed pass @ open (accept"),
+        "{journal}"
+    );
+    assert!(
+        has(&s, "  refused after 2 re-asks: PARSE rule="),
+        "the Journal says what failed:\n{journal}"
+    );
+    assert!(
+        app.snap.notices.iter().any(|n| n
+            .text
+            .contains("fail-closed pass at wake open (refused after 2 re-asks: PARSE rule=")),
+        "{:?}",
+        app.snap.notices
+    );
+    // Accepted, the Journal's row keeps what failed under its head.
+    press(&mut app, KeyCode::Char('a'));
+    let row = &agent_rows(&app)[0];
+    assert_eq!(row.label(), "fail-closed pass @ wake open after 2 re-asks");
+    assert!(
+        row.failure
+            .as_deref()
+            .is_some_and(|f| f.starts_with("refused after 2 re-asks: PARSE rule=")),
+        "{:?}",
+        row.failure
+    );
+    let s = screen(&app, 160, 48);
+    assert!(
+        has(&s, "  refused after 2 re-asks: PARSE rule="),
+        "{}",
+        s.join("\n")
+    );
+}
+
+/// A reply refused unread for its size is proposed as `reply too large: N bytes > 262144`
+/// (not `nothing (comments only)`), and its tokens are an estimate of the whole reply, a
+/// quarter of its bytes, labelled `~` in the Tokens pane: the `repair` event said `tokens:
+/// 9489024`, the reply's bytes, and the Tokens pane counted the 4 KiB kept of it.
+#[test]
+fn an_oversized_reply_is_proposed_as_too_large_and_charged_an_estimate() {
+    let huge = "# thinking very hard about the tape\n".repeat(9_000);
+    let n = huge.len();
+    assert!(n > kestrel_desk::limits::MAX_REPLY_BYTES);
+    let mut app = desk_with(Some(script(&[&huge])), true, None, &[], ms(9, 30, 1));
+    let s = screen(&app, 160, 48);
+    let footer = &s[47];
+    assert!(
+        footer.contains(&format!(
+            "proposes: fail-closed pass: refused, token budget spent: reply too large: {n} bytes > 262144"
+        )),
+        "{footer}"
+    );
+    press(&mut app, KeyCode::Char('a'));
+    let est = n.div_ceil(4);
+    let repair = app
+        .snap
+        .bus
+        .iter()
+        .find(|l| l.contains("\"type\":\"repair\""))
+        .expect("the repair event");
+    assert!(repair.contains(&format!("\"tokens\":{est},")), "{repair}");
+    let row = &agent_rows(&app)[0];
+    assert_eq!(row.oversized, Some(n));
+    assert_eq!(row.tokens().map(|t| t.reply), Some(est));
+    app.set_focus(Pane::Tokens);
+    let s = screen(&app, 160, 48);
+    assert!(has(&s, &format!("~{est}")), "{}", s.join("\n"));
+}
+
+/// A provider error (the author said nothing: `fail.sh` exits 7) is not a proposal in
+/// co-pilot: there is nothing to accept or reject, and it arms nothing. It routes where it
+/// arrived, as in autopilot, the tape does not stop for it, and the notice says what failed
+/// in the error colour. It paused the tape for `a` / `x` with `proposes: provider-error`.
+#[test]
+fn a_provider_error_in_copilot_routes_at_once_and_says_what_failed() {
+    let spec = live_spec(
+        "default",
+        20,
+        "cat >/dev/null; echo 'model server unreachable: ECONNREFUSED 127.0.0.1:8080' >&2; exit 7",
+    );
+    let src = desk::tape_source(None).unwrap();
+    let mut app = desk::inline_app_with(src, Some(DeskAgent::Live(spec)), true).unwrap();
+    assert!(app.copilot());
+    wait_for(&mut app, |a| !agent_rows(a).is_empty());
+    assert!(app.proposal().is_none(), "nothing to decide");
+    let row = &agent_rows(&app)[0];
+    assert_eq!(
+        row.routed.as_ref().map(|r| r.outcome.name()),
+        Some("provider-error")
+    );
+    let failure = row.failure.clone().unwrap_or_default();
+    assert!(
+        failure.starts_with("provider error (exit): `")
+            && failure.contains("exit status: 7: model server unreachable: ECONNREFUSED"),
+        "{failure}"
+    );
+    assert!(bus_has(&app, "turn") && !bus_has(&app, "turn-rejected"));
+    let n = app
+        .snap
+        .notices
+        .iter()
+        .rev()
+        .find(|n| n.text.contains("provider-error kind=exit"))
+        .expect("a notice says what failed");
+    assert_eq!(n.level, kestrel_desk::session::owner::NoticeLevel::Error);
+    let s = screen(&app, 160, 48);
+    assert!(
+        has(&s, "ECONNREFUSED"),
+        "the Journal says what failed:\n{}",
+        s.join("\n")
+    );
+}
+

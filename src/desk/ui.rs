@@ -206,11 +206,16 @@ fn draw_status(f: &mut Frame, app: &App, r: Rect) {
                 "autopilot".to_string()
             };
             // A live author's last answer: wall time, output tokens, re-asks (measured by the
-            // worker around the whole repair loop).
+            // worker around the whole repair loop); `~` when the tokens are an estimate (a
+            // reply refused unread for its size).
+            let about = if a.last_estimated { "~" } else { "" };
             let last = a
                 .last_answer
                 .map(|(wall, toks, re)| {
-                    format!(" last {:.1}s {toks} tok {re} re-ask", wall.as_secs_f64())
+                    format!(
+                        " last {:.1}s {about}{toks} tok {re} re-ask",
+                        wall.as_secs_f64()
+                    )
                 })
                 .unwrap_or_default();
             format!("{} ({state}{last})", a.name)
@@ -328,7 +333,7 @@ fn draw_footer(f: &mut Frame, app: &App, r: Rect) {
     }
     if let Some(p) = app.proposal() {
         let author = app.agent().map(|a| a.name.clone()).unwrap_or_default();
-        let ctx_line = proposal_summary(&p.run.turn);
+        let ctx_line = proposal_summary(&p.run);
         // Its age in tape time: the View it answered is that old.
         let age = crate::session::owner::age_text(crate::market::Ts(
             app.snap.clock.0.saturating_sub(p.asked_at.0),
@@ -397,9 +402,15 @@ fn draw_footer(f: &mut Frame, app: &App, r: Rect) {
 }
 
 /// What a proposed turn would do, in a few words: the plans a supersede arms (and whether it
-/// also sets a VIEW or a WAKE), a STAND-DOWN's reason, a CANCEL's target.
-fn proposal_summary(turn: &crate::turn::RoutedTurn) -> String {
+/// also sets a VIEW or a WAKE), a STAND-DOWN's reason, a CANCEL's target; for an agent that
+/// wrote no valid turn, what failed (`fail-closed pass: refused after 2 re-asks: PARSE
+/// rule=syntax: …`), never `nothing (comments only)`, which is an authored pass's.
+fn proposal_summary(run: &crate::turn::RepairRun) -> String {
     use crate::lang::ast::StatementKind as K;
+    let turn = &run.turn;
+    if let Some(f) = run.failure() {
+        return format!("{}: {f}", turn.outcome.label());
+    }
     match &turn.outcome {
         Outcome::StandDown { reason } if reason.is_empty() => "STAND-DOWN".into(),
         Outcome::StandDown { reason } => format!("STAND-DOWN {reason}"),
@@ -1304,6 +1315,17 @@ pub fn journal_lines(app: &App, w: usize) -> Vec<Line<'static>> {
                 );
             }
         }
+        // An agent that wrote no valid turn: what failed (the coded error of its last
+        // reply, the transport's report), as an invalid turn shows its errors.
+        if let Some(f) = &turn.failure {
+            push(
+                Line::from(Span::styled(
+                    format!("  {f}"),
+                    Style::default().fg(t.state_error()),
+                )),
+                4,
+            );
+        }
     }
     if let Some(p) = app.proposal() {
         push(
@@ -1318,6 +1340,15 @@ pub fn journal_lines(app: &App, w: usize) -> Vec<Line<'static>> {
             )),
             4,
         );
+        if let Some(f) = p.run.failure() {
+            push(
+                Line::from(Span::styled(
+                    format!("  {f}"),
+                    Style::default().fg(t.state_error()),
+                )),
+                4,
+            );
+        }
         for j in &p.run.turn.journal {
             push(Line::from(Span::styled(format!("  # {j}"), comment)), 4);
         }
@@ -1368,6 +1399,9 @@ fn draw_tokens(f: &mut Frame, app: &App, r: Rect) {
     let mut rows = Vec::new();
     let (mut tr, mut tk, mut te) = (0usize, 0usize, 0usize);
     let mut repairs = 0usize;
+    // The reply column as wide as its widest figure (an oversized reply's estimate runs to
+    // seven digits), so no figure is cut.
+    let mut reply_w = 5usize;
     for turn in app.turn_rows() {
         repairs += turn.repairs();
         let Some(tok) = turn.tokens() else { continue };
@@ -1394,7 +1428,15 @@ fn draw_tokens(f: &mut Frame, app: &App, r: Rect) {
                 6,
             )),
             Cell::from(name),
-            Cell::from(tok.reply.to_string()),
+            // `~`: an estimate of a reply refused unread for its size.
+            Cell::from({
+                let reply = match turn.oversized {
+                    Some(_) => format!("~{}", tok.reply),
+                    None => tok.reply.to_string(),
+                };
+                reply_w = reply_w.max(cols(&reply));
+                reply
+            }),
             Cell::from(tok.kestrel.map(|x| x.to_string()).unwrap_or("-".into())),
             Cell::from(tok.envelope.map(|x| x.to_string()).unwrap_or("-".into())),
             Cell::from(
@@ -1447,7 +1489,8 @@ fn draw_tokens(f: &mut Frame, app: &App, r: Rect) {
     f.render_widget(Paragraph::new(foot).wrap(Wrap { trim: true }), bottom);
     // Every column whole: narrow panes drop the saving column (the total is in the footer
     // line) rather than cut a header.
-    let mut widths = vec![5u16, 8, 10, 5, 7, 8, 5];
+    let reply_w = u16::try_from(reply_w.max(cols(&tr.to_string()))).unwrap_or(u16::MAX);
+    let mut widths = vec![5u16, 8, 10, reply_w, 7, 8, 5];
     let mut header = vec![
         "time", "author", "outcome", "reply", "kestrel", "envelope", "saved",
     ];
@@ -1456,6 +1499,12 @@ fn draw_tokens(f: &mut Frame, app: &App, r: Rect) {
         widths.pop();
         header.pop();
         widths[1] = 6;
+    }
+    // A wide reply figure (an oversized reply's estimate) takes the next columns from the
+    // right before it is cut.
+    while need(&widths) > top.width && widths.len() > 4 {
+        widths.pop();
+        header.pop();
     }
     let cols = widths.len();
     let table = Table::new(

@@ -420,6 +420,13 @@ pub struct TurnLine {
     pub attempts: usize,
     /// What it did to the book (`armed breakout`, `no live plan x`), when it acted.
     pub result: String,
+    /// What failed, when the agent wrote no valid turn (a fail-closed pass, a provider
+    /// error): [`RepairRun::failure`](crate::turn::RepairRun::failure).
+    pub failure: Option<String>,
+    /// The size in bytes of the reply that acted, when it was refused unread for its size:
+    /// its reply tokens ([`tokens`](Self::tokens)) are then an estimate of the whole reply,
+    /// not a count of the part kept.
+    pub oversized: Option<usize>,
 }
 
 impl TurnLine {
@@ -583,6 +590,9 @@ pub struct AgentStatus {
     pub proposal: Option<Proposal>,
     /// The last live answer: wall time, output tokens across its attempts, re-asks.
     pub last_answer: Option<(Duration, usize, u32)>,
+    /// Are the last answer's tokens in part an estimate (a reply refused unread for its
+    /// size: [`RepairRun::tokens_estimated`](crate::turn::RepairRun::tokens_estimated))?
+    pub last_estimated: bool,
     /// What a live author is writing now (the tail of its stream).
     pub thinking: String,
     /// A replay of a saved session: nobody is asked; the recorded answers act.
@@ -698,6 +708,7 @@ struct Chair {
     waiting: Option<(String, Ts)>,
     thinking: String,
     last_answer: Option<(Duration, usize, u32)>,
+    last_estimated: bool,
     replay_only: bool,
 }
 
@@ -724,6 +735,7 @@ impl Chair {
             waiting: None,
             thinking: String::new(),
             last_answer: None,
+            last_estimated: false,
             replay_only,
         }
     }
@@ -1565,22 +1577,21 @@ impl Session {
                 let run = *run;
                 chair.waiting = None;
                 chair.last_answer = Some((wall, run.tokens_spent, run.re_asks));
+                chair.last_estimated = run.tokens_estimated();
                 if chair.outstanding.as_ref().map(|o| o.call) != Some(call) {
                     return;
                 }
                 let name = chair.agent.name();
-                if chair.hold {
-                    let text = format!(
-                        "{name} proposes {} at wake {wake}: accept or reject",
-                        run.turn.outcome.label()
-                    );
+                if chair.hold && needs_decision(&run) {
                     let asked_at = self.run.awaiting().map_or(self.clock, |a| a.1);
-                    chair.proposal = Some(Proposal {
+                    let p = Proposal {
                         call,
                         wake,
                         asked_at,
                         run,
-                    });
+                    };
+                    let text = proposal_notice(&name, &p);
+                    chair.proposal = Some(p);
                     self.notice(text);
                     self.pause_for_proposal();
                 } else {
@@ -2074,7 +2085,16 @@ impl Session {
                         let m = m.strip_prefix("provider-error ").unwrap_or(&m);
                         format!("provider-error {}", crate::author::excerpt(m, 80))
                     }
-                    o => o.label().to_string(),
+                    // A fail-closed pass says why its last reply was refused.
+                    o => match run.failure() {
+                        Some(f) => format!("{} ({f})", o.label()),
+                        None => o.label().to_string(),
+                    },
+                };
+                let level = if run.failure().is_some() {
+                    NoticeLevel::Error
+                } else {
+                    NoticeLevel::Info
                 };
                 let name = chair.agent.name();
                 if let Some((ask, ctx)) = self.run.resolve(now, run.clone()) {
@@ -2089,7 +2109,10 @@ impl Session {
                     None => format!("answered: {outcome}"),
                 };
                 if !self.replaying {
-                    self.notice(format!("{name}: {}", said.trim_start_matches("answered: ")));
+                    self.notice_at(
+                        level,
+                        format!("{name}: {}", said.trim_start_matches("answered: ")),
+                    );
                 }
                 self.resume_after_proposal(*call);
                 said
@@ -2155,21 +2178,26 @@ impl Session {
         let call = chair.calls;
         match &mut chair.seat {
             Seat::Script(src) => {
-                // Co-pilot: the script's answer is held for the person.
+                // Co-pilot: the script's answer is held for the person, unless there is
+                // nothing to decide (a provider error): that routes at the wake, as in
+                // autopilot. A replayed session file that records the person's decision on
+                // the call (one written before provider errors routed so, or edited) has it
+                // act as recorded.
                 let run = src.answer(&ask, &ctx).run;
-                let text = format!(
-                    "{} proposes {} at wake {}: accept or reject",
-                    chair.agent.name(),
-                    run.turn.outcome.label(),
-                    ask.wake
-                );
                 chair.outstanding = Some(Outstanding { call, ask: None });
-                chair.proposal = Some(Proposal {
+                if !needs_decision(&run) && !records_answer(&self.script, call) {
+                    let said = self.agent_act(&AgentAct::Answer { call, run }, ask.ts);
+                    debug_assert!(said.starts_with("answered"), "{said}");
+                    return;
+                }
+                let p = Proposal {
                     call,
                     wake: ask.wake.clone(),
                     asked_at: ask.ts,
                     run,
-                });
+                };
+                let text = proposal_notice(&chair.agent.name(), &p);
+                chair.proposal = Some(p);
                 if !self.replaying {
                     self.notice(text);
                 }
@@ -2214,13 +2242,23 @@ impl Session {
                     let name = chair.agent.name();
                     self.run.wake(w, src.as_mut());
                     if !self.replaying {
-                        let said: Vec<String> = self.run.turn_log()[before..]
+                        let said: Vec<(NoticeLevel, String)> = self.run.turn_log()[before..]
                             .iter()
-                            .filter_map(|e| e.turn.as_ref())
-                            .map(|t| format!("{name} @ {}: {}", w.wake, t.outcome.label()))
+                            .filter_map(|e| Some((e.turn.as_ref()?, e.failure.as_ref())))
+                            .map(|(t, failure)| match failure {
+                                // What failed, in the error colour.
+                                Some(f) => (
+                                    NoticeLevel::Error,
+                                    format!("{name} @ {}: {} ({f})", w.wake, t.outcome.label()),
+                                ),
+                                None => (
+                                    NoticeLevel::Info,
+                                    format!("{name} @ {}: {}", w.wake, t.outcome.label()),
+                                ),
+                            })
                             .collect();
-                        for text in said {
-                            self.notice(text);
+                        for (level, text) in said {
+                            self.notice_at(level, text);
                         }
                     }
                 }
@@ -2603,6 +2641,7 @@ impl Session {
                 waiting: c.waiting.clone(),
                 proposal: c.proposal.clone(),
                 last_answer: c.last_answer,
+                last_estimated: c.last_estimated,
                 thinking: c.thinking.clone(),
                 replay_only: c.replay_only,
             }),
@@ -2671,10 +2710,15 @@ fn first_view(doc: &ast::Document) -> Option<ast::View> {
 }
 
 fn turn_line(e: &TurnEntry, desk: Option<&(usize, String, String)>, agent: &str) -> TurnLine {
-    let tokens = e
+    let mut tokens = e
         .turn
         .as_ref()
         .and_then(|t| tokens::measure(&e.written, t, Encoding::Cl100k).ok());
+    // Of a reply refused for its size only the first bytes are kept: its reply tokens are
+    // the estimate the repair loop charged for the whole, not a count of the part kept.
+    if let (Some(t), Some(n)) = (tokens.as_mut(), e.oversized) {
+        t.reply = tokens::estimate(n);
+    }
     TurnLine {
         ts: e.ts,
         wake: e.wake.clone(),
@@ -2684,6 +2728,8 @@ fn turn_line(e: &TurnEntry, desk: Option<&(usize, String, String)>, agent: &str)
         tokens,
         attempts: e.attempts,
         result: desk.map(|d| d.2.clone()).unwrap_or_default(),
+        failure: e.failure.clone(),
+        oversized: e.oversized,
     }
 }
 
@@ -2780,6 +2826,34 @@ pub fn reopen(path: &Path, save: Option<PathBuf>) -> Result<Session, String> {
         );
     }
     Ok(session)
+}
+
+/// Does the agent's answer wait for the person in co-pilot? A provider error does not: the
+/// agent said nothing, so there is nothing to accept or reject, and it arms nothing. It
+/// acts at once, as in autopilot (its `repair` and `turn` events on the Bus where it
+/// arrived, a notice in the error colour saying what failed), and the tape does not stop
+/// for it. Every answer the agent wrote waits, the fail-closed pass included: its replies
+/// are the agent's, and the person may want to read them before deciding (docs/desk.md,
+/// "Co-pilot keeps step").
+pub fn needs_decision(run: &crate::turn::RepairRun) -> bool {
+    !matches!(run.turn.outcome, crate::turn::Outcome::ProviderError { .. })
+}
+
+/// The notice a proposal is announced with (`house proposes supersede at wake open: accept
+/// or reject`), with what failed when the agent wrote no valid turn (`house proposes
+/// fail-closed pass at wake open (refused after 2 re-asks: PARSE rule=syntax: …): accept or
+/// reject`). The desk knows it by this text: the proposal's own line says it already.
+pub fn proposal_notice(name: &str, p: &Proposal) -> String {
+    let why = p
+        .run
+        .failure()
+        .map(|f| format!(" ({f})"))
+        .unwrap_or_default();
+    format!(
+        "{name} proposes {} at wake {}{why}: accept or reject",
+        p.run.turn.outcome.label(),
+        p.wake
+    )
 }
 
 /// A tape-time span as `45s`, `2m13s`, `1h05m`.

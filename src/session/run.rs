@@ -132,6 +132,15 @@ pub struct TurnEntry {
     pub attempts: usize,
     /// The text the author wrote last (what the token figures measure).
     pub written: String,
+    /// What failed, when the author wrote no valid turn ([`RepairRun::failure`]: why a
+    /// fail-closed pass's last reply was refused, what a provider error reported).
+    ///
+    /// [`RepairRun::failure`]: crate::turn::RepairRun::failure
+    pub failure: Option<String>,
+    /// The size in bytes of the last reply when it was refused unread for its size: only its
+    /// first bytes are kept in [`written`](Self::written), and its tokens are an estimate
+    /// ([`RepairRun::oversized`](crate::turn::RepairRun::oversized)).
+    pub oversized: Option<usize>,
 }
 
 /// A wake whose answer is outstanding (asked with [`Run::ask`]).
@@ -707,6 +716,8 @@ impl<R: BufRead> Run<R> {
                 rejected: Some((shown.to_string(), by.to_string())),
                 attempts: 0,
                 written: String::new(),
+                failure: None,
+                oversized: None,
             });
             self.engine.bus_mut().emit(Event::TurnRejected {
                 ts,
@@ -761,6 +772,8 @@ impl<R: BufRead> Run<R> {
                 .last()
                 .map(|a| a.written.clone())
                 .unwrap_or_default(),
+            failure: ans.run.failure(),
+            oversized: ans.run.oversized(),
         });
         let author = match t.author {
             AuthorKind::Human => "human",

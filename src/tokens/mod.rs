@@ -98,14 +98,29 @@ use crate::limits::MAX_METERED_RUN;
 /// The tokens a reply spends: metered within the reply limit
 /// ([`MAX_REPLY_BYTES`](crate::limits::MAX_REPLY_BYTES)); an oversized reply is refused
 /// unread, so it is not metered either (that would be the expensive work the limit
-/// prevents) and is charged one token per byte, an upper bound that spends any authoring
-/// token budget at once.
+/// prevents) and is charged an estimate, [`estimate`] of its bytes (see [`is_estimated`]).
+/// The estimate is past 65,536 tokens, so it still spends the default authoring token budget
+/// at once. Before 2026-12-05 such a reply was charged one token per byte: the desk showed a
+/// 9,489,024-byte reply as `9489024 tok`, its bytes under the name of tokens.
 pub fn count_reply(text: &str, enc: Encoding) -> Result<usize, TokenError> {
-    if text.len() > crate::limits::MAX_REPLY_BYTES {
-        Ok(text.len())
+    if is_estimated(text.len()) {
+        Ok(estimate(text.len()))
     } else {
         count(text, enc)
     }
+}
+
+/// The tokens of `bytes` bytes of text not metered: one token per four bytes, rounded up
+/// (cl100k's usual yield on English and code; the figure is labelled an estimate wherever
+/// it is shown).
+pub fn estimate(bytes: usize) -> usize {
+    bytes.div_ceil(4)
+}
+
+/// Is a reply of `bytes` bytes charged an [`estimate`] rather than metered (it is past
+/// [`MAX_REPLY_BYTES`](crate::limits::MAX_REPLY_BYTES), refused unread)?
+pub fn is_estimated(bytes: usize) -> bool {
+    bytes > crate::limits::MAX_REPLY_BYTES
 }
 
 /// The token figures of one turn.

@@ -27,7 +27,7 @@ pub fn admit(reply: &Reply, ctx: &TurnContext) -> RoutedTurn {
             "TURN",
             "limit",
             format!(
-                "the reply is {n} bytes; a turn is at most {MAX_REPLY_BYTES} bytes (256 KiB): reply with the turn alone, a few plans"
+                "{OVERSIZE_HEAD}{n} bytes; a turn is at most {MAX_REPLY_BYTES} bytes (256 KiB): reply with the turn alone, a few plans"
             ),
             0,
             0,
@@ -41,6 +41,19 @@ pub fn admit(reply: &Reply, ctx: &TurnContext) -> RoutedTurn {
         );
     }
     super::route_reply(reply, ctx)
+}
+
+/// How the refusal of an oversized reply begins; its size follows.
+const OVERSIZE_HEAD: &str = "the reply is ";
+
+/// The size in bytes of the oversized reply `e` refused ([`admit`]'s `TURN rule=limit`
+/// error), or `None` for any other error.
+pub fn oversized_bytes(e: &TurnError) -> Option<usize> {
+    if (e.code.as_str(), e.rule.as_str()) != ("TURN", "limit") {
+        return None;
+    }
+    let rest = e.message.strip_prefix(OVERSIZE_HEAD)?;
+    rest.split(' ').next()?.parse().ok()
 }
 
 /// What of a reply is kept (on the Bus, and quoted in a re-ask): the whole reply when it is

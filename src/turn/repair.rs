@@ -138,6 +138,25 @@ fn cut(s: &str, max: usize) -> &str {
     &s[..end]
 }
 
+/// A command author's message with its program named by its file alone (`` `fail.sh`
+/// exited with … `` for `` `/home/me/agents/fail.sh` ``): the reason, after it, is what a
+/// person needs to see on a short line.
+fn short_program(said: &str) -> String {
+    let Some(rest) = said.strip_prefix('`') else {
+        return said.to_string();
+    };
+    match rest.split_once('`') {
+        Some((program, after)) => {
+            let short: Vec<&str> = program
+                .split(' ')
+                .map(|w| w.rsplit('/').next().unwrap_or(w))
+                .collect();
+            format!("`{}`{after}", short.join(" "))
+        }
+        None => said.to_string(),
+    }
+}
+
 /// An author that can be asked (and re-asked) for a turn: a provider client, a person at
 /// the desk, a recording, or a test script. Closures `FnMut(&Ask) -> Reply` are authors.
 pub trait Author {
@@ -224,10 +243,80 @@ impl RepairRun {
     pub fn repaired(&self) -> bool {
         self.re_asks > 0 && self.turn.class() == TurnClass::Authored
     }
+
+    /// The size in bytes of the last reply, when it was refused unread for its size (its
+    /// tokens are then an estimate: [`tokens::count_reply`]).
+    pub fn oversized(&self) -> Option<usize> {
+        self.attempts
+            .last()?
+            .errors
+            .iter()
+            .find_map(super::admit::oversized_bytes)
+    }
+
+    /// Are [`tokens_spent`](Self::tokens_spent) in part an estimate (a reply refused unread
+    /// for its size: [`tokens::count_reply`])?
+    pub fn tokens_estimated(&self) -> bool {
+        self.attempts.iter().any(|a| {
+            a.errors
+                .iter()
+                .any(|e| super::admit::oversized_bytes(e).is_some())
+        })
+    }
+
+    /// What failed, for a person, when the author wrote no valid turn: the fail-closed
+    /// pass says why its last reply was refused and how far the loop went (`refused after
+    /// 2 re-asks: PARSE rule=syntax: …`, `refused, token budget spent: reply too large:
+    /// 9489024 bytes > 262144`), a provider error what the transport reported (`provider
+    /// error: exit: … exited with exit status: 7: model server unreachable …`). `None` for
+    /// an authored turn. Not on the Bus: the `repair` and `turn` events carry the parts.
+    pub fn failure(&self) -> Option<String> {
+        match &self.turn.outcome {
+            super::Outcome::ProviderError { message } => {
+                let m = crate::lang::diag::visible_line(message);
+                // The author's messages are coded (`provider-error kind=exit ...`).
+                let m = m.strip_prefix("provider-error ").unwrap_or(&m);
+                let (kind, said) = match m.strip_prefix("kind=").and_then(|r| r.split_once(' ')) {
+                    Some((kind, said)) => (format!(" ({kind})"), said),
+                    None => (String::new(), m),
+                };
+                Some(format!("provider error{kind}: {}", short_program(said)))
+            }
+            super::Outcome::Pass { fail_closed: true } => {
+                let mut how = match self.re_asks {
+                    0 => "refused".to_string(),
+                    1 => "refused after 1 re-ask".to_string(),
+                    n => format!("refused after {n} re-asks"),
+                };
+                if self.fail_closed == Some(Spent::TokenBudget) {
+                    how.push_str(", token budget spent");
+                }
+                let what = self
+                    .attempts
+                    .last()
+                    .and_then(|a| a.errors.first())
+                    .map(|e| match super::admit::oversized_bytes(e) {
+                        Some(n) => format!(
+                            "reply too large: {n} bytes > {}",
+                            crate::limits::MAX_REPLY_BYTES
+                        ),
+                        None => format!(
+                            "{} rule={}: {}",
+                            e.code,
+                            e.rule,
+                            crate::lang::diag::visible_line(&e.message)
+                        ),
+                    })
+                    .unwrap_or_else(|| "no valid turn".into());
+                Some(format!("{how}: {what}"))
+            }
+            _ => None,
+        }
+    }
 }
 
 /// The output tokens a reply spends ([`tokens::count_reply`]: an oversized reply is not
-/// metered and is charged one token per byte).
+/// metered and is charged an estimate, one token per four bytes).
 fn spend(reply: &Reply) -> usize {
     let w = reply.written();
     tokens::count_reply(w, Encoding::Cl100k).unwrap_or(w.len() / 4 + 1)
