@@ -3267,3 +3267,46 @@ fn a_provider_error_in_copilot_routes_at_once_and_says_what_failed() {
     );
 }
 
+/// A waiting proposal held the footer: the answer to the person's own act (`undone, and
+/// back at …`, `nothing to undo`) was never seen. Now the newest message shows in the
+/// proposal's place for a few seconds, the proposal's keys kept at the right; then the
+/// proposal's line comes back. The proposal's own notice does not take its place.
+#[test]
+fn a_message_shows_over_a_waiting_proposal_for_a_while() {
+    let mut app = desk_with(
+        Some(script(&[AGENT_PLAN, AGENT_PLAN, AGENT_PLAN])),
+        true,
+        None,
+        &[],
+        ms(9, 31, 0),
+    );
+    assert!(app.proposal().is_some());
+    let footer = |app: &App| screen(app, 100, 30)[29].clone();
+    assert!(
+        footer(&app).contains("proposes: arms agent-p"),
+        "{}",
+        footer(&app)
+    );
+    // `u` with nothing of the person's to take back answers.
+    app.message_hold = Duration::from_secs(60);
+    press(&mut app, KeyCode::Char('u'));
+    let f = footer(&app);
+    assert!(f.contains("nothing to undo"), "{f}");
+    assert!(
+        f.trim_end().ends_with("a accept x reject ? help q quit"),
+        "{f}"
+    );
+    // A turn of the person's while the proposal waits, then `u` `y`: the undo's message.
+    app.human_turn(SECOND_PLAN);
+    assert!(app.proposal().is_some());
+    undo(&mut app);
+    assert!(app.proposal().is_some(), "the proposal still waits");
+    let f = footer(&app);
+    assert!(f.contains("undone: your 09:3"), "{f}");
+    // Once the message has been up for its hold, the proposal's line is back.
+    app.message_hold = Duration::ZERO;
+    assert!(app.tick(), "the footer changes: draw it");
+    let f = footer(&app);
+    assert!(f.contains("proposes: arms agent-p"), "{f}");
+}
+

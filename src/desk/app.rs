@@ -171,6 +171,13 @@ pub struct App {
     awaiting_submit: Option<(u64, Option<String>)>,
     /// The undo sent and not yet answered (its number).
     awaiting_undo: Option<u64>,
+    /// The footer showed the message over a waiting proposal at the last look
+    /// ([`message_over_proposal`](Self::message_over_proposal)): when that changes, the
+    /// footer is drawn again.
+    footer_over: bool,
+    /// The proposal waiting (its call) and the wall time the desk first saw it: a message
+    /// said before it does not take its place on the footer.
+    proposal_since: Option<(u64, std::time::Instant)>,
     /// Warnings from config loading (themes, keys).
     pub warnings: Vec<String>,
     /// Set when the user quits.
@@ -244,6 +251,7 @@ impl App {
                 )
             })
         });
+        let clock = snap.clock;
         let mut app = App {
             session,
             snap,
@@ -260,13 +268,17 @@ impl App {
             view_scroll: 0,
             view_rows: std::cell::Cell::new((0, 0)),
             compact: std::cell::Cell::new(false),
+            // The seated message is looked at now: a proposal that appears after it is
+            // not hidden by it.
+            message_seen: (message.clone(), clock, std::time::Instant::now()),
             message,
             notices_seen,
-            message_seen: (None, Ts(0), std::time::Instant::now()),
             message_hold: std::time::Duration::from_secs(3),
             next_submit: 1,
             awaiting_submit: None,
             awaiting_undo: None,
+            footer_over: false,
+            proposal_since: None,
             warnings: Vec::new(),
             quit: false,
             prompt_tokens: (card, count(&menu)),
@@ -337,6 +349,29 @@ impl App {
         self.agent().and_then(|a| a.proposal.as_ref())
     }
 
+    /// Does the footer show the message in place of the waiting proposal's line? The
+    /// proposal's line holds the footer while it waits, so a message said then (the answer
+    /// to the person's own act: an undo, `nothing to undo`, a theme, a refused turn, a veto)
+    /// is shown first, for [`message_hold`](Self::message_hold), with the proposal's keys
+    /// kept at the right; then the proposal's line comes back. The proposal's own notice is
+    /// not shown so: its line says the same.
+    pub fn message_over_proposal(&self) -> bool {
+        let (Some(m), Some(p)) = (self.message.as_ref(), self.proposal()) else {
+            return false;
+        };
+        let name = self.agent().map_or("", |a| a.name.as_str());
+        // Said since the proposal appeared (or set by a key and not yet looked at), and
+        // not up for its hold yet.
+        let since = self
+            .proposal_since
+            .filter(|(call, _)| *call == p.call)
+            .map(|(_, at)| at);
+        let fresh = self.message_seen.0.as_ref() != Some(m)
+            || (since.is_some_and(|at| self.message_seen.2 >= at)
+                && self.message_seen.2.elapsed() < self.message_hold);
+        fresh && *m != crate::session::owner::proposal_notice(name, p)
+    }
+
     /// Send a command to the session.
     pub fn send(&mut self, c: Command) {
         self.session.send(c);
@@ -370,8 +405,14 @@ impl App {
             self.notices_seen = self.snap.notices_total;
         }
         // A message that went stale is a change to draw, even with the snapshot unchanged
-        // (paused, or at the end).
+        // (paused, or at the end); so is the proposal's line coming back over a message.
         let cleared = self.age_message();
+        let call = self.proposal().map(|p| p.call);
+        if call != self.proposal_since.map(|(c, _)| c) {
+            self.proposal_since = call.map(|c| (c, std::time::Instant::now()));
+        }
+        let over = self.message_over_proposal();
+        let cleared = cleared || std::mem::replace(&mut self.footer_over, over) != over;
         if let (Some((id, text)), Some(r)) = (&self.awaiting_submit, &self.snap.last_submit)
             && r.id == *id
         {

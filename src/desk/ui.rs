@@ -317,7 +317,12 @@ fn draw_footer(f: &mut Frame, app: &App, r: Rect) {
     let mut spans = Vec::new();
     // The newest message (a notice of the session: what routed, what was refused, what an
     // agent did to your plans) comes first, so a narrow screen still shows it.
-    if let Some(m) = app.message.as_ref().filter(|_| app.proposal().is_none()) {
+    let over = app.message_over_proposal();
+    if let Some(m) = app
+        .message
+        .as_ref()
+        .filter(|_| app.proposal().is_none() || over)
+    {
         let room = (usize::from(r.width).saturating_mul(3) / 5)
             .min(usize::from(r.width).saturating_sub(20));
         let m = super::fit::fit(m, room);
@@ -353,11 +358,17 @@ fn draw_footer(f: &mut Frame, app: &App, r: Rect) {
         let keys_w: usize = keys.iter().map(Span::width).sum();
         let used: usize = spans.iter().map(Span::width).sum();
         let room = usize::from(r.width).saturating_sub(used + keys_w + 1);
-        let text = format!(
-            " {author} proposes: {ctx_line} · wake {} {}, {age} ago",
-            p.wake,
-            p.asked_at.hhmm(),
-        );
+        // A message shown over it (see `App::message_over_proposal`) leaves the proposal
+        // its keys only, for a few seconds.
+        let text = if over {
+            String::new()
+        } else {
+            format!(
+                " {author} proposes: {ctx_line} · wake {} {}, {age} ago",
+                p.wake,
+                p.asked_at.hhmm(),
+            )
+        };
         let text = super::fit::fit(&text, room);
         let pad = room.saturating_sub(cols(&text));
         spans.push(Span::styled(text, Style::default().fg(t.state_warn())));
