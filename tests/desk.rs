@@ -3310,3 +3310,47 @@ fn a_message_shows_over_a_waiting_proposal_for_a_while() {
     assert!(f.contains("proposes: arms agent-p"), "{f}");
 }
 
+/// An undo after seeking back to before the person's turn said `nothing to undo: no turn
+/// of yours in this run`, though the turn was recorded and acted again when the tape got
+/// there. `u` now offers it (it is ahead of the tape), takes it out of the recorded future,
+/// and a reopened session leaves it out too.
+#[test]
+fn undo_after_seeking_back_takes_back_the_turn_ahead_of_the_tape() {
+    let dir = tmp("undo-ahead");
+    let path = dir.join("s.jsonl");
+    let (t, end) = (ms(10, 40, 0), ms(11, 30, 0));
+    let mut app = book_with(Some(path.clone()), &[(t, SECOND_PLAN)], ms(10, 45, 0));
+    assert_eq!(names(&app), ["my-dip"]);
+    app.send(Command::Seek(ms(10, 10, 0)));
+    assert!(app.snap.plans.is_empty());
+    press(&mut app, KeyCode::Char('u'));
+    let s = screen(&app, 160, 48);
+    assert!(
+        has(&s, "Take back your 10:40 turn (PLAN my-dip"),
+        "{}",
+        s.join("\n")
+    );
+    assert!(has(&s, "ahead of the tape"), "{}", s.join("\n"));
+    press(&mut app, KeyCode::Char('y'));
+    let msg = app.message.clone().unwrap_or_default();
+    assert!(
+        msg.starts_with("undone: your 10:40 turn (PLAN my-dip")
+            && msg.contains("ahead of the tape: it will not act at 10:40"),
+        "{msg}"
+    );
+    assert_eq!(app.snap.clock, ms(10, 10, 0), "the tape stays where it is");
+    assert_eq!(app.editor.text().trim_end(), SECOND_PLAN.trim_end());
+    app.send(Command::Seek(end));
+    assert!(app.snap.plans.is_empty(), "it did not act at 10:40");
+    let none = book_with(None, &[], end).snap.clone();
+    assert_eq!(app.snap.hash, none.hash);
+    drop(app);
+    let saved = saved::open(&path).unwrap();
+    assert!(saved.acts.is_empty(), "{:?}", saved.acts);
+    let s = kestrel_desk::session::owner::reopen(&path, None).unwrap();
+    let mut h = SessionHandle::inline(s);
+    h.send(Command::Seek(end));
+    assert_eq!(h.latest().hash, none.hash);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+

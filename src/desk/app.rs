@@ -490,6 +490,27 @@ impl App {
         })
     }
 
+    /// Ask before taking back the person's last turn of this run (`10:05 turn (armed
+    /// my-dip)`); with none, the session answers that there is nothing to undo.
+    fn confirm_undo(&mut self) {
+        match self.snap.turns.iter().rev().find(|l| l.author == "you") {
+            Some(l) => {
+                let did = if l.result.is_empty() {
+                    l.routed
+                        .as_ref()
+                        .map_or("rejected", |r| r.outcome.name())
+                        .to_string()
+                } else {
+                    l.result.clone()
+                };
+                self.modal = Some(Modal::Confirm(Confirm::Undo {
+                    turn: format!("{} turn ({did})", l.ts.hhmm()),
+                }));
+            }
+            None => self.undo(),
+        }
+    }
+
     /// Detach the agent or attach it again.
     pub fn toggle_attach(&mut self) {
         match self.agent() {
@@ -597,22 +618,19 @@ impl App {
             }
             Action::Undo => {
                 // Asked first (as a restart is): an undo re-runs the session. With no turn
-                // of the person's, the session says there is nothing to undo.
-                match self.snap.turns.iter().rev().find(|l| l.author == "you") {
-                    Some(l) => {
-                        let did = if l.result.is_empty() {
-                            l.routed
-                                .as_ref()
-                                .map_or("rejected", |r| r.outcome.name())
-                                .to_string()
-                        } else {
-                            l.result.clone()
-                        };
-                        self.modal = Some(Modal::Confirm(Confirm::Undo {
-                            turn: format!("{} turn ({did})", l.ts.hhmm()),
-                        }));
-                    }
-                    None => self.undo(),
+                // of the person's, the session says there is nothing to undo. After a seek
+                // back to before every turn of the person's, the first ahead of the tape (it
+                // acts again when the tape gets there) is the one taken back.
+                if let Some((ts, title)) = &self.snap.undo_ahead {
+                    self.modal = Some(Modal::Confirm(Confirm::Undo {
+                        turn: format!(
+                            "{} turn ({title}), ahead of the tape: it acts again at {}",
+                            ts.hhmm(),
+                            ts.hhmm()
+                        ),
+                    }));
+                } else {
+                    self.confirm_undo();
                 }
             }
             Action::StandDown => {

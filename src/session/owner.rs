@@ -657,6 +657,11 @@ pub struct SessionSnapshot {
     pub last_submit: Option<SubmitResult>,
     /// What the last undo took back.
     pub last_undo: Option<Undone>,
+    /// The person's turn `u` takes back when none of theirs is behind the tape: the first
+    /// ahead of it (recorded, after a seek back, to act again when the tape reaches it), as
+    /// (tape time, the turn in a few words). `None`: a turn of this run's is taken back, or
+    /// there is none.
+    pub undo_ahead: Option<(Ts, String)>,
     /// The seated agent.
     pub agent: Option<AgentStatus>,
     /// A tape or file error, if one stopped something.
@@ -913,7 +918,9 @@ pub struct Undone {
     /// The turn taken back and the tape time it had acted at; `None`: the person had no
     /// turn in this run to take back.
     pub turn: Option<(Ts, String)>,
-    /// The turn in a few words: `your 10:05 turn (PLAN my-dip budget 0.2R ttl +30m)`.
+    /// The turn in a few words: `your 10:05 turn (PLAN my-dip budget 0.2R ttl +30m)`; one
+    /// ahead of the tape says it will not act (`…, ahead of the tape: it will not act at
+    /// 10:40`).
     pub summary: String,
     /// The session went back to the turn's point (the agent had answered after it), rather
     /// than re-running to where it stood.
@@ -1681,6 +1688,13 @@ impl Session {
             self.notice("a headless run plays once: nothing to undo".into());
             return;
         }
+        // After a seek back to before every turn of the person's, their turns are ahead of
+        // the tape, recorded to act again when the tape reaches them: still theirs to take
+        // back, the one the tape reaches first.
+        if self.turn_ahead().is_some() {
+            self.undo_ahead(id);
+            return;
+        }
         let Some(k) = self
             .history
             .iter()
@@ -1760,6 +1774,73 @@ impl Session {
             summary,
             rewound: answered_after,
         });
+    }
+
+    /// Take back the person's turn ahead of the tape when none of theirs is behind it
+    /// ([`Session::turn_ahead`]): recorded, after a seek back, to act again when the tape
+    /// reaches it; of several, the one it reaches first. It leaves the recorded future (with the
+    /// co-pilot hold a STAND-DOWN put on the agent: [`undo_span`]), so it does not act when
+    /// the tape gets there; the book as it stands never had it, so nothing runs again. When
+    /// the agent answered after it, those answers were given to a session that had the turn
+    /// (and are matched to calls by number, which it may have moved): they leave with it, as
+    /// an undo that goes back to the turn drops them, and the agent is asked again as the
+    /// tape plays on. The `undo` record is the one a turn behind the tape gets, so a reopened
+    /// session takes out the same acts.
+    fn undo_ahead(&mut self, id: u64) {
+        let acts = self.script.make_contiguous();
+        let Some(k) = acts.iter().position(|(_, _, a)| a.is_persons_turn()) else {
+            return;
+        };
+        let answered_after = acts[k + 1..].iter().any(|(_, _, a)| a.is_agents_answer());
+        let (seq, ts) = (acts[k].0, acts[k].1);
+        let text = match &acts[k].2 {
+            Act::Turn { text, .. } => text.clone(),
+            Act::Agent(_) => String::new(),
+        };
+        let span = undo_span(acts, k, answered_after);
+        self.script.drain(span);
+        self.write_record(
+            serde_json::json!({
+                "type": "control",
+                "action": "undo",
+                "act_seq": seq,
+                "act_ts": ts.to_string(),
+                "rewind": answered_after,
+            }),
+            true,
+        );
+        let title = turn_title(&text);
+        let summary = format!(
+            "your {} turn ({title}), ahead of the tape: it will not act at {}",
+            ts.hhmm(),
+            ts.hhmm()
+        );
+        let dropped = if answered_after {
+            "; the agent's answers recorded after it go with it (it is asked again)"
+        } else {
+            ""
+        };
+        self.notice(format!("undone: {summary}{dropped}"));
+        self.last_undo = Some(Undone {
+            id,
+            turn: Some((ts, text)),
+            summary,
+            rewound: false,
+        });
+    }
+
+    /// The turn `u` takes back when none of the person's is behind the tape (this run has
+    /// none): the first of theirs ahead of it, recorded (after a seek back) to act again
+    /// when the tape reaches it, as (tape time, the turn in a few words). A turn behind the
+    /// tape comes first: the one nearest the tape point is taken back, either way.
+    fn turn_ahead(&self) -> Option<(Ts, String)> {
+        if self.history.iter().any(|(_, _, a)| a.is_persons_turn()) {
+            return None;
+        }
+        self.script.iter().find_map(|(_, ts, a)| match a {
+            Act::Turn { text, .. } if a.is_persons_turn() => Some((*ts, turn_title(text))),
+            _ => None,
+        })
     }
 
     /// Write where the session stands (the point `--open` resumes at).
@@ -2632,6 +2713,7 @@ impl Session {
             notices_total: self.notices.len(),
             last_submit: self.last_submit.clone(),
             last_undo: self.last_undo.clone(),
+            undo_ahead: self.turn_ahead(),
             agent: self.chair.as_ref().map(|c| AgentStatus {
                 name: c.agent.name(),
                 short_name: c.agent.short_name(),
