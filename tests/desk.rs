@@ -3354,3 +3354,49 @@ fn undo_after_seeking_back_takes_back_the_turn_ahead_of_the_tape() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A reopened session's live author is never called: its recorded answers act. `A` said
+/// `attached, co-pilot: its turns wait for a / x`; it now says what is true, and so does
+/// the status line.
+#[test]
+fn a_reopened_live_author_is_said_to_be_replayed_not_called() {
+    let dir = tmp("reopen-live");
+    let path = dir.join("s.jsonl");
+    let spec = slow_plan_author(&dir);
+    let src = desk::tape_source(None).unwrap();
+    let settings = Settings {
+        agent: Some(DeskAgent::Live(spec)),
+        copilot: true,
+        ..Settings::default()
+    };
+    let how = Opening {
+        save: Some(path.clone()),
+        ..Opening::default()
+    };
+    let mut app = desk::inline_app_from(src, settings, how).unwrap();
+    wait_for(&mut app, |a| a.proposal().is_some());
+    press(&mut app, KeyCode::Char('a'));
+    drop(app);
+    let s = kestrel_desk::session::owner::reopen(&path, None).unwrap();
+    let (themes, keys, _) = desk::load_config(None);
+    let mut app = App::new(SessionHandle::inline(s), themes, keys);
+    let s = screen(&app, 200, 48);
+    assert!(s[0].contains("replayed, not called"), "{}", s[0]);
+    press(&mut app, KeyCode::Char('A'));
+    let msg = app.message.clone().unwrap_or_default();
+    assert!(
+        msg.contains("detached: not asked at wakes")
+            && msg.contains("a reopened session's live author is never called"),
+        "{msg}"
+    );
+    press(&mut app, KeyCode::Char('A'));
+    let msg = app.message.clone().unwrap_or_default();
+    assert!(
+        msg.contains(
+            "attached, replayed: the live author is not called on a reopened session; its \
+             recorded answers act"
+        ),
+        "{msg}"
+    );
+    assert!(!msg.contains("wait for"), "{msg}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -521,9 +521,23 @@ impl App {
             }
             Some(a) => {
                 let (on, name, copilot) = (!a.attached, a.name.clone(), a.copilot);
+                // A reopened session's live author is never called: its recorded answers act
+                // (docs/desk.md, "The agent in the session"), in co-pilot or not.
+                let replayed = a.replay_only && a.live;
                 self.send(Command::Attach(on));
                 let key = self.keys.label(Action::Attach);
-                self.message = Some(if !on {
+                self.message = Some(if replayed && !on {
+                    format!(
+                        "{name} detached: not asked at wakes ({key} attaches; a reopened \
+                         session's live author is never called)"
+                    )
+                } else if replayed {
+                    format!(
+                        "{name} attached, replayed: the live author is not called on a reopened \
+                         session; its recorded answers act, and a wake they do not answer is \
+                         rejected by nobody"
+                    )
+                } else if !on {
                     format!("{name} detached: no longer asked at wakes ({key} attaches)")
                 } else if copilot {
                     format!(

@@ -199,7 +199,8 @@ fn draw_status(f: &mut Frame, app: &App, r: Rect) {
             } else if let Some((w, _)) = &a.waiting {
                 format!("writing @ {w}")
             } else if a.replay_only && a.live {
-                "replayed".to_string()
+                // Reopened: the recorded answers act; the live author is not called.
+                "replayed, not called".to_string()
             } else if a.copilot {
                 "co-pilot".to_string()
             } else {
