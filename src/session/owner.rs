@@ -877,6 +877,18 @@ pub struct Opening {
     pub plans: Vec<(String, String)>,
 }
 
+/// The session file's record of an undo: the act taken back (its `seq` and `ts`) and
+/// whether the agent's answers after it were dropped with it (`rewind`).
+fn undo_record(seq: u64, ts: Ts, rewind: bool) -> serde_json::Value {
+    serde_json::json!({
+        "type": "control",
+        "action": "undo",
+        "act_seq": seq,
+        "act_ts": ts.to_string(),
+        "rewind": rewind,
+    })
+}
+
 /// A turn in a few words for a notice: its first line that is not a comment (a turn may
 /// open with its reasoning), cut to 32 characters.
 fn turn_title(text: &str) -> String {
@@ -1727,16 +1739,7 @@ impl Session {
         if answered_after {
             self.script.clear();
         }
-        self.write_record(
-            serde_json::json!({
-                "type": "control",
-                "action": "undo",
-                "act_seq": seq,
-                "act_ts": ts.to_string(),
-                "rewind": answered_after,
-            }),
-            true,
-        );
+        self.write_record(undo_record(seq, ts, answered_after), true);
         let now = self.clock;
         // A proposal the tape was paused for is asked again by the re-run: the pause holds.
         let paused_for = self.paused_for;
@@ -1799,16 +1802,7 @@ impl Session {
         };
         let span = undo_span(acts, k, answered_after);
         self.script.drain(span);
-        self.write_record(
-            serde_json::json!({
-                "type": "control",
-                "action": "undo",
-                "act_seq": seq,
-                "act_ts": ts.to_string(),
-                "rewind": answered_after,
-            }),
-            true,
-        );
+        self.write_record(undo_record(seq, ts, answered_after), true);
         let title = turn_title(&text);
         let summary = format!(
             "your {} turn ({title}), ahead of the tape: it will not act at {}",
