@@ -2737,7 +2737,14 @@ fn the_cut_short_notice_is_the_first_message_of_the_reopened_desk() {
     let path = dir.join("s.jsonl");
     drop(book_with(
         Some(path.clone()),
-        &[(ms(9, 40, 0), SECOND_PLAN)],
+        &[
+            (ms(9, 40, 0), SECOND_PLAN),
+            // Refused: an error notice at 09:45, long before the reopen point.
+            (
+                ms(9, 45, 0),
+                "PLAN nil budget 0R ttl +5m\n  WHEN spot > 1\n  DO buy 1 ATM P @ fair\n",
+            ),
+        ],
         ms(10, 0, 0),
     ));
     let text = std::fs::read_to_string(&path).unwrap();
@@ -2767,8 +2774,18 @@ fn the_cut_short_notice_is_the_first_message_of_the_reopened_desk() {
         app.message_level(),
         kestrel_desk::session::owner::NoticeLevel::Warn
     );
-    // A whole file opens with the routine line.
-    let m = opened(&path).message.unwrap_or_default();
+    // A whole file opens with the routine line, though its replay refused a turn at 09:45:
+    // an error long before the reopen point is not its news (the default session's footer
+    // read `VETO vwap-flush RELOAD#1 …` at a reopen at 10:30, not where it reopened).
+    let whole = opened(&path);
+    assert!(
+        whole.snap.notices.iter().any(|n| {
+            n.level == kestrel_desk::session::owner::NoticeLevel::Error && n.ts < whole.snap.clock
+        }),
+        "{:?}",
+        whole.snap.notices
+    );
+    let m = whole.message.unwrap_or_default();
     assert!(m.starts_with("reopened "), "{m}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -592,10 +592,19 @@ fn run_inner(a: &DeskArgs, save: Option<PathBuf>) -> color_eyre::Result<()> {
 /// message, and "reopened FILE at 15:05" over "its last line was cut short" hid the one a
 /// person needs to read.
 pub fn opening_message(app: &mut App, a: &DeskArgs, save: Option<&std::path::Path>) {
+    // A warning or an error given at the point the desk opens at (a replayed veto of 09:34
+    // is not the news at a reopen at 10:30: the footer would show it, not where it reopened).
+    let at_open = app
+        .snap
+        .notices
+        .iter()
+        .rev()
+        .find(|n| n.ts == app.snap.clock && n.level as u8 > NoticeLevel::Info as u8)
+        .map(|n| n.text.clone());
     if let Some(m) = config_message(&app.warnings) {
         app.message = Some(m);
-    } else if app.message_level() as u8 > NoticeLevel::Info as u8 {
-        // App::new took the loudest notice given at the open.
+    } else if let Some(m) = at_open {
+        app.message = Some(m);
     } else if let Some(p) = &a.open {
         app.message = Some(format!(
             "reopened {} at {} (Home: back to the open)",
