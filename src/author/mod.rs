@@ -148,6 +148,19 @@ pub struct ProviderError {
     pub message: String,
 }
 
+impl ProviderError {
+    /// A provider error's message as [`Display`](std::fmt::Display) writes it on the Bus
+    /// (`provider-error kind=K said`), in its parts: the kind's name and what was said. A
+    /// message not written so is all said.
+    pub fn parts(message: &str) -> (Option<&str>, &str) {
+        let m = message.strip_prefix("provider-error ").unwrap_or(message);
+        match m.strip_prefix("kind=").and_then(|r| r.split_once(' ')) {
+            Some((kind, said)) => (Some(kind), said),
+            None => (None, m),
+        }
+    }
+}
+
 impl std::fmt::Display for ProviderError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(

@@ -169,12 +169,9 @@ impl Tally {
 /// An ask a signal cut short (`provider-error kind=interrupted`): the author was stopped,
 /// it did not fail, so the ask is no turn of the arm's (it stays on the Bus).
 fn cut_by_a_signal(a: &crate::turn::report::AskRecord) -> bool {
-    let cut = crate::author::ProviderError {
-        kind: crate::author::ProviderErrorKind::Interrupted,
-        message: String::new(),
-    }
-    .to_string();
-    matches!(&a.turn.outcome, Outcome::ProviderError { message } if message.starts_with(&cut))
+    let cut = crate::author::ProviderErrorKind::Interrupted.name();
+    matches!(&a.turn.outcome, Outcome::ProviderError { message }
+        if crate::author::ProviderError::parts(message).0 == Some(cut))
 }
 
 fn pct(n: u64, d: u64) -> String {

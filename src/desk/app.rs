@@ -231,25 +231,18 @@ impl App {
             .map(|c| c.tokens)
             .unwrap_or(0);
         let notices_seen = snap.notices_total;
-        // A warning the session gave last at the open (a reopened file's last line cut
-        // short, said once its acts are replayed) is the first message.
-        let warned = snap
-            .notices
-            .last()
-            .filter(|n| n.level as u8 > NoticeLevel::Info as u8)
-            .map(|n| n.text.clone());
-        let message = warned.or_else(|| {
-            snap.agent.as_ref().map(|a| {
-                format!(
-                    "agent {} seated: it is asked at every wake{}",
-                    a.name,
-                    if a.copilot {
-                        " (co-pilot: you accept or reject)"
-                    } else {
-                        ""
-                    }
-                )
-            })
+        // (A warning given at the open, a reopened file's last line cut short, is put first
+        // by `desk::opening_message`.)
+        let message = snap.agent.as_ref().map(|a| {
+            format!(
+                "agent {} seated: it is asked at every wake{}",
+                a.name,
+                if a.copilot {
+                    " (co-pilot: you accept or reject)"
+                } else {
+                    ""
+                }
+            )
         });
         let clock = snap.clock;
         let mut app = App {

@@ -275,11 +275,8 @@ impl RepairRun {
             super::Outcome::ProviderError { message } => {
                 let m = crate::lang::diag::visible_line(message);
                 // The author's messages are coded (`provider-error kind=exit ...`).
-                let m = m.strip_prefix("provider-error ").unwrap_or(&m);
-                let (kind, said) = match m.strip_prefix("kind=").and_then(|r| r.split_once(' ')) {
-                    Some((kind, said)) => (format!(" ({kind})"), said),
-                    None => (String::new(), m),
-                };
+                let (kind, said) = crate::author::ProviderError::parts(&m);
+                let kind = kind.map(|k| format!(" ({k})")).unwrap_or_default();
                 Some(format!("provider error{kind}: {}", short_program(said)))
             }
             super::Outcome::Pass { fail_closed: true } => {
