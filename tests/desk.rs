@@ -2267,7 +2267,7 @@ fn b_on_a_compact_screen_brings_the_blotter_up_and_then_toggles() {
     assert_ne!(wide.tab, Pane::Bus);
 }
 
-/// `g` in a list goes to its top; a list at its top (and the Blotter, which does not scroll)
+/// `g` in a list goes to its top; a list at its top (and the Blotter at its glance)
 /// has nowhere to go, so there `g` seeks as everywhere else. `home` stays the list's.
 #[test]
 fn g_in_a_list_goes_to_the_top_then_seeks() {
@@ -2319,10 +2319,83 @@ fn g_in_a_list_goes_to_the_top_then_seeks() {
     let clock = app.snap.clock;
     press(&mut app, KeyCode::Home);
     assert_eq!(app.snap.clock, clock);
-    // The Blotter does not scroll: g seeks at once.
+    // The Blotter at its glance (its top): g seeks at once.
     app.bus_mode = BusMode::Blotter;
     press(&mut app, KeyCode::Char('g'));
     assert!(seeking(&app), "in the Blotter, g seeks");
+}
+
+/// The Blotter scrolls: at 160x48 its pane holds the P&L, the positions and the latest fill
+/// (the glance), and the title says how many rows are left out; ↓ and page down go through
+/// every order and every fill, the P&L kept on top, `G` goes to the oldest fill, `g` back to
+/// the glance and `g` again seeks. Before, only the latest of the session's fills could be
+/// seen there, and ↓, page down and the wheel did nothing.
+#[test]
+fn the_blotter_scrolls_through_every_order_and_fill() {
+    use kestrel_desk::desk::app::{BusMode, Modal, PromptKind};
+    let mut app = book_with(None, &[(ms(9, 30, 0), desk::DEFAULT_PLANS)], ms(16, 0, 0));
+    let fills: Vec<String> = app
+        .snap
+        .book
+        .fills
+        .iter()
+        .map(|f| format!("{} {} {} {}", f.time, f.plan, f.side, f.qty))
+        .collect();
+    assert!(fills.len() >= 3, "{fills:?}");
+    app.bus_mode = BusMode::Blotter;
+    app.set_focus(Pane::Bus);
+    let glance = screen(&app, 160, 48);
+    let shown = |s: &[String]| fills.iter().filter(|f| has(s, f)).count();
+    assert!(shown(&glance) < fills.len(), "{}", glance.join("\n"));
+    assert!(has(&glance, "more rows ↓"), "{}", glance.join("\n"));
+    assert!(has(&glance, "P&L +$"), "{}", glance.join("\n"));
+    // Down a row at a time to the end: every fill and every order passes by, under the P&L.
+    let mut seen = std::collections::BTreeSet::new();
+    let mut orders = 0;
+    let mut last_scroll = 0;
+    for _ in 0..200 {
+        press(&mut app, KeyCode::Down);
+        let s = screen(&app, 160, 48);
+        assert!(has(&s, "P&L +$"), "the P&L stays: {}", s.join("\n"));
+        assert!(has(&s, "Blotter · rows "), "{}", s.join("\n"));
+        for f in &fills {
+            if has(&s, f) {
+                seen.insert(f.clone());
+            }
+        }
+        orders = orders.max(
+            s.iter()
+                .filter(|l| l.contains("filled    ") || l.contains("vetoed    "))
+                .count(),
+        );
+        if app.blotter_scroll == last_scroll {
+            break;
+        }
+        last_scroll = app.blotter_scroll;
+    }
+    assert_eq!(seen.len(), fills.len(), "every fill scrolls by: {seen:?}");
+    assert!(orders > 0, "and the orders");
+    // G: the oldest fill, at the bottom.
+    press(&mut app, KeyCode::Char('g'));
+    assert_eq!(app.blotter_scroll, 0, "g goes back to the glance");
+    let seeking = |a: &App| {
+        matches!(
+            &a.modal,
+            Some(Modal::Prompt {
+                kind: PromptKind::Seek,
+                ..
+            })
+        )
+    };
+    assert!(!seeking(&app), "the first g goes to the glance");
+    press(&mut app, KeyCode::Char('G'));
+    let end = screen(&app, 160, 48);
+    assert!(has(&end, &fills[0]), "{}", end.join("\n"));
+    press(&mut app, KeyCode::PageUp);
+    assert!(app.blotter_scroll < last_scroll, "page up");
+    press(&mut app, KeyCode::Char('g'));
+    press(&mut app, KeyCode::Char('g'));
+    assert!(seeking(&app), "at the glance, g seeks");
 }
 
 /// An agent whose replies stay invalid through its re-asks ends the turn in the fail-closed

@@ -153,6 +153,10 @@ pub struct App {
     /// The View's rows and the rows that showed at the last draw: (total, height). The
     /// View's keys scroll within them.
     pub view_rows: std::cell::Cell<(usize, usize)>,
+    /// How far the Blotter is scrolled, in rows (0: its glance; `ui::blotter_view`).
+    pub blotter_scroll: usize,
+    /// The Blotter's furthest scroll and its page, as last drawn.
+    pub blotter_rows: std::cell::Cell<(usize, usize)>,
     /// Whether the last draw was compact (the tabbed column): `b` then shows the Bus tab.
     pub compact: std::cell::Cell<bool>,
     /// The last message of the screen's own (a theme switch, a bad seek time).
@@ -260,6 +264,8 @@ impl App {
             plan_sel: 0,
             view_scroll: 0,
             view_rows: std::cell::Cell::new((0, 0)),
+            blotter_scroll: 0,
+            blotter_rows: std::cell::Cell::new((0, 0)),
             compact: std::cell::Cell::new(false),
             // The seated message is looked at now: a proposal that appears after it is
             // not hidden by it.
@@ -586,6 +592,9 @@ impl App {
         if self.focus == Pane::Bus && self.bus_mode == BusMode::Bus && self.log_key(a) {
             return;
         }
+        if self.focus == Pane::Bus && self.bus_mode == BusMode::Blotter && self.blotter_key(a) {
+            return;
+        }
         match a {
             Action::Quit => self.quit = true,
             Action::Help => self.modal = Some(Modal::Help),
@@ -696,7 +705,9 @@ impl App {
                     // pressed for), rather than flip a pane no one can see.
                     self.tab = Pane::Bus;
                     self.bus_mode = BusMode::Blotter;
+                    self.blotter_scroll = 0;
                 } else {
+                    self.blotter_scroll = 0;
                     self.bus_mode = match self.bus_mode {
                         BusMode::Bus => BusMode::Blotter,
                         BusMode::Blotter => BusMode::Bus,
@@ -801,7 +812,10 @@ impl App {
         match self.focus {
             Pane::Plans => self.plan_sel == 0,
             Pane::View => self.view_scroll == 0,
-            Pane::Bus => self.bus_mode == BusMode::Blotter || self.log.at_top(),
+            Pane::Bus => match self.bus_mode {
+                BusMode::Blotter => self.blotter_scroll == 0,
+                BusMode::Bus => self.log.at_top(),
+            },
             _ => true,
         }
     }
@@ -862,6 +876,9 @@ impl App {
             MouseEventKind::ScrollUp | MouseEventKind::ScrollDown => {
                 let up = m.kind == MouseEventKind::ScrollUp;
                 match pane {
+                    Pane::Bus if self.bus_mode == BusMode::Blotter => {
+                        self.scroll_blotter(if up { -3 } else { 3 })
+                    }
                     Pane::Bus => self.log.step(if up { -3 } else { 3 }),
                     Pane::View => self.scroll_view(if up { -3 } else { 3 }),
                     Pane::Plans => {
@@ -882,6 +899,30 @@ impl App {
             }
             _ => {}
         }
+    }
+
+    /// Scroll the Blotter `d` rows (within what it last drew: row 0 is its glance).
+    pub fn scroll_blotter(&mut self, d: isize) {
+        let max = self.blotter_rows.get().0 as isize;
+        let cur = (self.blotter_scroll as isize).min(max);
+        self.blotter_scroll = usize::try_from(cur.saturating_add(d).clamp(0, max)).unwrap_or(0);
+    }
+
+    /// The Blotter's keys: it scrolls (↑/↓ a row, pgup/pgdn a page, `g`/home to its glance,
+    /// `G`/end to its last row).
+    fn blotter_key(&mut self, a: Action) -> bool {
+        let (max, page) = self.blotter_rows.get();
+        let page = page.max(1) as isize;
+        match a {
+            Action::Up => self.scroll_blotter(-1),
+            Action::Down => self.scroll_blotter(1),
+            Action::PageUp => self.scroll_blotter(-page),
+            Action::PageDown => self.scroll_blotter(page),
+            Action::Top => self.blotter_scroll = 0,
+            Action::Bottom => self.blotter_scroll = max,
+            _ => return false,
+        }
+        true
     }
 
     /// Scroll the View by `d` drawn rows (negative: up), within what the last draw showed:

@@ -285,6 +285,9 @@ fn footer_keys(app: &App) -> Vec<Action> {
     match app.focus {
         Pane::Editor => vec![Submit, Leave],
         Pane::Plans => vec![Up, Down, Open, Yank, PlayPause, StandDown, PageDown, Top],
+        Pane::Bus if app.bus_mode == BusMode::Blotter => vec![
+            Up, Down, PageDown, Top, Bottom, BusToggle, PlayPause, Faster, Slower,
+        ],
         Pane::Bus => vec![
             Up, Down, Open, Filter, BusToggle, Bottom, PlayPause, Faster, Slower,
         ],
@@ -867,15 +870,26 @@ fn draw_bus(f: &mut Frame, app: &App, r: Rect) {
         .draw(f.buffer_mut(), inner, t, app.focus == Pane::Bus);
 }
 
-/// The Blotter, in the Bus pane's place (`b` toggles).
+/// The Blotter, in the Bus pane's place (`b` toggles). At its top it is the glance
+/// ([`blotter_lines`]); scrolled (↓, page down, the wheel) it is every row of the Blotter
+/// ([`blotter_view`]), its P&L line kept in place. The title says what is off screen.
 pub fn draw_blotter(f: &mut Frame, app: &App, r: Rect) {
-    let lines = blotter_lines(
-        app,
-        usize::from(r.height.saturating_sub(2)),
-        usize::from(r.width.saturating_sub(2)),
-    );
+    let h = usize::from(r.height.saturating_sub(2));
+    let w = usize::from(r.width.saturating_sub(2));
+    let v = blotter_view(app, h, w, app.blotter_scroll);
+    app.blotter_rows.set((v.max_scroll, v.page));
+    let title = match (v.range, v.hidden) {
+        (Some((a, b, n)), _) => format!("Blotter · rows {a}–{b} of {n} ↕ [b: Bus]"),
+        (None, 0) => "Blotter [b: Bus]".to_string(),
+        (None, k) => format!("Blotter · {k} more rows ↓ [b: Bus]"),
+    };
+    let title = if cols(&title) + 4 <= usize::from(r.width) {
+        title
+    } else {
+        "Blotter [b: Bus]".to_string()
+    };
     f.render_widget(
-        Paragraph::new(lines).block(block(app, Pane::Bus, "Blotter [b: Bus]".to_string())),
+        Paragraph::new(v.lines).block(block(app, Pane::Bus, title)),
         r,
     );
 }
@@ -951,11 +965,137 @@ fn pnl_role(x: f64) -> Role {
     }
 }
 
-/// The Blotter: the book's P&L (realised and open apart, in $ and R, and what 1R is),
-/// positions marked to market (`mid` for shares, `model` for an option's fair), every order
-/// with its state and what L0 risk did to it, and the fills, newest first. `h` rows tall,
-/// `w` columns wide.
+/// The Blotter at its top, the glance: the book's P&L (realised and open apart, in $ and R,
+/// and what 1R is), positions marked to market (`mid` for shares, `model` for an option's
+/// fair), every order with its state and what L0 risk did to it, and the fills, newest
+/// first. `h` rows tall, `w` columns wide. Where every row does not fit, the glance keeps
+/// the P&L, the positions, the latest fill, then as many orders and fills as fit; the rest
+/// is a scroll away ([`blotter_view`]).
 pub fn blotter_lines(app: &App, h: usize, w: usize) -> Vec<Line<'static>> {
+    blotter_view(app, h, w, 0).lines
+}
+
+/// The Blotter as drawn, `h` rows by `w` columns, scrolled `scroll` rows: its lines, and
+/// what the title and the scroll keys need.
+pub struct BlotterView {
+    /// The lines to draw.
+    pub lines: Vec<Line<'static>>,
+    /// How far it scrolls: 0 when every row fits.
+    pub max_scroll: usize,
+    /// The rows below the P&L (a page).
+    pub page: usize,
+    /// Scrolled: the first and last rows shown (from 1) and how many rows there are.
+    pub range: Option<(usize, usize, usize)>,
+    /// At the top: how many rows the glance leaves out.
+    pub hidden: usize,
+}
+
+/// The Blotter scrolled `scroll` rows. At 0 it is the glance ([`blotter_lines`]); scrolled
+/// it is every row, positions, orders and fills in the glance's order, from its `scroll`-th
+/// row on, under the P&L, which stays (what the book stands at is never scrolled away).
+/// Where every row fits there is nothing to scroll, and every row shows.
+pub fn blotter_view(app: &App, h: usize, w: usize, scroll: usize) -> BlotterView {
+    let parts = blotter_parts(app, w);
+    let rows = parts.top.len()
+        + parts.orders.iter().map(Vec::len).sum::<usize>()
+        + 1
+        + parts.fills.iter().map(Vec::len).sum::<usize>();
+    let page = h.saturating_sub(parts.pnl.len());
+    let fit_all = |l: Vec<Line<'static>>| -> Vec<Line<'static>> {
+        l.into_iter().map(|l| fit(l, w)).collect()
+    };
+    if rows <= page || page == 0 {
+        let mut lines = parts.pnl;
+        lines.extend(parts.top);
+        lines.extend(parts.orders.into_iter().flatten());
+        lines.push(parts.fills_head);
+        lines.extend(parts.fills.into_iter().flatten());
+        lines.truncate(h.max(1));
+        return BlotterView {
+            lines: fit_all(lines),
+            max_scroll: 0,
+            page,
+            range: None,
+            hidden: 0,
+        };
+    }
+    let max_scroll = rows - page + 1;
+    if scroll == 0 {
+        let pnl = parts.pnl.len();
+        let lines = glance(parts, h);
+        return BlotterView {
+            hidden: rows.saturating_sub(lines.len().saturating_sub(pnl)),
+            lines: fit_all(lines),
+            max_scroll,
+            page,
+            range: None,
+        };
+    }
+    let first = scroll.min(max_scroll) - 1;
+    let mut lines = parts.pnl;
+    lines.extend(
+        parts
+            .top
+            .into_iter()
+            .chain(parts.orders.into_iter().flatten())
+            .chain(std::iter::once(parts.fills_head))
+            .chain(parts.fills.into_iter().flatten())
+            .skip(first)
+            .take(page),
+    );
+    BlotterView {
+        lines: fit_all(lines),
+        max_scroll,
+        page,
+        range: Some((first + 1, first + page, rows)),
+        hidden: 0,
+    }
+}
+
+/// The Blotter's rows, each wrapped to `w` columns (a row wraps rather than lose a price
+/// or a P&L at the edge): the P&L lines, the positions with the orders' header, the orders
+/// (working first, then the rest, newest first), the fills' header and the fills (settled
+/// at the close first, then newest first).
+struct BlotterParts {
+    pnl: Vec<Line<'static>>,
+    top: Vec<Line<'static>>,
+    orders: Vec<Vec<Line<'static>>>,
+    fills_head: Line<'static>,
+    fills: Vec<Vec<Line<'static>>>,
+}
+
+/// The glance, `h` rows: the P&L, the positions, the latest fill, then orders and fills
+/// as fit, half the room each; a row goes in whole or not at all (the orders' header
+/// counts the working ones that did not fit).
+fn glance(parts: BlotterParts, h: usize) -> Vec<Line<'static>> {
+    let mut lines = parts.pnl;
+    let mut body = parts.top;
+    let room = h.saturating_sub(lines.len() + body.len() + 1);
+    let fills_room = (room / 2).max(parts.fills.first().map_or(1, Vec::len));
+    let mut order_room = room.saturating_sub(fills_room);
+    for row in parts.orders {
+        if row.len() > order_room {
+            break;
+        }
+        order_room -= row.len();
+        body.extend(row);
+    }
+    body.push(parts.fills_head);
+    let mut left = fills_room;
+    for row in parts.fills {
+        if row.len() > left {
+            break;
+        }
+        left -= row.len();
+        body.extend(row);
+    }
+    lines.extend(body);
+    lines.truncate(h.max(1));
+    lines
+}
+
+/// The Blotter's rows ([`BlotterParts`]), `w` columns wide.
+fn blotter_parts(app: &App, w: usize) -> BlotterParts {
     let t = app.theme();
     let b = &app.snap.book;
     let muted = Style::default().fg(t.ui_muted());
@@ -986,7 +1126,7 @@ pub fn blotter_lines(app: &App, h: usize, w: usize) -> Vec<Line<'static>> {
         ),
     ];
     let width = |v: &[Span]| v.iter().map(|s| cols(&s.content)).sum::<usize>();
-    let mut lines = if width(&total) + width(&realised("  realised ")) + width(&open) <= w {
+    let lines = if width(&total) + width(&realised("  realised ")) + width(&open) <= w {
         vec![Line::from([total, realised("  realised "), open].concat())]
     } else if width(&realised("  real ")) + width(&open) <= w {
         // Realised and open on one line under the total, `real` for short.
@@ -1056,9 +1196,6 @@ pub fn blotter_lines(app: &App, h: usize, w: usize) -> Vec<Line<'static>> {
         ),
         muted,
     )));
-    // Rows wrap rather than cut (a price or a P&L is never lost at the edge): the rooms
-    // below count lines, and a row goes in whole or not at all.
-    let room = h.saturating_sub(lines.len() + body.len() + 1);
     // A position settled at the close leaves the book without a fill: it leads the list
     // (nothing trades after the close), `settled`, at its price.
     let settled_rows = b.settled.iter().rev().map(|x| {
@@ -1093,8 +1230,6 @@ pub fn blotter_lines(app: &App, h: usize, w: usize) -> Vec<Line<'static>> {
             )
         }))
         .collect();
-    let fills_room = (room / 2).max(fill_rows.first().map_or(1, Vec::len));
-    let mut order_room = room.saturating_sub(fills_room);
     // Working orders first (newest first), then the rest, newest first.
     let mut shown: Vec<&crate::view::snapshot::OrderLogRow> = orders
         .iter()
@@ -1102,6 +1237,7 @@ pub fn blotter_lines(app: &App, h: usize, w: usize) -> Vec<Line<'static>> {
         .filter(|o| o.state == "working")
         .collect();
     shown.extend(orders.iter().rev().filter(|o| o.state != "working"));
+    let mut order_rows = Vec::with_capacity(shown.len());
     for o in shown {
         let state_style = match o.state.as_str() {
             "working" => Style::default().fg(t.state_info()),
@@ -1145,30 +1281,19 @@ pub fn blotter_lines(app: &App, h: usize, w: usize) -> Vec<Line<'static>> {
             _ => o.time.clone(),
         };
         spans.push(Span::styled(format!("{} {when}", o.clause), muted));
-        let row = wrap(Line::from(spans), w);
-        if row.len() > order_room {
-            // (The header counts the working orders that did not fit.)
-            break;
-        }
-        order_room -= row.len();
-        body.extend(row);
+        order_rows.push(wrap(Line::from(spans), w));
     }
     let head = match b.settled.len() {
         0 => format!("fills ({})", b.fills.len()),
         n => format!("fills ({}) · settled at the close ({n})", b.fills.len()),
     };
-    body.push(Line::from(Span::styled(head, muted)));
-    let mut left = fills_room;
-    for row in fill_rows {
-        if row.len() > left {
-            break;
-        }
-        left -= row.len();
-        body.extend(row);
+    BlotterParts {
+        pnl: lines,
+        top: body,
+        orders: order_rows,
+        fills_head: Line::from(Span::styled(head, muted)),
+        fills: fill_rows,
     }
-    lines.extend(body);
-    lines.truncate(h.max(1));
-    lines.into_iter().map(|l| fit(l, w)).collect()
 }
 
 /// A price as the Bus writes it (`Px`'s Display: two decimals, up to four where the price
