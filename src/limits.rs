@@ -16,6 +16,7 @@
 //! | [`MAX_REPLY_BYTES`] | 256 KiB | one author reply: a turn is a few KiB; 256 KiB is ~64,000 tokens |
 //! | [`MAX_METERED_RUN`] | 64 KiB | the token meter reads a line (a run without `\n`) longer than this in chunks of this size |
 //! | [`KEPT_REPLY_BYTES`] | 4 KiB | what is kept of a refused oversized reply (Bus record, re-ask quote) |
+//! | [`MAX_RESPONSE_BYTES`] | 8 MiB | one HTTP response body, or one line or event of a stream, from a model server: a turn's JSON is at most ~1.5 MiB (256 KiB, every byte escaped) |
 
 /// How deep groups `( )`, `NOT` and price calls `lean( min( max(` may nest in one line.
 pub const MAX_NESTING: u32 = 64;
@@ -35,6 +36,9 @@ pub const MAX_METERED_RUN: usize = 64 * 1024;
 
 /// How much of an oversized reply is kept (on the Bus and in the re-ask).
 pub const KEPT_REPLY_BYTES: usize = 4 * 1024;
+
+/// The largest HTTP response body, or line or event of a stream, read from a model server.
+pub const MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
 
 /// The first `max` bytes of `s`, cut back to a character boundary.
 pub(crate) fn prefix(s: &str, max: usize) -> &str {

@@ -39,6 +39,12 @@ enum Behaviour {
     RetryAfterTooLong,
     /// A stream whose delta holds bytes that are not UTF-8.
     BadUtf8,
+    /// A stream of 2,000,000 bytes of text in 64 KiB deltas, then a finish.
+    HugeStream,
+    /// A stream whose one line never ends (9 MiB without a newline).
+    EndlessLine,
+    /// One JSON body (no SSE) of 9 MiB.
+    HugeBody,
 }
 
 #[derive(Debug, Clone)]
@@ -199,6 +205,37 @@ async fn handle(
             sock.write_all(delta("").as_bytes()).await?;
             sock.write_all(finish.as_bytes()).await?;
         }
+        Behaviour::HugeStream => {
+            sock.write_all(sse_head.as_bytes()).await?;
+            let piece = "#".repeat(64 * 1000);
+            for _ in 0..31 {
+                sock.write_all(delta(&piece).as_bytes()).await?;
+            }
+            sock.write_all(delta(&"#".repeat(16_000)).as_bytes())
+                .await?;
+            sock.write_all(finish.as_bytes()).await?;
+        }
+        Behaviour::EndlessLine => {
+            sock.write_all(sse_head.as_bytes()).await?;
+            sock.write_all(b"data: ").await?;
+            let chunk = vec![b'x'; 64 * 1024];
+            for _ in 0..(9 * 16) {
+                if sock.write_all(&chunk).await.is_err() {
+                    // The author stopped reading at its limit.
+                    return Ok(());
+                }
+            }
+        }
+        Behaviour::HugeBody => {
+            let len = 9 * 1024 * 1024;
+            sock.write_all(format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len}\r\nConnection: close\r\n\r\n").as_bytes()).await?;
+            let chunk = vec![b' '; 64 * 1024];
+            for _ in 0..(len / chunk.len()) {
+                if sock.write_all(&chunk).await.is_err() {
+                    return Ok(());
+                }
+            }
+        }
         Behaviour::Cut => {
             sock.write_all(sse_head.as_bytes()).await?;
             sock.write_all(delta("PLAN half budget 0.1R ttl +5m\n  WHEN spot").as_bytes())
@@ -250,6 +287,9 @@ fn provider_error(o: &Completion) -> ProviderErrorKind {
         Completion::ProviderError(e) => e.kind,
         Completion::Reply(r) => panic!("expected a provider error, got a reply {r:?}"),
         Completion::CutOff(r) => panic!("expected a provider error, got a cut-off reply {r:?}"),
+        Completion::Oversized { bytes, .. } => {
+            panic!("expected a provider error, got an oversized reply of {bytes} bytes")
+        }
     }
 }
 
@@ -482,6 +522,114 @@ async fn invalid_utf8_from_the_server_is_a_provider_error() {
         .author(&prompt(), None)
         .await;
     assert_eq!(provider_error(&out), ProviderErrorKind::BadResponse);
+}
+
+/// A reply past the reply limit is kept up to it and counted: the author gives its first
+/// 4 KiB and its whole size (the router refuses it by size, as before), not 2 MB of text.
+/// A stream line that never ends and a body past 8 MiB are bad responses, read no further.
+#[tokio::test]
+async fn a_huge_reply_is_counted_not_kept_and_a_huge_line_or_body_is_refused() {
+    let server = serve(Behaviour::HugeStream).await;
+    let out = OpenAiAuthor::new(config(&server.base))
+        .author(&prompt(), None)
+        .await;
+    match out {
+        Completion::Oversized { head, bytes } => {
+            assert_eq!(bytes, 2_000_000);
+            assert_eq!(head, "#".repeat(kestrel_desk::limits::KEPT_REPLY_BYTES));
+        }
+        o => panic!("{o:?}"),
+    }
+    for (b, said) in [
+        (
+            Behaviour::EndlessLine,
+            "a stream line or event is over 8 MiB",
+        ),
+        (Behaviour::HugeBody, "the response body is over 8 MiB"),
+    ] {
+        let server = serve(b).await;
+        let out = OpenAiAuthor::new(config(&server.base))
+            .author(&prompt(), None)
+            .await;
+        assert_eq!(provider_error(&out), ProviderErrorKind::BadResponse);
+        let Completion::ProviderError(e) = &out else {
+            unreachable!()
+        };
+        assert!(e.message.contains(said), "{}", e.message);
+    }
+}
+
+/// A command that writes 3 MB is read to its end and counted, but kept only to the limit.
+#[tokio::test]
+async fn a_commands_huge_reply_is_counted_not_kept() {
+    let out = sh(
+        "cat >/dev/null; head -c 3000000 /dev/zero | tr '\\0' '#'",
+        10_000,
+    )
+    .author(&prompt(), None)
+    .await;
+    match out {
+        Completion::Oversized { head, bytes } => {
+            assert_eq!(bytes, 3_000_000);
+            assert_eq!(head, "#".repeat(kestrel_desk::limits::KEPT_REPLY_BYTES));
+        }
+        o => panic!("{o:?}"),
+    }
+}
+
+/// The whole process: `kestrel agent` with a command that writes 150 MB took 330 MB of
+/// memory to refuse it (the reply was read whole, then refused by size). Its peak is now
+/// tens of MB, and the Bus says the same as before (the reply's size, its first 4 KiB, an
+/// estimate of its tokens).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_runaway_command_does_not_take_the_memory() {
+    let dir = scratch("runaway");
+    let bus = dir.join("s.bus.jsonl");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kestrel"))
+        .args(["agent", "--tape"])
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tapes/shock-2025-04-09-s7.jsonl"
+        ))
+        .args([
+            "--author",
+            "cmd:cat >/dev/null; head -c 150000000 /dev/zero | tr '\\0' '#'",
+            "--bus",
+        ])
+        .arg(&bus)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("kestrel agent");
+    let status = format!("/proc/{}/status", child.id());
+    let mut peak_kb = 0u64;
+    let code = loop {
+        // VmHWM is the process's peak resident memory so far.
+        if let Some(kb) = std::fs::read_to_string(&status).ok().and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        }) {
+            peak_kb = peak_kb.max(kb);
+        }
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert!(code.success(), "{code:?}");
+    assert!(peak_kb > 0, "the peak was read");
+    assert!(peak_kb < 100_000, "peak {peak_kb} kB");
+    let text = std::fs::read_to_string(&bus).expect("the Bus");
+    assert!(
+        text.contains("the reply is 150000000 bytes"),
+        "the size is said"
+    );
+    assert!(
+        text.contains("\"tokens\":37500000"),
+        "and its tokens estimated"
+    );
 }
 
 /// A base URL with a query string keeps it after the endpoint path, and neither the query

@@ -94,6 +94,28 @@ async fn drain<R: AsyncRead + Unpin>(
     }
 }
 
+/// Read the reply `r` to its end into `out` (kept up to the reply limit, counted past
+/// it); each kept piece also goes to `on_chunk`.
+async fn drain_reply<R: AsyncRead + Unpin>(
+    r: Option<R>,
+    out: &mut super::Bounded,
+    mut on_chunk: impl FnMut(&[u8]),
+) {
+    let Some(mut r) = r else { return };
+    let mut buf = [0u8; 8192];
+    loop {
+        match r.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                let kept = out.push(&buf[..n]);
+                if !kept.is_empty() {
+                    on_chunk(kept);
+                }
+            }
+        }
+    }
+}
+
 impl CommandAuthor {
     /// A program run with the key removed from its environment and its stderr redacted of
     /// the keys known now.
@@ -144,10 +166,11 @@ impl CommandAuthor {
                 let _ = w.shutdown().await;
             }
         };
-        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let (mut out, mut err) = (super::Bounded::default(), Vec::new());
         let timed = {
-            // The reply is read whole (the reply-size limit is the router's).
-            let read_out = drain(stdout, &mut out, usize::MAX, |b| {
+            // The reply is read to its end, kept up to the reply limit and counted past it
+            // (the router refuses it by its size; `Bounded`).
+            let read_out = drain_reply(stdout, &mut out, |b| {
                 if let (Some(d), Ok(s)) = (&deltas, std::str::from_utf8(b)) {
                     let _ = d.send(secret::redact_all(s, &self.redact));
                 }
@@ -207,6 +230,10 @@ impl CommandAuthor {
                 );
             }
         }
+        let out = match out.finish(|h| secret::redact_all(&h, &self.redact)) {
+            Ok(out) => out,
+            Err(oversized) => return oversized,
+        };
         match String::from_utf8(out) {
             Ok(s) if s.trim().is_empty() => Completion::error(
                 ProviderErrorKind::EmptyCompletion,

@@ -184,6 +184,61 @@ pub enum Completion {
     CutOff(String),
     /// No reply: the transport failed.
     ProviderError(ProviderError),
+    /// A reply past [`MAX_REPLY_BYTES`](crate::limits::MAX_REPLY_BYTES): the transport
+    /// kept its first bytes and counted the rest ([`Bounded`]), so a runaway author costs
+    /// memory up to the limit, not its output. The router refuses it by size.
+    Oversized {
+        /// Its first bytes (at most [`KEPT_REPLY_BYTES`](crate::limits::KEPT_REPLY_BYTES)).
+        head: String,
+        /// Its whole size in bytes.
+        bytes: usize,
+    },
+}
+
+/// A reply as the transport reads it, kept within [`MAX_REPLY_BYTES`]: its first bytes up
+/// to the limit are kept, the rest is only counted. The router refuses a reply past the
+/// limit unread, so keeping it whole would only let a runaway author (a command writing
+/// 300 MB, a stream that never ends) take the memory: before 2026-12-05 a command's 300 MB
+/// reply took 622 MB of memory to be refused.
+///
+/// [`MAX_REPLY_BYTES`]: crate::limits::MAX_REPLY_BYTES
+#[derive(Debug, Default)]
+pub(crate) struct Bounded {
+    kept: Vec<u8>,
+    bytes: usize,
+}
+
+impl Bounded {
+    /// Add a piece read; the part of it that is kept (what may be shown as it is written:
+    /// nothing past the limit).
+    pub(crate) fn push<'a>(&mut self, b: &'a [u8]) -> &'a [u8] {
+        let room = crate::limits::MAX_REPLY_BYTES
+            .saturating_sub(self.bytes)
+            .min(b.len());
+        self.bytes = self.bytes.saturating_add(b.len());
+        self.kept.extend_from_slice(&b[..room]);
+        &b[..room]
+    }
+
+    /// Nothing read yet.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.bytes == 0
+    }
+
+    /// The reply read whole, or, past the limit, the [`Completion::Oversized`] that stands
+    /// for it (its head made text as the Bus keeps it, `map` applied: a redaction).
+    pub(crate) fn finish(self, map: impl Fn(String) -> String) -> Result<Vec<u8>, Completion> {
+        use crate::limits::{KEPT_REPLY_BYTES, MAX_REPLY_BYTES, prefix};
+        if self.bytes <= MAX_REPLY_BYTES {
+            return Ok(self.kept);
+        }
+        let cut = self.kept.len().min(KEPT_REPLY_BYTES);
+        let head = map(String::from_utf8_lossy(&self.kept[..cut]).into_owned());
+        Err(Completion::Oversized {
+            head: prefix(&head, KEPT_REPLY_BYTES).to_string(),
+            bytes: self.bytes,
+        })
+    }
 }
 
 impl Completion {

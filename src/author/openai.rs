@@ -24,12 +24,13 @@
 //! [`AuthorInfo`] either way, so the config id tells the arms apart.
 
 use super::secret::ApiKey;
-use super::sse::SseParser;
+use super::sse::{SseError, SseParser};
 use super::{
     Author, AuthorFuture, AuthorInfo, Completion, DeltaSink, Prompt, ProviderError,
     ProviderErrorKind, excerpt,
 };
 use crate::lang::grammar::{self, GrammarFormat, GrammarOptions};
+use crate::limits::MAX_RESPONSE_BYTES;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -240,6 +241,21 @@ fn utf8(bytes: Vec<u8>, what: &str) -> Result<String, Failure> {
 
 /// The end of a completion: `stop` is a whole reply, anything else (or no finish reason)
 /// a cut-off one.
+/// A response body, read until its end or `cap` bytes: the bytes and whether that was its end
+/// (past `cap` the rest is not read).
+async fn body_upto(resp: &mut reqwest::Response, cap: usize) -> reqwest::Result<(Vec<u8>, bool)> {
+    let mut out = Vec::new();
+    while let Some(c) = resp.chunk().await? {
+        if out.len() + c.len() > cap {
+            let room = cap - out.len();
+            out.extend_from_slice(&c[..room]);
+            return Ok((out, false));
+        }
+        out.extend_from_slice(&c);
+    }
+    Ok((out, true))
+}
+
 fn finished(text: String, finish_reason: Option<&str>) -> Completion {
     match finish_reason {
         Some("stop") => Completion::Reply(text),
@@ -440,10 +456,13 @@ impl OpenAiAuthor {
         let status = resp.status();
         if !status.is_success() {
             let wait = retry_after(resp.headers());
-            let bytes = tokio::time::timeout_at(first_by, resp.bytes())
+            // Only its start is quoted: a huge error page is not read whole.
+            let mut resp = resp;
+            let bytes = tokio::time::timeout_at(first_by, body_upto(&mut resp, 64 * 1024))
                 .await
                 .ok()
                 .and_then(Result::ok)
+                .map(|(b, _)| b)
                 .unwrap_or_default();
             // Redact before cutting: an excerpt must not keep a prefix of the key.
             let text = self.redact(String::from_utf8_lossy(&bytes).into_owned());
@@ -473,8 +492,20 @@ impl OpenAiAuthor {
         resp: reqwest::Response,
         by: Instant,
     ) -> Result<Completion, Failure> {
-        let text = match tokio::time::timeout_at(by, resp.bytes()).await {
-            Ok(Ok(t)) => utf8(t.to_vec(), "the response body")?,
+        let mut resp = resp;
+        let text = match tokio::time::timeout_at(by, body_upto(&mut resp, MAX_RESPONSE_BYTES)).await
+        {
+            Ok(Ok((_, false))) => {
+                return Err(fail(
+                    ProviderErrorKind::BadResponse,
+                    format!(
+                        "the response body is over {} MiB (a turn is at most 256 KiB)",
+                        MAX_RESPONSE_BYTES / (1024 * 1024)
+                    ),
+                    false,
+                ));
+            }
+            Ok(Ok((t, true))) => utf8(t, "the response body")?,
             Ok(Err(e)) => {
                 return Err(fail(
                     ProviderErrorKind::StreamCut,
@@ -512,6 +543,12 @@ impl OpenAiAuthor {
                 true,
             ));
         }
+        // Past the reply limit it is refused by size, as a streamed one is.
+        let mut kept = super::Bounded::default();
+        kept.push(content.as_bytes());
+        if let Err(oversized) = kept.finish(|h| h) {
+            return Ok(oversized);
+        }
         Ok(finished(
             content.to_string(),
             choice["finish_reason"].as_str(),
@@ -525,7 +562,8 @@ impl OpenAiAuthor {
         first_by: Instant,
     ) -> Result<Completion, Failure> {
         let mut sse = SseParser::default();
-        let mut text = String::new();
+        // The reply, kept up to the reply limit and counted past it (`Bounded`).
+        let mut text = super::Bounded::default();
         let mut finish: Option<String> = None;
         'read: loop {
             let chunk = if text.is_empty() {
@@ -559,12 +597,20 @@ impl OpenAiAuthor {
                     ));
                 }
             };
-            let events = sse.feed(&bytes).map_err(|at| {
-                fail(
+            let events = sse.feed(&bytes).map_err(|e| match e {
+                SseError::NotUtf8(at) => fail(
                     ProviderErrorKind::BadResponse,
                     format!("the stream is not UTF-8 (an event line with an invalid byte at offset {at})"),
                     false,
-                )
+                ),
+                SseError::TooLong => fail(
+                    ProviderErrorKind::BadResponse,
+                    format!(
+                        "a stream line or event is over {} MiB (a turn is at most 256 KiB)",
+                        MAX_RESPONSE_BYTES / (1024 * 1024)
+                    ),
+                    false,
+                ),
             })?;
             for data in events {
                 if data.trim() == "[DONE]" {
@@ -602,9 +648,12 @@ impl OpenAiAuthor {
                 if let Some(piece) = piece
                     && !piece.is_empty()
                 {
-                    text.push_str(piece);
-                    if let Some(d) = deltas {
-                        let _ = d.send(piece.to_string());
+                    let kept = text.push(piece.as_bytes()).len();
+                    if let Some(d) = deltas
+                        && kept > 0
+                    {
+                        // (Cut at the limit on a character boundary: what was kept, shown.)
+                        let _ = d.send(crate::limits::prefix(piece, kept).to_string());
                     }
                 }
                 if let Some(r) = choice["finish_reason"].as_str() {
@@ -612,6 +661,11 @@ impl OpenAiAuthor {
                 }
             }
         }
+        let text = match text.finish(|h| h) {
+            // Whole pieces of text, so whole characters.
+            Ok(t) => String::from_utf8_lossy(&t).into_owned(),
+            Err(oversized) => return Ok(oversized),
+        };
         if text.trim().is_empty() {
             return Err(if finish.is_none() {
                 fail(

@@ -532,6 +532,9 @@ impl TurnSource for Attached {
             match done {
                 crate::author::Completion::Reply(text) => Reply::Text(text),
                 crate::author::Completion::CutOff(text) => Reply::CutOff(text),
+                crate::author::Completion::Oversized { head, bytes } => {
+                    Reply::Oversized { head, bytes }
+                }
                 crate::author::Completion::ProviderError(e) => Reply::ProviderError(e.to_string()),
             }
         };

@@ -21,7 +21,7 @@ use crate::limits::{KEPT_REPLY_BYTES, MAX_REPLY_BYTES, prefix};
 /// Admit a live reply: refuse an oversized one at once (rule `limit`), else route and check
 /// it. Never panics; every reply gets exactly one outcome.
 pub fn admit(reply: &Reply, ctx: &TurnContext) -> RoutedTurn {
-    let n = reply.written().len();
+    let n = reply.size();
     if n > MAX_REPLY_BYTES {
         let errors = vec![TurnError::new(
             "TURN",
@@ -61,7 +61,7 @@ pub fn oversized_bytes(e: &TurnError) -> Option<usize> {
 /// reply is never stored whole.
 pub fn kept(reply: &Reply) -> &str {
     let w = reply.written();
-    if w.len() > MAX_REPLY_BYTES {
+    if reply.size() > MAX_REPLY_BYTES {
         prefix(w, KEPT_REPLY_BYTES)
     } else {
         w

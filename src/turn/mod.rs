@@ -75,6 +75,16 @@ pub enum Reply {
     CutOff(String),
     /// The transport failed (timeout, HTTP error, a dead provider); the text says how.
     ProviderError(String),
+    /// A reply past [`MAX_REPLY_BYTES`](crate::limits::MAX_REPLY_BYTES), which the
+    /// transport did not keep: its first bytes (`head`, at most
+    /// [`KEPT_REPLY_BYTES`](crate::limits::KEPT_REPLY_BYTES), what the Bus keeps of it) and
+    /// how many bytes it was. It is refused by size ([`admit::admit`]), unread.
+    Oversized {
+        /// Its first bytes.
+        head: String,
+        /// Its whole size in bytes.
+        bytes: usize,
+    },
 }
 
 impl Reply {
@@ -87,7 +97,17 @@ impl Reply {
     pub fn written(&self) -> &str {
         match self {
             Reply::Text(s) | Reply::CutOff(s) => s,
+            Reply::Oversized { head, .. } => head,
             Reply::ProviderError(_) => "",
+        }
+    }
+
+    /// The size of the reply written, in bytes (an [`Oversized`](Reply::Oversized) one's
+    /// whole size, not what was kept of it).
+    pub fn size(&self) -> usize {
+        match self {
+            Reply::Oversized { bytes, .. } => *bytes,
+            r => r.written().len(),
         }
     }
 }
@@ -457,6 +477,8 @@ fn route_reply(reply: &Reply, ctx: &TurnContext) -> RoutedTurn {
         }
         Reply::Text(s) => (s.as_str(), false),
         Reply::CutOff(s) => (s.as_str(), true),
+        // (Refused by size before routing: `admit` is the only caller.)
+        Reply::Oversized { head, .. } => (head.as_str(), true),
     };
     if ctx.author == AuthorKind::Model && text.trim().is_empty() {
         return turn(

@@ -315,6 +315,9 @@ impl RepairRun {
 /// The output tokens a reply spends ([`tokens::count_reply`]: an oversized reply is not
 /// metered and is charged an estimate, one token per four bytes).
 fn spend(reply: &Reply) -> usize {
+    if tokens::is_estimated(reply.size()) {
+        return tokens::estimate(reply.size());
+    }
     let w = reply.written();
     tokens::count_reply(w, Encoding::Cl100k).unwrap_or(w.len() / 4 + 1)
 }
