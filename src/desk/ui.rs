@@ -1065,23 +1065,28 @@ struct BlotterParts {
 }
 
 /// The glance, `h` rows: the P&L, the positions, the latest fill, then orders and fills
-/// as fit, half the room each; a row goes in whole or not at all (the orders' header
-/// counts the working ones that did not fit).
+/// as fit, half the room each, and what one of them leaves to the other; a row goes in
+/// whole or not at all (the orders' header counts the working ones that did not fit).
 fn glance(parts: BlotterParts, h: usize) -> Vec<Line<'static>> {
     let mut lines = parts.pnl;
     let mut body = parts.top;
     let room = h.saturating_sub(lines.len() + body.len() + 1);
-    let fills_room = (room / 2).max(parts.fills.first().map_or(1, Vec::len));
+    let fills_all: usize = parts.fills.iter().map(Vec::len).sum();
+    let fills_room = (room / 2)
+        .max(parts.fills.first().map_or(1, Vec::len))
+        .min(fills_all);
     let mut order_room = room.saturating_sub(fills_room);
+    let mut orders_used = 0;
     for row in parts.orders {
         if row.len() > order_room {
             break;
         }
         order_room -= row.len();
+        orders_used += row.len();
         body.extend(row);
     }
     body.push(parts.fills_head);
-    let mut left = fills_room;
+    let mut left = room.saturating_sub(orders_used);
     for row in parts.fills {
         if row.len() > left {
             break;
