@@ -676,3 +676,47 @@ fn a_filled_order_reads_at_its_fill_price_beside_its_limit() {
         "{row}"
     );
 }
+
+/// `hold`'s entry fills on the Blotter (`09:30:01 hold buy 10 SPY shares @ …` rows under
+/// `fills`; the order rows start with their state).
+fn hold_buys(app: &App) -> usize {
+    blotter_text(app)
+        .lines()
+        .map(str::trim_start)
+        .filter(|l| l.starts_with(|c: char| c.is_ascii_digit()))
+        .filter(|l| l.contains(" hold buy 10 SPY shares"))
+        .count()
+}
+
+/// A person who submits a plan again unchanged (yanked with `y` and sent back, or pasted
+/// again) keeps it as it stands: it filled at 09:30 and its WHEN is still true at 09:40, and
+/// it does not buy again (before 2026-12-05 it was a new version that bought a second 10
+/// shares at once, with nothing on screen saying so). Submitted changed, it is a new
+/// version, and the footer says what the replaced one still holds, as a warning.
+#[test]
+fn a_plan_submitted_again_unchanged_does_not_enter_again() {
+    let mut app = bare();
+    let plan = "PLAN hold budget 1R ttl +90m\n  USING signal SPX exec SPY\n  WHEN spot > 0\n  DO buy 10 shares @ ask\n  EXIT time >= 15:00\n";
+    submit(&mut app, 1, plan);
+    app.send(Command::Seek(ms(9, 40, 0)));
+    assert_eq!(hold_buys(&app), 1, "{}", blotter_text(&app));
+    submit(&mut app, 2, plan);
+    let notice = app.message.clone().unwrap_or_default();
+    assert!(
+        notice.contains("kept hold as it stands (sent unchanged)"),
+        "{notice}"
+    );
+    app.send(Command::Seek(ms(9, 50, 0)));
+    assert_eq!(hold_buys(&app), 1, "{}", blotter_text(&app));
+    assert_eq!(plan_row(&app, "hold").state, PlanState::Filled);
+
+    submit(&mut app, 3, &plan.replace("15:00", "15:30"));
+    let notice = app.message.clone().unwrap_or_default();
+    assert!(
+        notice.contains("hold holds +10 SPY shares: the new version can enter again"),
+        "{notice}"
+    );
+    assert_eq!(app.message_level(), NoticeLevel::Warn, "{notice}");
+    app.send(Command::Seek(ms(10, 0, 0)));
+    assert_eq!(hold_buys(&app), 2, "{}", blotter_text(&app));
+}

@@ -858,7 +858,12 @@ GRADE plan late OVER tapes/* FILL strict-cross-v1
 /// Record a session with `kestrel agent` (a scripted author) on one tape of `d/tapes`; the
 /// Bus lands in `d/session.jsonl`.
 fn record_session(d: &Path) -> PathBuf {
-    let script: String = AGENT_SCRIPT
+    record_script(d, &AGENT_SCRIPT)
+}
+
+/// Record a session of `kestrel agent` whose scripted author answers `replies` in turn.
+fn record_script(d: &Path, replies: &[&str]) -> PathBuf {
+    let script: String = replies
         .iter()
         .map(|r| serde_json::json!({ "reply": r }).to_string() + "\n")
         .collect();
@@ -899,7 +904,8 @@ fn agent_family(name: &str) -> PathBuf {
 /// down (it is flat by then: out at 09:40) and arms `late`, plus a new version of `early`
 /// that cannot enter (its WHEN is bounded to 09:35–09:40; with an unbounded WHEN the re-sent
 /// version would enter again at 09:45 — a re-sent plan is a new version, and the grade
-/// would count that round trip too). Every entry and exit is on a clock, so each plan
+/// would count that round trip too). Since 2026-12-05 `early`, sent again unchanged, is
+/// kept as it stands (done) instead: the same trades. Every entry and exit is on a clock, so each plan
 /// trades exactly as the same plan armed at the open from a file:
 /// - `GRADE wake open` counts `early` (first armed at the open) and equals `GRADE plan early`
 ///   from the file, cell for cell, null included: the null's window starts when the agent
@@ -1519,5 +1525,67 @@ fn a_shard_with_a_repeated_result_says_so() {
         err.starts_with("error code=SHARD message=extra.jsonl: line 8: unit 3 repeated"),
         "{err}"
     );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// The agent arms `hold` at the open (it enters at 09:35 and its WHEN stays true) and, at
+/// its 09:45 wake, sends the book it keeps: `hold` again, unchanged.
+const RESEND_SCRIPT: [&str; 2] = [
+    "# open: hold from 09:35
+VIEW scan budget 900
+  levels
+WAKE later WHEN time >= 09:45 DELIVER scan BUDGET 1 wakes/day
+PLAN hold budget 1R ttl 10:00
+  USING signal SPX exec SPY
+  WHEN time >= 09:35
+  DO buy 100 shares @ ask
+  EXIT time >= 09:55
+",
+    "# later: keep the book as it is
+PLAN hold budget 1R ttl 10:00
+  USING signal SPX exec SPY
+  WHEN time >= 09:35
+  DO buy 100 shares @ ask
+  EXIT time >= 09:55
+",
+];
+
+/// grade.md: "the null makes the entries the subject made there". A plan the agent sends
+/// again unchanged is kept as it stands, so it enters once, as its null does (before
+/// 2026-12-05 the re-sent plan was a new version that entered again at 09:45: fires 2 on
+/// every tape against the null's 1).
+#[test]
+fn a_re_sent_plan_enters_as_often_as_its_null() {
+    let d = agent_family("resend");
+    let session = record_script(&d, &RESEND_SCRIPT);
+    let bytes = std::fs::read(&session).unwrap();
+    let agent = std::sync::Arc::new(
+        grade::AgentSession::from_bus(&session.display().to_string(), &bytes).unwrap(),
+    );
+    let o = Options {
+        agent: Some(agent),
+        ..options(&d.join("tapes"), 4, 300)
+    };
+    let p = prepare(
+        "GRADE wake open OVER tapes/* FILL strict-cross-v1\n  VS null\n  BY regime.intraday\n",
+        &o,
+    )
+    .unwrap();
+    let results = grade::run_all(&p, &mut FileTapes::default()).unwrap();
+    let fires = |kind: RunKind, tape: usize| -> Vec<u64> {
+        results
+            .iter()
+            .filter(|u| u.kind == kind && u.tape == tape)
+            .map(|u| u.plans[0].fires)
+            .collect()
+    };
+    let tapes = results.iter().map(|u| u.tape).max().unwrap() + 1;
+    assert_eq!(tapes, 4);
+    for t in 0..tapes {
+        assert_eq!(fires(RunKind::Plan, t), [1], "tape {t}");
+        let null = fires(RunKind::Null, t);
+        assert_eq!(null.len(), 4, "tape {t}");
+        assert!(null.iter().all(|&f| f == 1), "tape {t}: {null:?}");
+    }
     let _ = std::fs::remove_dir_all(&d);
 }

@@ -371,3 +371,93 @@ fn a_headless_session_stops_where_the_signal_finds_it() {
         e => panic!("the Bus ends with {e:?}"),
     }
 }
+
+/// The agent's book at the open: `hold` buys 10 shares as soon as the clock passes 09:31 (its
+/// WHEN stays true all day) and rides to 15:00; the WAKE `later` asks again at 10:00.
+const HOLD_OPEN: &str = "VIEW scan budget 600
+  plans
+
+WAKE later WHEN time >= 10:00 DELIVER scan BUDGET 1 wakes/day
+";
+
+/// The plan the agent arms at the open, and sends again at 10:00.
+const HOLD: &str = "PLAN hold budget 1R ttl +90m
+  USING signal SPX exec SPY
+  WHEN time >= 09:31
+  DO buy 10 shares @ ask
+  EXIT time >= 15:00
+";
+
+/// A scripted session of `HOLD_OPEN` whose 10:00 turn is `later`: the Bus, and what the
+/// Blotter said of `hold` right after that turn.
+fn hold_session(later: &str) -> (Bus, String) {
+    let mut author = session::scripted("script", vec![format!("{HOLD_OPEN}{HOLD}"), later.into()]);
+    let mut s = Run::new(
+        open_tape(&trend()).expect("tape"),
+        cfg(Profile::AuthoringV2, AuthorKind::File),
+        &[],
+        Bus::new(Some(Box::new(Vec::<u8>::new()))).keeping(),
+    )
+    .expect("session");
+    let mut note = String::new();
+    while !s.is_done() {
+        let fired = s.step().expect("tape");
+        for w in &fired {
+            s.wake(w, &mut author);
+            if w.wake == "later" {
+                let b = s.engine.bus().blotter();
+                note = b.plans["hold"].note.clone().unwrap_or_default();
+            }
+        }
+    }
+    (s.engine.finish(), note)
+}
+
+/// `hold`'s entry fires and entry fills (buys).
+fn hold_entries(b: &Bus) -> (usize, usize) {
+    let ev = b.events();
+    let fires = ev
+        .iter()
+        .filter(|e| matches!(e, Event::PlanFired { plan, clause, .. } if plan == "hold" && clause == "WHEN"))
+        .count();
+    let buys = ev
+        .iter()
+        .filter(|e| matches!(e, Event::Fill { plan, side, .. } if plan == "hold" && *side == kestrel_desk::bus::BusSide::Buy))
+        .count();
+    (fires, buys)
+}
+
+/// A plan re-sent unchanged (an agent re-sending the book it keeps, TURNS.md) is kept as it
+/// stands: `hold` filled at 09:31 and its WHEN is still true at the 10:00 turn that sends it
+/// again, and it does not enter again (before 2026-12-05 the engine stood it down and armed
+/// a new version, which bought a second 10 shares at once). Its ttl is the one it was armed
+/// with (`+90m` from 09:30, not from 10:00). Sent again changed, it is a new version that
+/// enters again, and the plan's row says what the replaced version still holds.
+#[test]
+fn a_plan_re_sent_unchanged_is_kept_and_a_changed_one_says_what_it_holds() {
+    let same = format!("# keep the book as it is\n{HOLD}");
+    let (bus, note) = hold_session(&same);
+    assert_eq!(hold_entries(&bus), (1, 1), "re-sent unchanged: one entry");
+    let kept = bus.events().iter().find_map(|e| match e {
+        Event::DocumentArmed { kept, ts, .. } if !kept.is_empty() => Some((*ts, kept.clone())),
+        _ => None,
+    });
+    assert_eq!(
+        kept.map(|(ts, k)| (ts.hhmm(), k)),
+        Some(("10:00".to_string(), vec!["hold".to_string()]))
+    );
+    assert!(!note.starts_with("re-armed"), "{note}");
+    // The kept plan's ttl: 09:30 + 90m, not 10:00 + 90m.
+    assert!(
+        !bus.events().iter().any(|e| matches!(e, Event::PlanState { plan, reason: Some(r), .. } if plan == "hold" && r.contains("11:30"))),
+        "the ttl was renewed by the re-send"
+    );
+
+    let changed = HOLD.replace("EXIT time >= 15:00", "EXIT time >= 15:30");
+    let (bus, note) = hold_session(&changed);
+    assert_eq!(hold_entries(&bus), (2, 2), "re-sent changed: a new version");
+    assert_eq!(
+        note,
+        "re-armed 10:00: hold holds +10 SPY shares: the new version can enter again"
+    );
+}

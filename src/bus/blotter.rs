@@ -656,6 +656,28 @@ impl Blotter {
         })
     }
 
+    /// What the plan of this name holds now, in words (`+100 SPY shares and 1 working
+    /// order`), or `None` when it is flat with no working order: what a plan sent again
+    /// changed leaves riding beside its new version.
+    pub fn holding_of(&self, plan: &str) -> Option<String> {
+        let mut parts: Vec<String> = self
+            .positions
+            .get(plan)
+            .into_iter()
+            .flat_map(|legs| legs.iter())
+            .filter(|(_, p)| p.qty != 0)
+            .map(|(leg, p)| format!("{:+} {leg}", p.qty))
+            .collect();
+        let working = self.resting.values().filter(|r| r.plan == plan).count();
+        if working > 0 {
+            parts.push(format!(
+                "{working} working order{}",
+                if working == 1 { "" } else { "s" }
+            ));
+        }
+        (!parts.is_empty()).then(|| parts.join(" and "))
+    }
+
     /// Apply one event.
     pub fn apply(&mut self, ev: &Event) {
         self.events += 1;
@@ -676,17 +698,33 @@ impl Blotter {
                 }
             }
             Event::DocumentArmed {
-                ts, plans, owner, ..
+                ts,
+                plans,
+                kept,
+                owner,
+                ..
             } => {
                 for p in plans {
+                    if kept.contains(p) {
+                        // Sent again unchanged: the plan stands as it was, row and all.
+                        continue;
+                    }
                     let again = self.plans.contains_key(p) && self.in_current_session(p);
+                    let held = if again { self.holding_of(p) } else { None };
                     let l = self.line(p);
                     l.owner = owner.clone();
                     if again {
                         // A plan armed again by name (a person's corrected plan, an agent's
-                        // supersede keeping it): what was said of the plan it replaced, and
-                        // any veto or clamp of it, is not said of this one.
-                        l.note = Some(format!("re-armed {}", ts.hhmm()));
+                        // supersede changing it): what was said of the plan it replaced, and
+                        // any veto or clamp of it, is not said of this one. What the replaced
+                        // plan still holds is: the new version can enter on top of it.
+                        l.note = Some(match held {
+                            Some(h) => format!(
+                                "re-armed {}: {p} holds {h}: the new version can enter again",
+                                ts.hhmm()
+                            ),
+                            None => format!("re-armed {}", ts.hhmm()),
+                        });
                         l.risk = None;
                     }
                 }

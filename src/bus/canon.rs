@@ -375,6 +375,7 @@ pub fn write_canonical(out: &mut Vec<u8>, ev: &Event) {
             text,
             blake3,
             plans,
+            kept,
             owner,
         } => {
             let mut f = vec![
@@ -384,6 +385,9 @@ pub fn write_canonical(out: &mut Vec<u8>, ev: &Event) {
                 ("blake3", S(blake3)),
                 ("plans", L(plans)),
             ];
+            if !kept.is_empty() {
+                f.push(("kept", L(kept)));
+            }
             if let Some(o) = owner {
                 f.push(("owner", S(o)));
             }
@@ -782,6 +786,7 @@ mod tests {
                 text: s("PLAN x\n  é \\ \u{1}"),
                 blake3: s("ab"),
                 plans: vec![s("a"), s("b")],
+                kept: Vec::new(),
                 owner: None,
             },
             Event::DocumentArmed {
@@ -789,6 +794,7 @@ mod tests {
                 text: s("PLAN y"),
                 blake3: s("cd"),
                 plans: vec![s("y")],
+                kept: vec![s("y")],
                 owner: Some(s("house")),
             },
             Event::PlanState {

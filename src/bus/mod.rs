@@ -222,6 +222,11 @@ pub enum Event {
         blake3: String,
         /// The PLAN names it declares, in order.
         plans: Vec<String>,
+        /// Of those, the plans sent again unchanged and kept as they stand (same canonical
+        /// text, comments aside, as the owner's standing plan of the name): nothing was stood
+        /// down or armed for them. Absent when none was.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        kept: Vec<String>,
         /// Who armed it, where a person and an agent share the book (the desk); absent in
         /// a headless run with one author.
         #[serde(default, skip_serializing_if = "Option::is_none")]

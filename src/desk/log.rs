@@ -167,6 +167,32 @@ fn who(owner: &str) -> &str {
     }
 }
 
+/// A `document-armed` in words: `armed a, b by you`, and the plans sent again unchanged,
+/// which stand as they were (`; kept hold as it stands (sent unchanged)`).
+fn armed_and_kept(plans: &[String], kept: &[String], by: Option<&str>) -> String {
+    let new: Vec<&str> = plans
+        .iter()
+        .filter(|p| !kept.contains(p))
+        .map(String::as_str)
+        .collect();
+    let mut s = if new.is_empty() && !kept.is_empty() {
+        "sent again".to_string()
+    } else {
+        format!("armed {}", new.join(", "))
+    };
+    if let Some(o) = by {
+        s.push_str(" by ");
+        s.push_str(o);
+    }
+    if !kept.is_empty() {
+        s.push_str(&format!(
+            "; kept {} as it stands (sent unchanged)",
+            kept.join(", ")
+        ));
+    }
+    s
+}
+
 /// The agent in a summary until [`Log::sync`] puts its name there.
 const AGENT: &str = "the agent";
 
@@ -207,15 +233,16 @@ pub fn decode(no: u64, line: &str) -> Row {
             format!("start {tape} · fill {fill_model} · 1R = ${}", px(r_usd)),
         ),
         Event::DocumentArmed {
-            ts, plans, owner, ..
+            ts,
+            plans,
+            kept,
+            owner,
+            ..
         } => (
             Some(ts),
             Kind::Armed,
             plans.first().cloned().unwrap_or_default(),
-            match owner.as_deref() {
-                Some(o) => format!("armed {} by {}", plans.join(", "), who(o)),
-                None => format!("armed {}", plans.join(", ")),
-            },
+            armed_and_kept(&plans, &kept, owner.as_deref().map(who)),
         ),
         Event::PlanState {
             ts,

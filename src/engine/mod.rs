@@ -356,6 +356,13 @@ struct PlanRt {
     /// still rides its TP / EXIT, but its state changes are its own and no longer the
     /// name's, so they are not put on the Bus (the name's row is the new plan's).
     replaced: bool,
+    /// What the plan says, in canonical text without comments, with the USING it was
+    /// armed under ([`plan_text`]): a plan sent again with the same text is kept as it
+    /// stands ([`Engine::resent`]).
+    text: String,
+    /// Stood down by its author (a supersede that left it out, a STAND-DOWN, a CANCEL): sent
+    /// again, even unchanged, it is armed afresh.
+    dropped: bool,
 }
 
 #[derive(Debug)]
@@ -694,21 +701,29 @@ impl Engine {
                 added: false,
             });
         }
-        self.arm_owned(doc, owner)
+        self.arm_owned(doc, owner, &std::collections::BTreeSet::new())
     }
 
-    /// Arm for an owner without recording the document as an opening one (a supersede).
-    fn arm_owned(&mut self, doc: &Document, owner: Option<&str>) -> Vec<String> {
+    /// Arm for an owner without recording the document as an opening one (a supersede);
+    /// `kept`: the standing plans the document sends again unchanged ([`Engine::resent`]),
+    /// which stay as they are.
+    fn arm_owned(
+        &mut self,
+        doc: &Document,
+        owner: Option<&str>,
+        kept: &std::collections::BTreeSet<usize>,
+    ) -> Vec<String> {
         self.arming_owner = owner.map(str::to_string);
-        let names = self.arm_document_inner(doc);
+        let kept: Vec<String> = kept.iter().map(|&i| self.plans[i].name.clone()).collect();
+        let names = self.arm_document_inner(doc, &kept);
         self.arming_owner = None;
         names
     }
 
-    fn arm_document_inner(&mut self, doc: &Document) -> Vec<String> {
+    fn arm_document_inner(&mut self, doc: &Document, kept: &[String]) -> Vec<String> {
         let text = crate::lang::print(doc);
         let hash = blake3::hash(text.as_bytes()).to_hex().to_string();
-        let names: Vec<String> = doc
+        let declared: Vec<String> = doc
             .statements
             .iter()
             .filter_map(|s| match &s.kind {
@@ -721,9 +736,13 @@ impl Engine {
             ts: now,
             text,
             blake3: hash,
-            plans: names.clone(),
+            plans: declared.clone(),
+            kept: kept.to_vec(),
             owner: self.arming_owner.clone(),
         });
+        // The plans this document arms: a kept plan is not armed again.
+        let is_kept = |n: &str| kept.iter().any(|k| k == n);
+        let names: Vec<String> = declared.into_iter().filter(|n| !is_kept(n)).collect();
         // BOOKs and PODs first: budgets apply to every plan of the document.
         for st in &doc.statements {
             match &st.kind {
@@ -744,7 +763,9 @@ impl Engine {
         // Chain targets start dormant.
         let mut targets: Vec<&str> = Vec::new();
         for st in &doc.statements {
-            if let StatementKind::Plan(p) = &st.kind {
+            if let StatementKind::Plan(p) = &st.kind
+                && !is_kept(&p.name.text)
+            {
                 for c in &p.clauses {
                     if let ClauseKind::Arm(n) = &c.kind {
                         targets.push(&n.text);
@@ -773,15 +794,17 @@ impl Engine {
         for st in &doc.statements {
             match &st.kind {
                 StatementKind::Using(u) => using = Some(u),
-                StatementKind::Plan(p) => {
+                StatementKind::Plan(p) if !is_kept(&p.name.text) => {
                     let dormant = targets.contains(&p.name.text.as_str());
                     let rt = self.compile_plan(p, using, &all_names, idx, dormant);
                     match rt {
-                        Ok(rt) => {
+                        Ok(mut rt) => {
+                            rt.text = plan_text(p, using);
                             armed.push(rt.name.clone());
                             self.plans.push(rt);
                         }
-                        Err((rt, why)) => {
+                        Err((mut rt, why)) => {
+                            rt.text = plan_text(p, using);
                             self.plans.push(*rt);
                             let i = self.plans.len() - 1;
                             self.plans[i].status = Status::Closed;
@@ -911,6 +934,8 @@ impl Engine {
             quiet: false,
             replaced: false,
             valued: None,
+            text: String::new(),
+            dropped: false,
         };
         macro_rules! fail {
             ($why:expr) => {
@@ -1606,11 +1631,15 @@ impl Engine {
     /// Supersede one owner's book (TURNS.md §1, "Whose book"): that owner's plans stand down
     /// and its WAKEs are dropped; every other owner's plans keep running. `None` is the
     /// whole book (a headless run with one author).
+    ///
+    /// A plan sent again unchanged is kept as it stands ([`Engine::resent`]): it is not stood
+    /// down and not armed again, so it keeps its state, orders, position, budget and ttl.
     pub fn supersede_as(&mut self, doc: &Document, owner: Option<&str>) -> Vec<String> {
         let doc = self.claimable(doc, owner);
         let doc = doc.as_ref();
-        for p in &mut self.plans {
-            if owns(owner, p.owner.as_deref()) {
+        let kept = self.resent(doc, owner);
+        for (i, p) in self.plans.iter_mut().enumerate() {
+            if owns(owner, p.owner.as_deref()) && !kept.contains(&i) {
                 stand_down_plan(p, &mut self.sh, "superseded");
             }
         }
@@ -1624,15 +1653,16 @@ impl Engine {
                 added: false,
             });
         }
-        self.arm_owned(doc, owner)
+        self.arm_owned(doc, owner, &kept)
     }
 
     /// Add a document to one owner's book (the person at the desk): its plans join the book,
     /// replacing only that owner's live plans (and WAKEs) of the same names; everything else
-    /// keeps running.
+    /// keeps running. A plan sent again unchanged is kept as it stands ([`Engine::resent`]).
     pub fn add_as(&mut self, doc: &Document, owner: Option<&str>) -> Vec<String> {
         let doc = self.claimable(doc, owner);
         let doc = doc.as_ref();
+        let kept = self.resent(doc, owner);
         let mut names = std::collections::BTreeSet::new();
         let mut wakes = std::collections::BTreeSet::new();
         for st in &doc.statements {
@@ -1646,8 +1676,11 @@ impl Engine {
                 _ => {}
             }
         }
-        for p in &mut self.plans {
-            if names.contains(p.name.as_str()) && owns(owner, p.owner.as_deref()) {
+        for (i, p) in self.plans.iter_mut().enumerate() {
+            if names.contains(p.name.as_str())
+                && owns(owner, p.owner.as_deref())
+                && !kept.contains(&i)
+            {
                 stand_down_plan(p, &mut self.sh, "superseded");
             }
         }
@@ -1663,7 +1696,47 @@ impl Engine {
                 added: true,
             });
         }
-        self.arm_owned(doc, owner)
+        self.arm_owned(doc, owner, &kept)
+    }
+
+    /// The owner's standing plans that `doc` sends again unchanged: for each PLAN of the
+    /// document, the newest plan of its name when that one is the owner's, was not stood
+    /// down by its author, and says the same ([`plan_text`]: canonical text without comments,
+    /// with its USING). Such a plan is kept as it stands, whatever its state (armed, filled,
+    /// done, expired): an agent re-sends the book it keeps at each wake (a supersede replaces
+    /// the book), and a plan re-sent must not trade again, nor get a new ttl from a relative
+    /// `ttl +30m`. A name the document declares twice is never kept.
+    fn resent(&self, doc: &Document, owner: Option<&str>) -> std::collections::BTreeSet<usize> {
+        let mut kept = std::collections::BTreeSet::new();
+        let mut using: Option<&ast::Using> = None;
+        let declared = |n: &str| {
+            doc.statements
+                .iter()
+                .filter(|st| matches!(&st.kind, StatementKind::Plan(p) if p.name.text == n))
+                .count()
+        };
+        for st in &doc.statements {
+            let p = match &st.kind {
+                StatementKind::Using(u) => {
+                    using = Some(u);
+                    continue;
+                }
+                StatementKind::Plan(p) => p,
+                _ => continue,
+            };
+            let Some(i) = self.plans.iter().rposition(|q| q.name == p.name.text) else {
+                continue;
+            };
+            let q = &self.plans[i];
+            if owns(owner, q.owner.as_deref())
+                && !q.dropped
+                && q.text == plan_text(p, using)
+                && declared(&p.name.text) == 1
+            {
+                kept.insert(i);
+            }
+        }
+        kept
     }
 
     /// The document an owner may arm: a PLAN whose name another owner's live plan holds is
@@ -2068,7 +2141,33 @@ fn owns(actor: Option<&str>, owner: Option<&str>) -> bool {
     actor.is_none() || actor == owner
 }
 
+/// A plan's canonical text without comments, after the USING it is armed under (a plan's
+/// own USING, else the document's): what a plan says, so two plans that say the same run the
+/// same ([`Engine::resent`]).
+fn plan_text(p: &ast::Plan, doc_using: Option<&ast::Using>) -> String {
+    let bare = |kind: StatementKind| ast::Statement {
+        leading: Vec::new(),
+        kind,
+        trailing: None,
+        span: Default::default(),
+    };
+    let mut plan = p.clone();
+    for c in &mut plan.clauses {
+        c.leading.clear();
+        c.trailing = None;
+    }
+    let mut out = String::new();
+    if let Some(u) = doc_using.filter(|_| p.using().is_none()) {
+        crate::lang::print::print_statement(&mut out, &bare(StatementKind::Using(u.clone())));
+    }
+    crate::lang::print::print_statement(&mut out, &bare(StatementKind::Plan(plan)));
+    out
+}
+
+/// Stand a plan down at its author's word (`why`: superseded, stand-down, cancel): no new
+/// entries, resting entries pulled; inventory rides. Sent again, it arms afresh.
 fn stand_down_plan(p: &mut PlanRt, sh: &mut Shared, why: &str) {
+    p.dropped = true;
     if p.status == Status::Closed {
         return;
     }

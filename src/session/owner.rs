@@ -682,6 +682,58 @@ pub struct SessionSnapshot {
 
 /// The positions still open in the book, each as `plan instrument ±qty` (an option of the
 /// session's own date as `SPY 0dte 518.00 C`), in the Blotter's order.
+/// What the footer says of a plan sent again changed while its replaced version holds.
+const CAN_ENTER_AGAIN: &str = "the new version can enter again";
+
+/// The PLAN names a document declares, in order.
+fn plan_names(doc: &ast::Document) -> Vec<String> {
+    doc.statements
+        .iter()
+        .filter_map(|st| match &st.kind {
+            ast::StatementKind::Plan(p) => Some(p.name.text.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// What a person's document did, for the footer: the plans it armed (`armed a, b`), the
+/// ones it sent again unchanged, which stand as they were (`kept hold as it stands`), and
+/// for a plan it changed (`standing`: its names that were in the book) what the replaced
+/// version still holds, since the new version can enter on top of it
+/// (`hold holds +100 SPY shares: the new version can enter again`).
+fn armed_result(bus: &bus::Bus, names: &[String], standing: &[String]) -> String {
+    let kept: &[String] = bus
+        .events()
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            bus::Event::DocumentArmed { kept, .. } => Some(kept.as_slice()),
+            _ => None,
+        })
+        .unwrap_or_default();
+    let mut out = if names.is_empty() {
+        if kept.is_empty() {
+            "armed".to_string()
+        } else {
+            "armed nothing new".to_string()
+        }
+    } else {
+        format!("armed {}", names.join(", "))
+    };
+    if !kept.is_empty() {
+        out.push_str(&format!(
+            "; kept {} as it stands (sent unchanged)",
+            kept.join(", ")
+        ));
+    }
+    for n in names.iter().filter(|n| standing.contains(n)) {
+        if let Some(h) = bus.blotter().holding_of(n) {
+            out.push_str(&format!("; {n} holds {h}: {CAN_ENTER_AGAIN}"));
+        }
+    }
+    out
+}
+
 fn riding(b: &bus::Blotter, date: &str) -> Vec<String> {
     b.positions
         .iter()
@@ -2040,12 +2092,13 @@ impl Session {
                     }
                     // A person's plans join the book (same names are replaced): the person
                     // and the agent fly one book (docs/desk.md, "Whose book").
+                    let b = self.run.engine.bus().blotter();
+                    let standing: Vec<String> = plan_names(&doc)
+                        .into_iter()
+                        .filter(|n| b.plans.contains_key(n) && b.in_current_session(n))
+                        .collect();
                     let names = self.run.add_as(&doc, owner);
-                    if names.is_empty() {
-                        "armed".to_string()
-                    } else {
-                        format!("armed {}", names.join(", "))
-                    }
+                    armed_result(self.run.engine.bus(), &names, &standing)
                 }
                 None => "refused: the checked document does not read back".into(),
             },
@@ -2104,6 +2157,9 @@ impl Session {
         };
         let level = if result.starts_with("refused") {
             NoticeLevel::Error
+        } else if result.contains(CAN_ENTER_AGAIN) {
+            // A changed plan whose replaced version still holds: a second position may come.
+            NoticeLevel::Warn
         } else {
             NoticeLevel::Info
         };
