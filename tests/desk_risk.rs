@@ -574,7 +574,8 @@ fn an_expired_plan_that_still_holds_says_so_in_its_row() {
 /// A plan yanked with `y`, edited and sent again replaces the old one (the person's turns add
 /// to the book): the editor checks the copy against the standing book, so an `ARM` of another
 /// plan in the book is not refused; and the row of the new plan (and its View line) starts
-/// clean, `re-armed 09:40`, with no veto of the plan it replaced.
+/// clean, `re-armed 09:40`, with no veto of the plan it replaced, and says what the replaced
+/// plan still holds.
 #[test]
 fn a_plan_sent_again_reads_re_armed_and_its_copy_may_arm_a_plan_in_the_book() {
     use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -610,7 +611,12 @@ fn a_plan_sent_again_reads_re_armed_and_its_copy_may_arm_a_plan_in_the_book() {
     let again = copy.replace("WHEN spot > 0", "WHEN spot > 100000");
     submit(&mut app, 2, &again);
     let big = plan_row(&app, "big");
-    assert_eq!(big.note, "re-armed 09:40", "{big:?}");
+    // The first `big` bought 1 share (its 10 clamped to its budget): the note says so, as
+    // the new version can enter again beside it.
+    assert_eq!(
+        big.note, "re-armed 09:40: big holds +1 SPY shares: the new version can enter again",
+        "{big:?}"
+    );
     assert!(
         big.risk.is_none(),
         "the replaced plan's veto is not the new one's: {big:?}"
@@ -628,7 +634,10 @@ fn a_plan_sent_again_reads_re_armed_and_its_copy_may_arm_a_plan_in_the_book() {
         .find(|l| l.starts_with("big "))
         .unwrap_or_else(|| panic!("no [plans] line for big:\n{frame}"));
     assert!(
-        line.starts_with("big armed ") && line.ends_with("(re-armed 09:40)"),
+        line.starts_with("big armed ")
+            && line.ends_with(
+                "(re-armed 09:40: big holds +1 SPY shares: the new version can enter again)"
+            ),
         "{line}"
     );
     // A CANCEL reaches the plan the row shows (the newest of that name, not the one it
