@@ -1860,6 +1860,117 @@ fn a_recorded_turn_that_is_not_canonical_text_says_so_plainly() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// Re-serialise a Bus line after `edit` (sorted keys, as the Bus writes them).
+fn edit_event(text: &str, n: usize, edit: impl Fn(&mut serde_json::Value)) -> String {
+    let mut out: Vec<String> = text.lines().map(str::to_string).collect();
+    let mut v: serde_json::Value = serde_json::from_str(&out[n - 1]).unwrap();
+    edit(&mut v);
+    out[n - 1] = serde_json::to_string(&v).unwrap();
+    out.join("\n") + "\n"
+}
+
+/// A saved session whose plan was edited in its `turn` record and, with the BLAKE3
+/// recomputed, in its `document-armed` record (`buy 1` made `buy 5`), was replayed and
+/// graded as the author's, though the `repair` record before it still held what the author
+/// wrote; so was a turn's edited journal, carried into the replay's Bus. The last attempt's
+/// reply is now routed again and must give the turn's text, journal and outcome; an author's
+/// turn with no repair record at all is refused too.
+#[test]
+fn a_saved_turn_that_is_not_what_its_reply_routes_to_is_refused() {
+    let d = tmp("replay-written");
+    let bus = house_agent_bus(&d);
+    let text = std::fs::read_to_string(&bus).unwrap();
+    let first = lines_of(&text, "turn")[0];
+    let armed = lines_of(&text, "document-armed")[0];
+    assert_eq!(armed, first + 1, "the author's turn is armed just after it");
+    let agent = |author: &Path| kestrel(&["agent", "--tape", TAPE, "--author", s(author)]);
+    let grade = |author: &Path| {
+        kestrel(&[
+            "grade",
+            "--agent",
+            s(author),
+            "--over",
+            TAPE,
+            "--draws",
+            "2",
+            "--resamples",
+            "50",
+        ])
+    };
+    assert_eq!(agent(&bus).0, 0, "the recording replays");
+    let bigger = |v: &mut serde_json::Value, key: &str| {
+        let t = v[key]
+            .as_str()
+            .unwrap()
+            .replace("DO buy 1 +1 C", "DO buy 5 +1 C");
+        *v.get_mut(key).unwrap() = t.into();
+    };
+    let t = edit_event(&text, first, |v| bigger(&mut v["turn"], "kestrel"));
+    let t = edit_event(&t, armed, |v| {
+        bigger(v, "text");
+        let h = blake3::hash(v["text"].as_str().unwrap().as_bytes());
+        v["blake3"] = h.to_hex().to_string().into();
+    });
+    let forged = d.join("bigger.bus.jsonl");
+    std::fs::write(&forged, &t).unwrap();
+    let (code, _, err) = agent(&forged);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "error code=REPLAY rule=replay-divergence line={first} message={}: the turn recorded here is not what its author wrote: the reply recorded at line {}",
+            forged.display(),
+            first - 1
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains("DO buy 5 +1 C") && err.contains("DO buy 1 +1 C"),
+        "{err}"
+    );
+    let (code, out, err) = grade(&forged);
+    assert_eq!((code, out.as_str()), (1, ""), "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "error code=REPLAY message={}: line {first}: the turn recorded here is not what its author wrote",
+            forged.display()
+        )),
+        "{err}"
+    );
+    // The journal alone.
+    let journal = d.join("journal.bus.jsonl");
+    let t = edit_event(&text, first, |v| {
+        v["turn"]["journal"] = serde_json::json!(["I am a genius"]);
+    });
+    std::fs::write(&journal, &t).unwrap();
+    let (code, _, err) = agent(&journal);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "error code=REPLAY rule=replay-divergence line={first} message="
+        )) && err.contains("I am a genius"),
+        "{err}"
+    );
+    // The repair record dropped: nothing to hold the turn to.
+    let dropped: String = text
+        .lines()
+        .enumerate()
+        .filter(|(i, _)| i + 1 != first - 1)
+        .map(|(_, l)| format!("{l}\n"))
+        .collect();
+    let no_repair = d.join("no-repair.bus.jsonl");
+    std::fs::write(&no_repair, &dropped).unwrap();
+    let (code, _, err) = agent(&no_repair);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "error code=REPLAY rule=replay-record line={} message=",
+            first - 1
+        )) && err.contains("no repair attempt before it records the reply"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 /// `desk` is a name an author may give a WAKE. A turn answering it was keyed as a person's
 /// desk turn, by its own time: a late answer (recorded after its View) no longer replayed
 /// ("the recording has no turn for wake desk at ...").

@@ -192,6 +192,69 @@ pub fn readmit(
     Ok(rec.clone())
 }
 
+/// An authored turn recorded at Bus line `line` against the reply its last repair attempt
+/// (at line `at`) says the author wrote: that reply, routed again under `ctx` as it was live,
+/// must give the recorded outcome, canonical text, journal and source. The canonical text is
+/// checked against itself by [`readmit`] and the armed document against it by
+/// [`ArmedCheck`]; this ties all of them to what the author actually wrote, so a plan or a
+/// journal edited consistently in the turn and its `document-armed` record (whose hash
+/// anyone can recompute) is not replayed, nor graded, as the author's. A turn that arms
+/// nothing (refused, truncated, a provider error, the fail-closed pass) carries no text to
+/// check. A person's turn at the desk has no repair attempts, so nothing to check it against.
+fn from_reply(
+    rec: &RoutedTurn,
+    written: &str,
+    ctx: &TurnContext,
+    line: usize,
+    at: usize,
+) -> Result<(), ReplayError> {
+    if rec.class() != super::TurnClass::Authored {
+        return Ok(());
+    }
+    let again = admit(&Reply::text(written), ctx);
+    let differs = if again.outcome != rec.outcome {
+        Some(format!(
+            "it routes as {} where the turn says {}",
+            describe(&again.outcome),
+            describe(&rec.outcome)
+        ))
+    } else if again.kestrel != rec.kestrel {
+        Some(format!(
+            "its canonical text is not the turn's: {}",
+            first_difference(&rec.kestrel, &again.kestrel)
+        ))
+    } else if again.journal != rec.journal {
+        Some(format!(
+            "its journal is {:?} where the turn's is {:?}",
+            again.journal, rec.journal
+        ))
+    } else if again.source != rec.source {
+        let name = |s: super::Source| {
+            serde_json::to_value(s)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default()
+        };
+        Some(format!(
+            "is source {} where the turn says {}",
+            name(again.source),
+            name(rec.source)
+        ))
+    } else {
+        None
+    };
+    match differs {
+        Some(d) => Err(ReplayError::new(
+            line,
+            "replay-divergence",
+            format!(
+                "the turn recorded here is not what its author wrote: the reply recorded at line {at} (its last repair attempt) {d}"
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// An outcome as a replay error names it: the directive and what it names.
 fn describe(o: &Outcome) -> String {
     let list = |what: &str, names: &[String]| {
@@ -392,6 +455,9 @@ pub struct ReplayGate {
     /// Each ask's repair attempts in order, then its turn: the order `kestrel errors
     /// report` holds a Bus to.
     attempts: super::report::AttemptOrder,
+    /// The last repair attempt since the last turn (its Bus line and the reply as written):
+    /// the reply the next turn was routed from.
+    reply: Option<(usize, String)>,
 }
 
 impl ReplayGate {
@@ -449,18 +515,44 @@ impl ReplayGate {
         }
     }
 
+    /// An authored turn answering a wake is recorded after the repair attempt(s) it was
+    /// routed from (`session::run` writes them together); only a turn written at the desk
+    /// ([`DESK_WAKE`](crate::session::owner::DESK_WAKE): a person's, or a document the desk
+    /// opened with) has none. An author's turn without them could not be held to what the
+    /// author wrote ([`from_reply`]).
+    fn written(&self, line: usize, wake: &str, rec: &RoutedTurn) -> Result<(), ReplayError> {
+        if self.reply.is_some()
+            || wake == crate::session::owner::DESK_WAKE
+            || rec.class() != super::TurnClass::Authored
+        {
+            return Ok(());
+        }
+        Err(ReplayError::new(
+            line,
+            "replay-record",
+            format!(
+                "the {} turn recorded here answers wake {wake:?} but no repair attempt before it records the reply it was routed from",
+                rec.outcome.name()
+            ),
+        ))
+    }
+
     /// The wake whose View was delivered last and its tape time: the wake the next turn
     /// answers ([`answers`](Self::answers) checks it names it).
     pub fn delivered(&self) -> Option<(&str, crate::market::Ts)> {
         self.delivered.as_ref().map(|(w, ts, _)| (w.as_str(), *ts))
     }
 
-    /// Admit the turn recorded at `line`.
+    /// Admit the turn recorded at `line`, and hold it to the reply its last repair attempt
+    /// recorded, if it has one ([`from_reply`]).
     pub fn turn(&mut self, line: usize, rec: &RoutedTurn) -> Result<RoutedTurn, ReplayError> {
         let mut ctx = TurnContext::new(rec.phase, rec.profile, rec.author);
         ctx.views_requested = self.views_requested;
         ctx.standing = Some(self.scope.clone());
         let t = readmit(rec, &ctx, line)?;
+        if let Some((at, written)) = self.reply.take() {
+            from_reply(&t, &written, &ctx, line, at)?;
+        }
         match &t.outcome {
             Outcome::Supersede { .. } if t.author == super::AuthorKind::Human => {
                 self.armed.armed_before(line, &t.kestrel)?;
@@ -494,11 +586,13 @@ impl ReplayGate {
                 self.attempts
                     .attempt(line, attempt.attempt)
                     .map_err(out_of_order)?;
+                self.reply = Some((line, attempt.written.clone()));
                 Ok(None)
             }
             crate::bus::Event::Turn { wake, turn, .. } => {
                 self.attempts.turn();
                 self.answers(line, wake)?;
+                self.written(line, wake, turn)?;
                 self.turn(line, turn).map(Some)
             }
             _ => Ok(None),
