@@ -1971,6 +1971,108 @@ fn a_saved_turn_that_is_not_what_its_reply_routes_to_is_refused() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// Move a turn and its repair attempts (at `from`, the same wake) to `to`.
+fn move_answer(text: &str, wake: &str, from: &str, to: &str) -> String {
+    let (w, f) = (format!("\"wake\":\"{wake}\""), format!("\"ts\":\"{from}\""));
+    text.lines()
+        .map(|l| {
+            let answer = l.contains("\"type\":\"turn\"") || l.contains("\"type\":\"repair\"");
+            if answer && l.contains(&w) && l.contains(&f) {
+                l.replace(&f, &format!("\"ts\":\"{to}\""))
+            } else {
+                l.to_string()
+            }
+        })
+        .map(|l| l + "\n")
+        .collect()
+}
+
+/// A saved turn's `ts` was not checked against its wake: moved before the wake fired it
+/// replayed to the recording's hash (the time ignored); moved later in a headless agent's
+/// Bus, where every turn acts at its wake's instant, it replayed and was graded as an act
+/// an hour late. A turn before its wake's View is now refused in any Bus, and one off its
+/// wake's instant in a Bus whose `session-start` names its author (`kestrel agent`), as
+/// `replay-record` naming the line. A late turn in a Bus naming no author (the desk's
+/// co-pilot answers later than its wake) still replays.
+#[test]
+fn a_saved_turn_moved_off_its_wake_is_refused() {
+    let d = tmp("replay-ts");
+    let agent = |author: &Path| {
+        kestrel_in(
+            &d,
+            &["agent", "--tape", s(&tape_path()), "--author", s(author)],
+        )
+    };
+    // A headless command author's Bus: its first turn answers the open at 09:30.
+    let a1 = command_author_bus(&d);
+    let text = std::fs::read_to_string(&a1).unwrap();
+    assert!(
+        text.lines().next().unwrap().contains("\"author\":{"),
+        "names its author"
+    );
+    let first = lines_of(&text, "turn")[0];
+    let later = d.join("later.bus.jsonl");
+    std::fs::write(
+        &later,
+        move_answer(&text, "open", "09:30:00.000", "09:31:00.000"),
+    )
+    .unwrap();
+    let (code, _, err) = agent(&later);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "error code=REPLAY rule=replay-record line={first} message={}: the turn recorded here at 09:31:00.000 answers wake \"open\", which fired at 09:30:00.000",
+            later.display()
+        )) && err.contains("a headless agent's turn acts at its wake's instant"),
+        "{err}"
+    );
+    let (code, out, err) = kestrel_in(
+        &d,
+        &[
+            "grade",
+            "--agent",
+            s(&later),
+            "--over",
+            s(&tape_path()),
+            "--draws",
+            "2",
+            "--resamples",
+            "50",
+        ],
+    );
+    assert_eq!((code, out.as_str()), (1, ""), "{err}");
+    assert!(err.starts_with("error code=REPLAY message="), "{err}");
+    // A script author's Bus names none: a turn before its wake is refused all the same.
+    let house = house_agent_bus(&d);
+    let text = std::fs::read_to_string(&house).unwrap();
+    let second = lines_of(&text, "turn")[1];
+    let early = d.join("early.bus.jsonl");
+    std::fs::write(
+        &early,
+        move_answer(&text, "range-break", "09:45:11.000", "09:40:00.000"),
+    )
+    .unwrap();
+    let (code, _, err) = agent(&early);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "error code=REPLAY rule=replay-record line={second} message={}: the turn recorded here at 09:40:00.000 answers wake \"range-break\", whose View was delivered later, at 09:45:11.000",
+            early.display()
+        )),
+        "{err}"
+    );
+    // Later than its wake, in a Bus naming no author: a late answer, replayed.
+    let late = d.join("late.bus.jsonl");
+    std::fs::write(
+        &late,
+        move_answer(&text, "last-hour", "15:00:00.000", "15:00:00.500"),
+    )
+    .unwrap();
+    let (code, _, err) = agent(&late);
+    assert_eq!(code, 0, "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 /// `desk` is a name an author may give a WAKE. A turn answering it was keyed as a person's
 /// desk turn, by its own time: a late answer (recorded after its View) no longer replayed
 /// ("the recording has no turn for wake desk at ...").
@@ -1999,12 +2101,20 @@ fn a_late_answer_to_a_wake_named_desk_replays() {
         ],
     );
     assert_eq!(code, 0, "{err}");
-    // The desk wake's repair and turn, recorded half a second after its View.
+    // The desk wake's repair and turn, recorded half a second after its View. A late
+    // answer is a desk co-pilot's, whose Bus names no author: a headless agent's Bus (its
+    // `session-start` names the author) acts at the wake's instant, and a late turn there
+    // is refused (`a_saved_turn_moved_off_its_wake_is_refused`).
     let text = std::fs::read_to_string(&bus).unwrap();
     let mut late = 0;
     let lines: Vec<String> = text
         .lines()
         .map(|l| {
+            if l.contains("\"type\":\"session-start\"") {
+                let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+                v.as_object_mut().unwrap().remove("author");
+                return serde_json::to_string(&v).unwrap();
+            }
             let answer = l.contains("\"type\":\"turn\"") || l.contains("\"type\":\"repair\"");
             if answer && l.contains("\"wake\":\"desk\"") && l.contains("\"ts\":\"11:00:00.000\"") {
                 late += 1;

@@ -455,6 +455,10 @@ pub struct ReplayGate {
     /// Each ask's repair attempts in order, then its turn: the order `kestrel errors
     /// report` holds a Bus to.
     attempts: super::report::AttemptOrder,
+    /// The Bus is a headless agent's (`kestrel agent`, `kestrel experiment`: its
+    /// `session-start` names the author): every turn acts at the instant of the wake it
+    /// answers.
+    headless: bool,
     /// The last repair attempt since the last turn (its Bus line and the reply as written):
     /// the reply the next turn was routed from.
     reply: Option<(usize, String)>,
@@ -463,6 +467,9 @@ pub struct ReplayGate {
 impl ReplayGate {
     /// Feed a non-turn Bus event at `line`.
     pub fn event(&mut self, line: usize, ev: &crate::bus::Event) -> Result<(), ReplayError> {
+        if let crate::bus::Event::SessionStart { author, .. } = ev {
+            self.headless = author.is_some();
+        }
         if let crate::bus::Event::ViewDelivered { ts, wake, .. } = ev {
             self.delivered = Some((wake.clone(), *ts, line));
         }
@@ -537,6 +544,49 @@ impl ReplayGate {
         ))
     }
 
+    /// The turn recorded at `line`, at tape time `ts`, answering `wake` (which
+    /// [`answers`](Self::answers) checked): no turn is recorded before the View it answers
+    /// was delivered, and a headless agent's turn (a Bus whose `session-start` names its
+    /// author) is recorded at the wake's own instant, since `kestrel agent` acts on a reply
+    /// there; only the desk's co-pilot answers later, and its Bus names no author. A time
+    /// moved on a saved turn would otherwise be ignored or, later, replayed and graded as
+    /// a delayed act the session never made.
+    pub fn arrived(
+        &self,
+        line: usize,
+        wake: &str,
+        ts: crate::market::Ts,
+    ) -> Result<(), ReplayError> {
+        if wake == crate::session::owner::DESK_WAKE {
+            return Ok(());
+        }
+        let Some((w, at, view)) = &self.delivered else {
+            return Ok(());
+        };
+        if w != wake {
+            return Ok(());
+        }
+        if ts < *at {
+            return Err(ReplayError::new(
+                line,
+                "replay-record",
+                format!(
+                    "the turn recorded here at {ts} answers wake {wake:?}, whose View was delivered later, at {at} (line {view}): a turn is recorded when or after its wake fires"
+                ),
+            ));
+        }
+        if self.headless && ts != *at {
+            return Err(ReplayError::new(
+                line,
+                "replay-record",
+                format!(
+                    "the turn recorded here at {ts} answers wake {wake:?}, which fired at {at} (line {view}): a headless agent's turn acts at its wake's instant"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// The wake whose View was delivered last and its tape time: the wake the next turn
     /// answers ([`answers`](Self::answers) checks it names it).
     pub fn delivered(&self) -> Option<(&str, crate::market::Ts)> {
@@ -589,9 +639,10 @@ impl ReplayGate {
                 self.reply = Some((line, attempt.written.clone()));
                 Ok(None)
             }
-            crate::bus::Event::Turn { wake, turn, .. } => {
+            crate::bus::Event::Turn { ts, wake, turn } => {
                 self.attempts.turn();
                 self.answers(line, wake)?;
+                self.arrived(line, wake, *ts)?;
                 self.written(line, wake, turn)?;
                 self.turn(line, turn).map(Some)
             }
