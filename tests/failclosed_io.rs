@@ -418,6 +418,40 @@ fn a_mistyped_author_path_is_no_such_file_and_cmd_runs_a_command() {
     assert_eq!(code, 1, "{err}");
 }
 
+/// `--author ''` ran `sh -c ''` and `--author http://` (no host) ran the whole session,
+/// every wake a provider error (`code=PROVIDER`); `cmd:` and `ftp://x/v1` were already
+/// refused up front. Both are now `code=USAGE` before the session starts, and the Bus is not
+/// written.
+#[test]
+fn an_empty_author_or_a_url_with_no_host_is_a_usage_error() {
+    let d = scratch("author-usage");
+    let bus = d.join("never.bus.jsonl");
+    for (author, why) in [
+        ("", "--author is empty"),
+        ("   ", "--author is empty"),
+        ("http://", "empty host"),
+        ("https://", "empty host"),
+    ] {
+        let (code, out, err) = kestrel(&[
+            "agent",
+            "--tape",
+            TAPE,
+            "--author",
+            author,
+            "--bus",
+            s(&bus),
+        ]);
+        assert_eq!((code, out.as_str()), (1, ""), "{author:?}: {err}");
+        assert!(
+            err.starts_with("error code=USAGE message=") && err.contains(why),
+            "{author:?}: {err}"
+        );
+        assert!(err.contains("cmd:COMMAND"), "{author:?}: {err}");
+        assert!(!err.contains("PROVIDER"), "{author:?}: {err}");
+        assert!(!bus.exists(), "{author:?}: no session ran");
+    }
+}
+
 /// A run whose every reply was a provider error exited 0 with nothing on stderr; and the
 /// author URL's userinfo and query must not reach the Bus.
 #[test]

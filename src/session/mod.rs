@@ -812,7 +812,8 @@ pub struct AuthorSpec {
 impl AuthorSpec {
     /// What the string names, or why it names nothing:
     ///
-    /// 1. `http://` or `https://`: a model server;
+    /// 0. nothing (empty or blanks): refused;
+    /// 1. `http://` or `https://`: a model server, refused if it is not a URL (no host);
     /// 2. `cmd:COMMAND`: a command (the explicit form);
     /// 3. an existing file ending in `.jsonl`: an author file;
     /// 4. a value that looks like a path — it ends in `.jsonl`, `.json` or `.txt`, or holds a
@@ -826,7 +827,16 @@ impl AuthorSpec {
     ///    `sh examples/command-author.sh`): a command, the old bare form.
     pub fn resolve(&self) -> Result<AuthorTarget, String> {
         let s = self.spec.trim();
+        // Nothing at all: `sh -c ''` would only write nothing, a provider error at every
+        // wake.
+        if s.is_empty() {
+            return Err(format!("--author is empty: --author takes {AUTHOR_FORMS}"));
+        }
         if s.starts_with("http://") || s.starts_with("https://") {
+            // A server that is not a URL (`http://`, no host) is refused now, not at every
+            // wake as a connect error.
+            crate::author::openai::endpoint_for(s, crate::author::openai::Api::Chat)
+                .map_err(|e| format!("{e}: --author takes {AUTHOR_FORMS}"))?;
             return Ok(AuthorTarget::Model(s.to_string()));
         }
         if let Some(c) = s.strip_prefix("cmd:") {
