@@ -1860,6 +1860,62 @@ fn a_recorded_turn_that_is_not_canonical_text_says_so_plainly() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// `run --bus - --json` wrote an 11 KB file named `-` in the working directory, where `-`
+/// means standard output elsewhere (`tape gen -o -`). Standard output carries the report,
+/// so `--bus -` is now a usage error (`give a file path`), for `agent` too, and no file
+/// is written.
+#[test]
+fn bus_dash_is_a_usage_error_not_a_file_named_dash() {
+    let d = tmp("bus-dash");
+    let plans = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/chase.kestrel");
+    let tape = tape_path();
+    for args in [
+        vec![
+            "run",
+            "--tape",
+            s(&tape),
+            "--plans",
+            s(&plans),
+            "--bus",
+            "-",
+            "--json",
+        ],
+        vec![
+            "run",
+            "--tape",
+            s(&tape),
+            "--plans",
+            s(&plans),
+            "--bus",
+            "-",
+        ],
+        vec![
+            "agent",
+            "--tape",
+            s(&tape),
+            "--author",
+            "cmd:true",
+            "--bus",
+            "-",
+        ],
+    ] {
+        let (code, out, err) = kestrel_in(&d, &args);
+        assert_eq!((code, out.as_str()), (1, ""), "{args:?}: {err}");
+        assert!(
+            err.starts_with("error code=USAGE message=--bus - names no file: give a file path"),
+            "{args:?}: {err}"
+        );
+        assert!(
+            !d.join("-").exists(),
+            "{args:?}: a file named - was written"
+        );
+    }
+    let (_, help, _) = kestrel(&["run", "--help"]);
+    let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(help.contains("`-` is refused"), "{help}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 /// Re-serialise a Bus line after `edit` (sorted keys, as the Bus writes them).
 fn edit_event(text: &str, n: usize, edit: impl Fn(&mut serde_json::Value)) -> String {
     let mut out: Vec<String> = text.lines().map(str::to_string).collect();

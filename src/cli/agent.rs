@@ -39,7 +39,8 @@ pub struct AgentArgs {
     pub profile: ProfileArg,
     #[command(flatten)]
     pub engine: super::flags::Engine,
-    /// Write the Bus (JSON Lines) here, atomically.
+    /// Write the Bus (JSON Lines) to this file, atomically (`-` is refused: standard output
+    /// carries the report).
     #[arg(long)]
     pub bus: Option<PathBuf>,
     #[command(flatten)]

@@ -22,7 +22,8 @@ pub struct Args {
     pub engine: super::flags::Engine,
     #[command(flatten)]
     pub out: super::flags::Json,
-    /// Write the Bus (JSON Lines) here, atomically.
+    /// Write the Bus (JSON Lines) to this file, atomically (`-` is refused: standard output
+    /// carries the report).
     #[arg(long)]
     pub bus: Option<PathBuf>,
 }
@@ -351,10 +352,14 @@ pub(crate) struct Inputs {
     pub sink: Option<out::Sink>,
 }
 
+/// Why `--bus -` is refused.
+const BUS_DASH: &str = "--bus - names no file: give a file path (standard output carries the report; the Bus is written to its file atomically)";
+
 /// Check `--plans`, open `--tape` and `--bus` for `kestrel run` and `kestrel agent`; on a
 /// refusal the message is printed and the exit code returned. A `--bus` that names one of
 /// the inputs (`--tape`, a `--plans` file, or one of `others`, such as the author file) is
-/// refused before anything is written: the Bus would be renamed over it.
+/// refused before anything is written: the Bus would be renamed over it; so is `--bus -`
+/// (standard output carries the report).
 pub(crate) fn open_inputs(
     plans: &[PathBuf],
     tape: &std::path::Path,
@@ -362,6 +367,12 @@ pub(crate) fn open_inputs(
     others: &[(&str, &std::path::Path)],
 ) -> Result<Inputs, i32> {
     if let Some(b) = bus {
+        // `-` is standard output elsewhere (`tape gen -o -`), but here standard output
+        // carries the report: a file named `-` was written where the Bus was expected.
+        if b == std::path::Path::new("-") {
+            errln!("error code=USAGE message={BUS_DASH}");
+            return Err(1);
+        }
         let inputs = std::iter::once(("--tape", tape))
             .chain(plans.iter().map(|p| ("--plans", p.as_path())))
             .chain(others.iter().copied());
