@@ -1587,5 +1587,25 @@ fn a_re_sent_plan_enters_as_often_as_its_null() {
         assert_eq!(null.len(), 4, "tape {t}");
         assert!(null.iter().all(|&f| f == 1), "tape {t}: {null:?}");
     }
+/// A shard file that is not UTF-8 said `code=IO ... stream did not contain valid UTF-8`,
+/// where every other malformed shard says `code=SHARD`. It is a malformed shard: `SHARD`,
+/// exit 1, naming the file; a file that cannot be read at all is still `IO`.
+#[test]
+fn a_shard_that_is_not_utf8_is_a_shard_error() {
+    let d = std::env::temp_dir().join(format!("kestrel-grade-utf8-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(d.join("bin.jsonl"), b"{\"kind\":\xff\xfe}\n").unwrap();
+    let (code, out, err) = kestrel(&["grade", "merge", "bin.jsonl"], &d);
+    assert_eq!((code, out.as_str()), (1, ""), "{err}");
+    assert_eq!(
+        err,
+        "error code=SHARD message=bin.jsonl: not a kestrel grade shard: not UTF-8 text (invalid byte at offset 8)\n"
+    );
+    let (code, _, err) = kestrel(&["grade", "merge", "missing.jsonl"], &d);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.starts_with("error code=IO message=cannot read missing.jsonl"),
+        "{err}"
+    );
     let _ = std::fs::remove_dir_all(&d);
 }

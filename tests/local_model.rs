@@ -678,6 +678,43 @@ fn sigint_during_the_experiment_exits_1_and_the_bus_names_the_signal() {
     assert_eq!(table, String::from_utf8_lossy(&run.stdout));
 }
 
+/// `--out exp1/table.md` (an existing file) said `code=IO message=cannot read exp1/table.md:
+/// Not a directory`: the output folder is not read, so "cannot read" misled. It is now a
+/// usage error saying the path is not a directory and cannot be the output folder; so is a
+/// path through a file.
+#[test]
+fn the_experiment_says_an_out_file_is_not_a_directory() {
+    let server = serve(vec![Say::Stream("# nothing new\n".into())]);
+    let dir = scratch("experiment-out-file");
+    let tape = common::root().join("tapes/range-2025-04-09-s2.jsonl");
+    let file = dir.join("table.md");
+    std::fs::write(&file, "a table\n").expect("file");
+    for (out, why) in [
+        (file.clone(), "is a file, not a directory"),
+        (
+            file.join("sub"),
+            "is not a directory (a part of its path is a file)",
+        ),
+    ] {
+        let run = experiment(&server.base, &dir, &tape, &out, &["--budgets", "64"]);
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.starts_with(&format!(
+                "error code=USAGE message=--out {} {why}: it cannot be used as the output folder",
+                out.display()
+            )),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("cannot read"), "{stderr}");
+    }
+    assert!(
+        server.seen.lock().expect("lock").is_empty(),
+        "the model was asked"
+    );
+    assert_eq!(std::fs::read_to_string(&file).expect("file"), "a table\n");
+}
+
 /// `--out` into a directory holding an earlier run mixed the two: the old arm directories
 /// and Bus files stayed beside the new ones, table.md described only the new run, and
 /// `kestrel errors report OUT/*/` counted both. A non-empty `--out` is now refused before

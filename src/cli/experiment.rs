@@ -330,10 +330,26 @@ fn failed_arms(results: &[(Arm, Tally)]) -> usize {
 /// `--out` is new or empty. Each arm's Bus files are numbered from `0001` in `OUT/<arm>/`
 /// and `table.md` lists this run's only, so an earlier run's files left there would be
 /// overwritten in part and read with this run's by `kestrel errors report OUT/*/`.
+/// `--out` naming a file (or a path through one) is not a folder the experiment can use:
+/// said so, as a usage error, not as a file it "cannot read".
 fn check_out(out: &Path) -> Result<(), String> {
+    let not_a_folder = |why: &str| {
+        format!(
+            "error code=USAGE message=--out {} {why}: it cannot be used as the output folder (the experiment writes its arms' directories and table.md there); give a new or an empty directory",
+            out.display()
+        )
+    };
+    if out.exists() && !out.is_dir() {
+        return Err(not_a_folder("is a file, not a directory"));
+    }
     let empty = match std::fs::read_dir(out) {
         Ok(mut entries) => entries.next().is_none(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
+        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
+            return Err(not_a_folder(
+                "is not a directory (a part of its path is a file)",
+            ));
+        }
         Err(e) => return Err(super::cannot_read(out, &e)),
     };
     if empty {

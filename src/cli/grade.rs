@@ -315,10 +315,22 @@ fn whole_agent_grade(
 fn merge(m: &MergeArgs) -> Result<String, i32> {
     let mut files = Vec::new();
     for p in &m.shards {
-        match std::fs::read_to_string(p) {
-            Ok(t) => files.push((p.display().to_string(), t)),
+        let bytes = match std::fs::read(p) {
+            Ok(b) => b,
             Err(e) => {
                 errln!("error code=IO message=cannot read {}: {e}", p.display());
+                return Err(1);
+            }
+        };
+        // A file that is not text is a malformed shard like any other (the file was read).
+        match String::from_utf8(bytes) {
+            Ok(t) => files.push((p.display().to_string(), t)),
+            Err(e) => {
+                errln!(
+                    "error code=SHARD message={}: not a kestrel grade shard: not UTF-8 text (invalid byte at offset {})",
+                    p.display(),
+                    e.utf8_error().valid_up_to()
+                );
                 return Err(1);
             }
         }
