@@ -1609,3 +1609,69 @@ fn a_shard_that_is_not_utf8_is_a_shard_error() {
     );
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A shard's result lines were covered by no hash: one with every plan unit's `pnl` set to
+/// 50000 merged into `mean 5.0000R … CI excludes 0` for a plan whose budget is 0.5R. The
+/// header now carries the count and BLAKE3 of the result lines; an edited line, one added
+/// after a recomputed count, or a header without the digest (an older shard) is refused as
+/// `SHARD`, saying to regenerate it.
+#[test]
+fn an_edited_shard_result_is_refused_by_its_digest() {
+    let d = tmp("digest");
+    family(&d, Regime::Trend, 2, 1, 15, 0.0);
+    let doc = "PLAN a budget 1R ttl 09:40\n  WHEN spot > 1\n  DO buy 1 shares @ ask\n\nGRADE plan a OVER tapes/* FILL strict-cross-v1\n  VS null\n";
+    let p = prepare(doc, &options(&d, 2, 100)).unwrap();
+    let shard = grade::run_shard(&p, 0, 1, &mut FileTapes::default()).unwrap();
+    assert!(grade::merge_shards(&[("s.jsonl".into(), shard.clone())]).is_ok());
+    let (head, rest) = shard.split_once('\n').unwrap();
+    let h: grade::ShardHeader = serde_json::from_str(head).unwrap();
+    let digest = h.results.clone().expect("a digest");
+    assert_eq!(digest.lines, 6);
+    assert_eq!(
+        digest.blake3,
+        blake3::hash(rest.as_bytes()).to_hex().to_string()
+    );
+    // Every plan unit's P&L made 50000: a fake edge.
+    let edited: String = rest
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            for p in v["plans"].as_array_mut().unwrap() {
+                p["pnl"] = serde_json::json!(50000);
+            }
+            v.to_string() + "\n"
+        })
+        .collect();
+    assert_ne!(edited, rest);
+    let e = grade::merge_shards(&[("s.jsonl".into(), format!("{head}\n{edited}"))]).unwrap_err();
+    assert_eq!((e.code, e.exit_code()), ("SHARD", 1), "{e}");
+    assert!(
+        e.message.starts_with("s.jsonl: the result lines' BLAKE3 ")
+            && e.message
+                .contains("the shard was changed after it was written; regenerate it"),
+        "{e}"
+    );
+    // An older shard: no digest in its header.
+    let mut old = h.clone();
+    old.results = None;
+    let text = format!("{}\n{rest}", serde_json::to_string(&old).unwrap());
+    assert!(
+        !text.lines().next().unwrap().contains("\"results\""),
+        "{text}"
+    );
+    let e = grade::merge_shards(&[("old.jsonl".into(), text)]).unwrap_err();
+    assert_eq!(e.code, "SHARD", "{e}");
+    assert_eq!(
+        e.message,
+        "old.jsonl: the header carries no results digest (a shard written by an older kestrel): regenerate it with kestrel grade --shard"
+    );
+    // Through the binary: exit 1, one coded line, no report.
+    std::fs::write(d.join("edited.jsonl"), format!("{head}\n{edited}")).unwrap();
+    let (code, out, err) = kestrel(&["grade", "merge", "edited.jsonl"], &d);
+    assert_eq!((code, out.as_str()), (1, ""), "{err}");
+    assert!(
+        err.starts_with("error code=SHARD message=edited.jsonl: the result lines' BLAKE3"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -1378,6 +1378,39 @@ pub struct ShardHeader {
     pub fingerprint: String,
     /// The job.
     pub job: Job,
+    /// The results that follow: how many lines, and the BLAKE3 of those lines as written
+    /// ([`ResultsDigest`]). The fingerprint covers only the job; this covers what the shard
+    /// computed, so a result line edited or corrupted on a shared volume is not merged into
+    /// the report. Absent in a shard written before it: refused, to be regenerated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub results: Option<ResultsDigest>,
+}
+
+/// The count and BLAKE3 (hex) of a shard's result lines, each with its line end, in file
+/// order: the bytes after the header line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResultsDigest {
+    /// Result lines.
+    pub lines: u64,
+    /// BLAKE3 of the result lines (each followed by `\n`), hex.
+    pub blake3: String,
+}
+
+impl ResultsDigest {
+    /// The digest of these result lines (without their line ends).
+    pub fn of<'a>(lines: impl IntoIterator<Item = &'a str>) -> ResultsDigest {
+        let mut h = blake3::Hasher::new();
+        let mut n = 0u64;
+        for l in lines {
+            h.update(l.as_bytes());
+            h.update(b"\n");
+            n += 1;
+        }
+        ResultsDigest {
+            lines: n,
+            blake3: h.finalize().to_hex().to_string(),
+        }
+    }
 }
 
 /// Parse `I/N` (0-based `I < N`).
@@ -1387,8 +1420,8 @@ pub fn parse_shard(s: &str) -> Option<(u64, u64)> {
     (n >= 1 && i < n).then_some((i, n))
 }
 
-/// Run shard `i` of `n` and return its file contents (JSON Lines: a [`ShardHeader`], then
-/// one [`UnitResult`] per line).
+/// Run shard `i` of `n` and return its file contents (JSON Lines: a [`ShardHeader`], with
+/// the digest of the lines after it, then one [`UnitResult`] per line).
 pub fn run_shard(
     p: &Prepared,
     i: u64,
@@ -1398,6 +1431,13 @@ pub fn run_shard(
     let total = p.job.unit_count();
     let (lo, hi) = shard_range(total, i, n);
     let results = run_units(p, lo, hi, tapes)?;
+    let lines = results
+        .iter()
+        .map(|r| {
+            serde_json::to_string(r)
+                .map_err(|e| GradeError::new("IO", format!("serialising a result: {e}")))
+        })
+        .collect::<Result<Vec<String>, GradeError>>()?;
     let header = ShardHeader {
         kind: "kestrel-grade-shard".into(),
         shard: i,
@@ -1407,28 +1447,55 @@ pub fn run_shard(
         total,
         fingerprint: p.job.fingerprint(),
         job: p.job.clone(),
+        results: Some(ResultsDigest::of(lines.iter().map(String::as_str))),
     };
     let mut s = serde_json::to_string(&header)
         .map_err(|e| GradeError::new("IO", format!("serialising the shard header: {e}")))?;
     s.push('\n');
-    for r in &results {
-        s.push_str(
-            &serde_json::to_string(r)
-                .map_err(|e| GradeError::new("IO", format!("serialising a result: {e}")))?,
-        );
+    for l in &lines {
+        s.push_str(l);
         s.push('\n');
     }
     Ok(s)
 }
 
+/// A shard's result lines (every line after its header) against the digest its header
+/// carries ([`ShardHeader::results`]); a shard without one predates it and is refused.
+fn check_digest(name: &str, text: &str, d: Option<&ResultsDigest>) -> Result<(), String> {
+    let Some(d) = d else {
+        return Err(format!(
+            "{name}: the header carries no results digest (a shard written by an older kestrel): regenerate it with kestrel grade --shard"
+        ));
+    };
+    let got = ResultsDigest::of(text.lines().skip(1));
+    if got.lines != d.lines {
+        return Err(format!(
+            "{name}: {} result lines where the header says {}: the shard was changed after it was written; regenerate it",
+            got.lines, d.lines
+        ));
+    }
+    if got.blake3 != d.blake3 {
+        return Err(format!(
+            "{name}: the result lines' BLAKE3 {} is not the header's {}: the shard was changed after it was written; regenerate it",
+            got.blake3, d.blake3
+        ));
+    }
+    Ok(())
+}
+
 /// Combine shard files (their contents, with names for messages) into the job and the
 /// complete, index-sorted unit results. Refuses shards of different jobs, a missing or
-/// repeated shard, and results that do not cover every unit exactly once.
+/// repeated shard, results that do not cover every unit exactly once, and result lines that
+/// are not the ones the header's digest was taken of (or a header without one).
 pub fn merge_shards(files: &[(String, String)]) -> Result<(Job, Vec<UnitResult>), GradeError> {
     let bad = |m: String| GradeError::new("SHARD", m);
     let mut job: Option<(Job, String, u64, u64)> = None;
     let mut seen: BTreeSet<u64> = BTreeSet::new();
     let mut results: Vec<UnitResult> = Vec::new();
+    // The first shard whose result lines are not those its header's digest was taken of:
+    // said last, so a shard whose lines are wrong in a way named more precisely (a unit
+    // repeated, cut short, P&L past the range) says that.
+    let mut digest: Option<String> = None;
     for (name, text) in files {
         let mut lines = text.lines();
         let first = lines
@@ -1510,6 +1577,9 @@ pub fn merge_shards(files: &[(String, String)]) -> Result<(Job, Vec<UnitResult>)
                 h.hi - h.lo
             )));
         }
+        if digest.is_none() {
+            digest = check_digest(name, text, h.results.as_ref()).err();
+        }
     }
     let Some((job, _, of, total)) = job else {
         return Err(GradeError::new("USAGE", "no shard files"));
@@ -1539,6 +1609,9 @@ pub fn merge_shards(files: &[(String, String)]) -> Result<(Job, Vec<UnitResult>)
                 u.index
             )));
         }
+    }
+    if let Some(e) = digest {
+        return Err(bad(e));
     }
     Ok((job, results))
 }
