@@ -1587,6 +1587,9 @@ fn a_re_sent_plan_enters_as_often_as_its_null() {
         assert_eq!(null.len(), 4, "tape {t}");
         assert!(null.iter().all(|&f| f == 1), "tape {t}: {null:?}");
     }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 /// A shard file that is not UTF-8 said `code=IO ... stream did not contain valid UTF-8`,
 /// where every other malformed shard says `code=SHARD`. It is a malformed shard: `SHARD`,
 /// exit 1, naming the file; a file that cannot be read at all is still `IO`.
