@@ -7,7 +7,7 @@ use kestrel_desk::desk::handle::SessionHandle;
 use kestrel_desk::desk::{self, ui};
 use kestrel_desk::market::Ts;
 use kestrel_desk::session::agent::Agent as DeskAgent;
-use kestrel_desk::session::owner::TurnLine;
+use kestrel_desk::session::owner::{NoticeLevel, TurnLine};
 use kestrel_desk::session::{Command, Opening, Settings, saved};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -3489,4 +3489,61 @@ fn a_reopened_live_author_is_said_to_be_replayed_not_called() {
     );
     assert!(!msg.contains("wait for"), "{msg}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// After Home (or a seek back), the person's turns recorded ahead of the tape would be
+/// dropped by a new act of theirs: the desk asks first, naming them; `n` keeps them, `y`
+/// acts and the drop is said as a warning that stays in the session's notices.
+#[test]
+fn acting_before_a_turn_ahead_of_the_tape_asks_first_and_warns_of_the_drop() {
+    let mut app = book_with(None, &[(ms(10, 0, 0), SECOND_PLAN)], ms(10, 5, 0));
+    assert_eq!(names(&app), ["my-dip"]);
+    app.set_focus(Pane::Chart);
+    press(&mut app, KeyCode::Home);
+    assert_eq!(app.snap.clock, app.snap.open);
+    assert_eq!(app.snap.turns_ahead.len(), 1, "{:?}", app.snap.turns_ahead);
+    press(&mut app, KeyCode::Char('e'));
+    typ(
+        &mut app,
+        "PLAN probe budget 0.05R ttl +20m\nUSING signal SPX exec SPY 0dte\nWHEN spot crosses above 5300\nDO buy 1 +1 C @ fair-2c\nEXIT spot < vwap @ fair",
+    );
+    ctrl(&mut app, 's');
+    let s = screen(&app, 100, 30);
+    assert!(
+        has(&s, "This drops your 10:00 turn (PLAN my-dip"),
+        "{}",
+        s.join("\n")
+    );
+    assert!(has(&s, "y / enter"), "{}", s.join("\n"));
+    // Any other key keeps the turn ahead, and the draft.
+    press(&mut app, KeyCode::Char('n'));
+    assert!(app.modal.is_none());
+    assert_eq!(app.snap.turns_ahead.len(), 1);
+    assert!(app.turn_rows().is_empty());
+    assert!(app.editor.text().starts_with("PLAN probe"));
+    // Asked again, yes: the turn acts, the one ahead is dropped with a warning.
+    ctrl(&mut app, 's');
+    press(&mut app, KeyCode::Char('y'));
+    assert_eq!(names(&app), ["probe"]);
+    assert!(app.snap.turns_ahead.is_empty());
+    let msg = app.message.clone().unwrap_or_default();
+    assert!(
+        msg.contains("dropped your 10:00 turn (PLAN my-dip"),
+        "{msg}"
+    );
+    assert_eq!(app.message_level(), NoticeLevel::Warn);
+    assert!(
+        app.snap
+            .notices
+            .iter()
+            .any(|n| n.level == NoticeLevel::Warn && n.text.contains("dropped your 10:00 turn")),
+        "{:?}",
+        app.snap.notices
+    );
+    app.send(Command::Seek(ms(10, 30, 0)));
+    assert!(
+        !names(&app).contains(&"my-dip".to_string()),
+        "the dropped turn does not act at 10:00: {:?}",
+        names(&app)
+    );
 }

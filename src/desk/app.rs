@@ -100,6 +100,30 @@ pub enum Confirm {
         /// `10:05 turn (armed my-dip)`.
         turn: String,
     },
+    /// Act while turns of the person's are recorded ahead of the tape (after a seek back or
+    /// Home): the act branches the session and drops them.
+    Branch {
+        /// What is dropped: `your 10:00 turn (PLAN calls …)`.
+        dropped: String,
+        /// The act asked about, taken on yes.
+        act: PersonAct,
+    },
+}
+
+/// An act of the person's that the session takes at the tape point: with acts recorded
+/// ahead of the tape, it branches the session and drops them ([`App::person`] asks first).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PersonAct {
+    /// A turn (the editor's, a STAND-DOWN, a SHOW VIEW from the picker).
+    Turn(String),
+    /// Accept the waiting proposal.
+    Accept,
+    /// Reject the waiting proposal.
+    Reject,
+    /// Co-pilot on or off.
+    Copilot,
+    /// Detach or attach the agent.
+    Attach,
 }
 
 /// What a prompt asks for.
@@ -510,6 +534,66 @@ impl App {
         }
     }
 
+    /// An act of the person's. While turns of theirs are recorded ahead of the tape (after
+    /// a seek back or Home), an act that reaches the session drops them: the desk asks
+    /// first, naming them (`this drops your 10:00 turn (PLAN calls …): go on?`), and takes
+    /// the act on yes. An act with nothing to act on (no proposal, no agent) only says so.
+    pub fn person(&mut self, act: PersonAct) {
+        let reaches = match act {
+            PersonAct::Turn(_) => true,
+            PersonAct::Accept | PersonAct::Reject => self.proposal().is_some(),
+            PersonAct::Copilot | PersonAct::Attach => self.agent().is_some(),
+        };
+        if reaches && !self.snap.turns_ahead.is_empty() && !self.snap.ended {
+            let dropped = crate::session::owner::dropped_turns(&self.snap.turns_ahead);
+            self.modal = Some(Modal::Confirm(Confirm::Branch { dropped, act }));
+        } else {
+            self.take(act);
+        }
+    }
+
+    /// Take the person's act (asked about or not: [`person`](Self::person)).
+    fn take(&mut self, act: PersonAct) {
+        match act {
+            PersonAct::Turn(text) => {
+                self.human_turn(&text);
+            }
+            PersonAct::Copilot => {
+                if self.agent().is_none() {
+                    self.message = Some("no agent seated: co-pilot has nobody to hold".into());
+                    return;
+                }
+                let on = !self.copilot();
+                let name = self.agent().map(|a| a.name.clone()).unwrap_or_default();
+                self.send(Command::Copilot(on));
+                self.message = Some(if on {
+                    format!(
+                        "{name}: co-pilot — its turns wait for {} accept / {} reject",
+                        self.keys.label(Action::Accept),
+                        self.keys.label(Action::Reject)
+                    )
+                } else {
+                    format!("{name}: autopilot — its turns route as they arrive")
+                });
+            }
+            PersonAct::Accept => {
+                if let Some(call) = self.proposal().map(|p| p.call) {
+                    self.send(Command::Accept { call });
+                } else {
+                    self.message = Some("nothing to accept: no proposal is waiting".into());
+                }
+            }
+            PersonAct::Reject => {
+                if let Some(call) = self.proposal().map(|p| p.call) {
+                    self.send(Command::Reject { call });
+                } else {
+                    self.message = Some("nothing to reject: no proposal is waiting".into());
+                }
+            }
+            PersonAct::Attach => self.toggle_attach(),
+        }
+    }
+
     /// Detach the agent or attach it again.
     pub fn toggle_attach(&mut self) {
         match self.agent() {
@@ -662,39 +746,10 @@ impl App {
                     .collect();
                 self.modal = Some(Modal::ViewPicker { sel: 0, checked });
             }
-            Action::Copilot => {
-                if self.agent().is_none() {
-                    self.message = Some("no agent seated: co-pilot has nobody to hold".into());
-                    return;
-                }
-                let on = !self.copilot();
-                let name = self.agent().map(|a| a.name.clone()).unwrap_or_default();
-                self.send(Command::Copilot(on));
-                self.message = Some(if on {
-                    format!(
-                        "{name}: co-pilot — its turns wait for {} accept / {} reject",
-                        self.keys.label(Action::Accept),
-                        self.keys.label(Action::Reject)
-                    )
-                } else {
-                    format!("{name}: autopilot — its turns route as they arrive")
-                });
-            }
-            Action::Accept => {
-                if let Some(call) = self.proposal().map(|p| p.call) {
-                    self.send(Command::Accept { call });
-                } else {
-                    self.message = Some("nothing to accept: no proposal is waiting".into());
-                }
-            }
-            Action::Reject => {
-                if let Some(call) = self.proposal().map(|p| p.call) {
-                    self.send(Command::Reject { call });
-                } else {
-                    self.message = Some("nothing to reject: no proposal is waiting".into());
-                }
-            }
-            Action::Attach => self.toggle_attach(),
+            Action::Copilot => self.person(PersonAct::Copilot),
+            Action::Accept => self.person(PersonAct::Accept),
+            Action::Reject => self.person(PersonAct::Reject),
+            Action::Attach => self.person(PersonAct::Attach),
             Action::Theme => {
                 self.theme = (self.theme + 1) % self.themes.len();
                 self.message = Some(format!("theme {}", self.theme().name));
@@ -955,7 +1010,7 @@ impl App {
     /// invalid one stays, its errors under their lines.
     pub fn submit(&mut self) {
         let text = self.editor.text();
-        self.human_turn(&text);
+        self.person(PersonAct::Turn(text));
     }
 
     /// Send an undo; its answer arrives in a snapshot ([`App::tick`]).
@@ -981,6 +1036,7 @@ impl App {
                                 Some("restarted from the open: the book is empty".into());
                         }
                         Confirm::Undo { .. } => self.undo(),
+                        Confirm::Branch { act, .. } => self.take(act),
                     }
                 }
             }
@@ -1033,7 +1089,7 @@ impl App {
                 KeyCode::Enter => match kind {
                     PromptKind::StandDown => {
                         let text = format!("STAND-DOWN {}", input.trim());
-                        self.human_turn(&text);
+                        self.person(PersonAct::Turn(text));
                     }
                     PromptKind::Filter => {
                         self.log.set_filter(&input);
@@ -1109,7 +1165,7 @@ impl App {
                                 text.push_str(p);
                                 text.push('\n');
                             }
-                            self.human_turn(&text);
+                            self.person(PersonAct::Turn(text));
                         }
                         return;
                     }

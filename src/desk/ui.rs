@@ -1968,6 +1968,29 @@ fn draw_modal(f: &mut Frame, app: &App, m: &Modal, area: Rect) {
             f.render_widget(Clear, r);
             f.render_widget(text.block(frame_block("Undo")), r);
         }
+        Modal::Confirm(super::app::Confirm::Branch { dropped, .. }) => {
+            let width = area.width.min(64);
+            let w = usize::from(width.saturating_sub(2));
+            let text = Paragraph::new(vec![
+                Line::from(format!(
+                    "This drops {dropped}, recorded ahead of the tape: go on?"
+                )),
+                Line::from(
+                    "Acting here starts a new branch: what was recorded after now is dropped.",
+                ),
+                hint(
+                    app,
+                    "y / enter: act and drop it · any other key: keep it",
+                    w,
+                ),
+            ])
+            .wrap(Wrap { trim: false });
+            // As tall as its wrapped lines (several turns ahead name several times).
+            let h = u16::try_from(text.line_count(width.saturating_sub(2)) + 2).unwrap_or(u16::MAX);
+            let r = centered(area, width, h);
+            f.render_widget(Clear, r);
+            f.render_widget(text.block(frame_block("Drop the turns ahead?")), r);
+        }
         Modal::Prompt { kind, input } => {
             let r = centered(area, 70, 5);
             let (title, hint) = match kind {

@@ -662,6 +662,10 @@ pub struct SessionSnapshot {
     /// (tape time, the turn in a few words). `None`: a turn of this run's is taken back, or
     /// there is none.
     pub undo_ahead: Option<(Ts, String)>,
+    /// The person's turns recorded ahead of the tape (after a seek back, or in a reopened
+    /// session), as (tape time, the turn in a few words): a new act of the person's drops
+    /// them ([`Session::person_act`]), so the desk asks first.
+    pub turns_ahead: Vec<(Ts, String)>,
     /// The seated agent.
     pub agent: Option<AgentStatus>,
     /// A tape or file error, if one stopped something.
@@ -943,6 +947,27 @@ fn undo_record(seq: u64, ts: Ts, rewind: bool) -> serde_json::Value {
 
 /// A turn in a few words for a notice: its first line that is not a comment (a turn may
 /// open with its reasoning), cut to 32 characters.
+/// The person's turns a new act drops, in words: `your 10:00 turn (PLAN calls …)`, or
+/// `your 10:00 and 10:30 turns (PLAN calls …; PLAN hold …)`. The desk's question and the
+/// session's notice both say it so.
+pub fn dropped_turns(turns: &[(Ts, String)]) -> String {
+    match turns {
+        [] => "nothing of yours".into(),
+        [(ts, title)] => format!("your {} turn ({title})", ts.hhmm()),
+        _ => {
+            let times: Vec<String> = turns.iter().map(|(ts, _)| ts.hhmm()).collect();
+            let titles: Vec<&str> = turns.iter().map(|(_, t)| t.as_str()).collect();
+            let n = times.len() - 1;
+            format!(
+                "your {} and {} turns ({})",
+                times[..n].join(", "),
+                times[n],
+                titles.join("; ")
+            )
+        }
+    }
+}
+
 fn turn_title(text: &str) -> String {
     let first = text
         .lines()
@@ -1889,6 +1914,18 @@ impl Session {
         })
     }
 
+    /// The person's turns recorded ahead of the tape (the recorded future a new act of
+    /// theirs drops), in tape order, as (tape time, the turn in a few words).
+    fn turns_ahead(&self) -> Vec<(Ts, String)> {
+        self.script
+            .iter()
+            .filter_map(|(_, ts, a)| match a {
+                Act::Turn { text, .. } if a.is_persons_turn() => Some((*ts, turn_title(text))),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Write where the session stands (the point `--open` resumes at).
     fn bookmark(&mut self) {
         self.control("left");
@@ -2031,19 +2068,33 @@ impl Session {
 
     /// An act of the person's, now. After a rewind (or in a reopened session), the acts
     /// recorded later than now are the future of another branch: the person's new act
-    /// drops them (a `branch` record says so in the session file).
+    /// drops them (a `branch` record says so in the session file). The notice is a warning
+    /// that names the person's turns it drops (the desk asked first: `App::person`), so it
+    /// is not covered by the act's own routine notice.
     fn person_act(&mut self, act: Act) {
         if !self.script.is_empty() {
-            let n = self.script.len();
+            let mine = self.turns_ahead();
+            let others = self.script.len() - mine.len();
             self.script.clear();
             self.write_record(
                 serde_json::json!({"type": "control", "action": "branch"}),
                 true,
             );
-            self.notice(format!(
-                "a new act at {}: the {n} recorded act(s) after it are dropped",
-                self.clock.hhmm()
-            ));
+            let at = self.clock.hhmm();
+            let text = if mine.is_empty() {
+                format!("a new act at {at}: the {others} recorded act(s) after it are dropped")
+            } else {
+                let others = if others > 0 {
+                    format!(" (and {others} other recorded act(s))")
+                } else {
+                    String::new()
+                };
+                format!(
+                    "a new act at {at} dropped {}{others}: it will not act",
+                    dropped_turns(&mine)
+                )
+            };
+            self.notice_at(NoticeLevel::Warn, text);
         }
         self.act(act);
     }
@@ -2764,6 +2815,7 @@ impl Session {
             last_submit: self.last_submit.clone(),
             last_undo: self.last_undo.clone(),
             undo_ahead: self.turn_ahead(),
+            turns_ahead: self.turns_ahead(),
             agent: self.chair.as_ref().map(|c| AgentStatus {
                 name: c.agent.name(),
                 short_name: c.agent.short_name(),
