@@ -3547,3 +3547,32 @@ fn acting_before_a_turn_ahead_of_the_tape_asks_first_and_warns_of_the_drop() {
         names(&app)
     );
 }
+
+/// At the tape's end, play and the steps have nothing to do: the footer says so, and what
+/// does (Home, R).
+#[test]
+fn play_and_steps_at_the_tapes_end_say_it_has_ended() {
+    let mut app = app();
+    app.send(Command::Seek(ms(15, 59, 50)));
+    app.send(Command::Speed(kestrel_desk::session::Speed::Max));
+    app.send(Command::Play);
+    for _ in 0..100_000 {
+        if app.snap.ended {
+            break;
+        }
+        app.send(Command::Tick(Duration::from_millis(10)));
+    }
+    assert!(app.snap.ended);
+    for key in [' ', '.', '>'] {
+        app.message = None;
+        press(&mut app, KeyCode::Char(key));
+        let msg = app.message.clone().unwrap_or_default();
+        assert!(
+            msg.starts_with("the tape has ended at 16:00: home goes back to the open")
+                && msg.contains("R restarts"),
+            "{key}: {msg}"
+        );
+        let s = screen(&app, 100, 30);
+        assert!(has(&s, "the tape has ended at 16:00"), "{}", s.join("\n"));
+    }
+}

@@ -693,6 +693,16 @@ impl App {
                 self.set_focus(Pane::ALL[j]);
             }
             Action::Editor => self.set_focus(Pane::Editor),
+            // At the tape's end nothing plays or steps: the footer says what does.
+            Action::PlayPause | Action::StepTick | Action::StepBar if self.snap.ended => {
+                self.message = Some(format!(
+                    "the tape has ended at {}: {} goes back to the open (from the chart), {} \
+                     restarts",
+                    self.snap.close.hhmm(),
+                    self.keys.label(Action::BackToOpen),
+                    self.keys.label(Action::Restart)
+                ));
+            }
             Action::PlayPause => self.send(Command::TogglePlay),
             // Relative to the session's speed, not this snapshot's: `+++` steps three times.
             Action::Faster => self.send(Command::Faster),
