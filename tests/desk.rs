@@ -3576,3 +3576,22 @@ fn play_and_steps_at_the_tapes_end_say_it_has_ended() {
         assert!(has(&s, "the tape has ended at 16:00"), "{}", s.join("\n"));
     }
 }
+
+/// The empty Plans pane says, in a whole sentence that wraps in the pane, how a plan gets
+/// armed; with nobody in the agent's seat it does not send the person to an agent.
+#[test]
+fn the_empty_plans_pane_says_a_whole_sentence_and_no_agent_without_one() {
+    let mut app = book_with(None, &[], ms(10, 0, 0));
+    app.set_focus(Pane::Plans);
+    for (w, h) in [(100, 30), (160, 48)] {
+        let rows = pane_rows(&app, w, h, Pane::Plans);
+        let text = rows.iter().map(|r| r.trim()).collect::<Vec<_>>().join(" ");
+        let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            text.starts_with("no plans armed: write one in the Editor (e) and submit it (C-s)."),
+            "{w}x{h}: {text:?}\n{}",
+            rows.join("\n")
+        );
+        assert!(!text.contains("agent"), "{w}x{h}: {text}");
+    }
+}

@@ -839,16 +839,48 @@ fn draw_plans(f: &mut Frame, app: &App, r: Rect) {
     )
     .block(block(app, Pane::Plans, title));
     if plans.is_empty() {
+        let muted = Style::default().fg(t.ui_muted());
+        let mut lines = vec![Line::from(Span::styled(empty_plans_text(app), muted))];
+        // Turns recorded ahead of the tape (after a seek back or Home) are on their way.
+        for (ts, title) in &app.snap.turns_ahead {
+            lines.push(Line::from(Span::styled(
+                format!(
+                    "your {} turn ({title}) acts when the tape gets there",
+                    ts.hhmm()
+                ),
+                muted,
+            )));
+        }
         f.render_widget(
-            Paragraph::new(Span::styled(
-                "no plans armed — write one in the Editor (e), or let the agent",
-                Style::default().fg(t.ui_muted()),
-            ))
-            .block(block(app, Pane::Plans, "Plans".into())),
+            Paragraph::new(lines).wrap(Wrap { trim: true }).block(block(
+                app,
+                Pane::Plans,
+                "Plans".into(),
+            )),
             r,
         );
     } else {
         f.render_widget(table, r);
+    }
+}
+
+/// What the empty Plans pane says: how a plan gets armed, by the person and, when one is
+/// attached, by the agent (with `--no-agent` there is no agent to wait for). One sentence,
+/// wrapped to the pane.
+fn empty_plans_text(app: &App) -> String {
+    let (e, submit) = (
+        app.keys.label(Action::Editor),
+        app.keys.label(Action::Submit),
+    );
+    let write = format!("no plans armed: write one in the Editor ({e}) and submit it ({submit})");
+    match app.agent() {
+        Some(a) if a.attached => format!("{write}, or wait for {} to arm one at a wake.", a.name),
+        Some(a) => format!(
+            "{write}; {} is detached ({} attaches it).",
+            a.name,
+            app.keys.label(Action::Attach)
+        ),
+        None => format!("{write}."),
     }
 }
 
