@@ -318,6 +318,23 @@ fn fire_label(plan: &str, clauses: &[(String, usize)]) -> String {
     }
 }
 
+/// One plan's fires on one candle in a short form that keeps what fired: the clause kinds
+/// without their numbers, in order (`headline-puts INVALIDATE`, `my-dip TP ×2`,
+/// `vwap-flush WHEN, RELOAD`, `x STOP`), never `fired` alone, which reads as an entry.
+fn short_fire_label(plan: &str, clauses: &[(String, usize)], count: usize) -> String {
+    let mut kinds: Vec<&str> = Vec::with_capacity(clauses.len());
+    for (c, _) in clauses {
+        let kind = c.split('#').next().unwrap_or(c);
+        if !kinds.contains(&kind) {
+            kinds.push(kind);
+        }
+    }
+    match kinds.as_slice() {
+        [kind] if count > 1 => format!("{plan} {kind} ×{count}"),
+        _ => format!("{plan} {}", kinds.join(", ")),
+    }
+}
+
 /// A marker on the chart: its candle, kind and label. Marks on one candle that say the same
 /// are one marker, their label counted (a plan that fired twice in a minute: `… fired ×2`).
 #[derive(Debug, Clone, PartialEq)]
@@ -326,8 +343,8 @@ struct Shown {
     kind: MarkKind,
     label: String,
     /// A shorter label to place where the whole one has no room (a fire of a clause other
-    /// than the entry, or one plan's fires of several: `vwap-flush fired ×2`); the cursor's
-    /// readout still names each clause.
+    /// than the entry, or one plan's fires of several: `vwap-flush WHEN, RELOAD`,
+    /// [`short_fire_label`]); the cursor's readout still names each clause.
     short: Option<String>,
     /// The newest of them, an index into the marks grouped (its price places the marker).
     newest: usize,
@@ -363,13 +380,8 @@ fn group_marks(marks: &[(usize, &ChartMark)], sym: &str) -> Vec<Shown> {
         .map(|((candle, fire, key), (newest, count, clauses))| Shown {
             candle,
             kind: marks[newest].1.kind,
-            short: (fire && clauses.iter().any(|c| c.0 != "WHEN")).then(|| {
-                if count > 1 {
-                    format!("{key} fired ×{count}")
-                } else {
-                    format!("{key} fired")
-                }
-            }),
+            short: (fire && clauses.iter().any(|c| c.0 != "WHEN"))
+                .then(|| short_fire_label(&key, &clauses, count)),
             label: if fire {
                 fire_label(&key, &clauses)
             } else if count > 1 {
@@ -876,7 +888,7 @@ pub fn draw(
     let mut ask_cells: Vec<LabelAsk> = asks.iter().map(|(a, _)| *a).collect();
     let mut at = place_labels(&occupied, &ask_cells);
     // A label left out that has a shorter form is asked again in it (one more pass, the
-    // same rule): the chart says `vwap-flush fired ×2` where the whole label has no room.
+    // same rule): the chart says `vwap-flush WHEN, RELOAD` where the whole label has no room.
     let mut texts: Vec<&str> = asks.iter().map(|(_, g)| g.label.as_str()).collect();
     let mut again = false;
     for (k, (_, g)) in asks.iter().enumerate() {
@@ -1358,6 +1370,53 @@ mod tests {
                 (0, "my-dip WHEN, TP#1 fired"),
                 (1, "my-dip TP#1 ×2, EXIT#1 fired")
             ]
+        );
+    }
+
+    /// The short form of a fire keeps the clause kind: an invalidation, a take-profit, an
+    /// exit or the engine's stop never reads `fired`, as an entry does.
+    #[test]
+    fn the_short_form_of_a_fire_keeps_its_clause_kind() {
+        let fire = |plan: &str, clause: &str| ChartMark {
+            clause: clause.into(),
+            ..mark(34_205, MarkKind::Fire, plan)
+        };
+        let inv = fire("headline-puts", "INVALIDATE#1");
+        let tp = fire("x", "TP#1");
+        let exit = fire("x", "EXIT#2");
+        let stop = fire("y", "STOP");
+        let when = fire("z", "");
+        let shorts = |marks: &[(usize, &ChartMark)]| -> Vec<(String, Option<String>)> {
+            group_marks(marks, "SPX")
+                .into_iter()
+                .map(|s| (s.label, s.short))
+                .collect()
+        };
+        let s = |v: &str| Some(v.to_string());
+        assert_eq!(
+            shorts(&[(0, &inv)]),
+            vec![(
+                "headline-puts INVALIDATE#1 fired".into(),
+                s("headline-puts INVALIDATE")
+            )]
+        );
+        assert_eq!(
+            shorts(&[(0, &stop)]),
+            vec![("y STOP fired".into(), s("y STOP"))]
+        );
+        assert_eq!(shorts(&[(0, &when)]), vec![("z fired".into(), None)]);
+        assert_eq!(
+            shorts(&[(0, &tp), (0, &tp)]),
+            vec![("x TP#1 fired ×2".into(), s("x TP ×2"))]
+        );
+        assert_eq!(
+            shorts(&[(1, &tp), (1, &exit)]),
+            vec![("x TP#1, EXIT#2 fired".into(), s("x TP, EXIT"))]
+        );
+        let w = fire("x", "WHEN");
+        assert_eq!(
+            shorts(&[(2, &w), (2, &tp)]),
+            vec![("x WHEN, TP#1 fired".into(), s("x WHEN, TP"))]
         );
     }
 
