@@ -3595,3 +3595,40 @@ fn the_empty_plans_pane_says_a_whole_sentence_and_no_agent_without_one() {
         assert!(!text.contains("agent"), "{w}x{h}: {text}");
     }
 }
+
+/// At 100x30 the editor's coded error is readable whole: its area under the text takes the
+/// rows it needs, and where it is cut still its last row names F2, which shows it whole.
+#[test]
+fn the_editors_error_is_readable_whole_at_100x30() {
+    let mut app = book_with(None, &[], ms(10, 0, 0));
+    press(&mut app, KeyCode::Char('e'));
+    typ(
+        &mut app,
+        "PLAN p budget 0.2R ttl +60m\nUSING signal SPY exec SPY\nWHEN spot > vwap + 1\nDO buy 50 shares @ min(fair, ask)\nTP 1.004x @ fair",
+    );
+    let whole = desk::editor::message(app.editor.diagnostics()).expect("an error");
+    let tail = whole.split_whitespace().last().unwrap().to_string();
+    let s = screen(&app, 100, 30);
+    // The message ends on screen, or its last row names F2 (and so does the footer).
+    assert!(
+        has(&s, &tail) || has(&s, "F2 shows it whole"),
+        "{tail}:\n{}",
+        s.join("\n")
+    );
+    assert!(has(&s, "F2 error-whole"), "{}", s.join("\n"));
+    // F2 shows it whole in a dialog; any other key closes it, the draft kept.
+    press(&mut app, KeyCode::F(2));
+    let s = screen(&app, 100, 30);
+    let flat: String = s
+        .iter()
+        .map(|l| l.trim_matches(|c: char| c == '│' || c == '║' || c == ' '))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let flat = flat.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat.contains("held 60s`)"), "{flat}");
+    assert!(has(&s, "Error"), "{}", s.join("\n"));
+    press(&mut app, KeyCode::Char('q'));
+    assert!(app.modal.is_none());
+    assert!(!app.quit);
+    assert!(app.editor.text().contains("vwap + 1"));
+}

@@ -86,6 +86,8 @@ pub enum Modal {
     PlanText(String),
     /// One Bus event, pretty-printed.
     Event(String),
+    /// The editor's first coded error, whole (its area under the text cut it).
+    Error(String),
     /// A yes / no question before a restart or an undo.
     Confirm(Confirm),
 }
@@ -645,6 +647,11 @@ impl App {
         if self.focus == Pane::Editor {
             match action {
                 Some(Action::Submit) => self.submit(),
+                Some(Action::ErrorWhole) => {
+                    if let Some(m) = super::editor::message(self.editor.diagnostics()) {
+                        self.modal = Some(Modal::Error(m));
+                    }
+                }
                 Some(Action::Leave) => self.focus = self.prev_focus,
                 _ if k.code == KeyCode::Char('c')
                     && k.modifiers.contains(KeyModifiers::CONTROL) =>
@@ -838,6 +845,7 @@ impl App {
                 });
             }
             Action::Submit
+            | Action::ErrorWhole
             | Action::Leave
             | Action::Left
             | Action::Right
@@ -1050,7 +1058,7 @@ impl App {
                     }
                 }
             }
-            Modal::Help | Modal::Event(_)
+            Modal::Help | Modal::Event(_) | Modal::Error(_)
                 if matches!(
                     k.code,
                     KeyCode::Up
@@ -1086,7 +1094,7 @@ impl App {
                 self.modal_scroll = u16::try_from(to.min(max)).unwrap_or(u16::MAX);
                 self.modal = Some(m);
             }
-            Modal::Help | Modal::PlanText(_) | Modal::Event(_) => {
+            Modal::Help | Modal::PlanText(_) | Modal::Event(_) | Modal::Error(_) => {
                 self.modal_scroll = 0;
                 self.modal_rows.set((0, 0));
                 if let (Modal::PlanText(t), Some(Action::Yank)) = (&m, self.keys.action(&k)) {

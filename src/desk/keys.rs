@@ -66,6 +66,7 @@ actions! {
     Yank, "yank", ["y"], "Plans: copy the selected plan's text into the editor";
     Submit, "submit", ["ctrl+s", "alt+enter"], "editor: submit the turn through the router";
     Leave, "leave", ["esc"], "editor / dialogs: leave";
+    ErrorWhole, "error_whole", ["F2"], "editor: show the first coded error whole, when its area under the text cuts it";
     Left, "left", ["left", "h"], "Chart: cursor one candle left (the window pans)";
     Right, "right", ["right", "l"], "Chart: cursor one candle right";
     PageUp, "page_up", ["pageup"], "lists: a page up · Chart: a window left";

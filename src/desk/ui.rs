@@ -283,6 +283,7 @@ fn status_text(fields: &[(u8, String)], width: usize) -> String {
 fn footer_keys(app: &App) -> Vec<Action> {
     use Action::*;
     match app.focus {
+        Pane::Editor if !app.editor.diagnostics().is_empty() => vec![Submit, ErrorWhole, Leave],
         Pane::Editor => vec![Submit, Leave],
         Pane::Plans => vec![Up, Down, Open, Yank, PlayPause, StandDown, PageDown, Top],
         Pane::Bus if app.bus_mode == BusMode::Blotter => vec![
@@ -1714,9 +1715,23 @@ fn draw_editor(f: &mut Frame, app: &App, r: Rect) {
     let msg: Vec<String> = super::editor::message(ed.diagnostics())
         .map(|m| super::fit::wrap(&m, usize::from(inner.width.max(1))))
         .unwrap_or_default();
-    let msg_h = (msg.len() as u16)
-        .min(inner.height.saturating_sub(2) / 2)
-        .min(4);
+    // As many rows as it needs, the text keeping three (the cursor's line, its caret and
+    // one more); cut still, its last row names the key that shows it whole.
+    let msg_h = (msg.len() as u16).min(inner.height.saturating_sub(3));
+    let msg = if msg.len() > usize::from(msg_h) && msg_h > 0 {
+        let mut keep = msg[..usize::from(msg_h) - 1].to_vec();
+        keep.push(super::fit::fit(
+            &format!(
+                "… {} more: {} shows it whole",
+                super::fit::count((msg.len() - keep.len()) as u64, "row"),
+                app.keys.label(Action::ErrorWhole)
+            ),
+            usize::from(inner.width.max(1)),
+        ));
+        keep
+    } else {
+        msg
+    };
     let [text_area, msg_area] =
         Layout::vertical([Constraint::Min(1), Constraint::Length(msg_h)]).areas(inner);
     let inner_h = usize::from(text_area.height);
@@ -2098,7 +2113,12 @@ fn draw_modal(f: &mut Frame, app: &App, m: &Modal, area: Rect) {
             f.render_widget(Clear, r);
             f.render_widget(Paragraph::new(lines).block(frame_block("SHOW VIEW")), r);
         }
-        Modal::Event(text) => {
+        Modal::Event(text) | Modal::Error(text) => {
+            let title = if matches!(m, Modal::Error(_)) {
+                "Error"
+            } else {
+                "Event"
+            };
             let width = area.width.saturating_sub(8).min(110);
             let w = usize::from(width.saturating_sub(2));
             let mut lines: Vec<Line<'static>> = Vec::new();
@@ -2115,7 +2135,7 @@ fn draw_modal(f: &mut Frame, app: &App, m: &Modal, area: Rect) {
                 .unwrap_or(u16::MAX)
                 .min(area.height);
             let r = centered(area, width, h);
-            draw_scrolled(f, app, r, lines, frame_block("Event"));
+            draw_scrolled(f, app, r, lines, frame_block(title));
         }
         Modal::PlanText(text) => {
             let h = (text.lines().count() as u16 + 3).min(area.height);
