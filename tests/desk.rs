@@ -3632,3 +3632,32 @@ fn the_editors_error_is_readable_whole_at_100x30() {
     assert!(!app.quit);
     assert!(app.editor.text().contains("vwap + 1"));
 }
+
+/// The help explains what the Blotter and the Plans show that the person did not write:
+/// the `mid` / `model` marks, `lim`, `settled … (close)` and the engine's `STOP`.
+#[test]
+fn the_help_explains_the_blotters_marks_and_the_engines_stop() {
+    let mut app = app();
+    press(&mut app, KeyCode::Char('?'));
+    let rows: Vec<String> = ui::help_lines(&app, 160)
+        .iter()
+        .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
+        .collect();
+    for term in [
+        "blotter mid / model",
+        "blotter @ 0.44 lim 0.45",
+        "blotter settled … (close)",
+        "plans  STOP",
+    ] {
+        assert!(
+            rows.iter().any(|r| r.starts_with(term)),
+            "{term}:\n{}",
+            rows.join("\n")
+        );
+    }
+    let stop = rows.iter().find(|r| r.starts_with("plans  STOP")).unwrap();
+    assert!(
+        stop.contains("budget stop") && stop.contains("not a clause you wrote"),
+        "{stop}"
+    );
+}

@@ -50,6 +50,26 @@ pub const TERMS: &[(&str, &str, &str)] = &[
         "the plan's P&L in R against its budget in R",
     ),
     (
+        "plans",
+        "STOP",
+        "not a clause you wrote: the engine's budget stop, kept for shares bought with no stop written (assumed 1% under the limit); at or past it the plan sells what it holds at the bid",
+    ),
+    (
+        "blotter",
+        "mid / model",
+        "how a position is marked: the quote's mid, or a model price (an option's fair value) where no quote marks it",
+    ),
+    (
+        "blotter",
+        "@ 0.44 lim 0.45",
+        "an order's fill price, and its limit beside it when the fill was better",
+    ),
+    (
+        "blotter",
+        "settled … (close)",
+        "a position settled at the close without a fill (a 0dte option at its intrinsic value)",
+    ),
+    (
         "log",
         "kind",
         "session, armed, plan, fire, order, fill, risk (veto, clamp), wake, suppressed, frame, turn, stand-down",
@@ -74,7 +94,7 @@ pub fn lines(r_usd: i64) -> Vec<(String, String)> {
             let m = meaning
                 .replace("{r}", &r_usd.to_string())
                 .replace("{q}", &format!("{:.0}", r_usd as f64 / 4.0));
-            (format!("{pane:<7}{term}"), m)
+            (format!("{pane:<6} {term}"), m)
         })
         .collect()
 }
