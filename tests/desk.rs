@@ -3661,3 +3661,18 @@ fn the_help_explains_the_blotters_marks_and_the_engines_stop() {
         "{stop}"
     );
 }
+
+/// A sell of shares with nothing long is refused against `0 long`, not `-0 long`.
+#[test]
+fn the_naked_sell_refusal_reads_against_0_long() {
+    let mut app = book_with(None, &[], ms(10, 50, 0));
+    press(&mut app, KeyCode::Char('e'));
+    typ(
+        &mut app,
+        "PLAN flat budget 0.2R ttl +30m\nUSING signal SPY exec SPY\nWHEN spot > 0\nDO sell 200 shares @ bid",
+    );
+    let m = desk::editor::message(app.editor.diagnostics()).expect("refused");
+    assert!(m.contains("rule=naked-sell"), "{m}");
+    assert!(m.contains("200 shares short against 0 long"), "{m}");
+    assert!(!m.contains("-0"), "{m}");
+}

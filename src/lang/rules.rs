@@ -783,11 +783,14 @@ fn strike_pos(s: &Strike) -> StrikePos {
 /// must not exceed the covering long quantity.
 fn covered(t: &Ticket, buys: &[&Ticket], all: &[&Ticket]) -> Result<(), String> {
     let qty = |x: &Ticket| x.qty.value().max(0.0);
+    // An empty sum of floats is -0.0 (and read `against -0 long`); the quantities are not
+    // negative, so its size is the sum.
     let long_shares: f64 = buys
         .iter()
         .filter(|b| b.instrument == Instrument::Shares)
         .map(|b| qty(b))
-        .sum();
+        .sum::<f64>()
+        .abs();
     match &t.instrument {
         Instrument::Shares => {
             let short: f64 = all
