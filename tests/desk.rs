@@ -3676,3 +3676,27 @@ fn the_naked_sell_refusal_reads_against_0_long() {
     assert!(m.contains("200 shares short against 0 long"), "{m}");
     assert!(!m.contains("-0"), "{m}");
 }
+
+/// The Log's fill rows put the quantity and the price before the instrument's long name: at
+/// 160x48 a row cuts the name, not the price (`vwap-flush: buy 100 SPY…` hid it).
+#[test]
+fn the_logs_fill_rows_keep_the_price_at_160x48() {
+    let mut app = readme_app();
+    app.send(Command::Seek(ms(10, 32, 0)));
+    app.set_focus(Pane::Bus);
+    press(&mut app, KeyCode::Char('/'));
+    typ(&mut app, "fill");
+    press(&mut app, KeyCode::Enter);
+    let rows = pane_rows(&app, 160, 48, Pane::Bus);
+    let fills: Vec<&String> = rows.iter().filter(|r| r.contains(" fill ")).collect();
+    assert!(!fills.is_empty(), "{}", rows.join("\n"));
+    for r in fills {
+        let at = r.find(" @ ").unwrap_or_else(|| panic!("no price: {r}"));
+        let price: String = r[at + 3..]
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '.')
+            .collect();
+        let cents = price.split('.').nth(1).unwrap_or("");
+        assert!(cents.len() == 2, "the price cut: {r}");
+    }
+}

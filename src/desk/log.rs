@@ -306,7 +306,9 @@ pub fn decode(no: u64, line: &str) -> Row {
             Some(ts),
             Kind::Fill,
             plan,
-            format!("{} {qty} {leg} @ {} (#{order})", side(s), px(p)),
+            // Quantity and price first: a narrow row cuts the instrument's long name, not
+            // the price (`sell 48 @ 518.08 SPY shares`).
+            format!("{} {qty} @ {} {leg} (#{order})", side(s), px(p)),
         ),
         Event::Clamp {
             ts,
@@ -345,7 +347,7 @@ pub fn decode(no: u64, line: &str) -> Row {
             Some(ts),
             Kind::Fill,
             plan,
-            format!("settled {qty} {leg} @ {}", px(p)),
+            format!("settled {qty} @ {} {leg}", px(p)),
         ),
         Event::Mark {
             ts,
@@ -839,18 +841,27 @@ impl Log {
             return;
         }
         let w = usize::from(area.width);
-        // Narrow, the plan column folds into the summary (`plan: summary`).
-        let (tw, kw, pw) = (
-            8usize,
-            10usize,
-            if w >= 90 {
-                16
-            } else if w >= 64 {
-                12
-            } else {
-                0
-            },
-        );
+        // Narrow, the plan column folds into the summary (`plan: summary`), and the kind
+        // column is as wide as the widest kind the rows (as filtered) hold: filtered by
+        // `/fill`, a fill's price is not cut for a `suppressed` the rows do not have.
+        let pw = if w >= 90 {
+            16
+        } else if w >= 64 {
+            12
+        } else {
+            0
+        };
+        let kw = if pw > 0 {
+            10
+        } else {
+            self.view
+                .iter()
+                .map(|s| fit::width(self.rows[s.last].kind.label()))
+                .max()
+                .unwrap_or(10)
+                .clamp(4, 10)
+        };
+        let tw = 8usize;
         let gaps = if pw > 0 { 3 } else { 2 };
         let sw = w.saturating_sub(tw + kw + pw + gaps);
         let header = if pw > 0 {
