@@ -72,46 +72,16 @@ impl Drop for GroupGuard {
     }
 }
 
-/// Read `r` to its end into `out`, keeping at most `keep` bytes; each chunk also goes to
-/// `on_chunk`.
-async fn drain<R: AsyncRead + Unpin>(
-    r: Option<R>,
-    out: &mut Vec<u8>,
-    keep: usize,
-    mut on_chunk: impl FnMut(&[u8]),
-) {
+/// Read `r` to its end, each chunk to `take` (which keeps what it keeps: the reply up to
+/// its limit, stderr up to [`STDERR_KEPT`]): a pipe is always read to its end, so the program
+/// never blocks on a full pipe.
+async fn drain<R: AsyncRead + Unpin>(r: Option<R>, mut take: impl FnMut(&[u8])) {
     let Some(mut r) = r else { return };
     let mut buf = [0u8; 8192];
     loop {
         match r.read(&mut buf).await {
             Ok(0) | Err(_) => break,
-            Ok(n) => {
-                on_chunk(&buf[..n]);
-                let room = keep.saturating_sub(out.len()).min(n);
-                out.extend_from_slice(&buf[..room]);
-            }
-        }
-    }
-}
-
-/// Read the reply `r` to its end into `out` (kept up to the reply limit, counted past
-/// it); each kept piece also goes to `on_chunk`.
-async fn drain_reply<R: AsyncRead + Unpin>(
-    r: Option<R>,
-    out: &mut super::Bounded,
-    mut on_chunk: impl FnMut(&[u8]),
-) {
-    let Some(mut r) = r else { return };
-    let mut buf = [0u8; 8192];
-    loop {
-        match r.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                let kept = out.push(&buf[..n]);
-                if !kept.is_empty() {
-                    on_chunk(kept);
-                }
-            }
+            Ok(n) => take(&buf[..n]),
         }
     }
 }
@@ -170,12 +140,18 @@ impl CommandAuthor {
         let timed = {
             // The reply is read to its end, kept up to the reply limit and counted past it
             // (the router refuses it by its size; `Bounded`).
-            let read_out = drain_reply(stdout, &mut out, |b| {
-                if let (Some(d), Ok(s)) = (&deltas, std::str::from_utf8(b)) {
+            let read_out = drain(stdout, |b| {
+                let kept = out.push(b);
+                if let (Some(d), Ok(s)) = (&deltas, std::str::from_utf8(kept))
+                    && !kept.is_empty()
+                {
                     let _ = d.send(secret::redact_all(s, &self.redact));
                 }
             });
-            let read_err = drain(stderr, &mut err, STDERR_KEPT, |_| {});
+            let read_err = drain(stderr, |b| {
+                let room = STDERR_KEPT.saturating_sub(err.len()).min(b.len());
+                err.extend_from_slice(&b[..room]);
+            });
             let work = async {
                 let pipes = async { tokio::join!(write, read_out, read_err) };
                 tokio::pin!(pipes);
