@@ -1590,6 +1590,60 @@ fn a_re_sent_plan_enters_as_often_as_its_null() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// `--out -` wrote the report to a file named `-`; it is standard output, as without
+/// `--out` (as `tape gen -o -`), for a grade and for a merge.
+#[test]
+fn out_dash_is_standard_output() {
+    let d = tmp("dash");
+    std::fs::create_dir_all(d.join("tapes")).unwrap();
+    family(&d.join("tapes"), Regime::Trend, 2, 1, 15, 0.0);
+    std::fs::write(
+        d.join("a.kestrel"),
+        "PLAN a budget 1R ttl 09:40\n  WHEN spot > 1\n  DO buy 1 shares @ ask\n\nGRADE plan a OVER tapes/* FILL strict-cross-v1\n",
+    )
+    .unwrap();
+    let (code, plain, err) = kestrel(
+        &["grade", "a.kestrel", "--draws", "2", "--resamples", "100"],
+        &d,
+    );
+    assert_eq!(code, 0, "{err}");
+    let (code, dash, err) = kestrel(
+        &[
+            "grade",
+            "a.kestrel",
+            "--draws",
+            "2",
+            "--resamples",
+            "100",
+            "--out",
+            "-",
+        ],
+        &d,
+    );
+    assert_eq!((code, dash.as_str()), (0, plain.as_str()), "{err}");
+    assert!(!d.join("-").exists(), "no file named -");
+    let (code, _, err) = kestrel(
+        &[
+            "grade",
+            "a.kestrel",
+            "--draws",
+            "2",
+            "--resamples",
+            "100",
+            "--shard",
+            "0/1",
+            "--out",
+            "s.jsonl",
+        ],
+        &d,
+    );
+    assert_eq!(code, 0, "{err}");
+    let (code, merged, err) = kestrel(&["grade", "merge", "s.jsonl", "--out", "-"], &d);
+    assert_eq!((code, merged.as_str()), (0, plain.as_str()), "{err}");
+    assert!(!d.join("-").exists(), "no file named -");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 /// A shard file that is not UTF-8 said `code=IO ... stream did not contain valid UTF-8`,
 /// where every other malformed shard says `code=SHARD`. It is a malformed shard: `SHARD`,
 /// exit 1, naming the file; a file that cannot be read at all is still `IO`.

@@ -46,7 +46,8 @@ pub struct Args {
     #[arg(long)]
     pub shard: Option<String>,
     /// Write the report (or, with --shard, the shard file) here, atomically; its directory
-    /// is created if missing. When the grade fails, an earlier file here is removed.
+    /// is created if missing (`-`: standard output, as without it). When the grade fails, an
+    /// earlier file here is removed.
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// VS null draws per tape (1 to 10000).
@@ -75,8 +76,9 @@ pub struct MergeArgs {
     pub shards: Vec<PathBuf>,
     #[command(flatten)]
     pub out_json: super::flags::Json,
-    /// Write the report here, atomically; its directory is created if missing. When the
-    /// merge is refused, an earlier file here is removed (no stale report survives).
+    /// Write the report here, atomically; its directory is created if missing (`-`: standard
+    /// output, as without it). When the merge is refused, an earlier file here is removed (no
+    /// stale report survives).
     #[arg(long)]
     pub out: Option<PathBuf>,
 }
@@ -137,15 +139,18 @@ pub fn run(a: Args) -> i32 {
     // written and an earlier --out is removed (a second signal ends the process at once).
     super::signals::install();
     if let Some(GradeCommand::Merge(m)) = &a.command {
-        return finish(
-            m.out.as_deref(),
-            merge(m).and_then(not_interrupted("merge")),
-        );
+        return finish(file(&m.out), merge(m).and_then(not_interrupted("merge")));
     }
     finish(
-        a.out.as_deref(),
+        file(&a.out),
         grade_text(&a).and_then(not_interrupted("grade")),
     )
+}
+
+/// The file `--out` names: `-` is standard output (where the report goes without `--out`,
+/// as for `tape gen -o -`); it wrote a file named `-`.
+fn file(out: &Option<PathBuf>) -> Option<&Path> {
+    out.as_deref().filter(|p| *p != Path::new("-"))
 }
 
 /// The report, unless a signal was caught while it was computed (then the failure, printed:

@@ -703,11 +703,10 @@ impl App {
             // At the tape's end nothing plays or steps: the footer says what does.
             Action::PlayPause | Action::StepTick | Action::StepBar if self.snap.ended => {
                 self.message = Some(format!(
-                    "the tape has ended at {}: {} goes back to the open (from the chart), {} \
-                     restarts",
+                    "tape ended {}: {} restarts, {} (chart) back to the open",
                     self.snap.close.hhmm(),
-                    self.keys.label(Action::BackToOpen),
-                    self.keys.label(Action::Restart)
+                    self.keys.label(Action::Restart),
+                    self.keys.label(Action::BackToOpen)
                 ));
             }
             Action::PlayPause => self.send(Command::TogglePlay),
