@@ -274,7 +274,8 @@ pub fn decode(no: u64, line: &str) -> Row {
             Some(ts),
             Kind::Order,
             plan,
-            format!("#{order} {} {qty} {leg} @ {}", side(s), px(limit)),
+            // As a fill reads: quantity and limit before the instrument's long name.
+            format!("#{order} {} {qty} @ {} {leg}", side(s), px(limit)),
         ),
         Event::OrderRepriced {
             ts,
