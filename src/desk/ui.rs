@@ -1029,20 +1029,14 @@ pub struct BlotterView {
 /// Where every row fits there is nothing to scroll, and every row shows.
 pub fn blotter_view(app: &App, h: usize, w: usize, scroll: usize) -> BlotterView {
     let parts = blotter_parts(app, w);
-    let rows = parts.top.len()
-        + parts.orders.iter().map(Vec::len).sum::<usize>()
-        + 1
-        + parts.fills.iter().map(Vec::len).sum::<usize>();
+    let rows = parts.rows();
     let page = h.saturating_sub(parts.pnl.len());
     let fit_all = |l: Vec<Line<'static>>| -> Vec<Line<'static>> {
         l.into_iter().map(|l| fit(l, w)).collect()
     };
     if rows <= page || page == 0 {
-        let mut lines = parts.pnl;
-        lines.extend(parts.top);
-        lines.extend(parts.orders.into_iter().flatten());
-        lines.push(parts.fills_head);
-        lines.extend(parts.fills.into_iter().flatten());
+        let (mut lines, body) = parts.document();
+        lines.extend(body);
         lines.truncate(h.max(1));
         return BlotterView {
             lines: fit_all(lines),
@@ -1065,17 +1059,8 @@ pub fn blotter_view(app: &App, h: usize, w: usize, scroll: usize) -> BlotterView
         };
     }
     let first = scroll.min(max_scroll) - 1;
-    let mut lines = parts.pnl;
-    lines.extend(
-        parts
-            .top
-            .into_iter()
-            .chain(parts.orders.into_iter().flatten())
-            .chain(std::iter::once(parts.fills_head))
-            .chain(parts.fills.into_iter().flatten())
-            .skip(first)
-            .take(page),
-    );
+    let (mut lines, body) = parts.document();
+    lines.extend(body.skip(first).take(page));
     BlotterView {
         lines: fit_all(lines),
         max_scroll,
@@ -1095,6 +1080,27 @@ struct BlotterParts {
     orders: Vec<Vec<Line<'static>>>,
     fills_head: Line<'static>,
     fills: Vec<Vec<Line<'static>>>,
+}
+
+impl BlotterParts {
+    /// How many rows there are below the P&L.
+    fn rows(&self) -> usize {
+        self.top.len()
+            + self.orders.iter().map(Vec::len).sum::<usize>()
+            + 1
+            + self.fills.iter().map(Vec::len).sum::<usize>()
+    }
+
+    /// The P&L lines, and every row below them in order (what [`rows`](Self::rows) counts).
+    fn document(self) -> (Vec<Line<'static>>, impl Iterator<Item = Line<'static>>) {
+        let body = self
+            .top
+            .into_iter()
+            .chain(self.orders.into_iter().flatten())
+            .chain(std::iter::once(self.fills_head))
+            .chain(self.fills.into_iter().flatten());
+        (self.pnl, body)
+    }
 }
 
 /// The glance, `h` rows: the P&L, the positions, the latest fill, then orders and fills

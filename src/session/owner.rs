@@ -1908,10 +1908,7 @@ impl Session {
         if self.history.iter().any(|(_, _, a)| a.is_persons_turn()) {
             return None;
         }
-        self.script.iter().find_map(|(_, ts, a)| match a {
-            Act::Turn { text, .. } if a.is_persons_turn() => Some((*ts, turn_title(text))),
-            _ => None,
-        })
+        self.turns_ahead().into_iter().next()
     }
 
     /// The person's turns recorded ahead of the tape (the recorded future a new act of
