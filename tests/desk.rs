@@ -627,6 +627,47 @@ fn a_live_command_author_answers_off_the_tape_thread_and_acts_where_its_reply_ar
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A trader sought from 09:30 to 11:45 while a slow author wrote its OPEN answer: the answer
+/// acted at 11:45 on the 09:30 View and the footer said only `supersede`. It still acts where
+/// it arrives (a seek forward is fast play, and the author's latency is part of the run), and
+/// its notice says which wake it answers and how old that View is, as a co-pilot proposal's
+/// does; an answer within a minute of its wake says nothing more.
+#[test]
+fn an_autopilot_answer_acting_long_after_its_wake_says_how_old_its_view_is() {
+    let dir = tmp("late");
+    let spec = slow_plan_author(&dir);
+    let src = desk::tape_source(None).unwrap();
+    let mut app = desk::inline_app_with(src, Some(DeskAgent::Live(spec)), false).unwrap();
+    app.send(Command::Seek(ms(11, 45, 0)));
+    wait_for(&mut app, |a| !agent_rows(a).is_empty());
+    assert_eq!(
+        agent_rows(&app)[0].ts,
+        ms(11, 45, 0),
+        "it acts where it arrived"
+    );
+    let m = app.message.clone().unwrap_or_default();
+    assert!(
+        m.contains(
+            "supersede (answer to wake open 09:30, acted 2h15m later: its View is that old)"
+        ),
+        "{m}"
+    );
+    let s = screen(&app, 200, 60);
+    assert!(
+        s.last().is_some_and(|f| f.contains("acted 2h15m later")),
+        "{}",
+        s.join("\n")
+    );
+    // On time (the tape paused while it writes): the notice is the outcome alone.
+    let spec = slow_plan_author(&dir);
+    let src = desk::tape_source(None).unwrap();
+    let mut app = desk::inline_app_with(src, Some(DeskAgent::Live(spec)), false).unwrap();
+    wait_for(&mut app, |a| !agent_rows(a).is_empty());
+    let m = app.message.clone().unwrap_or_default();
+    assert!(m.contains("supersede") && !m.contains("later"), "{m}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn a_saved_session_replays_to_the_same_hash() {
     let dir = tmp("test");

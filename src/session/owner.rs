@@ -2276,6 +2276,20 @@ impl Session {
                     NoticeLevel::Info
                 };
                 let name = chair.agent.name();
+                // An autopilot answer that arrives a minute or more of tape after its wake
+                // (a slow author at speed, or a seek forward while it wrote) acts on a View
+                // that old: the notice says so, as a proposal's does. The act's result (what
+                // a saved session holds it to) stays as it was.
+                let late = age
+                    .is_none()
+                    .then(|| self.run.awaiting())
+                    .flatten()
+                    .map(|(wake, at)| (wake.to_string(), at, Ts(now.0.saturating_sub(at.0))))
+                    .filter(|(_, _, age)| age.0 >= LATE_ANSWER.0);
+                let level = match (&late, level) {
+                    (Some(_), NoticeLevel::Info) => NoticeLevel::Warn,
+                    (_, level) => level,
+                };
                 if let Some((ask, ctx)) = self.run.resolve(now, run.clone()) {
                     self.call(ask, ctx);
                 }
@@ -2288,9 +2302,16 @@ impl Session {
                     None => format!("answered: {outcome}"),
                 };
                 if !self.replaying {
+                    let late = late.map_or(String::new(), |(wake, at, age)| {
+                        format!(
+                            " (answer to wake {wake} {}, acted {} later: its View is that old)",
+                            at.hhmm(),
+                            age_text(age)
+                        )
+                    });
                     self.notice_at(
                         level,
-                        format!("{name}: {}", said.trim_start_matches("answered: ")),
+                        format!("{name}: {}{late}", said.trim_start_matches("answered: ")),
                     );
                 }
                 self.resume_after_proposal(*call);
@@ -3036,6 +3057,10 @@ pub fn proposal_notice(name: &str, p: &Proposal) -> String {
         p.wake
     )
 }
+
+/// How late in tape time an autopilot answer may act before its notice says how old its
+/// View is (`… (answer to wake open 09:30, acted 2h15m later: its View is that old)`).
+const LATE_ANSWER: Ts = Ts(60_000);
 
 /// A tape-time span as `45s`, `2m13s`, `1h05m`.
 pub fn age_text(t: Ts) -> String {
