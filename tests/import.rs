@@ -1557,3 +1557,85 @@ fn a_column_named_twice_and_an_empty_csv_are_refused_saying_so() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Run `tape import FILES -o OUT FLAGS`: the exit code and stderr (warnings, summary or
+/// refusal).
+fn import_stderr(files: &[&Path], out: &Path, flags: &[&str]) -> (i32, String) {
+    let mut args: Vec<String> = vec!["tape".into(), "import".into()];
+    args.extend(files.iter().map(|p| p.display().to_string()));
+    args.extend(["-o".to_string(), out.display().to_string()]);
+    args.extend(flags.iter().map(|s| s.to_string()));
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, _, err) = kestrel(&a);
+    (code, err)
+}
+
+/// `--symbol SPY` on a file whose symbol column holds SPY and QQQ wrote every row as SPY
+/// (QQQ's prices became SPY prints, exit 0). A symbol column that names another symbol
+/// than `--symbol` is refused (code USAGE, the record, the column and its value, the
+/// flags to use); one that agrees, or is empty, imports as before.
+#[test]
+fn symbol_flag_on_a_file_of_other_symbols_is_refused_not_renamed() {
+    let d = dir("symbol-flag");
+    let mixed = d.join("mixed.csv");
+    std::fs::write(
+        &mixed,
+        concat!(
+            "ts,symbol,price,size\n",
+            "2025-03-07T09:30:00,SPY,500.00,100\n",
+            "2025-03-07T09:30:00,QQQ,400.00,100\n",
+            "2025-03-07T15:59:30,SPY,500.01,1\n",
+        ),
+    )
+    .unwrap();
+    let out = d.join("o.jsonl");
+    let (code, err) = import_stderr(&[&mixed], &out, &["--ts-unit", "iso", "--symbol", "SPY"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("error code=USAGE file=")
+            && err.contains("mixed.csv record=2 message=--symbol SPY is given, but the file's \"symbol\" column says \"QQQ\" on this row")
+            && err.contains("give --symbols SPY instead"),
+        "{err}"
+    );
+    assert!(!out.exists());
+    // Under another name (--symbol-col) too.
+    let t = d.join("ticker.csv");
+    std::fs::write(
+        &t,
+        "ts,Ticker,price,size\n2025-03-07T09:30:00,QQQ,400.00,100\n",
+    )
+    .unwrap();
+    let (code, err) = import_stderr(
+        &[&t],
+        &out,
+        &[
+            "--ts-unit",
+            "iso",
+            "--symbol",
+            "SPY",
+            "--symbol-col",
+            "Ticker",
+        ],
+    );
+    assert!(
+        code == 1 && err.contains("record=1 message=--symbol SPY is given, but the file's \"Ticker\" column says \"QQQ\""),
+        "{err}"
+    );
+    // --symbols filters the same file, reading the column.
+    let got = import(&[&mixed], &out, &["--ts-unit", "iso", "--symbols", "SPY"]).unwrap();
+    assert!(!got.contains("400.00"), "{got}");
+    // A column that agrees with --symbol, or is empty, takes it.
+    let agree = d.join("agree.csv");
+    std::fs::write(
+        &agree,
+        concat!(
+            "ts,symbol,price,size\n",
+            "2025-03-07T09:30:00,SPY,500.00,100\n",
+            "2025-03-07T15:59:30,,500.01,1\n",
+        ),
+    )
+    .unwrap();
+    let got = import(&[&agree], &out, &["--ts-unit", "iso", "--symbol", "SPY"]).unwrap();
+    assert_eq!(got.matches("\"sym\":\"SPY\"").count(), 2, "{got}");
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -85,7 +85,8 @@ pub struct ImportArgs {
     /// CSV: symbol column.
     #[arg(long, default_value = "symbol")]
     pub symbol_col: String,
-    /// CSV: one symbol for every row (files without a symbol column).
+    /// CSV: one symbol for every row (files without a symbol column; a symbol column that
+    /// names another symbol is refused: --symbols filters).
     #[arg(long)]
     pub symbol: Option<String>,
     /// CSV: trade price column.

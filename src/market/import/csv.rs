@@ -54,7 +54,9 @@ pub struct Columns {
     pub ask_size: String,
     /// A column saying `trade`/`quote` (`t`, `q`, `print`, `bbo`, any case), if any.
     pub kind: Option<String>,
-    /// A fixed symbol for files without a symbol column.
+    /// A fixed symbol for files without a symbol column. A file that has the `symbol`
+    /// column anyway must agree with it on every row (an empty cell takes it): a column of
+    /// other symbols is refused, not renamed (their prices would become this symbol's).
     pub fixed_symbol: Option<String>,
 }
 
@@ -95,7 +97,13 @@ pub struct CsvSource {
     idx: Idx,
     unit: TsUnit,
     zone: Zone,
-    fixed: Option<(crate::market::Sym, Option<crate::market::OptionKey>)>,
+    /// `--symbol`: the symbol as given and what it names.
+    fixed: Option<(
+        String,
+        (crate::market::Sym, Option<crate::market::OptionKey>),
+    )>,
+    /// The symbol column's name (for a refusal of a row that disagrees with `--symbol`).
+    symbol_col: String,
     row: csv::StringRecord,
     no: u64,
     /// Data rows read.
@@ -146,13 +154,17 @@ impl CsvSource {
             })
         };
         let fixed = match &cols.fixed_symbol {
-            Some(s) => Some(tape_inst(s).map_err(|e| ImportError::new(&file, 0, e))?),
+            Some(s) => Some((
+                s.trim().to_string(),
+                tape_inst(s).map_err(|e| ImportError::new(&file, 0, e))?,
+            )),
             None => None,
         };
         let idx = Idx {
             ts: need(&cols.ts)?,
+            // With --symbol the column is optional, but read when there: its rows must agree.
             symbol: if fixed.is_some() {
-                None
+                find(&cols.symbol)?
             } else {
                 Some(need(&cols.symbol)?)
             },
@@ -185,6 +197,7 @@ impl CsvSource {
             unit,
             zone,
             fixed,
+            symbol_col: cols.symbol.clone(),
             row: csv::StringRecord::new(),
             no: 0,
             rows: 0,
@@ -220,13 +233,33 @@ impl CsvSource {
         })
     }
 
+    /// The row's instrument: its symbol column's, or `--symbol`'s. With `--symbol`, a
+    /// symbol column that names another symbol is refused (code `USAGE`: the flag is wrong
+    /// for this file), not overwritten: `--symbol SPY` on a file of SPY and QQQ rows wrote
+    /// QQQ's prices as SPY prints. An empty cell takes `--symbol`.
+    fn instrument(
+        &self,
+    ) -> Result<(crate::market::Sym, Option<crate::market::OptionKey>), ImportError> {
+        let cell = self.field(self.idx.symbol);
+        let Some((given, inst)) = &self.fixed else {
+            return tape_inst(cell).map_err(|e| self.bad(e));
+        };
+        if cell.is_empty() || tape_inst(cell).is_ok_and(|c| c == *inst) {
+            return Ok(*inst);
+        }
+        Err(ImportError {
+            code: "USAGE",
+            ..self.bad(format!(
+                "--symbol {given} is given, but the file's {:?} column says {cell:?} on this row: --symbol is the one symbol of a file without a symbol column, and would write this row's prices as {given}'s; to import the file's symbols drop --symbol (the column is read then), and to keep only {given}'s rows give --symbols {given} instead",
+                self.symbol_col
+            ))
+        })
+    }
+
     fn parse_row(&mut self) -> Result<Record, ImportError> {
         let ts_s = self.field(Some(self.idx.ts)).to_string();
         let ns = parse_ts(&ts_s, self.unit, &self.zone).map_err(|e| self.bad(e))?;
-        let (sym, opt) = match self.fixed {
-            Some(s) => s,
-            None => tape_inst(self.field(self.idx.symbol)).map_err(|e| self.bad(e))?,
-        };
+        let (sym, opt) = self.instrument()?;
         let kind_s = self.field(self.idx.kind).to_ascii_lowercase();
         let (is_trade, is_quote) = if self.idx.kind.is_some() {
             match kind_s.as_str() {
