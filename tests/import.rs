@@ -1639,3 +1639,121 @@ fn symbol_flag_on_a_file_of_other_symbols_is_refused_not_renamed() {
     assert_eq!(got.matches("\"sym\":\"SPY\"").count(), 2, "{got}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Refusals quote the input as the file writes it: an out-of-order ISO row gave its time in
+/// epoch nanoseconds; an impossible date or time was "not YYYY-MM-DD…" though in that
+/// format; `--type-col` quoted the value lowercased and left `nbbo` out of the words it
+/// accepts.
+#[test]
+fn refusals_quote_times_dates_and_types_as_written() {
+    let d = dir("as-written");
+    let out = d.join("o.jsonl");
+    let f = d.join("ooo.csv");
+    std::fs::write(
+        &f,
+        concat!(
+            "ts,symbol,price,size\n",
+            "2025-03-07T09:33:00,SPY,500.00,1\n",
+            "2025-03-07T09:32:30,SPY,500.01,1\n",
+        ),
+    )
+    .unwrap();
+    let err = import(&[&f], &out, &["--ts-unit", "iso"]).unwrap_err();
+    assert!(
+        err.contains("record=2 message=out-of-order: the record's time (2025-03-07 09:32:30.000) is earlier than record 1's (2025-03-07 09:33:00.000), in America/New_York;"),
+        "{err}"
+    );
+    // Apart by less than a millisecond: to the nanosecond.
+    std::fs::write(
+        &f,
+        "ts,symbol,price,size\n1741357980000000700,SPY,500.00,1\n1741357980000000500,SPY,500.01,1\n",
+    )
+    .unwrap();
+    let err = import(&[&f], &out, &["--ts-unit", "ns"]).unwrap_err();
+    assert!(
+        err.contains("(2025-03-07 09:33:00.000000500) is earlier than record 1's (2025-03-07 09:33:00.000000700)"),
+        "{err}"
+    );
+    for (ts, want) in [
+        (
+            "2025-02-30T10:00:00",
+            "timestamp \"2025-02-30T10:00:00\": there is no date 2025-02-30",
+        ),
+        (
+            "2025-03-07T24:00:00",
+            "timestamp \"2025-03-07T24:00:00\": there is no time 24:00:00 (hours run from 00 to 23",
+        ),
+    ] {
+        std::fs::write(&f, format!("ts,symbol,price,size\n{ts},SPY,500.00,1\n")).unwrap();
+        let err = import(&[&f], &out, &["--ts-unit", "iso"]).unwrap_err();
+        assert!(err.contains(want) && !err.contains("is not YYYY"), "{err}");
+    }
+    std::fs::write(
+        &f,
+        "ts,symbol,type,price,size,bid,ask\n2025-03-07T09:30:00,SPY,FOO,500.00,1,,\n",
+    )
+    .unwrap();
+    let err = import(&[&f], &out, &["--ts-unit", "iso", "--type-col", "type"]).unwrap_err();
+    assert!(
+        err.contains("type \"FOO\" is neither a trade (trade, trades, t, print) nor a quote (quote, quotes, q, bbo, nbbo), in any case"),
+        "{err}"
+    );
+    // Every word listed is accepted.
+    std::fs::write(
+        &f,
+        concat!(
+            "ts,symbol,type,price,size,bid,ask\n",
+            "2025-03-07T09:30:00,SPY,NBBO,,,499.99,500.01\n",
+            "2025-03-07T15:59:30,SPY,Print,500.00,1,,\n",
+        ),
+    )
+    .unwrap();
+    let got = import(&[&f], &out, &["--ts-unit", "iso", "--type-col", "type"]).unwrap();
+    assert!(
+        got.contains("\"type\":\"quote\"") && got.contains("\"type\":\"tick\""),
+        "{got}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// An option quote with an ask of 0 (how vendors write "no offer") was refused as "ask:
+/// price "0" is not positive", though a book without an ask is skipped (DBN) and a bid of 0
+/// is "no bid". It is skipped, as a one-sided book; a stock's ask of 0 is still refused.
+#[test]
+fn an_option_quote_without_an_offer_is_skipped() {
+    let d = dir("ask-zero");
+    let f = d.join("opts.csv");
+    std::fs::write(
+        &f,
+        concat!(
+            "ts,symbol,price,size,bid,ask,bid_size,ask_size\n",
+            "1744205400000000000,SPY,500.12,100,,,,\n",
+            "1744205400100000000,SPY   250409C00500000,,,1.15,1.20,10,25\n",
+            "1744205400200000000,SPY   250409P00450000,,,0.05,0,3,0\n",
+            "1744205400300000000,SPY   250409P00445000,,,0,0,0,0\n",
+            "1744228790000000000,SPY,501.00,10,,,,\n",
+        ),
+    )
+    .unwrap();
+    let out = d.join("o.jsonl");
+    let (code, err) = import_stderr(&[&f], &out, &["--ts-unit", "ns", "--iv", "SPY=0.18"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("imported 5 records (3 kept) as 3 events"),
+        "{err}"
+    );
+    let got = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        !got.contains("P00450000") && !got.contains("P00445000"),
+        "{got}"
+    );
+    assert!(got.contains("SPY250409C00500000"), "{got}");
+    std::fs::write(
+        &f,
+        "ts,symbol,price,size,bid,ask\n1744205400000000000,SPY,,,500.10,0\n",
+    )
+    .unwrap();
+    let err = import(&[&f], &out, &["--ts-unit", "ns"]).unwrap_err();
+    assert!(err.contains("ask: price \"0\" is not positive"), "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}

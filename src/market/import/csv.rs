@@ -10,7 +10,7 @@ use std::fs::File;
 use std::io::{self, BufReader};
 
 use super::{Counting, ImportError, Kind, Record, Source, Zone, parse_price, tape_inst};
-use crate::market::Date;
+use crate::market::{Date, Px};
 
 /// How timestamps are written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,7 +52,8 @@ pub struct Columns {
     pub ask: String,
     pub bid_size: String,
     pub ask_size: String,
-    /// A column saying `trade`/`quote` (`t`, `q`, `print`, `bbo`, any case), if any.
+    /// A column saying `trade`/`quote` (the words of [`TRADE_WORDS`] and [`QUOTE_WORDS`],
+    /// any case), if any.
     pub kind: Option<String>,
     /// A fixed symbol for files without a symbol column. A file that has the `symbol`
     /// column anyway must agree with it on every row (an empty cell takes it): a column of
@@ -76,6 +77,11 @@ impl Default for Columns {
         }
     }
 }
+
+/// What a `--type-col` cell says of a trade (compared in lower case).
+pub const TRADE_WORDS: [&str; 4] = ["trade", "trades", "t", "print"];
+/// What a `--type-col` cell says of a quote (compared in lower case).
+pub const QUOTE_WORDS: [&str; 5] = ["quote", "quotes", "q", "bbo", "nbbo"];
 
 struct Idx {
     ts: usize,
@@ -256,27 +262,60 @@ impl CsvSource {
         })
     }
 
-    fn parse_row(&mut self) -> Result<Record, ImportError> {
+    /// Whether a row is a trade, a quote, or both: what its `--type-col` cell says, or
+    /// without one, which of its price and bid/ask columns are filled in.
+    fn kinds(&self) -> Result<(bool, bool), ImportError> {
+        if self.idx.kind.is_none() {
+            return Ok((
+                !self.field(self.idx.price).is_empty(),
+                !self.field(self.idx.bid).is_empty() && !self.field(self.idx.ask).is_empty(),
+            ));
+        }
+        let cell = self.field(self.idx.kind);
+        let word = cell.to_ascii_lowercase();
+        if TRADE_WORDS.contains(&word.as_str()) {
+            Ok((true, false))
+        } else if QUOTE_WORDS.contains(&word.as_str()) {
+            Ok((false, true))
+        } else {
+            // Quoted as the file writes it, with every word accepted.
+            Err(self.bad(format!(
+                "type {cell:?} is neither a trade ({}) nor a quote ({}), in any case",
+                TRADE_WORDS.join(", "),
+                QUOTE_WORDS.join(", ")
+            )))
+        }
+    }
+
+    /// The row's quote, or `None` for an option's book without an offer (an ask of 0, as
+    /// many vendors write "no ask"): skipped, as a DBN book without an ask is. An option's
+    /// bid may be 0 (no bid), as on the tape.
+    fn quote(&self, option: bool) -> Result<Option<Kind>, ImportError> {
+        let bid = parse_price(self.field(self.idx.bid), option)
+            .map_err(|e| self.bad(format!("bid: {e}")))?;
+        let ask = parse_price(self.field(self.idx.ask), option)
+            .map_err(|e| self.bad(format!("ask: {e}")))?;
+        if ask == Px::ZERO {
+            return Ok(None);
+        }
+        if bid > ask {
+            return Err(self.bad(format!("crossed quote: bid {bid} is above ask {ask}")));
+        }
+        Ok(Some(Kind::Quote {
+            bid,
+            ask,
+            bsz: self.size(self.idx.bid_size, "bid size")?,
+            asz: self.size(self.idx.ask_size, "ask size")?,
+        }))
+    }
+
+    /// The row's record (a row with a quote and a trade gives the quote, then the trade
+    /// from `pending`), or `None` for a row whose only quote is skipped ([`Self::quote`]).
+    fn parse_row(&mut self) -> Result<Option<Record>, ImportError> {
         let ts_s = self.field(Some(self.idx.ts)).to_string();
         let ns = parse_ts(&ts_s, self.unit, &self.zone).map_err(|e| self.bad(e))?;
         let (sym, opt) = self.instrument()?;
-        let kind_s = self.field(self.idx.kind).to_ascii_lowercase();
-        let (is_trade, is_quote) = if self.idx.kind.is_some() {
-            match kind_s.as_str() {
-                "trade" | "t" | "print" | "trades" => (true, false),
-                "quote" | "q" | "bbo" | "quotes" | "nbbo" => (false, true),
-                other => {
-                    return Err(self.bad(format!(
-                        "type {other:?} is neither a trade (trade, t, print) nor a quote (quote, q, bbo)"
-                    )));
-                }
-            }
-        } else {
-            (
-                !self.field(self.idx.price).is_empty(),
-                !self.field(self.idx.bid).is_empty() && !self.field(self.idx.ask).is_empty(),
-            )
-        };
+        let (is_trade, is_quote) = self.kinds()?;
         let trade = if is_trade {
             let px = parse_price(self.field(self.idx.price), false).map_err(|e| self.bad(e))?;
             Some(Kind::Trade {
@@ -287,20 +326,7 @@ impl CsvSource {
             None
         };
         let quote = if is_quote {
-            // An option's bid may be 0 (no bid), as on the tape.
-            let bid = parse_price(self.field(self.idx.bid), opt.is_some())
-                .map_err(|e| self.bad(format!("bid: {e}")))?;
-            let ask = parse_price(self.field(self.idx.ask), false)
-                .map_err(|e| self.bad(format!("ask: {e}")))?;
-            if bid > ask {
-                return Err(self.bad(format!("crossed quote: bid {bid} is above ask {ask}")));
-            }
-            Some(Kind::Quote {
-                bid,
-                ask,
-                bsz: self.size(self.idx.bid_size, "bid size")?,
-                asz: self.size(self.idx.ask_size, "ask size")?,
-            })
+            self.quote(opt.is_some())?
         } else {
             None
         };
@@ -314,10 +340,11 @@ impl CsvSource {
         match (quote, trade) {
             (Some(q), Some(t)) => {
                 self.pending = Some(mk(t));
-                Ok(mk(q))
+                Ok(Some(mk(q)))
             }
-            (Some(q), None) => Ok(mk(q)),
-            (None, Some(t)) => Ok(mk(t)),
+            (Some(q), None) => Ok(Some(mk(q))),
+            (None, Some(t)) => Ok(Some(mk(t))),
+            (None, None) if is_quote => Ok(None),
             (None, None) => Err(self.bad("the row has neither a price nor a bid and an ask")),
         }
     }
@@ -328,17 +355,22 @@ impl Source for CsvSource {
         if let Some(r) = self.pending.take() {
             return Some(Ok(r));
         }
-        let mut row = std::mem::take(&mut self.row);
-        let got = self.rd.read_record(&mut row);
-        self.row = row;
-        self.no += 1;
-        match got {
-            Ok(false) => None,
-            Ok(true) => {
-                self.rows += 1;
-                Some(self.parse_row())
+        loop {
+            let mut row = std::mem::take(&mut self.row);
+            let got = self.rd.read_record(&mut row);
+            self.row = row;
+            self.no += 1;
+            match got {
+                Ok(false) => return None,
+                Ok(true) => {
+                    self.rows += 1;
+                    // A skipped row (an option's book without an ask) gives no record.
+                    if let Some(r) = self.parse_row().transpose() {
+                        return Some(r);
+                    }
+                }
+                Err(e) => return Some(Err(self.bad(format!("unreadable row: {e}")))),
             }
-            Err(e) => Some(Err(self.bad(format!("unreadable row: {e}")))),
         }
     }
 
@@ -423,18 +455,26 @@ pub fn parse_ts(s: &str, unit: TsUnit, zone: &Zone) -> Result<i64, String> {
     Ok(whole + sub)
 }
 
+/// An ISO timestamp as UTC nanoseconds. A timestamp in the format that names a date or a
+/// time that does not exist (`2025-02-30`, `24:00:00`) is refused saying so, not as a
+/// format error.
 fn parse_iso(s: &str, zone: &Zone) -> Result<i64, String> {
     let bad = || format!("timestamp {s:?} is not YYYY-MM-DD[T ]HH:MM:SS[.fraction][Z|+HH:MM]");
     let b = s.as_bytes();
     if b.len() < 19 || !matches!(b[10], b'T' | b' ') {
         return Err(bad());
     }
-    let date = Date::parse(&s[..10]).ok_or_else(bad)?;
     let num = |r: std::ops::Range<usize>| -> Option<i64> {
         s.get(r)?.bytes().try_fold(0i64, |v, c| {
             c.is_ascii_digit().then(|| v * 10 + i64::from(c - b'0'))
         })
     };
+    if num(0..4).is_none() || b[4] != b'-' || num(5..7).is_none() || b[7] != b'-' {
+        return Err(bad());
+    }
+    num(8..10).ok_or_else(bad)?;
+    let date = Date::parse(&s[..10])
+        .ok_or_else(|| format!("timestamp {s:?}: there is no date {}", &s[..10]))?;
     if b[13] != b':' || b[16] != b':' {
         return Err(bad());
     }
@@ -444,7 +484,10 @@ fn parse_iso(s: &str, zone: &Zone) -> Result<i64, String> {
         num(17..19).ok_or_else(bad)?,
     );
     if h > 23 || m > 59 || sec > 60 {
-        return Err(bad());
+        return Err(format!(
+            "timestamp {s:?}: there is no time {} (hours run from 00 to 23, minutes from 00 to 59, seconds from 00 to 60)",
+            &s[11..19]
+        ));
     }
     let mut i = 19;
     let mut sub = 0i64;
@@ -491,5 +534,14 @@ mod tests {
         assert_eq!(a, 1_744_205_400_250_000_000);
         assert!(parse_ts("09:30", TsUnit::Iso, &ny).is_err());
         assert!(parse_ts("-5", TsUnit::Ns, &ny).is_err());
+        // In the format, but no such date or time: said so, not "is not YYYY-MM-DD…".
+        assert_eq!(
+            parse_ts("2025-02-30T10:00:00", TsUnit::Iso, &ny),
+            Err("timestamp \"2025-02-30T10:00:00\": there is no date 2025-02-30".into())
+        );
+        let e = parse_ts("2025-03-07 24:00:00", TsUnit::Iso, &ny).unwrap_err();
+        assert!(e.contains(": there is no time 24:00:00 (hours run"), "{e}");
+        let e = parse_ts("2025-3-07 10:00:00", TsUnit::Iso, &ny).unwrap_err();
+        assert!(e.contains("is not YYYY-MM-DD"), "{e}");
     }
 }

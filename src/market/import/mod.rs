@@ -126,6 +126,17 @@ impl fmt::Display for ImportError {
 
 impl std::error::Error for ImportError {}
 
+/// A record's time for a message: its local date and time in the import's zone
+/// (`2025-03-07 09:32:30.000`), to the nanosecond when `fine`; nanoseconds since the epoch
+/// when the zone cannot place it.
+fn local_time(zone: &Zone, ns: i64, fine: bool) -> String {
+    match zone.local(ns) {
+        Some((d, t)) if fine => format!("{d} {t}{:06}", ns.rem_euclid(1_000_000)),
+        Some((d, t)) => format!("{d} {t}"),
+        None => format!("{ns} ns since the Unix epoch"),
+    }
+}
+
 /// A stream of records from one file.
 pub trait Source {
     /// The next record, a refusal, or `None` at the end.
@@ -396,9 +407,13 @@ pub type Sources = Vec<(String, Box<dyn Source>)>;
 pub type Opener<'a> = dyn Fn() -> Result<Sources, ImportError> + 'a;
 
 /// Merge sources in time order: ties go to the earlier source, then the file's own order.
-/// A record earlier than its file's previous one is refused (`out-of-order`).
+/// A record earlier than its file's previous one is refused (`out-of-order`, with both
+/// times in the import's zone).
 pub struct Merge {
     sources: Vec<(String, Box<dyn Source>)>,
+    /// The import's zone and its name (for the times of a refusal).
+    zone: Zone,
+    tz_name: String,
     heap: BinaryHeap<std::cmp::Reverse<(i64, usize, u64)>>,
     head: Vec<Option<Record>>,
     last: Vec<Option<(i64, u64)>>,
@@ -406,11 +421,13 @@ pub struct Merge {
 }
 
 impl Merge {
-    /// A merge of these sources.
-    pub fn new(sources: Vec<(String, Box<dyn Source>)>) -> Merge {
+    /// A merge of these sources; times in refusals are local in `zone` (named `tz_name`).
+    pub fn new(sources: Vec<(String, Box<dyn Source>)>, zone: &Zone, tz_name: &str) -> Merge {
         let n = sources.len();
         Merge {
             sources,
+            zone: zone.clone(),
+            tz_name: tz_name.to_string(),
             heap: BinaryHeap::new(),
             head: vec![None; n],
             last: vec![None; n],
@@ -442,12 +459,17 @@ impl Merge {
                 if let Some((ns, no)) = self.last[i]
                     && r.ns < ns
                 {
+                    // As the file's times read (not epoch nanoseconds); to the nanosecond
+                    // when a millisecond does not tell them apart.
+                    let fine = r.ns / 1_000_000 == ns / 1_000_000;
                     return Err(ImportError::new(
                         name,
                         r.no,
                         format!(
-                            "out-of-order: the record's time ({} ns) is earlier than record {no}'s ({ns} ns); a file must be in time order",
-                            r.ns
+                            "out-of-order: the record's time ({}) is earlier than record {no}'s ({}), in {}; a file must be in time order",
+                            local_time(&self.zone, r.ns, fine),
+                            local_time(&self.zone, ns, fine),
+                            self.tz_name
                         ),
                     ));
                 }
@@ -563,7 +585,7 @@ pub fn import(
     progress: &mut Progress<'_>,
 ) -> Result<Summary, ImportError> {
     // Pass 1: every record checked; sessions and symbols learnt.
-    let mut m = Merge::new(open()?);
+    let mut m = Merge::new(open()?, &opts.zone, &opts.tz_name);
     let inputs = m.sources.len();
     let mut dropped = DropScan::new(inputs);
     let mut sessions: Vec<SessionScan> = Vec::new();
@@ -760,7 +782,7 @@ pub fn import(
     let io = |e: io::Error| ImportError::new("-o", 0, format!("writing the tape: {e}"));
     writeln!(out, "{}", header_line(&header)).map_err(io)?;
     // Pass 2: write.
-    let mut m = Merge::new(open()?);
+    let mut m = Merge::new(open()?, &opts.zone, &opts.tz_name);
     let mut k = 0usize;
     let mut cur: Option<Date> = None;
     let mut events = 0u64;
