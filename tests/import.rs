@@ -1757,3 +1757,101 @@ fn an_option_quote_without_an_offer_is_skipped() {
     assert!(err.contains("ask: price \"0\" is not positive"), "{err}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A DBN file cut exactly on a record boundary imported silently as a short session; a
+/// price a thousand times off its neighbours silently became a print (and the prior close).
+/// Both import, with a warning naming the record; a file whose records reach its query's
+/// end, or the close, gets none.
+#[test]
+fn a_dbn_file_ending_before_its_query_and_a_wild_print_are_warned_of() {
+    let d = dir("warn-dbn");
+    let recs: Vec<TradeMsg> = (0..60)
+        .map(|i| trade(1, T0 + i * SEC, 500.0 + (i % 3) as f64 * 0.01, 10))
+        .collect();
+    let mut md = metadata(Schema::Trades, &[("SPY", 1)]);
+    // The query ran to 16:00 New York; the records stop at 09:30:59.
+    md.end = std::num::NonZeroU64::new(T0 + 23_400 * SEC);
+    let cut = d.join("cut.dbn");
+    write_dbn(&cut, &md, &recs, false);
+    let out = d.join("o.jsonl");
+    let (code, err) = import_stderr(&[&cut], &out, &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("warning code=SHORT-FILE file=")
+            && err.contains("cut.dbn record=60 message=the file's records stop at 2025-04-09 09:30:59.000 (record 60), but its metadata says the query ran to 2025-04-09 16:00:00.000 (America/New_York)"),
+        "{err}"
+    );
+    assert!(err.contains("imported 60 records"), "{err}");
+    // A query ending at midnight UTC, records to the close: whole, no warning.
+    let mut recs2 = recs.clone();
+    recs2.push(trade(1, T0 + 23_390 * SEC, 500.0, 1));
+    md.end = std::num::NonZeroU64::new(T0 + 10 * 3600 * SEC);
+    let whole = d.join("whole.dbn");
+    write_dbn(&whole, &md, &recs2, false);
+    let (code, err) = import_stderr(&[&whole], &out, &[]);
+    assert!(code == 0 && !err.contains("warning"), "{err}");
+    // Without an end in the metadata: nothing to compare, no warning.
+    let (code, err) = import_stderr(
+        &[&Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/import/spy-mbp-1.dbn")],
+        &out,
+        &[],
+    );
+    assert!(code == 0 && !err.contains("warning"), "{err}");
+    // A bad print: warned of going there and coming back, naming both records.
+    let f = d.join("jump.csv");
+    std::fs::write(
+        &f,
+        concat!(
+            "ts,symbol,price,size\n",
+            "1744205400000,SPY,500.00,1\n",
+            "1744205401000,SPY,.5,1\n",
+            "1744205402000,SPY,500.01,1\n",
+            "1744205403000,SPY,450.00,1\n",
+            "1744228790000,SPY,501.00,1\n",
+        ),
+    )
+    .unwrap();
+    let (code, err) = import_stderr(&[&f], &out, &["--ts-unit", "ms"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("warning code=PRICE-JUMP file=")
+            && err.contains("jump.csv record=2 message=SPY trades at 0.50, -99.9% from its previous trade at 500.00 (record 1)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("jump.csv record=3 message=SPY trades at 500.01, +99902.0% from its previous trade at 0.50 (record 2)"),
+        "{err}"
+    );
+    // 10% is a move, not a bad print.
+    assert_eq!(err.matches("PRICE-JUMP").count(), 2, "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// `tape import` took a Saturday session without a word (`tape gen` refuses weekends); a
+/// weekend date usually means a wrong --tz or epoch unit. It is warned of, naming the
+/// session's first record.
+#[test]
+fn a_weekend_session_is_warned_of() {
+    let d = dir("weekend");
+    let f = d.join("sat.csv");
+    std::fs::write(
+        &f,
+        concat!(
+            "ts,symbol,price,size\n",
+            "2025-03-07T09:30:00,SPY,500.00,1\n",
+            "2025-03-08T09:30:00,SPY,500.00,1\n",
+            "2025-03-08T15:59:30,SPY,500.00,1\n",
+        ),
+    )
+    .unwrap();
+    let out = d.join("o.jsonl");
+    let (code, err) = import_stderr(&[&f], &out, &["--ts-unit", "iso"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("warning code=WEEKEND file=")
+            && err.contains("sat.csv record=2 message=the session 2025-03-08 is a Saturday, when exchanges are closed"),
+        "{err}"
+    );
+    assert_eq!(err.matches("warning").count(), 1, "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -469,6 +469,10 @@ pub fn tape_import(a: &ImportArgs) -> i32 {
     }
     match result {
         Ok(s) => {
+            // Likely wrong but not refused: before the summary, one line each.
+            for w in &s.warnings {
+                errln!("{w}");
+            }
             let options = if s.option_quotes + s.option_trades_skipped == 0 {
                 String::new()
             } else {

@@ -13,7 +13,9 @@
 //! Truncation: the `dbn` decoder reads a file cut inside a record, or a zstd stream cut
 //! inside a frame, as a clean end. This source refuses both: it counts the bytes it was
 //! given against the metadata and the records decoded, and turns the zstd decoder's
-//! unexpected end into an error (docs/tapes.md §5).
+//! unexpected end into an error (docs/tapes.md §5). A file cut exactly on a record boundary
+//! cannot be told from a whole one; its records stopping well before the metadata's `end`
+//! (the query's) is warned of ([`Source::query_end`]).
 
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -211,6 +213,9 @@ pub struct DbnSource {
     framing: Rc<Cell<Framing>>,
     /// Records carry an 8-byte send timestamp after them (the metadata's `ts_out`).
     ts_out: bool,
+    /// The metadata's `end`: the query's end (UTC ns), or the last record's in a file
+    /// split from a larger one.
+    end: Option<i64>,
     /// Bytes of the records decoded so far.
     consumed: u64,
     schema: Schema,
@@ -294,6 +299,7 @@ impl DbnSource {
                 })?;
         let md = dec.metadata();
         let ts_out = md.ts_out;
+        let end = md.end.and_then(|e| i64::try_from(e.get()).ok());
         let schema = md.schema.ok_or_else(|| {
             err(
                 0,
@@ -322,6 +328,7 @@ impl DbnSource {
             head,
             framing,
             ts_out,
+            end,
             consumed: 0,
             schema,
             symbols,
@@ -631,5 +638,9 @@ impl Source for DbnSource {
 
     fn records_read(&self) -> u64 {
         self.no
+    }
+
+    fn query_end(&self) -> Option<i64> {
+        self.end
     }
 }

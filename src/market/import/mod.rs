@@ -126,6 +126,109 @@ impl fmt::Display for ImportError {
 
 impl std::error::Error for ImportError {}
 
+/// Something in the input that is likely wrong but not refused (the import goes on):
+/// printed before the summary line as `warning code=CODE file=F record=N message=…`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ImportWarning {
+    /// The stable code: [`ImportWarning::PRICE_JUMP`], [`ImportWarning::WEEKEND`],
+    /// [`ImportWarning::SHORT_FILE`].
+    pub code: &'static str,
+    /// The file and record it is about (`None`: the count of those not shown).
+    pub at: Option<(String, u64)>,
+    /// What was seen, and what it may mean.
+    pub message: String,
+}
+
+impl ImportWarning {
+    /// A trade more than [`JUMP_PCT`]% away from the previous trade of its symbol.
+    pub const PRICE_JUMP: &'static str = "PRICE-JUMP";
+    /// A session on a Saturday or a Sunday.
+    pub const WEEKEND: &'static str = "WEEKEND";
+    /// A DBN file whose records stop well before the end of its query.
+    pub const SHORT_FILE: &'static str = "SHORT-FILE";
+}
+
+impl fmt::Display for ImportWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.at {
+            Some((file, record)) => write!(
+                f,
+                "warning code={} file={file} record={record} message={}",
+                self.code, self.message
+            ),
+            None => write!(f, "warning code={} message={}", self.code, self.message),
+        }
+    }
+}
+
+/// The warnings of an import, at most [`Warnings::SHOWN`] of each code; the rest counted
+/// (one line says how many more), so a feed full of bad prints does not flood stderr.
+#[derive(Clone, Debug, Default)]
+struct Warnings {
+    list: Vec<ImportWarning>,
+    more: BTreeMap<&'static str, u64>,
+}
+
+impl Warnings {
+    /// The most warnings of one code shown.
+    const SHOWN: usize = 5;
+
+    fn push(&mut self, code: &'static str, file: &str, record: u64, message: String) {
+        if self.list.iter().filter(|w| w.code == code).count() < Self::SHOWN {
+            self.list.push(ImportWarning {
+                code,
+                at: Some((file.to_string(), record)),
+                message,
+            });
+        } else {
+            *self.more.entry(code).or_default() += 1;
+        }
+    }
+
+    fn finish(mut self) -> Vec<ImportWarning> {
+        for (code, n) in self.more {
+            self.list.push(ImportWarning {
+                code,
+                at: None,
+                message: format!("{n} more like the {} above (not shown)", Self::SHOWN),
+            });
+        }
+        self.list
+    }
+}
+
+/// A trade further than this (percent) from the previous trade of its symbol is warned of
+/// ([`ImportWarning::PRICE_JUMP`]): a bad print (`.5` among `500.00`s) would otherwise
+/// import silently, and the first trade of a session becomes the prior close.
+pub const JUMP_PCT: i64 = 20;
+
+/// The warning for a trade of `sym` at `px` after one at `prev` (`prev_at`: which record
+/// that was), if it is more than [`JUMP_PCT`]% away.
+fn price_jump(sym: Sym, px: Px, prev: Px, prev_at: &str) -> Option<String> {
+    let (a, b) = (i128::from(px.raw()), i128::from(prev.raw()));
+    if (a - b).abs() * 100 <= b * i128::from(JUMP_PCT) {
+        return None;
+    }
+    let pct = (a - b) as f64 * 100.0 / b as f64;
+    Some(format!(
+        "{sym} trades at {px}, {pct:+.1}% from its previous trade at {prev} ({prev_at}): a move over {JUMP_PCT}% between two trades is more often a bad print (a misplaced decimal point, a wrong symbol) than the market; it is imported as it is (the first trade of a symbol is its prior close)"
+    ))
+}
+
+/// The warning for a session on a weekend (exchanges are closed), if `d` is one: a wrong
+/// `--tz` or epoch unit moves records onto another date more often than a market trades on
+/// a Saturday.
+fn weekend(d: Date) -> Option<String> {
+    let day = match d.weekday() {
+        5 => "Saturday",
+        6 => "Sunday",
+        _ => return None,
+    };
+    Some(format!(
+        "the session {d} is a {day}, when exchanges are closed: if the data is not from a weekend, a wrong --tz (or a CSV's --ts-unit) has moved its times; this record is its first"
+    ))
+}
+
 /// A record's time for a message: its local date and time in the import's zone
 /// (`2025-03-07 09:32:30.000`), to the nanosecond when `fine`; nanoseconds since the epoch
 /// when the zone cannot place it.
@@ -146,6 +249,12 @@ pub trait Source {
     /// Input records read so far: a CSV's data rows, a DBN file's records (every one,
     /// those that give no event too), however many events each gave.
     fn records_read(&self) -> u64;
+    /// The instant (UTC ns) the file's data was asked up to, when it says (a DBN file's
+    /// metadata `end`, the query's end): records stopping well before it may be a file cut
+    /// on a record boundary, which reads as whole.
+    fn query_end(&self) -> Option<i64> {
+        None
+    }
 }
 
 /// What to keep and how to make the sessions.
@@ -450,6 +559,15 @@ impl Merge {
         self.sources.iter().map(|s| s.1.records_read()).sum()
     }
 
+    /// Of source `i`: its last record's time and number (once the merge is done, the
+    /// file's last) and its query end ([`Source::query_end`]).
+    fn end_of(&self, i: usize) -> (Option<(i64, u64)>, Option<i64>) {
+        (
+            self.last.get(i).copied().flatten(),
+            self.sources.get(i).and_then(|s| s.1.query_end()),
+        )
+    }
+
     fn pull(&mut self, i: usize) -> Result<(), ImportError> {
         let (name, src) = &mut self.sources[i];
         match src.next_record() {
@@ -544,6 +662,9 @@ pub struct Summary {
     pub option_contracts: u64,
     /// Option trades kept out (a tape has no option prints: docs/tapes.md §5).
     pub option_trades_skipped: u64,
+    /// What the first pass saw that is likely wrong but not refused (printed before the
+    /// summary line).
+    pub warnings: Vec<ImportWarning>,
 }
 
 /// Progress callback: (pass 1 or 2, bytes read, input records read), every 65,536 events and at
@@ -594,6 +715,9 @@ pub fn import(
     let mut contracts: BTreeSet<(Sym, (i64, u8, i64))> = BTreeSet::new();
     let mut option_quotes = 0u64;
     let mut option_trades_skipped = 0u64;
+    let mut warnings = Warnings::default();
+    // Per symbol: its last kept trade (price, input, record), for the price-jump warning.
+    let mut last_print: BTreeMap<Sym, (Px, usize, u64)> = BTreeMap::new();
     let mut read = 0u64;
     while let Some(r) = m.next_record() {
         let (fi, r) = r?;
@@ -649,6 +773,9 @@ pub fn import(
             option_quotes += 1;
         }
         if sessions.last().and_then(|s| s.date) != Some(d) {
+            if let Some(why) = weekend(d) {
+                warnings.push(ImportWarning::WEEKEND, m.name(fi), r.no, why);
+            }
             sessions.push(SessionScan {
                 date: Some(d),
                 ..SessionScan::default()
@@ -662,6 +789,17 @@ pub fn import(
             Kind::Trade { px, .. } => {
                 s.first_trade.entry(r.sym).or_insert(px);
                 s.last_trade.insert(r.sym, px);
+                if let Some(&(prev, pfi, pno)) = last_print.get(&r.sym) {
+                    let prev_at = if pfi == fi {
+                        format!("record {pno}")
+                    } else {
+                        format!("record {pno} of {}", m.name(pfi))
+                    };
+                    if let Some(why) = price_jump(r.sym, px, prev, &prev_at) {
+                        warnings.push(ImportWarning::PRICE_JUMP, m.name(fi), r.no, why);
+                    }
+                }
+                last_print.insert(r.sym, (px, fi, r.no));
             }
             Kind::Quote { bid, ask, .. } => {
                 s.first_mid.entry(r.sym).or_insert(mid(bid, ask));
@@ -670,6 +808,11 @@ pub fn import(
     }
     if !progress(1, m.bytes_read(), m.records_read()) {
         return Err(stopped(read));
+    }
+    for fi in 0..inputs {
+        if let Some((no, why)) = short_file(&m, fi, opts) {
+            warnings.push(ImportWarning::SHORT_FILE, m.name(fi), no, why);
+        }
     }
     let first = sessions.first().ok_or_else(|| {
         // About the one input, or about all of them together.
@@ -855,7 +998,39 @@ pub fn import(
         option_quotes,
         option_contracts: contracts.len() as u64,
         option_trades_skipped,
+        warnings: warnings.finish(),
     })
+}
+
+/// The warning for input `fi` of a finished merge whose records stop well before its query
+/// end (a DBN file's metadata `end`), with its last record's number: a file cut exactly on
+/// a record boundary decodes as whole, and its last session would quietly close early (a
+/// one-minute "half day"). The end that counts is the query's or, when the query ran past
+/// it, the close of the hours on the last record's date (no data is due after it); more
+/// than the tape's end gap (a minute) before it is warned of. A file without a query end
+/// (CSV) is not.
+fn short_file(m: &Merge, fi: usize, opts: &Options) -> Option<(u64, String)> {
+    let (Some((last, no)), Some(end)) = m.end_of(fi) else {
+        return None;
+    };
+    let (date, _) = opts.zone.local(last)?;
+    let close = opts
+        .zone
+        .to_utc_ns(date, i64::from(opts.hours().1.ms()) * 1_000_000);
+    let due = end.min(close);
+    let gap_ns = i64::from(crate::market::tape::MAX_END_GAP_MS) * 1_000_000;
+    if due - last <= gap_ns {
+        return None;
+    }
+    Some((
+        no,
+        format!(
+            "the file's records stop at {} (record {no}), but its metadata says the query ran to {} ({}): a DBN file cut on a record boundary reads as whole, and its last session closes early; if this file was cut short, fetch it whole",
+            local_time(&opts.zone, last, false),
+            local_time(&opts.zone, end, false),
+            opts.tz_name
+        ),
+    ))
 }
 
 /// An option's OCC name for a message.
