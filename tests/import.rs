@@ -1855,3 +1855,31 @@ fn a_weekend_session_is_warned_of() {
     assert_eq!(err.matches("warning").count(), 1, "{err}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// `tape info` listed quiet stretches of at least a minute: one-minute bars (a trade a
+/// minute) reported 390 gaps of exactly 1m00s, hiding a real halt. Only stretches longer
+/// than a minute are gaps.
+#[test]
+fn tape_info_lists_gaps_longer_than_a_minute_only() {
+    let d = dir("info-gaps");
+    let f = d.join("bars.csv");
+    let mut csv = String::from("ts,symbol,price,size\n");
+    let open_ms: u64 = T0 / MS;
+    for i in 0..390u64 {
+        // A halt from 12:00 to 12:05.
+        if (150..155).contains(&i) {
+            continue;
+        }
+        csv.push_str(&format!("{},SPY,500.00,1\n", open_ms + i * 60_000));
+    }
+    std::fs::write(&f, csv).unwrap();
+    let tape = d.join("bars.jsonl");
+    import(&[&f], &tape, &["--ts-unit", "ms"]).unwrap();
+    let (code, out, err) = kestrel(&["tape", "info", tape.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("gaps (> 1m00s) 1: 11:59:00.000 for 6m00s\n"),
+        "{out}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}

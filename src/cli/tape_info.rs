@@ -17,7 +17,9 @@ pub struct TapeInfoArgs {
     pub out: super::flags::Json,
 }
 
-/// The gap at or above which `info` lists a quiet stretch (60 s: the `ends-early` bound).
+/// The gap above which `info` lists a quiet stretch (longer than 60 s: the `ends-early`
+/// bound). Strictly above: one-minute bars (a trade a minute) are the data's spacing, not
+/// 390 gaps of exactly a minute hiding a real halt.
 pub const GAP_MS: u32 = 60_000;
 /// Gaps listed per session (the longest first); the count says how many there were.
 const GAPS_SHOWN: usize = 5;
@@ -131,7 +133,7 @@ fn session_of(h: &TapeHeader, n: u32) -> SessionInfo {
 /// Note a quiet stretch `[from, to)` of a session (only inside its open..close).
 fn gap(s: &mut SessionInfo, from: Ts, to: Ts) {
     let (a, b) = (from.max(s.open), to.min(s.close));
-    if b <= a || b.ms() - a.ms() < GAP_MS {
+    if b <= a || b.ms() - a.ms() <= GAP_MS {
         return;
     }
     s.gap_count += 1;
@@ -277,7 +279,7 @@ pub fn render(i: &TapeInfo) -> String {
             );
         }
         if x.gap_count == 0 {
-            let _ = writeln!(s, "    gaps (>= {}) none", dur(GAP_MS));
+            let _ = writeln!(s, "    gaps (> {}) none", dur(GAP_MS));
         } else {
             let g: Vec<String> = x
                 .gaps
@@ -286,7 +288,7 @@ pub fn render(i: &TapeInfo) -> String {
                 .collect();
             let _ = writeln!(
                 s,
-                "    gaps (>= {}) {}: {}{}",
+                "    gaps (> {}) {}: {}{}",
                 dur(GAP_MS),
                 x.gap_count,
                 g.join(", "),
