@@ -225,7 +225,7 @@ fn weekend(d: Date) -> Option<String> {
         _ => return None,
     };
     Some(format!(
-        "the session {d} is a {day}, when exchanges are closed: if the data is not from a weekend, a wrong --tz (or a CSV's --ts-unit) has moved its times; this record is its first"
+        "the session {d} is a {day}, when exchanges are closed: if the data is not from a weekend, a wrong --tz (or a CSV's --ts-unit) may have moved its times; this record is its first"
     ))
 }
 
