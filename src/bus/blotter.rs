@@ -762,8 +762,22 @@ impl Blotter {
                 clause,
                 budget,
                 reason,
+                order,
             } => {
                 self.risk(plan, *ts, clause, RiskKind::Veto, budget, reason);
+                // A re-price refused: the order it was is cancelled next (its row says so,
+                // with this veto as its risk), no ticket row of its own.
+                if let Some(id) = order {
+                    let short = self
+                        .plans
+                        .get(plan)
+                        .and_then(|l| l.risk.as_ref())
+                        .map(Risk::short);
+                    if let Some(o) = self.order_mut(*id) {
+                        o.risk = short;
+                    }
+                    return;
+                }
                 let short = self
                     .plans
                     .get(plan)
@@ -793,12 +807,29 @@ impl Blotter {
                 to_qty,
                 budget,
                 reason,
+                order,
             } => {
                 let kind = RiskKind::Clamp {
                     from: *from_qty,
                     to: *to_qty,
                 };
                 self.risk(plan, *ts, clause, kind, budget, reason);
+                // A resting order's re-price scaled: it works on at the quantity allowed.
+                if let Some(id) = order {
+                    if let Some(r) = self.resting.get_mut(*id) {
+                        r.qty = *to_qty;
+                    }
+                    let short = self
+                        .plans
+                        .get(plan)
+                        .and_then(|l| l.risk.as_ref())
+                        .map(Risk::short);
+                    if let Some(o) = self.order_mut(*id) {
+                        o.qty = *to_qty;
+                        o.risk = short;
+                    }
+                    return;
+                }
                 if let Some(short) = self
                     .plans
                     .get(plan)

@@ -508,9 +508,9 @@ pub fn write_canonical(out: &mut Vec<u8>, ev: &Event) {
             to_qty,
             budget,
             reason,
-        } => write_fields(
-            out,
-            &mut [
+            order,
+        } => {
+            let mut f = vec![
                 ("type", S("clamp")),
                 ("ts", T(*ts)),
                 ("plan", S(plan)),
@@ -519,25 +519,34 @@ pub fn write_canonical(out: &mut Vec<u8>, ev: &Event) {
                 ("to_qty", U(*to_qty)),
                 ("budget", S(budget)),
                 ("reason", S(reason)),
-            ],
-        ),
+            ];
+            // Absent for a ticket clamped before it was placed: those lines keep their bytes.
+            if let Some(o) = order {
+                f.push(("order", U(*o)));
+            }
+            write_fields(out, &mut f)
+        }
         Event::Veto {
             ts,
             plan,
             clause,
             budget,
             reason,
-        } => write_fields(
-            out,
-            &mut [
+            order,
+        } => {
+            let mut f = vec![
                 ("type", S("veto")),
                 ("ts", T(*ts)),
                 ("plan", S(plan)),
                 ("clause", S(clause)),
                 ("budget", S(budget)),
                 ("reason", S(reason)),
-            ],
-        ),
+            ];
+            if let Some(o) = order {
+                f.push(("order", U(*o)));
+            }
+            write_fields(out, &mut f)
+        }
         Event::Settlement {
             ts,
             plan,
@@ -867,6 +876,17 @@ mod tests {
                 to_qty: 1,
                 budget: s("plan"),
                 reason: s("x"),
+                order: None,
+            },
+            Event::Clamp {
+                ts,
+                plan: s("p"),
+                clause: s("DO#1"),
+                from_qty: 3,
+                to_qty: 1,
+                budget: s("plan"),
+                reason: s("re-price"),
+                order: Some(7),
             },
             Event::Veto {
                 ts,
@@ -874,6 +894,15 @@ mod tests {
                 clause: s("DO#1"),
                 budget: s("book b"),
                 reason: s("y"),
+                order: None,
+            },
+            Event::Veto {
+                ts,
+                plan: s("p"),
+                clause: s("DO#1"),
+                budget: s("plan"),
+                reason: s("re-price"),
+                order: Some(8),
             },
             Event::Settlement {
                 ts,

@@ -349,6 +349,10 @@ pub enum Event {
         budget: String,
         /// Human-readable arithmetic.
         reason: String,
+        /// The resting order whose re-price (`esc`, `peg`) it scaled; absent for a ticket
+        /// clamped before it was placed (so those lines keep their bytes).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        order: Option<u64>,
     },
     /// L0 risk refused a ticket.
     Veto {
@@ -363,6 +367,10 @@ pub enum Event {
         budget: String,
         /// Why.
         reason: String,
+        /// The resting order whose re-price (`esc`, `peg`) it refused (the order is then
+        /// cancelled); absent for a ticket refused before it was placed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        order: Option<u64>,
     },
     /// A position was settled at the close (0dte options at intrinsic).
     Settlement {

@@ -331,6 +331,7 @@ pub fn decode(no: u64, line: &str) -> Row {
             clause,
             budget,
             reason,
+            ..
         } => (
             Some(ts),
             Kind::Risk,

@@ -439,8 +439,8 @@ fn a_holder_leaving_at_its_ttl_is_valued_at_that_events_price() {
 fn idle_working_orders_are_not_stepped() {
     let t = shock_tape();
     // Pegged far under the market: it rests, re-priced at the exec symbol's ticks; and one
-    // that escalates once.
-    let p = "USING signal SPX exec SPY 0dte\n\nPLAN r budget 0.2R ttl 15:30\n  WHEN time >= 09:31\n  DO buy 1 ATM P @ fair-50% peg\n  EXIT T-15\n\nPLAN e budget 0.2R ttl 15:30\n  WHEN time >= 09:32\n  DO buy 1 +1 C @ fair-50% esc fair-40% 90s\n";
+    // that escalates once. (2R: the put's peg climbs past what 0.2R lets a re-price reach.)
+    let p = "USING signal SPX exec SPY 0dte\n\nPLAN r budget 2R ttl 15:30\n  WHEN time >= 09:31\n  DO buy 1 ATM P @ fair-50% peg\n  EXIT T-15\n\nPLAN e budget 2R ttl 15:30\n  WHEN time >= 09:32\n  DO buy 1 +1 C @ fair-50% esc fair-40% 90s\n";
     let (fast, (_, steps), (_, naive_steps)) = against_naive(&t, p);
     let count = |f: fn(&Event) -> bool| fast.events().iter().filter(|e| f(e)).count();
     assert!(count(|e| matches!(e, Event::OrderRepriced { .. })) > 5_000);
@@ -501,7 +501,7 @@ fn pairs_step_only_when_their_sign_changes() {
 #[test]
 fn sleepers_acted_on_from_outside_write_the_bus_of_the_naive_scan() {
     let t = shock_tape();
-    let p = "USING signal SPX exec SPY 0dte\n\nPLAN r budget 0.2R ttl 15:30\n  WHEN time >= 09:31\n  DO buy 1 ATM P @ fair-50% peg\n\nPLAN s budget 0.2R ttl 15:30\n  WHEN time >= 09:31\n  DO buy 1 -1 P @ fair-50% peg\n\nPLAN u budget 0.2R ttl 15:30\n  WHEN time >= 09:31\n  DO buy 1 +1 C @ fair-50% peg esc fair-40% 3000s\n";
+    let p = "USING signal SPX exec SPY 0dte\n\nPLAN r budget 2R ttl 15:30\n  WHEN time >= 09:31\n  DO buy 1 ATM P @ fair-50% peg\n\nPLAN s budget 2R ttl 15:30\n  WHEN time >= 09:31\n  DO buy 1 -1 P @ fair-50% peg\n\nPLAN u budget 2R ttl 15:30\n  WHEN time >= 09:31\n  DO buy 1 +1 C @ fair-50% peg esc fair-40% 3000s\n";
     // Events come in pairs (SPX, then SPY, each second): odd indices are SPY's.
     for acts in [
         vec![(2_000, "cancel r")],

@@ -238,7 +238,11 @@ struct Order {
     esc_next: usize,
     esc_since: Ts,
     seen: u64,
+    /// The worst case L0 risk committed for it (an entry buy's; 0 otherwise): at its
+    /// placement limit, and grown to a higher one's at a re-price ([`refit`]).
     worst: i64,
+    /// The clause that placed it (`DO#1`), for the risk events of a re-price.
+    clause: String,
     /// An entry buy of shares sized on the assumed stop ([`DEFAULT_SHARE_STOP`]): its fill
     /// puts that stop in force ([`Leg::assumed_stop`]).
     assumed_stop: bool,
@@ -1096,7 +1100,7 @@ impl Engine {
                         modifiers,
                     } => {
                         let t = CTrigger::compile(when, &res, &mut slots)?;
-                        stop_preds.extend(t.preds().iter().cloned());
+                        stop_preds.extend(t.sufficient_preds().into_iter().cloned());
                         rt.exits.push(ExitRt {
                             when: t,
                             price: price.as_ref().map(price::compile),
@@ -1106,9 +1110,12 @@ impl Engine {
                     }
                     ClauseKind::Invalidate { when, action } => {
                         let t = CTrigger::compile(when, &res, &mut slots)?;
-                        stop_preds.extend(t.preds().iter().cloned());
-                        rt.invalidates
-                            .push((t, *action == Some(InvalidateAction::HaltRide), false))
+                        let ride = *action == Some(InvalidateAction::HaltRide);
+                        // `-> halt, ride` keeps the inventory: its level closes nothing.
+                        if !ride {
+                            stop_preds.extend(t.sufficient_preds().into_iter().cloned());
+                        }
+                        rt.invalidates.push((t, ride, false))
                     }
                     ClauseKind::CancelIf(t) => rt
                         .cancel_ifs
@@ -1131,7 +1138,11 @@ impl Engine {
             fail!("no WHEN clause".to_string());
         };
         rt.arms = arms;
-        // Price stops for shares risk: `S.spot < L`, `<=`, `crosses below L`.
+        // Price stops for shares risk: `S.spot < L`, `<=`, `crosses below L`, where it alone
+        // closes the inventory (an EXIT's or a flattening INVALIDATE's whole trigger, or an
+        // alternative of its OR). Before 2026-12-05 a level anywhere counted: a plan with
+        // `INVALIDATE time >= 11:40 AND spot < 478.40 -> halt, ride` was sized as stopped at
+        // 478.40 (555 shares on a $100 budget), rode to -$2,553, and lost the assumed stop.
         for pr in &stop_preds {
             let (s, v) = match pr {
                 CPred::Cmp {
@@ -2825,10 +2836,7 @@ fn fire(p: &mut PlanRt, pi: usize, sh: &mut Shared, reload: Option<usize>) {
             continue;
         }
         let worst = x.unit.saturating_mul(x.qty as i64);
-        p.committed = p.committed.saturating_add(worst);
-        if let Some(b) = p.book {
-            sh.books[b].committed = sh.books[b].committed.saturating_add(worst);
-        }
+        commit(p, sh, worst);
         place(
             p,
             pi,
@@ -2887,6 +2895,114 @@ fn share_stop(p: &PlanRt, sh: &Shared, limit: Px) -> (i64, bool) {
     (money_of(d * 1e4).max(1), best.is_none())
 }
 
+/// The room left for new worst cases: the least of the plan's budget and its BOOK's, less
+/// what each has committed, and which of them it is (`plan`, `book <name>`).
+fn room_left(p: &PlanRt, sh: &Shared) -> (i128, String) {
+    let room = i128::from(p.budget) - i128::from(p.committed);
+    if let Some(b) = p.book {
+        let br = i128::from(sh.books[b].budget) - i128::from(sh.books[b].committed);
+        if br < room {
+            return (br, format!("book {}", sh.books[b].name));
+        }
+    }
+    (room, "plan".to_string())
+}
+
+/// Dollars of a money-unit amount, for the risk events' arithmetic.
+fn usd(x: i128) -> Px {
+    Px(x.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64)
+}
+
+/// Commit `delta` more (or less) worst case to the plan and its BOOK.
+fn commit(p: &mut PlanRt, sh: &mut Shared, delta: i64) {
+    p.committed = p.committed.saturating_add(delta);
+    if let Some(b) = p.book {
+        sh.books[b].committed = sh.books[b].committed.saturating_add(delta);
+    }
+}
+
+/// Check resting entry buy `k` again at the higher limit a re-price (`esc`, `peg`) gives
+/// it: nothing opens risk past a budget, and an escalation raises the premium (or the stop
+/// distance) at risk after the fire was checked. The order's worst case at `limit` must fit
+/// the room its plan and BOOK have left, its own committed worst case counted back in:
+/// - it fits: the committed worst case grows to it (a lower re-price never shrinks it);
+/// - it does not, but some units do: the order's quantity is scaled to what fits (`clamp`
+///   with the order's id and the arithmetic), and it is re-priced;
+/// - not one unit fits: the re-price is refused (`veto` with the order's id) and the order
+///   cancelled (`veto`); `false`, the order is gone.
+///
+/// Before 2026-12-05 only the fire was checked: `buy 3 ATM C @ 0.30 esc ask 10s` on a
+/// $100 budget passed at $90 and filled 3 @ 0.91, $273 of premium, losing $234.
+fn refit(p: &mut PlanRt, sh: &mut Shared, k: usize, limit: Px, option: bool, why: &str) -> bool {
+    let o = &p.orders[k];
+    let unit = if option {
+        limit.raw().saturating_mul(i64::from(sh.insts[o.inst].mult))
+    } else {
+        share_stop(p, sh, limit).0
+    };
+    let qty = o.qty;
+    let want = unit.saturating_mul(i64::try_from(qty).unwrap_or(i64::MAX));
+    if want <= o.worst {
+        return true;
+    }
+    let (left, which) = room_left(p, sh);
+    let room = left + i128::from(o.worst);
+    let (id, old, clause) = (o.id, o.worst, o.clause.clone());
+    if i128::from(want) <= room {
+        commit(p, sh, want - old);
+        p.orders[k].worst = want;
+        return true;
+    }
+    let fits = if room <= 0 || unit <= 0 {
+        0
+    } else {
+        u64::try_from(room / i128::from(unit)).unwrap_or(0).min(qty)
+    };
+    let at = format!("re-price {why} to {limit}");
+    if fits == 0 {
+        sh.bus.emit(Event::Veto {
+            ts: sh.now,
+            plan: p.name.clone(),
+            clause,
+            budget: which,
+            reason: format!(
+                "{at}: worst case ${} exceeds the ${} left in the budget, and one unit does not fit: the order is cancelled",
+                usd(i128::from(want)),
+                usd(room.max(0))
+            ),
+            order: Some(id),
+        });
+        let o = p.orders.remove(k);
+        release(p, sh, &o);
+        sh.bus.emit(Event::OrderCancelled {
+            ts: sh.now,
+            order: id,
+            reason: "veto".into(),
+        });
+        return false;
+    }
+    let now_worst = unit.saturating_mul(i64::try_from(fits).unwrap_or(i64::MAX));
+    sh.bus.emit(Event::Clamp {
+        ts: sh.now,
+        plan: p.name.clone(),
+        clause,
+        from_qty: qty,
+        to_qty: fits,
+        budget: which,
+        reason: format!(
+            "{at}: worst case ${} exceeds the ${} left; quantity scaled to {fits}",
+            usd(i128::from(want)),
+            usd(room)
+        ),
+        order: Some(id),
+    });
+    commit(p, sh, now_worst - old);
+    let o = &mut p.orders[k];
+    o.qty = fits;
+    o.worst = now_worst;
+    true
+}
+
 /// Fit a fire's tickets into the plan and BOOK budgets: clamp every quantity by the same
 /// factor (logged), or veto (logged). Returns false on a veto.
 fn fit_risk(p: &PlanRt, sh: &mut Shared, prep: &mut [Prepared]) -> bool {
@@ -2897,20 +3013,11 @@ fn fit_risk(p: &PlanRt, sh: &mut Shared, prep: &mut [Prepared]) -> bool {
     if want == 0 {
         return true;
     }
-    let mut room = i128::from(p.budget) - i128::from(p.committed);
-    let mut which = "plan".to_string();
-    if let Some(b) = p.book {
-        let br = i128::from(sh.books[b].budget) - i128::from(sh.books[b].committed);
-        if br < room {
-            room = br;
-            which = format!("book {}", sh.books[b].name);
-        }
-    }
+    let (room, which) = room_left(p, sh);
     if want <= room {
         return true;
     }
     let clause = prep.first().map(|x| x.clause.clone()).unwrap_or_default();
-    let usd = |x: i128| Px(x.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64);
     let new: Vec<u64> = prep
         .iter()
         .map(|x| {
@@ -2937,6 +3044,7 @@ fn fit_risk(p: &PlanRt, sh: &mut Shared, prep: &mut [Prepared]) -> bool {
                 usd(want),
                 usd(room.max(0))
             ),
+            order: None,
         });
         return false;
     }
@@ -2956,6 +3064,7 @@ fn fit_risk(p: &PlanRt, sh: &mut Shared, prep: &mut [Prepared]) -> bool {
                     usd(room),
                     usd(want)
                 ),
+                order: None,
             });
             x.qty = n;
         }
@@ -3007,6 +3116,7 @@ fn place(
         esc_since: sh.now,
         seen: sh.insts[inst].stamp,
         worst,
+        clause: clause.to_string(),
         assumed_stop,
     };
     match q.and_then(|q| sh.fill.on_place(side, limit, q.bid, q.ask)) {
@@ -3171,6 +3281,16 @@ fn process_orders(p: &mut PlanRt, pi: usize, sh: &mut Shared, reads: PlanReads) 
             new_limit = Some((l, "peg".into()));
         }
         let fill_px = if let Some((l, why)) = new_limit {
+            // A higher limit on an entry buy is a higher worst case: checked again.
+            if buy
+                && o.role == OrderRole::Entry
+                && o.worst > 0
+                && !refit(p, sh, k, l, q.option, &why)
+            {
+                stands = false;
+                continue;
+            }
+            let o = &mut p.orders[k];
             o.limit = l;
             o.seen = stamp;
             let id = o.id;
@@ -3389,6 +3509,11 @@ fn manage_position(p: &mut PlanRt, pi: usize, sh: &mut Shared, reads: PlanReads)
 /// `n` synthetic PLANs (five rotating templates with varied parameters: crosses, velocity,
 /// held, percentiles, clock triggers; options and shares; esc, peg, cancel-if, TP, EXIT,
 /// RELOAD, INVALIDATE) for benchmarks and load tests. The text is a valid document.
+///
+/// The pegged puts carry 2R: on the shock tape their peg climbs to $16.80 ($1,680 at risk),
+/// which a re-price checked against the budget ([`refit`], 2026-12-05) no longer lets a 0.2R
+/// plan reach; at 2R they rest and re-price all day, the same Bus as the 0.2R set gave
+/// before that check, so the busy set's work (and its figures) stayed what they were.
 pub fn synthetic_plans(n: usize) -> String {
     let mut s = String::from("USING signal SPX exec SPY 0dte\n");
     for i in 0..n {
@@ -3400,7 +3525,7 @@ pub fn synthetic_plans(n: usize) -> String {
                 k % 3
             ),
             1 => format!(
-                "PLAN p{i} budget 0.2R ttl 15:30\n  WHEN velocity(1m) < -0.0{}\n  DO buy 1 ATM P @ fair peg\n  TP 1.3x @ fair+2%\n  EXIT T-15\n",
+                "PLAN p{i} budget 2R ttl 15:30\n  WHEN velocity(1m) < -0.0{}\n  DO buy 1 ATM P @ fair peg\n  TP 1.3x @ fair+2%\n  EXIT T-15\n",
                 k % 9 + 1
             ),
             2 => format!(

@@ -542,8 +542,10 @@ fn invalidate_halt_flattens_and_halt_ride_keeps_inventory() {
     );
     assert_eq!(pnl(&b, "i"), "-6.20");
     // -> halt, ride: no flatten, no reload; TP 1.005x still sells at S >= 100.51 (101.00,
-    // bid 100.99): 10 * (100.99 - 100.01) = 9.80.
-    let src = "PLAN r budget 1R ttl +10m\n  WHEN spot > 0\n  DO buy 10 shares @ ask\n  RELOAD WHEN spot < 98.5 buy 10 shares @ ask\n  TP 1.005x @ bid\n  INVALIDATE spot < 99.5 -> halt, ride\n";
+    // bid 100.99): 10 * (100.99 - 100.01) = 9.80. (A ride's level is no stop: the EXIT
+    // under the 98.00 tick is the one written, else the engine's assumed stop would close
+    // the shares there.)
+    let src = "PLAN r budget 1R ttl +10m\n  WHEN spot > 0\n  DO buy 10 shares @ ask\n  RELOAD WHEN spot < 98.5 buy 10 shares @ ask\n  TP 1.005x @ bid\n  EXIT spot < 97\n  INVALIDATE spot < 99.5 -> halt, ride\n";
     let b = run(&t, src, 1000);
     assert_eq!(
         fills(&b),
@@ -908,6 +910,110 @@ fn the_assumed_share_stop_is_kept() {
             |e| matches!(e, Event::PlanFired { clause, .. } if clause == "STOP")
         ),
         0
+    );
+}
+
+/// A level is a stop only where it alone closes the inventory: an EXIT's whole trigger or
+/// an alternative of its OR, or a flattening INVALIDATE's. Under an AND (it holds at the
+/// level only when the rest does) or in a `-> halt, ride` (which keeps the shares) it sizes
+/// nothing: the plan is sized on the assumed 1% stop, which the engine then keeps. Before,
+/// any such level counted: 9 shares on a stop at 95 that never closed them.
+#[test]
+fn a_level_sizes_shares_only_where_it_alone_closes_them() {
+    let t = tape_s(HDR_SH, &[100.0, 99.5, 99.02, 98.9, 100.0]);
+    let sized = |clause: &str| {
+        let b = run(
+            &t,
+            &format!(
+                "PLAN d budget 0.05R ttl +10m\n  WHEN spot > 0\n  DO buy 100 shares @ ask\n  {clause}\n"
+            ),
+            1000,
+        );
+        let bought = fills(&b)
+            .into_iter()
+            .find(|x| x.1 == Buy)
+            .map(|x| x.2)
+            .unwrap_or(0);
+        let stop = count(
+            &b,
+            |e| matches!(e, Event::PlanFired { clause, .. } if clause == "STOP"),
+        );
+        (bought, stop)
+    };
+    // Not a stop: sized on the assumed one (49, as with no stop written), and it is kept.
+    assert_eq!(
+        sized("INVALIDATE time >= 10:00 AND spot < 95 -> halt, ride"),
+        (49, 1)
+    );
+    assert_eq!(sized("INVALIDATE spot < 95 -> halt, ride"), (49, 1));
+    assert_eq!(sized("EXIT spot < 95 AND T-5"), (49, 1));
+    // (true at once after the fill: it exits before any stop.)
+    assert_eq!(sized("EXIT NOT spot < 95"), (49, 0));
+    // A stop: sized on 95 (9 shares), the author's, and the engine adds none.
+    assert_eq!(sized("EXIT spot < 95 OR T-5"), (9, 0));
+    assert_eq!(sized("INVALIDATE spot < 95"), (9, 0));
+    assert_eq!(sized("INVALIDATE spot crosses below 95 -> halt"), (9, 0));
+}
+
+/// An escalation raises the premium at risk after the fire was checked: the re-price is
+/// checked again. 3 × 90 C at 9.00 is $2,700 of a $3,000 budget; escalated to the ask
+/// (10.15) it would be $3,045, so the order is scaled to the 2 that fit and fills 2. On a
+/// $1,000 budget, 1 at 9.00 fits and 1 at 10.15 does not: the re-price is vetoed and the
+/// order cancelled. Before, both escalated whole past their budget.
+#[test]
+fn an_escalation_past_the_budget_is_scaled_or_vetoed() {
+    let t = tape_s(HDR_OPT, &[100.0, 100.0, 100.0, 100.0]);
+    let b = run(
+        &t,
+        "PLAN e budget 0.03R ttl +10m\n  WHEN spot > 0\n  DO buy 3 90 C @ 9.00 esc ask 1s\n",
+        100_000,
+    );
+    assert_eq!(fills(&b), vec![f("e", Buy, 2, "10.15", "09:30:01")]);
+    let clamp: Vec<String> = b
+        .events()
+        .iter()
+        .filter_map(|e| match e {
+            Event::Clamp {
+                from_qty: 3,
+                to_qty: 2,
+                order: Some(1),
+                reason,
+                ..
+            } => Some(reason.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        clamp,
+        vec![
+            "re-price esc#1 to 10.15: worst case $3045.00 exceeds the $3000.00 left; quantity scaled to 2"
+                .to_string()
+        ]
+    );
+    let b = run(
+        &t,
+        "PLAN v budget 0.01R ttl +10m\n  WHEN spot > 0\n  DO buy 1 90 C @ 9.00 esc ask 1s\n",
+        100_000,
+    );
+    assert!(fills(&b).is_empty(), "{:?}", fills(&b));
+    assert_eq!(
+        count(
+            &b,
+            |e| matches!(e, Event::Veto { order: Some(1), reason, .. } if reason.starts_with("re-price esc#1 to 10.15: worst case $1015.00 exceeds the $1000.00 left"))
+        ),
+        1
+    );
+    assert_eq!(
+        count(
+            &b,
+            |e| matches!(e, Event::OrderCancelled { order: 1, reason, .. } if reason == "veto")
+        ),
+        1
+    );
+    assert_eq!(
+        count(&b, |e| matches!(e, Event::OrderRepriced { .. })),
+        0,
+        "the refused re-price is not made"
     );
 }
 

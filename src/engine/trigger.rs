@@ -1127,6 +1127,22 @@ impl CTrigger {
         &self.preds
     }
 
+    /// The predicates each of which alone makes the trigger true: the whole trigger, or an
+    /// alternative of a top-level OR (nested ORs too). One under an AND or a NOT does not
+    /// (`spot < L AND T-5` holds at L only at T-5): a level there is not a stop at L.
+    pub fn sufficient_preds(&self) -> Vec<&CPred> {
+        fn walk<'a>(n: &Node, preds: &'a [CPred], out: &mut Vec<&'a CPred>) {
+            match n {
+                Node::Pred(i) => out.extend(preds.get(*i)),
+                Node::Or(xs) => xs.iter().for_each(|x| walk(x, preds, out)),
+                Node::And(_) | Node::Not(_) => {}
+            }
+        }
+        let mut out = Vec::new();
+        walk(&self.root, &self.preds, &mut out);
+        out
+    }
+
     /// Evaluate (advancing `crosses` / `held` state). A trigger evaluated on the previous
     /// event none of whose inputs moved keeps its value (module docs, "Dirty tracking").
     pub fn eval(&mut self, cx: &Ctx<'_>) -> Tri {

@@ -1342,6 +1342,7 @@ impl Session {
                     clause,
                     budget,
                     reason,
+                    ..
                 } => Some(Notice {
                     ts: *ts,
                     text: format!("VETO {plan} {clause} ({budget} budget): {reason}"),
@@ -1355,6 +1356,7 @@ impl Session {
                     to_qty,
                     budget,
                     reason,
+                    ..
                 } => Some(Notice {
                     ts: *ts,
                     text: format!(
