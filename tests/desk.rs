@@ -3741,3 +3741,52 @@ fn the_logs_fill_rows_keep_the_price_at_160x48() {
         assert!(cents.len() == 2, "the price cut: {r}");
     }
 }
+
+/// keys.toml `play_pause = "p"` with `quit = "p"`: play_pause had no key, the footer still
+/// read `p play-pause` and `p` quit the desk. The entry is refused: `space` plays, and the
+/// footer and help show the keys each action has.
+#[test]
+fn a_keys_toml_collision_leaves_the_loser_its_default_key_on_screen_and_in_use() {
+    let mut app = app();
+    let (keys, warnings) =
+        desk::keys::KeyMap::with_overrides(Some("[keys]\nplay_pause = \"p\"\nquit = \"p\"\n"));
+    app.keys = keys;
+    app.warnings = warnings;
+    app.message = desk::config_message(&app.warnings);
+    let s = screen(&app, 160, 48);
+    assert!(s[47].contains("key=play_pause"), "{}", s[47]);
+    assert!(s[47].contains("space play-pause"), "{}", s[47]);
+    assert!(!s[47].contains("p play-pause"), "{}", s[47]);
+    press(&mut app, KeyCode::Char('?'));
+    press(&mut app, KeyCode::End);
+    let help = screen(&app, 160, 48).join("\n");
+    assert!(
+        help.contains("message=\"p\" is also quit's key; kept the default (space)"),
+        "{help}"
+    );
+    assert!(!help.contains("p  play / pause"), "{help}");
+    press(&mut app, KeyCode::Esc);
+    press(&mut app, KeyCode::Char(' '));
+    assert!(app.snap.playing, "space plays");
+    assert!(!app.quit);
+}
+
+/// keys.toml `play_pause = "x"` took co-pilot reject's default: `x` neither rejected nor
+/// played while a proposal waited, and the footer said `x reject`. The entry is refused:
+/// `x` rejects.
+#[test]
+fn a_remap_onto_rejects_key_leaves_x_rejecting_the_agents_proposal() {
+    let src = desk::tape_source(None).unwrap();
+    let mut app = desk::inline_app_with(src, Some(script(&[AGENT_PLAN])), true).unwrap();
+    let (keys, warnings) = desk::keys::KeyMap::with_overrides(Some("[keys]\nplay_pause = \"x\"\n"));
+    app.keys = keys;
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    app.send(Command::Seek(ms(9, 31, 0)));
+    app.tick();
+    assert!(app.proposal().is_some());
+    let s = screen(&app, 100, 30);
+    assert!(s[29].contains("x reject"), "{}", s[29]);
+    press(&mut app, KeyCode::Char('x'));
+    assert!(app.proposal().is_none(), "x rejects");
+    assert!(bus_has(&app, "turn-rejected"));
+}

@@ -249,6 +249,69 @@ fn shared_by_design(a: Action, b: Action) -> bool {
     )
 }
 
+/// Refuse every remapped entry whose key another action holds: the entry's action keeps its
+/// default keys, so no action is left without a key and the footer and help never show a
+/// key that does something else. The holder keeps the key: an action not remapped (its
+/// default), or the first in help order when both were remapped. A refused entry's defaults
+/// can in turn be a key another entry took (`play_pause = "x"` refused gives `space` back,
+/// which `faster = "space"` took), so this repeats until no remapped key is contested; the
+/// defaults themselves never are (but for the shares by design).
+fn refuse_taken_keys(
+    by_action: &mut BTreeMap<Action, Vec<Key>>,
+    overridden: &mut Vec<Action>,
+    warnings: &mut Vec<String>,
+    origin: &str,
+) {
+    while let Some((loser, key, holder)) = contested(by_action, overridden) {
+        let defaults: Vec<Key> = loser
+            .defaults()
+            .iter()
+            .filter_map(|k| Key::parse(k))
+            .collect();
+        let kept = defaults
+            .iter()
+            .map(Key::label)
+            .collect::<Vec<_>>()
+            .join(", ");
+        warnings.push(format!(
+            "{origin}: error code=KEYS key={} message={:?} is also {}'s key; kept the default ({kept})",
+            loser.name(),
+            key.label(),
+            holder.name(),
+        ));
+        by_action.insert(loser, defaults);
+        overridden.retain(|a| *a != loser);
+    }
+}
+
+/// The first remapped entry (in help order) whose key an action before it, or an action
+/// not remapped, holds: `(the entry's action, the key, the holder)`.
+fn contested(
+    by_action: &BTreeMap<Action, Vec<Key>>,
+    overridden: &[Action],
+) -> Option<(Action, Key, Action)> {
+    let mut holders: BTreeMap<Key, Action> = BTreeMap::new();
+    // Actions not remapped hold their defaults first, then the remapped ones in help order.
+    let order = Action::ALL
+        .iter()
+        .filter(|a| !overridden.contains(a))
+        .chain(Action::ALL.iter().filter(|a| overridden.contains(a)));
+    for a in order {
+        for k in by_action.get(a).into_iter().flatten() {
+            match holders.get(k) {
+                None => {
+                    holders.insert(*k, *a);
+                }
+                Some(b) if b != a && overridden.contains(a) && !shared_by_design(*a, *b) => {
+                    return Some((*a, *k, *b));
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    None
+}
+
 /// The key map in force.
 #[derive(Debug, Clone)]
 pub struct KeyMap {
@@ -330,30 +393,12 @@ impl KeyMap {
                 )),
             }
         }
+        refuse_taken_keys(&mut by_action, &mut overridden, &mut warnings, origin);
         let mut by_key: BTreeMap<Key, Action> = BTreeMap::new();
         for a in Action::ALL {
             for k in by_action.get(a).into_iter().flatten() {
-                match by_key.get(k) {
-                    None => {
-                        by_key.insert(*k, *a);
-                    }
-                    // A remapped key another action holds: the first in help order keeps it,
-                    // and the file is told (the defaults' own shares are by design: `g` and
-                    // `home` are the top of a list and elsewhere seek / back to the open).
-                    Some(b)
-                        if (overridden.contains(a) || overridden.contains(b))
-                            && !shared_by_design(*a, *b) =>
-                    {
-                        warnings.push(format!(
-                            "{origin}: error code=KEYS key={} message={:?} is also {}'s key; {} keeps it",
-                            a.name(),
-                            k.label(),
-                            b.name(),
-                            b.name()
-                        ));
-                    }
-                    Some(_) => {}
-                }
+                // The first in help order answers a key shared by design.
+                by_key.entry(*k).or_insert(*a);
             }
         }
         (KeyMap { by_key, by_action }, warnings)
@@ -462,7 +507,11 @@ mod tests {
         );
         assert_eq!(
             w[3],
-            "/cfg/keys.toml: error code=KEYS key=yank message=\"q\" is also quit's key; quit keeps it"
+            "/cfg/keys.toml: error code=KEYS key=yank message=\"q\" is also quit's key; kept the default (y)"
+        );
+        assert_eq!(
+            m.action(&ev(KeyCode::Char('y'), KeyModifiers::NONE)),
+            Some(Action::Yank)
         );
         assert!(w.iter().all(|m| !m.contains("String(")), "{w:?}");
         // Bad entries keep their defaults; the good one applies.
@@ -478,5 +527,84 @@ mod tests {
             m.action(&ev(KeyCode::Char('T'), KeyModifiers::NONE)),
             Some(Action::Theme)
         );
+    }
+
+    fn key(m: &KeyMap, c: char) -> Option<Action> {
+        m.action(&ev(KeyCode::Char(c), KeyModifiers::NONE))
+    }
+
+    /// `play_pause = "p"` with `quit = "p"` left play_pause with no key while the footer and
+    /// help still showed `p play-pause`, and `p` quit. Now the entry is refused: play_pause
+    /// keeps `space`, and the message says so.
+    #[test]
+    fn two_entries_on_one_key_the_later_keeps_its_default() {
+        let (m, w) = KeyMap::with_overrides(Some("[keys]\nplay_pause = \"p\"\nquit = \"p\"\n"));
+        assert_eq!(key(&m, 'p'), Some(Action::Quit));
+        assert_eq!(key(&m, ' '), Some(Action::PlayPause));
+        assert_eq!(m.label(Action::PlayPause), "space");
+        assert_eq!(m.labels(Action::Quit), ["p"]);
+        assert_eq!(
+            w,
+            [
+                "keys.toml: error code=KEYS key=play_pause message=\"p\" is also quit's key; kept the default (space)"
+            ]
+        );
+    }
+
+    /// `play_pause = "x"` took co-pilot reject's default `x`: reject had no key, `?` listed
+    /// `x` for both, and `x` did nothing while a proposal waited. Now the entry is refused.
+    #[test]
+    fn an_entry_on_another_actions_default_is_refused() {
+        let (m, w) = KeyMap::with_overrides(Some("[keys]\nplay_pause = \"x\"\n"));
+        assert_eq!(key(&m, 'x'), Some(Action::Reject));
+        assert_eq!(key(&m, ' '), Some(Action::PlayPause));
+        assert_eq!(m.label(Action::Reject), "x");
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].ends_with(
+                "key=play_pause message=\"x\" is also reject's key; kept the default (space)"
+            ),
+            "{w:?}"
+        );
+        // Moving reject away first frees `x`.
+        let (m, w) = KeyMap::with_overrides(Some("[keys]\nplay_pause = \"x\"\nreject = \"r\"\n"));
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(key(&m, 'x'), Some(Action::PlayPause));
+        assert_eq!(key(&m, 'r'), Some(Action::Reject));
+    }
+
+    /// A refused entry's default can be a key another entry took: that entry is refused in
+    /// turn, so every action ends with a key and every key does one thing (but the shares
+    /// by design).
+    #[test]
+    fn a_default_given_back_refuses_the_entry_that_took_it() {
+        let (m, w) = KeyMap::with_overrides(Some(
+            "[keys]\nplay_pause = \"x\"\nfaster = \"space\"\nyank = \"y\"\n",
+        ));
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[0].contains("key=play_pause "), "{w:?}");
+        assert!(
+            w[1].contains(
+                "key=faster message=\"space\" is also play_pause's key; kept the default (+, =)"
+            ),
+            "{w:?}"
+        );
+        assert_eq!(key(&m, ' '), Some(Action::PlayPause));
+        assert_eq!(key(&m, '+'), Some(Action::Faster));
+        assert_eq!(key(&m, 'x'), Some(Action::Reject));
+        let mut seen = BTreeMap::new();
+        for a in Action::ALL {
+            assert!(!m.labels(*a).is_empty(), "{} has no key", a.name());
+            for k in m.labels(*a) {
+                if let Some(b) = seen.insert(k.clone(), *a) {
+                    assert!(
+                        shared_by_design(*a, b),
+                        "{k}: {} and {}",
+                        a.name(),
+                        b.name()
+                    );
+                }
+            }
+        }
     }
 }
