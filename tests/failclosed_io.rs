@@ -382,6 +382,113 @@ fn sigterm_during_an_author_call_ends_the_run_at_once() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// The processes of group `group` still running (not zombies, which wait for a reaper and
+/// run nothing), from /proc. Elsewhere than Linux: whether the group answers signal 0.
+#[cfg(unix)]
+fn live_in_group(group: i32) -> Vec<i32> {
+    #[cfg(target_os = "linux")]
+    {
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|pid| {
+                // `pid (comm) state ppid pgrp ...`; comm may hold spaces, so read after ')'.
+                std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|st| {
+                    let rest: Vec<&str> = st
+                        .rsplit_once(')')
+                        .map_or("", |(_, r)| r)
+                        .split_whitespace()
+                        .collect();
+                    rest.first() != Some(&"Z") && rest.get(2) == Some(&group.to_string().as_str())
+                })
+            })
+            .collect()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        // SAFETY: signal 0 sends nothing; it asks whether the group has a process.
+        if unsafe { libc::killpg(group, 0) } == 0 {
+            vec![group]
+        } else {
+            Vec::new()
+        }
+    }
+}
+
+/// SIGHUP (a closed terminal window, a dropped ssh session, `tmux kill-session`) took the
+/// default action: the process died at once, its Bus unfinished, and a command author's
+/// process group (its own group, so the hangup never reached it) ran on, orphaned. Now it
+/// ends the run as SIGTERM does, and the author's group is gone.
+#[cfg(unix)]
+#[test]
+fn sighup_during_an_author_call_ends_the_run_and_kills_the_authors_group() {
+    let d = scratch("sighup-author");
+    let bus = d.join("agent.bus.jsonl");
+    let pid_file = d.join("author.pid");
+    // The author notes its group (its shell's pid leads it), then takes a minute.
+    let author = format!(
+        "cmd:echo $$ > {}.tmp && mv {0}.tmp {0} && sleep 60 | cat",
+        s(&pid_file)
+    );
+    let mut child = Command::new(KESTREL)
+        .args([
+            "agent",
+            "--tape",
+            TAPE,
+            "--author",
+            &author,
+            "--timeout",
+            "120",
+        ])
+        .args(["--bus", s(&bus)])
+        .current_dir(root())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let t = Instant::now();
+    while !pid_file.exists() {
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "the author never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let group: i32 = std::fs::read_to_string(&pid_file)
+        .expect("pid")
+        .trim()
+        .parse()
+        .expect("a pid");
+    // SAFETY: sends SIGHUP to the child we spawned.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGHUP) }, 0);
+    let status = exit_within(&mut child, Duration::from_secs(10), "after SIGHUP");
+    let out = child.wait_with_output().expect("output");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(status.code(), Some(1), "{status:?} {err}");
+    assert!(err.contains("error code=INTERRUPTED"), "{err}");
+    let text = std::fs::read_to_string(&bus).expect("the Bus was written");
+    assert!(
+        text.contains("interrupted by SIGHUP while the author was answering"),
+        "{text}"
+    );
+    let last: serde_json::Value =
+        serde_json::from_str(text.lines().last().expect("a line")).expect("JSON");
+    assert_eq!(last["type"], "session-end");
+    // The author's whole group is gone (`sleep 60 | cat` would still be there, reparented).
+    let t = Instant::now();
+    while !live_in_group(group).is_empty() {
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "the author's process group {group} outlived the run: {:?}",
+            live_in_group(group)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(temp_files(&d).is_empty(), "{:?}", temp_files(&d));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 /// A mistyped author path was run as a shell command and the run exited 0. A path-like
 /// value that does not exist is "no such file"; `cmd:` runs a command explicitly; the bare
 /// form still runs a command line that cannot be a path.

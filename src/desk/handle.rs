@@ -5,6 +5,7 @@
 
 use crate::session::{Command, Session, SessionSnapshot, Speed};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -26,6 +27,9 @@ enum Inner {
         rx: tokio::sync::watch::Receiver<Arc<SessionSnapshot>>,
         /// The thread.
         join: Option<std::thread::JoinHandle<()>>,
+        /// Set once the thread has dropped its session (the `left` record written, a live
+        /// author stopped).
+        ended: Arc<AtomicBool>,
     },
     /// The session runs in the caller, one command at a time.
     Inline {
@@ -46,6 +50,8 @@ impl SessionHandle {
         let (tx, crx) = mpsc::channel::<Msg>();
         type First = Result<tokio::sync::watch::Receiver<Arc<SessionSnapshot>>, String>;
         let (itx, irx) = mpsc::channel::<First>();
+        let ended = Arc::new(AtomicBool::new(false));
+        let ended_in = ended.clone();
         let join = std::thread::Builder::new()
             .name("kestrel-session".into())
             .spawn(move || match build() {
@@ -53,6 +59,7 @@ impl SessionHandle {
                     let (stx, srx) = tokio::sync::watch::channel(Arc::new(s.snapshot(true)));
                     if itx.send(Ok(srx)).is_ok() {
                         drive(s, crx, stx);
+                        ended_in.store(true, Ordering::SeqCst);
                     }
                 }
                 Err(e) => {
@@ -67,7 +74,18 @@ impl SessionHandle {
             tx,
             rx,
             join: Some(join),
+            ended,
         }))
+    }
+
+    /// A flag set once the session's thread has ended, its session dropped (`None` inline).
+    /// The thread ends by itself when a signal is caught, so the session is left even when
+    /// the draw loop cannot come back to see the signal (a hung-up terminal).
+    pub fn ended(&self) -> Option<Arc<AtomicBool>> {
+        match &self.0 {
+            Inner::Threaded { ended, .. } => Some(ended.clone()),
+            Inner::Inline { .. } => None,
+        }
     }
 
     /// Run a session inline.
@@ -127,6 +145,8 @@ impl Drop for SessionHandle {
 /// The session thread: apply commands as they come, advance while playing, publish
 /// snapshots at most ~30 times a second (the Frame at most 4 times a second while playing).
 /// Paused, it sleeps until a command comes or a live author may have written (every 100 ms).
+/// A caught signal (SIGTERM, SIGINT, SIGHUP) ends it as a quit does: the session is dropped,
+/// which writes its `left` record and stops a live author.
 fn drive(
     mut s: Session,
     rx: mpsc::Receiver<Msg>,
@@ -136,6 +156,9 @@ fn drive(
     let mut last_pub = Instant::now();
     let mut last_frame = Instant::now();
     loop {
+        if crate::signals::caught().is_some() {
+            return;
+        }
         let wait = if s.playing() {
             Duration::from_millis(if s.speed() == Speed::Max { 0 } else { 10 })
         } else {

@@ -533,9 +533,13 @@ fn run_inner(a: &DeskArgs, save: Option<PathBuf>) -> color_eyre::Result<()> {
     if a.play {
         app.send(Command::Play);
     }
-    // SIGTERM / SIGINT (a `kill`, a closing terminal's hangup aside) leave the desk as `q`
-    // does: the terminal restored, the session file complete.
+    // SIGTERM / SIGINT / SIGHUP (a `kill`, a closed terminal window, a dropped ssh session)
+    // leave the desk as `q` does: the terminal restored where there still is one, the session
+    // file complete with its `left` record, a command author's process group killed.
     crate::signals::install();
+    if let Some(ended) = app.session.ended() {
+        leave_if_the_loop_cannot(ended);
+    }
     let mut terminal = match ratatui::try_init() {
         Ok(t) => t,
         Err(e) => {
@@ -584,6 +588,41 @@ fn run_inner(a: &DeskArgs, save: Option<PathBuf>) -> color_eyre::Result<()> {
         ));
     }
     res
+}
+
+/// After a signal, end the process if the draw loop has not ended it within a grace.
+///
+/// A hung-up terminal (SIGHUP: the window closed, ssh dropped, `tmux kill-session`) can leave
+/// the loop inside crossterm's read, which spins on the closed terminal and never returns to
+/// see the signal. The session's thread ends by itself at a signal ([`SessionHandle::ended`]:
+/// its `left` record written, a command author's process group killed); once it has, this
+/// watch gives the loop two seconds to leave as `q` does, then exits as the loop would have
+/// (exit 1, the same message). A loop that leaves in time ends the process first.
+fn leave_if_the_loop_cannot(ended: std::sync::Arc<std::sync::atomic::AtomicBool>) {
+    use std::sync::atomic::Ordering;
+    use std::time::Duration;
+    let watch = move || {
+        let sig = loop {
+            if let Some(sig) = crate::signals::caught() {
+                break sig;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        while !ended.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_secs(2));
+        crate::cli::errln!(
+            "{}",
+            coded(format!(
+                "interrupted by {sig}: the desk closed as q does (session saved; no terminal to restore)"
+            ))
+        );
+        std::process::exit(1);
+    };
+    let _ = std::thread::Builder::new()
+        .name("kestrel-signal-watch".into())
+        .spawn(watch);
 }
 
 /// The footer's first message: a problem in the config files, else a warning the session

@@ -192,4 +192,23 @@ grep -q '"live":"sh examples/command-author.sh"' "$SES" || fail "the agent recor
 grep -q '"agent":"answer"' "$SES" || fail "the answer act is missing"
 grep -q '"type":"turn","wake":"open"' "$BUS" || fail "the live author's turn is missing from the Bus"
 ok "a live command author answers on the Bus"
+
+# Closing the terminal (tmux kill-session: a SIGHUP) while a command author is thinking: the
+# desk leaves as q does (the session's `left` record) and the author's process group goes
+# with it. It died at the hangup before, the author orphaned.
+rm -rf "$XDG_DATA_HOME/kestrel/sessions"
+PIDF="$TMP/hung-author.pid"
+printf '#!/bin/sh\necho $$ > %s\nsleep 100000\n' "$PIDF" > "$TMP/hung-author.sh"
+chmod +x "$TMP/hung-author.sh"
+tmux new-session -d -s "$S" -x 160 -y 48 "$ENVS $BIN --no-example --author cmd:$TMP/hung-author.sh"
+for _ in $(seq 1 50); do [[ -s "$PIDF" ]] && break; sleep 0.2; done
+[[ -s "$PIDF" ]] || fail "the hanging author never started"
+tmux kill-session -t "$S"
+for _ in $(seq 1 40); do kill -0 "$(cat "$PIDF")" 2>/dev/null || break; sleep 0.2; done
+! kill -0 "$(cat "$PIDF")" 2>/dev/null || fail "the author outlived the closed terminal"
+for _ in $(seq 1 40); do pgrep -f "$BIN --no-example --author cmd:$TMP/hung-author.sh" >/dev/null || break; sleep 0.2; done
+! pgrep -f "$BIN --no-example --author cmd:$TMP/hung-author.sh" >/dev/null || fail "the desk outlived the closed terminal"
+SES="$(ls "$XDG_DATA_HOME"/kestrel/sessions/*.jsonl 2>/dev/null | grep -v '\.bus-' | head -1)"
+grep -q '"action":"left"' "$SES" || fail "no left record after the terminal closed"
+ok "a closed terminal leaves the session and takes the author with it"
 echo "$PASSED passed, 0 failed"
