@@ -3790,3 +3790,23 @@ fn a_remap_onto_rejects_key_leaves_x_rejecting_the_agents_proposal() {
     assert!(app.proposal().is_none(), "x rejects");
     assert!(bus_has(&app, "turn-rejected"));
 }
+
+/// An off-window level's label was `VWAP 5179.81↓` in the axis's 12 columns: the arrow was
+/// cut, so VWAP read as a level on the plot's bottom row, and LOD, off the window on the
+/// same side, was drawn over. Each now leads with its arrow, on a row of its own.
+#[test]
+fn off_window_levels_keep_their_arrows_on_rows_of_their_own() {
+    let mut app = app();
+    app.send(Command::Seek(ms(14, 0, 0)));
+    app.tick();
+    app.set_focus(Pane::Chart);
+    let s = screen(&app, 100, 30);
+    let text = s.join("\n");
+    assert!(has(&s, "↓VWAP 5179.8"), "{text}");
+    assert!(has(&s, "↓LOD 5125.4"), "{text}");
+    let row = |needle: &str| s.iter().position(|l| l.contains(needle)).unwrap();
+    assert!(
+        row("↓VWAP") < row("↓LOD"),
+        "VWAP, the higher, is above:\n{text}"
+    );
+}

@@ -219,6 +219,51 @@ fn put(buf: &mut Buffer, x: u16, y: u16, s: &str, st: Style, area: Rect) {
     }
 }
 
+/// Where each level is labelled: `(level, price, row, arrow)`. A level in the price range is
+/// at its own row, no arrow. One above the window is at the plot's top row with `↑`, one
+/// below at its bottom row with `↓`; two or three on one side take a row each from that edge
+/// inwards, highest first, so none is drawn over another (an off-window LOD under VWAP's
+/// label was lost).
+fn level_rows(
+    levels: &[(Level, f64)],
+    lo: f64,
+    hi: f64,
+    plot: Rect,
+    row_of: impl Fn(f64) -> u16,
+) -> Vec<(Level, f64, u16, Option<char>)> {
+    let mut above: Vec<(Level, f64)> = levels.iter().copied().filter(|(_, v)| *v > hi).collect();
+    let mut below: Vec<(Level, f64)> = levels.iter().copied().filter(|(_, v)| *v < lo).collect();
+    above.sort_by(|a, b| b.1.total_cmp(&a.1));
+    below.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let mut out: Vec<(Level, f64, u16, Option<char>)> = levels
+        .iter()
+        .filter(|(_, v)| *v >= lo && *v <= hi)
+        .map(|(l, v)| (*l, *v, row_of(*v), None))
+        .collect();
+    for (k, (l, v)) in above.iter().enumerate() {
+        let y = (plot.top() + k as u16).min(plot.bottom() - 1);
+        out.push((*l, *v, y, Some('↑')));
+    }
+    let n = below.len() as u16;
+    for (k, (l, v)) in below.iter().enumerate() {
+        let y = (plot.bottom() - n + k as u16).max(plot.top());
+        out.push((*l, *v, y, Some('↓')));
+    }
+    out
+}
+
+/// An off-window level's label, the arrow first so a narrow axis never cuts it (`VWAP
+/// 5179.81↓` in the 12 columns lost its arrow and read as a level in the window): `↓VWAP
+/// 5179.81`, with fewer decimals where that is too wide for `room` columns (`↓VWAP 5179.8`).
+fn off_window_label(l: Level, v: f64, arrow: char, room: usize) -> String {
+    let at = |dp: usize| format!("{arrow}{} {v:.dp$}", l.label());
+    (0..=2)
+        .rev()
+        .map(at)
+        .find(|s| s.chars().count() <= room)
+        .unwrap_or_else(|| at(0))
+}
+
 /// The readout of a candle: time and OHLC (and volume).
 pub fn readout(b: &Candle, with_volume: bool) -> String {
     let mut s = format!(
@@ -702,27 +747,25 @@ pub fn draw(
         p += step;
     }
 
-    // Levels: a dashed line across the plot and a label on the axis (an arrow when the level
-    // is off the window).
-    for (l, v) in &levels {
-        let col_st = base.fg(t.level(*l));
-        let (y, arrow) = if *v > hi {
-            (plot.top(), "↑")
-        } else if *v < lo {
-            (plot.bottom() - 1, "↓")
-        } else {
-            (row_of(*v), "")
-        };
-        if arrow.is_empty() {
-            for x in plot.left()..plot.right() {
-                put(buf, x, y, "╌", col_st, area);
+    // Levels: a dashed line across the plot and a label on the axis; one off the window is
+    // an arrow-led label at the plot's edge, each on its own row (level_rows).
+    let room = usize::from(axis_w - 1);
+    for (l, v, y, arrow) in level_rows(&levels, lo, hi, plot, row_of) {
+        let col_st = base.fg(t.level(l));
+        let text = match arrow {
+            None => {
+                for x in plot.left()..plot.right() {
+                    put(buf, x, y, "╌", col_st, area);
+                }
+                format!("{} {v:.2}", l.label())
             }
-        }
+            Some(arrow) => off_window_label(l, v, arrow, room),
+        };
         put(
             buf,
             axis_x + 1,
             y,
-            &format!("{} {v:.2}{arrow}", l.label()),
+            &text,
             col_st.add_modifier(Modifier::BOLD),
             axis_area,
         );
@@ -1132,6 +1175,40 @@ mod tests {
         assert_eq!(place_labels(&o, &asks), vec![None]);
         let asks = [ask(6, 1, 2, 29, true)];
         assert_eq!(place_labels(&o, &asks), vec![Some((0, 0))]);
+    }
+
+    /// The arrow leads and is never what a narrow axis cuts: decimals go first.
+    #[test]
+    fn an_off_window_label_keeps_its_arrow_in_the_axis() {
+        assert_eq!(
+            off_window_label(Level::Vwap, 5179.81, '↓', 12),
+            "↓VWAP 5179.8"
+        );
+        assert_eq!(
+            off_window_label(Level::Hod, 5193.82, '↑', 12),
+            "↑HOD 5193.82"
+        );
+        assert_eq!(
+            off_window_label(Level::Vwap, 517.6, '↓', 12),
+            "↓VWAP 517.60"
+        );
+        assert!(off_window_label(Level::Vwap, 51790.81, '↓', 12).starts_with('↓'));
+    }
+
+    /// Two levels off the window on one side take a row each, the higher above.
+    #[test]
+    fn off_window_levels_on_one_side_take_a_row_each() {
+        let plot = Rect::new(0, 1, 40, 10);
+        let levels = [
+            (Level::Hod, 5300.0),
+            (Level::Lod, 5125.4),
+            (Level::Vwap, 5179.81),
+        ];
+        let rows = level_rows(&levels, 5200.0, 5250.0, plot, |_| 5);
+        let row = |l: Level| rows.iter().find(|r| r.0 == l).map(|r| (r.2, r.3));
+        assert_eq!(row(Level::Hod), Some((1, Some('↑'))));
+        assert_eq!(row(Level::Vwap), Some((9, Some('↓'))));
+        assert_eq!(row(Level::Lod), Some((10, Some('↓'))));
     }
 
     #[test]
