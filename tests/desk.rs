@@ -807,7 +807,7 @@ fn undo_takes_back_the_persons_last_turn_and_a_reopened_session_leaves_it_out() 
     assert_eq!(app.turn_rows().len(), 1);
     let msg = app.message.clone().unwrap_or_default();
     assert!(
-        msg.starts_with("undone: your 10:05 turn (PLAN my-dip"),
+        msg.starts_with("undone: your 10:05 turn (armed my-dip)"),
         "{msg}"
     );
     assert!(msg.contains("its text is back in the editor"), "{msg}");
@@ -3808,5 +3808,28 @@ fn off_window_levels_keep_their_arrows_on_rows_of_their_own() {
     assert!(
         row("↓VWAP") < row("↓LOD"),
         "VWAP, the higher, is above:\n{text}"
+    );
+}
+
+/// The footer after an undo named the turn by its first line of code (`undone: your 09:40
+/// turn (USING signal SPX exec SPY 0dte)`) where the dialog before it said what the turn did
+/// (`armed my-dip`); it now says the same as the dialog.
+#[test]
+fn the_undo_notice_names_what_the_turn_did_as_the_dialog_does() {
+    let text = "# buy the dip\nUSING signal SPX exec SPY 0dte\n\nPLAN my-dip budget 0.2R ttl +30m\n  WHEN spot < vwap held 30s\n  DO buy 1 ATM P @ min(fair, mid)\n";
+    let mut app = book_with(None, &[(ms(9, 40, 0), text)], ms(10, 0, 0));
+    assert_eq!(names(&app), ["my-dip"]);
+    press(&mut app, KeyCode::Char('u'));
+    let s = screen(&app, 100, 30);
+    assert!(
+        has(&s, "Take back your 09:40 turn (armed my-dip)?"),
+        "{}",
+        s.join("\n")
+    );
+    press(&mut app, KeyCode::Char('y'));
+    let m = app.message.clone().unwrap_or_default();
+    assert!(
+        m.starts_with("undone: your 09:40 turn (armed my-dip); its text is back in the editor"),
+        "{m}"
     );
 }

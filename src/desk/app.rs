@@ -199,8 +199,12 @@ pub struct App {
     /// the editor text it was submitted from.
     next_submit: u64,
     awaiting_submit: Option<(u64, Option<String>)>,
-    /// The undo sent and not yet answered (its number).
-    awaiting_undo: Option<u64>,
+    /// The undo sent and not yet answered (its number), with what its dialog called the
+    /// turn (`10:05 turn (armed my-dip)`), so the notice after it names the same.
+    awaiting_undo: Option<(u64, Option<String>)>,
+    /// What the undo dialog on screen calls the turn it takes back (`None`: a turn ahead of
+    /// the tape, which the session's own summary names better).
+    undo_said: Option<String>,
     /// The footer showed the message over a waiting proposal at the last look
     /// ([`message_over_proposal`](Self::message_over_proposal)): when that changes, the
     /// footer is drawn again.
@@ -302,6 +306,7 @@ impl App {
             next_submit: 1,
             awaiting_submit: None,
             awaiting_undo: None,
+            undo_said: None,
             footer_over: false,
             proposal_since: None,
             warnings: Vec::new(),
@@ -450,8 +455,8 @@ impl App {
             }
             self.awaiting_submit = None;
         }
-        if let (Some(id), Some(u)) = (self.awaiting_undo, &self.snap.last_undo)
-            && u.id == id
+        if let (Some((id, said)), Some(u)) = (&self.awaiting_undo, &self.snap.last_undo)
+            && u.id == *id
         {
             // The undone turn's text comes back to an empty editor, to mend and send again;
             // over a draft it is shown instead (y copies it in), so neither is lost.
@@ -459,9 +464,13 @@ impl App {
                 if self.editor.text().trim().is_empty() {
                     self.editor.set_text(text);
                     if !u.rewound {
+                        // What it did, as the dialog said (`armed my-dip`), not its first
+                        // line of code (`USING signal SPX ...`).
+                        let what = said
+                            .as_ref()
+                            .map_or_else(|| u.summary.clone(), |t| format!("your {t}"));
                         self.message = Some(format!(
-                            "undone: {}; its text is back in the editor ({})",
-                            u.summary,
+                            "undone: {what}; its text is back in the editor ({})",
                             self.keys.label(Action::Editor)
                         ));
                     }
@@ -528,11 +537,14 @@ impl App {
                 } else {
                     l.result.clone()
                 };
-                self.modal = Some(Modal::Confirm(Confirm::Undo {
-                    turn: format!("{} turn ({did})", l.ts.hhmm()),
-                }));
+                let turn = format!("{} turn ({did})", l.ts.hhmm());
+                self.undo_said = Some(turn.clone());
+                self.modal = Some(Modal::Confirm(Confirm::Undo { turn }));
             }
-            None => self.undo(),
+            None => {
+                self.undo_said = None;
+                self.undo();
+            }
         }
     }
 
@@ -738,6 +750,7 @@ impl App {
                 // back to before every turn of the person's, the first ahead of the tape (it
                 // acts again when the tape gets there) is the one taken back.
                 if let Some((ts, title)) = &self.snap.undo_ahead {
+                    self.undo_said = None;
                     self.modal = Some(Modal::Confirm(Confirm::Undo {
                         turn: format!(
                             "{} turn ({title}), ahead of the tape: it acts again at {}",
@@ -1034,7 +1047,7 @@ impl App {
     fn undo(&mut self) {
         let id = self.next_submit;
         self.next_submit += 1;
-        self.awaiting_undo = Some(id);
+        self.awaiting_undo = Some((id, self.undo_said.take()));
         self.send(Command::Undo { id });
     }
 
