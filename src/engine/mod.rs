@@ -1000,6 +1000,7 @@ impl Engine {
             format!("{k}#{n}")
         };
         let exec_has_chain = self.sh.has_chain.contains(&rt.exec);
+        let exec_step = self.sh.ms.strike_step(rt.exec.as_str());
         let compile_mods = |ms: &[Modifier], slots: &mut Slots| -> Result<Mods, String> {
             let mut m = Mods::default();
             for x in ms {
@@ -1038,7 +1039,10 @@ impl Engine {
                             Strike::Atm => StrikeSpec::Rel(0),
                             Strike::Relative(n) => StrikeSpec::Rel(n.value() as i32),
                             Strike::Absolute(n) => match Px::from_f64_exact(n.value()) {
-                                Some(p) => StrikeSpec::Abs(p),
+                                Some(p) => {
+                                    off_grid(&clause, &rt.exec, p, exec_step)?;
+                                    StrikeSpec::Abs(p)
+                                }
                                 None => return Err(format!("{clause}: bad strike {}", n.text)),
                             },
                         };
@@ -3001,6 +3005,24 @@ fn refit(p: &mut PlanRt, sh: &mut Shared, k: usize, limit: Px, option: bool, why
     o.qty = fits;
     o.worst = now_worst;
     true
+}
+
+/// An absolute strike off the exec symbol's strike grid can never be quoted: refused at
+/// arming (the plan de-armed with this reason), naming the strikes on each side. Before
+/// 2026-12-05 `buy 1 513.5 C` on a 1.00 grid armed, said `no quote (UNKNOWN)` once at its
+/// fire and waited all day.
+fn off_grid(clause: &str, exec: &Sym, k: Px, step: Option<Px>) -> Result<(), String> {
+    let Some(step) = step.filter(|s| s.raw() > 0) else {
+        return Ok(());
+    };
+    if k.raw() % step.raw() == 0 {
+        return Ok(());
+    }
+    let below = Px(k.raw().div_euclid(step.raw()) * step.raw());
+    let above = Px(below.raw() + step.raw());
+    Err(format!(
+        "{clause}: strike {k} is not on {exec}'s strike grid (every {step}): no quote can price it; the nearest strikes are {below} and {above}"
+    ))
 }
 
 /// Fit a fire's tickets into the plan and BOOK budgets: clamp every quantity by the same

@@ -283,6 +283,25 @@ fn a_predicate_on_a_symbol_the_tape_lacks_de_arms_with_a_reason() {
             .unwrap()
             .contains("no option chain")
     );
+    // A strike off the chain's grid can never be quoted: de-armed at arming, naming the grid
+    // and the strikes either side (it armed and waited all day on `no quote`).
+    let t = tape_s(HDR_OPT, &[100.0, 101.0]);
+    let b = run(
+        &t,
+        "PLAN g budget 1R ttl +10m\n  WHEN spot > 1\n  DO buy 1 99.5 C @ fair\n\nPLAN k budget 1R ttl +10m\n  WHEN spot > 1\n  DO buy 1 99 C @ ask\n",
+        1000,
+    );
+    let g = states(&b, "g");
+    assert_eq!(g[0].0, PlanState::DeArmed);
+    assert_eq!(
+        g[0].1.as_deref(),
+        Some(
+            "DO#1: strike 99.50 is not on SPY's strike grid (every 1.00): no quote can price it; the nearest strikes are 99.00 and 100.00"
+        ),
+        "{g:?}"
+    );
+    assert_ne!(states(&b, "k")[0].0, PlanState::DeArmed, "on the grid");
+    assert_eq!(fills(&b).len(), 1);
 }
 
 // ------------------------------------------------------------------ comparisons, held, time
