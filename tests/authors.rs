@@ -9,7 +9,7 @@
 use kestrel_desk::author::command::CommandAuthor;
 use kestrel_desk::author::openai::{OpenAiAuthor, OpenAiConfig};
 use kestrel_desk::author::secret::{self, ApiKey};
-use kestrel_desk::author::{Author, Completion, Prompt, ProviderErrorKind};
+use kestrel_desk::author::{Author, Completion, CutKind, CutReason, Prompt, ProviderErrorKind};
 use kestrel_desk::lang::grammar::{self, GrammarFormat, GrammarOptions};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -407,8 +407,10 @@ async fn an_empty_completion_is_a_provider_error_not_a_pass() {
 }
 
 /// A stream that ends (here: the connection closes mid-event) without a finish reason is a
-/// cut-off reply, routed *truncated*; before, the text was a provider error (`stream-cut`).
-/// Either way it is never an authored partial reply.
+/// cut-off reply (`CutReason::Broken`), never an authored partial reply. The session makes
+/// it a `stream-cut` provider error, not a truncation at the budget (see
+/// `a_cut_off_reply_says_why_and_only_a_provider_stop_is_truncated`); routed as a provider's
+/// stop it would be truncated.
 #[tokio::test]
 async fn a_stream_cut_mid_way_is_cut_off_not_a_partial_reply() {
     let server = serve(Behaviour::Cut).await;
@@ -445,7 +447,9 @@ async fn a_streamed_reply_cut_at_the_token_limit_is_truncated_even_when_it_parse
     assert_eq!(t.outcome.errors()[0].rule, "truncated");
 }
 
-/// `[DONE]` with no finish reason before it: the server never said the reply was whole.
+/// `[DONE]` with no finish reason before it: a cut-off reply (`CutReason::Unsaid`), which
+/// routed as a provider's stop would be truncated; the session takes it as whole (see
+/// `a_cut_off_reply_says_why_and_only_a_provider_stop_is_truncated`).
 #[tokio::test]
 async fn a_stream_that_ends_without_a_finish_reason_is_truncated() {
     let server = serve(Behaviour::DoneWithoutFinish).await;
@@ -453,6 +457,52 @@ async fn a_stream_that_ends_without_a_finish_reason_is_truncated() {
         .author(&prompt(), None)
         .await;
     assert_eq!(routed(cut_off(&out)).outcome.name(), "truncated");
+}
+
+/// Each cut-off reply says why, and the session takes it by that (`Cut::reply_kind`): a
+/// stream the connection cut mid-reply is a `stream-cut` provider error (before, it was
+/// truncated "at the provider's output-token limit"), one that ended with `[DONE]` but no
+/// finish reason is whole, and only a finish reason such as `length` is truncated.
+#[tokio::test]
+async fn a_cut_off_reply_says_why_and_only_a_provider_stop_is_truncated() {
+    let server = serve(Behaviour::Cut).await;
+    let out = OpenAiAuthor::new(config(&server.base))
+        .author(&prompt(), None)
+        .await;
+    let Completion::CutOff(cut) = &out else {
+        panic!("expected a cut-off reply, got {out:?}")
+    };
+    assert_eq!(cut.reason, CutReason::Broken);
+    let CutKind::Failed(e) = cut.reply_kind() else {
+        panic!("expected a provider error, got {:?}", cut.reply_kind())
+    };
+    assert_eq!(e.kind, ProviderErrorKind::StreamCut);
+    assert!(
+        e.to_string()
+            .starts_with("provider-error kind=stream-cut the stream ended after 41 bytes"),
+        "{e}"
+    );
+    assert!(!e.message.contains("output-token limit"), "{e}");
+    let server = serve(Behaviour::DoneWithoutFinish).await;
+    let out = OpenAiAuthor::new(config(&server.base))
+        .author(&prompt(), None)
+        .await;
+    let Completion::CutOff(cut) = &out else {
+        panic!("expected a cut-off reply, got {out:?}")
+    };
+    assert_eq!(cut.reason, CutReason::Unsaid);
+    assert_eq!(cut.reply_kind(), CutKind::Whole);
+    for b in [Behaviour::Length, Behaviour::BodyLength] {
+        let server = serve(b).await;
+        let out = OpenAiAuthor::new(config(&server.base))
+            .author(&prompt(), None)
+            .await;
+        let Completion::CutOff(cut) = &out else {
+            panic!("expected a cut-off reply, got {out:?}")
+        };
+        assert_eq!(cut.reason, CutReason::Stopped("length".into()));
+        assert_eq!(cut.reply_kind(), CutKind::Truncated);
+    }
 }
 
 /// The non-streamed path (a server that ignores `stream: true`) reads the finish reason too.

@@ -17,6 +17,10 @@ enum Say {
     Stream(String),
     /// Wait this long before answering at all, then stream the text.
     Late(u64, String),
+    /// Stream the text, then close the connection: no finish reason, no `[DONE]`.
+    Cut(String),
+    /// Stream the text, then `[DONE]` with no finish reason.
+    Unsaid(String),
 }
 
 #[derive(Debug, Clone)]
@@ -90,7 +94,7 @@ fn handle(mut sock: TcpStream, say: Say, seen: Arc<Mutex<Vec<Seen>>>) -> std::io
     let body = serde_json::from_slice(&buf[header_end..]).unwrap_or(serde_json::Value::Null);
     let completions = request_line.contains("/v1/completions");
     seen.lock().expect("lock").push(Seen { request_line, body });
-    let stream = |sock: &mut TcpStream, text: &str| -> std::io::Result<()> {
+    let text_only = |sock: &mut TcpStream, text: &str| -> std::io::Result<()> {
         sock.write_all(
             b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n",
         )?;
@@ -99,7 +103,10 @@ fn handle(mut sock: TcpStream, say: Say, seen: Arc<Mutex<Vec<Seen>>>) -> std::io
         } else {
             serde_json::json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]})
         };
-        sock.write_all(format!("data: {chunk}\n\n").as_bytes())?;
+        sock.write_all(format!("data: {chunk}\n\n").as_bytes())
+    };
+    let stream = |sock: &mut TcpStream, text: &str| -> std::io::Result<()> {
+        text_only(sock, text)?;
         sock.write_all(b"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
     };
     match say {
@@ -107,6 +114,11 @@ fn handle(mut sock: TcpStream, say: Say, seen: Arc<Mutex<Vec<Seen>>>) -> std::io
         Say::Late(ms, t) => {
             std::thread::sleep(Duration::from_millis(ms));
             stream(&mut sock, &t)?;
+        }
+        Say::Cut(t) => text_only(&mut sock, &t)?,
+        Say::Unsaid(t) => {
+            text_only(&mut sock, &t)?;
+            sock.write_all(b"data: [DONE]\n\n")?;
         }
     }
     let _ = sock.shutdown(std::net::Shutdown::Both);
@@ -895,4 +907,78 @@ fn an_out_of_range_temperature_is_a_usage_error() {
         server.seen.lock().expect("lock").is_empty(),
         "the model was asked"
     );
+}
+
+/// A stream the server closed after some text, with no finish reason and no `[DONE]` (a
+/// crashed server, a proxy timeout), was counted as truncated at the budget, and the model
+/// was told "the reply was cut off at the provider's output-token limit: write a shorter,
+/// complete turn". It is a `stream-cut` provider error: no re-ask, the table's
+/// provider-error column, and an experiment whose every reply failed exits 1.
+#[test]
+fn a_stream_cut_mid_reply_is_a_provider_error_not_a_truncation_at_the_budget() {
+    let server = serve(vec![Say::Cut("# thesis: follow the ".into())]);
+    let dir = scratch("experiment-stream-cut");
+    let out = dir.join("out");
+    let tape = common::root().join("tapes/range-2025-04-09-s2.jsonl");
+    let run = experiment(
+        &server.base,
+        &dir,
+        &tape,
+        &out,
+        &["--budgets", "4096", "--profiles", "authoring-v2"],
+    );
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("error code=PROVIDER") && stderr.contains("kind=stream-cut"),
+        "{stderr}"
+    );
+    let table = std::fs::read_to_string(out.join("table.md")).expect("table.md");
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("| authoring-v2-free-4096 |"))
+        .unwrap_or_else(|| panic!("no free arm: {table}"));
+    assert!(
+        row.starts_with("| authoring-v2-free-4096 | 1 | - (0/0) | - (0/0) |"),
+        "no reply, so nothing truncated: {row}"
+    );
+    assert!(row.contains("| 100.0% |"), "a provider error: {row}");
+    let arm = out.join("authoring-v2-free-4096");
+    let bus: String = std::fs::read_dir(&arm)
+        .expect("the arm's directory")
+        .filter_map(|e| std::fs::read_to_string(e.ok()?.path()).ok())
+        .collect();
+    assert!(bus.contains("kind=stream-cut"), "{bus}");
+    assert!(!bus.contains("output-token limit"), "{bus}");
+    assert_eq!(
+        server.seen.lock().expect("lock").len(),
+        2,
+        "one ask per arm: text arrived, so no retry, and no re-ask"
+    );
+}
+
+/// A stream that ends with `[DONE]` but no finish reason was counted as truncated at the
+/// budget. The server ended it itself (one stopped at its output-token limit says
+/// `length`): it is a whole reply, routed as written.
+#[test]
+fn a_stream_that_ends_without_a_finish_reason_is_a_whole_reply() {
+    let server = serve(vec![Say::Unsaid("STAND-DOWN chop, no edge\n".into())]);
+    let dir = scratch("experiment-unsaid");
+    let out = dir.join("out");
+    let tape = common::root().join("tapes/range-2025-04-09-s2.jsonl");
+    let run = experiment(
+        &server.base,
+        &dir,
+        &tape,
+        &out,
+        &["--budgets", "4096", "--profiles", "authoring-v2"],
+    );
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(0), "{stderr}");
+    let table = std::fs::read_to_string(out.join("table.md")).expect("table.md");
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("| authoring-v2-free-4096 |"))
+        .unwrap_or_else(|| panic!("no free arm: {table}"));
+    assert!(row.contains("| 0.0% (0/1) |"), "not truncated: {row}");
 }

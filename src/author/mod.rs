@@ -177,11 +177,13 @@ impl std::fmt::Display for ProviderError {
 pub enum Completion {
     /// The reply as written (the router extracts, parses and routes it).
     Reply(String),
-    /// Text that did not end as a complete reply: the provider stopped it (`finish_reason`
-    /// other than `stop`, e.g. `length` at the output-token limit) or the stream ended
-    /// without saying it finished. It is routed as *truncated* (`turn::Reply::CutOff`)
-    /// whatever it parses to: a cut prefix of a plan may parse yet lack its EXIT.
-    CutOff(String),
+    /// Text that did not end with `finish_reason: "stop"`, and why ([`Cut`]; it reads as its
+    /// text). The session settles it ([`Cut::reply_kind`]): a reply the provider stopped
+    /// (`length` at the output-token limit, `content_filter`, ...) is routed as *truncated*
+    /// (`turn::Reply::CutOff`) whatever it parses to, since a cut prefix of a plan may parse
+    /// yet lack its EXIT; a stream that broke before it ended is a `stream-cut` provider
+    /// error; one that ended without a finish reason is a whole reply.
+    CutOff(Cut),
     /// No reply: the transport failed.
     ProviderError(ProviderError),
     /// A reply past [`MAX_REPLY_BYTES`](crate::limits::MAX_REPLY_BYTES): the transport
@@ -193,6 +195,77 @@ pub enum Completion {
         /// Its whole size in bytes.
         bytes: usize,
     },
+}
+
+/// Why a reply did not end with `finish_reason: "stop"`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CutReason {
+    /// The provider stopped it and said why: the finish reason (`length` at the
+    /// output-token limit, `content_filter`, ...).
+    Stopped(String),
+    /// The stream ended (`[DONE]`), or a non-streamed body arrived whole, with no finish
+    /// reason: the server ended the reply itself without saying why. A server that stops at
+    /// its output-token limit says `length`, so this is not a truncation at the budget.
+    Unsaid,
+    /// The connection closed or broke mid-reply: no finish reason and no `[DONE]` (a crashed
+    /// server, a proxy timeout, a dropped connection). The text is a prefix of a reply the
+    /// server may never have finished, and nothing says the budget ended it.
+    Broken,
+}
+
+/// Text that did not end as a complete reply ([`Completion::CutOff`]), and why. It reads as
+/// its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cut {
+    pub text: String,
+    pub reason: CutReason,
+}
+
+/// How the session takes a [`Cut`] reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CutKind {
+    /// Truncated: the provider stopped it (routed `turn::Reply::CutOff`).
+    Truncated,
+    /// A whole reply: the stream ended without a finish reason (routed `turn::Reply::Text`).
+    Whole,
+    /// No reply: the stream broke mid-way, this `stream-cut` provider error.
+    Failed(ProviderError),
+}
+
+impl Cut {
+    /// A cut reply of `text` for `reason`.
+    pub fn new(text: impl Into<String>, reason: CutReason) -> Cut {
+        Cut {
+            text: text.into(),
+            reason,
+        }
+    }
+
+    /// How the session takes it: a reply the provider stopped is truncated, one whose stream
+    /// ended without a finish reason is whole, and one whose connection broke mid-reply is
+    /// a `stream-cut` provider error. Before 2026-12-05 all three were truncated, so a
+    /// dropped connection was counted (and told to the model) as a cut at the output-token
+    /// limit: "write a shorter, complete turn".
+    pub fn reply_kind(&self) -> CutKind {
+        match &self.reason {
+            CutReason::Stopped(_) => CutKind::Truncated,
+            CutReason::Unsaid => CutKind::Whole,
+            CutReason::Broken => CutKind::Failed(ProviderError {
+                kind: ProviderErrorKind::StreamCut,
+                message: format!(
+                    "the stream ended after {} bytes of text with no finish reason and no [DONE] (the connection closed mid-reply): the partial text is not a reply",
+                    self.text.len()
+                ),
+            }),
+        }
+    }
+}
+
+impl std::ops::Deref for Cut {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.text
+    }
 }
 
 /// A reply as the transport reads it, kept within [`MAX_REPLY_BYTES`]: its first bytes up

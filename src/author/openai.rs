@@ -8,11 +8,14 @@
 //! left when the attempts or the deadline run out is a [`ProviderError`]; a partial reply is
 //! never returned as authored, and an empty one is never a pass.
 //!
-//! Only `finish_reason: "stop"` ends a reply normally. Any other finish reason (`length` at
-//! the output-token limit, `content_filter`, ...), a stream that ends (`[DONE]`, end of
-//! body, or a broken connection) after text arrived but without a finish reason, and a
-//! non-streamed body without one are [`Completion::CutOff`]: the router makes them *truncated*
-//! even when the prefix parses. A server that answers 429 or 503 with `Retry-After: N`
+//! Only `finish_reason: "stop"` ends a reply normally; anything else is a
+//! [`Completion::CutOff`] that says why ([`CutReason`]): another finish reason (`length` at
+//! the output-token limit, `content_filter`, ...) is one the provider stopped, which the
+//! router makes *truncated* even when the prefix parses; a stream that ended (`[DONE]`) or
+//! a non-streamed body without a finish reason ended unsaid, and the session takes it as
+//! whole; a stream that stopped after text with neither (end of body, a broken connection)
+//! broke mid-reply, and the session makes it a `stream-cut` provider error, not retried
+//! (its text was shown streaming). A server that answers 429 or 503 with `Retry-After: N`
 //! (seconds, or an HTTP date) is retried after `N` seconds, at most [`MAX_RETRY_AFTER`] and never past the
 //! total deadline. Bytes that are not UTF-8 are a `bad-response` provider error, never
 //! decoded lossily. The URL shown in any message has no userinfo and no query values, and
@@ -26,7 +29,7 @@
 use super::secret::ApiKey;
 use super::sse::{SseError, SseParser};
 use super::{
-    Author, AuthorFuture, AuthorInfo, Completion, DeltaSink, Prompt, ProviderError,
+    Author, AuthorFuture, AuthorInfo, Completion, Cut, CutReason, DeltaSink, Prompt, ProviderError,
     ProviderErrorKind, excerpt,
 };
 use crate::lang::grammar::{self, GrammarFormat, GrammarOptions};
@@ -239,8 +242,6 @@ fn utf8(bytes: Vec<u8>, what: &str) -> Result<String, Failure> {
     })
 }
 
-/// The end of a completion: `stop` is a whole reply, anything else (or no finish reason)
-/// a cut-off one.
 /// A response body, read until its end or `cap` bytes: the bytes and whether that was its end
 /// (past `cap` the rest is not read).
 async fn body_upto(resp: &mut reqwest::Response, cap: usize) -> reqwest::Result<(Vec<u8>, bool)> {
@@ -256,10 +257,13 @@ async fn body_upto(resp: &mut reqwest::Response, cap: usize) -> reqwest::Result<
     Ok((out, true))
 }
 
+/// The end of a completion that ended (`[DONE]`, or a whole body): `stop` is a whole
+/// reply, another finish reason one the provider stopped, none one that ended unsaid.
 fn finished(text: String, finish_reason: Option<&str>) -> Completion {
     match finish_reason {
         Some("stop") => Completion::Reply(text),
-        _ => Completion::CutOff(text),
+        Some(r) => Completion::CutOff(Cut::new(text, CutReason::Stopped(r.to_string()))),
+        None => Completion::CutOff(Cut::new(text, CutReason::Unsaid)),
     }
 }
 
@@ -565,6 +569,8 @@ impl OpenAiAuthor {
         // The reply, kept up to the reply limit and counted past it (`Bounded`).
         let mut text = super::Bounded::default();
         let mut finish: Option<String> = None;
+        // Did the stream end (`[DONE]`), or only stop (end of body, a broken connection)?
+        let mut ended = false;
         'read: loop {
             let chunk = if text.is_empty() {
                 match tokio::time::timeout_at(first_by, resp.chunk()).await {
@@ -614,7 +620,8 @@ impl OpenAiAuthor {
             })?;
             for data in events {
                 if data.trim() == "[DONE]" {
-                    // The end of the stream; only a finish reason says the reply is whole.
+                    // The end of the stream: the server ended it.
+                    ended = true;
                     break 'read;
                 }
                 let v: serde_json::Value = match serde_json::from_str(&data) {
@@ -680,6 +687,10 @@ impl OpenAiAuthor {
                     true,
                 )
             });
+        }
+        if finish.is_none() && !ended {
+            // Text, then the stream stopped with neither a finish reason nor `[DONE]`.
+            return Ok(Completion::CutOff(Cut::new(text, CutReason::Broken)));
         }
         Ok(finished(text, finish.as_deref()))
     }

@@ -531,7 +531,11 @@ impl TurnSource for Attached {
             retries.push(author.take_retries());
             match done {
                 crate::author::Completion::Reply(text) => Reply::Text(text),
-                crate::author::Completion::CutOff(text) => Reply::CutOff(text),
+                crate::author::Completion::CutOff(cut) => match cut.reply_kind() {
+                    crate::author::CutKind::Truncated => Reply::CutOff(cut.text),
+                    crate::author::CutKind::Whole => Reply::Text(cut.text),
+                    crate::author::CutKind::Failed(e) => Reply::ProviderError(e.to_string()),
+                },
                 crate::author::Completion::Oversized { head, bytes } => {
                     Reply::Oversized { head, bytes }
                 }
