@@ -1732,3 +1732,56 @@ fn an_edited_shard_result_is_refused_by_its_digest() {
     );
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A subject whose USING names a symbol the tapes lack is de-armed at every open, and the
+/// report read like a plan that never triggered (runs N, active 0, a clean 0 against null)
+/// with nothing said. `grade` (and `grade merge`) warns on stderr on how many tapes the
+/// subject could not arm and why; a subject that armed everywhere gets no warning.
+#[test]
+fn a_subject_that_could_not_arm_is_warned_about() {
+    let d = tmp("not-armed");
+    std::fs::create_dir_all(d.join("tapes")).unwrap();
+    family(&d.join("tapes"), Regime::Trend, 2, 1, 15, 0.0);
+    std::fs::write(
+        d.join("q.kestrel"),
+        "PLAN q budget 1R ttl 09:40\n  USING signal QQQ exec SPY\n  WHEN spot > 1\n  DO buy 1 shares @ ask\n\nGRADE plan q OVER tapes/* FILL strict-cross-v1\n  VS null\n",
+    )
+    .unwrap();
+    let base = ["grade", "q.kestrel", "--draws", "2", "--resamples", "100"];
+    let (code, report, err) = kestrel(&base, &d);
+    assert_eq!(code, 0, "{err}");
+    assert!(report.contains("runs 2  active 0"), "{report}");
+    let want = "warning code=NOT-ARMED message=GRADE plan q OVER tapes/* FILL strict-cross-v1 VS null: q could not arm on 2 of 2 tapes (their runs count as flat), the first ";
+    assert!(err.contains(want), "{err}");
+    assert!(
+        err.contains(": UNKNOWN symbol QQQ: the tape does not carry it (USING)\n"),
+        "{err}"
+    );
+    // The same from shards merged.
+    let (code, _, err) = kestrel(
+        &[&base[..], &["--shard", "0/1", "--out", "s.jsonl"]].concat(),
+        &d,
+    );
+    assert_eq!(code, 0, "{err}");
+    let (code, merged, err) = kestrel(&["grade", "merge", "s.jsonl"], &d);
+    assert_eq!((code, merged.as_str()), (0, report.as_str()), "{err}");
+    assert!(err.contains(want), "{err}");
+    // A subject that arms says nothing, nor one its regime gate keeps out of these tapes
+    // (its choice, which VS ungated measures).
+    std::fs::write(
+        d.join("a.kestrel"),
+        "PLAN a budget 1R ttl 09:40\n  WHEN spot > 1\n  DO buy 1 shares @ ask\n\nGRADE plan a OVER tapes/* FILL strict-cross-v1\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("g.kestrel"),
+        "PLAN g budget 1R ttl 09:40 regime {intraday: range}\n  WHEN spot > 1\n  DO buy 1 shares @ ask\n\nGRADE plan g OVER tapes/* FILL strict-cross-v1\n  VS ungated\n",
+    )
+    .unwrap();
+    for f in ["a.kestrel", "g.kestrel"] {
+        let (code, _, err) = kestrel(&["grade", f, "--draws", "2", "--resamples", "100"], &d);
+        assert_eq!(code, 0, "{f}: {err}");
+        assert!(!err.contains("NOT-ARMED"), "{f}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}

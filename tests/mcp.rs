@@ -508,6 +508,48 @@ async fn run_matches_the_cli_report() {
     client.cancel().await.expect("close");
 }
 
+/// `run` said nothing of what `kestrel run` warns or notes: a document without a PLAN was a
+/// plain success (the CLI: `warning code=NO-PLANS`), and a de-armed plan had no reason. The
+/// first has a `warnings` array and the warning's line before the report; the second its
+/// `reason`, as in `kestrel run --json`.
+#[tokio::test]
+async fn run_says_no_plans_and_why_a_plan_was_de_armed() {
+    let client = connect().await;
+    for plans in ["", "# only a comment\nUSING signal SPX exec SPY 0dte\n"] {
+        let r = call(
+            &client,
+            "run",
+            json!({ "plans": plans, "tape": "trend-2025-04-09-s1" }),
+        )
+        .await
+        .expect("run");
+        assert!(!is_error(&r), "{}", text(&r));
+        let line = "warning code=NO-PLANS message=plans holds no PLAN: the tape replays with nothing armed";
+        assert!(text(&r).starts_with(&format!("{line}\n{{")), "{}", text(&r));
+        let w = &data(&r)["warnings"];
+        assert_eq!(w[0]["code"], "NO-PLANS", "{w}");
+        assert_eq!(w[0]["warning"], line, "{w}");
+        assert_eq!(data(&r)["plans"], json!([]));
+    }
+    let plans = "PLAN elsewhere budget 0.2R ttl 15:00\n  USING signal QQQ exec SPY\n  WHEN spot > 1\n  DO buy 1 shares @ ask\n";
+    let r = call(
+        &client,
+        "run",
+        json!({ "plans": plans, "tape": "trend-2025-04-09-s1" }),
+    )
+    .await
+    .expect("run");
+    assert!(!is_error(&r), "{}", text(&r));
+    assert!(data(&r).get("warnings").is_none(), "{}", text(&r));
+    let p = &data(&r)["plans"][0];
+    assert_eq!(p["state"], "de-armed", "{p}");
+    assert_eq!(
+        p["reason"], "UNKNOWN symbol QQQ: the tape does not carry it (USING)",
+        "{p}"
+    );
+    client.cancel().await.expect("close");
+}
+
 #[tokio::test]
 async fn malformed_calls_are_protocol_errors() {
     let client = connect().await;

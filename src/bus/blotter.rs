@@ -226,6 +226,10 @@ pub struct PlanLine {
     pub note: Option<String>,
     /// The last risk decision on its tickets: a veto or a size clamp, with the arithmetic.
     pub risk: Option<Risk>,
+    /// Why the plan is in its latest state, as its `plan-state` event said (`UNKNOWN symbol
+    /// SPX: the tape does not carry it (USING)` for a de-armed plan); `None` when that event
+    /// gave no reason. Unlike [`note`](PlanLine::note), a later fire does not replace it.
+    pub reason: Option<String>,
 }
 
 impl PlanLine {
@@ -653,6 +657,7 @@ impl Blotter {
             owner: None,
             note: None,
             risk: None,
+            reason: None,
         })
     }
 
@@ -737,6 +742,7 @@ impl Blotter {
             } => {
                 let l = self.line(plan);
                 l.state = *state;
+                l.reason = reason.clone();
                 if let Some(r) = reason {
                     l.note = Some(r.clone());
                 }
@@ -1227,6 +1233,7 @@ mod tests {
             owner: None,
             note: None,
             risk: None,
+            reason: None,
         };
         assert_eq!(l.summary(), "no fire yet");
         (l.fires, l.fills) = (2, 1);

@@ -167,6 +167,14 @@ fn not_interrupted(what: &'static str) -> impl FnOnce(String) -> Result<String, 
     }
 }
 
+/// Say on stderr each grade whose subject could not arm on some tapes
+/// ([`grade::not_armed_warnings`]): the report counts those runs as flat.
+fn warn_not_armed(job: &grade::Job, results: &[grade::UnitResult]) {
+    for w in grade::not_armed_warnings(job, results) {
+        errln!("{w}");
+    }
+}
+
 /// Run the grade (or one shard): the report or shard text, or the exit code of a failure
 /// (printed).
 fn grade_text(a: &Args) -> Result<String, i32> {
@@ -263,6 +271,7 @@ fn grade_text(a: &Args) -> Result<String, i32> {
         },
         None => match grade::run_all(&prepared, &mut tapes) {
             Ok(results) => {
+                warn_not_armed(&prepared.job, &results);
                 if a.out_json.json {
                     grade::report_json(&prepared.job, &results) + "\n"
                 } else {
@@ -344,6 +353,7 @@ fn merge(m: &MergeArgs) -> Result<String, i32> {
         Ok(x) => x,
         Err(e) => return Err(fail(&e)),
     };
+    warn_not_armed(&job, &results);
     let text = if m.out_json.json {
         grade::report_json(&job, &results) + "\n"
     } else {

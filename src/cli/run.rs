@@ -51,6 +51,10 @@ pub struct PlanReport {
     pub mae_usd: Px,
     /// Maximum adverse excursion, R.
     pub mae_r: Px,
+    /// Why a de-armed plan was de-armed (`UNKNOWN symbol SPX: the tape does not carry it
+    /// (USING)`): a plan that never could act on this tape, told apart from one that never
+    /// triggered. `None` for every other state.
+    pub reason: Option<String>,
 }
 
 /// Per-plan lines from a Blotter, in order of first appearance.
@@ -64,8 +68,13 @@ pub fn plan_reports(b: &Blotter) -> Vec<PlanReport> {
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_string))
                 .unwrap_or_default();
+            let reason = l
+                .reason
+                .clone()
+                .filter(|_| l.state == crate::bus::PlanState::DeArmed);
             Some(PlanReport {
                 state,
+                reason,
                 fires: l.fires,
                 fills: l.fills,
                 real_usd: Px(b.realised(&n)),
@@ -96,7 +105,7 @@ pub fn json_report(bus: &Bus, tape_path: &str) -> String {
     let plans: Vec<serde_json::Value> = plan_reports(b)
         .into_iter()
         .map(|p| {
-            serde_json::json!({
+            let mut v = serde_json::json!({
                 "name": p.name,
                 "state": p.state,
                 "fires": p.fires,
@@ -107,7 +116,12 @@ pub fn json_report(bus: &Bus, tape_path: &str) -> String {
                 "pnl_r": num(p.pnl_r),
                 "mae_usd": num(p.mae_usd),
                 "mae_r": num(p.mae_r),
-            })
+            });
+            // Only a de-armed plan has one, so every other report keeps its bytes.
+            if let (Some(r), Some(o)) = (p.reason, v.as_object_mut()) {
+                o.insert("reason".into(), serde_json::Value::String(r));
+            }
+            v
         })
         .collect();
     let total = b.book_pnl();
@@ -207,6 +221,24 @@ fn table(rows: &[Vec<String>], left: usize) -> String {
     s
 }
 
+/// One line per de-armed plan saying why (`note: plan a de-armed: UNKNOWN symbol SPX: the
+/// tape does not carry it (USING)`), under the plan table: a plan that could not act on this
+/// tape is told apart from one that never triggered. Empty when no plan was de-armed.
+fn why_de_armed(plans: &[PlanReport]) -> String {
+    plans
+        .iter()
+        .filter_map(|p| {
+            let r = p.reason.as_deref()?;
+            Some(format!(
+                "note: plan {} {}: {}\n",
+                p.name,
+                p.state,
+                crate::lang::diag::visible_line(r)
+            ))
+        })
+        .collect()
+}
+
 /// The human report: money in dollars and cents, R to four decimals, columns aligned.
 pub fn text_report(bus: &Bus) -> String {
     let b = bus.blotter();
@@ -227,7 +259,8 @@ pub fn text_report(bus: &Bus) -> String {
         .map(String::from)
         .to_vec(),
     ];
-    for p in plan_reports(b) {
+    let plans = plan_reports(b);
+    for p in plans.iter().cloned() {
         rows.push(vec![
             p.name,
             p.state,
@@ -242,6 +275,7 @@ pub fn text_report(bus: &Bus) -> String {
         ]);
     }
     s.push_str(&table(&rows, 2));
+    s.push_str(&why_de_armed(&plans));
     let sessions = b.session_results();
     if sessions.len() > 1 {
         let mut rows = vec![
@@ -567,6 +601,19 @@ pub(crate) fn finish_interrupted(bus: Bus, pending: Option<out::Pending>, sig: &
     1
 }
 
+/// Does any of `docs` hold a PLAN? A run without one replays with nothing armed (`NO-PLANS`).
+pub(crate) fn holds_a_plan(docs: &[crate::lang::ast::Document]) -> bool {
+    docs.iter()
+        .flat_map(|d| &d.statements)
+        .any(|st| matches!(st.kind, crate::lang::ast::StatementKind::Plan(_)))
+}
+
+/// The `NO-PLANS` warning's message for `what` (`--plans a.kestrel`, `plans`), whose verb
+/// is `holds` or `hold`.
+pub(crate) fn no_plans_message(what: &str, verb: &str) -> String {
+    format!("{what} {verb} no PLAN: the tape replays with nothing armed")
+}
+
 /// Run `kestrel run`; returns the exit code (0 ok, 1 usage / I/O / bad tape, 2 refused
 /// document).
 pub fn run(a: Args) -> i32 {
@@ -586,18 +633,16 @@ pub fn run(a: Args) -> i32 {
         Ok(x) => x,
         Err(code) => return code,
     };
-    if !docs
-        .iter()
-        .flat_map(|d| &d.statements)
-        .any(|st| matches!(st.kind, crate::lang::ast::StatementKind::Plan(_)))
-    {
+    if !holds_a_plan(&docs) {
         // Valid, and runs (the tape's own figures), but nothing can trade: say so. `run`
         // arms what the files say; an IMPORT is followed only by `grade`.
         let files: Vec<String> = a.plans.iter().map(|p| p.display().to_string()).collect();
         errln!(
-            "warning code=NO-PLANS message=--plans {} {} no PLAN: the tape replays with nothing armed",
-            files.join(", "),
-            if files.len() == 1 { "holds" } else { "hold" }
+            "warning code=NO-PLANS message={}",
+            no_plans_message(
+                &format!("--plans {}", files.join(", ")),
+                if files.len() == 1 { "holds" } else { "hold" }
+            )
         );
     }
     super::signals::install();
@@ -785,6 +830,41 @@ mod tests {
         assert_eq!(v["determinism_hash"].as_str().unwrap().len(), 64);
         // Keys are sorted at every level.
         assert!(j1.starts_with("{\"bus_events\":"));
+    }
+
+    /// A plan whose USING names a symbol the tape lacks is de-armed at the open; the report
+    /// said only `de-armed`, and why was on the Bus alone. The JSON's plan has a `reason`
+    /// (absent for any other state, so other reports keep their bytes) and the text a note.
+    #[test]
+    fn a_de_armed_plan_says_why_in_both_reports() {
+        let d = dir("de-armed");
+        let plans = format!(
+            "{PLAN}\nPLAN elsewhere budget 1R ttl +10m\n  USING signal QQQ exec SPY\n  WHEN spot crosses above 1\n  DO buy 10 shares @ ask\n"
+        );
+        let a = args(&d, &good_tape(), &plans, true);
+        let reader = open_tape(&a.tape).unwrap();
+        let h = reader.header().clone();
+        let doc = lang::check(&plans, Mode::File).unwrap();
+        let bus = crate::engine::replay(
+            &h,
+            open_tape(&a.tape).unwrap(),
+            std::slice::from_ref(&doc),
+            EngineConfig::strict(Px(10_000_000)),
+            Bus::new(None),
+        )
+        .unwrap();
+        let v: serde_json::Value = serde_json::from_str(&json_report(&bus, "t")).unwrap();
+        let why = "UNKNOWN symbol QQQ: the tape does not carry it (USING)";
+        assert_eq!(v["plans"][1]["name"], "elsewhere");
+        assert_eq!(v["plans"][1]["state"], "de-armed");
+        assert_eq!(v["plans"][1]["reason"], why);
+        assert!(v["plans"][0].get("reason").is_none(), "{v}");
+        let text = text_report(&bus);
+        assert!(
+            text.contains(&format!("\nnote: plan elsewhere de-armed: {why}\n")),
+            "{text}"
+        );
+        assert_eq!(text.matches("note:").count(), 1, "{text}");
     }
 
     #[test]

@@ -15,6 +15,15 @@ pub fn tag_for_key(key: &str) -> &str {
     if key == "intraday" { "regime" } else { key }
 }
 
+/// How the gate's reasons start: a plan the gate kept out is `de-armed` by choice (its
+/// regime is not this tape's), not because it cannot run here.
+pub const REASON_PREFIX: &str = "regime gate: ";
+
+/// Is `reason` (a `de-armed` plan's) the gate's?
+pub fn is_gate_reason(reason: &str) -> bool {
+    reason.starts_with(REASON_PREFIX)
+}
+
 /// Check a plan's regime entries against a tape's tags. Every entry must match (AND). A key
 /// whose tag the tape does not carry is UNKNOWN, which is not a match (unknown is not
 /// true): the plan does not arm. `Err` carries the logged reason.
@@ -24,13 +33,13 @@ pub fn check(tags: &BTreeMap<String, String>, regime: &[RegimeEntry]) -> Result<
         match tags.get(tag) {
             None => {
                 return Err(format!(
-                    "regime gate: {}: UNKNOWN, the tape carries no `{tag}` tag",
+                    "{REASON_PREFIX}{}: UNKNOWN, the tape carries no `{tag}` tag",
                     e.key
                 ));
             }
             Some(v) if *v != e.value => {
                 return Err(format!(
-                    "regime gate: {} is {v} on this tape, the plan wants {}",
+                    "{REASON_PREFIX}{} is {v} on this tape, the plan wants {}",
                     e.key, e.value
                 ));
             }

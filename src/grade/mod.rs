@@ -288,6 +288,12 @@ pub struct PlanResult {
     pub fires: u64,
     /// Fills.
     pub fills: u64,
+    /// Why the plan ended de-armed on this tape (`UNKNOWN symbol SPX: the tape does not
+    /// carry it (USING)`): it could not act here, which its zero P&L does not tell apart
+    /// from never triggering. Absent otherwise, and for the regime gate's de-arming (the
+    /// plan's choice, which `VS ungated` measures), so shard lines keep their bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub de_armed: Option<String>,
 }
 
 /// The result of one work unit.
@@ -1192,9 +1198,53 @@ fn results_of(b: &Blotter, lineage: &[LineageEntry]) -> Vec<PlanResult> {
                 pnl: b.in_r(b.pnl(&l.name)).unwrap_or(Px::ZERO).raw(),
                 fires: line.map_or(0, |x| x.fires),
                 fills: line.map_or(0, |x| x.fills),
+                de_armed: line
+                    .filter(|x| x.state == crate::bus::PlanState::DeArmed)
+                    .and_then(|x| x.reason.clone())
+                    .filter(|r| !crate::engine::gate::is_gate_reason(r)),
             }
         })
         .collect()
+}
+
+/// A `warning code=NOT-ARMED` line for each grade whose subject ended de-armed on some of
+/// its tapes (its `plan` runs): on how many of them, and why on the first. Such a subject
+/// could not act there (a `USING` symbol the tape lacks), and its runs count as flat ones,
+/// so the report alone reads like a plan that never triggered.
+pub fn not_armed_warnings(job: &Job, results: &[UnitResult]) -> Vec<String> {
+    let by_grade = results_by_grade(job, results);
+    let mut out = Vec::new();
+    for (gi, g) in job.grades.iter().enumerate() {
+        let Some(subject) = g.lineage.first() else {
+            continue;
+        };
+        let runs: Vec<&UnitResult> = by_grade[gi]
+            .iter()
+            .copied()
+            .filter(|r| r.kind == RunKind::Plan)
+            .collect();
+        let de_armed: Vec<(&UnitResult, &str)> = runs
+            .iter()
+            .filter_map(|r| {
+                let p = r.plans.iter().find(|p| p.name == subject.name)?;
+                Some((*r, p.de_armed.as_deref()?))
+            })
+            .collect();
+        let Some((first, why)) = de_armed.first() else {
+            continue;
+        };
+        let tape = g.tapes.get(first.tape).map_or("?", |t| t.name.as_str());
+        out.push(format!(
+            "warning code=NOT-ARMED message={}: {} could not arm on {} of {} tapes (their runs count as flat), the first {}: {}",
+            g.title,
+            subject.name,
+            de_armed.len(),
+            runs.len(),
+            tape,
+            crate::lang::diag::visible_line(why)
+        ));
+    }
+    out
 }
 
 /// A tape loaded for replay.
@@ -1315,6 +1365,7 @@ pub fn run_units(
                     pnl: 0,
                     fires: 0,
                     fills: 0,
+                    de_armed: None,
                 })
                 .collect()
         };

@@ -697,6 +697,7 @@ pub fn run_in(root: &super::tapes::Root, a: &RunArgs) -> ToolOutput {
         Ok(d) => d,
         Err(errors) => return ToolOutput::refused(&doc_errors(&errors)),
     };
+    let has_plans = crate::cli::run::holds_a_plan(std::slice::from_ref(&doc));
     let (path, reader) = match open_tool_tape(root, &a.tape) {
         Ok(x) => x,
         Err(out) => return out,
@@ -719,9 +720,26 @@ pub fn run_in(root: &super::tapes::Root, a: &RunArgs) -> ToolOutput {
         .unwrap_or(&path);
     let report = crate::cli::run::json_report(&bus, &shown.display().to_string());
     match serde_json::from_str::<Value>(&report) {
-        Ok(v) => ToolOutput::success(report, v),
+        Ok(v) if has_plans => ToolOutput::success(report, v),
+        Ok(v) => no_plans(report, v),
         Err(e) => CodedError::plain("INTERNAL", format!("the run report is not JSON: {e}")).into(),
     }
+}
+
+/// A run of a document without a PLAN, as `kestrel run` says it (`warning code=NO-PLANS`):
+/// its report with a `warnings` array of that one coded warning, and the warning's line
+/// before the report in the text. Before, it was a plain success, which reads like a replay
+/// of the plans the agent meant to send.
+fn no_plans(report: String, mut v: Value) -> ToolOutput {
+    let message = crate::cli::run::no_plans_message("plans", "holds");
+    let line = format!("warning code=NO-PLANS message={message}");
+    if let Value::Object(m) = &mut v {
+        m.insert(
+            "warnings".into(),
+            json!([{ "code": "NO-PLANS", "message": message, "warning": line }]),
+        );
+    }
+    ToolOutput::success(format!("{line}\n{report}"), v)
 }
 
 #[cfg(test)]
