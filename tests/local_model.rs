@@ -982,3 +982,34 @@ fn a_stream_that_ends_without_a_finish_reason_is_a_whole_reply() {
         .unwrap_or_else(|| panic!("no free arm: {table}"));
     assert!(row.contains("| 0.0% (0/1) |"), "not truncated: {row}");
 }
+
+/// `--out -` made a directory named `-` (and a second run failed as "not empty"), where `-`
+/// is standard output on every other verb. It is a usage error saying why, and nothing is
+/// created.
+#[test]
+fn the_experiment_refuses_out_dash() {
+    let server = serve(vec![Say::Stream("# nothing new\n".into())]);
+    let dir = scratch("experiment-out-dash");
+    let tape = common::root().join("tapes/range-2025-04-09-s2.jsonl");
+    let run = experiment_command(
+        &server.base,
+        &dir,
+        &tape,
+        std::path::Path::new("-"),
+        &["--budgets", "64"],
+    )
+    .current_dir(&dir)
+    .output()
+    .expect("run kestrel experiment");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.starts_with("error code=USAGE message=--out is a directory for the arms' Bus files and table.md; `-` (standard output) cannot hold them"),
+        "{stderr}"
+    );
+    assert!(!dir.join("-").exists(), "no directory named -");
+    assert!(
+        server.seen.lock().expect("lock").is_empty(),
+        "nothing asked"
+    );
+}

@@ -174,6 +174,17 @@ fn cut_by_a_signal(a: &crate::turn::report::AskRecord) -> bool {
         if crate::author::ProviderError::parts(message).0 == Some(cut))
 }
 
+/// An arm's wall time: whole seconds from 10 s up (`33 s`), one decimal below (`0.3 s`), where
+/// a fast arm read `0 s`.
+fn wall(d: Duration) -> String {
+    let secs = d.as_secs_f64();
+    if secs < 9.95 {
+        format!("{secs:.1} s")
+    } else {
+        format!("{secs:.0} s")
+    }
+}
+
 fn pct(n: u64, d: u64) -> String {
     if d == 0 {
         "-".into()
@@ -331,8 +342,15 @@ fn failed_arms(results: &[(Arm, Tally)]) -> usize {
 /// and `table.md` lists this run's only, so an earlier run's files left there would be
 /// overwritten in part and read with this run's by `kestrel errors report OUT/*/`.
 /// `--out` naming a file (or a path through one) is not a folder the experiment can use:
-/// said so, as a usage error, not as a file it "cannot read".
+/// said so, as a usage error, not as a file it "cannot read"; so is `-`, which is standard
+/// output on every other verb and cannot hold a directory.
 fn check_out(out: &Path) -> Result<(), String> {
+    if out == Path::new("-") {
+        // Everywhere else `-` is standard output; here it made a directory named `-`.
+        return Err(
+            "error code=USAGE message=--out is a directory for the arms' Bus files and table.md; `-` (standard output) cannot hold them: give a new or an empty directory (the table is printed on standard output as well)".into(),
+        );
+    }
     let not_a_folder = |why: &str| {
         format!(
             "error code=USAGE message=--out {} {why}: it cannot be used as the output folder (the experiment writes its arms' directories and table.md there); give a new or an empty directory",
@@ -589,7 +607,7 @@ fn table(
         };
         let _ = writeln!(
             s,
-            "| {} | {} | {} ({}/{}) | {} ({}/{}) | {} | {} | {} | {} | {} | {:.0} | {:.0} s | {:.1} s |",
+            "| {} | {} | {} ({}/{}) | {} ({}/{}) | {} | {} | {} | {} | {} | {:.0} | {} | {:.1} s |",
             arm.name(),
             t.turns,
             pct(t.escapes, t.completed),
@@ -608,7 +626,7 @@ fn table(
             } else {
                 t.tokens as f64 / t.turns as f64
             },
-            t.wall.as_secs_f64(),
+            wall(t.wall),
             per
         );
     }
@@ -619,4 +637,20 @@ fn table(
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fast arm's wall read `0 s`: below 10 s it has one decimal.
+    #[test]
+    fn wall_has_a_decimal_below_ten_seconds() {
+        let ms = Duration::from_millis;
+        assert_eq!(wall(ms(0)), "0.0 s");
+        assert_eq!(wall(ms(340)), "0.3 s");
+        assert_eq!(wall(ms(9_940)), "9.9 s");
+        assert_eq!(wall(ms(9_960)), "10 s");
+        assert_eq!(wall(ms(33_400)), "33 s");
+    }
 }
