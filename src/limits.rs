@@ -16,6 +16,8 @@
 //! | [`MAX_REPLY_BYTES`] | 256 KiB | one author reply: a turn is a few KiB; 256 KiB is ~64,000 tokens |
 //! | [`MAX_METERED_RUN`] | 64 KiB | the token meter reads a line (a run without `\n`) longer than this in chunks of this size |
 //! | [`KEPT_REPLY_BYTES`] | 4 KiB | what is kept of a refused oversized reply (Bus record, re-ask quote) |
+//! | [`MAX_GRAMMAR_FREE_TEXT`] | 4,096 | `kestrel grammar` / MCP `grammar`'s `free_text_max`: servers expand a bounded repetition into that many rules, so `{0,4294967295}` would take the server receiving it down; a comment of 4,096 characters is already rambling (the default is 160) |
+//! | [`MAX_GRAMMAR_RUN`] | 1,024 | `run_max` likewise (the default is 32) |
 //! | [`MAX_RESPONSE_BYTES`] | 8 MiB | one HTTP response body, or one line or event of a stream, from a model server: a turn's JSON is at most ~1.5 MiB (256 KiB, every byte escaped) |
 
 /// How deep groups `( )`, `NOT` and price calls `lean( min( max(` may nest in one line.
@@ -36,6 +38,13 @@ pub const MAX_METERED_RUN: usize = 64 * 1024;
 
 /// How much of an oversized reply is kept (on the Bus and in the re-ask).
 pub const KEPT_REPLY_BYTES: usize = 4 * 1024;
+
+/// The largest `free_text_max` an exported grammar takes (characters of one free text).
+pub const MAX_GRAMMAR_FREE_TEXT: u32 = 4096;
+
+/// The largest `run_max` an exported grammar takes (one run of spaces, digits or name
+/// characters, or repeated list items).
+pub const MAX_GRAMMAR_RUN: u32 = 1024;
 
 /// The largest HTTP response body, or line or event of a stream, read from a model server.
 pub const MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;

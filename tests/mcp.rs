@@ -508,6 +508,51 @@ async fn run_matches_the_cli_report() {
     client.cancel().await.expect("close");
 }
 
+/// `grammar` took `free_text_max`/`run_max` up to 4294967295 and wrote `{0,4294967295}`
+/// bounds, which a server expands into that many rules. Each has a limit (4096, 1024):
+/// at the limit it is a grammar, past it a `USAGE` refusal naming the limit, as on the CLI.
+#[tokio::test]
+async fn grammar_bounds_have_a_limit() {
+    let client = connect().await;
+    let r = call(
+        &client,
+        "grammar",
+        json!({ "free_text_max": 4096, "run_max": 1024 }),
+    )
+    .await
+    .expect("grammar");
+    assert!(!is_error(&r), "{}", text(&r));
+    assert!(
+        text(&r).contains("{0,4096}") || text(&r).contains(",4096}"),
+        "{}",
+        text(&r)
+    );
+    for (args, said) in [
+        (
+            json!({ "free_text_max": 4_294_967_295u32 }),
+            "free_text_max is at most 4096, got 4294967295",
+        ),
+        (
+            json!({ "run_max": 1025 }),
+            "run_max is at most 1024, got 1025",
+        ),
+    ] {
+        let r = call(&client, "grammar", args.clone())
+            .await
+            .expect("grammar");
+        assert!(is_error(&r), "{args}: {}", text(&r));
+        assert_eq!(data(&r)["errors"][0]["code"], "USAGE");
+        assert!(text(&r).contains(said), "{}", text(&r));
+    }
+    let (code, _, err) = cli(&["grammar", "--run-max", "4294967295"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.starts_with("error code=USAGE message=--run-max is at most 1024, got 4294967295"),
+        "{err}"
+    );
+    client.cancel().await.expect("close");
+}
+
 /// `run` said nothing of what `kestrel run` warns or notes: a document without a PLAN was a
 /// plain success (the CLI: `warning code=NO-PLANS`), and a de-armed plan had no reason. The
 /// first has a `warnings` array and the warning's line before the report; the second its

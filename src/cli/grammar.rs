@@ -40,10 +40,41 @@ pub struct Args {
     pub run_max: u32,
 }
 
+/// The grammar's bounds, or the usage message saying which is out of range: each is at
+/// least 1, and at most its limit ([`MAX_GRAMMAR_FREE_TEXT`], [`MAX_GRAMMAR_RUN`]): a server
+/// expands a bounded repetition into that many rules, so `{0,4294967295}` (taken before)
+/// would take the server receiving it down. `names` are the two bounds as the caller spells
+/// them (`--free-text-max`, `free_text_max`).
+///
+/// [`MAX_GRAMMAR_FREE_TEXT`]: crate::limits::MAX_GRAMMAR_FREE_TEXT
+/// [`MAX_GRAMMAR_RUN`]: crate::limits::MAX_GRAMMAR_RUN
+pub(crate) fn check_bounds(
+    free_text_max: u32,
+    run_max: u32,
+    names: [&str; 2],
+) -> Result<(), String> {
+    use crate::limits::{MAX_GRAMMAR_FREE_TEXT, MAX_GRAMMAR_RUN};
+    let [free, run] = names;
+    if free_text_max == 0 || run_max == 0 {
+        return Err(format!("{free} and {run} must be at least 1"));
+    }
+    for (name, v, max) in [
+        (free, free_text_max, MAX_GRAMMAR_FREE_TEXT),
+        (run, run_max, MAX_GRAMMAR_RUN),
+    ] {
+        if v > max {
+            return Err(format!(
+                "{name} is at most {max}, got {v}: a server expands a bounded repetition into that many rules"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Print the grammar to stdout; exit 0, or 1 on bad bounds.
 pub fn run(a: &Args) -> i32 {
-    if a.free_text_max == 0 || a.run_max == 0 {
-        errln!("error code=USAGE message=--free-text-max and --run-max must be at least 1");
+    if let Err(e) = check_bounds(a.free_text_max, a.run_max, ["--free-text-max", "--run-max"]) {
+        errln!("error code=USAGE message={e}");
         return 1;
     }
     let opts = GrammarOptions {

@@ -388,10 +388,10 @@ pub struct GrammarArgs {
     /// or `file` (a `.kestrel` file: statements without directives).
     #[serde(default)]
     pub scope: GrammarScope,
-    /// Longest free text (a comment, a STAND-DOWN reason) in characters.
+    /// Longest free text (a comment, a STAND-DOWN reason) in characters, 1 to 4096.
     #[serde(default = "default_free_text_max")]
     pub free_text_max: u32,
-    /// Longest run of spaces, digits or name characters.
+    /// Longest run of spaces, digits or name characters, 1 to 1024.
     #[serde(default = "default_run_max")]
     pub run_max: u32,
 }
@@ -408,8 +408,10 @@ fn default_run_max() -> u32 {
 /// `kestrel grammar` prints it.
 pub fn grammar(a: &GrammarArgs) -> ToolOutput {
     use lang::grammar as g;
-    if a.free_text_max == 0 || a.run_max == 0 {
-        return CodedError::plain("USAGE", "free_text_max and run_max must be at least 1").into();
+    if let Err(e) =
+        crate::cli::grammar::check_bounds(a.free_text_max, a.run_max, ["free_text_max", "run_max"])
+    {
+        return CodedError::plain("USAGE", e).into();
     }
     let opts = g::GrammarOptions {
         scope: match a.scope {
