@@ -100,6 +100,34 @@ fn market_panes_on_a_hand_written_tape() {
     assert!(text.starts_with("FRAME tape=tiny t=09:40:00 view=all\n"));
 }
 
+/// A tape whose exec symbol has no option chain (any `tape import` without options) showed
+/// the chain pane's header over no rows, which read like a chain with nothing quoted. It
+/// says the tape has no chain; a tape with one is unchanged.
+#[test]
+fn a_chain_pane_on_a_tape_without_options_says_so() {
+    const NO_CHAIN: &str = r#"{"type":"header","v":1,"name":"one","date":"2025-04-09","open":"09:30","close":"16:00","symbols":{"SPY":{"prior_close":499.00}}}
+{"type":"tick","ts":"09:30:00.000","sym":"SPY","px":500.00,"sz":100}
+{"type":"tick","ts":"09:31:00.000","sym":"SPY","px":501.00,"sz":100}
+"#;
+    let v = view_of("VIEW c\n  chain 0dte strikes 3\n");
+    let r = TapeReader::new(std::io::Cursor::new(NO_CHAIN.as_bytes())).expect("tape");
+    let mut rep = Replay::new(r, &v).expect("replay");
+    rep.advance_to(at("09:31:00.000")).expect("advance");
+    let text = rep
+        .frame(&v, &Snapshot::default(), None, 0, &view::cl100k)
+        .text;
+    assert!(
+        text.contains(
+            "[chain SPY 0dte ±3: strike C fair bid ask | P fair bid ask]\n(no option chain on this tape)\n"
+        ),
+        "{text}"
+    );
+    let text = tiny_at(&v, at("09:40:00.000"))
+        .frame(&v, &Snapshot::default(), None, 0, &view::cl100k)
+        .text;
+    assert!(!text.contains("no option chain"), "{text}");
+}
+
 #[test]
 fn book_panes_render_the_snapshot() {
     let v = view_of("VIEW b\n  kernel\n  plans\n  blotter last 1\n  journal last 1\n");

@@ -410,6 +410,11 @@ fn pane(out: &mut String, d: &PaneDetail, input: &FrameInput<'_>) {
                 "[chain {exec} {} ±{n}: strike C fair bid ask | P fair bid ask]",
                 expiry_text(expiry)
             );
+            if m.strike_step(exec).is_none() {
+                // The tape lists no chain for this symbol (an imported tape without
+                // options): said, where the header stood alone over no rows.
+                out.push_str("(no option chain on this tape)\n");
+            }
             for off in -n..=n {
                 let Some(k) = m.strike_for(exec, off) else {
                     continue;
