@@ -2592,8 +2592,10 @@ fn a_long_book_scrolls_the_plans_pane_to_the_selected_plan_at_every_width() {
 fn the_log_keeps_every_fill_and_fire_of_a_long_day_and_lets_old_chatter_go() {
     // The bundled desk's plans and two pegged orders that never fill: re-prices on almost
     // every tick, thousands by the close.
+    // 2R: pegged all day, their limits climb past what a 0.2R budget lets a re-price reach
+    // (the re-price is checked since 2026-12-05), and the day is to stay busy.
     let pegs = format!(
-        "{}\nPLAN peg-c budget 0.2R ttl 15:55\n  USING signal SPX exec SPY 0dte\n  WHEN spot > 1000\n  DO buy 1 ATM C @ fair-40% peg\n\nPLAN peg-p budget 0.2R ttl 15:55\n  USING signal SPX exec SPY 0dte\n  WHEN spot > 1000\n  DO buy 1 ATM P @ fair-40% peg\n",
+        "{}\nPLAN peg-c budget 2R ttl 15:55\n  USING signal SPX exec SPY 0dte\n  WHEN spot > 1000\n  DO buy 1 ATM C @ fair-40% peg\n\nPLAN peg-p budget 2R ttl 15:55\n  USING signal SPX exec SPY 0dte\n  WHEN spot > 1000\n  DO buy 1 ATM P @ fair-40% peg\n",
         desk::DEFAULT_PLANS
     );
     let mut app = book_with(None, &[(ms(9, 30, 0), &pegs)], ms(12, 0, 0));
