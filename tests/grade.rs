@@ -1783,5 +1783,22 @@ fn a_subject_that_could_not_arm_is_warned_about() {
         assert_eq!(code, 0, "{f}: {err}");
         assert!(!err.contains("NOT-ARMED"), "{f}: {err}");
     }
+    // A gated subject that could not run on these tapes anyway is warned of: the symbol is
+    // checked before the gate (its reason hid the missing symbol, as in grade.md's example).
+    std::fs::write(
+        d.join("gq.kestrel"),
+        "PLAN gq budget 1R ttl 09:40 regime {intraday: range}\n  USING signal QQQ exec SPY\n  WHEN spot > 1\n  DO buy 1 shares @ ask\n\nGRADE plan gq OVER tapes/* FILL strict-cross-v1\n  VS ungated\n",
+    )
+    .unwrap();
+    let (code, _, err) = kestrel(
+        &["grade", "gq.kestrel", "--draws", "2", "--resamples", "100"],
+        &d,
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("gq could not arm on 2 of 2 tapes")
+            && err.contains(": UNKNOWN symbol QQQ: the tape does not carry it (USING)\n"),
+        "{err}"
+    );
     let _ = std::fs::remove_dir_all(&d);
 }

@@ -243,6 +243,8 @@ struct Order {
     worst: i64,
     /// The clause that placed it (`DO#1`), for the risk events of a re-price.
     clause: String,
+    /// An entry of a fire that also sold: its re-prices are not checked ([`refit`]).
+    covers: bool,
     /// An entry buy of shares sized on the assumed stop ([`DEFAULT_SHARE_STOP`]): its fill
     /// puts that stop in force ([`Leg::assumed_stop`]).
     assumed_stop: bool,
@@ -946,11 +948,6 @@ impl Engine {
                 return Err((Box::new(rt), $why))
             };
         }
-        if let (Some(tags), Some(regime)) = (&self.sh.gate, &p.regime)
-            && let Err(why) = gate::check(tags, regime)
-        {
-            fail!(why);
-        }
         if let Some(u) = using {
             for s in [&u.signal, &u.exec] {
                 if !header_has(&s.text) {
@@ -979,6 +976,13 @@ impl Engine {
         }
         if default_exec.is_none() {
             fail!("the tape carries no symbol".to_string());
+        }
+        // The regime gate after the symbols: a plan that cannot run on this tape says so
+        // (`grade` warns of it, NOT-ARMED), where the gate's reason hid it.
+        if let (Some(tags), Some(regime)) = (&self.sh.gate, &p.regime)
+            && let Err(why) = gate::check(tags, regime)
+        {
+            fail!(why);
         }
         let signal = rt.signal;
         let syms = &self.sh.syms;
@@ -2835,12 +2839,16 @@ fn fire(p: &mut PlanRt, pi: usize, sh: &mut Shared, reload: Option<usize>) {
         check_done(p, sh);
         return;
     }
+    // A fire with a sell (a spread, a covered structure): its buys cover the sell, which
+    // may fill first, so their re-prices are not refused or scaled ([`refit`]).
+    let covers = prep.iter().any(|x| x.side == BusSide::Sell && x.qty > 0);
     for x in prep {
         if x.qty == 0 {
             continue;
         }
         let worst = x.unit.saturating_mul(x.qty as i64);
         commit(p, sh, worst);
+        let id = sh.next_order;
         place(
             p,
             pi,
@@ -2855,6 +2863,9 @@ fn fire(p: &mut PlanRt, pi: usize, sh: &mut Shared, reload: Option<usize>) {
             x.mods,
             (worst, x.assumed_stop),
         );
+        if covers && let Some(o) = p.orders.iter_mut().rfind(|o| o.id == id) {
+            o.covers = true;
+        }
     }
 }
 
@@ -2937,6 +2948,11 @@ fn commit(p: &mut PlanRt, sh: &mut Shared, delta: i64) {
 ///
 /// Before 2026-12-05 only the fire was checked: `buy 3 ATM C @ 0.30 esc ask 10s` on a
 /// $100 budget passed at $90 and filled 3 @ 0.91, $273 of premium, losing $234.
+///
+/// Not for the buys of a fire that also sold (a spread: `DO buy 3 ATM C … ALSO sell 3 +2
+/// C`): the sell is covered by them (rule `naked-sell`) and may have filled already, so
+/// scaling or cancelling a buy would leave it naked (a 0.04R spread held 3 naked calls to
+/// -1.44R). Their escalation stands, as the author wrote it.
 fn refit(p: &mut PlanRt, sh: &mut Shared, k: usize, limit: Px, option: bool, why: &str) -> bool {
     let o = &p.orders[k];
     let unit = if option {
@@ -3139,6 +3155,7 @@ fn place(
         seen: sh.insts[inst].stamp,
         worst,
         clause: clause.to_string(),
+        covers: false,
         assumed_stop,
     };
     match q.and_then(|q| sh.fill.on_place(side, limit, q.bid, q.ask)) {
@@ -3307,6 +3324,7 @@ fn process_orders(p: &mut PlanRt, pi: usize, sh: &mut Shared, reads: PlanReads) 
             if buy
                 && o.role == OrderRole::Entry
                 && o.worst > 0
+                && !o.covers
                 && !refit(p, sh, k, l, q.option, &why)
             {
                 stands = false;

@@ -1034,6 +1034,25 @@ fn an_escalation_past_the_budget_is_scaled_or_vetoed() {
         0,
         "the refused re-price is not made"
     );
+    // A spread: its buy covers its sell (rule naked-sell), which may fill first. Refusing
+    // the buy's escalation could leave the sell naked: it escalates as written.
+    let b = run(
+        &t,
+        "PLAN s budget 0.01R ttl +10m\n  WHEN spot > 0\n  DO buy 1 90 C @ 9.00 esc ask 1s\n  ALSO sell 1 95 C @ bid\n",
+        100_000,
+    );
+    let f = fills(&b);
+    assert!(
+        f.iter().any(|x| x.1 == Buy && x.2 == 1 && x.3 == "10.15"),
+        "{f:?}"
+    );
+    assert_eq!(
+        count(&b, |e| matches!(
+            e,
+            Event::Veto { .. } | Event::Clamp { .. }
+        )),
+        0
+    );
 }
 
 #[test]
