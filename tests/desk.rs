@@ -3835,3 +3835,46 @@ fn the_undo_notice_names_what_the_turn_did_as_the_dialog_does() {
         "{m}"
     );
 }
+
+/// At 80x24 the Plans pane (35 columns inside) cut the ttl mid-time (`10:5…` for
+/// `10:51:30`) and every name to three letters, so the person's vwap-flush and the agent's
+/// vwap-reclaim both read `vwa…`. The budget and then the `by` column give way instead: the
+/// ttl stays whole, the names read apart, and the agent's plan says whose it is on its
+/// `↳` line.
+#[test]
+fn the_narrow_plans_pane_keeps_the_ttl_whole_and_the_names_apart_at_80x24() {
+    let mut app = readme_app();
+    press(&mut app, KeyCode::Char('g'));
+    typ(&mut app, "10:30\n");
+    app.set_focus(Pane::Plans);
+    let rows = pane_rows(&app, 80, 24, Pane::Plans);
+    let text = rows.join("\n");
+    assert!(has(&rows, "10:51:30"), "the add-on's ttl whole:\n{text}");
+    assert!(!text.contains(":…"), "no ttl cut:\n{text}");
+    assert!(has(&rows, "ttl"), "{text}");
+    // Every plan's row shows a name of its own, and its P&L.
+    let names: Vec<&str> = rows[1..]
+        .iter()
+        .filter(|l| !l.trim_start().starts_with('↳') && !l.trim().is_empty())
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(names.len(), app.snap.plans.len(), "{text}");
+    for (i, n) in names.iter().enumerate() {
+        assert!(!names[..i].contains(n), "{n} twice:\n{text}");
+    }
+    assert!(has(&rows, "vwap-f"), "{text}");
+    assert!(has(&rows, "vwap-r"), "{text}");
+    assert!(has(&rows, "+0.17R"), "{text}");
+    // The agent's plan is still said to be the agent's.
+    let reclaim = rows
+        .iter()
+        .position(|l| l.starts_with("vwap-r"))
+        .expect("the agent's plan");
+    assert!(
+        rows[reclaim + 1].contains("by house"),
+        "whose it is:\n{text}"
+    );
+    // The wide table's ttl column is as wide as its widest ttl (it was five: `10:51`).
+    let wide = pane_rows(&app, 210, 30, Pane::Plans);
+    assert!(has(&wide, "10:51:30"), "{}", wide.join("\n"));
+}

@@ -611,6 +611,78 @@ fn why_style(app: &App, p: &PlanLine) -> Style {
     }
 }
 
+/// The narrow Plans pane's columns after the name, as room allows: the budget beside the
+/// P&L (`+0.17/0.50R`, else `+0.17R`) and the `by` column.
+#[derive(Clone, Copy, PartialEq, Debug)]
+struct NarrowCols {
+    budget: bool,
+    by: bool,
+}
+
+impl NarrowCols {
+    /// From the widest to the narrowest: the budget gives way first, then the `by` column
+    /// (an agent's plan then says whose it is on its `↳` line). The state, the P&L and the
+    /// ttl always show, whole.
+    const FORMS: [NarrowCols; 3] = [
+        NarrowCols {
+            budget: true,
+            by: true,
+        },
+        NarrowCols {
+            budget: false,
+            by: true,
+        },
+        NarrowCols {
+            budget: false,
+            by: false,
+        },
+    ];
+
+    /// The header of each column shown.
+    fn header(self) -> Vec<String> {
+        let pnl = if self.budget { "pnl/budget" } else { "pnl" };
+        self.by
+            .then_some("by")
+            .into_iter()
+            .chain(["state", pnl, "ttl"])
+            .map(String::from)
+            .collect()
+    }
+
+    /// One plan's cells, as [`header`](Self::header) names them.
+    fn cells(self, p: &PlanLine) -> Vec<String> {
+        let pnl = if self.budget {
+            format!("{}/{:.2}R", hundredths(p.pnl_r), p.budget_r)
+        } else {
+            r_of(p.pnl_r)
+        };
+        self.by
+            .then(|| owner_label(&p.owner))
+            .into_iter()
+            .chain([
+                crate::bus::canon::state_name(p.state).to_string(),
+                pnl,
+                ttl_cell(p),
+            ])
+            .collect()
+    }
+}
+
+/// The narrowest name column at which every plan's name, cut with `…`, reads apart from the
+/// others (`vwap-f…` and `vwap-r…`, where at four columns both were `vwa…`): at least 4, at
+/// most the longest name.
+fn distinct_name_width(names: &[&str]) -> usize {
+    use std::collections::HashSet;
+    let longest = names.iter().map(|n| cols(n)).max().unwrap_or(0).max(4);
+    let apart = names.iter().collect::<HashSet<_>>().len();
+    (4..longest)
+        .find(|&w| {
+            let cut: HashSet<String> = names.iter().map(|n| super::fit::fit(n, w)).collect();
+            cut.len() == apart
+        })
+        .unwrap_or(longest)
+}
+
 /// The Plans pane when it is too narrow for the last column (under 90 columns inside): each
 /// plan on two lines, its row and then what was said of it (a veto or a clamp first), so
 /// risk is on screen at every size.
@@ -620,60 +692,77 @@ fn draw_plans_narrow(f: &mut Frame, app: &App, r: Rect) {
     let plans = &app.snap.plans;
     // Every column but the name is as wide as its widest value (or its header), so a ttl or
     // a P&L is never cut; the name takes what is left (cut with `…` only when it must).
-    let cells: Vec<[String; 4]> = plans
-        .iter()
-        .map(|p| {
-            [
-                owner_label(&p.owner),
-                crate::bus::canon::state_name(p.state).to_string(),
-                format!("{}/{:.2}R", hundredths(p.pnl_r), p.budget_r),
-                ttl_cell(p),
-            ]
-        })
-        .collect();
-    let header = ["by", "state", "pnl/budget", "ttl"];
-    let widths: Vec<usize> = (0..4)
-        .map(|c| {
-            cells
-                .iter()
-                .map(|row| cols(&row[c]))
-                .chain([cols(header[c])])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let longest = plans.iter().map(|p| cols(&p.name)).max().unwrap_or(4);
-    let fixed: usize = widths.iter().map(|w| w + 1).sum();
-    let nw = longest.clamp(4, w.saturating_sub(fixed).max(4));
+    // Where the name would be cut so far that two plans read alike, the budget and then
+    // the `by` column give way.
+    let names: Vec<&str> = plans.iter().map(|p| p.name.as_str()).collect();
+    let need = distinct_name_width(&names);
+    let layout = |form: NarrowCols| {
+        let header = form.header();
+        let cells: Vec<Vec<String>> = plans.iter().map(|p| form.cells(p)).collect();
+        let widths: Vec<usize> = (0..header.len())
+            .map(|c| {
+                cells
+                    .iter()
+                    .map(|row| cols(&row[c]))
+                    .chain([cols(&header[c])])
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        (form, header, cells, widths)
+    };
+    let fixed = |widths: &[usize]| widths.iter().map(|w| w + 1).sum::<usize>();
+    let (form, header, cells, widths) = NarrowCols::FORMS
+        .into_iter()
+        .map(layout)
+        .find(|(_, _, _, widths)| fixed(widths) + need <= w)
+        .unwrap_or_else(|| layout(NarrowCols::FORMS[NarrowCols::FORMS.len() - 1]));
+    let longest = names.iter().map(|n| cols(n)).max().unwrap_or(4);
+    let nw = longest.clamp(4, w.saturating_sub(fixed(&widths)).max(4));
+    // The state column (styled in its colour) is the one before the P&L and the ttl.
+    let state = widths.len() - 3;
     // Padded by columns (`{:<n$}` pads characters: a wide name would push the row over).
     let pad = super::fit::pad;
-    let row_text = |name: &str, c: &[String; 4]| {
-        format!(
-            "{} {} {} {} {}",
-            pad(name, nw),
-            pad(&c[0], widths[0]),
-            pad(&c[1], widths[1]),
-            pad(&c[2], widths[2]),
-            c[3],
-        )
+    let row_spans = |name: &str, c: &[String], state_style: Style| {
+        let last = c.len() - 1;
+        let mut spans = vec![Span::raw(format!("{} ", pad(name, nw)))];
+        for (i, cell) in c.iter().enumerate() {
+            let text = if i == last {
+                cell.clone()
+            } else {
+                pad(cell, widths[i])
+            };
+            let style = if i == state {
+                state_style
+            } else {
+                Style::default()
+            };
+            spans.push(Span::styled(text, style));
+            if i < last {
+                spans.push(Span::raw(" "));
+            }
+        }
+        spans
     };
-    let head = Line::from(Span::styled(
-        row_text("plan", &header.map(String::from)),
-        Style::default().fg(t.ui_muted()),
-    ));
+    let muted = Style::default().fg(t.ui_muted());
+    let head = Line::from(row_spans("plan", &header, muted)).style(muted);
     let mut lines: Vec<Line<'static>> = Vec::new();
     for (i, (p, c)) in plans.iter().zip(&cells).enumerate() {
         let name = super::fit::fit(&p.name, nw);
-        let mut first = Line::from(vec![
-            Span::raw(format!("{} {} ", pad(&name, nw), pad(&c[0], widths[0]))),
-            Span::styled(pad(&c[1], widths[1]), state_color(app, p.state)),
-            Span::raw(format!(" {} {}", pad(&c[2], widths[2]), c[3])),
-        ]);
+        let mut first = Line::from(row_spans(&name, c, state_color(app, p.state)));
         let why_style = match p.risk {
             Some(_) => why_style(app, p),
-            None => Style::default().fg(t.ui_muted()),
+            None => muted,
         };
-        let mut second = Line::from(Span::styled(format!("  ↳ {}", plan_why(app, p)), why_style));
+        // Without the `by` column, a plan that is not the person's says whose it is.
+        let whose = match &p.owner {
+            Owner::Agent(_) if !form.by => format!("by {} · ", owner_label(&p.owner)),
+            _ => String::new(),
+        };
+        let mut second = Line::from(Span::styled(
+            format!("  ↳ {whose}{}", plan_why(app, p)),
+            why_style,
+        ));
         if i == app.plan_sel && app.focus == Pane::Plans {
             let bg = Style::default().bg(t.ui_selection_bg());
             first = first.style(bg);
@@ -781,13 +870,21 @@ fn draw_plans(f: &mut Frame, app: &App, r: Rect) {
         draw_plans_narrow(f, app, r);
         return;
     }
-    // Column widths: the fixed columns and their gaps take 39; the name column is as wide
-    // as the longest name while the last column keeps at least 24, and both are cut with
-    // `…` (at a word for the last), never mid-word without a mark.
+    // Column widths: the fixed columns and their gaps take 34 and the ttl's width (its
+    // widest value: `10:51:30` whole, where a 5-column ttl read `10:51`); the name column
+    // is as wide as the longest name while the last column keeps at least 24, and both are
+    // cut with `…` (at a word for the last), never mid-word without a mark.
     let inner = usize::from(r.width.saturating_sub(2));
+    let ttl_w = plans
+        .iter()
+        .map(|p| cols(&ttl_cell(p)))
+        .max()
+        .unwrap_or(0)
+        .max(5);
+    let fixed = 34 + ttl_w;
     let longest = plans.iter().map(|p| cols(&p.name)).max().unwrap_or(4);
-    let nw = longest.clamp(4, inner.saturating_sub(39 + 24).max(12));
-    let why_w = inner.saturating_sub(39 + nw).max(8);
+    let nw = longest.clamp(4, inner.saturating_sub(fixed + 24).max(12));
+    let why_w = inner.saturating_sub(fixed + nw).max(8);
     // The header stays; the rows scroll to keep the selected plan in view, and the title
     // says which plans show when not all fit.
     let (skip, title) = plans_window(app, r, 1);
@@ -823,7 +920,7 @@ fn draw_plans(f: &mut Frame, app: &App, r: Rect) {
             Constraint::Length(OWNER_W as u16),
             Constraint::Length(10),
             Constraint::Length(11),
-            Constraint::Length(5),
+            Constraint::Length(ttl_w as u16),
             Constraint::Fill(1),
         ],
     )
