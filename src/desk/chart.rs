@@ -264,20 +264,37 @@ fn off_window_label(l: Level, v: f64, arrow: char, room: usize) -> String {
         .unwrap_or_else(|| at(0))
 }
 
-/// The readout of a candle: time and OHLC (and volume).
-pub fn readout(b: &Candle, with_volume: bool) -> String {
-    let mut s = format!(
-        "{}  O {:.2}  H {:.2}  L {:.2}  C {:.2}",
-        hhmm(b.start),
-        b.open,
-        b.high,
-        b.low,
-        b.close
-    );
+/// The readout of a candle in at most `width` cells: time and OHLC (and volume), each field
+/// whole. Where they do not all fit, whole fields give way, least telling first: the
+/// volume, the open, the high, the low; the time and the close stay (`10:30  C 5184.97`),
+/// never a field cut in two (`… L 5184.97  C` with no close price).
+pub fn readout(b: &Candle, with_volume: bool, width: usize) -> String {
+    // Fields in screen order with a rank: the highest gives way first.
+    let mut fields = vec![
+        (0, hhmm(b.start)),
+        (3, format!("O {:.2}", b.open)),
+        (2, format!("H {:.2}", b.high)),
+        (1, format!("L {:.2}", b.low)),
+        (0, format!("C {:.2}", b.close)),
+    ];
     if with_volume {
-        s.push_str(&format!("  V {}", volume_label(b.volume)));
+        fields.push((4, format!("V {}", volume_label(b.volume))));
     }
-    s
+    let join = |f: &[(u8, String)]| {
+        f.iter()
+            .map(|(_, s)| s.as_str())
+            .collect::<Vec<_>>()
+            .join("  ")
+    };
+    while super::fit::width(&join(&fields)) > width {
+        match fields.iter().enumerate().max_by_key(|(_, (rank, _))| *rank) {
+            Some((i, (rank, _))) if *rank > 0 => {
+                fields.remove(i);
+            }
+            _ => break,
+        }
+    }
+    join(&fields)
 }
 
 /// Is a fill's instrument the charted symbol itself (`SPY`, `SPY shares`)?
@@ -665,7 +682,14 @@ pub fn draw(
     }
     if area.width < 24 || area.height < 6 {
         let b = bars[bars.len() - 1];
-        put(buf, area.x, area.y, &readout(&b, false), base, area);
+        put(
+            buf,
+            area.x,
+            area.y,
+            &readout(&b, false, usize::from(area.width)),
+            base,
+            area,
+        );
         return;
     }
     let has_vol = series.candles.has_volume();
@@ -977,7 +1001,7 @@ pub fn draw(
         let mut x = area.x;
         for (text, kind) in readout_pieces(
             &hhmm(b.start),
-            &readout(b, has_vol),
+            &readout(b, has_vol, usize::from(area.width)),
             &at,
             usize::from(area.width),
         ) {
@@ -1520,6 +1544,37 @@ mod tests {
         // A key the chart does not know how to shorten is shown as it is.
         let odd = fill("ES future", 5200.25);
         assert_eq!(mark_label(&odd, "SPX"), "breakout buy 2 ES future@5200.25");
+    }
+
+    /// At 80x24 the focused chart's readout was cut at the pane's edge mid-field
+    /// (`10:30  O 5184.97  H 5184.97  L 5184.97  C`, no close price): whole fields give way
+    /// instead, and the time and the close stay.
+    #[test]
+    fn the_readout_gives_way_a_whole_field_at_a_time_and_keeps_the_close() {
+        let mut b = bar(10 * 3600 + 30 * 60, 5184.5, 5185.3, 5183.9, 5184.97);
+        b.volume = 1200;
+        let full = "10:30  O 5184.50  H 5185.30  L 5183.90  C 5184.97  V 1.2k";
+        assert_eq!(readout(&b, true, 80), full);
+        assert_eq!(
+            readout(&b, true, 55),
+            "10:30  O 5184.50  H 5185.30  L 5183.90  C 5184.97"
+        );
+        assert_eq!(
+            readout(&b, true, 40),
+            "10:30  H 5185.30  L 5183.90  C 5184.97"
+        );
+        assert_eq!(readout(&b, false, 30), "10:30  L 5183.90  C 5184.97");
+        assert_eq!(readout(&b, false, 20), "10:30  C 5184.97");
+        assert_eq!(
+            readout(&b, false, 5),
+            "10:30  C 5184.97",
+            "the least it says"
+        );
+        for w in 16..70 {
+            let r = readout(&b, true, w);
+            assert!(r.chars().count() <= w, "{w}: {r}");
+            assert!(r.ends_with("C 5184.97") || r.ends_with('k'), "{w}: {r}");
+        }
     }
 
     #[test]
