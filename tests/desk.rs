@@ -3878,3 +3878,40 @@ fn the_narrow_plans_pane_keeps_the_ttl_whole_and_the_names_apart_at_80x24() {
     let wide = pane_rows(&app, 210, 30, Pane::Plans);
     assert!(has(&wide, "10:51:30"), "{}", wide.join("\n"));
 }
+
+/// After a stand-down at 10:30 vwap-flush, vetoed at 09:34, still holds its shares: its
+/// note read `↳ VETO worst $516.44 > $4.14 left · stand-d…` at 160x48, the holding the
+/// docs promise cut off. What it holds now comes right after why it stood down, ahead of
+/// the older veto.
+#[test]
+fn a_stood_down_plan_says_what_it_holds_before_its_old_veto_at_160x48() {
+    let mut app = readme_app();
+    press(&mut app, KeyCode::Char('g'));
+    typ(&mut app, "10:30\n");
+    app.human_turn("STAND-DOWN enough\n");
+    let held = app
+        .snap
+        .book
+        .positions
+        .iter()
+        .find(|x| x.plan == "vwap-flush")
+        .expect("vwap-flush still holds its shares")
+        .qty;
+    let says = format!("stand-down · holds {held:+} SPY shares");
+    app.set_focus(Pane::Plans);
+    for (w, h) in [(160, 48), (100, 30)] {
+        let rows = pane_rows(&app, w, h, Pane::Plans);
+        let text = rows.join("\n");
+        let at = rows
+            .iter()
+            .position(|l| l.starts_with("vwap-f"))
+            .unwrap_or_else(|| panic!("{w}x{h}:\n{text}"));
+        assert!(rows[at + 1].contains(&says), "{w}x{h}: {says}\n{text}");
+        if w == 160 {
+            assert!(
+                rows[at + 1].contains("VETO"),
+                "{w}x{h}: the veto still shows\n{text}"
+            );
+        }
+    }
+}

@@ -574,8 +574,10 @@ fn owner_label(o: &Owner) -> String {
 
 /// The Plans pane's last column: the last risk decision on the plan's tickets first
 /// (`VETO worst $58.00 > $0.00 left`, `qty 100→96 plan`), then the clause that fired or why
-/// it is in its state; a plan whose state does not say it holds (expired, halted, stood
-/// down) but still has a position on says what it holds (`· holds +1 SPY 0dte 518.00 C`):
+/// it is in its state. A plan whose state does not say it holds (expired, halted, stood
+/// down) but still has a position on says what it holds right after why it is in that
+/// state, ahead of its older risk decision, so a narrow column cuts the veto rather than
+/// the holding (`stand-down · holds +48 SPY shares · VETO worst $516.44 > $4.14 left`):
 /// its risk rides until its TP, its EXIT or the close.
 fn plan_why(app: &App, p: &PlanLine) -> String {
     // The engine's expiry reason is the Bus's `ttl 15:00:00.000`: on screen, `ttl reached
@@ -588,17 +590,25 @@ fn plan_why(app: &App, p: &PlanLine) -> String {
         Some(at) => format!("ttl reached {}", clock_text(at)),
         None => p.note.clone(),
     };
-    let mut why = match &p.risk {
-        Some(r) => format!("{} · {note}", r.short()),
-        None => note,
+    let holds: String = if p.state == PlanState::Filled {
+        String::new()
+    } else {
+        app.snap
+            .book
+            .positions
+            .iter()
+            .filter(|x| x.plan == p.name)
+            .map(|x| {
+                let inst = crate::market::options::same_day_name(&x.instrument, &app.snap.date);
+                format!(" · holds {:+} {inst}", x.qty)
+            })
+            .collect()
     };
-    if p.state != PlanState::Filled {
-        for x in app.snap.book.positions.iter().filter(|x| x.plan == p.name) {
-            let inst = crate::market::options::same_day_name(&x.instrument, &app.snap.date);
-            why.push_str(&format!(" · holds {:+} {inst}", x.qty));
-        }
+    match &p.risk {
+        Some(r) if !holds.is_empty() => format!("{note}{holds} · {}", r.short()),
+        Some(r) => format!("{} · {note}", r.short()),
+        None => format!("{note}{holds}"),
     }
-    why
 }
 
 /// The style of a plan's last column: a veto in the error colour, a clamp in the warning's.
