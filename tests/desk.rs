@@ -3915,3 +3915,44 @@ fn a_stood_down_plan_says_what_it_holds_before_its_old_veto_at_160x48() {
         }
     }
 }
+
+/// With a live author whose command is long (`cmd:/tmp/…/slow.sh`), the status line at
+/// 100x30 dropped the whole `author … (writing @ open)` field while it wrote: nothing on
+/// screen said the co-pilot was thinking. The field is shortened instead (the script's
+/// name, then the state alone), and it counts the wall time the author has been writing.
+#[test]
+fn a_long_named_authors_writing_state_stays_on_the_status_line_with_its_time() {
+    let dir = tmp("status-writing");
+    let script = dir.join("slow.sh");
+    std::fs::write(&script, "#!/bin/sh\ncat >/dev/null\nsleep 30\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let spec = live_spec("default", 60, &format!("cmd:{}", script.display()));
+    let src = desk::tape_source(None).unwrap();
+    let mut app = desk::inline_app_with(src, Some(DeskAgent::Live(spec)), false).unwrap();
+    app.tick();
+    assert!(app.agent().is_some_and(|a| a.waiting.is_some()));
+    let s = screen(&app, 100, 30);
+    assert!(
+        s[0].contains("author slow.sh (writing @ open 0s)"),
+        "100x30: {}",
+        s[0]
+    );
+    // Narrower, the state alone stays beside the clock, the play state and the hash.
+    let s = screen(&app, 70, 24);
+    assert!(s[0].contains("│ writing 0s │"), "70x24: {}", s[0]);
+    assert!(s[0].contains("hash"), "70x24: {}", s[0]);
+    // The seconds count up, and a new second is a change to draw.
+    std::thread::sleep(Duration::from_millis(1100));
+    assert!(app.tick(), "a new second is drawn");
+    let s = screen(&app, 160, 48);
+    let secs: u64 = s[0]
+        .split("(writing @ open ")
+        .nth(1)
+        .and_then(|r| r.split("s)").next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("160x48: {}", s[0]));
+    assert!(secs >= 1, "160x48: {}", s[0]);
+    drop(app);
+    let _ = std::fs::remove_dir_all(&dir);
+}

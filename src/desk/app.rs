@@ -212,6 +212,10 @@ pub struct App {
     /// The proposal waiting (its call) and the wall time the desk first saw it: a message
     /// said before it does not take its place on the footer.
     proposal_since: Option<(u64, std::time::Instant)>,
+    /// The call a live author is writing (its wake and when it was asked, on the tape) and
+    /// the wall time the desk first saw it out, with the whole seconds the status line last
+    /// showed: `writing 3s` counts up while the author thinks, a redraw each second.
+    writing_since: Option<(WritingCall, std::time::Instant, u64)>,
     /// Warnings from config loading (themes, keys).
     pub warnings: Vec<String>,
     /// Set when the user quits.
@@ -227,6 +231,9 @@ pub struct App {
     /// The open dialog's rows and the rows that showed at the last draw: (total, height).
     pub modal_rows: std::cell::Cell<(usize, usize)>,
 }
+
+/// A live author's call out, as the snapshot names it: its wake and when it was asked.
+type WritingCall = (String, crate::market::Ts);
 
 /// The catalog spelling of each pane when picked in SHOW VIEW (defaults for required
 /// arguments).
@@ -309,6 +316,7 @@ impl App {
             undo_said: None,
             footer_over: false,
             proposal_since: None,
+            writing_since: None,
             warnings: Vec::new(),
             quit: false,
             prompt_tokens: (card, count(&menu)),
@@ -372,6 +380,28 @@ impl App {
             return true;
         }
         false
+    }
+
+    /// Follow the call a live author is writing: a new call starts its wall clock (the
+    /// desk's, from when it first saw it out). Is there a new second to show?
+    fn time_writing(&mut self) -> bool {
+        let call = self.agent().and_then(|a| a.waiting.clone());
+        match (call, &mut self.writing_since) {
+            (None, since) => since.take().is_some(),
+            (Some(call), Some((seen, at, shown))) if *seen == call => {
+                let secs = at.elapsed().as_secs();
+                std::mem::replace(shown, secs) != secs
+            }
+            (Some(call), since) => {
+                *since = Some((call, std::time::Instant::now(), 0));
+                true
+            }
+        }
+    }
+
+    /// How long (wall time) the live author has been writing its answer, while it writes.
+    pub fn writing_for(&self) -> Option<std::time::Duration> {
+        self.writing_since.as_ref().map(|(_, at, _)| at.elapsed())
     }
 
     /// The agent's answer waiting for the person.
@@ -443,6 +473,7 @@ impl App {
         }
         let over = self.message_over_proposal();
         let cleared = cleared || std::mem::replace(&mut self.footer_over, over) != over;
+        let cleared = self.time_writing() || cleared;
         if let (Some((id, text)), Some(r)) = (&self.awaiting_submit, &self.snap.last_submit)
             && r.id == *id
         {

@@ -190,52 +190,75 @@ fn draw_status(f: &mut Frame, app: &App, r: Rect) {
     } else {
         "⏸ paused"
     };
-    let author = match app.agent() {
-        Some(a) => {
-            let state = if !a.attached {
-                "detached".to_string()
-            } else if a.proposal.is_some() {
-                "proposing".to_string()
-            } else if let Some((w, _)) = &a.waiting {
-                format!("writing @ {w}")
-            } else if a.replay_only && a.live {
-                // Reopened: the recorded answers act; the live author is not called.
-                "replayed, not called".to_string()
-            } else if a.copilot {
-                "co-pilot".to_string()
-            } else {
-                "autopilot".to_string()
-            };
-            // A live author's last answer: wall time, output tokens, re-asks (measured by the
-            // worker around the whole repair loop); `~` when the tokens are an estimate (a
-            // reply refused unread for its size).
-            let about = if a.last_estimated { "~" } else { "" };
-            let last = a
-                .last_answer
-                .map(|(wall, toks, re)| {
-                    format!(
-                        " last {:.1}s {about}{toks} tok {re} re-ask",
-                        wall.as_secs_f64()
-                    )
-                })
-                .unwrap_or_default();
-            format!("{} ({state}{last})", a.name)
-        }
-        None => "none".into(),
-    };
     // Fields in screen order with a rank: the least important go first when the line is
-    // narrow (the clock, the play state and the hash stay).
+    // narrow (the clock, the play state and the hash stay). A field with shorter forms is
+    // shortened before it is dropped.
     let fields = [
-        (6, "KESTREL".to_string()),
-        (4, tape_field(s)),
-        (0, s.clock.to_string()),
-        (1, format!("{} {}", play, s.speed.label())),
-        (5, "mode sim".to_string()),
-        (3, format!("author {author}")),
-        (2, format!("hash {} (engine)", short_hash(&s.hash))),
+        (6, vec!["KESTREL".to_string()]),
+        (4, vec![tape_field(s)]),
+        (0, vec![s.clock.to_string()]),
+        (1, vec![format!("{} {}", play, s.speed.label())]),
+        (5, vec!["mode sim".to_string()]),
+        (3, author_forms(app)),
+        (2, vec![format!("hash {} (engine)", short_hash(&s.hash))]),
     ];
     let text = status_text(&fields, usize::from(r.width));
     f.render_widget(Paragraph::new(text).style(base), r);
+}
+
+/// The status line's author field, from its longest form to its shortest: `author
+/// cmd:/tmp/x/slow.sh (writing @ open 3s)`, then by its short name (`author slow.sh
+/// (writing @ open 3s)`), without the last answer's figures, `slow.sh (writing 3s)`, and
+/// at the last `writing 3s`: while a live author writes, something on the line always says
+/// so, and for how long (wall time), where the whole field was dropped at 100x30.
+fn author_forms(app: &App) -> Vec<String> {
+    let Some(a) = app.agent() else {
+        return vec!["author none".into()];
+    };
+    // The state, and its brief form (without the wake it answers).
+    let (state, brief) = if !a.attached {
+        ("detached".to_string(), "detached".to_string())
+    } else if a.proposal.is_some() {
+        ("proposing".to_string(), "proposing".to_string())
+    } else if let Some((w, _)) = &a.waiting {
+        let secs = app
+            .writing_for()
+            .map(|d| format!(" {}s", d.as_secs()))
+            .unwrap_or_default();
+        (format!("writing @ {w}{secs}"), format!("writing{secs}"))
+    } else if a.replay_only && a.live {
+        // Reopened: the recorded answers act; the live author is not called.
+        let s = "replayed, not called".to_string();
+        (s.clone(), s)
+    } else if a.copilot {
+        ("co-pilot".to_string(), "co-pilot".to_string())
+    } else {
+        ("autopilot".to_string(), "autopilot".to_string())
+    };
+    // A live author's last answer: wall time, output tokens, re-asks (measured by the
+    // worker around the whole repair loop); `~` when the tokens are an estimate (a reply
+    // refused unread for its size).
+    let about = if a.last_estimated { "~" } else { "" };
+    let last = a
+        .last_answer
+        .map(|(wall, toks, re)| {
+            format!(
+                " last {:.1}s {about}{toks} tok {re} re-ask",
+                wall.as_secs_f64()
+            )
+        })
+        .unwrap_or_default();
+    let mut forms = vec![
+        format!("author {} ({state}{last})", a.name),
+        format!("author {} ({state}{last})", a.short_name),
+        format!("author {} ({state})", a.short_name),
+        format!("{} ({brief})", a.short_name),
+    ];
+    if a.waiting.is_some() && a.attached && a.proposal.is_none() {
+        forms.push(brief);
+    }
+    forms.dedup();
+    forms
 }
 
 /// The status line's tape: its name (the header's, as the Frame and `kestrel run` say it,
@@ -254,15 +277,16 @@ fn tape_field(s: &crate::session::SessionSnapshot) -> String {
     }
 }
 
-/// The status line from ranked fields: drop the highest rank until it fits (an author too
-/// long on its own is cut with `…`).
-fn status_text(fields: &[(u8, String)], width: usize) -> String {
-    let mut keep: Vec<(u8, String)> = fields.to_vec();
-    let join = |k: &[(u8, String)]| {
+/// The status line from ranked fields, each given as its forms from the longest to the
+/// shortest: the field of the highest rank takes its next shorter form, or is dropped when
+/// it has none, until the line fits (a last field too long on its own is cut with `…`).
+fn status_text(fields: &[(u8, Vec<String>)], width: usize) -> String {
+    let mut keep: Vec<(u8, &[String])> = fields.iter().map(|(r, f)| (*r, f.as_slice())).collect();
+    let join = |k: &[(u8, &[String])]| {
         format!(
             " {} ",
             k.iter()
-                .map(|(_, t)| t.as_str())
+                .filter_map(|(_, forms)| forms.first().map(String::as_str))
                 .collect::<Vec<_>>()
                 .join(" │ ")
         )
@@ -274,7 +298,11 @@ fn status_text(fields: &[(u8, String)], width: usize) -> String {
             .max_by_key(|(_, (rank, _))| *rank)
             .map(|(i, _)| i)
         {
-            keep.remove(i);
+            if keep[i].1.len() > 1 {
+                keep[i].1 = &keep[i].1[1..];
+            } else {
+                keep.remove(i);
+            }
         }
     }
     super::fit::fit(&join(&keep), width)
