@@ -589,6 +589,14 @@ impl Blotter {
     }
 
     /// Note a risk decision on one of `plan`'s tickets.
+    /// The short form of a plan's latest risk decision (`qty 3→2 plan`, `VETO …`).
+    fn risk_short(&self, plan: &str) -> Option<String> {
+        self.plans
+            .get(plan)
+            .and_then(|l| l.risk.as_ref())
+            .map(Risk::short)
+    }
+
     fn risk(
         &mut self,
         plan: &str,
@@ -774,21 +782,13 @@ impl Blotter {
                 // A re-price refused: the order it was is cancelled next (its row says so,
                 // with this veto as its risk), no ticket row of its own.
                 if let Some(id) = order {
-                    let short = self
-                        .plans
-                        .get(plan)
-                        .and_then(|l| l.risk.as_ref())
-                        .map(Risk::short);
+                    let short = self.risk_short(plan);
                     if let Some(o) = self.order_mut(*id) {
                         o.risk = short;
                     }
                     return;
                 }
-                let short = self
-                    .plans
-                    .get(plan)
-                    .and_then(|l| l.risk.as_ref())
-                    .map(Risk::short);
+                let short = self.risk_short(plan);
                 self.orders.push(OrderLine {
                     ts: *ts,
                     id: None,
@@ -825,23 +825,14 @@ impl Blotter {
                     if let Some(r) = self.resting.get_mut(*id) {
                         r.qty = *to_qty;
                     }
-                    let short = self
-                        .plans
-                        .get(plan)
-                        .and_then(|l| l.risk.as_ref())
-                        .map(Risk::short);
+                    let short = self.risk_short(plan);
                     if let Some(o) = self.order_mut(*id) {
                         o.qty = *to_qty;
                         o.risk = short;
                     }
                     return;
                 }
-                if let Some(short) = self
-                    .plans
-                    .get(plan)
-                    .and_then(|l| l.risk.as_ref())
-                    .map(Risk::short)
-                {
+                if let Some(short) = self.risk_short(plan) {
                     self.clamped.insert((plan.clone(), clause.clone()), short);
                 }
             }

@@ -2928,6 +2928,15 @@ fn usd(x: i128) -> Px {
     Px(x.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64)
 }
 
+/// A veto's arithmetic: `want` of worst case against `room` left, and not one unit fits.
+fn no_unit_fits(want: i128, room: i128) -> String {
+    format!(
+        "worst case ${} exceeds the ${} left in the budget, and one unit does not fit",
+        usd(want),
+        usd(room.max(0))
+    )
+}
+
 /// Commit `delta` more (or less) worst case to the plan and its BOOK.
 fn commit(p: &mut PlanRt, sh: &mut Shared, delta: i64) {
     p.committed = p.committed.saturating_add(delta);
@@ -2986,9 +2995,8 @@ fn refit(p: &mut PlanRt, sh: &mut Shared, k: usize, limit: Px, option: bool, why
             clause,
             budget: which,
             reason: format!(
-                "{at}: worst case ${} exceeds the ${} left in the budget, and one unit does not fit: the order is cancelled",
-                usd(i128::from(want)),
-                usd(room.max(0))
+                "{at}: {}: the order is cancelled",
+                no_unit_fits(i128::from(want), room)
             ),
             order: Some(id),
         });
@@ -3077,11 +3085,7 @@ fn fit_risk(p: &PlanRt, sh: &mut Shared, prep: &mut [Prepared]) -> bool {
             plan: p.name.clone(),
             clause,
             budget: which,
-            reason: format!(
-                "worst case ${} exceeds the ${} left in the budget, and one unit does not fit",
-                usd(want),
-                usd(room.max(0))
-            ),
+            reason: no_unit_fits(want, room),
             order: None,
         });
         return false;
