@@ -3,6 +3,8 @@
 //! and author strings that name nothing are refused instead of run.
 
 use std::io::Write;
+#[cfg(unix)]
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -431,7 +433,8 @@ fn sighup_during_an_author_call_ends_the_run_and_kills_the_authors_group() {
         "cmd:echo $$ > {}.tmp && mv {0}.tmp {0} && sleep 60 | cat",
         s(&pid_file)
     );
-    let mut child = Command::new(KESTREL)
+    let mut child = Command::new(KESTREL);
+    child
         .args([
             "agent",
             "--tape",
@@ -444,9 +447,17 @@ fn sighup_during_an_author_call_ends_the_run_and_kills_the_authors_group() {
         .args(["--bus", s(&bus)])
         .current_dir(root())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
+        .stderr(Stdio::piped());
+    // A run started with SIGHUP ignored (`nohup`, as a CI job may be) keeps ignoring it, by
+    // design; the child starts with the default disposition, as under a terminal.
+    // SAFETY: between fork and exec, only the async-signal-safe `signal`.
+    unsafe {
+        child.pre_exec(|| {
+            libc::signal(libc::SIGHUP, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let mut child = child.spawn().expect("spawn");
     let t = Instant::now();
     while !pid_file.exists() {
         assert!(
