@@ -2976,12 +2976,13 @@ fn refit(p: &mut PlanRt, sh: &mut Shared, k: usize, limit: Px, option: bool, why
     }
     let (left, which) = room_left(p, sh);
     let room = left + i128::from(o.worst);
-    let (id, old, clause) = (o.id, o.worst, o.clause.clone());
+    let old = o.worst;
     if i128::from(want) <= room {
         commit(p, sh, want - old);
         p.orders[k].worst = want;
         return true;
     }
+    let (id, clause) = (p.orders[k].id, p.orders[k].clause.clone());
     let fits = if room <= 0 || unit <= 0 {
         0
     } else {
