@@ -32,6 +32,8 @@ fn rule_cases() -> Vec<(Rule, String, usize, Vec<&'static str>)> {
         (Rule::NakedSell, format!("{HEAD}  DO buy 1 ATM C @ fair\n  ALSO sell 2 +2 C @ fair\n"), 4, vec!["short against"]),
         (Rule::NakedSell, format!("{HEAD}  DO buy 1 5200 C @ fair\n  ALSO sell 1 +2 C @ fair\n"), 4, vec!["same way"]),
         (Rule::NakedSell, format!("{HEAD}  DO sell 10 shares @ fair\n"), 3, vec!["sell only what you hold"]),
+        // A RELOAD's buy fires on its own trigger (maybe never): it covers nothing.
+        (Rule::NakedSell, format!("{HEAD}  DO sell 1 +2 C @ fair\n  RELOAD WHEN spot > 100000 buy 1 +1 C @ fair\n"), 3, vec!["a RELOAD's buy does not cover it"]),
         (Rule::ReservedWord, format!("{HEAD}  DO buy 1 +1 C @ fair oco\n"), 3, vec!["reserved", "remove it"]),
         (Rule::ClauseCount, "PLAN p budget 0.2R ttl 15:00\n  WHEN spot > hod\n".into(), 1, vec!["no DO", "DO buy"]),
         (Rule::ClauseCount, "PLAN p budget 0.2R ttl 15:00\n  DO buy 1 +1 C @ fair\n".into(), 1, vec!["no WHEN", "WHEN <trigger>"]),

@@ -243,8 +243,10 @@ struct Order {
     worst: i64,
     /// The clause that placed it (`DO#1`), for the risk events of a re-price.
     clause: String,
-    /// An entry of a fire that also sold: its re-prices are not checked ([`refit`]).
-    covers: bool,
+    /// A sell that a fire's buys cover: the ids of those buys not yet filled. It cannot fill
+    /// while one is left, and is cancelled (`uncovered`) when one is cancelled
+    /// ([`drop_uncovered`]): a covered sell waits for its cover.
+    cover: Vec<u64>,
     /// An entry buy of shares sized on the assumed stop ([`DEFAULT_SHARE_STOP`]): its fill
     /// puts that stop in force ([`Leg::assumed_stop`]).
     assumed_stop: bool,
@@ -2825,6 +2827,25 @@ fn fire(p: &mut PlanRt, pi: usize, sh: &mut Shared, reload: Option<usize>) {
             clause: t.clause.clone(),
         });
     }
+    // A RELOAD's sell is covered by the entry's buys (rule `naked-sell`): with none of them
+    // held or resting (vetoed, cancelled), it would open naked, so it does not fire yet.
+    if reload.is_some()
+        && prep.iter().all(|x| x.side == BusSide::Sell)
+        && !p.legs.iter().any(|l| l.pos.qty > 0)
+        && !p
+            .orders
+            .iter()
+            .any(|o| o.role == OrderRole::Entry && o.side == BusSide::Buy)
+    {
+        let clause = prep.first().map(|x| x.clause.clone()).unwrap_or_default();
+        return price_error(
+            p,
+            sh,
+            &clause,
+            "its sell would be naked: the plan holds no long leg and no entry buy rests",
+            reload,
+        );
+    }
     let clause = match reload {
         None => "WHEN".to_string(),
         Some(k) => format!("RELOAD#{}", k + 1),
@@ -2840,8 +2861,28 @@ fn fire(p: &mut PlanRt, pi: usize, sh: &mut Shared, reload: Option<usize>) {
         return;
     }
     // A fire with a sell (a spread, a covered structure): its buys cover the sell, which
-    // may fill first, so their re-prices are not refused or scaled ([`refit`]).
+    // waits for them: the ids the fire's buys get (`place` numbers orders one by one), or
+    // for a RELOAD's sell the plan's resting entry buys. A re-price that scales or refuses
+    // one of them scales or cancels the sell with it ([`refit`]).
     let covers = prep.iter().any(|x| x.side == BusSide::Sell && x.qty > 0);
+    let cover: Vec<u64> = if !covers {
+        Vec::new()
+    } else if prep.iter().any(|x| x.side == BusSide::Buy && x.qty > 0) {
+        let first = sh.next_order;
+        prep.iter()
+            .filter(|x| x.qty > 0)
+            .zip(first..)
+            .filter(|(x, _)| x.side == BusSide::Buy)
+            .map(|(_, id)| id)
+            .collect()
+    } else {
+        p.orders
+            .iter()
+            .filter(|o| o.role == OrderRole::Entry && o.side == BusSide::Buy)
+            .map(|o| o.id)
+            .collect()
+    };
+    let first = sh.next_order;
     for x in prep {
         if x.qty == 0 {
             continue;
@@ -2849,6 +2890,16 @@ fn fire(p: &mut PlanRt, pi: usize, sh: &mut Shared, reload: Option<usize>) {
         let worst = x.unit.saturating_mul(x.qty as i64);
         commit(p, sh, worst);
         let id = sh.next_order;
+        // A buy of this fire placed before the sell and filled is no cover left to wait for.
+        let waits: Vec<u64> = if x.side == BusSide::Sell {
+            cover
+                .iter()
+                .copied()
+                .filter(|&b| b > id || b < first || p.orders.iter().any(|o| o.id == b))
+                .collect()
+        } else {
+            Vec::new()
+        };
         place(
             p,
             pi,
@@ -2862,11 +2913,81 @@ fn fire(p: &mut PlanRt, pi: usize, sh: &mut Shared, reload: Option<usize>) {
             x.price,
             x.mods,
             (worst, x.assumed_stop),
+            waits,
         );
-        if covers && let Some(o) = p.orders.iter_mut().rfind(|o| o.id == id) {
-            o.covers = true;
+    }
+    if covers {
+        fill_covered(p, pi, sh, first);
+    }
+}
+
+/// The sells of a fire (its orders from id `first` on) that waited at their placement for
+/// buys placed after them, which have all filled at theirs: they go to market now
+/// ([`price_covered`]).
+fn fill_covered(p: &mut PlanRt, pi: usize, sh: &mut Shared, first: u64) {
+    let mut k = 0;
+    while k < p.orders.len() {
+        let o = &p.orders[k];
+        if o.id >= first && o.cover.is_empty() && o.seen == WAITED && price_covered(p, pi, sh, k) {
+            continue;
+        }
+        k += 1;
+    }
+}
+
+/// Order `k`, a sell whose cover has just filled, goes to market: priced again at the
+/// current quote (its price was read when it was placed, maybe long before; `order-repriced`
+/// with reason `covered` when that moves its limit) and filled as a placement would be.
+/// `true` when it filled (and is gone from the orders).
+fn price_covered(p: &mut PlanRt, pi: usize, sh: &mut Shared, k: usize) -> bool {
+    let inst = p.orders[k].inst;
+    let Some(q) = quote(sh, inst) else {
+        return false;
+    };
+    let basis = basis_of(p, inst);
+    let stamp = sh.insts[inst].stamp;
+    let o = &mut p.orders[k];
+    o.seen = stamp;
+    if let Some(l) = o.price.limit(&q, false, basis) {
+        let l = bound(l, o.side, &q, &o.mods, basis);
+        if l != o.limit {
+            o.limit = l;
+            sh.bus.emit(Event::OrderRepriced {
+                ts: sh.now,
+                order: o.id,
+                limit: l,
+                reason: "covered".into(),
+            });
         }
     }
+    match sh.fill.on_place(o.side, o.limit, q.bid, q.ask) {
+        Some(px) => {
+            let o = p.orders.remove(k);
+            do_fill(p, pi, sh, o, px);
+            true
+        }
+        None => false,
+    }
+}
+
+/// An order's `seen` once the cover it waited for has filled: no quote's stamp, so it is
+/// looked at again at its next step.
+const WAITED: u64 = u64::MAX;
+
+/// Cancel (`uncovered`) every sell whose cover lost a buy that did not fill: a buy the sell
+/// waited for is no longer resting (a fill takes its id off the sell's cover first), so it
+/// was cancelled (ttl, a CANCEL-IF, a stand-down, ...) and the sell would be naked.
+fn drop_uncovered(p: &mut PlanRt, sh: &mut Shared) {
+    if p.orders.iter().all(|o| o.cover.is_empty()) {
+        return;
+    }
+    let resting: Vec<u64> = p.orders.iter().map(|o| o.id).collect();
+    cancel_where(
+        p,
+        sh,
+        |o| o.cover.iter().any(|b| !resting.contains(b)),
+        "uncovered",
+    );
 }
 
 fn price_error(p: &mut PlanRt, sh: &mut Shared, clause: &str, why: &str, reload: Option<usize>) {
@@ -2958,10 +3079,11 @@ fn commit(p: &mut PlanRt, sh: &mut Shared, delta: i64) {
 /// Before 2026-12-05 only the fire was checked: `buy 3 ATM C @ 0.30 esc ask 10s` on a
 /// $100 budget passed at $90 and filled 3 @ 0.91, $273 of premium, losing $234.
 ///
-/// Not for the buys of a fire that also sold (a spread: `DO buy 3 ATM C … ALSO sell 3 +2
-/// C`): the sell is covered by them (rule `naked-sell`) and may have filled already, so
-/// scaling or cancelling a buy would leave it naked (a 0.04R spread held 3 naked calls to
-/// -1.44R). Their escalation stands, as the author wrote it.
+/// The buys of a fire that also sold (a spread: `DO buy 3 ATM C … ALSO sell 3 +2 C`) are
+/// checked alike: the sell they cover has not filled, since it waits for them, so a scaled
+/// buy scales the sell with it ([`scale_covered`]) and a refused one cancels it
+/// ([`drop_uncovered`]). Until 2026-12-05 the sell could fill first, so these buys were not
+/// checked: a 0.05R spread escalated to a $156 debit.
 fn refit(p: &mut PlanRt, sh: &mut Shared, k: usize, limit: Px, option: bool, why: &str) -> bool {
     let o = &p.orders[k];
     let unit = if option {
@@ -3017,7 +3139,7 @@ fn refit(p: &mut PlanRt, sh: &mut Shared, k: usize, limit: Px, option: bool, why
         clause,
         from_qty: qty,
         to_qty: fits,
-        budget: which,
+        budget: which.clone(),
         reason: format!(
             "{at}: worst case ${} exceeds the ${} left; quantity scaled to {fits}",
             usd(i128::from(want)),
@@ -3029,7 +3151,35 @@ fn refit(p: &mut PlanRt, sh: &mut Shared, k: usize, limit: Px, option: bool, why
     let o = &mut p.orders[k];
     o.qty = fits;
     o.worst = now_worst;
+    scale_covered(p, sh, id, (qty, fits), &which);
     true
+}
+
+/// The sells waiting for buy `id` (a spread's short leg) when a re-price scales the buy
+/// from `from` to `to` units: each is scaled alike (`clamp` with the sell's id), so what is
+/// sold stays covered; one scaled to nothing is cancelled (`uncovered`).
+fn scale_covered(p: &mut PlanRt, sh: &mut Shared, id: u64, (from, to): (u64, u64), budget: &str) {
+    for o in p.orders.iter_mut().filter(|o| o.cover.contains(&id)) {
+        let n = u64::try_from(u128::from(o.qty) * u128::from(to) / u128::from(from.max(1)))
+            .unwrap_or(o.qty);
+        if n == o.qty {
+            continue;
+        }
+        sh.bus.emit(Event::Clamp {
+            ts: sh.now,
+            plan: p.name.clone(),
+            clause: o.clause.clone(),
+            from_qty: o.qty,
+            to_qty: n,
+            budget: budget.to_string(),
+            reason: format!(
+                "its cover, order #{id}, was scaled from {from} to {to}: the sell is scaled alike"
+            ),
+            order: Some(o.id),
+        });
+        o.qty = n;
+    }
+    cancel_where(p, sh, |o| o.qty == 0, "uncovered");
 }
 
 /// An absolute strike off the exec symbol's strike grid can never be quoted: refused at
@@ -3129,6 +3279,7 @@ fn place(
     price: CPrice,
     mods: Mods,
     (worst, assumed_stop): (i64, bool),
+    cover: Vec<u64>,
 ) {
     let id = sh.next_order;
     sh.next_order += 1;
@@ -3160,9 +3311,13 @@ fn place(
         seen: sh.insts[inst].stamp,
         worst,
         clause: clause.to_string(),
-        covers: false,
+        cover,
         assumed_stop,
     };
+    if !o.cover.is_empty() {
+        p.orders.push(o);
+        return;
+    }
     match q.and_then(|q| sh.fill.on_place(side, limit, q.bid, q.ask)) {
         Some(px) => do_fill(p, pi, sh, o, px),
         None => p.orders.push(o),
@@ -3215,6 +3370,16 @@ fn do_fill(p: &mut PlanRt, pi: usize, sh: &mut Shared, o: Order, px: Px) {
         mult,
         quoted,
     });
+    if o.side == BusSide::Buy {
+        for w in &mut p.orders {
+            if let Some(at) = w.cover.iter().position(|&b| b == o.id) {
+                w.cover.swap_remove(at);
+                if w.cover.is_empty() {
+                    w.seen = WAITED;
+                }
+            }
+        }
+    }
     let signed = i64::try_from(qty).unwrap_or(i64::MAX) * o.side.sign();
     trade_leg(p, li, &mut sh.insts, signed, px, mult);
     sh.trades += 1;
@@ -3244,6 +3409,12 @@ fn do_fill(p: &mut PlanRt, pi: usize, sh: &mut Shared, o: Order, px: Px) {
 }
 
 fn cancel_orders(p: &mut PlanRt, sh: &mut Shared, which: impl Fn(&Order) -> bool, why: &str) {
+    cancel_where(p, sh, which, why);
+    drop_uncovered(p, sh);
+}
+
+/// Cancel the orders `which` picks, for `why`.
+fn cancel_where(p: &mut PlanRt, sh: &mut Shared, which: impl Fn(&Order) -> bool, why: &str) {
     let mut k = 0;
     while k < p.orders.len() {
         if which(&p.orders[k]) {
@@ -3292,6 +3463,13 @@ fn process_orders(p: &mut PlanRt, pi: usize, sh: &mut Shared, reads: PlanReads) 
             });
             continue;
         }
+        if p.orders[k].seen == WAITED && p.orders[k].cover.is_empty() {
+            stands = false;
+            if !price_covered(p, pi, sh, k) {
+                k += 1;
+            }
+            continue;
+        }
         let inst = p.orders[k].inst;
         let Some(q) = quote(sh, inst) else {
             stands = false;
@@ -3329,7 +3507,6 @@ fn process_orders(p: &mut PlanRt, pi: usize, sh: &mut Shared, reads: PlanReads) 
             if buy
                 && o.role == OrderRole::Entry
                 && o.worst > 0
-                && !o.covers
                 && !refit(p, sh, k, l, q.option, &why)
             {
                 stands = false;
@@ -3352,13 +3529,18 @@ fn process_orders(p: &mut PlanRt, pi: usize, sh: &mut Shared, reads: PlanReads) 
         } else {
             None
         };
-        if let Some(px) = fill_px {
+        if let Some(px) = fill_px
+            && p.orders[k].cover.is_empty()
+        {
             stands = false;
             let o = p.orders.remove(k);
             do_fill(p, pi, sh, o, px);
             continue;
         }
         k += 1;
+    }
+    if !stands {
+        drop_uncovered(p, sh);
     }
     stands
 }
@@ -3441,6 +3623,7 @@ fn close_legs(
             pexpr,
             mods.clone(),
             (0, false),
+            Vec::new(),
         );
     }
 }

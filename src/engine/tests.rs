@@ -12,6 +12,8 @@ use crate::bus::{Bus, BusSide, Event, PlanState};
 use crate::market::read_tape_bytes;
 
 const HDR_SH: &str = r#"{"type":"header","v":1,"name":"tiny","date":"2025-04-09","open":"09:30","close":"16:00","symbols":{"SPY":{"prior_close":100.0}}}"#;
+/// As [`HDR_OPT`] with 150% volatility: out-of-the-money options have a bid.
+const HDR_VOL: &str = r#"{"type":"header","v":1,"name":"tiny-vol","date":"2025-04-09","open":"09:30","close":"16:00","symbols":{"SPY":{"prior_close":100.0,"strike_step":1.0}},"vol":{"SPY":{"atm_iv":1.5,"skew":0.0}},"rate":0.0}"#;
 const HDR_OPT: &str = r#"{"type":"header","v":1,"name":"tiny-opt","date":"2025-04-09","open":"09:30","close":"16:00","symbols":{"SPY":{"prior_close":100.0,"strike_step":1.0}},"vol":{"SPY":{"atm_iv":0.01,"skew":0.0}},"rate":0.0}"#;
 
 /// A tape of SPY ticks: `("09:30:01", 100.5)`; `("H 09:30:05", _)` is a headline.
@@ -1034,24 +1036,109 @@ fn an_escalation_past_the_budget_is_scaled_or_vetoed() {
         0,
         "the refused re-price is not made"
     );
-    // A spread: its buy covers its sell (rule naked-sell), which may fill first. Refusing
-    // the buy's escalation could leave the sell naked: it escalates as written.
+    // A spread's buy is checked alike: its sell waits for it, so the sell is scaled with it
+    // (3 -> 2 at the clamp) and fills after it, never before; refused, the sell goes too.
+    // (On a tape with some volatility, where the short call has a bid.) The budget is
+    // chosen from the quotes: 3 at the bid fit, 3 at the ask do not, 2 at the ask do.
+    let t = tape_s(HDR_VOL, &[100.0, 100.0, 100.0, 100.0]);
+    let spread = |budget: &str| {
+        format!(
+            "PLAN s budget {budget}R ttl +10m\n  WHEN spot > 0\n  DO buy 3 ATM C @ bid esc ask 1s\n  ALSO sell 3 +1 C @ bid\n"
+        )
+    };
+    let probe = run(&t, &spread("0.5"), 100_000);
+    let limits: Vec<i64> = probe
+        .events()
+        .iter()
+        .filter_map(|e| match e {
+            Event::OrderPlaced {
+                order: 1, limit, ..
+            }
+            | Event::OrderRepriced {
+                order: 1, limit, ..
+            } => Some(limit.raw()),
+            _ => None,
+        })
+        .collect();
+    let (bid, ask) = (limits[0], limits[1]);
+    assert!(ask > bid, "{limits:?}");
+    // Dollars of 1R = 100,000; a price's raw units are 1/10,000 of a dollar; × 100 a contract.
+    let budget_usd = (3 * bid).max(2 * ask + 1) * 100 / 10_000 + 1;
+    assert!(budget_usd * 10_000 < 3 * ask * 100, "{bid} {ask}");
     let b = run(
         &t,
-        "PLAN s budget 0.01R ttl +10m\n  WHEN spot > 0\n  DO buy 1 90 C @ 9.00 esc ask 1s\n  ALSO sell 1 95 C @ bid\n",
+        &spread(&format!("{}", budget_usd as f64 / 100_000.0)),
         100_000,
     );
     let f = fills(&b);
-    assert!(
-        f.iter().any(|x| x.1 == Buy && x.2 == 1 && x.3 == "10.15"),
-        "{f:?}"
-    );
+    assert_eq!(f.len(), 2, "{f:?}");
+    assert_eq!((f[0].1, f[0].2), (Buy, 2), "{f:?}");
+    assert_eq!((f[1].1, f[1].2), (Sell, 2), "{f:?}");
+    assert!(f[0].4 <= f[1].4, "{f:?}");
     assert_eq!(
         count(&b, |e| matches!(
             e,
-            Event::Veto { .. } | Event::Clamp { .. }
+            Event::Clamp { from_qty: 3, to_qty: 2, order: Some(2), reason, .. }
+                if reason.starts_with("its cover, order #1, was scaled from 3 to 2")
         )),
-        0
+        1
+    );
+    // Not one unit at the ask fits (one at the bid does): the buy is refused and its sell
+    // cancelled with it.
+    let one =
+        spread(&format!("{}", (bid * 100 / 10_000 + 1) as f64 / 100_000.0)).replace(" 3 ", " 1 ");
+    assert!((bid * 100 / 10_000 + 1) * 10_000 < ask * 100, "{bid} {ask}");
+    let b = run(&t, &one, 100_000);
+    assert!(fills(&b).is_empty(), "{:?}", fills(&b));
+    assert_eq!(
+        count(&b, |e| matches!(e, Event::Veto { order: Some(1), .. })),
+        1
+    );
+    assert_eq!(
+        count(
+            &b,
+            |e| matches!(e, Event::OrderCancelled { order: 2, reason, .. } if reason == "uncovered")
+        ),
+        1
+    );
+}
+
+/// A covered sell waits for its cover. `DO sell 1 +1 C @ bid` with `ALSO buy 1 ATM C @ 0.01`
+/// (a buy that never fills) passed `naked-sell` and sold the call alone: a naked short held
+/// all session. The sell now rests until every buy of its fire has filled, and is cancelled
+/// with them; written in either order, a spread whose buy fills sells after it.
+#[test]
+fn a_covered_sell_waits_for_its_cover() {
+    let t = tape_s(HDR_VOL, &[100.0, 100.0, 100.0, 100.0]);
+    let stub = run(
+        &t,
+        "PLAN n budget 0.1R ttl +10m\n  WHEN spot > 0\n  DO sell 1 +1 C @ bid\n  ALSO buy 1 ATM C @ 0.01\n",
+        100_000,
+    );
+    assert!(fills(&stub).is_empty(), "{:?}", fills(&stub));
+    let both = run(
+        &t,
+        "PLAN c budget 0.1R ttl +10m\n  WHEN spot > 0\n  DO sell 1 +1 C @ bid\n  ALSO buy 1 ATM C @ ask\n",
+        100_000,
+    );
+    let f = fills(&both);
+    assert_eq!(f.len(), 2, "{f:?}");
+    assert_eq!((f[0].1, f[1].1), (Buy, Sell), "the buy fills first: {f:?}");
+    assert_eq!(f[0].4, f[1].4, "at the same instant: {f:?}");
+    // A buy cancelled by its own line-level CANCEL-IF takes its sell with it.
+    let t = tape_s(HDR_VOL, &[100.0, 100.0, 101.0, 101.0]);
+    let cut = run(
+        &t,
+        "PLAN x budget 0.1R ttl +10m\n  WHEN spot > 0\n  DO buy 1 ATM C @ 0.01 cancel-if spot > 100.5\n  ALSO sell 1 +1 C @ bid\n",
+        100_000,
+    );
+    assert!(fills(&cut).is_empty(), "{:?}", fills(&cut));
+    assert_eq!(
+        count(
+            &cut,
+            |e| matches!(e, Event::OrderCancelled { order: 2, reason, .. } if reason == "uncovered")
+        ),
+        1
     );
 }
 

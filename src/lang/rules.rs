@@ -385,18 +385,19 @@ impl<'a> Validator<'a> {
             );
         }
 
-        let mut opening: Vec<&Ticket> = Vec::new();
+        // Each opening ticket with whether it is a RELOAD's (which fires on its own trigger).
+        let mut opening: Vec<(&Ticket, bool)> = Vec::new();
         for c in &p.clauses {
             match &c.kind {
                 ClauseKind::When(t) | ClauseKind::CancelIf(t) => self.trigger(t, false),
                 ClauseKind::Do(t) | ClauseKind::Also(t) => {
                     self.ticket(t);
-                    opening.push(t);
+                    opening.push((t, false));
                 }
                 ClauseKind::Reload { when, ticket } => {
                     self.trigger(when, false);
                     self.ticket(ticket);
-                    opening.push(ticket);
+                    opening.push((ticket, true));
                 }
                 ClauseKind::Tp {
                     mult,
@@ -655,18 +656,30 @@ impl<'a> Validator<'a> {
         }
     }
 
-    fn naked_sell(&mut self, tickets: &[&Ticket]) {
-        for (n, t) in tickets.iter().enumerate() {
+    /// Rule `naked-sell`: every opening sell is covered by long legs that are in force when
+    /// it can fill. Only the entry's buys (DO and ALSO) cover: they fire with a DO or ALSO
+    /// sell, and before any RELOAD. A RELOAD's buy does not: it fires on its own trigger,
+    /// maybe never (`DO sell 1 +2 C` with `RELOAD WHEN spot > 100000 buy 1 +1 C` held a naked
+    /// call to 0.67R on a 0.1R plan). The engine then holds a covered sell until its cover
+    /// has filled (docs/runtime.md, "A covered sell waits for its cover").
+    fn naked_sell(&mut self, opening: &[(&Ticket, bool)]) {
+        let tickets: Vec<&Ticket> = opening.iter().map(|(t, _)| *t).collect();
+        let entry_buys: Vec<&Ticket> = opening
+            .iter()
+            .filter(|(o, reload)| !reload && o.side == Side::Buy)
+            .map(|(o, _)| *o)
+            .collect();
+        let reload_buys = opening
+            .iter()
+            .any(|(o, reload)| *reload && o.side == Side::Buy);
+        for t in &tickets {
             if t.side != Side::Sell {
                 continue;
             }
-            let others: Vec<&Ticket> = tickets
-                .iter()
-                .enumerate()
-                .filter(|(m, o)| *m != n && o.side == Side::Buy)
-                .map(|(_, o)| *o)
-                .collect();
-            if let Err(why) = covered(t, &others, tickets) {
+            if let Err(mut why) = covered(t, &entry_buys, &tickets) {
+                if reload_buys && covered(t, &buys_of(&tickets), &tickets).is_ok() {
+                    why.push_str(" (a RELOAD's buy does not cover it: it fires on its own trigger, maybe never; cover it with a DO or ALSO buy)");
+                }
                 self.report(
                     Rule::NakedSell,
                     span(t.span),
@@ -781,6 +794,15 @@ fn strike_pos(s: &Strike) -> StrikePos {
 /// Strikes compare only when written the same way (both relative to ATM, or both absolute).
 /// Long legs are shared across the plan's sells: the total short quantity of each right
 /// must not exceed the covering long quantity.
+/// Every buy among `tickets`.
+fn buys_of<'t>(tickets: &[&'t Ticket]) -> Vec<&'t Ticket> {
+    tickets
+        .iter()
+        .filter(|o| o.side == Side::Buy)
+        .copied()
+        .collect()
+}
+
 fn covered(t: &Ticket, buys: &[&Ticket], all: &[&Ticket]) -> Result<(), String> {
     let qty = |x: &Ticket| x.qty.value().max(0.0);
     // An empty sum of floats is -0.0 (and read `against -0 long`); the quantities are not
