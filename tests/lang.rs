@@ -56,6 +56,7 @@ fn rule_cases() -> Vec<(Rule, String, usize, Vec<&'static str>)> {
         (Rule::NumberRange, format!("{HEAD}  DO buy 5000 +2000 C @ fair\n"), 3, vec!["strike offset"]),
         (Rule::NumberRange, "PLAN p budget 0.2R ttl 15:00\n  WHEN spot > hod held 99999999999999999999999s\n  DO buy 1 +1 C @ fair\n".into(), 2, vec!["longer than a day", "30m"]),
         (Rule::Limit, format!("PLAN p budget 0.2R ttl 15:00\n  WHEN {}spot > hod{}\n  DO buy 1 +1 C @ fair\n", "(".repeat(65), ")".repeat(65)), 2, vec!["nested more than 64 deep", "AND / OR"]),
+        (Rule::NumberRange, format!("{HEAD}  DO buy 1 +1.5 C @ fair\n"), 3, vec!["whole strikes", "`+1 C`", "`+2 C`"]),
     ]
 }
 
@@ -396,4 +397,47 @@ fn every_pane_and_statement_round_trips() {
     let src = "IMPORT band-ladder FROM ./armory/reversion.kestrel\nUSING signal SPX exec BRK.B 2026-12-18\nVIEW all budget 1200\n  tape\n  tape 1m\n  levels\n  chain 1dte strikes 7\n  gex 2026-12-18\n  skew 25d\n  velocity 5m\n  kernel\n  plans\n  blotter last 5\n  journal last 3\n  headlines last 4\nGRADE plan band-ladder OVER 2025-01..2025-06 FILL strict-cross-v1\n  VS null\n  BY lineage\nGRADE wake w OVER tapes/*.jsonl FILL strict-cross-v1\nWAKE w WHEN (phase open OR phase close) AND NOT headline within 5m DELIVER all PRIORITY 3\nPLAN z budget 1R ttl 16:00 priority 2\n  USING signal SPX exec SPY 0dte\n  WHEN pnl > -0.5 AND time >= 10:00 AND fills.avg_px > 0 AND prior-close < open\n  DO buy 1 -2 P @ max(intrinsic, stub) fix esc basis+1 30s floor 0.05\n  ALSO buy 100 shares @ join\n  RELOAD WHEN spot crosses below lod buy 1 -3 P @ improve cancel-if spot > vwap OR T-5\n  TP 3x frac 0.25 @ fair\n  EXIT spot > vwap held 2h\n  INVALIDATE spot > hod\n  CANCEL-IF plan(z).fired within 1m\n  ARM band-ladder\n";
     let doc = lang::check(src, Mode::File).unwrap_or_else(|e| panic!("{}", e[0]));
     assert_eq!(lang::print(&doc), src);
+}
+
+/// A relative strike counts whole strike steps from ATM: `+1.5 C` names no contract (the
+/// runtime would have rounded it to `+1 C` without a word), so it is refused at check time
+/// as a fractional quantity is, with the whole steps on either side to write instead. An
+/// offset past its bound gets the range refusal alone, not two.
+#[test]
+fn a_fractional_strike_offset_is_refused_with_the_whole_steps_to_write() {
+    for (strike, words) in [
+        (
+            "+1.5 C",
+            vec!["`+1.5`", "whole strikes", "`+1 C`", "`+2 C`"],
+        ),
+        ("+0.001 C", vec!["`+0.001`", "`ATM C`", "`+1 C`"]),
+        ("-0.5 P", vec!["`-0.5`", "`ATM P`", "`-1 P`"]),
+        ("-500.5 P", vec!["`-500 P`", "`-501 P`"]),
+    ] {
+        let src = format!("{HEAD}  DO buy 1 {strike} @ fair\n");
+        let errs = lang::check(&src, Mode::File).expect_err(&src);
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        let d = &errs[0];
+        assert_eq!(
+            (d.rule, d.line, d.col),
+            (Rule::NumberRange, 3, 12),
+            "{}",
+            d.one_line()
+        );
+        for w in words {
+            assert!(d.message.contains(w), "lacks {w}: {}", d.message);
+        }
+    }
+    // Whole steps, signed zero and the bound are as before.
+    for ok in ["+1 C", "-2 P", "+0 C", "+1000 C"] {
+        lang::check(&format!("{HEAD}  DO buy 1 {ok} @ fair\n"), Mode::File).expect(ok);
+    }
+    let errs = lang::check(&format!("{HEAD}  DO buy 1 +1001.5 C @ fair\n"), Mode::File)
+        .expect_err("past the bound");
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(
+        errs[0].message.contains("out of range"),
+        "{}",
+        errs[0].message
+    );
 }

@@ -152,7 +152,7 @@ fn key_bit(k: &str) -> usize {
 }
 
 /// Significant digits of a decimal text (leading zeros, sign and point not counted).
-fn significant(text: &str) -> usize {
+pub(crate) fn significant(text: &str) -> usize {
     text.bytes()
         .filter(u8::is_ascii_digit)
         .skip_while(|&b| b == b'0')

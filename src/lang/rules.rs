@@ -464,8 +464,55 @@ impl<'a> Validator<'a> {
                 "positive integer",
             );
         }
+        if let Instrument::Option {
+            strike: Strike::Relative(n),
+            right,
+        } = &t.instrument
+        {
+            self.strike_steps(n, *right);
+        }
         self.price(&t.price, true);
         self.modifiers(&t.modifiers);
+    }
+
+    /// A relative strike counts whole strike steps from ATM (`+2 C`: two strikes above the
+    /// money): a fractional step names no contract, and the runtime would round it to one
+    /// the author did not write. Refused like a fractional quantity. An offset the range
+    /// walk refuses (past its bound, too many digits; `ranges.rs`) is not refused twice.
+    fn strike_steps(&mut self, n: &Num, right: Right) {
+        let digits = super::ranges::significant(&n.text);
+        let bound = super::ranges::BOUNDS
+            .iter()
+            .find(|b| b.0 == "relative")
+            .map_or(f64::MAX, |b| b.1);
+        if !n.text.contains('.') || digits > super::ranges::MAX_DIGITS || n.value().abs() > bound {
+            return;
+        }
+        let r = match right {
+            Right::C => "C",
+            Right::P => "P",
+        };
+        let sign = &n.text[..1];
+        let whole: u64 = n.text[1..]
+            .split('.')
+            .next()
+            .and_then(|w| w.parse().ok())
+            .unwrap_or(0);
+        let near = if whole == 0 {
+            format!("`ATM {r}`")
+        } else {
+            format!("`{sign}{whole} {r}`")
+        };
+        self.report(
+            Rule::NumberRange,
+            num_span(n),
+            format!(
+                "a strike offset counts whole strikes from ATM (`+1 {r}` is the next strike up), found `{}`: write {near} or `{sign}{} {r}`, or an absolute strike like `5200.5 {r}`",
+                n.text,
+                whole + 1
+            ),
+            "whole strike steps",
+        );
     }
 
     fn modifiers(&mut self, m: &[Modifier]) {
