@@ -380,3 +380,48 @@ fn the_report_shows_the_r_the_run_used() {
     assert!(run("250.51").ends_with("1R = $250.51"));
     assert!(run("1000").ends_with("1R = $1000.00"));
 }
+
+/// A turn the router refuses as `turn-mix` (two directives, a directive with statements) is
+/// refused by `check --turn`, `print --turn` and `parse --turn` with the router's own error
+/// line and exit 2: a tool that validates a reply with `check --turn` is never told "ok" of a
+/// reply that `kestrel turn` routes as invalid.
+#[test]
+fn check_and_print_as_a_turn_refuse_what_the_router_refuses_as_a_mix() {
+    let plan = "PLAN p budget 0.1R ttl +30m\n  WHEN spot > hod\n  DO buy 1 ATM C @ fair\n";
+    let mixes = [
+        ("STAND-DOWN a\nSTAND-DOWN b\n".to_string(), 2),
+        (format!("{plan}STAND-DOWN a\n"), 4),
+        ("SHOW VIEW v\n  blotter\nCANCEL p\n".to_string(), 3),
+    ];
+    for (turn, line) in &mixes {
+        let (code, out, err) = kestrel(&["turn", "-"], Some(turn));
+        assert_eq!(code, 2, "{turn}\n{out}{err}");
+        let routed = format!("{out}{err}");
+        let want = routed
+            .lines()
+            .find_map(|l| l.find("error code=TURN rule=turn-mix").map(|k| &l[k..]))
+            .unwrap_or_else(|| panic!("no turn-mix from the router:\n{routed}"))
+            .to_string();
+        assert!(want.ends_with(&format!("(line {line}, col 1)")), "{want}");
+        for verb in ["check", "print", "parse"] {
+            let (code, out, err) = kestrel(&[verb, "--turn", "-"], Some(turn));
+            assert_eq!(code, 2, "{verb} --turn:\n{turn}\n{out}{err}");
+            assert_eq!(err.trim_end(), format!("-: {want}"), "{verb}");
+            assert!(out.is_empty(), "{verb} printed {out}");
+        }
+        let (code, out, _) = kestrel(&["check", "--turn", "--json", "-"], Some(turn));
+        assert_eq!(code, 2);
+        let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+        assert_eq!(v[0]["ok"], false, "{v}");
+        assert_eq!(v[0]["errors"][0]["code"], "TURN", "{v}");
+        assert_eq!(v[0]["errors"][0]["rule"], "turn-mix", "{v}");
+        assert_eq!(v[0]["errors"][0]["line"], *line, "{v}");
+    }
+    // One directive, or statements alone, are still fine.
+    for ok in ["STAND-DOWN a\n", plan, "# a pass\n"] {
+        for verb in ["check", "print"] {
+            let (code, out, err) = kestrel(&[verb, "--turn", "-"], Some(ok));
+            assert_eq!(code, 0, "{verb} {ok}\n{out}{err}");
+        }
+    }
+}

@@ -224,6 +224,20 @@ async fn check_and_print_match_the_cli() {
     .await
     .expect("check");
     assert!(!is_error(&r), "{}", text(&r));
+    // A turn the router refuses as a mix is refused here too, with the router's error.
+    for tool in ["check", "print"] {
+        let r = call(
+            &client,
+            tool,
+            json!({ "document": "STAND-DOWN tired\nCANCEL p\n", "mode": "turn" }),
+        )
+        .await
+        .expect(tool);
+        assert!(is_error(&r), "{}", text(&r));
+        assert_eq!(data(&r)["errors"][0]["code"], "TURN", "{}", text(&r));
+        assert_eq!(data(&r)["errors"][0]["rule"], "turn-mix", "{}", text(&r));
+        assert_eq!(data(&r)["errors"][0]["line"], 2, "{}", text(&r));
+    }
     let _ = std::fs::remove_dir_all(&dir);
     client.cancel().await.expect("close");
 }

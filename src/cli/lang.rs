@@ -154,6 +154,43 @@ fn mode(turn: bool) -> Mode {
     if turn { Mode::Turn } else { Mode::File }
 }
 
+/// Why a document was refused: the language's rules, or (as an author's turn) the router's
+/// shape of a turn.
+enum Refused {
+    Rules(Vec<Diagnostic>),
+    /// One directive, or a module of statements, never a mix (`code=TURN rule=turn-mix`):
+    /// the router's own check ([`crate::turn::mix`]), so `check --turn` says "ok" only of a
+    /// turn `kestrel turn` would route.
+    Turn(crate::turn::TurnError),
+}
+
+/// [`lang::check`] in the verb's mode; an author's turn is also held to the router's shape.
+fn check_doc(src: &str, turn: bool) -> Result<Document, Refused> {
+    let doc = lang::check(src, mode(turn)).map_err(Refused::Rules)?;
+    if turn && let Some(e) = crate::turn::mix_error(&doc, src) {
+        return Err(Refused::Turn(e));
+    }
+    Ok(doc)
+}
+
+impl Refused {
+    /// Print the refusal to stderr, each line prefixed by the file name.
+    fn report(&self, path: &Path, src: &str, pretty: bool) {
+        match self {
+            Refused::Rules(errors) => report(path, src, errors, pretty),
+            Refused::Turn(e) => errln!("{}: {}", path.display(), e.one_line()),
+        }
+    }
+
+    /// The errors as `check --json` lists them.
+    fn json(&self) -> serde_json::Value {
+        match self {
+            Refused::Rules(errors) => serde_json::json!(errors),
+            Refused::Turn(e) => serde_json::json!([e]),
+        }
+    }
+}
+
 fn report(path: &Path, src: &str, errors: &[Diagnostic], pretty: bool) {
     let stderr = std::io::stderr();
     let color = stderr.is_terminal();
@@ -174,7 +211,7 @@ pub fn parse(a: &ParseArgs) -> i32 {
     let Some(src) = read_document(&a.file) else {
         return 1;
     };
-    match lang::check(&src, mode(a.turn)) {
+    match check_doc(&src, a.turn) {
         Ok(doc) => match serde_json::to_string_pretty(&doc) {
             Ok(j) => {
                 outln!("{j}");
@@ -185,8 +222,8 @@ pub fn parse(a: &ParseArgs) -> i32 {
                 1
             }
         },
-        Err(errors) => {
-            report(&a.file, &src, &errors, false);
+        Err(refused) => {
+            refused.report(&a.file, &src, false);
             2
         }
     }
@@ -200,8 +237,14 @@ pub fn print(a: &PrintArgs) -> i32 {
             code = code.max(1);
             continue;
         };
-        // Checked and printed a statement at a time: the document's model is never whole.
-        match lang::check_print(&src, mode(a.turn)) {
+        // Checked and printed a statement at a time: the document's model is never whole. A
+        // turn is checked whole, as the router takes it (one directive or statements).
+        let printed = if a.turn {
+            check_doc(&src, true).map(|doc| lang::print(&doc))
+        } else {
+            lang::check_print(&src, Mode::File).map_err(Refused::Rules)
+        };
+        match printed {
             Ok(text) => {
                 drop(src);
                 let head = if several {
@@ -214,8 +257,8 @@ pub fn print(a: &PrintArgs) -> i32 {
                     o.write_all(text.as_bytes())
                 }));
             }
-            Err(errors) => {
-                report(path, &src, &errors, false);
+            Err(refused) => {
+                refused.report(path, &src, false);
                 code = 2;
             }
         }
@@ -295,7 +338,7 @@ pub fn check(a: &CheckArgs) -> i32 {
             code = code.max(1);
             continue;
         };
-        match lang::check(&src, mode(a.turn)) {
+        match check_doc(&src, a.turn) {
             Ok(doc) => {
                 if as_json {
                     json.push(serde_json::json!({
@@ -310,16 +353,16 @@ pub fn check(a: &CheckArgs) -> i32 {
                     outln!("ok: {} ({n} statement{s})", path.display());
                 }
             }
-            Err(errors) => {
+            Err(refused) => {
                 code = 2;
                 if as_json {
                     json.push(serde_json::json!({
                         "file": path.display().to_string(),
                         "ok": false,
-                        "errors": errors,
+                        "errors": refused.json(),
                     }));
                 } else {
-                    report(path, &src, &errors, a.pretty);
+                    refused.report(path, &src, a.pretty);
                 }
             }
         }

@@ -282,21 +282,33 @@ fn doc_errors(errors: &[Diagnostic]) -> Vec<CodedError> {
     errors.iter().map(CodedError::from).collect()
 }
 
+/// [`lang::check`] in the document's mode; a turn is also held to the router's shape (one
+/// directive or a module of statements: `code=TURN rule=turn-mix`), as `kestrel check --turn`.
+fn check_doc(a: &DocumentArgs) -> Result<lang::Document, Vec<CodedError>> {
+    let doc = lang::check(&a.document, a.mode.into()).map_err(|e| doc_errors(&e))?;
+    if a.mode == DocMode::Turn
+        && let Some(e) = crate::turn::mix_error(&doc, &a.document)
+    {
+        return Err(vec![CodedError::from(&e)]);
+    }
+    Ok(doc)
+}
+
 /// `check`: the document against the grammar and every fail-closed rule.
 pub fn check(a: &DocumentArgs) -> ToolOutput {
-    match lang::check(&a.document, a.mode.into()) {
+    match check_doc(a) {
         Ok(doc) => {
             let n = doc.statements.len();
             let s = if n == 1 { "" } else { "s" };
             ToolOutput::success(format!("ok ({n} statement{s})"), json!({ "statements": n }))
         }
-        Err(errors) => ToolOutput::refused(&doc_errors(&errors)),
+        Err(errors) => ToolOutput::refused(&errors),
     }
 }
 
 /// `print`: the document in canonical form (refused documents are not printed).
 pub fn print(a: &DocumentArgs) -> ToolOutput {
-    match lang::check(&a.document, a.mode.into()) {
+    match check_doc(a) {
         Ok(doc) => {
             let text = lang::print(&doc);
             ToolOutput::success(
@@ -304,7 +316,7 @@ pub fn print(a: &DocumentArgs) -> ToolOutput {
                 json!({ "canonical": text, "changed": text != a.document }),
             )
         }
-        Err(errors) => ToolOutput::refused(&doc_errors(&errors)),
+        Err(errors) => ToolOutput::refused(&errors),
     }
 }
 

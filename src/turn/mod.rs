@@ -547,6 +547,45 @@ fn route_reply(reply: &Reply, ctx: &TurnContext) -> RoutedTurn {
     routed
 }
 
+/// A turn is one directive or a module of statements, never a mix (TURNS.md §1.3): the
+/// statement that breaks that (a second directive, a statement after a directive, a
+/// directive after statements) and the guided message the router refuses it with (rule
+/// `turn-mix`). `kestrel check --turn` and `print --turn` ask the same question.
+pub fn mix(doc: &Document) -> Option<(&lang::ast::Statement, String)> {
+    let first = doc.statements.first()?;
+    if first.kind.is_directive() {
+        let second = doc.statements.get(1)?;
+        let msg = if second.kind.is_directive() {
+            format!(
+                "a second directive ({}) after {}: a turn holds one directive (with comments around it), so reply with just one of them",
+                second.kind.keyword(),
+                first.kind.keyword()
+            )
+        } else {
+            format!(
+                "{} after the directive {}: a turn is either one directive or a module of statements, never a mix; reply with the directive alone, or with the statements alone",
+                second.kind.keyword(),
+                first.kind.keyword()
+            )
+        };
+        return Some((second, msg));
+    }
+    let d = doc.statements.iter().find(|s| s.kind.is_directive())?;
+    let msg = format!(
+        "the directive {} after statements: a turn is either one directive or a module of statements, never a mix; reply with the statements alone (several acts are several statements), or with the directive alone",
+        d.kind.keyword()
+    );
+    Some((d, msg))
+}
+
+/// [`mix`] as the router's coded error (`code=TURN rule=turn-mix`), its line and column in
+/// `body`, the text `doc` was parsed from.
+pub fn mix_error(doc: &Document, body: &str) -> Option<TurnError> {
+    let (st, msg) = mix(doc)?;
+    let (l, c) = lang::LineIndex::new(body).line_col(st.span.start as usize);
+    Some(TurnError::new("TURN", "turn-mix", msg, l, c))
+}
+
 /// Route a body already known to be Kestrel text. `line_offset`/`col_offset` map error
 /// positions back onto the reply.
 fn route_kestrel(
@@ -606,30 +645,8 @@ fn route_kestrel(
     };
 
     // One directive, or a module of statements: never a mix.
-    if first.kind.is_directive() {
-        if let Some(second) = doc.statements.get(1) {
-            let (l, c) = at(second);
-            let msg = if second.kind.is_directive() {
-                format!(
-                    "a second directive ({}) after {}: a turn holds one directive (with comments around it), so reply with just one of them",
-                    second.kind.keyword(),
-                    first.kind.keyword()
-                )
-            } else {
-                format!(
-                    "{} after the directive {}: a turn is either one directive or a module of statements, never a mix; reply with the directive alone, or with the statements alone",
-                    second.kind.keyword(),
-                    first.kind.keyword()
-                )
-            };
-            return invalid(vec![TurnError::new("TURN", "turn-mix", msg, l, c)], journal);
-        }
-    } else if let Some(d) = doc.statements.iter().find(|s| s.kind.is_directive()) {
-        let (l, c) = at(d);
-        let msg = format!(
-            "the directive {} after statements: a turn is either one directive or a module of statements, never a mix; reply with the statements alone (several acts are several statements), or with the directive alone",
-            d.kind.keyword()
-        );
+    if let Some((st, msg)) = mix(&doc) {
+        let (l, c) = at(st);
         return invalid(vec![TurnError::new("TURN", "turn-mix", msg, l, c)], journal);
     }
 
