@@ -441,3 +441,106 @@ fn a_fractional_strike_offset_is_refused_with_the_whole_steps_to_write() {
         errs[0].message
     );
 }
+
+/// The repair prompts (TURNS.md §2) say what to change. A token joined to the one before
+/// it, or a space where the grammar takes none, was reported as "expected X, found X": the
+/// message now names the space and shows the text as it should be written. A compared value
+/// that is not one (`p-1`, `+5`, `.5`) is named as the value, not as a missing predicate.
+#[test]
+fn messages_name_the_space_or_the_value_that_is_wrong() {
+    const HEAD: &str = "PLAN p budget 0.1R ttl +30m\n";
+    const DO: &str = "  DO buy 1 ATM C @ fair\n";
+    let when = "  WHEN spot > hod\n";
+    let cases: Vec<(String, usize, Vec<&str>)> = vec![
+        (
+            format!("{HEAD}{when}{DO}  INVALIDATE spot < lod -> halt,ride\n"),
+            33,
+            vec!["`ride` with no space before it", "`halt, ride`"],
+        ),
+        (
+            format!("{HEAD}{when}{DO}  INVALIDATE spot < lod ->halt\n"),
+            27,
+            vec!["`halt` with no space before it", "`-> halt`"],
+        ),
+        (
+            format!("{HEAD}  WHEN plan( p ).fired\n{DO}"),
+            14,
+            vec!["a space before `p`", "no space goes here", "`plan(p`"],
+        ),
+        (
+            format!("{HEAD}  WHEN velocity( 1m ) > p95\n{DO}"),
+            18,
+            vec!["a space before `1m`", "`velocity(1m`"],
+        ),
+        (
+            format!("{HEAD}  WHEN velocity(1m ) > p95\n{DO}"),
+            20,
+            vec!["expected `)`", "a space before `)`", "`velocity(1m)`"],
+        ),
+        (
+            format!("{HEAD}  WHEN NOT(spot > hod)\n{DO}"),
+            11,
+            vec!["`(spot` with no space before it", "`NOT (spot`"],
+        ),
+        (
+            format!("{HEAD}  WHEN spot>hod\n{DO}"),
+            12,
+            vec!["comparison", "`spot > hod`"],
+        ),
+        (
+            format!("{HEAD}  WHEN velocity(1m) > p-1\n{DO}"),
+            23,
+            vec![
+                "expected a value to compare with",
+                "`p-1`",
+                "a percentile is `p` then 0 to 100",
+            ],
+        ),
+        (
+            format!("{HEAD}  WHEN spot > +5\n{DO}"),
+            15,
+            vec![
+                "expected a value to compare with",
+                "takes no `+`",
+                "write `5`",
+            ],
+        ),
+        (
+            format!("{HEAD}  WHEN spot > .5\n{DO}"),
+            15,
+            vec!["expected a value to compare with", "write `0.5`"],
+        ),
+    ];
+    for (src, col, words) in cases {
+        let d = refuse(&src);
+        let line = if src.contains("INVALIDATE") { 4 } else { 2 };
+        assert_eq!(
+            (d.rule, d.line, d.col),
+            (Rule::Syntax, line, col),
+            "{src}{}",
+            d.one_line()
+        );
+        assert!(
+            !d.message.contains("expected a predicate ("),
+            "{}",
+            d.message
+        );
+        for w in words {
+            assert!(
+                d.message.contains(w),
+                "{src}message lacks `{w}`: {}",
+                d.message
+            );
+        }
+    }
+    // Following the advice gives a valid document.
+    for fixed in [
+        format!("{HEAD}{when}{DO}  INVALIDATE spot < lod -> halt, ride\n"),
+        format!("{HEAD}  WHEN plan(p).fired\n{DO}"),
+        format!("{HEAD}  WHEN NOT (spot > hod)\n{DO}"),
+        format!("{HEAD}  WHEN spot > 5\n{DO}"),
+        format!("{HEAD}  WHEN spot > 0.5\n{DO}"),
+    ] {
+        lang::check(&fixed, Mode::File).unwrap_or_else(|e| panic!("{fixed}{e:?}"));
+    }
+}

@@ -20,7 +20,7 @@
 //! it. `cargo bench --bench lang` measures the result (docs/language.md).
 
 use super::grammar::{GrammarOptions, Rule as GRule, Term};
-use super::syntax::{In, PErr, R, expected, fail, found};
+use super::syntax::{In, PErr, R, expected, expected_no_space, expected_space, fail, found};
 use std::collections::HashMap;
 use std::sync::OnceLock;
 use winnow::error::ErrMode;
@@ -624,6 +624,15 @@ impl Syn for Sp {
         let n = spaces(i.input);
         let _ = i.next_slice(n);
         if n == 0 || i.input.starts_with('\t') {
+            // The next token joined to the one before it (`halt,ride`, `NOT(spot`): the
+            // token may be just what is expected, so the message names the missing space.
+            if let Need::Expected(what) = self.0
+                && n == 0
+                && !i.input.is_empty()
+                && !i.input.starts_with('\t')
+            {
+                return expected_space(i, what);
+            }
             return self.0.fail(i);
         }
         Ok(())
@@ -1008,6 +1017,14 @@ pub(crate) struct Lex<O: 'static> {
 impl<O> Syn for Lex<O> {
     type Out = O;
     fn parse(&self, i: &mut In<'_>) -> R<O> {
+        // A space before a lexeme that takes none (`plan( p )`): the lexeme is there after
+        // it, so the message is about the space.
+        if i.input.starts_with(' ') && !(self.def.looks)(i.input) {
+            let rest = i.input.trim_start_matches(' ');
+            if !rest.is_empty() && (self.def.looks)(rest) {
+                return expected_no_space(i, self.what);
+            }
+        }
         (self.def.lex)(i, self.what)
     }
     fn describe(&self, d: &mut Describer) -> Term {

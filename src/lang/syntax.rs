@@ -146,11 +146,69 @@ fn fail_rule<T>(i: &In<'_>, rule: Rule, msg: impl Into<String>, label: &str) -> 
 
 pub(crate) fn expected<T>(i: &In<'_>, what: &str) -> R<T> {
     let f = found(i);
+    let rest = i.input.trim_start_matches(' ');
+    if rest.len() < i.input.len() && !rest.is_empty() {
+        // Spaces where the grammar takes none (`velocity(1m )`): the token after them may
+        // be just what is expected, so the message names the space.
+        return expected_no_space(i, what);
+    }
     fail(
         i,
         format!("expected {what}, found {f}"),
         format!("expected {what}"),
     )
+}
+
+/// "expected {what}" where spaces stand where the grammar takes none (`plan( p )`,
+/// `velocity( 1m )`): the token after them is often just what is expected, so the message
+/// names the space and shows the text without it, in the author's words.
+pub(crate) fn expected_no_space<T>(i: &In<'_>, what: &str) -> R<T> {
+    let t = next_token(i.input);
+    fail(
+        i,
+        format!(
+            "expected {what}, found a space before `{t}`: no space goes here; write `{}{t}`",
+            word_before(i)
+        ),
+        "remove the space",
+    )
+}
+
+/// "expected {what}" where the next token is joined to the one before it (`halt,ride`,
+/// `->halt`, `NOT(spot > hod)`): the grammar needs a space there, and the token found may be
+/// just what is expected, so the message names the missing space and shows the two tokens
+/// apart, in the author's words.
+pub(crate) fn expected_space<T>(i: &In<'_>, what: &str) -> R<T> {
+    let t = next_token(i.input);
+    let before = word_before(i);
+    if t.starts_with(['=', '!']) {
+        // Equality has its own message, where the comparison is read.
+        return expected(i, what);
+    }
+    let op = t.len() - t.trim_start_matches(['<', '>', '=']).len();
+    let fix = if op > 0 {
+        let joined = format!("{before} {} {}", &t[..op], &t[op..]);
+        format!(
+            "a comparison has a space on each side: `{}`",
+            joined.trim_end()
+        )
+    } else {
+        format!("put one space between them: `{before} {t}`")
+    };
+    fail(
+        i,
+        format!("expected {what}, found `{t}` with no space before it: {fix}"),
+        "a space is missing here",
+    )
+}
+
+/// The text of the line just before the current position, back to its last space (the
+/// token the next one is joined to, or the spaces follow).
+fn word_before<'a>(i: &In<'a>) -> &'a str {
+    let before = i.state.text.get(..pos(i)).unwrap_or("");
+    let before = before.trim_end_matches(' ');
+    let start = before.rfind([' ', '\n']).map_or(0, |k| k + 1);
+    &before[start..]
 }
 
 // ---------------------------------------------------------------- lexical helpers
@@ -1672,7 +1730,37 @@ fn series_guide<T>(i: &mut In<'_>) -> R<T> {
     )
 }
 
-rule!(fn value -> Value = "value", ChoiceOr { arms: (CLOCK.what("a clock time").map(|clock| Value::Clock { clock }), NUMBER.what("a number").map(|value| Value::Number { value }), PERCENTILE.what("a percentile").map(|pct| Value::Percentile { pct })), last: series().map(|series| Value::Series { series }) });
+rule!(fn value -> Value = "value", Choice { arms: (CLOCK.what("a clock time").map(|clock| Value::Clock { clock }), NUMBER.what("a number").map(|value| Value::Number { value }), PERCENTILE.what("a percentile").map(|pct| Value::Percentile { pct }), series().map(|series| Value::Series { series })), otherwise: value_guide });
+
+/// Why the text at `i` is not a value to compare with: the predicate before it is whole, so
+/// the message is about the value (`p-1`, `+5`, `.5`), not "expected a predicate".
+fn value_guide<T>(i: &mut In<'_>) -> R<T> {
+    let w = WordChars::Series.word(i.input);
+    if w.eq_ignore_ascii_case(VELOCITY) || is_reserved(w) {
+        return series_guide(i);
+    }
+    let t = next_token(i.input);
+    let hint = if let Some(n) = t.strip_prefix('+') {
+        format!(": a compared number takes no `+`; write `{n}`")
+    } else if t.starts_with('.') {
+        format!(": a number starts with a digit; write `0{t}`")
+    } else if t.len() > 1
+        && t.starts_with(['p', 'P'])
+        && !t[1..].starts_with(|c: char| c.is_ascii_digit())
+    {
+        ": a percentile is `p` then 0 to 100, like `p95` or `p99.5`".to_string()
+    } else {
+        String::new()
+    };
+    let f = found(i);
+    fail(
+        i,
+        format!(
+            "expected a value to compare with (a number like `5200` or `-1.5`, a clock `HH:MM`, a percentile like `p95`, or a series such as {SERIES_LIST}), found {f}{hint}"
+        ),
+        "expected a value",
+    )
+}
 
 // ---------------------------------------------------------------- triggers
 
