@@ -268,6 +268,9 @@ const EDGES: &[&str] = &[
     "WAKE w WHEN plan(a).filled within 5m DELIVER v PRIORITY 2 BUDGET 6 wakes/day\n",
     "PLAN a budget 0.1R ttl +5m\n  WHEN phase open\n  RELOAD WHEN spot < lod buy 1 -2 P @ lean(bid, fair, 0.5)\n  ARM b\n  CANCEL-IF T-15\n",
     "PLAN a budget 0.1R ttl +5m\n  WHEN spot > hod\n  DO buy 1 ATM C @ fair atomic\n",
+    // Spaces around a regime map's `:` (docs/language.md, "Decisions").
+    "PLAN a budget 0.1R ttl +5m regime {intraday : trend , vol :high}\n  WHEN spot > hod\n  DO buy 1 ATM C @ fair\n",
+    "PLAN a budget 0.1R ttl +5m regime { intraday  :  trend }\n  WHEN spot > hod\n  DO buy 1 ATM C @ fair\n",
 ];
 
 #[test]

@@ -544,3 +544,24 @@ fn messages_name_the_space_or_the_value_that_is_wrong() {
         lang::check(&fixed, Mode::File).unwrap_or_else(|e| panic!("{fixed}{e:?}"));
     }
 }
+
+/// docs/language.md, "Decisions": inside `regime {...}` spaces around `:` are optional and
+/// print canonically. `{intraday : trend}` was refused with "expected `:` after the regime
+/// key, found `:`".
+#[test]
+fn regime_maps_take_spaces_around_the_colon_and_print_canonically() {
+    let canon = "PLAN p budget 0.1R ttl +30m regime {intraday: trend, vol: high}\n  WHEN spot > hod\n  DO buy 1 ATM C @ fair\n";
+    for map in [
+        "{intraday : trend, vol : high}",
+        "{intraday :trend,vol:high}",
+        "{ intraday  :  trend , vol: high }",
+        "{intraday: trend, vol: high}",
+    ] {
+        let src = canon.replace("{intraday: trend, vol: high}", map);
+        let doc = lang::check(&src, Mode::File).unwrap_or_else(|e| panic!("{map}: {e:?}"));
+        assert_eq!(lang::print(&doc), canon, "{map}");
+    }
+    // A missing colon still says what to write.
+    let d = refuse(&canon.replace("{intraday: trend, vol: high}", "{intraday trend}"));
+    assert!(d.message.contains("`intraday: trend`"), "{}", d.message);
+}

@@ -2425,14 +2425,17 @@ rule!(fn view_head -> View = "view_head", (
         panes: Vec::new(),
     }));
 
+/// `intraday: trend`: spaces around the `:` are optional (docs/language.md, "Decisions"),
+/// as around the map's `,` and braces, and print as `key: value`.
 fn regime_entry() -> impl Syn<Out = RegimeEntry> {
     (
         KEY.what("a regime key like `intraday`"),
-        lit(":", "`:` after the regime key"),
+        Sp0,
+        lit(":", "`:` after the regime key, like `intraday: trend`"),
         Sp0,
         KEY.what("a regime value like `trend`"),
     )
-        .map(|(key, _, _, value)| RegimeEntry { key, value })
+        .map(|(key, _, _, _, value)| RegimeEntry { key, value })
 }
 
 rule!(fn plan_head -> Plan = "plan_head", (
