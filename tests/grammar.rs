@@ -271,6 +271,16 @@ const EDGES: &[&str] = &[
     // Spaces around a regime map's `:` (docs/language.md, "Decisions").
     "PLAN a budget 0.1R ttl +5m regime {intraday : trend , vol :high}\n  WHEN spot > hod\n  DO buy 1 ATM C @ fair\n",
     "PLAN a budget 0.1R ttl +5m regime { intraday  :  trend }\n  WHEN spot > hod\n  DO buy 1 ATM C @ fair\n",
+    // Days of the calendar only: 30-day months, February, leap years.
+    "USING signal SPX exec SPY 2025-04-31\n",
+    "USING signal SPX exec SPY 2025-04-30\n",
+    "USING signal SPX exec SPY 2025-02-29\n",
+    "USING signal SPX exec SPY 2024-02-29\n",
+    "USING signal SPX exec SPY 2000-02-29\n",
+    "USING signal SPX exec SPY 1900-02-29\n",
+    "USING signal SPX exec SPY 2096-02-29\n",
+    "USING signal SPX exec SPY 2010-02-29\n",
+    "USING signal SPX exec SPY 2025-12-31\n",
 ];
 
 #[test]

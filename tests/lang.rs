@@ -565,3 +565,50 @@ fn regime_maps_take_spaces_around_the_colon_and_print_canonically() {
     let d = refuse(&canon.replace("{intraday: trend, vol: high}", "{intraday trend}"));
     assert!(d.message.contains("`intraday: trend`"), "{}", d.message);
 }
+
+/// An expiry is a day of the calendar: `2025-04-31` and `2025-02-30` are refused as
+/// `2025-01-32` is (they passed `check`, and the runtime then de-armed the plan saying the
+/// expiry was before the session date). February 29 only in a leap year.
+#[test]
+fn an_impossible_expiry_date_is_refused_at_check_time() {
+    let doc = |exp: &str| {
+        format!(
+            "PLAN p budget 0.1R ttl 15:00\n  USING signal SPY exec SPY {exp}\n  WHEN time >= 09:35\n  DO buy 1 ATM C @ fair\n"
+        )
+    };
+    for bad in [
+        "2025-04-31",
+        "2025-02-30",
+        "2024-02-30",
+        "2025-02-29",
+        "1900-02-29",
+        "2025-06-31",
+        "2025-01-32",
+    ] {
+        let d = refuse(&doc(bad));
+        assert_eq!(
+            (d.rule, d.line, d.col),
+            (Rule::Syntax, 2, 29),
+            "{bad}: {}",
+            d.one_line()
+        );
+        assert!(
+            d.message.contains(&format!("`{bad}` is not a date")),
+            "{}",
+            d.message
+        );
+    }
+    let d = refuse(&doc("2025-04-31"));
+    assert!(d.message.contains("2025-04 has 30 days"), "{}", d.message);
+    assert!(d.message.contains("`2025-04-30`"), "{}", d.message);
+    for ok in [
+        "2025-04-30",
+        "2025-01-31",
+        "2024-02-29",
+        "2000-02-29",
+        "2025-02-28",
+        "2025-12-31",
+    ] {
+        lang::check(&doc(ok), Mode::File).unwrap_or_else(|e| panic!("{ok}: {e:?}"));
+    }
+}

@@ -847,6 +847,7 @@ fn expiry(i: &mut In<'_>, what: &str) -> R<Expiry> {
         && b[8..10].iter().all(u8::is_ascii_digit)
         && !b.get(10).is_some_and(|c| c.is_ascii_alphanumeric())
     {
+        let y: u16 = s[..4].parse().unwrap_or(0);
         let m: u8 = s[5..7].parse().unwrap_or(0);
         let d: u8 = s[8..10].parse().unwrap_or(0);
         if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
@@ -856,10 +857,35 @@ fn expiry(i: &mut In<'_>, what: &str) -> R<Expiry> {
                 "bad date",
             );
         }
+        let last = days_in_month(y, m);
+        if d > last {
+            return fail(
+                i,
+                format!(
+                    "`{}` is not a date: {}-{:02} has {last} days; write `YYYY-MM-DD` with a day of the month, like `{}-{last:02}`",
+                    &s[..10],
+                    &s[..4],
+                    m,
+                    &s[..7]
+                ),
+                "no such day",
+            );
+        }
         let t = i.next_slice(10);
         return Ok(Expiry::Date(t.to_string()));
     }
     expected(i, what)
+}
+
+/// The days of month `m` (1 to 12) of year `y` in the Gregorian calendar: February has 29
+/// in a year divisible by 4, except a century not divisible by 400.
+fn days_in_month(y: u16, m: u8) -> u8 {
+    match m {
+        4 | 6 | 9 | 11 => 30,
+        2 if y.is_multiple_of(4) && (!y.is_multiple_of(100) || y.is_multiple_of(400)) => 29,
+        2 => 28,
+        _ => 31,
+    }
 }
 
 fn eol(i: &mut In<'_>, after: &str) -> R<()> {
@@ -1204,25 +1230,72 @@ static EXPIRY: Lexeme<Expiry> = Lexeme {
     looks: |s| first_is(s, |c| c.is_ascii_digit()),
     term: |d| {
         let nat = nat_term(d);
-        g::alt(vec![
-            g::seq(vec![nat, g::lit("dte")]),
-            g::seq(vec![
-                g::rep(digit(), 4, 4),
-                g::lit("-"),
-                g::alt(vec![
-                    g::seq(vec![g::lit("0"), g::class(&[('1', '9')])]),
-                    g::seq(vec![g::lit("1"), g::class(&[('0', '2')])]),
-                ]),
-                g::lit("-"),
-                g::alt(vec![
-                    g::seq(vec![g::lit("0"), g::class(&[('1', '9')])]),
-                    g::seq(vec![g::class(&[('1', '2')]), digit()]),
-                    g::seq(vec![g::lit("3"), g::class(&[('0', '1')])]),
-                ]),
-            ]),
-        ])
+        g::alt(vec![g::seq(vec![nat, g::lit("dte")]), date_term()])
     },
 };
+
+/// `YYYY-MM-DD`, a day of the calendar: months of 31 and of 30 days, February's 28, and
+/// February 29 in a leap year (written as a regular language: a year divisible by 4 whose
+/// last two digits are not `00`, or a `00` year whose century is divisible by 4).
+fn date_term() -> Term {
+    let year = || g::rep(digit(), 4, 4);
+    let c = |a: char, b: char| g::class(&[(a, b)]);
+    let d28 = g::alt(vec![
+        g::seq(vec![g::lit("0"), c('1', '9')]),
+        g::seq(vec![g::lit("1"), digit()]),
+        g::seq(vec![g::lit("2"), c('0', '8')]),
+    ]);
+    let d30 = g::alt(vec![d28.clone(), g::lit("29"), g::lit("30")]);
+    let d31 = g::alt(vec![d30.clone(), g::lit("31")]);
+    let months = |ms: &[&str]| g::alt(ms.iter().map(|m| g::lit(m)).collect());
+    // Two digits divisible by 4: an even tens digit then 0, 4 or 8; an odd one then 2 or 6.
+    let by4 = || {
+        g::alt(vec![
+            g::seq(vec![
+                g::class(&[('0', '0'), ('2', '2'), ('4', '4'), ('6', '6'), ('8', '8')]),
+                g::class(&[('0', '0'), ('4', '4'), ('8', '8')]),
+            ]),
+            g::seq(vec![
+                g::class(&[('1', '1'), ('3', '3'), ('5', '5'), ('7', '7'), ('9', '9')]),
+                g::class(&[('2', '2'), ('6', '6')]),
+            ]),
+        ])
+    };
+    // By 4 but not `00`: `04`, `08`, then the tens digits 1 to 9.
+    let by4_not_00 = g::alt(vec![
+        g::seq(vec![g::lit("0"), g::class(&[('4', '4'), ('8', '8')])]),
+        g::seq(vec![
+            g::class(&[('2', '2'), ('4', '4'), ('6', '6'), ('8', '8')]),
+            g::class(&[('0', '0'), ('4', '4'), ('8', '8')]),
+        ]),
+        g::seq(vec![
+            g::class(&[('1', '1'), ('3', '3'), ('5', '5'), ('7', '7'), ('9', '9')]),
+            g::class(&[('2', '2'), ('6', '6')]),
+        ]),
+    ]);
+    let leap = g::alt(vec![
+        g::seq(vec![digit(), digit(), by4_not_00]),
+        g::seq(vec![by4(), g::lit("00")]),
+    ]);
+    g::alt(vec![
+        g::seq(vec![
+            year(),
+            g::lit("-"),
+            months(&["01", "03", "05", "07", "08", "10", "12"]),
+            g::lit("-"),
+            d31,
+        ]),
+        g::seq(vec![
+            year(),
+            g::lit("-"),
+            months(&["04", "06", "09", "11"]),
+            g::lit("-"),
+            d30,
+        ]),
+        g::seq(vec![year(), g::lit("-02-"), d28]),
+        g::seq(vec![leap, g::lit("-02-29")]),
+    ])
+}
 
 /// Regime keys and values, GRADE `BY` keys.
 static KEY: Lexeme<String> = Lexeme {
