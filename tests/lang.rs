@@ -57,6 +57,7 @@ fn rule_cases() -> Vec<(Rule, String, usize, Vec<&'static str>)> {
         (Rule::NumberRange, "PLAN p budget 0.2R ttl 15:00\n  WHEN spot > hod held 99999999999999999999999s\n  DO buy 1 +1 C @ fair\n".into(), 2, vec!["longer than a day", "30m"]),
         (Rule::Limit, format!("PLAN p budget 0.2R ttl 15:00\n  WHEN {}spot > hod{}\n  DO buy 1 +1 C @ fair\n", "(".repeat(65), ")".repeat(65)), 2, vec!["nested more than 64 deep", "AND / OR"]),
         (Rule::NumberRange, format!("{HEAD}  DO buy 1 +1.5 C @ fair\n"), 3, vec!["whole strikes", "`+1 C`", "`+2 C`"]),
+        (Rule::ArmCycle, format!("{HEAD}  DO buy 1 +1 C @ fair\n  ARM p\n"), 4, vec!["ARMs itself", "could never arm", "remove `ARM p`"]),
     ]
 }
 
@@ -611,4 +612,68 @@ fn an_impossible_expiry_date_is_refused_at_check_time() {
     ] {
         lang::check(&doc(ok), Mode::File).unwrap_or_else(|e| panic!("{ok}: {e:?}"));
     }
+}
+
+/// LANGUAGE.md §6 asks for rules where users would expect them: a plan that only it, or
+/// only plans of an ARM cycle that nothing leads into, ARMs would sit dormant all session
+/// (an ARM target starts dormant), and the close reported it as a plan that did not fire.
+#[test]
+fn a_plan_only_its_own_arm_cycle_arms_is_refused() {
+    let plan = |name: &str, arms: &[&str]| {
+        let mut s = format!(
+            "PLAN {name} budget 0.1R ttl 15:00\n  WHEN time >= 09:35\n  DO buy 1 ATM C @ fair\n"
+        );
+        for a in arms {
+            s.push_str(&format!("  ARM {a}\n"));
+        }
+        s
+    };
+    // Itself.
+    let errs = lang::check(&plan("a", &["a"]), Mode::File).expect_err("self ARM");
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    let d = &errs[0];
+    assert_eq!(
+        (d.rule, d.line, d.col),
+        (Rule::ArmCycle, 4, 7),
+        "{}",
+        d.one_line()
+    );
+    assert!(d.message.contains("ARMs itself"), "{}", d.message);
+    assert!(d.message.contains("could never arm"), "{}", d.message);
+    // A cycle, and a plan hanging off it.
+    let src = format!(
+        "{}{}{}",
+        plan("a", &["b"]),
+        plan("b", &["a", "c"]),
+        plan("c", &[])
+    );
+    let errs = lang::check(&src, Mode::File).expect_err("cycle");
+    let named: Vec<(usize, bool)> = errs
+        .iter()
+        .map(|d| (d.line, d.rule == Rule::ArmCycle))
+        .collect();
+    assert_eq!(named, vec![(4, true), (8, true), (9, true)], "{errs:?}");
+    assert!(
+        errs[0].message.contains("armed only by `a`")
+            || errs[0].message.contains("`b` could never arm"),
+        "{}",
+        errs[0].message
+    );
+    // A cycle some plan that starts armed leads into can arm; so can a chain.
+    for ok in [
+        format!(
+            "{}{}{}",
+            plan("root", &["a"]),
+            plan("a", &["b"]),
+            plan("b", &["a"])
+        ),
+        format!("{}{}", plan("a", &["b"]), plan("b", &[])),
+        plan("a", &[]),
+    ] {
+        lang::check(&ok, Mode::File).unwrap_or_else(|e| panic!("{ok}{e:?}"));
+    }
+    // In a turn, a plan of the standing book may ARM it: not refused.
+    let mut scope = lang::Scope::default();
+    scope.plans.insert("a".into());
+    lang::check_in_scope(&plan("a", &["a"]), Mode::Turn, &scope).expect("the book may arm it");
 }

@@ -28,6 +28,7 @@ pub enum Rule {
     DurationZero,
     NumberRange,
     Limit,
+    ArmCycle,
 }
 
 impl Rule {
@@ -51,6 +52,7 @@ impl Rule {
         Rule::DurationZero,
         Rule::NumberRange,
         Rule::Limit,
+        Rule::ArmCycle,
     ];
 
     pub fn name(self) -> &'static str {
@@ -74,6 +76,7 @@ impl Rule {
             Rule::DurationZero => "duration-zero",
             Rule::NumberRange => "number-range",
             Rule::Limit => "limit",
+            Rule::ArmCycle => "arm-cycle",
         }
     }
 
@@ -106,6 +109,9 @@ impl Rule {
             }
             Rule::Limit => {
                 "a document keeps within the desk's limits: size, statements, nesting depth (docs/limits.md)"
+            }
+            Rule::ArmCycle => {
+                "an ARM target must be armed by a plan that can arm: not only by itself or its own ARM cycle"
             }
         }
     }

@@ -44,6 +44,12 @@ pub(crate) struct Checker<'a> {
     /// Does the text hold a number the range rule could refuse (`ranges::may_refuse`)?
     ranges: bool,
     range_out: Vec<super::ranges::Refusal>,
+    /// Each plan's ARM targets, with where each is written (rule `arm-cycle`).
+    arms: Vec<(String, Vec<(String, Span)>)>,
+    /// Plans outside the document that may ARM one of its plans: the standing book's, and
+    /// any when the document IMPORTs (the check does not see an imported plan's clauses).
+    outside: BTreeSet<String>,
+    imports: bool,
 }
 
 impl<'a> Checker<'a> {
@@ -63,6 +69,9 @@ impl<'a> Checker<'a> {
             },
             ranges: super::ranges::may_refuse(src),
             range_out: Vec::new(),
+            arms: Vec::new(),
+            outside: scope.plans.clone(),
+            imports: false,
         }
     }
 
@@ -94,6 +103,21 @@ impl<'a> Checker<'a> {
                 _ => {}
             }
         }
+        match &st.kind {
+            StatementKind::Plan(p) => {
+                let targets = p
+                    .clauses
+                    .iter()
+                    .filter_map(|c| match &c.kind {
+                        ClauseKind::Arm(n) => Some((n.text.clone(), n.span)),
+                        _ => None,
+                    })
+                    .collect();
+                self.arms.push((p.name.text.clone(), targets));
+            }
+            StatementKind::Import(_) => self.imports = true,
+            _ => {}
+        }
         self.v.statement(st, self.mode);
         if self.ranges {
             super::ranges::statement(st, &mut self.range_out);
@@ -103,8 +127,78 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// Rule `arm-cycle`: an ARM target starts dormant and arms when a plan that ARMs it
+    /// gets its first fill (docs/runtime.md). A plan that starts armed is one no plan of the
+    /// document ARMs; every plan reached from those through ARMs can arm. A target reached
+    /// from none of them is armed only by itself or by plans of an ARM cycle that nothing
+    /// leads into: it would sit dormant all session, and the close would report it as a plan
+    /// that did not trigger. Refused at each such plan's first `ARM` naming it, unless a plan
+    /// outside the document may ARM it (the standing book's, or an IMPORT's).
+    fn arm_cycles(&mut self) {
+        if self.imports || self.arms.iter().all(|(_, t)| t.is_empty()) {
+            return;
+        }
+        let targeted: HashSet<&str> = self
+            .arms
+            .iter()
+            .flat_map(|(_, t)| t.iter().map(|(n, _)| n.as_str()))
+            .collect();
+        let mut armed: HashSet<&str> = self
+            .arms
+            .iter()
+            .map(|(p, _)| p.as_str())
+            .filter(|p| !targeted.contains(p) || self.outside.contains(*p))
+            .collect();
+        loop {
+            let before = armed.len();
+            for (p, t) in &self.arms {
+                if armed.contains(p.as_str()) {
+                    armed.extend(t.iter().map(|(n, _)| n.as_str()));
+                }
+            }
+            if armed.len() == before {
+                break;
+            }
+        }
+        let mut out = Vec::new();
+        let mut done: HashSet<&str> = HashSet::new();
+        for (_, t) in &self.arms {
+            for (target, at) in t {
+                let is_plan = self.arms.iter().any(|(p, _)| p == target);
+                if !is_plan || armed.contains(target.as_str()) || !done.insert(target) {
+                    continue;
+                }
+                let by: Vec<&str> = self
+                    .arms
+                    .iter()
+                    .filter(|(_, t)| t.iter().any(|(n, _)| n == target))
+                    .map(|(p, _)| p.as_str())
+                    .collect();
+                let msg = if by == [target.as_str()] {
+                    format!(
+                        "plan `{target}` ARMs itself and no other plan ARMs it: an ARM target starts dormant until a plan that ARMs it fills, so `{target}` could never arm; remove `ARM {target}`, or ARM `{target}` from a plan that starts armed"
+                    )
+                } else {
+                    let by = by
+                        .iter()
+                        .map(|p| format!("`{p}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    format!(
+                        "plan `{target}` could never arm: an ARM target starts dormant until a plan that ARMs it fills, and it is armed only by {by}, which could never arm either (an ARM cycle that no plan starting armed leads into); remove an ARM of the cycle, or ARM `{target}` from a plan that starts armed"
+                    )
+                };
+                out.push((span(*at), msg));
+            }
+        }
+        for (at, msg) in out {
+            self.v.report(Rule::ArmCycle, at, msg, "never armed");
+        }
+    }
+
     /// Resolve the references to names, and give every refusal in source order.
-    pub(crate) fn finish(self) -> Vec<Diagnostic> {
+    pub(crate) fn finish(mut self) -> Vec<Diagnostic> {
+        self.arm_cycles();
         let mut v = self.v;
         let names = self.names;
         for r in std::mem::take(&mut v.refs) {
