@@ -425,3 +425,58 @@ fn check_and_print_as_a_turn_refuse_what_the_router_refuses_as_a_mix() {
         }
     }
 }
+
+/// Bytes that are not UTF-8 are a refused document, not an I/O failure: rule `syntax` at the
+/// first bad byte's line and column, exit 2, and `check --json` lists the file with its
+/// error (it printed `[]`, the file dropped, with an I/O error and exit 1).
+#[test]
+fn a_document_that_is_not_utf8_is_refused_at_its_first_bad_byte() {
+    let dir = std::env::temp_dir().join(format!("kestrel-utf8-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("tmp");
+    let bad = dir.join("bad.kestrel");
+    let good = dir.join("good.kestrel");
+    let mut bytes = b"PLAN p budget 0.1R ttl +30m\n  WHEN ".to_vec();
+    bytes.extend_from_slice(b"\xff\xfe spot > hod\n  DO buy 1 ATM C @ fair\n");
+    std::fs::write(&bad, &bytes).expect("write");
+    std::fs::write(
+        &good,
+        "PLAN p budget 0.1R ttl +30m\n  WHEN spot > hod\n  DO buy 1 ATM C @ fair\n",
+    )
+    .expect("write");
+    let (b, g) = (bad.to_str().expect("utf8"), good.to_str().expect("utf8"));
+    let (code, out, err) = kestrel(&["check", b], None);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.starts_with(&format!("{b}: error code=PARSE rule=syntax message=the document is not UTF-8 text: the byte 0xFF")),
+        "{err}"
+    );
+    assert!(err.trim_end().ends_with("(line 2, col 8)"), "{err}");
+    let (code, out, _) = kestrel(&["check", "--json", g, b], None);
+    assert_eq!(code, 2);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(v.as_array().map(Vec::len), Some(2), "{v}");
+    assert_eq!(v[0]["ok"], true, "{v}");
+    assert_eq!(v[1]["file"], b, "{v}");
+    assert_eq!(v[1]["ok"], false, "{v}");
+    let e = &v[1]["errors"][0];
+    assert_eq!(
+        (e["rule"].as_str(), e["line"].as_u64(), e["col"].as_u64()),
+        (Some("syntax"), Some(2), Some(8)),
+        "{v}"
+    );
+    assert_eq!(e["start"], 35, "{v}");
+    for verb in [
+        vec!["print", b],
+        vec!["parse", b],
+        vec!["fmt", "--check", b],
+        vec!["turn", b],
+    ] {
+        let (code, out, err) = kestrel(&verb, None);
+        assert_eq!(code, 2, "{verb:?}: {out}{err}");
+        assert!(
+            err.contains("rule=syntax message=the document is not UTF-8 text"),
+            "{verb:?}: {err}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

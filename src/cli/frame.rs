@@ -81,8 +81,9 @@ pub fn run(a: &FrameArgs) -> i32 {
     let view = match &a.view {
         None => view::default_view(),
         Some(p) => {
-            let Some(src) = super::lang::read_document(p) else {
-                return 1;
+            let src = match super::lang::read_document(p) {
+                Ok(s) => s,
+                Err(code) => return code,
             };
             let doc = match lang::check(&src, Mode::Turn) {
                 Ok(d) => d,

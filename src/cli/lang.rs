@@ -70,47 +70,77 @@ pub struct RulesArgs {
     pub out: super::flags::Json,
 }
 
+/// Why a document could not be read as text.
+pub(crate) enum Unread {
+    /// An I/O failure or a file of another kind, already printed: exit 1.
+    Failed,
+    /// Read, but not UTF-8 text: a refused document (rule `syntax` at the first bad byte),
+    /// exit 2. Not printed, so `check --json` can list it with its file.
+    NotText(Diagnostic),
+}
+
+impl Unread {
+    /// Print the refusal (an I/O failure is printed already); the exit code.
+    pub(crate) fn report(self, path: &Path) -> i32 {
+        match self {
+            Unread::Failed => 1,
+            Unread::NotText(d) => {
+                errln!("{}: {}", path.display(), d.one_line());
+                super::flags::EXIT_REFUSED
+            }
+        }
+    }
+}
+
 /// Read a Kestrel document; `-` is stdin. A tape, a Bus or another file the project writes
-/// is refused with what it is and where it goes. Errors are printed; `None` means exit 1.
-pub(crate) fn read_document(path: &Path) -> Option<String> {
+/// is refused with what it is and where it goes. I/O errors are printed (`Err(1)`); text
+/// that is not UTF-8 is a refused document, printed, `Err(2)`.
+pub(crate) fn read_document(path: &Path) -> Result<String, i32> {
+    read_document_text(path).map_err(|u| u.report(path))
+}
+
+/// [`read_document`], a refusal of its text not printed.
+pub(crate) fn read_document_text(path: &Path) -> Result<String, Unread> {
     if let Some(e) = super::sniff::not_a_document(path) {
         errln!("{e}");
-        return None;
+        return Err(Unread::Failed);
     }
-    let text = read_source(path)?;
+    let text = read_text(path)?;
     // A pipe, a FIFO or stdin is not read ahead (it is read once): what it is is told from
     // the text read.
     if super::sniff::is_stream(path)
         && let Some(e) = super::sniff::not_a_document_text(path, &text)
     {
         errln!("{e}");
-        return None;
+        return Err(Unread::Failed);
     }
-    Some(text)
+    Ok(text)
 }
 
-/// Read a file as text; `-` is stdin. Errors are printed; `None` means exit 1.
-pub(crate) fn read_source(path: &Path) -> Option<String> {
+/// Read a file as text; `-` is stdin. I/O errors are printed (`Err(1)`); text that is not
+/// UTF-8 is refused as a document is, printed, `Err(2)`.
+pub(crate) fn read_source(path: &Path) -> Result<String, i32> {
+    read_text(path).map_err(|u| u.report(path))
+}
+
+fn read_text(path: &Path) -> Result<String, Unread> {
     if path != Path::new("-") && path.is_dir() {
         // As `check` and `run` name a directory (`turn DIR` was `code=IO`).
         let kind = super::sniff::Kind::Directory;
         errln!("{}", super::sniff::wrong_kind(path, kind, "a file", ""));
-        return None;
+        return Err(Unread::Failed);
     }
-    let mut s = String::new();
     let r = if path == Path::new("-") {
-        std::io::stdin().read_to_string(&mut s).map(|_| s)
+        let mut b = Vec::new();
+        std::io::stdin().read_to_end(&mut b).map(|_| b)
     } else {
-        std::fs::read(path).and_then(|b| {
-            String::from_utf8(b)
-                .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text"))
-        })
+        std::fs::read(path)
     };
     match r {
-        Ok(s) => Some(s),
+        Ok(b) => lang::decode(b).map_err(Unread::NotText),
         Err(e) => {
             errln!("{}", super::cannot_read(path, &e));
-            None
+            Err(Unread::Failed)
         }
     }
 }
@@ -130,8 +160,14 @@ pub(crate) fn check_files_with_source(paths: &[PathBuf]) -> Result<Vec<(Document
     let mut docs = Vec::new();
     let mut refused = false;
     for path in paths {
-        let Some(src) = read_document(path) else {
-            return Err(1);
+        let src = match read_document_text(path) {
+            Ok(s) => s,
+            Err(Unread::Failed) => return Err(1),
+            Err(Unread::NotText(d)) => {
+                refused = true;
+                errln!("{}: {}", path.display(), d.one_line());
+                continue;
+            }
         };
         match lang::check(&src, Mode::File) {
             Ok(d) => docs.push((d, src)),
@@ -208,8 +244,9 @@ fn report(path: &Path, src: &str, errors: &[Diagnostic], pretty: bool) {
 }
 
 pub fn parse(a: &ParseArgs) -> i32 {
-    let Some(src) = read_document(&a.file) else {
-        return 1;
+    let src = match read_document(&a.file) {
+        Ok(s) => s,
+        Err(code) => return code,
     };
     match check_doc(&src, a.turn) {
         Ok(doc) => match serde_json::to_string_pretty(&doc) {
@@ -233,9 +270,12 @@ pub fn print(a: &PrintArgs) -> i32 {
     let mut code = 0;
     let several = a.files.len() > 1;
     for path in &a.files {
-        let Some(src) = read_document(path) else {
-            code = code.max(1);
-            continue;
+        let src = match read_document(path) {
+            Ok(s) => s,
+            Err(c) => {
+                code = code.max(c);
+                continue;
+            }
         };
         // Checked and printed a statement at a time: the document's model is never whole. A
         // turn is checked whole, as the router takes it (one directive or statements).
@@ -279,9 +319,12 @@ pub(crate) fn unified_diff(name: &str, src: &str, canon: &str) -> String {
 pub fn fmt(a: &FmtArgs) -> i32 {
     let mut code = 0;
     for path in &a.files {
-        let Some(src) = read_document(path) else {
-            code = code.max(1);
-            continue;
+        let src = match read_document(path) {
+            Ok(s) => s,
+            Err(c) => {
+                code = code.max(c);
+                continue;
+            }
         };
         // fmt formats what parses; it does not enforce semantic rules (check does).
         let doc = match lang::parse(&src) {
@@ -334,9 +377,21 @@ pub fn check(a: &CheckArgs) -> i32 {
     let mut code = 0;
     let mut json = Vec::new();
     for path in &a.files {
-        let Some(src) = read_document(path) else {
-            code = code.max(1);
-            continue;
+        let src = match read_document_text(path) {
+            Ok(s) => s,
+            Err(Unread::NotText(d)) if as_json => {
+                code = code.max(super::flags::EXIT_REFUSED);
+                json.push(serde_json::json!({
+                    "file": path.display().to_string(),
+                    "ok": false,
+                    "errors": [d],
+                }));
+                continue;
+            }
+            Err(u) => {
+                code = code.max(u.report(path));
+                continue;
+            }
         };
         match check_doc(&src, a.turn) {
             Ok(doc) => {

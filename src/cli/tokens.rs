@@ -63,9 +63,12 @@ pub fn run(a: &TokensArgs) -> i32 {
         if let Some(w) = &kind_warning {
             errln!("{w}");
         }
-        let Some(src) = read_source(f) else {
-            status = 1;
-            continue;
+        let src = match read_source(f) {
+            Ok(s) => s,
+            Err(c) => {
+                status = status.max(c);
+                continue;
+            }
         };
         let t = turn::route(&Reply::text(src.clone()), &ctx);
         if t.outcome.is_refused() && kind_warning.is_none() {

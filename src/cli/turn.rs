@@ -183,8 +183,9 @@ pub fn run(a: &TurnArgs) -> i32 {
     if let Some(w) = not_a_reply(&a.file) {
         errln!("{w}");
     }
-    let Some(src) = read_source(&a.file) else {
-        return 1;
+    let src = match read_source(&a.file) {
+        Ok(s) => s,
+        Err(code) => return code,
     };
     let mut ctx = TurnContext::new(a.phase.into(), a.profile.into(), a.author.into());
     ctx.views_requested = a.views_requested;

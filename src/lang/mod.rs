@@ -28,6 +28,39 @@ pub use diag::{Diagnostic, LineIndex, RESERVED_WORDS, Rule};
 pub use print::{print, print_to};
 pub use rules::{Mode, Scope};
 
+/// A document's bytes as text. Bytes that are not UTF-8 are a refused document, not an
+/// I/O failure (the file was read; its content is not a document): rule `syntax` at the
+/// first bad byte's line and column, as a byte-order mark is refused at line 1 col 1.
+pub fn decode(bytes: Vec<u8>) -> Result<String, Diagnostic> {
+    String::from_utf8(bytes).map_err(|e| {
+        let bytes = e.as_bytes();
+        let at = e.utf8_error().valid_up_to();
+        let bad = e.utf8_error().error_len().unwrap_or(bytes.len() - at);
+        let prefix = std::str::from_utf8(&bytes[..at]).unwrap_or_default();
+        let shown = bytes[at..at + bad]
+            .iter()
+            .map(|b| format!("0x{b:02X}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let what = if e.utf8_error().error_len().is_none() {
+            "ends in the middle of a UTF-8 character"
+        } else {
+            "is not UTF-8"
+        };
+        Diagnostic::new(
+            prefix,
+            &LineIndex::new(prefix),
+            Rule::Syntax,
+            at..at + bad,
+            format!(
+                "the document is not UTF-8 text: the {} {shown} here {what}; save the document as UTF-8",
+                if bad == 1 { "byte" } else { "bytes" }
+            ),
+            "not UTF-8",
+        )
+    })
+}
+
 /// Parse text into a document (syntax only). Every broken line is reported.
 pub fn parse(src: &str) -> Result<Document, Vec<Diagnostic>> {
     syntax::parse_document(src)
