@@ -393,6 +393,60 @@ fn a_replayed_bus_reports_the_same_repairs() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// An ask a signal cut (`provider-error kind=interrupted`: the person's Ctrl-C or SIGTERM)
+/// is not the model's provider error. `kestrel experiment`'s table leaves it out; the report
+/// counted it as a turn and a provider error, so an arm stopped by hand read as 100%
+/// provider errors. It is now counted only in `interrupted`.
+#[test]
+fn an_ask_cut_by_a_signal_is_interrupted_not_a_provider_error() {
+    let dir = tmp("interrupted");
+    let cut = model_session(
+        &dir,
+        "cut",
+        vec![
+            Reply::text(COLLAPSED),
+            Reply::ProviderError(
+                "provider-error kind=interrupted interrupted by SIGTERM while the author was answering"
+                    .into(),
+            ),
+        ],
+    );
+    let failed = model_session(
+        &dir,
+        "failed",
+        vec![Reply::ProviderError(
+            "provider-error kind=http HTTP 503".into(),
+        )],
+    );
+    let (_, v) = report_json(&[s(&cut)]);
+    let tot = &v["totals"];
+    for (k, n) in [
+        ("turns", 0),
+        ("provider_error", 0),
+        ("interrupted", 1),
+        ("attempts", 0),
+        ("re_asks", 0),
+        ("tokens", 0),
+    ] {
+        assert_eq!(tot[k], n, "totals.{k}: {v}");
+    }
+    assert_eq!(v["errors"], serde_json::json!([]), "{v}");
+    assert_eq!(v["by_author"]["model"]["interrupted"], 1);
+    // A real provider error still is one.
+    let (_, w) = report_json(&[s(&failed), s(&cut)]);
+    assert_eq!(w["totals"]["turns"], 1);
+    assert_eq!(w["totals"]["provider_error"], 1);
+    assert_eq!(w["totals"]["interrupted"], 1);
+    // The text table's last column.
+    let (code, text, _) = kestrel(&["errors", "report", s(&cut)]);
+    assert_eq!(code, 0);
+    assert!(text.lines().any(|l| l.ends_with(" interrupted")), "{text}");
+    let all = text.lines().find(|l| l.starts_with("all ")).expect("all");
+    let cols: Vec<&str> = all.split_whitespace().collect();
+    assert_eq!((cols[1], cols[5], cols[9]), ("0", "0", "1"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn bad_bus_files_fail_closed_naming_the_file_and_line() {
     let dir = tmp("bad");

@@ -125,7 +125,7 @@ struct Tally {
 
 impl Tally {
     fn add(&mut self, asks: &[crate::turn::report::AskRecord]) {
-        for a in asks.iter().filter(|a| !cut_by_a_signal(a)) {
+        for a in asks.iter().filter(|a| !a.cut_by_a_signal()) {
             self.turns += 1;
             for at in &a.attempts {
                 self.tokens += at.tokens as u64;
@@ -164,14 +164,6 @@ impl Tally {
     fn all_provider_errors(&self) -> bool {
         self.turns > 0 && self.provider_error == self.turns
     }
-}
-
-/// An ask a signal cut short (`provider-error kind=interrupted`): the author was stopped,
-/// it did not fail, so the ask is no turn of the arm's (it stays on the Bus).
-fn cut_by_a_signal(a: &crate::turn::report::AskRecord) -> bool {
-    let cut = crate::author::ProviderErrorKind::Interrupted.name();
-    matches!(&a.turn.outcome, Outcome::ProviderError { message }
-        if crate::author::ProviderError::parts(message).0 == Some(cut))
 }
 
 /// An arm's wall time: whole seconds from 10 s up (`33 s`), one decimal below (`0.3 s`), where

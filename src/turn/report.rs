@@ -24,6 +24,18 @@ pub struct AskRecord {
     pub turn: RoutedTurn,
 }
 
+impl AskRecord {
+    /// Was the ask cut short by a signal (`provider-error kind=interrupted`: the person's
+    /// Ctrl-C or SIGTERM, or the desk closing)? The author was stopped, it did not fail, so
+    /// such an ask is no turn of the author's: `kestrel errors report` counts it only as
+    /// `interrupted`, and `kestrel experiment`'s table not at all (it stays on the Bus).
+    pub fn cut_by_a_signal(&self) -> bool {
+        let cut = crate::author::ProviderErrorKind::Interrupted.name();
+        matches!(&self.turn.outcome, Outcome::ProviderError { message }
+            if crate::author::ProviderError::parts(message).0 == Some(cut))
+    }
+}
+
 /// A Bus file that cannot be read: the 1-based line and what is wrong with it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BusFileError {
@@ -164,10 +176,18 @@ pub struct Totals {
     pub re_asks_provider_error: u64,
     /// cl100k tokens of every reply written.
     pub tokens: u64,
+    /// Asks a signal cut short ([`AskRecord::cut_by_a_signal`]): counted here and nowhere
+    /// else (not as turns, not as provider errors, their replies not as replies), as
+    /// `kestrel experiment`'s table leaves them out.
+    pub interrupted: u64,
 }
 
 impl Totals {
     fn add(&mut self, ask: &AskRecord) {
+        if ask.cut_by_a_signal() {
+            self.interrupted += 1;
+            return;
+        }
         self.turns += 1;
         let re_asks = ask.attempts.len().saturating_sub(1) as u64;
         match (&ask.turn.outcome, ask.turn.class()) {
@@ -207,6 +227,7 @@ impl Totals {
             "re_asks_provider_error": self.re_asks_provider_error,
             "repair_rate": rate(self.re_asks_parsed, self.re_asks - self.re_asks_provider_error),
             "tokens": self.tokens,
+            "interrupted": self.interrupted,
         })
     }
 }
@@ -395,6 +416,10 @@ impl ErrorsReport {
     }
 
     fn add_errors(&mut self, ask: &AskRecord) {
+        if ask.cut_by_a_signal() {
+            // Not the author's: the experiment's table counts none of its replies either.
+            return;
+        }
         let fail_closed = matches!(ask.turn.outcome, Outcome::Pass { fail_closed: true });
         for (i, a) in ask.attempts.iter().enumerate() {
             let next = ask.attempts.get(i + 1);
@@ -511,7 +536,7 @@ impl ErrorsReport {
             ));
         }
         s.push_str(&format!(
-            "\n{:<24} {:>5} {:>8} {:>8} {:>11} {:>14} {:>7} {:>7} {:>7}\n",
+            "\n{:<24} {:>5} {:>8} {:>8} {:>11} {:>14} {:>7} {:>7} {:>7} {:>11}\n",
             "group",
             "turns",
             "authored",
@@ -520,11 +545,12 @@ impl ErrorsReport {
             "provider-error",
             "re-asks",
             "repair",
-            "tokens"
+            "tokens",
+            "interrupted"
         ));
         let mut row = |name: String, t: &Totals| {
             s.push_str(&format!(
-                "{:<24} {:>5} {:>8} {:>8} {:>11} {:>14} {:>7} {:>7} {:>7}\n",
+                "{:<24} {:>5} {:>8} {:>8} {:>11} {:>14} {:>7} {:>7} {:>7} {:>11}\n",
                 name,
                 t.turns,
                 t.authored,
@@ -533,7 +559,8 @@ impl ErrorsReport {
                 t.provider_error,
                 t.re_asks,
                 pct(t.re_asks_parsed, t.re_asks - t.re_asks_provider_error),
-                t.tokens
+                t.tokens,
+                t.interrupted
             ));
         };
         row("all".into(), &self.totals);
