@@ -45,6 +45,10 @@ enum Behaviour {
     EndlessLine,
     /// One JSON body (no SSE) of 9 MiB.
     HugeBody,
+    /// `200` with one JSON body that is an error object, as some gateways answer.
+    BodyError,
+    /// A stream whose first event is an error object.
+    StreamError,
 }
 
 #[derive(Debug, Clone)]
@@ -161,6 +165,21 @@ async fn handle(
         }
         Behaviour::BodyLength => sock.write_all(body("length").as_bytes()).await?,
         Behaviour::BodyStop => sock.write_all(body("stop").as_bytes()).await?,
+        Behaviour::BodyError => {
+            let b = r#"{"error":{"message":"The server is overloaded","type":"server_error"}}"#;
+            let resp = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{b}",
+                b.len()
+            );
+            sock.write_all(resp.as_bytes()).await?;
+        }
+        Behaviour::StreamError => {
+            sock.write_all(sse_head.as_bytes()).await?;
+            sock.write_all(
+                b"data: {\"error\":{\"message\":\"The server is overloaded\",\"type\":\"server_error\"}}\n\n",
+            )
+            .await?;
+        }
         Behaviour::RetryAfter if requests == 1 => {
             sock.write_all(b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").await?;
         }
@@ -521,6 +540,38 @@ async fn a_non_streamed_reply_cut_at_the_token_limit_is_truncated() {
         matches!(&out, Completion::Reply(t) if t.starts_with("PLAN cut")),
         "{out:?}"
     );
+}
+
+/// A `200` whose body is an error object (`{"error":{"message":...}}`) is the server's
+/// stated reason, reported as the same error in a stream is: `bad-response the server
+/// reported an error: ...` with its message. It read `empty-completion the completion was
+/// empty`, which sent the evaluator to the model, not the gateway.
+#[tokio::test]
+async fn a_200_error_body_is_the_servers_error_as_in_a_stream() {
+    let mut said = Vec::new();
+    for b in [Behaviour::BodyError, Behaviour::StreamError] {
+        let server = serve(b).await;
+        let out = OpenAiAuthor::new(config(&server.base))
+            .author(&prompt(), None)
+            .await;
+        assert_eq!(
+            provider_error(&out),
+            ProviderErrorKind::BadResponse,
+            "{out:?}"
+        );
+        let Completion::ProviderError(e) = &out else {
+            unreachable!()
+        };
+        assert!(
+            e.message.starts_with("the server reported an error: ")
+                && e.message.contains("The server is overloaded"),
+            "{e}"
+        );
+        // Retried like any failure before text (1 + 2 retries).
+        assert!(e.message.ends_with("(attempt 3)"), "{e}");
+        said.push(e.to_string());
+    }
+    assert_eq!(said[0], said[1], "one message for a body and a stream");
 }
 
 /// A 429 with `Retry-After: 1` is retried after that second (not the 20 ms backoff); one

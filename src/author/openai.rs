@@ -535,6 +535,11 @@ impl OpenAiAuthor {
                 false,
             )
         })?;
+        // A gateway's `200 {"error": {...}}` says why there is no completion: its words,
+        // not "the completion was empty".
+        if let Some(f) = self.reported_error(&v, true) {
+            return Err(f);
+        }
         let choice = &v["choices"][0];
         let content = choice["message"]["content"]
             .as_str()
@@ -556,6 +561,21 @@ impl OpenAiAuthor {
         Ok(finished(
             content.to_string(),
             choice["finish_reason"].as_str(),
+        ))
+    }
+
+    /// The error object a server sent in place of a completion (`{"error": {...}}`, in a
+    /// whole body or a stream event), as a `bad-response` failure quoting it (redacted,
+    /// cut to 200 bytes): `retryable` when no text has arrived yet. `None`: no error.
+    fn reported_error(&self, v: &serde_json::Value, retryable: bool) -> Option<Failure> {
+        let err = v.get("error").filter(|e| !e.is_null())?;
+        Some(fail(
+            ProviderErrorKind::BadResponse,
+            format!(
+                "the server reported an error: {}",
+                excerpt(&self.redact(err.to_string()), 200)
+            ),
+            retryable,
         ))
     }
 
@@ -637,15 +657,8 @@ impl OpenAiAuthor {
                         ));
                     }
                 };
-                if let Some(err) = v.get("error") {
-                    return Err(fail(
-                        ProviderErrorKind::BadResponse,
-                        format!(
-                            "the server reported an error: {}",
-                            excerpt(&self.redact(err.to_string()), 200)
-                        ),
-                        text.is_empty(),
-                    ));
+                if let Some(f) = self.reported_error(&v, text.is_empty()) {
+                    return Err(f);
                 }
                 let choice = &v["choices"][0];
                 // Chat streams carry `delta.content`; `/completions` streams carry `text`.
