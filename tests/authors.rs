@@ -365,6 +365,21 @@ async fn a_normal_streamed_turn_and_the_request_shape() {
     assert!(info.identity().contains("constrained=off"));
 }
 
+/// The temperature goes on the wire as given: `0.7`, not `0.699999988079071` (it was held as
+/// an `f32` and widened), so a server's request log or cache key sees the value passed.
+#[tokio::test]
+async fn the_temperature_goes_on_the_wire_as_given() {
+    for (t, text) in [(0.7, "0.7"), (0.1, "0.1"), (1.3, "1.3"), (0.0, "0.0")] {
+        let server = serve(Behaviour::Normal).await;
+        let mut c = config(&server.base);
+        c.temperature = t;
+        let out = OpenAiAuthor::new(c).author(&prompt(), None).await;
+        assert!(matches!(out, Completion::Reply(_)), "{out:?}");
+        let seen = server.seen.lock().expect("lock").clone();
+        assert_eq!(seen[0].body["temperature"].to_string(), text);
+    }
+}
+
 #[tokio::test]
 async fn constrained_decoding_sends_the_exported_gbnf() {
     let server = serve(Behaviour::Normal).await;

@@ -333,7 +333,7 @@ pub struct AuthorInfo {
     pub model: String,
     /// Is the exported grammar constraining decoding?
     pub constrained: bool,
-    pub temperature: Option<f32>,
+    pub temperature: Option<f64>,
     /// The output-token limit of one request, where the author has one.
     pub max_tokens: Option<u32>,
 }

@@ -157,7 +157,7 @@ pub struct OpenAiConfig {
     /// Up to and including `/v1`, e.g. `http://127.0.0.1:8080/v1`.
     pub base_url: String,
     pub model: String,
-    pub temperature: f32,
+    pub temperature: f64,
     pub max_tokens: u32,
     /// Send the grammar as `grammar` (llama.cpp-style constrained decoding).
     pub constrained: bool,

@@ -69,7 +69,7 @@ pub struct ExperimentArgs {
     pub model: String,
     /// Sampling temperature, from 0 to 2.
     #[arg(long, allow_negative_numbers = true, default_value_t = 0.7, value_parser = crate::session::temperature)]
-    pub temperature: f32,
+    pub temperature: f64,
     /// Seconds one reply may take (every retry included).
     #[arg(long, allow_negative_numbers = true, default_value_t = crate::author::openai::DEFAULT_TOTAL_SECS, value_parser = crate::session::positive_secs)]
     pub timeout: u64,

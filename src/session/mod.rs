@@ -626,7 +626,7 @@ pub struct AuthorFlags {
     pub model: String,
     /// Sampling temperature for a model author, from 0 to 2.
     #[arg(long, allow_negative_numbers = true, default_value_t = 0.7, value_parser = temperature)]
-    pub temperature: f32,
+    pub temperature: f64,
     /// Send the exported GBNF as `grammar` (llama.cpp-style constrained decoding).
     #[arg(long)]
     pub constrained: bool,
@@ -648,12 +648,12 @@ pub struct AuthorFlags {
 }
 
 /// The highest sampling temperature: the OpenAI API's (its range is 0 to 2).
-pub const MAX_TEMPERATURE: f32 = 2.0;
+pub const MAX_TEMPERATURE: f64 = 2.0;
 
 /// A sampling temperature: a number from 0 to [`MAX_TEMPERATURE`] (`NaN` and `-1` were
 /// taken and sent to the server as they were).
-pub(crate) fn temperature(s: &str) -> Result<f32, String> {
-    match s.trim().parse::<f32>() {
+pub(crate) fn temperature(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
         Ok(t) if (0.0..=MAX_TEMPERATURE).contains(&t) => Ok(t),
         Ok(_) => Err(format!(
             "a temperature is from 0 to {MAX_TEMPERATURE}, the range of the OpenAI API"
@@ -800,7 +800,7 @@ pub struct AuthorSpec {
     /// The model name sent to a server.
     pub model: String,
     /// Sampling temperature for a model.
-    pub temperature: f32,
+    pub temperature: f64,
     /// Send the exported GBNF as `grammar`.
     pub constrained: bool,
     /// Seconds one reply may take.
