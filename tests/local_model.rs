@@ -183,7 +183,9 @@ fn the_system_prompt_is_the_rendered_profile_and_session_start_names_the_author(
     let (code, out, err, bus) = agent(&dir, &["--author", &server.base, "--model", "gemma-test"]);
     assert_eq!(code, 0, "{err}");
     assert!(
-        out.contains("author openai gemma-test authoring-v2 constrained=off max_tokens=512:"),
+        out.contains(
+            "author openai gemma-test authoring-v2 constrained=off max_tokens=512 temperature=0.7:"
+        ),
         "the report names the arm: {out}"
     );
     let seen = server.seen.lock().expect("lock").clone();
@@ -225,11 +227,97 @@ fn the_system_prompt_is_the_rendered_profile_and_session_start_names_the_author(
         .output()
         .expect("errors report");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("report JSON");
-    let arm = &v["by_arm"]["openai gemma-test authoring-v2 constrained=off max_tokens=512"];
+    let arm = &v["by_arm"]["openai gemma-test authoring-v2 constrained=off max_tokens=512 temperature=0.7"];
     assert_eq!(
         arm["turns"].as_u64(),
         Some(bus.iter().filter(|e| e["type"] == "turn").count() as u64)
     );
+}
+
+/// The temperature is part of the author's identity on the Bus and of the arm, and the
+/// server's base URL is recorded (not in the arm). Two runs at temperature 0 and 1.5 wrote
+/// byte-identical Bus files and were one arm of `errors report`. A Bus saved before the
+/// fields (no `temperature`, no `server`) still replays byte for byte and names its arm as
+/// before.
+#[test]
+fn the_temperature_is_on_the_bus_and_in_the_arm() {
+    let dir = scratch("temperature-arm");
+    let mut arms = Vec::new();
+    let mut buses = Vec::new();
+    for t in ["0", "1.5"] {
+        let server = serve(vec![Say::Stream("# nothing to do\n".into())]);
+        let (code, out, err, bus) = agent(
+            &dir,
+            &["--author", &server.base, "--temperature", t, "--json"],
+        );
+        assert_eq!(code, 0, "{err}");
+        let a = &bus[0]["author"];
+        assert_eq!(a["temperature"], t, "{a}");
+        assert_eq!(a["server"].as_str(), Some(server.base.as_str()), "{a}");
+        let seen = server.seen.lock().expect("lock").clone();
+        let sent = if t == "0" { "0.0" } else { t };
+        assert_eq!(seen[0].body["temperature"].to_string(), sent);
+        let v: serde_json::Value = serde_json::from_str(&out).expect("agent --json");
+        arms.push(v["arm"].as_str().unwrap_or_default().to_string());
+        let kept = dir.join(format!("t{t}.bus.jsonl"));
+        std::fs::rename(dir.join("run.bus.jsonl"), &kept).expect("keep the Bus");
+        buses.push(kept);
+    }
+    assert_eq!(
+        arms,
+        [
+            "openai default authoring-v2 constrained=off max_tokens=512 temperature=0",
+            "openai default authoring-v2 constrained=off max_tokens=512 temperature=1.5",
+        ]
+    );
+    let report = Command::new(env!("CARGO_BIN_EXE_kestrel"))
+        .args(["errors", "report", "--json"])
+        .args(&buses)
+        .output()
+        .expect("errors report");
+    let v: serde_json::Value = serde_json::from_slice(&report.stdout).expect("report JSON");
+    let keys: Vec<&String> = v["by_arm"].as_object().expect("by_arm").keys().collect();
+    assert_eq!(keys, arms.iter().collect::<Vec<_>>());
+
+    // A Bus written before the fields: it replays to the same bytes, its arm as before.
+    let text = std::fs::read_to_string(&buses[1]).expect("bus");
+    let (first, rest) = text.split_once('\n').expect("lines");
+    let mut start: serde_json::Value = serde_json::from_str(first).expect("session-start");
+    let author = start["author"].as_object_mut().expect("author");
+    author.remove("temperature");
+    author.remove("server");
+    let old = dir.join("old.bus.jsonl");
+    std::fs::write(
+        &old,
+        format!("{}\n{rest}", kestrel_desk::bus::canonical_json(&start)),
+    )
+    .expect("old bus");
+    let again = dir.join("again.bus.jsonl");
+    let out = Command::new(env!("CARGO_BIN_EXE_kestrel"))
+        .args(["agent", "--tape"])
+        .arg(common::root().join("tapes/trend-2025-04-09-s1.jsonl"))
+        .arg("--author")
+        .arg(&old)
+        .arg("--bus")
+        .arg(&again)
+        .arg("--json")
+        .output()
+        .expect("replay");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read(&again).expect("replayed"),
+        std::fs::read(&old).expect("old")
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("agent --json");
+    assert_eq!(
+        v["arm"],
+        "openai default authoring-v2 constrained=off max_tokens=512"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -236,6 +236,7 @@ impl Author for CommandAuthor {
                 .join(" "),
             constrained: false,
             temperature: None,
+            server: None,
             max_tokens: None,
         }
     }

@@ -336,6 +336,9 @@ pub struct AuthorInfo {
     pub temperature: Option<f64>,
     /// The output-token limit of one request, where the author has one.
     pub max_tokens: Option<u32>,
+    /// A model server's base URL as messages show it (no userinfo, query values
+    /// `[redacted]`); `None` for a command.
+    pub server: Option<String>,
 }
 
 impl AuthorInfo {

@@ -717,6 +717,7 @@ impl Author for OpenAiAuthor {
             constrained: self.cfg.constrained,
             temperature: Some(self.cfg.temperature),
             max_tokens: Some(self.cfg.max_tokens),
+            server: Some(shown_text(self.cfg.base_url.trim())),
         }
     }
 

@@ -777,6 +777,8 @@ mod tests {
                     profile: s("authoring-v2"),
                     prompt_hash: s("ab"),
                     max_tokens: Some(512),
+                    temperature: None,
+                    server: None,
                 }),
                 session: None,
             },

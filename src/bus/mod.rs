@@ -158,10 +158,25 @@ pub struct AuthorIdentity {
     /// The output-token limit of one request, where the author has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
+    /// The sampling temperature sent to a model, as its shortest round-trip decimal text
+    /// (`"0.7"`, `"1.5"`, `"0"`), as the config identity holds it (docs/turns.md). Absent for
+    /// a command author and in a Bus written before 2026-12-05, which keeps its bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<String>,
+    /// The model server's base URL as messages show it (no userinfo, query values
+    /// `[redacted]`): where the turns were written. Not part of the arm (see [`Self::arm`]).
+    /// Absent for a command author and in an older Bus.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
 }
 
 impl AuthorIdentity {
-    /// One line naming the arm: `kind model profile constrained=on|off [max_tokens=N]`.
+    /// One line naming the arm: `kind model profile constrained=on|off [max_tokens=N]
+    /// [temperature=T]`. The server is not in it: an arm is the condition the turns were
+    /// written under, and one model at one setting served from another port or host is the
+    /// same condition (two servers that serve different models under one name are told
+    /// apart by `--model`, which a llama.cpp server does not check). A Bus without a
+    /// temperature (a command author, an older file) names its arm as before.
     pub fn arm(&self) -> String {
         let mut s = format!(
             "{} {} {} constrained={}",
@@ -173,7 +188,25 @@ impl AuthorIdentity {
         if let Some(m) = self.max_tokens {
             s.push_str(&format!(" max_tokens={m}"));
         }
+        if let Some(t) = &self.temperature {
+            s.push_str(&format!(" temperature={t}"));
+        }
         s
+    }
+
+    /// The identity an attached author's [`AuthorInfo`](crate::author::AuthorInfo) gives,
+    /// under `profile`: what `kestrel agent` and `kestrel experiment` write on `session-start`.
+    pub fn of(info: crate::author::AuthorInfo, profile: crate::turn::Profile) -> AuthorIdentity {
+        AuthorIdentity {
+            kind: info.kind.to_string(),
+            model: info.model,
+            constrained: info.constrained,
+            profile: profile.name().to_string(),
+            prompt_hash: profile.prompt_hash(),
+            max_tokens: info.max_tokens,
+            temperature: info.temperature.map(|t| format!("{t}")),
+            server: info.server,
+        }
     }
 }
 

@@ -107,16 +107,12 @@ pub fn run(a: &AgentArgs) -> i32 {
     // The author's identity goes on session-start, so every report splits the arms. A saved
     // Bus replays with the identity it recorded: the same session-start, the same bytes.
     engine.author = author.recorded_identity().or_else(|| {
-        author.identity().map(|i| bus::AuthorIdentity {
-            kind: i.kind.to_string(),
-            model: i.model,
-            constrained: i.constrained,
-            profile: profile.name().to_string(),
-            prompt_hash: profile.prompt_hash(),
-            max_tokens: i.max_tokens,
-        })
+        author
+            .identity()
+            .map(|i| bus::AuthorIdentity::of(i, profile))
     });
-    // The report names the arm too (kind, model, profile, constrained, max tokens).
+    // The report names the arm too (kind, model, profile, constrained, max tokens,
+    // temperature).
     let arm = engine.author.as_ref().map(bus::AuthorIdentity::arm);
     let cfg = RunConfig {
         engine,

@@ -501,14 +501,9 @@ fn one_session(
     let mut engine = crate::engine::EngineConfig::strict(crate::market::Px::from_raw(
         crate::session::DEFAULT_R_USD.saturating_mul(crate::market::types::PX_SCALE),
     ));
-    engine.author = author.identity().map(|i| bus::AuthorIdentity {
-        kind: i.kind.to_string(),
-        model: i.model,
-        constrained: i.constrained,
-        profile: arm.profile.name().to_string(),
-        prompt_hash: arm.profile.prompt_hash(),
-        max_tokens: i.max_tokens,
-    });
+    engine.author = author
+        .identity()
+        .map(|i| bus::AuthorIdentity::of(i, arm.profile));
     let cfg = RunConfig {
         engine,
         profile: arm.profile,
