@@ -49,6 +49,10 @@ enum Behaviour {
     BodyError,
     /// A stream whose first event is an error object.
     StreamError,
+    /// A normal stream, then a last chunk with no choices and the `usage`, then `[DONE]`.
+    StreamUsage,
+    /// One JSON body with `finish_reason: "stop"` and a `usage`.
+    BodyUsage,
 }
 
 #[derive(Debug, Clone)]
@@ -165,6 +169,24 @@ async fn handle(
         }
         Behaviour::BodyLength => sock.write_all(body("length").as_bytes()).await?,
         Behaviour::BodyStop => sock.write_all(body("stop").as_bytes()).await?,
+        Behaviour::BodyUsage => {
+            let b = serde_json::json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": plan}, "finish_reason": "stop"}], "usage": {"prompt_tokens": 1001, "completion_tokens": 23, "total_tokens": 1024}}).to_string();
+            let resp = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{b}",
+                b.len()
+            );
+            sock.write_all(resp.as_bytes()).await?;
+        }
+        Behaviour::StreamUsage => {
+            sock.write_all(sse_head.as_bytes()).await?;
+            sock.write_all(delta("STAND-DOWN no edge").as_bytes())
+                .await?;
+            sock.write_all(
+                b"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n",
+            )
+            .await?;
+            sock.write_all(b"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":987,\"completion_tokens\":5,\"total_tokens\":992}}\n\ndata: [DONE]\n\n").await?;
+        }
         Behaviour::BodyError => {
             let b = r#"{"error":{"message":"The server is overloaded","type":"server_error"}}"#;
             let resp = format!(
@@ -587,6 +609,39 @@ async fn a_200_error_body_is_the_servers_error_as_in_a_stream() {
         said.push(e.to_string());
     }
     assert_eq!(said[0], said[1], "one message for a body and a stream");
+}
+
+/// The provider's `usage` (its own prompt and completion token counts) is kept for the
+/// session to record, from a whole body or a stream's last chunk; a server that sends none
+/// gives none. It was thrown away.
+#[tokio::test]
+async fn the_providers_usage_is_read_from_a_body_or_the_streams_last_chunk() {
+    use kestrel_desk::author::Usage;
+    for (b, want) in [
+        (
+            Behaviour::BodyUsage,
+            Some(Usage {
+                prompt_tokens: 1001,
+                completion_tokens: 23,
+            }),
+        ),
+        (
+            Behaviour::StreamUsage,
+            Some(Usage {
+                prompt_tokens: 987,
+                completion_tokens: 5,
+            }),
+        ),
+        (Behaviour::Normal, None),
+    ] {
+        let server = serve(b).await;
+        let mut author = OpenAiAuthor::new(config(&server.base));
+        let out = author.author(&prompt(), None).await;
+        assert!(matches!(out, Completion::Reply(_)), "{out:?}");
+        assert_eq!(author.take_usage(), want);
+        // Taking it clears it.
+        assert_eq!(author.take_usage(), None);
+    }
 }
 
 /// A 429 with `Retry-After: 1` is retried after that second (not the 20 ms backoff); one

@@ -440,10 +440,43 @@ fn an_ask_cut_by_a_signal_is_interrupted_not_a_provider_error() {
     // The text table's last column.
     let (code, text, _) = kestrel(&["errors", "report", s(&cut)]);
     assert_eq!(code, 0);
-    assert!(text.lines().any(|l| l.ends_with(" interrupted")), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("group") && l.split_whitespace().nth(9) == Some("interrupted")),
+        "{text}"
+    );
     let all = text.lines().find(|l| l.starts_with("all ")).expect("all");
     let cols: Vec<&str> = all.split_whitespace().collect();
     assert_eq!((cols[1], cols[5], cols[9]), ("0", "0", "1"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A reply past the 256 KiB limit is refused unread and charged a quarter of its bytes: an
+/// estimate, not a cl100k count. It was added to `tokens` with the counts (750,001 for a
+/// 3 MB reply); it is now `tokens_estimated`, and `tokens` holds counts only. No provider
+/// `usage` was recorded, so the provider columns read `-`.
+#[test]
+fn an_oversized_replys_estimate_is_kept_apart_from_the_token_counts() {
+    let dir = tmp("estimate");
+    let f = model_session(
+        &dir,
+        "huge",
+        vec![Reply::Oversized {
+            head: "#".repeat(64),
+            bytes: 3_000_003,
+        }],
+    );
+    let (_, v) = report_json(&[s(&f)]);
+    let tot = &v["totals"];
+    assert_eq!(tot["attempts"], 1, "{v}");
+    assert_eq!(tot["tokens"], 0, "{v}");
+    assert_eq!(tot["tokens_estimated"], 750_001, "{v}");
+    assert_eq!(tot["provider_attempts"], 0, "{v}");
+    let (code, text, _) = kestrel(&["errors", "report", s(&f)]);
+    assert_eq!(code, 0);
+    let all = text.lines().find(|l| l.starts_with("all ")).expect("all");
+    let cols: Vec<&str> = all.split_whitespace().collect();
+    assert_eq!(&cols[8..], ["0", "0", "750001", "-", "-"], "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

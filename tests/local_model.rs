@@ -21,6 +21,9 @@ enum Say {
     Cut(String),
     /// Stream the text, then `[DONE]` with no finish reason.
     Unsaid(String),
+    /// Stream the text with `stop`, then a last chunk with the provider's `usage`
+    /// (prompt tokens, completion tokens), then `[DONE]`.
+    Costed(String, u64, u64),
 }
 
 #[derive(Debug, Clone)]
@@ -119,6 +122,14 @@ fn handle(mut sock: TcpStream, say: Say, seen: Arc<Mutex<Vec<Seen>>>) -> std::io
         Say::Unsaid(t) => {
             text_only(&mut sock, &t)?;
             sock.write_all(b"data: [DONE]\n\n")?;
+        }
+        Say::Costed(t, p, c) => {
+            text_only(&mut sock, &t)?;
+            sock.write_all(
+                b"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n",
+            )?;
+            let usage = serde_json::json!({"choices": [], "usage": {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}});
+            sock.write_all(format!("data: {usage}\n\ndata: [DONE]\n\n").as_bytes())?;
         }
     }
     let _ = sock.shutdown(std::net::Shutdown::Both);
@@ -317,6 +328,77 @@ fn the_temperature_is_on_the_bus_and_in_the_arm() {
         v["arm"],
         "openai default authoring-v2 constrained=off max_tokens=512"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The provider's `usage` is recorded on each `repair` attempt that had one and totalled in
+/// `agent --json` (`spend`) and `errors report`, apart from the desk's cl100k count of the
+/// reply. It was thrown away: prompt tokens were counted nowhere. A server that sends no
+/// usage leaves the attempt as before (no `usage` key).
+#[test]
+fn the_providers_usage_is_recorded_per_attempt_and_totalled() {
+    let dir = scratch("usage");
+    // A refused reply, then a fixed one: two attempts, each with its usage.
+    let server = serve(vec![
+        Say::Costed(
+            "PLAN x budget 0.1R ttl 15:00\n  WHEN spot > hod DO buy 1 ATM C @ fair\n".into(),
+            1001,
+            31,
+        ),
+        Say::Costed("# nothing to do\n".into(), 1200, 7),
+    ]);
+    let (code, out, err, bus) = agent(&dir, &["--author", &server.base, "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let repairs: Vec<&serde_json::Value> = bus.iter().filter(|e| e["type"] == "repair").collect();
+    assert!(repairs.len() >= 2, "{repairs:?}");
+    assert_eq!(
+        repairs[0]["attempt"]["usage"],
+        serde_json::json!({"prompt_tokens": 1001, "completion_tokens": 31})
+    );
+    assert_eq!(
+        repairs[1]["attempt"]["usage"],
+        serde_json::json!({"prompt_tokens": 1200, "completion_tokens": 7})
+    );
+    let n = repairs.len() as u64;
+    // The last answer repeats for later wakes.
+    let prompt = 1001 + 1200 * (n - 1);
+    let completion = 31 + 7 * (n - 1);
+    let cl100k: u64 = repairs
+        .iter()
+        .map(|r| r["attempt"]["tokens"].as_u64().unwrap_or(0))
+        .sum();
+    let v: serde_json::Value = serde_json::from_str(&out).expect("agent --json");
+    assert_eq!(
+        v["spend"],
+        serde_json::json!({
+            "tokens": cl100k,
+            "tokens_estimated": 0,
+            "provider_attempts": n,
+            "provider_prompt_tokens": prompt,
+            "provider_completion_tokens": completion,
+        })
+    );
+    let report = Command::new(env!("CARGO_BIN_EXE_kestrel"))
+        .args(["errors", "report", "--json"])
+        .arg(dir.join("run.bus.jsonl"))
+        .output()
+        .expect("errors report");
+    let r: serde_json::Value = serde_json::from_slice(&report.stdout).expect("report JSON");
+    assert_eq!(r["totals"]["provider_prompt_tokens"], prompt);
+    assert_eq!(r["totals"]["provider_completion_tokens"], completion);
+    assert_eq!(r["totals"]["tokens"], cl100k);
+
+    // No usage sent: no `usage` key, and nothing reported.
+    let server = serve(vec![Say::Stream("# nothing to do\n".into())]);
+    let (code, out, err, bus) = agent(&dir, &["--author", &server.base, "--json"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        bus.iter()
+            .filter(|e| e["type"] == "repair")
+            .all(|e| e["attempt"].get("usage").is_none())
+    );
+    let v: serde_json::Value = serde_json::from_str(&out).expect("agent --json");
+    assert_eq!(v["spend"]["provider_attempts"], 0);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -382,6 +382,45 @@ pub trait Author: Send {
     fn take_retries(&mut self) -> Vec<String> {
         Vec::new()
     }
+
+    /// What the provider reported the last [`Author::author`] call cost ([`Usage`]; the
+    /// sum over the tries it retried inside itself), when it reported it; taking it clears
+    /// it. `None` for a command, and for a server that sends no `usage`.
+    fn take_usage(&mut self) -> Option<Usage> {
+        None
+    }
+}
+
+/// What a provider said one call cost: the `usage` object of an OpenAI-compatible response
+/// (`prompt_tokens`, `completion_tokens`), counted by the provider's own tokenizer. It is
+/// not the desk's cl100k count of the reply (`RepairAttempt::tokens`): the prompt (the
+/// profile, the card and the View, sent again on every re-ask) is counted only here, and a
+/// Gemma or Llama tokenizer counts the reply differently.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Usage {
+    /// Tokens the provider read (`usage.prompt_tokens`).
+    pub prompt_tokens: u64,
+    /// Tokens the provider wrote (`usage.completion_tokens`).
+    pub completion_tokens: u64,
+}
+
+impl Usage {
+    /// The `usage` object of a response body or stream event, when it has both counts as
+    /// non-negative integers (`null`, absent or partial: `None`).
+    pub fn from_json(v: &serde_json::Value) -> Option<Usage> {
+        Some(Usage {
+            prompt_tokens: v.get("prompt_tokens")?.as_u64()?,
+            completion_tokens: v.get("completion_tokens")?.as_u64()?,
+        })
+    }
+
+    /// The two calls' costs together.
+    pub fn plus(self, o: Usage) -> Usage {
+        Usage {
+            prompt_tokens: self.prompt_tokens.saturating_add(o.prompt_tokens),
+            completion_tokens: self.completion_tokens.saturating_add(o.completion_tokens),
+        }
+    }
 }
 
 /// Cut `s` to at most `max` characters, for error messages.

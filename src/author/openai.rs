@@ -210,6 +210,16 @@ pub struct OpenAiAuthor {
     client: Result<reqwest::Client, String>,
     /// The failed tries the last call retried (see [`Author::take_retries`]).
     retried: std::sync::Mutex<Vec<String>>,
+    /// What the server reported the last call cost (see [`Author::take_usage`]).
+    usage: std::sync::Mutex<Spent>,
+}
+
+/// The provider's `usage` of one call: the tries done, and the try in flight (a stream
+/// may repeat its usage on several events; its last one counts).
+#[derive(Default)]
+struct Spent {
+    call: Option<super::Usage>,
+    this_try: Option<super::Usage>,
 }
 
 /// One failed attempt: the error, whether another attempt may fix it, and how long the
@@ -286,6 +296,25 @@ impl OpenAiAuthor {
             grammar,
             client,
             retried: std::sync::Mutex::new(Vec::new()),
+            usage: std::sync::Mutex::new(Spent::default()),
+        }
+    }
+
+    /// Note the `usage` a response body or stream event carries, if any.
+    fn note_usage(&self, v: &serde_json::Value) {
+        if let Some(u) = v.get("usage").and_then(super::Usage::from_json)
+            && let Ok(mut s) = self.usage.lock()
+        {
+            s.this_try = Some(u);
+        }
+    }
+
+    /// The try in flight is over: its usage joins the call's.
+    fn end_try(&self) {
+        if let Ok(mut s) = self.usage.lock()
+            && let Some(u) = s.this_try.take()
+        {
+            s.call = Some(s.call.unwrap_or_default().plus(u));
         }
     }
 
@@ -360,6 +389,9 @@ impl OpenAiAuthor {
         if let Ok(mut r) = self.retried.lock() {
             r.clear();
         }
+        if let Ok(mut u) = self.usage.lock() {
+            *u = Spent::default();
+        }
         let mut backoff = self.cfg.backoff;
         let mut attempt = 0;
         loop {
@@ -369,6 +401,7 @@ impl OpenAiAuthor {
                 self.attempt(client, api, &body, deltas.as_ref(), deadline),
             )
             .await;
+            self.end_try();
             let failure = match r {
                 Ok(Ok(done)) => return done,
                 Ok(Err(f)) => f,
@@ -535,6 +568,7 @@ impl OpenAiAuthor {
                 false,
             )
         })?;
+        self.note_usage(&v);
         // A gateway's `200 {"error": {...}}` says why there is no completion: its words,
         // not "the completion was empty".
         if let Some(f) = self.reported_error(&v, true) {
@@ -657,6 +691,9 @@ impl OpenAiAuthor {
                         ));
                     }
                 };
+                // The usage arrives on the last chunk (`stream_options.include_usage`, or a
+                // server's own habit), often with no choices; it is read when it is there.
+                self.note_usage(&v);
                 if let Some(f) = self.reported_error(&v, text.is_empty()) {
                     return Err(f);
                 }
@@ -726,6 +763,10 @@ impl Author for OpenAiAuthor {
             .lock()
             .map(|mut r| std::mem::take(&mut *r))
             .unwrap_or_default()
+    }
+
+    fn take_usage(&mut self) -> Option<super::Usage> {
+        self.usage.lock().ok().and_then(|mut s| s.call.take())
     }
 
     fn author<'a>(&'a mut self, prompt: &'a Prompt, deltas: Option<DeltaSink>) -> AuthorFuture<'a> {

@@ -975,6 +975,7 @@ mod tests {
                     tokens: 3,
                     next_parsed: Some(true),
                     retries: Vec::new(),
+                    usage: None,
                 },
             },
             Event::StandDown {

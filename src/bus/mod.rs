@@ -685,6 +685,8 @@ pub struct Bus {
     /// chunks ([`HASH_CHUNK`]) once at least [`HASH_BLOCK`] bytes are here, rather than one
     /// short line at a time (the hash of the stream is the same).
     unhashed: Vec<u8>,
+    /// The authoring cost of every `repair` attempt so far.
+    spend: crate::turn::repair::Spend,
 }
 
 /// How many Bus bytes are gathered before they are fed to the hasher.
@@ -715,6 +717,7 @@ impl Bus {
             blotter: Blotter::default(),
             keep: None,
             unhashed: Vec::new(),
+            spend: crate::turn::repair::Spend::default(),
         }
     }
 
@@ -757,6 +760,9 @@ impl Bus {
             }
         }
         self.blotter.apply(&ev);
+        if let Event::Repair { attempt, .. } = &ev {
+            self.spend.add(attempt);
+        }
         if let Some(k) = self.keep.as_mut() {
             k.push(ev);
         }
@@ -791,6 +797,12 @@ impl Bus {
     /// nothing is written or hashed). See [`Blotter::mark_live`].
     pub fn mark_live(&mut self, leg: &str, px: Px, model: bool) {
         self.blotter.mark_live(leg, px, model);
+    }
+
+    /// The authoring cost of every `repair` attempt so far: cl100k tokens written, the
+    /// estimates of oversized replies, and the provider's `usage`.
+    pub fn spend(&self) -> crate::turn::repair::Spend {
+        self.spend
     }
 
     /// The Blotter projected from every event so far.

@@ -157,6 +157,7 @@ pub fn run(a: &AgentArgs) -> i32 {
             v["arm"] = serde_json::Value::String(arm.clone());
         }
         v["outcomes"] = serde_json::to_value(&c).unwrap_or_default();
+        v["spend"] = spend_json(bus.spend());
         bus::canonical_json(&v) + "\n"
     } else {
         format!(
@@ -207,6 +208,20 @@ pub fn run(a: &AgentArgs) -> i32 {
         return 1;
     }
     0
+}
+
+/// What the run's replies cost, each figure by what measured it (docs/turns.md, "What a
+/// turn cost"): `tokens` the desk's cl100k count of the replies written, `tokens_estimated`
+/// the bytes/4 estimate of replies refused unread for their size, and the provider's own
+/// `usage` totals over the `provider_attempts` replies whose server sent one.
+fn spend_json(s: crate::turn::repair::Spend) -> serde_json::Value {
+    serde_json::json!({
+        "tokens": s.tokens,
+        "tokens_estimated": s.tokens_estimated,
+        "provider_attempts": s.provider_attempts,
+        "provider_prompt_tokens": s.provider_prompt_tokens,
+        "provider_completion_tokens": s.provider_completion_tokens,
+    })
 }
 
 /// The provider errors of a run, for stderr: each distinct message once with its count

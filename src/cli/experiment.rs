@@ -27,8 +27,11 @@
 //! the grammar the constraint sends, over completed replies; *truncations* are replies cut
 //! at the budget, over all replies; *invalid / pass / plan / stand-down / provider-error*
 //! are how turns ended (invalid: the fail-closed pass after the repair budget), over turns;
-//! *tokens/turn* are the cl100k tokens written per turn (every attempt); *wall* is the
-//! arm's wall time and per turn.
+//! *tokens/turn* are the cl100k tokens written per turn (every attempt; an oversized reply's
+//! bytes/4 estimate is added after it, marked, never into the count); *wall* is the arm's
+//! wall time and per turn; *provider prompt/turn* and *provider completion/turn* are the
+//! server's own `usage` per turn (`-` when it sent none): the only columns that count the
+//! prompt, and in the model's tokenizer.
 
 use crate::bus::{self, Bus};
 use crate::session::{AuthorFlags, Run, RunConfig};
@@ -114,7 +117,8 @@ struct Tally {
     plan: u64,
     stand_down: u64,
     provider_error: u64,
-    tokens: u64,
+    /// cl100k tokens written, the estimates of oversized replies, the provider's `usage`.
+    spend: crate::turn::repair::Spend,
     wall: Duration,
     buses: Vec<(String, String)>,
     /// The first provider error's message, to say why an arm failed.
@@ -128,7 +132,7 @@ impl Tally {
         for a in asks.iter().filter(|a| !a.cut_by_a_signal()) {
             self.turns += 1;
             for at in &a.attempts {
-                self.tokens += at.tokens as u64;
+                self.spend.add(at);
                 match at.outcome.as_str() {
                     "provider-error" => {}
                     "truncated" => {
@@ -561,6 +565,37 @@ fn one_session(
     Ok((turns, signal))
 }
 
+/// A mean per turn, rounded to a whole number (`0` with no turns).
+fn per_turn(n: u64, turns: u64) -> String {
+    if turns == 0 {
+        "0".into()
+    } else {
+        format!("{:.0}", n as f64 / turns as f64)
+    }
+}
+
+/// The cl100k tokens written per turn; an oversized reply's bytes/4 estimate is not a count,
+/// so it is added after it, marked: `69 + ~250000 est.`.
+fn tokens_per_turn(t: &Tally) -> String {
+    let mut s = per_turn(t.spend.tokens, t.turns);
+    if t.spend.tokens_estimated > 0 {
+        s.push_str(&format!(
+            " + ~{} est.",
+            per_turn(t.spend.tokens_estimated, t.turns)
+        ));
+    }
+    s
+}
+
+/// A provider-reported total per turn, `-` when no reply of the arm reported a `usage`.
+fn provided_per_turn(t: &Tally, n: u64) -> String {
+    if t.spend.provider_attempts == 0 {
+        "-".into()
+    } else {
+        per_turn(n, t.turns)
+    }
+}
+
 /// The table of `results`; `stopped` is the signal that stopped the experiment and where
 /// (the rows end there).
 fn table(
@@ -583,9 +618,12 @@ fn table(
     }
     let _ = writeln!(
         s,
-        "| arm | turns | escapes / completed | truncated / replies | invalid | pass | plan | stand-down | provider-error | tokens/turn | wall | wall/turn |"
+        "| arm | turns | escapes / completed | truncated / replies | invalid | pass | plan | stand-down | provider-error | tokens/turn | wall | wall/turn | provider prompt/turn | provider completion/turn |"
     );
-    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(
+        s,
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    );
     for (arm, t) in results {
         let per = if t.turns == 0 {
             0.0
@@ -594,7 +632,7 @@ fn table(
         };
         let _ = writeln!(
             s,
-            "| {} | {} | {} ({}/{}) | {} ({}/{}) | {} | {} | {} | {} | {} | {:.0} | {} | {:.1} s |",
+            "| {} | {} | {} ({}/{}) | {} ({}/{}) | {} | {} | {} | {} | {} | {} | {} | {:.1} s | {} | {} |",
             arm.name(),
             t.turns,
             pct(t.escapes, t.completed),
@@ -608,13 +646,11 @@ fn table(
             pct(t.plan, t.turns),
             pct(t.stand_down, t.turns),
             pct(t.provider_error, t.turns),
-            if t.turns == 0 {
-                0.0
-            } else {
-                t.tokens as f64 / t.turns as f64
-            },
+            tokens_per_turn(t),
             wall(t.wall),
-            per
+            per,
+            provided_per_turn(t, t.spend.provider_prompt_tokens),
+            provided_per_turn(t, t.spend.provider_completion_tokens)
         );
     }
     let _ = writeln!(s, "\nBus files (blake3):\n");

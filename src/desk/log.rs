@@ -1074,6 +1074,7 @@ mod tests {
                     tokens: 12,
                     next_parsed: next,
                     retries: Vec::new(),
+                    usage: None,
                 },
             });
             decode(0, &String::from_utf8(line).unwrap()).summary

@@ -502,6 +502,7 @@ impl TurnSource for Attached {
         let deltas = &self.deltas;
         let profile = ctx.profile;
         let mut retries: Vec<Vec<String>> = Vec::new();
+        let mut usage: Vec<Option<crate::author::Usage>> = Vec::new();
         let mut write = |a: &Ask| -> Reply {
             let menu = a.menu.prompt_text();
             let card = cards
@@ -529,6 +530,7 @@ impl TurnSource for Attached {
             }
             let done = rt.block_on(or_signal(author.author(&prompt, deltas.clone())));
             retries.push(author.take_retries());
+            usage.push(author.take_usage());
             match done {
                 crate::author::Completion::Reply(text) => Reply::Text(text),
                 crate::author::Completion::CutOff(cut) => match cut.reply_kind() {
@@ -543,8 +545,9 @@ impl TurnSource for Attached {
             }
         };
         let mut run = repair::drive(&mut write, ctx, self.policy);
-        for (a, r) in run.attempts.iter_mut().zip(retries) {
+        for ((a, r), u) in run.attempts.iter_mut().zip(retries).zip(usage) {
             a.retries = r;
+            a.usage = u;
         }
         Answer { run, at: None }
     }

@@ -211,6 +211,56 @@ pub struct RepairAttempt {
     /// none, so Bus files without retries keep their bytes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub retries: Vec<String>,
+    /// What the provider said this attempt cost ([`Usage`](crate::author::Usage): prompt and
+    /// completion tokens by its own tokenizer, summed over the transport's retries), when the
+    /// server sent a `usage`; absent otherwise, so Bus files without it keep their bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<crate::author::Usage>,
+}
+
+impl RepairAttempt {
+    /// Are its `tokens` an estimate (a quarter of the bytes of a reply refused unread for
+    /// its size, [`tokens::count_reply`]) rather than a cl100k count?
+    pub fn estimated(&self) -> bool {
+        self.errors
+            .iter()
+            .any(|e| super::admit::oversized_bytes(e).is_some())
+    }
+}
+
+/// The authoring cost of some attempts, each figure by what measured it: the desk's cl100k
+/// count of the replies written, the bytes/4 estimate of replies refused unread for their
+/// size (kept apart: it is not a count), and what the provider reported (`usage`), with how
+/// many attempts reported it. `kestrel agent --json`, `kestrel errors report` and
+/// `kestrel experiment` total the same way.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Spend {
+    /// cl100k tokens of the replies written (estimates left out).
+    pub tokens: u64,
+    /// The bytes/4 estimates of oversized replies.
+    pub tokens_estimated: u64,
+    /// Attempts whose provider reported a `usage`.
+    pub provider_attempts: u64,
+    /// Their `usage.prompt_tokens`, summed.
+    pub provider_prompt_tokens: u64,
+    /// Their `usage.completion_tokens`, summed.
+    pub provider_completion_tokens: u64,
+}
+
+impl Spend {
+    /// Count one attempt.
+    pub fn add(&mut self, a: &RepairAttempt) {
+        if a.estimated() {
+            self.tokens_estimated += a.tokens as u64;
+        } else {
+            self.tokens += a.tokens as u64;
+        }
+        if let Some(u) = a.usage {
+            self.provider_attempts += 1;
+            self.provider_prompt_tokens += u.prompt_tokens;
+            self.provider_completion_tokens += u.completion_tokens;
+        }
+    }
 }
 
 /// Why a loop ended in the fail-closed pass.
@@ -362,6 +412,7 @@ pub fn drive(author: &mut dyn Author, ctx: &TurnContext, policy: RepairPolicy) -
             tokens,
             next_parsed: None,
             retries: Vec::new(),
+            usage: None,
         });
         if class != TurnClass::Invalid {
             return RepairRun {

@@ -174,8 +174,10 @@ pub struct Totals {
     pub re_asks_parsed: u64,
     /// Re-asks answered by a provider error rather than a reply.
     pub re_asks_provider_error: u64,
-    /// cl100k tokens of every reply written.
-    pub tokens: u64,
+    /// cl100k tokens of every reply written, a bytes/4 estimate for an oversized one kept
+    /// apart, and the provider's own `usage` where it sent one
+    /// ([`Spend`](super::repair::Spend)).
+    pub spend: super::repair::Spend,
     /// Asks a signal cut short ([`AskRecord::cut_by_a_signal`]): counted here and nowhere
     /// else (not as turns, not as provider errors, their replies not as replies), as
     /// `kestrel experiment`'s table leaves them out.
@@ -210,7 +212,9 @@ impl Totals {
                 Next::Refused => {}
             }
         }
-        self.tokens += ask.attempts.iter().map(|a| a.tokens as u64).sum::<u64>();
+        for a in &ask.attempts {
+            self.spend.add(a);
+        }
     }
 
     fn json(&self) -> Value {
@@ -226,7 +230,11 @@ impl Totals {
             "re_asks_parsed": self.re_asks_parsed,
             "re_asks_provider_error": self.re_asks_provider_error,
             "repair_rate": rate(self.re_asks_parsed, self.re_asks - self.re_asks_provider_error),
-            "tokens": self.tokens,
+            "tokens": self.spend.tokens,
+            "tokens_estimated": self.spend.tokens_estimated,
+            "provider_attempts": self.spend.provider_attempts,
+            "provider_prompt_tokens": self.spend.provider_prompt_tokens,
+            "provider_completion_tokens": self.spend.provider_completion_tokens,
             "interrupted": self.interrupted,
         })
     }
@@ -536,7 +544,7 @@ impl ErrorsReport {
             ));
         }
         s.push_str(&format!(
-            "\n{:<24} {:>5} {:>8} {:>8} {:>11} {:>14} {:>7} {:>7} {:>7} {:>11}\n",
+            "\n{:<24} {:>5} {:>8} {:>8} {:>11} {:>14} {:>7} {:>7} {:>7} {:>11} {:>10} {:>11} {:>15}\n",
             "group",
             "turns",
             "authored",
@@ -546,11 +554,14 @@ impl ErrorsReport {
             "re-asks",
             "repair",
             "tokens",
-            "interrupted"
+            "interrupted",
+            "est-tokens",
+            "prov-prompt",
+            "prov-completion"
         ));
         let mut row = |name: String, t: &Totals| {
             s.push_str(&format!(
-                "{:<24} {:>5} {:>8} {:>8} {:>11} {:>14} {:>7} {:>7} {:>7} {:>11}\n",
+                "{:<24} {:>5} {:>8} {:>8} {:>11} {:>14} {:>7} {:>7} {:>7} {:>11} {:>10} {:>11} {:>15}\n",
                 name,
                 t.turns,
                 t.authored,
@@ -559,8 +570,11 @@ impl ErrorsReport {
                 t.provider_error,
                 t.re_asks,
                 pct(t.re_asks_parsed, t.re_asks - t.re_asks_provider_error),
-                t.tokens,
-                t.interrupted
+                t.spend.tokens,
+                t.interrupted,
+                t.spend.tokens_estimated,
+                provided(t, t.spend.provider_prompt_tokens),
+                provided(t, t.spend.provider_completion_tokens)
             ));
         };
         row("all".into(), &self.totals);
@@ -574,6 +588,15 @@ impl ErrorsReport {
             row(format!("arm {k}"), t);
         }
         s
+    }
+}
+
+/// A provider-reported total, `-` when no attempt of the group reported a `usage`.
+fn provided(t: &Totals, n: u64) -> String {
+    if t.spend.provider_attempts == 0 {
+        "-".into()
+    } else {
+        n.to_string()
     }
 }
 
