@@ -897,6 +897,44 @@ fn agent_family(name: &str) -> PathBuf {
     d
 }
 
+/// `VS null` on an agent one of whose plans refers to another plan of its turn (the bundled
+/// desk plans' `INVALIDATE plan(breakout).filled`) refuses the whole agent, by design (a
+/// null draw replays one plan's ARM tree alone, and the agent's null sums every plan's), and
+/// says why and what to do instead. It said "which its turn did not arm", which was wrong
+/// (the turn armed it, as a plan of its own) and named no way out.
+#[test]
+fn vs_null_on_an_agent_whose_plan_refers_to_another_says_why_and_what_instead() {
+    let d = agent_family("agent-refers");
+    record_script(
+        &d,
+        &["PLAN lead budget 1R ttl 10:00
+  USING signal SPX exec SPY
+  WHEN time >= 09:35 AND time < 09:40
+  DO buy 100 shares @ ask
+  EXIT time >= 09:40
+PLAN follow budget 1R ttl 10:00
+  USING signal SPX exec SPY
+  WHEN time >= 09:50
+  DO buy 100 shares @ ask
+  EXIT time >= 09:55
+  INVALIDATE plan(lead).filled -> halt
+"],
+    );
+    let base = ["grade", "--agent", "session.jsonl", "--over", "tapes/*"];
+    let (code, _, err) = kestrel(&[&base[..], &["--vs", "null", "--draws", "2"]].concat(), &d);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("follow refers to lead, which is not in follow's ARM tree")
+            && err.contains("grade without --vs null (--vs ungated needs no null)"),
+        "{err}"
+    );
+    // Without the null, and against the ungated counterfactual, it grades.
+    let (code, _, err) = kestrel(&base, &d);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = kestrel(&[&base[..], &["--vs", "ungated"]].concat(), &d);
+    assert_eq!(code, 0, "{err}");
+}
+
 /// A saved session's agent graded wake by wake, View by View and plan by plan.
 ///
 /// Worked reasoning. Replayed on any tape, the open turn arms `early` at the first event

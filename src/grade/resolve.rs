@@ -532,8 +532,8 @@ pub(super) fn agent(
                         {
                             if !members.contains(r.as_str()) {
                                 return Err(err(format!(
-                                    "{title}: VS null cannot replay the agent's plan {} on its own: {} refers to {r}, which its turn did not arm",
-                                    e.name, p.name.text
+                                    "{title}: VS null cannot replay the agent's plan {} on its own: {} refers to {r}, which is not in {}'s ARM tree (a null draw replays one plan and the plans it ARMs, alone; the agent's null is the sum of every plan's, so it cannot leave one out): grade without --vs null (--vs ungated needs no null), or grade the plans that stand alone with GRADE plan NAME",
+                                    e.name, p.name.text, e.name
                                 )));
                             }
                         }
