@@ -625,6 +625,28 @@ fn experiment(
         .expect("run kestrel experiment")
 }
 
+/// `experiment` with a command author said only `--author must be a model server`. A
+/// command is sent no grammar and no budget, so the grid's axes do not apply to it: still
+/// refused, before anything is written, but saying why and what to run instead.
+#[test]
+fn a_command_author_is_refused_by_the_experiment_saying_why_and_what_instead() {
+    let dir = scratch("experiment-cmd");
+    let tape = common::root().join("tapes/trend-2025-04-09-s1.jsonl");
+    let out = dir.join("out");
+    let run = experiment("cmd:cat", &dir, &tape, &out, &[]);
+    assert_eq!(run.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        err.starts_with("error code=USAGE message=--author must be a model server")
+            && err.contains("a command author is sent no grammar and no max_tokens")
+            && err.contains("kestrel agent --author AUTHOR --profile P")
+            && err.contains("kestrel errors report DIR/"),
+        "{err}"
+    );
+    assert!(!out.exists(), "nothing is written");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The command [`experiment`] runs, to spawn it instead.
 fn experiment_command(
     base: &str,

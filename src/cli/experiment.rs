@@ -199,8 +199,8 @@ pub fn run(a: &ExperimentArgs) -> i32 {
         errln!("error code=USAGE message=--profiles needs at least one profile");
         return 1;
     }
-    if !(a.author.starts_with("http://") || a.author.starts_with("https://")) {
-        errln!("error code=USAGE message=--author must be a model server, http(s)://HOST/v1");
+    if let Some(e) = not_a_model_server(&a.author) {
+        errln!("{e}");
         return 1;
     }
     if let Err(e) = check_out(&a.out) {
@@ -281,6 +281,26 @@ pub fn run(a: &ExperimentArgs) -> i32 {
     } else {
         0
     }
+}
+
+/// Why `author` cannot be put through the grid (`None`: a model server, `http(s)://`). The
+/// grid's two axes besides the profile are what the server is sent: the grammar
+/// (constrained decoding) and `max_tokens` (the budget). A command author gets neither (it
+/// reads the prompt on stdin, and no budget is passed), so its constrained and free arms,
+/// and its arms of every budget, would be the same run under different names; a script or
+/// a saved Bus replays fixed replies. Decision (2026-12-05): refused, saying what to use.
+fn not_a_model_server(author: &str) -> Option<String> {
+    if author.starts_with("http://") || author.starts_with("https://") {
+        return None;
+    }
+    let why = if author.starts_with("cmd:") {
+        "a command author is sent no grammar and no max_tokens, so the grid's constrained and budget axes would be the same run under different names"
+    } else {
+        "a script or a saved Bus replays fixed replies, which no grid arm changes"
+    };
+    Some(format!(
+        "error code=USAGE message=--author must be a model server, http(s)://HOST/v1: the experiment's arms are constrained decoding and max_tokens, what a model server is sent; {why}. To compare a command author's profiles, run `kestrel agent --author AUTHOR --profile P --tape T --bus DIR/P-N.bus.jsonl` per profile and tape, then `kestrel errors report DIR/` (one arm per profile)"
+    ))
 }
 
 /// The arms of the grid: profile × constrained off/on × budget, each profile and each
