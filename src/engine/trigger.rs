@@ -51,7 +51,7 @@
 //! read series only as levels ([`Park::of_levels`]; `engine::quiet`).
 
 use crate::lang::ast::{self, CmpOp, CrossDir, Phase, Predicate, SeriesKind, Trigger};
-use crate::market::{MarketState, Series as MSeries, Sym, Ts};
+use crate::market::{MarketState, RankHint, Series as MSeries, Sym, Ts};
 
 /// A three-valued truth, ordered `F < U < T`: AND is the least, OR the greatest (Kleene).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -363,7 +363,7 @@ pub struct Slots {
     pct_open: bool,
     /// Per percentile slot: its symbol's index in the market state, and where its previous
     /// read found its rank ([`MarketState::percentile_at`]).
-    pct_hint: Vec<(usize, usize)>,
+    pct_hint: Vec<(usize, RankHint)>,
     /// What moved at the latest refresh.
     pub dirt: Dirt,
 }
@@ -736,7 +736,7 @@ impl Slots {
         pct.resize(self.pcts.len(), None);
         for &(sym, _, _) in &self.pcts[self.pct_hint.len().min(len)..] {
             self.pct_hint
-                .push((ms.sym_index(sym).unwrap_or(usize::MAX), usize::MAX));
+                .push((ms.sym_index(sym).unwrap_or(usize::MAX), RankHint::default()));
         }
         for (i, ((v, (_, m, p)), (at, hint))) in pct
             .iter_mut()

@@ -10,6 +10,7 @@
 //!
 //! Everything here is deterministic: the same inputs give the same bytes on any machine.
 
+mod cents;
 pub mod generator;
 pub mod import;
 pub mod options;
@@ -18,6 +19,7 @@ pub mod state;
 pub mod tape;
 pub mod types;
 
+pub use cents::RankHint;
 pub use generator::{
     DEFAULT_DATE, EDGE_SECS, FamilyMember, GenOptions, Generator, Regime, generate,
     generate_family, generate_with, tape_name, write_generated,

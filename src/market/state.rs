@@ -30,6 +30,7 @@
 //! blocks), holding exactly the sequence binary insertion into one sorted vector would; an
 //! untracked series is computed on demand by sorting a copy (correct, slower).
 
+use super::cents::{CentCounts, RankHint};
 use super::options::{
     BookQuote, Expiry, MoneyMemo, Quote, Right, ShareQuote, Smile, black_scholes, book_quote,
     book_quote_memo, open_interest, price_option,
@@ -85,7 +86,69 @@ impl Series {
 #[derive(Debug)]
 struct Tracked {
     series: Series,
-    sorted: SortedSamples,
+    sorted: Ranked,
+}
+
+/// A tracked series' order statistics: a price series on the cent grid counted by the cent
+/// ([`CentCounts`]), anything else (or a price series once a sample is off the grid or the
+/// range too wide) in [`SortedSamples`]. Both give every rank the same sample, bit for bit.
+#[derive(Debug)]
+enum Ranked {
+    Cents(CentCounts),
+    Blocks(SortedSamples),
+}
+
+impl Ranked {
+    /// From sorted samples of `series`: counted by the cent when it is a price series whose
+    /// samples allow it.
+    fn from_sorted(series: Series, v: &[f64]) -> Ranked {
+        if matches!(series, Series::Spot | Series::Hod | Series::Lod)
+            && let Some(c) = CentCounts::from_sorted(v)
+        {
+            return Ranked::Cents(c);
+        }
+        Ranked::Blocks(SortedSamples::from_sorted(v))
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Ranked::Cents(c) => c.len(),
+            Ranked::Blocks(b) => b.len(),
+        }
+    }
+
+    /// Insert a sample (non-finite ones are ignored); a sample the counts cannot take moves
+    /// every sample to the sorted blocks first.
+    #[inline]
+    fn insert(&mut self, x: f64) {
+        match self {
+            Ranked::Cents(c) => {
+                if !c.insert(x) {
+                    self.to_blocks().insert(x);
+                }
+            }
+            Ranked::Blocks(b) => b.insert(x),
+        }
+    }
+
+    #[cold]
+    fn to_blocks(&mut self) -> &mut SortedSamples {
+        if let Ranked::Cents(c) = self {
+            let v = c.to_sorted();
+            *self = Ranked::Blocks(SortedSamples::from_sorted(&v));
+        }
+        match self {
+            Ranked::Blocks(b) => b,
+            Ranked::Cents(_) => unreachable!("moved to the blocks above"),
+        }
+    }
+
+    fn get_pair_from(&self, k: usize, hint: &mut RankHint) -> Option<(f64, Option<f64>)> {
+        match self {
+            Ranked::Cents(c) => c.get_pair_from(k, hint),
+            Ranked::Blocks(b) => b.get_pair_from(k, &mut hint.block),
+        }
+    }
 }
 
 /// Samples per block of [`SortedSamples`] (a block splits in two when it reaches twice this).
@@ -819,7 +882,7 @@ impl MarketState {
         sorted.sort_by(f64::total_cmp);
         s.tracked.push(Tracked {
             series,
-            sorted: SortedSamples::from_sorted(&sorted),
+            sorted: Ranked::from_sorted(series, &sorted),
         });
         true
     }
@@ -828,7 +891,7 @@ impl MarketState {
     /// up to now (no look-ahead). `None` (UNKNOWN) for an unknown symbol, `p` out of range,
     /// or fewer than [`MIN_PERCENTILE_SAMPLES`] defined samples.
     pub fn percentile(&self, sym: &str, series: Series, p: f64) -> Option<f64> {
-        let mut hint = usize::MAX;
+        let mut hint = RankHint::default();
         self.percentile_in(self.sym(sym)?, series, p, &mut hint)
     }
 
@@ -841,12 +904,18 @@ impl MarketState {
         sym: usize,
         series: Series,
         p: f64,
-        hint: &mut usize,
+        hint: &mut RankHint,
     ) -> Option<f64> {
         self.percentile_in(self.syms.get(sym)?, series, p, hint)
     }
 
-    fn percentile_in(&self, s: &SymState, series: Series, p: f64, hint: &mut usize) -> Option<f64> {
+    fn percentile_in(
+        &self,
+        s: &SymState,
+        series: Series,
+        p: f64,
+        hint: &mut RankHint,
+    ) -> Option<f64> {
         if !(0.0..=100.0).contains(&p) {
             return None;
         }
@@ -1240,6 +1309,80 @@ mod tests {
                 prop_assert_eq!(pair, want, "k={}", k);
             }
             prop_assert_eq!(blocks.get(blocks.len()), None);
+        }
+
+        /// A price series counted by the cent gives every percentile the sorted vector gives,
+        /// bit for bit: walks on the cent grid (the counts' case), jumps that widen the range
+        /// on either side, reads at every insert or after gaps longer than the hints' log, a
+        /// hint handed from another structure, and samples off the grid or too far away
+        /// (which move every sample to the sorted blocks).
+        #[test]
+        fn cent_counts_match_the_sorted_vector(
+            backfill in proptest::collection::vec(40_000i64..40_400, 0..300),
+            x0 in 39_000i64..41_000,
+            steps in proptest::collection::vec(prop_oneof![
+                8 => (-3i64..=3).prop_map(|d| (d, 0u8)),
+                1 => (-5_000i64..5_000).prop_map(|d| (d, 0u8)),
+                1 => (0i64..1).prop_map(|d| (d, 1u8)),
+                1 => (0i64..1).prop_map(|d| (d, 2u8)),
+            ], 0..1500),
+            off_grid in any::<bool>(),
+            gap in 1usize..20,
+            ps in proptest::collection::vec(0.0f64..=100.0, 1..6),
+        ) {
+            let px = |c: i64| Px::from_cents(c).to_f64();
+            let mut reference: Vec<f64> = backfill.iter().map(|&c| px(c)).collect();
+            reference.sort_by(f64::total_cmp);
+            let mut ranked = Ranked::from_sorted(Series::Spot, &reference);
+            prop_assert!(matches!(ranked, Ranked::Cents(_)));
+            let mut other = Ranked::from_sorted(Series::Spot, &reference);
+            let mut hints = vec![RankHint::default(); ps.len() + 3];
+            let mut c = x0;
+            for (i, &(d, kind)) in steps.iter().enumerate() {
+                let x = match kind {
+                    // A NaN (no trade yet) is ignored by both.
+                    1 => f64::NAN,
+                    2 if off_grid => Px(c * 100 + 37).to_f64(),
+                    _ => {
+                        c += d;
+                        px(c)
+                    }
+                };
+                insert_sorted(&mut reference, x);
+                ranked.insert(x);
+                if i % 5 == 0 {
+                    other.insert(x);
+                }
+                if i % gap == 0 || i + 1 == steps.len() {
+                    prop_assert_eq!(ranked.len(), reference.len());
+                    for (j, p) in ps.iter().copied().chain([0.0, 50.0, 100.0]).enumerate() {
+                        let a = percentile_sorted(&reference, p).map(f64::to_bits);
+                        let h = percentile_ranked(ranked.len(), p, |k| ranked.get_pair_from(k, &mut hints[j])).map(f64::to_bits);
+                        prop_assert_eq!(a, h, "p={} at {}", p, i);
+                        let mut fresh = RankHint::default();
+                        let f = percentile_ranked(ranked.len(), p, |k| ranked.get_pair_from(k, &mut fresh)).map(f64::to_bits);
+                        prop_assert_eq!(a, f, "p={} at {} fresh", p, i);
+                        // A hint of this structure read in another is found again there.
+                        let mut theirs = hints[j];
+                        let _ = percentile_ranked(other.len(), p, |k| other.get_pair_from(k, &mut theirs));
+                    }
+                }
+            }
+            for k in 0..=reference.len() {
+                let want = reference.get(k).map(|a| (a.to_bits(), reference.get(k + 1).map(|b| b.to_bits())));
+                let got = ranked.get_pair_from(k, &mut RankHint::default()).map(|(a, b)| (a.to_bits(), b.map(f64::to_bits)));
+                prop_assert_eq!(got, want, "k={}", k);
+            }
+        }
+
+        /// Only a price series on the cent grid is counted by the cent.
+        #[test]
+        fn only_cent_prices_are_counted(c in -1_000_000i64..1_000_000, frac in 1i64..100) {
+            let on = [Px::from_cents(c).to_f64()];
+            prop_assert!(matches!(Ranked::from_sorted(Series::Spot, &on), Ranked::Cents(_)));
+            prop_assert!(matches!(Ranked::from_sorted(Series::Vwap, &on), Ranked::Blocks(_)));
+            let off = [Px(c * 100 + frac).to_f64()];
+            prop_assert!(matches!(Ranked::from_sorted(Series::Hod, &off), Ranked::Blocks(_)));
         }
 
         /// Any event sequence (even out of order, extreme prices and sizes) never panics,

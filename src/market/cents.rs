@@ -1,0 +1,274 @@
+//! Samples of a price series counted by the cent: the order-statistics structure of a
+//! tracked `spot`, `hod` or `lod` ([`MarketState::track`](super::MarketState::track)).
+//!
+//! A price series' samples are prices, and on a tape whose prices are whole cents they fall
+//! on a grid. Counting them per cent makes a sample's insertion two increments (its cent's
+//! count and its chunk's), where a sorted sequence moves values to make room; a percentile's
+//! rank is found by walking the counts from where the previous read of the same percentile
+//! found it (a sampled series moves little from one second to the next). A sample off the
+//! cent grid, or a range of more than [`MAX_CENTS`] cents, ends it: the caller goes back to
+//! the sorted blocks.
+//!
+//! The value of a rank is its cent's price as [`Px::to_f64`] gives it, which is the sample's
+//! own `f64` bit for bit (a sample is counted only when that holds), so every percentile is
+//! the one the sorted sequence gives.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::types::Px;
+
+/// The next [`CentCounts`]' `id` (0 is no structure's).
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Buckets per chunk: a read without a usable hint sums chunks, then buckets of one chunk.
+const CHUNK: usize = 64;
+
+/// The widest range of cents counted (1 MiB of counts): wider, the samples go back to the
+/// sorted blocks.
+pub(crate) const MAX_CENTS: usize = 1 << 18;
+
+/// Inserts remembered for the hints to catch up with: a hint older than this many inserts
+/// is found again from the chunks.
+const LOG: usize = 8;
+
+/// Where a read of one percentile found its rank: kept by the reader and handed in again at
+/// its next read ([`MarketState::percentile_at`](super::MarketState::percentile_at)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RankHint {
+    /// The block of the sorted blocks.
+    pub(crate) block: usize,
+    /// The cent of the counts.
+    cent: i64,
+    /// Samples below `cent` when the structure held `at` samples.
+    below: usize,
+    /// `usize::MAX`: no cent yet.
+    at: usize,
+    /// The [`CentCounts`] it was found in (its `id`).
+    of: u64,
+}
+
+impl Default for RankHint {
+    fn default() -> Self {
+        RankHint {
+            block: usize::MAX,
+            cent: 0,
+            below: 0,
+            at: usize::MAX,
+            of: 0,
+        }
+    }
+}
+
+/// The whole cents of a price sample, when `x` is exactly what [`Px::to_f64`] gives for
+/// them (bit for bit).
+pub(crate) fn cents_of(x: f64) -> Option<i64> {
+    let y = x * 100.0;
+    if !(y.abs() < 1e15) {
+        return None;
+    }
+    // Rounded half away from zero (the check below makes any rounding exact or refused).
+    let c = if y >= 0.0 {
+        (y + 0.5) as i64
+    } else {
+        (y - 0.5) as i64
+    };
+    (Px::from_cents(c).to_f64().to_bits() == x.to_bits()).then_some(c)
+}
+
+/// The price of a cent as a sample.
+fn value(cent: i64) -> f64 {
+    Px::from_cents(cent).to_f64()
+}
+
+/// Samples counted by the cent (see the module docs).
+#[derive(Debug)]
+pub(crate) struct CentCounts {
+    /// This structure, for the hints (a hint from another is not caught up with).
+    id: u64,
+    /// The cent of bucket 0.
+    base: i64,
+    counts: Vec<u32>,
+    /// Each chunk's count ([`CHUNK`] buckets).
+    chunks: Vec<u32>,
+    len: usize,
+    /// The cents of the latest inserts, insert `n` at `n % LOG`.
+    log: [i64; LOG],
+}
+
+impl CentCounts {
+    /// From sorted samples; `None` when one is off the cent grid or the range is too wide.
+    pub(crate) fn from_sorted(v: &[f64]) -> Option<CentCounts> {
+        let mut out = CentCounts {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            base: 0,
+            counts: Vec::new(),
+            chunks: Vec::new(),
+            len: 0,
+            log: [0; LOG],
+        };
+        for &x in v {
+            if !out.insert(x) {
+                return None;
+            }
+        }
+        Some(out)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Count a sample (a non-finite one is ignored); `false` (and nothing counted) when it
+    /// is off the cent grid or would widen the range past [`MAX_CENTS`].
+    pub(crate) fn insert(&mut self, x: f64) -> bool {
+        if !x.is_finite() {
+            return true;
+        }
+        let Some(c) = cents_of(x) else {
+            return false;
+        };
+        let j = match self.bucket(c) {
+            Some(j) => j,
+            None => {
+                if !self.grow(c) {
+                    return false;
+                }
+                match self.bucket(c) {
+                    Some(j) => j,
+                    None => return false,
+                }
+            }
+        };
+        self.counts[j] += 1;
+        self.chunks[j / CHUNK] += 1;
+        self.log[self.len % LOG] = c;
+        self.len += 1;
+        true
+    }
+
+    /// The bucket of cent `c`, if the range holds it.
+    fn bucket(&self, c: i64) -> Option<usize> {
+        let j = usize::try_from(c.checked_sub(self.base)?).ok()?;
+        (j < self.counts.len()).then_some(j)
+    }
+
+    /// Widen the range to hold cent `c`, with room on its side; `false` past [`MAX_CENTS`].
+    #[cold]
+    fn grow(&mut self, c: i64) -> bool {
+        let n = self.counts.len() as i64;
+        let room = (n / 2).max(256);
+        let (lo, hi) = if n == 0 {
+            (c - room, c + room)
+        } else if c < self.base {
+            (c - room, self.base + n - 1)
+        } else {
+            (self.base, c + room)
+        };
+        let Ok(width) = usize::try_from(hi - lo + 1) else {
+            return false;
+        };
+        if width > MAX_CENTS {
+            return false;
+        }
+        let mut counts = vec![0u32; width];
+        if n > 0 {
+            let shift = (self.base - lo) as usize;
+            counts[shift..shift + self.counts.len()].copy_from_slice(&self.counts);
+        }
+        self.counts = counts;
+        self.base = lo;
+        self.chunks = self
+            .counts
+            .chunks(CHUNK)
+            .map(|b| b.iter().sum::<u32>())
+            .collect();
+        true
+    }
+
+    /// The samples in the sorted order, for going back to the sorted blocks.
+    pub(crate) fn to_sorted(&self) -> Vec<f64> {
+        let mut v = Vec::with_capacity(self.len);
+        for (j, &n) in self.counts.iter().enumerate() {
+            let x = value(self.base + j as i64);
+            v.extend(std::iter::repeat_n(x, n as usize));
+        }
+        v
+    }
+
+    /// The samples of ranks `k` and `k + 1` (0-based), walking from where `hint` found the
+    /// previous rank (caught up with the inserts since, or found again from the chunks).
+    pub(crate) fn get_pair_from(
+        &self,
+        k: usize,
+        hint: &mut RankHint,
+    ) -> Option<(f64, Option<f64>)> {
+        if k >= self.len {
+            return None;
+        }
+        let (mut j, mut below) = match self.caught_up(hint) {
+            Some(at) => at,
+            None => self.from_chunks(k),
+        };
+        // `below` is the count of the buckets before `j`.
+        while below > k {
+            j -= 1;
+            below -= self.counts[j] as usize;
+        }
+        while below + self.counts[j] as usize <= k {
+            below += self.counts[j] as usize;
+            j += 1;
+        }
+        *hint = RankHint {
+            block: hint.block,
+            cent: self.base + j as i64,
+            below,
+            at: self.len,
+            of: self.id,
+        };
+        let a = value(self.base + j as i64);
+        let next = if k + 1 - below < self.counts[j] as usize {
+            Some(a)
+        } else if k + 1 < self.len {
+            let mut n = j + 1;
+            while self.counts[n] == 0 {
+                n += 1;
+            }
+            Some(value(self.base + n as i64))
+        } else {
+            None
+        };
+        Some((a, next))
+    }
+
+    /// The hint's bucket and the count below it now, when the inserts since it are logged.
+    fn caught_up(&self, hint: &RankHint) -> Option<(usize, usize)> {
+        if hint.of != self.id {
+            return None;
+        }
+        let since = self.len.checked_sub(hint.at)?;
+        if since > LOG {
+            return None;
+        }
+        let j = self.bucket(hint.cent)?;
+        let mut below = hint.below;
+        for n in hint.at..self.len {
+            if self.log[n % LOG] < hint.cent {
+                below += 1;
+            }
+        }
+        Some((j, below))
+    }
+
+    /// The first bucket of the chunk holding rank `k`, and the count below it.
+    fn from_chunks(&self, k: usize) -> (usize, usize) {
+        let mut below = 0;
+        for (i, &n) in self.chunks.iter().enumerate() {
+            if below + n as usize > k {
+                return (i * CHUNK, below);
+            }
+            below += n as usize;
+        }
+        // Not reached for `k < len`: the chunks hold every sample.
+        (0, 0)
+    }
+}
