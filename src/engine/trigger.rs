@@ -696,6 +696,9 @@ impl Slots {
                     d.moved |= b;
                     let levels = self.levels.get(i).map_or(&[][..], Vec::as_slice);
                     match (*v, new) {
+                        // No level on it (a series read only in pairs, say): nothing to
+                        // touch, and none below (what `touch_moved` gives, without its walk).
+                        (Some(_), Some(_)) if levels.is_empty() => seen.below = 0,
                         (Some(a), Some(c)) => {
                             seen.below = touch_moved(
                                 levels,
