@@ -27,10 +27,6 @@ const CHUNK: usize = 64;
 /// sorted blocks.
 pub(crate) const MAX_CENTS: usize = 1 << 18;
 
-/// Inserts remembered for the hints to catch up with: a hint older than this many inserts
-/// is found again from the chunks.
-const LOG: usize = 8;
-
 /// Where a read of one percentile found its rank: kept by the reader and handed in again at
 /// its next read ([`MarketState::percentile_at`](super::MarketState::percentile_at)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,8 +87,8 @@ pub(crate) struct CentCounts {
     /// Each chunk's count ([`CHUNK`] buckets).
     chunks: Vec<u32>,
     len: usize,
-    /// The cents of the latest inserts, insert `n` at `n % LOG`.
-    log: [i64; LOG],
+    /// The cent of the latest insert: a hint one insert old catches up with it.
+    last: i64,
 }
 
 impl CentCounts {
@@ -104,7 +100,7 @@ impl CentCounts {
             counts: Vec::new(),
             chunks: Vec::new(),
             len: 0,
-            log: [0; LOG],
+            last: 0,
         };
         for &x in v {
             if !out.insert(x) {
@@ -141,7 +137,7 @@ impl CentCounts {
         };
         self.counts[j] += 1;
         self.chunks[j / CHUNK] += 1;
-        self.log[self.len % LOG] = c;
+        self.last = c;
         self.len += 1;
         true
     }
@@ -196,7 +192,8 @@ impl CentCounts {
     }
 
     /// The samples of ranks `k` and `k + 1` (0-based), walking from where `hint` found the
-    /// previous rank (caught up with the inserts since, or found again from the chunks).
+    /// previous rank (caught up with the insert since, if one; else found again from the
+    /// chunks).
     pub(crate) fn get_pair_from(
         &self,
         k: usize,
@@ -240,26 +237,24 @@ impl CentCounts {
         Some((a, next))
     }
 
-    /// The hint's bucket and the count below it now, when the inserts since it are logged.
+    /// The hint's bucket and the count below it now, when it is of this structure and at
+    /// most one insert old (the engine reads its percentiles at every sample).
+    #[inline]
     fn caught_up(&self, hint: &RankHint) -> Option<(usize, usize)> {
-        if hint.of != self.id {
-            return None;
-        }
-        let since = self.len.checked_sub(hint.at)?;
-        if since > LOG {
+        let since = self.len.wrapping_sub(hint.at);
+        if hint.of != self.id || since > 1 {
             return None;
         }
         let j = self.bucket(hint.cent)?;
-        let mut below = hint.below;
-        for n in hint.at..self.len {
-            if self.log[n % LOG] < hint.cent {
-                below += 1;
-            }
-        }
-        Some((j, below))
+        Some((
+            j,
+            hint.below + usize::from(since == 1 && self.last < hint.cent),
+        ))
     }
 
     /// The first bucket of the chunk holding rank `k`, and the count below it.
+    #[cold]
+    #[inline(never)]
     fn from_chunks(&self, k: usize) -> (usize, usize) {
         let mut below = 0;
         for (i, &n) in self.chunks.iter().enumerate() {

@@ -1313,8 +1313,8 @@ mod tests {
 
         /// A price series counted by the cent gives every percentile the sorted vector gives,
         /// bit for bit: walks on the cent grid (the counts' case), jumps that widen the range
-        /// on either side, reads at every insert or after gaps longer than the hints' log, a
-        /// hint handed from another structure, and samples off the grid or too far away
+        /// on either side, reads at every insert or after gaps (a hint more than one insert
+        /// old is found again from the chunks), a hint handed from another structure, and samples off the grid or too far away
         /// (which move every sample to the sorted blocks).
         #[test]
         fn cent_counts_match_the_sorted_vector(
