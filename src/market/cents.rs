@@ -59,7 +59,7 @@ impl Default for RankHint {
 /// them (bit for bit).
 pub(crate) fn cents_of(x: f64) -> Option<i64> {
     let y = x * 100.0;
-    if !(y.abs() < 1e15) {
+    if y.is_nan() || y.abs() >= 1e15 {
         return None;
     }
     // Rounded half away from zero (the check below makes any rounding exact or refused).
@@ -204,7 +204,7 @@ impl CentCounts {
         }
         let (mut j, mut below) = match self.caught_up(hint) {
             Some(at) => at,
-            None => self.from_chunks(k),
+            None => self.search_chunks(k),
         };
         // `below` is the count of the buckets before `j`.
         while below > k {
@@ -255,7 +255,7 @@ impl CentCounts {
     /// The first bucket of the chunk holding rank `k`, and the count below it.
     #[cold]
     #[inline(never)]
-    fn from_chunks(&self, k: usize) -> (usize, usize) {
+    fn search_chunks(&self, k: usize) -> (usize, usize) {
         let mut below = 0;
         for (i, &n) in self.chunks.iter().enumerate() {
             if below + n as usize > k {

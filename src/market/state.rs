@@ -124,7 +124,7 @@ impl Ranked {
         match self {
             Ranked::Cents(c) => {
                 if !c.insert(x) {
-                    self.to_blocks().insert(x);
+                    self.make_blocks().insert(x);
                 }
             }
             Ranked::Blocks(b) => b.insert(x),
@@ -132,7 +132,7 @@ impl Ranked {
     }
 
     #[cold]
-    fn to_blocks(&mut self) -> &mut SortedSamples {
+    fn make_blocks(&mut self) -> &mut SortedSamples {
         if let Ranked::Cents(c) = self {
             let v = c.to_sorted();
             *self = Ranked::Blocks(SortedSamples::from_sorted(&v));
