@@ -3956,3 +3956,62 @@ fn a_long_named_authors_writing_state_stays_on_the_status_line_with_its_time() {
     drop(app);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The footer named a live command author by its whole `cmd:` path, which took half the
+/// line: at 80x24 `cmd:/tmp/adv-trader/author.… proposes: arms…`, the plan's name cut off.
+/// It names it by its short name, as the status line does, so `arms <plan>` shows; and the
+/// Editor shows the proposal's Kestrel (read-only) until the person focuses it to write.
+#[test]
+fn a_live_authors_proposal_names_its_plan_at_80x24_and_shows_its_text() {
+    let dir = tmp("footer-short");
+    let long = dir.join("a-rather-long-directory-for-the-author-script");
+    std::fs::create_dir_all(&long).unwrap();
+    let reply = dir.join("reply.txt");
+    std::fs::write(&reply, AGENT_PLAN).unwrap();
+    let script = long.join("author.sh");
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\ncat >/dev/null\ncat '{}'\n", reply.display()),
+    )
+    .unwrap();
+    let spec = live_spec("default", 20, &format!("cmd:sh {}", script.display()));
+    let src = desk::tape_source(None).unwrap();
+    let settings = Settings {
+        agent: Some(DeskAgent::Live(spec)),
+        copilot: true,
+        ..Settings::default()
+    };
+    let mut app = desk::inline_app_from(src, settings, Opening::default()).unwrap();
+    wait_for(&mut app, |a| a.proposal().is_some());
+    let s = screen(&app, 80, 24);
+    let footer = &s[23];
+    assert!(
+        footer.contains("author.sh proposes: arms agent-p"),
+        "{footer}"
+    );
+    assert!(!footer.contains("cmd:"), "{footer}");
+    assert!(
+        has(&s, "proposal — a accept · x reject"),
+        "{}",
+        s.join("\n")
+    );
+    assert!(has(&s, "PLAN agent-p budget 0.05R"), "{}", s.join("\n"));
+    assert!(
+        has(
+            &screen(&app, 160, 48),
+            "proposal from author.sh — a accept · x reject"
+        ),
+        "the author where there is room"
+    );
+    assert!(has(&s, "DO buy 1 +1 C @ fair-2c"), "{}", s.join("\n"));
+    // Focused, the Editor is the person's again (their draft, or its hint).
+    press(&mut app, KeyCode::Char('e'));
+    let s = screen(&app, 80, 24);
+    assert!(!has(&s, "proposal from"), "{}", s.join("\n"));
+    press(&mut app, KeyCode::Esc);
+    press(&mut app, KeyCode::Char('a'));
+    assert!(app.proposal().is_none());
+    let s = screen(&app, 80, 24);
+    assert!(!has(&s, "proposal from"), "{}", s.join("\n"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -75,3 +75,35 @@ fn the_house_agent_in_autopilot_and_copilot() {
     app.tick();
     insta::assert_snapshot!("house_copilot_100x30", screen(&app, 100, 30));
 }
+
+/// A co-pilot proposal is read before it is accepted: the Editor shows the proposed turn's
+/// Kestrel whole (budget, ticket, price, escalation, wake), read-only, titled `proposal
+/// from house — a accept · x reject`, and at 80x24 the footer still names the plan it arms.
+/// The person saw only the footer's summary (cut to `arms…` at 80x24) and the comments.
+#[test]
+fn a_copilot_proposal_shows_its_kestrel_in_the_editor() {
+    use kestrel_desk::market::Ts;
+    use kestrel_desk::session::Command;
+    use kestrel_desk::session::agent::Agent as DeskAgent;
+    const CHASE: &str = "# chasing calls on any reclaim\nUSING signal SPX exec SPY 0dte\nPLAN agent-chase budget 0.05R ttl +45m\n  WHEN time >= 09:31\n  DO buy 3 ATM C @ 0.10 esc ask 15s\n  TP 2x frac 0.5 @ fair\n  EXIT spot < lod\nWAKE check-in WHEN time >= 09:45\n";
+    let agent = DeskAgent::Script {
+        name: "house".into(),
+        replies: vec![CHASE.to_string()],
+        wakes: Vec::new(),
+    };
+    let src = desk::tape_source(None).expect("bundled tape");
+    let mut app = desk::inline_app_with(src, Some(agent), true).expect("app");
+    app.send(Command::Seek(Ts::hms(9, 30, 30, 0)));
+    app.tick();
+    assert!(app.proposal().is_some());
+    let small = screen(&app, 80, 24);
+    assert!(small.contains("proposal — a accept · x reject"), "{small}");
+    assert!(
+        small.contains("DO buy 3 ATM C @ 0.10 esc ask 15s"),
+        "{small}"
+    );
+    let footer = small.lines().last().unwrap_or_default();
+    assert!(footer.contains("proposes: arms agent-chase"), "{footer}");
+    insta::assert_snapshot!("copilot_proposal_80x24", small);
+    insta::assert_snapshot!("copilot_proposal_160x48", screen(&app, 160, 48));
+}

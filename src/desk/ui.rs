@@ -37,7 +37,7 @@ pub fn is_wide(area: Rect) -> bool {
 /// rows); `e` (or focusing it) opens it again. A desk that is being watched shows its
 /// candles, not an empty box.
 fn chart_editor(app: &App, chart_pct: u16) -> [Constraint; 2] {
-    if app.editor.is_blank() && app.focus != Pane::Editor {
+    if app.editor.is_blank() && app.focus != Pane::Editor && !shows_proposal(app) {
         [Constraint::Min(3), Constraint::Length(EDITOR_FOLDED)]
     } else {
         [
@@ -45,6 +45,15 @@ fn chart_editor(app: &App, chart_pct: u16) -> [Constraint; 2] {
             Constraint::Percentage(100 - chart_pct),
         ]
     }
+}
+
+/// Does the Editor show the co-pilot proposal waiting (read-only) rather than the
+/// person's text? While one waits and the person is not writing (the Editor unfocused):
+/// what `a` would route is read where a turn is read, before it is accepted. The person's
+/// own draft is kept, and shows again when they focus the Editor or the proposal is
+/// decided.
+pub fn shows_proposal(app: &App) -> bool {
+    app.proposal().is_some() && app.focus != Pane::Editor
 }
 
 /// The Editor's height while it is folded (empty, not focused): its borders and the two
@@ -370,7 +379,12 @@ fn draw_footer(f: &mut Frame, app: &App, r: Rect) {
         ));
     }
     if let Some(p) = app.proposal() {
-        let author = app.agent().map(|a| a.name.clone()).unwrap_or_default();
+        // The author by its short name, as the status line names it when short of room
+        // (`author.sh`, not `cmd:/tmp/x/author.sh`): what it would arm is what must show.
+        let author = app
+            .agent()
+            .map(|a| a.short_name.clone())
+            .unwrap_or_default();
         let ctx_line = proposal_summary(&p.run);
         // Its age in tape time: the View it answered is that old.
         let age = crate::session::owner::age_text(crate::market::Ts(
@@ -1825,6 +1839,10 @@ fn draw_tokens(f: &mut Frame, app: &App, r: Rect) {
     let cols = widths.len();
     let table = Table::new(
         rows,
+    if let Some(p) = app.proposal().filter(|_| shows_proposal(app)) {
+        draw_proposal(f, app, p, r);
+        return;
+    }
         widths.iter().map(|w| Constraint::Length(*w)).take(cols),
     )
     .header(Row::new(header).style(muted));
@@ -1950,6 +1968,90 @@ fn draw_editor(f: &mut Frame, app: &App, r: Rect) {
     }
     if app.focus == Pane::Editor && app.modal.is_none() {
         let y = text_area.y + (cur_line - scroll) as u16;
+/// The Editor while a co-pilot proposal waits: the proposed turn's canonical Kestrel, whole
+/// (budget, tickets, prices, escalation, wakes), highlighted and wrapped, read-only, under
+/// the title `proposal from <author> — a accept · x reject`. An answer with no Kestrel (a
+/// fail-closed pass) says what failed. A turn longer than the pane ends on a row saying how
+/// many more there are (the Log shows it whole once routed).
+fn draw_proposal(f: &mut Frame, app: &App, p: &crate::session::agent::Proposal, r: Rect) {
+    let t = app.theme();
+    let author = app.agent().map_or("agent", |a| a.short_name.as_str());
+    let keys = format!(
+        "{} accept · {} reject",
+        app.keys.label(Action::Accept),
+        app.keys.label(Action::Reject)
+    );
+    // Its keys stay whole: the author gives way first (the footer names it too).
+    let room = usize::from(r.width.saturating_sub(4));
+    let title = [
+        format!("proposal from {author} — {keys}"),
+        format!("proposal — {keys}"),
+    ]
+    .into_iter()
+    .find(|t| cols(t) <= room)
+    .unwrap_or_else(|| super::fit::fit(&format!("proposal — {keys}"), room));
+    let b = block(app, Pane::Editor, title);
+    let inner = b.inner(r);
+    f.render_widget(b, r);
+    let w = usize::from(inner.width.max(1));
+    let mut lines: Vec<Line<'static>> = Vec::new();
+    let kestrel = &p.run.turn.kestrel;
+    if kestrel.trim().is_empty() {
+        let what = p.run.failure().unwrap_or_else(|| proposal_summary(&p.run));
+        lines.extend(wrap_hang(
+            Line::from(Span::styled(what, Style::default().fg(t.state_warn()))),
+            w,
+            2,
+        ));
+    }
+    for l in plans_first(kestrel) {
+        // A long line wraps under its own indent plus two, as the Journal hangs its text.
+        let indent = l.len() - l.trim_start().len();
+        lines.extend(wrap_hang(super::editor::highlight(l, t), w, indent + 2));
+    }
+    let h = usize::from(inner.height);
+    if lines.len() > h && h > 0 {
+        let more = lines.len() - (h - 1);
+        lines.truncate(h - 1);
+        lines.push(Line::from(Span::styled(
+            super::fit::fit(
+                &format!("… {} more", super::fit::count(more as u64, "row")),
+                w,
+            ),
+            Style::default().fg(t.ui_muted()),
+        )));
+    }
+    f.render_widget(Paragraph::new(lines), inner);
+}
+
+/// A turn's canonical lines with its PLANs first (what `a` would put at risk, read first on a
+/// short pane), then its other statements (VIEW, WAKE, …) in their order; its comments are
+/// left out (the Journal shows them). A statement is its head line and the indented lines
+/// under it; a USING stays with the statement after it, which it applies to.
+fn plans_first(kestrel: &str) -> Vec<&str> {
+    let mut blocks: Vec<Vec<&str>> = Vec::new();
+    let mut using = false;
+    for l in kestrel.lines() {
+        let bare = l.trim_start();
+        if bare.is_empty() || bare.starts_with('#') {
+            continue;
+        }
+        match blocks.last_mut() {
+            Some(b) if using || l.starts_with(char::is_whitespace) => b.push(l),
+            _ => blocks.push(vec![l]),
+        }
+        if !l.starts_with(char::is_whitespace) {
+            using = bare.starts_with("USING");
+        }
+    }
+    let is_plan = |b: &Vec<&str>| {
+        b.iter()
+            .any(|l| !l.starts_with(char::is_whitespace) && l.starts_with("PLAN"))
+    };
+    let (plans, rest): (Vec<_>, Vec<_>) = blocks.into_iter().partition(is_plan);
+    plans.into_iter().chain(rest).flatten().collect()
+}
+
         let x = text_area.x + (col - hs) as u16;
         if y < text_area.bottom() && x < text_area.right() {
             f.set_cursor_position((x, y));
