@@ -1666,7 +1666,8 @@ fn plan_rows_carry_typed_state_budget_and_ttl() {
         (app.snap.view_name.clone(), app.snap.frame.text.clone())
     };
     assert_eq!(name, "p");
-    assert!(frame.contains("mine armed 0.00/0.05R ttl +60m"), "{frame}");
+    // At its end on the clock, as the Plans pane reads it (`+60m` before 2026-12-05).
+    assert!(frame.contains("mine armed 0.00/0.05R ttl 10:35"), "{frame}");
 }
 
 /// A plan armed later by an ARM target has no ttl end until it arms: `+30m` runs from then,
@@ -1921,8 +1922,9 @@ fn the_plans_and_blotter_keep_every_figure_whole_at_160x48() {
     app.send(Command::Seek(ms(10, 32, 0)));
     app.tick();
     let s = screen(&app, 160, 48);
-    // Every plan's ttl whole (it was `15:…`), and the pane's header over them.
-    for ttl in ["15:00", "+30m", "15:30", "15:45", "14:30"] {
+    // Every plan's ttl whole (it was `15:…`), and the pane's header over them. (add-on's
+    // `+30m` reads at its end, 10:51:30, in the Plans pane and, since 2026-12-05, the View.)
+    for ttl in ["15:00", "10:51:30", "15:30", "15:45", "14:30"] {
         assert!(has(&s, ttl), "ttl {ttl} whole:\n{}", s.join("\n"));
     }
     assert!(!s.iter().any(|l| l.contains("15:…")), "{}", s.join("\n"));
@@ -4014,4 +4016,22 @@ fn a_live_authors_proposal_names_its_plan_at_80x24_and_shows_its_text() {
     let s = screen(&app, 80, 24);
     assert!(!has(&s, "proposal from"), "{}", s.join("\n"));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The View's `[plans]` line of a vetoed plan said `done … (WHEN fired 09:31)`: the agent
+/// acting on it was never told its order was refused, and sent it again. It now leads with
+/// the risk decision, as the Plans pane does, and the ttl reads at its end on the clock.
+#[test]
+fn the_views_plans_line_says_a_plan_was_vetoed() {
+    let tiny = "PLAN tiny budget 0.01R ttl +30m\n  USING signal SPX exec SPY 0dte\n  WHEN spot > 0\n  DO buy 1 +1 C @ ask\n";
+    let mut app = book_with(None, &[(ms(9, 31, 0), tiny)], ms(9, 32, 0));
+    app.human_turn("SHOW VIEW p budget 400\n  plans\n");
+    let frame = app.snap.frame.text.clone();
+    let line = frame
+        .lines()
+        .find(|l| l.starts_with("tiny "))
+        .unwrap_or_else(|| panic!("{frame}"));
+    assert!(line.contains("ttl 10:01 ("), "{line}");
+    assert!(line.contains("(VETO worst $"), "{line}");
+    assert!(line.contains(" > $10.00 left · "), "{line}");
 }

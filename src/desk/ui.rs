@@ -1102,20 +1102,13 @@ fn r_of(x: f64) -> String {
 /// the arming (`ttl +30m`) is shown at its end (`11:11`), which is what a trader watches; the
 /// document keeps what was written. Seconds show only where the end has them.
 fn ttl_cell(p: &PlanLine) -> String {
-    match (&p.ttl, p.expires) {
-        (Some(lang::ast::Ttl::After(_)), Some(end)) => clock_text(end),
-        (ttl, _) => ttl.as_ref().map(lang::print::ttl_text).unwrap_or_default(),
-    }
+    p.ttl
+        .as_ref()
+        .map(|ttl| crate::view::snapshot::ttl_shown(ttl, p.expires))
+        .unwrap_or_default()
 }
 
-/// A tape time as a ttl reads: `HH:MM`, with the seconds where it has them (`10:51:30`).
-fn clock_text(t: crate::market::Ts) -> String {
-    let t = t.hhmmss();
-    match t.strip_suffix(":00") {
-        Some(hm) => hm.to_string(),
-        None => t,
-    }
-}
+use crate::view::snapshot::clock_text;
 
 /// A signed figure to two decimals, its sign that of what is shown: a loss under half a
 /// hundredth reads `+0.00`, never `-0.00` (as [`usd`] does for cents).
@@ -1839,10 +1832,6 @@ fn draw_tokens(f: &mut Frame, app: &App, r: Rect) {
     let cols = widths.len();
     let table = Table::new(
         rows,
-    if let Some(p) = app.proposal().filter(|_| shows_proposal(app)) {
-        draw_proposal(f, app, p, r);
-        return;
-    }
         widths.iter().map(|w| Constraint::Length(*w)).take(cols),
     )
     .header(Row::new(header).style(muted));
@@ -1850,6 +1839,10 @@ fn draw_tokens(f: &mut Frame, app: &App, r: Rect) {
 }
 
 fn draw_editor(f: &mut Frame, app: &App, r: Rect) {
+    if let Some(p) = app.proposal().filter(|_| shows_proposal(app)) {
+        draw_proposal(f, app, p, r);
+        return;
+    }
     let t = app.theme();
     let ed = &app.editor;
     let n = ed.diagnostics().len();
@@ -1968,6 +1961,13 @@ fn draw_editor(f: &mut Frame, app: &App, r: Rect) {
     }
     if app.focus == Pane::Editor && app.modal.is_none() {
         let y = text_area.y + (cur_line - scroll) as u16;
+        let x = text_area.x + (col - hs) as u16;
+        if y < text_area.bottom() && x < text_area.right() {
+            f.set_cursor_position((x, y));
+        }
+    }
+}
+
 /// The Editor while a co-pilot proposal waits: the proposed turn's canonical Kestrel, whole
 /// (budget, tickets, prices, escalation, wakes), highlighted and wrapped, read-only, under
 /// the title `proposal from <author> — a accept · x reject`. An answer with no Kestrel (a
@@ -2050,13 +2050,6 @@ fn plans_first(kestrel: &str) -> Vec<&str> {
     };
     let (plans, rest): (Vec<_>, Vec<_>) = blocks.into_iter().partition(is_plan);
     plans.into_iter().chain(rest).flatten().collect()
-}
-
-        let x = text_area.x + (col - hs) as u16;
-        if y < text_area.bottom() && x < text_area.right() {
-            f.set_cursor_position((x, y));
-        }
-    }
 }
 
 /// A line with its first `n` columns left out (styles kept): the editor's side-scroll. A

@@ -483,14 +483,25 @@ impl<R: BufRead> Run<R> {
                 state: p.state,
                 budget_r: meta.map_or(0.0, |m| m.budget_r),
                 used_r: b.in_r(pnl).map_or(0.0, |r| r.to_f64()),
-                ttl: meta.map_or_else(String::new, |m| crate::lang::print::ttl_text(&m.ttl)),
+                // At its end on the clock once armed, as the Plans pane shows it (`10:15`,
+                // where `+45m` left the agent to guess when it was armed).
+                ttl: meta.map_or_else(String::new, |m| {
+                    view::snapshot::ttl_shown(&m.ttl, self.engine.plan_ttl_end(name))
+                }),
                 // The View's `[plans]` section (author-facing, on the Bus in every frame):
                 // the terse counts, unchanged; the desk's Plans pane says `no fire yet`
-                // (`PlanLine::summary`).
-                note: p
-                    .note
-                    .clone()
-                    .unwrap_or_else(|| format!("fires {fires} fills {fills}")),
+                // (`PlanLine::summary`). A veto or a clamp of its tickets leads, as on the
+                // Plans pane: an agent told only `WHEN fired` sent the vetoed plan again.
+                note: {
+                    let note = p
+                        .note
+                        .clone()
+                        .unwrap_or_else(|| format!("fires {fires} fills {fills}"));
+                    match &p.risk {
+                        Some(r) => format!("{} · {note}", r.short()),
+                        None => note,
+                    }
+                },
             });
         }
         snap

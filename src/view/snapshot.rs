@@ -64,10 +64,33 @@ pub struct PlanRow {
     pub state: crate::bus::PlanState,
     pub budget_r: f64,
     pub used_r: f64,
-    /// `14:45` or `+30m from 10:05`.
+    /// When it expires on the tape's clock (`14:45`; a ttl written `+30m` reads at its end
+    /// once armed: [`ttl_shown`]).
     pub ttl: String,
-    /// Why it is in that state (the clause that fired, what is UNKNOWN, ...).
+    /// Why it is in that state (the clause that fired, what is UNKNOWN, ...), led by the
+    /// last L0 risk decision on its tickets when there was one (`VETO worst $58.00 > $0.00
+    /// left · WHEN fired 09:41`, `qty 3→2 plan · …`), as the desk's Plans pane says it.
     pub note: String,
+}
+
+/// A plan's ttl as the desk's Plans pane and the View's `[plans]` section show it: when the
+/// plan expires, on the tape's clock. A ttl written from the arming (`ttl +30m`) is shown at
+/// its `end` once armed (`11:11`), which is what a trader (or an agent) watches; the
+/// document keeps what was written. Seconds show only where the end has them.
+pub fn ttl_shown(ttl: &crate::lang::ast::Ttl, end: Option<crate::market::Ts>) -> String {
+    match (ttl, end) {
+        (crate::lang::ast::Ttl::After(_), Some(end)) => clock_text(end),
+        (ttl, _) => crate::lang::print::ttl_text(ttl),
+    }
+}
+
+/// A tape time as a ttl reads: `HH:MM`, with the seconds where it has them (`10:51:30`).
+pub fn clock_text(t: crate::market::Ts) -> String {
+    let t = t.hhmmss();
+    match t.strip_suffix(":00") {
+        Some(hm) => hm.to_string(),
+        None => t,
+    }
 }
 
 /// A fill.
