@@ -729,3 +729,34 @@ fn a_plan_submitted_again_unchanged_does_not_enter_again() {
     app.send(Command::Seek(ms(10, 0, 0)));
     assert_eq!(hold_buys(&app), 2, "{}", blotter_text(&app));
 }
+
+/// A re-price veto's row note was the Bus's long reason (`VETO re-price esc#1 to 0.64:
+/// worst case $128.00 exceeds the $…`), cut before the room left at every size; a fire's
+/// veto reads `VETO worst $X > $Y left`. The re-price's leads with the same figures now
+/// (`… (re-price esc#1 0.25)` after them), so they show in the Plans pane at 100x30.
+#[test]
+fn a_re_price_veto_reads_in_the_short_form() {
+    let mut app = bare();
+    submit(
+        &mut app,
+        1,
+        "PLAN esc-veto budget 0.01R ttl 12:00\n  USING signal SPX exec SPY 0dte\n  WHEN time >= 09:31\n  DO buy 1 +2 C @ 0.05 esc ask 10s\n",
+    );
+    app.send(Command::Seek(ms(9, 35, 0)));
+    let row = plan_row(&app, "esc-veto");
+    let veto = row.risk.as_ref().expect("a veto").short();
+    assert!(veto.starts_with("VETO worst $"), "{veto}");
+    assert!(
+        veto.ends_with(" > $10.00 left (re-price esc#1 0.25)"),
+        "{veto}"
+    );
+    app.set_focus(Pane::Plans);
+    app.tab = Pane::Plans;
+    let s = screen(&app, 100, 30);
+    assert!(
+        s.iter()
+            .any(|l| l.contains("VETO worst $25.00 > $10.00 left")),
+        "{}",
+        s.join("\n")
+    );
+}

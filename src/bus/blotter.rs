@@ -276,7 +276,10 @@ impl Risk {
     }
 }
 
-/// `worst case $58.00 exceeds the $0.00 left …` → `worst $58.00 > $0.00 left`; any other
+/// `worst case $58.00 exceeds the $0.00 left …` → `worst $58.00 > $0.00 left`; a re-price's
+/// `re-price esc#1 to 0.64: worst case $128.00 exceeds the $100.00 left …` → `worst $128.00 >
+/// $100.00 left (re-price esc#1 0.64)`: the figures first, as a fire's, so a row cut at 100x30
+/// still shows the room left (the long reason was cut before it at every size); any other
 /// reason as written.
 fn short_reason(reason: &str) -> String {
     let amounts: Vec<&str> = reason
@@ -285,6 +288,14 @@ fn short_reason(reason: &str) -> String {
         .take(2)
         .collect();
     match amounts.as_slice() {
+    if let Some((at, rest)) = reason
+        .strip_prefix("re-price ")
+        .and_then(|r| r.split_once(": "))
+        .filter(|(_, rest)| rest.starts_with("worst case"))
+    {
+        let at = at.replacen(" to ", " ", 1);
+        return format!("{} (re-price {at})", short_reason(rest));
+    }
         [want, left] if reason.starts_with("worst case") => {
             format!("worst {} > {} left", cents(want), cents(left))
         }
@@ -1261,6 +1272,14 @@ mod tests {
         p.trade(10, Px(10_000), 100);
         p.trade(-4, Px(15_000), 100);
         assert_eq!(p.qty, 6);
+        let r = Risk {
+            reason: "re-price esc#1 to 0.64: worst case $128.0000 exceeds the $100.0000 left in the budget, and one unit does not fit: the order is cancelled".into(),
+            ..r
+        };
+        assert_eq!(
+            r.short(),
+            "VETO worst $128.00 > $100.00 left (re-price esc#1 0.64)"
+        );
         assert_eq!(p.realised, 200 * 10_000);
         // Open at mark 1.50: 6*0.50*100 = 300$.
         assert_eq!(p.open_pnl(), 300 * 10_000);
