@@ -730,6 +730,34 @@ fn a_plan_submitted_again_unchanged_does_not_enter_again() {
     assert_eq!(hold_buys(&app), 2, "{}", blotter_text(&app));
 }
 
+/// The engine's own stop (`STOP`, the assumed 1% share stop of shares bought with none
+/// written) sold a position and the footer said nothing, where a clamp gets a notice. It
+/// now says so as a warning, with what it sold and at what price.
+#[test]
+fn the_engines_assumed_stop_selling_a_position_is_a_notice() {
+    let src = desk::tape_source(Some("tapes/shock-2025-04-09-s7.jsonl")).expect("shock tape");
+    let mut app = desk::inline_app_with(src, None, false).expect("app");
+    submit(
+        &mut app,
+        1,
+        "USING signal SPY exec SPY\nPLAN nostop budget 0.1R ttl 15:30\n  WHEN time >= 10:30\n  DO buy 1000 shares @ ask\n  EXIT T-10\n",
+    );
+    app.send(Command::Seek(ms(11, 45, 0)));
+    let stop = app
+        .snap
+        .notices
+        .iter()
+        .find(|n| n.text.starts_with("nostop STOP:"))
+        .unwrap_or_else(|| panic!("no STOP notice: {:?}", app.snap.notices));
+    assert_eq!(stop.level, NoticeLevel::Warn);
+    assert!(
+        stop.text.contains("sold 20 SPY shares @ ")
+            && stop.text.contains("the engine's assumed 1% stop"),
+        "{}",
+        stop.text
+    );
+}
+
 /// A re-price veto's row note was the Bus's long reason (`VETO re-price esc#1 to 0.64:
 /// worst case $128.00 exceeds the $…`), cut before the room left at every size; a fire's
 /// veto reads `VETO worst $X > $Y left`. The re-price's leads with the same figures now

@@ -1332,7 +1332,16 @@ impl Session {
 
     /// A notice for every veto and size clamp on the Bus since the last look.
     fn risk_notices(&mut self) {
-        let evs = self.run.engine.bus().events();
+        let bus = self.run.engine.bus();
+        let evs = bus.events();
+        // The orders the engine's own stop placed (clause `STOP`: the assumed share stop,
+        // docs/runtime.md "Risk"): their fills close a position on a stop nobody wrote.
+        let stop_order = |id: u64| {
+            bus.blotter()
+                .orders
+                .iter()
+                .any(|o| o.id == Some(id) && o.clause == "STOP")
+        };
         let new: Vec<Notice> = evs[self.risk_seen.min(evs.len())..]
             .iter()
             .filter_map(|e| match e {
@@ -1367,6 +1376,29 @@ impl Session {
                 _ => None,
             })
             .collect();
+                bus::Event::Fill {
+                    ts,
+                    order,
+                    plan,
+                    leg,
+                    side,
+                    qty,
+                    px,
+                    ..
+                } if stop_order(*order) => Some(Notice {
+                    ts: *ts,
+                    text: format!(
+                        "{plan} STOP: {} {qty} {leg} @ {px}, the engine's assumed {}% stop \
+                         (none was written)",
+                        if *side == bus::BusSide::Sell {
+                            "sold"
+                        } else {
+                            "bought"
+                        },
+                        crate::engine::DEFAULT_SHARE_STOP * 100.0
+                    ),
+                    level: NoticeLevel::Warn,
+                }),
         self.risk_seen = evs.len();
         self.notices.extend(new);
     }
