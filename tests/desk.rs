@@ -4035,3 +4035,54 @@ fn the_views_plans_line_says_a_plan_was_vetoed() {
     assert!(line.contains("(VETO worst $"), "{line}");
     assert!(line.contains(" > $10.00 left · "), "{line}");
 }
+
+/// A live author's co-pilot proposal still waiting when the desk quit (or was killed) was
+/// not in the session file: reopened, the call was rejected by `nobody`, at another hash,
+/// with nothing on screen. The answer is recorded when it arrives (an act `propose`), so
+/// the reopened desk shows it waiting, at the same hash, and the person decides it there.
+#[test]
+fn a_proposal_waiting_at_quit_waits_again_on_reopen() {
+    let dir = tmp("reopen-proposal");
+    let path = dir.join("s.jsonl");
+    let spec = slow_plan_author(&dir);
+    let src = desk::tape_source(None).unwrap();
+    let settings = Settings {
+        agent: Some(DeskAgent::Live(spec)),
+        copilot: true,
+        ..Settings::default()
+    };
+    let how = Opening {
+        save: Some(path.clone()),
+        ..Opening::default()
+    };
+    let mut app = desk::inline_app_from(src, settings, how).unwrap();
+    wait_for(&mut app, |a| a.proposal().is_some());
+    let hash = app.snap.hash.clone();
+    let clock = app.snap.clock;
+    // Killed: nothing more is written.
+    drop(app);
+    let s = kestrel_desk::session::owner::reopen(&path, None).unwrap();
+    let (themes, keys, _) = desk::load_config(None);
+    let mut app = App::new(SessionHandle::inline(s), themes, keys);
+    app.tick();
+    assert_eq!(app.snap.clock, clock);
+    assert_eq!(
+        app.snap.hash, hash,
+        "the reopened desk is where it was left"
+    );
+    let p = app.proposal().expect("the proposal waits again");
+    assert_eq!(p.wake, "open");
+    assert!(p.run.turn.kestrel.contains("PLAN agent-p"));
+    assert!(!bus_has(&app, "turn-rejected"), "nobody rejected it");
+    let s = screen(&app, 100, 30);
+    assert!(has(&s, "proposes: arms agent-p"), "{}", s.join("\n"));
+    // Decided on the reopened desk, it routes as it would have.
+    press(&mut app, KeyCode::Char('a'));
+    assert!(app.proposal().is_none());
+    assert!(
+        names(&app).contains(&"agent-p".to_string()),
+        "{:?}",
+        names(&app)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -46,6 +46,22 @@ pub enum AgentAct {
         /// The repair run: the routed turn and every attempt.
         run: RepairRun,
     },
+    /// The answer to call `call` arrived in co-pilot and waits for the person (a live
+    /// author's: a script's proposal is its script's answer again on replay). Recorded when
+    /// it arrives, so a desk quit (or killed) while it waits reopens with it waiting, at the
+    /// same hash: a live author is not called again on a reopened session, and the proposal
+    /// was otherwise lost (the call rejected by `nobody`).
+    Propose {
+        /// The call answered.
+        call: u64,
+        /// The wake it answers.
+        wake: String,
+        /// The tape time the wake fired.
+        #[serde(with = "crate::bus::ts_str")]
+        asked_at: crate::market::Ts,
+        /// The repair run: the routed turn and every attempt.
+        run: RepairRun,
+    },
     /// The person rejected the answer to call `call`: nothing routes.
     Reject {
         /// The call rejected.

@@ -293,11 +293,14 @@ impl Act {
         matches!(self, Act::Turn { kind, .. } if *kind == AuthorKind::Human)
     }
 
-    /// An answer of the agent's, or the person's reject of one: recorded by call number.
+    /// An answer of the agent's (acted or proposed), or the person's reject of one:
+    /// recorded by call number.
     fn is_agents_answer(&self) -> bool {
         matches!(
             self,
-            Act::Agent(AgentAct::Answer { .. } | AgentAct::Reject { .. })
+            Act::Agent(
+                AgentAct::Answer { .. } | AgentAct::Reject { .. } | AgentAct::Propose { .. }
+            )
         )
     }
 }
@@ -1373,9 +1376,6 @@ impl Session {
                     ),
                     level: NoticeLevel::Warn,
                 }),
-                _ => None,
-            })
-            .collect();
                 bus::Event::Fill {
                     ts,
                     order,
@@ -1399,6 +1399,9 @@ impl Session {
                     ),
                     level: NoticeLevel::Warn,
                 }),
+                _ => None,
+            })
+            .collect();
         self.risk_seen = evs.len();
         self.notices.extend(new);
     }
@@ -1711,19 +1714,15 @@ impl Session {
                 if chair.outstanding.as_ref().map(|o| o.call) != Some(call) {
                     return;
                 }
-                let name = chair.agent.name();
                 if chair.hold && needs_decision(&run) {
+                    // An act of its own in the session file: reopened, it waits again.
                     let asked_at = self.run.awaiting().map_or(self.clock, |a| a.1);
-                    let p = Proposal {
+                    self.act(Act::Agent(AgentAct::Propose {
                         call,
                         wake,
                         asked_at,
                         run,
-                    };
-                    let text = proposal_notice(&name, &p);
-                    chair.proposal = Some(p);
-                    self.notice(text);
-                    self.pause_for_proposal();
+                    }));
                 } else {
                     chair.thinking.clear();
                     self.act(Act::Agent(AgentAct::Answer { call, run }));
@@ -2254,8 +2253,9 @@ impl Session {
     /// A recorded answer, admitted again under the live book (see `turn::admit::readmit`);
     /// one the checker refuses becomes an invalid turn carrying the `REPLAY` error.
     fn readmit(&self, act: &AgentAct) -> AgentAct {
-        let AgentAct::Answer { call, run } = act else {
-            return act.clone();
+        let run = match act {
+            AgentAct::Answer { run, .. } | AgentAct::Propose { run, .. } => run,
+            _ => return act.clone(),
         };
         let t = &run.turn;
         let mut ctx = TurnContext::new(t.phase, t.profile, t.author);
@@ -2265,7 +2265,12 @@ impl Session {
             Err(e) => {
                 let mut run = run.clone();
                 run.turn = crate::turn::admit::refused(&ctx, &e);
-                AgentAct::Answer { call: *call, run }
+                let mut act = act.clone();
+                if let AgentAct::Answer { run: r, .. } | AgentAct::Propose { run: r, .. } = &mut act
+                {
+                    *r = run;
+                }
+                act
             }
         }
     }
@@ -2371,6 +2376,30 @@ impl Session {
                 }
                 self.resume_after_proposal(*call);
                 format!("rejected: {outcome}")
+            }
+            AgentAct::Propose {
+                call,
+                wake,
+                asked_at,
+                run,
+            } => {
+                if outstanding != Some(*call) {
+                    return format!("refused: call {call} is not outstanding");
+                }
+                let p = Proposal {
+                    call: *call,
+                    wake: wake.clone(),
+                    asked_at: *asked_at,
+                    run: run.clone(),
+                };
+                let text = proposal_notice(&chair.agent.name(), &p);
+                let said = format!("proposed: {}", p.run.turn.outcome.label());
+                chair.proposal = Some(p);
+                if !self.replaying {
+                    self.notice(text);
+                }
+                self.pause_for_proposal();
+                said
             }
             AgentAct::Hold { on } => {
                 chair.hold = *on;
@@ -2916,7 +2945,7 @@ struct Replayed {
 /// Does the record still to replay answer (or reject) the agent's call `call`?
 fn records_answer(script: &VecDeque<(u64, Ts, Act)>, call: u64) -> bool {
     script.iter().any(|(_, _, a)| {
-        matches!(a, Act::Agent(AgentAct::Answer { call: c, .. } | AgentAct::Reject { call: c, .. }) if *c == call)
+        matches!(a, Act::Agent(AgentAct::Answer { call: c, .. } | AgentAct::Reject { call: c, .. } | AgentAct::Propose { call: c, .. }) if *c == call)
     })
 }
 
