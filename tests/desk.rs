@@ -4086,3 +4086,51 @@ fn a_proposal_waiting_at_quit_waits_again_on_reopen() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// There was no way to start in the light theme: `t` was not saved and there was neither a
+/// flag nor a config key. `--theme` (checked before the terminal is taken over) and the
+/// config directory's `desk.toml` (`theme = "light"`, which `t` writes) now choose it.
+#[test]
+fn the_desk_starts_in_the_theme_chosen_by_flag_or_config_and_t_saves_it() {
+    let a = args(&["kestrel", "desk", "--theme", "light"]);
+    assert_eq!(a.theme.as_deref(), Some("light"));
+    assert!(desk::check_open(&a).is_ok());
+    let bad = desk::check_open(&args(&["kestrel", "desk", "--theme", "purple"])).unwrap_err();
+    assert!(
+        bad.text
+            .contains("error code=USAGE message=--theme purple: no such theme")
+            && bad.text.contains("light"),
+        "{}",
+        bad.text
+    );
+    assert_eq!(bad.exit, 1);
+    let dir = tmp("theme");
+    assert_eq!(desk::configured_theme(Some(&dir)), (None, Vec::new()));
+    std::fs::write(dir.join("desk.toml"), "# mine\ntheme = \"light\"\n").unwrap();
+    assert_eq!(
+        desk::configured_theme(Some(&dir)).0.as_deref(),
+        Some("light")
+    );
+    // `t` saves its choice where the desk was told to, keeping the file's other lines.
+    let mut app = book_with(None, &[], ms(9, 31, 0));
+    assert!(app.set_theme("light"));
+    assert!(!app.set_theme("purple"));
+    assert_eq!(app.theme().name, "light");
+    app.theme_dir = Some(dir.clone());
+    press(&mut app, KeyCode::Char('t'));
+    assert_eq!(app.theme().name, "high-contrast");
+    let saved = std::fs::read_to_string(dir.join("desk.toml")).unwrap();
+    assert!(
+        saved.contains("# mine") && saved.contains("theme = \"high-contrast\""),
+        "{saved}"
+    );
+    assert!(
+        app.message
+            .as_deref()
+            .unwrap_or("")
+            .contains("next desk starts in it"),
+        "{:?}",
+        app.message
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

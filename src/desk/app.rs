@@ -166,6 +166,8 @@ pub struct App {
     pub themes: Vec<Theme>,
     /// The theme in use.
     pub theme: usize,
+    /// Where `t` saves its choice (the config directory's `desk.toml`; `None`: not saved).
+    pub theme_dir: Option<std::path::PathBuf>,
     /// The key map.
     pub keys: KeyMap,
     /// The open dialog.
@@ -295,6 +297,7 @@ impl App {
             editor: Editor::default(),
             themes,
             theme: 0,
+            theme_dir: None,
             keys,
             modal: None,
             bus_mode: BusMode::Bus,
@@ -328,6 +331,22 @@ impl App {
         app.log.sync(&app.snap);
         app.editor.set_scope(&app.snap.standing);
         app
+    }
+
+    /// Use the theme called `name`; `false` (the theme unchanged) when none is.
+    pub fn set_theme(&mut self, name: &str) -> bool {
+        match self.themes.iter().position(|t| t.name == name) {
+            Some(i) => {
+                self.theme = i;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The themes' names, in `t`'s order.
+    pub fn theme_names(&self) -> Vec<String> {
+        self.themes.iter().map(|t| t.name.clone()).collect()
     }
 
     /// The theme in use.
@@ -812,7 +831,14 @@ impl App {
             Action::Attach => self.person(PersonAct::Attach),
             Action::Theme => {
                 self.theme = (self.theme + 1) % self.themes.len();
-                self.message = Some(format!("theme {}", self.theme().name));
+                let name = self.theme().name.clone();
+                self.message = Some(match &self.theme_dir {
+                    Some(dir) => match super::save_theme(dir, &name) {
+                        Ok(()) => format!("theme {name} (the next desk starts in it)"),
+                        Err(e) => format!("theme {name} (not saved: {e})"),
+                    },
+                    None => format!("theme {name}"),
+                });
             }
             Action::BusToggle => {
                 if self.compact.get() && self.tab != Pane::Bus {

@@ -97,6 +97,76 @@ pub struct DeskArgs {
     /// The fill model [default: strict-cross-v1].
     #[arg(long)]
     pub fill: Option<String>,
+    /// Start in this theme: `dark`, `light`, `high-contrast` (or a theme of your own in the
+    /// config directory's `themes/`) [default: the `theme` of the config directory's
+    /// `desk.toml`, else dark]. `t` cycles them and saves the choice there.
+    #[arg(long)]
+    pub theme: Option<String>,
+}
+
+/// The desk's own settings file in the config directory: `theme = "light"`, the theme the
+/// desk starts in (`--theme` overrides it; `t` writes it).
+pub const DESK_TOML: &str = "desk.toml";
+
+/// The theme named in `desk.toml` of `dir`, with a warning for a file that does not read
+/// (kept default, as keys.toml's problems are).
+pub fn configured_theme(dir: Option<&Path>) -> (Option<String>, Vec<String>) {
+    let Some(path) = dir.map(|d| d.join(DESK_TOML)) else {
+        return (None, Vec::new());
+    };
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return (None, Vec::new());
+    };
+    match text.parse::<toml::Table>() {
+        Ok(t) => match t.get("theme") {
+            None => (None, Vec::new()),
+            Some(toml::Value::String(name)) => (Some(name.clone()), Vec::new()),
+            Some(_) => (
+                None,
+                vec![format!(
+                    "{}: error code=CONFIG message=theme must be a string (a theme's name)",
+                    path.display()
+                )],
+            ),
+        },
+        Err(e) => (
+            None,
+            vec![format!(
+                "{}: error code=CONFIG message={}",
+                path.display(),
+                e.to_string().lines().next().unwrap_or_default()
+            )],
+        ),
+    }
+}
+
+/// Write `theme = "<name>"` to `desk.toml` in `dir`, keeping its other lines: the line
+/// that sets `theme` is replaced, or one is added.
+pub fn save_theme(dir: &Path, name: &str) -> Result<(), String> {
+    let path = dir.join(DESK_TOML);
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let quoted: String = name
+        .chars()
+        .flat_map(|c| match c {
+            '"' | '\\' => vec!['\\', c],
+            c => vec![c],
+        })
+        .collect();
+    let line = format!("theme = \"{quoted}\"");
+    let sets_theme = |l: &str| {
+        l.trim_start()
+            .strip_prefix("theme")
+            .is_some_and(|rest| rest.trim_start().starts_with('='))
+    };
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    match lines.iter().position(|l| sets_theme(l)) {
+        Some(i) => lines[i] = line,
+        None => lines.push(line),
+    }
+    let out = lines.join("\n") + "\n";
+    std::fs::create_dir_all(dir)
+        .and_then(|_| std::fs::write(&path, out))
+        .map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Read a script of `{"reply": "..."}` lines (one reply per wake). Errors name the line.
@@ -443,6 +513,16 @@ pub fn check(a: &DeskArgs) -> Result<Option<PathBuf>, String> {
 
 /// [`check`], with the exit code the refusal is given.
 pub fn check_open(a: &DeskArgs) -> Result<Option<PathBuf>, Refusal> {
+    if let Some(name) = &a.theme {
+        let (themes, _) = theme::load_all(saved::config_dir().map(|d| d.join("themes")).as_deref());
+        if !themes.iter().any(|t| t.name == *name) {
+            let names: Vec<&str> = themes.iter().map(|t| t.name.as_str()).collect();
+            return Err(Refusal::from(format!(
+                "error code=USAGE message=--theme {name}: no such theme (themes: {})",
+                names.join(", ")
+            )));
+        }
+    }
     if let Some(t) = &a.tape
         && let Some(e) = crate::cli::sniff::not_a_tape(t)
     {
@@ -526,8 +606,25 @@ fn run_inner(a: &DeskArgs, save: Option<PathBuf>) -> color_eyre::Result<()> {
     });
     let (args, to) = (a.clone(), save.clone());
     let handle = SessionHandle::spawn(move || open_session(&args, to)).map_err(|e| eyre!(e))?;
-    let (themes, keys, warnings) = load_config(saved::config_dir().as_deref());
+    let dir = saved::config_dir();
+    let (themes, keys, mut warnings) = load_config(dir.as_deref());
+    let (configured, w) = configured_theme(dir.as_deref());
+    warnings.extend(w);
     let mut app = App::new(handle, themes, keys);
+    // `--theme` (checked before the terminal was taken over), else the saved choice (a name
+    // no theme has is a warning, and the desk starts dark).
+    if let Some(name) = a.theme.as_ref().or(configured.as_ref())
+        && !app.set_theme(name)
+    {
+        warnings.push(format!(
+            "{DESK_TOML}: error code=CONFIG message=no theme {name:?} (themes: {})",
+            app.theme_names().join(", ")
+        ));
+    }
+    // `t`'s choice is kept for the next desk, unless nothing is to be written.
+    if !a.no_save {
+        app.theme_dir = dir;
+    }
     app.warnings = warnings;
     opening_message(&mut app, a, save.as_deref());
     if a.play {
