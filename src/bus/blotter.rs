@@ -226,6 +226,12 @@ pub struct PlanLine {
     pub note: Option<String>,
     /// The last risk decision on its tickets: a veto or a size clamp, with the arithmetic.
     pub risk: Option<Risk>,
+    /// How many of its tickets (or their re-prices) L0 risk refused, and how many it scaled
+    /// down: `kestrel run`'s report says so, where a vetoed plan read like one that did not
+    /// fill.
+    pub vetoes: u64,
+    /// How many of its tickets (or their re-prices) L0 risk scaled down to fit.
+    pub clamps: u64,
     /// Why the plan is in its latest state, as its `plan-state` event said (`UNKNOWN symbol
     /// SPX: the tape does not carry it (USING)` for a de-armed plan); `None` when that event
     /// gave no reason. Unlike [`note`](PlanLine::note), a later fire does not replace it.
@@ -282,12 +288,6 @@ impl Risk {
 /// still shows the room left (the long reason was cut before it at every size); any other
 /// reason as written.
 fn short_reason(reason: &str) -> String {
-    let amounts: Vec<&str> = reason
-        .split_whitespace()
-        .filter(|w| w.starts_with('$'))
-        .take(2)
-        .collect();
-    match amounts.as_slice() {
     if let Some((at, rest)) = reason
         .strip_prefix("re-price ")
         .and_then(|r| r.split_once(": "))
@@ -296,6 +296,12 @@ fn short_reason(reason: &str) -> String {
         let at = at.replacen(" to ", " ", 1);
         return format!("{} (re-price {at})", short_reason(rest));
     }
+    let amounts: Vec<&str> = reason
+        .split_whitespace()
+        .filter(|w| w.starts_with('$'))
+        .take(2)
+        .collect();
+    match amounts.as_slice() {
         [want, left] if reason.starts_with("worst case") => {
             format!("worst {} > {} left", cents(want), cents(left))
         }
@@ -617,7 +623,12 @@ impl Blotter {
         budget: &str,
         reason: &str,
     ) {
-        self.line(plan).risk = Some(Risk {
+        let line = self.line(plan);
+        match kind {
+            RiskKind::Veto => line.vetoes += 1,
+            RiskKind::Clamp { .. } => line.clamps += 1,
+        }
+        line.risk = Some(Risk {
             ts,
             clause: clause.to_string(),
             kind,
@@ -676,6 +687,8 @@ impl Blotter {
             owner: None,
             note: None,
             risk: None,
+            vetoes: 0,
+            clamps: 0,
             reason: None,
         })
     }
@@ -1235,6 +1248,8 @@ mod tests {
             owner: None,
             note: None,
             risk: None,
+            vetoes: 0,
+            clamps: 0,
             reason: None,
         };
         assert_eq!(l.summary(), "no fire yet");
@@ -1257,6 +1272,14 @@ mod tests {
             reason: "worst case $58.0050 exceeds the $4.1408 left in the budget, and one unit does not fit".into(),
         };
         assert_eq!(r.short(), "VETO worst $58.01 > $4.14 left");
+        let r = Risk {
+            reason: "re-price esc#1 to 0.64: worst case $128.0000 exceeds the $100.0000 left in the budget, and one unit does not fit: the order is cancelled".into(),
+            ..r
+        };
+        assert_eq!(
+            r.short(),
+            "VETO worst $128.00 > $100.00 left (re-price esc#1 0.64)"
+        );
         assert_eq!(cents("$-0.0049"), "$0.00");
         assert_eq!(cents("$-1.2350,"), "$-1.24");
         assert_eq!(cents("$12"), "$12.00");
@@ -1272,14 +1295,6 @@ mod tests {
         p.trade(10, Px(10_000), 100);
         p.trade(-4, Px(15_000), 100);
         assert_eq!(p.qty, 6);
-        let r = Risk {
-            reason: "re-price esc#1 to 0.64: worst case $128.0000 exceeds the $100.0000 left in the budget, and one unit does not fit: the order is cancelled".into(),
-            ..r
-        };
-        assert_eq!(
-            r.short(),
-            "VETO worst $128.00 > $100.00 left (re-price esc#1 0.64)"
-        );
         assert_eq!(p.realised, 200 * 10_000);
         // Open at mark 1.50: 6*0.50*100 = 300$.
         assert_eq!(p.open_pnl(), 300 * 10_000);

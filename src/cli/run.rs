@@ -55,6 +55,13 @@ pub struct PlanReport {
     /// (USING)`): a plan that never could act on this tape, told apart from one that never
     /// triggered. `None` for every other state.
     pub reason: Option<String>,
+    /// Tickets (or re-prices) L0 risk refused.
+    pub vetoes: u64,
+    /// Tickets (or re-prices) L0 risk scaled down.
+    pub clamps: u64,
+    /// The last of those decisions in a few words, with the budget that made it
+    /// (`VETO worst $50.00 > $21.00 left (re-price esc#1 1.04), by the book spy budget`).
+    pub risk: Option<String>,
 }
 
 /// Per-plan lines from a Blotter, in order of first appearance.
@@ -75,6 +82,12 @@ pub fn plan_reports(b: &Blotter) -> Vec<PlanReport> {
             Some(PlanReport {
                 state,
                 reason,
+                vetoes: l.vetoes,
+                clamps: l.clamps,
+                risk: l
+                    .risk
+                    .as_ref()
+                    .map(|r| format!("{}, by the {} budget", r.short(), r.budget)),
                 fires: l.fires,
                 fills: l.fills,
                 real_usd: Px(b.realised(&n)),
@@ -120,6 +133,14 @@ pub fn json_report(bus: &Bus, tape_path: &str) -> String {
             // Only a de-armed plan has one, so every other report keeps its bytes.
             if let (Some(r), Some(o)) = (p.reason, v.as_object_mut()) {
                 o.insert("reason".into(), serde_json::Value::String(r));
+            }
+            // Only a plan L0 risk refused or scaled has them: the rest keep their bytes.
+            if let Some(o) = v.as_object_mut() {
+                for (key, n) in [("vetoes", p.vetoes), ("clamps", p.clamps)] {
+                    if n > 0 {
+                        o.insert(key.into(), n.into());
+                    }
+                }
             }
             v
         })
@@ -239,6 +260,34 @@ fn why_de_armed(plans: &[PlanReport]) -> String {
         .collect()
 }
 
+/// One line per plan L0 risk refused or scaled (`note: plan c done: vetoed 1×: last VETO
+/// worst $50.00 > $21.00 left (re-price esc#1 1.04), by the book spy budget`): the counts,
+/// the last decision in a few words and the budget that made it, so a plan its budget (or
+/// its BOOK's) stopped is told apart from one that did not fill. Empty when risk decided
+/// nothing.
+fn risk_notes(plans: &[PlanReport]) -> String {
+    plans
+        .iter()
+        .filter_map(|p| {
+            let last = p.risk.as_deref()?;
+            let mut said = Vec::new();
+            if p.vetoes > 0 {
+                said.push(format!("vetoed {}×", p.vetoes));
+            }
+            if p.clamps > 0 {
+                said.push(format!("clamped {}×", p.clamps));
+            }
+            Some(format!(
+                "note: plan {} {}: {}: last {}\n",
+                p.name,
+                p.state,
+                said.join(", "),
+                crate::lang::diag::visible_line(last)
+            ))
+        })
+        .collect()
+}
+
 /// The human report: money in dollars and cents, R to four decimals, columns aligned.
 pub fn text_report(bus: &Bus) -> String {
     let b = bus.blotter();
@@ -276,6 +325,7 @@ pub fn text_report(bus: &Bus) -> String {
     }
     s.push_str(&table(&rows, 2));
     s.push_str(&why_de_armed(&plans));
+    s.push_str(&risk_notes(&plans));
     let sessions = b.session_results();
     if sessions.len() > 1 {
         let mut rows = vec![
@@ -865,6 +915,49 @@ mod tests {
             "{text}"
         );
         assert_eq!(text.matches("note:").count(), 1, "{text}");
+    }
+
+    /// A plan its budget vetoed read in the report like one that never filled (`done 1 0
+    /// 0.00 …`), a clamped one like any other: the decisions were on the Bus alone. The
+    /// text now has a note per such plan, and the JSON counts (absent at zero, so other
+    /// plans keep their bytes).
+    #[test]
+    fn a_vetoed_or_clamped_plan_says_so_in_both_reports() {
+        let d = dir("risk-notes");
+        let plans = format!(
+            "{PLAN}\nPLAN tiny budget 0.001R ttl +10m\n  WHEN spot crosses above 100.7\n  DO buy 10 shares @ ask\n\
+             PLAN some budget 0.005R ttl +10m\n  WHEN spot crosses above 100.7\n  DO buy 10 shares @ ask\n"
+        );
+        let a = args(&d, &good_tape(), &plans, true);
+        let h = open_tape(&a.tape).unwrap().header().clone();
+        let doc = lang::check(&plans, Mode::File).unwrap();
+        let bus = crate::engine::replay(
+            &h,
+            open_tape(&a.tape).unwrap(),
+            std::slice::from_ref(&doc),
+            EngineConfig::strict(Px(10_000_000)),
+            Bus::new(None),
+        )
+        .unwrap();
+        let v: serde_json::Value = serde_json::from_str(&json_report(&bus, "t")).unwrap();
+        assert_eq!(v["plans"][1]["name"], "tiny");
+        assert_eq!(v["plans"][1]["vetoes"], 1, "{v}");
+        assert!(v["plans"][1].get("clamps").is_none(), "{v}");
+        assert_eq!(v["plans"][2]["clamps"], 1, "{v}");
+        assert!(v["plans"][2].get("vetoes").is_none(), "{v}");
+        for k in ["vetoes", "clamps"] {
+            assert!(v["plans"][0].get(k).is_none(), "{v}");
+        }
+        let text = text_report(&bus);
+        assert!(
+            text.contains("\nnote: plan tiny ") && text.contains(": vetoed 1×: last VETO worst $"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\nnote: plan some ") && text.contains(": clamped 1×: last qty 10→"),
+            "{text}"
+        );
+        assert_eq!(text.matches("note:").count(), 2, "{text}");
     }
 
     #[test]
