@@ -1829,6 +1829,17 @@ impl Engine {
         self.named(name).and_then(|i| self.plans[i].ttl_at)
     }
 
+    /// The worst case committed now by the plans still live (not closed), money units: what
+    /// the fire and re-price checks count against their budgets ([`commit`], [`release`]),
+    /// for the View's `[kernel] risk used`. A closed plan's commitment binds nothing more.
+    pub fn live_committed(&self) -> i64 {
+        self.plans
+            .iter()
+            .filter(|p| p.status != Status::Closed)
+            .map(|p| p.committed)
+            .fold(0i64, i64::saturating_add)
+    }
+
     /// Compile and arm a document's WAKEs (a WAKE replaces an armed one of the same name).
     fn arm_wakes(&mut self, doc: &Document) {
         let mut using: Option<&ast::Using> = None;

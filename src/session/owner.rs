@@ -2857,7 +2857,9 @@ impl Session {
         }
         self.landmarks_seen = evs.len();
         let mut book = view::Snapshot::from_blotter(bus.blotter());
-        book.plans = self.run.snapshot().plans;
+        let run = self.run.snapshot();
+        book.plans = run.plans;
+        book.budget_used_r = run.budget_used_r;
         book.journal = self.run.journal().to_vec();
         book.wakes_used = self.run.wakes_used();
         let notices = self.notices[self.notices.len().saturating_sub(20)..].to_vec();

@@ -473,6 +473,11 @@ impl<R: BufRead> Run<R> {
         let mut snap = Snapshot::from_blotter(b);
         snap.journal = self.journal.clone();
         snap.wakes_used = self.wakes_used();
+        // The worst case the live plans have committed, in R: the figure the risk checks use
+        // (it read 0.00R with 147 shares and a spread on, never having been filled in).
+        snap.budget_used_r = b
+            .in_r(self.engine.live_committed())
+            .map_or(0.0, |r| r.to_f64());
         // The current session's plans (a multi-session tape's earlier sessions are not in
         // the View), with their figures in it.
         for (name, p) in b.plans.iter().filter(|(n, _)| b.in_current_session(n)) {
