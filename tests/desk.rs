@@ -4015,6 +4015,10 @@ fn a_live_authors_proposal_names_its_plan_at_80x24_and_shows_its_text() {
     assert!(app.proposal().is_none());
     let s = screen(&app, 80, 24);
     assert!(!has(&s, "proposal from"), "{}", s.join("\n"));
+    // The accepted act's notice names the author as the proposal's did, not by its path.
+    let footer = &screen(&app, 160, 48)[47];
+    assert!(footer.contains("author.sh: supersede"), "{footer}");
+    assert!(!footer.contains("cmd:"), "{footer}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

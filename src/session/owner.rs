@@ -1636,7 +1636,7 @@ impl Session {
         if chair.hold || !chair.attached {
             return;
         }
-        let name = chair.agent.name();
+        let name = chair.agent.short_name();
         self.act(Act::Agent(AgentAct::Hold { on: true }));
         self.notice(format!("{name} now in co-pilot: a / x decide its turns"));
     }
@@ -2314,7 +2314,7 @@ impl Session {
                 } else {
                     NoticeLevel::Info
                 };
-                let name = chair.agent.name();
+                let name = chair.agent.short_name();
                 // An autopilot answer that arrives a minute or more of tape after its wake
                 // (a slow author at speed, or a seek forward while it wrote) acts on a View
                 // that old: the notice says so, as a proposal's does. The act's result (what
@@ -2368,7 +2368,7 @@ impl Session {
                     .take()
                     .filter(|p| p.call == *call)
                     .map_or(outcome.as_str(), |p| p.run.turn.outcome.label());
-                let name = chair.agent.name();
+                let name = chair.agent.short_name();
                 let text = format!("rejected {name}'s {shown}: it was not routed");
                 self.run.reject(now, "human", outcome, shown);
                 if !self.replaying {
@@ -2392,7 +2392,7 @@ impl Session {
                     asked_at: *asked_at,
                     run: run.clone(),
                 };
-                let text = proposal_notice(&chair.agent.name(), &p);
+                let text = proposal_notice(&chair.agent.short_name(), &p);
                 let said = format!("proposed: {}", p.run.turn.outcome.label());
                 chair.proposal = Some(p);
                 if !self.replaying {
@@ -2459,7 +2459,7 @@ impl Session {
                     asked_at: ask.ts,
                     run,
                 };
-                let text = proposal_notice(&chair.agent.name(), &p);
+                let text = proposal_notice(&chair.agent.short_name(), &p);
                 chair.proposal = Some(p);
                 if !self.replaying {
                     self.notice(text);
