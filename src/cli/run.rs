@@ -882,6 +882,21 @@ mod tests {
         assert!(j1.starts_with("{\"bus_events\":"));
     }
 
+    /// The Bus of `plans` replayed over the good tape at 1R = $1,000, as `kestrel run` would.
+    fn replayed(d: &Path, plans: &str) -> Bus {
+        let a = args(d, &good_tape(), plans, true);
+        let h = open_tape(&a.tape).unwrap().header().clone();
+        let doc = lang::check(plans, Mode::File).unwrap();
+        crate::engine::replay(
+            &h,
+            open_tape(&a.tape).unwrap(),
+            std::slice::from_ref(&doc),
+            EngineConfig::strict(Px(10_000_000)),
+            Bus::new(None),
+        )
+        .unwrap()
+    }
+
     /// A plan whose USING names a symbol the tape lacks is de-armed at the open; the report
     /// said only `de-armed`, and why was on the Bus alone. The JSON's plan has a `reason`
     /// (absent for any other state, so other reports keep their bytes) and the text a note.
@@ -891,18 +906,7 @@ mod tests {
         let plans = format!(
             "{PLAN}\nPLAN elsewhere budget 1R ttl +10m\n  USING signal QQQ exec SPY\n  WHEN spot crosses above 1\n  DO buy 10 shares @ ask\n"
         );
-        let a = args(&d, &good_tape(), &plans, true);
-        let reader = open_tape(&a.tape).unwrap();
-        let h = reader.header().clone();
-        let doc = lang::check(&plans, Mode::File).unwrap();
-        let bus = crate::engine::replay(
-            &h,
-            open_tape(&a.tape).unwrap(),
-            std::slice::from_ref(&doc),
-            EngineConfig::strict(Px(10_000_000)),
-            Bus::new(None),
-        )
-        .unwrap();
+        let bus = replayed(&d, &plans);
         let v: serde_json::Value = serde_json::from_str(&json_report(&bus, "t")).unwrap();
         let why = "UNKNOWN symbol QQQ: the tape does not carry it (USING)";
         assert_eq!(v["plans"][1]["name"], "elsewhere");
@@ -928,17 +932,7 @@ mod tests {
             "{PLAN}\nPLAN tiny budget 0.001R ttl +10m\n  WHEN spot crosses above 100.7\n  DO buy 10 shares @ ask\n\
              PLAN some budget 0.005R ttl +10m\n  WHEN spot crosses above 100.7\n  DO buy 10 shares @ ask\n"
         );
-        let a = args(&d, &good_tape(), &plans, true);
-        let h = open_tape(&a.tape).unwrap().header().clone();
-        let doc = lang::check(&plans, Mode::File).unwrap();
-        let bus = crate::engine::replay(
-            &h,
-            open_tape(&a.tape).unwrap(),
-            std::slice::from_ref(&doc),
-            EngineConfig::strict(Px(10_000_000)),
-            Bus::new(None),
-        )
-        .unwrap();
+        let bus = replayed(&d, &plans);
         let v: serde_json::Value = serde_json::from_str(&json_report(&bus, "t")).unwrap();
         assert_eq!(v["plans"][1]["name"], "tiny");
         assert_eq!(v["plans"][1]["vetoes"], 1, "{v}");

@@ -2843,10 +2843,7 @@ fn fire(p: &mut PlanRt, pi: usize, sh: &mut Shared, reload: Option<usize>) {
     if reload.is_some()
         && prep.iter().all(|x| x.side == BusSide::Sell)
         && !p.legs.iter().any(|l| l.pos.qty > 0)
-        && !p
-            .orders
-            .iter()
-            .any(|o| o.role == OrderRole::Entry && o.side == BusSide::Buy)
+        && resting_entry_buys(p).next().is_none()
     {
         let clause = prep.first().map(|x| x.clause.clone()).unwrap_or_default();
         return price_error(
@@ -2876,10 +2873,10 @@ fn fire(p: &mut PlanRt, pi: usize, sh: &mut Shared, reload: Option<usize>) {
     // for a RELOAD's sell the plan's resting entry buys. A re-price that scales or refuses
     // one of them scales or cancels the sell with it ([`refit`]).
     let covers = prep.iter().any(|x| x.side == BusSide::Sell && x.qty > 0);
+    let first = sh.next_order;
     let cover: Vec<u64> = if !covers {
         Vec::new()
     } else if prep.iter().any(|x| x.side == BusSide::Buy && x.qty > 0) {
-        let first = sh.next_order;
         prep.iter()
             .filter(|x| x.qty > 0)
             .zip(first..)
@@ -2887,13 +2884,8 @@ fn fire(p: &mut PlanRt, pi: usize, sh: &mut Shared, reload: Option<usize>) {
             .map(|(_, id)| id)
             .collect()
     } else {
-        p.orders
-            .iter()
-            .filter(|o| o.role == OrderRole::Entry && o.side == BusSide::Buy)
-            .map(|o| o.id)
-            .collect()
+        resting_entry_buys(p).collect()
     };
-    let first = sh.next_order;
     for x in prep {
         if x.qty == 0 {
             continue;
@@ -2932,6 +2924,14 @@ fn fire(p: &mut PlanRt, pi: usize, sh: &mut Shared, reload: Option<usize>) {
     }
 }
 
+/// The ids of the plan's entry buys still resting: what a RELOAD's sell waits for.
+fn resting_entry_buys(p: &PlanRt) -> impl Iterator<Item = u64> + '_ {
+    p.orders
+        .iter()
+        .filter(|o| o.role == OrderRole::Entry && o.side == BusSide::Buy)
+        .map(|o| o.id)
+}
+
 /// The sells of a fire (its orders from id `first` on) that waited at their placement for
 /// buys placed after them, which have all filled at theirs: they go to market now
 /// ([`price_covered`]).
@@ -2959,7 +2959,7 @@ fn price_covered(p: &mut PlanRt, pi: usize, sh: &mut Shared, k: usize) -> bool {
     let stamp = sh.insts[inst].stamp;
     let o = &mut p.orders[k];
     o.seen = stamp;
-    if let Some(l) = o.price.limit(&q, false, basis) {
+    if let Some(l) = o.price.limit(&q, o.side == BusSide::Buy, basis) {
         let l = bound(l, o.side, &q, &o.mods, basis);
         if l != o.limit {
             o.limit = l;
