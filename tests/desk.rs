@@ -4138,3 +4138,30 @@ fn the_desk_starts_in_the_theme_chosen_by_flag_or_config_and_t_saves_it() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `t` replaced the first `theme =` line in `desk.toml` even when it was a table's own key
+/// (`[mine]\ntheme = "x"`), and appended a new one below a table header, where TOML reads it
+/// as the table's: the next desk started in the old theme. Only a top-level line is replaced,
+/// and a new one goes above the first header.
+#[test]
+fn saving_the_theme_writes_a_top_level_key_beside_tables() {
+    let dir = tmp("theme-table");
+    std::fs::write(dir.join("desk.toml"), "# mine\n[other]\ntheme = \"kept\"\n").unwrap();
+    desk::save_theme(&dir, "light").unwrap();
+    let saved = std::fs::read_to_string(dir.join("desk.toml")).unwrap();
+    assert_eq!(
+        saved,
+        "# mine\ntheme = \"light\"\n[other]\ntheme = \"kept\"\n"
+    );
+    assert_eq!(
+        desk::configured_theme(Some(&dir)).0.as_deref(),
+        Some("light")
+    );
+    desk::save_theme(&dir, "dark").unwrap();
+    let saved = std::fs::read_to_string(dir.join("desk.toml")).unwrap();
+    assert_eq!(
+        saved,
+        "# mine\ntheme = \"dark\"\n[other]\ntheme = \"kept\"\n"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -202,7 +202,8 @@ pub enum Command {
     ///
     /// Example: kestrel mcp   (register it in an MCP client as command `kestrel`, args `["mcp"]`)
     Mcp(mcp::McpArgs),
-    /// Print where the desk reads its configuration (keys.toml, themes/) and saves sessions.
+    /// Print where the desk reads its configuration (keys.toml, desk.toml, themes/) and saves
+    /// sessions.
     ///
     /// Example: kestrel paths --json
     Paths(paths::PathsArgs),

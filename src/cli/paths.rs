@@ -23,7 +23,7 @@ fn dirs() -> [Dir; 2] {
     [
         Dir {
             key: "config",
-            what: "config directory (keys.toml, themes/<name>.toml)",
+            what: "config directory (keys.toml, desk.toml, themes/<name>.toml)",
             path: crate::session::saved::config_dir(),
         },
         Dir {

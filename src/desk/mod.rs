@@ -140,8 +140,8 @@ pub fn configured_theme(dir: Option<&Path>) -> (Option<String>, Vec<String>) {
     }
 }
 
-/// Write `theme = "<name>"` to `desk.toml` in `dir`, keeping its other lines: the line
-/// that sets `theme` is replaced, or one is added.
+/// Write `theme = "<name>"` to `desk.toml` in `dir`, keeping its other lines: the top-level
+/// line that sets `theme` is replaced, or one is added above the first table header.
 pub fn save_theme(dir: &Path, name: &str) -> Result<(), String> {
     let path = dir.join(DESK_TOML);
     let text = std::fs::read_to_string(&path).unwrap_or_default();
@@ -159,9 +159,15 @@ pub fn save_theme(dir: &Path, name: &str) -> Result<(), String> {
             .is_some_and(|rest| rest.trim_start().starts_with('='))
     };
     let mut lines: Vec<String> = text.lines().map(String::from).collect();
-    match lines.iter().position(|l| sets_theme(l)) {
+    // A top-level key lives before the first table header: a `theme =` inside `[table]` is
+    // that table's own, and a new top-level line must go above the header to stay top-level.
+    let top = lines
+        .iter()
+        .position(|l| l.trim_start().starts_with('['))
+        .unwrap_or(lines.len());
+    match lines[..top].iter().position(|l| sets_theme(l)) {
         Some(i) => lines[i] = line,
-        None => lines.push(line),
+        None => lines.insert(top, line),
     }
     let out = lines.join("\n") + "\n";
     std::fs::create_dir_all(dir)
