@@ -227,6 +227,74 @@ fn open_pnl_follows_the_market_tick_by_tick() {
     );
 }
 
+/// An option the tape quotes is marked at its quote's mid, and the Blotter says so (`mid`,
+/// not `model`): its fair is the quote's mid (docs/tapes.md §1a). The desk had labelled every
+/// option mark `model`, so a trader on an imported tape could not tell a vendor's book from
+/// Black-Scholes at a guessed `--iv`.
+#[test]
+fn a_quoted_option_is_marked_at_its_quote_not_labelled_a_model_price() {
+    let text = std::fs::read_to_string(TAPE).expect("tape");
+    let mut lines = text.lines();
+    let header = lines
+        .next()
+        .expect("header")
+        .replacen("\"v\":1", "\"v\":2", 1);
+    let mut tape = header + "\n";
+    for line in lines {
+        if line.contains("\"ts\":\"09:35") {
+            break;
+        }
+        tape.push_str(line);
+        tape.push('\n');
+        if line.contains("\"sym\":\"SPY\"") {
+            let ts = &line[line.find("\"ts\":").expect("ts")..][6..18];
+            for k in 510..=525 {
+                tape.push_str(&format!(
+                    "{{\"type\":\"quote\",\"ts\":\"{ts}\",\"sym\":\"SPY250409C00{k}000\",\"bid\":1.00,\"ask\":1.10,\"bsz\":10,\"asz\":10}}\n"
+                ));
+            }
+        }
+    }
+    let path = std::env::temp_dir().join(format!("kestrel-quoted-{}.jsonl", std::process::id()));
+    std::fs::write(&path, tape).expect("write tape");
+    let mut reader = open_tape(&path).expect("quoted tape reads");
+    let header = reader.header().clone();
+    let doc = lang::check(
+        "PLAN calls budget 1R ttl 15:00\n  USING signal SPX exec SPY 0dte\n  WHEN spot > 0\n  DO buy 1 +1 C @ ask\n",
+        Mode::File,
+    )
+    .expect("plan checks");
+    let mut e = Engine::new(
+        &header,
+        EngineConfig::strict(Px(1000 * 10_000)),
+        Bus::new(None),
+    );
+    e.arm_document(&doc);
+    let mut marked = 0;
+    for ev in reader.by_ref() {
+        let ev = ev.expect("event");
+        e.on_event(&ev);
+        // The buy fills at the open's first tick, before that second's quotes are read.
+        if ev.ts() < ms(9, 30, 1) {
+            continue;
+        }
+        let b = e.bus().blotter();
+        let open: Vec<(&String, &Position)> = b
+            .positions
+            .get("calls")
+            .map(|m| m.iter().filter(|(_, p)| p.qty != 0).collect())
+            .unwrap_or_default();
+        for (leg, p) in open {
+            let (mark, model) = b.mark_of(leg, p);
+            assert_eq!(mark, Some(Px(10_500)), "the quote's mid, {leg}");
+            assert!(!model, "a quoted option's mark is the market's, {leg}");
+            marked += 1;
+        }
+    }
+    let _ = std::fs::remove_file(&path);
+    assert!(marked > 100, "marked {marked} times");
+}
+
 /// Co-pilot: a proposal pauses the tape at the event it appeared on; the person moves the
 /// clock, accepts, and it routes then, with its age in tape time recorded and said; the
 /// tape plays on after it.

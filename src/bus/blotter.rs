@@ -1003,8 +1003,11 @@ impl Blotter {
                 if let Some(p) = self.positions.get_mut(plan).and_then(|m| m.get_mut(leg)) {
                     p.mark = Some(*px);
                     p.at = self.events;
-                    // The close marks options at fair (a model price), shares at last.
-                    p.model = !leg.ends_with(" shares");
+                    // The close marks options at fair, shares at last. An option's fair is
+                    // a model price unless the tape quoted it, which the engine's live mark of
+                    // the leg says (a replayed Bus has none: fair is then labelled model).
+                    p.model = !leg.ends_with(" shares")
+                        && self.live.0.get(leg.as_str()).is_none_or(|l| l.model);
                 }
             }
             Event::Excursion { plan, mae_usd, .. } => self.line(plan).mae = mae_usd.raw(),

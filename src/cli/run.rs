@@ -201,6 +201,16 @@ pub(crate) fn usd(p: Px) -> String {
     p.cents()
 }
 
+/// An amount with its dollar sign after the minus, as the desk writes money: `$609.56`,
+/// `-$16.34` (not `$-16.34`).
+fn dollars(p: Px) -> String {
+    let c = usd(p);
+    match c.strip_prefix('-') {
+        Some(abs) => format!("-${abs}"),
+        None => format!("${c}"),
+    }
+}
+
 /// An amount of R with exactly four decimals (the Blotter's precision): `0.191` → `0.1910`.
 pub(crate) fn in_r(p: Px) -> String {
     let raw = i128::from(p.raw());
@@ -363,11 +373,11 @@ pub fn text_report(bus: &Bus) -> String {
     }
     let total = b.book_pnl();
     s.push_str(&format!(
-        "book pnl ${} ({}R): realised ${}, open ${}\ndeterminism {}\n",
-        usd(Px(total)),
+        "book pnl {} ({}R): realised {}, open {}\ndeterminism {}\n",
+        dollars(Px(total)),
         in_r(b.in_r(total).unwrap_or(Px::ZERO)),
-        usd(Px(b.book_realised())),
-        usd(Px(b.book_open())),
+        dollars(Px(b.book_realised())),
+        dollars(Px(b.book_open())),
         bus.hash_hex()
     ));
     s
@@ -763,6 +773,14 @@ mod tests {
             out: super::super::flags::Json { json },
             bus: Some(d.join("out.bus.jsonl")),
         }
+    }
+
+    /// The report's book line wrote a loss `$-16.34` where the desk writes `-$16.34`.
+    #[test]
+    fn book_money_puts_the_minus_before_the_dollar() {
+        assert_eq!(dollars(Px(-163_400)), "-$16.34");
+        assert_eq!(dollars(Px(6_095_600)), "$609.56");
+        assert_eq!(dollars(Px::ZERO), "$0.00");
     }
 
     fn good_tape() -> String {

@@ -1552,8 +1552,10 @@ impl Engine {
             }
             ir.marked_at = at;
             let Some(q) = quote(sh, i) else { continue };
+            // A quoted option's fair is its tape quote's mid (`BookQuote::with_tape_book`):
+            // the mark is the market's, and only an unquoted one is a model price.
             let (px, model) = if q.option {
-                (Px::round_cents(q.fair).unwrap_or(q.mid), true)
+                (Px::round_cents(q.fair).unwrap_or(q.mid), !q.quoted)
             } else {
                 (q.mid, false)
             };
