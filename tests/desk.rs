@@ -1277,6 +1277,46 @@ fn opened(a: &desk::DeskArgs, save: Option<std::path::PathBuf>) -> SessionHandle
     SessionHandle::inline(desk::open_session(a, save).expect("the session opens"))
 }
 
+/// The house agent is a recording for the bundled tape: seated on any `--tape`, its Journal
+/// read "a second break lower" on a tape whose range broke higher. It is seated on the
+/// bundled tape's bytes only (by path too), and the footer says why no agent sits elsewhere;
+/// `--agent FILE` still seats a script on any tape.
+#[test]
+fn the_house_agent_sits_only_on_the_tape_it_was_recorded_for() {
+    let shock = "tapes/shock-2025-04-09-s7.jsonl";
+    let trend = "tapes/trend-2025-04-09-s1.jsonl";
+    for (argv, seated) in [
+        (vec!["kestrel", "--no-save"], true),
+        (vec!["kestrel", "--no-save", "--tape", trend], true),
+        (vec!["kestrel", "--no-save", "--tape", shock], false),
+        (
+            vec![
+                "kestrel",
+                "--no-save",
+                "--tape",
+                shock,
+                "--agent",
+                "examples/house-agent.jsonl",
+            ],
+            true,
+        ),
+    ] {
+        let a = args(&argv);
+        let session = desk::open_session(&a, None).expect("the session opens");
+        assert_eq!(session.settings().agent.is_some(), seated, "{argv:?}");
+        let (themes, keys, _) = desk::load_config(None);
+        let mut app = App::new(SessionHandle::inline(session), themes, keys);
+        app.tick();
+        desk::opening_message(&mut app, &a, None);
+        let m = app.message.clone().unwrap_or_default();
+        assert_eq!(
+            m.contains("no agent seated: the house agent is a recording for the bundled tape"),
+            !seated,
+            "{argv:?}: {m}"
+        );
+    }
+}
+
 #[test]
 fn bare_kestrel_and_kestrel_desk_open_the_same_session() {
     for (bare, sub) in [

@@ -571,6 +571,14 @@ pub fn check_open(a: &DeskArgs) -> Result<Option<PathBuf>, Refusal> {
     Ok(session_path(a, &tape))
 }
 
+/// Whether the default seat's house agent stays out: it is a recording, its replies (and
+/// the Journal's reasons) written for the bundled tape's market, so on another tape it would
+/// comment on moves that tape never made. Seated only when no agent was named and the tape is
+/// the bundled one byte for byte; `--agent FILE` or `--author` seats one anywhere.
+pub fn house_unseated(a: &DeskArgs, tape: &TapeSource) -> bool {
+    !a.no_agent && a.author.is_none() && a.agent.is_none() && tape.bytes[..] != BUNDLED_TAPE.1[..]
+}
+
 /// Open the session the options ask for, saving to `save`: a saved session reopened at its
 /// last point, or a new one with its opening plans armed. Bare `kestrel`, `kestrel desk`
 /// and the tests all come here.
@@ -578,9 +586,12 @@ pub fn open_session(a: &DeskArgs, save: Option<PathBuf>) -> Result<Session, Stri
     if let Some(p) = &a.open {
         return session::owner::reopen(p, save);
     }
-    let settings = settings(a)?;
+    let mut settings = settings(a)?;
     let plans = opening_plans(a).map_err(|r| r.text)?;
     let tape = TapeSource::open(a.tape.as_ref().map(|p| p.display().to_string()).as_deref())?;
+    if house_unseated(a, &tape) {
+        settings.agent = None;
+    }
     let how = Opening {
         save,
         plans,
@@ -747,6 +758,16 @@ pub fn opening_message(app: &mut App, a: &DeskArgs, save: Option<&std::path::Pat
         app.message = Some(m);
     } else if let Some(m) = at_open {
         app.message = Some(m);
+    } else if a.open.is_none()
+        && !a.no_agent
+        && a.author.is_none()
+        && a.agent.is_none()
+        && app.snap.agent.is_none()
+    {
+        app.message = Some(format!(
+            "no agent seated: the house agent is a recording for the bundled tape {}, not this one (--author URL|cmd:CMD seats one)",
+            BUNDLED_TAPE.0
+        ));
     } else if let Some(p) = &a.open {
         app.message = Some(format!(
             "reopened {} at {} (Home: back to the open)",
