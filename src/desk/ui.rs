@@ -77,13 +77,7 @@ pub fn layout(app: &App, area: Rect) -> Vec<(Pane, Rect)> {
         ])
         .areas(main);
         let [chart, editor] = Layout::vertical(chart_editor(app, 55)).areas(left);
-        let [plans, bus, journal, tokens] = Layout::vertical([
-            Constraint::Percentage(26),
-            Constraint::Percentage(28),
-            Constraint::Percentage(20),
-            Constraint::Percentage(26),
-        ])
-        .areas(right);
+        let [plans, bus, journal, tokens] = right_column(app, right);
         out.extend([
             (Pane::Chart, chart),
             (Pane::View, mid),
@@ -106,6 +100,45 @@ pub fn layout(app: &App, area: Rect) -> Vec<(Pane, Rect)> {
         ]);
     }
     out
+}
+
+/// The wide layout's right column: Plans, Bus, Journal, Tokens at 26/28/20/26%, except that
+/// Plans grows (to at most 45% of the column, taking the rows from Tokens) when its share
+/// would cut a plan's second row: a veto or clamp note on the
+/// last plan's `↳` line was off screen until scrolled, with the title saying every plan was
+/// in view (5 plans at 160x48).
+fn right_column(app: &App, right: Rect) -> [Rect; 4] {
+    let old: [Rect; 4] = Layout::vertical([
+        Constraint::Percentage(26),
+        Constraint::Percentage(28),
+        Constraint::Percentage(20),
+        Constraint::Percentage(26),
+    ])
+    .areas(right);
+    // A header row and two rows a plan (the narrow form; the wide one needs one) in borders.
+    let per = if old[0].width.saturating_sub(2) < 90 {
+        2
+    } else {
+        1
+    };
+    let need = u16::try_from(3 + per * app.snap.plans.len()).unwrap_or(u16::MAX);
+    if need <= old[0].height {
+        return old;
+    }
+    // The rows come out of Tokens (the meter, least read in play) while it keeps its
+    // border and a row; the Blotter and the Journal keep theirs.
+    let room = old[0].height + old[3].height.saturating_sub(3);
+    let plans_h = need
+        .min(right.height * 45 / 100)
+        .min(room)
+        .max(old[0].height);
+    Layout::vertical([
+        Constraint::Length(plans_h),
+        Constraint::Length(old[1].height),
+        Constraint::Length(old[2].height),
+        Constraint::Fill(1),
+    ])
+    .areas(right)
 }
 
 fn block<'a>(app: &App, pane: Pane, title: String) -> Block<'a> {
