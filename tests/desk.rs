@@ -4208,3 +4208,138 @@ fn saving_the_theme_writes_a_top_level_key_beside_tables() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Two desks started in the same second on one tape chose one session name
+/// (`<tape>-<unix seconds>`) and both wrote its file and its Bus file, each at its own
+/// offset: a line cut mid-line, NULs spliced, both sessions lost, and neither desk said so.
+/// Each file is now created exclusively: the desk that comes second takes `<stem>-2`.
+#[test]
+fn two_desks_given_one_session_name_write_two_sessions() {
+    let dir = tmp("same-second");
+    // The name both desks chose (the clock's second is the same for both).
+    let name = saved::new_session_path(&dir, "trend-2025-04-09-s1");
+    let open = || {
+        let how = Opening {
+            save: Some(name.clone()),
+            ..Opening::default()
+        };
+        let settings = Settings {
+            agent: None,
+            ..Settings::default()
+        };
+        desk::inline_app_from(desk::tape_source(None).unwrap(), settings, how).unwrap()
+    };
+    let mut a = open();
+    let mut b = open();
+    let second = name.with_file_name(format!(
+        "{}-2.jsonl",
+        name.file_stem().unwrap().to_str().unwrap()
+    ));
+    assert_eq!(a.snap.saving.as_deref(), Some(name.as_path()));
+    assert_eq!(b.snap.saving.as_deref(), Some(second.as_path()));
+    // The footer names the file created, not the name asked for.
+    desk::opening_message(&mut b, &args(&["kestrel"]), Some(&name));
+    assert_eq!(
+        b.message,
+        Some(format!("saving to {}", second.display())),
+        "the footer names the file"
+    );
+    a.send(Command::Seek(ms(9, 40, 0)));
+    a.human_turn("STAND-DOWN alpha\n");
+    b.send(Command::Seek(ms(10, 5, 0)));
+    b.human_turn("STAND-DOWN bravo\n");
+    a.send(Command::Seek(ms(10, 0, 0)));
+    let (ha, hb) = (a.snap.hash.clone(), b.snap.hash.clone());
+    for app in [&mut a, &mut b] {
+        let last = app.session.leave();
+        assert_eq!(last.save_error, None);
+        let said = desk::save_report(true, &last).unwrap().unwrap();
+        assert!(said.starts_with("session saved: "), "{said}");
+    }
+    drop((a, b));
+    for (path, reason, hash) in [(&name, "alpha", ha), (&second, "bravo", hb)] {
+        let s = saved::open(path).unwrap();
+        assert_eq!(s.acts.len(), 1, "{path:?}: {:?}", s.acts);
+        assert!(format!("{:?}", s.acts[0].2).contains(reason));
+        let bus = std::fs::read(saved::bus_path(path, 0)).unwrap();
+        assert!(!bus.contains(&0), "{path:?}: NUL bytes in the Bus");
+        kestrel_desk::bus::parse_bus(&bus).unwrap();
+        assert_eq!(kestrel_desk::bus::hash_bytes(&bus), hash);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The desk's files on a disk that is full: `/dev/full` fails every write with ENOSPC.
+#[cfg(target_os = "linux")]
+fn on_a_full_disk(_: &std::path::Path) -> std::io::Result<std::fs::File> {
+    std::fs::OpenOptions::new().write(true).open("/dev/full")
+}
+
+/// The session file is written, its Bus file is on a full disk.
+#[cfg(target_os = "linux")]
+fn bus_on_a_full_disk(p: &std::path::Path) -> std::io::Result<std::fs::File> {
+    if p.to_string_lossy().contains(".bus-") {
+        on_a_full_disk(p)
+    } else {
+        saved::create_exclusive(p)
+    }
+}
+
+/// On a full disk the desk's Bus stopped mid-string, its session file lost the `left`
+/// record, the footer said nothing and the quit said `session saved`, exit 0. The failed
+/// write is now kept: the footer shows it at once, coded, in the error colour (and keeps it
+/// there), and the quit says the session was not saved (`code=IO`, exit 1).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_full_disk_is_shown_at_once_and_the_quit_says_the_session_was_not_saved() {
+    let dir = tmp("full-disk");
+    for (create, file) in [
+        (bus_on_a_full_disk as saved::CreateFile, "Bus file"),
+        (on_a_full_disk, "session file"),
+    ] {
+        let path = dir.join(format!("{}.jsonl", file.replace(' ', "-")));
+        let how = Opening {
+            save: Some(path.clone()),
+            create: Some(create),
+            ..Opening::default()
+        };
+        let settings = Settings {
+            agent: None,
+            ..Settings::default()
+        };
+        let mut app =
+            desk::inline_app_from(desk::tape_source(None).unwrap(), settings, how).unwrap();
+        app.send(Command::Seek(ms(9, 40, 0)));
+        app.tick();
+        let e = app
+            .snap
+            .save_error
+            .clone()
+            .expect("the failed write is kept");
+        assert!(
+            e.starts_with(&format!("error code=IO message={file} "))
+                && e.contains("No space left on device")
+                && e.contains("not saved"),
+            "{e}"
+        );
+        assert_eq!(app.message.as_deref(), Some(e.as_str()));
+        assert_eq!(app.message_level(), NoticeLevel::Error);
+        assert!(
+            has(&screen(&app, 160, 48), "error code=IO"),
+            "on the footer"
+        );
+        // Another message does not hide it for good: once that one is gone, it is back.
+        app.message = None;
+        app.tick();
+        assert_eq!(app.message.as_deref(), Some(e.as_str()));
+        let last = app.session.leave();
+        let said = desk::save_report(true, &last).unwrap_err();
+        assert!(
+            said.starts_with("error code=IO message=")
+                && said.contains("No space left on device")
+                && said.contains("the session was NOT saved"),
+            "{said}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -372,6 +372,9 @@ impl App {
     /// How loud the message is: the level of the session's notice it shows (a message of
     /// the screen's own is information).
     pub fn message_level(&self) -> NoticeLevel {
+        if self.message.is_some() && self.message == self.snap.save_error {
+            return NoticeLevel::Error;
+        }
         self.message
             .as_ref()
             .and_then(|m| self.snap.notices.iter().rev().find(|n| n.text == *m))
@@ -486,6 +489,13 @@ impl App {
         // A message that went stale is a change to draw, even with the snapshot unchanged
         // (paused, or at the end); so is the proposal's line coming back over a message.
         let cleared = self.age_message();
+        // A session file or Bus file that could not be written stays on the footer, in the
+        // error colour, whenever no newer message is shown: the session is not being saved.
+        if self.message.is_none()
+            && let Some(e) = &self.snap.save_error
+        {
+            self.message = Some(e.clone());
+        }
         let call = self.proposal().map(|p| p.call);
         if call != self.proposal_since.map(|(c, _)| c) {
             self.proposal_since = call.map(|c| (c, std::time::Instant::now()));

@@ -134,6 +134,21 @@ impl SessionHandle {
             }
         }
     }
+
+    /// The person leaves: the session is stopped ([`shutdown`](Self::shutdown)), its Bus
+    /// written out and its `left` record written, and the last snapshot is given back,
+    /// whose [`save_error`](SessionSnapshot::save_error) says whether any of it failed.
+    pub fn leave(&mut self) -> Arc<SessionSnapshot> {
+        self.shutdown();
+        match &mut self.0 {
+            Inner::Threaded { rx, .. } => rx.borrow_and_update().clone(),
+            Inner::Inline { session, snap } => {
+                let _ = session.leave();
+                *snap = Arc::new(session.snapshot(false));
+                snap.clone()
+            }
+        }
+    }
 }
 
 impl Drop for SessionHandle {
@@ -145,12 +160,23 @@ impl Drop for SessionHandle {
 /// The session thread: apply commands as they come, advance while playing, publish
 /// snapshots at most ~30 times a second (the Frame at most 4 times a second while playing).
 /// Paused, it sleeps until a command comes or a live author may have written (every 100 ms).
-/// A caught signal (SIGTERM, SIGINT, SIGHUP) ends it as a quit does: the session is dropped,
-/// which writes its `left` record and stops a live author.
+/// A caught signal (SIGTERM, SIGINT, SIGHUP) ends it as a quit does: the person leaves (the
+/// `left` record written) and the last snapshot says whether the session was saved whole
+/// ([`SessionSnapshot::save_error`]); then the session is dropped, which stops a live author.
 fn drive(
     mut s: Session,
     rx: mpsc::Receiver<Msg>,
     tx: tokio::sync::watch::Sender<Arc<SessionSnapshot>>,
+) {
+    drive_until_quit(&mut s, rx, &tx);
+    let _ = s.leave();
+    let _ = tx.send(Arc::new(s.snapshot(false)));
+}
+
+fn drive_until_quit(
+    s: &mut Session,
+    rx: mpsc::Receiver<Msg>,
+    tx: &tokio::sync::watch::Sender<Arc<SessionSnapshot>>,
 ) {
     let mut last = Instant::now();
     let mut last_pub = Instant::now();

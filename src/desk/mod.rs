@@ -26,7 +26,9 @@ pub mod ui;
 
 use crate::session::agent::Agent;
 use crate::session::owner::NoticeLevel;
-use crate::session::{self, AuthorTarget, Command, Opening, Session, Settings, TapeSource, saved};
+use crate::session::{
+    self, AuthorTarget, Command, Opening, Session, SessionSnapshot, Settings, TapeSource, saved,
+};
 use crate::turn::{AuthorKind, Outcome, Profile, Reply, TurnContext, WakePhase};
 use app::App;
 use handle::SessionHandle;
@@ -682,19 +684,17 @@ fn run_inner(a: &DeskArgs, save: Option<PathBuf>) -> color_eyre::Result<()> {
         );
     }
     ratatui::restore();
-    let written = app.snap.written;
     // Problems in the config files, each on its own line, where they can be read whole.
     for w in &app.warnings {
         crate::cli::errln!("{w}");
     }
-    app.session.shutdown();
+    let last = app.session.leave();
     drop(app);
-    match (&save, written) {
-        (Some(p), true) => crate::cli::errln!("session saved: {}", p.display()),
-        (Some(_), false) => {
-            crate::cli::errln!("nothing new to save: the session was only replayed")
-        }
-        _ => {}
+    // A write that failed is the desk's error, before a signal's: one coded line, exit 1.
+    match save_report(save.is_some(), &last) {
+        Ok(Some(said)) => crate::cli::errln!("{said}"),
+        Ok(None) => {}
+        Err(e) => return Err(eyre!(e)),
     }
     if let Some(sig) = crate::signals::caught() {
         return Err(eyre!(
@@ -702,6 +702,30 @@ fn run_inner(a: &DeskArgs, save: Option<PathBuf>) -> color_eyre::Result<()> {
         ));
     }
     res
+}
+
+/// What the desk says of its session file once the person has left (`saving`: a session
+/// file was asked for; `last`: the session's last snapshot): `session saved: FILE`, that
+/// nothing new was written, or (`Err`) the coded line of a write that failed, which says the
+/// session was NOT saved and where what was written before it is. The desk then exits 1.
+pub fn save_report(saving: bool, last: &SessionSnapshot) -> Result<Option<String>, String> {
+    if !saving {
+        return Ok(None);
+    }
+    let at = last
+        .saving
+        .as_ref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    match (&last.save_error, last.written) {
+        (Some(e), _) => Err(format!(
+            "{e}; the session was NOT saved: {at} and its Bus stop where the write failed"
+        )),
+        (None, true) => Ok(Some(format!("session saved: {at}"))),
+        (None, false) => Ok(Some(
+            "nothing new to save: the session was only replayed".into(),
+        )),
+    }
 }
 
 /// After a signal, end the process if the draw loop has not ended it within a grace.
@@ -774,7 +798,8 @@ pub fn opening_message(app: &mut App, a: &DeskArgs, save: Option<&std::path::Pat
             p.display(),
             app.snap.clock
         ));
-    } else if let Some(p) = save {
+    } else if let Some(p) = app.snap.saving.as_deref().or(save) {
+        // The name the file was created at: another desk may have taken the one asked for.
         app.message = Some(format!("saving to {}", p.display()));
     }
 }

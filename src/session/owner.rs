@@ -681,6 +681,9 @@ pub struct SessionSnapshot {
     pub saving: Option<PathBuf>,
     /// Is anything written yet (an opened session writes only once the person acts)?
     pub written: bool,
+    /// The first write of the session file or its Bus file that failed, as a coded line
+    /// (`error code=IO ...`): the session is not saved whole.
+    pub save_error: Option<String>,
     /// The names a turn written now may refer to (the standing book's plans, views and
     /// wakes): the editor's live check resolves `ARM`, `plan(...)` and `DELIVER` against
     /// them, as the Session does at the submit.
@@ -815,34 +818,47 @@ struct Outstanding {
 /// The session file: written as the session goes, or (an opened session) held until the
 /// person acts.
 struct Recorder {
+    /// Where it is saved: the name asked for until the file is created, then the name it
+    /// was created at ([`saved::claim`]: another desk may have taken the first).
     path: Option<PathBuf>,
     file: Option<std::fs::File>,
     held: Vec<String>,
     lazy: bool,
+    /// How its files are created ([`saved::create_exclusive`]).
+    create: saved::CreateFile,
+    /// The first write of the session file or its Bus file that failed (a full disk), as
+    /// the coded line the desk shows: nothing is written after it.
+    failed: Option<String>,
 }
 
 impl Recorder {
     fn write(&mut self, line: String, acted: bool) -> Result<(), String> {
-        let Some(path) = &self.path else {
+        let Some(path) = self.path.clone() else {
             return Ok(());
         };
+        if self.failed.is_some() {
+            return Ok(());
+        }
         self.held.push(line);
         if self.lazy && !acted {
             return Ok(());
         }
         if self.file.is_none() {
-            let f = std::fs::File::create(path)
+            let (at, f) = saved::claim(&path, self.create)
                 .map_err(|e| format!("session file {}: {e}", path.display()))?;
+            self.path = Some(at);
             self.file = Some(f);
             self.lazy = false;
         }
+        let path = self.path.clone().unwrap_or(path);
         if let Some(f) = self.file.as_mut() {
+            let said = |e: std::io::Error| format!("session file {}: {e}", path.display());
             for l in self.held.drain(..) {
                 f.write_all(l.as_bytes())
                     .and_then(|_| f.write_all(b"\n"))
-                    .map_err(|e| format!("session file: {e}"))?;
+                    .map_err(said)?;
             }
-            f.flush().map_err(|e| format!("session file: {e}"))?;
+            f.flush().map_err(said)?;
         }
         Ok(())
     }
@@ -884,6 +900,8 @@ pub struct Session {
     landmarks_seen: usize,
     horizon: Ts,
     record: Recorder,
+    /// The person has left ([`Session::leave`]): the `left` record is written.
+    left: bool,
     bus_written: usize,
     bus_file: Option<std::fs::File>,
     /// The standing book's names as last snapshotted (shared while the run and its Bus do
@@ -934,6 +952,9 @@ pub struct Opening {
     pub replay: bool,
     /// Documents the person arms at the open, before the first event: (author, text).
     pub plans: Vec<(String, String)>,
+    /// How the session's files are created (`None`: [`saved::create_exclusive`]; a test
+    /// gives one that fails, as a full disk does).
+    pub create: Option<saved::CreateFile>,
 }
 
 /// The session file's record of an undo: the act taken back (its `seq` and `ts`) and
@@ -1046,6 +1067,9 @@ impl Session {
         let mut s = Session::around(
             tape, header, settings, run, how.save, how.script, how.replay,
         )?;
+        if let Some(create) = how.create {
+            s.record.create = create;
+        }
         let open = s.clock;
         s.chair = s.seat_agent(how.replay)?;
         // A live author thinks in wall time: at 60x a 55 s answer to the 09:30 wake would
@@ -1243,7 +1267,10 @@ impl Session {
                 file: None,
                 held: Vec::new(),
                 lazy: replay,
+                create: saved::create_exclusive,
+                failed: None,
             },
+            left: false,
             bus_written: 0,
             bus_file: None,
             standing: Arc::default(),
@@ -1444,9 +1471,31 @@ impl Session {
             o.entry("ts").or_insert(self.clock.to_string().into());
         }
         if let Err(e) = self.record.write(v.to_string(), acted) {
-            self.error = Some(e);
-            self.record.path = None;
+            self.save_failed(e);
         }
+    }
+
+    /// A write of the session file or its Bus file failed (a full disk, a removed
+    /// directory): the error is kept, nothing more is written, and the footer says so at once
+    /// in the error colour; the quit says the session was not saved (exit 1). Before
+    /// 2026-12-06 the error was dropped: the desk went on as if saving and the quit said
+    /// `session saved` over a Bus cut mid-line and a file without its `left` record.
+    fn save_failed(&mut self, what: String) {
+        if self.record.failed.is_some() {
+            return;
+        }
+        let line = format!(
+            "error code=IO message={what}: the session is not saved from here on (nothing more is written)"
+        );
+        self.record.failed = Some(line.clone());
+        self.notice_at(NoticeLevel::Error, line);
+        self.changed = true;
+    }
+
+    /// The coded line of the first write of the session's files that failed: the session
+    /// is not saved whole ([`Session::save_failed`]).
+    pub fn save_error(&self) -> Option<&str> {
+        self.record.failed.as_deref()
     }
 
     fn control(&mut self, what: &str) {
@@ -1461,32 +1510,35 @@ impl Session {
         let Some(path) = self.record.path.clone() else {
             return;
         };
-        if self.record.file.is_none() {
+        if self.record.file.is_none() || self.record.failed.is_some() {
             return;
         }
+        let at = saved::bus_path(&path, self.segment);
         if self.bus_file.is_none() {
-            match std::fs::File::create(saved::bus_path(&path, self.segment)) {
+            match (self.record.create)(&at) {
                 Ok(f) => self.bus_file = Some(f),
                 Err(e) => {
-                    self.error = Some(format!("Bus file: {e}"));
-                    self.record.path = None;
+                    self.save_failed(format!("Bus file {}: {e}", at.display()));
                     return;
                 }
             }
         }
         let evs = self.run.engine.bus().events();
+        let mut failed = None;
         if let Some(f) = self.bus_file.as_mut() {
             let mut buf = Vec::new();
             for ev in &evs[self.bus_written.min(evs.len())..] {
                 buf.extend_from_slice(&bus::canonical_line(ev));
             }
             if let Err(e) = f.write_all(&buf).and_then(|_| f.flush()) {
-                self.error = Some(format!("Bus file: {e}"));
-                self.bus_file = None;
-                self.record.path = None;
+                failed = Some(format!("Bus file {}: {e}", at.display()));
             }
         }
         self.bus_written = evs.len();
+        if let Some(e) = failed {
+            self.bus_file = None;
+            self.save_failed(e);
+        }
     }
 
     /// Apply one command.
@@ -2917,18 +2969,34 @@ impl Session {
             segment: self.segment,
             saving: self.record.path.clone(),
             written: self.record.file.is_some(),
+            save_error: self.record.failed.clone(),
             standing: self.standing.clone(),
+        }
+    }
+}
+
+impl Session {
+    /// The person leaves: the Bus is written out and the session file says where they left
+    /// (its `left` record), so `--open` resumes there. Gives the coded line of a write that
+    /// failed, now or before ([`Session::save_error`]): the session is then not saved whole.
+    /// Dropping a session leaves it too.
+    pub fn leave(&mut self) -> Result<(), String> {
+        if self.record.file.is_some() && !self.left {
+            self.left = true;
+            self.flush_bus();
+            self.bookmark();
+            self.changed = true;
+        }
+        match self.save_error() {
+            Some(e) => Err(e.to_string()),
+            None => Ok(()),
         }
     }
 }
 
 impl Drop for Session {
     fn drop(&mut self) {
-        // The person leaves: the session file says where, so `--open` resumes there.
-        if self.record.file.is_some() {
-            self.flush_bus();
-            self.bookmark();
-        }
+        let _ = self.leave();
     }
 }
 
@@ -3044,6 +3112,7 @@ pub fn reopen(path: &Path, save: Option<PathBuf>) -> Result<Session, String> {
             script: s.acts.clone(),
             replay: true,
             plans: Vec::new(),
+            create: None,
         },
     )?;
     session.seek(last);

@@ -61,11 +61,63 @@ pub fn new_session_path(dir: &Path, tape_name: &str) -> PathBuf {
         .collect();
     let mut p = dir.join(format!("{safe}-{secs}.jsonl"));
     let mut n = 1;
-    while p.exists() {
+    while taken(&p) {
         n += 1;
         p = dir.join(format!("{safe}-{secs}-{n}.jsonl"));
     }
     p
+}
+
+/// Is this session name taken: the file, or a Bus file of a session by that name (left
+/// behind when its session file was removed)?
+fn taken(session: &Path) -> bool {
+    session.exists() || bus_path(session, 0).exists()
+}
+
+/// How the session's files are created for writing: [`create_exclusive`]. (A test gives
+/// one that opens `/dev/full`, to see what the desk does on a full disk.)
+pub type CreateFile = fn(&Path) -> std::io::Result<std::fs::File>;
+
+/// Create `path` for writing only if no file has that name (`O_CREAT | O_EXCL`): a session's
+/// file or Bus file is never written over, nor written by two desks at once.
+pub fn create_exclusive(path: &Path) -> std::io::Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+}
+
+/// The `n`th name tried for a session meant for `path` (`n` ≥ 2): `<stem>-<n>.jsonl`.
+fn nth_name(path: &Path, n: u32) -> PathBuf {
+    let stem = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("session");
+    path.with_file_name(format!("{stem}-{n}.jsonl"))
+}
+
+/// Create a new session file at `path`, or, when that name is taken, at the first free
+/// `<stem>-2.jsonl`, `<stem>-3.jsonl`, …, each created exclusively ([`create_exclusive`]).
+/// Names carry the wall-clock second, so two desks started in the same second on one tape
+/// chose the same name; before 2026-12-06 both wrote it (and its Bus file), each at its own
+/// offset, and both sessions were lost. Gives the path created and the file.
+pub fn claim(path: &Path, create: CreateFile) -> std::io::Result<(PathBuf, std::fs::File)> {
+    const TRIES: u32 = 10_000;
+    let mut p = path.to_path_buf();
+    for n in 2..=TRIES + 1 {
+        if !bus_path(&p, 0).exists() {
+            match create(&p) {
+                Ok(f) => return Ok((p, f)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(e),
+            }
+        }
+        p = nth_name(path, n);
+    }
+    Err(std::io::Error::new(
+        std::io::ErrorKind::AlreadyExists,
+        format!("{TRIES} names tried, each taken"),
+    ))
 }
 
 /// The Bus file of run `n` of a session.
