@@ -4343,3 +4343,42 @@ fn a_full_disk_is_shown_at_once_and_the_quit_says_the_session_was_not_saved() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A desk's Bus given to `kestrel agent --author` replays its agent's answers, as before
+/// (docs/turns.md): it has no `session-end` when the person left before the close, and its
+/// person's acts are not on it to replay, so it is not held to the recording; a warning says
+/// so and names the session file that replays the desk's session.
+#[test]
+fn a_desk_bus_replays_headless_as_its_agents_answers_with_a_warning() {
+    let dir = tmp("desk-bus");
+    let path = dir.join("s.jsonl");
+    let app = desk_with(
+        Some(script(&[AGENT_PLAN])),
+        false,
+        Some(path.clone()),
+        &[(ms(10, 0, 0), "STAND-DOWN enough\n")],
+        ms(10, 30, 0),
+    );
+    drop(app);
+    let bus = saved::bus_path(&path, 0);
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_kestrel"))
+        .args(["agent", "--tape"])
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tapes/trend-2025-04-09-s1.jsonl"
+        ))
+        .arg("--author")
+        .arg(&bus)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "warning code=DESK-BUS message={} is a desk's Bus",
+            bus.display()
+        )) && err.contains(&format!("kestrel desk --open {}", path.display())),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1216,3 +1216,196 @@ fn sigterm_during_grade_removes_the_earlier_out_and_says_interrupted() {
     assert!(temp_files(&d).is_empty(), "{:?}", temp_files(&d));
     let _ = std::fs::remove_dir_all(&d);
 }
+
+// ------------------------------------------------- a replay is held to its recording
+
+/// `kestrel agent` with the house agent on `tape` (and `plans`), its Bus saved to `d/name`:
+/// the recording, and its determinism hash.
+fn record_agent(d: &Path, name: &str, tape: &str, plans: &[&str]) -> (PathBuf, String) {
+    let bus = d.join(name);
+    let mut args = vec![
+        "agent",
+        "--tape",
+        tape,
+        "--author",
+        "examples/house-agent.jsonl",
+        "--bus",
+        s(&bus),
+    ];
+    for p in plans {
+        args.extend(["--plans", p]);
+    }
+    let (code, out, err) = kestrel(&args);
+    assert_eq!(code, 0, "{err}");
+    let hash = out
+        .lines()
+        .find_map(|l| l.strip_prefix("determinism "))
+        .expect("a determinism line")
+        .to_string();
+    (bus, hash)
+}
+
+/// A Bus cut at a line boundary (`head -n 20`, a partial copy, the temporary file a SIGKILL
+/// leaves) replayed with exit 0 and another determinism hash, as if it were a session. A
+/// complete Bus ends with `session-end`: one that does not is refused, naming its last line.
+#[test]
+fn a_bus_cut_at_a_line_boundary_is_refused_not_replayed_as_another_session() {
+    let d = scratch("replay-cut");
+    let (bus, hash) = record_agent(&d, "h.bus.jsonl", TAPE, &[]);
+    let text = std::fs::read_to_string(&bus).expect("bus");
+    let lines: Vec<&str> = text.lines().collect();
+    for n in [1, 5, 20, lines.len() - 1] {
+        let cut = d.join(format!("cut{n}.jsonl"));
+        std::fs::write(&cut, lines[..n].join("\n") + "\n").expect("write");
+        let out_bus = d.join("again.jsonl");
+        let (code, out, err) = kestrel(&[
+            "agent",
+            "--tape",
+            TAPE,
+            "--author",
+            s(&cut),
+            "--bus",
+            s(&out_bus),
+        ]);
+        assert_eq!((code, out.as_str()), (2, ""), "{n}: {err}");
+        assert_eq!(
+            err,
+            format!(
+                "error code=BUS message={}: the Bus ends at line {n} without session-end: it was cut off (a killed run or a partial copy); it cannot replay its session\n",
+                cut.display()
+            )
+        );
+        assert!(!out_bus.exists() && temp_files(&d).is_empty(), "{n}");
+    }
+    // The whole Bus replays to its hash.
+    let (code, out, err) = kestrel(&["agent", "--tape", TAPE, "--author", s(&bus)]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains(&format!("determinism {hash}")), "{out}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A Bus recorded on the range tape with `--plans chase.kestrel` replayed with exit 0 and a
+/// new hash on the trend tape, without its plans, or at `--r-usd 250`, though its
+/// `session-start` names the tape and 1R. Each is refused before the tape is played, naming
+/// the recorded value, the one given and the flag to give.
+#[test]
+fn a_replay_on_another_tape_1r_or_book_than_its_recording_is_refused() {
+    let d = scratch("replay-other");
+    let chase = "examples/chase.kestrel";
+    let (bus, hash) = record_agent(&d, "ag.jsonl", TAPE, &[chase]);
+    let b = s(&bus);
+    let refused = |args: &[&str], want: &str| {
+        let mut all = vec!["agent", "--author", b];
+        all.extend(args);
+        let (code, out, err) = kestrel(&all);
+        assert_eq!((code, out.as_str()), (2, ""), "{args:?}: {err}");
+        let head = format!("error code=BUS message={b}: this is not the session the Bus records: ");
+        assert!(
+            err.starts_with(&head) && err.contains(want),
+            "{args:?}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+    };
+    refused(
+        &[
+            "--tape",
+            "tapes/trend-2025-04-09-s1.jsonl",
+            "--plans",
+            chase,
+        ],
+        "it was recorded on tape range-2025-04-09-s2 (2025-04-09), not trend-2025-04-09-s1 (2025-04-09): give that tape with --tape",
+    );
+    refused(
+        &["--tape", TAPE],
+        "it armed 1 document (plans breakout-chase, BLAKE3 ",
+    );
+    refused(
+        &["--tape", TAPE],
+        "this replay arms no document: give the --plans it was recorded with",
+    );
+    refused(
+        &["--tape", TAPE, "--plans", chase, "--r-usd", "250"],
+        "it was recorded at 1R = $1000.00, not $250.00: give --r-usd 1000.00",
+    );
+    refused(
+        &[
+            "--tape",
+            TAPE,
+            "--plans",
+            chase,
+            "--plans",
+            "examples/shares.kestrel",
+        ],
+        "this replay arms 2 documents",
+    );
+    // As recorded, it replays to its hash.
+    let (code, out, err) = kestrel(&["agent", "--tape", TAPE, "--author", b, "--plans", chase]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains(&format!("determinism {hash}")), "{out}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A replay re-admitted only the turns: a Bus with its orders, fires or vetoes deleted or
+/// its plan states rewritten replayed to the original hash, exit 0. The replay's Bus is now
+/// compared with the recording line by line; the first line that differs is refused, both
+/// lines quoted, and nothing is written.
+#[test]
+fn a_replay_that_does_not_write_its_recording_line_for_line_is_refused() {
+    let d = scratch("replay-diverged");
+    let chase = "examples/chase.kestrel";
+    let (bus, _) = record_agent(&d, "ag.jsonl", TAPE, &[chase]);
+    let text = std::fs::read_to_string(&bus).expect("bus");
+    let lines: Vec<&str> = text.lines().collect();
+    let at = |ty: &str| {
+        lines
+            .iter()
+            .position(|l| l.contains(&format!("\"type\":\"{ty}\"")))
+            .unwrap_or_else(|| panic!("no {ty} on the Bus"))
+    };
+    let dropped = |i: usize| {
+        let mut l = lines.clone();
+        l.remove(i);
+        l.join("\n") + "\n"
+    };
+    let state = lines
+        .iter()
+        .position(|l| l.contains("\"state\":\"done\""))
+        .expect("a plan done");
+    let edited = {
+        let mut l: Vec<String> = lines.iter().map(|x| x.to_string()).collect();
+        l[state] = l[state].replace("\"state\":\"done\"", "\"state\":\"armed\"");
+        l.join("\n") + "\n"
+    };
+    let cases = [
+        ("placed", dropped(at("order-placed")), at("order-placed")),
+        ("fired", dropped(at("plan-fired")), at("plan-fired")),
+        ("state", edited, state),
+    ];
+    for (what, tampered, i) in cases {
+        let file = d.join(format!("{what}.jsonl"));
+        std::fs::write(&file, tampered).expect("write");
+        let out_bus = d.join("again.jsonl");
+        let (code, out, err) = kestrel(&[
+            "agent",
+            "--tape",
+            TAPE,
+            "--plans",
+            chase,
+            "--author",
+            s(&file),
+            "--bus",
+            s(&out_bus),
+        ]);
+        assert_eq!((code, out.as_str()), (2, ""), "{what}: {err}");
+        let n = i + 1;
+        let head = format!(
+            "error code=BUS-DIVERGED line={n} message={}: line {n}: the replay wrote another event than the recording: recorded ",
+            file.display()
+        );
+        assert!(err.starts_with(&head), "{what}: {err}");
+        assert!(err.contains("; replayed "), "{what}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(!out_bus.exists() && temp_files(&d).is_empty(), "{what}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -3,6 +3,7 @@
 
 use super::run::{json_report, text_report};
 use crate::bus::{self, Bus};
+use crate::session::replay::{self, Recording};
 use crate::session::{self, Headless, RunConfig, Session, TurnSource};
 use crate::turn::{AuthorKind, Profile};
 use std::path::PathBuf;
@@ -77,6 +78,23 @@ pub fn run(a: &AgentArgs) -> i32 {
             return 1;
         }
     };
+    // A saved Bus replays its session: it must be whole, and the replay is held to it
+    // (session::replay). A desk's Bus replays its agent's answers only, and is not.
+    let recording = author.recorded_bus().and_then(|b| {
+        Recording::new(&a.author, b).filter(|r| {
+            let desk = r.is_desk();
+            if desk {
+                errln!("{}", desk_bus_warning(&a.author));
+            }
+            !desk
+        })
+    });
+    if let Some(r) = &recording
+        && let Err(e) = r.whole()
+    {
+        errln!("{e}");
+        return replay::EXIT_REFUSED;
+    }
     let super::run::Inputs {
         docs,
         reader,
@@ -85,6 +103,13 @@ pub fn run(a: &AgentArgs) -> i32 {
     } = match super::run::open_inputs(&a.plans, &a.tape, a.bus.as_deref(), &author_file) {
         Ok(x) => x,
         Err(code) => return code,
+    };
+    let (sink, held) = match recording {
+        Some(r) => {
+            let (w, held) = r.hold(sink);
+            (Some(w), Some(held))
+        }
+        None => (sink, None),
     };
     // The whole tape before the author is asked anything: `run` refuses a bad line or a
     // tape cut short only when it reaches it, but by then an author would have been asked
@@ -134,6 +159,12 @@ pub fn run(a: &AgentArgs) -> i32 {
             return 1;
         }
     };
+    // Another tape, 1R, fill model or --plans than the recording's: refused before the
+    // tape is played (the pending Bus file is removed).
+    if let Some(e) = held.as_ref().and_then(|h| h.opening().err()) {
+        errln!("{e}");
+        return replay::EXIT_REFUSED;
+    }
     let mut pending = pending;
     let s = match super::run::play(s, &a.tape, &mut pending) {
         Ok(s) => s,
@@ -147,6 +178,11 @@ pub fn run(a: &AgentArgs) -> i32 {
     if let Some(e) = bus.error() {
         errln!("error code=IO message=writing the bus: {e}");
         return 1;
+    }
+    // The replay wrote the recording line for line, or it is refused (nothing committed).
+    if let Some(e) = held.as_ref().and_then(|h| h.verdict().err()) {
+        errln!("{e}");
+        return replay::EXIT_REFUSED;
     }
     let report = if a.out.json {
         let mut v: serde_json::Value =
@@ -208,6 +244,18 @@ pub fn run(a: &AgentArgs) -> i32 {
         return 1;
     }
     0
+}
+
+/// The note a desk's Bus replayed headless gets: its agent's turns replay, the person's acts
+/// (in the session file) do not, so the replay is another session and is not held to it.
+fn desk_bus_warning(path: &str) -> String {
+    let session = crate::session::saved::session_of_bus(std::path::Path::new(path)).map_or_else(
+        || "its session file".to_string(),
+        |p| p.display().to_string(),
+    );
+    format!(
+        "warning code=DESK-BUS message={path} is a desk's Bus: its agent's turns replay, not the person's acts (they are in the session file), so this is another session than the desk's and is not compared with it; to replay the desk's session, kestrel desk --open {session}"
+    )
 }
 
 /// What the run's replies cost, each figure by what measured it (docs/turns.md, "What a

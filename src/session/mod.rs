@@ -14,6 +14,7 @@
 pub mod agent;
 pub mod candles;
 pub mod owner;
+pub mod replay;
 pub mod run;
 pub mod saved;
 
@@ -71,6 +72,11 @@ pub trait TurnSource {
     /// Bus of a model or command author): a replay writes it back, so the Bus and its
     /// determinism hash are the recording's. `None` for every live or scripted author.
     fn recorded_identity(&self) -> Option<crate::bus::AuthorIdentity> {
+        None
+    }
+    /// The saved Bus a recording replays, as read ([`Recorded`]): a replay is held to it
+    /// ([`replay`]). `None` for every other author.
+    fn recorded_bus(&self) -> Option<&[u8]> {
         None
     }
     /// A script's replies for a named wake that no ask took ([`Script`]); `None` for every
@@ -274,6 +280,8 @@ pub struct Recorded {
     /// Which answers have been given.
     used: Vec<bool>,
     next: usize,
+    /// The file's bytes, to hold a replay to ([`replay`]).
+    bytes: Vec<u8>,
 }
 
 /// Why a saved Bus does not replay: a line that is not a Bus event, or a record the
@@ -373,6 +381,7 @@ impl Recorded {
             used: vec![false; answers.len()],
             answers,
             next: 0,
+            bytes: bytes.to_vec(),
         })
     }
 
@@ -432,6 +441,9 @@ impl TurnSource for Recorded {
     }
     fn recorded_identity(&self) -> Option<crate::bus::AuthorIdentity> {
         self.author.clone()
+    }
+    fn recorded_bus(&self) -> Option<&[u8]> {
+        Some(&self.bytes)
     }
 }
 
