@@ -299,6 +299,124 @@ fn a_move_touches_only_the_levels_it_crossed() {
     assert_eq!(hit, vec![11, 12, 13]);
 }
 
+/// Plans whose series are read only after a fire: a line cancel-if, a CANCEL-IF, a RELOAD,
+/// EXITs (one `held`, one `crosses`), an active plan's INVALIDATE, and a dormant plan's WHEN
+/// armed by a fill's ARM (which steps it at the same event). Each reads a series no other
+/// plan reads, so each is skipped until its trigger can be read (`Slots::skip`).
+const LATE_READERS: &str = "USING signal SPX exec SPY 0dte
+
+PLAN a0 budget 0.5R ttl 15:30
+  WHEN time >= 10:05
+  DO buy 1 +1 C @ fair-3c cancel-if velocity(2m) > 0.05
+  TP 1.2x @ fair
+  EXIT velocity(3m) < -0.08 OR lod crosses below 5300
+
+PLAN a1 budget 0.5R ttl 15:30
+  WHEN time >= 11:40
+  DO buy 10 shares @ bid
+  RELOAD WHEN velocity(30s) < -0.01 buy 10 shares @ bid
+  CANCEL-IF velocity(90s) > 0.2
+  INVALIDATE SPY.spot < 470 -> halt, ride
+  EXIT vwap > 5400 OR T-30
+  ARM a2
+
+PLAN a2 budget 0.5R ttl +40m
+  WHEN velocity(4m) < -0.05 OR hod crosses above 5500
+  DO buy 1 ATM P @ fair peg cancel-if velocity(45s) > 0.1
+  EXIT velocity(4m) > 0.05
+
+PLAN a3 budget 0.5R ttl 15:50
+  WHEN velocity(1m) < -0.2
+  DO buy 1 -1 P @ fair esc ask 20s
+  EXIT velocity(2m) > 0.1 held 20s OR velocity(5m) crosses above 0
+  TP 1.4x @ fair
+";
+
+/// A bundled tape's text.
+fn bundled_tape(name: &str) -> String {
+    let path = format!("{}/tapes/{name}.jsonl", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(path).expect("bundled tape")
+}
+
+/// The series slots no trigger that can be read reads are not refreshed, and a slot read
+/// again (an order's cancel-if, EXITs and a RELOAD after a fire, a plan armed by a fill) is
+/// read from where it was left: the Bus of refreshing every slot at every event (the naive
+/// scan), on the three bundled tapes, with and without the busy set's slots beside them.
+#[test]
+fn series_read_again_after_a_fire_give_the_bus_of_reading_every_slot() {
+    let busy = synthetic_plans(10);
+    let with_busy = format!(
+        "{LATE_READERS}{}",
+        busy.trim_start_matches("USING signal SPX exec SPY 0dte\n")
+    );
+    for tape in [
+        "shock-2025-04-09-s7",
+        "trend-2025-04-09-s1",
+        "range-2025-04-09-s2",
+    ] {
+        let t = bundled_tape(tape);
+        for p in [LATE_READERS, with_busy.as_str()] {
+            let (bus, _, _) = against_naive(&t, p);
+            let fired = bus
+                .events()
+                .iter()
+                .filter(|e| matches!(e, Event::PlanFired { plan, .. } if plan.starts_with('a')))
+                .count();
+            assert!(fired >= 6, "{tape}: {fired} fires of the late readers");
+        }
+    }
+}
+
+/// Which slots are skipped follows the plans' phases: on the shock tape with the busy set,
+/// `velocity(1m)` is read while its plans wait (until 09:31:42, when the second fires; the
+/// cancel-ifs of the percentile plans' orders would read it, but they never fire),
+/// `velocity(5m)` while the clock plans' INVALIDATEs can fire (until 10:24:55), and `vwap`
+/// while a plan can read it: the crosses plans until the second is done (10:25:36; the held
+/// plans' `EXIT spot < vwap` is not read while they wait). `spot` and `hod`, which the
+/// waiting plans read, are refreshed all day.
+#[test]
+fn slots_are_skipped_by_the_plans_phases() {
+    let (h, evs) = read_tape_bytes(shock_tape().as_bytes()).expect("tape");
+    let mut e = Engine::new(
+        &h,
+        EngineConfig::strict(Px(1000 * 10_000)),
+        Bus::new(None).keeping(),
+    );
+    let d = crate::lang::check(&synthetic_plans(10), crate::lang::Mode::File).expect("plans");
+    e.arm_document(&d);
+    let slot = |e: &Engine, m: MSeries| {
+        let at = e.sh.slots.series.iter().position(|x| x.1 == m);
+        1u64 << at.expect("a slot of the busy set")
+    };
+    let mut seen = Vec::new();
+    for ev in &evs {
+        e.on_event(ev);
+        let skipped = e.sh.slots.skipped();
+        let v1 = skipped & slot(&e, MSeries::Velocity(60)) != 0;
+        let v5 = skipped & slot(&e, MSeries::Velocity(300)) != 0;
+        let vwap = skipped & slot(&e, MSeries::Vwap) != 0;
+        for m in [MSeries::Spot, MSeries::Hod] {
+            assert_eq!(skipped & slot(&e, m), 0, "{m:?} at {}", e.sh.now);
+        }
+        if seen.last().map(|x: &(_, _)| x.1) != Some((v1, v5, vwap)) {
+            seen.push((e.sh.now.to_string(), (v1, v5, vwap)));
+        }
+        if e.sh.now >= Ts::hms(15, 0, 0, 0) {
+            break;
+        }
+    }
+    let at = |t: &str, x| (t.to_string(), x);
+    assert_eq!(
+        seen,
+        vec![
+            at("09:30:00.000", (false, false, false)),
+            at("09:31:42.000", (true, false, false)),
+            at("10:24:55.000", (true, true, false)),
+            at("10:25:36.000", (true, true, true)),
+        ]
+    );
+}
+
 /// On the bundled shock tape with the synthetic plans, dirty tracking skips evaluations
 /// (the signal's triggers on the exec symbol's ticks, levels not crossed) and writes the
 /// same Bus.

@@ -413,6 +413,16 @@ struct Shared {
     sched: sched::Sched,
     /// Plan steps so far (each plan the schedule named, at each event).
     plan_steps: u64,
+    /// Per plan index: the series slots read by its triggers that can be read in its phase
+    /// ([`live_series`]); the slots none of them nor a WAKE reads are not refreshed
+    /// ([`Slots::skip`]).
+    live: Vec<u64>,
+    /// Take `live` again for every plan before the next refresh (an act from outside the
+    /// plan loop: arming, a stand-down, a cancel, a pod halt).
+    live_stale: bool,
+    /// A plan's `live` changed at its step, or `live_stale`: the slots to skip are taken
+    /// again before the next refresh (one flag read per event).
+    live_moved: bool,
     mvals: Vec<Option<f64>>,
     pvals: Vec<Option<f64>>,
     /// The tape's tags when the regime gate is on.
@@ -595,6 +605,9 @@ impl Engine {
                 slots: Slots::for_session(header.open, header.close),
                 sched: sched::Sched::default(),
                 plan_steps: 0,
+                live: Vec::new(),
+                live_stale: true,
+                live_moved: true,
                 sym_events: 0,
                 mvals: Vec::new(),
                 pvals: Vec::new(),
@@ -852,6 +865,8 @@ impl Engine {
         });
         self.order = order;
         self.sh.sched.stale = true;
+        self.sh.live_stale = true;
+        self.sh.live_moved = true;
         self.arm_wakes(doc);
         armed
     }
@@ -1254,6 +1269,9 @@ impl Engine {
     }
 
     fn step(&mut self) {
+        if self.sh.live_moved {
+            self.skip_unread();
+        }
         let sh = &mut self.sh;
         sh.slots
             .refresh(&sh.ms, &sh.syms, &mut sh.mvals, &mut sh.pvals, sh.now);
@@ -1270,6 +1288,31 @@ impl Engine {
             self.step_wakes();
         }
         self.mark_live();
+    }
+
+    /// Tell the slots which series no trigger that can be read now reads (`Slots::skip`):
+    /// every plan's [`live_series`] taken again after an act from outside the loop, or the
+    /// union again after a plan's changed at its step; the WAKEs', evaluated at every event,
+    /// always. The naive schedule of the tests reads every slot (the reference).
+    #[cold]
+    #[inline(never)]
+    fn skip_unread(&mut self) {
+        let sh = &mut self.sh;
+        if sh.live_stale || sh.live.len() != self.plans.len() {
+            sh.live.clear();
+            sh.live.extend(self.plans.iter().map(live_series));
+        }
+        sh.live_stale = false;
+        sh.live_moved = false;
+        let read = if sh.slots.dirt.naive {
+            u64::MAX
+        } else {
+            let plans = sh.live.iter().fold(0, |a, &b| a | b);
+            self.wakes
+                .iter()
+                .fold(plans, |a, w| a | w.trig.series_read())
+        };
+        sh.slots.skip(!read);
     }
 
     /// Step the plans the schedule names, in evaluation order. Out of line: inlined, its
@@ -1335,6 +1378,13 @@ impl Engine {
                 }
                 self.sh.plan_steps += 1;
                 step_plan(&mut self.plans[i], i, &mut self.sh);
+            }
+            let read = live_series(&self.plans[i]);
+            if let Some(r) = self.sh.live.get_mut(i)
+                && *r != read
+            {
+                *r = read;
+                self.sh.live_moved = true;
             }
             let p = &mut self.plans[i];
             let dead = matches!(p.status, Status::Dormant | Status::Closed);
@@ -1912,6 +1962,8 @@ impl Engine {
             }
             pod.halted = true;
             self.sh.sched.stale = true;
+            self.sh.live_stale = true;
+            self.sh.live_moved = true;
             let (name, limit) = (pod.name.clone(), pod.limit);
             self.sh.bus.emit(Event::PodHalt {
                 ts: self.sh.now,
@@ -1951,6 +2003,8 @@ impl Engine {
     /// plan). The `stand-down` event names the owner.
     pub fn stand_down_as(&mut self, reason: &str, owner: Option<&str>) {
         self.sh.sched.stale = true;
+        self.sh.live_stale = true;
+        self.sh.live_moved = true;
         self.sh.bus.emit(Event::StandDown {
             ts: self.sh.now,
             reason: reason.to_string(),
@@ -1981,6 +2035,8 @@ impl Engine {
         });
         if let Some(i) = hit {
             self.sh.sched.stale = true;
+            self.sh.live_stale = true;
+            self.sh.live_moved = true;
             stand_down_plan(&mut self.plans[i], &mut self.sh, "cancel");
         }
         hit.is_some()
@@ -2158,6 +2214,8 @@ fn arm_plan(p: &mut PlanRt, sh: &mut Shared, reason: Option<String>) {
     p.status = Status::Armed;
     p.parked = false;
     sh.sched.stale = true;
+    sh.live_stale = true;
+    sh.live_moved = true;
     p.ttl_at = Some(match &p.ttl {
         Ttl::At(c) => Ts(c.minutes() * 60_000),
         Ttl::After(d) => Ts(sh
@@ -2483,6 +2541,33 @@ fn plan_reads(p: &mut PlanRt, sh: &mut Shared) -> PlanReads {
         }
     }
     r
+}
+
+/// The series slots a plan's triggers read that can be read in its phase, now or at its
+/// next step (`Slots::skip`): waiting to fire (armed, or dormant until an ARM, which steps
+/// it at the same event), its WHEN and INVALIDATEs; active, its INVALIDATEs, CANCEL-IFs and
+/// RELOADs not yet fired, its EXITs not yet fired (read while it holds, watched while
+/// quiet) and its working orders' line-level cancel-ifs; closed, none. A trigger read first
+/// at a step after the one that made it readable (an order's cancel-if, an EXIT after the
+/// fire) finds its slots refreshed at that event.
+fn live_series(p: &PlanRt) -> u64 {
+    let undone = |a: u64, (t, done): (&CTrigger, bool)| if done { a } else { a | t.series_read() };
+    let waiting = |p: &PlanRt| p.invalidates.iter().map(|x| (&x.0, x.2)).fold(0, undone);
+    match p.status {
+        Status::Closed => 0,
+        Status::Dormant | Status::Armed => {
+            waiting(p) | p.when.as_ref().map_or(0, CTrigger::series_read)
+        }
+        Status::Active => {
+            let fired = p.cancel_ifs.iter().map(|x| (&x.0, x.1));
+            let fired = fired.chain(p.reloads.iter().map(|x| (&x.0, x.2)));
+            let fired = fired.chain(p.exits.iter().map(|x| (&x.when, x.done)));
+            let orders = p.orders.iter().filter_map(|o| o.mods.cancel_if.as_ref());
+            orders.fold(waiting(p) | fired.fold(0, undone), |a, t| {
+                a | t.series_read()
+            })
+        }
+    }
 }
 
 /// After an active plan's step: is it *quiet*, holding with nothing left to do but hold (no

@@ -233,6 +233,10 @@ struct Deps {
     clock: bool,
     /// Re-evaluated on every evaluation (plan reads, plan and headline events).
     always: bool,
+    /// Every series slot it reads, as a value, a level or a side of a pair (bits as in
+    /// `mkt`): what [`Slots::refresh`] must keep current while the trigger can be read
+    /// ([`Slots::skip`]).
+    series: u64,
 }
 
 fn bit(slot: u16) -> u64 {
@@ -364,6 +368,10 @@ pub struct Slots {
     /// Per percentile slot: its symbol's index in the market state, and where its previous
     /// read found its rank ([`MarketState::percentile_at`]).
     pct_hint: Vec<(usize, RankHint)>,
+    /// Series slot bits no trigger that can be read reads (slots from 63 on share bit 63):
+    /// not refreshed until one can be again ([`skip`](Slots::skip)). 0 (read every slot) by
+    /// default.
+    skipped: u64,
     /// What moved at the latest refresh.
     pub dirt: Dirt,
 }
@@ -446,6 +454,9 @@ struct SymSlots {
     /// Its event count and the clock when its slots were read.
     ticks: u64,
     at: Option<Ts>,
+    /// Every series slot of the symbol.
+    slots: Vec<u32>,
+    /// Those refreshed (not [`Slots::skip`]ped), and of them those that move with the clock.
     all: Vec<u32>,
     clocked: Vec<u32>,
 }
@@ -614,6 +625,51 @@ impl Slots {
         };
         u16::try_from(i).unwrap_or(u16::MAX)
     }
+    /// Refresh only the series slots outside `skipped` (bits as in [`Dirt::moved`]): the
+    /// engine's slots of the triggers that can be read now (a plan's phase says which:
+    /// `engine::live_series`). A skipped slot keeps its value, its move marks nothing and
+    /// touches none of its levels, and it wakes no one, so a trigger that reads it must not
+    /// be evaluated, nor resumed from a park, while it is skipped. A slot that is read
+    /// again is read at the next refresh whatever moved (its symbol's slots all are): from
+    /// its old value, so it moves, jumps and touches levels as a new slot does, and its
+    /// readers, not evaluated while it was skipped, are evaluated in full.
+    pub fn skip(&mut self, skipped: u64) {
+        if skipped == self.skipped {
+            return;
+        }
+        let back = self.skipped & !skipped;
+        self.skipped = skipped;
+        for g in &mut self.by_sym {
+            g.all.clear();
+            g.clocked.clear();
+            let mut revived = false;
+            for &k in &g.slots {
+                let b = bit(u16::try_from(k).unwrap_or(u16::MAX));
+                if skipped & b != 0 {
+                    continue;
+                }
+                revived |= back & b != 0;
+                g.all.push(k);
+                if self
+                    .series
+                    .get(k as usize)
+                    .is_some_and(|&(_, m)| on_clock(m))
+                {
+                    g.clocked.push(k);
+                }
+            }
+            if revived {
+                g.ticks = u64::MAX;
+            }
+        }
+    }
+
+    /// The series slot bits not refreshed ([`skip`](Slots::skip)).
+    #[cfg(test)]
+    pub(crate) fn skipped(&self) -> u64 {
+        self.skipped
+    }
+
     /// Refresh every slot from the market state (`pct` is the vector refreshed last time).
     ///
     /// A percentile is a function of the one-second samples recorded so far (and of
@@ -814,6 +870,7 @@ impl Slots {
                         count: counts.iter().position(|u| u.0 == sym).unwrap_or(usize::MAX),
                         ticks: u64::MAX,
                         at: None,
+                        slots: Vec::new(),
                         all: Vec::new(),
                         clocked: Vec::new(),
                     });
@@ -821,9 +878,12 @@ impl Slots {
                 }
             };
             let k = u32::try_from(i).unwrap_or(u32::MAX);
-            g.all.push(k);
-            if on_clock(m) {
-                g.clocked.push(k);
+            g.slots.push(k);
+            if self.skipped & bit(u16::try_from(i).unwrap_or(u16::MAX)) == 0 {
+                g.all.push(k);
+                if on_clock(m) {
+                    g.clocked.push(k);
+                }
             }
             // Its symbol's slots are all read at the next refresh (the new one among them).
             g.ticks = u64::MAX;
@@ -1125,6 +1185,12 @@ impl CTrigger {
         }
     }
 
+    /// The series slots it reads (bits as in [`Slots::skip`]).
+    #[inline]
+    pub fn series_read(&self) -> u64 {
+        self.deps.series
+    }
+
     /// The compiled predicates.
     pub fn preds(&self) -> &[CPred] {
         &self.preds
@@ -1258,14 +1324,17 @@ fn deps_of(preds: &[CPred], slots: &mut Slots) -> Deps {
         match (s, v) {
             (CSeries::Mkt(_, _, slot), CValue::Num(c)) => {
                 d.lvl |= bit(slot);
+                d.series |= bit(slot);
                 levels.push((Some(slot), c));
             }
             (CSeries::Time, CValue::Num(c)) => levels.push((None, c)),
             (CSeries::Mkt(_, _, a), CValue::Series(CSeries::Mkt(_, _, b))) => {
                 d.pair |= bit(slots.pair_slot(a, PairRhs::Mkt(b)));
+                d.series |= bit(a) | bit(b);
             }
             (CSeries::Mkt(_, _, a), CValue::Pct(_, k)) => {
                 d.pair |= bit(slots.pair_slot(a, PairRhs::Pct(k)));
+                d.series |= bit(a);
             }
             _ => {
                 for x in [
@@ -1280,7 +1349,10 @@ fn deps_of(preds: &[CPred], slots: &mut Slots) -> Deps {
                 .flatten()
                 {
                     match x {
-                        CSeries::Mkt(_, _, slot) => d.mkt |= bit(slot),
+                        CSeries::Mkt(_, _, slot) => {
+                            d.mkt |= bit(slot);
+                            d.series |= bit(slot);
+                        }
                         CSeries::Time => d.clock = true,
                         CSeries::Pnl | CSeries::AvgPx | CSeries::Leg(_) => d.always = true,
                     }
