@@ -372,8 +372,9 @@ fn series_read_again_after_a_fire_give_the_bus_of_reading_every_slot() {
 /// cancel-ifs of the percentile plans' orders would read it, but they never fire),
 /// `velocity(5m)` while the clock plans' INVALIDATEs can fire (until 10:24:55), and `vwap`
 /// while a plan can read it: the crosses plans until the second is done (10:25:36; the held
-/// plans' `EXIT spot < vwap` is not read while they wait). `spot` and `hod`, which the
-/// waiting plans read, are refreshed all day.
+/// plans' `EXIT spot < vwap` is not read while they wait). Each is skipped from the event
+/// after the step that ended its last reader (the exec symbol's tick of the same second).
+/// `spot` and `hod`, which the waiting plans read, are refreshed all day.
 #[test]
 fn slots_are_skipped_by_the_plans_phases() {
     let (h, evs) = read_tape_bytes(shock_tape().as_bytes()).expect("tape");

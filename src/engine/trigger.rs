@@ -49,6 +49,13 @@
 //! previous event, so that its cache reads exactly as if it had been read on every event.
 //! A plan holding a position with only EXITs left to fire parks the same way when its EXITs
 //! read series only as levels ([`Park::of_levels`]; `engine::quiet`).
+//!
+//! **Slots no trigger can read.** A plan reads different triggers in each phase (waiting:
+//! its WHEN and INVALIDATEs; active: what is left of its INVALIDATEs, CANCEL-IFs, RELOADs,
+//! EXITs and its orders' cancel-ifs; closed: none), so most of the day a series may be read
+//! by no trigger that can be evaluated (a `velocity(1m)` WHEN that fired at 09:31). The
+//! engine tells [`Slots::skip`] which; a skipped slot is not refreshed, and is read again,
+//! from its old value, at the first refresh after a trigger that reads it can be read.
 
 use crate::lang::ast::{self, CmpOp, CrossDir, Phase, Predicate, SeriesKind, Trigger};
 use crate::market::{MarketState, RankHint, Series as MSeries, Sym, Ts};
