@@ -783,6 +783,7 @@ pub fn opening_message(app: &mut App, a: &DeskArgs, save: Option<&std::path::Pat
     } else if let Some(m) = at_open {
         app.message = Some(m);
     } else if a.open.is_none()
+        && a.tape.is_some()
         && !a.no_agent
         && a.author.is_none()
         && a.agent.is_none()
