@@ -126,6 +126,7 @@ fn opts() -> Options {
         source: "bench".into(),
         strike_step: Default::default(),
         iv: Default::default(),
+        skip_invalid: false,
     }
 }
 

@@ -1123,10 +1123,25 @@ fn the_summary_counts_input_records_and_events_apart() {
         summary(&[&bars], &[]),
         "imported 6 records (6 kept) as 24 events into OUT (1 session, symbols SPY)\n"
     );
-    // Two inputs: the records of both.
+    // Two inputs: the records of both. (Until 2026-12-06 this imported the CSV sample with
+    // the mbp-1 sample, `602 records (602 kept) as 1182 events`: the two hold the same
+    // trades and quotes, every volume doubled, which is now refused; the trades sample and
+    // the CSV's quotes alone are two inputs of different records.)
+    let quotes = d.join("quotes.csv");
+    let rows: Vec<String> = std::fs::read_to_string(&csv)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let c: Vec<&str> = l.split(',').collect();
+            format!("{},SPY,{},{}\n", c[0], c[4], c[5])
+        })
+        .collect();
+    std::fs::write(&quotes, format!("ts,symbol,bid,ask\n{}", rows.concat())).unwrap();
+    let trades = root.join("spy-trades.dbn.zst");
     assert_eq!(
-        summary(&[&csv, &mbp], &["--ts-unit", "ns"]),
-        "imported 602 records (602 kept) as 1182 events into OUT (1 session, symbols SPY)\n"
+        summary(&[&trades, &quotes], &["--ts-unit", "ns"]),
+        "imported 602 records (602 kept) as 602 events into OUT (1 session, symbols SPY)\n"
     );
     // A row outside the hours and an option's trade are read, not kept; a row with a quote
     // and a trade is one record kept, two events.
@@ -1143,9 +1158,13 @@ fn the_summary_counts_input_records_and_events_apart() {
         ),
     )
     .unwrap();
+    // (Since 2026-12-06 the line after the summary says what was dropped and why.)
     assert_eq!(
         summary(&[&f], &["--ts-unit", "ns", "--iv", "SPY=0.2"]),
-        "imported 5 records (3 kept) as 4 events into OUT (1 session, symbols SPY; option quotes 1 on 1 contracts, option trades kept out 1)\n"
+        concat!(
+            "imported 5 records (3 kept) as 4 events into OUT (1 session, symbols SPY; option quotes 1 on 1 contracts, option trades kept out 1)\n",
+            "dropped 2 of 5 records: 1 fall outside the regular hours 09:30-16:00 in America/New_York (--extended-hours keeps 04:00-20:00); 1 are option trades (a tape has no option prints)\n"
+        )
     );
     let _ = std::fs::remove_dir_all(&d);
 }
@@ -1881,5 +1900,284 @@ fn tape_info_lists_gaps_longer_than_a_minute_only() {
         out.contains("gaps (> 1m00s) 1: 11:59:00.000 for 6m00s\n"),
         "{out}"
     );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Vendor-A-like trades: every minute from 09:30 to 17:29 New York time, ISO with an
+/// explicit `-04:00` offset (480 rows; 391 inside the regular hours, 89 after them).
+fn offset_trades(d: &Path) -> PathBuf {
+    let f = d.join("offset.csv");
+    let mut csv = String::from("Timestamp,Symbol,Price,Size\n");
+    for m in 0..480 {
+        let (h, mm) = (9 + (30 + m) / 60, (30 + m) % 60);
+        csv.push_str(&format!(
+            "2025-04-09T{h:02}:{mm:02}:00.000-04:00,SPY,516.{:02},100\n",
+            m % 100
+        ));
+    }
+    std::fs::write(&f, csv).unwrap();
+    f
+}
+
+/// A wrong `--tz` kept 14:30-16:00 London of a New York day (22% of it) and said only
+/// `imported 19678 records (4324 kept)`, exit 0; a right one never said that 1444 rows were
+/// after 16:00. The summary is followed by what was dropped and why, and when most records
+/// on the dates imported fall outside the hours an `OUTSIDE-HOURS` warning names the times
+/// kept and dropped and the flags to give; the exit status stays 0.
+#[test]
+fn dropped_records_are_always_explained_and_a_wrong_tz_is_warned_of() {
+    let d = dir("dropped");
+    let f = offset_trades(&d);
+    let out = d.join("o.jsonl");
+    let flags = ["--ts-unit", "iso", "--ts-col", "Timestamp"];
+    let (code, err) = import_stderr(&[&f], &out, &flags);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 2, "{err}");
+    assert!(
+        lines[0].starts_with("imported 480 records (391 kept) as 391 events"),
+        "{err}"
+    );
+    assert_eq!(
+        lines[1],
+        "dropped 89 of 480 records: 89 fall outside the regular hours 09:30-16:00 in America/New_York (--extended-hours keeps 04:00-20:00)"
+    );
+    // London: the day's 14:30-16:00 kept, the rest dropped; warned of, exit 0.
+    let mut london = flags.to_vec();
+    london.extend(["--tz", "Europe/London"]);
+    let (code, err) = import_stderr(&[&f], &out, &london);
+    assert_eq!(code, 0, "{err}");
+    let warn = err.lines().next().unwrap();
+    assert!(
+        warn.starts_with("warning code=OUTSIDE-HOURS message=389 of the 480 records on the dates imported (81%) fall outside the regular hours 09:30-16:00 in Europe/London"),
+        "{err}"
+    );
+    for want in [
+        "those kept run from 2025-04-09 14:30:00.000 to 2025-04-09 16:00:00.000",
+        "those dropped from 2025-04-09 16:01:00.000 to 2025-04-09 22:29:00.000",
+        "give --tz ZONE",
+        "--extended-hours",
+    ] {
+        assert!(warn.contains(want), "{want}: {err}");
+    }
+    assert!(
+        err.contains("\ndropped 389 of 480 records: 389 fall outside the regular hours 09:30-16:00 in Europe/London"),
+        "{err}"
+    );
+    // Fewer than half outside the hours: counted, not warned of.
+    london.push("--extended-hours");
+    let (code, err) = import_stderr(&[&f], &out, &london);
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("warning"), "{err}");
+    assert!(
+        err.ends_with("\ndropped 149 of 480 records: 149 fall outside the extended hours 04:00-20:00 in Europe/London\n"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// `examples/import/*.dbn*` imported together gave 626 SPY trades from 301, and bar ticks
+/// of 26,000 shares among them; repeated rows in one CSV were not mentioned. The same
+/// records from two inputs are refused naming both files and a record; bars and trades of
+/// one symbol are refused; repeated records within one file are kept and counted.
+#[test]
+fn the_same_data_twice_is_refused_and_repeated_rows_are_counted() {
+    let d = dir("same-data");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/import");
+    let trades = root.join("spy-trades.dbn.zst");
+    let mbp = root.join("spy-mbp-1.dbn");
+    let bars = root.join("spy-ohlcv-1m.dbn");
+    let out = d.join("o.jsonl");
+    let (code, err) = import_stderr(&[&trades, &mbp], &out, &[]);
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(
+        err,
+        format!(
+            "error code=IMPORT file={m} record=1 message=this record (SPY trade of 300 at 516.00, 2025-04-09 09:30:00.000) is record 1 of {t} again: the two inputs hold the same trades or quotes, which would be imported twice (every volume doubled); import one of them ({t} or {m})\n",
+            m = mbp.display(),
+            t = trades.display()
+        )
+    );
+    assert!(!out.exists());
+    let (code, err) = import_stderr(&[&bars, &trades], &out, &[]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "error code=IMPORT message=SPY has bars in {} (record 1; each bar becomes four ticks carrying its volume) and trades in {} (record 1)",
+            bars.display(),
+            trades.display()
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains("import the bars or the trades of SPY, not both"),
+        "{err}"
+    );
+    // Trades of one file and quotes of another are not the same records.
+    let q = d.join("q.csv");
+    std::fs::write(
+        &q,
+        "ts,symbol,bid,ask\n1744205400000000000,SPY,515.99,516.01\n",
+    )
+    .unwrap();
+    let (code, err) = import_stderr(&[&trades, &q], &out, &["--ts-unit", "ns"]);
+    assert_eq!(code, 0, "{err}");
+    // A row repeated twice more in one file: kept, counted.
+    let dups = d.join("dups.csv");
+    let mut csv = String::from("ts,symbol,price,size\n");
+    for i in 0..10u64 {
+        let row = format!("{},SPY,516.{i:02},100\n", 1_744_205_400_000 + i * 1000);
+        csv.push_str(&row);
+        if i == 3 {
+            csv.push_str(&row);
+            csv.push_str(&row);
+        }
+    }
+    std::fs::write(&dups, csv).unwrap();
+    let (code, err) = import_stderr(&[&dups], &out, &["--ts-unit", "ms"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.starts_with("imported 12 records (12 kept) as 12 events"),
+        "{err}"
+    );
+    assert!(
+        err.contains("\n2 repeated records kept (each the same instant, symbol, kind, price and size as an earlier record of its file"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// One crossed quote, one bid of 0 or one negative price among thousands refused the whole
+/// file, and no message said what to do; `-516.00` was "not a plain decimal number", and a
+/// 19-digit count under `--ts-unit ms` only "out of range". The refusal names
+/// `--skip-invalid`, which skips such records (CSV rows, DBN records) and counts them by
+/// kind with the first one's place; a malformed field is still refused with it.
+#[test]
+fn skip_invalid_skips_bad_market_data_and_refusals_say_what_to_do() {
+    let d = dir("skip-invalid");
+    let out = d.join("o.jsonl");
+    let f = d.join("bad.csv");
+    std::fs::write(
+        &f,
+        concat!(
+            "ts,symbol,price,size,bid,ask\n",
+            "1744205400000,SPY,516.00,100,,\n",
+            "1744205401000,SPY,,,516.10,516.00\n",
+            "1744205402000,SPY,,,0,516.00\n",
+            "1744205403000,SPY,-516.00,100,,\n",
+            "1744205404000,SPY,,,515.99,516.01\n",
+            "1744205405000,SPY,,,516.20,516.00\n",
+        ),
+    )
+    .unwrap();
+    let (code, err) = import_stderr(&[&f], &out, &["--ts-unit", "ms"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("bad.csv record=2 message=crossed quote: bid 516.10 is above ask 516.00; the whole import is refused: correct or remove the row, or give --skip-invalid"),
+        "{err}"
+    );
+    let (code, err) = import_stderr(&[&f], &out, &["--ts-unit", "ms", "--skip-invalid"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        err.lines().nth(1),
+        Some(
+            format!(
+                "skipped 4 invalid records (--skip-invalid): bids or asks of 0 or below 1, crossed quotes 2, trade prices of 0 or below 1; the first at {}:3 (record 2): crossed quote: bid 516.10 is above ask 516.00",
+                f.display()
+            )
+            .as_str()
+        ),
+        "{err}"
+    );
+    let tape = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(tape.lines().count(), 3, "{tape}");
+    // A negative price is said to be negative.
+    std::fs::write(&f, "ts,symbol,price,size\n1744205403000,SPY,-516.00,100\n").unwrap();
+    let (_, err) = import_stderr(&[&f], &out, &["--ts-unit", "ms"]);
+    assert!(
+        err.contains("message=price \"-516.00\" is negative;"),
+        "{err}"
+    );
+    // Not a number: refused with the flag too.
+    std::fs::write(&f, "ts,symbol,price,size\n1744205403000,SPY,abc,100\n").unwrap();
+    let (code, err) = import_stderr(&[&f], &out, &["--ts-unit", "ms", "--skip-invalid"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("price \"abc\" is not a plain decimal number\n"),
+        "{err}"
+    );
+    // A count of nanoseconds read as milliseconds: the unit that fits is named.
+    std::fs::write(
+        &f,
+        "ts,symbol,price,size\n1744205399800000000,SPY,516,100\n",
+    )
+    .unwrap();
+    let (_, err) = import_stderr(&[&f], &out, &["--ts-unit", "ms", "--skip-invalid"]);
+    assert!(
+        err.contains("timestamp \"1744205399800000000\" is out of range as a count of milliseconds since the Unix epoch (--ts-unit ms): 19 digits looks like ns (2025-04-09): try --ts-unit ns"),
+        "{err}"
+    );
+    // DBN: a crossed book skipped whole (its trade with it).
+    let book = d.join("crossed.dbn");
+    let recs = vec![
+        mbp1(1, T0, b'T', 516.00, 100, (515.99, 516.01, 1, 1)),
+        mbp1(1, T0 + SEC, b'T', 516.05, 100, (516.10, 516.00, 1, 1)),
+        mbp1(1, T0 + 2 * SEC, b'T', 516.02, 100, (516.01, 516.03, 1, 1)),
+    ];
+    write_dbn(&book, &metadata(Schema::Mbp1, &[("SPY", 1)]), &recs, false);
+    let (code, err) = import_stderr(&[&book], &out, &[]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("record=2 message=crossed book"), "{err}");
+    assert!(err.contains("--skip-invalid"), "{err}");
+    let (code, err) = import_stderr(&[&book], &out, &["--skip-invalid"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.starts_with("imported 3 records (2 kept) as 4 events"),
+        "{err}"
+    );
+    assert!(err.contains("crossed quotes 1; the first at"), "{err}");
+    assert!(!std::fs::read_to_string(&out).unwrap().contains("516.05"));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// `TS,SYMBOL,PRICE,SIZE` said `no column "ts"`, and a missing column said only "name the
+/// columns with the --*-col flags". Known names match in any case (and trimmed); a missing
+/// one lists the header and the flag to give, with the column it most likely is.
+#[test]
+fn header_names_match_in_any_case_and_a_missing_column_names_its_flag() {
+    let d = dir("header-case");
+    let out = d.join("o.jsonl");
+    let f = d.join("upper.csv");
+    std::fs::write(
+        &f,
+        "TS, SYMBOL ,PRICE,SIZE\n1744205400000,SPY,516.00,100\n1744205401000,SPY,516.01,100\n",
+    )
+    .unwrap();
+    let (code, err) = import_stderr(&[&f], &out, &["--ts-unit", "ms"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.starts_with("imported 2 records (2 kept)"), "{err}");
+    std::fs::write(
+        &f,
+        "sip_timestamp,ticker,price,size\n1744205400000,SPY,516.00,100\n",
+    )
+    .unwrap();
+    let (_, err) = import_stderr(&[&f], &out, &["--ts-unit", "ms"]);
+    assert!(
+        err.contains("record=0 message=no column \"ts\" in the header row (sip_timestamp,ticker,price,size), in any case: give --ts-col sip_timestamp;"),
+        "{err}"
+    );
+    let (_, err) = import_stderr(
+        &[&f],
+        &out,
+        &["--ts-unit", "ms", "--ts-col", "SIP_TIMESTAMP"],
+    );
+    assert!(
+        err.contains("no column \"symbol\" in the header row (sip_timestamp,ticker,price,size), in any case: give --symbol-col ticker (or --symbol SYM"),
+        "{err}"
+    );
+    let f = d.join("semi.csv");
+    std::fs::write(&f, "ts;symbol;price;size\n1744205400000;SPY;516,00;100\n").unwrap();
+    let (_, err) = import_stderr(&[&f], &out, &["--ts-unit", "ms"]);
+    assert!(err.contains("the file looks separated by ';'"), "{err}");
     let _ = std::fs::remove_dir_all(&d);
 }

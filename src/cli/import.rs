@@ -64,6 +64,11 @@ pub struct ImportArgs {
     /// Extended hours, 04:00 to 20:00 (default: regular hours, 09:30 to 16:00).
     #[arg(long)]
     pub extended_hours: bool,
+    /// Skip records that are invalid market data (a crossed quote; a bid, an ask or a
+    /// price of 0 or below), counted by kind in the summary, instead of refusing the
+    /// import; a file's structure (columns, timestamps) is still refused.
+    #[arg(long)]
+    pub skip_invalid: bool,
     /// The first session's prior close of a symbol, SYM=PRICE (repeatable; default: its
     /// first trade).
     #[arg(long)]
@@ -348,6 +353,7 @@ pub fn options(a: &ImportArgs) -> Result<(Options, Vec<Format>), String> {
             source: format!("import {fmt} {}", names.join(",")),
             strike_step,
             iv,
+            skip_invalid: a.skip_invalid,
         },
         formats,
     ))
@@ -496,6 +502,10 @@ pub fn tape_import(a: &ImportArgs) -> i32 {
                 plural(s.sessions, "session", "sessions"),
                 s.symbols.join(",")
             );
+            // What was not imported as read, and why (dropped, skipped, repeated).
+            if let Some(b) = s.breakdown() {
+                errln!("{b}");
+            }
             super::flags::EXIT_OK
         }
         Err(_) if gone.get() => super::flags::EXIT_OK,

@@ -9,7 +9,10 @@
 use std::fs::File;
 use std::io::{self, BufReader};
 
-use super::{Counting, ImportError, Kind, Record, Source, Zone, parse_price, tape_inst};
+use super::{
+    BAD_PRICE, BAD_SIDE, CROSSED, Counting, ImportError, Kind, Record, Source, Zone, not_positive,
+    parse_price, tape_inst,
+};
 use crate::market::{Date, Px};
 
 /// How timestamps are written.
@@ -147,17 +150,8 @@ impl CsvSource {
             ));
         }
         let find = |name: &str| column(&hdr, name).map_err(|e| ImportError::new(&file, 0, e));
-        let need = |name: &str| {
-            find(name)?.ok_or_else(|| {
-                ImportError::new(
-                    &file,
-                    0,
-                    format!(
-                        "no column {name:?} in the header row ({}); name the columns with the --*-col flags",
-                        hdr.iter().collect::<Vec<_>>().join(",")
-                    ),
-                )
-            })
+        let need = |name: &str, flag: &str| {
+            find(name)?.ok_or_else(|| ImportError::new(&file, 0, missing(&hdr, name, flag)))
         };
         let fixed = match &cols.fixed_symbol {
             Some(s) => Some((
@@ -167,12 +161,12 @@ impl CsvSource {
             None => None,
         };
         let idx = Idx {
-            ts: need(&cols.ts)?,
+            ts: need(&cols.ts, "--ts-col")?,
             // With --symbol the column is optional, but read when there: its rows must agree.
             symbol: if fixed.is_some() {
                 find(&cols.symbol)?
             } else {
-                Some(need(&cols.symbol)?)
+                Some(need(&cols.symbol, "--symbol-col")?)
             },
             price: find(&cols.price)?,
             size: find(&cols.size)?,
@@ -181,7 +175,7 @@ impl CsvSource {
             bid_size: find(&cols.bid_size)?,
             ask_size: find(&cols.ask_size)?,
             kind: match &cols.kind {
-                Some(k) => Some(need(k)?),
+                Some(k) => Some(need(k, "--type-col")?),
                 None => None,
             },
         };
@@ -216,7 +210,38 @@ impl CsvSource {
     }
 
     fn bad(&self, why: impl Into<String>) -> ImportError {
-        ImportError::new(&self.file, self.no, why)
+        ImportError {
+            line: self.row.position().map(|p| p.line()),
+            ..ImportError::new(&self.file, self.no, why)
+        }
+    }
+
+    /// A refusal of the row as invalid market data of the kind `what` (skipped with
+    /// `--skip-invalid`).
+    fn invalid(&self, what: &'static str, why: impl Into<String>) -> ImportError {
+        ImportError {
+            invalid: Some(what),
+            ..self.bad(why)
+        }
+    }
+
+    /// The price in column `i` (`what`: `bid: `, `ask: ` or empty), positive or (`zero`) 0;
+    /// a number at 0 or below is invalid market data of the kind `kind`.
+    fn price(
+        &self,
+        i: Option<usize>,
+        zero: bool,
+        what: &str,
+        kind: &'static str,
+    ) -> Result<Px, ImportError> {
+        let s = self.field(i);
+        parse_price(s, zero).map_err(|e| {
+            if not_positive(s) {
+                self.invalid(kind, format!("{what}{e}"))
+            } else {
+                self.bad(format!("{what}{e}"))
+            }
+        })
     }
 
     fn size(&self, i: Option<usize>, what: &str) -> Result<u64, ImportError> {
@@ -291,15 +316,16 @@ impl CsvSource {
     /// many vendors write "no ask"): skipped, as a DBN book without an ask is. An option's
     /// bid may be 0 (no bid), as on the tape.
     fn quote(&self, option: bool) -> Result<Option<Kind>, ImportError> {
-        let bid = parse_price(self.field(self.idx.bid), option)
-            .map_err(|e| self.bad(format!("bid: {e}")))?;
-        let ask = parse_price(self.field(self.idx.ask), option)
-            .map_err(|e| self.bad(format!("ask: {e}")))?;
+        let bid = self.price(self.idx.bid, option, "bid: ", BAD_SIDE)?;
+        let ask = self.price(self.idx.ask, option, "ask: ", BAD_SIDE)?;
         if ask == Px::ZERO {
             return Ok(None);
         }
         if bid > ask {
-            return Err(self.bad(format!("crossed quote: bid {bid} is above ask {ask}")));
+            return Err(self.invalid(
+                CROSSED,
+                format!("crossed quote: bid {bid} is above ask {ask}"),
+            ));
         }
         Ok(Some(Kind::Quote {
             bid,
@@ -317,7 +343,7 @@ impl CsvSource {
         let (sym, opt) = self.instrument()?;
         let (is_trade, is_quote) = self.kinds()?;
         let trade = if is_trade {
-            let px = parse_price(self.field(self.idx.price), false).map_err(|e| self.bad(e))?;
+            let px = self.price(self.idx.price, false, "", BAD_PRICE)?;
             Some(Kind::Trade {
                 px,
                 sz: self.size(self.idx.size, "size")?,
@@ -383,15 +409,72 @@ impl Source for CsvSource {
     }
 }
 
-/// The index of the column named `name` in the header row (names compared trimmed), `None`
+/// The refusal of a header row without the required column `name` (named by `flag`): the
+/// header's columns, and the flag to give with the column it most likely is (a name
+/// holding `time` for the timestamp, `sym` or `ticker` for the symbol), so that
+/// `TIMESTAMP,TICKER,…` says `--ts-col TIMESTAMP`, not only that `ts` is missing.
+fn missing(hdr: &csv::StringRecord, name: &str, flag: &str) -> String {
+    if let [one] = hdr.iter().collect::<Vec<_>>()[..]
+        && let Some(d) = [';', '\t', '|'].into_iter().find(|d| one.contains(*d))
+    {
+        // `ts;symbol;price;size` is one column to a comma-separated reader.
+        return format!(
+            "the header row ({one}) is one column: the file looks separated by {d:?}, and tape import reads comma-separated files (with a point for decimals); convert it to commas first"
+        );
+    }
+    let hints: &[&str] = match flag {
+        "--ts-col" => &["time", "ts", "date"],
+        "--symbol-col" => &["sym", "ticker", "instrument", "root"],
+        _ => &["type", "kind", "side"],
+    };
+    let cols: Vec<&str> = hdr.iter().map(str::trim).collect();
+    let guess = hints.iter().find_map(|h| {
+        cols.iter()
+            .find(|c| c.to_ascii_lowercase().contains(h))
+            .copied()
+    });
+    let quote = |c: &str| {
+        if c.contains(|ch: char| ch.is_whitespace() || ch == '"') {
+            format!("{c:?}")
+        } else {
+            c.to_string()
+        }
+    };
+    let give = match guess {
+        Some(c) => format!("give {flag} {}", quote(c)),
+        None => format!("give {flag} COLUMN, one of the header's"),
+    };
+    let symbol = if flag == "--symbol-col" {
+        " (or --symbol SYM for a file of one symbol without a symbol column)"
+    } else {
+        ""
+    };
+    format!(
+        "no column {name:?} in the header row ({}), in any case: {give}{symbol}; the --*-col flags name the columns of every CSV input",
+        cols.join(",")
+    )
+}
+
+/// The index of the column named `name` in the header row (names compared trimmed, and in
+/// any case when no column is written exactly as `name`: `TS` is `ts`), `None`
 /// when there is none, or why not: a column the import reads that the header names twice
 /// (`ts,symbol,price,size,price`) is refused rather than read from the first, as the tape
 /// reader refuses a repeated key. A column the import does not read may repeat.
 fn column(hdr: &csv::StringRecord, name: &str) -> Result<Option<usize>, String> {
+    let name = name.trim();
+    let exact = hdr.iter().filter(|h| h.trim() == name).count();
+    // The name as written when the header has it so; else in any case (`TS` for `ts`,
+    // `Price` for `price`): vendors capitalise their headers.
     let mut at = hdr
         .iter()
         .enumerate()
-        .filter(|(_, h)| h.trim() == name)
+        .filter(|(_, h)| {
+            if exact > 0 {
+                h.trim() == name
+            } else {
+                h.trim().eq_ignore_ascii_case(name)
+            }
+        })
         .map(|(i, _)| i);
     match (at.next(), at.next()) {
         (Some(a), Some(b)) => Err(format!(
@@ -442,7 +525,13 @@ pub fn parse_ts(s: &str, unit: TsUnit, zone: &Zone) -> Result<i64, String> {
         .parse::<i64>()
         .ok()
         .and_then(|v| v.checked_mul(per))
-        .ok_or_else(|| format!("timestamp {s:?} is out of range"))?;
+        .ok_or_else(|| {
+            format!(
+                "timestamp {s:?} is out of range as {}{}",
+                unit.expected(),
+                unit_hint(int, unit, zone)
+            )
+        })?;
     let mut sub = 0i64;
     let mut scale = per;
     for c in frac.bytes() {
@@ -453,6 +542,38 @@ pub fn parse_ts(s: &str, unit: TsUnit, zone: &Zone) -> Result<i64, String> {
         sub += i64::from(c - b'0') * scale;
     }
     Ok(whole + sub)
+}
+
+/// For a count out of range in `unit`: the unit that puts it between 1990 and 2100, as a
+/// hint (`: 19 digits looks like ns (2025-04-09): try --ts-unit ns`), or nothing. The unit is
+/// still never guessed: the hint says which flag to give.
+fn unit_hint(int: &str, unit: TsUnit, zone: &Zone) -> String {
+    const LOW: i128 = 631_152_000 * 1_000_000_000; // 1990-01-01 UTC
+    const HIGH: i128 = 4_102_444_800 * 1_000_000_000; // 2100-01-01 UTC
+    let Ok(v) = int.parse::<i128>() else {
+        return String::new();
+    };
+    let units = [
+        (TsUnit::S, 1_000_000_000i128, "s"),
+        (TsUnit::Ms, 1_000_000, "ms"),
+        (TsUnit::Us, 1_000, "us"),
+        (TsUnit::Ns, 1, "ns"),
+    ];
+    for (u, per, name) in units {
+        let ns = v.saturating_mul(per);
+        if u == unit || !(LOW..HIGH).contains(&ns) {
+            continue;
+        }
+        let day = i64::try_from(ns)
+            .ok()
+            .and_then(|n| zone.local(n))
+            .map_or(String::new(), |(d, _)| format!(" ({d})"));
+        return format!(
+            ": {} digits looks like {name}{day}: try --ts-unit {name}",
+            int.len()
+        );
+    }
+    String::new()
 }
 
 /// An ISO timestamp as UTC nanoseconds. A timestamp in the format that names a date or a
@@ -543,5 +664,23 @@ mod tests {
         assert!(e.contains(": there is no time 24:00:00 (hours run"), "{e}");
         let e = parse_ts("2025-3-07 10:00:00", TsUnit::Iso, &ny).unwrap_err();
         assert!(e.contains("is not YYYY-MM-DD"), "{e}");
+        // Out of range in the unit given: the unit that fits is named, not guessed.
+        let e = parse_ts("1744205399800000000", TsUnit::Ms, &ny).unwrap_err();
+        assert!(
+            e.ends_with(": 19 digits looks like ns (2025-04-09): try --ts-unit ns"),
+            "{e}"
+        );
+        let e = parse_ts("99999999999999999999999", TsUnit::S, &ny).unwrap_err();
+        assert!(e.ends_with("(--ts-unit s)"), "{e}");
+    }
+
+    #[test]
+    fn columns_match_as_written_else_in_any_case() {
+        let h = csv::StringRecord::from(vec!["TS", " Price ", "price", "SIZE", "Size"]);
+        assert_eq!(column(&h, "ts"), Ok(Some(0)));
+        // Written exactly: that one, though another matches in another case.
+        assert_eq!(column(&h, "price"), Ok(Some(2)));
+        assert!(column(&h, "size").unwrap_err().contains("twice"));
+        assert_eq!(column(&h, "bid"), Ok(None));
     }
 }

@@ -26,7 +26,10 @@ use std::rc::Rc;
 use dbn::decode::{DbnMetadata, DecodeRecordRef};
 use dbn::{HasRType, Mbp1Msg, OhlcvMsg, Schema, TradeMsg, UNDEF_PRICE, VersionUpgradePolicy};
 
-use super::{Counting, ImportError, Kind, Record, Source, px_from_nanos, tape_inst};
+use super::{
+    BAD_PRICE, BAD_SIDE, CROSSED, Counting, ImportError, Kind, Record, Source, px_from_nanos,
+    tape_inst,
+};
 use crate::market::{OptionKey, Px, Sym};
 
 /// A record's instrument: the symbol (an option's root) and the option contract, if any.
@@ -362,8 +365,17 @@ impl DbnSource {
         i64::try_from(t).map_err(|_| self.bad(format!("timestamp {t} is out of range")))
     }
 
+    /// A price (`what`: `price`, `bid`, `open`, …); one at 0 or below is invalid market
+    /// data (skipped with `--skip-invalid`), more than 4 decimals a refusal.
     fn px(&self, p: i64, what: &str) -> Result<Px, ImportError> {
-        px_from_nanos(p).map_err(|e| self.bad(format!("{what}: {e}")))
+        px_from_nanos(p).map_err(|e| {
+            let why = format!("{what}: {e}");
+            match what {
+                _ if p > 0 => self.bad(why),
+                "bid" | "ask" => ImportError::invalid(&self.file, self.no, BAD_SIDE, why),
+                _ => ImportError::invalid(&self.file, self.no, BAD_PRICE, why),
+            }
+        })
     }
 
     fn push(&mut self, ns: i64, (sym, opt): Inst, kind: Kind) {
@@ -398,7 +410,12 @@ impl DbnSource {
         };
         let ask = self.px(l.ask_px, "ask")?;
         if bid > ask {
-            return Err(self.bad(format!("crossed book: bid {bid} is above ask {ask}")));
+            return Err(ImportError::invalid(
+                &self.file,
+                self.no,
+                CROSSED,
+                format!("crossed book: bid {bid} is above ask {ask}"),
+            ));
         }
         let q = (bid, ask, u64::from(l.bid_sz), u64::from(l.ask_sz));
         if self.last_quote.get(&id) == Some(&q) {
@@ -616,6 +633,7 @@ impl Source for DbnSource {
             if self.done {
                 return None;
             }
+            let before = self.queue.len();
             match self.decode_one() {
                 Ok(true) => {}
                 Ok(false) => {
@@ -624,12 +642,23 @@ impl Source for DbnSource {
                         return Some(Err(e));
                     }
                 }
+                Err(e) if e.invalid.is_some() => {
+                    // Invalid market data, not a broken file: the record's other events
+                    // go with it (a `--skip-invalid` import skips it whole), and the file
+                    // goes on.
+                    self.queue.truncate(before);
+                    return Some(Err(e));
+                }
                 Err(e) => {
                     self.done = true;
                     return Some(Err(e));
                 }
             }
         }
+    }
+
+    fn bars(&self) -> bool {
+        matches!(self.schema, Schema::Ohlcv1S | Schema::Ohlcv1M)
     }
 
     fn bytes_read(&self) -> u64 {

@@ -75,6 +75,13 @@ pub struct ImportError {
     /// The code: [`ImportError::CODE`], or `USAGE` for flags the inputs show to be wrong
     /// ([`ImportError::usage`]).
     pub code: &'static str,
+    /// For a record refused as invalid market data (a crossed quote, a price or a side of
+    /// a book at 0 or below), what kind of invalid it is (`crossed quotes`, …): the
+    /// records `--skip-invalid` skips and counts by this. `None` for every other refusal
+    /// (a file's structure, a timestamp, a number that is not one), which no flag skips.
+    pub invalid: Option<&'static str>,
+    /// The line of the file the record is on (a CSV row's, from the reader), when known.
+    pub line: Option<u64>,
 }
 
 impl ImportError {
@@ -88,6 +95,22 @@ impl ImportError {
             record,
             reason: reason.into(),
             code: Self::CODE,
+            invalid: None,
+            line: None,
+        }
+    }
+
+    /// A refusal of record `record` of `file` as invalid market data of the kind `what`
+    /// (see [`ImportError::invalid`]): skipped with `--skip-invalid`.
+    pub fn invalid(
+        file: &str,
+        record: u64,
+        what: &'static str,
+        reason: impl Into<String>,
+    ) -> ImportError {
+        ImportError {
+            invalid: Some(what),
+            ..ImportError::new(file, record, reason)
         }
     }
 
@@ -98,6 +121,8 @@ impl ImportError {
             record: 0,
             reason: reason.into(),
             code: Self::CODE,
+            invalid: None,
+            line: None,
         }
     }
 
@@ -146,6 +171,8 @@ impl ImportWarning {
     pub const WEEKEND: &'static str = "WEEKEND";
     /// A DBN file whose records stop well before the end of its query.
     pub const SHORT_FILE: &'static str = "SHORT-FILE";
+    /// Most records on the dates imported fall outside the hours (a wrong `--tz`).
+    pub const OUTSIDE_HOURS: &'static str = "OUTSIDE-HOURS";
 }
 
 impl fmt::Display for ImportWarning {
@@ -255,6 +282,11 @@ pub trait Source {
     fn query_end(&self) -> Option<i64> {
         None
     }
+    /// Whether the file's trades are bars (a DBN ohlcv schema: four ticks a bar), whose
+    /// volume is that of the trades of their symbol, which must not be imported with them.
+    fn bars(&self) -> bool {
+        false
+    }
 }
 
 /// What to keep and how to make the sessions.
@@ -286,6 +318,10 @@ pub struct Options {
     /// At-the-money implied vol and skew of an underlying's chain (the header's `vol`):
     /// required for every underlying with option records.
     pub iv: BTreeMap<Sym, (f64, f64)>,
+    /// Skip records refused as invalid market data ([`ImportError::invalid`]: crossed
+    /// quotes, prices and book sides at 0 or below), counting them, instead of refusing
+    /// the import (`--skip-invalid`).
+    pub skip_invalid: bool,
 }
 
 impl Options {
@@ -321,6 +357,29 @@ impl Options {
             return Err(Dropped::SessionFilter(d));
         }
         Ok((d, t))
+    }
+
+    /// Whether a record outside the hours is on a date the import keeps (`--from`/`--to`,
+    /// `--session-filter`): the records the outside-hours warning weighs.
+    fn in_dates(&self, ns: i64) -> bool {
+        let Some((d, _)) = self.zone.local(ns) else {
+            return false;
+        };
+        !(self.from.is_some_and(|f| d < f)
+            || self.to.is_some_and(|x| d > x)
+            || !self.session_filter.is_empty() && !self.session_filter.contains(&d))
+    }
+
+    /// The hours as words: `regular hours 09:30-16:00 in America/New_York`.
+    fn hours_words(&self) -> String {
+        let (o, c) = self.hours();
+        format!(
+            "{} hours {}-{} in {}",
+            if self.extended { "extended" } else { "regular" },
+            o.hhmm(),
+            c.hhmm(),
+            self.tz_name
+        )
     }
 }
 
@@ -358,6 +417,20 @@ struct DropScan {
     option_trades: u64,
     /// The last record counted of each input (its number), so a record counts once.
     last: Vec<Option<u64>>,
+    /// Records kept (inside every filter; an option's trade too, kept out later), the last
+    /// counted of each input, and the first and last instant of them.
+    kept: u64,
+    kept_last: Vec<Option<u64>>,
+    kept_span: Option<(i64, i64)>,
+    /// Records outside the hours on dates the import keeps, and the first and last instant
+    /// of them: when they outnumber the kept ones, the hours or `--tz` are likely wrong.
+    hours_in_dates: u64,
+    hours_span: Option<(i64, i64)>,
+}
+
+/// Widen `span` (first, last) by `ns`.
+fn widen(span: &mut Option<(i64, i64)>, ns: i64) {
+    *span = Some(span.map_or((ns, ns), |(a, b)| (a.min(ns), b.max(ns))));
 }
 
 impl DropScan {
@@ -367,7 +440,19 @@ impl DropScan {
     fn new(inputs: usize) -> DropScan {
         DropScan {
             last: vec![None; inputs],
+            kept_last: vec![None; inputs],
             ..DropScan::default()
+        }
+    }
+
+    /// Note record `r` of input `fi` kept by the filters (once per record).
+    fn keep(&mut self, fi: usize, r: &Record) {
+        if let Some(slot) = self.kept_last.get_mut(fi)
+            && *slot != Some(r.no)
+        {
+            *slot = Some(r.no);
+            self.kept += 1;
+            widen(&mut self.kept_span, r.ns);
         }
     }
 
@@ -384,9 +469,13 @@ impl DropScan {
         true
     }
 
-    fn drop(&mut self, fi: usize, r: &Record, why: Dropped) {
+    fn drop(&mut self, fi: usize, r: &Record, why: Dropped, in_dates: bool) {
         if !self.first_of(fi, r.no) {
             return;
+        }
+        if why == Dropped::Hours && in_dates {
+            self.hours_in_dates += 1;
+            widen(&mut self.hours_span, r.ns);
         }
         let mut date = |d: Date| {
             self.dates = Some(match self.dates {
@@ -416,14 +505,18 @@ impl DropScan {
     }
 
     fn option_trade(&mut self, fi: usize, no: u64) {
+        // A row whose quote is kept is kept; its trade is not another record dropped.
+        if self.kept_last.get(fi) == Some(&Some(no)) {
+            return;
+        }
         if self.first_of(fi, no) {
             self.option_trades += 1;
         }
     }
 
     /// Why nothing was kept of `records` input records: each filter that dropped some, with
-    /// how many and what it was given.
-    fn nothing_kept(&self, opts: &Options, records: u64, inputs: usize) -> String {
+    /// how many and what it was given (`skipped`: records `--skip-invalid` skipped).
+    fn nothing_kept(&self, opts: &Options, records: u64, inputs: usize, skipped: u64) -> String {
         if records == 0 {
             let what = if inputs == 1 {
                 "the file holds no records (no data rows or records after its header)"
@@ -432,6 +525,22 @@ impl DropScan {
             };
             return format!("nothing to import: {what}");
         }
+        let mut why = self.reasons(opts, records, skipped);
+        if skipped > 0 {
+            why.push(format!(
+                "{skipped} are invalid market data skipped by --skip-invalid"
+            ));
+        }
+        format!(
+            "no record is kept: of the {records} record{} read, {}",
+            if records == 1 { "" } else { "s" },
+            why.join("; ")
+        )
+    }
+
+    /// The records dropped, by filter: how many each dropped and what it was given (the
+    /// rest of `records` not kept, nor among the `skipped`, give no trade or quote).
+    fn reasons(&self, opts: &Options, records: u64, skipped: u64) -> Vec<String> {
         let names = |v: &mut dyn Iterator<Item = String>| v.collect::<Vec<_>>().join(",");
         let mut why: Vec<String> = Vec::new();
         if self.symbol > 0 {
@@ -444,14 +553,10 @@ impl DropScan {
             ));
         }
         if self.hours > 0 {
-            let (o, c) = opts.hours();
             why.push(format!(
-                "{} fall outside the {} hours {}-{} in {}{}",
+                "{} fall outside the {}{}",
                 self.hours,
-                if opts.extended { "extended" } else { "regular" },
-                o.hhmm(),
-                c.hhmm(),
-                opts.tz_name,
+                opts.hours_words(),
                 if opts.extended {
                     ""
                 } else {
@@ -493,19 +598,50 @@ impl DropScan {
                 self.option_trades
             ));
         }
-        let counted =
-            self.symbol + self.hours + self.range + self.session_filter + self.option_trades;
+        let counted = self.symbol
+            + self.hours
+            + self.range
+            + self.session_filter
+            + self.option_trades
+            + self.kept
+            + skipped;
         if counted < records {
             why.push(format!(
                 "{} give no trade or quote (system, error and symbol-mapping records; books one-sided or unchanged)",
                 records - counted
             ));
         }
-        format!(
-            "no record is kept: of the {records} record{} read, {}",
-            if records == 1 { "" } else { "s" },
-            why.join("; ")
-        )
+        why
+    }
+
+    /// The warning when most records on the dates kept fall outside the hours (more than
+    /// half of those inside them): a wrong `--tz` keeps a slice of the day (London's
+    /// 14:30-16:00 of a New York day) and exits 0, so the slice is named, with the times of
+    /// the records kept and dropped.
+    fn outside_hours(&self, opts: &Options) -> Option<String> {
+        let inside = self.kept + self.option_trades;
+        if inside == 0 || self.hours_in_dates <= inside {
+            return None;
+        }
+        let total = inside + self.hours_in_dates;
+        let span = |s: Option<(i64, i64)>| {
+            s.map_or(String::new(), |(a, b)| {
+                format!(
+                    "{} to {}",
+                    local_time(&opts.zone, a, false),
+                    local_time(&opts.zone, b, false)
+                )
+            })
+        };
+        Some(format!(
+            "{} of the {total} records on the dates imported ({}%) fall outside the {} and are dropped: those kept run from {}, those dropped from {} ({} time); if the data's times are another zone's, give --tz ZONE (the zone its times are local to, or that its exchange is in), and to keep pre- and post-market records give --extended-hours",
+            self.hours_in_dates,
+            self.hours_in_dates * 100 / total,
+            opts.hours_words(),
+            span(self.kept_span),
+            span(self.hours_span),
+            opts.tz_name,
+        ))
     }
 }
 
@@ -527,6 +663,11 @@ pub struct Merge {
     head: Vec<Option<Record>>,
     last: Vec<Option<(i64, u64)>>,
     started: bool,
+    /// Skip records refused as invalid market data (`--skip-invalid`), counting them.
+    pub skip_invalid: bool,
+    /// The records skipped, by kind ([`ImportError::invalid`]), and the first of them.
+    skipped: BTreeMap<&'static str, u64>,
+    first_skipped: Option<ImportError>,
 }
 
 impl Merge {
@@ -541,7 +682,15 @@ impl Merge {
             head: vec![None; n],
             last: vec![None; n],
             started: false,
+            skip_invalid: false,
+            skipped: BTreeMap::new(),
+            first_skipped: None,
         }
+    }
+
+    /// Records skipped as invalid (`--skip-invalid`), of every kind.
+    fn skipped_total(&self) -> u64 {
+        self.skipped.values().sum()
     }
 
     /// The name of source `i` (as given).
@@ -569,8 +718,25 @@ impl Merge {
     }
 
     fn pull(&mut self, i: usize) -> Result<(), ImportError> {
-        let (name, src) = &mut self.sources[i];
-        match src.next_record() {
+        let got = loop {
+            match self.sources[i].1.next_record() {
+                Some(Err(e)) if e.invalid.is_some() && self.skip_invalid => {
+                    // Invalid market data: skipped, counted by kind; the file goes on.
+                    let what = e.invalid.unwrap_or_default();
+                    *self.skipped.entry(what).or_default() += 1;
+                    self.first_skipped.get_or_insert(e);
+                }
+                Some(Err(mut e)) if e.invalid.is_some() => {
+                    e.reason.push_str(
+                        "; the whole import is refused: correct or remove the row, or give --skip-invalid to skip such records (they are counted in the summary)",
+                    );
+                    break Some(Err(e));
+                }
+                got => break got,
+            }
+        };
+        let (name, _) = &self.sources[i];
+        match got {
             None => Ok(()),
             Some(Err(e)) => Err(e),
             Some(Ok(r)) => {
@@ -665,6 +831,117 @@ pub struct Summary {
     /// What the first pass saw that is likely wrong but not refused (printed before the
     /// summary line).
     pub warnings: Vec<ImportWarning>,
+    /// Input records neither kept nor skipped (dropped by a filter, or giving no trade or
+    /// quote), and each reason's count and words (`1444 fall outside the regular hours
+    /// 09:30-16:00 in America/New_York …`).
+    pub dropped: u64,
+    pub dropped_why: Vec<String>,
+    /// Records repeating a record of their own file exactly (same instant, symbol, kind,
+    /// price and size): kept, as real feeds repeat prints, and counted.
+    pub repeated: u64,
+    /// Records skipped as invalid market data (`--skip-invalid`), by kind, and where the
+    /// first one is (`crossed.csv:6 (record 5)`).
+    pub skipped: Vec<(String, u64)>,
+    pub first_skipped: Option<String>,
+}
+
+impl Summary {
+    /// The line after the summary saying what was not imported as read, or `None` when
+    /// every record was: the records each filter dropped, the repeated records kept, the
+    /// invalid records skipped (`dropped 1444 of 19678 records: 1444 fall outside …`).
+    pub fn breakdown(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if self.dropped > 0 {
+            parts.push(format!(
+                "dropped {} of {} records: {}",
+                self.dropped,
+                self.records,
+                self.dropped_why.join("; ")
+            ));
+        }
+        let skipped: u64 = self.skipped.iter().map(|(_, n)| n).sum();
+        if skipped > 0 {
+            let kinds: Vec<String> = self
+                .skipped
+                .iter()
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect();
+            parts.push(format!(
+                "skipped {skipped} invalid record{} (--skip-invalid): {}; the first at {}",
+                if skipped == 1 { "" } else { "s" },
+                kinds.join(", "),
+                self.first_skipped.as_deref().unwrap_or("?")
+            ));
+        }
+        if self.repeated > 0 {
+            parts.push(format!(
+                "{} repeated record{} kept (each the same instant, symbol, kind, price and size as an earlier record of its file: feeds repeat prints; if these are copies, remove them from the file)",
+                self.repeated,
+                if self.repeated == 1 { "" } else { "s" }
+            ));
+        }
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
+}
+
+/// The records of the current millisecond, for telling a record that repeats one of its
+/// own file (kept, counted) from one that repeats another input's (refused: the same data
+/// twice doubles every volume).
+#[derive(Debug, Default)]
+struct Repeats {
+    /// The millisecond (since the epoch) of `at`.
+    ms: i64,
+    /// Its records so far, each with its input's index.
+    at: Vec<(usize, Record)>,
+    /// Records repeating one of their own file, and the last counted of each input.
+    repeated: u64,
+    last: BTreeMap<usize, u64>,
+}
+
+impl Repeats {
+    /// Whether two records say the same: instrument, kind, prices and sizes.
+    fn same(a: &Record, b: &Record) -> bool {
+        a.sym == b.sym && a.opt == b.opt && a.kind == b.kind
+    }
+
+    /// See record `r` of input `fi`: the record of another input it repeats (its index and
+    /// the record), if any. A record repeating one of its own file at the same instant is
+    /// counted. Across inputs the instant is the tape's millisecond: one vendor's
+    /// nanoseconds and another's milliseconds say the same print.
+    fn see(&mut self, fi: usize, r: &Record) -> Option<(usize, Record)> {
+        let ms = r.ns.div_euclid(1_000_000);
+        if ms != self.ms {
+            self.ms = ms;
+            self.at.clear();
+        }
+        let mut own = false;
+        for (gi, g) in &self.at {
+            if !Self::same(g, r) {
+                continue;
+            }
+            if *gi != fi {
+                return Some((*gi, *g));
+            }
+            own |= g.ns == r.ns && g.no != r.no;
+        }
+        if own && self.last.get(&fi) != Some(&r.no) {
+            self.last.insert(fi, r.no);
+            self.repeated += 1;
+        }
+        self.at.push((fi, *r));
+        None
+    }
+}
+
+/// A record's kind and figures for a message: `SPY trade of 300 at 516.00`.
+fn describe(r: &Record) -> String {
+    let inst = r.opt.as_ref().map_or(r.sym.to_string(), occ_name);
+    match r.kind {
+        Kind::Trade { px, sz } => format!("{inst} trade of {sz} at {px}"),
+        Kind::Quote { bid, ask, bsz, asz } => {
+            format!("{inst} quote {bid} x {ask} ({bsz} x {asz})")
+        }
+    }
 }
 
 /// Progress callback: (pass 1 or 2, bytes read, input records read), every 65,536 events and at
@@ -707,8 +984,13 @@ pub fn import(
 ) -> Result<Summary, ImportError> {
     // Pass 1: every record checked; sessions and symbols learnt.
     let mut m = Merge::new(open()?, &opts.zone, &opts.tz_name);
+    m.skip_invalid = opts.skip_invalid;
     let inputs = m.sources.len();
     let mut dropped = DropScan::new(inputs);
+    let mut repeats = Repeats::default();
+    // Per symbol: its first kept trade from a file of ticks and from one of bars (input,
+    // record): both of one symbol would count its volume twice.
+    let mut trade_kinds: BTreeMap<Sym, [Option<(usize, u64)>; 2]> = BTreeMap::new();
     let mut sessions: Vec<SessionScan> = Vec::new();
     let mut syms: BTreeSet<Sym> = BTreeSet::new();
     let mut chains: BTreeMap<Sym, ChainScan> = BTreeMap::new();
@@ -728,7 +1010,8 @@ pub fn import(
         let (d, t) = match opts.keep_or_why(&r) {
             Ok(x) => x,
             Err(why) => {
-                dropped.drop(fi, &r, why);
+                let in_dates = why == Dropped::Hours && opts.in_dates(r.ns);
+                dropped.drop(fi, &r, why, in_dates);
                 continue;
             }
         };
@@ -771,6 +1054,36 @@ pub fn import(
             c.first.get_or_insert((fi, r.no));
             contracts.insert((r.sym, k.order()));
             option_quotes += 1;
+        }
+        dropped.keep(fi, &r);
+        if let Some((gi, g)) = repeats.see(fi, &r) {
+            return Err(ImportError::new(
+                m.name(fi),
+                r.no,
+                format!(
+                    "this record ({}, {}) is record {} of {} again: the two inputs hold the same trades or quotes, which would be imported twice (every volume doubled); import one of them ({} or {})",
+                    describe(&r),
+                    local_time(&opts.zone, r.ns, false),
+                    g.no,
+                    m.name(gi),
+                    m.name(gi),
+                    m.name(fi)
+                ),
+            ));
+        }
+        if let (Kind::Trade { .. }, None) = (r.kind, r.opt) {
+            let bars = m.sources.get(fi).is_some_and(|s| s.1.bars());
+            let seen = trade_kinds.entry(r.sym).or_default();
+            seen[usize::from(bars)].get_or_insert((fi, r.no));
+            if let [Some((ti, tno)), Some((bi, bno))] = *seen {
+                return Err(ImportError::inputs(format!(
+                    "{} has bars in {} (record {bno}; each bar becomes four ticks carrying its volume) and trades in {} (record {tno}): a bar's volume is that of the same trades, so the two together would count every share twice; import the bars or the trades of {}, not both",
+                    r.sym,
+                    m.name(bi),
+                    m.name(ti),
+                    r.sym
+                )));
+            }
         }
         if sessions.last().and_then(|s| s.date) != Some(d) {
             if let Some(why) = weekend(d) {
@@ -816,7 +1129,7 @@ pub fn import(
     }
     let first = sessions.first().ok_or_else(|| {
         // About the one input, or about all of them together.
-        let why = dropped.nothing_kept(opts, m.records_read(), inputs);
+        let why = dropped.nothing_kept(opts, m.records_read(), inputs, m.skipped_total());
         match inputs {
             1 => ImportError::new(m.name(0), 0, why),
             _ => ImportError::inputs(why),
@@ -837,6 +1150,25 @@ pub fn import(
             )));
         }
     }
+    if let Some(why) = dropped.outside_hours(opts) {
+        warnings.list.push(ImportWarning {
+            code: ImportWarning::OUTSIDE_HOURS,
+            at: None,
+            message: why,
+        });
+    }
+    let records = m.records_read();
+    let dropped_why = dropped.reasons(opts, records, m.skipped_total());
+    // Not kept and not skipped: dropped by a filter, or giving no event.
+    let dropped_n = records.saturating_sub(dropped.kept + m.skipped_total());
+    let skipped: Vec<(String, u64)> = m.skipped.iter().map(|(k, n)| (k.to_string(), *n)).collect();
+    let first_skipped = m.first_skipped.as_ref().map(|e| {
+        let file = e.file.as_deref().unwrap_or("-");
+        let at = e.line.map_or(format!("{file} record {}", e.record), |l| {
+            format!("{file}:{l} (record {})", e.record)
+        });
+        format!("{at}: {}", e.reason)
+    });
     let (open_t, close_t) = opts.hours();
     // Prior closes: the first session's from --prior or its first trade (first quote mid
     // for a symbol that never traded); each later session's the previous one's last trade
@@ -926,6 +1258,7 @@ pub fn import(
     writeln!(out, "{}", header_line(&header)).map_err(io)?;
     // Pass 2: write.
     let mut m = Merge::new(open()?, &opts.zone, &opts.tz_name);
+    m.skip_invalid = opts.skip_invalid;
     let mut k = 0usize;
     let mut cur: Option<Date> = None;
     let mut events = 0u64;
@@ -999,6 +1332,11 @@ pub fn import(
         option_contracts: contracts.len() as u64,
         option_trades_skipped,
         warnings: warnings.finish(),
+        dropped: dropped_n,
+        dropped_why,
+        repeated: repeats.repeated,
+        skipped,
+        first_skipped,
     })
 }
 
@@ -1049,6 +1387,12 @@ pub fn parse_price(s: &str, allow_zero: bool) -> Result<Px, String> {
     if t.is_empty() {
         return Err("the price field is empty".into());
     }
+    if let Some(abs) = t.strip_prefix('-')
+        && is_plain_decimal(abs)
+    {
+        // A plain decimal, but below zero: said so, not "not a plain decimal number".
+        return Err(format!("price {t:?} is negative"));
+    }
     if int.is_empty() && frac.is_empty()
         || !int.bytes().all(|c| c.is_ascii_digit())
         || !frac.bytes().all(|c| c.is_ascii_digit())
@@ -1086,6 +1430,31 @@ pub fn parse_price(s: &str, allow_zero: bool) -> Result<Px, String> {
     }
     Ok(Px(raw))
 }
+
+/// Digits with at most one decimal point (`500.12`, `.5`, `7.`).
+fn is_plain_decimal(t: &str) -> bool {
+    let (int, frac) = t.split_once('.').unwrap_or((t, ""));
+    !(int.is_empty() && frac.is_empty())
+        && int.bytes().all(|c| c.is_ascii_digit())
+        && frac.bytes().all(|c| c.is_ascii_digit())
+}
+
+/// Whether a price field is a number at 0 or below (`0`, `0.00`, `-516.00`): invalid
+/// market data, which `--skip-invalid` skips, not a field that is not a number (`abc`,
+/// `1e3`), which stays a refusal.
+pub fn not_positive(s: &str) -> bool {
+    let t = s.trim();
+    let abs = t.strip_prefix('-').unwrap_or(t);
+    is_plain_decimal(abs) && (t.starts_with('-') || abs.bytes().all(|c| matches!(c, b'0' | b'.')))
+}
+
+/// What `--skip-invalid` skips, by kind ([`ImportError::invalid`]): a quote whose bid is
+/// above its ask.
+pub const CROSSED: &str = "crossed quotes";
+/// A quote with a bid or an ask of 0 or below (a stock's; an option's bid of 0 is "no bid").
+pub const BAD_SIDE: &str = "bids or asks of 0 or below";
+/// A trade (or a bar) at a price of 0 or below.
+pub const BAD_PRICE: &str = "trade prices of 0 or below";
 
 /// A fixed-point price in units of 1e-9 (DBN) as a [`Px`], refused if it has more than 4
 /// decimals or is not positive.
@@ -1168,6 +1537,18 @@ mod tests {
         assert_eq!(
             parse_price("100000000000.0001", false),
             Err("price \"100000000000.0001\" is too large: a tape price is at most 100000000000 (10^11)".into())
+        );
+        // A negative price is said to be negative, not malformed.
+        assert_eq!(
+            parse_price("-516.00", false),
+            Err("price \"-516.00\" is negative".into())
+        );
+        assert!(not_positive("-516.00") && not_positive("0") && not_positive(" 0.00 "));
+        assert!(
+            !not_positive("abc")
+                && !not_positive("516")
+                && !not_positive("-")
+                && !not_positive("1e3")
         );
         assert_eq!(px_from_nanos(500_120_000_000), Ok(Px(5_001_200)));
         assert!(px_from_nanos(500_120_000_001).is_err());
