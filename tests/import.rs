@@ -2181,3 +2181,41 @@ fn header_names_match_in_any_case_and_a_missing_column_names_its_flag() {
     assert!(err.contains("the file looks separated by ';'"), "{err}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// `kestrel run --tape trades.csv` said only "is text that is neither JSON nor Kestrel, not
+/// a tape": a trader's CSV or DBN file given as a tape points to `kestrel tape import`.
+#[test]
+fn market_data_given_as_a_tape_points_to_tape_import() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/import");
+    let plans = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/run-desk.kestrel");
+    let csv = root.join("spy-trades-quotes.csv");
+    let dbn = root.join("spy-mbp-1.dbn");
+    for (f, want) in [
+        (
+            &csv,
+            format!(
+                "{} is CSV market data, not a tape: make a tape of it with kestrel tape import {} --ts-unit s|ms|us|ns|iso -o TAPE.jsonl",
+                csv.display(),
+                csv.display()
+            ),
+        ),
+        (
+            &dbn,
+            format!(
+                "{} is a Databento DBN file (market data), not a tape: make a tape of it with kestrel tape import {} -o TAPE.jsonl",
+                dbn.display(),
+                dbn.display()
+            ),
+        ),
+    ] {
+        let (code, _, err) = kestrel(&["run", "--tape", s(f), "--plans", s(&plans)]);
+        assert_eq!(code, 1, "{err}");
+        assert!(
+            err.contains(&format!("error code=USAGE message={want}")),
+            "{err}"
+        );
+        let (code, _, err) = kestrel(&["desk", "--tape", s(f)]);
+        assert_eq!(code, 1, "{err}");
+        assert!(err.contains(&want), "{err}");
+    }
+}

@@ -186,10 +186,66 @@ pub(crate) fn use_of(kind: Kind, path: &Path) -> String {
 /// explains why (not a tape at all, or missing); `None` leaves the tape reader's own error.
 pub(crate) fn not_a_tape(path: &Path) -> Option<String> {
     let kind = file(path);
+    if let Some(what) = market_data(path, kind) {
+        // A trader's own data: the verb that makes a tape of it, not only "not a tape".
+        let p = path.display();
+        let unit = match (what == CSV, super::import::format_of(path).is_some()) {
+            (true, true) => " --ts-unit s|ms|us|ns|iso",
+            (true, false) => " --format csv --ts-unit s|ms|us|ns|iso",
+            (false, true) => "",
+            (false, false) => " --format dbn",
+        };
+        return Some(format!(
+            "error code=USAGE message={p} is {what}, not a tape: make a tape of it with kestrel tape import {p}{unit} -o TAPE.jsonl (docs/tapes.md §5), then give --tape TAPE.jsonl"
+        ));
+    }
     match kind {
         Kind::Tape | Kind::Json | Kind::Binary | Kind::Unreadable | Kind::Stream => None,
         k => Some(wrong_kind(path, k, "a tape", &use_of(k, path))),
     }
+}
+
+/// How [`market_data`] calls a CSV file.
+const CSV: &str = "CSV market data";
+
+/// What market data a file that is not a tape is (`None`: not market data, or a tape): a
+/// Databento DBN file (by its name, `.dbn`/`.dbn.zst`, or its `DBN` prefix), or CSV (by its
+/// name, or text whose first line has three or more comma-separated fields), which
+/// `kestrel tape import` makes a tape of.
+fn market_data(path: &Path, kind: Kind) -> Option<&'static str> {
+    use super::import::{Format, format_of};
+    if matches!(
+        kind,
+        Kind::Tape
+            | Kind::Missing
+            | Kind::Directory
+            | Kind::Stream
+            | Kind::Unreadable
+            | Kind::Empty
+            | Kind::Blank
+    ) {
+        return None;
+    }
+    let mut buf = Vec::new();
+    let read = std::fs::File::open(path).and_then(|f| f.take(PREFIX).read_to_end(&mut buf));
+    if read.is_err() {
+        return None;
+    }
+    match format_of(path) {
+        Some(Format::Dbn) => return Some("a Databento DBN file (market data)"),
+        Some(Format::Csv) => return Some(CSV),
+        None => {}
+    }
+    if buf.starts_with(b"DBN") {
+        return Some("a Databento DBN file (market data)");
+    }
+    let text = String::from_utf8_lossy(&buf);
+    let first = text
+        .trim_start_matches('\u{feff}')
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("");
+    (kind == Kind::Text && first.split(',').count() >= 3).then_some(CSV)
 }
 
 /// The error for a file given as a Kestrel document that is a tape, a Bus or another
