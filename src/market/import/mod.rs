@@ -365,9 +365,9 @@ impl Options {
         let Some((d, _)) = self.zone.local(ns) else {
             return false;
         };
-        !(self.from.is_some_and(|f| d < f)
-            || self.to.is_some_and(|x| d > x)
-            || !self.session_filter.is_empty() && !self.session_filter.contains(&d))
+        self.from.is_none_or(|f| d >= f)
+            && self.to.is_none_or(|x| d <= x)
+            && (self.session_filter.is_empty() || self.session_filter.contains(&d))
     }
 
     /// The hours as words: `regular hours 09:30-16:00 in America/New_York`.
