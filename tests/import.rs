@@ -1978,8 +1978,10 @@ fn dropped_records_are_always_explained_and_a_wrong_tz_is_warned_of() {
 
 /// `examples/import/*.dbn*` imported together gave 626 SPY trades from 301, and bar ticks
 /// of 26,000 shares among them; repeated rows in one CSV were not mentioned. The same
-/// records from two inputs are refused naming both files and a record; bars and trades of
-/// one symbol are refused; repeated records within one file are kept and counted.
+/// records from two inputs are refused naming both files and a record (when they are at
+/// least 10 and half the smaller input: fewer are a coincidence two real feeds can have, kept
+/// and warned of); bars and trades of one symbol are refused; repeated records within one
+/// file are kept and counted.
 #[test]
 fn the_same_data_twice_is_refused_and_repeated_rows_are_counted() {
     let d = dir("same-data");
@@ -1993,7 +1995,7 @@ fn the_same_data_twice_is_refused_and_repeated_rows_are_counted() {
     assert_eq!(
         err,
         format!(
-            "error code=IMPORT file={m} record=1 message=this record (SPY trade of 300 at 516.00, 2025-04-09 09:30:00.000) is record 1 of {t} again: the two inputs hold the same trades or quotes, which would be imported twice (every volume doubled); import one of them ({t} or {m})\n",
+            "error code=IMPORT file={m} record=1 message=301 of its 580 records are also records of {t} (of its 301); the first, this record (SPY trade of 300 at 516.00, 2025-04-09 09:30:00.000), is record 1 there: the two inputs hold the same trades or quotes, which would be imported twice (every volume doubled); import one of them ({t} or {m})\n",
             m = mbp.display(),
             t = trades.display()
         )
@@ -2022,6 +2024,32 @@ fn the_same_data_twice_is_refused_and_repeated_rows_are_counted() {
     .unwrap();
     let (code, err) = import_stderr(&[&trades, &q], &out, &["--ts-unit", "ns"]);
     assert_eq!(code, 0, "{err}");
+    // Two feeds with one print alike (two exchanges' files, a print of the same size at the
+    // same price in the same second): a coincidence, kept and warned of, not refused.
+    let (a, b) = (d.join("a.csv"), d.join("b.csv"));
+    let feed = |cents: u64| {
+        let mut csv = String::from("ts,symbol,price,size\n");
+        for i in 0..20u64 {
+            let px = if i == 5 { 0 } else { cents + i };
+            csv.push_str(&format!(
+                "{},SPY,516.{px:02},100\n",
+                1_744_205_400_000 + i * 1000
+            ));
+        }
+        csv
+    };
+    std::fs::write(&a, feed(20)).unwrap();
+    std::fs::write(&b, feed(50)).unwrap();
+    let (code, err) = import_stderr(&[&a, &b], &out, &["--ts-unit", "ms"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains(&format!(
+            "warning code=REPEATED-ACROSS file={} record=6 message=1 record repeats a record of {} (the first, SPY trade of 100 at 516.00 at 2025-04-09 09:30:05.000, is record 6 there): too few to be the same data twice, so kept",
+            b.display(),
+            a.display()
+        )),
+        "{err}"
+    );
     // A row repeated twice more in one file: kept, counted.
     let dups = d.join("dups.csv");
     let mut csv = String::from("ts,symbol,price,size\n");

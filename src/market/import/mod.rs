@@ -169,6 +169,8 @@ impl ImportWarning {
     pub const PRICE_JUMP: &'static str = "PRICE-JUMP";
     /// A session on a Saturday or a Sunday.
     pub const WEEKEND: &'static str = "WEEKEND";
+    /// Records of one input repeating another input's, too few to be the same data twice.
+    pub const REPEATED_ACROSS: &'static str = "REPEATED-ACROSS";
     /// A DBN file whose records stop well before the end of its query.
     pub const SHORT_FILE: &'static str = "SHORT-FILE";
     /// Most records on the dates imported fall outside the hours (a wrong `--tz`).
@@ -896,6 +898,11 @@ struct Repeats {
     /// Records repeating one of their own file, and the last counted of each input.
     repeated: u64,
     last: BTreeMap<usize, u64>,
+    /// Records seen of each input.
+    seen: BTreeMap<usize, u64>,
+    /// Per pair of inputs (earlier, later): how many records of the later repeat one of the
+    /// earlier's, and the first such (the later's record, the earlier's).
+    across: BTreeMap<(usize, usize), (u64, Record, Record)>,
 }
 
 impl Repeats {
@@ -904,34 +911,52 @@ impl Repeats {
         a.sym == b.sym && a.opt == b.opt && a.kind == b.kind
     }
 
-    /// See record `r` of input `fi`: the record of another input it repeats (its index and
-    /// the record), if any. A record repeating one of its own file at the same instant is
-    /// counted. Across inputs the instant is the tape's millisecond: one vendor's
-    /// nanoseconds and another's milliseconds say the same print.
-    fn see(&mut self, fi: usize, r: &Record) -> Option<(usize, Record)> {
+    /// See record `r` of input `fi`. A record repeating one of its own file at the same
+    /// instant is counted; one repeating another input's is counted for the pair. Across
+    /// inputs the instant is the tape's millisecond: one vendor's nanoseconds and another's
+    /// milliseconds say the same print.
+    fn see(&mut self, fi: usize, r: &Record) {
         let ms = r.ns.div_euclid(1_000_000);
         if ms != self.ms {
             self.ms = ms;
             self.at.clear();
         }
+        *self.seen.entry(fi).or_default() += 1;
         let mut own = false;
+        let mut other = None;
         for (gi, g) in &self.at {
             if !Self::same(g, r) {
                 continue;
             }
             if *gi != fi {
-                return Some((*gi, *g));
+                other.get_or_insert((*gi, *g));
+            } else {
+                own |= g.ns == r.ns && g.no != r.no;
             }
-            own |= g.ns == r.ns && g.no != r.no;
         }
-        if own && self.last.get(&fi) != Some(&r.no) {
+        if let Some((gi, g)) = other {
+            self.across.entry((gi, fi)).or_insert((0, *r, g)).0 += 1;
+        } else if own && self.last.get(&fi) != Some(&r.no) {
             self.last.insert(fi, r.no);
             self.repeated += 1;
         }
         self.at.push((fi, *r));
-        None
+    }
+
+    /// The pairs of inputs that hold the same data: at least [`SAME_DATA_MIN`] records of
+    /// one repeat the other's, and they are at least half of the smaller input's records.
+    /// Fewer are coincidences two real feeds can have (two exchanges' files with a print of
+    /// the same size at the same price in the same millisecond): kept, and warned of.
+    fn same_data(&self) -> impl Iterator<Item = (usize, usize, u64, &Record, &Record)> {
+        self.across.iter().filter_map(|(&(gi, fi), (n, r, g))| {
+            let smaller = self.seen[&gi].min(self.seen[&fi]);
+            (*n >= SAME_DATA_MIN && n * 2 >= smaller).then_some((gi, fi, *n, r, g))
+        })
     }
 }
+
+/// The fewest records of one input repeating another's that can be the same data twice.
+const SAME_DATA_MIN: u64 = 10;
 
 /// A record's kind and figures for a message: `SPY trade of 300 at 516.00`.
 fn describe(r: &Record) -> String {
@@ -1056,21 +1081,7 @@ pub fn import(
             option_quotes += 1;
         }
         dropped.keep(fi, &r);
-        if let Some((gi, g)) = repeats.see(fi, &r) {
-            return Err(ImportError::new(
-                m.name(fi),
-                r.no,
-                format!(
-                    "this record ({}, {}) is record {} of {} again: the two inputs hold the same trades or quotes, which would be imported twice (every volume doubled); import one of them ({} or {})",
-                    describe(&r),
-                    local_time(&opts.zone, r.ns, false),
-                    g.no,
-                    m.name(gi),
-                    m.name(gi),
-                    m.name(fi)
-                ),
-            ));
-        }
+        repeats.see(fi, &r);
         if let (Kind::Trade { .. }, None) = (r.kind, r.opt) {
             let bars = m.sources.get(fi).is_some_and(|s| s.1.bars());
             let seen = trade_kinds.entry(r.sym).or_default();
@@ -1121,6 +1132,39 @@ pub fn import(
     }
     if !progress(1, m.bytes_read(), m.records_read()) {
         return Err(stopped(read));
+    }
+    if let Some((gi, fi, n, r, g)) = repeats.same_data().next() {
+        return Err(ImportError::new(
+            m.name(fi),
+            r.no,
+            format!(
+                "{n} of its {} records are also records of {} (of its {}); the first, this record ({}, {}), is record {} there: the two inputs hold the same trades or quotes, which would be imported twice (every volume doubled); import one of them ({} or {})",
+                repeats.seen[&fi],
+                m.name(gi),
+                repeats.seen[&gi],
+                describe(r),
+                local_time(&opts.zone, r.ns, false),
+                g.no,
+                m.name(gi),
+                m.name(fi)
+            ),
+        ));
+    }
+    for (&(gi, fi), (n, r, g)) in &repeats.across {
+        warnings.push(
+            ImportWarning::REPEATED_ACROSS,
+            m.name(fi),
+            r.no,
+            format!(
+                "{n} record{} repeat{} a record of {} (the first, {} at {}, is record {} there): too few to be the same data twice, so kept; if the files overlap, import one of them",
+                if *n == 1 { "" } else { "s" },
+                if *n == 1 { "s" } else { "" },
+                m.name(gi),
+                describe(r),
+                local_time(&opts.zone, r.ns, false),
+                g.no
+            ),
+        );
     }
     for fi in 0..inputs {
         if let Some((no, why)) = short_file(&m, fi, opts) {
