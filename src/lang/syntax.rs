@@ -2917,14 +2917,31 @@ fn line_len(b: &[u8]) -> (usize, Option<usize>) {
     }
 }
 
+/// The length of a line's indentation (its leading spaces and tabs), or `None` for a line of
+/// nothing else (blank). Bytes, not characters: both are ASCII, so the first other byte
+/// starts a character, and a line is read without decoding it.
+fn indent_len(text: &str) -> Option<usize> {
+    text.bytes().position(|b| b != b' ' && b != b'\t')
+}
+
+/// `text` without its trailing spaces and tabs (`trim_end_matches([' ', '\t'])`, by bytes:
+/// the byte before the cut is the last byte of a character or the start of the text).
+fn trim_end_blanks(text: &str) -> &str {
+    let n = text
+        .bytes()
+        .rposition(|b| b != b' ' && b != b'\t')
+        .map_or(0, |k| k + 1);
+    &text[..n]
+}
+
 /// Split a line into (code, trailing comment) at `hash`, its first `#` if it has one.
 fn split_comment(text: &str, hash: Option<usize>) -> (&str, Option<TrailingComment>) {
     debug_assert_eq!(hash, text.find('#'));
     match hash {
-        None => (text.trim_end_matches([' ', '\t']), None),
+        None => (trim_end_blanks(text), None),
         Some(h) => {
             let code = &text[..h];
-            let trimmed = code.trim_end_matches([' ', '\t']);
+            let trimmed = trim_end_blanks(code);
             (
                 trimmed,
                 Some(TrailingComment {
@@ -3036,19 +3053,18 @@ pub(crate) fn parse_statements(
             break;
         }
         let text = line.text;
-        if text.trim_matches([' ', '\t']).is_empty() {
+        let Some(lead) = indent_len(text) else {
             // A blank line; before the first statement it is dropped.
             if !(count == 0 && pending.is_empty()) {
                 push_trivia(&mut pending, Trivia::Blank);
             }
             continue;
-        }
-        let trimmed = text.trim_start_matches([' ', '\t']);
-        if trimmed.starts_with('#') {
+        };
+        if text.as_bytes()[lead] == b'#' {
             push_trivia(&mut pending, Trivia::Comment(text.to_string()));
             continue;
         }
-        let indent = &text[..text.len() - trimmed.len()];
+        let indent = &text[..lead];
         let (code, trailing) = split_comment(text, line.hash);
         depth.set(0);
         let mut input = In {
@@ -3061,8 +3077,7 @@ pub(crate) fn parse_statements(
         // `text` is a slice of `src`, so pointer arithmetic recovers absolute offsets.
         debug_assert_eq!(pos(&input), line.start + indent.len());
 
-        if indent.contains('\t') {
-            let tab = indent.find('\t').unwrap_or(0);
+        if let Some(tab) = indent.bytes().position(|b| b == b'\t') {
             err(
                 &mut errors,
                 PErr {
