@@ -312,6 +312,16 @@ impl<const WHOLE: bool> Syn for Exact<WHOLE> {
             self.1.fail(i)
         }
     }
+    /// One look at the text (the default asks `lead`, then `parse` looks again).
+    #[inline]
+    fn take(&self, i: &mut In<'_>) -> Option<R<()>> {
+        if at_word(i.input, self.0, WHOLE) {
+            let _ = i.next_slice(self.0.len());
+            Some(Ok(()))
+        } else {
+            None
+        }
+    }
     fn describe(&self, _: &mut Describer) -> Term {
         Term::Lit(self.0.to_string())
     }
