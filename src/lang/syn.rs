@@ -202,6 +202,9 @@ pub(crate) enum Need {
 }
 
 impl Need {
+    /// The refusal (cold, out of line: see [`fail`](super::syntax::fail)).
+    #[cold]
+    #[inline(never)]
     pub fn fail<T>(self, i: &In<'_>) -> R<T> {
         match self {
             Need::Expected(what) => expected(i, what),
@@ -1107,14 +1110,7 @@ impl<S: Syn> Syn for Nest<S> {
         let depth = i.state.depth;
         let d = depth.get();
         if d >= crate::limits::MAX_NESTING {
-            return super::syntax::fail_limit(
-                i,
-                format!(
-                    "nested more than {} deep (groups, NOT and lean/min/max count): flatten the expression, e.g. join predicates with AND / OR instead of nesting groups",
-                    crate::limits::MAX_NESTING
-                ),
-                "nested too deep",
-            );
+            return too_deep(i);
         }
         depth.set(d + 1);
         let out = self.0.parse(i);
@@ -1145,6 +1141,21 @@ impl<S: Syn> Syn for Nest<S> {
     fn decisive(&self) -> bool {
         self.0.decisive()
     }
+}
+
+/// The refusal of a [`Nest`] past [`MAX_NESTING`](crate::limits::MAX_NESTING) (cold, out of
+/// line).
+#[cold]
+#[inline(never)]
+fn too_deep<T>(i: &In<'_>) -> R<T> {
+    super::syntax::fail_limit(
+        i,
+        format!(
+            "nested more than {} deep (groups, NOT and lean/min/max count): flatten the expression, e.g. join predicates with AND / OR instead of nesting groups",
+            crate::limits::MAX_NESTING
+        ),
+        "nested too deep",
+    )
 }
 
 /// A piece with the source span it covered.
@@ -1234,6 +1245,9 @@ impl<A: Syn, B: Syn, F: Fn(&A::Out) -> String> Ctx<A, B, F> {
 }
 
 impl<A, B, F> Ctx<A, B, F> {
+    /// `{prev}` in an error named (cold, out of line: an error is rare).
+    #[cold]
+    #[inline(never)]
     fn name<O>(&self, mut e: Box<PErr>, x: &O) -> Box<PErr>
     where
         F: Fn(&O) -> String,

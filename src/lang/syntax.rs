@@ -106,6 +106,8 @@ fn next_token(s: &str) -> &str {
     }
 }
 
+#[cold]
+#[inline(never)]
 pub(crate) fn found(i: &In<'_>) -> String {
     let t = next_token(i.input);
     if t.is_empty() {
@@ -116,6 +118,11 @@ pub(crate) fn found(i: &In<'_>) -> String {
 }
 
 /// A cut error at the current position covering the next token.
+///
+/// Errors are cold and never inlined (so are the helpers below): a piece that can refuse
+/// then keeps its refusal out of line, and its common path saves fewer registers.
+#[cold]
+#[inline(never)]
 pub(crate) fn fail<T>(i: &In<'_>, msg: impl Into<String>, label: impl Into<String>) -> R<T> {
     let rest = i.input.trim_start_matches(' ');
     let start = pos(i) + (i.input.len() - rest.len());
@@ -130,10 +137,14 @@ pub(crate) fn fail<T>(i: &In<'_>, msg: impl Into<String>, label: impl Into<Strin
 }
 
 /// A cut error under rule `limit` (a resource limit, such as the nesting depth).
+#[cold]
+#[inline(never)]
 pub(crate) fn fail_limit<T>(i: &In<'_>, msg: impl Into<String>, label: &str) -> R<T> {
     fail_rule(i, Rule::Limit, msg, label)
 }
 
+#[cold]
+#[inline(never)]
 fn fail_rule<T>(i: &In<'_>, rule: Rule, msg: impl Into<String>, label: &str) -> R<T> {
     match fail::<T>(i, msg, label) {
         Err(ErrMode::Cut(mut e)) => {
@@ -144,6 +155,8 @@ fn fail_rule<T>(i: &In<'_>, rule: Rule, msg: impl Into<String>, label: &str) -> 
     }
 }
 
+#[cold]
+#[inline(never)]
 pub(crate) fn expected<T>(i: &In<'_>, what: &str) -> R<T> {
     let f = found(i);
     let rest = i.input.trim_start_matches(' ');
@@ -162,6 +175,8 @@ pub(crate) fn expected<T>(i: &In<'_>, what: &str) -> R<T> {
 /// "expected {what}" where spaces stand where the grammar takes none (`plan( p )`,
 /// `velocity( 1m )`): the token after them is often just what is expected, so the message
 /// names the space and shows the text without it, in the author's words.
+#[cold]
+#[inline(never)]
 pub(crate) fn expected_no_space<T>(i: &In<'_>, what: &str) -> R<T> {
     let t = next_token(i.input);
     fail(
@@ -178,6 +193,8 @@ pub(crate) fn expected_no_space<T>(i: &In<'_>, what: &str) -> R<T> {
 /// `->halt`, `NOT(spot > hod)`): the grammar needs a space there, and the token found may be
 /// just what is expected, so the message names the missing space and shows the two tokens
 /// apart, in the author's words.
+#[cold]
+#[inline(never)]
 pub(crate) fn expected_space<T>(i: &In<'_>, what: &str) -> R<T> {
     let t = next_token(i.input);
     let before = word_before(i);
@@ -681,12 +698,20 @@ pub(crate) fn number(i: &mut In<'_>, what: &str) -> R<Num> {
 /// A number that must end the token (not followed by a letter or digit run).
 fn number_tok(i: &mut In<'_>, what: &str) -> R<Num> {
     let n = number(i, what)?;
-    if let Some(c) = i.input.chars().next()
-        && (c.is_ascii_alphanumeric() || c == '.')
+    // The next byte: a letter, digit or `.` is ASCII, so no character is decoded.
+    if let Some(&c) = i.input.as_bytes().first()
+        && (c.is_ascii_alphanumeric() || c == b'.')
     {
-        return expected(i, &format!("a space after the number `{}`", n.text));
+        return no_space_after(i, &n);
     }
     Ok(n)
+}
+
+/// A number run into the token after it (`5x`, `1.2.3`): cold, out of line.
+#[cold]
+#[inline(never)]
+fn no_space_after<T>(i: &In<'_>, n: &Num) -> R<T> {
+    expected(i, &format!("a space after the number `{}`", n.text))
 }
 
 /// `<number>R`
@@ -893,6 +918,13 @@ fn eol(i: &mut In<'_>, after: &str) -> R<()> {
     if i.input.is_empty() {
         return Ok(());
     }
+    not_eol(i, after)
+}
+
+/// Why the line goes on where it should end ([`eol`]): cold, out of line.
+#[cold]
+#[inline(never)]
+fn not_eol(i: &mut In<'_>, after: &str) -> R<()> {
     let t = next_token(i.input);
     if let Some(m) = sign_msg(i, t, after) {
         return fail(i, m, "unexpected");
