@@ -574,12 +574,16 @@ impl<'a> Validator<'a> {
     /// the author did not write. Refused like a fractional quantity. An offset the range
     /// walk refuses (past its bound, too many digits; `ranges.rs`) is not refused twice.
     fn strike_steps(&mut self, n: &Num, right: Right) {
+        // A whole offset (nearly every one) is asked nothing more.
+        if !n.text.contains('.') {
+            return;
+        }
         let digits = super::ranges::significant(&n.text);
         let bound = super::ranges::BOUNDS
             .iter()
             .find(|b| b.0 == "relative")
             .map_or(f64::MAX, |b| b.1);
-        if !n.text.contains('.') || digits > super::ranges::MAX_DIGITS || n.value().abs() > bound {
+        if digits > super::ranges::MAX_DIGITS || n.value().abs() > bound {
             return;
         }
         let r = match right {
