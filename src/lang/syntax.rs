@@ -3535,6 +3535,40 @@ mod table_tests {
         assert!(checked > 50_000, "{checked}");
     }
 
+    /// The line layer's byte reads are the character trims they replace: a line's
+    /// indentation and blank test (`trim_start_matches` / `trim_matches` of spaces and tabs)
+    /// and its trailing blanks (`trim_end_matches`), over lines of spaces, tabs, `#`, a
+    /// letter, a carriage return and multi-byte characters, at every length up to 11.
+    #[test]
+    fn the_line_layer_bytes_are_the_char_trims() {
+        let chars: &[&str] = &[
+            " ", "\t", "#", "a", "\r", "é", "\u{a0}", "\u{2003}", "\u{3000}",
+        ];
+        let mut draw = crate::lang::xorshift(0x2545_f491_4f6c_dd1d);
+        let mut checked = 0;
+        for len in 0..12 {
+            for _ in 0..2_000 {
+                let text: String = (0..len)
+                    .map(|_| chars[(draw() % chars.len() as u64) as usize])
+                    .collect();
+                let start = text.trim_start_matches([' ', '\t']);
+                let blank = text.trim_matches([' ', '\t']).is_empty();
+                assert_eq!(
+                    indent_len(&text),
+                    (!blank).then(|| text.len() - start.len()),
+                    "{text:?}"
+                );
+                assert_eq!(
+                    trim_end_blanks(&text),
+                    text.trim_end_matches([' ', '\t']),
+                    "{text:?}"
+                );
+                checked += 1;
+            }
+        }
+        assert!(checked >= 24_000, "{checked}");
+    }
+
     /// Statements given back fill the lexeme pool (bounded), their strings are reused with
     /// the same text as fresh ones, and the pool is empty once `check_print` is done.
     #[test]
