@@ -19,6 +19,10 @@
 //! | [`MAX_GRAMMAR_FREE_TEXT`] | 4,096 | `kestrel grammar` / MCP `grammar`'s `free_text_max`: servers expand a bounded repetition into that many rules, so `{0,4294967295}` would take the server receiving it down; a comment of 4,096 characters is already rambling (the default is 160) |
 //! | [`MAX_GRAMMAR_RUN`] | 1,024 | `run_max` likewise (the default is 32) |
 //! | [`MAX_RESPONSE_BYTES`] | 8 MiB | one HTTP response body, or one line or event of a stream, from a model server: a turn's JSON is at most ~1.5 MiB (256 KiB, every byte escaped) |
+//! | [`MAX_RECORDING_BYTES`] | 64 MiB | one saved Bus, desk session file or script of author replies read whole ([`read_bounded`]): a day's Bus is ~100 KiB–a few MiB (a reply is at most 256 KiB); a person's 8 MiB book armed several times still fits |
+//! | [`MAX_TAPE_BYTES`] | 1 GiB | a tape read whole (the desk, `kestrel grade`); `run` and `agent` stream a tape line by line instead. A bundled day is ~3 MiB |
+//! | [`MAX_SMALL_FILE_BYTES`] | 1 MiB | a config file (`desk.toml`, a theme, an API key file) |
+//! | [`MAX_TIMEOUT_SECS`] | 86,400 s | `--timeout` / `--first-token-timeout`: a session is one day, as every duration in the language; `--timeout 18446744073709551615` overflowed the clock and panicked |
 
 /// How deep groups `( )`, `NOT` and price calls `lean( min( max(` may nest in one line.
 pub const MAX_NESTING: u32 = 64;
@@ -49,6 +53,116 @@ pub const MAX_GRAMMAR_RUN: u32 = 1024;
 /// The largest HTTP response body, or line or event of a stream, read from a model server.
 pub const MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
 
+/// The longest `--timeout` or `--first-token-timeout`, in seconds: one day, the longest
+/// duration the language takes (a session is one day). Larger values overflowed the
+/// monotonic clock (`Instant + Duration`) and panicked at the first wake.
+pub const MAX_TIMEOUT_SECS: u64 = 86_400;
+
+/// The largest saved Bus, desk session file or script of author replies read into memory,
+/// in bytes (a recording is read whole: its lines refer to each other).
+pub const MAX_RECORDING_BYTES: usize = 64 * 1024 * 1024;
+
+/// The largest tape read whole into memory (the desk, `kestrel grade`), in bytes.
+pub const MAX_TAPE_BYTES: usize = 1024 * 1024 * 1024;
+
+/// The largest configuration file read (`desk.toml`, a theme, a key file), in bytes.
+pub const MAX_SMALL_FILE_BYTES: usize = 1024 * 1024;
+
+/// An input past its size limit: how large it is when that is known (a regular file's
+/// size), or only that it went on past the limit (a pipe, a FIFO, a device, stdin: read to
+/// the limit and no further).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TooLarge {
+    /// The limit, in bytes.
+    pub limit: usize,
+    /// The input's size, when it is a regular file; `None`: more than `limit`.
+    pub size: Option<u64>,
+}
+
+impl TooLarge {
+    /// "is 104857600 bytes", or "is more than 8388608 bytes (read to the limit)".
+    pub fn is(&self) -> String {
+        match self.size {
+            Some(n) => format!("is {n} bytes"),
+            None => format!(
+                "is more than {} bytes (read up to the limit and no further)",
+                self.limit
+            ),
+        }
+    }
+}
+
+/// Why a bounded read gave no bytes: an I/O error, or an input past its limit.
+#[derive(Debug)]
+pub enum ReadError {
+    Io(std::io::Error),
+    TooLarge(TooLarge),
+}
+
+impl std::fmt::Display for TooLarge {
+    /// "it is 104857600 bytes, over the limit of 268435456 bytes", for a message after
+    /// "cannot read PATH: ".
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.size {
+            Some(_) => write!(
+                f,
+                "it {}, over the limit of {} bytes",
+                self.is(),
+                self.limit
+            ),
+            None => write!(f, "it {}", self.is()),
+        }
+    }
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReadError::Io(e) => e.fmt(f),
+            ReadError::TooLarge(t) => t.fmt(f),
+        }
+    }
+}
+
+impl From<std::io::Error> for ReadError {
+    fn from(e: std::io::Error) -> Self {
+        ReadError::Io(e)
+    }
+}
+
+/// Read all of `r`, at most `limit` bytes: a reader that has more is refused having read
+/// `limit + 1` bytes, however long it goes on (`/dev/zero`, `yes`, a FIFO that never
+/// closes its write end after a flood). Every input read whole into memory goes through
+/// here, each with its own limit; before, the limit was checked after reading everything,
+/// so `kestrel check /dev/zero` grew until the machine ran out of memory.
+pub fn read_bounded(r: impl std::io::Read, limit: usize) -> Result<Vec<u8>, ReadError> {
+    use std::io::Read;
+    let mut buf = Vec::new();
+    let cap = u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1);
+    r.take(cap).read_to_end(&mut buf)?;
+    if buf.len() > limit {
+        return Err(ReadError::TooLarge(TooLarge { limit, size: None }));
+    }
+    Ok(buf)
+}
+
+/// [`read_bounded`] of the file at `path`. A regular file larger than `limit` is refused
+/// unread, with its size; any other file (a FIFO, a device, `/dev/stdin`) is read up to the
+/// limit. Pipes and FIFOs are read as files are (`<(cmd)` is an ordinary shell idiom).
+pub fn read_file_bounded(path: &std::path::Path, limit: usize) -> Result<Vec<u8>, ReadError> {
+    let f = std::fs::File::open(path)?;
+    if let Ok(meta) = f.metadata()
+        && meta.is_file()
+        && meta.len() > u64::try_from(limit).unwrap_or(u64::MAX)
+    {
+        return Err(ReadError::TooLarge(TooLarge {
+            limit,
+            size: Some(meta.len()),
+        }));
+    }
+    read_bounded(f, limit)
+}
+
 /// The first `max` bytes of `s`, cut back to a character boundary.
 pub(crate) fn prefix(s: &str, max: usize) -> &str {
     if s.len() <= max {
@@ -64,6 +178,52 @@ pub(crate) fn prefix(s: &str, max: usize) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An endless reader is cut at the limit and refused, never read to its end; a reader
+    /// within the limit is read whole, one at the limit too.
+    #[test]
+    fn a_bounded_read_stops_at_its_limit() {
+        let t = std::time::Instant::now();
+        match read_bounded(std::io::repeat(0), 1024) {
+            Err(ReadError::TooLarge(TooLarge { limit, size })) => {
+                assert_eq!((limit, size), (1024, None));
+            }
+            other => panic!("expected too large, got {other:?}"),
+        }
+        match read_bounded(std::io::repeat(b'#'), MAX_DOCUMENT_BYTES) {
+            Err(ReadError::TooLarge(t)) => {
+                assert_eq!(
+                    t.is(),
+                    "is more than 8388608 bytes (read up to the limit and no further)"
+                );
+            }
+            other => panic!("expected too large, got {:?}", other.map(|b| b.len())),
+        }
+        assert!(t.elapsed() < std::time::Duration::from_secs(5));
+        assert_eq!(read_bounded(&b"abc"[..], 3).unwrap(), b"abc");
+        assert_eq!(read_bounded(&b""[..], 0).unwrap(), b"");
+        assert!(matches!(
+            read_bounded(&b"abcd"[..], 3),
+            Err(ReadError::TooLarge(_))
+        ));
+    }
+
+    /// A regular file past the limit is refused by its size, unread.
+    #[test]
+    fn a_regular_file_past_the_limit_is_refused_with_its_size() {
+        let d = std::env::temp_dir().join(format!("kestrel-limits-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let f = d.join("big.txt");
+        std::fs::write(&f, vec![b'a'; 100]).unwrap();
+        match read_file_bounded(&f, 99) {
+            Err(ReadError::TooLarge(t)) => assert_eq!(t.is(), "is 100 bytes"),
+            other => panic!("expected too large, got {other:?}"),
+        }
+        assert_eq!(read_file_bounded(&f, 100).unwrap().len(), 100);
+        let e = read_file_bounded(&f, 10).unwrap_err();
+        assert_eq!(e.to_string(), "it is 100 bytes, over the limit of 10 bytes");
+        let _ = std::fs::remove_dir_all(&d);
+    }
 
     #[test]
     fn prefix_cuts_on_a_char_boundary() {

@@ -728,3 +728,214 @@ fn a_cut_tape_is_refused_by_the_agent_run_loop_too() {
     };
     assert!(e.to_string().contains("ends-early"), "{e}");
 }
+
+/// Run the CLI with `stdin`; (exit code, stderr, wall time). Killed (and the test failed)
+/// past `limit`: a reader that never stops would otherwise take the machine's memory.
+fn kestrel_within(args: &[&str], stdin: Stdio, limit: Duration) -> (i32, String, Duration) {
+    let t = Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kestrel"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdin(stdin)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn kestrel");
+    let mut err_pipe = child.stderr.take().expect("stderr");
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut err_pipe, &mut s);
+        s
+    });
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if t.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{args:?} still running after {limit:?}: an endless input read without bound");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let err = reader.join().expect("stderr");
+    (status.code().unwrap_or(-1), err, t.elapsed())
+}
+
+/// Every verb that reads a document whole read an endless one (`/dev/zero`, stdin, a FIFO
+/// fed by `yes`) until the machine ran out of memory: `check /dev/zero` reached 20 GB in
+/// 20 s. The document limit is now read and no further, and the document refused by size,
+/// exit 2, as a regular file past it is.
+#[cfg(unix)]
+#[test]
+fn an_endless_document_is_cut_at_the_limit_not_read_without_end() {
+    let limit = Duration::from_secs(60);
+    let more = format!(
+        "error code=PARSE rule=limit message=the document is more than {} bytes",
+        limits::MAX_DOCUMENT_BYTES
+    );
+    for args in [
+        vec!["check", "/dev/zero"],
+        vec!["print", "/dev/zero"],
+        vec!["parse", "/dev/zero"],
+        vec!["fmt", "/dev/zero"],
+        vec!["turn", "/dev/zero"],
+        vec!["tokens", "/dev/zero"],
+        vec!["run", "--tape", TREND, "--plans", "/dev/zero"],
+        vec![
+            "frame",
+            "--tape",
+            TREND,
+            "--at",
+            "10:00",
+            "--view",
+            "/dev/zero",
+        ],
+        vec!["grade", "/dev/zero"],
+    ] {
+        let (code, err, took) = kestrel_within(&args, Stdio::null(), limit);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(&more), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        eprintln!("{args:?}: {took:?}");
+    }
+    // Stdin, endless.
+    for verb in ["print", "check", "turn"] {
+        let zero = std::fs::File::open("/dev/zero").expect("/dev/zero");
+        let (code, err, _) = kestrel_within(&[verb, "-"], Stdio::from(zero), limit);
+        assert_eq!(code, 2, "{verb} -: {err}");
+        assert!(err.contains(&more), "{verb} -: {err}");
+    }
+    // A FIFO (process substitution, an ordinary shell idiom): still read, cut at the limit.
+    if std::path::Path::new("/bin/bash").exists() {
+        let kestrel = env!("CARGO_BIN_EXE_kestrel");
+        let script = format!("exec '{kestrel}' check <(yes '# pad')");
+        let t = Instant::now();
+        let out = Command::new("/bin/bash")
+            .args(["-c", &script])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .expect("bash");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(&more), "{err}");
+        assert!(t.elapsed() < limit);
+        // A small document through a FIFO is read as a file is.
+        let script = format!("exec '{kestrel}' check <(cat examples/chase.kestrel)");
+        let out = Command::new("/bin/bash")
+            .args(["-c", &script])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .expect("bash");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // A regular file past the limit is refused by its size, unread.
+    let d = tmp("big-doc");
+    let big = d.join("big.kestrel");
+    std::fs::write(&big, "# pad\n".repeat(limits::MAX_DOCUMENT_BYTES / 6 + 1)).expect("write");
+    let (code, err, _) = kestrel_within(
+        &["check", big.to_str().expect("utf8")],
+        Stdio::null(),
+        limit,
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(&format!(
+            "message=the document is {} bytes; a document is at most 8388608 bytes",
+            std::fs::metadata(&big).expect("meta").len()
+        )),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A saved Bus, a desk session file and a script of replies are read whole too: `errors
+/// report /dev/zero` reached 7.8 GB, `desk --open /dev/zero` 20 GB, and a session whose
+/// header names `/dev/zero` as its tape 9.6 GB. Each is now read to its own limit (a
+/// recording's is 64 MiB) or refused as a device before it is read.
+#[cfg(unix)]
+#[test]
+fn an_endless_recording_is_cut_at_its_limit_not_read_without_end() {
+    let limit = Duration::from_secs(60);
+    let more = format!("more than {} bytes", limits::MAX_RECORDING_BYTES);
+    for args in [
+        vec!["errors", "report", "/dev/zero"],
+        vec!["desk", "--open", "/dev/zero", "--no-save"],
+        vec!["agent", "--tape", TREND, "--author", "/dev/zero"],
+        vec!["grade", "--agent", "/dev/zero", "--over", "2025-04"],
+    ] {
+        let (code, err, took) = kestrel_within(&args, Stdio::null(), limit);
+        assert_eq!(code, 1, "{args:?}: {err}");
+        assert!(err.contains("error code="), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        eprintln!("{args:?}: {took:?}: {err}");
+    }
+    let (_, err, _) = kestrel_within(&["errors", "report", "/dev/zero"], Stdio::null(), limit);
+    assert!(err.contains(&more), "{err}");
+    let (_, err, _) = kestrel_within(
+        &["desk", "--open", "/dev/zero", "--no-save"],
+        Stdio::null(),
+        limit,
+    );
+    assert!(
+        err.contains(&format!(
+            "error code=IO message=cannot read /dev/zero: it is {more}"
+        )),
+        "{err}"
+    );
+    // A session file naming a device as its tape.
+    let d = tmp("session-dev-tape");
+    let session = d.join("s.jsonl");
+    let head = serde_json::json!({
+        "type": "desk-session", "v": 2, "tape": "/dev/zero", "tape_blake3": "",
+        "settings": {"r_usd": 1000, "fill": "strict-cross-v1", "profile": "authoring-v2",
+                     "copilot": false, "agent": null},
+    });
+    std::fs::write(&session, format!("{head}\n")).expect("write");
+    let (code, err, _) = kestrel_within(
+        &[
+            "desk",
+            "--open",
+            session.to_str().expect("utf8"),
+            "--no-save",
+        ],
+        Stdio::null(),
+        limit,
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("error code=USAGE message=/dev/zero is a pipe or a device"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// `kestrel tokens` counts what it can read as text, whatever it is, and says so (a
+/// warning, which never changes the exit code: 0); what it cannot count is refused as a
+/// document is, exit 2: text that is not UTF-8, or more than the document limit (a 100 MB
+/// file was metered whole for 9.5 s, `/dev/zero` without end).
+#[test]
+fn tokens_counts_text_and_refuses_what_it_cannot_read() {
+    let d = tmp("tokens-codes");
+    let nul = d.join("prose.txt");
+    std::fs::write(&nul, "\u{feff}this is prose\0, not a turn\n").expect("write");
+    let (code, out, err) = kestrel(&["tokens", nul.to_str().expect("utf8")], None);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("warning code=NOT-A-TURN"), "{err}");
+    assert!(out.contains("tokens"), "{out}");
+    let latin = d.join("latin.txt");
+    std::fs::write(&latin, b"STAND-DOWN caf\xe9\n").expect("write");
+    let (code, _, err) = kestrel(&["tokens", latin.to_str().expect("utf8")], None);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("error code=PARSE rule=syntax"), "{err}");
+    let big = "# pad\n".repeat(limits::MAX_DOCUMENT_BYTES / 6 + 1);
+    let (code, _, err) = kestrel(&["tokens", "-"], Some(big.as_bytes()));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("error code=PARSE rule=limit"), "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -98,7 +98,8 @@ pub fn build(inputs: &[String]) -> Result<ErrorsReport, String> {
         .collect();
     let mut report = ErrorsReport::default();
     for f in distinct {
-        let bytes = std::fs::read(f).map_err(|e| super::cannot_read(f, &e))?;
+        let bytes = crate::limits::read_file_bounded(f, crate::limits::MAX_RECORDING_BYTES)
+            .map_err(|e| super::cannot_read_bounded(f, &e))?;
         let asks = read_asks(&bytes).map_err(|e| {
             format!(
                 "error code=BUS message={}: line {}: {}",

@@ -461,12 +461,13 @@ fn run_arm(a: &ExperimentArgs, arm: Arm, i: usize, n: usize) -> Result<Tally, St
                 t0.elapsed().as_secs_f64()
             );
         })?;
-        let bytes = std::fs::read(&bus_path).map_err(|e| {
-            format!(
-                "error code=IO message=cannot read {}: {e}",
-                bus_path.display()
-            )
-        })?;
+        let bytes = crate::limits::read_file_bounded(&bus_path, crate::limits::MAX_RECORDING_BYTES)
+            .map_err(|e| {
+                format!(
+                    "error code=IO message=cannot read {}: {e}",
+                    bus_path.display()
+                )
+            })?;
         let asks = read_asks(&bytes).map_err(|e| {
             format!(
                 "error code=BUS message={}: line {}: {}",

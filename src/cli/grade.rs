@@ -205,7 +205,7 @@ fn grade_text(a: &Args) -> Result<String, i32> {
     }
     let agent = match &a.agent {
         None => None,
-        Some(p) => match std::fs::read(p) {
+        Some(p) => match crate::limits::read_file_bounded(p, crate::limits::MAX_RECORDING_BYTES) {
             Ok(bytes) => match grade::AgentSession::from_bus(&p.display().to_string(), &bytes) {
                 Ok(s) => Some(std::sync::Arc::new(s)),
                 Err(e) => return Err(fail(&e)),
@@ -228,13 +228,9 @@ fn grade_text(a: &Args) -> Result<String, i32> {
     }
     for path in &a.files {
         // A pipe is read once, by the document reader below (which names a Bus too).
-        let is_session = !super::sniff::is_stream(path)
-            && std::fs::read(path).is_ok_and(|b| {
-                b.starts_with(b"{")
-                    && b.split(|c| *c == b'\n')
-                        .next()
-                        .is_some_and(|l| l.windows(15).any(|w| w == b"\"session-start\""))
-            });
+        // Its first line is enough (the whole file was read to find it).
+        let is_session =
+            !super::sniff::is_stream(path) && super::sniff::file(path) == super::sniff::Kind::Bus;
         if is_session {
             errln!(
                 "error code=USAGE message={} is a saved session, not a document: pass it with --agent {}",
@@ -329,7 +325,7 @@ fn whole_agent_grade(
 fn merge(m: &MergeArgs) -> Result<String, i32> {
     let mut files = Vec::new();
     for p in &m.shards {
-        let bytes = match std::fs::read(p) {
+        let bytes = match crate::limits::read_file_bounded(p, crate::limits::MAX_RECORDING_BYTES) {
             Ok(b) => b,
             Err(e) => {
                 errln!("error code=IO message=cannot read {}: {e}", p.display());

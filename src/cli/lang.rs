@@ -1,7 +1,7 @@
 //! Language verbs: parse, print, fmt, check, rules.
 
 use crate::lang::{self, Diagnostic, Document, Mode, Rule};
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, clap::Args)]
@@ -74,8 +74,9 @@ pub struct RulesArgs {
 pub(crate) enum Unread {
     /// An I/O failure or a file of another kind, already printed: exit 1.
     Failed,
-    /// Read, but not UTF-8 text: a refused document (rule `syntax` at the first bad byte),
-    /// exit 2. Not printed, so `check --json` can list it with its file.
+    /// Read, but not UTF-8 text (rule `syntax` at the first bad byte), or past the size
+    /// limit (rule `limit`, read no further than the limit): a refused document, exit 2.
+    /// Not printed, so `check --json` can list it with its file.
     NotText(Diagnostic),
 }
 
@@ -130,15 +131,18 @@ fn read_text(path: &Path) -> Result<String, Unread> {
         errln!("{}", super::sniff::wrong_kind(path, kind, "a file", ""));
         return Err(Unread::Failed);
     }
+    // At most the document limit is read, from a file, a FIFO, a device or stdin alike:
+    // `check /dev/zero` and `check <(yes)` read until the machine ran out of memory.
+    use crate::limits::{MAX_DOCUMENT_BYTES, ReadError};
     let r = if path == Path::new("-") {
-        let mut b = Vec::new();
-        std::io::stdin().read_to_end(&mut b).map(|_| b)
+        crate::limits::read_bounded(std::io::stdin().lock(), MAX_DOCUMENT_BYTES)
     } else {
-        std::fs::read(path)
+        crate::limits::read_file_bounded(path, MAX_DOCUMENT_BYTES)
     };
     match r {
         Ok(b) => lang::decode(b).map_err(Unread::NotText),
-        Err(e) => {
+        Err(ReadError::TooLarge(t)) => Err(Unread::NotText(lang::too_large(t))),
+        Err(ReadError::Io(e)) => {
             errln!("{}", super::cannot_read(path, &e));
             Err(Unread::Failed)
         }

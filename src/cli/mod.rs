@@ -88,6 +88,17 @@ pub(crate) fn cannot_read(path: &std::path::Path, e: &std::io::Error) -> String 
     )
 }
 
+/// [`cannot_read`] of a bounded read ([`crate::limits::read_file_bounded`]): an I/O error,
+/// or `cannot read PATH: it is N bytes, over the limit of L bytes`.
+pub(crate) fn cannot_read_bounded(path: &std::path::Path, e: &crate::limits::ReadError) -> String {
+    match e {
+        crate::limits::ReadError::Io(e) => cannot_read(path, e),
+        crate::limits::ReadError::TooLarge(t) => {
+            format!("error code=IO message=cannot read {}: {t}", path.display())
+        }
+    }
+}
+
 /// `error code=IO message=cannot write PATH: REASON`: the file asked for (not a temporary
 /// one beside it), `no such directory` when its directory is missing, else [`io_reason`].
 pub(crate) fn cannot_write(path: &std::path::Path, e: &std::io::Error) -> String {

@@ -116,7 +116,9 @@ pub fn configured_theme(dir: Option<&Path>) -> (Option<String>, Vec<String>) {
     let Some(path) = dir.map(|d| d.join(DESK_TOML)) else {
         return (None, Vec::new());
     };
-    let Ok(text) = std::fs::read_to_string(&path) else {
+    let Ok(text) = crate::limits::read_file_bounded(&path, crate::limits::MAX_SMALL_FILE_BYTES)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+    else {
         return (None, Vec::new());
     };
     match text.parse::<toml::Table>() {
@@ -146,7 +148,10 @@ pub fn configured_theme(dir: Option<&Path>) -> (Option<String>, Vec<String>) {
 /// line that sets `theme` is replaced, or one is added above the first table header.
 pub fn save_theme(dir: &Path, name: &str) -> Result<(), String> {
     let path = dir.join(DESK_TOML);
-    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let text = crate::limits::read_file_bounded(&path, crate::limits::MAX_SMALL_FILE_BYTES)
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
+        .unwrap_or_default();
     let quoted: String = name
         .chars()
         .flat_map(|c| match c {
@@ -193,7 +198,8 @@ pub fn load_config(dir: Option<&Path>) -> (Vec<theme::Theme>, keys::KeyMap, Vec<
     let keys_path = dir.map(|d| d.join("keys.toml"));
     let keys_text = keys_path
         .as_ref()
-        .and_then(|p| std::fs::read_to_string(p).ok());
+        .and_then(|p| crate::limits::read_file_bounded(p, crate::limits::MAX_SMALL_FILE_BYTES).ok())
+        .and_then(|b| String::from_utf8(b).ok());
     let origin = keys_path
         .map(|p| p.display().to_string())
         .unwrap_or_else(|| "keys.toml".into());
@@ -218,8 +224,11 @@ pub fn desk_agent(a: &DeskArgs) -> Result<Option<Agent>, String> {
             Ok(AuthorTarget::File(_)) => {}
             Err(e) => return Err(format!("error code=USAGE message={e}")),
         }
-        let bytes = std::fs::read(&spec.spec)
-            .map_err(|e| crate::cli::cannot_read(Path::new(&spec.spec), &e))?;
+        let bytes = crate::limits::read_file_bounded(
+            Path::new(&spec.spec),
+            crate::limits::MAX_RECORDING_BYTES,
+        )
+        .map_err(|e| crate::cli::cannot_read_bounded(Path::new(&spec.spec), &e))?;
         let first = bytes.split(|b| *b == b'\n').next().unwrap_or_default();
         let is_bus = serde_json::from_slice::<serde_json::Value>(first)
             .is_ok_and(|v| v["type"] == "session-start");
@@ -259,12 +268,13 @@ pub fn desk_agent(a: &DeskArgs) -> Result<Option<Agent>, String> {
 
 /// A file as UTF-8 text, or the coded I/O error (`cannot read PATH: no such file`).
 fn read_text(p: &Path) -> Result<String, String> {
-    std::fs::read(p)
+    crate::limits::read_file_bounded(p, crate::limits::MAX_RECORDING_BYTES)
         .and_then(|b| {
-            String::from_utf8(b)
-                .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text"))
+            String::from_utf8(b).map_err(|_| {
+                std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text").into()
+            })
         })
-        .map_err(|e| crate::cli::cannot_read(p, &e))
+        .map_err(|e| crate::cli::cannot_read_bounded(p, &e))
 }
 
 /// Why the desk did not open: the coded line(s) to print on stderr and the exit code, the

@@ -554,7 +554,7 @@ fn select_tapes(over: &GradeRange, opts: &Options) -> Result<Vec<TapeRef>, Grade
     let mut out = Vec::new();
     for p in paths {
         let path = p.display().to_string();
-        let bytes = std::fs::read(&p)
+        let bytes = crate::limits::read_file_bounded(&p, crate::limits::MAX_TAPE_BYTES)
             .map_err(|e| GradeError::new("IO", format!("cannot read {path}: {e}")))?;
         let r =
             crate::market::TapeReader::new(bytes.as_slice()).map_err(|e| tape_error(&path, &e))?;
@@ -1279,8 +1279,11 @@ impl TapeSource for FileTapes {
         {
             return Ok(lt.clone());
         }
-        let bytes = std::fs::read(&t.path)
-            .map_err(|e| GradeError::new("IO", format!("cannot read {}: {e}", t.path)))?;
+        let bytes = crate::limits::read_file_bounded(
+            std::path::Path::new(&t.path),
+            crate::limits::MAX_TAPE_BYTES,
+        )
+        .map_err(|e| GradeError::new("IO", format!("cannot read {}: {e}", t.path)))?;
         let hash = blake3::hash(&bytes).to_hex().to_string();
         if hash != t.blake3 {
             return Err(GradeError::new(

@@ -115,12 +115,23 @@ fn visit(
             }
             None => {
                 let path = key.display().to_string();
-                let text = std::fs::read_to_string(&key).map_err(|e| {
-                    err(format!(
-                        "{}: IMPORT {name} FROM {rel}: cannot read {path}: {e}",
-                        files[i].path
-                    ))
-                })?;
+                let text =
+                    crate::limits::read_file_bounded(&key, crate::limits::MAX_DOCUMENT_BYTES)
+                        .and_then(|b| {
+                            String::from_utf8(b).map_err(|_| {
+                                std::io::Error::new(
+                                    std::io::ErrorKind::InvalidData,
+                                    "not UTF-8 text",
+                                )
+                                .into()
+                            })
+                        })
+                        .map_err(|e| {
+                            err(format!(
+                                "{}: IMPORT {name} FROM {rel}: cannot read {path}: {e}",
+                                files[i].path
+                            ))
+                        })?;
                 let doc = lang::check(&text, Mode::File).map_err(|es| {
                     err(format!(
                         "{path} (IMPORTed by {}) is refused: {}",

@@ -22,6 +22,7 @@ mod ranges_tree;
 pub mod rules;
 mod syn;
 mod syntax;
+pub(crate) use syntax::too_large;
 
 pub use ast::Document;
 pub use diag::{Diagnostic, LineIndex, RESERVED_WORDS, Rule};

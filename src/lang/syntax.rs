@@ -3010,6 +3010,24 @@ pub fn parse_document(src: &str) -> Result<Document, Vec<Diagnostic>> {
     Ok(Document { statements, tail })
 }
 
+/// The refusal of a document past [`MAX_DOCUMENT_BYTES`](crate::limits::MAX_DOCUMENT_BYTES)
+/// (rule `limit`): by its size when known, or (a pipe or device read up to the limit) as
+/// more than the limit.
+pub(crate) fn too_large(t: crate::limits::TooLarge) -> Diagnostic {
+    Diagnostic::new(
+        "",
+        &LineIndex::new(""),
+        Rule::Limit,
+        0..0,
+        format!(
+            "the document {}; a document is at most {} bytes (8 MiB): split it into smaller files",
+            t.is(),
+            t.limit
+        ),
+        "document too large",
+    )
+}
+
 /// [`parse_document`] a statement at a time: `each` gets every statement as soon as its
 /// last line is read, in order, for as long as no syntax error has been found (after one,
 /// the document is refused: the rest is only read for its errors). Gives the trivia after
@@ -3026,17 +3044,10 @@ pub(crate) fn parse_statements(
     let index = std::cell::OnceCell::new();
     // A document over the size limit is refused before any line is read (rule `limit`).
     if src.len() > MAX_DOCUMENT_BYTES {
-        return Err(vec![Diagnostic::new(
-            src,
-            index.get_or_init(|| LineIndex::new("")),
-            Rule::Limit,
-            0..0,
-            format!(
-                "the document is {} bytes; a document is at most {MAX_DOCUMENT_BYTES} bytes (8 MiB): split it into smaller files",
-                src.len()
-            ),
-            "document too large",
-        )]);
+        return Err(vec![too_large(crate::limits::TooLarge {
+            limit: MAX_DOCUMENT_BYTES,
+            size: Some(src.len() as u64),
+        })]);
     }
     // A byte-order mark is invisible: refused by name, before it is read as the start of a
     // statement ("found `\u{feff}PLAN`" showed an empty-looking word).

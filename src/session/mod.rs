@@ -936,7 +936,8 @@ impl AuthorSpec {
 /// replay is refused with its own coded line (`error code=BUS ...`, `error code=REPLAY
 /// ...`: [`Recorded::from_bus_file`]), the others are messages (see [`coded`]).
 pub fn read_author_file(spec: &str, path: &Path) -> Result<Box<dyn TurnSource>, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read the author {spec}: {e}"))?;
+    let bytes = crate::limits::read_file_bounded(path, crate::limits::MAX_RECORDING_BYTES)
+        .map_err(|e| format!("cannot read the author {spec}: {e}"))?;
     if let Some(e) = crate::bus::bom_refusal(&bytes) {
         return Err(format!("{spec}: {e}"));
     }

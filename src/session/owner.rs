@@ -148,12 +148,21 @@ impl TapeSource {
                 bytes: Arc::from(BUNDLED_TAPE.1),
             }),
             Some(l) if l.starts_with("bundled:") => TapeSource::open(None),
-            Some(p) => std::fs::read(p)
-                .map(|b| TapeSource {
-                    label: p.to_string(),
-                    bytes: Arc::from(b),
-                })
-                .map_err(|e| crate::cli::cannot_read(Path::new(p), &e)),
+            Some(p) => {
+                // A session file's header names its tape: `/dev/zero` or a FIFO there was
+                // read without end (the desk's own `--tape` refuses a pipe before this).
+                if crate::cli::sniff::is_stream(Path::new(p)) {
+                    return Err(format!(
+                        "error code=USAGE message={p} is a pipe or a device: the desk opens files (save it to a file, then give that)"
+                    ));
+                }
+                crate::limits::read_file_bounded(Path::new(p), crate::limits::MAX_TAPE_BYTES)
+                    .map(|b| TapeSource {
+                        label: p.to_string(),
+                        bytes: Arc::from(b),
+                    })
+                    .map_err(|e| crate::cli::cannot_read_bounded(Path::new(p), &e))
+            }
         }
     }
 
