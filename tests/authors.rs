@@ -37,6 +37,12 @@ enum Behaviour {
     RetryAfter,
     /// 429 with `Retry-After: 3600`.
     RetryAfterTooLong,
+    /// 429 with a `Retry-After` no `Duration` holds.
+    RetryAfterHuge,
+    /// One JSON body shaped like a completion with every field of the wrong type.
+    BodyWrongTypes,
+    /// A stream whose chunk's `delta.content` is a number.
+    StreamWrongTypes,
     /// A stream whose delta holds bytes that are not UTF-8.
     BadUtf8,
     /// A stream of 2,000,000 bytes of text in 64 KiB deltas, then a finish.
@@ -207,6 +213,23 @@ async fn handle(
         }
         Behaviour::RetryAfterTooLong => {
             sock.write_all(b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 3600\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").await?;
+        }
+        Behaviour::RetryAfterHuge => {
+            sock.write_all(b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 99999999999999999999999\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").await?;
+        }
+        Behaviour::BodyWrongTypes => {
+            let b = r#"{"choices":[{"index":"zero","message":{"content":5},"finish_reason":7}]}"#;
+            let resp = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{b}",
+                b.len()
+            );
+            sock.write_all(resp.as_bytes()).await?;
+        }
+        Behaviour::StreamWrongTypes => {
+            sock.write_all(sse_head.as_bytes()).await?;
+            sock.write_all(b"data: {\"choices\":[{\"delta\":{\"content\":5}}]}\n\n")
+                .await?;
+            sock.write_all(b"data: [DONE]\n\n").await?;
         }
         Behaviour::BadUtf8 => {
             sock.write_all(sse_head.as_bytes()).await?;
@@ -432,6 +455,24 @@ async fn a_slow_provider_times_out_into_a_provider_error() {
     );
     assert_eq!(server.seen.lock().expect("lock").len(), 2, "one retry");
     assert_no_key(&out);
+}
+
+/// A configured timeout past what the clock can hold is no deadline, never a panic
+/// (`Instant + Duration` overflowed at `u64::MAX` seconds: "overflow when adding duration
+/// to instant" in `call`; the CLI flags are bounded to a day as well).
+#[tokio::test]
+async fn a_timeout_past_the_clock_is_no_deadline_not_a_panic() {
+    let server = serve(Behaviour::Normal).await;
+    let mut cfg = config(&server.base);
+    cfg.total_timeout = Duration::from_secs(u64::MAX);
+    cfg.first_token_timeout = Duration::MAX;
+    let out = OpenAiAuthor::new(cfg).author(&prompt(), None).await;
+    assert_eq!(out, Completion::Reply("STAND-DOWN chop, no edge".into()));
+    let server = serve(Behaviour::RetryAfter).await;
+    let mut cfg = config(&server.base);
+    cfg.total_timeout = Duration::from_secs(i64::MAX as u64);
+    let out = OpenAiAuthor::new(cfg).author(&prompt(), None).await;
+    assert!(matches!(out, Completion::Reply(_)), "{out:?}");
 }
 
 #[tokio::test]
@@ -683,6 +724,57 @@ async fn retry_after_is_honoured_and_bounded() {
         unreachable!()
     };
     assert!(e.message.contains("retry after"), "{e}");
+}
+
+/// A `Retry-After` too large for a `Duration` is quoted as the server sent it, not as the
+/// bound it was read as ("retry after 1000000s"), and the call ends at once.
+#[tokio::test]
+async fn a_huge_retry_after_is_quoted_as_sent() {
+    let server = serve(Behaviour::RetryAfterHuge).await;
+    let t = std::time::Instant::now();
+    let out = OpenAiAuthor::new(config(&server.base))
+        .author(&prompt(), None)
+        .await;
+    assert_eq!(provider_error(&out), ProviderErrorKind::Http);
+    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    assert_eq!(server.seen.lock().expect("lock").len(), 1, "not retried");
+    let Completion::ProviderError(e) = &out else {
+        unreachable!()
+    };
+    assert!(
+        e.message.contains(
+            "the server asked to retry after `Retry-After: 99999999999999999999999`, more than the 30s kestrel waits: not retried"
+        ),
+        "{e}"
+    );
+    assert!(!e.message.contains("1000000s"), "{e}");
+}
+
+/// A body or a stream chunk shaped like a completion but with fields of the wrong type is
+/// a bad response (not a chat completion), not "the completion was empty" retried 3 times.
+#[tokio::test]
+async fn a_wrongly_typed_completion_is_a_bad_response_not_empty() {
+    for (b, why) in [
+        (
+            Behaviour::BodyWrongTypes,
+            "`choices[0].finish_reason` is a number, not text",
+        ),
+        (
+            Behaviour::StreamWrongTypes,
+            "`choices[0].delta.content` is a number, not text",
+        ),
+    ] {
+        let server = serve(b).await;
+        let out = OpenAiAuthor::new(config(&server.base))
+            .author(&prompt(), None)
+            .await;
+        assert_eq!(provider_error(&out), ProviderErrorKind::BadResponse);
+        let Completion::ProviderError(e) = &out else {
+            unreachable!()
+        };
+        assert!(e.message.contains(why), "{e}");
+        assert_eq!(server.seen.lock().expect("lock").len(), 1, "not retried");
+    }
 }
 
 /// Bytes that are not UTF-8 are a bad response, never decoded lossily into a reply.

@@ -1239,6 +1239,42 @@ fn an_author_needs_a_second_and_a_token() {
     }
 }
 
+/// An author's timeouts are at most a day (`--timeout 18446744073709551615` was taken and
+/// overflowed `Instant + Duration` at the first wake with a model author: exit 101, no Bus).
+#[test]
+fn an_author_timeout_is_at_most_a_day() {
+    for flag in ["--timeout", "--first-token-timeout"] {
+        for big in ["86401", "9223372036854775807", "18446744073709551615"] {
+            let (code, _, err) = kestrel(&[
+                "agent",
+                "--tape",
+                TAPE,
+                "--author",
+                "http://127.0.0.1:9/v1",
+                flag,
+                big,
+            ]);
+            assert_eq!(code, 1, "{flag} {big}: {err}");
+            assert!(err.starts_with("error code=USAGE message="), "{err}");
+            assert!(
+                err.contains("a timeout is at most 86400 seconds (one day)"),
+                "{flag} {big}: {err}"
+            );
+            assert!(!err.contains("panicked"), "{err}");
+        }
+        let (code, _, err) = kestrel(&[
+            "agent",
+            "--tape",
+            TAPE,
+            "--author",
+            "examples/house-agent.jsonl",
+            flag,
+            "86400",
+        ]);
+        assert_eq!(code, 0, "{flag} 86400 is a day: {err}");
+    }
+}
+
 /// Escape sequences in a document or a reply are shown, never sent raw to the terminal:
 /// `check`'s error quotes the token with visible Control Pictures (`␛`, `␇`), its snippet
 /// too, with the caret under the token; `turn`'s text form shows the journal and the reason

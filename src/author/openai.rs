@@ -142,6 +142,78 @@ fn retry_after_value(v: &str, now: std::time::SystemTime) -> Option<Duration> {
     Some(at.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
+/// `now + d`, or a deadline years away when that is past what the clock can hold: a
+/// timeout that large is no deadline. (`Instant + Duration` panics on overflow: a
+/// configured `total_timeout` of `u64::MAX` seconds took the process down at the first
+/// call; the flags are bounded too, `limits::MAX_TIMEOUT_SECS`.)
+pub(crate) fn later(now: Instant, d: Duration) -> Instant {
+    /// Thirty years: as far as tokio's own "no deadline" (`Instant::far_future`).
+    const FAR: Duration = Duration::from_secs(30 * 365 * 86_400);
+    now.checked_add(d)
+        .or_else(|| now.checked_add(FAR))
+        .unwrap_or(now)
+}
+
+/// The text of a completion's first choice: `message.content` (a chat body),
+/// `delta.content` (a chat stream's chunk, `part` names which) or `text` (`/completions`).
+/// `Ok(None)` when there is none (no choices, a role-only delta, `null`); `Err` naming the
+/// field when the body is there but not a completion's shape (`"content": 5`, `"choices":
+/// {}`, `"finish_reason": 7` were read as "the completion was empty" and retried).
+fn choice_text<'a>(v: &'a serde_json::Value, part: &str) -> Result<Option<&'a str>, String> {
+    use serde_json::Value;
+    fn kind(v: &Value) -> &'static str {
+        match v {
+            Value::Null => "null",
+            Value::Bool(_) => "a boolean",
+            Value::Number(_) => "a number",
+            Value::String(_) => "a string",
+            Value::Array(_) => "an array",
+            Value::Object(_) => "an object",
+        }
+    }
+    match &v["choices"] {
+        Value::Null | Value::Array(_) => {}
+        other => return Err(format!("`choices` is {}, not a list", kind(other))),
+    }
+    let choice = &v["choices"][0];
+    match choice {
+        Value::Null | Value::Object(_) => {}
+        other => return Err(format!("`choices[0]` is {}, not an object", kind(other))),
+    }
+    match &choice["finish_reason"] {
+        Value::Null | Value::String(_) => {}
+        other => {
+            return Err(format!(
+                "`choices[0].finish_reason` is {}, not text",
+                kind(other)
+            ));
+        }
+    }
+    for (field, name) in [
+        (&choice[part]["content"], format!("{part}.content")),
+        (&choice["text"], "text".to_string()),
+    ] {
+        match field {
+            Value::Null => {}
+            Value::String(t) => return Ok(Some(t)),
+            other => return Err(format!("`choices[0].{name}` is {}, not text", kind(other))),
+        }
+    }
+    Ok(None)
+}
+
+/// Why a `Retry-After` ended the call, quoting the header as the server sent it (a wait
+/// of `99999999999999999999999` seconds was reported as "retry after 1000000s", the value
+/// it was clamped to when read): beyond [`MAX_RETRY_AFTER`], or past the call's deadline.
+fn asked_too_long(wait: Duration, raw: &str, total: Duration) -> String {
+    let why = if wait > MAX_RETRY_AFTER {
+        format!("more than the {}s kestrel waits", MAX_RETRY_AFTER.as_secs())
+    } else {
+        format!("past the total timeout of {}s (--timeout)", total.as_secs())
+    };
+    format!("; the server asked to retry after `Retry-After: {raw}`, {why}: not retried")
+}
+
 /// Output tokens one request may generate unless `--max-tokens` says otherwise: a Kestrel
 /// turn is 50–300 tokens, and 512 at 15–25 tokens/s is 20–35 s on a local CPU.
 pub const DEFAULT_MAX_TOKENS: u32 = 512;
@@ -223,11 +295,13 @@ struct Spent {
 }
 
 /// One failed attempt: the error, whether another attempt may fix it, and how long the
-/// server asked to wait first (`Retry-After`).
+/// server asked to wait first (`Retry-After`, read, and the header as the server sent it:
+/// a wait past what a `Duration` holds is read as a bound, never quoted as asked).
 struct Failure {
     error: ProviderError,
     retryable: bool,
     wait: Option<Duration>,
+    asked: Option<String>,
 }
 
 fn fail(kind: ProviderErrorKind, message: String, retryable: bool) -> Failure {
@@ -235,6 +309,7 @@ fn fail(kind: ProviderErrorKind, message: String, retryable: bool) -> Failure {
         error: ProviderError { kind, message },
         retryable,
         wait: None,
+        asked: None,
     }
 }
 
@@ -383,7 +458,7 @@ impl OpenAiAuthor {
             Ok(c) => c,
             Err(e) => return Completion::error(ProviderErrorKind::Connect, e.clone()),
         };
-        let deadline = Instant::now() + self.cfg.total_timeout;
+        let deadline = later(Instant::now(), self.cfg.total_timeout);
         let body = self.request_body(prompt);
         let api = self.api_for(prompt);
         if let Ok(mut r) = self.retried.lock() {
@@ -420,12 +495,12 @@ impl OpenAiAuthor {
             let more = failure.retryable
                 && attempt <= self.cfg.retries
                 && wait <= MAX_RETRY_AFTER
-                && Instant::now() + wait < deadline;
+                && later(Instant::now(), wait) < deadline;
             if !more {
                 let mut e = failure.error;
-                let asked = match failure.wait {
-                    Some(w) if failure.retryable && attempt <= self.cfg.retries => {
-                        format!("; the server asked to retry after {w:?}, beyond the bound")
+                let asked = match (failure.wait, &failure.asked) {
+                    (Some(w), Some(raw)) if failure.retryable && attempt <= self.cfg.retries => {
+                        asked_too_long(w, raw, self.cfg.total_timeout)
                     }
                     _ => String::new(),
                 };
@@ -467,7 +542,7 @@ impl OpenAiAuthor {
         if let Some(k) = &self.cfg.api_key {
             req = req.bearer_auth(k.expose_secret());
         }
-        let first_by = (Instant::now() + self.cfg.first_token_timeout).min(deadline);
+        let first_by = later(Instant::now(), self.cfg.first_token_timeout).min(deadline);
         let resp = match tokio::time::timeout_at(first_by, req.send()).await {
             Err(_) => {
                 return Err(fail(
@@ -493,6 +568,11 @@ impl OpenAiAuthor {
         let status = resp.status();
         if !status.is_success() {
             let wait = retry_after(resp.headers());
+            let asked = resp
+                .headers()
+                .get(reqwest::header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .map(|v| excerpt(v.trim(), 64));
             // Only its start is quoted: a huge error page is not read whole.
             let mut resp = resp;
             let bytes = tokio::time::timeout_at(first_by, body_upto(&mut resp, 64 * 1024))
@@ -510,6 +590,7 @@ impl OpenAiAuthor {
                 retryable,
             );
             f.wait = wait;
+            f.asked = asked;
             return Err(f);
         }
         let is_sse = resp
@@ -575,9 +656,14 @@ impl OpenAiAuthor {
             return Err(f);
         }
         let choice = &v["choices"][0];
-        let content = choice["message"]["content"]
-            .as_str()
-            .or_else(|| choice["text"].as_str())
+        let content = choice_text(&v, "message")
+            .map_err(|why| {
+                fail(
+                    ProviderErrorKind::BadResponse,
+                    format!("not a chat completion: {why}"),
+                    false,
+                )
+            })?
             .unwrap_or("");
         if content.trim().is_empty() {
             return Err(fail(
@@ -699,9 +785,13 @@ impl OpenAiAuthor {
                 }
                 let choice = &v["choices"][0];
                 // Chat streams carry `delta.content`; `/completions` streams carry `text`.
-                let piece = choice["delta"]["content"]
-                    .as_str()
-                    .or_else(|| choice["text"].as_str());
+                let piece = choice_text(&v, "delta").map_err(|why| {
+                    fail(
+                        ProviderErrorKind::BadResponse,
+                        format!("a stream event is not a chat completion chunk: {why}"),
+                        false,
+                    )
+                })?;
                 if let Some(piece) = piece
                     && !piece.is_empty()
                 {

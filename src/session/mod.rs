@@ -678,10 +678,17 @@ pub(crate) fn temperature(s: &str) -> Result<f64, String> {
 }
 
 /// A number of seconds an author may take: at least 1 (`--timeout 0` was taken, and a reply
-/// that came at once was let through while any other would time out at once).
+/// that came at once was let through while any other would time out at once), at most
+/// [`MAX_TIMEOUT_SECS`](crate::limits::MAX_TIMEOUT_SECS), one day (`--timeout
+/// 18446744073709551615` was taken and overflowed the clock at the first wake: a panic,
+/// or in the desk an author that never answered again).
 pub(crate) fn positive_secs(s: &str) -> Result<u64, String> {
+    use crate::limits::MAX_TIMEOUT_SECS;
     match s.trim().parse::<u64>() {
         Ok(0) => Err("a timeout is at least 1 second".into()),
+        Ok(n) if n > MAX_TIMEOUT_SECS => Err(format!(
+            "a timeout is at most {MAX_TIMEOUT_SECS} seconds (one day), got {n}"
+        )),
         Ok(n) => Ok(n),
         Err(_) => Err(format!("{s:?} is not a whole number of seconds")),
     }
