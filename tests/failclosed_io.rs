@@ -500,6 +500,66 @@ fn sighup_during_an_author_call_ends_the_run_and_kills_the_authors_group() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// `kestrel agent` killed with SIGKILL (no handler runs) left its command author running
+/// forever: the author is in a process group of its own, and nothing killed it. On Linux
+/// the author now gets SIGKILL when kestrel dies (`PR_SET_PDEATHSIG`).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_command_author_dies_with_a_sigkilled_agent() {
+    let d = scratch("pdeathsig");
+    let pid_file = d.join("author.pid");
+    // The shell notes its pid, then becomes `sleep` (exec keeps the death signal).
+    let author = format!(
+        "cmd:echo $$ > {}.tmp && mv {0}.tmp {0} && exec sleep 60",
+        s(&pid_file)
+    );
+    let mut child = Command::new(KESTREL)
+        .args([
+            "agent",
+            "--tape",
+            TAPE,
+            "--author",
+            &author,
+            "--timeout",
+            "120",
+        ])
+        .args(["--bus", s(&d.join("agent.bus.jsonl"))])
+        .current_dir(root())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let t = Instant::now();
+    while !pid_file.exists() {
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "the author never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .expect("pid")
+        .trim()
+        .parse()
+        .expect("a pid");
+    assert_eq!(
+        live_in_group(pid),
+        vec![pid],
+        "the author runs, alone in its group"
+    );
+    child.kill().expect("SIGKILL");
+    let _ = child.wait();
+    let t = Instant::now();
+    while !live_in_group(pid).is_empty() {
+        assert!(
+            t.elapsed() < Duration::from_secs(2),
+            "the author {pid} outlived a SIGKILLed kestrel"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 /// A mistyped author path was run as a shell command and the run exited 0. A path-like
 /// value that does not exist is "no such file"; `cmd:` runs a command explicitly; the bare
 /// form still runs a command line that cannot be a path.

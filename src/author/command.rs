@@ -8,6 +8,8 @@
 //! - **Its own process group.** The child is the leader of a new group; on a timeout the
 //!   whole group is killed (`SIGKILL`), so the children of `sh -c` die with it, and so are
 //!   any left behind once the reply is read.
+//! - **Dies with kestrel** (Linux). The program gets `SIGKILL` when kestrel dies, even by a
+//!   `SIGKILL` no handler sees (`PR_SET_PDEATHSIG`, [`die_with_parent`]).
 //! - **Both pipes drained at once.** Stdin is written, stdout and stderr are read
 //!   concurrently, so a program that writes more than a pipe holds (64 KiB) on stderr before
 //!   its reply does not block. Stderr is kept up to [`STDERR_KEPT`] bytes (the rest is read
@@ -29,6 +31,38 @@ use std::process::Stdio;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
+
+/// Ask Linux to `SIGKILL` the program when the thread that started it dies
+/// (`PR_SET_PDEATHSIG`): a `kestrel agent` killed with `SIGKILL` cannot kill the author's
+/// group itself, and the program, in a group of its own, ran on forever. The signal reaches
+/// the program started (`sh -c`, or what `sh` execs in its place), not the children it forks
+/// (the setting is not inherited across `fork`). The calls run on threads that live as long
+/// as the session, so the signal means "kestrel is gone".
+#[cfg(target_os = "linux")]
+fn die_with_parent(cmd: &mut Command) {
+    // SAFETY: getpid before the fork; in the child only async-signal-safe calls (prctl,
+    // getppid, raise), no allocation.
+    let parent = unsafe { libc::getpid() };
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The parent died between the fork and the prctl: the signal will never come.
+            if libc::getppid() != parent {
+                libc::raise(libc::SIGKILL);
+            }
+            Ok(())
+        });
+    }
+}
 
 /// The stderr kept for error messages; more is read and dropped.
 pub const STDERR_KEPT: usize = 64 * 1024;
@@ -108,6 +142,8 @@ impl CommandAuthor {
             .kill_on_drop(true);
         #[cfg(unix)]
         cmd.process_group(0);
+        #[cfg(target_os = "linux")]
+        die_with_parent(&mut cmd);
         if !self.pass_api_key {
             cmd.env_remove(secret::DEFAULT_ENV)
                 .env_remove(secret::FALLBACK_ENV);
