@@ -1508,3 +1508,55 @@ fn a_lone_surrogate_and_a_count_too_large_are_named_in_a_clients_words() {
         assert!(!m.contains("floating point"), "{m}");
     }
 }
+
+/// A client that closes its end of the server's stdout has left: the server stopped reading
+/// only at the end of stdin and then exited 1 with no coded line. It now stops at once,
+/// quietly, with exit 0, as a verb whose reader went away does (src/cli/mod.rs, "Closed
+/// pipes"), while stdin is still open.
+#[test]
+fn a_client_that_closes_stdout_ends_the_server_quietly() {
+    let mut child = Command::new(KESTREL)
+        .args(["mcp"])
+        .current_dir(common::root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    drop(child.stdout.take());
+    let mut stdin = child.stdin.take().expect("stdin");
+    let t = std::time::Instant::now();
+    // Kept open: each line asks for an answer the server cannot write.
+    for k in 0..50 {
+        let ping = format!(r#"{{"jsonrpc":"2.0","id":{k},"method":"ping"}}"#);
+        let line = if k == 0 { INIT_LINE.to_string() } else { ping };
+        if writeln!(stdin, "{line}").is_err() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        if child.try_wait().expect("wait").is_some() {
+            break;
+        }
+    }
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(10),
+            "the server still reads with stdout closed"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    drop(stdin);
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut err)
+        .expect("stderr");
+    assert_eq!(status.code(), Some(0), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        err.lines()
+            .all(|l| l.starts_with("kestrel mcp: serving on stdio")),
+        "only the banner: {err}"
+    );
+}

@@ -507,18 +507,28 @@ where
             )),
         }
     });
-    // One writer owns stdout: whole lines, in the order they are handed over.
+    // One writer owns stdout: whole lines, in the order they are handed over. When stdout
+    // fails (the client closed its end: it reads no more answers) the reading below stops.
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
-    let writer = tokio::spawn(async move {
-        let mut out = output;
-        while let Some(mut line) = rx.recv().await {
-            line.push('\n');
-            if out.write_all(line.as_bytes()).await.is_err() || out.flush().await.is_err() {
-                return false;
+    let out_failed = Arc::new(tokio::sync::Notify::new());
+    let writer = {
+        let out_failed = out_failed.clone();
+        tokio::spawn(async move {
+            let mut out = output;
+            while let Some(mut line) = rx.recv().await {
+                line.push('\n');
+                let wrote = async {
+                    out.write_all(line.as_bytes()).await?;
+                    out.flush().await
+                };
+                if let Err(e) = wrote.await {
+                    out_failed.notify_one();
+                    return Err(e);
+                }
             }
-        }
-        true
-    });
+            Ok(())
+        })
+    };
     let inflight = Arc::new(InFlight::default());
     let pump = {
         let inflight = inflight.clone();
@@ -539,8 +549,18 @@ where
     };
     let mut screen = wire::Screen::default();
     let mut failed = false;
+    let mut client_gone = false;
     loop {
-        let line = match read_line(&mut input).await {
+        let read = tokio::select! {
+            r = read_line(&mut input) => r,
+            () = out_failed.notified() => {
+                // No answer can reach the client: reading on (what was seen: to the end of
+                // stdin, then exit 1 with no word why) serves no one.
+                client_gone = true;
+                break;
+            }
+        };
+        let line = match read {
             Ok(Line::Eof) => break,
             Ok(Line::TooLong) => {
                 let _ = tx.send(wire::error_line(
@@ -587,7 +607,7 @@ where
     }
     // Stdin closed: let the calls still running finish (bounded), then answer the rest.
     let deadline = tokio::time::Instant::now() + DRAIN_TIMEOUT;
-    while !inflight.is_empty() && !inflight.closed.load(Ordering::SeqCst) {
+    while !client_gone && !inflight.is_empty() && !inflight.closed.load(Ordering::SeqCst) {
         let changed = inflight.changed.notified();
         tokio::pin!(changed);
         changed.as_mut().enable();
@@ -606,7 +626,9 @@ where
         ));
     }
     drop(to_rmcp);
-    let result = match tokio::time::timeout(std::time::Duration::from_secs(5), service).await {
+    // A client gone is owed no answer: the calls still running are not waited for.
+    let grace = std::time::Duration::from_millis(if client_gone { 200 } else { 5000 });
+    let result = match tokio::time::timeout(grace, service).await {
         Ok(Ok(Ok(()))) => Ok(()),
         Ok(Ok(Err(e))) => Err(e),
         Ok(Err(e)) => Err(format!(
@@ -615,17 +637,29 @@ where
         Err(_) => Err("error code=IO message=the MCP service did not stop".to_string()),
     };
     let mut pump = pump;
-    if tokio::time::timeout(std::time::Duration::from_secs(5), &mut pump)
-        .await
-        .is_err()
-    {
+    if tokio::time::timeout(grace, &mut pump).await.is_err() {
         pump.abort();
     }
     drop(tx);
-    let wrote = writer.await.unwrap_or(false);
-    if !screen.initialized() && !failed {
+    // A client that closed its end of stdout has left, as a reader of `kestrel frame | head`
+    // does (src/cli/mod.rs, "Closed pipes"): the server stops quietly with its own exit
+    // code. Any other failure to write is an I/O error, said.
+    let wrote = match writer.await {
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => true,
+        Ok(Err(e)) => {
+            crate::cli::errln!("error code=IO message=writing stdout: {e}");
+            false
+        }
+        Ok(Ok(())) => true,
+        Err(e) => {
+            crate::cli::errln!("error code=INTERNAL message=the MCP writer failed: {e}");
+            false
+        }
+    };
+    if (!screen.initialized() && !failed) || client_gone {
         // Stdin closed before any initialize went through: rmcp never started serving
-        // (its error is that it was not initialized); the client simply left.
+        // (its error is that it was not initialized); the client simply left. Or stdout
+        // closed: the client left, whatever rmcp says of its transport.
         return i32::from(!wrote);
     }
     if let Err(e) = result {
