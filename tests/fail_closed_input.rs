@@ -915,6 +915,45 @@ fn an_endless_recording_is_cut_at_its_limit_not_read_without_end() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// A script line with a key twice (`{"reply":"STAND-DOWN x","reply":"PLAN"}`) used the last
+/// one silently; the tape and Bus readers refuse a repeated key, and so does the script
+/// reader now, naming the line and the key.
+#[test]
+fn a_script_line_with_a_key_twice_is_refused() {
+    let e = session::parse_script(
+        "{\"reply\":\"PASS\"}\n{\"reply\":\"STAND-DOWN x\",\"reply\":\"PLAN\"}\n",
+    )
+    .expect_err("refused");
+    assert_eq!(
+        e,
+        "line 2: field `reply` appears twice (a key may appear once in an object)"
+    );
+    let e = session::parse_script_by_wake("{\"reply\":\"PASS\",\"wake\":\"a\",\"wake\":\"b\"}\n")
+        .expect_err("refused");
+    assert!(e.contains("field `wake` appears twice"), "{e}");
+    // Once each, and an escaped spelling of another key, are read as before.
+    assert_eq!(
+        session::parse_script("{\"reply\":\"PASS\",\"wake\":\"open\"}\n").expect("ok"),
+        vec!["PASS".to_string()]
+    );
+    let d = tmp("script-dup");
+    let f = d.join("s.jsonl");
+    std::fs::write(&f, "{\"reply\":\"STAND-DOWN x\",\"reply\":\"PLAN\"}\n").expect("write");
+    let (code, _, err) = kestrel(
+        &[
+            "agent",
+            "--tape",
+            TREND,
+            "--author",
+            f.to_str().expect("utf8"),
+        ],
+        None,
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("field `reply` appears twice"), "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 /// `kestrel tokens` counts what it can read as text, whatever it is, and says so (a
 /// warning, which never changes the exit code: 0); what it cannot count is refused as a
 /// document is, exit 2: text that is not UTF-8, or more than the document limit (a 100 MB

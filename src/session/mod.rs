@@ -969,6 +969,24 @@ pub fn coded(e: String) -> String {
     }
 }
 
+/// The key of a script line's object that appears twice, `reply` or `wake`: serde_json's
+/// `Value` keeps the last (`{"reply":"STAND-DOWN x","reply":"PLAN"}` routed `PLAN`), where
+/// the tape and Bus readers refuse a repeated key.
+fn repeated_script_key(line: &str) -> Option<&'static str> {
+    use serde::de::IgnoredAny;
+    #[derive(serde::Deserialize)]
+    #[allow(dead_code)]
+    struct Keys {
+        reply: Option<IgnoredAny>,
+        wake: Option<IgnoredAny>,
+    }
+    let e = serde_json::from_str::<Keys>(line).err()?;
+    let m = e.to_string();
+    ["reply", "wake"]
+        .into_iter()
+        .find(|k| m.starts_with(&format!("duplicate field `{k}`")))
+}
+
 /// Read a script of `{"reply": "..."}` lines (one reply per ask). Errors name the line.
 pub fn parse_script(text: &str) -> Result<Vec<String>, String> {
     Ok(parse_script_by_wake(text)?
@@ -999,6 +1017,12 @@ pub fn parse_script_lines(text: &str) -> Result<Vec<ScriptLine>, String> {
         }
         let v: serde_json::Value =
             serde_json::from_str(l).map_err(|e| format!("line {}: not JSON: {e}", i + 1))?;
+        if let Some(k) = repeated_script_key(l) {
+            return Err(format!(
+                "line {}: field `{k}` appears twice (a key may appear once in an object)",
+                i + 1
+            ));
+        }
         let r = v["reply"]
             .as_str()
             .ok_or_else(|| format!("line {}: expected {{\"reply\": \"...\"}}", i + 1))?;
