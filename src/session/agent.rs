@@ -384,7 +384,7 @@ pub enum WorkerMsg {
         /// the Bus: the Bus is deterministic, a provider's speed is not.
         wall: std::time::Duration,
     },
-    /// The author could not be opened (the worker stopped).
+    /// The author could not be opened, or failed mid-call (a panic): the worker stopped.
     Failed(String),
 }
 
@@ -433,7 +433,27 @@ impl LiveWorker {
                         return;
                     }
                     let started = std::time::Instant::now();
-                    let run = src.answer(&j.ask, &j.ctx).run;
+                    // An author that panics stops the agent with a notice, never silently:
+                    // the desk showed "writing" for the rest of the session when the worker
+                    // died on a panic (an `Instant + Duration` overflow before 2026-12-06).
+                    let answered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        src.answer(&j.ask, &j.ctx).run
+                    }));
+                    let run = match answered {
+                        Ok(run) => run,
+                        Err(p) => {
+                            let why = p
+                                .downcast_ref::<&str>()
+                                .map(|s| s.to_string())
+                                .or_else(|| p.downcast_ref::<String>().cloned())
+                                .unwrap_or_else(|| "a panic".into());
+                            let _ = atx.send(WorkerMsg::Failed(format!(
+                                "the author failed at wake {}: {why}",
+                                j.ask.wake
+                            )));
+                            return;
+                        }
+                    };
                     let msg = WorkerMsg::Answered {
                         segment: j.segment,
                         call: j.call,
@@ -634,6 +654,43 @@ mod tests {
         });
         assert!(!a.name().contains("sk-123"));
         assert!(!a.record().to_string().contains("sk-123"));
+    }
+
+    /// A turn source that panics on its first ask.
+    struct Panics;
+
+    impl TurnSource for Panics {
+        fn answer(&mut self, _: &WakeAsk, _: &TurnContext) -> session::Answer {
+            panic!("overflow when adding duration to instant")
+        }
+        fn name(&self) -> String {
+            "panics".into()
+        }
+    }
+
+    /// An author that panics stops the worker with a `Failed` the desk shows ("agent
+    /// stopped: ..."), not a worker gone without a word while the desk says "writing".
+    #[test]
+    fn a_panicking_author_is_a_failed_worker_not_a_silent_one() {
+        use crate::turn::{AuthorKind, Profile, WakePhase};
+        let w = LiveWorker::spawn(|| Ok(Box::new(Panics) as Box<dyn TurnSource>)).unwrap();
+        let ask = WakeAsk {
+            ts: crate::market::Ts(0),
+            wake: "open".into(),
+            phase: WakePhase::Open,
+            frame: String::new(),
+            prompt: String::new(),
+        };
+        let ctx = TurnContext::new(WakePhase::Open, Profile::AuthoringV2, AuthorKind::Model);
+        w.ask(0, 1, ask, ctx);
+        match w.answers.recv_timeout(std::time::Duration::from_secs(10)) {
+            Ok(WorkerMsg::Failed(e)) => assert_eq!(
+                e,
+                "the author failed at wake open: overflow when adding duration to instant"
+            ),
+            Ok(WorkerMsg::Answered { .. }) => panic!("answered"),
+            Err(e) => panic!("no word from the worker: {e}"),
+        }
     }
 
     #[test]
