@@ -1310,7 +1310,7 @@ fn the_house_agent_sits_only_on_the_tape_it_was_recorded_for() {
         desk::opening_message(&mut app, &a, None);
         let m = app.message.clone().unwrap_or_default();
         assert_eq!(
-            m.contains("no agent seated: the house agent is a recording for the bundled tape"),
+            m.contains("no agent: the house agent is recorded for trend-2025-04-09-s1 only"),
             !seated,
             "{argv:?}: {m}"
         );

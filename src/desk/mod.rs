@@ -799,8 +799,9 @@ pub fn opening_message(app: &mut App, a: &DeskArgs, save: Option<&std::path::Pat
         && a.agent.is_none()
         && app.snap.agent.is_none()
     {
+        // Short enough for the footer at 100x30: the whole reason is in docs/desk.md.
         app.message = Some(format!(
-            "no agent seated: the house agent is a recording for the bundled tape {}, not this one (--author URL|cmd:CMD seats one)",
+            "no agent: the house agent is recorded for {} only (--author seats one)",
             BUNDLED_TAPE.0
         ));
     } else if let Some(p) = &a.open {
