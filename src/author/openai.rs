@@ -160,17 +160,8 @@ pub(crate) fn later(now: Instant, d: Duration) -> Instant {
 /// field when the body is there but not a completion's shape (`"content": 5`, `"choices":
 /// {}`, `"finish_reason": 7` were read as "the completion was empty" and retried).
 fn choice_text<'a>(v: &'a serde_json::Value, part: &str) -> Result<Option<&'a str>, String> {
+    use crate::market::tape::json_kind as kind;
     use serde_json::Value;
-    fn kind(v: &Value) -> &'static str {
-        match v {
-            Value::Null => "null",
-            Value::Bool(_) => "a boolean",
-            Value::Number(_) => "a number",
-            Value::String(_) => "a string",
-            Value::Array(_) => "an array",
-            Value::Object(_) => "an object",
-        }
-    }
     match &v["choices"] {
         Value::Null | Value::Array(_) => {}
         other => return Err(format!("`choices` is {}, not a list", kind(other))),

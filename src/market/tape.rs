@@ -835,7 +835,9 @@ fn has_non_finite_literal(text: &str) -> bool {
     false
 }
 
-fn json_kind(v: &Value) -> &'static str {
+/// What kind of JSON value `v` is, as a message says it (`a number`, `an object`): the tape
+/// reader's and the model author's messages about a field of the wrong type.
+pub(crate) fn json_kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
