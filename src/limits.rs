@@ -163,6 +163,14 @@ pub fn read_file_bounded(path: &std::path::Path, limit: usize) -> Result<Vec<u8>
     read_bounded(f, limit)
 }
 
+/// [`read_file_bounded`] as UTF-8 text: bytes that are not UTF-8 are an I/O error of kind
+/// `InvalidData`, `not UTF-8 text` (as [`crate::cli::cannot_read_bounded`] words it).
+pub fn read_text_bounded(path: &std::path::Path, limit: usize) -> Result<String, ReadError> {
+    let b = read_file_bounded(path, limit)?;
+    String::from_utf8(b)
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text").into())
+}
+
 /// The first `max` bytes of `s`, cut back to a character boundary.
 pub(crate) fn prefix(s: &str, max: usize) -> &str {
     if s.len() <= max {

@@ -205,12 +205,7 @@ pub fn load_api_key_with(
         return Ok(None);
     }
     check_owner_only(&path)?;
-    let text = crate::limits::read_file_bounded(&path, crate::limits::MAX_SMALL_FILE_BYTES)
-        .and_then(|b| {
-            String::from_utf8(b).map_err(|_| {
-                std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text").into()
-            })
-        })
+    let text = crate::limits::read_text_bounded(&path, crate::limits::MAX_SMALL_FILE_BYTES)
         .map_err(|e| format!("cannot read the key file {}: {e}", path.display()))?;
     let key = ApiKey::new(text);
     Ok(if key.0.is_empty() { None } else { Some(key) })

@@ -148,9 +148,7 @@ pub fn configured_theme(dir: Option<&Path>) -> (Option<String>, Vec<String>) {
 /// line that sets `theme` is replaced, or one is added above the first table header.
 pub fn save_theme(dir: &Path, name: &str) -> Result<(), String> {
     let path = dir.join(DESK_TOML);
-    let text = crate::limits::read_file_bounded(&path, crate::limits::MAX_SMALL_FILE_BYTES)
-        .ok()
-        .and_then(|b| String::from_utf8(b).ok())
+    let text = crate::limits::read_text_bounded(&path, crate::limits::MAX_SMALL_FILE_BYTES)
         .unwrap_or_default();
     let quoted: String = name
         .chars()
@@ -196,10 +194,9 @@ pub fn tape_source(label: Option<&str>) -> Result<TapeSource, String> {
 pub fn load_config(dir: Option<&Path>) -> (Vec<theme::Theme>, keys::KeyMap, Vec<String>) {
     let (themes, mut warnings) = theme::load_all(dir.map(|d| d.join("themes")).as_deref());
     let keys_path = dir.map(|d| d.join("keys.toml"));
-    let keys_text = keys_path
-        .as_ref()
-        .and_then(|p| crate::limits::read_file_bounded(p, crate::limits::MAX_SMALL_FILE_BYTES).ok())
-        .and_then(|b| String::from_utf8(b).ok());
+    let keys_text = keys_path.as_ref().and_then(|p| {
+        crate::limits::read_text_bounded(p, crate::limits::MAX_SMALL_FILE_BYTES).ok()
+    });
     let origin = keys_path
         .map(|p| p.display().to_string())
         .unwrap_or_else(|| "keys.toml".into());
@@ -268,12 +265,7 @@ pub fn desk_agent(a: &DeskArgs) -> Result<Option<Agent>, String> {
 
 /// A file as UTF-8 text, or the coded I/O error (`cannot read PATH: no such file`).
 fn read_text(p: &Path) -> Result<String, String> {
-    crate::limits::read_file_bounded(p, crate::limits::MAX_RECORDING_BYTES)
-        .and_then(|b| {
-            String::from_utf8(b).map_err(|_| {
-                std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text").into()
-            })
-        })
+    crate::limits::read_text_bounded(p, crate::limits::MAX_RECORDING_BYTES)
         .map_err(|e| crate::cli::cannot_read_bounded(p, &e))
 }
 

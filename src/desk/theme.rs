@@ -334,9 +334,8 @@ pub fn load_all(dir: Option<&Path>) -> (Vec<Theme>, Vec<String>) {
     let mut warnings = Vec::new();
     let read = |n: &str| -> Option<(String, String)> {
         let p = dir?.join(format!("{n}.toml"));
-        crate::limits::read_file_bounded(&p, crate::limits::MAX_SMALL_FILE_BYTES)
+        crate::limits::read_text_bounded(&p, crate::limits::MAX_SMALL_FILE_BYTES)
             .ok()
-            .and_then(|b| String::from_utf8(b).ok())
             .map(|t| (t, p.display().to_string()))
     };
     for (name, text) in BUNDLED {

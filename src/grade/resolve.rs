@@ -116,16 +116,7 @@ fn visit(
             None => {
                 let path = key.display().to_string();
                 let text =
-                    crate::limits::read_file_bounded(&key, crate::limits::MAX_DOCUMENT_BYTES)
-                        .and_then(|b| {
-                            String::from_utf8(b).map_err(|_| {
-                                std::io::Error::new(
-                                    std::io::ErrorKind::InvalidData,
-                                    "not UTF-8 text",
-                                )
-                                .into()
-                            })
-                        })
+                    crate::limits::read_text_bounded(&key, crate::limits::MAX_DOCUMENT_BYTES)
                         .map_err(|e| {
                             err(format!(
                                 "{}: IMPORT {name} FROM {rel}: cannot read {path}: {e}",

@@ -357,12 +357,7 @@ pub fn load(text: &str) -> Result<Saved, String> {
 /// that is not a session this desk opens (naming the line, or the session file a Bus file
 /// belongs to).
 pub fn open(path: &Path) -> Result<Saved, String> {
-    let text = crate::limits::read_file_bounded(path, crate::limits::MAX_RECORDING_BYTES)
-        .and_then(|b| {
-            String::from_utf8(b).map_err(|_| {
-                std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text").into()
-            })
-        })
+    let text = crate::limits::read_text_bounded(path, crate::limits::MAX_RECORDING_BYTES)
         .map_err(|e| crate::cli::cannot_read_bounded(path, &e))?;
     load(&text).map_err(|e| match session_of_bus(path) {
         Some(s) if e.starts_with("this is a Bus file") => {
