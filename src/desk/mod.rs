@@ -580,7 +580,13 @@ pub fn check_open(a: &DeskArgs) -> Result<Option<PathBuf>, Refusal> {
 /// comment on moves that tape never made. Seated only when no agent was named and the tape is
 /// the bundled one byte for byte; `--agent FILE` or `--author` seats one anywhere.
 pub fn house_unseated(a: &DeskArgs, tape: &TapeSource) -> bool {
-    !a.no_agent && a.author.is_none() && a.agent.is_none() && tape.bytes[..] != BUNDLED_TAPE.1[..]
+    house_by_default(a) && tape.bytes[..] != BUNDLED_TAPE.1[..]
+}
+
+/// Whether the options leave the seat to its default, the house agent: none named, and
+/// `--no-agent` not given ([`desk_agent`]'s last case).
+fn house_by_default(a: &DeskArgs) -> bool {
+    !a.no_agent && a.author.is_none() && a.agent.is_none()
 }
 
 /// Open the session the options ask for, saving to `save`: a saved session reopened at its
@@ -786,9 +792,7 @@ pub fn opening_message(app: &mut App, a: &DeskArgs, save: Option<&std::path::Pat
         app.message = Some(m);
     } else if a.open.is_none()
         && a.tape.is_some()
-        && !a.no_agent
-        && a.author.is_none()
-        && a.agent.is_none()
+        && house_by_default(a)
         && app.snap.agent.is_none()
     {
         // Short enough for the footer at 100x30: the whole reason is in docs/desk.md.
