@@ -376,6 +376,23 @@ fn slow_plan_author(dir: &std::path::Path) -> kestrel_desk::session::AuthorSpec 
     )
 }
 
+/// A desk on the bundled tape with `spec` seated live in co-pilot (saving to `save`), once
+/// the author's first proposal waits.
+fn copilot_desk(spec: kestrel_desk::session::AuthorSpec, save: Option<std::path::PathBuf>) -> App {
+    let settings = Settings {
+        agent: Some(DeskAgent::Live(spec)),
+        copilot: true,
+        ..Settings::default()
+    };
+    let how = Opening {
+        save,
+        ..Opening::default()
+    };
+    let mut app = desk::inline_app_from(desk::tape_source(None).unwrap(), settings, how).unwrap();
+    wait_for(&mut app, |a| a.proposal().is_some());
+    app
+}
+
 /// A fresh directory for one test's files.
 fn tmp(what: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("kestrel-desk-{what}-{}", std::process::id()));
@@ -3539,19 +3556,7 @@ fn undo_after_seeking_back_takes_back_the_turn_ahead_of_the_tape() {
 fn a_reopened_live_author_is_said_to_be_replayed_not_called() {
     let dir = tmp("reopen-live");
     let path = dir.join("s.jsonl");
-    let spec = slow_plan_author(&dir);
-    let src = desk::tape_source(None).unwrap();
-    let settings = Settings {
-        agent: Some(DeskAgent::Live(spec)),
-        copilot: true,
-        ..Settings::default()
-    };
-    let how = Opening {
-        save: Some(path.clone()),
-        ..Opening::default()
-    };
-    let mut app = desk::inline_app_from(src, settings, how).unwrap();
-    wait_for(&mut app, |a| a.proposal().is_some());
+    let mut app = copilot_desk(slow_plan_author(&dir), Some(path.clone()));
     press(&mut app, KeyCode::Char('a'));
     drop(app);
     let s = kestrel_desk::session::owner::reopen(&path, None).unwrap();
@@ -4020,14 +4025,7 @@ fn a_live_authors_proposal_names_its_plan_at_80x24_and_shows_its_text() {
     )
     .unwrap();
     let spec = live_spec("default", 20, &format!("cmd:sh {}", script.display()));
-    let src = desk::tape_source(None).unwrap();
-    let settings = Settings {
-        agent: Some(DeskAgent::Live(spec)),
-        copilot: true,
-        ..Settings::default()
-    };
-    let mut app = desk::inline_app_from(src, settings, Opening::default()).unwrap();
-    wait_for(&mut app, |a| a.proposal().is_some());
+    let mut app = copilot_desk(spec, None);
     let s = screen(&app, 80, 24);
     let footer = &s[23];
     assert!(
@@ -4091,19 +4089,7 @@ fn the_views_plans_line_says_a_plan_was_vetoed() {
 fn a_proposal_waiting_at_quit_waits_again_on_reopen() {
     let dir = tmp("reopen-proposal");
     let path = dir.join("s.jsonl");
-    let spec = slow_plan_author(&dir);
-    let src = desk::tape_source(None).unwrap();
-    let settings = Settings {
-        agent: Some(DeskAgent::Live(spec)),
-        copilot: true,
-        ..Settings::default()
-    };
-    let how = Opening {
-        save: Some(path.clone()),
-        ..Opening::default()
-    };
-    let mut app = desk::inline_app_from(src, settings, how).unwrap();
-    wait_for(&mut app, |a| a.proposal().is_some());
+    let app = copilot_desk(slow_plan_author(&dir), Some(path.clone()));
     let hash = app.snap.hash.clone();
     let clock = app.snap.clock;
     // Killed: nothing more is written.
