@@ -485,6 +485,15 @@ impl std::fmt::Debug for Engine {
 }
 
 impl Shared {
+    /// An act from outside the plan loop changed the plans (arming, a stand-down, a
+    /// cancel, a pod halt): the schedule is rebuilt and every plan's readable series taken
+    /// again before the next step and refresh.
+    fn plans_changed(&mut self) {
+        self.sched.stale = true;
+        self.live_stale = true;
+        self.live_moved = true;
+    }
+
     /// The exec symbol when nothing says otherwise: the first with an option chain, else the
     /// first symbol.
     fn default_exec(&self) -> Option<Sym> {
@@ -864,9 +873,7 @@ impl Engine {
                 .then(a.cmp(&b))
         });
         self.order = order;
-        self.sh.sched.stale = true;
-        self.sh.live_stale = true;
-        self.sh.live_moved = true;
+        self.sh.plans_changed();
         self.arm_wakes(doc);
         armed
     }
@@ -1961,9 +1968,7 @@ impl Engine {
                 continue;
             }
             pod.halted = true;
-            self.sh.sched.stale = true;
-            self.sh.live_stale = true;
-            self.sh.live_moved = true;
+            self.sh.plans_changed();
             let (name, limit) = (pod.name.clone(), pod.limit);
             self.sh.bus.emit(Event::PodHalt {
                 ts: self.sh.now,
@@ -2002,9 +2007,7 @@ impl Engine {
     /// STAND-DOWN of one owner's book: only the plans it armed are de-armed (`None`: every
     /// plan). The `stand-down` event names the owner.
     pub fn stand_down_as(&mut self, reason: &str, owner: Option<&str>) {
-        self.sh.sched.stale = true;
-        self.sh.live_stale = true;
-        self.sh.live_moved = true;
+        self.sh.plans_changed();
         self.sh.bus.emit(Event::StandDown {
             ts: self.sh.now,
             reason: reason.to_string(),
@@ -2034,9 +2037,7 @@ impl Engine {
             outcome,
         });
         if let Some(i) = hit {
-            self.sh.sched.stale = true;
-            self.sh.live_stale = true;
-            self.sh.live_moved = true;
+            self.sh.plans_changed();
             stand_down_plan(&mut self.plans[i], &mut self.sh, "cancel");
         }
         hit.is_some()
@@ -2213,9 +2214,7 @@ fn set_state(p: &mut PlanRt, sh: &mut Shared, s: PlanState, reason: Option<Strin
 fn arm_plan(p: &mut PlanRt, sh: &mut Shared, reason: Option<String>) {
     p.status = Status::Armed;
     p.parked = false;
-    sh.sched.stale = true;
-    sh.live_stale = true;
-    sh.live_moved = true;
+    sh.plans_changed();
     p.ttl_at = Some(match &p.ttl {
         Ttl::At(c) => Ts(c.minutes() * 60_000),
         Ttl::After(d) => Ts(sh
