@@ -71,19 +71,25 @@ impl Kind {
 
 /// Classify the file at `path` (reads at most [`PREFIX`] bytes).
 pub(crate) fn file(path: &Path) -> Kind {
+    file_and_head(path).0
+}
+
+/// [`file`], with the bytes it read (empty when it read none: a missing file, a directory,
+/// a stream, one that cannot be read).
+fn file_and_head(path: &Path) -> (Kind, Vec<u8>) {
     let Ok(meta) = std::fs::metadata(path) else {
-        return Kind::Missing;
+        return (Kind::Missing, Vec::new());
     };
     if meta.is_dir() {
-        return Kind::Directory;
+        return (Kind::Directory, Vec::new());
     }
     if !meta.is_file() {
-        return Kind::Stream;
+        return (Kind::Stream, Vec::new());
     }
     let mut buf = Vec::new();
     match std::fs::File::open(path).and_then(|f| f.take(PREFIX).read_to_end(&mut buf)) {
-        Ok(_) => bytes(&buf),
-        Err(_) => Kind::Unreadable,
+        Ok(_) => (bytes(&buf), buf),
+        Err(_) => (Kind::Unreadable, Vec::new()),
     }
 }
 
@@ -185,8 +191,8 @@ pub(crate) fn use_of(kind: Kind, path: &Path) -> String {
 /// The error for a file given as `--tape` that does not open as a tape, when its kind
 /// explains why (not a tape at all, or missing); `None` leaves the tape reader's own error.
 pub(crate) fn not_a_tape(path: &Path) -> Option<String> {
-    let kind = file(path);
-    if let Some(what) = market_data(path, kind) {
+    let (kind, head) = file_and_head(path);
+    if let Some(what) = market_data(path, kind, &head) {
         // A trader's own data: the verb that makes a tape of it, not only "not a tape".
         let p = path.display();
         let unit = match (what == CSV, super::import::format_of(path).is_some()) {
@@ -211,8 +217,9 @@ const CSV: &str = "CSV market data";
 /// What market data a file that is not a tape is (`None`: not market data, or a tape): a
 /// Databento DBN file (by its name, `.dbn`/`.dbn.zst`, or its `DBN` prefix), or CSV (by its
 /// name, or text whose first line has three or more comma-separated fields), which
-/// `kestrel tape import` makes a tape of.
-fn market_data(path: &Path, kind: Kind) -> Option<&'static str> {
+/// `kestrel tape import` makes a tape of. `head`: the file's first bytes, as [`file`] read
+/// them.
+fn market_data(path: &Path, kind: Kind, head: &[u8]) -> Option<&'static str> {
     use super::import::{Format, format_of};
     if matches!(
         kind,
@@ -226,20 +233,15 @@ fn market_data(path: &Path, kind: Kind) -> Option<&'static str> {
     ) {
         return None;
     }
-    let mut buf = Vec::new();
-    let read = std::fs::File::open(path).and_then(|f| f.take(PREFIX).read_to_end(&mut buf));
-    if read.is_err() {
-        return None;
-    }
     match format_of(path) {
         Some(Format::Dbn) => return Some("a Databento DBN file (market data)"),
         Some(Format::Csv) => return Some(CSV),
         None => {}
     }
-    if buf.starts_with(b"DBN") {
+    if head.starts_with(b"DBN") {
         return Some("a Databento DBN file (market data)");
     }
-    let text = String::from_utf8_lossy(&buf);
+    let text = String::from_utf8_lossy(head);
     let first = text
         .trim_start_matches('\u{feff}')
         .lines()
