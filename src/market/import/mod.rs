@@ -887,8 +887,9 @@ impl Summary {
 }
 
 /// The records of the current millisecond, for telling a record that repeats one of its
-/// own file (kept, counted) from one that repeats another input's (refused: the same data
-/// twice doubles every volume).
+/// own file (kept, counted) from one that repeats another input's (counted per pair of
+/// inputs: enough of them are the same data twice, refused, as it doubles every volume;
+/// fewer are kept and warned of, [`Repeats::same_data`]).
 #[derive(Debug, Default)]
 struct Repeats {
     /// The millisecond (since the epoch) of `at`.
