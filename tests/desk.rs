@@ -4241,6 +4241,16 @@ fn two_desks_given_one_session_name_write_two_sessions() {
         assert_eq!(last.save_error, None);
         let said = desk::save_report(true, &last).unwrap().unwrap();
         assert!(said.starts_with("session saved: "), "{said}");
+        // The signal watch (a hung-up terminal) says what the quit says of the file.
+        let watch = desk::signal_watch_says("SIGHUP", true, &last);
+        assert_eq!(
+            watch,
+            format!(
+                "interrupted by SIGHUP: the desk closed as q does ({said}; no terminal to restore)"
+            )
+        );
+        let unsaved = desk::signal_watch_says("SIGHUP", false, &last);
+        assert!(!unsaved.contains("saved"), "--no-save: {unsaved}");
     }
     drop((a, b));
     for (path, reason, hash) in [(&name, "alpha", ha), (&second, "bravo", hb)] {
@@ -4325,6 +4335,15 @@ fn a_full_disk_is_shown_at_once_and_the_quit_says_the_session_was_not_saved() {
                 && said.contains("No space left on device")
                 && said.contains("the session was NOT saved"),
             "{said}"
+        );
+        // A signal the draw loop cannot see (a hung-up terminal): the watch that ends the
+        // process says the same, not "session saved" (as it did before 2026-12-06).
+        let watch = desk::signal_watch_says("SIGHUP", true, &last);
+        assert!(
+            watch.starts_with(&said)
+                && watch.contains("interrupted by SIGHUP")
+                && !watch.contains("session saved"),
+            "{watch}"
         );
     }
     let _ = std::fs::remove_dir_all(&dir);

@@ -18,6 +18,28 @@ enum Msg {
 /// The desk's handle on the session.
 pub struct SessionHandle(Inner);
 
+/// A watch on a threaded session's end, for a thread other than the draw loop
+/// ([`SessionHandle::ended`]).
+pub struct Ended {
+    /// Set once the session's thread has sent its last snapshot and dropped its session.
+    flag: Arc<AtomicBool>,
+    /// The snapshots (the last one is sent before the flag is set).
+    rx: tokio::sync::watch::Receiver<Arc<SessionSnapshot>>,
+}
+
+impl Ended {
+    /// Has the session's thread ended?
+    pub fn is_ended(&self) -> bool {
+        self.flag.load(Ordering::SeqCst)
+    }
+
+    /// The latest snapshot: once [`is_ended`](Self::is_ended), the session's last, whose
+    /// [`save_error`](SessionSnapshot::save_error) says whether it was saved whole.
+    pub fn last(&self) -> Arc<SessionSnapshot> {
+        self.rx.borrow().clone()
+    }
+}
+
 enum Inner {
     /// The session runs on a thread; the draw loop reads the latest snapshot.
     Threaded {
@@ -78,12 +100,16 @@ impl SessionHandle {
         }))
     }
 
-    /// A flag set once the session's thread has ended, its session dropped (`None` inline).
-    /// The thread ends by itself when a signal is caught, so the session is left even when
-    /// the draw loop cannot come back to see the signal (a hung-up terminal).
-    pub fn ended(&self) -> Option<Arc<AtomicBool>> {
+    /// A watch on the session's thread: whether it has ended (its session dropped) and, once
+    /// it has, its last snapshot (`None` inline). The thread ends by itself when a signal is
+    /// caught, so the session is left even when the draw loop cannot come back to see the
+    /// signal (a hung-up terminal), and the watch can say whether it was saved whole.
+    pub fn ended(&self) -> Option<Ended> {
         match &self.0 {
-            Inner::Threaded { ended, .. } => Some(ended.clone()),
+            Inner::Threaded { ended, rx, .. } => Some(Ended {
+                flag: ended.clone(),
+                rx: rx.clone(),
+            }),
             Inner::Inline { .. } => None,
         }
     }

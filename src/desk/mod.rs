@@ -292,12 +292,15 @@ impl Refusal {
 }
 
 impl From<String> for Refusal {
-    /// A usage or I/O error (exit 1), printed as it is when it already carries its code and
-    /// as `code=DESK` otherwise.
+    /// A usage or I/O error (exit 1; a refused recording, `code=BUS`/`REPLAY`, exits 2),
+    /// printed as it is when it already carries its code and as `code=DESK` otherwise.
     fn from(e: String) -> Refusal {
+        let text = coded(e);
         Refusal {
-            text: coded(e),
-            exit: crate::cli::flags::EXIT_USAGE,
+            // A refused recording (a saved Bus seated as the author, cut or edited) exits 2,
+            // as the headless verbs refuse it.
+            exit: crate::cli::flags::exit_of(&text),
+            text,
         }
     }
 }
@@ -662,7 +665,7 @@ fn run_inner(a: &DeskArgs, save: Option<PathBuf>) -> color_eyre::Result<()> {
     // file complete with its `left` record, a command author's process group killed.
     crate::signals::install();
     if let Some(ended) = app.session.ended() {
-        leave_if_the_loop_cannot(ended);
+        leave_if_the_loop_cannot(ended, save.is_some());
     }
     let mut terminal = match ratatui::try_init() {
         Ok(t) => t,
@@ -706,7 +709,12 @@ fn run_inner(a: &DeskArgs, save: Option<PathBuf>) -> color_eyre::Result<()> {
     }
     if let Some(sig) = crate::signals::caught() {
         return Err(eyre!(
-            "interrupted by {sig}: the desk closed as q does (terminal restored, session saved)"
+            "interrupted by {sig}: the desk closed as q does (terminal restored{})",
+            if save.is_some() {
+                ", session saved"
+            } else {
+                ""
+            }
         ));
     }
     res
@@ -744,8 +752,7 @@ pub fn save_report(saving: bool, last: &SessionSnapshot) -> Result<Option<String
 /// its `left` record written, a command author's process group killed); once it has, this
 /// watch gives the loop two seconds to leave as `q` does, then exits as the loop would have
 /// (exit 1, the same message). A loop that leaves in time ends the process first.
-fn leave_if_the_loop_cannot(ended: std::sync::Arc<std::sync::atomic::AtomicBool>) {
-    use std::sync::atomic::Ordering;
+fn leave_if_the_loop_cannot(ended: handle::Ended, saving: bool) {
     use std::time::Duration;
     let watch = move || {
         let sig = loop {
@@ -754,21 +761,29 @@ fn leave_if_the_loop_cannot(ended: std::sync::Arc<std::sync::atomic::AtomicBool>
             }
             std::thread::sleep(Duration::from_millis(50));
         };
-        while !ended.load(Ordering::SeqCst) {
+        while !ended.is_ended() {
             std::thread::sleep(Duration::from_millis(20));
         }
         std::thread::sleep(Duration::from_secs(2));
-        crate::cli::errln!(
-            "{}",
-            coded(format!(
-                "interrupted by {sig}: the desk closed as q does (session saved; no terminal to restore)"
-            ))
-        );
+        crate::cli::errln!("{}", coded(signal_watch_says(sig, saving, &ended.last())));
         std::process::exit(1);
     };
     let _ = std::thread::Builder::new()
         .name("kestrel-signal-watch".into())
         .spawn(watch);
+}
+
+/// What the signal watch says when it ends the process for a loop that could not
+/// (`saving`: a session file was asked for; `last`: the session's last snapshot): that the
+/// desk closed as `q` does, and of the session what the quit would say
+/// ([`save_report`]): saved, nothing new, or the write that failed and that it was NOT saved.
+pub fn signal_watch_says(sig: &str, saving: bool, last: &SessionSnapshot) -> String {
+    let how = format!("interrupted by {sig}: the desk closed as q does");
+    match save_report(saving, last) {
+        Ok(Some(said)) => format!("{how} ({said}; no terminal to restore)"),
+        Ok(None) => format!("{how} (no terminal to restore)"),
+        Err(e) => format!("{e} ({how}; no terminal to restore)"),
+    }
 }
 
 /// The footer's first message: a problem in the config files, else a warning the session
