@@ -344,6 +344,41 @@ fn the_report_grades_each_message_by_what_the_author_wrote_next() {
         ["6", "4", "3", "1", "1", "7", "50.0%"]
     );
     assert!(text.contains("profile viewshop-v2"));
+    // Every group row (all, author, profile, arm, file) has its numbers under the header's
+    // columns, however long its name, and the files' turns add up to all's.
+    let head = text
+        .lines()
+        .find(|l| l.starts_with("group "))
+        .expect("header");
+    let turns_end = head.find("turns").expect("turns") + "turns".len();
+    let rows: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("group "))
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .collect();
+    for r in &rows {
+        // The turns figure is right-aligned under "turns": it ends where the header does.
+        let b = r.as_bytes();
+        assert!(
+            b.get(turns_end - 1).is_some_and(u8::is_ascii_digit) && b.get(turns_end) == Some(&b' '),
+            "not under the header: {r:?} / {head:?}"
+        );
+    }
+    let files: Vec<&&str> = rows.iter().filter(|r| r.starts_with("file ")).collect();
+    assert_eq!(files.len(), 5, "{text}");
+    let sum: u64 = files
+        .iter()
+        .map(|r| {
+            r[..turns_end]
+                .split_whitespace()
+                .last()
+                .unwrap()
+                .parse::<u64>()
+                .unwrap()
+        })
+        .sum();
+    assert_eq!(sum, 6, "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -527,7 +562,7 @@ fn bad_bus_files_fail_closed_naming_the_file_and_line() {
                 args.push("--json");
             }
             let (code, out, err) = kestrel(&args);
-            assert_eq!(code, 1, "{name}");
+            assert_eq!(code, 2, "{name}");
             assert_eq!(out, "", "{name}: nothing printed");
             let want = format!("error code=BUS message={}: line {line}: ", s(&p));
             assert!(err.starts_with(&want), "{name}: {err}");

@@ -955,9 +955,9 @@ fn the_desk_refuses_with_the_codes_and_exit_codes_of_the_other_verbs() {
     let cut = d.join("cut.bus.jsonl");
     std::fs::write(&cut, &text[..text.len() - 20]).expect("write");
     let (code, _, agent_err) = kestrel(&["agent", "--tape", TAPE, "--author", s(&cut)]);
-    assert_eq!(code, 1, "{agent_err}");
+    assert_eq!(code, 2, "{agent_err}");
     let (code, _, err) = kestrel(&["desk", "--author", s(&cut), "--no-save"]);
-    assert_eq!(code, 1, "{err}");
+    assert_eq!(code, 2, "{err}");
     assert!(
         err.starts_with(&format!("error code=BUS message={}: line ", cut.display())),
         "{err}"
@@ -1341,6 +1341,43 @@ fn a_bus_cut_at_a_line_boundary_is_refused_not_replayed_as_another_session() {
     let (code, out, err) = kestrel(&["agent", "--tape", TAPE, "--author", s(&bus)]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains(&format!("determinism {hash}")), "{out}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A `kestrel run` Bus given to `agent --author` was refused as "arms no document: give the
+/// --plans", then, with them, as a Bus "edited, or recorded on another tape or by another
+/// version", none of which was so: it has no author to replay, and the refusal says that and
+/// what re-runs it.
+#[test]
+fn a_run_bus_given_as_an_author_is_refused_as_one_with_no_author_to_replay() {
+    let d = scratch("replay-run-bus");
+    let bus = d.join("run.bus.jsonl");
+    let (code, _, err) = kestrel(&["run", "--tape", TAPE, "--plans", PLANS, "--bus", s(&bus)]);
+    assert_eq!(code, 0, "{err}");
+    for plans in [&[][..], &["--plans", PLANS][..]] {
+        let mut args = vec!["agent", "--tape", TAPE, "--author", s(&bus)];
+        args.extend_from_slice(plans);
+        let (code, out, err) = kestrel(&args);
+        assert_eq!((code, out.as_str()), (2, ""), "{err}");
+        assert_eq!(
+            err,
+            format!(
+                "error code=BUS message={}: this Bus was written by `kestrel run`: it has no wake and no agent turn, so there is no author to replay; `kestrel run` with its tape and --plans re-runs it (the same Bus, the same determinism hash)\n",
+                bus.display()
+            )
+        );
+    }
+    // Cut, it is refused as cut first (a cut agent Bus may not have reached its open wake).
+    let text = std::fs::read_to_string(&bus).expect("bus");
+    let cut = d.join("cut.jsonl");
+    std::fs::write(
+        &cut,
+        text.lines().take(3).collect::<Vec<_>>().join("\n") + "\n",
+    )
+    .expect("write");
+    let (code, _, err) = kestrel(&["agent", "--tape", TAPE, "--author", s(&cut)]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("without session-end: it was cut off"), "{err}");
     let _ = std::fs::remove_dir_all(&d);
 }
 

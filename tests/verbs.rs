@@ -1427,7 +1427,7 @@ fn a_saved_bus_that_does_not_replay_is_refused_with_its_own_code_naming_the_file
         )
     };
     let (code, _, err) = agent(&forged);
-    assert_eq!(code, 1, "{err}");
+    assert_eq!(code, 2, "{err}");
     assert!(
         err.starts_with(&format!(
             "error code=REPLAY rule=replay-hash line={} message={}: ",
@@ -1442,7 +1442,7 @@ fn a_saved_bus_that_does_not_replay_is_refused_with_its_own_code_naming_the_file
     let at = text.find(armed).unwrap() + armed.len() / 2;
     std::fs::write(&cut, &text[..at]).unwrap();
     let (code, _, err) = agent(&cut);
-    assert_eq!(code, 1, "{err}");
+    assert_eq!(code, 2, "{err}");
     assert!(
         err.starts_with(&format!(
             "error code=BUS message={}: line {}: the line is cut short",
@@ -1799,7 +1799,7 @@ fn a_saved_bus_turn_that_names_another_wake_than_it_answers_is_refused() {
     }
     std::fs::write(&all_zzz, &t).unwrap();
     let (code, _, err) = agent(&all_zzz);
-    assert_eq!(code, 1, "{err}");
+    assert_eq!(code, 2, "{err}");
     assert!(
         err.starts_with(&format!(
             "error code=REPLAY rule=replay-record line={} message={}: ",
@@ -1825,7 +1825,7 @@ fn a_saved_bus_turn_that_names_another_wake_than_it_answers_is_refused() {
     );
     std::fs::write(&swapped, &t).unwrap();
     let (code, _, err) = agent(&swapped);
-    assert_eq!(code, 1, "{err}");
+    assert_eq!(code, 2, "{err}");
     assert!(
         err.starts_with(&format!(
             "error code=REPLAY rule=replay-record line={} message={}: ",
@@ -1858,7 +1858,7 @@ fn a_recorded_turn_that_is_not_canonical_text_says_so_plainly() {
     )
     .unwrap();
     let (code, _, err) = kestrel(&["agent", "--tape", TAPE, "--author", s(&forged)]);
-    assert_eq!(code, 1, "{err}");
+    assert_eq!(code, 2, "{err}");
     assert!(
         err.starts_with(&format!(
             "error code=REPLAY rule=replay-divergence line={first} message={}: ",
@@ -2007,7 +2007,7 @@ fn a_saved_turn_that_is_not_what_its_reply_routes_to_is_refused() {
     let forged = d.join("bigger.bus.jsonl");
     std::fs::write(&forged, &t).unwrap();
     let (code, _, err) = agent(&forged);
-    assert_eq!(code, 1, "{err}");
+    assert_eq!(code, 2, "{err}");
     assert!(
         err.starts_with(&format!(
             "error code=REPLAY rule=replay-divergence line={first} message={}: the turn recorded here is not what its author wrote: the reply recorded at line {}",
@@ -2021,7 +2021,7 @@ fn a_saved_turn_that_is_not_what_its_reply_routes_to_is_refused() {
         "{err}"
     );
     let (code, out, err) = grade(&forged);
-    assert_eq!((code, out.as_str()), (1, ""), "{err}");
+    assert_eq!((code, out.as_str()), (2, ""), "{err}");
     assert!(
         err.starts_with(&format!(
             "error code=REPLAY message={}: line {first}: the turn recorded here is not what its author wrote",
@@ -2036,7 +2036,7 @@ fn a_saved_turn_that_is_not_what_its_reply_routes_to_is_refused() {
     });
     std::fs::write(&journal, &t).unwrap();
     let (code, _, err) = agent(&journal);
-    assert_eq!(code, 1, "{err}");
+    assert_eq!(code, 2, "{err}");
     assert!(
         err.starts_with(&format!(
             "error code=REPLAY rule=replay-divergence line={first} message="
@@ -2053,7 +2053,7 @@ fn a_saved_turn_that_is_not_what_its_reply_routes_to_is_refused() {
     let no_repair = d.join("no-repair.bus.jsonl");
     std::fs::write(&no_repair, &dropped).unwrap();
     let (code, _, err) = agent(&no_repair);
-    assert_eq!(code, 1, "{err}");
+    assert_eq!(code, 2, "{err}");
     assert!(
         err.starts_with(&format!(
             "error code=REPLAY rule=replay-record line={} message=",
@@ -2111,7 +2111,7 @@ fn a_saved_turn_moved_off_its_wake_is_refused() {
     )
     .unwrap();
     let (code, _, err) = agent(&later);
-    assert_eq!(code, 1, "{err}");
+    assert_eq!(code, 2, "{err}");
     assert!(
         err.starts_with(&format!(
             "error code=REPLAY rule=replay-record line={first} message={}: the turn recorded here at 09:31:00.000 answers wake \"open\", which fired at 09:30:00.000",
@@ -2133,7 +2133,7 @@ fn a_saved_turn_moved_off_its_wake_is_refused() {
             "50",
         ],
     );
-    assert_eq!((code, out.as_str()), (1, ""), "{err}");
+    assert_eq!((code, out.as_str()), (2, ""), "{err}");
     assert!(err.starts_with("error code=REPLAY message="), "{err}");
     // A script author's Bus names none: a turn before its wake is refused all the same.
     let house = house_agent_bus(&d);
@@ -2146,7 +2146,7 @@ fn a_saved_turn_moved_off_its_wake_is_refused() {
     )
     .unwrap();
     let (code, _, err) = agent(&early);
-    assert_eq!(code, 1, "{err}");
+    assert_eq!(code, 2, "{err}");
     assert!(
         err.starts_with(&format!(
             "error code=REPLAY rule=replay-record line={second} message={}: the turn recorded here at 09:40:00.000 answers wake \"range-break\", whose View was delivered later, at 09:45:11.000",
@@ -2287,7 +2287,7 @@ fn a_saved_bus_with_its_repair_attempts_out_of_order_is_refused_as_errors_report
         "--bus",
         s(&out2),
     ]);
-    assert_eq!(code, 1, "{err}");
+    assert_eq!(code, 2, "{err}");
     assert_eq!(
         err.trim_end(),
         format!(
@@ -2309,7 +2309,7 @@ fn a_saved_bus_with_its_repair_attempts_out_of_order_is_refused_as_errors_report
         "{err}"
     );
     let (code, _, err) = kestrel(&["agent", "--tape", TAPE, "--author", s(&cut)]);
-    assert_eq!(code, 1, "{err}");
+    assert_eq!(code, 2, "{err}");
     assert!(
         err.starts_with(&format!(
             "error code=REPLAY rule=replay-record line={n} message={}: repair attempts with no turn",
@@ -2337,19 +2337,19 @@ fn a_blank_line_in_a_saved_bus_is_named_blank_by_every_reader() {
     std::fs::write(&blank, format!("{text}\n")).unwrap();
     let words = format!("line {n}: blank line (every line must be one Bus event)");
     let (code, _, err) = kestrel(&["errors", "report", s(&blank)]);
-    assert_eq!(code, 1, "{err}");
+    assert_eq!(code, 2, "{err}");
     assert_eq!(
         err.trim_end(),
         format!("error code=BUS message={}: {words}", blank.display())
     );
     let (code, _, err) = kestrel(&["agent", "--tape", TAPE, "--author", s(&blank)]);
-    assert_eq!(code, 1, "{err}");
+    assert_eq!(code, 2, "{err}");
     assert_eq!(
         err.trim_end(),
         format!("error code=BUS message={}: {words}", blank.display())
     );
     let (code, _, err) = kestrel(&["desk", "--author", s(&blank), "--no-save"]);
-    assert_eq!(code, 1, "{err}");
+    assert_eq!(code, 2, "{err}");
     assert_eq!(
         err.trim_end(),
         format!("error code=BUS message={}: {words}", blank.display())

@@ -73,9 +73,11 @@ pub fn run(a: &AgentArgs) -> i32 {
     let (author, author_kind) = match load_author(a) {
         Ok(x) => x,
         Err(e) => {
-            // A saved Bus that does not replay says so with its own code (BUS, REPLAY).
-            errln!("{}", session::coded(e));
-            return 1;
+            // A saved Bus that does not replay says so with its own code (BUS, REPLAY) and
+            // is refused as its whole-recording checks are (exit 2); anything else is usage.
+            let line = session::coded(e);
+            errln!("{line}");
+            return super::flags::exit_of(&line);
         }
     };
     // A saved Bus replays its session: it must be whole, and the replay is held to it
@@ -90,7 +92,7 @@ pub fn run(a: &AgentArgs) -> i32 {
         })
     });
     if let Some(r) = &recording
-        && let Err(e) = r.whole()
+        && let Err(e) = r.whole().and_then(|()| r.run_bus())
     {
         errln!("{e}");
         return replay::EXIT_REFUSED;

@@ -128,7 +128,7 @@ pub fn run(cmd: &ErrorsCommand) -> i32 {
         }
         Err(e) => {
             errln!("{e}");
-            1
+            super::flags::exit_of(&e)
         }
     }
 }

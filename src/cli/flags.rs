@@ -17,9 +17,25 @@ pub(crate) const EXIT_USAGE: i32 = 1;
 /// A refused document or turn (and, for `fmt --check`, a file that is not canonical).
 pub(crate) const EXIT_REFUSED: i32 = 2;
 
+/// The exit code of a coded error line: [`EXIT_REFUSED`] for a refused recording
+/// (`code=BUS`, `code=BUS-DIVERGED`, `code=REPLAY`: a saved Bus that is cut, edited, not an
+/// event stream or not the session it claims to record), in every verb that reads one
+/// (`agent --author`, `grade --agent`, `errors report`); else [`EXIT_USAGE`]. Before
+/// 2026-12-06 a cut or edited recording exited 1 or 2 by where it was found.
+pub(crate) fn exit_of(line: &str) -> i32 {
+    let refused = [
+        "error code=BUS ",
+        "error code=BUS-DIVERGED ",
+        "error code=REPLAY ",
+    ]
+    .iter()
+    .any(|p| line.starts_with(p));
+    if refused { EXIT_REFUSED } else { EXIT_USAGE }
+}
+
 /// The footer of every verb's `--help`. Clap tools commonly exit 2 on a usage error; this
 /// project keeps 2 for a refused document, as the README states, so usage errors exit 1.
-pub(crate) const EXIT_CODES: &str = "Exit status: 0 ok; 1 a usage error (a bad flag or argument, the wrong kind of file) or an I/O error; 2 a refused document or turn (for fmt --check, a file that is not canonical).";
+pub(crate) const EXIT_CODES: &str = "Exit status: 0 ok; 1 a usage error (a bad flag or argument, the wrong kind of file) or an I/O error; 2 a refused document, turn or recording (a saved Bus cut, edited or not the session it records; for fmt --check, a file that is not canonical).";
 
 /// Dollars per 1R when `--r-usd` is not given: the desk's default, so `run`, `agent`,
 /// `grade` and `desk` agree.

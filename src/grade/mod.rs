@@ -116,7 +116,13 @@ impl GradeError {
     /// The process exit code for this error: 2 for a statement that cannot be graded, 1
     /// otherwise.
     pub fn exit_code(&self) -> i32 {
-        if self.code == "GRADE" { 2 } else { 1 }
+        // A refused document, and a refused recording (a saved Bus cut, edited or not
+        // replayable: `BUS`, `REPLAY`), as every verb that reads one exits.
+        if matches!(self.code, "GRADE" | "BUS" | "BUS-DIVERGED" | "REPLAY") {
+            2
+        } else {
+            1
+        }
     }
 }
 

@@ -68,6 +68,26 @@ impl Recording {
         })
     }
 
+    /// Is it a `kestrel run` Bus: no wake fired, no View delivered, no turn? A headless
+    /// agent's session always has its open wake, so such a Bus has no author to replay:
+    /// `run` re-runs it. Before 2026-12-06 it was refused as "arms no document: give the
+    /// --plans", then, with them, as edited or recorded on another tape (neither was so).
+    pub fn run_bus(&self) -> Result<(), String> {
+        let authored = self.events.iter().any(|e| {
+            matches!(
+                e,
+                Event::WakeFired { .. } | Event::ViewDelivered { .. } | Event::Turn { .. }
+            )
+        });
+        if authored {
+            return Ok(());
+        }
+        Err(format!(
+            "error code=BUS message={}: this Bus was written by `kestrel run`: it has no wake and no agent turn, so there is no author to replay; `kestrel run` with its tape and --plans re-runs it (the same Bus, the same determinism hash)",
+            self.path
+        ))
+    }
+
     /// Does it end with `session-end`, as every complete Bus does (a run played to the end
     /// of its tape, or stopped by a signal: then an `error` and `session-end`)? The refusal
     /// names the last line.

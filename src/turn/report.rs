@@ -543,8 +543,31 @@ impl ErrorsReport {
                 clip(e.example(), 72)
             ));
         }
+        // The group column is as wide as its longest name (an arm names the command or the
+        // model: `arm command sh -c ./author.sh authoring-v2 constrained=off` pushed every
+        // number out from under its header at the fixed 24 columns before 2026-12-06).
+        let groups: Vec<(String, &Totals)> = std::iter::once(("all".to_string(), &self.totals))
+            .chain(
+                self.by_author
+                    .iter()
+                    .map(|(k, t)| (format!("author {k}"), t)),
+            )
+            .chain(
+                self.by_profile
+                    .iter()
+                    .map(|(k, t)| (format!("profile {k}"), t)),
+            )
+            .chain(self.by_arm.iter().map(|(k, t)| (format!("arm {k}"), t)))
+            .chain(self.files.iter().map(|(k, t)| (format!("file {k}"), t)))
+            .collect();
+        let w = groups
+            .iter()
+            .map(|(n, _)| n.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(24);
         s.push_str(&format!(
-            "\n{:<24} {:>5} {:>8} {:>8} {:>11} {:>14} {:>7} {:>7} {:>7} {:>11} {:>10} {:>11} {:>15}\n",
+            "\n{:<w$} {:>5} {:>8} {:>8} {:>11} {:>14} {:>7} {:>7} {:>7} {:>11} {:>10} {:>11} {:>15}\n",
             "group",
             "turns",
             "authored",
@@ -559,9 +582,9 @@ impl ErrorsReport {
             "prov-prompt",
             "prov-completion"
         ));
-        let mut row = |name: String, t: &Totals| {
+        for (name, t) in groups {
             s.push_str(&format!(
-                "{:<24} {:>5} {:>8} {:>8} {:>11} {:>14} {:>7} {:>7} {:>7} {:>11} {:>10} {:>11} {:>15}\n",
+                "{:<w$} {:>5} {:>8} {:>8} {:>11} {:>14} {:>7} {:>7} {:>7} {:>11} {:>10} {:>11} {:>15}\n",
                 name,
                 t.turns,
                 t.authored,
@@ -576,16 +599,6 @@ impl ErrorsReport {
                 provided(t, t.spend.provider_prompt_tokens),
                 provided(t, t.spend.provider_completion_tokens)
             ));
-        };
-        row("all".into(), &self.totals);
-        for (k, t) in &self.by_author {
-            row(format!("author {k}"), t);
-        }
-        for (k, t) in &self.by_profile {
-            row(format!("profile {k}"), t);
-        }
-        for (k, t) in &self.by_arm {
-            row(format!("arm {k}"), t);
         }
         s
     }
