@@ -437,6 +437,132 @@ fn cli_shards_merge_like_a_single_run_and_refuse_bad_sets() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// `--out` naming an input replaced it: `grade DOC --out DOC` wrote the report over the
+/// document, `--out TAPE` over a tape being graded, `grade merge S0 S1 S2 --out S1` over a
+/// shard (all exit 0). Each is refused before anything is read, written or removed.
+#[test]
+fn grade_out_may_not_name_an_input() {
+    let d = tmp("out-input");
+    family(&d, Regime::Trend, 2, 1, 20, 0.0);
+    std::fs::write(d.join("g.kestrel"), SHARD_DOC.replace("tapes/*", "*")).unwrap();
+    let tape = std::fs::read_dir(&d)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .unwrap();
+    let tape_name = tape.file_name().unwrap().to_str().unwrap().to_string();
+    let before: Vec<(PathBuf, Vec<u8>)> = std::fs::read_dir(&d)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .map(|p| (p.clone(), std::fs::read(&p).unwrap()))
+        .collect();
+    let base = [
+        "grade",
+        "g.kestrel",
+        "--tapes",
+        ".",
+        "--draws",
+        "1",
+        "--resamples",
+        "50",
+    ];
+    for (out, what) in [
+        ("g.kestrel", "document g.kestrel"),
+        (tape_name.as_str(), "tape "),
+    ] {
+        for shard in [&[][..], &["--shard", "0/2"][..]] {
+            let args = [&base[..], shard, &["--out", out]].concat();
+            let (code, stdout, err) = kestrel(&args, &d);
+            assert_eq!((code, stdout.as_str()), (1, ""), "{args:?}: {err}");
+            assert!(
+                err.starts_with(&format!(
+                    "error code=USAGE message=--out {out} names an input file ({what}"
+                )) && err.contains("refusing to overwrite it"),
+                "{args:?}: {err}"
+            );
+        }
+    }
+    // The shards of a merge.
+    for i in 0..2 {
+        let (code, _, err) = kestrel(
+            &[
+                &base[..],
+                &["--shard", &format!("{i}/2"), "--out", &format!("s{i}.part")],
+            ]
+            .concat(),
+            &d,
+        );
+        assert_eq!(code, 0, "{err}");
+    }
+    let s1 = std::fs::read(d.join("s1.part")).unwrap();
+    let (code, _, err) = kestrel(
+        &["grade", "merge", "s0.part", "s1.part", "--out", "s1.part"],
+        &d,
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("names an input file (shard s1.part)"), "{err}");
+    assert_eq!(
+        std::fs::read(d.join("s1.part")).unwrap(),
+        s1,
+        "the shard is whole"
+    );
+    // Every input is as it was.
+    for (p, bytes) in before {
+        assert_eq!(std::fs::read(&p).unwrap(), bytes, "{p:?} was changed");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A refused run (a mistyped flag, a `--tapes` matching nothing, a missing shard) removed an
+/// earlier `--out`, a finished shard or report ("note: removed the earlier ..."). It is left
+/// as it was, and a note says it is not this run's output; a grade that fails once it has
+/// begun still removes it (`sigterm_during_grade_removes_the_earlier_out_and_says_interrupted`).
+#[test]
+fn a_refused_grade_leaves_an_earlier_out_as_it_was() {
+    let d = tmp("out-kept");
+    family(&d, Regime::Trend, 2, 1, 20, 0.0);
+    std::fs::write(d.join("g.kestrel"), SHARD_DOC.replace("tapes/*", "*")).unwrap();
+    std::fs::write(d.join("keep.jsonl"), "an earlier shard\n").unwrap();
+    let base = [
+        "grade",
+        "g.kestrel",
+        "--draws",
+        "1",
+        "--resamples",
+        "50",
+        "--out",
+        "keep.jsonl",
+    ];
+    for bad in [
+        &["--tapes", ".", "--shard", "0/3/"][..],
+        &["--tapes", "no-such-dir"][..],
+        &["--tapes", ".", "--draws", "0"][..],
+    ] {
+        let args = [&base[..], bad].concat();
+        let (code, _, err) = kestrel(&args, &d);
+        assert_eq!(code, 1, "{args:?}: {err}");
+        assert!(
+            err.contains("note: keep.jsonl is left as it was (this run was refused before it began): it is not this run's output")
+                && !err.contains("removed"),
+            "{args:?}: {err}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(d.join("keep.jsonl")).unwrap(),
+            "an earlier shard\n"
+        );
+    }
+    let (code, _, err) = kestrel(&["grade", "merge", "keep.jsonl", "--out", "report.txt"], &d);
+    assert_eq!(code, 1, "{err}");
+    std::fs::write(d.join("report.txt"), "an earlier report\n").unwrap();
+    let (code, _, err) = kestrel(&["grade", "merge", "g.kestrel", "--out", "report.txt"], &d);
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(
+        std::fs::read_to_string(d.join("report.txt")).unwrap(),
+        "an earlier report\n"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 #[test]
 fn resolution_fails_closed() {
     let d = tmp("resolve");
@@ -1216,7 +1342,7 @@ fn cli_grades_an_agent() {
         ],
         &d,
     );
-    assert_eq!((code, out.as_str()), (1, ""), "{err}");
+    assert_eq!((code, out.as_str()), (2, ""), "{err}");
     assert!(
         err.starts_with(&format!(
             "error code=REPLAY message=tampered.jsonl: line {}: the turn recorded here names wake \"open\", but it answers wake \"later\"",

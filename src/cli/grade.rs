@@ -46,8 +46,9 @@ pub struct Args {
     #[arg(long)]
     pub shard: Option<String>,
     /// Write the report (or, with --shard, the shard file) here, atomically; its directory
-    /// is created if missing (`-`: standard output, as without it). When the grade fails, an
-    /// earlier file here is removed.
+    /// is created if missing (`-`: standard output, as without it). It may not name an input.
+    /// When the grade fails once it has begun, an earlier file here is removed; a run refused
+    /// before it began leaves it as it was.
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// VS null draws per tape (1 to 10000).
@@ -77,8 +78,9 @@ pub struct MergeArgs {
     #[command(flatten)]
     pub out_json: super::flags::Json,
     /// Write the report here, atomically; its directory is created if missing (`-`: standard
-    /// output, as without it). When the merge is refused, an earlier file here is removed (no
-    /// stale report survives).
+    /// output, as without it). It may not name a shard. A merge refused for its shards leaves
+    /// an earlier file here as it was (a note says it is not this run's output); one stopped by
+    /// a signal removes it.
     #[arg(long)]
     pub out: Option<PathBuf>,
 }
@@ -108,11 +110,23 @@ fn emit(out: Option<&Path>, text: &str) -> i32 {
 }
 
 /// The end of a grade or a merge: the text written to `--out` (or stdout), or, on a failure
-/// (already printed), its exit code, after removing an earlier `--out` file so that no stale
-/// report is taken for this run's.
-fn finish(out: Option<&Path>, result: Result<String, i32>) -> i32 {
+/// (already printed), its exit code. `started`: the run had accepted its command line and
+/// its inputs and begun the work; its failure then removes an earlier `--out` file, so that
+/// no stale report is taken for this run's. A run refused before that (a mistyped flag, a
+/// missing shard, a tape that is not there) leaves the file as it was and says so: before
+/// 2026-12-06 a typo deleted a finished shard or report.
+fn finish(out: Option<&Path>, result: Result<String, i32>, started: bool) -> i32 {
     match result {
         Ok(text) => emit(out, text.as_str()),
+        Err(code) if !started => {
+            if let Some(p) = out.filter(|p| p.is_file()) {
+                errln!(
+                    "note: {} is left as it was (this run was refused before it began): it is not this run's output",
+                    p.display()
+                );
+            }
+            code
+        }
         Err(code) => {
             if let Some(p) = out.filter(|p| p.is_file()) {
                 match std::fs::remove_file(p) {
@@ -138,13 +152,40 @@ pub fn run(a: Args) -> i32 {
     // SIGINT / SIGTERM stop the work between units and fail as any grade does: nothing is
     // written and an earlier --out is removed (a second signal ends the process at once).
     super::signals::install();
+    let mut started = false;
     if let Some(GradeCommand::Merge(m)) = &a.command {
-        return finish(file(&m.out), merge(m).and_then(not_interrupted("merge")));
+        let out = file(&m.out);
+        let inputs: Vec<(&str, &Path)> = m.shards.iter().map(|p| ("shard", p.as_path())).collect();
+        if let Err(code) = out_is_not_an_input(out, &inputs) {
+            return code;
+        }
+        let r = merge(m, &mut started).and_then(not_interrupted("merge"));
+        return finish(out, r, started);
     }
-    finish(
-        file(&a.out),
-        grade_text(&a).and_then(not_interrupted("grade")),
-    )
+    let out = file(&a.out);
+    let r = grade_text(&a, out, &mut started).and_then(not_interrupted("grade"));
+    finish(out, r, started)
+}
+
+/// Refuse an `--out` that names one of the run's inputs (`(flag, path)`: the documents, the
+/// `--agent` session, the tapes, the shards), before anything is written or removed: before
+/// 2026-12-06 `grade DOC --out DOC` replaced the document with its report, `--out` naming a
+/// tape replaced the tape, and `grade merge S0 S1 S2 --out S1` the shard.
+fn out_is_not_an_input(out: Option<&Path>, inputs: &[(&str, &Path)]) -> Result<(), i32> {
+    let Some(o) = out else {
+        return Ok(());
+    };
+    match inputs.iter().find(|(_, p)| super::out::same_file(o, p)) {
+        Some((what, p)) => {
+            errln!(
+                "error code=USAGE message=--out {} names an input file ({what} {}): refusing to overwrite it; write the report elsewhere",
+                o.display(),
+                p.display()
+            );
+            Err(1)
+        }
+        None => Ok(()),
+    }
 }
 
 /// The file `--out` names: `-` is standard output (where the report goes without `--out`,
@@ -177,7 +218,7 @@ fn warn_not_armed(job: &grade::Job, results: &[grade::UnitResult]) {
 
 /// Run the grade (or one shard): the report or shard text, or the exit code of a failure
 /// (printed).
-fn grade_text(a: &Args) -> Result<String, i32> {
+fn grade_text(a: &Args, out: Option<&Path>, started: &mut bool) -> Result<String, i32> {
     let r_usd = match super::run::parse_r_usd("--r-usd", &a.r.r_usd) {
         Ok(p) => p,
         Err(e) => {
@@ -259,6 +300,19 @@ fn grade_text(a: &Args) -> Result<String, i32> {
         Ok(p) => p,
         Err(e) => return Err(fail(&e)),
     };
+    // Every input is known now (the tapes too): `--out` may be none of them.
+    let tapes: Vec<&str> = prepared
+        .job
+        .grades
+        .iter()
+        .flat_map(|g| g.tapes.iter().map(|t| t.path.as_str()))
+        .collect();
+    let inputs: Vec<(&str, &Path)> = (a.files.iter().map(|p| ("document", p.as_path())))
+        .chain(a.agent.iter().map(|p| ("--agent", p.as_path())))
+        .chain(tapes.iter().map(|t| ("tape", Path::new(*t))))
+        .collect();
+    out_is_not_an_input(out, &inputs)?;
+    *started = true;
     let mut tapes = FileTapes::default();
     let text = match shard {
         Some((i, n)) => match grade::run_shard(&prepared, i, n, &mut tapes) {
@@ -322,7 +376,7 @@ fn whole_agent_grade(
 }
 
 /// Merge shard files: the report text, or the exit code of a refusal (printed).
-fn merge(m: &MergeArgs) -> Result<String, i32> {
+fn merge(m: &MergeArgs, started: &mut bool) -> Result<String, i32> {
     let mut files = Vec::new();
     for p in &m.shards {
         let bytes = match crate::limits::read_file_bounded(p, crate::limits::MAX_RECORDING_BYTES) {
@@ -349,6 +403,8 @@ fn merge(m: &MergeArgs) -> Result<String, i32> {
         Ok(x) => x,
         Err(e) => return Err(fail(&e)),
     };
+    // The shards are whole and of one job: from here a failure (a signal) is this merge's.
+    *started = true;
     warn_not_armed(&job, &results);
     let text = if m.out_json.json {
         grade::report_json(&job, &results) + "\n"
