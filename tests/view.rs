@@ -390,3 +390,52 @@ fn budgets_hold_every_minute_of_every_bundled_session() {
     }
     assert!(frames >= 3 * 3 * 390);
 }
+
+/// Strikes cut to fit a budget were cut one a side at a time, rendering and counting the
+/// Frame after each: `chain 0dte strikes 1000` under `budget 100` took 9 s of CPU a Frame.
+/// They are found by halving now; every Frame is the one stepping gives (text, tokens, what
+/// was dropped), on every bundled tape, for chains and gex panes of many sizes under budgets
+/// that cut them to every depth.
+#[test]
+fn strikes_cut_by_halving_give_the_frame_of_cutting_one_at_a_time() {
+    let mut views = Vec::new();
+    for strikes in [2, 3, 5, 9, 17, 40] {
+        for budget in [100, 140, 200, 300, 450, 700, 1200] {
+            views.push(view_of(&format!(
+                "VIEW s{strikes}b{budget} budget {budget}\n  chain 0dte strikes {strikes}\n  gex 0dte\n  levels\n"
+            )));
+            views.push(view_of(&format!(
+                "VIEW t{strikes}b{budget} budget {budget}\n  tape 5m\n  chain 0dte strikes {strikes}\n  headlines last 3\n"
+            )));
+        }
+    }
+    let mut cut = 0;
+    for path in common::bundled_tapes() {
+        let mut rep = Replay::new(open_tape(&path).expect("tape"), &views[0]).expect("replay");
+        for t in ["09:45:00.000", "11:30:00.000", "15:50:00.000"] {
+            rep.advance_to(at(t)).expect("advance");
+            for v in &views {
+                let halved = rep.frame(v, &Snapshot::default(), None, 0, &view::cl100k);
+                let stepped = view::render::with_strikes_stepped(|| {
+                    rep.frame(v, &Snapshot::default(), None, 0, &view::cl100k)
+                });
+                assert_eq!(
+                    (&halved.text, halved.tokens, &halved.dropped),
+                    (&stepped.text, stepped.tokens, &stepped.dropped),
+                    "{} at {t} on {path:?}",
+                    v.name.text
+                );
+                cut += usize::from(halved.dropped.iter().any(|d| d.contains("strikes beyond")));
+            }
+        }
+    }
+    assert!(cut >= 50, "the budgets cut strikes in {cut} Frames");
+    // The case that took 9 s: within a budget, and quick (one Frame, well under a second of
+    // CPU on any machine; stepping took 1,000 renderings).
+    let big = view_of("VIEW big budget 100\n  chain 0dte strikes 1000\n");
+    let tape = common::bundled_tapes().into_iter().next().expect("a tape");
+    let mut rep = Replay::new(open_tape(&tape).expect("tape"), &big).expect("replay");
+    rep.advance_to(at("10:00:00.000")).expect("advance");
+    let r = rep.frame(&big, &Snapshot::default(), None, 0, &view::cl100k);
+    assert!(r.tokens <= 100, "{}", r.text);
+}
