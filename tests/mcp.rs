@@ -937,6 +937,89 @@ fn calls_running_when_stdin_closes_are_answered_before_exit() {
     }
 }
 
+/// Concurrent calls written back to back are all answered while stdin stays open: the
+/// client sends nothing more and only reads. A tester saw one answer of 40 withheld until
+/// the next line (2026-12-06, F6); the server had written all 40 to stdout (strace), and the
+/// line sat in the client's own buffer: its driver waited with `select()` on the pipe, then
+/// read with a buffered `readline()`, which reads ahead, so a line read ahead is invisible
+/// to the next `select()`. Here the client reads every line through one buffered reader,
+/// slowly at first so that answers queue in the pipe, and waits for the ids with no further
+/// input; several rounds, each in a fresh server.
+#[test]
+fn concurrent_calls_are_all_answered_with_no_further_input() {
+    use std::io::BufRead;
+    let plans =
+        std::fs::read_to_string(common::root().join("examples/run-desk.kestrel")).expect("plans");
+    for round in 0..3 {
+        let mut child = Command::new(KESTREL)
+            .args(["mcp", "--quiet"])
+            .current_dir(common::root())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn kestrel mcp");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = std::sync::mpsc::channel::<String>();
+        let reader = std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { return };
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        let mut stdin = child.stdin.take().expect("stdin");
+        let ids: Vec<i64> = (100..118).collect();
+        let mut all = vec![INIT_LINE.to_string(), INITIALIZED_LINE.to_string()];
+        for id in &ids {
+            let tool = match id % 3 {
+                0 => {
+                    json!({"name": "run", "arguments": {"plans": plans, "tape": "trend-2025-04-09-s1"}})
+                }
+                1 => {
+                    json!({"name": "frame", "arguments": {"tape": "shock-2025-04-09-s7", "at": "15:30"}})
+                }
+                _ => json!({"name": "grammar", "arguments": {"format": "lark", "scope": "file"}}),
+            };
+            all.push(
+                json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": tool})
+                    .to_string(),
+            );
+        }
+        // Back to back, in one write; stdin is then held open and nothing more is sent.
+        stdin
+            .write_all((all.join("\n") + "\n").as_bytes())
+            .expect("write requests");
+        stdin.flush().expect("flush");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        let mut answered = std::collections::BTreeSet::new();
+        let mut k = 0;
+        while answered.len() < ids.len() {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let Ok(line) = rx.recv_timeout(left) else {
+                let _ = child.kill();
+                let missing: Vec<_> = ids.iter().filter(|i| !answered.contains(*i)).collect();
+                panic!("round {round}: no answer for {missing:?} with stdin open");
+            };
+            let msg: Value = serde_json::from_str(&line).expect("JSON-RPC line");
+            if let Some(id) = msg["id"].as_i64().filter(|i| ids.contains(i)) {
+                assert_eq!(msg["result"]["isError"], false, "id {id}: {msg}");
+                assert!(answered.insert(id), "id {id} answered twice");
+            }
+            // A slow reader for the first answers: the rest queue in the pipe.
+            k += 1;
+            if k < 8 {
+                std::thread::sleep(std::time::Duration::from_millis(30));
+            }
+        }
+        drop(stdin);
+        let status = child.wait().expect("wait");
+        reader.join().expect("reader");
+        assert_eq!(status.code(), Some(0), "round {round}");
+    }
+}
+
 /// Tape paths are confined to the root (the working directory, or `--root DIR`): outside
 /// paths, `..` climbs and symlinks out are refused with one message that quotes nothing of
 /// the file and does not tell whether it exists; bundled short names still work.
