@@ -93,7 +93,8 @@ pub fn check_print(src: &str, mode: Mode) -> Result<String, Vec<Diagnostic>> {
     // The printed text of a valid document is about its own size; a document over the size
     // limit is refused unread, so the reservation is never more than the limit.
     let cap = src.len().min(crate::limits::MAX_DOCUMENT_BYTES);
-    let mut out = String::with_capacity(cap.saturating_add(64));
+    let mut out =
+        String::from_utf8(crate::limits::big_buffer(cap.saturating_add(64))).unwrap_or_default();
     let mut checker = rules::Checker::new(src, mode, &Scope::default());
     let tail = syntax::parse_statements(src, &mut |st| {
         checker.statement(&st);
