@@ -666,6 +666,23 @@ impl Blotter {
         p.open_at(self.mark_of(leg, p).0)
     }
 
+    /// An `order-repriced` event applied: [`apply`](Self::apply) of one, by its fields.
+    pub(crate) fn repriced(&mut self, order: u64, limit: Px) {
+        self.events += 1;
+        self.set_limit(order, limit);
+    }
+
+    /// A working order's new limit, resting and in its line.
+    #[inline(always)]
+    fn set_limit(&mut self, order: u64, limit: Px) {
+        if let Some(r) = self.resting.get_mut(order) {
+            r.limit = limit;
+        }
+        if let Some(o) = self.order_mut(order) {
+            o.limit = Some(limit);
+        }
+    }
+
     fn order_mut(&mut self, id: u64) -> Option<&mut OrderLine> {
         let i = self.order_at.get(id)?;
         self.orders.get_mut(i)
@@ -902,14 +919,7 @@ impl Blotter {
                     },
                 );
             }
-            Event::OrderRepriced { order, limit, .. } => {
-                if let Some(r) = self.resting.get_mut(*order) {
-                    r.limit = *limit;
-                }
-                if let Some(o) = self.order_mut(*order) {
-                    o.limit = Some(*limit);
-                }
-            }
+            Event::OrderRepriced { order, limit, .. } => self.set_limit(*order, *limit),
             Event::OrderCancelled { ts, order, .. } => {
                 self.resting.remove(*order);
                 if let Some(o) = self.order_mut(*order)

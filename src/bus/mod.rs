@@ -733,11 +733,55 @@ impl Bus {
     /// hasher once they reach [`HASH_BLOCK`] (BLAKE3 hashes a stream: where the pieces are
     /// cut does not change the hash).
     pub fn emit(&mut self, ev: Event) {
+        let start = self.line_start();
+        canon::write_canonical(&mut self.unhashed, &ev);
+        self.line_written(start);
+        self.blotter.apply(&ev);
+        if let Event::Repair { attempt, .. } = &ev {
+            self.spend.add(attempt);
+        }
+        if let Some(k) = self.keep.as_mut() {
+            k.push(ev);
+        }
+    }
+
+    /// [`emit`](Self::emit) of an [`Event::OrderRepriced`], the line a pegged order writes
+    /// at nearly every tick: the same bytes, hash and Blotter, with no [`Event`] built,
+    /// matched twice and dropped (unless the Bus keeps its events).
+    pub fn emit_repriced(
+        &mut self,
+        ts: Ts,
+        order: u64,
+        limit: Px,
+        reason: std::borrow::Cow<'static, str>,
+    ) {
+        if self.keep.is_some() {
+            return self.emit(Event::OrderRepriced {
+                ts,
+                order,
+                limit,
+                reason,
+            });
+        }
+        let start = self.line_start();
+        canon::write_repriced(&mut self.unhashed, ts, order, limit, &reason);
+        self.line_written(start);
+        self.blotter.repriced(order, limit);
+    }
+
+    /// Where the next line starts in the bytes not yet hashed.
+    #[inline(always)]
+    fn line_start(&mut self) -> usize {
         if self.unhashed.capacity() == 0 {
             self.unhashed.reserve_exact(HASH_BLOCK + HASH_CHUNK + 256);
         }
-        let start = self.unhashed.len();
-        canon::write_canonical(&mut self.unhashed, &ev);
+        self.unhashed.len()
+    }
+
+    /// Count, write and flush the line written from `start`; hash whole chunks once a block
+    /// is gathered.
+    #[inline(always)]
+    fn line_written(&mut self, start: usize) {
         let line = &self.unhashed[start..];
         self.bytes += line.len() as u64;
         self.count += 1;
@@ -758,13 +802,6 @@ impl Bus {
             } else {
                 self.unhashed.drain(..whole);
             }
-        }
-        self.blotter.apply(&ev);
-        if let Event::Repair { attempt, .. } = &ev {
-            self.spend.add(attempt);
-        }
-        if let Some(k) = self.keep.as_mut() {
-            k.push(ev);
         }
     }
 
@@ -867,6 +904,82 @@ mod tests {
             assert_eq!(bus.hash_hex(), hash_bytes(&all), "after event {i}");
         }
         assert_eq!(bus.bytes(), all.len() as u64);
+    }
+
+    /// A sink whose bytes the test reads back.
+    #[derive(Clone, Default)]
+    struct Shared(std::rc::Rc<std::cell::RefCell<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+            self.0.borrow_mut().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// `emit_repriced` writes, hashes and projects what `emit` of the same event does: the
+    /// sink's bytes, the hash after every line (across block boundaries), the counts and the
+    /// Blotter (the orders' limits), with reasons that take the fast path and ones that
+    /// need escaping or are long; a keeping Bus keeps the event.
+    #[test]
+    fn emit_repriced_is_emit_of_the_event() {
+        let (sa, sb) = (Shared::default(), Shared::default());
+        let mut a = Bus::new(Some(Box::new(sa.clone())));
+        let mut b = Bus::new(Some(Box::new(sb.clone())));
+        let mut kept = Bus::new(None).keeping();
+        for order in 1..=3u64 {
+            let ev = Event::OrderPlaced {
+                ts: Ts::hms(9, 30, 0, 0),
+                order,
+                plan: format!("p{order}"),
+                clause: "DO#1".into(),
+                role: OrderRole::Entry,
+                leg: "SPY 2025-04-09 500 P".into(),
+                side: BusSide::Buy,
+                qty: 1,
+                limit: Px(12_300),
+                mult: 100,
+            };
+            a.emit(ev.clone());
+            b.emit(ev.clone());
+            kept.emit(ev);
+        }
+        let reasons = [
+            "peg",
+            "esc#1",
+            "esc#12",
+            "covered",
+            "pe\"g",
+            "\n",
+            &"r".repeat(40),
+        ];
+        let limits = [0, 5, 100, 12_345, 1_000_000, -250, i64::MAX, i64::MIN + 1];
+        for i in 0..4_000u64 {
+            let ts = Ts(Ts::hms(9, 30, 0, 0).0 + (i * 997 % 50_000_000) as u32);
+            let order = [1, 2, 3, 7, u64::MAX][(i % 5) as usize];
+            let limit = Px(limits[(i % 8) as usize] + (i as i64 % 3));
+            let reason = reasons[(i % 7) as usize].to_string();
+            let ev = Event::OrderRepriced {
+                ts,
+                order,
+                limit,
+                reason: reason.clone().into(),
+            };
+            a.emit(ev.clone());
+            b.emit_repriced(ts, order, limit, reason.clone().into());
+            kept.emit_repriced(ts, order, limit, reason.into());
+            assert_eq!(b.hash_hex(), a.hash_hex(), "after line {i}");
+            assert_eq!(kept.events().last(), Some(&ev));
+        }
+        assert!(a.bytes() > 4 * HASH_BLOCK as u64);
+        assert_eq!(*sb.0.borrow(), *sa.0.borrow());
+        assert_eq!((b.bytes(), b.count()), (a.bytes(), a.count()));
+        assert_eq!(b.blotter(), a.blotter());
+        assert_eq!(kept.blotter(), a.blotter());
+        assert_eq!(kept.hash_hex(), a.hash_hex());
     }
 
     #[test]

@@ -3049,12 +3049,7 @@ fn price_covered(p: &mut PlanRt, pi: usize, sh: &mut Shared, k: usize) -> bool {
         let l = bound(l, o.side, &q, &o.mods, basis);
         if l != o.limit {
             o.limit = l;
-            sh.bus.emit(Event::OrderRepriced {
-                ts: sh.now,
-                order: o.id,
-                limit: l,
-                reason: "covered".into(),
-            });
+            sh.bus.emit_repriced(sh.now, o.id, l, "covered".into());
         }
     }
     match sh.fill.on_place(o.side, o.limit, q.bid, q.ask) {
@@ -3613,12 +3608,7 @@ fn process_orders(p: &mut PlanRt, pi: usize, sh: &mut Shared, reads: PlanReads) 
             o.limit = l;
             o.seen = stamp;
             let id = o.id;
-            sh.bus.emit(Event::OrderRepriced {
-                ts: sh.now,
-                order: id,
-                limit: l,
-                reason: why,
-            });
+            sh.bus.emit_repriced(sh.now, id, l, why);
             sh.fill.on_place(o.side, l, q.bid, q.ask)
         } else if o.seen != stamp {
             o.seen = stamp;
