@@ -101,6 +101,10 @@ pub enum Confirm {
     Undo {
         /// `10:05 turn (armed my-dip)`.
         turn: String,
+        /// The agent's turns after it that go with it (the session goes back to the turn:
+        /// docs/desk.md, "Undo"), in words: `house's supersede @ wake open (routed 09:31)`,
+        /// `your reject of house's supersede @ wake open`.
+        also: Vec<String>,
     },
     /// Act while turns of the person's are recorded ahead of the tape (after a seek back or
     /// Home): the act branches the session and drops them.
@@ -518,6 +522,13 @@ impl App {
         if let (Some((id, said)), Some(u)) = (&self.awaiting_undo, &self.snap.last_undo)
             && u.id == *id
         {
+            // The undo's message is said now, over a proposal that came back with it (the
+            // session went back to before an accept): the proposal and the message arrive in
+            // one snapshot, and the proposal, seen after it, held the footer (before
+            // 2026-12-06 the documented `undone, and back at …` never showed).
+            if u.turn.is_some() && self.message.is_some() {
+                self.message_seen.2 = std::time::Instant::now();
+            }
             // The undone turn's text comes back to an empty editor, to mend and send again;
             // over a draft it is shown instead (y copies it in), so neither is lost.
             if let Some((_, text)) = &u.turn {
@@ -587,8 +598,30 @@ impl App {
     /// Ask before taking back the person's last turn of this run (`10:05 turn (armed
     /// my-dip)`); with none, the session answers that there is nothing to undo.
     fn confirm_undo(&mut self) {
-        match self.snap.turns.iter().rev().find(|l| l.author == "you") {
+        let mine = self.snap.turns.iter().rposition(|l| l.author == "you");
+        match mine.map(|k| &self.snap.turns[k]) {
             Some(l) => {
+                // The agent's turns after it were given to a book that had it: they go with
+                // it, and the dialog names them (before 2026-12-06 an accept of the agent's
+                // turn was taken back without a word).
+                let name = self.agent().map_or("the agent", |a| a.short_name.as_str());
+                let also: Vec<String> = self.snap.turns[mine.unwrap_or(0) + 1..]
+                    .iter()
+                    .filter(|t| !t.from_desk())
+                    .filter_map(|t| match (&t.routed, &t.rejected) {
+                        (Some(r), None) => Some(format!(
+                            "{name}'s {} @ wake {} (routed {})",
+                            r.outcome.label(),
+                            t.wake,
+                            t.ts.hhmm()
+                        )),
+                        (_, Some((outcome, by))) if by == "human" => Some(format!(
+                            "your reject of {name}'s {outcome} @ wake {}",
+                            t.wake
+                        )),
+                        _ => None,
+                    })
+                    .collect();
                 let did = if l.result.is_empty() {
                     l.routed
                         .as_ref()
@@ -599,7 +632,7 @@ impl App {
                 };
                 let turn = format!("{} turn ({did})", l.ts.hhmm());
                 self.undo_said = Some(turn.clone());
-                self.modal = Some(Modal::Confirm(Confirm::Undo { turn }));
+                self.modal = Some(Modal::Confirm(Confirm::Undo { turn, also }));
             }
             None => {
                 self.undo_said = None;
@@ -681,6 +714,11 @@ impl App {
                 // A reopened session's live author is never called: its recorded answers act
                 // (docs/desk.md, "The agent in the session"), in co-pilot or not.
                 let replayed = a.replay_only && a.live;
+                // A proposal waiting when the agent is detached is rejected with it: said
+                // with the detach, which takes the footer.
+                let undecided = a.proposal.as_ref().filter(|_| !on).map(|p| {
+                    crate::session::owner::undecided_notice(&a.short_name, p, "at the detach")
+                });
                 self.send(Command::Attach(on));
                 let key = self.keys.label(Action::Attach);
                 self.message = Some(if replayed && !on {
@@ -705,6 +743,10 @@ impl App {
                 } else {
                     format!("{name} attached, autopilot: its turns route as they arrive")
                 });
+                if let (Some(u), Some(m)) = (undecided, self.message.as_mut()) {
+                    m.push_str("; ");
+                    m.push_str(&u);
+                }
             }
         }
     }
@@ -817,6 +859,7 @@ impl App {
                             ts.hhmm(),
                             ts.hhmm()
                         ),
+                        also: Vec::new(),
                     }));
                 } else {
                     self.confirm_undo();

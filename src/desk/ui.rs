@@ -7,7 +7,7 @@ use super::theme::Role;
 use crate::bus::PlanState;
 use crate::bus::blotter::RiskKind;
 use crate::lang;
-use crate::session::owner::{NoticeLevel, Owner, PlanLine};
+use crate::session::owner::{NoticeLevel, Owner, PlanLine, proposal_summary};
 use crate::turn::Outcome;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -490,53 +490,6 @@ fn draw_footer(f: &mut Frame, app: &App, r: Rect) {
         spans.extend(tail);
     }
     f.render_widget(Paragraph::new(Line::from(spans)), r);
-}
-
-/// What a proposed turn would do, in a few words: the plans a supersede arms (and whether it
-/// also sets a VIEW or a WAKE), a STAND-DOWN's reason, a CANCEL's target; for an agent that
-/// wrote no valid turn, what failed (`fail-closed pass: refused after 2 re-asks: PARSE
-/// rule=syntax: …`), never `nothing (comments only)`, which is an authored pass's.
-fn proposal_summary(run: &crate::turn::RepairRun) -> String {
-    use crate::lang::ast::StatementKind as K;
-    let turn = &run.turn;
-    if let Some(f) = run.failure() {
-        return format!("{}: {f}", turn.outcome.label());
-    }
-    match &turn.outcome {
-        Outcome::StandDown { reason } if reason.is_empty() => "STAND-DOWN".into(),
-        Outcome::StandDown { reason } => format!("STAND-DOWN {reason}"),
-        Outcome::Cancel { target } => format!("CANCEL {target}"),
-        Outcome::Pass { .. } => "nothing (comments only)".into(),
-        Outcome::Supersede { .. } => {
-            let Some(doc) = turn.document() else {
-                return "a document".into();
-            };
-            let mut plans = Vec::new();
-            let mut also = Vec::new();
-            for st in &doc.statements {
-                match &st.kind {
-                    K::Plan(p) => plans.push(p.name.text.clone()),
-                    K::View(_) | K::Wake(_) | K::Pod(_) | K::Book(_) => {
-                        let k = st.kind.keyword();
-                        if !also.contains(&k) {
-                            also.push(k);
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            let arms = match plans.len() {
-                0 => "arms no plan".to_string(),
-                _ => format!("arms {}", plans.join(", ")),
-            };
-            if also.is_empty() {
-                arms
-            } else {
-                format!("{arms} (+{})", also.join(", "))
-            }
-        }
-        o => o.name().to_string(),
-    }
 }
 
 /// The View's Frame as drawn `w` columns wide: each line of the Frame (unchanged: it is
@@ -2268,15 +2221,23 @@ fn draw_modal(f: &mut Frame, app: &App, m: &Modal, area: Rect) {
                 r,
             );
         }
-        Modal::Confirm(super::app::Confirm::Undo { turn }) => {
+        Modal::Confirm(super::app::Confirm::Undo { turn, also }) => {
             let width = area.width.min(64);
             let w = usize::from(width.saturating_sub(2));
-            let text = Paragraph::new(vec![
-                Line::from(format!("Take back your {turn}?")),
-                Line::from("The session runs again without it; its text comes back to you."),
-                hint(app, "y / enter: undo · any other key: keep it", w),
-            ])
-            .wrap(Wrap { trim: false });
+            let mut lines = vec![Line::from(format!("Take back your {turn}?"))];
+            if also.is_empty() {
+                lines.push(Line::from(
+                    "The session runs again without it; its text comes back to you.",
+                ));
+            } else {
+                lines.push(Line::from(format!(
+                    "With it go the agent's turns after it: {}. The session goes back to \
+                     your turn; its text comes back to you.",
+                    also.join("; ")
+                )));
+            }
+            lines.push(hint(app, "y / enter: undo · any other key: keep it", w));
+            let text = Paragraph::new(lines).wrap(Wrap { trim: false });
             // As tall as its wrapped lines: a long turn (a stand-down's reason) does not push
             // the key hint out of the dialog.
             let h = u16::try_from(text.line_count(width.saturating_sub(2)) + 2).unwrap_or(u16::MAX);

@@ -469,6 +469,9 @@ impl TurnLine {
     /// What became of it, for the Journal.
     pub fn label(&self) -> String {
         match (&self.routed, &self.rejected) {
+            // Nobody was asked (a reopened session's live author is not called): the
+            // Journal said `unanswered rejected (nobody)`, as if the agent had been silent.
+            (_, Some((_, by))) if by == "nobody" => "not asked (replayed, not called)".into(),
             (_, Some((outcome, by))) => format!("{outcome} rejected ({by})"),
             (Some(r), None) if self.from_desk() => {
                 let invalid = matches!(
@@ -822,6 +825,11 @@ struct Outstanding {
     call: u64,
     /// What a live author is asked (kept so a rewind re-sends it).
     ask: Option<(super::WakeAsk, TurnContext)>,
+    /// Was the live author asked it? Not while a rewind re-runs quietly, nor when the
+    /// record still to replay answers it ([`records_answer`]): then the recorded answer acts
+    /// at its point, and the call is asked only if the person's new act drops that record
+    /// ([`Session::ask_unanswered`]).
+    asked: bool,
 }
 
 /// The session file: written as the session goes, or (an opened session) held until the
@@ -937,6 +945,9 @@ pub struct Session {
     stop_for_proposal: bool,
     /// The tape was paused for this call's proposal: it plays on once it is answered.
     paused_for: Option<u64>,
+    /// The footer has said once that a live author's wake went unasked
+    /// ([`Session::not_called`]).
+    unasked_said: bool,
 }
 
 /// What a headless run brings to [`Session::headless`].
@@ -1298,6 +1309,7 @@ impl Session {
             risk_seen: 0,
             stop_for_proposal: false,
             paused_for: None,
+            unasked_said: false,
             settings,
         })
     }
@@ -1775,6 +1787,11 @@ impl Session {
                 if chair.outstanding.as_ref().map(|o| o.call) != Some(call) {
                     return;
                 }
+                // The record answers it (asked before a rewind re-ran to it): the recorded
+                // answer acts at its point, not this one where it arrived.
+                if records_answer(&self.script, call) {
+                    return;
+                }
                 if chair.hold && needs_decision(&run) {
                     // An act of its own in the session file: reopened, it waits again.
                     let asked_at = self.run.awaiting().map_or(self.clock, |a| a.1);
@@ -1986,6 +2003,9 @@ impl Session {
             ""
         };
         self.notice(format!("undone: {summary}{dropped}"));
+        if answered_after {
+            self.ask_unanswered();
+        }
         self.last_undo = Some(Undone {
             id,
             turn: Some((ts, text)),
@@ -2027,14 +2047,76 @@ impl Session {
             return;
         };
         c.quiet = quiet;
-        if !quiet
-            && let (Some(o), Some(w)) = (&c.outstanding, &c.worker)
-            && let Some((ask, ctx)) = &o.ask
-            && !records_answer(&self.script, o.call)
-        {
-            c.waiting = Some((ask.wake.clone(), ask.ts));
-            w.ask(self.segment, o.call, ask.clone(), ctx.clone());
+        if !quiet {
+            self.ask_unanswered();
         }
+    }
+
+    /// Ask the live author the call that is out and was not asked (a rewind re-ran to it
+    /// quietly, or the record answered it and the person's new act dropped that record), if
+    /// nothing still to replay answers it. A reopened session's author is not called: the
+    /// call is rejected by `nobody`, so later wakes are asked (and not suppressed behind a
+    /// call no one will answer).
+    fn ask_unanswered(&mut self) {
+        let segment = self.segment;
+        let Some(c) = self.chair.as_mut() else {
+            return;
+        };
+        let Some(o) = c.outstanding.as_mut() else {
+            return;
+        };
+        if o.asked
+            || c.quiet
+            || c.proposal.is_some()
+            || c.waiting.is_some()
+            || !matches!(c.seat, Seat::Remote)
+            || records_answer(&self.script, o.call)
+        {
+            return;
+        }
+        let Some((ask, ctx)) = o.ask.clone() else {
+            return;
+        };
+        match &c.worker {
+            Some(w) if !c.replay_only => {
+                o.asked = true;
+                c.thinking.clear();
+                c.waiting = Some((ask.wake.clone(), ask.ts));
+                w.ask(segment, o.call, ask, ctx);
+            }
+            _ => {
+                c.outstanding = None;
+                let now = self.clock;
+                self.run.reject(now, "nobody", "unanswered", "unanswered");
+                self.not_called(&ask.wake, ask.ts);
+            }
+        }
+    }
+
+    /// A wake of a live author's went to `nobody` (a reopened session: its author is not
+    /// called, and the record does not answer this wake). The first time, a warning says
+    /// so: before 2026-12-06 only the Journal did, one row a wake.
+    fn not_called(&mut self, wake: &str, at: Ts) {
+        if self.replaying || self.unasked_said {
+            return;
+        }
+        let Some(c) = self.chair.as_ref() else {
+            return;
+        };
+        if !c.agent.is_live() {
+            return;
+        }
+        self.unasked_said = true;
+        let name = c.agent.short_name();
+        self.notice_at(
+            NoticeLevel::Warn,
+            format!(
+                "the agent is replayed from the record, not called: {name} was not asked at \
+                 wake {wake} {} (a reopened session's live author is never called; the wakes \
+                 its record does not answer go unasked)",
+                at.hhmm()
+            ),
+        );
     }
 
     /// Start a new run; `quiet`: the agent sends no call until told (a rewind re-running
@@ -2163,7 +2245,8 @@ impl Session {
     /// that names the person's turns it drops (the desk asked first: `App::person`), so it
     /// is not covered by the act's own routine notice.
     fn person_act(&mut self, act: Act) {
-        if !self.script.is_empty() {
+        let branched = !self.script.is_empty();
+        if branched {
             let mine = self.turns_ahead();
             let others = self.script.len() - mine.len();
             self.script.clear();
@@ -2188,6 +2271,10 @@ impl Session {
             self.notice_at(NoticeLevel::Warn, text);
         }
         self.act(act);
+        // The call out whose recorded answer went with the dropped future is asked now.
+        if branched {
+            self.ask_unanswered();
+        }
     }
 
     /// Apply an act at `ts`; `acted`: a new act (not one replayed from a saved session),
@@ -2471,10 +2558,19 @@ impl Session {
                 if !*on {
                     chair.worker = None;
                     chair.waiting = None;
-                    chair.proposal = None;
+                    let proposal = chair.proposal.take();
+                    let name = chair.agent.short_name();
                     chair.thinking.clear();
                     if chair.outstanding.take().is_some() {
-                        self.run.reject(now, "detached", "unanswered", "unanswered");
+                        // A proposal waiting was answered: rejected with its outcome, as at
+                        // the close, and the tape plays on as after an `x`.
+                        match proposal {
+                            Some(p) => {
+                                self.reject_undecided(now, &p, &name, "detached", "at the detach");
+                                self.resume_after_proposal(p.call);
+                            }
+                            None => self.run.reject(now, "detached", "unanswered", "unanswered"),
+                        }
                     }
                 } else if let (Agent::Live(spec), false, None) =
                     (&chair.agent, chair.replay_only, &chair.worker)
@@ -2489,6 +2585,17 @@ impl Session {
                 }
                 if *on { "attached" } else { "detached" }.to_string()
             }
+        }
+    }
+
+    /// A proposal nobody decided (the close came, or the person detached the agent): the
+    /// agent answered, so it is rejected with its routed outcome by `by` (`close`,
+    /// `detached`), as a person's `x` keeps it, and a warning says so.
+    fn reject_undecided(&mut self, at: Ts, p: &Proposal, name: &str, by: &str, when: &str) {
+        let t = &p.run.turn;
+        self.run.reject(at, by, t.outcome.name(), t.outcome.label());
+        if !self.replaying {
+            self.notice_at(NoticeLevel::Warn, undecided_notice(name, p, when));
         }
     }
 
@@ -2508,7 +2615,11 @@ impl Session {
                 // the call (one written before provider errors routed so, or edited) has it
                 // act as recorded.
                 let run = src.answer(&ask, &ctx).run;
-                chair.outstanding = Some(Outstanding { call, ask: None });
+                chair.outstanding = Some(Outstanding {
+                    call,
+                    ask: None,
+                    asked: true,
+                });
                 if !needs_decision(&run) && !records_answer(&self.script, call) {
                     let said = self.agent_act(&AgentAct::Answer { call, run }, ask.ts);
                     debug_assert!(said.starts_with("answered"), "{said}");
@@ -2533,19 +2644,28 @@ impl Session {
                 if chair.worker.is_none() && !records_answer(&self.script, call) {
                     self.run
                         .reject(ask.ts, "nobody", "unanswered", "unanswered");
+                    self.not_called(&ask.wake, ask.ts);
                     return;
                 }
+                // A call the record still to replay answers is not asked again (a rewind,
+                // Home): its recorded answer acts where it was taken. Before 2026-12-06 a
+                // live author was asked again after Home for every later recorded wake, and
+                // its new answer acted where it arrived, on another book.
+                let mut asked = false;
                 if !chair.quiet
                     && !chair.replay_only
+                    && !records_answer(&self.script, call)
                     && let Some(w) = &chair.worker
                 {
                     chair.thinking.clear();
                     chair.waiting = Some((ask.wake.clone(), ask.ts));
                     w.ask(segment, call, ask.clone(), ctx.clone());
+                    asked = true;
                 }
                 chair.outstanding = Some(Outstanding {
                     call,
                     ask: Some((ask, ctx)),
+                    asked,
                 });
             }
         }
@@ -2689,11 +2809,18 @@ impl Session {
         if !self.ended {
             self.ended = true;
             self.playing = false;
-            // The close: a call still out was never answered in time; positions settle.
-            if let Some(c) = self.chair.as_mut() {
+            // The close: a call still out was never answered in time; positions settle. A
+            // proposal still waiting was answered: it is rejected with its outcome, by
+            // `close`, and the footer says so (before 2026-12-06 it read `unanswered`, the
+            // agent's answer lost, and nothing was said).
+            let undecided = self.chair.as_mut().and_then(|c| {
                 c.outstanding = None;
-                c.proposal = None;
                 c.waiting = None;
+                c.proposal.take().map(|p| (p, c.agent.short_name()))
+            });
+            if let Some((p, name)) = undecided {
+                let at = self.run.engine.market().now().unwrap_or(self.clock);
+                self.reject_undecided(at, &p, &name, "close", "at the close");
             }
             self.run.close();
             self.control("end of tape");
@@ -3198,6 +3325,64 @@ pub fn proposal_notice(name: &str, p: &Proposal) -> String {
         "{name} proposes {} at wake {}{why}: accept or reject",
         p.run.turn.outcome.label(),
         p.wake
+    )
+}
+
+/// What a proposed turn would do, in a few words: the plans a supersede arms (and whether it
+/// also sets a VIEW or a WAKE), a STAND-DOWN's reason, a CANCEL's target; for an agent that
+/// wrote no valid turn, what failed (`fail-closed pass: refused after 2 re-asks: PARSE
+/// rule=syntax: …`), never `nothing (comments only)`, which is an authored pass's.
+pub fn proposal_summary(run: &crate::turn::RepairRun) -> String {
+    use crate::lang::ast::StatementKind as K;
+    let turn = &run.turn;
+    if let Some(f) = run.failure() {
+        return format!("{}: {f}", turn.outcome.label());
+    }
+    match &turn.outcome {
+        crate::turn::Outcome::StandDown { reason } if reason.is_empty() => "STAND-DOWN".into(),
+        crate::turn::Outcome::StandDown { reason } => format!("STAND-DOWN {reason}"),
+        crate::turn::Outcome::Cancel { target } => format!("CANCEL {target}"),
+        crate::turn::Outcome::Pass { .. } => "nothing (comments only)".into(),
+        crate::turn::Outcome::Supersede { .. } => {
+            let Some(doc) = turn.document() else {
+                return "a document".into();
+            };
+            let mut plans = Vec::new();
+            let mut also = Vec::new();
+            for st in &doc.statements {
+                match &st.kind {
+                    K::Plan(p) => plans.push(p.name.text.clone()),
+                    K::View(_) | K::Wake(_) | K::Pod(_) | K::Book(_) => {
+                        let k = st.kind.keyword();
+                        if !also.contains(&k) {
+                            also.push(k);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            let arms = match plans.len() {
+                0 => "arms no plan".to_string(),
+                _ => format!("arms {}", plans.join(", ")),
+            };
+            if also.is_empty() {
+                arms
+            } else {
+                format!("{arms} (+{})", also.join(", "))
+            }
+        }
+        o => o.name().to_string(),
+    }
+}
+
+/// What the footer says of a proposal nobody decided, rejected at the close or when the
+/// person detached the agent (`house's 15:00 proposal (arms late-fade) was not decided:
+/// rejected at the close`): the agent did answer, and the Bus keeps its outcome.
+pub fn undecided_notice(name: &str, p: &Proposal, when: &str) -> String {
+    format!(
+        "{name}'s {} proposal ({}) was not decided: rejected {when}",
+        p.asked_at.hhmm(),
+        proposal_summary(&p.run)
     )
 }
 
