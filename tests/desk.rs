@@ -3584,6 +3584,280 @@ fn a_reopened_live_author_is_said_to_be_replayed_not_called() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A command author that counts its asks (a line each in `dir/asks`) and answers the n-th
+/// with a plan of its own, `p<n>`, and a wake two minutes on (`w<n>` at 09:31, 09:33, …): a
+/// call asked again answers otherwise, and the book shows it.
+fn counting_author(dir: &std::path::Path) -> kestrel_desk::session::AuthorSpec {
+    let asks = dir.join("asks");
+    let sh = dir.join("author.sh");
+    std::fs::write(
+        &sh,
+        format!(
+            "cat >/dev/null\nn=$(wc -l < '{a}' 2>/dev/null || echo 0)\nn=$((n + 0))\necho x >> '{a}'\n\
+             m=$((31 + 2 * n))\nprintf 'PLAN p%d budget 0.05R ttl +20m\\n  USING signal SPX exec SPY 0dte\\n  \
+             WHEN spot crosses above 5300\\n  DO buy 1 +1 C @ fair-2c\\nWAKE w%d WHEN time >= 09:%02d\\n' \
+             \"$n\" \"$n\" \"$m\"\n",
+            a = asks.display()
+        ),
+    )
+    .unwrap();
+    live_spec("default", 20, &format!("sh '{}'", sh.display()))
+}
+
+fn asks(dir: &std::path::Path) -> usize {
+    std::fs::read_to_string(dir.join("asks"))
+        .map(|s| s.lines().count())
+        .unwrap_or(0)
+}
+
+/// After Home the live author was asked again for every wake the record already answered,
+/// and its new answers acted where they arrived: the book after Home was another (its hash
+/// differed, calls were recorded twice). The record answers them: nobody is asked, nothing
+/// is "writing", and the recorded answers act at their points, after Home and after a seek
+/// back alike.
+#[test]
+fn home_and_a_seek_back_replay_a_live_authors_recorded_answers_without_asking_again() {
+    let dir = tmp("live-home");
+    let path = dir.join("s.jsonl");
+    let settings = Settings {
+        agent: Some(DeskAgent::Live(counting_author(&dir))),
+        ..Settings::default()
+    };
+    let how = Opening {
+        save: Some(path.clone()),
+        ..Opening::default()
+    };
+    let mut app = desk::inline_app_from(desk::tape_source(None).unwrap(), settings, how).unwrap();
+    wait_for(&mut app, |a| agent_rows(a).len() == 1);
+    // Three more wakes, each answered where the tape stands.
+    for (k, to) in [ms(9, 32, 0), ms(9, 34, 0), ms(9, 36, 0)]
+        .into_iter()
+        .enumerate()
+    {
+        app.send(Command::Seek(to));
+        wait_for(&mut app, |a| agent_rows(a).len() == k + 2);
+    }
+    app.send(Command::Seek(ms(9, 45, 0)));
+    wait_for(&mut app, |a| a.agent().is_some_and(|g| g.waiting.is_none()));
+    let first = app.snap.hash.clone();
+    let rows = agent_rows(&app).len();
+    let asked = asks(&dir);
+    assert!(asked >= 4 && rows >= 4, "asked {asked}, rows {rows}");
+    assert!(app.snap.plans.iter().any(|p| p.name == "p3"));
+    let check = |app: &mut App, what: &str| {
+        for to in [ms(9, 31, 30), ms(9, 33, 30), ms(9, 35, 30), ms(9, 45, 0)] {
+            app.send(Command::Seek(to));
+            let w = app.agent().and_then(|g| g.waiting.clone());
+            assert!(w.is_none(), "{what}: writing {w:?} at {to}");
+            assert!(
+                !screen(app, 200, 48)[0].contains("writing"),
+                "{what}: {}",
+                screen(app, 200, 48)[0]
+            );
+        }
+        // Time for an author asked by mistake to write its line.
+        std::thread::sleep(Duration::from_millis(1500));
+        app.tick();
+        assert_eq!(asks(&dir), asked, "{what}: the author was asked again");
+        assert_eq!(app.snap.hash, first, "{what}: another book");
+        assert_eq!(agent_rows(app).len(), rows, "{what}");
+    };
+    app.set_focus(Pane::Chart);
+    press(&mut app, KeyCode::Home);
+    assert_eq!(app.snap.clock, app.snap.open);
+    check(&mut app, "after Home");
+    app.send(Command::Seek(ms(9, 32, 30)));
+    check(&mut app, "after a seek back");
+    drop(app);
+    // Each call is recorded once.
+    let saved = saved::open(&path).unwrap();
+    let answers = saved
+        .acts
+        .iter()
+        .filter(|(_, _, a)| matches!(a, kestrel_desk::session::owner::Act::Agent(_)))
+        .count();
+    assert_eq!(answers, rows, "{:?}", saved.acts);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// After Home, the person's new act drops the recorded future: the call out whose answer
+/// went with it is asked (it would otherwise be out for good, every later wake suppressed).
+#[test]
+fn a_new_act_after_home_asks_the_call_whose_recorded_answer_it_dropped() {
+    let dir = tmp("live-branch");
+    let settings = Settings {
+        agent: Some(DeskAgent::Live(counting_author(&dir))),
+        ..Settings::default()
+    };
+    let mut app = desk::inline_app_from(
+        desk::tape_source(None).unwrap(),
+        settings,
+        Opening::default(),
+    )
+    .unwrap();
+    wait_for(&mut app, |a| agent_rows(a).len() == 1);
+    app.send(Command::Seek(ms(9, 35, 0)));
+    wait_for(&mut app, |a| agent_rows(a).len() == 2);
+    let asked = asks(&dir);
+    // Back to 09:31:30: the 09:31 wake is out, its answer recorded at 09:35.
+    app.send(Command::Seek(ms(9, 31, 30)));
+    assert!(app.agent().is_some_and(|g| g.waiting.is_none()));
+    app.human_turn(MINE);
+    wait_for(&mut app, |a| agent_rows(a).len() == 2);
+    assert_eq!(asks(&dir), asked + 1, "the dropped answer's call is asked");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A proposal still waiting at the close was recorded as `unanswered` (the agent's answer
+/// lost) and nothing was said; so was one the person detached the agent over. It is
+/// rejected with its outcome, by `close` / `detached`, and the footer says so.
+#[test]
+fn a_proposal_undecided_at_the_close_or_a_detach_keeps_its_outcome_and_is_said() {
+    let src = desk::tape_source(None).unwrap();
+    let mut app = desk::inline_app_with(src.clone(), Some(script(&[AGENT_PLAN])), true).unwrap();
+    app.send(Command::Seek(ms(9, 31, 0)));
+    assert!(app.proposal().is_some());
+    app.send(Command::Seek(ms(23, 0, 0)));
+    assert!(app.snap.ended);
+    assert!(
+        app.snap
+            .bus
+            .iter()
+            .any(|l| l.contains("\"type\":\"turn-rejected\"")
+                && l.contains("\"by\":\"close\"")
+                && l.contains("\"outcome\":\"supersede\"")),
+        "{:?}",
+        app.snap.bus
+    );
+    let m = app.message.clone().unwrap_or_default();
+    assert_eq!(
+        m,
+        "house's 09:30 proposal (arms agent-p) was not decided: rejected at the close"
+    );
+    assert!(
+        agent_rows(&app)
+            .iter()
+            .any(|t| t.label() == "supersede rejected (close)"),
+        "{:?}",
+        agent_rows(&app)
+            .iter()
+            .map(|t| t.label())
+            .collect::<Vec<_>>()
+    );
+    // Detached over it.
+    let mut app = desk::inline_app_with(src, Some(script(&[AGENT_PLAN])), true).unwrap();
+    app.send(Command::Seek(ms(9, 31, 0)));
+    assert!(app.proposal().is_some());
+    press(&mut app, KeyCode::Char('A'));
+    assert!(!app.agent_attached());
+    assert!(
+        app.snap
+            .bus
+            .iter()
+            .any(|l| l.contains("\"by\":\"detached\"") && l.contains("\"outcome\":\"supersede\"")),
+        "{:?}",
+        app.snap.bus
+    );
+    let m = app.message.clone().unwrap_or_default();
+    assert!(
+        m.contains("house detached")
+            && m.contains(
+                "house's 09:30 proposal (arms agent-p) was not decided: rejected at the detach"
+            ),
+        "{m}"
+    );
+}
+
+/// A reopened session's live author is not called: once the person acts, its later wakes
+/// went to `nobody` one Journal row each (`unanswered rejected (nobody)`) and nothing else
+/// said so. The first such wake says it on the footer, and the Journal says `not asked`.
+#[test]
+fn a_reopened_live_authors_unasked_wake_is_said_once_and_not_called_unanswered() {
+    let dir = tmp("reopen-nobody");
+    let path = dir.join("s.jsonl");
+    let reply = dir.join("reply.txt");
+    std::fs::write(
+        &reply,
+        format!("{AGENT_PLAN}WAKE check WHEN time >= 09:40\nWAKE again WHEN time >= 09:50\n"),
+    )
+    .unwrap();
+    let spec = live_spec(
+        "default",
+        20,
+        &format!("cat >/dev/null; cat '{}'", reply.display()),
+    );
+    let mut app = copilot_desk(spec, Some(path.clone()));
+    press(&mut app, KeyCode::Char('a'));
+    drop(app);
+    let s = kestrel_desk::session::owner::reopen(&path, None).unwrap();
+    let (themes, keys, _) = desk::load_config(None);
+    let mut app = App::new(SessionHandle::inline(s), themes, keys);
+    app.human_turn(MINE);
+    app.send(Command::Seek(ms(9, 45, 0)));
+    let m = app.message.clone().unwrap_or_default();
+    assert!(
+        m.starts_with("the agent is replayed from the record, not called: ")
+            && m.contains("wake check 09:40"),
+        "{m}"
+    );
+    app.message = None;
+    app.send(Command::Seek(ms(9, 55, 0)));
+    assert!(app.message.is_none(), "said once: {:?}", app.message);
+    let labels: Vec<String> = agent_rows(&app).iter().map(|t| t.label()).collect();
+    assert!(
+        labels
+            .iter()
+            .filter(|l| *l == "not asked (replayed, not called)")
+            .count()
+            == 2,
+        "{labels:?}"
+    );
+    assert!(
+        !labels.iter().any(|l| l.contains("unanswered")),
+        "{labels:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `u` after the person's turn and an accept of the agent's proposal took back both without
+/// a word: the dialog named only the person's turn, and the documented `undone, and back
+/// at …` never showed over the proposal that came back. The dialog names the agent's turn
+/// that goes with it, and the message shows over the proposal.
+#[test]
+fn undoing_a_turn_names_the_accept_it_takes_back_and_says_so_over_the_proposal() {
+    let src = desk::tape_source(None).unwrap();
+    let mut app = desk::inline_app_with(src, Some(script(&[AGENT_PLAN])), true).unwrap();
+    app.send(Command::Seek(ms(9, 31, 0)));
+    assert!(app.proposal().is_some());
+    app.human_turn(MINE);
+    press(&mut app, KeyCode::Char('a'));
+    assert!(app.proposal().is_none());
+    press(&mut app, KeyCode::Char('u'));
+    let s = screen(&app, 160, 48);
+    assert!(
+        has(&s, "Take back your 09:31 turn (armed mine)?"),
+        "{}",
+        s.join("\n")
+    );
+    assert!(
+        has(&s, "house's supersede @ wake open (routed 09:31)"),
+        "{}",
+        s.join("\n")
+    );
+    press(&mut app, KeyCode::Char('y'));
+    assert!(app.proposal().is_some(), "the proposal comes back");
+    let m = app.message.clone().unwrap_or_default();
+    assert!(m.starts_with("undone, and back at 09:31"), "{m}");
+    assert!(app.message_over_proposal());
+    let s = screen(&app, 160, 48);
+    assert!(
+        s.last()
+            .is_some_and(|f| f.contains("undone, and back at 09:31")),
+        "{}",
+        s.join("\n")
+    );
+}
+
 /// After Home (or a seek back), the person's turns recorded ahead of the tape would be
 /// dropped by a new act of theirs: the desk asks first, naming them; `n` keeps them, `y`
 /// acts and the drop is said as a warning that stays in the session's notices.
