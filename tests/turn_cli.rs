@@ -276,3 +276,28 @@ fn profiles_are_versioned_text() {
         );
     }
 }
+
+#[test]
+fn an_oversized_reply_is_marked_an_estimate() {
+    // 320,000 bytes, past the 256 KiB limit: refused unread, charged a quarter of its bytes.
+    let big = "# x y z\n".repeat(40_000);
+    let p = tmp("oversized.txt", &big);
+    let path = p.to_str().unwrap();
+    let est = tokens::estimate(big.len());
+    let (_, out, _) = run(&["turn", path]);
+    assert!(
+        out.contains(&format!(
+            "reply ~{est} (estimate: over the 256 KiB limit, refused unread)"
+        )),
+        "{out}"
+    );
+    let (_, v) = json_outcome(&p, &[]);
+    assert_eq!(v["tokens"]["reply"], est);
+    assert_eq!(v["tokens"]["reply_estimated"], true);
+    // A reply within the limit is counted, and says so.
+    let small = tmp("small.txt", "# a comment\n");
+    let (_, v) = json_outcome(&small, &[]);
+    assert_eq!(v["tokens"]["reply_estimated"], false);
+    let (_, out, _) = run(&["turn", small.to_str().unwrap()]);
+    assert!(!out.contains('~'), "{out}");
+}

@@ -197,6 +197,9 @@ pub fn run(a: &TurnArgs) -> i32 {
     let t = turn::route(&Reply::text(src.clone()), &ctx);
     let enc: Encoding = a.encoding.into();
     let figures = tokens::measure(&src, &t, enc);
+    // A reply past the reply limit is refused unread: its `reply` figure is the estimate
+    // the repair loop charges (a quarter of its bytes), not a count, and says so.
+    let estimated = tokens::is_estimated(src.len());
     if a.out.json {
         let mut v = serde_json::to_value(&t).unwrap_or(serde_json::Value::Null);
         if let serde_json::Value::Object(m) = &mut v {
@@ -210,7 +213,11 @@ pub fn run(a: &TurnArgs) -> i32 {
             );
             match &figures {
                 Ok(f) => {
-                    m.insert("tokens".into(), serde_json::to_value(f).unwrap_or_default());
+                    let mut tv = serde_json::to_value(f).unwrap_or_default();
+                    if let serde_json::Value::Object(tm) = &mut tv {
+                        tm.insert("reply_estimated".into(), serde_json::Value::Bool(estimated));
+                    }
+                    m.insert("tokens".into(), tv);
                 }
                 Err(e) => {
                     m.insert(
@@ -262,7 +269,16 @@ pub fn run(a: &TurnArgs) -> i32 {
     }
     match figures {
         Ok(f) => {
-            let mut s = format!("tokens ({}): reply {}", enc.name(), f.reply);
+            let mut s = if estimated {
+                format!(
+                    "tokens ({}): reply ~{} (estimate: over the {} KiB limit, refused unread)",
+                    enc.name(),
+                    f.reply,
+                    crate::limits::MAX_REPLY_BYTES / 1024
+                )
+            } else {
+                format!("tokens ({}): reply {}", enc.name(), f.reply)
+            };
             if let Some(k) = f.kestrel {
                 s.push_str(&format!(", kestrel {k}"));
             }
