@@ -3839,10 +3839,16 @@ fn undoing_a_turn_names_the_accept_it_takes_back_and_says_so_over_the_proposal()
         "{}",
         s.join("\n")
     );
+    // The dialog wraps its lines: the accept it names is read across them.
+    let dialog: String = s
+        .iter()
+        .filter_map(|l| l.split('║').nth(1))
+        .map(str::trim)
+        .collect::<Vec<_>>()
+        .join(" ");
     assert!(
-        has(&s, "house's supersede @ wake open (routed 09:31)"),
-        "{}",
-        s.join("\n")
+        dialog.contains("With it go the agent's turns after it: house's supersede @ wake open (routed 09:31)"),
+        "{dialog}"
     );
     press(&mut app, KeyCode::Char('y'));
     assert!(app.proposal().is_some(), "the proposal comes back");

@@ -960,7 +960,7 @@ mod tests {
         for i in 0..4_000u64 {
             let ts = Ts(Ts::hms(9, 30, 0, 0).0 + (i * 997 % 50_000_000) as u32);
             let order = [1, 2, 3, 7, u64::MAX][(i % 5) as usize];
-            let limit = Px(limits[(i % 8) as usize] + (i as i64 % 3));
+            let limit = Px(limits[(i % 8) as usize].saturating_add(i as i64 % 3));
             let reason = reasons[(i % 7) as usize].to_string();
             let ev = Event::OrderRepriced {
                 ts,
