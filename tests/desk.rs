@@ -3847,7 +3847,9 @@ fn undoing_a_turn_names_the_accept_it_takes_back_and_says_so_over_the_proposal()
         .collect::<Vec<_>>()
         .join(" ");
     assert!(
-        dialog.contains("With it go the agent's turns after it: house's supersede @ wake open (routed 09:31)"),
+        dialog.contains(
+            "With it go the agent's turns after it: house's supersede @ wake open (routed 09:31)"
+        ),
         "{dialog}"
     );
     press(&mut app, KeyCode::Char('y'));

@@ -1195,7 +1195,7 @@ fn sigterm_during_tape_gen_leaves_no_temporary_file() {
     let d = scratch("sigterm-gen");
     let fam = d.join("fam");
     let mut child = Command::new(KESTREL)
-        .args(["tape", "gen", "--count", "100000", "-o", s(&fam)])
+        .args(["tape", "gen", "--count", "500", "-o", s(&fam)])
         .current_dir(root())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

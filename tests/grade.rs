@@ -437,6 +437,17 @@ fn cli_shards_merge_like_a_single_run_and_refuse_bad_sets() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// One plan graded over every tape `--tapes` gives.
+const OUT_DOC: &str = "\
+PLAN a budget 1R ttl 15:00
+  WHEN spot > 1
+  DO buy 1 shares @ ask
+  EXIT NOT plan(a).filled within 5m
+
+GRADE plan a OVER * FILL strict-cross-v1
+  VS null
+";
+
 /// `--out` naming an input replaced it: `grade DOC --out DOC` wrote the report over the
 /// document, `--out TAPE` over a tape being graded, `grade merge S0 S1 S2 --out S1` over a
 /// shard (all exit 0). Each is refused before anything is read, written or removed.
@@ -444,7 +455,7 @@ fn cli_shards_merge_like_a_single_run_and_refuse_bad_sets() {
 fn grade_out_may_not_name_an_input() {
     let d = tmp("out-input");
     family(&d, Regime::Trend, 2, 1, 20, 0.0);
-    std::fs::write(d.join("g.kestrel"), SHARD_DOC.replace("tapes/*", "*")).unwrap();
+    std::fs::write(d.join("g.kestrel"), OUT_DOC).unwrap();
     let tape = std::fs::read_dir(&d)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -521,21 +532,19 @@ fn grade_out_may_not_name_an_input() {
 fn a_refused_grade_leaves_an_earlier_out_as_it_was() {
     let d = tmp("out-kept");
     family(&d, Regime::Trend, 2, 1, 20, 0.0);
-    std::fs::write(d.join("g.kestrel"), SHARD_DOC.replace("tapes/*", "*")).unwrap();
+    std::fs::write(d.join("g.kestrel"), OUT_DOC).unwrap();
     std::fs::write(d.join("keep.jsonl"), "an earlier shard\n").unwrap();
     let base = [
         "grade",
         "g.kestrel",
-        "--draws",
-        "1",
         "--resamples",
         "50",
         "--out",
         "keep.jsonl",
     ];
     for bad in [
-        &["--tapes", ".", "--shard", "0/3/"][..],
-        &["--tapes", "no-such-dir"][..],
+        &["--draws", "1", "--tapes", ".", "--shard", "0/3/"][..],
+        &["--draws", "1", "--tapes", "no-such-dir"][..],
         &["--tapes", ".", "--draws", "0"][..],
     ] {
         let args = [&base[..], bad].concat();

@@ -759,7 +759,9 @@ fn grade_names_the_tapes_it_was_given_and_out_is_never_stale() {
     assert_eq!(code, 0, "{err}");
     let (_, single, _) = grade(&["--tapes", s(&fam), "--json"]);
     assert_eq!(std::fs::read_to_string(&report).expect("report"), single);
-    // A refused merge (a shard missing) removes the earlier report.
+    // A refused merge (a shard missing) leaves the earlier report as it was and says it is
+    // not this run's (before 2026-12-06 it removed it: a typo lost a finished report).
+    let before = std::fs::read(&report).expect("report");
     let (code, _, err) = kestrel(&[
         "grade",
         "merge",
@@ -771,7 +773,13 @@ fn grade_names_the_tapes_it_was_given_and_out_is_never_stale() {
     assert_eq!(code, 1);
     assert!(err.contains("code=SHARD"), "{err}");
     assert!(err.contains("missing"), "{err}");
-    assert!(!report.exists(), "a refused merge leaves no report behind");
+    assert!(
+        err.contains(
+            "is left as it was (this run was refused before it began): it is not this run's output"
+        ),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&report).expect("report"), before);
     let _ = std::fs::remove_dir_all(&d);
 }
 
@@ -1887,7 +1895,7 @@ fn a_recorded_turn_that_is_not_canonical_text_says_so_plainly() {
     )
     .unwrap();
     let (code, _, err) = kestrel(&["agent", "--tape", TAPE, "--author", s(&other)]);
-    assert_eq!(code, 1, "{err}");
+    assert_eq!(code, 2, "{err}");
     assert!(
         err.contains("rule=replay-divergence")
             && err.contains("says supersede [other]")
@@ -2275,7 +2283,7 @@ fn a_saved_bus_with_its_repair_attempts_out_of_order_is_refused_as_errors_report
     let report = |p: &Path| kestrel(&["errors", "report", s(p)]);
     let words = "repair attempt 1 where attempt 0 was due";
     let (code, _, err) = report(&swapped);
-    assert_eq!(code, 1, "{err}");
+    assert_eq!(code, 2, "{err}");
     assert!(err.contains(&format!("line {a}: {words}")), "{err}");
     let out2 = d.join("sw2.bus.jsonl");
     let (code, _, err) = kestrel(&[
@@ -2303,7 +2311,7 @@ fn a_saved_bus_with_its_repair_attempts_out_of_order_is_refused_as_errors_report
     std::fs::write(&cut, kept.join("\n") + "\n").unwrap();
     let n = kept.len();
     let (code, _, err) = report(&cut);
-    assert_eq!(code, 1, "{err}");
+    assert_eq!(code, 2, "{err}");
     assert!(
         err.contains(&format!("line {n}: repair attempts with no turn")),
         "{err}"
