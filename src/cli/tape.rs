@@ -296,7 +296,10 @@ fn free_bytes(p: &Path) -> Option<u64> {
     if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
         return None;
     }
-    Some(u64::from(st.f_bavail).saturating_mul(u64::from(st.f_frsize)))
+    // `u64` on Linux, narrower elsewhere (macOS's `fsblkcnt_t` is 32 bits).
+    #[allow(clippy::useless_conversion)]
+    let (blocks, size) = (u64::from(st.f_bavail), u64::from(st.f_frsize));
+    Some(blocks.saturating_mul(size))
 }
 
 #[cfg(not(unix))]
