@@ -23,14 +23,14 @@ pub(crate) const EXIT_REFUSED: i32 = 2;
 /// (`agent --author`, `grade --agent`, `errors report`); else [`EXIT_USAGE`]. Before
 /// 2026-12-06 a cut or edited recording exited 1 or 2 by where it was found.
 pub(crate) fn exit_of(line: &str) -> i32 {
-    let refused = [
-        "error code=BUS ",
-        "error code=BUS-DIVERGED ",
-        "error code=REPLAY ",
-    ]
-    .iter()
-    .any(|p| line.starts_with(p));
-    if refused { EXIT_REFUSED } else { EXIT_USAGE }
+    let code = line
+        .strip_prefix("error code=")
+        .and_then(|rest| rest.split_once(' '))
+        .map(|(code, _)| code);
+    match code {
+        Some(c) if crate::session::replay::REFUSED_RECORDING.contains(&c) => EXIT_REFUSED,
+        _ => EXIT_USAGE,
+    }
 }
 
 /// The footer of every verb's `--help`. Clap tools commonly exit 2 on a usage error; this

@@ -213,11 +213,7 @@ pub fn run(a: &TurnArgs) -> i32 {
             );
             match &figures {
                 Ok(f) => {
-                    let mut tv = serde_json::to_value(f).unwrap_or_default();
-                    if let serde_json::Value::Object(tm) = &mut tv {
-                        tm.insert("reply_estimated".into(), serde_json::Value::Bool(estimated));
-                    }
-                    m.insert("tokens".into(), tv);
+                    m.insert("tokens".into(), f.json(src.len()));
                 }
                 Err(e) => {
                     m.insert(

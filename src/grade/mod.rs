@@ -118,7 +118,7 @@ impl GradeError {
     pub fn exit_code(&self) -> i32 {
         // A refused document, and a refused recording (a saved Bus cut, edited or not
         // replayable: `BUS`, `REPLAY`), as every verb that reads one exits.
-        if matches!(self.code, "GRADE" | "BUS" | "BUS-DIVERGED" | "REPLAY") {
+        if self.code == "GRADE" || crate::session::replay::REFUSED_RECORDING.contains(&self.code) {
             2
         } else {
             1

@@ -507,16 +507,8 @@ pub fn route_turn(a: &RouteTurnArgs) -> ToolOutput {
     m.insert("menu".into(), Value::String(ctx.menu().describe()));
     match &figures {
         Ok(f) => {
-            // As `kestrel turn --json` says it: a reply past the reply limit is refused
-            // unread, and its `reply` figure is the estimate the repair loop charges.
-            let mut tv = serde_json::to_value(f).unwrap_or_default();
-            if let serde_json::Value::Object(tm) = &mut tv {
-                tm.insert(
-                    "reply_estimated".into(),
-                    serde_json::Value::Bool(tokens::is_estimated(a.reply.len())),
-                );
-            }
-            m.insert("tokens".into(), tv);
+            // As `kestrel turn --json` gives them, `reply_estimated` with them.
+            m.insert("tokens".into(), f.json(a.reply.len()));
         }
         Err(e) => {
             m.insert("tokens_error".into(), Value::String(e.to_string()));

@@ -32,6 +32,11 @@ use std::sync::{Arc, Mutex};
 /// The exit code of a replay refused as not the recorded session.
 pub const EXIT_REFUSED: i32 = 2;
 
+/// The codes of a refused recording (a saved Bus cut, edited, not an event stream or not
+/// the session it claims to record): every verb that reads one exits [`EXIT_REFUSED`] on
+/// them (`cli::flags::exit_of`, `grade::GradeError::exit_code`).
+pub const REFUSED_RECORDING: [&str; 3] = ["BUS", "BUS-DIVERGED", "REPLAY"];
+
 /// How much of a line a refusal quotes (each side).
 const QUOTED: usize = 160;
 

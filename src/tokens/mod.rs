@@ -144,6 +144,22 @@ pub struct TurnTokens {
     pub document_escaped: Option<usize>,
 }
 
+impl TurnTokens {
+    /// The figures as `kestrel turn --json` and MCP `route_turn` give them, with
+    /// `reply_estimated`: a reply of `reply_bytes` past the reply limit is refused unread,
+    /// and its `reply` figure is the [`estimate`] the repair loop charges, not a count.
+    pub fn json(&self, reply_bytes: usize) -> serde_json::Value {
+        let mut v = serde_json::to_value(self).unwrap_or_default();
+        if let serde_json::Value::Object(m) = &mut v {
+            m.insert(
+                "reply_estimated".into(),
+                serde_json::Value::Bool(is_estimated(reply_bytes)),
+            );
+        }
+        v
+    }
+}
+
 /// The text a model would emit for the canonical Kestrel: no final newline (the envelope has
 /// none either).
 pub fn kestrel_emitted(turn: &RoutedTurn) -> Option<&str> {
