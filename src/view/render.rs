@@ -195,13 +195,12 @@ fn render_frame_by(
             // with the result of stepping down one by one: log N renderings where stepping
             // took N (`chain 0dte strikes 1000` under `budget 100` took 9 s of CPU a Frame
             // before 2026-12-06).
-            let key = format!("{}: strikes beyond", pane_name(&details[i].pane));
             let (mut lo, mut hi, mut most) = (1, details[i].strikes - 1, 1);
             while lo <= hi {
                 let mid = lo + (hi - lo) / 2;
                 details[i].strikes = mid;
                 let mut d = dropped.clone();
-                note(&mut d, &format!("{key} ±{mid}"));
+                note(&mut d, &strikes_cut(&details[i]));
                 if count(&compose(name, input, &details, &d)) <= b {
                     most = mid;
                     lo = mid + 1;
@@ -210,7 +209,7 @@ fn render_frame_by(
                 }
             }
             details[i].strikes = most;
-            note(&mut dropped, &format!("{key} ±{most}"));
+            note(&mut dropped, &strikes_cut(&details[i]));
             continue;
         }
         if !reduce(&mut details, &mut dropped, input) {
@@ -258,9 +257,19 @@ fn strike_step(details: &[PaneDetail]) -> Option<usize> {
     if blocks_first {
         return None;
     }
+    strike_pane(details)
+}
+
+/// The first chain or gex pane with more than one strike a side to cut.
+fn strike_pane(details: &[PaneDetail]) -> Option<usize> {
     details.iter().position(|d| {
         !d.dropped && matches!(d.pane, Pane::Chain { .. } | Pane::Gex { .. }) && d.strikes > 1
     })
+}
+
+/// What the Frame says a pane's strikes were cut to (`chain: strikes beyond ±2`).
+fn strikes_cut(d: &PaneDetail) -> String {
+    format!("{}: strikes beyond ±{}", pane_name(&d.pane), d.strikes)
 }
 
 /// One step of reduction; false when nothing is left to reduce.
@@ -286,13 +295,10 @@ fn reduce(details: &mut [PaneDetail], dropped: &mut Vec<String>, input: &FrameIn
         }
     }
     // 2. Chain and gex strikes, down to one each side.
-    for d in details.iter_mut().filter(|d| !d.dropped) {
-        if matches!(d.pane, Pane::Chain { .. } | Pane::Gex { .. }) && d.strikes > 1 {
-            d.strikes -= 1;
-            let key = format!("{}: strikes beyond", pane_name(&d.pane));
-            note(dropped, &format!("{key} ±{}", d.strikes));
-            return true;
-        }
+    if let Some(i) = strike_pane(details) {
+        details[i].strikes -= 1;
+        note(dropped, &strikes_cut(&details[i]));
+        return true;
     }
     // 3. Older tape rows inside the last block (keep at least 6).
     for d in details.iter_mut().filter(|d| !d.dropped) {
