@@ -4669,3 +4669,278 @@ fn a_desk_bus_replays_headless_as_its_agents_answers_with_a_warning() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+// ---- What the agent's replies cost and how they failed, on screen ----
+
+/// An OpenAI-compatible server on 127.0.0.1 that streams `reply` to every call and ends
+/// with a `usage` of `prompt` / `completion` tokens (at most 16 calls).
+fn usage_server(reply: &str, prompt: u64, completion: u64) -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let reply = reply.to_string();
+    std::thread::spawn(move || {
+        for _ in 0..16 {
+            let Ok((mut sock, _)) = listener.accept() else {
+                return;
+            };
+            let _ = sock.set_read_timeout(Some(Duration::from_secs(5)));
+            let mut buf = Vec::new();
+            let mut tmp = [0u8; 8192];
+            // The request: its head, then its body by Content-Length.
+            let mut want = None;
+            while let Ok(n) = sock.read(&mut tmp) {
+                if n == 0 {
+                    break;
+                }
+                buf.extend_from_slice(&tmp[..n]);
+                if want.is_none()
+                    && let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n")
+                {
+                    let head = String::from_utf8_lossy(&buf[..p]).to_lowercase();
+                    let len = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .and_then(|v| v.trim().parse::<usize>().ok())
+                        .unwrap_or(0);
+                    want = Some(p + 4 + len);
+                }
+                if want.is_some_and(|w| buf.len() >= w) {
+                    break;
+                }
+            }
+            let chunk = serde_json::json!({"choices": [{"index": 0, "delta": {"content": reply}, "finish_reason": null}]});
+            let usage = serde_json::json!({"choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}});
+            let _ = sock.write_all(
+                format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n\
+                     data: {chunk}\n\n\
+                     data: {{\"choices\":[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"stop\"}}]}}\n\n\
+                     data: {usage}\n\ndata: [DONE]\n\n"
+                )
+                .as_bytes(),
+            );
+            let _ = sock.shutdown(std::net::Shutdown::Both);
+        }
+    });
+    format!("http://{addr}/v1")
+}
+
+/// The Tokens pane's rows at 160x48, from its title down.
+fn tokens_pane(app: &App) -> Vec<String> {
+    let s = screen(app, 160, 48);
+    let top = s
+        .iter()
+        .position(|l| l.contains("Tokens (cl100k)"))
+        .expect("the Tokens pane is on screen at 160x48");
+    let col = s[top]
+        .find("Tokens (cl100k)")
+        .unwrap_or(0)
+        .saturating_sub(2);
+    s[top..]
+        .iter()
+        .map(|l| l.get(col..).unwrap_or_default().to_string())
+        .collect()
+}
+
+#[test]
+fn a_providers_usage_is_what_the_status_line_and_the_tokens_pane_say_was_sent_and_got() {
+    let base = usage_server(AGENT_PLAN, 1234, 78);
+    let spec = live_spec("m", 10, &base);
+    let src = desk::tape_source(None).unwrap();
+    let mut app = desk::inline_app_with(src, Some(DeskAgent::Live(spec)), false).unwrap();
+    wait_for(&mut app, |a| !agent_rows(a).is_empty());
+    let s = screen(&app, 200, 60);
+    // It said 0 tok (or its own cl100k count) where the provider reported 1234 in, 78 out.
+    assert!(s[0].contains("sent 1234 got 78 tok 0 re-ask"), "{}", s[0]);
+    let pane = tokens_pane(&app);
+    let text = pane.join("\n");
+    assert!(has(&pane, "sent") && has(&pane, "got"), "{text}");
+    assert!(has(&pane, "1234*") && has(&pane, "78*"), "{text}");
+    // The prompt side docs/desk.md promises, under the outcome counts that wrap.
+    assert!(has(&pane, "prompt: card"), "{text}");
+    assert!(has(&pane, "the provider's usage"), "{text}");
+}
+
+#[test]
+fn without_usage_the_prompt_is_the_desks_estimate_and_a_price_gives_a_cost() {
+    let dir = tmp("estimate");
+    let spec = slow_plan_author(&dir);
+    let src = desk::tape_source(None).unwrap();
+    let mut app = desk::inline_app_with(src, Some(DeskAgent::Live(spec)), false).unwrap();
+    app.price = Some((3.0, 15.0));
+    wait_for(&mut app, |a| !agent_rows(a).is_empty());
+    let row = &agent_rows(&app)[0];
+    let (_, toks, _) = app.agent().and_then(|a| a.last_answer).unwrap();
+    // The estimate: the card and the View it was sent.
+    let sent = app.prompt_tokens.0 + row.view_tokens;
+    assert!(
+        row.view_tokens > 0,
+        "the View's tokens are kept with the turn"
+    );
+    let s = screen(&app, 200, 60);
+    assert!(
+        s[0].contains(&format!("sent ~{sent} got {toks} tok 0 re-ask")),
+        "{}",
+        s[0]
+    );
+    let pane = tokens_pane(&app);
+    assert!(has(&pane, &format!("~{sent}")), "{}", pane.join("\n"));
+    let usd = (sent as f64 * 3.0 + toks as f64 * 15.0) / 1e6;
+    assert!(
+        has(&pane, &format!("cost ~${usd:.4}")),
+        "{}",
+        pane.join("\n")
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A command author that writes a reply that never parses: every ask is refused, re-asked.
+fn broken_author(dir: &std::path::Path) -> kestrel_desk::session::AuthorSpec {
+    let reply = dir.join("broken.txt");
+    std::fs::write(&reply, "PLAN broken budget\n  this is not kestrel\n").unwrap();
+    live_spec(
+        "default",
+        20,
+        &format!("cat >/dev/null; cat '{}'", reply.display()),
+    )
+}
+
+#[test]
+fn a_rejected_fail_closed_proposal_counts_its_replies_and_shows_its_age_and_text() {
+    let dir = tmp("failclosed");
+    let mut app = copilot_desk(broken_author(&dir), None);
+    let p = app.proposal().cloned().expect("a proposal waits");
+    assert!(p.run.re_asks > 0, "the loop re-asked");
+    // The age comes before the coded error (which is what is cut), at every size.
+    for (w, h) in [(100, 30), (160, 48), (200, 60)] {
+        let s = screen(&app, w, h);
+        let footer = &s[usize::from(h) - 1];
+        assert!(
+            footer.contains(&format!("· wake open {}, ", p.asked_at.hhmm())),
+            "{w}x{h}: {footer}"
+        );
+        assert!(footer.contains(" ago"), "{w}x{h}: {footer}");
+    }
+    // The proposal pane shows what was written, under the error.
+    let s = screen(&app, 160, 48);
+    assert!(has(&s, "refused:"), "{}", s.join("\n"));
+    assert!(has(&s, "this is not kestrel"), "{}", s.join("\n"));
+    let spent: usize = p.run.attempts.iter().map(|a| a.tokens).sum();
+    assert!(spent > 0);
+    press(&mut app, KeyCode::Char('x'));
+    // Rejected, its replies still count: the repairs and the tokens it wrote.
+    let pane = tokens_pane(&app);
+    let text = pane.join("\n");
+    assert!(has(&pane, &format!("repairs {}", p.run.re_asks)), "{text}");
+    let row = pane
+        .iter()
+        .find(|l| l.contains("rejected"))
+        .unwrap_or_else(|| panic!("a row for the rejected proposal: {text}"));
+    assert!(row.contains(&spent.to_string()), "{row}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_failing_provider_stays_on_the_status_line_until_an_answer_comes_through() {
+    let spec = live_spec("m", 1, "https://127.0.0.1:9/v1");
+    let src = desk::tape_source(None).unwrap();
+    let mut app = desk::inline_app_with(src, Some(DeskAgent::Live(spec)), false).unwrap();
+    wait_for(&mut app, |a| !agent_rows(a).is_empty());
+    for (w, h) in [(100, 30), (160, 48)] {
+        let s = screen(&app, w, h);
+        assert!(
+            s[0].contains("provider-error connect ×1"),
+            "{w}x{h}: {}",
+            s[0]
+        );
+        assert!(
+            !s[0].contains("0 tok"),
+            "not a healthy answer's figures: {}",
+            s[0]
+        );
+    }
+    // In the error colour.
+    let mut t = Terminal::new(TestBackend::new(160, 48)).unwrap();
+    t.draw(|f| ui::draw(f, &app)).unwrap();
+    let buf = t.backend().buffer().clone();
+    let row: String = (0..160).map(|x| buf[(x, 0)].symbol().to_string()).collect();
+    let x = row.find("provider-error").unwrap();
+    let x = u16::try_from(row[..x].chars().count()).unwrap();
+    assert_eq!(buf[(x, 0)].fg, app.theme().state_error());
+}
+
+#[test]
+fn a_budget_under_half_a_hundredth_of_r_reads_as_written() {
+    let doc = "PLAN tiny budget 0.003R ttl 15:00\n  USING signal SPX exec SPY shares\n  WHEN spot > vwap held 30s AND NOT phase open\n  DO buy 10 shares @ ask\n  TP 1.002x @ ask\n  EXIT spot < lod @ bid\n";
+    let dir = tmp("tiny");
+    let f = dir.join("tiny.kestrel");
+    std::fs::write(&f, doc).unwrap();
+    let a = args(&[
+        "kestrel",
+        "--plans",
+        f.to_str().unwrap(),
+        "--no-agent",
+        "--no-save",
+    ]);
+    let mut app = App::new(opened(&a, None), Vec::new(), Default::default());
+    app.tick();
+    app.send(Command::Seek(ms(10, 0, 0)));
+    for (w, h) in [(100, 30), (160, 48), (200, 60)] {
+        let s = screen(&app, w, h);
+        if has(&s, "tiny") && has(&s, "pnl/budget") {
+            assert!(has(&s, "/0.003R"), "{w}x{h}: {}", s.join("\n"));
+        }
+        assert!(!has(&s, "/0.00R"), "{w}x{h}: {}", s.join("\n"));
+    }
+    assert!(
+        app.snap.frame.text.contains("/0.003R"),
+        "{}",
+        app.snap.frame.text
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_footer_gives_a_long_message_its_room_before_the_panes_keys() {
+    let mut app = app();
+    let path =
+        "/tmp/tmp.5Y0wofjVo6/.local/share/kestrel/sessions/trend-2025-04-09-s1-1796526389.jsonl";
+    app.message = Some(format!("saving to {path}"));
+    // At 160x48 the path is whole (it read `saving to…` while the keys kept their room).
+    let s = screen(&app, 160, 48);
+    assert!(s[47].contains(path), "{}", s[47]);
+    assert!(s[47].contains("? help q quit"), "{}", s[47]);
+    // Where it cannot be whole, the file is named without its directory.
+    let s = screen(&app, 100, 30);
+    assert!(
+        s[29].contains("saving to trend-2025-04-09-s1-1796526389.jsonl"),
+        "{}",
+        s[29]
+    );
+}
+
+#[test]
+fn the_narrow_plans_pane_drops_budget_and_by_before_it_cuts_a_name() {
+    let base = usage_server(AGENT_PLAN, 10, 10);
+    let spec = live_spec("default", 10, &base);
+    let src = desk::tape_source(None).unwrap();
+    let mut app = desk::inline_app_with(src, Some(DeskAgent::Live(spec)), false).unwrap();
+    wait_for(&mut app, |a| {
+        a.snap.plans.iter().any(|p| p.name == "agent-p")
+    });
+    let rows = pane_rows(&app, 160, 48, Pane::Plans);
+    let text = rows.join("\n");
+    for p in &app.snap.plans {
+        assert!(
+            rows.iter().any(|l| l.starts_with(&format!("{} ", p.name))),
+            "{} whole:\n{text}",
+            p.name
+        );
+    }
+    // The agent's short name whole wherever it is, never `127.0.0…`.
+    let short = app.agent().unwrap().short_name.clone();
+    assert!(short.starts_with("127.0.0.1:"), "{short}");
+    assert!(!text.contains("127.0.0…"), "{text}");
+    assert!(text.contains(&short), "{text}");
+}

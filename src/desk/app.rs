@@ -228,6 +228,9 @@ pub struct App {
     pub quit: bool,
     /// Prompt-side token counts: (card, menu).
     pub prompt_tokens: (usize, usize),
+    /// Dollars per million tokens, (sent, written): `--price-in` / `--price-out`; the
+    /// Tokens pane shows a cost only with them.
+    pub price: Option<(f64, f64)>,
     /// The chart's interval, symbol, zoom and cursor.
     pub chart: ChartState,
     /// The Bus pane's log: decoded rows, filter, selection.
@@ -327,6 +330,7 @@ impl App {
             warnings: Vec::new(),
             quit: false,
             prompt_tokens: (card, count(&menu)),
+            price: None,
             chart: ChartState::default(),
             log: Log::default(),
             modal_scroll: 0,

@@ -99,6 +99,13 @@ pub struct DeskArgs {
     /// The fill model [default: strict-cross-v1].
     #[arg(long)]
     pub fill: Option<String>,
+    /// Dollars per million tokens sent to the agent (its prompt): with `--price-out`, the
+    /// Tokens pane shows what the session's agent cost. Without a price no cost is shown.
+    #[arg(long, value_name = "USD")]
+    pub price_in: Option<String>,
+    /// Dollars per million tokens the agent wrote (its replies); goes with `--price-in`.
+    #[arg(long, value_name = "USD")]
+    pub price_out: Option<String>,
     /// Start in this theme: `dark`, `light`, `high-contrast` (or a theme of your own in the
     /// config directory's `themes/`) [default: the `theme` of the config directory's
     /// `desk.toml`, else dark]. `t` cycles them and saves the choice there.
@@ -505,6 +512,30 @@ pub fn run(a: &DeskArgs) -> i32 {
     }
 }
 
+/// `--price-in` and `--price-out`, dollars per million tokens: both or neither, each a
+/// finite number not below 0, or the usage error.
+pub fn price_flags(a: &DeskArgs) -> Result<Option<(f64, f64)>, String> {
+    let read = |flag: &str, s: &str| {
+        s.trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|x| x.is_finite() && *x >= 0.0)
+            .ok_or_else(|| {
+                format!(
+                    "error code=USAGE message={flag} {s:?}: not a price: write dollars per million tokens, e.g. 3 or 0.15"
+                )
+            })
+    };
+    match (&a.price_in, &a.price_out) {
+        (None, None) => Ok(None),
+        (Some(i), Some(o)) => Ok(Some((read("--price-in", i)?, read("--price-out", o)?))),
+        _ => Err(
+            "error code=USAGE message=--price-in and --price-out go together: give both (dollars per million tokens)"
+                .to_string(),
+        ),
+    }
+}
+
 /// Where a new session is saved (`None`: `--no-save`, or no data directory).
 fn session_path(a: &DeskArgs, tape: &TapeSource) -> Option<PathBuf> {
     if a.no_save {
@@ -526,6 +557,7 @@ pub fn check(a: &DeskArgs) -> Result<Option<PathBuf>, String> {
 
 /// [`check`], with the exit code the refusal is given.
 pub fn check_open(a: &DeskArgs) -> Result<Option<PathBuf>, Refusal> {
+    price_flags(a)?;
     if let Some(name) = &a.theme {
         let (themes, _) = theme::load_all(saved::config_dir().map(|d| d.join("themes")).as_deref());
         if !themes.iter().any(|t| t.name == *name) {
@@ -641,6 +673,7 @@ fn run_inner(a: &DeskArgs, save: Option<PathBuf>) -> color_eyre::Result<()> {
     let (configured, w) = configured_theme(dir.as_deref());
     warnings.extend(w);
     let mut app = App::new(handle, themes, keys);
+    app.price = price_flags(a).ok().flatten();
     // `--theme` (checked before the terminal was taken over), else the saved choice (a name
     // no theme has is a warning, and the desk starts dark).
     if let Some(name) = a.theme.as_ref().or(configured.as_ref())

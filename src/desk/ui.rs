@@ -7,7 +7,7 @@ use super::theme::Role;
 use crate::bus::PlanState;
 use crate::bus::blotter::RiskKind;
 use crate::lang;
-use crate::session::owner::{NoticeLevel, Owner, PlanLine, proposal_summary};
+use crate::session::owner::{NoticeLevel, Owner, PlanLine, TurnLine, proposal_summary};
 use crate::turn::Outcome;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -245,7 +245,57 @@ fn draw_status(f: &mut Frame, app: &App, r: Rect) {
         (2, vec![format!("hash {} (engine)", short_hash(&s.hash))]),
     ];
     let text = status_text(&fields, usize::from(r.width));
-    f.render_widget(Paragraph::new(text).style(base), r);
+    // A provider that keeps failing reads in the error colour, on the line until an answer
+    // comes through (the footer's notice goes after a few seconds).
+    let failing = app.agent().and_then(failing_text);
+    let line = match failing
+        .as_deref()
+        .and_then(|w| text.find(w).map(|i| (i, w.len())))
+    {
+        Some((i, n)) => Line::from(vec![
+            Span::raw(text[..i].to_string()),
+            Span::styled(
+                text[i..i + n].to_string(),
+                Style::default()
+                    .fg(t.state_error())
+                    .add_modifier(Modifier::BOLD),
+            ),
+            Span::raw(text[i + n..].to_string()),
+        ]),
+        None => Line::from(text),
+    };
+    f.render_widget(Paragraph::new(line).style(base), r);
+}
+
+/// `provider-error connect ×3`: the agent's last answers in a row were provider errors,
+/// of this kind, so many.
+fn failing_text(a: &crate::session::owner::AgentStatus) -> Option<String> {
+    a.failing
+        .as_ref()
+        .map(|(kind, n)| format!("provider-error {kind} ×{n}"))
+}
+
+/// What a live author's last answer was sent and wrote, in tokens: the provider's `usage`
+/// when every attempt reported one (`sent 1234 got 78`), else the desk's own figures
+/// (`sent ~2100 got 107`: the prompt estimated as the card and the View, per attempt; the
+/// reply counted in cl100k, `~` too when a reply refused unread for its size was estimated).
+fn spend_text(app: &App, a: &crate::session::owner::AgentStatus, toks: usize, re: u32) -> String {
+    let attempts = u64::from(re) + 1;
+    match a.last_spend {
+        Some((s, _)) if s.provider_attempts >= attempts => format!(
+            "sent {} got {}",
+            s.provider_prompt_tokens, s.provider_completion_tokens
+        ),
+        Some((_, view)) => {
+            let about = if a.last_estimated { "~" } else { "" };
+            let sent = (app.prompt_tokens.0 + view) as u64 * attempts;
+            format!("sent ~{sent} got {about}{toks}")
+        }
+        None => {
+            let about = if a.last_estimated { "~" } else { "" };
+            format!("got {about}{toks}")
+        }
+    }
 }
 
 /// The status line's author field, from its longest form to its shortest: `author
@@ -280,13 +330,30 @@ fn author_forms(app: &App) -> Vec<String> {
     // A live author's last answer: wall time, output tokens, re-asks (measured by the
     // worker around the whole repair loop); `~` when the tokens are an estimate (a reply
     // refused unread for its size).
-    let about = if a.last_estimated { "~" } else { "" };
+    // A provider failing: that, until an answer comes through, in every form.
+    if let Some(fail) = failing_text(a) {
+        let mut forms = vec![
+            format!("author {} ({state} last: {fail})", a.name),
+            format!("author {} ({state} last: {fail})", a.short_name),
+            format!("{} ({brief} last: {fail})", a.short_name),
+            format!("{} ({fail})", a.short_name),
+        ];
+        // While it writes again, the shortest form still says so.
+        if a.waiting.is_some() && a.attached && a.proposal.is_none() {
+            forms.push(format!("{brief} · {fail}"));
+        } else {
+            forms.push(fail);
+        }
+        forms.dedup();
+        return forms;
+    }
     let last = a
         .last_answer
         .map(|(wall, toks, re)| {
             format!(
-                " last {:.1}s {about}{toks} tok {re} re-ask",
-                wall.as_secs_f64()
+                " last {:.1}s {} tok {re} re-ask",
+                wall.as_secs_f64(),
+                spend_text(app, a, toks, re)
             )
         })
         .unwrap_or_default();
@@ -350,6 +417,22 @@ fn status_text(fields: &[(u8, Vec<String>)], width: usize) -> String {
     super::fit::fit(&join(&keep), width)
 }
 
+/// `m` with each word that is a path (it holds a `/` and is not a URL) named by its file
+/// name alone: `saving to /home/a/.local/share/kestrel/sessions/x.jsonl` → `saving to
+/// x.jsonl`.
+fn without_directories(m: &str) -> String {
+    m.split(' ')
+        .map(|w| {
+            if w.contains('/') && !w.contains("://") && !w.ends_with('/') {
+                w.rsplit('/').next().unwrap_or(w)
+            } else {
+                w
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 fn footer_keys(app: &App) -> Vec<Action> {
     use Action::*;
     match app.focus {
@@ -398,9 +481,24 @@ fn draw_footer(f: &mut Frame, app: &App, r: Rect) {
         .as_ref()
         .filter(|_| app.proposal().is_none() || over)
     {
-        let room = (usize::from(r.width).saturating_mul(3) / 5)
-            .min(usize::from(r.width).saturating_sub(20));
-        let m = super::fit::fit(m, room);
+        // The message before the pane's keys (they give way: `?` lists them); the keys that
+        // always show keep their room (`? help q quit`, and `a accept x reject` while a
+        // proposal waits). A message too long names its files without their directories
+        // (`saving to trend-…-s1.jsonl`) before it is cut (at 160x48 it read `saving to…`).
+        let mut always = vec![Action::Help, Action::Quit];
+        if app.proposal().is_some() {
+            always.extend([Action::Accept, Action::Reject]);
+        }
+        let keep: usize = always
+            .iter()
+            .map(|a| 2 + cols(&app.keys.label(*a)) + cols(a.name()))
+            .sum();
+        let room = usize::from(r.width).saturating_sub(keep + 3);
+        let m = if cols(m) > room {
+            super::fit::fit(&without_directories(m), room)
+        } else {
+            m.clone()
+        };
         let colour = match app.message_level() {
             NoticeLevel::Info => Role::StateInfo,
             NoticeLevel::Warn => Role::StateWarn,
@@ -442,6 +540,15 @@ fn draw_footer(f: &mut Frame, app: &App, r: Rect) {
         // its keys only, for a few seconds.
         let text = if over {
             String::new()
+        } else if let Some(why) = p.run.failure() {
+            // What failed is long (a coded error): the age comes before it, and the error
+            // is what is cut (the age was cut off at every size).
+            format!(
+                " {author} proposes: {} · wake {} {}, {age} ago · {why}",
+                p.run.turn.outcome.label(),
+                p.wake,
+                p.asked_at.hhmm(),
+            )
         } else {
             format!(
                 " {author} proposes: {ctx_line} · wake {} {}, {age} ago",
@@ -690,12 +797,23 @@ impl NarrowCols {
     /// One plan's cells, as [`header`](Self::header) names them.
     fn cells(self, p: &PlanLine) -> Vec<String> {
         let pnl = if self.budget {
-            format!("{}/{:.2}R", hundredths(p.pnl_r), p.budget_r)
+            format!(
+                "{}/{}R",
+                hundredths(p.pnl_r),
+                crate::view::render::budget_text(p.budget_r)
+            )
         } else {
             r_of(p.pnl_r)
         };
+        // The author's short name whole (the column is as wide as its widest value, and
+        // gives way when the names need the room): `127.0.0.1:18777`, as the footer and the
+        // proposal name it, where a cut `127.0.0…` said nothing.
+        let by = |o: &Owner| match o {
+            Owner::Agent(n) => n.clone(),
+            o => owner_label(o),
+        };
         self.by
-            .then(|| owner_label(&p.owner))
+            .then(|| by(&p.owner))
             .into_iter()
             .chain([
                 crate::bus::canon::state_name(p.state).to_string(),
@@ -750,12 +868,23 @@ fn draw_plans_narrow(f: &mut Frame, app: &App, r: Rect) {
         (form, header, cells, widths)
     };
     let fixed = |widths: &[usize]| widths.iter().map(|w| w + 1).sum::<usize>();
-    let (form, header, cells, widths) = NarrowCols::FORMS
-        .into_iter()
-        .map(layout)
-        .find(|(_, _, _, widths)| fixed(widths) + need <= w)
-        .unwrap_or_else(|| layout(NarrowCols::FORMS[NarrowCols::FORMS.len() - 1]));
+    // The widest form in which every name is whole; else the widest in which the names
+    // still read apart; else the narrowest (docs/desk.md "Plans pane, narrow": the budget,
+    // then the `by` column give way before names are cut: at 160x48 `brea…` stood next to
+    // a whole budget and `127.0.0…`).
     let longest = names.iter().map(|n| cols(n)).max().unwrap_or(4);
+    let forms: Vec<_> = NarrowCols::FORMS.into_iter().map(layout).collect();
+    let (form, header, cells, widths) = forms
+        .iter()
+        .find(|(_, _, _, widths)| fixed(widths) + longest <= w)
+        .or_else(|| {
+            forms
+                .iter()
+                .find(|(_, _, _, widths)| fixed(widths) + need <= w)
+        })
+        .or(forms.last())
+        .cloned()
+        .unwrap_or_else(|| layout(NarrowCols::FORMS[NarrowCols::FORMS.len() - 1]));
     let nw = longest.clamp(4, w.saturating_sub(fixed(&widths)).max(4));
     // The state column (styled in its colour) is the one before the P&L and the ttl.
     let state = widths.len() - 3;
@@ -794,7 +923,7 @@ fn draw_plans_narrow(f: &mut Frame, app: &App, r: Rect) {
         };
         // Without the `by` column, a plan that is not the person's says whose it is.
         let whose = match &p.owner {
-            Owner::Agent(_) if !form.by => format!("by {} · ", owner_label(&p.owner)),
+            Owner::Agent(n) if !form.by => format!("by {n} · "),
             _ => String::new(),
         };
         let mut second = Line::from(Span::styled(
@@ -938,7 +1067,11 @@ fn draw_plans(f: &mut Frame, app: &App, r: Rect) {
                     crate::bus::canon::state_name(p.state),
                     state_color(app, p.state),
                 )),
-                Cell::from(format!("{}/{:.2}R", hundredths(p.pnl_r), p.budget_r)),
+                Cell::from(format!(
+                    "{}/{}R",
+                    hundredths(p.pnl_r),
+                    crate::view::render::budget_text(p.budget_r)
+                )),
                 Cell::from(ttl_cell(p)),
                 Cell::from(Span::styled(
                     super::fit::fit(&plan_why(app, p), why_w),
@@ -1706,14 +1839,20 @@ fn draw_tokens(f: &mut Frame, app: &App, r: Rect) {
     let t = app.theme();
     let muted = Style::default().fg(t.ui_muted());
     let mut rows = Vec::new();
-    let (mut tr, mut tk, mut te) = (0usize, 0usize, 0usize);
+    let (mut tk, mut te) = (0usize, 0usize);
+    let mut total = TokenTotal::default();
     let mut repairs = 0usize;
-    // The reply column as wide as its widest figure (an oversized reply's estimate runs to
-    // seven digits), so no figure is cut.
-    let mut reply_w = 5usize;
+    // The figure columns as wide as their widest figure (an oversized reply's estimate runs
+    // to seven digits), so no figure is cut.
+    let (mut sent_w, mut got_w) = (4usize, 5usize);
+    let live = app.agent().is_some_and(|a| a.live);
     for turn in app.turn_rows() {
         repairs += turn.repairs();
-        let Some(tok) = turn.tokens() else { continue };
+        let io = reply_io(app, turn, live);
+        let tok = turn.tokens();
+        if tok.is_none() && io.is_none() {
+            continue;
+        }
         let name = turn
             .routed()
             // The column is narrow: the fail-closed pass reads as its class, as counted
@@ -1723,9 +1862,17 @@ fn draw_tokens(f: &mut Frame, app: &App, r: Rect) {
                 ref o => o.name(),
             })
             .unwrap_or("rejected");
-        tr += tok.reply;
-        tk += tok.kestrel.unwrap_or(0);
-        te += tok.envelope.unwrap_or(0);
+        tk += tok.and_then(|t| t.kestrel).unwrap_or(0);
+        te += tok.and_then(|t| t.envelope).unwrap_or(0);
+        let (sent, got) = match io {
+            Some(io) => {
+                total.add(&io);
+                (io.sent_text(), io.got_text())
+            }
+            None => ("-".to_string(), "-".to_string()),
+        };
+        sent_w = sent_w.max(cols(&sent));
+        got_w = got_w.max(cols(&got));
         rows.push(Row::new(vec![
             Cell::from(turn.ts().hhmm()),
             Cell::from(super::fit::fit(
@@ -1737,19 +1884,20 @@ fn draw_tokens(f: &mut Frame, app: &App, r: Rect) {
                 6,
             )),
             Cell::from(name),
-            // `~`: an estimate of a reply refused unread for its size.
-            Cell::from({
-                let reply = match turn.oversized {
-                    Some(_) => format!("~{}", tok.reply),
-                    None => tok.reply.to_string(),
-                };
-                reply_w = reply_w.max(cols(&reply));
-                reply
-            }),
-            Cell::from(tok.kestrel.map(|x| x.to_string()).unwrap_or("-".into())),
-            Cell::from(tok.envelope.map(|x| x.to_string()).unwrap_or("-".into())),
+            Cell::from(sent),
+            Cell::from(got),
             Cell::from(
-                tok.saving_pct
+                tok.and_then(|t| t.kestrel)
+                    .map(|x| x.to_string())
+                    .unwrap_or("-".into()),
+            ),
+            Cell::from(
+                tok.and_then(|t| t.envelope)
+                    .map(|x| x.to_string())
+                    .unwrap_or("-".into()),
+            ),
+            Cell::from(
+                tok.and_then(|t| t.saving_pct)
                     .map(|p| format!("{p:.0}%"))
                     .unwrap_or("-".into()),
             ),
@@ -1760,28 +1908,16 @@ fn draw_tokens(f: &mut Frame, app: &App, r: Rect) {
     } else {
         "-".into()
     };
-    let h = r.height.saturating_sub(7) as usize;
-    let skip = rows.len().saturating_sub(h);
-    let mut rows: Vec<Row> = rows.into_iter().skip(skip).collect();
-    rows.push(
-        Row::new(vec![
-            Cell::from("total"),
-            Cell::from(""),
-            Cell::from(""),
-            Cell::from(tr.to_string()),
-            Cell::from(tk.to_string()),
-            Cell::from(te.to_string()),
-            Cell::from(saving),
-        ])
-        .style(Style::default().add_modifier(Modifier::BOLD)),
-    );
+    let (sent_total, got_total) = (total.sent_text(), total.got_text());
+    sent_w = sent_w.max(cols(&sent_total));
+    got_w = got_w.max(cols(&got_total));
     let counts = app
         .outcome_counts()
         .iter()
         .map(|(n, c)| format!("{n} {c}"))
         .collect::<Vec<_>>()
         .join(" · ");
-    let foot = vec![
+    let mut foot = vec![
         Line::from(Span::styled(format!("{counts} · repairs {repairs}"), muted)),
         Line::from(Span::styled(
             format!(
@@ -1791,17 +1927,50 @@ fn draw_tokens(f: &mut Frame, app: &App, r: Rect) {
             muted,
         )),
     ];
+    if let Some(cost) = total.cost(app.price) {
+        foot.push(Line::from(Span::styled(cost, muted)));
+    }
+    if total.provider || total.estimated {
+        foot.push(Line::from(Span::styled(
+            "sent / got: * the provider's usage, ~ the desk's estimate (card + View per ask)",
+            muted,
+        )));
+    }
     let b = block(app, Pane::Tokens, "Tokens (cl100k)".into());
     let inner = b.inner(r);
     f.render_widget(b, r);
-    let [top, bottom] = Layout::vertical([Constraint::Min(1), Constraint::Length(2)]).areas(inner);
-    f.render_widget(Paragraph::new(foot).wrap(Wrap { trim: true }), bottom);
+    // The lines under the table as tall as they wrap (the prompt side was cut off when the
+    // outcome counts took two rows), at most half the pane.
+    let foot_p = Paragraph::new(foot).wrap(Wrap { trim: true });
+    let foot_h = u16::try_from(foot_p.line_count(inner.width))
+        .unwrap_or(u16::MAX)
+        .min(inner.height / 2)
+        .max(1);
+    let [top, bottom] =
+        Layout::vertical([Constraint::Min(1), Constraint::Length(foot_h)]).areas(inner);
+    f.render_widget(foot_p, bottom);
+    let h = usize::from(top.height.saturating_sub(2));
+    let skip = rows.len().saturating_sub(h);
+    let mut rows: Vec<Row> = rows.into_iter().skip(skip).collect();
+    rows.push(
+        Row::new(vec![
+            Cell::from("total"),
+            Cell::from(""),
+            Cell::from(""),
+            Cell::from(sent_total),
+            Cell::from(got_total),
+            Cell::from(tk.to_string()),
+            Cell::from(te.to_string()),
+            Cell::from(saving),
+        ])
+        .style(Style::default().add_modifier(Modifier::BOLD)),
+    );
     // Every column whole: narrow panes drop the saving column (the total is in the footer
     // line) rather than cut a header.
-    let reply_w = u16::try_from(reply_w.max(cols(&tr.to_string()))).unwrap_or(u16::MAX);
-    let mut widths = vec![5u16, 8, 10, reply_w, 7, 8, 5];
+    let w16 = |w: usize| u16::try_from(w).unwrap_or(u16::MAX);
+    let mut widths = vec![5u16, 8, 10, w16(sent_w), w16(got_w), 7, 8, 5];
     let mut header = vec![
-        "time", "author", "outcome", "reply", "kestrel", "envelope", "saved",
+        "time", "author", "outcome", "sent", "got", "kestrel", "envelope", "saved",
     ];
     let need = |w: &[u16]| w.iter().sum::<u16>() + w.len() as u16 - 1;
     if need(&widths) > top.width {
@@ -1809,9 +1978,8 @@ fn draw_tokens(f: &mut Frame, app: &App, r: Rect) {
         header.pop();
         widths[1] = 6;
     }
-    // A wide reply figure (an oversized reply's estimate) takes the next columns from the
-    // right before it is cut.
-    while need(&widths) > top.width && widths.len() > 4 {
+    // What was sent and written stays longest: the envelope and Kestrel columns go first.
+    while need(&widths) > top.width && widths.len() > 5 {
         widths.pop();
         header.pop();
     }
@@ -1822,6 +1990,123 @@ fn draw_tokens(f: &mut Frame, app: &App, r: Rect) {
     )
     .header(Row::new(header).style(muted));
     f.render_widget(table, top);
+}
+
+/// What one reply (all the attempts of its repair loop) was sent and wrote, in tokens.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct ReplyIo {
+    /// Prompt tokens, `None` when nothing was sent (a script's reply, a person's turn).
+    sent: Option<u64>,
+    /// Reply tokens.
+    got: u64,
+    /// The figures are the provider's `usage`.
+    provider: bool,
+    /// The sent figure is the desk's estimate (no `usage`).
+    sent_estimated: bool,
+    /// The reply figure is in part an estimate (a reply refused unread for its size).
+    got_estimated: bool,
+}
+
+impl ReplyIo {
+    fn mark(&self, estimated: bool) -> (&'static str, &'static str) {
+        if self.provider {
+            ("", "*")
+        } else if estimated {
+            ("~", "")
+        } else {
+            ("", "")
+        }
+    }
+    fn sent_text(&self) -> String {
+        let (pre, post) = self.mark(self.sent_estimated);
+        self.sent.map_or("-".into(), |n| format!("{pre}{n}{post}"))
+    }
+    fn got_text(&self) -> String {
+        let (pre, post) = self.mark(self.got_estimated);
+        format!("{pre}{}{post}", self.got)
+    }
+}
+
+/// A turn's tokens sent and written: the provider's `usage` when every attempt reported
+/// one; else the desk's cl100k count of every reply written (`~` with an oversized
+/// reply's estimate in it) and, for a live author, the prompt estimated as the card and
+/// the View per attempt. A person's turn counts its words, sending nothing; a turn
+/// rejected before anything was written (`unanswered`) has none.
+fn reply_io(app: &App, turn: &TurnLine, live: bool) -> Option<ReplyIo> {
+    let s = &turn.spend;
+    let attempts = turn.attempts as u64;
+    if attempts == 0 {
+        // A person's turn (no repair loop) counts what was written.
+        return turn.tokens().map(|t| ReplyIo {
+            got: t.reply as u64,
+            got_estimated: turn.oversized.is_some(),
+            ..ReplyIo::default()
+        });
+    }
+    if s.provider_attempts >= attempts {
+        return Some(ReplyIo {
+            sent: Some(s.provider_prompt_tokens),
+            got: s.provider_completion_tokens,
+            provider: true,
+            ..ReplyIo::default()
+        });
+    }
+    let asks = !turn.from_desk() && live;
+    Some(ReplyIo {
+        sent: asks.then(|| (app.prompt_tokens.0 + turn.view_tokens) as u64 * attempts),
+        got: s.tokens + s.tokens_estimated,
+        provider: false,
+        sent_estimated: true,
+        got_estimated: s.tokens_estimated > 0,
+    })
+}
+
+/// The Tokens pane's running total of [`ReplyIo`]s: sent and written, whether any figure
+/// in it is the provider's or an estimate.
+#[derive(Clone, Copy, Debug, Default)]
+struct TokenTotal {
+    sent: u64,
+    got: u64,
+    provider: bool,
+    estimated: bool,
+    any_sent: bool,
+}
+
+impl TokenTotal {
+    fn add(&mut self, io: &ReplyIo) {
+        if let Some(n) = io.sent {
+            self.sent += n;
+            self.any_sent = true;
+            self.estimated |= io.sent_estimated && !io.provider;
+        }
+        self.got += io.got;
+        self.provider |= io.provider;
+        self.estimated |= io.got_estimated;
+    }
+    fn sent_text(&self) -> String {
+        if !self.any_sent {
+            return "-".into();
+        }
+        let about = if self.estimated { "~" } else { "" };
+        format!("{about}{}", self.sent)
+    }
+    fn got_text(&self) -> String {
+        let about = if self.estimated { "~" } else { "" };
+        format!("{about}{}", self.got)
+    }
+    /// `cost ~$0.0123 (in $3.00 / out $15.00 per 1M)` at the `--price-in` / `--price-out`
+    /// given, `None` when no price was given or nothing was sent.
+    fn cost(&self, price: Option<(f64, f64)>) -> Option<String> {
+        let (pi, po) = price?;
+        if !self.any_sent && self.got == 0 {
+            return None;
+        }
+        let usd = (self.sent as f64 * pi + self.got as f64 * po) / 1e6;
+        let about = if self.estimated { "~" } else { "" };
+        Some(format!(
+            "cost {about}${usd:.4} (in ${pi:.2} / out ${po:.2} per 1M tokens)"
+        ))
+    }
 }
 
 fn draw_editor(f: &mut Frame, app: &App, r: Rect) {
@@ -1954,6 +2239,9 @@ fn draw_editor(f: &mut Frame, app: &App, r: Rect) {
     }
 }
 
+/// How many lines of a refused reply the proposal pane shows under its error.
+const PROPOSAL_REPLY_LINES: usize = 8;
+
 /// The Editor while a co-pilot proposal waits: the proposed turn's canonical Kestrel, whole
 /// (budget, tickets, prices, escalation, wakes), highlighted and wrapped, read-only, under
 /// the title `proposal from <author> — a accept · x reject`. An answer with no Kestrel (a
@@ -1989,6 +2277,34 @@ fn draw_proposal(f: &mut Frame, app: &App, p: &crate::session::agent::Proposal, 
             w,
             2,
         ));
+        // What the agent wrote, refused: its last reply's first lines, as written (control
+        // characters as their symbols), so the person reads the plan before deciding.
+        if let Some(last) = p
+            .run
+            .attempts
+            .last()
+            .filter(|a| !a.written.trim().is_empty())
+        {
+            let muted = Style::default().fg(t.ui_muted());
+            lines.push(Line::from(Span::styled(
+                format!("its last reply (attempt {}), refused:", last.attempt + 1),
+                muted,
+            )));
+            for l in last.written.lines().take(PROPOSAL_REPLY_LINES) {
+                let l = crate::lang::diag::visible_line(l);
+                lines.extend(wrap_hang(Line::from(format!("  {l}")), w, 4));
+            }
+            let n = last.written.lines().count();
+            if n > PROPOSAL_REPLY_LINES {
+                lines.push(Line::from(Span::styled(
+                    format!(
+                        "  … {} more (the Log shows it whole once decided)",
+                        super::fit::count((n - PROPOSAL_REPLY_LINES) as u64, "line")
+                    ),
+                    muted,
+                )));
+            }
+        }
     }
     for l in plans_first(kestrel) {
         // A long line wraps under its own indent plus two, as the Journal hangs its text.

@@ -439,6 +439,10 @@ pub struct TurnLine {
     /// its reply tokens ([`tokens`](Self::tokens)) are then an estimate of the whole reply,
     /// not a count of the part kept.
     pub oversized: Option<usize>,
+    /// What every attempt of its repair loop cost (a rejected proposal's too).
+    pub spend: crate::turn::repair::Spend,
+    /// cl100k tokens of the View its wake delivered (the prompt's view part).
+    pub view_tokens: usize,
 }
 
 impl TurnLine {
@@ -608,6 +612,12 @@ pub struct AgentStatus {
     /// Are the last answer's tokens in part an estimate (a reply refused unread for its
     /// size: [`RepairRun::tokens_estimated`](crate::turn::RepairRun::tokens_estimated))?
     pub last_estimated: bool,
+    /// The last live answer's cost by attempt kind (the provider's `usage` when it sent
+    /// one), and the cl100k tokens of the View it was sent.
+    pub last_spend: Option<(crate::turn::repair::Spend, usize)>,
+    /// The answers in a row that were provider errors since the last one that was not,
+    /// with the last error's kind (`connect`): the status line keeps saying so.
+    pub failing: Option<(String, u32)>,
     /// What a live author is writing now (the tail of its stream).
     pub thinking: String,
     /// A replay of a saved session: nobody is asked; the recorded answers act.
@@ -788,6 +798,8 @@ struct Chair {
     thinking: String,
     last_answer: Option<(Duration, usize, u32)>,
     last_estimated: bool,
+    last_spend: Option<(crate::turn::repair::Spend, usize)>,
+    failing: Option<(String, u32)>,
     replay_only: bool,
 }
 
@@ -815,6 +827,8 @@ impl Chair {
             thinking: String::new(),
             last_answer: None,
             last_estimated: false,
+            last_spend: None,
+            failing: None,
             replay_only,
         }
     }
@@ -1784,6 +1798,22 @@ impl Session {
                 chair.waiting = None;
                 chair.last_answer = Some((wall, run.tokens_spent, run.re_asks));
                 chair.last_estimated = run.tokens_estimated();
+                let mut spend = crate::turn::repair::Spend::default();
+                for a in &run.attempts {
+                    spend.add(a);
+                }
+                chair.last_spend = Some((spend, self.run.view_tokens()));
+                chair.failing = match &run.turn.outcome {
+                    Outcome::ProviderError { message } => {
+                        let kind = crate::author::ProviderError::parts(message)
+                            .0
+                            .unwrap_or("provider")
+                            .to_string();
+                        let n = chair.failing.as_ref().map_or(0, |f| f.1);
+                        Some((kind, n + 1))
+                    }
+                    _ => None,
+                };
                 if chair.outstanding.as_ref().map(|o| o.call) != Some(call) {
                     return;
                 }
@@ -2511,14 +2541,17 @@ impl Session {
                 chair.outstanding = None;
                 // The notice names it as the proposal did (`fail-closed pass`); the Bus keeps
                 // the outcome's name.
-                let shown = chair
-                    .proposal
-                    .take()
-                    .filter(|p| p.call == *call)
+                let proposal = chair.proposal.take().filter(|p| p.call == *call);
+                let shown = proposal
+                    .as_ref()
                     .map_or(outcome.as_str(), |p| p.run.turn.outcome.label());
                 let name = chair.agent.short_name();
                 let text = format!("rejected {name}'s {shown}: it was not routed");
                 self.run.reject(now, "human", outcome, shown);
+                // Its replies were written (and paid for): the Tokens pane counts them.
+                if let Some(p) = &proposal {
+                    self.run.charge_rejected(&p.run);
+                }
                 if !self.replaying {
                     self.notice(text);
                 }
@@ -3097,6 +3130,8 @@ impl Session {
                 proposal: c.proposal.clone(),
                 last_answer: c.last_answer,
                 last_estimated: c.last_estimated,
+                last_spend: c.last_spend,
+                failing: c.failing.clone(),
                 thinking: c.thinking.clone(),
                 replay_only: c.replay_only,
             }),
@@ -3201,6 +3236,8 @@ fn turn_line(e: &TurnEntry, desk: Option<&(usize, String, String)>, agent: &str)
         result: desk.map(|d| d.2.clone()).unwrap_or_default(),
         failure: e.failure.clone(),
         oversized: e.oversized,
+        spend: e.spend,
+        view_tokens: e.view_tokens,
     }
 }
 

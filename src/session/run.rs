@@ -88,6 +88,8 @@ pub struct Run<R: BufRead> {
     notices: Vec<CrossOwner>,
     /// The author's wakes before the current session (the kernel pane counts its own).
     wakes_before: u64,
+    /// cl100k tokens of the last View delivered (what the author answering now was sent).
+    view_tokens: usize,
 }
 
 /// An act that reached a plan another owner armed (an agent's CANCEL of the person's plan).
@@ -141,6 +143,12 @@ pub struct TurnEntry {
     /// first bytes are kept in [`written`](Self::written), and its tokens are an estimate
     /// ([`RepairRun::oversized`](crate::turn::RepairRun::oversized)).
     pub oversized: Option<usize>,
+    /// What every attempt of its repair loop cost (the refused replies too), by what
+    /// measured it: the desk's cl100k counts, estimates, the provider's `usage`.
+    pub spend: crate::turn::repair::Spend,
+    /// cl100k tokens of the View the wake it answered delivered (0 for a person's turn):
+    /// the desk's estimate of the prompt's view part when the provider gave no `usage`.
+    pub view_tokens: usize,
 }
 
 /// A wake whose answer is outstanding (asked with [`Run::ask`]).
@@ -156,6 +164,15 @@ struct Awaiting {
 /// How long (tape milliseconds after the open) the OPEN wake waits for every declared
 /// symbol's first print.
 pub const OPEN_WAIT_MS: u32 = 60_000;
+
+/// What every attempt of a repair loop cost.
+fn spend_of(run: &RepairRun) -> crate::turn::repair::Spend {
+    let mut s = crate::turn::repair::Spend::default();
+    for a in &run.attempts {
+        s.add(a);
+    }
+    s
+}
 
 fn cl100k(s: &str) -> usize {
     view::cl100k(s)
@@ -205,6 +222,7 @@ impl<R: BufRead> Run<R> {
             turn_log: Vec::new(),
             notices: Vec::new(),
             wakes_before: 0,
+            view_tokens: 0,
         };
         for d in docs {
             run.note_plans(d, None);
@@ -549,6 +567,7 @@ impl<R: BufRead> Run<R> {
     }
 
     fn deliver(&mut self, ts: Ts, wake: &str, view_name: String, r: &Rendered) {
+        self.view_tokens = r.tokens;
         self.engine.bus_mut().emit(Event::ViewDelivered {
             ts,
             wake: wake.to_string(),
@@ -692,6 +711,11 @@ impl<R: BufRead> Run<R> {
         Some(frame)
     }
 
+    /// cl100k tokens of the last View delivered.
+    pub fn view_tokens(&self) -> usize {
+        self.view_tokens
+    }
+
     /// The wake outstanding since [`Run::ask`], if any: (name, tape time).
     pub fn awaiting(&self) -> Option<(&str, Ts)> {
         self.awaiting.as_ref().map(|a| (a.wake.as_str(), a.ts))
@@ -718,6 +742,22 @@ impl<R: BufRead> Run<R> {
         None
     }
 
+    /// The last turn recorded was a rejection of `run` (a co-pilot proposal the person
+    /// rejected): its attempts were written and paid for, so they are counted (the Tokens
+    /// pane's figures and repairs), though nothing of it reaches the Bus.
+    pub fn charge_rejected(&mut self, run: &RepairRun) {
+        if let Some(e) = self.turn_log.last_mut().filter(|e| e.rejected.is_some()) {
+            e.attempts = run.attempts.len();
+            e.spend = spend_of(run);
+            e.written = run
+                .attempts
+                .last()
+                .map(|a| a.written.clone())
+                .unwrap_or_default();
+            e.oversized = run.oversized();
+        }
+    }
+
     /// The outstanding wake's turn was rejected (co-pilot) or its author went away: a
     /// `turn-rejected` event, nothing routed into the book; the author is free again. The
     /// Bus names the `outcome`; the Journal shows it as `shown` (a fail-closed pass reads
@@ -734,6 +774,8 @@ impl<R: BufRead> Run<R> {
                 written: String::new(),
                 failure: None,
                 oversized: None,
+                spend: Default::default(),
+                view_tokens: self.view_tokens,
             });
             self.engine.bus_mut().emit(Event::TurnRejected {
                 ts,
@@ -790,6 +832,8 @@ impl<R: BufRead> Run<R> {
                 .unwrap_or_default(),
             failure: ans.run.failure(),
             oversized: ans.run.oversized(),
+            spend: spend_of(&ans.run),
+            view_tokens: self.view_tokens,
         });
         let author = match t.author {
             AuthorKind::Human => "human",

@@ -582,7 +582,7 @@ fn pane(out: &mut String, d: &PaneDetail, input: &FrameInput<'_>) {
                 s.pnl_usd, s.pnl_r, s.budget_used_r
             );
             if let Some(b) = s.budget_r {
-                let _ = write!(out, " of {b:.2}R");
+                let _ = write!(out, " of {}R", budget_text(b));
             }
             let _ = write!(out, " wakes {}", s.wakes_used);
             if let Some(b) = s.wakes_budget {
@@ -616,11 +616,11 @@ fn pane(out: &mut String, d: &PaneDetail, input: &FrameInput<'_>) {
             for p in &s.plans {
                 let _ = write!(
                     out,
-                    "{} {} {:.2}/{:.2}R ttl {}",
+                    "{} {} {:.2}/{}R ttl {}",
                     p.name,
                     crate::bus::canon::state_name(p.state),
                     p.used_r,
-                    p.budget_r,
+                    budget_text(p.budget_r),
                     p.ttl
                 );
                 if !p.note.is_empty() {
@@ -830,4 +830,15 @@ pub fn percentile_rank(m: &MarketState, sym: &str, secs: u32, v: f64) -> Option<
         }
     }
     Some(lo)
+}
+
+/// A budget in R as the View and the desk show it: two decimals (`0.50`, `1.00`), as every
+/// budget read, unless two decimals would not say it: then as written, its shortest exact
+/// form (`0.003`, `0.125`), where `{:.2}` gave `0.00R` for a budget under 0.005R.
+pub fn budget_text(r: f64) -> String {
+    let two = format!("{r:.2}");
+    match two.parse::<f64>() {
+        Ok(back) if back == r => two,
+        _ => format!("{r}"),
+    }
 }
