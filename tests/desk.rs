@@ -3343,8 +3343,13 @@ fn a_failed_agents_proposal_and_journal_say_what_failed() {
     );
     let s = screen(&app, 160, 48);
     let footer = &s[47];
+    // The wake and its age come before the coded error (the error is what a narrow footer cuts).
     assert!(
-        footer.contains("house proposes: fail-closed pass: refused after 2 re-asks: PARSE rule="),
+        footer.contains("house proposes: fail-closed pass · wake open 09:30, "),
+        "{footer}"
+    );
+    assert!(
+        footer.contains(" ago · refused after 2 re-asks: PARSE rule="),
         "{footer}"
     );
     assert!(!footer.contains("comments only"), "{footer}");
@@ -3393,11 +3398,16 @@ fn an_oversized_reply_is_proposed_as_too_large_and_charged_an_estimate() {
     let n = huge.len();
     assert!(n > kestrel_desk::limits::MAX_REPLY_BYTES);
     let mut app = desk_with(Some(script(&[&huge])), true, None, &[], ms(9, 30, 1));
-    let s = screen(&app, 160, 48);
-    let footer = &s[47];
+    // The wake and its age come first; at 200 columns the error is whole.
+    let s = screen(&app, 200, 60);
+    let footer = &s[59];
+    assert!(
+        footer.contains("proposes: fail-closed pass · wake open 09:30, "),
+        "{footer}"
+    );
     assert!(
         footer.contains(&format!(
-            "proposes: fail-closed pass: refused, token budget spent: reply too large: {n} bytes > 262144"
+            " ago · refused, token budget spent: reply too large: {n} bytes > 262144"
         )),
         "{footer}"
     );
@@ -4733,13 +4743,12 @@ fn tokens_pane(app: &App) -> Vec<String> {
         .iter()
         .position(|l| l.contains("Tokens (cl100k)"))
         .expect("the Tokens pane is on screen at 160x48");
-    let col = s[top]
-        .find("Tokens (cl100k)")
-        .unwrap_or(0)
-        .saturating_sub(2);
+    // Columns are characters: the box lines are several bytes each.
+    let at = s[top].find("Tokens (cl100k)").unwrap_or(0);
+    let col = s[top][..at].chars().count().saturating_sub(2);
     s[top..]
         .iter()
-        .map(|l| l.get(col..).unwrap_or_default().to_string())
+        .map(|l| l.chars().skip(col).collect())
         .collect()
 }
 
@@ -4872,7 +4881,7 @@ fn a_failing_provider_stays_on_the_status_line_until_an_answer_comes_through() {
 
 #[test]
 fn a_budget_under_half_a_hundredth_of_r_reads_as_written() {
-    let doc = "PLAN tiny budget 0.003R ttl 15:00\n  USING signal SPX exec SPY shares\n  WHEN spot > vwap held 30s AND NOT phase open\n  DO buy 10 shares @ ask\n  TP 1.002x @ ask\n  EXIT spot < lod @ bid\n";
+    let doc = "PLAN tiny budget 0.003R ttl 15:00\n  USING signal SPY exec SPY\n  WHEN spot > vwap held 30s AND NOT phase open\n  DO buy 10 shares @ ask\n  TP 1.002x @ ask\n  EXIT spot < lod @ bid\n";
     let dir = tmp("tiny");
     let f = dir.join("tiny.kestrel");
     std::fs::write(&f, doc).unwrap();

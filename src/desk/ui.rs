@@ -1873,7 +1873,7 @@ fn draw_tokens(f: &mut Frame, app: &App, r: Rect) {
         };
         sent_w = sent_w.max(cols(&sent));
         got_w = got_w.max(cols(&got));
-        rows.push(Row::new(vec![
+        rows.push(vec![
             Cell::from(turn.ts().hhmm()),
             Cell::from(super::fit::fit(
                 // The agent by its short name (its `name` is cut for the status line).
@@ -1901,7 +1901,7 @@ fn draw_tokens(f: &mut Frame, app: &App, r: Rect) {
                     .map(|p| format!("{p:.0}%"))
                     .unwrap_or("-".into()),
             ),
-        ]));
+        ]);
     }
     let saving = if te > 0 {
         format!("{:.0}%", 100.0 * (te as f64 - tk as f64) / te as f64)
@@ -1930,7 +1930,7 @@ fn draw_tokens(f: &mut Frame, app: &App, r: Rect) {
     if let Some(cost) = total.cost(app.price) {
         foot.push(Line::from(Span::styled(cost, muted)));
     }
-    if total.provider || total.estimated {
+    if total.provider || total.estimated() {
         foot.push(Line::from(Span::styled(
             "sent / got: * the provider's usage, ~ the desk's estimate (card + View per ask)",
             muted,
@@ -1951,20 +1951,17 @@ fn draw_tokens(f: &mut Frame, app: &App, r: Rect) {
     f.render_widget(foot_p, bottom);
     let h = usize::from(top.height.saturating_sub(2));
     let skip = rows.len().saturating_sub(h);
-    let mut rows: Vec<Row> = rows.into_iter().skip(skip).collect();
-    rows.push(
-        Row::new(vec![
-            Cell::from("total"),
-            Cell::from(""),
-            Cell::from(""),
-            Cell::from(sent_total),
-            Cell::from(got_total),
-            Cell::from(tk.to_string()),
-            Cell::from(te.to_string()),
-            Cell::from(saving),
-        ])
-        .style(Style::default().add_modifier(Modifier::BOLD)),
-    );
+    let mut rows: Vec<Vec<Cell>> = rows.into_iter().skip(skip).collect();
+    rows.push(vec![
+        Cell::from("total"),
+        Cell::from(""),
+        Cell::from(""),
+        Cell::from(sent_total),
+        Cell::from(got_total),
+        Cell::from(tk.to_string()),
+        Cell::from(te.to_string()),
+        Cell::from(saving),
+    ]);
     // Every column whole: narrow panes drop the saving column (the total is in the footer
     // line) rather than cut a header.
     let w16 = |w: usize| u16::try_from(w).unwrap_or(u16::MAX);
@@ -1972,6 +1969,28 @@ fn draw_tokens(f: &mut Frame, app: &App, r: Rect) {
     let mut header = vec![
         "time", "author", "outcome", "sent", "got", "kestrel", "envelope", "saved",
     ];
+    // Nothing was sent to anyone (a script, the house agent, a person): no `sent` column,
+    // which leaves the envelope its room at 160x48.
+    if !total.any_sent {
+        for r in &mut rows {
+            r.remove(3);
+        }
+        widths.remove(3);
+        header.remove(3);
+    }
+    let last = rows.len().saturating_sub(1);
+    let rows: Vec<Row> = rows
+        .into_iter()
+        .enumerate()
+        .map(|(i, cells)| {
+            let row = Row::new(cells);
+            if i == last {
+                row.style(Style::default().add_modifier(Modifier::BOLD))
+            } else {
+                row
+            }
+        })
+        .collect();
     let need = |w: &[u16]| w.iter().sum::<u16>() + w.len() as u16 - 1;
     if need(&widths) > top.width {
         widths.pop();
@@ -2068,7 +2087,10 @@ struct TokenTotal {
     sent: u64,
     got: u64,
     provider: bool,
-    estimated: bool,
+    /// An estimate is in the sent total (the desk's, with no `usage`).
+    sent_estimated: bool,
+    /// An estimate is in the got total (a reply refused unread for its size).
+    got_estimated: bool,
     any_sent: bool,
 }
 
@@ -2077,21 +2099,25 @@ impl TokenTotal {
         if let Some(n) = io.sent {
             self.sent += n;
             self.any_sent = true;
-            self.estimated |= io.sent_estimated && !io.provider;
+            self.sent_estimated |= io.sent_estimated && !io.provider;
         }
         self.got += io.got;
         self.provider |= io.provider;
-        self.estimated |= io.got_estimated;
+        self.got_estimated |= io.got_estimated;
+    }
+    /// Is an estimate in either total (the cost is then one too)?
+    fn estimated(&self) -> bool {
+        self.sent_estimated || self.got_estimated
     }
     fn sent_text(&self) -> String {
         if !self.any_sent {
             return "-".into();
         }
-        let about = if self.estimated { "~" } else { "" };
+        let about = if self.sent_estimated { "~" } else { "" };
         format!("{about}{}", self.sent)
     }
     fn got_text(&self) -> String {
-        let about = if self.estimated { "~" } else { "" };
+        let about = if self.got_estimated { "~" } else { "" };
         format!("{about}{}", self.got)
     }
     /// `cost ~$0.0123 (in $3.00 / out $15.00 per 1M)` at the `--price-in` / `--price-out`
@@ -2102,7 +2128,7 @@ impl TokenTotal {
             return None;
         }
         let usd = (self.sent as f64 * pi + self.got as f64 * po) / 1e6;
-        let about = if self.estimated { "~" } else { "" };
+        let about = if self.estimated() { "~" } else { "" };
         Some(format!(
             "cost {about}${usd:.4} (in ${pi:.2} / out ${po:.2} per 1M tokens)"
         ))

@@ -1798,11 +1798,7 @@ impl Session {
                 chair.waiting = None;
                 chair.last_answer = Some((wall, run.tokens_spent, run.re_asks));
                 chair.last_estimated = run.tokens_estimated();
-                let mut spend = crate::turn::repair::Spend::default();
-                for a in &run.attempts {
-                    spend.add(a);
-                }
-                chair.last_spend = Some((spend, self.run.view_tokens()));
+                chair.last_spend = Some((run.spend(), self.run.view_tokens()));
                 chair.failing = match &run.turn.outcome {
                     Outcome::ProviderError { message } => {
                         let kind = crate::author::ProviderError::parts(message)

@@ -165,15 +165,6 @@ struct Awaiting {
 /// symbol's first print.
 pub const OPEN_WAIT_MS: u32 = 60_000;
 
-/// What every attempt of a repair loop cost.
-fn spend_of(run: &RepairRun) -> crate::turn::repair::Spend {
-    let mut s = crate::turn::repair::Spend::default();
-    for a in &run.attempts {
-        s.add(a);
-    }
-    s
-}
-
 fn cl100k(s: &str) -> usize {
     view::cl100k(s)
 }
@@ -748,7 +739,7 @@ impl<R: BufRead> Run<R> {
     pub fn charge_rejected(&mut self, run: &RepairRun) {
         if let Some(e) = self.turn_log.last_mut().filter(|e| e.rejected.is_some()) {
             e.attempts = run.attempts.len();
-            e.spend = spend_of(run);
+            e.spend = run.spend();
             e.written = run
                 .attempts
                 .last()
@@ -832,7 +823,7 @@ impl<R: BufRead> Run<R> {
                 .unwrap_or_default(),
             failure: ans.run.failure(),
             oversized: ans.run.oversized(),
-            spend: spend_of(&ans.run),
+            spend: ans.run.spend(),
             view_tokens: self.view_tokens,
         });
         let author = match t.author {

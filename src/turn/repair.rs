@@ -289,6 +289,15 @@ pub struct RepairRun {
 }
 
 impl RepairRun {
+    /// What every attempt of the loop cost (the refused replies too).
+    pub fn spend(&self) -> Spend {
+        let mut s = Spend::default();
+        for a in &self.attempts {
+            s.add(a);
+        }
+        s
+    }
+
     /// Did a refused reply get repaired into an authored turn?
     pub fn repaired(&self) -> bool {
         self.re_asks > 0 && self.turn.class() == TurnClass::Authored
