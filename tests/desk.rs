@@ -4797,7 +4797,7 @@ fn without_usage_the_prompt_is_the_desks_estimate_and_a_price_gives_a_cost() {
     assert!(has(&pane, &format!("~{sent}")), "{}", pane.join("\n"));
     let usd = (sent as f64 * 3.0 + toks as f64 * 15.0) / 1e6;
     assert!(
-        has(&pane, &format!("cost ~${usd:.4}")),
+        has(&pane, &format!("agent cost ~${usd:.4}")),
         "{}",
         pane.join("\n")
     );
@@ -4877,6 +4877,16 @@ fn a_failing_provider_stays_on_the_status_line_until_an_answer_comes_through() {
     let x = row.find("provider-error").unwrap();
     let x = u16::try_from(row[..x].chars().count()).unwrap();
     assert_eq!(buf[(x, 0)].fg, app.theme().state_error());
+    // A refused connection sent nothing: no prompt estimate, and with a price no cost.
+    app.price = Some((3.0, 15.0));
+    let pane = tokens_pane(&app);
+    let text = pane.join("\n");
+    let row = pane
+        .iter()
+        .find(|l| l.contains("provider-e"))
+        .unwrap_or_else(|| panic!("a row for the provider error: {text}"));
+    assert!(!row.contains('~'), "nothing is known sent: {row}");
+    assert!(!has(&pane, "agent cost"), "{text}");
 }
 
 #[test]

@@ -286,9 +286,9 @@ fn spend_text(app: &App, a: &crate::session::owner::AgentStatus, toks: usize, re
             "sent {} got {}",
             s.provider_prompt_tokens, s.provider_completion_tokens
         ),
-        Some((_, view)) => {
+        Some((s, view)) => {
             let about = if a.last_estimated { "~" } else { "" };
-            let sent = (app.prompt_tokens.0 + view) as u64 * attempts;
+            let sent = (app.prompt_tokens.0 + view) as u64 * s.replies;
             format!("sent ~{sent} got {about}{toks}")
         }
         None => {
@@ -2070,9 +2070,12 @@ fn reply_io(app: &App, turn: &TurnLine, live: bool) -> Option<ReplyIo> {
             ..ReplyIo::default()
         });
     }
+    // The prompt estimated for each attempt a reply came back for: a provider error (a
+    // refused connection, an HTTP 500) is not known to have been sent or charged.
     let asks = !turn.from_desk() && live;
     Some(ReplyIo {
-        sent: asks.then(|| (app.prompt_tokens.0 + turn.view_tokens) as u64 * attempts),
+        sent: (asks && s.replies > 0)
+            .then(|| (app.prompt_tokens.0 + turn.view_tokens) as u64 * s.replies),
         got: s.tokens + s.tokens_estimated,
         provider: false,
         sent_estimated: true,
@@ -2092,6 +2095,11 @@ struct TokenTotal {
     /// An estimate is in the got total (a reply refused unread for its size).
     got_estimated: bool,
     any_sent: bool,
+    /// Tokens written by a model that was sent a prompt (what a provider charges for: a
+    /// person's or a script's turn is not in it).
+    paid_got: u64,
+    /// An oversized reply's estimate is in `paid_got`.
+    paid_got_estimated: bool,
 }
 
 impl TokenTotal {
@@ -2100,6 +2108,8 @@ impl TokenTotal {
             self.sent += n;
             self.any_sent = true;
             self.sent_estimated |= io.sent_estimated && !io.provider;
+            self.paid_got += io.got;
+            self.paid_got_estimated |= io.got_estimated;
         }
         self.got += io.got;
         self.provider |= io.provider;
@@ -2122,15 +2132,21 @@ impl TokenTotal {
     }
     /// `cost ~$0.0123 (in $3.00 / out $15.00 per 1M)` at the `--price-in` / `--price-out`
     /// given, `None` when no price was given or nothing was sent.
+    /// Only a model's calls cost: the prompts sent and what it wrote back, not the person's
+    /// turns or a script's (with none, no cost line).
     fn cost(&self, price: Option<(f64, f64)>) -> Option<String> {
         let (pi, po) = price?;
-        if !self.any_sent && self.got == 0 {
+        if !self.any_sent {
             return None;
         }
-        let usd = (self.sent as f64 * pi + self.got as f64 * po) / 1e6;
-        let about = if self.estimated() { "~" } else { "" };
+        let usd = (self.sent as f64 * pi + self.paid_got as f64 * po) / 1e6;
+        let about = if self.sent_estimated || self.paid_got_estimated {
+            "~"
+        } else {
+            ""
+        };
         Some(format!(
-            "cost {about}${usd:.4} (in ${pi:.2} / out ${po:.2} per 1M tokens)"
+            "agent cost {about}${usd:.4} (in ${pi:.2} / out ${po:.2} per 1M tokens)"
         ))
     }
 }
@@ -2729,7 +2745,48 @@ fn draw_modal(f: &mut Frame, app: &App, m: &Modal, area: Rect) {
 
 #[cfg(test)]
 mod tests {
-    use super::{Owner, PlanLine, PlanState, Role, hundredths, plans_title, pnl_role, r_of, usd};
+    use super::{
+        Owner, PlanLine, PlanState, ReplyIo, Role, TokenTotal, hundredths, plans_title, pnl_role,
+        r_of, usd,
+    };
+
+    /// The cost is of the model's calls only: the person's turn at the open (441 tokens of
+    /// the bundled plans) was charged as the agent's output.
+    #[test]
+    fn the_cost_counts_the_models_calls_not_the_persons_turns() {
+        let mut t = TokenTotal::default();
+        let person = ReplyIo {
+            got: 441,
+            ..ReplyIo::default()
+        };
+        t.add(&person);
+        assert_eq!(t.cost(Some((3.0, 15.0))), None, "nobody was sent a prompt");
+        t.add(&ReplyIo {
+            sent: Some(2841),
+            got: 77,
+            provider: true,
+            ..ReplyIo::default()
+        });
+        let usd = (2841.0 * 3.0 + 77.0 * 15.0) / 1e6;
+        assert_eq!(
+            t.cost(Some((3.0, 15.0))).as_deref(),
+            Some(format!("agent cost ${usd:.4} (in $3.00 / out $15.00 per 1M tokens)").as_str())
+        );
+        assert_eq!(t.got_text(), "518", "the got total still counts every turn");
+        assert_eq!(t.cost(None), None, "no price, no cost");
+        // An estimated prompt makes the cost an estimate.
+        t.add(&ReplyIo {
+            sent: Some(100),
+            got: 5,
+            sent_estimated: true,
+            ..ReplyIo::default()
+        });
+        assert!(
+            t.cost(Some((1.0, 1.0)))
+                .unwrap()
+                .starts_with("agent cost ~$")
+        );
+    }
 
     fn plan(name: &str, state: PlanState) -> PlanLine {
         PlanLine {

@@ -245,6 +245,10 @@ pub struct Spend {
     pub provider_prompt_tokens: u64,
     /// Their `usage.completion_tokens`, summed.
     pub provider_completion_tokens: u64,
+    /// Attempts a reply came back for (not a provider error): what the desk's estimate of
+    /// the prompts sent counts, since a refused connection or an HTTP error is not known to
+    /// have been charged.
+    pub replies: u64,
 }
 
 impl Spend {
@@ -254,6 +258,9 @@ impl Spend {
             self.tokens_estimated += a.tokens as u64;
         } else {
             self.tokens += a.tokens as u64;
+        }
+        if a.outcome != "provider-error" {
+            self.replies += 1;
         }
         if let Some(u) = a.usage {
             self.provider_attempts += 1;
