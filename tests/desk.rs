@@ -4963,3 +4963,38 @@ fn the_narrow_plans_pane_drops_budget_and_by_before_it_cuts_a_name() {
     assert!(!text.contains("127.0.0…"), "{text}");
     assert!(text.contains(&short), "{text}");
 }
+
+/// `--price-in` and `--price-out` are checked before the terminal is taken over: both or
+/// neither, each a finite number not below 0.
+#[test]
+fn prices_are_both_or_neither_and_numbers() {
+    for (argv, want) in [
+        (
+            vec!["kestrel", "--price-in", "3"],
+            "--price-in and --price-out go together",
+        ),
+        (
+            vec!["kestrel", "--price-out", "15"],
+            "--price-in and --price-out go together",
+        ),
+        (
+            vec!["kestrel", "--price-in", "abc", "--price-out", "15"],
+            "--price-in \"abc\": not a price",
+        ),
+        (
+            vec!["kestrel", "--price-in", "3", "--price-out", "inf"],
+            "--price-out \"inf\": not a price",
+        ),
+        (
+            vec!["kestrel", "--price-in", "NaN", "--price-out", "1"],
+            "--price-in \"NaN\": not a price",
+        ),
+    ] {
+        let e = desk::check(&args(&argv)).unwrap_err();
+        assert!(e.starts_with("error code=USAGE"), "{argv:?}: {e}");
+        assert!(e.contains(want), "{argv:?}: {e}");
+    }
+    let a = args(&["kestrel", "--price-in", "3", "--price-out", "0.15"]);
+    assert_eq!(desk::price_flags(&a), Ok(Some((3.0, 0.15))));
+    assert_eq!(desk::price_flags(&args(&["kestrel"])), Ok(None));
+}
