@@ -965,11 +965,12 @@ fn undo_after_the_close_reruns_to_the_end() {
     assert_eq!(app.snap.clock, want.clock);
 }
 
-/// The agent's answers are recorded by call number, and the undone turn may have moved the
-/// numbers: when the agent answered after the turn, the undo goes back to the turn's point
-/// and drops the acts after it, in the session and in its file.
+/// An accept made after the person's turn is their last act: the first undo takes it back
+/// (the proposal waits again where it was accepted), the next the turn; in the session and
+/// in its file. (Going back to a turn the agent answered after is
+/// `undoing_a_turn_names_the_agents_answers_after_it_and_goes_back_to_it`.)
 #[test]
-fn undo_after_an_agents_answer_goes_back_to_the_turn() {
+fn undo_takes_back_an_accept_then_the_turn_before_it() {
     let dir = tmp("undo3");
     let path = dir.join("s.jsonl");
     let t1 = ms(9, 40, 0);
@@ -987,12 +988,23 @@ fn undo_after_an_agents_answer_goes_back_to_the_turn() {
     press(&mut app, KeyCode::Char('a'));
     app.send(Command::Seek(ms(11, 0, 0)));
     assert!(names(&app).contains(&"agent-p".to_string()));
+    // The accept is the person's last act: the first undo takes it back (back where it was
+    // decided, the proposal waiting), the second the turn before it.
     undo(&mut app);
-    assert_eq!(app.snap.clock, t1, "back at the turn's point");
+    assert_eq!(app.snap.clock, ms(9, 45, 0), "back where it was accepted");
+    assert!(app.proposal().is_some(), "the proposal waits again");
+    assert!(names(&app).contains(&"my-dip".to_string()));
+    press(&mut app, KeyCode::Char('a'));
+    undo(&mut app);
+    assert!(app.proposal().is_some());
+    undo(&mut app);
+    // No answer of the agent's is recorded after the turn now (a script's proposals are
+    // not acts): the session re-runs to where it stood without it.
+    assert_eq!(app.snap.clock, ms(9, 45, 0));
     assert!(!app.snap.playing);
     let msg = app.message.clone().unwrap_or_default();
     assert!(
-        msg.starts_with("undone, and back at 09:40: the agent answered after your turn there"),
+        msg.starts_with("undone: your 09:40 turn (armed my-dip)"),
         "{msg}"
     );
     assert!(
@@ -1006,15 +1018,16 @@ fn undo_after_an_agents_answer_goes_back_to_the_turn() {
         "its answer waits again, not accepted"
     );
     assert_eq!(app.editor.text().trim_end(), SECOND_PLAN.trim_end());
-    let want = desk_with(Some(script(&[AGENT_PLAN])), true, None, &[], t1)
+    let want = desk_with(Some(script(&[AGENT_PLAN])), true, None, &[], ms(9, 45, 0))
         .snap
         .clone();
     assert_eq!(app.snap.hash, want.hash);
     drop(app);
+    // The file names the undos (two of the accept, one of the turn): reopened, none acts.
     let saved = saved::open(&path).unwrap();
     assert!(saved.acts.is_empty(), "{:?}", saved.acts);
     let again = reopened(&path);
-    assert_eq!((again.clock, &again.hash), (t1, &want.hash));
+    assert_eq!((again.clock, &again.hash), (ms(9, 45, 0), &want.hash));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -3834,7 +3847,7 @@ fn a_reopened_live_authors_unasked_wake_is_said_once_and_not_called_unanswered()
 /// at …` never showed over the proposal that came back. The dialog names the agent's turn
 /// that goes with it, and the message shows over the proposal.
 #[test]
-fn undoing_a_turn_names_the_accept_it_takes_back_and_says_so_over_the_proposal() {
+fn undo_takes_back_the_accept_after_a_turn_first_and_says_so_over_the_proposal() {
     let src = desk::tape_source(None).unwrap();
     let mut app = desk::inline_app_with(src, Some(script(&[AGENT_PLAN])), true).unwrap();
     app.send(Command::Seek(ms(9, 31, 0)));
@@ -3842,14 +3855,10 @@ fn undoing_a_turn_names_the_accept_it_takes_back_and_says_so_over_the_proposal()
     app.human_turn(MINE);
     press(&mut app, KeyCode::Char('a'));
     assert!(app.proposal().is_none());
+    // The accept is the person's last act: `u` takes it back first (before 2026-12-06 it
+    // went with the turn, and a reject could not be taken back at all).
     press(&mut app, KeyCode::Char('u'));
     let s = screen(&app, 160, 48);
-    assert!(
-        has(&s, "Take back your 09:31 turn (armed mine)?"),
-        "{}",
-        s.join("\n")
-    );
-    // The dialog wraps its lines: the accept it names is read across them.
     let dialog: String = s
         .iter()
         .filter_map(|l| l.split('║').nth(1))
@@ -3857,9 +3866,11 @@ fn undoing_a_turn_names_the_accept_it_takes_back_and_says_so_over_the_proposal()
         .collect::<Vec<_>>()
         .join(" ");
     assert!(
-        dialog.contains(
-            "With it go the agent's turns after it: house's supersede @ wake open (routed 09:31)"
-        ),
+        dialog.contains("Take back your accept of house's supersede @ wake open (decided 09:31)?"),
+        "{dialog}"
+    );
+    assert!(
+        dialog.contains("the proposal waits for you again"),
         "{dialog}"
     );
     press(&mut app, KeyCode::Char('y'));
@@ -3874,6 +3885,152 @@ fn undoing_a_turn_names_the_accept_it_takes_back_and_says_so_over_the_proposal()
         "{}",
         s.join("\n")
     );
+    assert!(names(&app).contains(&"mine".to_string()), "the turn stays");
+    // Then the turn: nothing of the agent's is recorded after it now.
+    press(&mut app, KeyCode::Char('u'));
+    let s = screen(&app, 160, 48);
+    assert!(
+        has(&s, "Take back your 09:31 turn (armed mine)?"),
+        "{}",
+        s.join("\n")
+    );
+    assert!(!has(&s, "With it go"), "{}", s.join("\n"));
+}
+
+/// `x` (or `a`) was final: `u` said `nothing to undo: no turn of yours in this run`. The
+/// decision is the person's act: `u` takes it back, the session goes back to where it was
+/// decided and the proposal waits again; decided the other way, the book is the one a
+/// session decided so from the start would give, and a reopened session file agrees.
+#[test]
+fn undo_takes_back_a_reject_or_an_accept_and_the_proposal_waits_again() {
+    let dir = tmp("undo-decision");
+    let path = dir.join("s.jsonl");
+    let at = ms(9, 31, 0);
+    let mut app = desk_with(
+        Some(script(&[AGENT_PLAN])),
+        true,
+        Some(path.clone()),
+        &[],
+        at,
+    );
+    assert!(app.proposal().is_some());
+    let waiting = app.snap.hash.clone();
+    press(&mut app, KeyCode::Char('x'));
+    assert!(app.proposal().is_none());
+    press(&mut app, KeyCode::Char('u'));
+    let s = screen(&app, 100, 30);
+    assert!(
+        has(&s, "Take back your reject of house's supersede"),
+        "{}",
+        s.join("\n")
+    );
+    press(&mut app, KeyCode::Char('n'));
+    assert!(app.proposal().is_none(), "any other key keeps it");
+    undo(&mut app);
+    assert!(app.proposal().is_some(), "the proposal waits again");
+    assert_eq!(app.snap.clock, at);
+    assert_eq!(app.snap.hash, waiting, "the book before the reject");
+    // Accepted this time, the book is a direct accept's.
+    press(&mut app, KeyCode::Char('a'));
+    let mut direct = desk_with(Some(script(&[AGENT_PLAN])), true, None, &[], at);
+    press(&mut direct, KeyCode::Char('a'));
+    app.send(Command::Seek(ms(10, 30, 0)));
+    direct.send(Command::Seek(ms(10, 30, 0)));
+    assert_eq!(app.snap.hash, direct.snap.hash);
+    assert!(names(&app).contains(&"agent-p".to_string()));
+    // And the accept too, from later on the tape: back where it was decided.
+    undo(&mut app);
+    assert_eq!(app.snap.clock, at);
+    assert!(app.proposal().is_some());
+    assert!(!names(&app).contains(&"agent-p".to_string()));
+    press(&mut app, KeyCode::Char('x'));
+    app.send(Command::Seek(ms(10, 30, 0)));
+    let last = app.snap.clone();
+    drop(app);
+    // The file holds one decision, the last reject; reopened, the same book.
+    let saved = saved::open(&path).unwrap();
+    assert_eq!(saved.acts.len(), 1, "{:?}", saved.acts);
+    let again = reopened(&path);
+    assert_eq!((again.clock, &again.hash), (last.clock, &last.hash));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A live author's accept taken back: its recorded proposal waits again (the author is not
+/// asked again), and the session file keeps the proposal without the accept.
+#[test]
+fn a_live_authors_accept_taken_back_waits_again_without_asking() {
+    let dir = tmp("undo-live-accept");
+    let path = dir.join("s.jsonl");
+    let mut app = copilot_desk(slow_plan_author(&dir), Some(path.clone()));
+    let waiting = app.snap.hash.clone();
+    press(&mut app, KeyCode::Char('a'));
+    assert!(names(&app).contains(&"agent-p".to_string()));
+    undo(&mut app);
+    assert!(app.proposal().is_some(), "the proposal waits again");
+    assert_eq!(app.snap.hash, waiting);
+    assert!(
+        app.agent().is_some_and(|a| a.waiting.is_none()),
+        "the author is not asked again"
+    );
+    drop(app);
+    let saved = saved::open(&path).unwrap();
+    assert!(
+        saved.acts.iter().all(|(_, _, a)| matches!(
+            a,
+            kestrel_desk::session::owner::Act::Agent(
+                kestrel_desk::session::agent::AgentAct::Propose { .. }
+            )
+        )),
+        "{:?}",
+        saved.acts
+    );
+    let again = reopened(&path);
+    assert_eq!(again.hash, waiting);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A live author in autopilot answers after the person's turn: `u` names the agent's turn
+/// that goes with it, and the session goes back to the turn.
+#[test]
+fn undoing_a_turn_names_the_agents_answers_after_it_and_goes_back_to_it() {
+    let dir = tmp("undo-live");
+    let settings = Settings {
+        agent: Some(DeskAgent::Live(counting_author(&dir))),
+        ..Settings::default()
+    };
+    let mut app = desk::inline_app_from(
+        desk::tape_source(None).unwrap(),
+        settings,
+        Opening::default(),
+    )
+    .unwrap();
+    wait_for(&mut app, |a| agent_rows(a).len() == 1);
+    app.send(Command::Seek(ms(9, 30, 30)));
+    app.human_turn(MINE);
+    app.send(Command::Seek(ms(9, 32, 0)));
+    wait_for(&mut app, |a| agent_rows(a).len() == 2);
+    press(&mut app, KeyCode::Char('u'));
+    let s = screen(&app, 160, 48);
+    let dialog: String = s
+        .iter()
+        .filter_map(|l| l.split('║').nth(1))
+        .map(str::trim)
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        dialog.contains("Take back your 09:30 turn (armed mine)?"),
+        "{dialog}"
+    );
+    assert!(
+        dialog.contains("With it go the agent's turns after it: author.sh's supersede @ wake w0"),
+        "{dialog}"
+    );
+    press(&mut app, KeyCode::Char('y'));
+    assert_eq!(app.snap.clock, ms(9, 30, 30), "back at the turn");
+    let m = app.message.clone().unwrap_or_default();
+    assert!(m.starts_with("undone, and back at 09:30"), "{m}");
+    assert!(!names(&app).contains(&"mine".to_string()));
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// After Home (or a seek back), the person's turns recorded ahead of the tape would be

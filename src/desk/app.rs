@@ -106,6 +106,11 @@ pub enum Confirm {
         /// `your reject of house's supersede @ wake open`.
         also: Vec<String>,
     },
+    /// Take back the person's accept or reject of a proposal: the proposal waits again.
+    UndoDecision {
+        /// `reject of house's supersede @ wake open (decided 09:30)`.
+        what: String,
+    },
     /// Act while turns of the person's are recorded ahead of the tape (after a seek back or
     /// Home): the act branches the session and drops them.
     Branch {
@@ -530,7 +535,7 @@ impl App {
             // session went back to before an accept): the proposal and the message arrive in
             // one snapshot, and the proposal, seen after it, held the footer (before
             // 2026-12-06 the documented `undone, and back at …` never showed).
-            if u.turn.is_some() && self.message.is_some() {
+            if (u.turn.is_some() || u.rewound) && self.message.is_some() {
                 self.message_seen.2 = std::time::Instant::now();
             }
             // The undone turn's text comes back to an empty editor, to mend and send again;
@@ -855,7 +860,10 @@ impl App {
                 // of the person's, the session says there is nothing to undo. After a seek
                 // back to before every turn of the person's, the first ahead of the tape (it
                 // acts again when the tape gets there) is the one taken back.
-                if let Some((ts, title)) = &self.snap.undo_ahead {
+                if let Some(what) = &self.snap.undo_decision {
+                    self.undo_said = None;
+                    self.modal = Some(Modal::Confirm(Confirm::UndoDecision { what: what.clone() }));
+                } else if let Some((ts, title)) = &self.snap.undo_ahead {
                     self.undo_said = None;
                     self.modal = Some(Modal::Confirm(Confirm::Undo {
                         turn: format!(
@@ -1179,7 +1187,7 @@ impl App {
                             self.message =
                                 Some("restarted from the open: the book is empty".into());
                         }
-                        Confirm::Undo { .. } => self.undo(),
+                        Confirm::Undo { .. } | Confirm::UndoDecision { .. } => self.undo(),
                         Confirm::Branch { act, .. } => self.take(act),
                     }
                 }

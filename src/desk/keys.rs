@@ -52,7 +52,7 @@ actions! {
     Restart, "restart", ["R"], "restart the session from the open (asks first; the book is emptied)";
     BackToOpen, "back_to_open", ["home"], "go back to the open and replay every act taken so far";
     StandDown, "stand_down", ["s"], "STAND-DOWN, with a reason";
-    Undo, "undo", ["u"], "undo your last turn (asks first): the session runs again without it, its text back to you";
+    Undo, "undo", ["u"], "undo your last turn, or your accept or reject of a proposal (asks first): the session runs again without it";
     ShowView, "show_view", ["v"], "SHOW VIEW: pick panes from the catalog";
     Copilot, "copilot", ["c"], "toggle co-pilot (approve agent turns) / autopilot";
     Accept, "accept", ["a"], "co-pilot: accept the agent's proposed turn";

@@ -2603,6 +2603,23 @@ fn draw_modal(f: &mut Frame, app: &App, m: &Modal, area: Rect) {
             f.render_widget(Clear, r);
             f.render_widget(text.block(frame_block("Undo")), r);
         }
+        Modal::Confirm(super::app::Confirm::UndoDecision { what }) => {
+            let width = area.width.min(64);
+            let w = usize::from(width.saturating_sub(2));
+            let lines = vec![
+                Line::from(format!("Take back your {what}?")),
+                Line::from(
+                    "The session goes back to where you decided and the proposal waits for \
+                     you again; what came after it is dropped.",
+                ),
+                hint(app, "y / enter: undo · any other key: keep it", w),
+            ];
+            let text = Paragraph::new(lines).wrap(Wrap { trim: false });
+            let h = u16::try_from(text.line_count(width.saturating_sub(2)) + 2).unwrap_or(u16::MAX);
+            let r = centered(area, width, h);
+            f.render_widget(Clear, r);
+            f.render_widget(text.block(frame_block("Undo")), r);
+        }
         Modal::Confirm(super::app::Confirm::Branch { dropped, .. }) => {
             let width = area.width.min(64);
             let w = usize::from(width.saturating_sub(2));

@@ -687,6 +687,11 @@ pub struct SessionSnapshot {
     /// (tape time, the turn in a few words). `None`: a turn of this run's is taken back, or
     /// there is none.
     pub undo_ahead: Option<(Ts, String)>,
+    /// The person's accept or reject of an agent's proposal that `u` takes back, when it is
+    /// their last act behind the tape (after any turn of theirs), in words: `reject of
+    /// house's supersede @ wake open (09:30, decided 09:31)`. `None`: a turn is taken back,
+    /// or nothing.
+    pub undo_decision: Option<String>,
     /// The person's turns recorded ahead of the tape (after a seek back, or in a reopened
     /// session), as (tape time, the turn in a few words): a new act of the person's drops
     /// them ([`Session::person_act`]), so the desk asks first.
@@ -1055,6 +1060,40 @@ pub(crate) fn undo_span(acts: &[(u64, Ts, Act)], k: usize, rewind: bool) -> std:
         (q, t) == (seq, ts) && matches!(a, Act::Agent(AgentAct::Hold { on: true }))
     });
     k..k + 1 + usize::from(stand_down && hold)
+}
+
+/// The call whose proposal the act at `k` decided, when it is the person's decision: a
+/// reject (only the person's `x` records one), or an accept (an answer in the history that
+/// follows a recorded proposal of the same call; with a script seated, whose proposals are
+/// not recorded acts, every answer in the history is an accept: its answers in autopilot
+/// are not recorded either).
+pub(crate) fn decision_call(acts: &[(u64, Ts, Act)], k: usize, script: bool) -> Option<u64> {
+    match &acts.get(k)?.2 {
+        Act::Agent(AgentAct::Reject { call, .. }) => Some(*call),
+        Act::Agent(AgentAct::Answer { call, .. }) => {
+            let proposed = acts[..k].iter().any(
+                |(_, _, a)| matches!(a, Act::Agent(AgentAct::Propose { call: c, .. }) if c == call),
+            );
+            (script || proposed).then_some(*call)
+        }
+        _ => None,
+    }
+}
+
+/// The acts an undo of the person's decision at `k` takes out: it and every act after it
+/// (the session goes back to it); an accept made by turning co-pilot off (`c` with a
+/// proposal waiting) takes the hold's change at the same point with it, so the proposal
+/// waits again in co-pilot. The session and the session-file reader both ask this.
+pub(crate) fn decision_span(acts: &[(u64, Ts, Act)], k: usize) -> std::ops::Range<usize> {
+    let start = match (k.checked_sub(1).and_then(|j| acts.get(j)), acts.get(k)) {
+        (Some((q0, t0, Act::Agent(AgentAct::Hold { on: false }))), Some((q, t, _)))
+            if (q0, t0) == (q, t) =>
+        {
+            k - 1
+        }
+        _ => k,
+    };
+    start.min(acts.len())..acts.len()
 }
 
 /// What an undo took back ([`Command::Undo`]).
@@ -1914,6 +1953,13 @@ impl Session {
             self.notice("a headless run plays once: nothing to undo".into());
             return;
         }
+        // Their accept or reject of a proposal, when it is their last act: the proposal
+        // comes back to be decided again (before 2026-12-06 a mistaken `x` was final, and
+        // `u` said there was no turn of theirs).
+        if let Some((k, call, words)) = self.last_decision() {
+            self.undo_decision(id, k, call, words);
+            return;
+        }
         // After a seek back to before every turn of the person's, their turns are ahead of
         // the tape, recorded to act again when the tape reaches them: still theirs to take
         // back, the one the tape reaches first.
@@ -1990,6 +2036,82 @@ impl Session {
             turn: Some((ts, text)),
             summary,
             rewound: answered_after,
+        });
+    }
+
+    /// The person's last decision on a proposal, when it comes after every turn of theirs
+    /// behind the tape: (its index in the history, the call, the decision in words).
+    fn last_decision(&self) -> Option<(usize, u64, String)> {
+        let chair = self.chair.as_ref()?;
+        let script = matches!(chair.seat, Seat::Script(_));
+        let k = self
+            .history
+            .iter()
+            .enumerate()
+            .rposition(|(k, _)| decision_call(&self.history, k, script).is_some())?;
+        if self.history[k + 1..]
+            .iter()
+            .any(|(_, _, a)| a.is_persons_turn())
+        {
+            return None;
+        }
+        let call = decision_call(&self.history, k, script)?;
+        let name = chair.agent.short_name();
+        let decided = self.history[k].1;
+        // What was decided, from the Bus's turn lines (a script's proposal is not an act).
+        let line = self.run.turn_log().iter().rev().find(|e| {
+            e.ts <= decided && (e.rejected.is_some() || e.turn.is_some()) && e.wake != DESK_WAKE
+        });
+        let (what, wake) = match (&self.history[k].2, line) {
+            (Act::Agent(AgentAct::Reject { outcome, .. }), Some(e)) => {
+                (format!("reject of {name}'s {outcome}"), e.wake.clone())
+            }
+            (Act::Agent(AgentAct::Answer { run, .. }), Some(e)) => (
+                format!("accept of {name}'s {}", run.turn.outcome.label()),
+                e.wake.clone(),
+            ),
+            (Act::Agent(AgentAct::Reject { outcome, .. }), None) => {
+                (format!("reject of {name}'s {outcome}"), String::new())
+            }
+            (Act::Agent(AgentAct::Answer { run, .. }), None) => (
+                format!("accept of {name}'s {}", run.turn.outcome.label()),
+                String::new(),
+            ),
+            _ => return None,
+        };
+        let at = if wake.is_empty() {
+            String::new()
+        } else {
+            format!(" @ wake {wake}")
+        };
+        Some((k, call, format!("{what}{at} (decided {})", decided.hhmm())))
+    }
+
+    /// Take back the person's accept or reject of the proposal answering `call` (history
+    /// index `k`): the session goes back to where it was decided, the proposal waits there
+    /// again, and the acts after the decision are dropped (they were taken on a book that had
+    /// it). The `undo` record names the call, so a reopened session takes out the same acts.
+    fn undo_decision(&mut self, id: u64, k: usize, call: u64, words: String) {
+        let (seq, ts) = (self.history[k].0, self.history[k].1);
+        let span = decision_span(&self.history, k);
+        self.history.drain(span);
+        self.script.clear();
+        let mut record = undo_record(seq, ts, true);
+        record["call"] = serde_json::json!(call);
+        self.write_record(record, true);
+        self.rerun_to(ts);
+        self.playing = false;
+        let summary = format!("your {words}");
+        self.notice(format!(
+            "undone, and back at {}: {summary}; the proposal waits for you again (a accept, x \
+             reject), the acts after it are dropped",
+            ts.hhmm()
+        ));
+        self.last_undo = Some(Undone {
+            id,
+            turn: None,
+            summary,
+            rewound: true,
         });
     }
 
@@ -3115,6 +3237,7 @@ impl Session {
             last_submit: self.last_submit.clone(),
             last_undo: self.last_undo.clone(),
             undo_ahead: self.turn_ahead(),
+            undo_decision: self.last_decision().map(|(_, _, words)| words),
             turns_ahead: self.turns_ahead(),
             agent: self.chair.as_ref().map(|c| AgentStatus {
                 name: c.agent.name(),

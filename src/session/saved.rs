@@ -20,7 +20,8 @@
 //! left. Nothing is written for an opened session until the person acts; its new file then
 //! starts with a copy of the acts it replayed.
 
-use super::owner::{Act, Settings, Speed, undo_span};
+use super::agent::AgentAct;
+use super::owner::{Act, Settings, Speed, decision_span, undo_span};
 use crate::market::Ts;
 use std::path::{Path, PathBuf};
 
@@ -321,6 +322,32 @@ pub fn load(text: &str) -> Result<Saved, String> {
                     let (Some(a_seq), Some(a_ts)) = at else {
                         return Err(format!("line {n}: an undo without act_seq and act_ts"));
                     };
+                    // The person's accept or reject of the proposal answering `call`: it
+                    // leaves with every act after it ([`decision_span`]).
+                    if let Some(call) = v.get("call") {
+                        let call = call.as_u64().ok_or_else(|| {
+                            format!("line {n}: an undo whose call is not a number")
+                        })?;
+                        let k = s.acts.iter().rposition(|(q, t, a)| {
+                            (*q, *t) == (a_seq, a_ts)
+                                && matches!(
+                                    a,
+                                    Act::Agent(
+                                        AgentAct::Answer { call: c, .. }
+                                            | AgentAct::Reject { call: c, .. }
+                                    ) if *c == call
+                                )
+                        });
+                        let Some(k) = k else {
+                            return Err(format!(
+                                "line {n}: an undo of a decision the file does not hold (call {call} at {a_ts}, seq {a_seq})"
+                            ));
+                        };
+                        let span = decision_span(&s.acts, k);
+                        s.acts.drain(span.clone());
+                        s.act_lines.drain(span);
+                        continue;
+                    }
                     let k = s
                         .acts
                         .iter()
