@@ -123,6 +123,37 @@ fn rules_lists_every_rule() {
     for r in kestrel_desk::lang::Rule::ALL {
         assert!(out.contains(r.name()), "{r}");
     }
+    // The router's rules too, which `check --turn` and the Journal print.
+    for (code, name, _) in kestrel_desk::turn::TURN_RULES {
+        assert!(
+            out.lines()
+                .any(|l| l.starts_with(name) && l.ends_with(&format!("(code={code})"))),
+            "{name}: {out}"
+        );
+    }
+    let (_, json, _) = kestrel(&["rules", "--json"], None);
+    let v: serde_json::Value = serde_json::from_str(&json).expect("json");
+    assert_eq!(
+        v["turn_rules"].as_array().map(Vec::len),
+        Some(kestrel_desk::turn::TURN_RULES.len())
+    );
+    // A rule the router gives is one `rules` lists: a mix of a directive and a plan.
+    let (_, _, err) = kestrel(
+        &["check", "--turn", "-"],
+        Some(
+            "STAND-DOWN no edge\nPLAN p budget 0.1R ttl +5m\n  USING signal SPX exec SPY 0dte\n  WHEN spot > vwap\n  DO buy 1 ATM C @ fair\n",
+        ),
+    );
+    let rule = err
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("rule="))
+        .unwrap_or_else(|| panic!("a coded error: {err}"));
+    assert!(
+        kestrel_desk::turn::TURN_RULES
+            .iter()
+            .any(|(_, n, _)| *n == rule),
+        "{rule}: {err}"
+    );
 }
 
 #[test]

@@ -586,3 +586,43 @@ fn bad_bus_files_fail_closed_naming_the_file_and_line() {
     assert!(err.contains("no Bus files"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A headless Bus cut after its last turn (no `session-end`: a killed run, `head -n`) was
+/// averaged in as if whole, while `agent --author` refuses the same file as cut. It is
+/// still counted as far as it goes, and a warning names it; the whole file gets none.
+#[test]
+fn a_cut_headless_bus_is_counted_with_a_warning() {
+    let dir = tmp("cutwarn");
+    let good = agent_session(&dir, "a", &[COLLAPSED, FIXED], "authoring-v2");
+    let text = std::fs::read_to_string(&good).expect("bus");
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines.last().unwrap().contains("\"type\":\"session-end\""));
+    let cut = dir.join("cut.bus.jsonl");
+    std::fs::write(&cut, lines[..lines.len() - 1].join("\n") + "\n").expect("write");
+    let (code, out, err) = kestrel(&["errors", "report", s(&good)]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("warning"), "a whole Bus: {err}");
+    let whole = out;
+    let (code, out, err) = kestrel(&["errors", "report", s(&cut)]);
+    assert_eq!(code, 0, "{err}");
+    let want = format!(
+        "warning code=BUS message={}: the Bus ends at line {} without session-end: it was cut off",
+        s(&cut),
+        lines.len() - 1
+    );
+    assert!(err.starts_with(&want), "{err}");
+    assert!(
+        err.contains("its turns are counted as far as it goes"),
+        "{err}"
+    );
+    // Counted as far as it goes: the same turns as the whole file (it was cut after them).
+    let all = |o: &str| {
+        o.lines()
+            .find(|l| l.starts_with("all "))
+            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+            .unwrap_or_default()
+    };
+    assert!(!all(&out).is_empty(), "{out}");
+    assert_eq!(all(&out), all(&whole));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -82,9 +82,9 @@ fn expand(input: &str) -> Result<Vec<PathBuf>, String> {
     Ok(files)
 }
 
-/// Build the report from the inputs, or the error line to print. Every file is read before
-/// anything is printed.
-pub fn build(inputs: &[String]) -> Result<ErrorsReport, String> {
+/// Build the report from the inputs, with the warnings to print (a cut headless Bus), or the
+/// error line to print. Every file is read before anything is printed.
+pub fn build(inputs: &[String]) -> Result<(ErrorsReport, Vec<String>), String> {
     let mut files = BTreeSet::new();
     for i in inputs {
         files.extend(expand(i)?);
@@ -97,6 +97,7 @@ pub fn build(inputs: &[String]) -> Result<ErrorsReport, String> {
         .filter(|f| seen.insert(super::out::file_id(f)))
         .collect();
     let mut report = ErrorsReport::default();
+    let mut warnings = Vec::new();
     for f in distinct {
         let bytes = crate::limits::read_file_bounded(f, crate::limits::MAX_RECORDING_BYTES)
             .map_err(|e| super::cannot_read_bounded(f, &e))?;
@@ -110,15 +111,40 @@ pub fn build(inputs: &[String]) -> Result<ErrorsReport, String> {
         })?;
         let arm = crate::turn::report::read_arm(&bytes);
         report.add_file_arm(&f.display().to_string(), arm.as_deref(), &asks);
+        if let Some(w) = cut_warning(&f.display().to_string(), &bytes) {
+            warnings.push(w);
+        }
     }
-    Ok(report)
+    Ok((report, warnings))
+}
+
+/// A headless session's Bus that stops before its `session-end` was cut off (a killed run,
+/// a partial copy, `head -n`): its turns are counted as far as it goes, and a warning says
+/// so (before 2026-12-06 it was averaged in as if whole, while `agent --author` refuses the
+/// same file as cut). A desk's Bus ends where the person quit: no warning.
+fn cut_warning(path: &str, bytes: &[u8]) -> Option<String> {
+    let rec = crate::session::replay::Recording::new(path, bytes)?;
+    if rec.is_desk() {
+        return None;
+    }
+    let e = rec.whole().err()?;
+    let why = e.strip_prefix("error code=BUS message=").unwrap_or(&e);
+    let why = why
+        .strip_suffix("; it cannot replay its session")
+        .unwrap_or(why);
+    Some(format!(
+        "warning code=BUS message={why}; its turns are counted as far as it goes"
+    ))
 }
 
 /// Run `kestrel errors …`; returns the exit code (0 ok; 1 usage, I/O or a bad Bus file).
 pub fn run(cmd: &ErrorsCommand) -> i32 {
     let ErrorsCommand::Report(a) = cmd;
     match build(&a.inputs) {
-        Ok(r) => {
+        Ok((r, warnings)) => {
+            for w in warnings {
+                errln!("{w}");
+            }
             if a.out.json {
                 outln!("{}", r.json());
             } else {

@@ -441,12 +441,28 @@ pub fn rules(a: &RulesArgs) -> i32 {
             .iter()
             .map(|r| serde_json::json!({"name": r.name(), "summary": r.summary()}))
             .collect();
-        let v = serde_json::json!({"rules": rules, "reserved_words": lang::RESERVED_WORDS});
+        let turn_rules: Vec<serde_json::Value> = crate::turn::TURN_RULES
+            .iter()
+            .map(|(code, name, summary)| {
+                serde_json::json!({"code": code, "name": name, "summary": summary})
+            })
+            .collect();
+        let v = serde_json::json!({
+            "rules": rules,
+            "turn_rules": turn_rules,
+            "reserved_words": lang::RESERVED_WORDS,
+        });
         outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
         return 0;
     }
     for r in Rule::ALL {
         outln!("{:<20} {}", r.name(), r.summary());
+    }
+    outln!();
+    // The router's own (`check --turn`, `turn`, the Journal, `errors report` print them).
+    outln!("turn rules (code=TURN, ENVELOPE, TRUNCATED, REPLAY):");
+    for (code, name, summary) in crate::turn::TURN_RULES {
+        outln!("{:<20} {summary} (code={code})", name);
     }
     outln!();
     outln!("reserved words: {}", lang::RESERVED_WORDS.join(", "));

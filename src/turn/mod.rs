@@ -158,6 +158,43 @@ pub enum Source {
     None,
 }
 
+/// The router's own rules, which `kestrel rules` lists after the language's: (code, rule,
+/// summary). A [`TurnError`] that is not the language's (`code=PARSE`) carries one of them
+/// (the replay's other refusals, `replay-refused`, `replay-divergence`, `replay-hash`, refuse
+/// a whole Bus and are not turn errors).
+pub const TURN_RULES: &[(&str, &str, &str)] = &[
+    (
+        "TURN",
+        "turn-mix",
+        "a turn is one directive (STAND-DOWN, CANCEL, SHOW VIEW) or a module of statements (PLAN, WAKE, VIEW, USING), never a mix",
+    ),
+    (
+        "TURN",
+        "menu",
+        "the move is not on the menu offered at this wake (the phase, the author's profile, the standing book)",
+    ),
+    (
+        "TURN",
+        "limit",
+        "the reply is over 256 KiB: refused unread, its tokens estimated as a quarter of its bytes",
+    ),
+    (
+        "ENVELOPE",
+        "envelope-shape",
+        "a JSON-envelope reply that is not the envelope's shape",
+    ),
+    (
+        "TRUNCATED",
+        "truncated",
+        "the reply was cut off (the provider stopped it, or its code fence never closes): a cut plan may parse yet lack its exits",
+    ),
+    (
+        "REPLAY",
+        "replay-record",
+        "a recorded answer that does not replay under the book it meets (edited, or recorded on another tape or by another version)",
+    ),
+];
+
 /// A coded, guided error on a turn: the language's diagnostics (`code=PARSE`) with their
 /// positions mapped back onto the reply, or the router's own (`code=TURN`, `code=ENVELOPE`,
 /// `code=TRUNCATED`).
