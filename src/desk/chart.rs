@@ -552,8 +552,10 @@ pub const LABEL_REACH: u16 = 2;
 /// slides left, at most until it ends there. It goes only where every one of its cells is
 /// free (no candle, no marker, no other label), wholly inside the grid with its last column
 /// left blank (never across or against the price axis), and with a blank cell between it and
-/// another label or another mark's marker on its row (so a label never reads as the next
-/// marker's). A label that fits nowhere is left out whole: it is never cut.
+/// anything else on its row: another label, another mark's marker, a candle's body or wick (so
+/// a label never reads as the next marker's, or as cut by a candle; before 2026-12-06 a label
+/// could end against a candle, `breakout TP█`). A label that fits nowhere is left out whole:
+/// it is never cut.
 pub fn place_labels(occupied: &Occupied, asks: &[LabelAsk]) -> Vec<Option<(u16, u16)>> {
     let (w, h) = (occupied.width(), occupied.height());
     let mut grid = occupied.clone();
@@ -577,7 +579,9 @@ pub fn place_labels(occupied: &Occupied, asks: &[LabelAsk]) -> Vec<Option<(u16, 
         }
         let fits = |g: &Occupied, x: u16, y: u16| {
             let end = x + a.width;
-            let apart = |cx: u16| !matches!(g.at(cx, y), Some(Taken::Label | Taken::Marker));
+            // Nothing at all beside it: a label against a candle's body read as cut, or as
+            // that candle's (`breakout TP█`).
+            let apart = |cx: u16| g.at(cx, y).is_none();
             end < w
                 && (x..end).all(|cx| g.at(cx, y).is_none())
                 && (x == 0 || apart(x - 1))
@@ -1143,7 +1147,7 @@ mod tests {
                     Some(Taken::Label),
                     "{a:?} touches a label"
                 );
-                assert_ne!(o.at(cx, y), Some(Taken::Marker), "{a:?} touches a marker");
+                assert_eq!(o.at(cx, y), None, "{a:?} touches a marker or a candle");
             }
             for cx in x..end {
                 labels.take(cx, y, Taken::Label);
@@ -1167,6 +1171,14 @@ mod tests {
         // The marker's candle at 30 (rows 5..=8); its neighbour at 32 reaches row 2.
         let o = free_grid(36, 12, &[(30, 5, 8), (32, 2, 8)]);
         let asks = [ask(31, 5, 8, 10, true)];
+        let at = place_labels(&o, &asks);
+        // Above, it would end at its marker's column right against the neighbour's body
+        // (column 32, rows 2..=8): it goes below, on the first row free of both.
+        assert_eq!(at, vec![Some((25, 9))], "below, apart from the neighbour");
+        check_layout(&o, &asks, &at);
+        // With the neighbour a column further off, it ends at its marker above, a blank
+        // cell from the neighbour.
+        let o = free_grid(36, 12, &[(30, 5, 8), (33, 2, 8)]);
         let at = place_labels(&o, &asks);
         assert_eq!(at, vec![Some((22, 4))], "it ends at its marker's column");
         check_layout(&o, &asks, &at);
