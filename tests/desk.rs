@@ -3930,6 +3930,13 @@ fn undo_takes_back_a_reject_or_an_accept_and_the_proposal_waits_again() {
     assert!(app.proposal().is_some(), "the proposal waits again");
     assert_eq!(app.snap.clock, at);
     assert_eq!(app.snap.hash, waiting, "the book before the reject");
+    // What to do next first, over the proposal, at the narrowest size.
+    let s = screen(&app, 100, 30);
+    assert!(
+        s[29].contains("undone, and back at 09:31: the proposal waits for you again"),
+        "{}",
+        s[29]
+    );
     // Accepted this time, the book is a direct accept's.
     press(&mut app, KeyCode::Char('a'));
     let mut direct = desk_with(Some(script(&[AGENT_PLAN])), true, None, &[], at);

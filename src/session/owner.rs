@@ -2102,9 +2102,10 @@ impl Session {
         self.rerun_to(ts);
         self.playing = false;
         let summary = format!("your {words}");
+        // What the person does next first: a narrow footer keeps the start of a notice.
         self.notice(format!(
-            "undone, and back at {}: {summary}; the proposal waits for you again (a accept, x \
-             reject), the acts after it are dropped",
+            "undone, and back at {}: the proposal waits for you again ({summary} is taken \
+             back, with the acts after it)",
             ts.hhmm()
         ));
         self.last_undo = Some(Undone {
