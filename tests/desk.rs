@@ -393,6 +393,15 @@ fn copilot_desk(spec: kestrel_desk::session::AuthorSpec, save: Option<std::path:
     app
 }
 
+/// A dialog's text on screen `s`, its wrapped lines joined (read across them).
+fn dialog_text(s: &[String]) -> String {
+    s.iter()
+        .filter_map(|l| l.split('║').nth(1))
+        .map(str::trim)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// A fresh directory for one test's files.
 fn tmp(what: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("kestrel-desk-{what}-{}", std::process::id()));
@@ -3627,6 +3636,22 @@ fn counting_author(dir: &std::path::Path) -> kestrel_desk::session::AuthorSpec {
     live_spec("default", 20, &format!("sh '{}'", sh.display()))
 }
 
+/// A desk with [`counting_author`] seated live in autopilot (saving to `save`), once its
+/// first answer (the open's) is in.
+fn counting_desk(dir: &std::path::Path, save: Option<std::path::PathBuf>) -> App {
+    let settings = Settings {
+        agent: Some(DeskAgent::Live(counting_author(dir))),
+        ..Settings::default()
+    };
+    let how = Opening {
+        save,
+        ..Opening::default()
+    };
+    let mut app = desk::inline_app_from(desk::tape_source(None).unwrap(), settings, how).unwrap();
+    wait_for(&mut app, |a| agent_rows(a).len() == 1);
+    app
+}
+
 fn asks(dir: &std::path::Path) -> usize {
     std::fs::read_to_string(dir.join("asks"))
         .map(|s| s.lines().count())
@@ -3642,16 +3667,7 @@ fn asks(dir: &std::path::Path) -> usize {
 fn home_and_a_seek_back_replay_a_live_authors_recorded_answers_without_asking_again() {
     let dir = tmp("live-home");
     let path = dir.join("s.jsonl");
-    let settings = Settings {
-        agent: Some(DeskAgent::Live(counting_author(&dir))),
-        ..Settings::default()
-    };
-    let how = Opening {
-        save: Some(path.clone()),
-        ..Opening::default()
-    };
-    let mut app = desk::inline_app_from(desk::tape_source(None).unwrap(), settings, how).unwrap();
-    wait_for(&mut app, |a| agent_rows(a).len() == 1);
+    let mut app = counting_desk(&dir, Some(path.clone()));
     // Three more wakes, each answered where the tape stands.
     for (k, to) in [ms(9, 32, 0), ms(9, 34, 0), ms(9, 36, 0)]
         .into_iter()
@@ -3708,17 +3724,7 @@ fn home_and_a_seek_back_replay_a_live_authors_recorded_answers_without_asking_ag
 #[test]
 fn a_new_act_after_home_asks_the_call_whose_recorded_answer_it_dropped() {
     let dir = tmp("live-branch");
-    let settings = Settings {
-        agent: Some(DeskAgent::Live(counting_author(&dir))),
-        ..Settings::default()
-    };
-    let mut app = desk::inline_app_from(
-        desk::tape_source(None).unwrap(),
-        settings,
-        Opening::default(),
-    )
-    .unwrap();
-    wait_for(&mut app, |a| agent_rows(a).len() == 1);
+    let mut app = counting_desk(&dir, None);
     app.send(Command::Seek(ms(9, 35, 0)));
     wait_for(&mut app, |a| agent_rows(a).len() == 2);
     let asked = asks(&dir);
@@ -3859,12 +3865,7 @@ fn undo_takes_back_the_accept_after_a_turn_first_and_says_so_over_the_proposal()
     // went with the turn, and a reject could not be taken back at all).
     press(&mut app, KeyCode::Char('u'));
     let s = screen(&app, 160, 48);
-    let dialog: String = s
-        .iter()
-        .filter_map(|l| l.split('║').nth(1))
-        .map(str::trim)
-        .collect::<Vec<_>>()
-        .join(" ");
+    let dialog = dialog_text(&s);
     assert!(
         dialog.contains("Take back your accept of house's supersede @ wake open (decided 09:31)?"),
         "{dialog}"
@@ -4001,29 +4002,14 @@ fn a_live_authors_accept_taken_back_waits_again_without_asking() {
 #[test]
 fn undoing_a_turn_names_the_agents_answers_after_it_and_goes_back_to_it() {
     let dir = tmp("undo-live");
-    let settings = Settings {
-        agent: Some(DeskAgent::Live(counting_author(&dir))),
-        ..Settings::default()
-    };
-    let mut app = desk::inline_app_from(
-        desk::tape_source(None).unwrap(),
-        settings,
-        Opening::default(),
-    )
-    .unwrap();
-    wait_for(&mut app, |a| agent_rows(a).len() == 1);
+    let mut app = counting_desk(&dir, None);
     app.send(Command::Seek(ms(9, 30, 30)));
     app.human_turn(MINE);
     app.send(Command::Seek(ms(9, 32, 0)));
     wait_for(&mut app, |a| agent_rows(a).len() == 2);
     press(&mut app, KeyCode::Char('u'));
     let s = screen(&app, 160, 48);
-    let dialog: String = s
-        .iter()
-        .filter_map(|l| l.split('║').nth(1))
-        .map(str::trim)
-        .collect::<Vec<_>>()
-        .join(" ");
+    let dialog = dialog_text(&s);
     assert!(
         dialog.contains("Take back your 09:30 turn (armed mine)?"),
         "{dialog}"
