@@ -493,6 +493,70 @@ fn the_desk_starts_each_session_again_at_its_open() {
     assert_eq!(bus.blotter().session_results().len(), 3);
 }
 
+/// A co-pilot proposal still waiting at a session's close was answered: it is rejected with
+/// its outcome by `close` and said, as at the tape's end (before 2026-12-06 the session
+/// boundary recorded it `unanswered`, and the proposal stayed on screen into the next
+/// session, answering a call no longer out).
+#[test]
+fn a_proposal_undecided_at_a_sessions_close_is_rejected_with_its_outcome() {
+    use kestrel_desk::session::agent::Agent;
+    use kestrel_desk::session::{Command, Opening, Session, Settings, TapeSource};
+    let ms = members();
+    let tape = TapeSource {
+        label: "week.jsonl".into(),
+        bytes: std::sync::Arc::from(joined(&ms[..2]).into_boxed_slice()),
+    };
+    let settings = Settings {
+        agent: Some(Agent::Script {
+            name: "house".into(),
+            replies: vec![author_reply("open")],
+            wakes: Vec::new(),
+        }),
+        copilot: true,
+        ..Settings::default()
+    };
+    let mut s = Session::open(tape, settings, Opening::default()).expect("session");
+    s.command(Command::Seek(Ts::hms(9, 31, 0, 0)));
+    let one = s.snapshot(true);
+    let p = one
+        .agent
+        .as_ref()
+        .and_then(|a| a.proposal.clone())
+        .expect("the open's proposal waits");
+    let outcome = p.run.turn.outcome.name().to_string();
+    assert_ne!(outcome, "unanswered");
+    // To the close and over the session line.
+    s.command(Command::Seek(Ts::hms(16, 0, 0, 0)));
+    s.command(Command::StepTick);
+    let two = s.snapshot(true);
+    assert_eq!(two.session, Some(2));
+    assert!(
+        two.agent.as_ref().is_some_and(|a| a.proposal.is_none()),
+        "the first session's proposal is gone"
+    );
+    assert!(
+        two.notices
+            .iter()
+            .any(|n| n.text.contains("was not decided: rejected at the close")),
+        "{:?}",
+        two.notices
+    );
+    let bus = s.finish();
+    let rejected: Vec<String> = bus
+        .events()
+        .iter()
+        .filter(|e| matches!(e, Event::TurnRejected { .. }))
+        .map(|e| String::from_utf8_lossy(&canonical_line(e)).into_owned())
+        .collect();
+    assert!(
+        rejected
+            .first()
+            .is_some_and(|l| l.contains("\"by\":\"close\"")
+                && l.contains(&format!("\"outcome\":\"{outcome}\""))),
+        "{rejected:?}"
+    );
+}
+
 /// The desk's status line names the session of a multi-session tape and its date (a v1
 /// tape's status line is as before: `tests/desk.rs`).
 #[test]

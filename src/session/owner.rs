@@ -2894,6 +2894,9 @@ impl Session {
                 break;
             }
             self.apply_script();
+            if crossing {
+                self.settle_chair_at_close();
+            }
             let (ev, fired) = match self.run.step_event() {
                 Ok(Some(x)) => x,
                 Ok(None) => continue,
@@ -2957,23 +2960,31 @@ impl Session {
         self.last_event = ts;
     }
 
+    /// The close (of the tape, or of a session of a multi-session tape): a call still out
+    /// was never answered in time; positions settle. A proposal still waiting was answered:
+    /// it is rejected with its outcome, by `close`, and the footer says so (before 2026-12-06
+    /// it read `unanswered`, the agent's answer lost, and nothing was said; at a session's
+    /// close it stayed on screen into the next session, answering a call no longer out).
+    fn settle_chair_at_close(&mut self) {
+        let undecided = self.chair.as_mut().and_then(|c| {
+            c.outstanding = None;
+            c.waiting = None;
+            c.proposal.take().map(|p| (p, c.agent.short_name()))
+        });
+        if let Some((p, name)) = undecided {
+            let at = self.run.engine.market().now().unwrap_or(self.clock);
+            self.reject_undecided(at, &p, &name, "close", "at the close");
+            if self.paused_for == Some(p.call) {
+                self.paused_for = None;
+            }
+        }
+    }
+
     fn end(&mut self) {
         if !self.ended {
             self.ended = true;
             self.playing = false;
-            // The close: a call still out was never answered in time; positions settle. A
-            // proposal still waiting was answered: it is rejected with its outcome, by
-            // `close`, and the footer says so (before 2026-12-06 it read `unanswered`, the
-            // agent's answer lost, and nothing was said).
-            let undecided = self.chair.as_mut().and_then(|c| {
-                c.outstanding = None;
-                c.waiting = None;
-                c.proposal.take().map(|p| (p, c.agent.short_name()))
-            });
-            if let Some((p, name)) = undecided {
-                let at = self.run.engine.market().now().unwrap_or(self.clock);
-                self.reject_undecided(at, &p, &name, "close", "at the close");
-            }
+            self.settle_chair_at_close();
             self.run.close();
             self.control("end of tape");
         }
