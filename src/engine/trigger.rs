@@ -403,6 +403,10 @@ struct Pair {
     lhs: u16,
     rhs: PairRhs,
     sign: i8,
+    /// The slot bits of its sides (as in [`Dirt::moved`] and [`Dirt::pct_moved`]): `lhs`'s
+    /// and a series `rhs`'s, a percentile `rhs`'s. Its sign is taken again when one moved.
+    mkt_bits: u64,
+    pct_bits: u64,
 }
 
 const UNKNOWN_SIGN: i8 = 2;
@@ -415,6 +419,15 @@ fn mkt_value(mkt: &[Option<f64>], k: u16) -> Option<f64> {
         .copied()
         .flatten()
         .filter(|x| x.is_finite())
+}
+
+/// A slot's value as [`Slots::refresh`] stored it: finite or UNKNOWN already (the value
+/// vectors are the engine's, written only there), so no check is made again.
+#[inline(always)]
+fn stored(vals: &[Option<f64>], k: u16) -> Option<f64> {
+    let v = vals.get(usize::from(k)).copied().flatten();
+    debug_assert!(v.is_none_or(f64::is_finite));
+    v
 }
 
 /// A percentile slot's value as triggers read it.
@@ -446,6 +459,8 @@ fn sign_of(a: Option<f64>, b: Option<f64>) -> i8 {
 struct Seen {
     /// Its symbol's index in the market state (`usize::MAX`: not there).
     ms: usize,
+    /// Its series (the slot's in [`Slots::series`]).
+    m: MSeries,
     /// How many of its levels lie below its value (a hint for [`touch_moved`]).
     below: usize,
 }
@@ -601,16 +616,19 @@ impl Slots {
         let i = match self.pairs.iter().position(|x| x.lhs == lhs && x.rhs == rhs) {
             Some(i) => i,
             None => {
+                let (mkt_bits, pct_bits) = match rhs {
+                    PairRhs::Mkt(k) => (bit(lhs) | bit(k), 0),
+                    PairRhs::Pct(k) => (bit(lhs), bit(k)),
+                };
                 self.pairs.push(Pair {
                     lhs,
                     rhs,
                     sign: NEVER,
+                    mkt_bits,
+                    pct_bits,
                 });
-                self.pair_mkt |= bit(lhs);
-                match rhs {
-                    PairRhs::Mkt(k) => self.pair_mkt |= bit(k),
-                    PairRhs::Pct(k) => self.pair_pct |= bit(k),
-                }
+                self.pair_mkt |= mkt_bits;
+                self.pair_pct |= pct_bits;
                 self.pair_new = true;
                 self.pairs.len() - 1
             }
@@ -746,14 +764,10 @@ impl Slots {
             g.at = now;
             for &k in list {
                 let i = k as usize;
-                let (Some(v), Some(seen), Some(&(_, m))) = (
-                    mkt.get_mut(i),
-                    self.series_seen.get_mut(i),
-                    self.series.get(i),
-                ) else {
+                let (Some(v), Some(seen)) = (mkt.get_mut(i), self.series_seen.get_mut(i)) else {
                     continue;
                 };
-                let new = ms.value_of(seen.ms, m).filter(|x| x.is_finite());
+                let new = ms.value_of(seen.ms, seen.m).filter(|x| x.is_finite());
                 if new != *v {
                     let b = bit(u16::try_from(k).unwrap_or(u16::MAX));
                     d.moved |= b;
@@ -828,19 +842,20 @@ impl Slots {
     /// `pair_moved` when it changed (the tail of [`refresh`](Self::refresh)).
     fn refresh_pairs(&mut self, mkt: &[Option<f64>], pct: &[Option<f64>]) {
         let d = &mut self.dirt;
-        if d.moved & self.pair_mkt == 0 && d.pct_moved & self.pair_pct == 0 && !self.pair_new {
+        let (moved, pct_moved) = (d.moved, d.pct_moved);
+        if moved & self.pair_mkt == 0 && pct_moved & self.pair_pct == 0 && !self.pair_new {
             return;
         }
         self.pair_new = false;
         for (i, p) in self.pairs.iter_mut().enumerate() {
-            let (rhs_moved, b) = match p.rhs {
-                PairRhs::Mkt(k) => (d.moved & bit(k) != 0, mkt_value(mkt, k)),
-                PairRhs::Pct(k) => (d.pct_moved & bit(k) != 0, pct_value(pct, k)),
-            };
-            if p.sign != NEVER && !rhs_moved && d.moved & bit(p.lhs) == 0 {
+            if p.sign != NEVER && moved & p.mkt_bits == 0 && pct_moved & p.pct_bits == 0 {
                 continue;
             }
-            let sign = sign_of(mkt_value(mkt, p.lhs), b);
+            let b = match p.rhs {
+                PairRhs::Mkt(k) => stored(mkt, k),
+                PairRhs::Pct(k) => stored(pct, k),
+            };
+            let sign = sign_of(stored(mkt, p.lhs), b);
             if sign != p.sign {
                 p.sign = sign;
                 d.pair_moved |= bit(u16::try_from(i).unwrap_or(u16::MAX));
@@ -867,6 +882,7 @@ impl Slots {
             let (sym, m) = self.series[i];
             self.series_seen.push(Seen {
                 ms: ms.sym_index(sym).unwrap_or(usize::MAX),
+                m,
                 below: 0,
             });
             let g = match self.by_sym.iter().position(|g| g.sym == sym) {
