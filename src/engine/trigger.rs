@@ -370,6 +370,11 @@ pub struct Slots {
     clock_prev: Option<Ts>,
     /// How many clock levels lie below it (a hint for [`touch_moved`]).
     clock_below: usize,
+    /// The lowest clock level not below it (the one `clock_below` points at; infinite when
+    /// none), known since the latest walk of the clock's levels: a clock that moves forward
+    /// and stays below it crosses no level, so no walk. 0 (no clock is below it): not known,
+    /// as before the first walk or after a level was added.
+    clock_next: f64,
     /// Some percentile slot is of `open` (it moves without a new sample).
     pct_open: bool,
     /// Per percentile slot: its symbol's index in the market state, and where its previous
@@ -734,15 +739,26 @@ impl Slots {
             if self.clock_levels.is_empty() {
                 // Nothing on the clock's levels to touch.
             } else if let Some(prev) = self.clock_prev {
-                // The clock's levels in [prev, clock], walked from where it was.
-                self.clock_below = touch_moved(
-                    &self.clock_levels,
-                    self.clock_below,
-                    (prev.secs_f64(), clock.secs_f64()),
-                    d.epoch,
-                    &mut d.touched,
-                    (&d.group_of, &mut d.woke),
-                );
+                let c = clock.secs_f64();
+                if prev < clock && c < self.clock_next {
+                    // Forward, and below the lowest level not below `prev`: no level lies in
+                    // [prev, clock] (`touch_moved` would touch none, and leave the count
+                    // below as it is).
+                } else {
+                    // The clock's levels in [prev, clock], walked from where it was.
+                    self.clock_below = touch_moved(
+                        &self.clock_levels,
+                        self.clock_below,
+                        (prev.secs_f64(), c),
+                        d.epoch,
+                        &mut d.touched,
+                        (&d.group_of, &mut d.woke),
+                    );
+                    self.clock_next = self
+                        .clock_levels
+                        .get(self.clock_below)
+                        .map_or(f64::INFINITY, |l| l.0);
+                }
             } else {
                 for l in &self.clock_levels {
                     touch(&mut d.touched, (&d.group_of, &mut d.woke), l.1, d.epoch);
@@ -1389,7 +1405,11 @@ fn deps_of(preds: &[CPred], slots: &mut Slots) -> Deps {
     for (slot, at) in levels {
         match slot {
             Some(slot) => slots.add_level(slot, at, d.id),
-            None => insert_level(&mut slots.clock_levels, at, d.id),
+            None => {
+                insert_level(&mut slots.clock_levels, at, d.id);
+                // Where the clock stands among its levels is found again at the next walk.
+                slots.clock_next = 0.0;
+            }
         }
     }
     d
