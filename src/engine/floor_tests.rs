@@ -282,6 +282,69 @@ proptest! {
         prop_assert_eq!(below, levels.partition_point(|l| l.0 < c));
     }
 
+    /// The clock's levels marked at each refresh are those the binary search of
+    /// `touch_levels` finds between the previous clock and this one, whether the clock moves
+    /// forward (past levels or below the next one, where no walk is made), stands or goes back,
+    /// and with levels added between refreshes (the first refresh marks them all).
+    #[test]
+    fn the_clock_marks_the_levels_it_crossed(
+        // Levels in the first minutes, where the clock walks in half seconds.
+        first in proptest::collection::vec(34_200i32..34_380, 1..10),
+        steps in proptest::collection::vec(
+            (-6i32..12, proptest::option::of(34_200i32..34_380), any::<bool>()),
+            1..150,
+        ),
+    ) {
+        let (h, _) = read_tape_bytes(HDR2.as_bytes()).expect("header");
+        let ms = MarketState::new(&h);
+        let mut slots = trigger::Slots::default();
+        let (mut mkt, mut pct) = (Vec::new(), Vec::new());
+        // Every level with its trigger id, kept sorted for the reference search.
+        let mut levels: Vec<(f64, u32)> = Vec::new();
+        let mut add = |slots: &mut trigger::Slots, levels: &mut Vec<(f64, u32)>, x: f64| {
+            let id = slots.new_clock_level(x);
+            levels.push((x, id));
+            levels.sort_by(|a, b| a.0.total_cmp(&b.0));
+        };
+        for &x in &first {
+            add(&mut slots, &mut levels, f64::from(x));
+        }
+        let mut ms_now = i64::from(Ts::hms(9, 30, 0, 0).ms());
+        let mut prev: Option<f64> = None;
+        for (step, level, half) in steps {
+            if let Some(x) = level {
+                // On a whole second, or half a second past it (a level the clock can stand on).
+                add(&mut slots, &mut levels, f64::from(x) + if half { 0.5 } else { 0.0 });
+            }
+            ms_now = (ms_now + i64::from(step) * 500).clamp(0, i64::from(Ts::hms(16, 0, 0, 0).ms()));
+            let clock = Ts(u32::try_from(ms_now).expect("in the day"));
+            slots.refresh(&ms, &[], &mut mkt, &mut pct, clock);
+            let d = &slots.dirt;
+            let c = clock.secs_f64();
+            let mut want = vec![0u64; d.touched.len()];
+            match prev {
+                None => {
+                    for l in &levels {
+                        want[l.1 as usize] = d.epoch;
+                    }
+                }
+                Some(p) if p != c => trigger::touch_levels(
+                    &levels,
+                    p.min(c),
+                    p.max(c),
+                    d.epoch,
+                    &mut want,
+                    (&[], &mut Vec::new()),
+                ),
+                Some(_) => {}
+            }
+            let got: Vec<bool> = d.touched.iter().map(|&t| t == d.epoch).collect();
+            let want: Vec<bool> = want.iter().map(|&t| t == d.epoch).collect();
+            prop_assert_eq!(got, want, "clock {} from {:?}", c, prev);
+            prev = Some(c);
+        }
+    }
+
     /// `i128_f64` is `as f64`.
     #[test]
     fn i128_to_f64_is_as_f64(x in prop_oneof![any::<i64>().prop_map(i128::from), any::<i128>()]) {

@@ -607,6 +607,21 @@ impl Slots {
         insert_level(&mut self.levels[i], at, id);
     }
 
+    /// A level on the clock (seconds since midnight) for trigger `id`.
+    fn add_clock_level(&mut self, at: f64, id: u32) {
+        insert_level(&mut self.clock_levels, at, id);
+        // Where the clock stands among its levels is found again at the next walk.
+        self.clock_next = 0.0;
+    }
+
+    /// A clock level at `at` for a new trigger id, returned (the tests' way in).
+    #[cfg(test)]
+    pub(crate) fn new_clock_level(&mut self, at: f64) -> u32 {
+        let id = self.new_trigger_id();
+        self.add_clock_level(at, id);
+        id
+    }
+
     fn series_slot(&mut self, sym: Sym, m: MSeries) -> u16 {
         let i = match self.series.iter().position(|x| *x == (sym, m)) {
             Some(i) => i,
@@ -1405,11 +1420,7 @@ fn deps_of(preds: &[CPred], slots: &mut Slots) -> Deps {
     for (slot, at) in levels {
         match slot {
             Some(slot) => slots.add_level(slot, at, d.id),
-            None => {
-                insert_level(&mut slots.clock_levels, at, d.id);
-                // Where the clock stands among its levels is found again at the next walk.
-                slots.clock_next = 0.0;
-            }
+            None => slots.add_clock_level(at, d.id),
         }
     }
     d
