@@ -153,6 +153,11 @@ fn run_with(t: &str, plans: &str, naive: bool, acts: &[(usize, &str)]) -> (Bus, 
     e.arm_document(&d);
     for (k, ev) in evs.iter().enumerate() {
         for &(_, act) in acts.iter().filter(|a| a.0 == k) {
+            if let Some(text) = act.strip_prefix("arm ") {
+                let d = crate::lang::check(text, crate::lang::Mode::File).expect("valid plans");
+                e.arm_document(&d);
+                continue;
+            }
             match act.strip_prefix("cancel ") {
                 Some(name) => {
                     e.cancel(name);
@@ -301,7 +306,7 @@ proptest! {
         let (mut mkt, mut pct) = (Vec::new(), Vec::new());
         // Every level with its trigger id, kept sorted for the reference search.
         let mut levels: Vec<(f64, u32)> = Vec::new();
-        let mut add = |slots: &mut trigger::Slots, levels: &mut Vec<(f64, u32)>, x: f64| {
+        let add = |slots: &mut trigger::Slots, levels: &mut Vec<(f64, u32)>, x: f64| {
             let id = slots.new_clock_level(x);
             levels.push((x, id));
             levels.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -350,6 +355,37 @@ proptest! {
     fn i128_to_f64_is_as_f64(x in prop_oneof![any::<i64>().prop_map(i128::from), any::<i128>()]) {
         prop_assert_eq!(i128_f64(x).to_bits(), (x as f64).to_bits());
     }
+}
+
+/// A level armed from outside the loop inside the gap between the levels a slot's latest
+/// walk left it in (`spot` at 5005 between none and 5010, a plan armed on 5006) is walked at
+/// the slot's next move: the plan armed later fires at the cross, as in the naive scan.
+#[test]
+fn a_level_armed_inside_a_slots_gap_is_crossed() {
+    // A SPY trade (the shares' quote), then SPX from 5000 up by 0.50 a second to 5005, still
+    // twice, then 5007 (across 5006), 5007.50 and back to 5004.50.
+    let mut steps: Vec<(u32, bool, i32)> = vec![(1, false, 0)];
+    steps.extend((0..10).map(|_| (1, true, 5)));
+    steps.extend([
+        (1, true, 0),
+        (1, true, 0),
+        (1, true, 20),
+        (1, true, 5),
+        (1, true, -30),
+    ]);
+    let t = tape(&steps);
+    let first = "USING signal SPX exec SPY\n\nPLAN a budget 0.2R ttl 15:50\n  WHEN spot crosses above 5010.0\n  DO buy 10 shares @ ask\n";
+    let later = "arm USING signal SPX exec SPY\n\nPLAN b budget 0.2R ttl 15:50\n  WHEN spot crosses above 5006.0\n  DO buy 10 shares @ ask\n";
+    let (bus, _, _) = against_naive_acting(&t, first, &[(12, later)]);
+    let fired: Vec<&str> = bus
+        .events()
+        .iter()
+        .filter_map(|e| match e {
+            Event::PlanFired { plan, .. } => Some(plan.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(fired, ["b"]);
 }
 
 /// The level index visits only the levels a move crossed.

@@ -468,6 +468,12 @@ struct Seen {
     m: MSeries,
     /// How many of its levels lie below its value (a hint for [`touch_moved`]).
     below: usize,
+    /// The levels on either side of `below` at the latest walk of its levels (infinite
+    /// where there is none): no level lies strictly between them, so a move within that gap
+    /// touches none and leaves `below` as it is, without the walk. `lo > hi`: not known (a
+    /// new slot, or a level added since).
+    lo: f64,
+    hi: f64,
 }
 
 /// The series slots of one symbol, read again together when the symbol had an event; those
@@ -605,6 +611,10 @@ impl Slots {
             self.levels.resize_with(i + 1, Vec::new);
         }
         insert_level(&mut self.levels[i], at, id);
+        if let Some(seen) = self.series_seen.get_mut(i) {
+            // Its gap is found again at the next walk.
+            (seen.lo, seen.hi) = (f64::INFINITY, f64::NEG_INFINITY);
+        }
     }
 
     /// A level on the clock (seconds since midnight) for trigger `id`.
@@ -807,6 +817,8 @@ impl Slots {
                         // No level on it (a series read only in pairs, say): nothing to
                         // touch, and none below (what `touch_moved` gives, without its walk).
                         (Some(_), Some(_)) if levels.is_empty() => seen.below = 0,
+                        // Within the gap between two levels: none in [a, c] to touch.
+                        (Some(a), Some(c)) if a.min(c) > seen.lo && a.max(c) < seen.hi => {}
                         (Some(a), Some(c)) => {
                             seen.below = touch_moved(
                                 levels,
@@ -816,6 +828,9 @@ impl Slots {
                                 &mut d.touched,
                                 (&d.group_of, &mut d.woke),
                             );
+                            seen.lo = (seen.below.checked_sub(1).and_then(|j| levels.get(j)))
+                                .map_or(f64::NEG_INFINITY, |l| l.0);
+                            seen.hi = levels.get(seen.below).map_or(f64::INFINITY, |l| l.0);
                         }
                         _ => d.jumped |= b,
                     }
@@ -915,6 +930,8 @@ impl Slots {
                 ms: ms.sym_index(sym).unwrap_or(usize::MAX),
                 m,
                 below: 0,
+                lo: f64::INFINITY,
+                hi: f64::NEG_INFINITY,
             });
             let g = match self.by_sym.iter().position(|g| g.sym == sym) {
                 Some(j) => &mut self.by_sym[j],
