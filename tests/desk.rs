@@ -3980,6 +3980,13 @@ fn a_live_authors_accept_taken_back_waits_again_without_asking() {
         app.agent().is_some_and(|a| a.waiting.is_none()),
         "the author is not asked again"
     );
+    // The status line still says what its last real answer was sent and got.
+    let s = screen(&app, 200, 60);
+    assert!(
+        s[0].contains("last ") && s[0].contains("re-ask"),
+        "{}",
+        s[0]
+    );
     drop(app);
     let saved = saved::open(&path).unwrap();
     assert!(

@@ -2297,6 +2297,17 @@ impl Session {
         let replay = self.chair.as_ref().is_some_and(|c| c.replay_only);
         let attached = self.chair.as_ref().is_none_or(|c| c.attached);
         let worker = self.chair.as_mut().and_then(|c| c.worker.take());
+        // What the status line says of the provider's last real answer (shown, never on the
+        // Bus) outlives a re-run: an undo or a rewind asked nobody (it read `(proposing)`
+        // with the figures gone after an undo).
+        let last = self.chair.as_ref().map(|c| {
+            (
+                c.last_answer,
+                c.last_estimated,
+                c.last_spend,
+                c.failing.clone(),
+            )
+        });
         self.chair = match self.seat_agent(true) {
             Ok(c) => c,
             Err(e) => {
@@ -2305,6 +2316,12 @@ impl Session {
             }
         };
         if let Some(c) = self.chair.as_mut() {
+            if let Some((answer, estimated, spend, failing)) = last {
+                c.last_answer = answer;
+                c.last_estimated = estimated;
+                c.last_spend = spend;
+                c.failing = failing;
+            }
             c.worker = worker;
             c.replay_only = replay;
             c.quiet = quiet;
