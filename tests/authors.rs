@@ -31,6 +31,7 @@ enum Behaviour {
     DoneWithoutFinish,
     /// One JSON body (no SSE) with `finish_reason: "length"`.
     BodyLength,
+    BodyContentFilter,
     /// One JSON body with `finish_reason: "stop"`.
     BodyStop,
     /// 429 with `Retry-After: 1` on the first request, then a normal stream.
@@ -174,6 +175,7 @@ async fn handle(
             sock.write_all(b"data: [DONE]\n\n").await?;
         }
         Behaviour::BodyLength => sock.write_all(body("length").as_bytes()).await?,
+        Behaviour::BodyContentFilter => sock.write_all(body("content_filter").as_bytes()).await?,
         Behaviour::BodyStop => sock.write_all(body("stop").as_bytes()).await?,
         Behaviour::BodyUsage => {
             let b = serde_json::json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": plan}, "finish_reason": "stop"}], "usage": {"prompt_tokens": 1001, "completion_tokens": 23, "total_tokens": 1024}}).to_string();
@@ -600,6 +602,54 @@ async fn a_cut_off_reply_says_why_and_only_a_provider_stop_is_truncated() {
         assert_eq!(cut.reason, CutReason::Stopped("length".into()));
         assert_eq!(cut.reply_kind(), CutKind::Truncated);
     }
+}
+
+/// A reply the provider's content filter stopped fails closed as truncated, and the author is
+/// told so: it was told the reply hit the output-token limit and to write a shorter turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_content_filter_stop_is_truncated_and_says_so() {
+    let server = serve(Behaviour::BodyContentFilter).await;
+    let out = OpenAiAuthor::new(config(&server.base))
+        .author(&prompt(), None)
+        .await;
+    let Completion::CutOff(cut) = &out else {
+        panic!("expected a stopped reply, got {out:?}")
+    };
+    assert_eq!(cut.reason, CutReason::Stopped("content_filter".into()));
+    // Through a headless session, as the repair loop and the Bus see it.
+    let dir = scratch("content-filter");
+    let bus = dir.join("s.bus.jsonl");
+    let (base, b) = (server.base.clone(), bus.clone());
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_kestrel"))
+            .args(["agent", "--tape"])
+            .arg(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tapes/trend-2025-04-09-s1.jsonl"
+            ))
+            .args(["--author", &base, "--bus"])
+            .arg(&b)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("kestrel agent")
+    })
+    .await
+    .expect("joined");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&bus).expect("the Bus");
+    assert!(
+        text.contains("the provider's content filter stopped the reply"),
+        "{}",
+        text.lines()
+            .filter(|l| l.contains("\"repair\""))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    assert!(!text.contains("output-token limit"));
 }
 
 /// The non-streamed path (a server that ignores `stream: true`) reads the finish reason too.

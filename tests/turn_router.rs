@@ -463,6 +463,40 @@ fn truncation_is_its_own_outcome() {
     let t = turn::route(&Reply::CutOff("STAND-DOWN x".into()), &c);
     assert_eq!(t.outcome.name(), "truncated");
     assert!(t.kestrel.is_empty());
+    assert!(
+        first_error(&t).message.contains("output-token limit"),
+        "{}",
+        first_error(&t).message
+    );
+    // Stopped for another reason, it fails closed the same way, and says why: a content
+    // filter's stop was told to write a shorter turn.
+    for (reason, says) in [
+        (
+            "content_filter",
+            "the provider's content filter stopped the reply",
+        ),
+        (
+            "tool_calls",
+            "the provider stopped the reply (finish_reason tool_calls)",
+        ),
+    ] {
+        let t = turn::route(
+            &Reply::Stopped {
+                text: "STAND-DOWN x".into(),
+                reason: reason.into(),
+            },
+            &c,
+        );
+        assert_eq!(t.outcome.name(), "truncated", "{reason}");
+        assert!(t.kestrel.is_empty());
+        let e = first_error(&t);
+        assert_eq!(
+            (e.code.as_str(), e.rule.as_str()),
+            ("TRUNCATED", "truncated")
+        );
+        assert!(e.message.starts_with(says), "{reason}: {}", e.message);
+        assert!(!e.message.contains("output-token limit"), "{}", e.message);
+    }
 }
 
 // ------------------------------------------------------------------ projection

@@ -546,7 +546,13 @@ impl TurnSource for Attached {
             match done {
                 crate::author::Completion::Reply(text) => Reply::Text(text),
                 crate::author::Completion::CutOff(cut) => match cut.reply_kind() {
-                    crate::author::CutKind::Truncated => Reply::CutOff(cut.text),
+                    crate::author::CutKind::Truncated => match cut.reason {
+                        crate::author::CutReason::Stopped(r) if r != "length" => Reply::Stopped {
+                            text: cut.text,
+                            reason: r,
+                        },
+                        _ => Reply::CutOff(cut.text),
+                    },
                     crate::author::CutKind::Whole => Reply::Text(cut.text),
                     crate::author::CutKind::Failed(e) => Reply::ProviderError(e.to_string()),
                 },

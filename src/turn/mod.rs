@@ -73,6 +73,16 @@ pub enum Reply {
     /// A reply the provider reports it stopped at its output-token limit. It is routed as
     /// *truncated* whatever it parses to: a cut prefix of a plan may parse yet lack its EXIT.
     CutOff(String),
+    /// A reply the provider stopped for another reason than its output-token limit (its
+    /// `finish_reason`: `content_filter`, ...). Routed *truncated* as a [`CutOff`](Reply::CutOff)
+    /// is, its message naming the reason (a content filter's stop was told to write a shorter
+    /// turn).
+    Stopped {
+        /// The text written before the stop.
+        text: String,
+        /// The provider's finish reason.
+        reason: String,
+    },
     /// The transport failed (timeout, HTTP error, a dead provider); the text says how.
     ProviderError(String),
     /// A reply past [`MAX_REPLY_BYTES`](crate::limits::MAX_REPLY_BYTES), which the
@@ -96,7 +106,7 @@ impl Reply {
     /// The text written, if any was delivered.
     pub fn written(&self) -> &str {
         match self {
-            Reply::Text(s) | Reply::CutOff(s) => s,
+            Reply::Text(s) | Reply::CutOff(s) | Reply::Stopped { text: s, .. } => s,
             Reply::Oversized { head, .. } => head,
             Reply::ProviderError(_) => "",
         }
@@ -512,10 +522,11 @@ fn route_reply(reply: &Reply, ctx: &TurnContext) -> RoutedTurn {
                 Source::None,
             );
         }
-        Reply::Text(s) => (s.as_str(), false),
-        Reply::CutOff(s) => (s.as_str(), true),
+        Reply::Text(s) => (s.as_str(), None),
+        Reply::CutOff(s) => (s.as_str(), Some("length")),
+        Reply::Stopped { text, reason } => (text.as_str(), Some(reason.as_str())),
         // (Refused by size before routing: `admit` is the only caller.)
-        Reply::Oversized { head, .. } => (head.as_str(), true),
+        Reply::Oversized { head, .. } => (head.as_str(), Some("length")),
     };
     if ctx.author == AuthorKind::Model && text.trim().is_empty() {
         return turn(
@@ -562,16 +573,24 @@ fn route_reply(reply: &Reply, ctx: &TurnContext) -> RoutedTurn {
         )
     };
     // A cut-off reply fails closed as truncated: a valid prefix may lack its exits.
-    let cut_msg = if cut_off {
-        Some(
-            "the reply was cut off at the provider's output-token limit: write a shorter, complete turn",
-        )
-    } else if unclosed && routed.outcome.is_refused() {
-        Some(
-            "the reply looks cut off (its code fence never closes): write the whole turn and close the fence, or send it without a fence",
-        )
-    } else {
-        None
+    let cut_msg = match cut_off {
+        Some("length") => Some(
+            "the reply was cut off at the provider's output-token limit: write a shorter, complete turn"
+                .to_string(),
+        ),
+        Some("content_filter") => Some(
+            "the provider's content filter stopped the reply (finish_reason content_filter): the text before the stop is not a turn; write the turn again"
+                .to_string(),
+        ),
+        Some(other) => Some(format!(
+            "the provider stopped the reply (finish_reason {}): the text before the stop is not a turn; write the whole turn again",
+            crate::author::excerpt(other, 40)
+        )),
+        None if unclosed && routed.outcome.is_refused() => Some(
+            "the reply looks cut off (its code fence never closes): write the whole turn and close the fence, or send it without a fence"
+                .to_string(),
+        ),
+        None => None,
     };
     if let Some(m) = cut_msg
         && routed.outcome.class() != TurnClass::ProviderError
