@@ -275,26 +275,21 @@ fn failing_text(a: &crate::session::owner::AgentStatus) -> Option<String> {
         .map(|(kind, n)| format!("provider-error {kind} ×{n}"))
 }
 
-/// What a live author's last answer was sent and wrote, in tokens: the provider's `usage`
-/// when every attempt reported one (`sent 1234 got 78`), else the desk's own figures
-/// (`sent ~2100 got 107`: the prompt estimated as the card and the View, per attempt; the
-/// reply counted in cl100k, `~` too when a reply refused unread for its size was estimated).
+/// What a live author's last answer was sent and wrote, in tokens ([`spend_io`]): the
+/// provider's `usage` when every attempt reported one (`sent 1234 got 78`), else the desk's
+/// own figures (`sent ~2100 got 107`: the prompt estimated as the card and the View, per
+/// attempt; the reply counted in cl100k, `~` too when a reply refused unread for its size
+/// was estimated).
 fn spend_text(app: &App, a: &crate::session::owner::AgentStatus, toks: usize, re: u32) -> String {
-    let attempts = u64::from(re) + 1;
-    match a.last_spend {
-        Some((s, _)) if s.provider_attempts >= attempts => format!(
-            "sent {} got {}",
-            s.provider_prompt_tokens, s.provider_completion_tokens
-        ),
-        Some((s, view)) => {
-            let about = if a.last_estimated { "~" } else { "" };
-            let sent = (app.prompt_tokens.0 + view) as u64 * s.replies;
-            format!("sent ~{sent} got {about}{toks}")
-        }
-        None => {
-            let about = if a.last_estimated { "~" } else { "" };
-            format!("got {about}{toks}")
-        }
+    let about = if a.last_estimated { "~" } else { "" };
+    let Some((s, view)) = a.last_spend else {
+        return format!("got {about}{toks}");
+    };
+    let io = spend_io(&s, u64::from(re) + 1, Some(app.prompt_tokens.0 + view));
+    match io.sent {
+        Some(sent) if io.provider => format!("sent {sent} got {}", io.got),
+        Some(sent) => format!("sent ~{sent} got {about}{toks}"),
+        None => format!("got {about}{toks}"),
     }
 }
 
@@ -2062,25 +2057,41 @@ fn reply_io(app: &App, turn: &TurnLine, live: bool) -> Option<ReplyIo> {
             ..ReplyIo::default()
         });
     }
+    let asks = !turn.from_desk() && live;
+    Some(spend_io(
+        s,
+        attempts,
+        asks.then(|| app.prompt_tokens.0 + turn.view_tokens),
+    ))
+}
+
+/// What a repair loop of `attempts` attempts was sent and wrote, from its [`Spend`]: the
+/// provider's `usage` when every attempt reported one; else the desk's cl100k count of
+/// every reply written (`~` with an oversized reply's estimate in it) and, given the
+/// `prompt` an attempt was sent (a live author: the card and the View), that for each
+/// attempt a reply came back for (a provider error, a refused connection or an HTTP 500, is
+/// not known to have been sent or charged). The status line and the Tokens pane both say
+/// it so.
+///
+/// [`Spend`]: crate::turn::repair::Spend
+fn spend_io(s: &crate::turn::repair::Spend, attempts: u64, prompt: Option<usize>) -> ReplyIo {
     if s.provider_attempts >= attempts {
-        return Some(ReplyIo {
+        return ReplyIo {
             sent: Some(s.provider_prompt_tokens),
             got: s.provider_completion_tokens,
             provider: true,
             ..ReplyIo::default()
-        });
+        };
     }
-    // The prompt estimated for each attempt a reply came back for: a provider error (a
-    // refused connection, an HTTP 500) is not known to have been sent or charged.
-    let asks = !turn.from_desk() && live;
-    Some(ReplyIo {
-        sent: (asks && s.replies > 0)
-            .then(|| (app.prompt_tokens.0 + turn.view_tokens) as u64 * s.replies),
+    ReplyIo {
+        sent: prompt
+            .filter(|_| s.replies > 0)
+            .map(|p| p as u64 * s.replies),
         got: s.tokens + s.tokens_estimated,
         provider: false,
         sent_estimated: true,
         got_estimated: s.tokens_estimated > 0,
-    })
+    }
 }
 
 /// The Tokens pane's running total of [`ReplyIo`]s: sent and written, whether any figure
@@ -2130,10 +2141,10 @@ impl TokenTotal {
         let about = if self.got_estimated { "~" } else { "" };
         format!("{about}{}", self.got)
     }
-    /// `cost ~$0.0123 (in $3.00 / out $15.00 per 1M)` at the `--price-in` / `--price-out`
-    /// given, `None` when no price was given or nothing was sent.
-    /// Only a model's calls cost: the prompts sent and what it wrote back, not the person's
-    /// turns or a script's (with none, no cost line).
+    /// `agent cost ~$0.0123 (in $3.00 / out $15.00 per 1M tokens)` at the `--price-in` /
+    /// `--price-out` given: only a model's calls cost, the prompts sent and what it wrote
+    /// back, not the person's turns or a script's. `None` when no price was given or
+    /// nothing was sent.
     fn cost(&self, price: Option<(f64, f64)>) -> Option<String> {
         let (pi, po) = price?;
         if !self.any_sent {
@@ -2580,69 +2591,49 @@ fn draw_modal(f: &mut Frame, app: &App, m: &Modal, area: Rect) {
             );
         }
         Modal::Confirm(super::app::Confirm::Undo { turn, also }) => {
-            let width = area.width.min(64);
-            let w = usize::from(width.saturating_sub(2));
-            let mut lines = vec![Line::from(format!("Take back your {turn}?"))];
-            if also.is_empty() {
-                lines.push(Line::from(
-                    "The session runs again without it; its text comes back to you.",
-                ));
+            let second = if also.is_empty() {
+                "The session runs again without it; its text comes back to you.".to_string()
             } else {
-                lines.push(Line::from(format!(
+                format!(
                     "With it go the agent's turns after it: {}. The session goes back to \
                      your turn; its text comes back to you.",
                     also.join("; ")
-                )));
-            }
-            lines.push(hint(app, "y / enter: undo · any other key: keep it", w));
-            let text = Paragraph::new(lines).wrap(Wrap { trim: false });
-            // As tall as its wrapped lines: a long turn (a stand-down's reason) does not push
-            // the key hint out of the dialog.
-            let h = u16::try_from(text.line_count(width.saturating_sub(2)) + 2).unwrap_or(u16::MAX);
-            let r = centered(area, width, h);
-            f.render_widget(Clear, r);
-            f.render_widget(text.block(frame_block("Undo")), r);
+                )
+            };
+            draw_question(
+                f,
+                app,
+                area,
+                frame_block("Undo"),
+                vec![format!("Take back your {turn}?"), second],
+                "y / enter: undo · any other key: keep it",
+            );
         }
-        Modal::Confirm(super::app::Confirm::UndoDecision { what }) => {
-            let width = area.width.min(64);
-            let w = usize::from(width.saturating_sub(2));
-            let lines = vec![
-                Line::from(format!("Take back your {what}?")),
-                Line::from(
-                    "The session goes back to where you decided and the proposal waits for \
-                     you again; what came after it is dropped.",
-                ),
-                hint(app, "y / enter: undo · any other key: keep it", w),
-            ];
-            let text = Paragraph::new(lines).wrap(Wrap { trim: false });
-            let h = u16::try_from(text.line_count(width.saturating_sub(2)) + 2).unwrap_or(u16::MAX);
-            let r = centered(area, width, h);
-            f.render_widget(Clear, r);
-            f.render_widget(text.block(frame_block("Undo")), r);
-        }
-        Modal::Confirm(super::app::Confirm::Branch { dropped, .. }) => {
-            let width = area.width.min(64);
-            let w = usize::from(width.saturating_sub(2));
-            let text = Paragraph::new(vec![
-                Line::from(format!(
-                    "This drops {dropped}, recorded ahead of the tape: go on?"
-                )),
-                Line::from(
-                    "Acting here starts a new branch: what was recorded after now is dropped.",
-                ),
-                hint(
-                    app,
-                    "y / enter: act and drop it · any other key: keep it",
-                    w,
-                ),
-            ])
-            .wrap(Wrap { trim: false });
-            // As tall as its wrapped lines (several turns ahead name several times).
-            let h = u16::try_from(text.line_count(width.saturating_sub(2)) + 2).unwrap_or(u16::MAX);
-            let r = centered(area, width, h);
-            f.render_widget(Clear, r);
-            f.render_widget(text.block(frame_block("Drop the turns ahead?")), r);
-        }
+        Modal::Confirm(super::app::Confirm::UndoDecision { what }) => draw_question(
+            f,
+            app,
+            area,
+            frame_block("Undo"),
+            vec![
+                format!("Take back your {what}?"),
+                "The session goes back to where you decided and the proposal waits for you \
+                 again; what came after it is dropped."
+                    .to_string(),
+            ],
+            "y / enter: undo · any other key: keep it",
+        ),
+        Modal::Confirm(super::app::Confirm::Branch { dropped, .. }) => draw_question(
+            f,
+            app,
+            area,
+            frame_block("Drop the turns ahead?"),
+            vec![
+                format!("This drops {dropped}, recorded ahead of the tape: go on?"),
+                "Acting here starts a new branch: what was recorded after now is dropped."
+                    .to_string(),
+            ],
+            "y / enter: act and drop it · any other key: keep it",
+        ),
         Modal::Prompt { kind, input } => {
             let r = centered(area, 70, 5);
             let (title, hint) = match kind {
@@ -2758,6 +2749,28 @@ fn draw_modal(f: &mut Frame, app: &App, m: &Modal, area: Rect) {
             f.render_widget(Paragraph::new(lines).block(frame_block("Plan")), r);
         }
     }
+}
+
+/// A question the person answers with `y` (an undo, a branch): its `lines` and the `keys`
+/// hint in `frame`, at most 64 wide, as tall as its lines wrap (a long turn or several turns
+/// ahead do not push the hint out of it), centred over `area`.
+fn draw_question(
+    f: &mut Frame,
+    app: &App,
+    area: Rect,
+    frame: Block,
+    lines: Vec<String>,
+    keys: &str,
+) {
+    let width = area.width.min(64);
+    let w = usize::from(width.saturating_sub(2));
+    let mut lines: Vec<Line> = lines.into_iter().map(Line::from).collect();
+    lines.push(hint(app, keys, w));
+    let text = Paragraph::new(lines).wrap(Wrap { trim: false });
+    let h = u16::try_from(text.line_count(width.saturating_sub(2)) + 2).unwrap_or(u16::MAX);
+    let r = centered(area, width, h);
+    f.render_widget(Clear, r);
+    f.render_widget(text.block(frame), r);
 }
 
 #[cfg(test)]
