@@ -2044,46 +2044,34 @@ impl Session {
     fn last_decision(&self) -> Option<(usize, u64, String)> {
         let chair = self.chair.as_ref()?;
         let script = matches!(chair.seat, Seat::Script(_));
-        let k = self
-            .history
-            .iter()
-            .enumerate()
-            .rposition(|(k, _)| decision_call(&self.history, k, script).is_some())?;
+        let (k, call) = (0..self.history.len())
+            .rev()
+            .find_map(|k| decision_call(&self.history, k, script).map(|c| (k, c)))?;
         if self.history[k + 1..]
             .iter()
             .any(|(_, _, a)| a.is_persons_turn())
         {
             return None;
         }
-        let call = decision_call(&self.history, k, script)?;
         let name = chair.agent.short_name();
         let decided = self.history[k].1;
-        // What was decided, from the Bus's turn lines (a script's proposal is not an act).
-        let line = self.run.turn_log().iter().rev().find(|e| {
-            e.ts <= decided && (e.rejected.is_some() || e.turn.is_some()) && e.wake != DESK_WAKE
-        });
-        let (what, wake) = match (&self.history[k].2, line) {
-            (Act::Agent(AgentAct::Reject { outcome, .. }), Some(e)) => {
-                (format!("reject of {name}'s {outcome}"), e.wake.clone())
+        let what = match &self.history[k].2 {
+            Act::Agent(AgentAct::Reject { outcome, .. }) => format!("reject of {name}'s {outcome}"),
+            Act::Agent(AgentAct::Answer { run, .. }) => {
+                format!("accept of {name}'s {}", run.turn.outcome.label())
             }
-            (Act::Agent(AgentAct::Answer { run, .. }), Some(e)) => (
-                format!("accept of {name}'s {}", run.turn.outcome.label()),
-                e.wake.clone(),
-            ),
-            (Act::Agent(AgentAct::Reject { outcome, .. }), None) => {
-                (format!("reject of {name}'s {outcome}"), String::new())
-            }
-            (Act::Agent(AgentAct::Answer { run, .. }), None) => (
-                format!("accept of {name}'s {}", run.turn.outcome.label()),
-                String::new(),
-            ),
             _ => return None,
         };
-        let at = if wake.is_empty() {
-            String::new()
-        } else {
-            format!(" @ wake {wake}")
-        };
+        // The wake it answered, from the Bus's turn lines (a script's proposal is not an act).
+        let at = self
+            .run
+            .turn_log()
+            .iter()
+            .rev()
+            .find(|e| {
+                e.ts <= decided && (e.rejected.is_some() || e.turn.is_some()) && e.wake != DESK_WAKE
+            })
+            .map_or(String::new(), |e| format!(" @ wake {}", e.wake));
         Some((k, call, format!("{what}{at} (decided {})", decided.hhmm())))
     }
 
