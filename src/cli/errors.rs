@@ -127,11 +127,7 @@ fn cut_warning(path: &str, bytes: &[u8]) -> Option<String> {
     if rec.is_desk() {
         return None;
     }
-    let e = rec.whole().err()?;
-    let why = e.strip_prefix("error code=BUS message=").unwrap_or(&e);
-    let why = why
-        .strip_suffix("; it cannot replay its session")
-        .unwrap_or(why);
+    let why = rec.cut()?;
     Some(format!(
         "warning code=BUS message={why}; its turns are counted as far as it goes"
     ))

@@ -97,11 +97,23 @@ impl Recording {
     /// of its tape, or stopped by a signal: then an `error` and `session-end`)? The refusal
     /// names the last line.
     pub fn whole(&self) -> Result<(), String> {
-        if matches!(self.events.last(), Some(Event::SessionEnd { .. })) {
-            return Ok(());
+        match self.cut() {
+            None => Ok(()),
+            Some(why) => Err(format!(
+                "error code=BUS message={why}; it cannot replay its session"
+            )),
         }
-        Err(format!(
-            "error code=BUS message={}: the Bus ends at line {} without session-end: it was cut off (a killed run or a partial copy); it cannot replay its session",
+    }
+
+    /// When it does not end with `session-end`, what to say of it: `F: the Bus ends at line N
+    /// without session-end: it was cut off (a killed run or a partial copy)`. `whole`'s
+    /// refusal and `kestrel errors report`'s warning both say it.
+    pub fn cut(&self) -> Option<String> {
+        if matches!(self.events.last(), Some(Event::SessionEnd { .. })) {
+            return None;
+        }
+        Some(format!(
+            "{}: the Bus ends at line {} without session-end: it was cut off (a killed run or a partial copy)",
             self.path,
             self.lines.len()
         ))
