@@ -4909,6 +4909,94 @@ fn tokens_pane(app: &App) -> Vec<String> {
         .collect()
 }
 
+/// A co-pilot proposal waiting for the person had no row in the Tokens pane: the model had
+/// been sent its prompt and had written its reply (and the provider charges for both), but
+/// the pane and its cost said nothing until the person decided. It reads `waiting` with
+/// what was sent and got and its Kestrel tokens, counted in the total; once accepted, the
+/// same figures are the routed turn's row, counted once.
+#[test]
+fn a_waiting_proposal_has_its_tokens_row_and_is_counted_once_when_decided() {
+    let base = usage_server(AGENT_PLAN, 1234, 78);
+    let spec = live_spec("m", 10, &base);
+    let src = desk::tape_source(None).unwrap();
+    let mut app = desk::inline_app_with(src, Some(DeskAgent::Live(spec)), true).unwrap();
+    wait_for(&mut app, |a| a.proposal().is_some());
+    let pane = tokens_pane(&app);
+    let text = pane.join("\n");
+    let row = pane
+        .iter()
+        .find(|l| l.contains(" waiting "))
+        .unwrap_or_else(|| panic!("no waiting row: {text}"));
+    assert!(
+        row.contains("m ") && row.contains("1234*") && row.contains("78*"),
+        "{text}"
+    );
+    let kestrel = app
+        .proposal()
+        .and_then(|p| p.tokens.as_ref())
+        .and_then(|t| t.kestrel)
+        .expect("the proposal's Kestrel tokens");
+    assert!(row.contains(&format!(" {kestrel} ")), "{text}");
+    let total = pane
+        .iter()
+        .find(|l| l.trim_start_matches('│').starts_with("total"))
+        .unwrap_or_else(|| panic!("no total row: {text}"));
+    // Sent is the model's alone (the person's plans at the open were sent to nobody).
+    assert!(total.contains("1234"), "{text}");
+    press(&mut app, KeyCode::Char('a'));
+    assert!(app.proposal().is_none());
+    let pane = tokens_pane(&app);
+    let text = pane.join("\n");
+    assert!(!has(&pane, " waiting "), "{text}");
+    let row = pane
+        .iter()
+        .find(|l| l.contains("supersede") && l.contains("1234*"))
+        .unwrap_or_else(|| panic!("no routed row: {text}"));
+    assert!(
+        row.contains("78*") && row.contains(&format!(" {kestrel} ")),
+        "{text}"
+    );
+    let total = pane
+        .iter()
+        .find(|l| l.trim_start_matches('│').starts_with("total"))
+        .unwrap_or_else(|| panic!("no total row: {text}"));
+    assert!(total.contains("1234") && !total.contains("2468"), "{text}");
+}
+
+/// At 160x48 a live author named by its URL took the status line's room from the tape's
+/// name and the mode (`│ 09:30:05 │ ▶ play 1x │ author m @ http://127.0.0.1:… (autopilot last
+/// …)`): the tape a trader is watching was not on the line. The URL gives way first; the
+/// author's short name and its last answer's figures stay, and at 200x60 all of it shows.
+#[test]
+fn a_url_authors_address_gives_way_to_the_tapes_name_on_the_status_line() {
+    let base = usage_server(AGENT_PLAN, 1234, 78);
+    let spec = live_spec("m", 10, &base);
+    let src = desk::tape_source(None).unwrap();
+    let mut app = desk::inline_app_with(src, Some(DeskAgent::Live(spec)), false).unwrap();
+    wait_for(&mut app, |a| !agent_rows(a).is_empty());
+    let tape = format!("tape {}", app.snap.tape_name);
+    let s = screen(&app, 160, 48);
+    assert!(s[0].contains(&tape), "160x48: {}", s[0]);
+    assert!(
+        s[0].contains("author m (autopilot last "),
+        "160x48: {}",
+        s[0]
+    );
+    assert!(
+        s[0].contains("sent 1234 got 78 tok 0 re-ask"),
+        "160x48: {}",
+        s[0]
+    );
+    assert!(!s[0].contains("http://"), "160x48: {}", s[0]);
+    assert!(s[0].contains("hash "), "160x48: {}", s[0]);
+    let s = screen(&app, 200, 60);
+    assert!(
+        s[0].contains(&tape) && s[0].contains("mode sim") && s[0].contains("http://127.0.0.1"),
+        "200x60: {}",
+        s[0]
+    );
+}
+
 #[test]
 fn a_providers_usage_is_what_the_status_line_and_the_tokens_pane_say_was_sent_and_got() {
     let base = usage_server(AGENT_PLAN, 1234, 78);

@@ -232,17 +232,18 @@ fn draw_status(f: &mut Frame, app: &App, r: Rect) {
     } else {
         "⏸ paused"
     };
-    // Fields in screen order with a rank: the least important go first when the line is
-    // narrow (the clock, the play state and the hash stay). A field with shorter forms is
-    // shortened before it is dropped.
+    // Fields in screen order, each form with the rank at which it gives way when the line is
+    // narrow, the highest first (the clock, the play state and the hash stay). A live
+    // author's long name (its URL or command line) gives way before the tape's name, and its
+    // last answer's figures after it.
     let fields = [
-        (6, vec!["KESTREL".to_string()]),
-        (4, vec![tape_field(s)]),
-        (0, vec![s.clock.to_string()]),
-        (1, vec![format!("{} {}", play, s.speed.label())]),
-        (5, vec!["mode sim".to_string()]),
-        (3, author_forms(app)),
-        (2, vec![format!("hash {} (engine)", short_hash(&s.hash))]),
+        vec![(RANK_BRAND, "KESTREL".to_string())],
+        vec![(RANK_TAPE, tape_field(s))],
+        vec![(0, s.clock.to_string())],
+        vec![(10, format!("{} {}", play, s.speed.label()))],
+        vec![(RANK_MODE, "mode sim".to_string())],
+        author_forms(app),
+        vec![(20, format!("hash {} (engine)", short_hash(&s.hash)))],
     ];
     let text = status_text(&fields, usize::from(r.width));
     // A provider that keeps failing reads in the error colour, on the line until an answer
@@ -298,9 +299,9 @@ fn spend_text(app: &App, a: &crate::session::owner::AgentStatus, toks: usize, re
 /// (writing @ open 3s)`), without the last answer's figures, `slow.sh (writing 3s)`, and
 /// at the last `writing 3s`: while a live author writes, something on the line always says
 /// so, and for how long (wall time), where the whole field was dropped at 100x30.
-fn author_forms(app: &App) -> Vec<String> {
+fn author_forms(app: &App) -> Vec<(u8, String)> {
     let Some(a) = app.agent() else {
-        return vec!["author none".into()];
+        return vec![(RANK_AUTHOR, "author none".into())];
     };
     // The state, and its brief form (without the wake it answers).
     let (state, brief) = if !a.attached {
@@ -328,19 +329,27 @@ fn author_forms(app: &App) -> Vec<String> {
     // A provider failing: that, until an answer comes through, in every form.
     if let Some(fail) = failing_text(a) {
         let mut forms = vec![
-            format!("author {} ({state} last: {fail})", a.name),
-            format!("author {} ({state} last: {fail})", a.short_name),
-            format!("{} ({brief} last: {fail})", a.short_name),
-            format!("{} ({fail})", a.short_name),
+            (
+                RANK_LONG_NAME,
+                format!("author {} ({state} last: {fail})", a.name),
+            ),
+            (
+                RANK_AUTHOR,
+                format!("author {} ({state} last: {fail})", a.short_name),
+            ),
+            (
+                RANK_AUTHOR,
+                format!("{} ({brief} last: {fail})", a.short_name),
+            ),
+            (RANK_AUTHOR, format!("{} ({fail})", a.short_name)),
         ];
         // While it writes again, the shortest form still says so.
         if a.waiting.is_some() && a.attached && a.proposal.is_none() {
-            forms.push(format!("{brief} · {fail}"));
+            forms.push((RANK_AUTHOR, format!("{brief} · {fail}")));
         } else {
-            forms.push(fail);
+            forms.push((RANK_AUTHOR, fail));
         }
-        forms.dedup();
-        return forms;
+        return distinct_forms(forms);
     }
     let last = a
         .last_answer
@@ -353,16 +362,41 @@ fn author_forms(app: &App) -> Vec<String> {
         })
         .unwrap_or_default();
     let mut forms = vec![
-        format!("author {} ({state}{last})", a.name),
-        format!("author {} ({state}{last})", a.short_name),
-        format!("author {} ({state})", a.short_name),
-        format!("{} ({brief})", a.short_name),
+        (RANK_LONG_NAME, format!("author {} ({state}{last})", a.name)),
+        (
+            RANK_AUTHOR,
+            format!("author {} ({state}{last})", a.short_name),
+        ),
+        (RANK_AUTHOR, format!("author {} ({state})", a.short_name)),
+        (RANK_AUTHOR, format!("{} ({brief})", a.short_name)),
     ];
     if a.waiting.is_some() && a.attached && a.proposal.is_none() {
-        forms.push(brief);
+        forms.push((RANK_AUTHOR, brief));
     }
-    forms.dedup();
-    forms
+    distinct_forms(forms)
+}
+
+/// The status line's ranks that fields share (see [`status_text`]): the higher gives way
+/// first. The clock is 0, the play state 10, the hash 20.
+const RANK_BRAND: u8 = 60;
+const RANK_MODE: u8 = 50;
+/// A live author's form that names it whole (`qwen @ http://127.0.0.1:8080/v1`,
+/// `cmd:/tmp/x/slow.sh`): the short name says who it is, and the tape's name matters more.
+const RANK_LONG_NAME: u8 = 45;
+const RANK_TAPE: u8 = 40;
+const RANK_AUTHOR: u8 = 30;
+
+/// `forms` without a form that the next one repeats, the later (lower) rank kept: an author
+/// whose name is its short name has no long form to give way.
+fn distinct_forms(forms: Vec<(u8, String)>) -> Vec<(u8, String)> {
+    let mut out: Vec<(u8, String)> = Vec::with_capacity(forms.len());
+    for f in forms {
+        match out.last_mut() {
+            Some(last) if last.1 == f.1 => *last = f,
+            _ => out.push(f),
+        }
+    }
+    out
 }
 
 /// The status line's tape: its name (the header's, as the Frame and `kestrel run` say it,
@@ -381,32 +415,38 @@ fn tape_field(s: &crate::session::SessionSnapshot) -> String {
     }
 }
 
-/// The status line from ranked fields, each given as its forms from the longest to the
-/// shortest: the field of the highest rank takes its next shorter form, or is dropped when
-/// it has none, until the line fits (a last field too long on its own is cut with `…`).
-fn status_text(fields: &[(u8, Vec<String>)], width: usize) -> String {
-    let mut keep: Vec<(u8, &[String])> = fields.iter().map(|(r, f)| (*r, f.as_slice())).collect();
-    let join = |k: &[(u8, &[String])]| {
+/// The status line from its fields, each given as its forms from the longest to the
+/// shortest with the rank at which each gives way: while the line is too wide, the field
+/// whose shown form has the highest rank takes its next shorter form, or is dropped when it
+/// has none (a last field too long on its own is cut with `…`).
+fn status_text(fields: &[Vec<(u8, String)>], width: usize) -> String {
+    let mut keep: Vec<&[(u8, String)]> = fields
+        .iter()
+        .map(Vec::as_slice)
+        .filter(|f| !f.is_empty())
+        .collect();
+    let join = |k: &[&[(u8, String)]]| {
         format!(
             " {} ",
             k.iter()
-                .filter_map(|(_, forms)| forms.first().map(String::as_str))
+                .filter_map(|forms| forms.first().map(|(_, f)| f.as_str()))
                 .collect::<Vec<_>>()
                 .join(" │ ")
         )
     };
     while cols(&join(&keep)) > width && keep.len() > 3 {
-        if let Some(i) = keep
+        let Some(i) = keep
             .iter()
             .enumerate()
-            .max_by_key(|(_, (rank, _))| *rank)
+            .max_by_key(|(_, forms)| forms.first().map_or(0, |(rank, _)| *rank))
             .map(|(i, _)| i)
-        {
-            if keep[i].1.len() > 1 {
-                keep[i].1 = &keep[i].1[1..];
-            } else {
-                keep.remove(i);
-            }
+        else {
+            break;
+        };
+        if keep[i].len() > 1 {
+            keep[i] = &keep[i][1..];
+        } else {
+            keep.remove(i);
         }
     }
     super::fit::fit(&join(&keep), width)
@@ -1868,35 +1908,39 @@ fn draw_tokens(f: &mut Frame, app: &App, r: Rect) {
         };
         sent_w = sent_w.max(cols(&sent));
         got_w = got_w.max(cols(&got));
-        rows.push(vec![
-            Cell::from(turn.ts().hhmm()),
-            Cell::from(super::fit::fit(
-                // The agent by its short name (its `name` is cut for the status line).
-                &match app.agent().filter(|_| !turn.from_desk()) {
-                    Some(a) => a.short_name.clone(),
-                    None => crate::session::agent::short_author(turn.author()),
-                },
-                6,
-            )),
-            Cell::from(name),
-            Cell::from(sent),
-            Cell::from(got),
-            Cell::from(
-                tok.and_then(|t| t.kestrel)
-                    .map(|x| x.to_string())
-                    .unwrap_or("-".into()),
-            ),
-            Cell::from(
-                tok.and_then(|t| t.envelope)
-                    .map(|x| x.to_string())
-                    .unwrap_or("-".into()),
-            ),
-            Cell::from(
-                tok.and_then(|t| t.saving_pct)
-                    .map(|p| format!("{p:.0}%"))
-                    .unwrap_or("-".into()),
-            ),
-        ]);
+        // The agent by its short name (its `name` is cut for the status line).
+        let author = match app.agent().filter(|_| !turn.from_desk()) {
+            Some(a) => a.short_name.clone(),
+            None => crate::session::agent::short_author(turn.author()),
+        };
+        rows.push(token_row(turn.ts().hhmm(), &author, name, (sent, got), tok));
+    }
+    // A proposal waiting for the person was already sent and written (and is charged for):
+    // its row reads `waiting` until it is decided, then the routed or rejected turn's.
+    if let Some((a, p)) = app
+        .agent()
+        .and_then(|a| a.proposal.as_ref().map(|p| (a, p)))
+    {
+        let attempts = p.run.attempts.len() as u64;
+        let io = spend_io(
+            &p.run.spend(),
+            attempts.max(1),
+            a.live.then(|| app.prompt_tokens.0 + p.view_tokens),
+        );
+        total.add(&io);
+        let tok = p.tokens.as_ref();
+        tk += tok.and_then(|t| t.kestrel).unwrap_or(0);
+        te += tok.and_then(|t| t.envelope).unwrap_or(0);
+        let (sent, got) = (io.sent_text(), io.got_text());
+        sent_w = sent_w.max(cols(&sent));
+        got_w = got_w.max(cols(&got));
+        rows.push(token_row(
+            p.asked_at.hhmm(),
+            &a.short_name,
+            "waiting",
+            (sent, got),
+            tok,
+        ));
     }
     let saving = if te > 0 {
         format!("{:.0}%", 100.0 * (te as f64 - tk as f64) / te as f64)
@@ -2004,6 +2048,31 @@ fn draw_tokens(f: &mut Frame, app: &App, r: Rect) {
     )
     .header(Row::new(header).style(muted));
     f.render_widget(table, top);
+}
+
+/// One row of the Tokens pane: when, who, what it routed to, what was sent and written,
+/// and its Kestrel and envelope tokens with the saving.
+fn token_row(
+    time: String,
+    author: &str,
+    outcome: &'static str,
+    (sent, got): (String, String),
+    tok: Option<&crate::tokens::TurnTokens>,
+) -> Vec<Cell<'static>> {
+    let figure = |n: Option<usize>| n.map_or("-".to_string(), |x| x.to_string());
+    vec![
+        Cell::from(time),
+        Cell::from(super::fit::fit(author, 6)),
+        Cell::from(outcome),
+        Cell::from(sent),
+        Cell::from(got),
+        Cell::from(figure(tok.and_then(|t| t.kestrel))),
+        Cell::from(figure(tok.and_then(|t| t.envelope))),
+        Cell::from(
+            tok.and_then(|t| t.saving_pct)
+                .map_or("-".to_string(), |p| format!("{p:.0}%")),
+        ),
+    ]
 }
 
 /// What one reply (all the attempts of its repair loop) was sent and wrote, in tokens.

@@ -93,6 +93,34 @@ pub struct Proposal {
     pub asked_at: crate::market::Ts,
     /// The answer: the routed turn and its attempts.
     pub run: RepairRun,
+    /// cl100k tokens of the View its wake delivered (the prompt's view part, as a routed
+    /// turn's [`TurnLine::view_tokens`](super::owner::TurnLine::view_tokens)).
+    pub view_tokens: usize,
+    /// Token figures of the reply it would route (as a routed turn's), measured once.
+    pub tokens: Option<crate::tokens::TurnTokens>,
+}
+
+impl Proposal {
+    /// The answer to `call` at `wake` (asked at `asked_at`, with a View of `view_tokens`)
+    /// held for the person, its reply's token figures measured as a routed turn's are.
+    pub fn new(
+        call: u64,
+        wake: String,
+        asked_at: crate::market::Ts,
+        run: RepairRun,
+        view_tokens: usize,
+    ) -> Proposal {
+        let written = run.attempts.last().map_or("", |a| a.written.as_str());
+        let tokens = super::owner::reply_tokens(written, Some(&run.turn), run.oversized());
+        Proposal {
+            call,
+            wake,
+            asked_at,
+            run,
+            view_tokens,
+            tokens,
+        }
+    }
 }
 
 /// The bundled house agent: a script of replies, one per wake.

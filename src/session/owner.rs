@@ -2691,12 +2691,13 @@ impl Session {
                 if outstanding != Some(*call) {
                     return format!("refused: call {call} is not outstanding");
                 }
-                let p = Proposal {
-                    call: *call,
-                    wake: wake.clone(),
-                    asked_at: *asked_at,
-                    run: run.clone(),
-                };
+                let p = Proposal::new(
+                    *call,
+                    wake.clone(),
+                    *asked_at,
+                    run.clone(),
+                    self.run.view_tokens(),
+                );
                 let text = proposal_notice(&chair.agent.short_name(), &p);
                 let said = format!("proposed: {}", p.run.turn.outcome.label());
                 chair.proposal = Some(p);
@@ -2782,12 +2783,7 @@ impl Session {
                     debug_assert!(said.starts_with("answered"), "{said}");
                     return;
                 }
-                let p = Proposal {
-                    call,
-                    wake: ask.wake.clone(),
-                    asked_at: ask.ts,
-                    run,
-                };
+                let p = Proposal::new(call, ask.wake.clone(), ask.ts, run, self.run.view_tokens());
                 let text = proposal_notice(&chair.agent.short_name(), &p);
                 chair.proposal = Some(p);
                 if !self.replaying {
@@ -3351,16 +3347,23 @@ fn first_view(doc: &ast::Document) -> Option<ast::View> {
     })
 }
 
-fn turn_line(e: &TurnEntry, desk: Option<&(usize, String, String)>, agent: &str) -> TurnLine {
-    let mut tokens = e
-        .turn
-        .as_ref()
-        .and_then(|t| tokens::measure(&e.written, t, Encoding::Cl100k).ok());
-    // Of a reply refused for its size only the first bytes are kept: its reply tokens are
-    // the estimate the repair loop charged for the whole, not a count of the part kept.
-    if let (Some(t), Some(n)) = (tokens.as_mut(), e.oversized) {
+/// The token figures of a reply `written` that routed to `turn` (cl100k). Of a reply refused
+/// for its size (`oversized` bytes) only the first bytes are kept: its reply tokens are the
+/// estimate the repair loop charged for the whole, not a count of the part kept.
+pub(crate) fn reply_tokens(
+    written: &str,
+    turn: Option<&RoutedTurn>,
+    oversized: Option<usize>,
+) -> Option<tokens::TurnTokens> {
+    let mut tokens = turn.and_then(|t| tokens::measure(written, t, Encoding::Cl100k).ok());
+    if let (Some(t), Some(n)) = (tokens.as_mut(), oversized) {
         t.reply = tokens::estimate(n);
     }
+    tokens
+}
+
+fn turn_line(e: &TurnEntry, desk: Option<&(usize, String, String)>, agent: &str) -> TurnLine {
+    let tokens = reply_tokens(&e.written, e.turn.as_ref(), e.oversized);
     TurnLine {
         ts: e.ts,
         wake: e.wake.clone(),
