@@ -640,10 +640,11 @@ fn a_live_command_author_answers_off_the_tape_thread_and_acts_where_its_reply_ar
         "it acts at the tape point its reply arrived"
     );
     assert!(app.snap.plans.iter().any(|p| p.name == "agent-p"));
-    let (_, toks, re_asks) = app
+    let last = app
         .agent()
         .and_then(|a| a.last_answer)
         .expect("the worker measured the answer");
+    let (toks, re_asks) = (last.tokens, last.re_asks);
     assert!(toks > 0 && re_asks == 0);
     let s = screen(&app, 160, 48);
     assert!(s[0].contains(&format!("{toks} tok 0 re-ask")), "{}", s[0]);
@@ -5025,7 +5026,7 @@ fn without_usage_the_prompt_is_the_desks_estimate_and_a_price_gives_a_cost() {
     app.price = Some((3.0, 15.0));
     wait_for(&mut app, |a| !agent_rows(a).is_empty());
     let row = &agent_rows(&app)[0];
-    let (_, toks, _) = app.agent().and_then(|a| a.last_answer).unwrap();
+    let toks = app.agent().and_then(|a| a.last_answer).unwrap().tokens;
     // The estimate: the card and the View it was sent.
     let sent = app.prompt_tokens.0 + row.view_tokens;
     assert!(

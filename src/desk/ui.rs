@@ -281,12 +281,14 @@ fn failing_text(a: &crate::session::owner::AgentStatus) -> Option<String> {
 /// own figures (`sent ~2100 got 107`: the prompt estimated as the card and the View, per
 /// attempt; the reply counted in cl100k, `~` too when a reply refused unread for its size
 /// was estimated).
-fn spend_text(app: &App, a: &crate::session::owner::AgentStatus, toks: usize, re: u32) -> String {
-    let about = if a.last_estimated { "~" } else { "" };
-    let Some((s, view)) = a.last_spend else {
-        return format!("got {about}{toks}");
-    };
-    let io = spend_io(&s, u64::from(re) + 1, Some(app.prompt_tokens.0 + view));
+fn spend_text(app: &App, last: &crate::session::owner::LastAnswer) -> String {
+    let about = if last.estimated { "~" } else { "" };
+    let toks = last.tokens;
+    let io = spend_io(
+        &last.spend,
+        u64::from(last.re_asks) + 1,
+        Some(app.prompt_tokens.0 + last.view_tokens),
+    );
     match io.sent {
         Some(sent) if io.provider => format!("sent {sent} got {}", io.got),
         Some(sent) => format!("sent ~{sent} got {about}{toks}"),
@@ -353,11 +355,12 @@ fn author_forms(app: &App) -> Vec<(u8, String)> {
     }
     let last = a
         .last_answer
-        .map(|(wall, toks, re)| {
+        .map(|last| {
             format!(
-                " last {:.1}s {} tok {re} re-ask",
-                wall.as_secs_f64(),
-                spend_text(app, a, toks, re)
+                " last {:.1}s {} tok {} re-ask",
+                last.wall.as_secs_f64(),
+                spend_text(app, &last),
+                last.re_asks
             )
         })
         .unwrap_or_default();

@@ -607,14 +607,8 @@ pub struct AgentStatus {
     pub waiting: Option<(String, Ts)>,
     /// Its answer waiting for the person (co-pilot).
     pub proposal: Option<Proposal>,
-    /// The last live answer: wall time, output tokens across its attempts, re-asks.
-    pub last_answer: Option<(Duration, usize, u32)>,
-    /// Are the last answer's tokens in part an estimate (a reply refused unread for its
-    /// size: [`RepairRun::tokens_estimated`](crate::turn::RepairRun::tokens_estimated))?
-    pub last_estimated: bool,
-    /// The last live answer's cost by attempt kind (the provider's `usage` when it sent
-    /// one), and the cl100k tokens of the View it was sent.
-    pub last_spend: Option<(crate::turn::repair::Spend, usize)>,
+    /// The last live answer, as the worker measured it.
+    pub last_answer: Option<LastAnswer>,
     /// The answers in a row that were provider errors since the last one that was not,
     /// with the last error's kind (`connect`): the status line keeps saying so.
     pub failing: Option<(String, u32)>,
@@ -622,6 +616,25 @@ pub struct AgentStatus {
     pub thinking: String,
     /// A replay of a saved session: nobody is asked; the recorded answers act.
     pub replay_only: bool,
+}
+
+/// A live author's last answer as the status line says it (shown, never on the Bus): it
+/// outlives a re-run, which asks nobody.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LastAnswer {
+    /// Wall time of the whole repair loop.
+    pub wall: Duration,
+    /// Output tokens across its attempts.
+    pub tokens: usize,
+    /// Re-asks made.
+    pub re_asks: u32,
+    /// Are [`tokens`](Self::tokens) in part an estimate (a reply refused unread for its
+    /// size: [`RepairRun::tokens_estimated`](crate::turn::RepairRun::tokens_estimated))?
+    pub estimated: bool,
+    /// Its cost by attempt kind (the provider's `usage` when it sent one).
+    pub spend: crate::turn::repair::Spend,
+    /// cl100k tokens of the View it was sent.
+    pub view_tokens: usize,
 }
 
 /// Everything the screen draws of the session, at one instant.
@@ -801,9 +814,7 @@ struct Chair {
     proposal: Option<Proposal>,
     waiting: Option<(String, Ts)>,
     thinking: String,
-    last_answer: Option<(Duration, usize, u32)>,
-    last_estimated: bool,
-    last_spend: Option<(crate::turn::repair::Spend, usize)>,
+    last_answer: Option<LastAnswer>,
     failing: Option<(String, u32)>,
     replay_only: bool,
 }
@@ -831,8 +842,6 @@ impl Chair {
             waiting: None,
             thinking: String::new(),
             last_answer: None,
-            last_estimated: false,
-            last_spend: None,
             failing: None,
             replay_only,
         }
@@ -1835,9 +1844,14 @@ impl Session {
                 }
                 let run = *run;
                 chair.waiting = None;
-                chair.last_answer = Some((wall, run.tokens_spent, run.re_asks));
-                chair.last_estimated = run.tokens_estimated();
-                chair.last_spend = Some((run.spend(), self.run.view_tokens()));
+                chair.last_answer = Some(LastAnswer {
+                    wall,
+                    tokens: run.tokens_spent,
+                    re_asks: run.re_asks,
+                    estimated: run.tokens_estimated(),
+                    spend: run.spend(),
+                    view_tokens: self.run.view_tokens(),
+                });
                 chair.failing = match &run.turn.outcome {
                     Outcome::ProviderError { message } => {
                         let kind = crate::author::ProviderError::parts(message)
@@ -2288,14 +2302,10 @@ impl Session {
         // What the status line says of the provider's last real answer (shown, never on the
         // Bus) outlives a re-run: an undo or a rewind asked nobody (it read `(proposing)`
         // with the figures gone after an undo).
-        let last = self.chair.as_ref().map(|c| {
-            (
-                c.last_answer,
-                c.last_estimated,
-                c.last_spend,
-                c.failing.clone(),
-            )
-        });
+        let last = self
+            .chair
+            .as_ref()
+            .map(|c| (c.last_answer, c.failing.clone()));
         self.chair = match self.seat_agent(true) {
             Ok(c) => c,
             Err(e) => {
@@ -2304,10 +2314,8 @@ impl Session {
             }
         };
         if let Some(c) = self.chair.as_mut() {
-            if let Some((answer, estimated, spend, failing)) = last {
+            if let Some((answer, failing)) = last {
                 c.last_answer = answer;
-                c.last_estimated = estimated;
-                c.last_spend = spend;
                 c.failing = failing;
             }
             c.worker = worker;
@@ -3261,8 +3269,6 @@ impl Session {
                 waiting: c.waiting.clone(),
                 proposal: c.proposal.clone(),
                 last_answer: c.last_answer,
-                last_estimated: c.last_estimated,
-                last_spend: c.last_spend,
                 failing: c.failing.clone(),
                 thinking: c.thinking.clone(),
                 replay_only: c.replay_only,
