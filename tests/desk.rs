@@ -4910,6 +4910,56 @@ fn tokens_pane(app: &App) -> Vec<String> {
         .collect()
 }
 
+/// Home while a slow live author wrote: its call ran on to its end (a minute for a local
+/// model), and the re-run's ask of the same wake queued behind it, the desk reading
+/// `writing` all that time, for an answer that was then dropped as stale. A restart or a
+/// rewind abandons the call out (its command's process group is killed, a request
+/// dropped), so the re-run's ask starts at once.
+#[test]
+fn home_abandons_a_live_authors_call_out_and_the_rerun_asks_at_once() {
+    let dir = tmp("abandon-call");
+    let log = dir.join("starts.log");
+    let reply = dir.join("reply.txt");
+    std::fs::write(&reply, AGENT_PLAN).unwrap();
+    let spec = live_spec(
+        "default",
+        60,
+        &format!(
+            "echo start >> '{}'; cat >/dev/null; sleep 30; cat '{}'",
+            log.display(),
+            reply.display()
+        ),
+    );
+    let src = desk::tape_source(None).unwrap();
+    let mut app = desk::inline_app_with(src, Some(DeskAgent::Live(spec)), false).unwrap();
+    let starts = || {
+        std::fs::read_to_string(&log)
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    };
+    wait_for(&mut app, |_| starts() == 1);
+    let first = std::time::Instant::now();
+    assert!(app.agent().is_some_and(|a| a.waiting.is_some()));
+    std::thread::sleep(Duration::from_millis(1500));
+    app.send(Command::Seek(ms(9, 31, 0)));
+    app.send(Command::Restart);
+    app.tick();
+    // The status line's `writing @ open Ns` counts the new call, not the abandoned one.
+    let writing = app.writing_for().expect("the re-run's call is out");
+    assert!(
+        writing + Duration::from_secs(1) < first.elapsed(),
+        "{writing:?} against {:?}",
+        first.elapsed()
+    );
+    // The re-run asks the open wake again, well before the first call's 30 s are up.
+    let t = std::time::Instant::now();
+    wait_for(&mut app, |_| starts() == 2);
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    assert!(app.agent().is_some_and(|a| a.waiting.is_some()));
+    drop(app);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A co-pilot proposal waiting for the person had no row in the Tokens pane: the model had
 /// been sent its prompt and had written its reply (and the provider charges for both), but
 /// the pane and its cost said nothing until the person decided. It reads `waiting` with

@@ -247,7 +247,9 @@ pub struct App {
 }
 
 /// A live author's call out, as the snapshot names it: its wake and when it was asked.
-type WritingCall = (String, crate::market::Ts);
+/// A call a live author writes: its wake, when it was asked, and the run segment it was
+/// asked in (after Home the same wake's ask is a new call, the old one abandoned).
+type WritingCall = (String, crate::market::Ts, u32);
 
 /// The catalog spelling of each pane when picked in SHOW VIEW (defaults for required
 /// arguments).
@@ -420,7 +422,11 @@ impl App {
     /// Follow the call a live author is writing: a new call starts its wall clock (the
     /// desk's, from when it first saw it out). Is there a new second to show?
     fn time_writing(&mut self) -> bool {
-        let call = self.agent().and_then(|a| a.waiting.clone());
+        let segment = self.snap.segment;
+        let call = self
+            .agent()
+            .and_then(|a| a.waiting.clone())
+            .map(|(wake, at)| (wake, at, segment));
         match (call, &mut self.writing_since) {
             (None, since) => since.take().is_some(),
             (Some(call), Some((seen, at, shown))) if *seen == call => {

@@ -424,6 +424,9 @@ pub struct LiveWorker {
     jobs: Option<mpsc::Sender<Job>>,
     /// Set on drop: the call in flight stops at its next check (every 50 ms).
     stop: Arc<std::sync::atomic::AtomicBool>,
+    /// The session's run segment ([`LiveWorker::abandon_before`]): a call for an older one
+    /// stops at its next check, and a queued one is not started.
+    current: Arc<std::sync::atomic::AtomicU32>,
     /// Answers.
     pub answers: mpsc::Receiver<WorkerMsg>,
     /// Text as it is written.
@@ -443,10 +446,13 @@ impl LiveWorker {
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let stop_here = stop.clone();
         let stop_seen = stop.clone();
+        let current = Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let current_here = current.clone();
+        let current_seen = current.clone();
         let join = std::thread::Builder::new()
             .name("kestrel-author".into())
             .spawn(move || {
-                session::stop_calls_on_this_thread_with(stop_here);
+                session::stop_calls_on_this_thread_with(stop_here, current_here);
                 let mut src = match make() {
                     Ok(s) => s,
                     Err(e) => {
@@ -460,6 +466,12 @@ impl LiveWorker {
                     if stop_seen.load(std::sync::atomic::Ordering::SeqCst) {
                         return;
                     }
+                    // Asked before a restart or a rewind: its answer would be dropped as
+                    // stale, so it is not asked (the re-run asks again where it needs to).
+                    if j.segment < current_seen.load(std::sync::atomic::Ordering::SeqCst) {
+                        continue;
+                    }
+                    session::calls_on_this_thread_answer_segment(j.segment);
                     let started = std::time::Instant::now();
                     // An author that panics stops the agent with a notice, never silently:
                     // the desk showed "writing" for the rest of the session when the worker
@@ -498,6 +510,7 @@ impl LiveWorker {
         Ok(LiveWorker {
             jobs: Some(jtx),
             stop,
+            current,
             answers: arx,
             deltas: drx,
             join: Some(join),
@@ -508,6 +521,15 @@ impl LiveWorker {
     pub fn for_spec(spec: &AuthorSpec) -> Result<LiveWorker, String> {
         let spec = spec.clone();
         LiveWorker::spawn(move || spec.open().map(|(s, _)| s))
+    }
+
+    /// The session is at run segment `segment` now (it restarted or rewound): a call asked
+    /// for an older one is abandoned at its next check (every 50 ms: a request in flight is
+    /// dropped, a command author's process group killed) and a queued one is not started,
+    /// so the re-run's calls do not wait behind answers that would be dropped as stale.
+    pub fn abandon_before(&self, segment: u32) {
+        self.current
+            .fetch_max(segment, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// Send a call (never blocks; calls queue while the author is busy).

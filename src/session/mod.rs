@@ -581,24 +581,61 @@ impl TurnSource for Attached {
     }
 }
 
+/// What stops the calls of the live worker running on a thread ([`agent::LiveWorker`]).
+struct WorkerStop {
+    /// Set when the desk closes: every call, now and queued, is abandoned.
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// The session's run segment: a call made for an older one (the session was restarted
+    /// or rewound since it was asked, so its answer would be dropped as stale) is abandoned.
+    current: std::sync::Arc<std::sync::atomic::AtomicU32>,
+    /// The segment of the call in flight.
+    job: std::cell::Cell<u32>,
+}
+
 std::thread_local! {
-    /// The stop flag of the live worker running on this thread ([`agent::LiveWorker`]):
-    /// set when the desk closes, it abandons the call in flight as a signal does.
-    static WORKER_STOP: std::cell::RefCell<Option<std::sync::Arc<std::sync::atomic::AtomicBool>>> =
+    /// The stop flags of the live worker running on this thread: a signal-like stop of the
+    /// call in flight.
+    static WORKER_STOP: std::cell::RefCell<Option<WorkerStop>> =
         const { std::cell::RefCell::new(None) };
 }
 
-/// Make `stop` the stop flag of calls made on this thread (see [`or_signal`]).
-pub(crate) fn stop_calls_on_this_thread_with(stop: std::sync::Arc<std::sync::atomic::AtomicBool>) {
-    WORKER_STOP.with(|s| *s.borrow_mut() = Some(stop));
+/// Make `stop` (the desk closed) and `current` (the session's run segment) what stops
+/// calls made on this thread (see [`or_signal`]).
+pub(crate) fn stop_calls_on_this_thread_with(
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    current: std::sync::Arc<std::sync::atomic::AtomicU32>,
+) {
+    WORKER_STOP.with(|s| {
+        *s.borrow_mut() = Some(WorkerStop {
+            stop,
+            current,
+            job: std::cell::Cell::new(0),
+        })
+    });
 }
 
-/// Was this thread's worker told to stop?
-fn worker_stopped() -> bool {
+/// The calls made on this thread from now on answer the run segment `segment`.
+pub(crate) fn calls_on_this_thread_answer_segment(segment: u32) {
     WORKER_STOP.with(|s| {
-        s.borrow()
-            .as_ref()
-            .is_some_and(|f| f.load(std::sync::atomic::Ordering::SeqCst))
+        if let Some(w) = s.borrow().as_ref() {
+            w.job.set(segment);
+        }
+    });
+}
+
+/// Was this thread's worker told to stop, or is its call for a run segment the session
+/// has left? Says why.
+fn worker_stopped() -> Option<&'static str> {
+    WORKER_STOP.with(|s| {
+        let s = s.borrow();
+        let w = s.as_ref()?;
+        if w.stop.load(std::sync::atomic::Ordering::SeqCst) {
+            Some("the desk closed while the author was answering")
+        } else if w.job.get() < w.current.load(std::sync::atomic::Ordering::SeqCst) {
+            Some("the session was restarted or rewound while the author was answering")
+        } else {
+            None
+        }
     })
 }
 
@@ -610,11 +647,11 @@ fn worker_stopped() -> bool {
 async fn or_signal(
     work: impl std::future::Future<Output = crate::author::Completion>,
 ) -> crate::author::Completion {
-    if worker_stopped() {
+    if let Some(why) = worker_stopped() {
         // Not started at all (a re-ask of the repair loop after the stop).
         return crate::author::Completion::error(
             crate::author::ProviderErrorKind::Interrupted,
-            "the desk closed while the author was answering",
+            why,
         );
     }
     tokio::pin!(work);
@@ -628,10 +665,10 @@ async fn or_signal(
                         format!("interrupted by {sig} while the author was answering"),
                     );
                 }
-                if worker_stopped() {
+                if let Some(why) = worker_stopped() {
                     return crate::author::Completion::error(
                         crate::author::ProviderErrorKind::Interrupted,
-                        "the desk closed while the author was answering",
+                        why,
                     );
                 }
             }

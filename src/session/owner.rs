@@ -2299,6 +2299,10 @@ impl Session {
         let replay = self.chair.as_ref().is_some_and(|c| c.replay_only);
         let attached = self.chair.as_ref().is_none_or(|c| c.attached);
         let worker = self.chair.as_mut().and_then(|c| c.worker.take());
+        // The call out (and any queued) answers the run just left: abandoned, not waited for.
+        if let Some(w) = &worker {
+            w.abandon_before(self.segment);
+        }
         // What the status line says of the provider's last real answer (shown, never on the
         // Bus) outlives a re-run: an undo or a rewind asked nobody (it read `(proposing)`
         // with the figures gone after an undo).
