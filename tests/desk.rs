@@ -234,6 +234,31 @@ fn stand_down_key_with_a_reason_routes_as_stand_down() {
     assert_eq!(app.outcome_counts()[4], ("stand-down", 1));
 }
 
+/// A stand-down said every riding position "rides its TP/EXIT", and a plan with neither
+/// kept its shares, unmanaged, to the close. The result keeps its words (a saved session
+/// holds the turn to them); a warning names the position with no TP or EXIT.
+#[test]
+fn a_stand_down_warns_of_a_position_with_no_tp_or_exit() {
+    let mut app = app();
+    let t = app
+        .human_turn("PLAN hold budget 0.25R ttl +3h\n  USING signal SPY exec SPY\n  WHEN spot > 0\n  DO buy 20 shares @ ask\n")
+        .expect("routed");
+    assert!(t.result.starts_with("armed hold"), "{}", t.result);
+    app.send(Command::Seek(ms(9, 31, 0)));
+    app.tick();
+    let t = app.human_turn("STAND-DOWN lunch\n").expect("routed");
+    assert_eq!(
+        t.result,
+        "stood down every plan; 1 position rides its TP/EXIT: hold SPY shares +20"
+    );
+    let s = screen(&app, 160, 48);
+    assert!(
+        s[47].contains("hold SPY shares +20 has no TP or EXIT of its own: it is held to the close"),
+        "{}",
+        s[47]
+    );
+}
+
 #[test]
 fn show_view_picks_panes_from_the_catalog() {
     let mut app = app();
@@ -1820,6 +1845,37 @@ fn nothing_acts_after_the_close_and_a_reopened_rewind_resumes_where_it_was_left(
     h.send(Command::Seek(ms(16, 30, 0)));
     assert_eq!(h.latest().hash, end.hash);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A person's plan named like a live plan of the agent's is not armed (one live plan per
+/// name), and the footer and the Journal read `you: supersede → armed` with nothing after
+/// it, the editor's ✓ still on: the reason was only in a cut Log row. The turn's result now
+/// says it was refused and why, and with another plan armed beside it, names both.
+#[test]
+fn a_persons_plan_named_like_the_agents_live_plan_says_it_was_not_armed() {
+    let src = desk::tape_source(None).unwrap();
+    let mut app = desk::inline_app_with(src, Some(script(&[AGENT_PLAN])), false).unwrap();
+    app.tick();
+    assert!(app.snap.plans.iter().any(|p| p.name == "agent-p"));
+    let clash = "PLAN agent-p budget 0.1R ttl +1h\n  USING signal SPX exec SPY 0dte\n  WHEN spot > vwap\n  DO buy 1 ATM C @ fair\n";
+    let t = app.human_turn(clash).expect("routed at once");
+    assert!(
+        t.result
+            .starts_with("refused: PLAN agent-p not armed: a live plan of another owner"),
+        "{}",
+        t.result
+    );
+    let two = format!(
+        "{clash}PLAN mine budget 0.1R ttl +1h\n  WHEN spot > vwap\n  DO buy 1 ATM C @ fair\n"
+    );
+    let t = app.human_turn(&two).expect("routed at once");
+    assert!(
+        t.result.starts_with("armed mine; PLAN agent-p not armed: "),
+        "{}",
+        t.result
+    );
+    let s = screen(&app, 160, 48);
+    assert!(s[47].contains("PLAN agent-p not armed"), "{}", s[47]);
 }
 
 #[test]

@@ -1267,10 +1267,13 @@ fn ttl_cell(p: &PlanLine) -> String {
 
 use crate::view::snapshot::clock_text;
 
-/// A signed figure to two decimals, its sign that of what is shown: a loss under half a
-/// hundredth reads `+0.00`, never `-0.00` (as [`usd`] does for cents).
+/// An R figure to two decimals with the sign of the figure itself: a loss under half a
+/// hundredth of R reads `-0.00` (a $4 loss at 1R = $1000 is `-$4.00 -0.00R`). Until
+/// 2026-12-06 it read `+0.00`, the sign of what was shown, and a trader read `-$4.00 +0.00R`
+/// beside the View's `(-0.00R)` as a gain. A figure of exactly 0 reads `+0.00`.
 fn hundredths(x: f64) -> String {
-    let (sign, v) = shown_hundredths(x);
+    let (_, v) = shown_hundredths(x);
+    let sign = if x < 0.0 { '-' } else { '+' };
     format!("{sign}{v:.2}")
 }
 
@@ -3025,11 +3028,13 @@ mod tests {
     }
 
     #[test]
-    fn an_r_figure_never_reads_minus_zero() {
-        // A plan down $0.60 at 1R = $1000 is -0.0006R: it reads +0.00R (it read -0.00R).
+    fn an_r_figure_has_the_sign_of_the_loss_or_the_gain() {
+        // A plan down $0.60 at 1R = $1000 is -0.0006R: it reads -0.00R beside `-$0.60` (it
+        // read +0.00R, a gain to the eye).
         for (x, shown) in [
-            (-0.0006, "+0.00"),
-            (-0.004_9, "+0.00"),
+            (-0.0006, "-0.00"),
+            (-0.004_9, "-0.00"),
+            (0.0004, "+0.00"),
             (-0.005_1, "-0.01"),
             (0.27, "+0.27"),
             (-1.234, "-1.23"),

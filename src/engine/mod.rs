@@ -1881,6 +1881,13 @@ impl Engine {
             .and_then(|i| self.plans[i].owner.as_deref())
     }
 
+    /// Does the plan a name means ([`Self::named`]) write a TP or an EXIT (what manages its
+    /// inventory after a stand-down)? `false` for an unknown name.
+    pub fn plan_has_exits(&self, name: &str) -> bool {
+        self.named(name)
+            .is_some_and(|i| !self.plans[i].tps.is_empty() || !self.plans[i].exits.is_empty())
+    }
+
     /// When a plan's ttl ends (no new entries after it): set when the plan arms, so `None`
     /// for a plan still waiting for its ARM target (and an unknown name). The plan the name
     /// means ([`Self::named`]).

@@ -751,7 +751,16 @@ fn plan_names(doc: &ast::Document) -> Vec<String> {
 /// for a plan it changed (`standing`: its names that were in the book) what the replaced
 /// version still holds, since the new version can enter on top of it
 /// (`hold holds +100 SPY shares: the new version can enter again`).
-fn armed_result(bus: &bus::Bus, names: &[String], standing: &[String]) -> String {
+/// A plan of the document the engine did not arm (its name is another owner's live plan)
+/// is named with the engine's reason, and a document that armed none of its plans so is
+/// refused (`refused: PLAN x not armed: a live plan of another owner has that name …`):
+/// until 2026-12-06 the footer and the Journal read `armed`, with nothing after it.
+fn armed_result(
+    bus: &bus::Bus,
+    doc_names: &[String],
+    names: &[String],
+    standing: &[String],
+) -> String {
     let kept: &[String] = bus
         .events()
         .iter()
@@ -761,6 +770,28 @@ fn armed_result(bus: &bus::Bus, names: &[String], standing: &[String]) -> String
             _ => None,
         })
         .unwrap_or_default();
+    // The engine's reason for each plan it left out (its latest `error` for that plan).
+    let refused: Vec<String> = doc_names
+        .iter()
+        .filter(|n| !names.contains(n) && !kept.contains(n))
+        .map(|n| {
+            bus.events()
+                .iter()
+                .rev()
+                .find_map(|e| match e {
+                    bus::Event::Error {
+                        plan: Some(p),
+                        message,
+                        ..
+                    } if p == n && message.contains(" not armed: ") => Some(message.clone()),
+                    _ => None,
+                })
+                .unwrap_or_else(|| format!("PLAN {n} not armed"))
+        })
+        .collect();
+    if names.is_empty() && kept.is_empty() && !refused.is_empty() {
+        return format!("refused: {}", refused.join("; "));
+    }
     let mut out = if names.is_empty() {
         if kept.is_empty() {
             "armed".to_string()
@@ -770,6 +801,9 @@ fn armed_result(bus: &bus::Bus, names: &[String], standing: &[String]) -> String
     } else {
         format!("armed {}", names.join(", "))
     };
+    for r in &refused {
+        out.push_str(&format!("; {r}"));
+    }
     if !kept.is_empty() {
         out.push_str(&format!(
             "; kept {} as it stands (sent unchanged)",
@@ -784,17 +818,21 @@ fn armed_result(bus: &bus::Bus, names: &[String], standing: &[String]) -> String
     out
 }
 
-fn riding(b: &bus::Blotter, date: &str) -> Vec<String> {
+/// The positions still open, each with its plan: (`plan`, `plan SPY shares +20`).
+fn riding(b: &bus::Blotter, date: &str) -> Vec<(String, String)> {
     b.positions
         .iter()
         .flat_map(|(plan, legs)| {
             legs.iter()
                 .filter(|(_, p)| p.qty != 0)
                 .map(move |(leg, p)| {
-                    format!(
-                        "{plan} {} {:+}",
-                        crate::market::options::same_day_name(leg, date),
-                        p.qty
+                    (
+                        plan.clone(),
+                        format!(
+                            "{plan} {} {:+}",
+                            crate::market::options::same_day_name(leg, date),
+                            p.qty
+                        ),
                     )
                 })
         })
@@ -2488,12 +2526,14 @@ impl Session {
                     // A person's plans join the book (same names are replaced): the person
                     // and the agent fly one book (docs/desk.md, "Whose book").
                     let b = self.run.engine.bus().blotter();
-                    let standing: Vec<String> = plan_names(&doc)
-                        .into_iter()
-                        .filter(|n| b.plans.contains_key(n) && b.in_current_session(n))
+                    let doc_names = plan_names(&doc);
+                    let standing: Vec<String> = doc_names
+                        .iter()
+                        .filter(|n| b.plans.contains_key(*n) && b.in_current_session(n))
+                        .cloned()
                         .collect();
                     let names = self.run.add_as(&doc, owner);
-                    armed_result(self.run.engine.bus(), &names, &standing)
+                    armed_result(self.run.engine.bus(), &doc_names, &names, &standing)
                 }
                 None => "refused: the checked document does not read back".into(),
             },
@@ -2502,7 +2542,28 @@ impl Session {
             Outcome::StandDown { reason } => {
                 self.run.stand_down_as(reason, None);
                 let date = self.run.engine.market().date().to_string();
-                let riding = riding(self.run.engine.bus().blotter(), &date);
+                let held = riding(self.run.engine.bus().blotter(), &date);
+                // A position whose plan wrote no TP or EXIT rides on nothing of its own: the
+                // result (what the session file holds the turn to) keeps its words, and a
+                // warning says so (until 2026-12-06 only "rides its TP/EXIT" was said).
+                let bare: Vec<&str> = held
+                    .iter()
+                    .filter(|(plan, _)| !self.run.engine.plan_has_exits(plan))
+                    .map(|(_, text)| text.as_str())
+                    .collect();
+                if !bare.is_empty() && !self.replaying {
+                    let (it, has, its) = if bare.len() == 1 {
+                        ("it is", "has", "its")
+                    } else {
+                        ("they are", "have", "their")
+                    };
+                    let text = format!(
+                        "{} {has} no TP or EXIT of {its} own: {it} held to the close unless a stop closes it",
+                        bare.join(", ")
+                    );
+                    self.notice_at(NoticeLevel::Warn, text);
+                }
+                let riding: Vec<String> = held.into_iter().map(|(_, text)| text).collect();
                 match riding.len() {
                     0 => "stood down every plan; flat".into(),
                     1 => format!(

@@ -181,8 +181,26 @@ impl Saved {
     pub fn differs(&self, i: usize, got: &str) -> Option<(usize, &str)> {
         let a = self.act_lines.get(i)?;
         let want = a.result.as_deref()?;
-        (want != "replayed" && want != got).then_some((a.line, want))
+        (want != "replayed" && want != got && want != without_refusals(got))
+            .then_some((a.line, want))
     }
+}
+
+/// A turn's result as the desk worded it before 2026-12-06, when a plan the engine left out
+/// (its name another owner's live plan) was not named: `armed a; PLAN b not armed: …` was
+/// `armed a`, and `refused: PLAN b not armed: …` was `armed`. A file written then replays
+/// the same act.
+fn without_refusals(got: &str) -> String {
+    let not_armed = |p: &str| p.starts_with("PLAN ") && p.contains(" not armed");
+    if let Some(rest) = got.strip_prefix("refused: ")
+        && rest.split("; ").all(not_armed)
+    {
+        return "armed".into();
+    }
+    got.split("; ")
+        .filter(|p| !not_armed(p))
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// Why a file is not a session this desk can open.
@@ -557,6 +575,26 @@ mod tests {
         assert_eq!(s.differs(0, "armed a"), None);
         assert_eq!(s.differs(0, "refused: x"), Some((3, "armed a")));
         assert_eq!(s.differs(1, "anything"), None, "a copy records no result");
+    }
+
+    /// A file written before the desk named the plans it left out replays its acts: the
+    /// new wording is the old with the refusals added.
+    #[test]
+    fn an_older_result_without_the_plans_left_out_is_the_same_act() {
+        assert_eq!(without_refusals("armed a; PLAN b not armed: x"), "armed a");
+        assert_eq!(without_refusals("refused: PLAN b not armed: x"), "armed");
+        assert_eq!(
+            without_refusals("refused: PLAN b not armed: x; PLAN c not armed: y"),
+            "armed"
+        );
+        assert_eq!(
+            without_refusals("refused: no live plan x"),
+            "refused: no live plan x"
+        );
+        assert_eq!(
+            without_refusals("armed a; kept b as it stands"),
+            "armed a; kept b as it stands"
+        );
     }
 
     /// A new act after a rewind drops the recorded future: every act past its point, one at
