@@ -2249,6 +2249,35 @@ fn journal_comments_and_help_descriptions_hang_under_their_text() {
     );
 }
 
+/// Someone writing a first plan (`--no-example`, nothing to yank) found no syntax on the
+/// desk and no pointer to the language. `?` shows a plan to start from, and the skeleton
+/// it shows arms as it is.
+#[test]
+fn the_help_shows_a_plan_to_start_from_that_arms_as_it_is() {
+    let mut app = app();
+    press(&mut app, KeyCode::Char('?'));
+    let help = kestrel_desk::desk::ui::help_lines(&app, 98);
+    let text: Vec<String> = help
+        .iter()
+        .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
+        .collect();
+    let at = text
+        .iter()
+        .position(|l| l == "Writing a plan")
+        .unwrap_or_else(|| panic!("{}", text.join("\n")));
+    assert_eq!(text[at + 1], "  PLAN my-break budget 0.1R ttl +30m");
+    assert!(
+        text.iter().any(|l| l.contains("kestrel card")),
+        "{}",
+        text.join("\n")
+    );
+    press(&mut app, KeyCode::Esc);
+    let t = app
+        .human_turn(kestrel_desk::desk::ui::PLAN_SKELETON)
+        .expect("routed at once");
+    assert_eq!(t.result, "armed my-break");
+}
+
 #[test]
 fn the_help_says_it_scrolls_and_how_and_its_keys_scroll_it() {
     let mut app = readme_app();

@@ -49,7 +49,7 @@ actions! {
     StepTick, "step_tick", ["."], "step one tick";
     StepBar, "step_bar", [">"], "step one bar (1 minute)";
     Seek, "seek", ["g"], "seek to a tape time (HH:MM[:SS])";
-    Restart, "restart", ["R"], "restart the session from the open (asks first; the book is emptied)";
+    Restart, "restart", ["R"], "restart the session from the open (asks first; the book is emptied, the plans armed at the open too)";
     BackToOpen, "back_to_open", ["home"], "go back to the open and replay every act taken so far";
     StandDown, "stand_down", ["s"], "STAND-DOWN, with a reason";
     Undo, "undo", ["u"], "undo your last turn, or your accept or reject of a proposal (asks first): the session runs again without it";

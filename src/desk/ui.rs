@@ -2508,6 +2508,16 @@ fn skip_cols(line: Line<'static>, n: usize) -> Line<'static> {
 /// The help's lines `w` columns wide: the terms, then the keys, then any problem with the
 /// config files (each whole). A description too long for a line wraps at a word and its
 /// continuation hangs under the description column, not under the key.
+/// The plan `?` shows to start from: one of each clause a first plan needs, valid as it is
+/// (a test arms it).
+pub const PLAN_SKELETON: &str = "PLAN my-break budget 0.1R ttl +30m
+  USING signal SPX exec SPY 0dte
+  WHEN spot crosses above hod
+  DO buy 1 ATM C @ min(fair, ask)
+  TP 1.5x @ fair
+  EXIT spot < vwap held 60s @ bid
+";
+
 pub fn help_lines(app: &App, w: usize) -> Vec<Line<'static>> {
     let t = app.theme();
     let title_st = Style::default()
@@ -2526,6 +2536,21 @@ pub fn help_lines(app: &App, w: usize) -> Vec<Line<'static>> {
             col,
         ));
     }
+    // Someone writing a first plan had no syntax to start from here (a tester with
+    // `--no-example` had nothing to yank either): a plan the desk arms as it is, and where
+    // the whole language is.
+    lines.push(Line::from(Span::styled("Writing a plan", title_st)));
+    for l in PLAN_SKELETON.lines() {
+        lines.push(Line::from(Span::raw(format!("  {l}"))));
+    }
+    lines.extend(wrap(
+        Line::from(Span::styled(
+            "the whole language: `kestrel card` (what an agent is given) or docs/language.md; \
+             in Plans, y copies a plan's text into the editor to start from",
+            muted,
+        )),
+        w,
+    ));
     lines.push(Line::from(Span::styled("Keys", title_st)));
     for a in Action::ALL {
         let keys = app.keys.labels(*a).join(" ");
@@ -2652,13 +2677,16 @@ fn draw_modal(f: &mut Frame, app: &App, m: &Modal, area: Rect) {
             draw_scrolled(f, app, r, lines, frame_block("Terms and keys"));
         }
         Modal::Confirm(super::app::Confirm::Restart) => {
-            let r = centered(area, 64, 5);
+            // The plans armed at the open (`--plans`, the examples) are acts too: said, since
+            // a trader reads them as how the desk was opened (the tester's R lost them).
+            let r = centered(area, 66, 6);
             let w = usize::from(r.width.saturating_sub(2));
             f.render_widget(Clear, r);
             f.render_widget(
                 Paragraph::new(vec![
-                    Line::from("Restart from the open? The book is emptied and every act of"),
-                    Line::from("this run is dropped (a saved session keeps what was written)."),
+                    Line::from("Restart from the open? The book is emptied, the plans armed at"),
+                    Line::from("the open too, and every act of this run is dropped (a saved"),
+                    Line::from("session keeps what was written). Home goes back and keeps them."),
                     hint(app, "y / enter: restart · any other key: keep going", w),
                 ])
                 .block(frame_block("Restart")),
