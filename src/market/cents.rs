@@ -194,6 +194,7 @@ impl CentCounts {
     /// The samples of ranks `k` and `k + 1` (0-based), walking from where `hint` found the
     /// previous rank (caught up with the insert since, if one; else found again from the
     /// chunks).
+    #[inline]
     pub(crate) fn get_pair_from(
         &self,
         k: usize,
