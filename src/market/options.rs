@@ -496,6 +496,7 @@ impl MoneyMemo {
 }
 
 /// The book of a contract whose fair value is `price`.
+#[inline]
 fn book_at(right: Right, spot: Px, strike: Px, price: f64) -> BookQuote {
     let (bid, ask) = option_book(price);
     let last = Px::round_to(price, option_tick(price))
@@ -558,6 +559,7 @@ pub fn book_quote(
 }
 
 /// [`book_quote`] with the moneyness logs taken from (and kept in) `memo`: the same bits.
+#[inline]
 pub fn book_quote_memo(
     right: Right,
     spot: Px,

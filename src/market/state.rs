@@ -991,6 +991,7 @@ impl MarketState {
 
     /// Time to expiry in years: from now to the close on the expiry date, over a 365-day
     /// year, floored at [`MIN_T_YEARS`](super::options::MIN_T_YEARS).
+    #[inline(always)]
     pub fn years_to_expiry(&self, expiry: Expiry) -> Option<f64> {
         let days = match expiry {
             // Today's: no calendar arithmetic.
@@ -1039,6 +1040,7 @@ impl MarketState {
 
     /// [`book_quote_at`](Self::book_quote_at) with the contract's own [`MoneyMemo`] (the
     /// engine's re-pricing of a resting option): the same values.
+    #[inline]
     pub fn book_quote_memo_at(
         &self,
         sym: usize,
@@ -1055,6 +1057,7 @@ impl MarketState {
 
     /// A model book `b`, with the tape's quote of the contract in place of its bid and ask
     /// when the tape carries one.
+    #[inline]
     fn with_tape_book(
         &self,
         s: &SymState,
