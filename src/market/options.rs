@@ -215,6 +215,7 @@ pub fn intrinsic(right: Right, spot: Px, strike: Px) -> Px {
 /// The synthetic book around `fair`: total width `w = max(0.01, 3% of fair)`;
 /// `bid = floor_tick(fair - w/2)` (never below 0), `ask = ceil_tick(fair + w/2)` (at least
 /// one tick above the bid), each on the tick grid of its own price level ([`option_tick`]).
+#[inline]
 pub fn option_book(fair: f64) -> (Px, Px) {
     let fair = if fair.is_finite() { fair.max(0.0) } else { 0.0 };
     let w = (SPREAD_FRAC * fair).max(MIN_WIDTH);

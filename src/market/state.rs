@@ -1088,6 +1088,7 @@ impl MarketState {
 
     /// A listed contract's pricing inputs: spot, smile, strike step and years to expiry
     /// (`None` for an unpriced symbol, or a strike off the grid).
+    #[inline]
     fn listed(&self, s: &SymState, expiry: Expiry, strike: Px) -> Option<(Px, Smile, Px, f64)> {
         let step = s.strike_step?;
         let smile = s.smile?;
