@@ -259,6 +259,23 @@ fn a_stand_down_warns_of_a_position_with_no_tp_or_exit() {
     );
 }
 
+/// A refused turn's long message, cut to fit the footer, took one column too many: the
+/// right end read `? help q qui`. The keys that always show stay whole at every width.
+#[test]
+fn a_long_message_leaves_help_and_quit_whole_at_the_right() {
+    let mut app = app();
+    let t = app
+        .human_turn("PLAN dip budget 0.25R ttl 30m\n  USING signal SPX exec SPY 0dte\n  WHEN spot < vwap - 5\n  DO buy 1 ATM P @ fair\n")
+        .expect("routed");
+    assert!(t.result.starts_with("refused"), "{}", t.result);
+    for (w, h) in [(100, 30), (160, 48), (200, 60), (80, 24)] {
+        let s = screen(&app, w, h);
+        let last = s[usize::from(h) - 1].trim_end();
+        assert!(last.ends_with("? help q quit"), "{w}x{h}: {last}");
+        assert!(last.contains("refused"), "{w}x{h}: {last}");
+    }
+}
+
 #[test]
 fn show_view_picks_panes_from_the_catalog() {
     let mut app = app();
@@ -2308,8 +2325,9 @@ fn the_help_says_it_scrolls_and_how_and_its_keys_scroll_it() {
     press(&mut app, KeyCode::Char('g'));
     assert_eq!(app.modal_scroll, 0);
     assert!(app.modal.is_some(), "scroll keys keep the help open");
-    // When everything fits, no hint.
-    let s = screen(&app, 200, 80);
+    // When everything fits, no hint (200x100: the help holds a plan to start from since
+    // 2026-12-06, and no longer fits 80 rows).
+    let s = screen(&app, 200, 100);
     assert!(!has(&s, "↓ more"), "{}", s.join("\n"));
 }
 
@@ -3376,7 +3394,7 @@ fn every_dialogs_key_hint_shows_whole() {
         (
             Pane::Chart,
             &[KeyCode::Char('g')],
-            "tape time HH:MM or HH:MM:SS (enter seeks):",
+            "tape time HH:MM, HH:MM:SS or HH:MM:SS.mmm (enter seeks):",
         ),
         (
             Pane::Chart,

@@ -1273,7 +1273,7 @@ impl App {
                         Some(t) => self.send(Command::Seek(t)),
                         None => {
                             self.message = Some(format!(
-                                "seek: {:?} is not a time: write HH:MM, HH:MM:SS or HH:MM:SS.mmm",
+                                "seek: {:?} is not a time: write HH:MM, HH:MM:SS or HH:MM:SS.mmm (milliseconds as three digits)",
                                 input.trim()
                             ))
                         }

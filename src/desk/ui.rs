@@ -531,7 +531,9 @@ fn draw_footer(f: &mut Frame, app: &App, r: Rect) {
             .iter()
             .map(|a| 2 + cols(&app.keys.label(*a)) + cols(a.name()))
             .sum();
-        let room = usize::from(r.width).saturating_sub(keep + 3);
+        // ` {m} │` takes 3 columns more than the message, and one space goes before the
+        // keys: a message cut to fit one column less left `q qui` at the right.
+        let room = usize::from(r.width).saturating_sub(keep + 4);
         let m = if cols(m) > room {
             super::fit::fit(&without_directories(m), room)
         } else {
@@ -615,7 +617,12 @@ fn draw_footer(f: &mut Frame, app: &App, r: Rect) {
         let room = usize::from(r.width).saturating_sub(tail_w + 1);
         for a in footer_keys(app) {
             let k = format!(" {}", app.keys.label(a));
-            let word = format!(" {}", a.name().replace('_', "-"));
+            // On the Chart, `G` follows the tape (the footer said `bottom`, the help `follow`).
+            let name = match (app.focus, a) {
+                (Pane::Chart, Action::Bottom) => "follow".to_string(),
+                _ => a.name().replace('_', "-"),
+            };
+            let word = format!(" {name}");
             let w = cols(&k) + cols(&word);
             if used + w > room {
                 break;
@@ -2536,6 +2543,19 @@ pub fn help_lines(app: &App, w: usize) -> Vec<Line<'static>> {
             col,
         ));
     }
+    lines.push(Line::from(Span::styled("Keys", title_st)));
+    for a in Action::ALL {
+        let keys = app.keys.labels(*a).join(" ");
+        let col = cols(&keys).max(15) + 1;
+        lines.extend(wrap_hang(
+            Line::from(vec![
+                Span::styled(super::fit::pad(&keys, col), title_st),
+                Span::raw(a.describe()),
+            ]),
+            w,
+            col,
+        ));
+    }
     // Someone writing a first plan had no syntax to start from here (a tester with
     // `--no-example` had nothing to yank either): a plan the desk arms as it is, and where
     // the whole language is.
@@ -2551,19 +2571,6 @@ pub fn help_lines(app: &App, w: usize) -> Vec<Line<'static>> {
         )),
         w,
     ));
-    lines.push(Line::from(Span::styled("Keys", title_st)));
-    for a in Action::ALL {
-        let keys = app.keys.labels(*a).join(" ");
-        let col = cols(&keys).max(15) + 1;
-        lines.extend(wrap_hang(
-            Line::from(vec![
-                Span::styled(super::fit::pad(&keys, col), title_st),
-                Span::raw(a.describe()),
-            ]),
-            w,
-            col,
-        ));
-    }
     lines.extend(wrap(
         Line::from(Span::styled(
             "mouse: a click focuses a pane, the wheel scrolls it · paste: into the editor as is",
@@ -2746,7 +2753,7 @@ fn draw_modal(f: &mut Frame, app: &App, m: &Modal, area: Rect) {
                 ),
                 PromptKind::Seek => (
                     "Seek",
-                    "tape time HH:MM or HH:MM:SS (enter seeks):".to_string(),
+                    "tape time HH:MM, HH:MM:SS or HH:MM:SS.mmm (enter seeks):".to_string(),
                 ),
                 // A new filter starts empty; the one in force is named, ↑ recalls it.
                 PromptKind::Filter if app.log.filter.is_empty() => (

@@ -43,10 +43,12 @@ pub fn decode(bytes: Vec<u8>) -> Result<String, Diagnostic> {
             .map(|b| format!("0x{b:02X}"))
             .collect::<Vec<_>>()
             .join(" ");
-        let what = if e.utf8_error().error_len().is_none() {
-            "ends in the middle of a UTF-8 character"
-        } else {
-            "is not UTF-8"
+        let one = bad == 1;
+        let what = match (e.utf8_error().error_len().is_none(), one) {
+            (true, true) => "ends in the middle of a UTF-8 character",
+            (true, false) => "end in the middle of a UTF-8 character",
+            (false, true) => "is not UTF-8",
+            (false, false) => "are not UTF-8",
         };
         Diagnostic::new(
             prefix,
@@ -55,7 +57,7 @@ pub fn decode(bytes: Vec<u8>) -> Result<String, Diagnostic> {
             at..at + bad,
             format!(
                 "the document is not UTF-8 text: the {} {shown} here {what}; save the document as UTF-8",
-                if bad == 1 { "byte" } else { "bytes" }
+                if one { "byte" } else { "bytes" }
             ),
             "not UTF-8",
         )
@@ -166,6 +168,33 @@ pub(crate) fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One byte `is`, two `are` (the tester read `the bytes 0xE4 0x92 here is not UTF-8`).
+    #[test]
+    fn a_not_utf8_message_agrees_with_its_bytes() {
+        let m = |b: &[u8]| decode(b.to_vec()).unwrap_err().message;
+        assert!(
+            m(b"a\xFFb").contains("the byte 0xFF here is not UTF-8"),
+            "{}",
+            m(b"a\xFFb")
+        );
+        assert!(
+            m(b"a\xE4\x92A").contains("the bytes 0xE4 0x92 here are not UTF-8"),
+            "{}",
+            m(b"a\xE4\x92A")
+        );
+        assert!(
+            m(b"a\xE4\x92")
+                .contains("the bytes 0xE4 0x92 here end in the middle of a UTF-8 character"),
+            "{}",
+            m(b"a\xE4\x92")
+        );
+        assert!(
+            m(b"a\xE4").contains("the byte 0xE4 here ends in the middle"),
+            "{}",
+            m(b"a\xE4")
+        );
+    }
 
     /// Variants of a document: itself, each line left out, each line doubled, and the
     /// statements in reverse (names used above their definition).
