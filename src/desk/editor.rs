@@ -87,6 +87,25 @@ impl Default for Editor {
     }
 }
 
+/// A CANCEL of a name the standing book does not hold, as the submit refuses it (the
+/// router's `unknown-ref`, [`crate::turn::cancel_unknown`]): the live check said `parses ✓`
+/// and the submit refused.
+fn cancel_refusal(text: &str, doc: &lang::ast::Document, scope: &Scope) -> Option<Diagnostic> {
+    let lang::ast::StatementKind::Cancel(c) = &doc.statements.first()?.kind else {
+        return None;
+    };
+    let msg = crate::turn::cancel_unknown(&c.target.text, scope)?;
+    let span = c.target.span.start as usize..c.target.span.end as usize;
+    Some(Diagnostic::new(
+        text,
+        &lang::diag::LineIndex::new(text),
+        lang::diag::Rule::UnknownRef,
+        span,
+        msg,
+        "not in the standing book",
+    ))
+}
+
 fn char_to_byte(s: &str, col: usize) -> usize {
     s.char_indices().nth(col).map(|(i, _)| i).unwrap_or(s.len())
 }
@@ -210,9 +229,13 @@ impl Editor {
         self.diags = if self.is_blank() {
             Vec::new()
         } else {
-            lang::check_in_scope(&self.text(), Mode::Turn, &self.scope)
-                .err()
-                .unwrap_or_default()
+            let text = self.text();
+            match lang::check_in_scope(&text, Mode::Turn, &self.scope) {
+                Ok(doc) => cancel_refusal(&text, &doc, &self.scope)
+                    .into_iter()
+                    .collect(),
+                Err(e) => e,
+            }
         };
     }
 
@@ -495,6 +518,26 @@ mod tests {
         // The book moves on without `b`: the same text is refused again, at once.
         e.set_scope(&Scope::default());
         assert_eq!(e.diagnostics().len(), 1, "{:?}", e.diagnostics());
+    }
+
+    /// `CANCEL lat` with `late` in the book read `parses ✓` and the submit refused it as
+    /// `unknown-ref`: the live check refuses it too, in the router's words, under the name.
+    #[test]
+    fn a_cancel_of_a_name_not_in_the_book_is_refused_as_typed() {
+        let mut e = Editor::new("CANCEL lat\n");
+        let mut book = Scope::default();
+        book.plans.insert("late".to_string());
+        e.set_scope(&book);
+        let d = e.diagnostics();
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].rule.name(), "unknown-ref");
+        assert_eq!(
+            d[0].message,
+            "CANCEL names `lat`, which is not in the standing book; in scope: late"
+        );
+        assert_eq!((d[0].line, d[0].col), (1, 8));
+        e.set_text("CANCEL late\n");
+        assert!(e.diagnostics().is_empty(), "{:?}", e.diagnostics());
     }
 
     #[test]

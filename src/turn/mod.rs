@@ -778,20 +778,12 @@ fn route_kestrel(
             reason: s.reason.clone(),
         },
         StatementKind::Cancel(c) => {
-            if let Some(book) = &ctx.standing
-                && !book.plans.contains(&c.target.text)
+            if let Some(msg) = ctx
+                .standing
+                .as_ref()
+                .and_then(|book| cancel_unknown(&c.target.text, book))
             {
                 let (l, cc) = at(first);
-                let known: Vec<&str> = book.plans.iter().map(String::as_str).collect();
-                let msg = format!(
-                    "CANCEL names `{}`, which is not in the standing book; in scope: {}",
-                    c.target.text,
-                    if known.is_empty() {
-                        "nothing".to_string()
-                    } else {
-                        known.join(", ")
-                    }
-                );
                 return invalid(
                     vec![TurnError::new("PARSE", "unknown-ref", msg, l, cc)],
                     journal,
@@ -855,4 +847,22 @@ fn route_kestrel(
     let mut t = turn(ctx, outcome, journal, kestrel, source);
     t.checked = Checked(Some(std::sync::Arc::new(doc)));
     t
+}
+
+/// Why a CANCEL of `target` is refused against the standing `book`: it names no plan there
+/// (`None`: it does). The router's `unknown-ref` and the desk editor's live check say the
+/// same words.
+pub(crate) fn cancel_unknown(target: &str, book: &crate::lang::rules::Scope) -> Option<String> {
+    if book.plans.contains(target) {
+        return None;
+    }
+    let known: Vec<&str> = book.plans.iter().map(String::as_str).collect();
+    Some(format!(
+        "CANCEL names `{target}`, which is not in the standing book; in scope: {}",
+        if known.is_empty() {
+            "nothing".to_string()
+        } else {
+            known.join(", ")
+        }
+    ))
 }
