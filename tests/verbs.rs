@@ -2472,3 +2472,243 @@ fn r_usd_help_says_what_each_verb_takes() {
         "{out}"
     );
 }
+
+/// The Bus's events of `kind`, parsed.
+fn bus_events(path: &Path, kind: &str) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .expect("bus")
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["type"] == kind)
+        .collect()
+}
+
+/// A POD's day-loss halt is in the report, text and JSON, as the Bus has it: when, the loss
+/// over the limit, the plans it halted and the ones it flattened; a plan it left halted
+/// reads `halted (pod)` (an INVALIDATE's reads `halted`), and `reason` in JSON. The Bus is
+/// the same bytes whichever report is asked for.
+#[test]
+fn run_report_says_what_a_pod_halt_did() {
+    let d = tmp("podhalt");
+    let src = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/run-desk.kestrel"),
+    )
+    .expect("example");
+    assert!(src.contains("day-loss 2R"), "the example's POD");
+    let pod = d.join("pod.kestrel");
+    std::fs::write(&pod, src.replace("day-loss 2R", "day-loss 0.01R")).expect("write");
+    let (bus_t, bus_j) = (d.join("t.jsonl"), d.join("j.jsonl"));
+    let (code, text, err) = kestrel(&[
+        "run",
+        "--tape",
+        TAPE,
+        "--plans",
+        s(&pod),
+        "--bus",
+        s(&bus_t),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let (code, json, err) = kestrel(&[
+        "run",
+        "--tape",
+        TAPE,
+        "--plans",
+        s(&pod),
+        "--bus",
+        s(&bus_j),
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        std::fs::read(&bus_t).unwrap(),
+        std::fs::read(&bus_j).unwrap()
+    );
+    let halt = bus_events(&bus_t, "pod-halt");
+    assert_eq!(halt.len(), 1, "the tester's run halts once");
+    let h = &halt[0];
+    let ts = h["ts"].as_str().unwrap();
+    let halted: Vec<String> = bus_events(&bus_t, "plan-state")
+        .iter()
+        .filter(|e| e["reason"] == "POD desk day-loss" && e["state"] == "halted")
+        .map(|e| e["plan"].as_str().unwrap().to_string())
+        .collect();
+    let flattened: Vec<String> = bus_events(&bus_t, "order-placed")
+        .iter()
+        .filter(|e| e["role"] == "flatten" && e["ts"] == ts)
+        .map(|e| e["plan"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        !halted.is_empty() && !flattened.is_empty(),
+        "{halted:?} {flattened:?}"
+    );
+    let note = format!(
+        "POD desk halted at {}: day loss ${} over its ${} limit; halted {}; flattened {}",
+        &ts[..8],
+        h["loss_usd"].as_str().unwrap(),
+        h["limit_usd"].as_str().unwrap(),
+        halted.join(", "),
+        flattened.join(", ")
+    );
+    assert!(text.contains(&format!("\nnote: {note}\n")), "{text}");
+    // The plans still halted at the end say by what; the example's INVALIDATE halt (its
+    // own run, no POD breach) keeps `halted`.
+    let v: serde_json::Value = serde_json::from_str(&json).expect("json");
+    let plans = v["plans"].as_array().unwrap();
+    let still: Vec<&serde_json::Value> = plans.iter().filter(|p| p["state"] == "halted").collect();
+    assert!(!still.is_empty(), "{json}");
+    for p in &still {
+        assert_eq!(p["reason"], "POD desk day-loss", "{p}");
+        let name = p["name"].as_str().unwrap();
+        let row = text
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap();
+        assert!(row.contains(" halted (pod) "), "{row}");
+    }
+    let j = &v["pod_halts"][0];
+    assert_eq!(j["note"], note.as_str(), "{json}");
+    assert_eq!(j["ts"], ts);
+    assert_eq!(j["halted"], serde_json::json!(halted));
+    assert_eq!(j["flattened"], serde_json::json!(flattened));
+    let (code, text, err) = kestrel(&[
+        "run",
+        "--tape",
+        TAPE,
+        "--plans",
+        "examples/run-desk.kestrel",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!text.contains("POD ") && !text.contains("(pod)"), "{text}");
+    let headline = text
+        .lines()
+        .find(|l| l.starts_with("headline-puts "))
+        .unwrap();
+    assert!(headline.contains(" halted "), "{headline}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A plan armed with its ttl already past (at the open, or later by an ARM) arms and expires
+/// at once, as before: the run says so on stderr (`TTL-PAST`), and the report has a note
+/// and a `warnings` entry. A fixed strike far from the exec's spot at the arming is named
+/// likewise (`STRIKE-FAR`), with the level's likely source. The Bus does not change.
+#[test]
+fn run_warns_of_a_ttl_already_past_and_a_strike_far_from_spot() {
+    let d = tmp("armwarn");
+    let late = d.join("late.kestrel");
+    std::fs::write(
+        &late,
+        "PLAN p budget 0.25R ttl 09:00\n  WHEN spot > 0\n  DO buy 1 ATM C @ fair\n",
+    )
+    .expect("write");
+    let (code, text, err) = kestrel(&["run", "--tape", TAPE, "--plans", s(&late)]);
+    assert_eq!(code, 0, "{err}");
+    let header = tape_header();
+    let open = header["open"].as_str().unwrap();
+    let why =
+        format!("its ttl 09:00 is already past at {open}: it expires at once, before it can fire");
+    assert!(
+        err.contains(&format!("warning code=TTL-PAST message=plan p: {why}\n")),
+        "{err}"
+    );
+    assert!(
+        text.contains(&format!("\nnote: plan p done: {why} (TTL-PAST)\n")),
+        "{text}"
+    );
+    let (_, json, _) = kestrel(&["run", "--tape", TAPE, "--plans", s(&late), "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&json).expect("json");
+    assert_eq!(v["warnings"][0]["code"], "TTL-PAST", "{json}");
+    assert_eq!(v["warnings"][0]["plan"], "p", "{json}");
+    assert_eq!(v["warnings"][0]["message"], why.as_str(), "{json}");
+    // Armed later by an ARM, past its ttl by then: warned at that arming's time.
+    let chain = d.join("chain.kestrel");
+    std::fs::write(
+        &chain,
+        "PLAN a budget 0.25R ttl +1h\n  WHEN spot > 0 AND NOT phase open\n  DO buy 10 shares @ ask\n  ARM b\nPLAN b budget 0.25R ttl 09:31\n  WHEN spot > 0\n  DO buy 10 shares @ ask\n",
+    )
+    .expect("write");
+    let bus = d.join("chain.jsonl");
+    let (code, _, err) = kestrel(&[
+        "run",
+        "--tape",
+        TAPE,
+        "--plans",
+        s(&chain),
+        "--bus",
+        s(&bus),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let armed = bus_events(&bus, "plan-state")
+        .into_iter()
+        .find(|e| e["plan"] == "b" && e["state"] == "armed")
+        .expect("b armed by a");
+    let at = &armed["ts"].as_str().unwrap()[..5];
+    assert!(
+        err.contains(&format!(
+            "warning code=TTL-PAST message=plan b: its ttl 09:31 is already past at {at}"
+        )),
+        "{err}"
+    );
+    // An SPX level on the SPY exec, armed at the open (SPY's prior close, before its first
+    // trade).
+    let far = d.join("far.kestrel");
+    std::fs::write(
+        &far,
+        "USING signal SPX exec SPY 0dte\nPLAN m2 budget 0.25R ttl +1h\n  WHEN spot > 0\n  DO buy 1 5123 C @ fair\n",
+    )
+    .expect("write");
+    let (far_bus, base_bus) = (d.join("far.jsonl"), d.join("base.jsonl"));
+    let (code, text, err) = kestrel(&[
+        "run",
+        "--tape",
+        TAPE,
+        "--plans",
+        s(&far),
+        "--bus",
+        s(&far_bus),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let close = header["symbols"]["SPY"]["prior_close"].as_f64().unwrap();
+    let why = format!(
+        "DO#1 strike 5123 is {:.0}% above SPY's prior close {close:.2}: an SPX level on the SPY exec?",
+        (5123.0 - close) / close * 100.0
+    );
+    assert!(
+        err.contains(&format!("warning code=STRIKE-FAR message=plan m2: {why}\n")),
+        "{err}"
+    );
+    assert!(text.contains(&format!(": {why} (STRIKE-FAR)\n")), "{text}");
+    // Near the money: no warning. The warnings are not on the Bus.
+    let near = d.join("near.kestrel");
+    std::fs::write(
+        &near,
+        std::fs::read_to_string(&far)
+            .unwrap()
+            .replace("5123", "516"),
+    )
+    .unwrap();
+    let (code, _, err) = kestrel(&[
+        "run",
+        "--tape",
+        TAPE,
+        "--plans",
+        s(&near),
+        "--bus",
+        s(&base_bus),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("warning"), "{err}");
+    for b in [&far_bus, &bus] {
+        let text = std::fs::read_to_string(b).unwrap();
+        assert!(
+            !text.contains("STRIKE-FAR") && !text.contains("TTL-PAST"),
+            "{text}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// The header of [`TAPE`].
+fn tape_header() -> serde_json::Value {
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(TAPE)).unwrap();
+    serde_json::from_str(text.lines().next().unwrap()).unwrap()
+}

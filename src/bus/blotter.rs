@@ -256,6 +256,40 @@ pub fn summary_of(note: Option<&str>, fires: u64, fills: u64) -> String {
     }
 }
 
+/// A POD's day-loss halt (`pod-halt`) with what the engine did to the book at it, read from
+/// the events it wrote after it at the same tape time: the plans it halted (their
+/// `plan-state` says `POD <name> day-loss`), the working orders it pulled (`pod halt`) and
+/// the plans it flattened (`FLATTEN` orders).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodHaltLine {
+    /// Tape time of the breach.
+    pub ts: Ts,
+    /// The POD's name.
+    pub pod: String,
+    /// The book's loss at the breach, dollars (positive).
+    pub loss: Px,
+    /// The POD's day-loss limit, dollars.
+    pub limit: Px,
+    /// The plans it halted, in the order it halted them.
+    pub halted: Vec<String>,
+    /// The plans whose working orders it pulled, each once, with how many.
+    pub pulled: Vec<(String, u64)>,
+    /// The plans whose positions it flattened, each once.
+    pub flattened: Vec<String>,
+}
+
+impl PodHaltLine {
+    /// The `plan-state` reason of a plan this POD halted.
+    pub fn reason(&self) -> String {
+        pod_halt_reason(&self.pod)
+    }
+}
+
+/// The `plan-state` reason the engine gives a plan a POD's day-loss halted.
+pub fn pod_halt_reason(pod: &str) -> String {
+    format!("POD {pod} day-loss")
+}
+
 /// A risk decision on a plan's ticket (`veto`, `clamp` events), for the screen.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Risk {
@@ -591,6 +625,8 @@ pub struct Blotter {
     clamped: BTreeMap<(String, String), String>,
     /// The sessions of a multi-session Bus (empty on a v1 tape's).
     pub sessions: Vec<SessionMark>,
+    /// Every POD day-loss halt, in order, with what it did.
+    pub pod_halts: Vec<PodHaltLine>,
     /// The engine's live marks (not part of the projection: see [`LiveMarks`]).
     live: LiveMarks,
 }
@@ -603,6 +639,13 @@ impl Blotter {
             b.apply(e);
         }
         b
+    }
+
+    /// The last POD halt, if it was at `ts`: the engine writes what a halt does right after
+    /// its `pod-halt` event, in the same step (after every plan stepped, so nothing else of
+    /// the step comes between).
+    fn pod_halt_at(&mut self, ts: Ts) -> Option<&mut PodHaltLine> {
+        self.pod_halts.last_mut().filter(|h| h.ts == ts)
     }
 
     /// Note a risk decision on one of `plan`'s tickets.
@@ -784,16 +827,22 @@ impl Blotter {
                 }
             }
             Event::PlanState {
+                ts,
                 plan,
                 state,
                 reason,
-                ..
             } => {
                 let l = self.line(plan);
                 l.state = *state;
                 l.reason = reason.clone();
                 if let Some(r) = reason {
                     l.note = Some(r.clone());
+                }
+                if *state == PlanState::Halted
+                    && let Some(h) = self.pod_halt_at(*ts)
+                    && reason.as_deref() == Some(h.reason().as_str())
+                {
+                    h.halted.push(plan.clone());
                 }
             }
             Event::PlanFired {
@@ -890,6 +939,12 @@ impl Blotter {
                 ..
             } => {
                 let risk = self.clamped.remove(&(plan.clone(), clause.clone()));
+                if *role == OrderRole::Flatten
+                    && let Some(h) = self.pod_halt_at(*ts)
+                    && !h.flattened.contains(plan)
+                {
+                    h.flattened.push(plan.clone());
+                }
                 self.order_at.insert(*order, self.orders.len());
                 self.orders.push(OrderLine {
                     ts: *ts,
@@ -920,8 +975,17 @@ impl Blotter {
                 );
             }
             Event::OrderRepriced { order, limit, .. } => self.set_limit(*order, *limit),
-            Event::OrderCancelled { ts, order, .. } => {
-                self.resting.remove(*order);
+            Event::OrderCancelled { ts, order, reason } => {
+                let pulled = self.resting.remove(*order);
+                if reason == "pod halt"
+                    && let Some(r) = pulled
+                    && let Some(h) = self.pod_halt_at(*ts)
+                {
+                    match h.pulled.iter_mut().find(|(p, _)| *p == r.plan) {
+                        Some((_, n)) => *n += 1,
+                        None => h.pulled.push((r.plan, 1)),
+                    }
+                }
                 if let Some(o) = self.order_mut(*order)
                     && o.state == OrderState::Working
                 {
@@ -1021,6 +1085,20 @@ impl Blotter {
                 }
             }
             Event::Excursion { plan, mae_usd, .. } => self.line(plan).mae = mae_usd.raw(),
+            Event::PodHalt {
+                ts,
+                pod,
+                loss_usd,
+                limit_usd,
+            } => self.pod_halts.push(PodHaltLine {
+                ts: *ts,
+                pod: pod.clone(),
+                loss: *loss_usd,
+                limit: *limit_usd,
+                halted: Vec::new(),
+                pulled: Vec::new(),
+                flattened: Vec::new(),
+            }),
             _ => {}
         }
     }

@@ -167,11 +167,22 @@ pub fn run(a: &AgentArgs) -> i32 {
         errln!("{e}");
         return replay::EXIT_REFUSED;
     }
+    let mut s = s;
+    let opening = super::run::arm_warnings(s.take_arm_warnings());
+    for w in &opening {
+        errln!("{}", w.line());
+    }
     let mut pending = pending;
-    let s = match super::run::play(s, &a.tape, &mut pending) {
+    let mut s = match super::run::play(s, &a.tape, &mut pending) {
         Ok(s) => s,
         Err(code) => return code,
     };
+    let mut all = opening.clone();
+    all.extend(s.take_arm_warnings());
+    let warnings = super::run::arm_warnings(all);
+    for w in &warnings[opening.len()..] {
+        errln!("{}", w.line());
+    }
     let mut provider_errors = ProviderErrors::default();
     provider_errors.note(s.turn_log());
     let c = s.counts().clone();
@@ -188,7 +199,7 @@ pub fn run(a: &AgentArgs) -> i32 {
     }
     let report = if a.out.json {
         let mut v: serde_json::Value =
-            serde_json::from_str(&json_report(&bus, &a.tape.display().to_string()))
+            serde_json::from_str(&json_report(&bus, &a.tape.display().to_string(), &warnings))
                 .unwrap_or_default();
         v["author"] = serde_json::Value::String(author_name.clone());
         if let Some(arm) = &arm {
@@ -200,7 +211,7 @@ pub fn run(a: &AgentArgs) -> i32 {
     } else {
         format!(
             "{}author {}: wakes {} | supersede {} stand-down {} view-request {} cancel {} pass {} | invalid {} truncated {} provider-error {} | fail-closed pass {} | repaired {}\n",
-            text_report(&bus),
+            text_report(&bus, &warnings),
             arm.clone().unwrap_or_else(|| author_name.clone()),
             c.wakes,
             c.supersede,

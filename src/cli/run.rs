@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use super::out;
 
 use crate::bus::{self, Blotter, Bus};
-use crate::engine::{EngineConfig, fill};
+use crate::engine::{ArmWarning, EngineConfig, fill};
 use crate::market::{Px, TapeReader};
 use crate::session::{Headless, Reader, RunConfig, Session};
 
@@ -62,6 +62,20 @@ pub struct PlanReport {
     /// The last of those decisions in a few words, with the budget that made it
     /// (`VETO worst $50.00 > $21.00 left (re-price esc#1 1.04), by the book spy budget`).
     pub risk: Option<String>,
+    /// The POD whose day-loss halt left the plan `halted` (its `plan-state` said `POD desk
+    /// day-loss`): told apart from a plan an INVALIDATE halted. `None` for every other plan.
+    pub pod: Option<String>,
+}
+
+impl PlanReport {
+    /// The state as the text report's table says it: `halted (pod)` for a plan a POD's
+    /// day-loss halt left halted (an INVALIDATE's is `halted`).
+    pub fn shown_state(&self) -> String {
+        match &self.pod {
+            Some(_) => format!("{} (pod)", self.state),
+            None => self.state.clone(),
+        }
+    }
 }
 
 /// Per-plan lines from a Blotter, in order of first appearance.
@@ -79,9 +93,19 @@ pub fn plan_reports(b: &Blotter) -> Vec<PlanReport> {
                 .reason
                 .clone()
                 .filter(|_| l.state == crate::bus::PlanState::DeArmed);
+            let pod = b
+                .pod_halts
+                .iter()
+                .rev()
+                .find(|h| {
+                    l.state == crate::bus::PlanState::Halted
+                        && l.reason.as_deref() == Some(h.reason().as_str())
+                })
+                .map(|h| h.pod.clone());
             Some(PlanReport {
                 state,
                 reason,
+                pod,
                 vetoes: l.vetoes,
                 clamps: l.clamps,
                 risk: l
@@ -113,7 +137,9 @@ fn num(p: Px) -> serde_json::Value {
 }
 
 /// The canonical JSON report (sorted keys, exact decimals, one line).
-pub fn json_report(bus: &Bus, tape_path: &str) -> String {
+/// `warnings`: the warnings at arming the run's engine gave ([`arm_warnings`]), in a
+/// `warnings` array as the MCP tools carry theirs (`code`, `message`, the `warning` line).
+pub fn json_report(bus: &Bus, tape_path: &str, warnings: &[ArmWarning]) -> String {
     let b = bus.blotter();
     let plans: Vec<serde_json::Value> = plan_reports(b)
         .into_iter()
@@ -130,8 +156,10 @@ pub fn json_report(bus: &Bus, tape_path: &str) -> String {
                 "mae_usd": num(p.mae_usd),
                 "mae_r": num(p.mae_r),
             });
-            // Only a de-armed plan has one, so every other report keeps its bytes.
-            if let (Some(r), Some(o)) = (p.reason, v.as_object_mut()) {
+            // Only a de-armed plan, or one a POD's day-loss halt left halted (the Bus's
+            // reason, `POD desk day-loss`), has one, so every other report keeps its bytes.
+            let pod = p.pod.as_deref().map(crate::bus::blotter::pod_halt_reason);
+            if let (Some(r), Some(o)) = (p.reason.or(pod), v.as_object_mut()) {
                 o.insert("reason".into(), serde_json::Value::String(r));
             }
             // Only a plan L0 risk refused or scaled has them: the rest keep their bytes.
@@ -146,6 +174,22 @@ pub fn json_report(bus: &Bus, tape_path: &str) -> String {
         })
         .collect();
     let total = b.book_pnl();
+    let halts: Vec<serde_json::Value> = b
+        .pod_halts
+        .iter()
+        .map(|h| {
+            serde_json::json!({
+                "pod": h.pod,
+                "ts": h.ts.to_string(),
+                "loss_usd": num(h.loss),
+                "limit_usd": num(h.limit),
+                "halted": h.halted,
+                "pulled": h.pulled.iter().map(|(plan, n)| serde_json::json!({"plan": plan, "orders": n})).collect::<Vec<_>>(),
+                "flattened": h.flattened,
+                "note": pod_halt_note(h),
+            })
+        })
+        .collect();
     let mut v = serde_json::json!({
         "tape": b.tape,
         "tape_path": tape_path,
@@ -159,6 +203,16 @@ pub fn json_report(bus: &Bus, tape_path: &str) -> String {
         "pnl_usd": num(Px(total)),
         "pnl_r": num(b.in_r(total).unwrap_or(Px::ZERO)),
     });
+    // Only a run with a POD halt, or a warning at arming, has them: the rest keep their
+    // bytes.
+    if let Some(o) = v.as_object_mut() {
+        if !halts.is_empty() {
+            o.insert("pod_halts".into(), serde_json::Value::Array(halts));
+        }
+        if !warnings.is_empty() {
+            o.insert("warnings".into(), warnings_json(warnings));
+        }
+    }
     // A multi-session tape (v2): each session's results too; the top-level figures are
     // the sums over its sessions. A v1 tape's report is unchanged.
     let sessions = b.session_results();
@@ -298,8 +352,88 @@ fn risk_notes(plans: &[PlanReport]) -> String {
         .collect()
 }
 
+/// What a POD's day-loss halt did, as the engine did it: `POD desk halted at 09:35:29: day
+/// loss $15.36 over its $10.00 limit; halted breakout, vwap-flush; pulled 1 working order
+/// of breakout; flattened vwap-flush`.
+fn pod_halt_note(h: &crate::bus::blotter::PodHaltLine) -> String {
+    let mut s = format!(
+        "POD {} halted at {}: day loss {} over its {} limit",
+        h.pod,
+        h.ts.hhmmss(),
+        dollars(h.loss),
+        dollars(h.limit)
+    );
+    if h.halted.is_empty() {
+        s.push_str("; no plan was live to halt");
+    } else {
+        s.push_str(&format!("; halted {}", h.halted.join(", ")));
+    }
+    if !h.pulled.is_empty() {
+        let n: u64 = h.pulled.iter().map(|(_, n)| n).sum();
+        let of: Vec<&str> = h.pulled.iter().map(|(p, _)| p.as_str()).collect();
+        s.push_str(&format!(
+            "; pulled {n} working order{} of {}",
+            if n == 1 { "" } else { "s" },
+            of.join(", ")
+        ));
+    }
+    if !h.flattened.is_empty() {
+        s.push_str(&format!("; flattened {}", h.flattened.join(", ")));
+    }
+    s
+}
+
+/// The warnings at arming once each, in order: a multi-session tape arms its opening
+/// documents again at every session, and says the same of them each time.
+pub fn arm_warnings(warnings: Vec<ArmWarning>) -> Vec<ArmWarning> {
+    let mut seen = std::collections::BTreeSet::new();
+    warnings
+        .into_iter()
+        .filter(|w| seen.insert((w.code, w.plan.clone(), w.message.clone())))
+        .collect()
+}
+
+/// The `warnings` array of a JSON report: each warning's code, plan, tape time, message and
+/// the line `kestrel run` printed for it.
+fn warnings_json(warnings: &[ArmWarning]) -> serde_json::Value {
+    warnings
+        .iter()
+        .map(|w| {
+            serde_json::json!({
+                "code": w.code,
+                "plan": w.plan,
+                "ts": w.ts.to_string(),
+                "message": w.message,
+                "warning": w.line(),
+            })
+        })
+        .collect()
+}
+
+/// One line per warning at arming (`note: plan late done: its ttl 09:00 is already past at
+/// 09:30: it expires at once, before it can fire (TTL-PAST)`), with the plan's state.
+fn warning_notes(plans: &[PlanReport], warnings: &[ArmWarning]) -> String {
+    warnings
+        .iter()
+        .map(|w| {
+            let state = plans
+                .iter()
+                .find(|p| p.name == w.plan)
+                .map(|p| format!(" {}", p.shown_state()))
+                .unwrap_or_default();
+            format!(
+                "note: plan {}{state}: {} ({})\n",
+                w.plan,
+                crate::lang::diag::visible_line(&w.message),
+                w.code
+            )
+        })
+        .collect()
+}
+
 /// The human report: money in dollars and cents, R to four decimals, columns aligned.
-pub fn text_report(bus: &Bus) -> String {
+/// `warnings`: the warnings at arming the run's engine gave ([`arm_warnings`]), each a note.
+pub fn text_report(bus: &Bus, warnings: &[ArmWarning]) -> String {
     let b = bus.blotter();
     let mut s = String::new();
     s.push_str(&format!(
@@ -321,8 +455,8 @@ pub fn text_report(bus: &Bus) -> String {
     let plans = plan_reports(b);
     for p in plans.iter().cloned() {
         rows.push(vec![
-            p.name,
-            p.state,
+            p.name.clone(),
+            p.shown_state(),
             p.fires.to_string(),
             p.fills.to_string(),
             usd(p.real_usd),
@@ -334,8 +468,12 @@ pub fn text_report(bus: &Bus) -> String {
         ]);
     }
     s.push_str(&table(&rows, 2));
+    for h in &b.pod_halts {
+        s.push_str(&format!("note: {}\n", pod_halt_note(h)));
+    }
     s.push_str(&why_de_armed(&plans));
     s.push_str(&risk_notes(&plans));
+    s.push_str(&warning_notes(&plans, warnings));
     let sessions = b.session_results();
     if sessions.len() > 1 {
         let mut rows = vec![
@@ -714,20 +852,33 @@ pub fn run(a: Args) -> i32 {
             return 1;
         }
     };
+    // The plans armed at the open are warned of before the tape plays; those an ARM arms
+    // later, once it has.
+    let mut s = s;
+    let opening = arm_warnings(s.take_arm_warnings());
+    for w in &opening {
+        errln!("{}", w.line());
+    }
     let mut pending = pending;
-    let s = match play(s, &a.tape, &mut pending) {
+    let mut s = match play(s, &a.tape, &mut pending) {
         Ok(s) => s,
         Err(code) => return code,
     };
+    let mut all = opening.clone();
+    all.extend(s.take_arm_warnings());
+    let warnings = arm_warnings(all);
+    for w in &warnings[opening.len()..] {
+        errln!("{}", w.line());
+    }
     let bus = s.finish();
     if let Some(e) = bus.error() {
         errln!("error code=IO message=writing the bus: {e}");
         return 1;
     }
     let report = if a.out.json {
-        json_report(&bus, &a.tape.display().to_string()) + "\n"
+        json_report(&bus, &a.tape.display().to_string(), &warnings) + "\n"
     } else {
-        text_report(&bus)
+        text_report(&bus, &warnings)
     };
     match bus.into_sink() {
         Ok(sink) => drop(sink),
@@ -886,8 +1037,8 @@ mod tests {
             )
             .unwrap()
         };
-        let j1 = json_report(&go(), "t");
-        let j2 = json_report(&go(), "t");
+        let j1 = json_report(&go(), "t", &[]);
+        let j2 = json_report(&go(), "t", &[]);
         assert_eq!(j1, j2);
         let v: serde_json::Value = serde_json::from_str(&j1).unwrap();
         assert_eq!(v["fill_model"], "strict-cross-v1");
@@ -925,13 +1076,13 @@ mod tests {
             "{PLAN}\nPLAN elsewhere budget 1R ttl +10m\n  USING signal QQQ exec SPY\n  WHEN spot crosses above 1\n  DO buy 10 shares @ ask\n"
         );
         let bus = replayed(&d, &plans);
-        let v: serde_json::Value = serde_json::from_str(&json_report(&bus, "t")).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&json_report(&bus, "t", &[])).unwrap();
         let why = "UNKNOWN symbol QQQ: the tape does not carry it (USING)";
         assert_eq!(v["plans"][1]["name"], "elsewhere");
         assert_eq!(v["plans"][1]["state"], "de-armed");
         assert_eq!(v["plans"][1]["reason"], why);
         assert!(v["plans"][0].get("reason").is_none(), "{v}");
-        let text = text_report(&bus);
+        let text = text_report(&bus, &[]);
         assert!(
             text.contains(&format!("\nnote: plan elsewhere de-armed: {why}\n")),
             "{text}"
@@ -951,7 +1102,7 @@ mod tests {
              PLAN some budget 0.005R ttl +10m\n  WHEN spot crosses above 100.7\n  DO buy 10 shares @ ask\n"
         );
         let bus = replayed(&d, &plans);
-        let v: serde_json::Value = serde_json::from_str(&json_report(&bus, "t")).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&json_report(&bus, "t", &[])).unwrap();
         assert_eq!(v["plans"][1]["name"], "tiny");
         assert_eq!(v["plans"][1]["vetoes"], 1, "{v}");
         assert!(v["plans"][1].get("clamps").is_none(), "{v}");
@@ -960,7 +1111,7 @@ mod tests {
         for k in ["vetoes", "clamps"] {
             assert!(v["plans"][0].get(k).is_none(), "{v}");
         }
-        let text = text_report(&bus);
+        let text = text_report(&bus, &[]);
         assert!(
             text.contains("\nnote: plan tiny ") && text.contains(": vetoed 1×: last VETO worst $"),
             "{text}"

@@ -18,6 +18,7 @@
 //! assert_eq!(bus.blotter().fills.len(), 1);
 //! ```
 
+pub mod arming;
 pub mod fill;
 pub mod gate;
 pub mod price;
@@ -46,6 +47,7 @@ use crate::market::{
     TapeHeader, Ts,
 };
 
+pub use arming::ArmWarning;
 pub use fill::{FillModel, StrictCrossV1};
 use price::{CPrice, QuoteF, to_grid};
 use trigger::{
@@ -432,6 +434,8 @@ struct Shared {
     /// The symbols (bits by index in `syms`, from 63 on sharing bit 63) with an event at
     /// this tape event: what wakes a plan asleep on its resting orders (`Sched::sleep`).
     sym_events: u64,
+    /// The warnings at arming not yet taken ([`Engine::take_arm_warnings`]): not on the Bus.
+    arm_warnings: Vec<ArmWarning>,
 }
 
 /// The tick engine. Drive it with [`Engine::on_event`] for each tape event and close it with
@@ -622,6 +626,7 @@ impl Engine {
                 pvals: Vec::new(),
                 gate: cfg.regime_gate.then(|| header.tags.clone()),
                 trades: 0,
+                arm_warnings: Vec::new(),
             },
             plans: Vec::new(),
             order: Vec::new(),
@@ -685,7 +690,17 @@ impl Engine {
             }
         }
         next.opening = opening;
+        // The warnings of the sessions before stay to be taken, ahead of this one's.
+        let mut warned = std::mem::take(&mut self.sh.arm_warnings);
+        warned.append(&mut next.sh.arm_warnings);
+        next.sh.arm_warnings = warned;
         *self = next;
+    }
+
+    /// The warnings at arming since the last call, in order ([`arming`]): a plan armed with
+    /// its ttl already past, a fixed strike far from its exec's spot. Not on the Bus.
+    pub fn take_arm_warnings(&mut self) -> Vec<ArmWarning> {
+        std::mem::take(&mut self.sh.arm_warnings)
     }
 
     /// The Bus (its Blotter, hash, events).
@@ -2231,6 +2246,10 @@ fn arm_plan(p: &mut PlanRt, sh: &mut Shared, reason: Option<String>) {
     });
     p.label = PlanState::Dormant;
     set_state(p, sh, PlanState::Armed, reason);
+    if !p.replaced {
+        let w = arming::check(p, sh);
+        sh.arm_warnings.extend(w);
+    }
 }
 
 /// Does an act by `actor` reach a plan or WAKE of `owner`? An act with no owner (a

@@ -724,16 +724,19 @@ pub fn run_in(root: &super::tapes::Root, a: &RunArgs) -> ToolOutput {
             Ok(s) => s,
             Err(e) => return CodedError::plain("TAPE", e).into(),
         };
+    let mut warned = session.take_arm_warnings();
     if let Err(e) = session.play_to_end(&mut || None) {
         return CodedError::from(&e).into();
     }
+    warned.extend(session.take_arm_warnings());
+    let warnings = crate::cli::run::arm_warnings(warned);
     let bus = session.finish();
     // A path under the root is shown relative to it (the root's own place is not told).
     let shown = root
         .dir()
         .and_then(|d| path.strip_prefix(d).ok())
         .unwrap_or(&path);
-    let report = crate::cli::run::json_report(&bus, &shown.display().to_string());
+    let report = crate::cli::run::json_report(&bus, &shown.display().to_string(), &warnings);
     match serde_json::from_str::<Value>(&report) {
         Ok(v) if has_plans => ToolOutput::success(report, v),
         Ok(v) => no_plans(report, v),
@@ -749,10 +752,13 @@ fn no_plans(report: String, mut v: Value) -> ToolOutput {
     let message = crate::cli::run::no_plans_message("plans", "holds");
     let line = format!("warning code=NO-PLANS message={message}");
     if let Value::Object(m) = &mut v {
-        m.insert(
-            "warnings".into(),
-            json!([{ "code": "NO-PLANS", "message": message, "warning": line }]),
-        );
+        // After any the report carries already.
+        let mut all = match m.remove("warnings") {
+            Some(Value::Array(a)) => a,
+            _ => Vec::new(),
+        };
+        all.push(json!({ "code": "NO-PLANS", "message": message, "warning": line }));
+        m.insert("warnings".into(), Value::Array(all));
     }
     ToolOutput::success(format!("{line}\n{report}"), v)
 }

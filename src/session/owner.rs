@@ -1320,6 +1320,12 @@ impl Session {
         }
     }
 
+    /// The engine's warnings at arming since the last call ([`crate::engine::arming`]): not
+    /// on the Bus.
+    pub fn take_arm_warnings(&mut self) -> Vec<crate::engine::ArmWarning> {
+        self.run.engine.take_arm_warnings()
+    }
+
     /// Close the run (settle at the close, `session-end`) and give back its Bus.
     pub fn finish(mut self) -> bus::Bus {
         self.end();
