@@ -5397,3 +5397,80 @@ fn prices_are_both_or_neither_and_numbers() {
     assert_eq!(desk::price_flags(&a), Ok(Some((3.0, 0.15))));
     assert_eq!(desk::price_flags(&args(&["kestrel"])), Ok(None));
 }
+
+/// A plan submitted with its ttl already past, or with an index-level strike on the ETF
+/// exec, arms as written (the Bus records the turn as the headless replay arms it), and the
+/// submit's result says what the engine saw at the arming, as a warning: the plan expires
+/// at once; the strike is far from the exec's spot. A plan with neither says nothing more.
+#[test]
+fn a_submit_warns_of_a_ttl_already_past_and_a_strike_far_from_spot() {
+    let mut app = app();
+    app.send(Command::Seek(ms(10, 0, 0)));
+    app.human_turn(LATE_PLAN);
+    let t = app.turn_rows().last().unwrap().clone();
+    assert!(
+        t.result.starts_with(
+            "armed late; late: its ttl 09:45 is already past at 10:00: it expires at once"
+        ),
+        "{t:?}"
+    );
+    assert_eq!(app.message_level(), NoticeLevel::Warn);
+    assert!(
+        app.snap.notices.iter().any(|n| n.level == NoticeLevel::Warn
+            && n.text
+                .contains("late: its ttl 09:45 is already past at 10:00")),
+        "{:?}",
+        app.snap.notices
+    );
+    app.human_turn("PLAN spx budget 0.25R ttl +1h\n  USING signal SPX exec SPY 0dte\n  WHEN spot > 0\n  DO buy 1 5180 C @ fair\n");
+    let t = app.turn_rows().last().unwrap().clone();
+    // The spot it names is SPY's last trade on the tape by 10:00, and the percentage is
+    // the strike's distance from it.
+    let said = t
+        .result
+        .split("SPY's spot ")
+        .nth(1)
+        .and_then(|r| r.split(':').next())
+        .unwrap_or_else(|| panic!("{t:?}"));
+    let spot: f64 = said.parse().unwrap();
+    let src = desk::tape_source(None).unwrap();
+    let last = String::from_utf8_lossy(&src.bytes)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["type"] == "tick" && v["sym"] == "SPY")
+        .take_while(|v| v["ts"].as_str().is_some_and(|t| t <= "10:00:00.000"))
+        .last()
+        .and_then(|v| v["px"].as_f64())
+        .unwrap();
+    assert_eq!(format!("{last:.2}"), said, "{t:?}");
+    let pct = (5180.0 - spot) / spot * 100.0;
+    assert!(
+        t.result.contains(&format!(
+            "spx: DO#1 strike 5180 is {pct:.0}% above SPY's spot {said}: an SPX level on the SPY exec?"
+        )),
+        "{t:?}"
+    );
+    assert_eq!(app.message_level(), NoticeLevel::Warn);
+    // Near the money, later ttl: nothing more than the arming.
+    app.human_turn("PLAN fine budget 0.25R ttl +1h\n  USING signal SPX exec SPY 0dte\n  WHEN spot > 0\n  DO buy 1 ATM C @ fair\n");
+    let t = app.turn_rows().last().unwrap().clone();
+    assert_eq!(t.result, "armed fine", "{t:?}");
+    assert_eq!(app.message_level(), NoticeLevel::Info);
+    // The session file records the result without the warning (a reopen holds the replay to
+    // it, and a file saved before the warnings were said reopens as it did): it reopens.
+    let dir = tmp("armwarn");
+    let path = dir.join("s.jsonl");
+    let saved = book_with(
+        Some(path.clone()),
+        &[(ms(10, 0, 0), LATE_PLAN)],
+        ms(10, 5, 0),
+    );
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains(r#""result":"armed late""#), "{text}");
+    let back = reopened(&path);
+    assert_eq!(back.hash, saved.snap.hash);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+const LATE_PLAN: &str =
+    "PLAN late budget 0.25R ttl 09:45\n  WHEN spot > 0\n  DO buy 1 ATM C @ fair\n";

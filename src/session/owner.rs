@@ -2523,6 +2523,11 @@ impl Session {
         let reply = Reply::text(text);
         let routed = turn::route(&reply, &ctx);
         let owner = self.chair.as_ref().map(|_| PERSON);
+        // The warnings at arming, said after the result (`; late: its ttl 09:45 is already
+        // past at 10:00: …`) on the turn's row and the footer. The result the session file
+        // records, which a reopen holds the replay to, is without them: a file saved before
+        // they were said reopens as it did.
+        let mut warned = String::new();
         let result = match &routed.outcome {
             Outcome::Supersede { .. } => match routed.document() {
                 Some(doc) => {
@@ -2538,7 +2543,13 @@ impl Session {
                         .filter(|n| b.plans.contains_key(*n) && b.in_current_session(n))
                         .cloned()
                         .collect();
+                    // What arming this document warns of (a ttl already past, a strike far
+                    // from spot) is said on its result, not on the Bus.
+                    drop(self.run.engine.take_arm_warnings());
                     let names = self.run.add_as(&doc, owner);
+                    for w in self.run.engine.take_arm_warnings() {
+                        warned.push_str(&format!("; {}: {}", w.plan, w.message));
+                    }
                     armed_result(self.run.engine.bus(), &doc_names, &names, &standing)
                 }
                 None => "refused: the checked document does not read back".into(),
@@ -2608,19 +2619,20 @@ impl Session {
         };
         self.run.record_human(ts, DESK_WAKE, routed.clone(), text);
         let i = self.run.turn_log().len().saturating_sub(1);
-        self.desk_turns
-            .push((i, author.to_string(), result.clone()));
+        let shown = format!("{result}{warned}");
+        self.desk_turns.push((i, author.to_string(), shown.clone()));
         let what = match &routed.outcome {
             Outcome::Invalid { .. } | Outcome::Truncated { .. } => result.clone(),
             Outcome::Cancel { target } if result.starts_with("refused") => {
                 format!("CANCEL {target} {result}")
             }
-            o => format!("{} → {result}", o.name()),
+            o => format!("{} → {shown}", o.name()),
         };
         let level = if result.starts_with("refused") {
             NoticeLevel::Error
-        } else if result.contains(CAN_ENTER_AGAIN) {
-            // A changed plan whose replaced version still holds: a second position may come.
+        } else if !warned.is_empty() || result.contains(CAN_ENTER_AGAIN) {
+            // A changed plan whose replaced version still holds (a second position may
+            // come), or a warning at arming (a ttl already past, a strike far from spot).
             NoticeLevel::Warn
         } else {
             NoticeLevel::Info
