@@ -4941,6 +4941,194 @@ fn a_desk_bus_replays_headless_as_its_agents_answers_with_a_warning() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `kestrel ARGS` in `cwd`: (exit code, stdout, stderr).
+fn kestrel_in(cwd: &std::path::Path, args: &[&str]) -> (i32, String, String) {
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_kestrel"))
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// A desk as bare `kestrel` opens it (the example plans armed at the open, as the person's
+/// turn), the house-style script agent seated, played to `to` and saved in `dir`: the
+/// session file and its Bus.
+fn desk_with_example_plans(
+    dir: &std::path::Path,
+    to: Ts,
+) -> (std::path::PathBuf, std::path::PathBuf) {
+    let path = dir.join("s.jsonl");
+    let settings = Settings {
+        agent: Some(script(&[AGENT_PLAN])),
+        ..Settings::default()
+    };
+    let how = Opening {
+        save: Some(path.clone()),
+        plans: vec![("examples".into(), desk::DEFAULT_PLANS.into())],
+        ..Opening::default()
+    };
+    let mut app = desk::inline_app_from(desk::tape_source(None).unwrap(), settings, how).unwrap();
+    app.send(Command::Seek(to));
+    drop(app);
+    let bus = saved::bus_path(&path, 0);
+    (path, bus)
+}
+
+/// The default session's Bus (plans armed at the open: the person's `file` turn, written
+/// after its `document-armed`) replays headless and grades, exit 0: before 2026-12-06 both
+/// refused it, `error code=REPLAY … the supersede recorded here has no document-armed record
+/// after it`. The replay arms the person's documents at its open.
+#[test]
+fn a_desk_bus_with_plans_armed_at_the_open_replays_and_grades() {
+    let dir = tmp("desk-bus-open-plans");
+    let (_, bus) = desk_with_example_plans(&dir, ms(11, 0, 0));
+    let bytes = std::fs::read(&bus).unwrap();
+    let text = String::from_utf8_lossy(&bytes);
+    let lines: Vec<&str> = text.lines().collect();
+    // The desk's order: the person's document, then their turn.
+    let armed = lines
+        .iter()
+        .position(|l| {
+            l.contains("\"type\":\"document-armed\"") && l.contains("\"owner\":\"person\"")
+        })
+        .expect("the person's document");
+    let turn = lines
+        .iter()
+        .position(|l| l.contains("\"type\":\"turn\"") && l.contains("\"author\":\"file\""))
+        .expect("the person's file turn");
+    assert!(armed < turn, "{armed} {turn}");
+    let tape = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tapes/trend-2025-04-09-s1.jsonl"
+    );
+    let b = bus.display().to_string();
+    let replay = |out: &str| {
+        kestrel_in(
+            &dir,
+            &["agent", "--tape", tape, "--author", &b, "--bus", out],
+        )
+    };
+    let (code, _, err) = replay("r1.jsonl");
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "warning code=DESK-BUS message={b} is a desk's Bus"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains("over the 1 document(s) the person armed at the open"),
+        "{err}"
+    );
+    // The person's plans armed at the replay's open, without an owner (a headless run).
+    let r1 = std::fs::read_to_string(dir.join("r1.jsonl")).unwrap();
+    let first_armed = r1
+        .lines()
+        .find(|l| l.contains("\"type\":\"document-armed\""))
+        .unwrap();
+    assert!(
+        first_armed.contains("\"breakout\"") && !first_armed.contains("\"owner\""),
+        "{first_armed}"
+    );
+    // Two replays of one desk's Bus give one hash.
+    let (code, _, err) = replay("r2.jsonl");
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(std::fs::read_to_string(dir.join("r2.jsonl")).unwrap(), r1);
+    // Graded: the agent's turn at the open is the subject; the person's plans are context.
+    let tapes = dir.join("tapes");
+    std::fs::create_dir_all(&tapes).unwrap();
+    std::fs::copy(tape, tapes.join("t.jsonl")).unwrap();
+    std::fs::write(
+        dir.join("g.kestrel"),
+        "GRADE wake open OVER tapes/* FILL strict-cross-v1\n  VS null\n",
+    )
+    .unwrap();
+    let (code, out, err) = kestrel_in(
+        &dir,
+        &[
+            "grade",
+            "g.kestrel",
+            "--agent",
+            &b,
+            "--draws",
+            "3",
+            "--resamples",
+            "200",
+            "--json",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let g = &v["grades"][0];
+    assert_eq!(
+        g["grade"], "GRADE wake open OVER tapes/* FILL strict-cross-v1 VS null",
+        "{out}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A desk's Bus the replay cannot honour is refused with a coded error that says why: the
+/// person's turn at the open no longer the document armed before it (edited, its hash kept
+/// consistent) is `REPLAY rule=replay-hash`, exit 2, for `agent --author` and `grade
+/// --agent` alike.
+#[test]
+fn a_desk_bus_whose_persons_turn_is_not_its_document_is_refused() {
+    let dir = tmp("desk-bus-edited");
+    let (_, bus) = desk_with_example_plans(&dir, ms(9, 45, 0));
+    let text = std::fs::read_to_string(&bus).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let at = lines
+        .iter()
+        .position(|l| {
+            l.contains("\"type\":\"document-armed\"") && l.contains("\"owner\":\"person\"")
+        })
+        .unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&lines[at]).unwrap();
+    let edited = format!("{}\n# edited\n", v["text"].as_str().unwrap());
+    v["blake3"] = blake3::hash(edited.as_bytes()).to_hex().to_string().into();
+    v["text"] = edited.into();
+    lines[at] = serde_json::to_string(&v).unwrap();
+    let edited_bus = dir.join("edited.bus-0.jsonl");
+    std::fs::write(&edited_bus, lines.join("\n") + "\n").unwrap();
+    let turn = lines
+        .iter()
+        .position(|l| l.contains("\"type\":\"turn\"") && l.contains("\"author\":\"file\""))
+        .unwrap();
+    let b = edited_bus.display().to_string();
+    let tape = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tapes/trend-2025-04-09-s1.jsonl"
+    );
+    let (code, _, err) = kestrel_in(&dir, &["agent", "--tape", tape, "--author", &b]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "error code=REPLAY rule=replay-hash line={} message={b}: the person's supersede recorded here",
+            turn + 1
+        )) && err.contains(&format!("is not the document armed at line {}", at + 1)),
+        "{err}"
+    );
+    std::fs::write(
+        dir.join("g.kestrel"),
+        "GRADE wake open OVER tapes/* FILL strict-cross-v1\n",
+    )
+    .unwrap();
+    let (code, _, err) = kestrel_in(&dir, &["grade", "g.kestrel", "--agent", &b]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.starts_with("error code=REPLAY message=")
+            && err.contains("the person's supersede recorded here")
+            && err.contains("(rule replay-hash)"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 // ---- What the agent's replies cost and how they failed, on screen ----
 
 /// An OpenAI-compatible server on 127.0.0.1 that streams `reply` to every call and ends

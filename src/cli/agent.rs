@@ -81,12 +81,18 @@ pub fn run(a: &AgentArgs) -> i32 {
         }
     };
     // A saved Bus replays its session: it must be whole, and the replay is held to it
-    // (session::replay). A desk's Bus replays its agent's answers only, and is not.
+    // (session::replay). A desk's Bus replays its agent's answers over the documents the
+    // person armed at the open, and is not (docs/desk.md, "A desk's Bus, headless").
+    let mut desk_bus: Option<DeskBus> = None;
     let recording = author.recorded_bus().and_then(|b| {
         Recording::new(&a.author, b).filter(|r| {
             let desk = r.is_desk();
             if desk {
-                errln!("{}", desk_bus_warning(&a.author));
+                let d = DeskBus {
+                    opening: r.persons_opening(),
+                };
+                errln!("{}", desk_bus_warning(&a.author, &d, !a.plans.is_empty()));
+                desk_bus = Some(d);
             }
             !desk
         })
@@ -105,6 +111,18 @@ pub fn run(a: &AgentArgs) -> i32 {
     } = match super::run::open_inputs(&a.plans, &a.tape, a.bus.as_deref(), &author_file) {
         Ok(x) => x,
         Err(code) => return code,
+    };
+    // A desk's Bus: the person's documents at the open arm at the replay's open (unless
+    // --plans names others), as the desk armed them before its first wake.
+    let docs = match desk_bus.as_ref() {
+        Some(d) if a.plans.is_empty() => match d.documents(&a.author) {
+            Ok(docs) => docs,
+            Err(e) => {
+                errln!("{e}");
+                return replay::EXIT_REFUSED;
+            }
+        },
+        _ => docs,
     };
     let (sink, held) = match recording {
         Some(r) => {
@@ -261,14 +279,49 @@ pub fn run(a: &AgentArgs) -> i32 {
 
 /// The note a desk's Bus replayed headless gets: its agent's turns replay, the person's acts
 /// (in the session file) do not, so the replay is another session and is not held to it.
-fn desk_bus_warning(path: &str) -> String {
+fn desk_bus_warning(path: &str, d: &DeskBus, plans: bool) -> String {
     let session = crate::session::saved::session_of_bus(std::path::Path::new(path)).map_or_else(
         || "its session file".to_string(),
         |p| p.display().to_string(),
     );
+    let opening = match (d.opening.len(), plans) {
+        (0, _) => String::new(),
+        (n, false) => format!(
+            " over the {n} document(s) the person armed at the open (armed here at the open, as --plans would)"
+        ),
+        (n, true) => format!(
+            " over the --plans given (not the {n} document(s) the person armed at the open)"
+        ),
+    };
     format!(
-        "warning code=DESK-BUS message={path} is a desk's Bus: its agent's turns replay, not the person's acts (they are in the session file), so this is another session than the desk's and is not compared with it; to replay the desk's session, kestrel desk --open {session}"
+        "warning code=DESK-BUS message={path} is a desk's Bus: its agent's turns replay{opening}, not the person's other acts (they are in the session file), so this is another session than the desk's and is not compared with it; to replay the desk's session, kestrel desk --open {session}"
     )
+}
+
+/// What a replay of a desk's Bus takes from it besides its agent's turns.
+struct DeskBus {
+    /// The texts of the person's documents at the open ([`Recording::persons_opening`]).
+    opening: Vec<String>,
+}
+
+impl DeskBus {
+    /// The person's documents at the open, checked as `--plans` are: one that no longer
+    /// checks (the Bus was recorded by another version) is a `REPLAY` refusal, exit 2.
+    fn documents(&self, path: &str) -> Result<Vec<crate::lang::Document>, String> {
+        self.opening
+            .iter()
+            .enumerate()
+            .map(|(i, text)| {
+                crate::lang::check(text, crate::lang::Mode::File).map_err(|errs| {
+                    format!(
+                        "error code=REPLAY message={path}: the person's document {} at the open does not check as a document armed at the open ({}): this Bus cannot be replayed headless; kestrel desk --open replays the desk's session",
+                        i + 1,
+                        errs.first().map(|e| e.one_line()).unwrap_or_default()
+                    )
+                })
+            })
+            .collect()
+    }
 }
 
 /// What the run's replies cost, each figure by what measured it (docs/turns.md, "What a

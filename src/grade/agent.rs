@@ -85,10 +85,20 @@ impl AgentSession {
         // turn names, each turn admitted again, each armed document against its hash): a
         // Bus that `agent --author` or `desk --open` refuses is not graded either.
         let mut gate = crate::turn::admit::ReplayGate::default();
+        // The person's turns at the desk (what they typed, and the documents the desk armed
+        // for them at the open), by Bus line: they are not the agent's.
+        let mut persons = std::collections::BTreeSet::new();
         let replayable = events
             .iter()
             .enumerate()
-            .try_for_each(|(n, ev)| gate.record(n + 1, ev).map(|_| ()))
+            .try_for_each(|(n, ev)| {
+                if let Event::Turn { wake, turn, .. } = ev
+                    && gate.persons(wake, turn)
+                {
+                    persons.insert(n + 1);
+                }
+                gate.record(n + 1, ev).map(|_| ())
+            })
             .and_then(|()| gate.finish());
         if let Err(e) = replayable {
             return Err(GradeError::new(
@@ -111,7 +121,7 @@ impl AgentSession {
         let mut turns = 0usize;
         let mut last_view: Option<(String, String)> = None;
         let mut viewed_at: Option<Ts> = None;
-        for ev in events {
+        for (n, ev) in events.into_iter().enumerate() {
             match ev {
                 Event::DocumentArmed { text, .. } if turns == 0 => {
                     let doc = lang::check(&text, Mode::File)
@@ -123,8 +133,9 @@ impl AgentSession {
                     viewed_at = Some(ts);
                 }
                 Event::Turn { ts, wake, turn: t } => {
-                    // A person's turns (the desk's editor) are not the agent's.
-                    if t.author == AuthorKind::Human {
+                    // A person's turns (the desk's editor, and the documents armed for
+                    // them at the open, which are context above) are not the agent's.
+                    if persons.contains(&(n + 1)) {
                         continue;
                     }
                     if turns == 0 {

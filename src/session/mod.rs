@@ -340,14 +340,19 @@ impl Recorded {
         let mut gate = crate::turn::admit::ReplayGate::default();
         for (n, ev) in events.into_iter().enumerate() {
             let line = n + 1;
+            // A person's turn at the desk is not an answer of the author's: the documents
+            // armed at the open are the replay's opening documents (`Recording::
+            // persons_opening`), and the person's later acts are not replayed headless.
+            let persons = matches!(&ev, Event::Turn { wake, turn, .. } if gate.persons(wake, turn));
             let admitted = gate.record(line, &ev).map_err(BusRefusal::Replay)?;
             match (ev, admitted) {
                 (Event::Repair { attempt, .. }, _) => attempts.push(attempt),
+                (Event::Turn { .. }, Some(_)) if persons => {}
                 (Event::Turn { ts, wake, .. }, Some(turn)) => {
                     // A turn answers the wake whose View was delivered before it, keyed by
                     // that View's time (the gate checked it names that wake, whatever its
-                    // name: `desk` is also one an author may give a WAKE). A person's turn at
-                    // the desk, and a turn before any View, answer none: keyed by their own.
+                    // name: `desk` is also one an author may give a WAKE). A turn before any
+                    // View answers none: keyed by its own.
                     let (w, wt) = match gate.delivered() {
                         Some((asked, at)) if asked == wake => (wake.clone(), at),
                         _ => (wake.clone(), ts),

@@ -23,9 +23,13 @@
 //! A desk's Bus (its turns at the desk, wake `desk`, or its documents with an `owner`: a
 //! person and an agent shared the book) is not held so: the person's acts are in the session
 //! file, not the Bus, and a headless replay hands back only the agent's turns (docs/turns.md);
-//! it is replayed as its agent's answers, with a warning that says so.
+//! it is replayed as its agent's answers over the person's documents at the open
+//! ([`Recording::persons_opening`]), with a warning that says so (docs/desk.md, "A desk's
+//! Bus, headless").
 
 use crate::bus::{Event, parse_bus};
+use crate::turn::Outcome;
+use crate::turn::admit::ReplayGate;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
@@ -71,6 +75,41 @@ impl Recording {
             Event::DocumentArmed { owner, .. } => owner.is_some(),
             _ => false,
         })
+    }
+
+    /// The documents the person armed at the open of a desk's session, in order: the texts
+    /// of the person's supersede turns at the desk ([`ReplayGate::persons`]) recorded before
+    /// the first View was delivered (`--plans`, or the example plans bare `kestrel` arms,
+    /// each armed as the person's turn at the open). A headless replay arms them at its open,
+    /// as `--plans` would.
+    pub fn persons_opening(&self) -> Vec<String> {
+        self.persons()
+            .into_iter()
+            .take_while(|(viewed, _)| !viewed)
+            .filter(|(_, t)| matches!(t.outcome, Outcome::Supersede { .. }))
+            .map(|(_, t)| t.kestrel.clone())
+            .collect()
+    }
+
+    /// The person's turns, in order, each with whether a View had been delivered before it
+    /// (`false`: at the open).
+    fn persons(&self) -> Vec<(bool, &crate::turn::RoutedTurn)> {
+        let mut gate = ReplayGate::default();
+        let mut viewed = false;
+        let mut out = Vec::new();
+        for (n, ev) in self.events.iter().enumerate() {
+            viewed |= matches!(ev, Event::ViewDelivered { .. });
+            if let Event::Turn { wake, turn, .. } = ev
+                && gate.persons(wake, turn)
+            {
+                out.push((viewed, &**turn));
+            }
+            // Held to the record already (the author was read through the same gate).
+            if gate.record(n + 1, ev).is_err() {
+                break;
+            }
+        }
+        out
     }
 
     /// Is it a `kestrel run` Bus: no wake fired, no View delivered, no turn? A headless

@@ -407,7 +407,7 @@ impl ArmedCheck {
             None => Err(ReplayError::new(
                 line,
                 "replay-hash",
-                "the person's supersede recorded here has no document-armed record before it",
+                "the person's supersede recorded here has no document-armed record before it (the desk arms the person's document, then records their turn)",
             )),
         }
     }
@@ -593,9 +593,32 @@ impl ReplayGate {
         self.delivered.as_ref().map(|(w, ts, _)| (w.as_str(), *ts))
     }
 
+    /// Is the turn recorded next, naming `wake`, the person's at the desk? A turn the desk
+    /// wrote for the person ([`DESK_WAKE`](crate::session::owner::DESK_WAKE), with no repair
+    /// attempt before it: nobody was asked) is: what the person typed (`human`) and the
+    /// documents the desk armed for them at the open (`--plans`, or the example plans bare
+    /// `kestrel` arms: `file`). An author's turn has its attempts whatever its wake is named,
+    /// but for a provider error, which a person's turn never is; a model's is never the
+    /// person's. (Before 2026-12-06 only a `human` turn was the person's, and the opening
+    /// documents' turns were refused as an author's supersede that never armed.)
+    pub fn persons(&self, wake: &str, turn: &RoutedTurn) -> bool {
+        use super::AuthorKind;
+        turn.author == AuthorKind::Human
+            || (wake == crate::session::owner::DESK_WAKE
+                && self.reply.is_none()
+                && turn.author != AuthorKind::Model
+                && !matches!(turn.outcome, Outcome::ProviderError { .. }))
+    }
+
     /// Admit the turn recorded at `line`, and hold it to the reply its last repair attempt
-    /// recorded, if it has one ([`from_reply`]).
-    pub fn turn(&mut self, line: usize, rec: &RoutedTurn) -> Result<RoutedTurn, ReplayError> {
+    /// recorded, if it has one ([`from_reply`]). `persons`: the person's turn at the desk
+    /// ([`persons`](Self::persons)), tied to the document armed just before it.
+    pub fn turn(
+        &mut self,
+        line: usize,
+        rec: &RoutedTurn,
+        persons: bool,
+    ) -> Result<RoutedTurn, ReplayError> {
         let mut ctx = TurnContext::new(rec.phase, rec.profile, rec.author);
         ctx.views_requested = self.views_requested;
         ctx.standing = Some(self.scope.clone());
@@ -604,7 +627,7 @@ impl ReplayGate {
             from_reply(&t, &written, &ctx, line, at)?;
         }
         match &t.outcome {
-            Outcome::Supersede { .. } if t.author == super::AuthorKind::Human => {
+            Outcome::Supersede { .. } if persons => {
                 self.armed.armed_before(line, &t.kestrel)?;
             }
             Outcome::Supersede { .. } => self.armed.supersede(line, &t.kestrel)?,
@@ -644,7 +667,8 @@ impl ReplayGate {
                 self.answers(line, wake)?;
                 self.arrived(line, wake, *ts)?;
                 self.written(line, wake, turn)?;
-                self.turn(line, turn).map(Some)
+                let persons = self.persons(wake, turn);
+                self.turn(line, turn, persons).map(Some)
             }
             _ => Ok(None),
         }
@@ -691,6 +715,25 @@ mod tests {
             "{}",
             e.message
         );
+    }
+
+    /// The person's turns at the desk are those it wrote with nobody asked: typed (`human`)
+    /// or the documents armed at the open (`file`, wake `desk`, no repair attempt before
+    /// it). An author's turn (attempts before it, or a model's) at a WAKE named `desk` is not.
+    #[test]
+    fn a_file_turn_at_the_desk_with_no_attempt_is_the_persons() {
+        use crate::turn::{AuthorKind, Reply, TurnContext, WakePhase};
+        let turn = |kind| {
+            let ctx = TurnContext::new(WakePhase::Open, crate::turn::Profile::AuthoringV2, kind);
+            crate::turn::route(&Reply::text("STAND-DOWN enough\n"), &ctx)
+        };
+        let mut g = super::ReplayGate::default();
+        assert!(g.persons("desk", &turn(AuthorKind::File)));
+        assert!(g.persons("open", &turn(AuthorKind::Human)));
+        assert!(!g.persons("open", &turn(AuthorKind::File)));
+        assert!(!g.persons("desk", &turn(AuthorKind::Model)));
+        g.reply = Some((3, "STAND-DOWN enough\n".into()));
+        assert!(!g.persons("desk", &turn(AuthorKind::File)));
     }
 
     /// Texts that differ only in their last line end quoted an empty line ("ends before
