@@ -4982,7 +4982,8 @@ fn desk_with_example_plans(
 /// The default session's Bus (plans armed at the open: the person's `file` turn, written
 /// after its `document-armed`) replays headless and grades, exit 0: before 2026-12-06 both
 /// refused it, `error code=REPLAY … the supersede recorded here has no document-armed record
-/// after it`. The replay arms the person's documents at its open.
+/// after it`. The replay arms the person's documents at its open; its hash is not the desk's,
+/// and a note after the report says so with the desk's hash.
 #[test]
 fn a_desk_bus_with_plans_armed_at_the_open_replays_and_grades() {
     let dir = tmp("desk-bus-open-plans");
@@ -5013,7 +5014,7 @@ fn a_desk_bus_with_plans_armed_at_the_open_replays_and_grades() {
             &["agent", "--tape", tape, "--author", &b, "--bus", out],
         )
     };
-    let (code, _, err) = replay("r1.jsonl");
+    let (code, out, err) = replay("r1.jsonl");
     assert_eq!(code, 0, "{err}");
     assert!(
         err.starts_with(&format!(
@@ -5035,6 +5036,16 @@ fn a_desk_bus_with_plans_armed_at_the_open_replays_and_grades() {
         first_armed.contains("\"breakout\"") && !first_armed.contains("\"owner\""),
         "{first_armed}"
     );
+    // The note names the desk's hash (the BLAKE3 of its Bus) beside this replay's.
+    let desk_hash = blake3::hash(&bytes).to_hex().to_string();
+    let note = format!(
+        "note: {b}: a desk's Bus names each document's owner and records the person's turns; this headless replay does neither, so its hash differs from the desk's (the desk's is {}",
+        &desk_hash[..12]
+    );
+    assert!(err.contains(&note), "{err}");
+    let replay_hash = blake3::hash(r1.as_bytes()).to_hex().to_string();
+    assert_ne!(replay_hash, desk_hash);
+    assert!(out.contains(&replay_hash[..12]), "{out}");
     // Two replays of one desk's Bus give one hash.
     let (code, _, err) = replay("r2.jsonl");
     assert_eq!(code, 0, "{err}");

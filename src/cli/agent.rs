@@ -90,6 +90,9 @@ pub fn run(a: &AgentArgs) -> i32 {
             if desk {
                 let d = DeskBus {
                     opening: r.persons_opening(),
+                    owners: r.names_owners(),
+                    persons: r.persons_turns(),
+                    hash: r.hash_hex(),
                 };
                 errln!("{}", desk_bus_warning(&a.author, &d, !a.plans.is_empty()));
                 desk_bus = Some(d);
@@ -257,6 +260,10 @@ pub fn run(a: &AgentArgs) -> i32 {
         return code;
     }
     provider_errors.print();
+    // Its hash is not the desk's, and an evaluator comparing the two is told so.
+    if let Some(d) = &desk_bus {
+        errln!("{}", d.hash_note(&a.author));
+    }
     // A script reply for a wake that never asked (a misspelt or another tape's wake) would
     // otherwise pass unseen: the run is the same, the Bus unchanged.
     if let Some(u) = unused {
@@ -302,6 +309,12 @@ fn desk_bus_warning(path: &str, d: &DeskBus, plans: bool) -> String {
 struct DeskBus {
     /// The texts of the person's documents at the open ([`Recording::persons_opening`]).
     opening: Vec<String>,
+    /// Its `document-armed` records name their owners (an agent sat at the desk).
+    owners: bool,
+    /// The person's turns on it (at the open and after).
+    persons: usize,
+    /// The desk's determinism hash (BLAKE3 of the file).
+    hash: String,
 }
 
 impl DeskBus {
@@ -321,6 +334,24 @@ impl DeskBus {
                 })
             })
             .collect()
+    }
+
+    /// `note: FILE: a desk's Bus names each document's owner; this headless replay does not,
+    /// so its hash differs from the desk's (…)`: what an evaluator comparing hashes needs.
+    fn hash_note(&self, path: &str) -> String {
+        let what = match (self.owners, self.persons > 0) {
+            (true, true) => {
+                "a desk's Bus names each document's owner and records the person's turns; this headless replay does neither"
+            }
+            (true, false) => {
+                "a desk's Bus names each document's owner; this headless replay does not"
+            }
+            (false, _) => "a desk's Bus records the person's turns; this headless replay does not",
+        };
+        format!(
+            "note: {path}: {what}, so its hash differs from the desk's (the desk's is {}, the BLAKE3 of the file; this replay's is the report's determinism): compare hashes of headless runs with headless runs, and the desk's with kestrel desk --open",
+            &self.hash[..self.hash.len().min(12)]
+        )
     }
 }
 

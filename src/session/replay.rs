@@ -52,6 +52,8 @@ pub struct Recording {
     /// Its lines, without their line ends.
     lines: Vec<String>,
     events: Vec<Event>,
+    /// BLAKE3 of the bytes, hex.
+    hash: String,
 }
 
 impl Recording {
@@ -64,6 +66,7 @@ impl Recording {
             path: path.to_string(),
             lines: text.lines().map(str::to_string).collect(),
             events,
+            hash: crate::bus::hash_bytes(bytes),
         })
     }
 
@@ -91,6 +94,11 @@ impl Recording {
             .collect()
     }
 
+    /// How many of its turns are the person's at the desk (at the open and after).
+    pub fn persons_turns(&self) -> usize {
+        self.persons().len()
+    }
+
     /// The person's turns, in order, each with whether a View had been delivered before it
     /// (`false`: at the open).
     fn persons(&self) -> Vec<(bool, &crate::turn::RoutedTurn)> {
@@ -110,6 +118,19 @@ impl Recording {
             }
         }
         out
+    }
+
+    /// Does it name an owner on any `document-armed` (an agent sat at the desk)?
+    pub fn names_owners(&self) -> bool {
+        self.events
+            .iter()
+            .any(|e| matches!(e, Event::DocumentArmed { owner: Some(_), .. }))
+    }
+
+    /// The determinism hash of the recording as written (BLAKE3 of its bytes, hex): for a
+    /// desk's Bus, the hash the desk's status line showed when it was saved.
+    pub fn hash_hex(&self) -> String {
+        self.hash.clone()
     }
 
     /// Is it a `kestrel run` Bus: no wake fired, no View delivered, no turn? A headless
