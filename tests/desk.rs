@@ -5140,6 +5140,46 @@ fn a_desk_bus_whose_persons_turn_is_not_its_document_is_refused() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A desk's session file given where a Bus is read says what it is and names the Bus beside
+/// it, `code=USAGE` (the wrong kind of file), exit 1: before 2026-12-06 `errors report` and
+/// `grade --agent` listed the Bus reader's event types (`unknown variant desk-session`), and
+/// `agent --author` said `expected {"reply": "..."}`.
+#[test]
+fn a_desk_session_file_given_as_a_bus_names_the_bus_beside_it() {
+    let dir = tmp("desk-session-as-bus");
+    let (path, bus) = desk_with_example_plans(&dir, ms(9, 40, 0));
+    let p = path.display().to_string();
+    let b = bus.display().to_string();
+    let tape = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tapes/trend-2025-04-09-s1.jsonl"
+    );
+    std::fs::write(
+        dir.join("g.kestrel"),
+        "GRADE wake open OVER tapes/* FILL strict-cross-v1\n",
+    )
+    .unwrap();
+    for (args, give) in [
+        (vec!["errors", "report", &p], ""),
+        (vec!["grade", "g.kestrel", "--agent", &p], " as --agent"),
+        (
+            vec!["agent", "--tape", tape, "--author", &p],
+            " as --author",
+        ),
+    ] {
+        let (code, _, err) = kestrel_in(&dir, &args);
+        assert_eq!(code, 1, "{args:?}: {err}");
+        assert_eq!(
+            err.trim_end(),
+            format!(
+                "error code=USAGE message={p} is a desk session file, not a Bus: its Bus is {b} beside it: give that{give} (kestrel desk --open {p} replays the session)"
+            ),
+            "{args:?}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 // ---- What the agent's replies cost and how they failed, on screen ----
 
 /// An OpenAI-compatible server on 127.0.0.1 that streams `reply` to every call and ends

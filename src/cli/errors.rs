@@ -99,6 +99,9 @@ pub fn build(inputs: &[String]) -> Result<(ErrorsReport, Vec<String>), String> {
     let mut report = ErrorsReport::default();
     let mut warnings = Vec::new();
     for f in distinct {
+        if let Some(e) = super::sniff::not_a_bus(f, "") {
+            return Err(e);
+        }
         let bytes = crate::limits::read_file_bounded(f, crate::limits::MAX_RECORDING_BYTES)
             .map_err(|e| super::cannot_read_bounded(f, &e))?;
         let asks = read_asks(&bytes).map_err(|e| {

@@ -244,6 +244,15 @@ fn grade_text(a: &Args, out: Option<&Path>, started: &mut bool) -> Result<String
         );
         return Err(1);
     }
+    // A desk's session file names the Bus beside it (the wrong kind of file: exit 1).
+    if let Some(e) = a
+        .agent
+        .as_deref()
+        .and_then(|p| super::sniff::not_a_bus(p, " as --agent"))
+    {
+        errln!("{e}");
+        return Err(1);
+    }
     let agent = match &a.agent {
         None => None,
         Some(p) => match crate::limits::read_file_bounded(p, crate::limits::MAX_RECORDING_BYTES) {

@@ -188,6 +188,39 @@ pub(crate) fn use_of(kind: Kind, path: &Path) -> String {
     }
 }
 
+/// The error for a desk session file given where a Bus is read (`kestrel errors report`,
+/// `grade --agent`, `agent --author`): what it is and the Bus beside it, to give instead
+/// (`give`: how, e.g. `--agent`); `None` for any other file. The other way round of `desk
+/// --open` given a Bus (`session::saved::open`). Before 2026-12-06 these verbs answered with
+/// the Bus reader's list of event types, or a script reader's `expected {"reply": "..."}`.
+pub(crate) fn not_a_bus(path: &Path, give: &str) -> Option<String> {
+    if is_stream(path) || file(path) != Kind::DeskSession {
+        return None;
+    }
+    let buses = crate::session::saved::buses_of_session(path);
+    let shown: Vec<String> = buses.iter().map(|b| b.display().to_string()).collect();
+    let bus = match shown.as_slice() {
+        [] => format!(
+            "its Bus would be {} beside it, and it is not there",
+            crate::session::saved::bus_path(path, 0).display()
+        ),
+        [one] => format!("its Bus is {one} beside it: give that{give}"),
+        [.., last] => format!(
+            "its runs' Buses are {} beside it (one a run; {last} is the run it ended on): give one of them{give}",
+            shown.join(", ")
+        ),
+    };
+    Some(wrong_kind(
+        path,
+        Kind::DeskSession,
+        "a Bus",
+        &format!(
+            "{bus} (kestrel desk --open {} replays the session)",
+            path.display()
+        ),
+    ))
+}
+
 /// The error for a file given as `--tape` that does not open as a tape, when its kind
 /// explains why (not a tape at all, or missing); `None` leaves the tape reader's own error.
 pub(crate) fn not_a_tape(path: &Path) -> Option<String> {

@@ -996,6 +996,10 @@ pub fn read_author_file(spec: &str, path: &Path) -> Result<Box<dyn TurnSource>, 
     if let Some(e) = crate::bus::bom_refusal(&bytes) {
         return Err(format!("{spec}: {e}"));
     }
+    // A desk's session file names the Bus beside it (its agent's turns are there).
+    if let Some(e) = crate::cli::sniff::not_a_bus(path, " as --author") {
+        return Err(e);
+    }
     let first = bytes.split(|b| *b == b'\n').next().unwrap_or_default();
     let v: serde_json::Value = serde_json::from_slice(first)
         .map_err(|e| format!("{spec}: line 1 is not JSON ({e}): an author file is a saved Bus or a script of {{\"reply\": ...}} lines"))?;

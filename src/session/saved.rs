@@ -140,6 +140,15 @@ pub fn session_of_bus(bus: &Path) -> Option<PathBuf> {
     Some(bus.with_file_name(format!("{stem}.jsonl")))
 }
 
+/// The Bus files beside a desk session file, in run order (`<stem>.bus-0.jsonl`,
+/// `<stem>.bus-1.jsonl`, …: a restart begins another run), as far as they are there.
+pub fn buses_of_session(session: &Path) -> Vec<PathBuf> {
+    (0..)
+        .map(|n| bus_path(session, n))
+        .take_while(|p| p.is_file())
+        .collect()
+}
+
 /// A saved session, read back.
 #[derive(Debug, Clone)]
 pub struct Saved {
