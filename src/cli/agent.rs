@@ -88,11 +88,14 @@ pub fn run(a: &AgentArgs) -> i32 {
         Recording::new(&a.author, b).filter(|r| {
             let desk = r.is_desk();
             if desk {
+                let (opening, persons) = r.persons_at_desk();
                 let d = DeskBus {
-                    opening: r.persons_opening(),
+                    opening,
                     owners: r.names_owners(),
-                    persons: r.persons_turns(),
-                    hash: r.hash_hex(),
+                    persons,
+                    // What the desk's status line showed when it was saved: the BLAKE3 of
+                    // the Bus as written (only a desk's Bus needs it).
+                    hash: crate::bus::hash_bytes(b),
                 };
                 errln!("{}", desk_bus_warning(&a.author, &d, !a.plans.is_empty()));
                 desk_bus = Some(d);
@@ -307,7 +310,7 @@ fn desk_bus_warning(path: &str, d: &DeskBus, plans: bool) -> String {
 
 /// What a replay of a desk's Bus takes from it besides its agent's turns.
 struct DeskBus {
-    /// The texts of the person's documents at the open ([`Recording::persons_opening`]).
+    /// The texts of the person's documents at the open ([`Recording::persons_at_desk`]).
     opening: Vec<String>,
     /// Its `document-armed` records name their owners (an agent sat at the desk).
     owners: bool,

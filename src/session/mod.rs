@@ -342,7 +342,7 @@ impl Recorded {
             let line = n + 1;
             // A person's turn at the desk is not an answer of the author's: the documents
             // armed at the open are the replay's opening documents (`Recording::
-            // persons_opening`), and the person's later acts are not replayed headless.
+            // persons_at_desk`), and the person's later acts are not replayed headless.
             let persons = matches!(&ev, Event::Turn { wake, turn, .. } if gate.persons(wake, turn));
             let admitted = gate.record(line, &ev).map_err(BusRefusal::Replay)?;
             match (ev, admitted) {

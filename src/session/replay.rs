@@ -24,7 +24,7 @@
 //! person and an agent shared the book) is not held so: the person's acts are in the session
 //! file, not the Bus, and a headless replay hands back only the agent's turns (docs/turns.md);
 //! it is replayed as its agent's answers over the person's documents at the open
-//! ([`Recording::persons_opening`]), with a warning that says so (docs/desk.md, "A desk's
+//! ([`Recording::persons_at_desk`]), with a warning that says so (docs/desk.md, "A desk's
 //! Bus, headless").
 
 use crate::bus::{Event, parse_bus};
@@ -52,8 +52,6 @@ pub struct Recording {
     /// Its lines, without their line ends.
     lines: Vec<String>,
     events: Vec<Event>,
-    /// BLAKE3 of the bytes, hex.
-    hash: String,
 }
 
 impl Recording {
@@ -66,7 +64,6 @@ impl Recording {
             path: path.to_string(),
             lines: text.lines().map(str::to_string).collect(),
             events,
-            hash: crate::bus::hash_bytes(bytes),
         })
     }
 
@@ -80,23 +77,21 @@ impl Recording {
         })
     }
 
-    /// The documents the person armed at the open of a desk's session, in order: the texts
-    /// of the person's supersede turns at the desk ([`ReplayGate::persons`]) recorded before
-    /// the first View was delivered (`--plans`, or the example plans bare `kestrel` arms,
-    /// each armed as the person's turn at the open). A headless replay arms them at its open,
-    /// as `--plans` would.
-    pub fn persons_opening(&self) -> Vec<String> {
-        self.persons()
-            .into_iter()
+    /// The person's turns at a desk's session: the documents they armed at the open, in
+    /// order (the texts of the person's supersede turns at the desk, [`ReplayGate::persons`],
+    /// recorded before the first View was delivered: `--plans`, or the example plans bare
+    /// `kestrel` arms, each armed as the person's turn at the open; a headless replay arms
+    /// them at its open, as `--plans` would), and how many turns are theirs, at the open and
+    /// after. One pass of the replay gate.
+    pub fn persons_at_desk(&self) -> (Vec<String>, usize) {
+        let persons = self.persons();
+        let opening = persons
+            .iter()
             .take_while(|(viewed, _)| !viewed)
             .filter(|(_, t)| matches!(t.outcome, Outcome::Supersede { .. }))
             .map(|(_, t)| t.kestrel.clone())
-            .collect()
-    }
-
-    /// How many of its turns are the person's at the desk (at the open and after).
-    pub fn persons_turns(&self) -> usize {
-        self.persons().len()
+            .collect();
+        (opening, persons.len())
     }
 
     /// The person's turns, in order, each with whether a View had been delivered before it
@@ -125,12 +120,6 @@ impl Recording {
         self.events
             .iter()
             .any(|e| matches!(e, Event::DocumentArmed { owner: Some(_), .. }))
-    }
-
-    /// The determinism hash of the recording as written (BLAKE3 of its bytes, hex): for a
-    /// desk's Bus, the hash the desk's status line showed when it was saved.
-    pub fn hash_hex(&self) -> String {
-        self.hash.clone()
     }
 
     /// Is it a `kestrel run` Bus: no wake fired, no View delivered, no turn? A headless
