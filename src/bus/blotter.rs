@@ -285,7 +285,8 @@ impl PodHaltLine {
     }
 }
 
-/// The `plan-state` reason the engine gives a plan a POD's day-loss halted.
+/// The `plan-state` reason the engine gives a plan a POD's day-loss halted (the engine writes
+/// it with this function, and the Blotter and `kestrel run` read it back by it).
 pub fn pod_halt_reason(pod: &str) -> String {
     format!("POD {pod} day-loss")
 }

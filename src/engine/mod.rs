@@ -2008,7 +2008,7 @@ impl Engine {
                     p,
                     &mut self.sh,
                     PlanState::Halted,
-                    Some(format!("POD {name} day-loss")),
+                    Some(crate::bus::blotter::pod_halt_reason(&name)),
                 );
                 flatten(p, &mut self.sh, "FLATTEN");
                 p.status = if p.status == Status::Dormant || p.status == Status::Armed {
