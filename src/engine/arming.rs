@@ -33,24 +33,6 @@ impl ArmWarning {
     }
 }
 
-/// `HH:MM`, or `HH:MM:SS` when the time has seconds.
-fn clock(t: Ts) -> String {
-    if t.ms().is_multiple_of(60_000) {
-        t.hhmm()
-    } else {
-        t.hhmmss()
-    }
-}
-
-/// A strike as written: `5123`, `517.5`.
-fn strike_text(k: Px) -> String {
-    let s = k.to_string();
-    match s.strip_suffix(".00") {
-        Some(whole) => whole.to_string(),
-        None => s,
-    }
-}
-
 /// `a` or `an` before a symbol read letter by letter (`an SPX`, `a QQQ`).
 fn article(sym: &str) -> &'static str {
     match sym.chars().next() {
@@ -73,8 +55,8 @@ pub(super) fn check(p: &PlanRt, sh: &Shared) -> Vec<ArmWarning> {
             "TTL-PAST",
             format!(
                 "its ttl {} is already past at {}: it expires at once, before it can fire",
-                clock(ttl),
-                clock(sh.now)
+                ttl.clock_text(),
+                sh.now.clock_text()
             ),
         ));
     }
@@ -112,7 +94,7 @@ pub(super) fn check(p: &PlanRt, sh: &Shared) -> Vec<ArmWarning> {
             format!(
                 "{} strike {} is {:.0}% {} {}'s {what} {}: {hint}",
                 t.clause,
-                strike_text(k),
+                k.trimmed(),
                 off.abs() * 100.0,
                 if off > 0.0 { "above" } else { "below" },
                 p.exec,

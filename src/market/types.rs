@@ -28,6 +28,16 @@ enum Grid {
 }
 
 impl Px {
+    /// Without trailing zeros, as a strike is written (`517`, `517.5`).
+    pub fn trimmed(self) -> String {
+        let s = self.to_string();
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s
+        }
+    }
+
     /// Zero.
     pub const ZERO: Px = Px(0);
     /// One cent.
@@ -407,6 +417,16 @@ impl Ts {
     pub fn hhmmss(self) -> String {
         let s = self.to_string();
         s.get(..8).unwrap_or(&s).to_string()
+    }
+
+    /// As a ttl reads: `HH:MM`, with the seconds where it has them (`10:51:30`); the
+    /// milliseconds dropped.
+    pub fn clock_text(self) -> String {
+        let t = self.hhmmss();
+        match t.strip_suffix(":00") {
+            Some(hm) => hm.to_string(),
+            None => t,
+        }
     }
 
     /// Print as `HH:MM` (seconds and milliseconds dropped).

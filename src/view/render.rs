@@ -755,12 +755,7 @@ pub fn tape_section(
 
 /// A strike without trailing zeros (`517`, `517.5`).
 fn strike_text(k: Px) -> String {
-    let s = k.to_string();
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
-    }
+    k.trimmed()
 }
 
 fn count_of(n: &Option<ast::Num>, default: usize) -> usize {

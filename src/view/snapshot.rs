@@ -86,11 +86,7 @@ pub fn ttl_shown(ttl: &crate::lang::ast::Ttl, end: Option<crate::market::Ts>) ->
 
 /// A tape time as a ttl reads: `HH:MM`, with the seconds where it has them (`10:51:30`).
 pub fn clock_text(t: crate::market::Ts) -> String {
-    let t = t.hhmmss();
-    match t.strip_suffix(":00") {
-        Some(hm) => hm.to_string(),
-        None => t,
-    }
+    t.clock_text()
 }
 
 /// A fill.
