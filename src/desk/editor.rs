@@ -361,9 +361,10 @@ impl Editor {
     }
 
     /// The lines to draw: each buffer line highlighted, each error under its line (a caret
-    /// at its column and the coded one-line message). Returns the lines and, for each buffer
-    /// line, the index of its display line (for the cursor).
-    pub fn display(&self, theme: &Theme) -> (Vec<Line<'static>>, Vec<usize>) {
+    /// at its column and the code and rule, [`caret_line`], fitted to `width` columns).
+    /// Returns the lines and, for each buffer line, the index of its display line (for the
+    /// cursor).
+    pub fn display(&self, theme: &Theme, width: usize) -> (Vec<Line<'static>>, Vec<usize>) {
         let mut out = Vec::new();
         let mut at = Vec::with_capacity(self.lines.len());
         let err = Style::default().fg(theme.syntax_error());
@@ -372,14 +373,8 @@ impl Editor {
             out.push(highlight(l, theme));
             for d in self.diags.iter().filter(|d| d.line == i + 1) {
                 // Under the character the error points at, in columns.
-                let pad = " ".repeat(columns_before(l, d.col.saturating_sub(1)));
-                out.push(Line::from(vec![
-                    Span::styled(format!("{pad}^ "), err.add_modifier(Modifier::BOLD)),
-                    Span::styled(
-                        format!("code={} rule={} (whole below)", d.code, d.rule),
-                        err,
-                    ),
-                ]));
+                let at = columns_before(l, d.col.saturating_sub(1));
+                out.push(caret_line(at, d, width, err));
             }
         }
         for d in self
@@ -391,6 +386,41 @@ impl Editor {
         }
         (out, at)
     }
+}
+
+/// The line under an error: a caret at its column and the code and rule, with `(whole
+/// below)` pointing at the message area. Where the words do not fit to the right of the
+/// caret in `width` columns they go to its left (`code=PARSE rule=syntax (whole below) ^`),
+/// shortened to the code and rule, then the rule, before they are cut: at 100 and 160
+/// columns a caret near the end of a line read `^ code=PARSE rule=syntax (whole »`.
+fn caret_line(at: usize, d: &Diagnostic, width: usize, err: Style) -> Line<'static> {
+    let caret = err.add_modifier(Modifier::BOLD);
+    let forms = [
+        format!("code={} rule={} (whole below)", d.code, d.rule),
+        format!("code={} rule={}", d.code, d.rule),
+        format!("rule={}", d.rule),
+    ];
+    let cols = |t: &str| unicode_width::UnicodeWidthStr::width(t);
+    for t in &forms {
+        if at + 2 + cols(t) <= width {
+            return Line::from(vec![
+                Span::styled(format!("{}^ ", " ".repeat(at)), caret),
+                Span::styled(t.clone(), err),
+            ]);
+        }
+        if cols(t) < at {
+            return Line::from(vec![
+                Span::raw(" ".repeat(at - cols(t) - 1)),
+                Span::styled(format!("{t} "), err),
+                Span::styled("^", caret),
+            ]);
+        }
+    }
+    // Narrower than any form on either side: the caret, and the words cut after it.
+    Line::from(vec![
+        Span::styled(format!("{}^ ", " ".repeat(at)), caret),
+        Span::styled(forms[0].clone(), err),
+    ])
 }
 
 /// The first coded error in words, whole: where, the code and rule, the message (its line
@@ -546,13 +576,50 @@ mod tests {
             typed("PLAN p budget 0.05R ttl +20m\nWHEN spot crosses above\nDO buy 1 +1 C @ fair-2c");
         assert!(!e.diagnostics().is_empty());
         assert_eq!(e.diagnostics()[0].line, 2);
-        let (lines, at) = e.display(&super::super::theme::default_theme());
+        let (lines, at) = e.display(&super::super::theme::default_theme(), 200);
         let under: String = lines[at[1] + 1]
             .spans
             .iter()
             .map(|s| s.content.as_ref())
             .collect();
         assert!(under.contains("code=PARSE"), "{under}");
+    }
+
+    /// The caret stays under the error's column at every width, and the words beside it
+    /// fit the pane where any form of them can: to the right, else to the left.
+    #[test]
+    fn the_caret_line_fits_the_pane_with_its_words_left_of_a_caret_near_the_end() {
+        let theme = super::super::theme::default_theme();
+        // The error's column (0-based) and the line under it at each width.
+        let under = |doc: &str, width: usize| -> (usize, String) {
+            let e = typed(doc);
+            let at = e.diagnostics()[0].col - 1;
+            let (lines, rows) = e.display(&theme, width);
+            let u = lines[rows[1] + 1]
+                .spans
+                .iter()
+                .map(|s| s.content.as_ref())
+                .collect();
+            (at, u)
+        };
+        let far =
+            "PLAN p budget 0.05R ttl +20m\nWHEN spot > vwap                                      ,";
+        let near = "PLAN p budget 0.05R ttl +20m\nWHEN spot > vwap  ,";
+        let (far_at, _) = under(far, 200);
+        let (near_at, _) = under(near, 200);
+        assert!(far_at > 40 && near_at < 30, "{far_at} {near_at}");
+        for (doc, width, want) in [
+            (far, 200, "^ code=PARSE rule=syntax (whole below)"),
+            // At 100 or 160 columns this read `^ code=PARSE rule=syntax (whole »`.
+            (far, far_at + 10, "code=PARSE rule=syntax (whole below) ^"),
+            (near, near_at + 2 + 22, "^ code=PARSE rule=syntax"),
+            (near, near_at + 2 + 11, "^ rule=syntax"),
+        ] {
+            let (at, u) = under(doc, width);
+            assert_eq!(u.find('^'), Some(at), "width {width}: {u}");
+            assert_eq!(u.trim(), want, "width {width}");
+            assert!(u.chars().count() <= width, "width {width}: {u}");
+        }
     }
 
     #[test]

@@ -15,6 +15,7 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use std::cell::Cell;
+use std::collections::HashMap;
 
 /// The most rows of chatter (re-prices, marks, suppressions) the log keeps; past it the
 /// oldest chatter goes first (`Log::trim`).
@@ -98,8 +99,11 @@ pub struct Row {
     pub kind: Kind,
     /// The event type as the Bus spells it (`wake-suppressed`).
     pub ty: String,
-    /// The plan it is about (empty when none).
+    /// The plan it is about (empty when none). A re-price or a cancellation names only its
+    /// order on the Bus: the Log gives it the plan of that order's `order-placed`.
     pub plan: String,
+    /// The order it is about, where the event names one.
+    pub order: Option<u64>,
     /// What happened, in words.
     pub summary: String,
     /// The canonical JSON line.
@@ -144,6 +148,9 @@ pub struct Log {
     pub sel: Option<usize>,
     /// Rows that fit at the last draw (the page step).
     pub page: Cell<usize>,
+    /// Each order's plan, from its `order-placed` (never chatter, so never left out): a
+    /// re-price or a cancellation is shown, and filtered, under its plan.
+    order_plans: HashMap<u64, String>,
 }
 
 fn px(p: crate::market::Px) -> String {
@@ -211,6 +218,7 @@ pub fn decode(no: u64, line: &str) -> Row {
         kind: Kind::Other,
         ty,
         plan: String::new(),
+        order: None,
         summary: String::new(),
         json: line.to_string(),
     };
@@ -270,30 +278,39 @@ pub fn decode(no: u64, line: &str) -> Row {
             qty,
             limit,
             ..
-        } => (
-            Some(ts),
-            Kind::Order,
-            plan,
-            // As a fill reads: quantity and limit before the instrument's long name.
-            format!("#{order} {} {qty} @ {} {leg}", side(s), px(limit)),
-        ),
+        } => {
+            row.order = Some(order);
+            (
+                Some(ts),
+                Kind::Order,
+                plan,
+                // As a fill reads: quantity and limit before the instrument's long name.
+                format!("#{order} {} {qty} @ {} {leg}", side(s), px(limit)),
+            )
+        }
         Event::OrderRepriced {
             ts,
             order,
             limit,
             reason,
-        } => (
-            Some(ts),
-            Kind::Order,
-            String::new(),
-            format!("#{order} repriced to {} ({reason})", px(limit)),
-        ),
-        Event::OrderCancelled { ts, order, reason } => (
-            Some(ts),
-            Kind::Order,
-            String::new(),
-            format!("#{order} cancelled: {reason}"),
-        ),
+        } => {
+            row.order = Some(order);
+            (
+                Some(ts),
+                Kind::Order,
+                String::new(),
+                format!("#{order} repriced to {} ({reason})", px(limit)),
+            )
+        }
+        Event::OrderCancelled { ts, order, reason } => {
+            row.order = Some(order);
+            (
+                Some(ts),
+                Kind::Order,
+                String::new(),
+                format!("#{order} cancelled: {reason}"),
+            )
+        }
         Event::Fill {
             ts,
             order,
@@ -404,11 +421,16 @@ pub fn decode(no: u64, line: &str) -> Row {
                 .unwrap_or("")
                 .trim()
                 .to_string();
+            // The person's typed turn is said as theirs: its wake (`desk`) names no one.
+            let who = match turn.author {
+                crate::turn::AuthorKind::Human => "you",
+                _ => wake.as_str(),
+            };
             (
                 Some(ts),
                 Kind::Turn,
                 String::new(),
-                format!("{wake}: {} {first}", turn.outcome.label()),
+                format!("{who}: {} {first}", turn.outcome.label()),
             )
         }
         Event::TurnRejected {
@@ -559,6 +581,7 @@ impl Log {
             self.rows.clear();
             self.stand_down_event = None;
             self.stand_down_turn = None;
+            self.order_plans.clear();
             self.segment = s.segment;
             // From the open: what the tail does not hold comes from the landmarks.
             self.next = 0;
@@ -587,6 +610,7 @@ impl Log {
                     kind: Kind::Other,
                     ty: GAP.into(),
                     plan: String::new(),
+                    order: None,
                     summary: format!(
                         "… {} left out (re-prices, marks, suppressions); every fire, fill and turn is kept",
                         fit::count(left_out, "older event")
@@ -614,6 +638,15 @@ impl Log {
     fn push(&mut self, mut row: Row, agent: Option<&str>) {
         if let Some(name) = agent {
             name_agent(&mut row, name);
+        }
+        if let Some(order) = row.order {
+            if row.ty == "order-placed" {
+                self.order_plans.insert(order, row.plan.clone());
+            } else if row.plan.is_empty()
+                && let Some(plan) = self.order_plans.get(&order)
+            {
+                row.plan = plan.clone();
+            }
         }
         self.rows.push(row);
         self.name_stand_down(agent);
@@ -1027,6 +1060,7 @@ mod tests {
             kind,
             ty: ty.into(),
             plan: "p".into(),
+            order: None,
             summary: summary.into(),
             json: String::new(),
         };
@@ -1220,6 +1254,86 @@ mod tests {
         assert_eq!(counts, vec![3, 1], "one run per order");
         let last = &log.rows()[log.shown()[0].last];
         assert_eq!(last.summary, "#2 repriced to 1.99 (peg)");
+    }
+
+    /// A re-price and a cancellation name only their order on the Bus: the Log gives them
+    /// the plan of that order's `order-placed`, so a filter by plan keeps them (a trader
+    /// filtering `/vwap-reclaim` saw its VETO and `done` but not its cancelled order).
+    #[test]
+    fn an_orders_reprice_and_cancellation_are_under_its_plan_and_its_filter() {
+        use crate::bus::{BusSide, Event, OrderRole, canonical_line};
+        use crate::market::{Px, Ts};
+        let line = |ev: Event| String::from_utf8(canonical_line(&ev)).unwrap();
+        let placed = |order: u64, plan: &str| {
+            line(Event::OrderPlaced {
+                ts: Ts::hms(10, 0, 0, 0),
+                order,
+                plan: plan.into(),
+                clause: "DO#1".into(),
+                role: OrderRole::Entry,
+                leg: "SPY 2025-04-09 518 C".into(),
+                side: BusSide::Buy,
+                qty: 1,
+                limit: Px::from_cents(120),
+                mult: 100,
+            })
+        };
+        let lines = [
+            placed(1, "vwap-reclaim"),
+            placed(2, "breakout"),
+            line(Event::OrderRepriced {
+                ts: Ts::hms(10, 0, 1, 0),
+                order: 1,
+                limit: Px::from_cents(125),
+                reason: "peg".into(),
+            }),
+            line(Event::OrderCancelled {
+                ts: Ts::hms(10, 22, 27, 0),
+                order: 1,
+                reason: "veto".into(),
+            }),
+            line(Event::OrderCancelled {
+                ts: Ts::hms(10, 30, 0, 0),
+                order: 2,
+                reason: "stand-down".into(),
+            }),
+            // An order the Log never saw placed keeps no plan rather than a wrong one.
+            line(Event::OrderCancelled {
+                ts: Ts::hms(10, 31, 0, 0),
+                order: 9,
+                reason: "ttl".into(),
+            }),
+        ];
+        let mut log = Log::default();
+        for (no, l) in lines.iter().enumerate() {
+            log.push(decode(no as u64, l.trim_end()), None);
+        }
+        let plans: Vec<&str> = log.rows().iter().map(|r| r.plan.as_str()).collect();
+        assert_eq!(
+            plans,
+            [
+                "vwap-reclaim",
+                "breakout",
+                "vwap-reclaim",
+                "vwap-reclaim",
+                "breakout",
+                ""
+            ]
+        );
+        log.set_filter("vwap-reclaim");
+        let shown: Vec<&str> = log
+            .shown()
+            .iter()
+            .map(|s| log.rows()[s.last].summary.as_str())
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                "#1 buy 1 @ 1.20 SPY 2025-04-09 518 C",
+                "#1 repriced to 1.25 (peg)",
+                "#1 cancelled: veto"
+            ]
+        );
     }
 
     /// The Bus lines decoded into a Log and folded: the Log and its runs (first, last, count).

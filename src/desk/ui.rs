@@ -2263,10 +2263,10 @@ fn draw_editor(f: &mut Frame, app: &App, r: Rect) {
         "Editor — {status} — {} submits",
         app.keys.label(Action::Submit)
     );
-    let (lines, at) = ed.display(t);
-    let widths: Vec<usize> = lines.iter().map(line_width).collect();
     let b = block(app, Pane::Editor, title);
     let inner = b.inner(r);
+    let (lines, at) = ed.display(t, usize::from(inner.width));
+    let widths: Vec<usize> = lines.iter().map(line_width).collect();
     f.render_widget(b, r);
     // The first coded error, whole, in a message area under the text.
     let err = Style::default().fg(t.syntax_error());
