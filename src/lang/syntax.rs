@@ -601,10 +601,17 @@ fn is_reserved(w: &str) -> bool {
 }
 
 fn reserved_err<T>(i: &In<'_>, w: &str) -> R<T> {
+    // What to write instead, where Kestrel already has it.
+    let instead = match w.to_ascii_lowercase().as_str() {
+        "market" => {
+            ": every order has a limit: write `@ ask` to buy at the offer (`@ bid` to sell), or cap it, like `@ min(fair+0.05, ask)`"
+        }
+        _ => ": remove it",
+    };
     fail_rule(
         i,
         Rule::ReservedWord,
-        format!("`{w}` is a reserved word, kept for a future version of Kestrel: remove it"),
+        format!("`{w}` is a reserved word, kept for a future version of Kestrel{instead}"),
         "reserved",
     )
 }
@@ -2227,7 +2234,10 @@ rule!(fn clause -> ClauseKind = "clause", Choice { arms: ((
             sp("a multiple of cost after TP, like `TP 2x @ fair`"),
             Ctx {
                 a: NUMBER_RAW.what("a multiple of cost after TP, like `TP 2x @ fair`"),
-                b: lit("x", "`x` after the multiple: `TP {prev}x`"),
+                b: lit(
+                    "x",
+                    "`x` after the multiple: `TP {prev}x` (a multiple of the cost: `TP 1.5x` is 50% over it)",
+                ),
                 f: |n: &Num| n.text.clone(),
             },
             tail(
@@ -2306,6 +2316,8 @@ rule!(fn clause -> ClauseKind = "clause", Choice { arms: ((
         let upper = w.to_ascii_uppercase();
         let hint = if CLAUSES.contains(&upper.as_str()) {
             format!(": clause keywords are upper case, write `{upper}`")
+        } else if let Some(h) = clause_named_otherwise(&upper) {
+            h.to_string()
         } else if is_reserved(w) {
             return reserved_err(i, w);
         } else {
@@ -2319,6 +2331,16 @@ rule!(fn clause -> ClauseKind = "clause", Choice { arms: ((
             "expected a clause",
         )
     } });
+
+/// What a trader's word for a clause is in Kestrel: a stop is an EXIT, a target a TP.
+fn clause_named_otherwise(upper: &str) -> Option<&'static str> {
+    match upper {
+        "STOP" | "STOP-LOSS" | "SL" => Some(": a stop is an EXIT clause, like `EXIT spot < lod`"),
+        "TARGET" | "TAKE-PROFIT" => Some(": a profit target is a TP clause, like `TP 2x @ fair`"),
+        "IF" => Some(": a condition is a WHEN clause, like `WHEN spot > vwap`"),
+        _ => None,
+    }
+}
 
 /// Clause keywords, from the shared lexicon.
 use super::lexicon::CLAUSE_KEYWORDS as CLAUSES;
@@ -2550,7 +2572,7 @@ rule!(fn plan_head -> Plan = "plan_head", (
         "`budget <n>R` after the plan name: `PLAN <name> budget 0.2R ttl 15:00`",
     ),
     sp("a risk amount after `budget`, like `0.25R`"),
-    RISK.what("a risk amount after `budget`, like `0.25R`"),
+    RISK.what("a risk amount in R after `budget`, like `0.25R` (R is the book's risk unit, not dollars)"),
     sp_kw(
         "ttl",
         "`ttl <HH:MM|+dur>` after the budget: `ttl 15:00` or `ttl +30m`",
