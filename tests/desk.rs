@@ -5713,3 +5713,68 @@ fn a_submit_warns_of_a_ttl_already_past_and_a_strike_far_from_spot() {
 
 const LATE_PLAN: &str =
     "PLAN late budget 0.25R ttl 09:45\n  WHEN spot > 0\n  DO buy 1 ATM C @ fair\n";
+
+/// A plan typed in the Editor and not submitted was lost when the person quit (or a signal
+/// closed the desk): the `left` record now keeps the draft, and `--open` puts it back in the
+/// Editor and says so. A draft changed on a reopened session the person only replayed is
+/// written too (its file created for it); a draft submitted is not kept.
+#[test]
+fn a_draft_not_submitted_is_back_in_the_editor_when_the_session_reopens() {
+    let dir = tmp("draft");
+    let path = dir.join("s.jsonl");
+    let draft = "PLAN later budget 0.1R ttl +30m\nWHEN spot > vwap\nDO buy 1 ATM C @ fair";
+    let mut app = book_with(Some(path.clone()), &[], ms(9, 40, 0));
+    press(&mut app, KeyCode::Char('e'));
+    typ(&mut app, draft);
+    let written = app.editor.text();
+    assert!(written.contains("WHEN spot > vwap"), "{written}");
+    let hash = app.snap.hash.clone();
+    let _ = app.session.leave();
+    drop(app);
+    let saved = saved::open(&path).unwrap();
+    assert_eq!(saved.draft.as_deref(), Some(written.as_str()));
+    assert!(saved.acts.is_empty(), "a draft is not an act");
+
+    // Reopened (saving to a new file, as `--open` does): the draft is in the Editor, the
+    // footer says so, the session is where it was.
+    let s = kestrel_desk::session::owner::reopen(&path, Some(dir.join("s2.jsonl"))).unwrap();
+    let (themes, keys, _) = desk::load_config(None);
+    let mut app = App::new(SessionHandle::inline(s), themes, keys);
+    app.tick();
+    assert_eq!(app.editor.text(), written);
+    assert_eq!(app.snap.hash, hash, "a draft moves nothing on the tape");
+    let msg = app.message.clone().unwrap_or_default();
+    assert!(
+        msg.contains("your draft, not submitted when you left, is back in the Editor"),
+        "{msg}"
+    );
+    let s = screen(&app, 160, 48);
+    assert!(has(&s, "your draft"), "{}", s.join("\n"));
+
+    // Changed on the reopened session and left without any act: a new file keeps it.
+    press(&mut app, KeyCode::Char('e'));
+    typ(&mut app, "\nTP 2x @ fair");
+    let changed = app.editor.text();
+    let snap = app.session.leave();
+    let again = snap.saving.clone().expect("the reopened session saves");
+    drop(app);
+    assert_eq!(
+        saved::open(&again).unwrap().draft.as_deref(),
+        Some(changed.as_str())
+    );
+
+    // Submitted, the draft is gone: nothing waits in the Editor when it reopens.
+    let s = kestrel_desk::session::owner::reopen(&again, Some(dir.join("s3.jsonl"))).unwrap();
+    let (themes, keys, _) = desk::load_config(None);
+    let mut app = App::new(SessionHandle::inline(s), themes, keys);
+    press(&mut app, KeyCode::Char('e'));
+    ctrl(&mut app, 's');
+    assert!(app.editor.is_blank(), "{}", app.editor.text());
+    let snap = app.session.leave();
+    let last = snap.saving.clone().unwrap();
+    drop(app);
+    let reread = saved::open(&last).unwrap();
+    assert_eq!(reread.draft, None);
+    assert_eq!(reread.acts.len(), 1, "the submit is the act");
+    let _ = std::fs::remove_dir_all(&dir);
+}

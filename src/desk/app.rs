@@ -161,6 +161,8 @@ pub enum BusMode {
 pub struct App {
     /// The session (the one owner of the run).
     pub session: SessionHandle,
+    /// The Editor text last sent to the session ([`Command::Draft`]).
+    draft_sent: String,
     /// The latest snapshot.
     pub snap: Arc<SessionSnapshot>,
     /// The focused pane.
@@ -342,9 +344,24 @@ impl App {
             log: Log::default(),
             modal_scroll: 0,
             modal_rows: std::cell::Cell::new((0, 0)),
+            draft_sent: String::new(),
         };
         app.log.sync(&app.snap);
         app.editor.set_scope(&app.snap.standing);
+        // A reopened session's draft, written and not submitted when the person left.
+        if let Some(d) = app.snap.draft_opened.clone() {
+            app.editor.set_text(&d);
+            let back = format!(
+                "your draft, not submitted when you left, is back in the Editor ({} focuses it, {} submits)",
+                app.keys.label(Action::Editor),
+                app.keys.label(Action::Submit)
+            );
+            app.message = Some(match app.message.take() {
+                Some(m) => format!("{m}; {back}"),
+                None => back,
+            });
+        }
+        app.draft_sent = app.editor.text();
         app
     }
 
@@ -473,6 +490,17 @@ impl App {
         fresh && *m != crate::session::owner::proposal_notice(name, p)
     }
 
+    /// The Editor's text as it stands goes to the session, for the `left` record: a draft
+    /// not submitted is kept when the person leaves (or a signal closes the desk), and
+    /// `--open` gives it back.
+    pub fn sync_draft(&mut self) {
+        let draft = self.editor.text();
+        if draft != self.draft_sent {
+            self.session.send(Command::Draft(draft.clone()));
+            self.draft_sent = draft;
+        }
+    }
+
     /// Send a command to the session.
     pub fn send(&mut self, c: Command) {
         self.session.send(c);
@@ -483,6 +511,7 @@ impl App {
     /// result of a submitted turn arrives (an authored turn clears the editor it came from;
     /// a SHOW VIEW focuses the View pane).
     pub fn tick(&mut self) -> bool {
+        self.sync_draft();
         let snap = self.session.latest();
         let changed = !Arc::ptr_eq(&snap, &self.snap);
         self.snap = snap;

@@ -732,6 +732,7 @@ fn run_inner(a: &DeskArgs, save: Option<PathBuf>) -> color_eyre::Result<()> {
     for w in &app.warnings {
         crate::cli::errln!("{w}");
     }
+    app.sync_draft();
     let last = app.session.leave();
     drop(app);
     // A write that failed is the desk's error, before a signal's: one coded line, exit 1.

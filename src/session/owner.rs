@@ -375,6 +375,9 @@ pub enum Command {
         /// The desk's number for it.
         id: u64,
     },
+    /// The person's Editor text as it stands, not submitted: the `left` record keeps it, and
+    /// `--open` gives it back (a draft is not an act: it moves nothing on the tape).
+    Draft(String),
 }
 
 /// A plan's owner, as the screen shows it.
@@ -728,6 +731,9 @@ pub struct SessionSnapshot {
     /// wakes): the editor's live check resolves `ARM`, `plan(...)` and `DELIVER` against
     /// them, as the Session does at the submit.
     pub standing: Arc<crate::lang::rules::Scope>,
+    /// The person's Editor draft the session file gave back at `--open` (not submitted when
+    /// they left): the desk puts it back in the Editor.
+    pub draft_opened: Option<Arc<str>>,
 }
 
 /// The positions still open in the book, each as `plan instrument ±qty` (an option of the
@@ -985,6 +991,10 @@ pub struct Session {
     record: Recorder,
     /// The person has left ([`Session::leave`]): the `left` record is written.
     left: bool,
+    /// The person's Editor draft as the desk last said ([`Command::Draft`]), and the one the
+    /// session file gave back at `--open`.
+    draft: String,
+    draft_opened: Option<Arc<str>>,
     bus_written: usize,
     bus_file: Option<std::fs::File>,
     /// The standing book's names as last snapshotted (shared while the run and its Bus do
@@ -1397,6 +1407,8 @@ impl Session {
                 failed: None,
             },
             left: false,
+            draft: String::new(),
+            draft_opened: None,
             bus_written: 0,
             bus_file: None,
             standing: Arc::default(),
@@ -1670,9 +1682,13 @@ impl Session {
 
     /// Apply one command.
     pub fn command(&mut self, c: Command) {
-        self.changed = true;
-        self.poll();
+        // A draft is kept for the `left` record only: nothing on the screen moves.
+        if !matches!(c, Command::Draft(_)) {
+            self.changed = true;
+            self.poll();
+        }
         match c {
+            Command::Draft(text) => self.draft = text,
             Command::Play => self.set_playing(true),
             Command::Pause => self.set_playing(false),
             Command::TogglePlay => self.set_playing(!self.playing),
@@ -2233,8 +2249,21 @@ impl Session {
     }
 
     /// Write where the session stands (the point `--open` resumes at).
+    /// With the person's Editor draft, if any: a draft that differs from the one the file
+    /// gave back at `--open` is written even when nothing else was (`acted`), so a reopened
+    /// session's edited draft is not lost.
     fn bookmark(&mut self) {
-        self.control("left");
+        let mut v = serde_json::json!({"type": "control", "action": "left"});
+        if !self.draft.trim().is_empty() {
+            v["draft"] = self.draft.clone().into();
+        }
+        let changed = self.draft_changed();
+        self.write_record(v, changed);
+    }
+
+    /// The draft differs from the one `--open` gave back (none counts as empty).
+    fn draft_changed(&self) -> bool {
+        self.draft.trim() != self.draft_opened.as_deref().unwrap_or("").trim()
     }
 
     fn set_quiet(&mut self, quiet: bool) {
@@ -3363,6 +3392,7 @@ impl Session {
             written: self.record.file.is_some(),
             save_error: self.record.failed.clone(),
             standing: self.standing.clone(),
+            draft_opened: self.draft_opened.clone(),
         }
     }
 }
@@ -3377,6 +3407,13 @@ impl Session {
             self.left = true;
             self.flush_bus();
             self.bookmark();
+            self.changed = true;
+        } else if !self.left && self.record.path.is_some() && self.draft_changed() {
+            // A reopened session the person only replayed, but whose draft they wrote or
+            // changed: its file is written for the draft (its Bus after it).
+            self.left = true;
+            self.bookmark();
+            self.flush_bus();
             self.changed = true;
         }
         match self.save_error() {
@@ -3485,6 +3522,7 @@ pub fn reopen(path: &Path, save: Option<PathBuf>) -> Result<Session, String> {
     let last = s.last.1;
     let speed = s.speed;
     let torn = s.torn;
+    let draft = s.draft.clone();
     // An act is named by its line.
     let line = |i: usize| s.act_lines.get(i).map_or(0, |a| a.line);
     let refuse = |i: usize, why: String| {
@@ -3552,6 +3590,10 @@ pub fn reopen(path: &Path, save: Option<PathBuf>) -> Result<Session, String> {
     // was chosen).
     if let Some(sp) = speed {
         session.speed = sp;
+    }
+    if let Some(d) = draft {
+        session.draft = d.clone();
+        session.draft_opened = Some(Arc::from(d));
     }
     if let Some(n) = torn {
         session.notice_at(

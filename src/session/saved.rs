@@ -171,6 +171,8 @@ pub struct Saved {
     /// The number of a last line cut short (no line end, not JSON: a crash mid-write), left
     /// out; the rest of the file opens.
     pub torn: Option<usize>,
+    /// The person's Editor draft when they last left (the last `left` record's `draft`).
+    pub draft: Option<String>,
 }
 
 /// Where an act is in the file, and what the desk said it did.
@@ -265,6 +267,7 @@ pub fn load(text: &str) -> Result<Saved, String> {
         speed: None,
         act_lines: Vec::new(),
         torn: None,
+        draft: None,
     };
     if s.tape.is_empty() {
         return Err(format!("line {}: the header names no tape", i + 1));
@@ -302,6 +305,11 @@ pub fn load(text: &str) -> Result<Saved, String> {
             && v.get("action").and_then(|a| a.as_str()) == Some("left")
         {
             left = Some((seq, ts));
+            s.draft = v
+                .get("draft")
+                .and_then(|d| d.as_str())
+                .filter(|d| !d.trim().is_empty())
+                .map(String::from);
         }
         match v.get("type").and_then(|t| t.as_str()) {
             Some("act") => {
