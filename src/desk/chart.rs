@@ -186,10 +186,14 @@ fn nice_step(raw: f64) -> f64 {
     10.0 * p
 }
 
+/// The decimals that write every multiple of `step` exactly, to the cent: a quarter-dollar
+/// step is labelled `519.25`, a 2.5 step `5182.5`. (One decimal for every step under a
+/// dollar wrote 519.25 as `519.2` and 518.75 as `518.8`, a nickel off.)
 fn decimals(step: f64) -> usize {
-    if step >= 1.0 {
+    let whole = |x: f64| (x - x.round()).abs() < 1e-6;
+    if whole(step) {
         0
-    } else if step >= 0.1 {
+    } else if whole(step * 10.0) {
         1
     } else {
         2
@@ -582,10 +586,15 @@ pub fn place_labels(occupied: &Occupied, asks: &[LabelAsk]) -> Vec<Option<(u16, 
             // Nothing at all beside it: a label against a candle's body read as cut, or as
             // that candle's (`breakout TP█`).
             let apart = |cx: u16| g.at(cx, y).is_none();
+            // Two blank cells from another mark's marker: with one, `vwap-flush sell 48@518.08
+            // ▼` read as vwap-flush's sell when the ▼ was breakout's.
+            let marker = |cx: u16| g.at(cx, y) == Some(Taken::Marker);
             end < w
                 && (x..end).all(|cx| g.at(cx, y).is_none())
                 && (x == 0 || apart(x - 1))
                 && apart(end)
+                && !(x >= 2 && marker(x - 2))
+                && !marker(end + 1)
         };
         let lowest = (a.x + 1).saturating_sub(a.width);
         let spot = rows.iter().find_map(|&y| {
@@ -765,7 +774,11 @@ pub fn draw(
     for y in plot.top()..plot.bottom() {
         put(buf, axis_x, y, "│", muted, area);
     }
-    let step = nice_step((hi - lo) / (f64::from(plot.height) / 3.0).max(1.0)).max(0.01);
+    // A price is in cents: a step finer than a cent's multiples (0.025) is a nickel.
+    let step = match nice_step((hi - lo) / (f64::from(plot.height) / 3.0).max(1.0)) {
+        s if s < 0.1 && ((s * 100.0) - (s * 100.0).round()).abs() > 1e-6 => 0.05,
+        s => s.max(0.01),
+    };
     let dp = decimals(step);
     let mut p = (lo / step).ceil() * step;
     while p <= hi {
@@ -1071,6 +1084,30 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_axis_label_writes_its_tick_exactly() {
+        // The step's decimals: every multiple of it written to the cent, none a nickel off.
+        for (step, dp) in [
+            (1.0, 0),
+            (5.0, 0),
+            (2.5, 1),
+            (0.5, 1),
+            (0.2, 1),
+            (0.25, 2),
+            (0.05, 2),
+        ] {
+            assert_eq!(decimals(step), dp, "step {step}");
+            for k in 0..8 {
+                let v = 518.0 + f64::from(k) * step;
+                let text = format!("{v:.dp$}");
+                assert!(
+                    (text.parse::<f64>().unwrap() - v).abs() < 1e-9,
+                    "{v} as {text}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn nice_steps_are_round() {
         assert_eq!(nice_step(0.7), 1.0);
         assert_eq!(nice_step(3.0), 5.0);
@@ -1148,6 +1185,13 @@ mod tests {
                     "{a:?} touches a label"
                 );
                 assert_eq!(o.at(cx, y), None, "{a:?} touches a marker or a candle");
+            }
+            for cx in [x.checked_sub(2), Some(end + 1)].into_iter().flatten() {
+                assert_ne!(
+                    o.at(cx, y),
+                    Some(Taken::Marker),
+                    "{a:?} ends one blank cell from a marker not its own"
+                );
             }
             for cx in x..end {
                 labels.take(cx, y, Taken::Label);
@@ -1248,22 +1292,24 @@ mod tests {
     }
 
     #[test]
-    fn labels_keep_a_blank_cell_from_other_labels_and_markers() {
+    fn labels_keep_a_blank_cell_from_other_labels_and_two_from_markers() {
         let mut o = free_grid(40, 6, &[(4, 3, 5), (16, 3, 5)]);
         o.take(17, 2, Taken::Marker);
-        // The first label ends at 15, the second starts at its marker (17): 16 is blank.
+        // The first label ends at 14, two blank cells before the other mark's marker (17):
+        // from 5 it would end at 15, one blank cell from it, and read as that marker's
+        // (before 2026-12-06 one blank cell was enough).
         let asks = [ask(5, 3, 5, 11, true), ask(17, 2, 5, 8, true)];
         let at = place_labels(&o, &asks);
         check_layout(&o, &asks, &at);
-        assert_eq!(at[0], Some((5, 2)));
+        assert_eq!(at[0], Some((4, 2)));
         assert_eq!(at[1], Some((17, 1)));
-        // A label that would end right beside another mark's marker goes elsewhere.
+        // A wider label slides further left for the same reason.
         let asks = [ask(5, 3, 5, 12, true)];
         let at = place_labels(&o, &asks);
         assert_eq!(
             at,
-            vec![Some((4, 2))],
-            "from 5 it would touch the marker at 17"
+            vec![Some((3, 2))],
+            "from 4 it would end one blank cell from the marker at 17"
         );
         check_layout(&o, &asks, &at);
     }
