@@ -1399,6 +1399,71 @@ fn the_house_agent_sits_only_on_the_tape_it_was_recorded_for() {
     }
 }
 
+/// On a tape that does not carry SPX and SPY (an imported SPY-only day) the example plans
+/// were armed anyway and each refused at the open (`UNKNOWN symbol SPX`): four refusals on
+/// the footer and the Plans pane for a person who asked for none. They are now left out,
+/// and the footer says why; a tape that carries them arms them.
+#[test]
+fn the_example_plans_stay_out_on_a_tape_without_their_symbols_and_the_footer_says_so() {
+    let dir = tmp("examples-other-tape");
+    let spy = dir.join("spy.jsonl");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_kestrel"))
+        .args([
+            "tape",
+            "import",
+            "examples/import/spy-trades-quotes.csv",
+            "--ts-unit",
+            "ns",
+            "-o",
+        ])
+        .arg(&spy)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let spy = spy.display().to_string();
+    let shock = "tapes/shock-2025-04-09-s7.jsonl";
+    for (argv, armed, says) in [
+        (vec!["kestrel", "--no-save", "--tape", shock], true, None),
+        (
+            vec!["kestrel", "--no-save", "--tape", spy.as_str()],
+            false,
+            Some("no example plans or house agent: both are for trend-2025-04-09-s1's SPX and SPY"),
+        ),
+        (
+            vec!["kestrel", "--no-save", "--no-agent", "--tape", spy.as_str()],
+            false,
+            Some("no example plans: they trade SPX and SPY, which this tape does not carry"),
+        ),
+    ] {
+        let a = args(&argv);
+        let session = desk::open_session(&a, None).expect("the session opens");
+        let (themes, keys, _) = desk::load_config(None);
+        let mut app = App::new(SessionHandle::inline(session), themes, keys);
+        app.tick();
+        desk::opening_message(&mut app, &a, None);
+        assert_eq!(
+            !names(&app).is_empty(),
+            armed,
+            "{argv:?}: {:?}",
+            names(&app)
+        );
+        assert!(
+            !bus_has(&app, "error"),
+            "{argv:?}: nothing is refused at the open"
+        );
+        let m = app.message.clone().unwrap_or_default();
+        match says {
+            Some(w) => assert!(m.contains(w), "{argv:?}: {m}"),
+            None => assert!(!m.contains("no example plans"), "{argv:?}: {m}"),
+        }
+        if let Some(w) = says {
+            let s = screen(&app, 100, 30);
+            assert!(has(&s, &w[..40]), "{}", s.join("\n"));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn bare_kestrel_and_kestrel_desk_open_the_same_session() {
     for (bare, sub) in [

@@ -632,17 +632,53 @@ pub fn open_session(a: &DeskArgs, save: Option<PathBuf>) -> Result<Session, Stri
         return session::owner::reopen(p, save);
     }
     let mut settings = settings(a)?;
-    let plans = opening_plans(a).map_err(|r| r.text)?;
+    let mut plans = opening_plans(a).map_err(|r| r.text)?;
     let tape = TapeSource::open(a.tape.as_ref().map(|p| p.display().to_string()).as_deref())?;
-    if house_unseated(a, &tape) {
+    let unseated = house_unseated(a, &tape);
+    if unseated {
         settings.agent = None;
+    }
+    let skipped = examples_unarmed(a, &tape);
+    if skipped {
+        plans.clear();
     }
     let how = Opening {
         save,
         plans,
         ..Opening::default()
     };
-    Session::open(tape, settings, how)
+    let mut s = Session::open(tape, settings, how)?;
+    if skipped {
+        // Short enough for the footer at 100x30; the house agent's word folded in.
+        s.warn(if unseated {
+            format!(
+                "no example plans or house agent: both are for {}'s SPX and SPY (--plans arms yours, --author seats one)",
+                BUNDLED_TAPE.0
+            )
+        } else {
+            "no example plans: they trade SPX and SPY, which this tape does not carry (--plans arms yours)"
+                .into()
+        });
+    }
+    Ok(s)
+}
+
+/// The symbols the example plans trade (examples/desk.kestrel's `USING`).
+const EXAMPLE_SYMBOLS: [&str; 2] = ["SPX", "SPY"];
+
+/// Whether bare `kestrel`'s example plans stay out: on a tape that does not carry their
+/// symbols each would be refused at the open (`UNKNOWN symbol SPX`), four refusals in place
+/// of a desk ready to trade. A tape that carries them (the bundled ones) arms them.
+pub fn examples_unarmed(a: &DeskArgs, tape: &TapeSource) -> bool {
+    if !a.plans.is_empty() || a.no_example {
+        return false;
+    }
+    let Ok(h) = tape.header() else {
+        return false;
+    };
+    !EXAMPLE_SYMBOLS
+        .iter()
+        .all(|want| h.symbols.iter().any(|s| s.sym.as_str() == *want))
 }
 
 fn run_inner(a: &DeskArgs, save: Option<PathBuf>) -> color_eyre::Result<()> {

@@ -180,6 +180,11 @@ impl TapeSource {
             .map_err(|e| format!("{}: {e}", self.label))
     }
 
+    /// The tape's header (its first line): its name, date, hours and symbols.
+    pub fn header(&self) -> Result<TapeHeader, String> {
+        self.reader().map(|r| r.header().clone())
+    }
+
     fn reader(&self) -> Result<TapeReader<Reader>, String> {
         TapeReader::new(Box::new(Cursor::new(self.bytes.clone())) as Reader)
             .map_err(|e| e.to_string())
@@ -1492,6 +1497,12 @@ impl Session {
 
     fn notice(&mut self, text: String) {
         self.notice_at(NoticeLevel::Info, text);
+    }
+
+    /// A warning the desk gives as the session opens (the footer's first message): what the
+    /// options asked for and the desk did not do, and why.
+    pub fn warn(&mut self, text: String) {
+        self.notice_at(NoticeLevel::Warn, text);
     }
 
     fn notice_at(&mut self, level: NoticeLevel, text: String) {
