@@ -5651,6 +5651,8 @@ fn the_narrow_plans_pane_drops_budget_and_by_before_it_cuts_a_name() {
     wait_for(&mut app, |a| {
         a.snap.plans.iter().any(|p| p.name == "agent-p")
     });
+    // And one of the person's.
+    app.human_turn(desk::EXAMPLE_PLAN);
     let rows = pane_rows(&app, 160, 48, Pane::Plans);
     let text = rows.join("\n");
     for p in &app.snap.plans {
@@ -5665,6 +5667,20 @@ fn the_narrow_plans_pane_drops_budget_and_by_before_it_cuts_a_name() {
     assert!(short.starts_with("127.0.0.1:"), "{short}");
     assert!(!text.contains("127.0.0…"), "{text}");
     assert!(text.contains(&short), "{text}");
+    // The agent's name gives way to `agent` before the budget and the person's `you` go:
+    // one 15-column URL author took both from every plan, with room to spare.
+    assert!(has(&rows, "pnl/budget"), "the budget stays:\n{text}");
+    let mine = rows
+        .iter()
+        .find(|l| l.starts_with("breakout-chase "))
+        .unwrap_or_else(|| panic!("the person's plan:\n{text}"));
+    assert!(mine.contains(" you "), "{text}");
+    let theirs = rows
+        .iter()
+        .position(|l| l.starts_with("agent-p "))
+        .expect("the agent's plan");
+    assert!(rows[theirs].contains(" agent "), "{text}");
+    assert!(rows[theirs + 1].contains(&format!("by {short}")), "{text}");
 }
 
 /// `--price-in` and `--price-out` are checked before the terminal is taken over: both or

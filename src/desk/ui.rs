@@ -806,32 +806,53 @@ fn why_style(app: &App, p: &PlanLine) -> Style {
 #[derive(Clone, Copy, PartialEq, Debug)]
 struct NarrowCols {
     budget: bool,
-    by: bool,
+    by: By,
+}
+
+/// How the narrow Plans pane's `by` column names a plan's owner.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum By {
+    /// The author's short name whole (`127.0.0.1:18911`).
+    Name,
+    /// `you` or `agent`, the agent named on the plan's `↳` line.
+    Role,
+    /// No `by` column (an agent's plan says whose it is on its `↳` line).
+    Off,
 }
 
 impl NarrowCols {
-    /// From the widest to the narrowest: the budget gives way first, then the `by` column
-    /// (an agent's plan then says whose it is on its `↳` line). The state, the P&L and the
-    /// ttl always show, whole.
-    const FORMS: [NarrowCols; 3] = [
+    /// From the widest to the narrowest: the agent's name gives way to `agent` first (named
+    /// on the `↳` line), then the budget, then the `by` column. The state, the P&L and the
+    /// ttl always show, whole. (Until 2026-12-06 the budget went first and the `by` column
+    /// next: one agent plan with a 15-column URL author took every plan's budget and the
+    /// person's `you` at 160x48, with room to spare.)
+    const FORMS: [NarrowCols; 5] = [
         NarrowCols {
             budget: true,
-            by: true,
+            by: By::Name,
+        },
+        NarrowCols {
+            budget: true,
+            by: By::Role,
         },
         NarrowCols {
             budget: false,
-            by: true,
+            by: By::Name,
         },
         NarrowCols {
             budget: false,
-            by: false,
+            by: By::Role,
+        },
+        NarrowCols {
+            budget: false,
+            by: By::Off,
         },
     ];
 
     /// The header of each column shown.
     fn header(self) -> Vec<String> {
         let pnl = if self.budget { "pnl/budget" } else { "pnl" };
-        self.by
+        (self.by != By::Off)
             .then_some("by")
             .into_iter()
             .chain(["state", pnl, "ttl"])
@@ -853,11 +874,12 @@ impl NarrowCols {
         // The author's short name whole (the column is as wide as its widest value, and
         // gives way when the names need the room): `127.0.0.1:18777`, as the footer and the
         // proposal name it, where a cut `127.0.0…` said nothing.
-        let by = |o: &Owner| match o {
-            Owner::Agent(n) => n.clone(),
-            o => owner_label(o),
+        let by = |o: &Owner| match (o, self.by) {
+            (Owner::Agent(n), By::Name) => n.clone(),
+            (Owner::Agent(_), _) => "agent".into(),
+            (o, _) => owner_label(o),
         };
-        self.by
+        (self.by != By::Off)
             .then(|| by(&p.owner))
             .into_iter()
             .chain([
@@ -968,7 +990,7 @@ fn draw_plans_narrow(f: &mut Frame, app: &App, r: Rect) {
         };
         // Without the `by` column, a plan that is not the person's says whose it is.
         let whose = match &p.owner {
-            Owner::Agent(n) if !form.by => format!("by {n} · "),
+            Owner::Agent(n) if form.by != By::Name => format!("by {n} · "),
             _ => String::new(),
         };
         let mut second = Line::from(Span::styled(
