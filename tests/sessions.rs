@@ -661,3 +661,78 @@ fn a_plan_replaced_before_the_open_stays_replaced_in_every_session() {
         );
     }
 }
+
+/// On a tape of several sessions the desk's book is the current session's: a two-day run
+/// that lost on both days read only the second day's P&L, with nothing to say so. The
+/// Blotter now heads it with the session, its date and the tape's total so far (every
+/// session's P&L: what `kestrel run` reports as the book's); one session says nothing more.
+#[test]
+fn the_blotter_names_the_session_and_the_tapes_total() {
+    use kestrel_desk::desk::{self, ui};
+    use kestrel_desk::session::{Command, Opening, Settings, TapeSource};
+    let ms = members();
+    let tape = TapeSource {
+        label: "week.jsonl".into(),
+        bytes: std::sync::Arc::from(joined(&ms[..2]).into_boxed_slice()),
+    };
+    let settings = Settings {
+        agent: None,
+        ..Settings::default()
+    };
+    let how = Opening {
+        plans: vec![("examples".into(), PLANS.into())],
+        ..Opening::default()
+    };
+    let mut app = desk::inline_app_from(tape, settings, how).expect("desk");
+    let text = |app: &kestrel_desk::desk::app::App| -> String {
+        ui::blotter_lines(app, 40, 120)
+            .iter()
+            .map(|l| {
+                l.spans
+                    .iter()
+                    .map(|s| s.content.as_ref())
+                    .collect::<String>()
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    // Session 1 to its close: one session, nothing more said.
+    app.send(Command::Seek(ms[0].0.close));
+    app.tick();
+    let one = app.snap.clone();
+    assert_eq!(one.session, Some(1));
+    assert!(one.book.tape_total.is_none());
+    assert!(!text(&app).contains("tape total"), "{}", text(&app));
+    assert_ne!(one.book.pnl_usd, 0.0, "session 1 traded");
+    // Into session 2 and on: the book is session 2's, the total both sessions'.
+    app.send(Command::StepTick);
+    app.send(Command::Seek(Ts::hms(9, 55, 0, 0)));
+    app.tick();
+    let two = app.snap.clone();
+    assert_eq!(two.session, Some(2));
+    let total = two
+        .book
+        .tape_total
+        .clone()
+        .expect("a second session has a total");
+    assert_eq!((total.session, total.sessions), (2, 2));
+    assert_eq!(total.date, "2025-04-10");
+    let want = one.book.pnl_usd + two.book.pnl_usd;
+    assert!(
+        (total.pnl_usd - want).abs() < 0.005,
+        "{} vs {want}",
+        total.pnl_usd
+    );
+    let b = text(&app);
+    let first = b.lines().next().unwrap_or_default().to_string();
+    assert!(
+        first.starts_with("session 2 · 2025-04-10 · tape total ")
+            && first.ends_with(" over 2 sessions"),
+        "{b}"
+    );
+    let money = |v: f64| {
+        let sign = if v < 0.0 { "-" } else { "+" };
+        format!("{sign}${:.2}", v.abs())
+    };
+    assert!(first.contains(&money(total.pnl_usd)), "{b}");
+}

@@ -1501,6 +1501,21 @@ fn blotter_parts(app: &App, w: usize) -> BlotterParts {
         ),
     ];
     let width = |v: &[Span]| v.iter().map(|s| cols(&s.content)).sum::<usize>();
+    // On a tape of several sessions the book above is this session's: say which, and the
+    // tape's total so far, first (a two-day run that lost $135.96 read `P&L -$67.98`).
+    let session_line = b.tape_total.as_ref().map(|x| {
+        Line::from(vec![
+            Span::styled(
+                format!("session {} · {} · tape total ", x.session, x.date),
+                muted,
+            ),
+            Span::styled(
+                format!("{} {}", usd(x.pnl_usd), r_of(x.pnl_r)),
+                pnl_style(app, x.pnl_usd),
+            ),
+            Span::styled(format!(" over {} sessions", x.sessions), muted),
+        ])
+    });
     let lines = if width(&total) + width(&realised("  realised ")) + width(&open) <= w {
         vec![Line::from([total, realised("  realised "), open].concat())]
     } else if width(&realised("  real ")) + width(&open) <= w {
@@ -1514,6 +1529,10 @@ fn blotter_parts(app: &App, w: usize) -> BlotterParts {
         v.extend(wrap(Line::from(realised("  realised ")), w));
         v.extend(wrap(Line::from(open), w));
         v
+    };
+    let lines = match session_line {
+        Some(l) => wrap(l, w).into_iter().chain(lines).collect(),
+        None => lines,
     };
     // An option of the session's own date reads `SPY 0dte 518.00 C`: what a trader calls it,
     // and short enough that a row keeps its figures on one line.

@@ -155,6 +155,24 @@ pub struct Snapshot {
     pub r_usd: f64,
     /// Every order of the session with its state, oldest first.
     pub order_log: Vec<OrderLogRow>,
+    /// On a tape of several sessions: which one this book is, and the whole tape's P&L (the
+    /// figures above are this session's). Not drawn in a Frame.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tape_total: Option<TapeTotal>,
+}
+
+/// A multi-session tape's place and total, as the desk's Blotter heads its book with it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TapeTotal {
+    /// This session's number (1, 2, …) and date.
+    pub session: u32,
+    pub date: String,
+    /// Sessions begun so far.
+    pub sessions: usize,
+    /// The book's P&L over every session so far (realised, and open at the latest marks),
+    /// dollars and R.
+    pub pnl_usd: f64,
+    pub pnl_r: f64,
 }
 
 impl Snapshot {
@@ -245,6 +263,16 @@ impl Snapshot {
         snap.open_usd = money(open);
         snap.open_r = in_r(open);
         snap.r_usd = b.r_usd.to_f64();
+        if let Some(cur) = b.sessions.last().filter(|_| b.sessions.len() > 1) {
+            let all = b.book_pnl();
+            snap.tape_total = Some(TapeTotal {
+                session: cur.session,
+                date: cur.date.clone(),
+                sessions: b.sessions.len(),
+                pnl_usd: money(all),
+                pnl_r: in_r(all),
+            });
+        }
         snap
     }
 }
