@@ -203,6 +203,7 @@ fn book_panes_render_the_snapshot() {
         open_r: 0.01,
         r_usd: 1000.0,
         order_log: Vec::new(),
+        tape_total: None,
         settled: Vec::new(),
     };
     let r = rep.frame(
