@@ -5027,9 +5027,18 @@ fn desk_with_example_plans(
     dir: &std::path::Path,
     to: Ts,
 ) -> (std::path::PathBuf, std::path::PathBuf) {
+    desk_with_example_plans_and(dir, to, AGENT_PLAN)
+}
+
+/// [`desk_with_example_plans`] with the seated script's one reply `agent` (at the open).
+fn desk_with_example_plans_and(
+    dir: &std::path::Path,
+    to: Ts,
+    agent: &str,
+) -> (std::path::PathBuf, std::path::PathBuf) {
     let path = dir.join("s.jsonl");
     let settings = Settings {
-        agent: Some(script(&[AGENT_PLAN])),
+        agent: Some(script(&[agent])),
         ..Settings::default()
     };
     let how = Opening {
@@ -5047,8 +5056,9 @@ fn desk_with_example_plans(
 /// The default session's Bus (plans armed at the open: the person's `file` turn, written
 /// after its `document-armed`) replays headless and grades, exit 0: before 2026-12-06 both
 /// refused it, `error code=REPLAY … the supersede recorded here has no document-armed record
-/// after it`. The replay arms the person's documents at its open; its hash is not the desk's,
-/// and a note after the report says so with the desk's hash.
+/// after it`. The replay arms the person's documents at its open, as the person's; the desk
+/// was left at 11:00, so its hash is not the desk's, and a note after the report says so and
+/// why, with the desk's hash.
 #[test]
 fn a_desk_bus_with_plans_armed_at_the_open_replays_and_grades() {
     let dir = tmp("desk-bus-open-plans");
@@ -5091,20 +5101,24 @@ fn a_desk_bus_with_plans_armed_at_the_open_replays_and_grades() {
         err.contains("over the 1 document(s) the person armed at the open"),
         "{err}"
     );
-    // The person's plans armed at the replay's open, without an owner (a headless run).
+    // The person's plans armed at the replay's open as the person's, as the desk armed them
+    // (before 2026-12-06 without an owner, and the agent's supersede stood them down): the
+    // replay writes the desk's Bus up to where the desk was left, and plays on to the close.
     let r1 = std::fs::read_to_string(dir.join("r1.jsonl")).unwrap();
     let first_armed = r1
         .lines()
         .find(|l| l.contains("\"type\":\"document-armed\""))
         .unwrap();
     assert!(
-        first_armed.contains("\"breakout\"") && !first_armed.contains("\"owner\""),
+        first_armed.contains("\"breakout\"") && first_armed.contains("\"owner\":\"person\""),
         "{first_armed}"
     );
-    // The note names the desk's hash (the BLAKE3 of its Bus) beside this replay's.
+    assert!(r1.starts_with(&*text) && r1.len() > text.len(), "{r1}");
+    // The note names the desk's hash (the BLAKE3 of its Bus) beside this replay's, and why
+    // they differ.
     let desk_hash = blake3::hash(&bytes).to_hex().to_string();
     let note = format!(
-        "note: {b}: a desk's Bus names each document's owner and records the person's turns; this headless replay does neither, so its hash differs from the desk's (the desk's is {}",
+        "note: {b}: this replay's hash differs from the desk's (the desk's is {}, the BLAKE3 of the file; this replay's is the report's determinism): the desk's Bus stops where the desk was left, before the close",
         &desk_hash[..12]
     );
     assert!(err.contains(&note), "{err}");
@@ -5857,5 +5871,92 @@ fn a_draft_not_submitted_is_back_in_the_editor_when_the_session_reopens() {
     let reread = saved::open(&last).unwrap();
     assert_eq!(reread.draft, None);
     assert_eq!(reread.acts.len(), 1, "the submit is the act");
+
+/// The seated agent's reply at the open: a plan of its own that buys once the person's
+/// `vwap-flush` (one of the example plans bare `kestrel` arms) has filled, so it trades only
+/// on the book the desk flew, the person's plans beside the agent's.
+const FOLLOW_PLAN: &str = "# the person's flush filled: follow it\nPLAN follow budget 1R ttl 15:00\n  USING signal SPX exec SPY 0dte\n  WHEN plan(vwap-flush).filled\n  DO buy 1 shares @ ask\n  EXIT T-10\n";
+
+/// A desk's Bus where the person armed plans at the open and did nothing after, and the
+/// seated agent's supersede armed its own plan, replays headless with the desk's owners
+/// seated: the person's plans stay (the agent's supersede replaced only its own, "Whose
+/// book"), fill as at the desk, and the replay writes the desk's Bus byte for byte, so its
+/// determinism hash is the desk's; `grade --agent` grades the agent on that book. Before
+/// 2026-12-06 the replay had no owners: the agent's supersede stood the person's plans down
+/// at 09:30, `follow` never fired, and the hash differed (a note said it could not match).
+#[test]
+fn a_desk_bus_replays_headless_with_the_desks_owners_and_hash() {
+    let dir = tmp("desk-bus-owners");
+    let (_, bus) = desk_with_example_plans_and(&dir, ms(16, 30, 0), FOLLOW_PLAN);
+    let bytes = std::fs::read(&bus).unwrap();
+    let text = String::from_utf8_lossy(&bytes);
+    let has = |text: &str, ty: &str, what: &str| {
+        text.lines()
+            .any(|l| l.contains(&format!("\"type\":\"{ty}\"")) && l.contains(what))
+    };
+    // The desk: both owners named, the person's flush and the agent's follow filled.
+    assert!(
+        has(&text, "document-armed", "\"owner\":\"person\""),
+        "{text}"
+    );
+    assert!(
+        has(&text, "document-armed", "\"owner\":\"agent\""),
+        "{text}"
+    );
+    assert!(has(&text, "fill", "\"plan\":\"vwap-flush\""), "{text}");
+    assert!(has(&text, "fill", "\"plan\":\"follow\""), "{text}");
+    assert!(has(&text, "session-end", ""), "{text}");
+    let tape = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tapes/trend-2025-04-09-s1.jsonl"
+    );
+    let b = bus.display().to_string();
+    let (code, replay_out, err) = kestrel_in(
+        &dir,
+        &["agent", "--tape", tape, "--author", &b, "--bus", "r.jsonl"],
+    );
+    assert_eq!(code, 0, "{err}");
+    let out = &replay_out;
+    let replayed = std::fs::read(dir.join("r.jsonl")).unwrap();
+    let r = String::from_utf8_lossy(&replayed);
+    // The person's plans were not stood down by the agent's supersede, and filled.
+    assert!(!has(&r, "plan-state", "\"reason\":\"superseded\""), "{r}");
+    assert!(has(&r, "fill", "\"plan\":\"vwap-flush\""), "{r}");
+    assert!(has(&r, "fill", "\"plan\":\"follow\""), "{r}");
+    // The desk's bytes, so the desk's hash, and nothing warns of another session.
+    assert!(replayed == bytes, "the replay is not the desk's Bus:\n{r}");
+    let desk_hash = blake3::hash(&bytes).to_hex().to_string();
+    assert!(out.contains(&format!("determinism {desk_hash}")), "{out}");
+    assert!(!err.contains("code=DESK-BUS"), "{err}");
+    assert!(
+        err.contains(&format!(
+            "note: {b}: this replay seated the desk's owners and wrote the desk's Bus byte for byte: its hash is the desk's ({}",
+            &desk_hash[..12]
+        )),
+        "{err}"
+    );
+    // The author's counts are the agent's: one supersede (the person's is not counted).
+    assert!(out.contains("wakes 1 | supersede 1 "), "{out}");
+    // Graded: the agent's follow trades on the person's flush, as at the desk.
+    let tapes = dir.join("tapes");
+    std::fs::create_dir_all(&tapes).unwrap();
+    std::fs::copy(tape, tapes.join("t.jsonl")).unwrap();
+    std::fs::write(
+        dir.join("g.kestrel"),
+        "GRADE plan follow OVER tapes/* FILL strict-cross-v1\n",
+    )
+    .unwrap();
+    let (code, out, err) = kestrel_in(&dir, &["grade", "g.kestrel", "--agent", &b, "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let cell = &v["grades"][0]["cells"][0];
+    assert_eq!(cell["active"], 1, "{out}");
+    // Its R is the desk's: the replay's report (the desk's Bus) gives follow's P&L.
+    let desk_r = replay_out
+        .lines()
+        .find(|l| l.starts_with("follow "))
+        .and_then(|l| l.split_whitespace().nth(7))
+        .expect("follow's row in the report");
+    assert_eq!(cell["mean_r"], desk_r, "{out}\n{replay_out}");
     let _ = std::fs::remove_dir_all(&dir);
 }

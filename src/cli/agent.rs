@@ -82,7 +82,8 @@ pub fn run(a: &AgentArgs) -> i32 {
     };
     // A saved Bus replays its session: it must be whole, and the replay is held to it
     // (session::replay). A desk's Bus replays its agent's answers over the documents the
-    // person armed at the open, and is not (docs/desk.md, "A desk's Bus, headless").
+    // person armed at the open, with the desk's owners seated where an agent sat there, and
+    // is not held to it (docs/desk.md, "A desk's Bus, headless").
     let mut desk_bus: Option<DeskBus> = None;
     let recording = author.recorded_bus().and_then(|b| {
         Recording::new(&a.author, b).filter(|r| {
@@ -91,13 +92,16 @@ pub fn run(a: &AgentArgs) -> i32 {
                 let (opening, persons) = r.persons_at_desk();
                 let d = DeskBus {
                     opening,
-                    owners: r.names_owners(),
+                    seated: r.seated_desk(),
                     persons,
+                    cut: r.cut().is_some(),
                     // What the desk's status line showed when it was saved: the BLAKE3 of
                     // the Bus as written (only a desk's Bus needs it).
                     hash: crate::bus::hash_bytes(b),
                 };
-                errln!("{}", desk_bus_warning(&a.author, &d, !a.plans.is_empty()));
+                if let Some(w) = desk_bus_warning(&a.author, &d, !a.plans.is_empty()) {
+                    errln!("{w}");
+                }
                 desk_bus = Some(d);
             }
             !desk
@@ -119,16 +123,20 @@ pub fn run(a: &AgentArgs) -> i32 {
         Err(code) => return code,
     };
     // A desk's Bus: the person's documents at the open arm at the replay's open (unless
-    // --plans names others), as the desk armed them before its first wake.
-    let docs = match desk_bus.as_ref() {
+    // --plans names others), as the desk armed them before its first wake: where an agent
+    // sat at the desk, as the person's turns, the author seated as the desk's agent
+    // (`Session::seat_desk`); else as --plans would arm them.
+    let (docs, persons) = match desk_bus.as_ref() {
         Some(d) if a.plans.is_empty() => match d.documents(&a.author) {
-            Ok(docs) => docs,
+            Ok(_) if d.seated => (Vec::new(), Some(d.opening.clone())),
+            Ok(docs) => (docs, None),
             Err(e) => {
                 errln!("{e}");
                 return replay::EXIT_REFUSED;
             }
         },
-        _ => docs,
+        Some(d) if d.seated => (docs, Some(Vec::new())),
+        _ => (docs, None),
     };
     let (sink, held) = match recording {
         Some(r) => {
@@ -192,6 +200,12 @@ pub fn run(a: &AgentArgs) -> i32 {
         return replay::EXIT_REFUSED;
     }
     let mut s = s;
+    if let Some(persons) = persons
+        && let Err(e) = s.seat_desk(persons)
+    {
+        errln!("error code=REPLAY message={}: {e}", a.author);
+        return replay::EXIT_REFUSED;
+    }
     let opening = super::run::arm_warnings(s.take_arm_warnings());
     for w in &opening {
         errln!("{}", w.line());
@@ -212,6 +226,7 @@ pub fn run(a: &AgentArgs) -> i32 {
     let c = s.counts().clone();
     let unused = s.unused_replies();
     let bus = s.finish();
+    let hash = bus.hash_hex();
     if let Some(e) = bus.error() {
         errln!("error code=IO message=writing the bus: {e}");
         return 1;
@@ -263,9 +278,9 @@ pub fn run(a: &AgentArgs) -> i32 {
         return code;
     }
     provider_errors.print();
-    // Its hash is not the desk's, and an evaluator comparing the two is told so.
+    // Whether its hash is the desk's, and if not why: an evaluator comparing the two is told.
     if let Some(d) = &desk_bus {
-        errln!("{}", d.hash_note(&a.author));
+        errln!("{}", d.hash_note(&a.author, &hash, !a.plans.is_empty()));
     }
     // A script reply for a wake that never asked (a misspelt or another tape's wake) would
     // otherwise pass unseen: the run is the same, the Bus unchanged.
@@ -287,48 +302,76 @@ pub fn run(a: &AgentArgs) -> i32 {
     0
 }
 
-/// The note a desk's Bus replayed headless gets: its agent's turns replay, the person's acts
-/// (in the session file) do not, so the replay is another session and is not held to it.
-fn desk_bus_warning(path: &str, d: &DeskBus, plans: bool) -> String {
+/// The warning a desk's Bus replayed headless gets when the replay cannot be the desk's
+/// session: its agent's turns replay (over the person's documents at the open, seated as the
+/// person's where an agent sat at the desk), and what the desk's session held besides does
+/// not ([`DeskBus::differs`]). `None` when nothing is known to differ: the note after the
+/// report then says whether its hash is the desk's.
+fn desk_bus_warning(path: &str, d: &DeskBus, plans: bool) -> Option<String> {
+    let why = d.differs(plans);
+    if why.is_empty() {
+        return None;
+    }
     let session = crate::session::saved::session_of_bus(std::path::Path::new(path)).map_or_else(
         || "its session file".to_string(),
         |p| p.display().to_string(),
     );
+    let armed = if d.seated {
+        "as the person's"
+    } else {
+        "as --plans would"
+    };
     let opening = match (d.opening.len(), plans) {
         (0, _) => String::new(),
         (n, false) => format!(
-            " over the {n} document(s) the person armed at the open (armed here at the open, as --plans would)"
+            " over the {n} document(s) the person armed at the open (armed here at the open, {armed})"
         ),
         (n, true) => format!(
             " over the --plans given (not the {n} document(s) the person armed at the open)"
         ),
     };
-    format!(
-        "warning code=DESK-BUS message={path} is a desk's Bus: its agent's turns replay{opening}, not the person's other acts (they are in the session file), so this is another session than the desk's and is not compared with it; to replay the desk's session, kestrel desk --open {session}"
-    )
+    let seated = if d.seated {
+        ", the author seated as the desk's agent (its supersede, STAND-DOWN and CANCEL reach only its own plans, as at the desk)"
+    } else {
+        ""
+    };
+    Some(format!(
+        "warning code=DESK-BUS message={path} is a desk's Bus: its agent's turns replay{opening}{seated}, but {}, so this is another session than the desk's and is not compared with it; to replay the desk's session, kestrel desk --open {session}",
+        why.join("; ")
+    ))
 }
 
 /// What a replay of a desk's Bus takes from it besides its agent's turns.
 struct DeskBus {
-    /// The texts of the person's documents at the open ([`Recording::persons_at_desk`]).
-    opening: Vec<String>,
-    /// Its `document-armed` records name their owners (an agent sat at the desk).
-    owners: bool,
+    /// The person's documents at the open, what the router was told of their author and the
+    /// text ([`Recording::persons_at_desk`]).
+    opening: Vec<(crate::turn::AuthorKind, String)>,
+    /// An agent sat at the desk ([`Recording::seated_desk`]): the replay seats the desk's
+    /// owners.
+    seated: bool,
     /// The person's turns on it (at the open and after).
     persons: usize,
+    /// It stops before `session-end` (the desk was left before the close).
+    cut: bool,
     /// The desk's determinism hash (BLAKE3 of the file).
     hash: String,
 }
 
 impl DeskBus {
-    /// The person's documents at the open, checked as `--plans` are: one that no longer
-    /// checks (the Bus was recorded by another version) is a `REPLAY` refusal, exit 2.
+    /// The person's documents at the open, checked as the desk checked them (a turn of the
+    /// person's where an agent sat, else as `--plans` are): one that no longer checks (the
+    /// Bus was recorded by another version) is a `REPLAY` refusal, exit 2.
     fn documents(&self, path: &str) -> Result<Vec<crate::lang::Document>, String> {
+        let mode = if self.seated {
+            crate::lang::Mode::Turn
+        } else {
+            crate::lang::Mode::File
+        };
         self.opening
             .iter()
             .enumerate()
-            .map(|(i, text)| {
-                crate::lang::check(text, crate::lang::Mode::File).map_err(|errs| {
+            .map(|(i, (_, text))| {
+                crate::lang::check(text, mode).map_err(|errs| {
                     format!(
                         "error code=REPLAY message={path}: the person's document {} at the open does not check as a document armed at the open ({}): this Bus cannot be replayed headless; kestrel desk --open replays the desk's session",
                         i + 1,
@@ -339,21 +382,49 @@ impl DeskBus {
             .collect()
     }
 
-    /// `note: FILE: a desk's Bus names each document's owner; this headless replay does not,
-    /// so its hash differs from the desk's (…)`: what an evaluator comparing hashes needs.
-    fn hash_note(&self, path: &str) -> String {
-        let what = match (self.owners, self.persons > 0) {
-            (true, true) => {
-                "a desk's Bus names each document's owner and records the person's turns; this headless replay does neither"
-            }
-            (true, false) => {
-                "a desk's Bus names each document's owner; this headless replay does not"
-            }
-            (false, _) => "a desk's Bus records the person's turns; this headless replay does not",
-        };
+    /// Why a replay of it is known not to be the desk's session (empty: nothing known).
+    fn differs(&self, plans: bool) -> Vec<String> {
+        let mut why = Vec::new();
+        if !self.seated {
+            why.push("no agent sat at the desk, and the person's turns are not replayed".into());
+        }
+        let later = self.persons.saturating_sub(self.opening.len());
+        if self.seated && later > 0 {
+            why.push(format!(
+                "not the person's {later} turn(s) after the open, nor their other acts (they are in the session file)"
+            ));
+        }
+        if plans {
+            why.push("the --plans given replace the person's documents at the open".into());
+        }
+        if self.cut {
+            why.push(
+                "the desk's Bus stops where the desk was left, before the close (no session-end), and this replay plays on to the close"
+                    .into(),
+            );
+        }
+        why
+    }
+
+    /// `note: FILE: … its hash is the desk's (…)`, or why it differs: what an evaluator
+    /// comparing hashes needs.
+    fn hash_note(&self, path: &str, replay: &str, plans: bool) -> String {
+        let desk = &self.hash[..self.hash.len().min(12)];
+        if replay == self.hash {
+            return format!(
+                "note: {path}: this replay seated the desk's owners and wrote the desk's Bus byte for byte: its hash is the desk's ({desk}, the BLAKE3 of the file)"
+            );
+        }
+        let mut why = self.differs(plans);
+        if why.is_empty() {
+            why.push(
+                "the desk's session held acts its Bus does not (they are in the session file)"
+                    .into(),
+            );
+        }
         format!(
-            "note: {path}: {what}, so its hash differs from the desk's (the desk's is {}, the BLAKE3 of the file; this replay's is the report's determinism): compare hashes of headless runs with headless runs, and the desk's with kestrel desk --open",
-            &self.hash[..self.hash.len().min(12)]
+            "note: {path}: this replay's hash differs from the desk's (the desk's is {desk}, the BLAKE3 of the file; this replay's is the report's determinism): {}; compare hashes of headless runs with headless runs, and the desk's with kestrel desk --open",
+            why.join("; ")
         )
     }
 }

@@ -49,6 +49,11 @@ pub struct AgentSession {
     /// Documents armed before the first turn (`--plans` of `kestrel agent`): replayed as
     /// context, never graded.
     pub initial: Vec<Document>,
+    /// A desk's Bus on which an agent sat ([`crate::session::replay::seated_desk`]): the
+    /// texts of `initial`, the person's documents, which each replay arms as the desk did,
+    /// as the person's, with the agent's supersede, STAND-DOWN and CANCEL reaching only its
+    /// own plans (`Session::seat_desk`). `None`: a headless session's Bus, one book.
+    pub persons: Option<Vec<String>>,
     /// Wake name → the recorded turns' canonical Kestrel, in order (empty for a turn that
     /// carried no Kestrel: invalid, truncated, provider error; replayed as a pass).
     pub replies: BTreeMap<String, Vec<String>>,
@@ -109,11 +114,13 @@ impl AgentSession {
                 ),
             ));
         }
+        let desk = crate::session::replay::seated_desk(&events);
         let mut s = AgentSession {
             path: path.to_string(),
             blake3: blake3::hash(bytes).to_hex().to_string(),
             profile: Profile::AuthoringV2,
             initial: Vec::new(),
+            persons: desk.then(Vec::new),
             replies: BTreeMap::new(),
             delays: BTreeMap::new(),
             intros: Vec::new(),
@@ -127,6 +134,9 @@ impl AgentSession {
                     let doc = lang::check(&text, Mode::File)
                         .map_err(|_| bad(path, "a document armed at the open does not parse"))?;
                     s.initial.push(doc);
+                    if let Some(p) = s.persons.as_mut() {
+                        p.push(text);
+                    }
                 }
                 Event::ViewDelivered { ts, wake, view, .. } => {
                     last_view = Some((wake, view));
@@ -257,13 +267,26 @@ pub fn replay(
             })
             .collect(),
     };
+    // A desk's book: the person's documents arm as the person's turns at the open, not as
+    // the author's starting book (which its first supersede would replace).
     let run = Headless {
         bus: Bus::new(None).keeping(),
-        docs: agent.initial.clone(),
+        docs: match agent.persons {
+            Some(_) => Vec::new(),
+            None => agent.initial.clone(),
+        },
         author: Some(Box::new(author)),
     };
     let mut s = Session::headless(&h.name, reader, cfg, run)
         .map_err(|e| GradeError::new("TAPE", format!("{}: {e}", h.name)))?;
+    if let Some(persons) = &agent.persons {
+        let persons = persons
+            .iter()
+            .map(|t| (AuthorKind::File, t.clone()))
+            .collect();
+        s.seat_desk(persons)
+            .map_err(|e| GradeError::new("GRADE", format!("{}: {e}", agent.path)))?;
+    }
     for ev in events {
         s.feed(ev);
     }

@@ -18,7 +18,8 @@
 //! writes the Bus to its sink as it goes, and seats the author inline: at each wake the tape
 //! waits for its answer (a headless run has no wall clock to keep step with). A headless book
 //! has one owner, the author: the documents given with `--plans` are its starting book, as
-//! they always were for `run`, `agent` and `grade`.
+//! they always were for `run`, `agent` and `grade`; a desk's Bus replayed headless seats the
+//! desk's owners instead ([`Session::seat_desk`]).
 //!
 //! Acts (a person's turn, an act of the agent) take effect at exact points of the tape and
 //! are recorded with that point, so a saved session replays to the same Bus bytes and the
@@ -1029,6 +1030,10 @@ pub struct Session {
     /// The footer has said once that a live author's wake went unasked
     /// ([`Session::not_called`]).
     unasked_said: bool,
+    /// The warnings at arming the person's documents of a headless desk's book
+    /// ([`Session::seat_desk`]), which the desk says on the turn's row: kept for
+    /// [`Session::take_arm_warnings`], as `--plans`' are.
+    arm_warnings: Vec<crate::engine::ArmWarning>,
 }
 
 /// What a headless run brings to [`Session::headless`].
@@ -1285,6 +1290,39 @@ impl Session {
         Ok(s)
     }
 
+    /// Seat a headless run's book as a desk seats it (a desk's Bus replayed: docs/desk.md,
+    /// "A desk's Bus, headless"): the author sits as the desk's agent, whose supersede,
+    /// STAND-DOWN and CANCEL reach only the plans it armed ("Whose book"), and `persons`
+    /// (the person's documents at the open: what the router is told of their author, and
+    /// the text) arm as [`Session::open`] arms the desk's, each the person's turn at the
+    /// open: its `document-armed` names the person, its turn (wake `desk`) is on the Bus.
+    /// The documents [`Headless::docs`] armed stay with no owner, so no act of the agent's
+    /// replaces them either. The person's turns are not the author's: the outcome counts
+    /// ([`Session::counts`]) are the author's alone. Refused once the tape has started, or
+    /// with no author seated (nothing is changed).
+    pub fn seat_desk(&mut self, persons: Vec<(AuthorKind, String)>) -> Result<(), String> {
+        if !self.headless || self.chair.is_none() || self.seq > 0 || self.playing {
+            return Err(
+                "a desk's book is seated at the open of a headless run with an author".into(),
+            );
+        }
+        self.run.share_book(AGENT);
+        // The documents armed before (`--plans`) keep their warnings (the desk's turn drops
+        // any it finds pending); its own are kept too (by `desk_turn`).
+        self.arm_warnings
+            .extend(self.run.engine.take_arm_warnings());
+        let counts = self.run.counts.clone();
+        for (kind, text) in persons {
+            self.act(Act::Turn {
+                author: PERSON.into(),
+                kind,
+                text,
+            });
+        }
+        self.run.counts = counts;
+        Ok(())
+    }
+
     /// Play a headless run to the end of the tape, asking `stop` before every event:
     /// `Ok(Some(signal))` when `stop` cut it short (finish it with [`Session::interrupt`]),
     /// `Ok(None)` at the end of the tape (then [`Session::finish`]), `Err` with the tape
@@ -1338,7 +1376,9 @@ impl Session {
     /// The engine's warnings at arming since the last call ([`crate::engine::arming`]): not
     /// on the Bus.
     pub fn take_arm_warnings(&mut self) -> Vec<crate::engine::ArmWarning> {
-        self.run.engine.take_arm_warnings()
+        let mut w = std::mem::take(&mut self.arm_warnings);
+        w.extend(self.run.engine.take_arm_warnings());
+        w
     }
 
     /// Close the run (settle at the close, `session-end`) and give back its Bus.
@@ -1433,6 +1473,7 @@ impl Session {
             stop_for_proposal: false,
             paused_for: None,
             unasked_said: false,
+            arm_warnings: Vec::new(),
             settings,
         })
     }
@@ -2587,8 +2628,13 @@ impl Session {
                     // from spot) is said on its result, not on the Bus.
                     drop(self.run.engine.take_arm_warnings());
                     let names = self.run.add_as(&doc, owner);
-                    for w in self.run.engine.take_arm_warnings() {
+                    let warnings = self.run.engine.take_arm_warnings();
+                    for w in &warnings {
                         warned.push_str(&format!("; {}: {}", w.plan, w.message));
+                    }
+                    // A headless run says them as it says `--plans`' ([`Session::seat_desk`]).
+                    if self.headless {
+                        self.arm_warnings.extend(warnings);
                     }
                     armed_result(self.run.engine.bus(), &doc_names, &names, &standing)
                 }

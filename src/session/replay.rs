@@ -24,12 +24,13 @@
 //! person and an agent shared the book) is not held so: the person's acts are in the session
 //! file, not the Bus, and a headless replay hands back only the agent's turns (docs/turns.md);
 //! it is replayed as its agent's answers over the person's documents at the open
-//! ([`Recording::persons_at_desk`]), with a warning that says so (docs/desk.md, "A desk's
-//! Bus, headless").
+//! ([`Recording::persons_at_desk`]), seated as the desk seated them where an agent sat there
+//! ([`seated_desk`]), with a warning where it is known to be another session than the
+//! desk's (docs/desk.md, "A desk's Bus, headless").
 
 use crate::bus::{Event, parse_bus};
-use crate::turn::Outcome;
 use crate::turn::admit::ReplayGate;
+use crate::turn::{AuthorKind, Outcome};
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
@@ -83,15 +84,21 @@ impl Recording {
     /// `kestrel` arms, each armed as the person's turn at the open; a headless replay arms
     /// them at its open, as `--plans` would), and how many turns are theirs, at the open and
     /// after. One pass of the replay gate.
-    pub fn persons_at_desk(&self) -> (Vec<String>, usize) {
+    pub fn persons_at_desk(&self) -> (Vec<(AuthorKind, String)>, usize) {
         let persons = self.persons();
         let opening = persons
             .iter()
             .take_while(|(viewed, _)| !viewed)
             .filter(|(_, t)| matches!(t.outcome, Outcome::Supersede { .. }))
-            .map(|(_, t)| t.kestrel.clone())
+            .map(|(_, t)| (t.author, t.kestrel.clone()))
             .collect();
         (opening, persons.len())
+    }
+
+    /// Did an agent sit at the desk whose Bus this is ([`seated_desk`])? Then a headless
+    /// replay seats the desk's owners (`Session::seat_desk`).
+    pub fn seated_desk(&self) -> bool {
+        seated_desk(&self.events)
     }
 
     /// The person's turns, in order, each with whether a View had been delivered before it
@@ -195,6 +202,34 @@ impl Recording {
             })
             .collect()
     }
+}
+
+/// Is `events` a desk's Bus on which an agent sat: written at the desk (its `session-start`
+/// names no author, as a headless agent's does; a turn at wake `desk` or a document armed by
+/// its `owner`) with an agent seated (a document names its owner, which the desk writes only
+/// with an agent seated, or a View was delivered to one)? A replay of its agent's turns
+/// then seats the desk's owners: the person's documents at the open are the person's, the
+/// agent's supersede, STAND-DOWN and CANCEL reach only its own plans (docs/desk.md, "A
+/// desk's Bus, headless"). `kestrel agent --author` and `grade --agent` both ask it.
+pub fn seated_desk(events: &[Event]) -> bool {
+    let headless = matches!(
+        events.first(),
+        Some(Event::SessionStart {
+            author: Some(_),
+            ..
+        })
+    );
+    let mut desk = false;
+    let mut seated = false;
+    for e in events {
+        match e {
+            Event::Turn { wake, .. } => desk |= wake == crate::session::owner::DESK_WAKE,
+            Event::DocumentArmed { owner: Some(_), .. } => (desk, seated) = (true, true),
+            Event::ViewDelivered { .. } => seated = true,
+            _ => {}
+        }
+    }
+    !headless && desk && seated
 }
 
 /// What the comparison has seen.
