@@ -5845,6 +5845,15 @@ fn a_draft_not_submitted_is_back_in_the_editor_when_the_session_reopens() {
     );
     let s = screen(&app, 160, 48);
     assert!(has(&s, "your draft"), "{}", s.join("\n"));
+    // As `kestrel --open FILE` opens it: the footer says the draft first, where the routine
+    // `reopened FILE at …` line had covered it.
+    let p = path.display().to_string();
+    desk::opening_message(&mut app, &args(&["kestrel", "--open", p.as_str()]), None);
+    let msg = app.message.clone().unwrap_or_default();
+    assert!(
+        msg.starts_with("your draft, not submitted, is back in the Editor (e) · reopened "),
+        "{msg}"
+    );
 
     // Changed on the reopened session and left without any act: a new file keeps it.
     press(&mut app, KeyCode::Char('e'));
@@ -5871,6 +5880,8 @@ fn a_draft_not_submitted_is_back_in_the_editor_when_the_session_reopens() {
     let reread = saved::open(&last).unwrap();
     assert_eq!(reread.draft, None);
     assert_eq!(reread.acts.len(), 1, "the submit is the act");
+    let _ = std::fs::remove_dir_all(&dir);
+}
 
 /// The seated agent's reply at the open: a plan of its own that buys once the person's
 /// `vwap-flush` (one of the example plans bare `kestrel` arms) has filled, so it trades only

@@ -886,8 +886,17 @@ pub fn opening_message(app: &mut App, a: &DeskArgs, save: Option<&std::path::Pat
             BUNDLED_TAPE.0
         ));
     } else if let Some(p) = &a.open {
+        // A draft given back is said first: the rest of the line may be cut.
+        let draft = if app.snap.draft_opened.is_some() {
+            format!(
+                "your draft, not submitted, is back in the Editor ({}) · ",
+                app.keys.label(crate::desk::keys::Action::Editor)
+            )
+        } else {
+            String::new()
+        };
         app.message = Some(format!(
-            "reopened {} at {} (Home: back to the open)",
+            "{draft}reopened {} at {} (Home: back to the open)",
             p.display(),
             app.snap.clock
         ));
