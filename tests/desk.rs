@@ -1427,12 +1427,14 @@ fn the_example_plans_stay_out_on_a_tape_without_their_symbols_and_the_footer_say
         (
             vec!["kestrel", "--no-save", "--tape", spy.as_str()],
             false,
-            Some("no example plans or house agent: both are for trend-2025-04-09-s1's SPX and SPY"),
+            Some(
+                "no example plans, no house agent: both are for the bundled tape (--plans, --author)",
+            ),
         ),
         (
             vec!["kestrel", "--no-save", "--no-agent", "--tape", spy.as_str()],
             false,
-            Some("no example plans: they trade SPX and SPY, which this tape does not carry"),
+            Some("no example plans: they trade SPX and SPY, not on this tape (--plans arms yours)"),
         ),
     ] {
         let a = args(&argv);

@@ -651,13 +651,10 @@ pub fn open_session(a: &DeskArgs, save: Option<PathBuf>) -> Result<Session, Stri
     if skipped {
         // Short enough for the footer at 100x30; the house agent's word folded in.
         s.warn(if unseated {
-            format!(
-                "no example plans or house agent: both are for {}'s SPX and SPY (--plans arms yours, --author seats one)",
-                BUNDLED_TAPE.0
-            )
+            "no example plans, no house agent: both are for the bundled tape (--plans, --author)"
+                .to_string()
         } else {
-            "no example plans: they trade SPX and SPY, which this tape does not carry (--plans arms yours)"
-                .into()
+            "no example plans: they trade SPX and SPY, not on this tape (--plans arms yours)".into()
         });
     }
     Ok(s)
