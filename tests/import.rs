@@ -2247,3 +2247,78 @@ fn market_data_given_as_a_tape_points_to_tape_import() {
         assert!(err.contains(&want), "{err}");
     }
 }
+
+/// Milliseconds imported with `--ts-unit ns` read as 1969-12-31, every record within one
+/// second of 19:29 New York: refused as "outside the regular hours (--extended-hours keeps
+/// 04:00-20:00)", and with `--extended-hours` imported, exit 0, without a word. An epoch
+/// count before 1990 (or from 2100) is refused naming the unit that fits, as a count out
+/// of range in its unit is.
+#[test]
+fn a_count_in_the_wrong_unit_is_refused_naming_the_unit_not_imported_in_1969() {
+    let d = dir("wrong-unit");
+    let f = d.join("ms.csv");
+    let out = d.join("w.jsonl");
+    let mut csv = String::from("ts,symbol,price,size\n");
+    for i in 0..30u64 {
+        csv.push_str(&format!("{},SPY,516.{:02},100\n", T0 / MS + i * 10_000, i));
+    }
+    std::fs::write(&f, &csv).unwrap();
+    for flags in [
+        &["--ts-unit", "ns"][..],
+        &["--ts-unit", "ns", "--extended-hours"],
+    ] {
+        let (code, err) = import_stderr(&[&f], &out, flags);
+        assert_eq!(code, 1, "{flags:?}: {err}");
+        assert_eq!(
+            err,
+            format!(
+                "error code=IMPORT file={} record=1 message=timestamp \"1744205400000\" as a count of nanoseconds since the Unix epoch (--ts-unit ns) falls before 1990 (1969-12-31 19:29:04): an epoch count is read from 1990 to 2099: 13 digits looks like ms (2025-04-09): try --ts-unit ms\n",
+                f.display()
+            ),
+            "{flags:?}"
+        );
+        assert!(!out.exists(), "{flags:?}");
+    }
+    // The unit it names imports the file, on its own date.
+    let (code, err) = import_stderr(&[&f], &out, &["--ts-unit", "ms"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("warning"), "{err}");
+    let (code, info, err) = kestrel(&["tape", "info", s(&out)]);
+    assert_eq!(code, 0, "{err}");
+    assert!(info.contains("1 2025-04-09 09:30-"), "{info}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A whole file of records on one millisecond (a date column given as the timestamp, a
+/// feed's time cut off) imported without a word; it is warned of, coded, naming the first
+/// and last records and the instant. A few records sharing an instant are not.
+#[test]
+fn a_file_whose_records_all_fall_on_one_instant_is_warned_of() {
+    let d = dir("one-instant");
+    let f = d.join("one.csv");
+    let out = d.join("o.jsonl");
+    let write = |n: u64| {
+        let mut csv = String::from("ts,symbol,price,size\n");
+        for i in 0..n {
+            csv.push_str(&format!("{},SPY,516.{:02},100\n", T0 / MS, i));
+        }
+        std::fs::write(&f, csv).unwrap();
+    };
+    write(12);
+    let (code, err) = import_stderr(&[&f], &out, &["--ts-unit", "ms"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains(&format!(
+            "warning code=ONE-INSTANT file={} record=12 message=all 12 records kept, from record 1 of {} to this one, fall on one instant (2025-04-09 09:30:00.000)",
+            f.display(),
+            f.display()
+        )),
+        "{err}"
+    );
+    assert_eq!(err.matches("warning").count(), 1, "{err}");
+    write(9);
+    let (code, err) = import_stderr(&[&f], &out, &["--ts-unit", "ms"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("ONE-INSTANT"), "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}

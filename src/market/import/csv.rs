@@ -541,15 +541,39 @@ pub fn parse_ts(s: &str, unit: TsUnit, zone: &Zone) -> Result<i64, String> {
         }
         sub += i64::from(c - b'0') * scale;
     }
-    Ok(whole + sub)
+    // Saturated past i64: refused below as after 2099 (it overflowed within a second of it).
+    let ns = whole.saturating_add(sub);
+    if !(PLAUSIBLE_FROM_NS..PLAUSIBLE_TO_NS).contains(&i128::from(ns)) {
+        // In range of the type but not of market data: a count in a smaller unit than the
+        // one given (`1744205400000`, ms, read as ns is 1969-12-31 19:29:04 New York) would
+        // import every record at one instant on a date decades before any feed.
+        let day = zone
+            .local(ns)
+            .map_or(String::new(), |(d, t)| format!(" ({d} {})", t.hhmmss()));
+        return Err(format!(
+            "timestamp {s:?} as {} falls {}{day}: an epoch count is read from 1990 to 2099{}",
+            unit.expected(),
+            if i128::from(ns) < PLAUSIBLE_FROM_NS {
+                "before 1990"
+            } else {
+                "in 2100 or later"
+            },
+            unit_hint(int, unit, zone)
+        ));
+    }
+    Ok(ns)
 }
+
+/// The first instant an epoch count may name (1990-01-01 UTC, nanoseconds): an earlier one
+/// is a count in the wrong unit, not market data.
+const PLAUSIBLE_FROM_NS: i128 = 631_152_000 * 1_000_000_000;
+/// The first instant an epoch count may not name (2100-01-01 UTC, nanoseconds).
+const PLAUSIBLE_TO_NS: i128 = 4_102_444_800 * 1_000_000_000;
 
 /// For a count out of range in `unit`: the unit that puts it between 1990 and 2100, as a
 /// hint (`: 19 digits looks like ns (2025-04-09): try --ts-unit ns`), or nothing. The unit is
 /// still never guessed: the hint says which flag to give.
 fn unit_hint(int: &str, unit: TsUnit, zone: &Zone) -> String {
-    const LOW: i128 = 631_152_000 * 1_000_000_000; // 1990-01-01 UTC
-    const HIGH: i128 = 4_102_444_800 * 1_000_000_000; // 2100-01-01 UTC
     let Ok(v) = int.parse::<i128>() else {
         return String::new();
     };
@@ -561,7 +585,7 @@ fn unit_hint(int: &str, unit: TsUnit, zone: &Zone) -> String {
     ];
     for (u, per, name) in units {
         let ns = v.saturating_mul(per);
-        if u == unit || !(LOW..HIGH).contains(&ns) {
+        if u == unit || !(PLAUSIBLE_FROM_NS..PLAUSIBLE_TO_NS).contains(&ns) {
             continue;
         }
         let day = i64::try_from(ns)
@@ -672,6 +696,29 @@ mod tests {
         );
         let e = parse_ts("99999999999999999999999", TsUnit::S, &ny).unwrap_err();
         assert!(e.ends_with("(--ts-unit s)"), "{e}");
+        // In range of the type but before 1990 (a count in a smaller unit than the one
+        // given): refused naming the unit that fits, as a count out of range is.
+        let e = parse_ts("1744205400000", TsUnit::Ns, &ny).unwrap_err();
+        assert_eq!(
+            e,
+            "timestamp \"1744205400000\" as a count of nanoseconds since the Unix epoch (--ts-unit ns) falls before 1990 (1969-12-31 19:29:04): an epoch count is read from 1990 to 2099: 13 digits looks like ms (2025-04-09): try --ts-unit ms"
+        );
+        let e = parse_ts("1744205400", TsUnit::Ms, &ny).unwrap_err();
+        assert!(
+            e.ends_with(": 10 digits looks like s (2025-04-09): try --ts-unit s"),
+            "{e}"
+        );
+        // No unit fits: the range alone.
+        let e = parse_ts("5", TsUnit::S, &ny).unwrap_err();
+        assert!(
+            e.ends_with("an epoch count is read from 1990 to 2099"),
+            "{e}"
+        );
+        let e = parse_ts("4102444800", TsUnit::S, &ny).unwrap_err();
+        assert!(e.contains("falls in 2100 or later"), "{e}");
+        // The edges: 1990-01-01 00:00:00 UTC is read, and so is the last instant of 2099.
+        assert!(parse_ts("631152000", TsUnit::S, &ny).is_ok());
+        assert!(parse_ts("4102444799.999", TsUnit::S, &ny).is_ok());
     }
 
     #[test]

@@ -156,7 +156,7 @@ impl std::error::Error for ImportError {}
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ImportWarning {
     /// The stable code: [`ImportWarning::PRICE_JUMP`], [`ImportWarning::WEEKEND`],
-    /// [`ImportWarning::SHORT_FILE`].
+    /// [`ImportWarning::SHORT_FILE`], [`ImportWarning::ONE_INSTANT`], ….
     pub code: &'static str,
     /// The file and record it is about (`None`: the count of those not shown).
     pub at: Option<(String, u64)>,
@@ -175,6 +175,8 @@ impl ImportWarning {
     pub const SHORT_FILE: &'static str = "SHORT-FILE";
     /// Most records on the dates imported fall outside the hours (a wrong `--tz`).
     pub const OUTSIDE_HOURS: &'static str = "OUTSIDE-HOURS";
+    /// Every record kept (at least [`ONE_INSTANT_MIN`]) on one tape millisecond.
+    pub const ONE_INSTANT: &'static str = "ONE-INSTANT";
 }
 
 impl fmt::Display for ImportWarning {
@@ -225,6 +227,14 @@ impl Warnings {
         self.list
     }
 }
+
+/// A record kept: its input, its record number and its tape millisecond.
+type KeptAt = (usize, u64, i64);
+
+/// The fewest records kept, all on one millisecond, that are warned of
+/// ([`ImportWarning::ONE_INSTANT`]): a trade and its quote, or a handful of prints of one
+/// cross, may share an instant; a file's worth of records does not.
+pub const ONE_INSTANT_MIN: u64 = 10;
 
 /// A trade further than this (percent) from the previous trade of its symbol is warned of
 /// ([`ImportWarning::PRICE_JUMP`]): a bad print (`.5` among `500.00`s) would otherwise
@@ -1026,6 +1036,8 @@ pub fn import(
     let mut warnings = Warnings::default();
     // Per symbol: its last kept trade (price, input, record), for the price-jump warning.
     let mut last_print: BTreeMap<Sym, (Px, usize, u64)> = BTreeMap::new();
+    // The first and the last record kept.
+    let mut kept_span: Option<(KeptAt, KeptAt)> = None;
     let mut read = 0u64;
     while let Some(r) = m.next_record() {
         let (fi, r) = r?;
@@ -1083,6 +1095,8 @@ pub fn import(
         }
         dropped.keep(fi, &r);
         repeats.see(fi, &r);
+        let at = (fi, r.no, r.ns.div_euclid(1_000_000));
+        kept_span = Some((kept_span.map_or(at, |(first, _)| first), at));
         if let (Kind::Trade { .. }, None) = (r.kind, r.opt) {
             let bars = m.sources.get(fi).is_some_and(|s| s.1.bars());
             let seen = trade_kinds.entry(r.sym).or_default();
@@ -1194,6 +1208,22 @@ pub fn import(
                 list.join(",")
             )));
         }
+    }
+    if let Some(((ffi, fno, fms), (lfi, lno, lms))) = kept_span
+        && fms == lms
+        && dropped.kept >= ONE_INSTANT_MIN
+    {
+        warnings.push(
+            ImportWarning::ONE_INSTANT,
+            m.name(lfi),
+            lno,
+            format!(
+                "all {} records kept, from record {fno} of {} to this one, fall on one instant ({}): trades and quotes span time, so the timestamps are most likely not what the file means (a --ts-col naming a date column, a feed's time cut off); it is imported as it is",
+                dropped.kept,
+                m.name(ffi),
+                local_time(&opts.zone, lms * 1_000_000, false)
+            ),
+        );
     }
     if let Some(why) = dropped.outside_hours(opts) {
         warnings.list.push(ImportWarning {
