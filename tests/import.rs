@@ -2322,3 +2322,62 @@ fn a_file_whose_records_all_fall_on_one_instant_is_warned_of() {
     assert!(!err.contains("ONE-INSTANT"), "{err}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// `tape import` given a file the project writes said `cannot tell the format` of a tape,
+/// and read a desk session file as CSV, suggesting a JSON fragment as `--ts-col`. It says
+/// what the file is and what to do with it, as the other verbs do, with or without
+/// `--format`, before anything is written.
+#[test]
+fn a_tape_a_session_file_or_a_bus_given_to_import_says_what_it_is() {
+    let d = dir("wrong-kind");
+    let tape = Path::new(env!("CARGO_MANIFEST_DIR")).join("tapes/trend-2025-04-09-s1.jsonl");
+    let session = d.join("s.jsonl");
+    std::fs::write(
+        &session,
+        "{\"type\":\"desk-session\",\"v\":2,\"tape\":\"bundled:trend-2025-04-09-s1\"}\n{\"seq\":0,\"ts\":\"09:30:00.000\"}\n",
+    )
+    .unwrap();
+    let bus = d.join("b.jsonl");
+    std::fs::write(&bus, "{\"type\":\"session-start\",\"v\":1}\n").unwrap();
+    let out = d.join("o.jsonl");
+    let not = "not CSV or DBN market data";
+    for (f, want) in [
+        (
+            tape.as_path(),
+            format!(
+                "{} is a tape (JSON Lines with a header line), {not}: it is a Kestrel tape already, nothing to import: open it with kestrel desk --tape {} (or kestrel run --tape {})",
+                tape.display(),
+                tape.display(),
+                tape.display()
+            ),
+        ),
+        (
+            session.as_path(),
+            format!(
+                "{} is a desk session file, {not}: open it with kestrel desk --open {}",
+                session.display(),
+                session.display()
+            ),
+        ),
+        (
+            bus.as_path(),
+            format!(
+                "{} is a saved Bus (a session's event log), {not}: replay it with kestrel agent --author {}",
+                bus.display(),
+                bus.display()
+            ),
+        ),
+    ] {
+        for flags in [&[][..], &["--format", "csv", "--ts-unit", "iso"]] {
+            let (code, err) = import_stderr(&[f], &out, flags);
+            assert_eq!(code, 1, "{flags:?}: {err}");
+            assert!(
+                err.starts_with(&format!("error code=USAGE message={want}")),
+                "{flags:?}: {err}"
+            );
+            assert!(!err.contains("--ts-col"), "{err}");
+            assert!(!out.exists());
+        }
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}

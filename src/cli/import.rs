@@ -169,6 +169,32 @@ fn check_regular(f: &Path) -> Result<(), String> {
     }
 }
 
+/// Refuse a file the project itself writes (a tape, a Bus, a desk session file, …) or a
+/// Kestrel document, given as market data: said what it is and what to do with it, as the
+/// other verbs say it (`cli::sniff`). Before 2026-12-06 a tape was `cannot tell the format`
+/// and a session file read as CSV suggested a JSON fragment as `--ts-col`. Any other file
+/// is left to its reader (CSV and DBN are judged by theirs).
+fn check_kind(f: &Path) -> Result<(), String> {
+    use super::sniff::{self, Kind};
+    let kind = sniff::file(f);
+    let p = f.display();
+    let hint = match kind {
+        Kind::Tape => format!(
+            "it is a Kestrel tape already, nothing to import: open it with kestrel desk --tape {p} (or kestrel run --tape {p})"
+        ),
+        Kind::Bus | Kind::DeskSession | Kind::ReplyScript | Kind::GradeShard | Kind::Kestrel => {
+            sniff::use_of(kind, f)
+        }
+        _ => return Ok(()),
+    };
+    let e = sniff::wrong_kind(f, kind, "CSV or DBN market data", &hint);
+    // `wrong_kind` writes the whole coded line; [`run`] adds the code.
+    Err(e
+        .strip_prefix("error code=USAGE message=")
+        .unwrap_or(&e)
+        .to_string())
+}
+
 /// Refuse an input named twice (by the same path or another way to the same file: `..`, a
 /// link): each of its records would be imported twice, every volume doubled.
 fn check_once(files: &[PathBuf]) -> Result<(), String> {
@@ -201,6 +227,7 @@ fn check_once(files: &[PathBuf]) -> Result<(), String> {
 pub fn options(a: &ImportArgs) -> Result<(Options, Vec<Format>), String> {
     for f in &a.files {
         check_regular(f)?;
+        check_kind(f)?;
     }
     check_once(&a.files)?;
     let zone = Zone::parse(&a.tz).ok_or_else(|| {
