@@ -373,6 +373,13 @@ fn a_negative_number_is_a_value_refused_for_what_it_is() {
         assert!(!err.contains("unexpected argument"), "{args:?}: {err}");
         assert!(err.contains(&format!("'{flag} <")), "{args:?}: {err}");
     }
+    // The seed says what it takes (it was Rust's `invalid digit found in string`).
+    let (code, _, err) = kestrel(&["tape", "gen", "--seed", "-1", "-o", "-"], None);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("'--seed <SEED>': \"-1\" is not a seed: a seed is a whole number from 0 to 18446744073709551615"),
+        "{err}"
+    );
     let (code, _, err) = kestrel(
         &[
             "frame",

@@ -5724,6 +5724,16 @@ fn prices_are_both_or_neither_and_numbers() {
             vec!["kestrel", "--price-in", "NaN", "--price-out", "1"],
             "--price-in \"NaN\": not a price",
         ),
+        // A negative amount is a value, refused as negative (it was `unexpected argument
+        // '-3' found`).
+        (
+            vec!["kestrel", "--price-in", "-3", "--price-out", "15"],
+            "--price-in \"-3\" is negative: a price is 0 or more dollars per million tokens",
+        ),
+        (
+            vec!["kestrel", "--price-in", "3", "--price-out", "-0.5"],
+            "--price-out \"-0.5\" is negative: a price is 0 or more",
+        ),
     ] {
         let e = desk::check(&args(&argv)).unwrap_err();
         assert!(e.starts_with("error code=USAGE"), "{argv:?}: {e}");
@@ -5732,6 +5742,48 @@ fn prices_are_both_or_neither_and_numbers() {
     let a = args(&["kestrel", "--price-in", "3", "--price-out", "0.15"]);
     assert_eq!(desk::price_flags(&a), Ok(Some((3.0, 0.15))));
     assert_eq!(desk::price_flags(&args(&["kestrel"])), Ok(None));
+}
+
+/// `--author URL --no-agent` opened with `author none`, the author named dropped without a
+/// word. An agent named with `--no-agent` is refused as the contradiction it is, naming
+/// both flags, before the terminal is taken over.
+#[test]
+fn an_agent_named_with_no_agent_is_refused() {
+    for (argv, named) in [
+        (
+            vec![
+                "kestrel",
+                "--author",
+                "http://127.0.0.1:18911/v1",
+                "--no-agent",
+            ],
+            "--author http://127.0.0.1:18911/v1",
+        ),
+        (
+            vec![
+                "kestrel",
+                "desk",
+                "--agent",
+                "examples/house-agent.jsonl",
+                "--no-agent",
+            ],
+            "--agent examples/house-agent.jsonl",
+        ),
+    ] {
+        let a = args(&argv);
+        let e = desk::check(&a).unwrap_err();
+        let flag = named.split(' ').next().unwrap();
+        assert_eq!(
+            e,
+            format!(
+                "error code=USAGE message=--no-agent and {named} contradict each other: --no-agent seats no agent, {flag} seats one; give one of them"
+            ),
+            "{argv:?}"
+        );
+        assert_eq!(desk::check_open(&a).unwrap_err().exit, 1, "{argv:?}");
+    }
+    // Each alone is taken.
+    assert!(desk::desk_agent(&args(&["kestrel", "--no-agent"])).is_ok_and(|a| a.is_none()));
 }
 
 /// A plan submitted with its ttl already past, or with an index-level strike on the ETF

@@ -36,7 +36,7 @@ pub struct TapeGenArgs {
     #[arg(long, value_enum)]
     pub regime: Option<RegimeArg>,
     /// RNG seed (with --count K, seeds N..N+K-1).
-    #[arg(long, allow_negative_numbers = true, default_value_t = 1)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 1, value_parser = seed)]
     pub seed: u64,
     /// Session date, YYYY-MM-DD, a weekday [default: 2025-04-09]; with --count K, the first
     /// of K consecutive weekdays.
@@ -51,6 +51,17 @@ pub struct TapeGenArgs {
     /// named `<regime>-<date>-s<seed>.jsonl`.
     #[arg(long, allow_negative_numbers = true, default_value_t = 1)]
     pub count: usize,
+}
+
+/// `--seed`: a whole number from 0 to 2^64 - 1, said so (before 2026-12-06 `-1` was Rust's
+/// `invalid digit found in string`).
+fn seed(s: &str) -> Result<u64, String> {
+    s.trim().parse::<u64>().map_err(|_| {
+        format!(
+            "{s:?} is not a seed: a seed is a whole number from 0 to {}",
+            u64::MAX
+        )
+    })
 }
 
 const WEEKDAYS: [&str; 7] = [

@@ -101,10 +101,10 @@ pub struct DeskArgs {
     pub fill: Option<String>,
     /// Dollars per million tokens sent to the agent (its prompt): with `--price-out`, the
     /// Tokens pane shows what the session's agent cost. Without a price no cost is shown.
-    #[arg(long, value_name = "USD")]
+    #[arg(long, value_name = "USD", allow_negative_numbers = true)]
     pub price_in: Option<String>,
     /// Dollars per million tokens the agent wrote (its replies); goes with `--price-in`.
-    #[arg(long, value_name = "USD")]
+    #[arg(long, value_name = "USD", allow_negative_numbers = true)]
     pub price_out: Option<String>,
     /// Start in this theme: `dark`, `light`, `high-contrast` (or a theme of your own in the
     /// config directory's `themes/`) [default: the `theme` of the config directory's
@@ -215,7 +215,17 @@ pub fn load_config(dir: Option<&Path>) -> (Vec<theme::Theme>, keys::KeyMap, Vec<
 /// The agent the options ask for (`None`: no agent).
 pub fn desk_agent(a: &DeskArgs) -> Result<Option<Agent>, String> {
     if a.no_agent {
-        return Ok(None);
+        // Refused, as other contradicting flags are: before 2026-12-06 the agent named was
+        // dropped without a word (`author none`).
+        let named = match (&a.author, &a.agent) {
+            (Some(s), _) => format!("--author {s}"),
+            (None, Some(p)) => format!("--agent {}", p.display()),
+            (None, None) => return Ok(None),
+        };
+        return Err(format!(
+            "error code=USAGE message=--no-agent and {named} contradict each other: --no-agent seats no agent, {} seats one; give one of them",
+            named.split(' ').next().unwrap_or_default()
+        ));
     }
     if let Some(spec) = &a.author {
         let spec = a.how.spec(spec);
@@ -515,16 +525,16 @@ pub fn run(a: &DeskArgs) -> i32 {
 /// `--price-in` and `--price-out`, dollars per million tokens: both or neither, each a
 /// finite number not below 0, or the usage error.
 pub fn price_flags(a: &DeskArgs) -> Result<Option<(f64, f64)>, String> {
-    let read = |flag: &str, s: &str| {
-        s.trim()
-            .parse::<f64>()
-            .ok()
-            .filter(|x| x.is_finite() && *x >= 0.0)
-            .ok_or_else(|| {
-                format!(
-                    "error code=USAGE message={flag} {s:?}: not a price: write dollars per million tokens, e.g. 3 or 0.15"
-                )
-            })
+    // A negative amount is read as a value and refused as one (clap took `-3` for a flag
+    // before 2026-12-06: `unexpected argument '-3' found`), as the README says of them all.
+    let read = |flag: &str, s: &str| match s.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && x >= 0.0 => Ok(x),
+        Ok(x) if x < 0.0 => Err(format!(
+            "error code=USAGE message={flag} {s:?} is negative: a price is 0 or more dollars per million tokens, e.g. 3 or 0.15"
+        )),
+        _ => Err(format!(
+            "error code=USAGE message={flag} {s:?}: not a price: write dollars per million tokens (0 or more), e.g. 3 or 0.15"
+        )),
     };
     match (&a.price_in, &a.price_out) {
         (None, None) => Ok(None),
