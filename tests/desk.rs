@@ -1962,6 +1962,97 @@ fn a_persons_plan_named_like_the_agents_live_plan_says_it_was_not_armed() {
     assert!(s[47].contains("PLAN agent-p not armed"), "{}", s[47]);
 }
 
+/// The agent's plan named like one of the person's live plans is not armed either, and the
+/// footer, the Journal and the Tokens pane read `supersede` as if it armed (the Bus's
+/// `error` and a Log row `armed  by …` naming no plan were all that said otherwise). The
+/// proposal now warns before `a`, and the accepted (or autopilot) turn says it armed
+/// nothing and why.
+#[test]
+fn an_agents_plan_named_like_the_persons_live_plan_says_it_armed_nothing() {
+    let second = MINE.replace("5400", "5350");
+    let dir = tmp("agent-clash");
+    let path = dir.join("s.jsonl");
+    let mut app = desk_with(
+        Some(owner_agent(&second)),
+        true,
+        Some(path.clone()),
+        &[],
+        ms(9, 31, 0),
+    );
+    let call = app.proposal().map(|p| p.call).expect("the open proposal");
+    app.send(Command::Accept { call });
+    app.send(Command::Seek(ms(9, 35, 0)));
+    app.human_turn(MINE);
+    app.send(Command::Seek(ms(9, 45, 0)));
+    let call = app.proposal().map(|p| p.call).expect("the 09:40 proposal");
+    assert_eq!(
+        app.agent().unwrap().proposal_clash,
+        vec!["mine".to_string()]
+    );
+    let s = screen(&app, 200, 48);
+    let all = s.join("\n");
+    assert!(
+        all.contains("mine is a live plan of yours: accepted, the agent's mine will not arm"),
+        "{all}"
+    );
+    app.send(Command::Accept { call });
+    let s = screen(&app, 200, 48);
+    let footer = &s[47];
+    assert!(
+        footer.contains("supersede → armed nothing: PLAN mine not armed: a live plan of yours"),
+        "{footer}"
+    );
+    let t = agent_rows(&app).last().cloned().unwrap();
+    assert_eq!(
+        t.result,
+        "armed nothing: PLAN mine not armed: a live plan of yours has that name"
+    );
+    assert!(
+        t.label()
+            .starts_with("supersede @ wake check → armed nothing: PLAN mine not armed"),
+        "{}",
+        t.label()
+    );
+    let all = s.join("\n");
+    assert!(all.contains("refused"), "the Tokens row: {all}");
+    assert!(
+        !all.contains("armed  by"),
+        "the Log's armed row names no plan: {all}"
+    );
+    // The person's plan is the one that stands, untouched.
+    let mine: Vec<_> = app.snap.plans.iter().filter(|p| p.name == "mine").collect();
+    assert_eq!(mine.len(), 1);
+    assert_eq!(mine[0].owner, kestrel_desk::session::owner::Owner::Person);
+    drop(app);
+    // The session file records the result said, and reopens to the same.
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        text.contains("answered: supersede → armed nothing: PLAN mine"),
+        "{text}"
+    );
+    let mut h = SessionHandle::inline(kestrel_desk::session::owner::reopen(&path, None).unwrap());
+    let s = h.latest();
+    let t = s.turns.iter().rfind(|t| !t.from_desk()).unwrap();
+    assert!(t.result.starts_with("armed nothing: PLAN mine"), "{t:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+
+    // In autopilot the turn acts at once and says the same.
+    let app = desk_with(
+        Some(owner_agent(&second)),
+        false,
+        None,
+        &[(ms(9, 35, 0), MINE)],
+        ms(9, 45, 0),
+    );
+    assert!(
+        app.snap.notices.iter().any(|n| n.text.contains(
+            "house @ check: supersede → armed nothing: PLAN mine not armed: a live plan of yours"
+        )),
+        "{:?}",
+        app.snap.notices
+    );
+}
+
 #[test]
 fn one_live_plan_per_name_whoever_armed_it() {
     // The person's shares file and the house agent's OPEN answer both name `vwap-reclaim`:

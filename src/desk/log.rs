@@ -184,6 +184,10 @@ fn armed_and_kept(plans: &[String], kept: &[String], by: Option<&str>) -> String
         .collect();
     let mut s = if new.is_empty() && !kept.is_empty() {
         "sent again".to_string()
+    } else if new.is_empty() {
+        // Every plan of the document was left out (its name another owner's live plan: the
+        // `error` row before says so): the row read `armed  by …`, naming no plan.
+        "armed no plan".to_string()
     } else {
         format!("armed {}", new.join(", "))
     };

@@ -590,8 +590,13 @@ fn draw_footer(f: &mut Frame, app: &App, r: Rect) {
                 p.asked_at.hhmm(),
             )
         } else {
+            // Its plans named like the person's live ones will not arm: said before `a`.
+            let clash = app
+                .agent()
+                .and_then(|a| clash_warning(&a.proposal_clash))
+                .map_or(String::new(), |c| format!(" · {c}"));
             format!(
-                " {author} proposes: {ctx_line} · wake {} {}, {age} ago",
+                " {author} proposes: {ctx_line} · wake {} {}, {age} ago{clash}",
                 p.wake,
                 p.asked_at.hhmm(),
             )
@@ -1948,6 +1953,14 @@ fn draw_tokens(f: &mut Frame, app: &App, r: Rect) {
             // below (`invalid 1`).
             .map(|r| match r.outcome {
                 Outcome::Pass { fail_closed: true } => "invalid",
+                // A supersede that armed none of its plans (their names another owner's
+                // live plans) is not shown as if it armed.
+                Outcome::Supersede { .. }
+                    if turn.result.starts_with("armed nothing")
+                        || turn.result.starts_with("refused") =>
+                {
+                    "refused"
+                }
                 ref o => o.name(),
             })
             .unwrap_or("rejected");
@@ -2415,6 +2428,21 @@ fn draw_editor(f: &mut Frame, app: &App, r: Rect) {
     }
 }
 
+/// What a proposal's plans named like the person's live plans come to if it is accepted
+/// (`vwap-hold is a live plan of yours: accepted, it will not arm`), or `None`.
+fn clash_warning(clash: &[String]) -> Option<String> {
+    match clash {
+        [] => None,
+        [one] => Some(format!(
+            "{one} is a live plan of yours: accepted, the agent's {one} will not arm"
+        )),
+        many => Some(format!(
+            "{} are live plans of yours: accepted, the agent's will not arm",
+            many.join(", ")
+        )),
+    }
+}
+
 /// How many lines of a refused reply the proposal pane shows under its error.
 const PROPOSAL_REPLY_LINES: usize = 8;
 
@@ -2481,6 +2509,16 @@ fn draw_proposal(f: &mut Frame, app: &App, p: &crate::session::agent::Proposal, 
                 )));
             }
         }
+    }
+    // A plan named like one of the person's live plans does not arm if accepted: said
+    // before the person decides (until 2026-12-06 only the Log said it, after `a`).
+    let clash = app.agent().map_or(&[][..], |a| a.proposal_clash.as_slice());
+    if let Some(text) = clash_warning(clash) {
+        lines.extend(wrap_hang(
+            Line::from(Span::styled(text, Style::default().fg(t.state_warn()))),
+            w,
+            2,
+        ));
     }
     for l in plans_first(kestrel) {
         // A long line wraps under its own indent plus two, as the Journal hangs its text.

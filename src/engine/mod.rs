@@ -1834,6 +1834,15 @@ impl Engine {
         kept
     }
 
+    /// Does a live plan of another owner than `owner` hold the name `name`? A PLAN of that
+    /// name `owner` sends is not armed ([`Engine::claimable`]): the desk warns of it on a
+    /// proposal before the person accepts it.
+    pub fn claimed_by_other(&self, name: &str, owner: &str) -> bool {
+        self.plans.iter().any(|p| {
+            p.name == name && p.status != Status::Closed && p.owner.as_deref() != Some(owner)
+        })
+    }
+
     /// The document an owner may arm: a PLAN whose name another owner's live plan holds is
     /// left out, with an `error` event saying why (one live plan per name, so a CANCEL, the
     /// Blotter and the Plans pane always mean one plan).

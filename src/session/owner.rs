@@ -502,6 +502,11 @@ impl TurnLine {
                 if self.attempts > 1 {
                     l.push_str(&format!(" after {} re-asks", self.attempts - 1));
                 }
+                // A supersede the engine left a plan of out says so (`→ armed nothing:
+                // PLAN x not armed: …`): until 2026-12-06 it read as if it armed.
+                if !self.result.is_empty() {
+                    l.push_str(&format!(" → {}", self.result));
+                }
                 l
             }
             (None, None) => String::new(),
@@ -616,6 +621,9 @@ pub struct AgentStatus {
     pub waiting: Option<(String, Ts)>,
     /// Its answer waiting for the person (co-pilot).
     pub proposal: Option<Proposal>,
+    /// The plans of that answer that would not arm if accepted now: their names are live
+    /// plans of the person's (the desk warns of it before `a`).
+    pub proposal_clash: Vec<String>,
     /// The last live answer, as the worker measured it.
     pub last_answer: Option<LastAnswer>,
     /// The answers in a row that were provider errors since the last one that was not,
@@ -2808,9 +2816,28 @@ impl Session {
                     (Some(_), NoticeLevel::Info) => NoticeLevel::Warn,
                     (_, level) => level,
                 };
+                let logged = self.run.turn_log().len();
                 if let Some((ask, ctx)) = self.run.resolve(now, run.clone()) {
                     self.call(ask, ctx);
                 }
+                // A supersede whose plans the engine left out (a name of the person's live
+                // plans) says what it armed and why not: it read `supersede` until
+                // 2026-12-06, as if it armed.
+                let refused = self
+                    .run
+                    .turn_log()
+                    .get(logged..)
+                    .and_then(|new| new.iter().rev().find_map(|e| e.refused.as_deref()))
+                    .map(for_the_person);
+                let level = match &refused {
+                    Some(r) if r.starts_with("armed nothing") => NoticeLevel::Error,
+                    Some(_) if level == NoticeLevel::Info => NoticeLevel::Warn,
+                    _ => level,
+                };
+                let outcome = match &refused {
+                    Some(r) => format!("{outcome} → {r}"),
+                    None => outcome,
+                };
                 let said = match &age {
                     Some((wake, at, age)) => format!(
                         "answered: {outcome} (proposed at wake {wake} {}, accepted {} later)",
@@ -3018,14 +3045,30 @@ impl Session {
                     if !self.replaying {
                         let said: Vec<(NoticeLevel, String)> = self.run.turn_log()[before..]
                             .iter()
-                            .filter_map(|e| Some((e.turn.as_ref()?, e.failure.as_ref())))
-                            .map(|(t, failure)| match failure {
+                            .filter_map(|e| {
+                                Some((e.turn.as_ref()?, e.failure.as_ref(), e.refused.as_deref()))
+                            })
+                            .map(|(t, failure, refused)| match (failure, refused) {
                                 // What failed, in the error colour.
-                                Some(f) => (
+                                (Some(f), _) => (
                                     NoticeLevel::Error,
                                     format!("{name} @ {}: {} ({f})", w.wake, t.outcome.label()),
                                 ),
-                                None => (
+                                // A plan the engine left out (its name the person's).
+                                (None, Some(r)) => (
+                                    if r.starts_with("armed nothing") {
+                                        NoticeLevel::Error
+                                    } else {
+                                        NoticeLevel::Warn
+                                    },
+                                    format!(
+                                        "{name} @ {}: {} → {}",
+                                        w.wake,
+                                        t.outcome.label(),
+                                        for_the_person(r)
+                                    ),
+                                ),
+                                (None, None) => (
                                     NoticeLevel::Info,
                                     format!("{name} @ {}: {}", w.wake, t.outcome.label()),
                                 ),
@@ -3437,6 +3480,13 @@ impl Session {
                 copilot: c.hold,
                 waiting: c.waiting.clone(),
                 proposal: c.proposal.clone(),
+                proposal_clash: c
+                    .proposal
+                    .as_ref()
+                    .filter(|p| matches!(p.run.turn.outcome, Outcome::Supersede { .. }))
+                    .and_then(|p| p.run.turn.document())
+                    .map(|d| self.run.claimed_names(&d))
+                    .unwrap_or_default(),
                 last_answer: c.last_answer,
                 failing: c.failing.clone(),
                 thinking: c.thinking.clone(),
@@ -3545,6 +3595,16 @@ pub(crate) fn reply_tokens(
     tokens
 }
 
+/// The engine's reason a plan of the agent's was not armed, as the person reads it: the
+/// other owner whose live plan has that name is the person (`PLAN x not armed: a live plan
+/// of yours has that name`); the Bus keeps the engine's words, written to the agent.
+fn for_the_person(refused: &str) -> String {
+    refused.replace(
+        "a live plan of another owner has that name (name yours differently)",
+        "a live plan of yours has that name",
+    )
+}
+
 fn turn_line(e: &TurnEntry, desk: Option<&(usize, String, String)>, agent: &str) -> TurnLine {
     let tokens = reply_tokens(&e.written, e.turn.as_ref(), e.oversized);
     TurnLine {
@@ -3555,7 +3615,10 @@ fn turn_line(e: &TurnEntry, desk: Option<&(usize, String, String)>, agent: &str)
         rejected: e.rejected.clone(),
         tokens,
         attempts: e.attempts,
-        result: desk.map(|d| d.2.clone()).unwrap_or_default(),
+        result: match desk {
+            Some(d) => d.2.clone(),
+            None => e.refused.as_deref().map(for_the_person).unwrap_or_default(),
+        },
         failure: e.failure.clone(),
         oversized: e.oversized,
         spend: e.spend,

@@ -149,6 +149,10 @@ pub struct TurnEntry {
     /// cl100k tokens of the View the wake it answered delivered (0 for a person's turn):
     /// the desk's estimate of the prompt's view part when the provider gave no `usage`.
     pub view_tokens: usize,
+    /// What its supersede did when the engine left a plan of it out (its name another
+    /// owner's live plan): `armed nothing: PLAN x not armed: …` or `armed a; PLAN x not
+    /// armed: …`, with the engine's reasons. `None`: every plan armed, or no supersede.
+    pub refused: Option<String>,
 }
 
 /// A wake whose answer is outstanding (asked with [`Run::ask`]).
@@ -277,6 +281,22 @@ impl<R: BufRead> Run<R> {
         };
         let fired = self.feed(&ev);
         Ok(Some((ev, fired)))
+    }
+
+    /// The plans of `doc` the author's supersede would not arm now: their names are live
+    /// plans of another owner (the person's, at the desk). Empty when the book is not shared.
+    pub fn claimed_names(&self, doc: &ast::Document) -> Vec<String> {
+        let Some(owner) = self.author_owner.as_deref() else {
+            return Vec::new();
+        };
+        doc.statements
+            .iter()
+            .filter_map(|st| match &st.kind {
+                ast::StatementKind::Plan(p) => Some(p.name.text.clone()),
+                _ => None,
+            })
+            .filter(|n| self.engine.claimed_by_other(n, owner))
+            .collect()
     }
 
     /// Share the book: the author's acts carry `owner`, so its supersede and STAND-DOWN
@@ -767,6 +787,7 @@ impl<R: BufRead> Run<R> {
                 oversized: None,
                 spend: Default::default(),
                 view_tokens: self.view_tokens,
+                refused: None,
             });
             self.engine.bus_mut().emit(Event::TurnRejected {
                 ts,
@@ -825,6 +846,7 @@ impl<R: BufRead> Run<R> {
             oversized: ans.run.oversized(),
             spend: ans.run.spend(),
             view_tokens: self.view_tokens,
+            refused: None,
         });
         let author = match t.author {
             AuthorKind::Human => "human",
@@ -851,7 +873,31 @@ impl<R: BufRead> Run<R> {
                     if owner.is_none() {
                         self.views.clear();
                     }
-                    self.supersede_as(&doc, owner.as_deref());
+                    let from = self.engine.bus().events().len();
+                    let names = self.supersede_as(&doc, owner.as_deref());
+                    // The plans the engine left out say why on the Bus (`error`): the turn
+                    // keeps the reasons, so the desk does not report a bare `supersede`.
+                    let refused: Vec<String> = self.engine.bus().events()
+                        [from.min(self.engine.bus().events().len())..]
+                        .iter()
+                        .filter_map(|e| match e {
+                            Event::Error {
+                                plan: Some(_),
+                                message,
+                                ..
+                            } if message.contains(" not armed: ") => Some(message.clone()),
+                            _ => None,
+                        })
+                        .collect();
+                    if !refused.is_empty()
+                        && let Some(e) = self.turn_log.last_mut()
+                    {
+                        e.refused = Some(if names.is_empty() {
+                            format!("armed nothing: {}", refused.join("; "))
+                        } else {
+                            format!("armed {}; {}", names.join(", "), refused.join("; "))
+                        });
+                    }
                 }
             }
             Outcome::StandDown { reason } => self.stand_down_as(reason, owner.as_deref()),
