@@ -4718,6 +4718,40 @@ fn a_long_named_authors_writing_state_stays_on_the_status_line_with_its_time() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// While a live author's reply was refused and it was asked again, the status line read only
+/// `writing @ open 65s`: nothing said a reply came back and was refused until the whole loop
+/// ended. It now counts the re-asks as they happen (`writing @ open 0s · re-ask 1`).
+#[test]
+fn a_refused_reply_shows_its_re_ask_on_the_status_line_while_the_author_writes_again() {
+    let dir = tmp("status-re-ask");
+    let script = dir.join("again.sh");
+    let count = dir.join("count");
+    // The first reply is refused at once; the re-ask is answered slowly.
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\ncat >/dev/null\nif [ -f '{c}' ]; then sleep 30; fi\ntouch '{c}'\necho 'PLAN broken budget'\n",
+            c = count.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let spec = live_spec("default", 60, &format!("cmd:{}", script.display()));
+    let src = desk::tape_source(None).unwrap();
+    let mut app = desk::inline_app_with(src, Some(DeskAgent::Live(spec)), false).unwrap();
+    wait_for(&mut app, |a| a.agent().is_some_and(|g| g.re_asked == 1));
+    assert!(app.agent().is_some_and(|a| a.waiting.is_some()));
+    let s = screen(&app, 160, 48);
+    assert!(
+        s[0].contains("(writing @ open ") && s[0].contains("s · re-ask 1)"),
+        "{}",
+        s[0]
+    );
+    drop(app);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The footer named a live command author by its whole `cmd:` path, which took half the
 /// line: at 80x24 `cmd:/tmp/adv-trader/author.… proposes: arms…`, the plan's name cut off.
 /// It names it by its short name, as the status line does, so `arms <plan>` shows; and the

@@ -365,6 +365,11 @@ pub type DeltaSink = tokio::sync::mpsc::UnboundedSender<String>;
 /// What the desk shows as being written starts again.
 pub const NEW_ATTEMPT: &str = "\u{1e}";
 
+/// Sent on a [`DeltaSink`] (after [`NEW_ATTEMPT`]) when the reply before was refused and the
+/// author is asked again: a unit separator, which no reply holds as a whole delta. The desk
+/// counts them while the author writes (`writing @ open 65s · re-ask 1`).
+pub const RE_ASK: &str = "\u{1f}";
+
 /// The future an author returns.
 pub type AuthorFuture<'a> = Pin<Box<dyn Future<Output = Completion> + Send + 'a>>;
 

@@ -315,7 +315,16 @@ fn author_forms(app: &App) -> Vec<(u8, String)> {
             .writing_for()
             .map(|d| format!(" {}s", d.as_secs()))
             .unwrap_or_default();
-        (format!("writing @ {w}{secs}"), format!("writing{secs}"))
+        // Replies already refused and re-asked: the author is answering, and being
+        // refused, not slow.
+        let re = match a.re_asked {
+            0 => String::new(),
+            n => format!(" · re-ask {n}"),
+        };
+        (
+            format!("writing @ {w}{secs}{re}"),
+            format!("writing{secs}{re}"),
+        )
     } else if a.replay_only && a.live {
         // Reopened: the recorded answers act; the live author is not called.
         let s = "replayed, not called".to_string();

@@ -619,6 +619,9 @@ pub struct AgentStatus {
     pub copilot: bool,
     /// The wake a live author is answering now, and when it was asked.
     pub waiting: Option<(String, Ts)>,
+    /// Its replies to that wake refused and re-asked so far (`· re-ask 1` on the status
+    /// line while it writes again).
+    pub re_asked: u32,
     /// Its answer waiting for the person (co-pilot).
     pub proposal: Option<Proposal>,
     /// The plans of that answer that would not arm if accepted now: their names are live
@@ -871,6 +874,8 @@ struct Chair {
     outstanding: Option<Outstanding>,
     proposal: Option<Proposal>,
     waiting: Option<(String, Ts)>,
+    /// Replies refused and re-asked so far while the author writes its answer.
+    re_asked: u32,
     thinking: String,
     last_answer: Option<LastAnswer>,
     failing: Option<(String, u32)>,
@@ -898,6 +903,7 @@ impl Chair {
             outstanding: None,
             proposal: None,
             waiting: None,
+            re_asked: 0,
             thinking: String::new(),
             last_answer: None,
             failing: None,
@@ -1923,6 +1929,10 @@ impl Session {
         while let Ok(d) = w.deltas.try_recv() {
             if d == crate::author::NEW_ATTEMPT {
                 chair.thinking.clear();
+            } else if d == crate::author::RE_ASK {
+                // A reply came back and was refused: the status line says so while the
+                // author writes again (until 2026-12-06 nothing did until the loop ended).
+                chair.re_asked += 1;
             } else {
                 chair.thinking.push_str(&d);
             }
@@ -3016,6 +3026,7 @@ impl Session {
                 {
                     chair.thinking.clear();
                     chair.waiting = Some((ask.wake.clone(), ask.ts));
+                    chair.re_asked = 0;
                     w.ask(segment, call, ask.clone(), ctx.clone());
                     asked = true;
                 }
@@ -3479,6 +3490,7 @@ impl Session {
                 attached: c.attached,
                 copilot: c.hold,
                 waiting: c.waiting.clone(),
+                re_asked: c.re_asked,
                 proposal: c.proposal.clone(),
                 proposal_clash: c
                     .proposal
