@@ -2810,33 +2810,45 @@ fn a_fail_closed_turn_reads_fail_closed_on_the_desk() {
         "{}",
         open.label()
     );
-    // In co-pilot, proposed and rejected, it is named the same way.
-    let mut app = desk_with(
+    // In co-pilot it is not proposed (since 2026-12-06: `a` and `x` both armed nothing):
+    // it routes at once, named the same way, and the notice says it was not proposed.
+    let app = desk_with(
         Some(script(&[bad, bad, bad, bad])),
         true,
         None,
         &[],
         ms(9, 30, 1),
     );
-    let call = app.proposal().map(|p| p.call).expect("a proposal waits");
-    app.send(Command::Reject { call });
+    assert!(app.proposal().is_none(), "nothing to decide");
     assert!(
         app.snap
             .notices
             .iter()
-            .any(|n| n.text.contains("rejected house's fail-closed pass")),
+            .any(|n| n.text.contains("house: fail-closed pass (refused")
+                && n.text
+                    .contains("(not proposed: accepted or rejected, it arms nothing)")),
         "{:?}",
         app.snap.notices
     );
-    // The Journal's row says so too; the Bus keeps the outcome's name.
     let labels: Vec<String> = agent_rows(&app).iter().map(|t| t.label()).collect();
     assert!(
-        labels.contains(&"fail-closed pass rejected (human)".to_string()),
+        labels[0].starts_with("fail-closed pass @ wake open"),
         "{labels:?}"
     );
+    // The Bus has its replies and its turn, as an autopilot's: no `turn-rejected`.
     assert!(
-        app.snap.bus.iter().any(|l| l.contains("\"type\":\"turn-rejected\"")
-            && l.contains("\"outcome\":\"pass\"")),
+        app.snap
+            .bus
+            .iter()
+            .any(|l| l.contains("\"type\":\"repair\"")),
+        "{:?}",
+        app.snap.bus
+    );
+    assert!(
+        !app.snap
+            .bus
+            .iter()
+            .any(|l| l.contains("\"type\":\"turn-rejected\"")),
         "{:?}",
         app.snap.bus
     );
@@ -3604,57 +3616,43 @@ fn every_dialogs_key_hint_shows_whole() {
 /// something that is not Kestrel.
 const GARBAGE: &str = "Sure! Here is my plan:\n```\nBUY 100 SPY AT MARKET NOW!!!\nPLAN yolo budget 99R\n  DO sell 50 -3 C @ mid\n```\n";
 
-/// An agent that wrote no valid turn is proposed for what failed: its proposal line, the
-/// proposal's notice and the Journal name the coded error of its last reply and how far the
-/// repair loop went. They read `proposes: nothing (comments only)`, which is an authored
-/// pass's, and the Journal `proposes fail-closed pass @ open`; the error was only on the
-/// Log's `repair` event.
+/// An agent that wrote no valid turn says what failed: its notice and the Journal name the
+/// coded error of its last reply and how far the repair loop went. They read `proposes:
+/// nothing (comments only)`, which is an authored pass's, and the Journal `proposes
+/// fail-closed pass @ open`; the error was only on the Log's `repair` event. (Since
+/// 2026-12-06 it is not proposed in co-pilot: it routes at once.)
 #[test]
 fn a_failed_agents_proposal_and_journal_say_what_failed() {
-    let mut app = desk_with(
+    // A fail-closed pass is not proposed since 2026-12-06 (nothing to decide): it routes at
+    // once, and its notice (on the footer) and the Journal say what failed.
+    let app = desk_with(
         Some(script(&[GARBAGE, GARBAGE, GARBAGE])),
         true,
         None,
         &[],
         ms(9, 30, 1),
     );
-    let p = app.proposal().expect("a proposal waits");
-    assert_eq!(
-        p.run.failure().as_deref().map(|f| f.split(':').next()),
-        Some(Some("refused after 2 re-asks")),
-        "{:?}",
-        p.run.failure()
+    assert!(app.proposal().is_none(), "nothing to decide");
+    let said = app
+        .snap
+        .notices
+        .iter()
+        .find(|n| n.text.starts_with("house: fail-closed pass"))
+        .unwrap_or_else(|| panic!("{:?}", app.snap.notices));
+    assert!(
+        said.text
+            .starts_with("house: fail-closed pass (refused after 2 re-asks: PARSE rule="),
+        "{}",
+        said.text
     );
+    assert_eq!(said.level, NoticeLevel::Error);
+    assert!(!said.text.contains("comments only"), "{}", said.text);
     let s = screen(&app, 160, 48);
-    let footer = &s[47];
-    // The wake and its age come before the coded error (the error is what a narrow footer cuts).
-    assert!(
-        footer.contains("house proposes: fail-closed pass · wake open 09:30, "),
-        "{footer}"
-    );
-    assert!(
-        footer.contains(" ago · refused after 2 re-asks: PARSE rule="),
-        "{footer}"
-    );
-    assert!(!footer.contains("comments only"), "{footer}");
     let journal = s.join("\n");
-    assert!(
-        journal.contains("house proposes fail-closed pass @ open (accept"),
-        "{journal}"
-    );
     assert!(
         has(&s, "  refused after 2 re-asks: PARSE rule="),
         "the Journal says what failed:\n{journal}"
     );
-    assert!(
-        app.snap.notices.iter().any(|n| n
-            .text
-            .contains("fail-closed pass at wake open (refused after 2 re-asks: PARSE rule=")),
-        "{:?}",
-        app.snap.notices
-    );
-    // Accepted, the Journal's row keeps what failed under its head.
-    press(&mut app, KeyCode::Char('a'));
     let row = &agent_rows(&app)[0];
     assert_eq!(row.label(), "fail-closed pass @ wake open after 2 re-asks");
     assert!(
@@ -3672,30 +3670,27 @@ fn a_failed_agents_proposal_and_journal_say_what_failed() {
     );
 }
 
-/// A reply refused unread for its size is proposed as `reply too large: N bytes > 262144`
+/// A reply refused unread for its size is said as `reply too large: N bytes > 262144`
 /// (not `nothing (comments only)`), and its tokens are an estimate of the whole reply, a
 /// quarter of its bytes, labelled `~` in the Tokens pane: the `repair` event said `tokens:
 /// 9489024`, the reply's bytes, and the Tokens pane counted the 4 KiB kept of it.
 #[test]
-fn an_oversized_reply_is_proposed_as_too_large_and_charged_an_estimate() {
+fn an_oversized_reply_says_it_was_too_large_and_is_charged_an_estimate() {
     let huge = "# thinking very hard about the tape\n".repeat(9_000);
     let n = huge.len();
     assert!(n > kestrel_desk::limits::MAX_REPLY_BYTES);
     let mut app = desk_with(Some(script(&[&huge])), true, None, &[], ms(9, 30, 1));
-    // The wake and its age come first; at 200 columns the error is whole.
-    let s = screen(&app, 200, 60);
-    let footer = &s[59];
-    assert!(
-        footer.contains("proposes: fail-closed pass · wake open 09:30, "),
-        "{footer}"
+    // Not proposed (a fail-closed pass routes at once in co-pilot): its notice says what
+    // failed.
+    assert!(app.proposal().is_none(), "nothing to decide");
+    let want = format!(
+        "fail-closed pass (refused, token budget spent: reply too large: {n} bytes > 262144)"
     );
     assert!(
-        footer.contains(&format!(
-            " ago · refused, token budget spent: reply too large: {n} bytes > 262144"
-        )),
-        "{footer}"
+        app.snap.notices.iter().any(|x| x.text.contains(&want)),
+        "{:?}",
+        app.snap.notices
     );
-    press(&mut app, KeyCode::Char('a'));
     let est = n.div_ceil(4);
     let repair = app
         .snap
@@ -5659,38 +5654,46 @@ fn broken_author(dir: &std::path::Path) -> kestrel_desk::session::AuthorSpec {
     )
 }
 
+/// A live author whose every reply is refused was proposed to the person as a fail-closed
+/// pass, the tape held for a choice that armed nothing either way, and rejected its replies
+/// left the Bus. Since 2026-12-06 it routes at once in co-pilot, as in autopilot: its
+/// attempts (text, coded errors, tokens) are on the Bus, and the Tokens pane counts them.
 #[test]
-fn a_rejected_fail_closed_proposal_counts_its_replies_and_shows_its_age_and_text() {
+fn a_fail_closed_answer_in_copilot_routes_at_once_with_its_replies_on_the_bus() {
     let dir = tmp("failclosed");
-    let mut app = copilot_desk(broken_author(&dir), None);
-    let p = app.proposal().cloned().expect("a proposal waits");
-    assert!(p.run.re_asks > 0, "the loop re-asked");
-    // The age comes before the coded error (which is what is cut), at every size.
-    for (w, h) in [(100, 30), (160, 48), (200, 60)] {
-        let s = screen(&app, w, h);
-        let footer = &s[usize::from(h) - 1];
-        assert!(
-            footer.contains(&format!("· wake open {}, ", p.asked_at.hhmm())),
-            "{w}x{h}: {footer}"
-        );
-        assert!(footer.contains(" ago"), "{w}x{h}: {footer}");
-    }
-    // The proposal pane shows what was written, under the error.
-    let s = screen(&app, 160, 48);
-    assert!(has(&s, "refused:"), "{}", s.join("\n"));
-    assert!(has(&s, "this is not kestrel"), "{}", s.join("\n"));
-    let spent: usize = p.run.attempts.iter().map(|a| a.tokens).sum();
+    let settings = Settings {
+        agent: Some(DeskAgent::Live(broken_author(&dir))),
+        copilot: true,
+        ..Settings::default()
+    };
+    let mut app = desk::inline_app_from(
+        desk::tape_source(None).unwrap(),
+        settings,
+        Opening::default(),
+    )
+    .unwrap();
+    wait_for(&mut app, |a| !agent_rows(a).is_empty());
+    assert!(app.copilot());
+    assert!(app.proposal().is_none(), "nothing to decide");
+    let row = agent_rows(&app)[0].clone();
+    assert!(row.attempts > 1, "the loop re-asked");
+    let repairs = app
+        .snap
+        .bus
+        .iter()
+        .filter(|l| l.contains("\"type\":\"repair\""))
+        .count();
+    assert_eq!(repairs, row.attempts, "every attempt is on the Bus");
+    let spent = row.spend.tokens;
     assert!(spent > 0);
-    press(&mut app, KeyCode::Char('x'));
-    // Rejected, its replies still count: the repairs and the tokens it wrote.
     let pane = tokens_pane(&app);
     let text = pane.join("\n");
-    assert!(has(&pane, &format!("repairs {}", p.run.re_asks)), "{text}");
-    let row = pane
+    assert!(has(&pane, &format!("repairs {}", row.repairs())), "{text}");
+    let r = pane
         .iter()
-        .find(|l| l.contains("rejected"))
-        .unwrap_or_else(|| panic!("a row for the rejected proposal: {text}"));
-    assert!(row.contains(&spent.to_string()), "{row}");
+        .find(|l| l.contains("invalid") && !l.contains("authored"))
+        .unwrap_or_else(|| panic!("a row for the fail-closed pass: {text}"));
+    assert!(r.contains(&spent.to_string()), "{r}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -2812,6 +2812,12 @@ impl Session {
                     NoticeLevel::Info
                 };
                 let name = chair.agent.short_name();
+                // In co-pilot, an answer that was not proposed (nothing to decide) says so.
+                let unproposed = if chair.hold && age.is_none() && !needs_decision(run) {
+                    " (not proposed: accepted or rejected, it arms nothing)"
+                } else {
+                    ""
+                };
                 // An autopilot answer that arrives a minute or more of tape after its wake
                 // (a slow author at speed, or a seek forward while it wrote) acts on a View
                 // that old: the notice says so, as a proposal's does. The act's result (what
@@ -2866,7 +2872,10 @@ impl Session {
                     });
                     self.notice_at(
                         level,
-                        format!("{name}: {}{late}", said.trim_start_matches("answered: ")),
+                        format!(
+                            "{name}: {}{unproposed}{late}",
+                            said.trim_start_matches("answered: ")
+                        ),
                     );
                 }
                 self.resume_after_proposal(*call);
@@ -3740,14 +3749,19 @@ pub fn reopen(path: &Path, save: Option<PathBuf>) -> Result<Session, String> {
 }
 
 /// Does the agent's answer wait for the person in co-pilot? A provider error does not: the
-/// agent said nothing, so there is nothing to accept or reject, and it arms nothing. It
-/// acts at once, as in autopilot (its `repair` and `turn` events on the Bus where it
-/// arrived, a notice in the error colour saying what failed), and the tape does not stop
-/// for it. Every answer the agent wrote waits, the fail-closed pass included: its replies
-/// are the agent's, and the person may want to read them before deciding (docs/desk.md,
-/// "Co-pilot keeps step").
+/// agent said nothing, so there is nothing to accept or reject, and it arms nothing. Nor,
+/// since 2026-12-06, does a fail-closed pass (every reply refused): `a` and `x` both arm
+/// nothing, so the tape was held for a choice that changed nothing. Each acts at once, as
+/// in autopilot (its `repair` and `turn` events on the Bus where it arrived, a notice in
+/// the error colour saying what failed, and that it was not proposed), and the tape does
+/// not stop for it; the refused replies are in the Log and the Journal keeps the coded
+/// error (docs/desk.md, "Co-pilot keeps step").
 pub fn needs_decision(run: &crate::turn::RepairRun) -> bool {
-    !matches!(run.turn.outcome, crate::turn::Outcome::ProviderError { .. })
+    !matches!(
+        run.turn.outcome,
+        crate::turn::Outcome::ProviderError { .. }
+            | crate::turn::Outcome::Pass { fail_closed: true }
+    )
 }
 
 /// The notice a proposal is announced with (`house proposes supersede at wake open: accept
