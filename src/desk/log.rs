@@ -958,7 +958,19 @@ impl Log {
                 r.summary.clone()
             };
             if pw == 0 && !r.plan.is_empty() {
-                summary = format!("{}: {summary}", r.plan);
+                // A re-price or a cancellation is named by its order (`#1 cancelled: veto`),
+                // its plan after it: before it, a narrow row cut what became of the order.
+                // Where the plan does not fit whole after it, the order's number says it.
+                summary = if matches!(r.ty.as_str(), "order-repriced" | "order-cancelled") {
+                    let with = format!("{summary} · {}", r.plan);
+                    if fit::width(&with) <= sw {
+                        with
+                    } else {
+                        summary
+                    }
+                } else {
+                    format!("{}: {summary}", r.plan)
+                };
             }
             let mut x = area.x;
             for (text, width, st) in [
