@@ -4020,10 +4020,23 @@ fn a_proposal_undecided_at_the_close_or_a_detach_keeps_its_outcome_and_is_said()
         m,
         "house's 09:30 proposal (arms agent-p) was not decided: rejected at the close"
     );
+    // Its reply is on the Bus before the rejection (since 2026-12-06), and the Journal
+    // keeps what it proposed.
+    let rejected = app
+        .snap
+        .bus
+        .iter()
+        .position(|l| l.contains("\"type\":\"turn-rejected\"") && l.contains("\"by\":\"close\""))
+        .unwrap();
+    assert!(
+        app.snap.bus[rejected - 1].contains("\"type\":\"repair\""),
+        "{}",
+        app.snap.bus[rejected - 1]
+    );
     assert!(
         agent_rows(&app)
             .iter()
-            .any(|t| t.label() == "supersede rejected (close)"),
+            .any(|t| t.label() == "supersede rejected (close): arms agent-p"),
         "{:?}",
         agent_rows(&app)
             .iter()
@@ -6151,5 +6164,125 @@ fn a_desk_bus_replays_headless_with_the_desks_owners_and_hash() {
         .and_then(|l| l.split_whitespace().nth(7))
         .expect("follow's row in the report");
     assert_eq!(cell["mean_r"], desk_r, "{out}\n{replay_out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A co-pilot proposal the person rejects was written (and paid for): before 2026-12-06 its
+/// replies never reached the Bus, only `turn-rejected`, so `kestrel errors report` counted no
+/// reply and none of its tokens, the Journal kept only `supersede rejected (human)`, and
+/// `kestrel agent --author` read the reject as a provider error (`the recording has no turn
+/// for wake open`, exit 1). Its `repair` attempts (with the provider's `usage`) are written
+/// before the `turn-rejected`; the report counts them; the replay writes the same rejection.
+#[test]
+fn a_rejected_proposal_keeps_its_replies_on_the_bus_and_replays_as_rejected() {
+    let dir = tmp("rejected-replies");
+    let path = dir.join("s.jsonl");
+    let base = usage_server(AGENT_PLAN, 1234, 78);
+    let mut app = copilot_desk(live_spec("m", 10, &base), Some(path.clone()));
+    press(&mut app, KeyCode::Char('x'));
+    assert!(app.proposal().is_none());
+    let bus = app.snap.bus.clone();
+    let at = |ty: &str| {
+        bus.iter()
+            .position(|l| l.contains(&format!("\"type\":\"{ty}\"")))
+            .unwrap_or_else(|| panic!("no {ty}: {bus:?}"))
+    };
+    let (repair, rejected) = (at("repair"), at("turn-rejected"));
+    assert!(repair < rejected, "{bus:?}");
+    assert!(
+        bus[repair].contains("\"prompt_tokens\":1234")
+            && bus[repair].contains("\"completion_tokens\":78")
+            && bus[repair].contains("\"wake\":\"open\""),
+        "{}",
+        bus[repair]
+    );
+    assert!(
+        bus[rejected].contains("\"by\":\"human\""),
+        "{}",
+        bus[rejected]
+    );
+    assert!(
+        !bus.iter()
+            .any(|l| l.contains("\"type\":\"turn\"") && l.contains("\"author\":\"model\""))
+    );
+    // The Journal keeps what was proposed.
+    let row = agent_rows(&app).last().cloned().expect("the rejected row");
+    assert!(
+        row.label().starts_with("supersede rejected (human): ") && row.label().contains("agent-p"),
+        "{}",
+        row.label()
+    );
+    assert_eq!(row.attempts, 1);
+    // Played to the close, so the Bus is whole (it has `session-end`) and replays.
+    app.send(Command::Speed(kestrel_desk::session::Speed::Max));
+    app.send(Command::Play);
+    for _ in 0..100_000 {
+        if app.snap.ended {
+            break;
+        }
+        app.send(Command::Tick(Duration::from_millis(10)));
+    }
+    assert!(app.snap.ended);
+    drop(app);
+    let file = saved::bus_path(&path, 0);
+    let saved_bus = std::fs::read_to_string(&file).unwrap();
+    let recorded = saved_bus
+        .lines()
+        .find(|l| l.contains("\"type\":\"turn-rejected\""))
+        .expect("the rejection is saved")
+        .to_string();
+    let b = file.display().to_string();
+    // `errors report`: one reply, its provider tokens, the rejected proposal named.
+    let (code, out, err) = kestrel_in(&dir, &["errors", "report", &b]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with("errors report: 1 file(s), ")
+            && out.contains(" 1 repl(ies), 0 re-ask(s), 1 rejected proposal(s)\n"),
+        "{out}"
+    );
+    let all = out
+        .lines()
+        .find(|l| l.starts_with("all "))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        all.contains(" 1234 ") && all.trim_end().ends_with(" 78"),
+        "{all}"
+    );
+    let (code, out, err) = kestrel_in(&dir, &["errors", "report", "--json", &b]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["totals"]["attempts"], 1, "{out}");
+    assert_eq!(v["totals"]["rejected"], 1, "{out}");
+    assert_eq!(v["totals"]["provider_prompt_tokens"], 1234, "{out}");
+    // Replayed headless: the same rejection, after the same attempt, no provider error.
+    let tape = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tapes/trend-2025-04-09-s1.jsonl"
+    );
+    let (code, _, err) = kestrel_in(
+        &dir,
+        &["agent", "--tape", tape, "--author", &b, "--bus", "r.jsonl"],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("code=PROVIDER"), "{err}");
+    let replayed = std::fs::read_to_string(dir.join("r.jsonl")).unwrap();
+    let lines: Vec<&str> = replayed.lines().collect();
+    let rej = lines
+        .iter()
+        .position(|l| l.contains("\"type\":\"turn-rejected\""))
+        .unwrap_or_else(|| panic!("{replayed}"));
+    assert_eq!(lines[rej], recorded);
+    assert!(
+        lines[rej - 1].contains("\"type\":\"repair\"")
+            && lines[rej - 1].contains("\"prompt_tokens\":1234"),
+        "{}",
+        lines[rej - 1]
+    );
+    assert!(
+        !lines
+            .iter()
+            .any(|l| l.contains("\"type\":\"turn\"") && l.contains("provider-error")),
+        "{replayed}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

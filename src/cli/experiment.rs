@@ -130,6 +130,8 @@ struct Tally {
 impl Tally {
     fn add(&mut self, asks: &[crate::turn::report::AskRecord]) {
         for a in asks.iter().filter(|a| !a.cut_by_a_signal()) {
+            // An experiment's arms are headless: no proposal is ever rejected there.
+            let Some(turn) = &a.turn else { continue };
             self.turns += 1;
             for at in &a.attempts {
                 self.spend.add(at);
@@ -148,7 +150,7 @@ impl Tally {
                     }
                 }
             }
-            match &a.turn.outcome {
+            match &turn.outcome {
                 Outcome::Pass { fail_closed: true } => self.invalid += 1,
                 Outcome::Pass { .. } => self.pass += 1,
                 Outcome::Supersede { plans, .. } if !plans.is_empty() => self.plan += 1,

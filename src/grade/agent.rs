@@ -225,6 +225,7 @@ impl TurnSource for WakeScript {
             run: repair::drive(&mut write, ctx, RepairPolicy::default()),
             // The recorded latency, on this tape's clock.
             at: (delay > 0).then(|| Ts(ask.ts.0.saturating_add(delay))),
+            rejected: None,
         }
     }
     fn name(&self) -> String {

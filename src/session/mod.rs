@@ -52,6 +52,19 @@ pub struct WakeAsk {
 pub struct Answer {
     pub run: RepairRun,
     pub at: Option<Ts>,
+    /// A recorded rejection ([`Recorded`] replaying a desk's Bus): the person (or the
+    /// close) rejected this answer, so nothing routes and a `turn-rejected` is written as
+    /// recorded, after its attempts. `None` for every live answer.
+    pub rejected: Option<Rejected>,
+}
+
+/// Who rejected a recorded answer and the outcome the Bus named (`turn-rejected`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejected {
+    /// `human`, `close`, `detached`, `nobody`.
+    pub by: String,
+    /// The outcome's name as recorded (`supersede`, `unanswered`).
+    pub outcome: String,
 }
 
 /// Something that answers wakes.
@@ -101,6 +114,7 @@ impl<F: FnMut(&WakeAsk, &Ask) -> Reply> TurnSource for Live<F> {
         Answer {
             run: repair::drive(&mut author, ctx, self.policy),
             at: None,
+            rejected: None,
         }
     }
     fn name(&self) -> String {
@@ -196,6 +210,7 @@ impl TurnSource for Script {
         Answer {
             run: repair::drive(&mut author, ctx, policy),
             at: None,
+            rejected: None,
         }
     }
     fn name(&self) -> String {
@@ -373,6 +388,41 @@ impl Recorded {
                                 fail_closed,
                             },
                             at: Some(ts),
+                            rejected: None,
+                        },
+                    ));
+                }
+                // A proposal the person rejected (or nobody decided at the close): that
+                // wake's answer is the rejection, with the attempts recorded before it
+                // (none in a Bus written before 2026-12-06).
+                (
+                    Event::TurnRejected {
+                        ts,
+                        wake,
+                        by,
+                        outcome,
+                    },
+                    _,
+                ) => {
+                    let (w, wt) = match gate.delivered() {
+                        Some((asked, at)) if asked == wake => (wake.clone(), at),
+                        _ => (wake.clone(), ts),
+                    };
+                    let attempts = std::mem::take(&mut attempts);
+                    answers.push((
+                        w,
+                        wt,
+                        line,
+                        Answer {
+                            run: RepairRun {
+                                turn: rejected_turn(&wake, ts, &by),
+                                re_asks: attempts.len().saturating_sub(1) as u32,
+                                tokens_spent: attempts.iter().map(|a| a.tokens).sum(),
+                                attempts,
+                                fail_closed: None,
+                            },
+                            at: Some(ts),
+                            rejected: Some(Rejected { by, outcome }),
                         },
                     ));
                 }
@@ -416,6 +466,9 @@ impl TurnSource for Recorded {
                 self.used[i] = true;
                 self.next += 1;
                 let mut a = a.clone();
+                if a.rejected.is_some() {
+                    return a;
+                }
                 // Admitted again under the live book: a turn the live checker refuses arms
                 // nothing.
                 if let Err(e) = crate::turn::admit::readmit(&a.run.turn, ctx, *line) {
@@ -438,6 +491,7 @@ impl TurnSource for Recorded {
                     fail_closed: None,
                 },
                 at: None,
+                rejected: None,
             },
         }
     }
@@ -450,6 +504,22 @@ impl TurnSource for Recorded {
     fn recorded_bus(&self) -> Option<&[u8]> {
         Some(&self.bytes)
     }
+}
+
+/// The turn a replayed rejection carries in its [`RepairRun`]: never routed nor written
+/// (the Bus records only the rejected outcome's name), a provider-error record saying so.
+fn rejected_turn(wake: &str, ts: Ts, by: &str) -> crate::turn::RoutedTurn {
+    let ctx = TurnContext::new(
+        WakePhase::Mid,
+        crate::turn::Profile::AuthoringV2,
+        AuthorKind::Model,
+    );
+    crate::turn::route(
+        &Reply::ProviderError(format!(
+            "the answer to wake {wake} was rejected by {by} at {ts}: it was not routed"
+        )),
+        &ctx,
+    )
 }
 
 /// Parse a document for a session (file rules).
@@ -573,7 +643,11 @@ impl TurnSource for Attached {
             a.retries = r;
             a.usage = u;
         }
-        Answer { run, at: None }
+        Answer {
+            run,
+            at: None,
+            rejected: None,
+        }
     }
     fn name(&self) -> String {
         let i = self.author.info();

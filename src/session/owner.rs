@@ -485,7 +485,13 @@ impl TurnLine {
             // Nobody was asked (a reopened session's live author is not called): the
             // Journal said `unanswered rejected (nobody)`, as if the agent had been silent.
             (_, Some((_, by))) if by == "nobody" => "not asked (replayed, not called)".into(),
-            (_, Some((outcome, by))) => format!("{outcome} rejected ({by})"),
+            // What it proposed stays after the reject (`supersede rejected (human): PLAN
+            // breakout`); what failed, the Journal's next line. Until 2026-12-06 a rejected
+            // proposal kept neither.
+            (_, Some((outcome, by))) if self.result.is_empty() => {
+                format!("{outcome} rejected ({by})")
+            }
+            (_, Some((outcome, by))) => format!("{outcome} rejected ({by}): {}", self.result),
             (Some(r), None) if self.from_desk() => {
                 let invalid = matches!(
                     r.outcome,
@@ -2894,11 +2900,15 @@ impl Session {
                     .map_or(outcome.as_str(), |p| p.run.turn.outcome.label());
                 let name = chair.agent.short_name();
                 let text = format!("rejected {name}'s {shown}: it was not routed");
-                self.run.reject(now, "human", outcome, shown);
-                // Its replies were written (and paid for): the Tokens pane counts them.
-                if let Some(p) = &proposal {
-                    self.run.charge_rejected(&p.run);
-                }
+                // Its replies were written (and paid for): their attempts go on the Bus
+                // before the `turn-rejected`, and the Tokens pane counts them.
+                self.run.reject_run(
+                    now,
+                    "human",
+                    outcome,
+                    shown,
+                    proposal.as_ref().map(|p| &p.run),
+                );
                 if !self.replaying {
                     self.notice(text);
                 }
@@ -2974,7 +2984,8 @@ impl Session {
     /// `detached`), as a person's `x` keeps it, and a warning says so.
     fn reject_undecided(&mut self, at: Ts, p: &Proposal, name: &str, by: &str, when: &str) {
         let t = &p.run.turn;
-        self.run.reject(at, by, t.outcome.name(), t.outcome.label());
+        self.run
+            .reject_run(at, by, t.outcome.name(), t.outcome.label(), Some(&p.run));
         if !self.replaying {
             self.notice_at(NoticeLevel::Warn, undecided_notice(name, p, when));
         }
@@ -3638,7 +3649,12 @@ fn turn_line(e: &TurnEntry, desk: Option<&(usize, String, String)>, agent: &str)
         attempts: e.attempts,
         result: match desk {
             Some(d) => d.2.clone(),
-            None => e.refused.as_deref().map(for_the_person).unwrap_or_default(),
+            None => e
+                .refused
+                .as_deref()
+                .map(for_the_person)
+                .or_else(|| e.proposed.clone())
+                .unwrap_or_default(),
         },
         failure: e.failure.clone(),
         oversized: e.oversized,

@@ -153,6 +153,10 @@ pub struct TurnEntry {
     /// owner's live plan): `armed nothing: PLAN x not armed: …` or `armed a; PLAN x not
     /// armed: …`, with the engine's reasons. `None`: every plan armed, or no supersede.
     pub refused: Option<String>,
+    /// What a rejected proposal that routed proposed (`PLAN breakout`, `STAND-DOWN quiet`:
+    /// [`proposal_summary`](super::owner::proposal_summary)), for the Journal after the
+    /// reject. `None`: not rejected, no proposal, or it failed ([`failure`](Self::failure)).
+    pub proposed: Option<String>,
 }
 
 /// A wake whose answer is outstanding (asked with [`Run::ask`]).
@@ -482,6 +486,7 @@ impl<R: BufRead> Run<R> {
                 fail_closed: None,
             },
             at: Some(at),
+            rejected: None,
         };
         self.record(at, wake, &ans);
         if let Some(e) = self.turn_log.last_mut() {
@@ -738,7 +743,11 @@ impl<R: BufRead> Run<R> {
     /// wake outstanding the run is ignored and `None` returned.
     pub fn resolve(&mut self, at: Ts, run: RepairRun) -> Option<(WakeAsk, TurnContext)> {
         let a = self.awaiting.clone()?;
-        let ans = Answer { run, at: Some(at) };
+        let ans = Answer {
+            run,
+            at: Some(at),
+            rejected: None,
+        };
         if let Some(frame) = self.view_request(a.ts, &a.wake, a.views_requested, &ans) {
             let n = a.views_requested + 1;
             let frame = if frame.is_empty() { a.frame } else { frame };
@@ -753,49 +762,78 @@ impl<R: BufRead> Run<R> {
         None
     }
 
-    /// The last turn recorded was a rejection of `run` (a co-pilot proposal the person
-    /// rejected): its attempts were written and paid for, so they are counted (the Tokens
-    /// pane's figures and repairs), though nothing of it reaches the Bus.
-    pub fn charge_rejected(&mut self, run: &RepairRun) {
-        if let Some(e) = self.turn_log.last_mut().filter(|e| e.rejected.is_some()) {
-            e.attempts = run.attempts.len();
-            e.spend = run.spend();
-            e.written = run
-                .attempts
-                .last()
-                .map(|a| a.written.clone())
-                .unwrap_or_default();
-            e.oversized = run.oversized();
-        }
-    }
-
     /// The outstanding wake's turn was rejected (co-pilot) or its author went away: a
     /// `turn-rejected` event, nothing routed into the book; the author is free again. The
     /// Bus names the `outcome`; the Journal shows it as `shown` (a fail-closed pass reads
-    /// so there, where the Bus says `pass`).
+    /// so there, where the Bus says `pass`). A rejection with no proposal to it (a call
+    /// still out at the close, nobody asked): [`Run::reject_run`] with none.
     pub fn reject(&mut self, at: Ts, by: &str, outcome: &str, shown: &str) {
+        self.reject_run(at, by, outcome, shown, None);
+    }
+
+    /// [`Run::reject`] of a proposal the author wrote (`run`: a co-pilot proposal the person
+    /// rejected, or one nobody decided at the close or the detach): its repair attempts go
+    /// on the Bus (`repair` events, as an accepted turn's do) before the `turn-rejected`, so
+    /// `kestrel errors report`, `grade` and a replay see the replies written and what they
+    /// cost; the Journal keeps what it proposed or what failed. Before 2026-12-06 a rejected
+    /// proposal's attempts were never written.
+    pub fn reject_run(
+        &mut self,
+        at: Ts,
+        by: &str,
+        outcome: &str,
+        shown: &str,
+        run: Option<&RepairRun>,
+    ) {
         if let Some(a) = self.awaiting.take() {
-            let ts = at.max(a.ts);
-            self.turn_log.push(TurnEntry {
+            self.rejection(at.max(a.ts), &a.wake, by, outcome, shown, run);
+        }
+    }
+
+    /// Write a rejection of the answer to `wake` at `ts`: the proposal's attempts (if any),
+    /// then `turn-rejected`; the Journal and Tokens panes list it.
+    fn rejection(
+        &mut self,
+        ts: Ts,
+        wake: &str,
+        by: &str,
+        outcome: &str,
+        shown: &str,
+        run: Option<&RepairRun>,
+    ) {
+        let attempts = run.map_or(&[][..], |r| &r.attempts[..]);
+        for a in attempts {
+            self.engine.bus_mut().emit(Event::Repair {
                 ts,
-                wake: a.wake.clone(),
-                turn: None,
-                rejected: Some((shown.to_string(), by.to_string())),
-                attempts: 0,
-                written: String::new(),
-                failure: None,
-                oversized: None,
-                spend: Default::default(),
-                view_tokens: self.view_tokens,
-                refused: None,
-            });
-            self.engine.bus_mut().emit(Event::TurnRejected {
-                ts,
-                wake: a.wake,
-                by: by.to_string(),
-                outcome: outcome.to_string(),
+                wake: wake.to_string(),
+                attempt: a.clone(),
             });
         }
+        self.turn_log.push(TurnEntry {
+            ts,
+            wake: wake.to_string(),
+            turn: None,
+            rejected: Some((shown.to_string(), by.to_string())),
+            attempts: attempts.len(),
+            written: attempts
+                .last()
+                .map(|a| a.written.clone())
+                .unwrap_or_default(),
+            failure: run.and_then(RepairRun::failure),
+            oversized: run.and_then(RepairRun::oversized),
+            spend: run.map(RepairRun::spend).unwrap_or_default(),
+            view_tokens: self.view_tokens,
+            refused: None,
+            proposed: run
+                .filter(|r| r.failure().is_none() && !r.attempts.is_empty())
+                .map(super::owner::proposal_summary),
+        });
+        self.engine.bus_mut().emit(Event::TurnRejected {
+            ts,
+            wake: wake.to_string(),
+            by: by.to_string(),
+            outcome: outcome.to_string(),
+        });
     }
 
     /// Put a turn and its repair attempts on the Bus; count it.
@@ -847,6 +885,7 @@ impl<R: BufRead> Run<R> {
             spend: ans.run.spend(),
             view_tokens: self.view_tokens,
             refused: None,
+            proposed: None,
         });
         let author = match t.author {
             AuthorKind::Human => "human",
@@ -864,6 +903,12 @@ impl<R: BufRead> Run<R> {
 
     /// Record a turn and carry out its act at `at`.
     fn apply(&mut self, at: Ts, wake: &str, ans: Answer) {
+        // A replayed rejection (a co-pilot proposal the person rejected, or one nobody
+        // decided): written as recorded, nothing routed.
+        if let Some(r) = &ans.rejected {
+            self.rejection(at, wake, &r.by, &r.outcome, &r.outcome, Some(&ans.run));
+            return;
+        }
         self.record(at, wake, &ans);
         let t = &ans.run.turn;
         let owner = self.author_owner.clone();

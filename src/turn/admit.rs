@@ -670,6 +670,15 @@ impl ReplayGate {
                 let persons = self.persons(wake, turn);
                 self.turn(line, turn, persons).map(Some)
             }
+            // A proposal rejected (co-pilot) or left undecided at the close ends its ask as
+            // a turn does: its attempts (written before it since 2026-12-06) are complete,
+            // nothing routed, and the next ask starts over.
+            crate::bus::Event::TurnRejected { .. } => {
+                self.attempts.turn();
+                self.reply = None;
+                self.views_requested = 0;
+                Ok(None)
+            }
             _ => Ok(None),
         }
     }

@@ -15,13 +15,16 @@ use super::repair::RepairAttempt;
 use super::{Outcome, RoutedTurn, TurnClass};
 use crate::bus::{Event, canonical_json};
 
-/// One ask as the Bus recorded it: every attempt, then the routed turn.
+/// One ask as the Bus recorded it: every attempt, then the routed turn (or the
+/// `turn-rejected` of a co-pilot proposal).
 #[derive(Debug, Clone, PartialEq)]
 pub struct AskRecord {
     /// The repair attempts, in order (none for a person's turn typed at the desk).
     pub attempts: Vec<RepairAttempt>,
-    /// The turn that acted (authored, provider-error, or the fail-closed pass).
-    pub turn: RoutedTurn,
+    /// The turn that acted (authored, provider-error, or the fail-closed pass); `None` for a
+    /// proposal that was rejected (by the person, or undecided at the close: a
+    /// `turn-rejected` after its attempts). Its replies and their cost count; it is no turn.
+    pub turn: Option<RoutedTurn>,
 }
 
 impl AskRecord {
@@ -31,7 +34,7 @@ impl AskRecord {
     /// `interrupted`, and `kestrel experiment`'s table not at all (it stays on the Bus).
     pub fn cut_by_a_signal(&self) -> bool {
         let cut = crate::author::ProviderErrorKind::Interrupted.name();
-        matches!(&self.turn.outcome, Outcome::ProviderError { message }
+        matches!(self.turn.as_ref().map(|t| &t.outcome), Some(Outcome::ProviderError { message })
             if crate::author::ProviderError::parts(message).0 == Some(cut))
     }
 }
@@ -84,7 +87,7 @@ impl AttemptOrder {
         Ok(())
     }
 
-    /// A `turn` event: the ask's attempts are complete.
+    /// A `turn` (or `turn-rejected`) event: the ask's attempts are complete.
     pub fn turn(&mut self) {
         self.due = 0;
     }
@@ -141,8 +144,19 @@ pub fn read_asks(bytes: &[u8]) -> Result<Vec<AskRecord>, BusFileError> {
                 order.turn();
                 asks.push(AskRecord {
                     attempts: std::mem::take(&mut pending),
-                    turn: *turn,
+                    turn: Some(*turn),
                 });
+            }
+            // A rejected proposal's attempts (none in a Bus written before 2026-12-06, or
+            // for a call nobody answered): an ask with no turn.
+            Event::TurnRejected { .. } => {
+                order.turn();
+                if !pending.is_empty() {
+                    asks.push(AskRecord {
+                        attempts: std::mem::take(&mut pending),
+                        turn: None,
+                    });
+                }
             }
             _ => {}
         }
@@ -182,6 +196,9 @@ pub struct Totals {
     /// else (not as turns, not as provider errors, their replies not as replies), as
     /// `kestrel experiment`'s table leaves them out.
     pub interrupted: u64,
+    /// Co-pilot proposals rejected (by the person, or undecided at the close) with their
+    /// attempts on the Bus: not turns, but their replies, re-asks and tokens count above.
+    pub rejected: u64,
 }
 
 impl Totals {
@@ -190,18 +207,23 @@ impl Totals {
             self.interrupted += 1;
             return;
         }
-        self.turns += 1;
         let re_asks = ask.attempts.len().saturating_sub(1) as u64;
-        match (&ask.turn.outcome, ask.turn.class()) {
-            (Outcome::Pass { fail_closed: true }, _) => self.fail_closed += 1,
-            (_, TurnClass::Authored) => {
-                self.authored += 1;
-                if re_asks > 0 {
-                    self.repaired += 1;
+        match &ask.turn {
+            None => self.rejected += 1,
+            Some(turn) => {
+                self.turns += 1;
+                match (&turn.outcome, turn.class()) {
+                    (Outcome::Pass { fail_closed: true }, _) => self.fail_closed += 1,
+                    (_, TurnClass::Authored) => {
+                        self.authored += 1;
+                        if re_asks > 0 {
+                            self.repaired += 1;
+                        }
+                    }
+                    (_, TurnClass::ProviderError) => self.provider_error += 1,
+                    (_, TurnClass::Invalid) => self.refused += 1,
                 }
             }
-            (_, TurnClass::ProviderError) => self.provider_error += 1,
-            (_, TurnClass::Invalid) => self.refused += 1,
         }
         self.attempts += ask.attempts.len() as u64;
         self.re_asks += re_asks;
@@ -218,6 +240,16 @@ impl Totals {
     }
 
     fn json(&self) -> Value {
+        let mut v = self.json_turns();
+        // Only where a proposal was rejected with its attempts: reports of other files
+        // keep their bytes.
+        if self.rejected > 0 {
+            v["rejected"] = Value::from(self.rejected);
+        }
+        v
+    }
+
+    fn json_turns(&self) -> Value {
         json!({
             "turns": self.turns,
             "authored": self.authored,
@@ -410,14 +442,18 @@ impl ErrorsReport {
         for ask in asks {
             file.add(ask);
             self.totals.add(ask);
-            self.by_author
-                .entry(ask.turn.author.name().to_string())
-                .or_default()
-                .add(ask);
-            self.by_profile
-                .entry(ask.turn.profile.name().to_string())
-                .or_default()
-                .add(ask);
+            // A rejected proposal records no turn, so no author kind nor profile: it is
+            // counted in `all`, its file and its arm only.
+            if let Some(turn) = &ask.turn {
+                self.by_author
+                    .entry(turn.author.name().to_string())
+                    .or_default()
+                    .add(ask);
+                self.by_profile
+                    .entry(turn.profile.name().to_string())
+                    .or_default()
+                    .add(ask);
+            }
             self.add_errors(ask);
         }
         self.files.insert(path.to_string(), file);
@@ -428,7 +464,10 @@ impl ErrorsReport {
             // Not the author's: the experiment's table counts none of its replies either.
             return;
         }
-        let fail_closed = matches!(ask.turn.outcome, Outcome::Pass { fail_closed: true });
+        let fail_closed = matches!(
+            ask.turn.as_ref().map(|t| &t.outcome),
+            Some(Outcome::Pass { fail_closed: true })
+        );
         for (i, a) in ask.attempts.iter().enumerate() {
             let next = ask.attempts.get(i + 1);
             // One count per reply for each (code, rule) it carried; the example is the
@@ -505,8 +544,12 @@ impl ErrorsReport {
 
     /// The text report: one row per error, then the totals.
     pub fn text(&self) -> String {
+        let rejected = match self.totals.rejected {
+            0 => String::new(),
+            n => format!(", {n} rejected proposal(s)"),
+        };
         let mut s = format!(
-            "errors report: {} file(s), {} turn(s), {} repl(ies), {} re-ask(s)\n",
+            "errors report: {} file(s), {} turn(s), {} repl(ies), {} re-ask(s){rejected}\n",
             self.files.len(),
             self.totals.turns,
             self.totals.attempts,
@@ -656,6 +699,44 @@ mod tests {
         assert_eq!(decimal(7, 2).to_string(), "3.5");
         assert_eq!(decimal(8, 2).to_string(), "4");
         assert_eq!(decimal(9, 1).to_string(), "9");
+    }
+
+    /// A co-pilot proposal rejected with its attempts on the Bus (2026-12-06) is an ask with
+    /// no turn: its replies and tokens count, it is no turn and in no author group; a
+    /// `turn-rejected` with no attempts (an older Bus, a call nobody answered) adds nothing.
+    #[test]
+    fn a_rejected_proposals_attempts_count_as_replies_with_no_turn() {
+        let start = "{\"close\":\"16:00:00.000\",\"date\":\"2025-04-09\",\"fill_model\":\"strict-cross-v1\",\"open\":\"09:30:00.000\",\"r_usd\":\"1000.00\",\"tape\":\"t\",\"type\":\"session-start\"}\n";
+        let rejected = "{\"by\":\"human\",\"outcome\":\"pass\",\"ts\":\"09:30:01.000\",\"type\":\"turn-rejected\",\"wake\":\"open\"}\n";
+        let attempt = |n: u32, next: &str| {
+            format!(
+                "{{\"attempt\":{{\"attempt\":{n},\"errors\":[],\"guided\":null,\"next_parsed\":{next},\"outcome\":\"pass\",\"tokens\":7,\"usage\":{{\"completion_tokens\":5,\"prompt_tokens\":100}},\"written\":\"# hold\\n\"}},\"ts\":\"09:30:01.000\",\"type\":\"repair\",\"wake\":\"open\"}}\n"
+            )
+        };
+        let old = format!("{start}{rejected}");
+        assert_eq!(read_asks(old.as_bytes()).unwrap(), vec![]);
+        let new = format!("{start}{}{rejected}", attempt(0, "null"));
+        let asks = read_asks(new.as_bytes()).unwrap();
+        assert_eq!(asks.len(), 1);
+        assert!(asks[0].turn.is_none());
+        let mut r = ErrorsReport::default();
+        r.add_file("b", &asks);
+        assert_eq!(
+            (r.totals.turns, r.totals.attempts, r.totals.rejected),
+            (0, 1, 1)
+        );
+        assert_eq!(r.totals.spend.provider_prompt_tokens, 100);
+        assert!(r.by_author.is_empty() && r.by_profile.is_empty());
+        assert!(
+            r.text()
+                .starts_with("errors report: 1 file(s), 0 turn(s), 1 repl(ies), 0 re-ask(s), 1 rejected proposal(s)\n"),
+            "{}",
+            r.text()
+        );
+        assert!(r.json().contains("\"rejected\":1"), "{}", r.json());
+        // Attempts left before a rejection are not carried into the next ask.
+        let next = format!("{new}{}", attempt(1, "null"));
+        assert_eq!(read_asks(next.as_bytes()).unwrap_err().line, 4);
     }
 
     #[test]
