@@ -1368,6 +1368,44 @@ fn cli_grades_an_agent() {
     let (code, _, err) = kestrel(&["agent", "--tape", tape, "--author", "tampered.jsonl"], &d);
     assert_ne!(code, 0, "{err}");
     assert!(err.contains("code=REPLAY rule=replay-record"), "{err}");
+    // A session cut off before its session-end (a killed run, a partial copy) is refused as
+    // `agent --author` refuses it (exit 2): it was graded, with no word, as a smaller agent
+    // (the turns after the cut gone).
+    let lines: Vec<&str> = bus.lines().collect();
+    // Before the last wake's View: every turn before it whole, the last one gone.
+    let last_turn = lines
+        .iter()
+        .rposition(|l| l.contains(r#""type":"view-delivered""#))
+        .expect("a View delivered");
+    let cut: String = lines[..last_turn]
+        .iter()
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(d.join("cut.jsonl"), cut).unwrap();
+    let (code, out, err) = kestrel(
+        &[
+            "grade",
+            "--agent",
+            "cut.jsonl",
+            "--over",
+            "tapes/*",
+            "--draws",
+            "3",
+            "--resamples",
+            "200",
+        ],
+        &d,
+    );
+    assert_eq!((code, out.as_str()), (2, ""), "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "error code=BUS message=cut.jsonl: the Bus ends at line {last_turn} without session-end: it was cut off"
+        )) && err.contains("a saved session that does not replay is not graded"),
+        "{err}"
+    );
+    let (code, _, err) = kestrel(&["agent", "--tape", tape, "--author", "cut.jsonl"], &d);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("without session-end: it was cut off"), "{err}");
     let _ = std::fs::remove_dir_all(&d);
 }
 

@@ -86,6 +86,18 @@ impl AgentSession {
                 "not a saved session: its first line is not a session-start event (pass the Bus written by `kestrel agent --bus`, `kestrel run` or the desk)",
             ));
         }
+        // A headless session's Bus cut off before its `session-end` (a killed run, a partial
+        // copy) is refused as `agent --author` refuses it: graded, it was a smaller agent
+        // (the turns after the cut gone) with no word. A desk's Bus ends where the person quit.
+        if !crate::session::replay::desk_written(&events)
+            && let Some(why) =
+                crate::session::replay::Recording::new(path, bytes).and_then(|r| r.cut())
+        {
+            return Err(GradeError::new(
+                "BUS",
+                format!("{why}: a saved session that does not replay is not graded"),
+            ));
+        }
         // Every record is held to what a replay of the session holds it to (the wake a
         // turn names, each turn admitted again, each armed document against its hash): a
         // Bus that `agent --author` or `desk --open` refuses is not graded either.

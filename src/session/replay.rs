@@ -71,11 +71,7 @@ impl Recording {
     /// Is it a desk's Bus: a turn written at the desk (wake `desk`), or a document armed by
     /// its `owner` (a person and an agent flew one book)? A headless session writes neither.
     pub fn is_desk(&self) -> bool {
-        self.events.iter().any(|e| match e {
-            Event::Turn { wake, .. } => wake == "desk",
-            Event::DocumentArmed { owner, .. } => owner.is_some(),
-            _ => false,
-        })
+        desk_written(&self.events)
     }
 
     /// The person's turns at a desk's session: the documents they armed at the open, in
@@ -202,6 +198,17 @@ impl Recording {
             })
             .collect()
     }
+}
+
+/// Is `events` a desk's Bus ([`Recording::is_desk`]): a turn written at the desk (wake
+/// `desk`), or a document armed by its `owner`. A desk's Bus ends where the person quit, so
+/// its missing `session-end` is no cut.
+pub fn desk_written(events: &[Event]) -> bool {
+    events.iter().any(|e| match e {
+        Event::Turn { wake, .. } => wake == "desk",
+        Event::DocumentArmed { owner, .. } => owner.is_some(),
+        _ => false,
+    })
 }
 
 /// Is `events` a desk's Bus on which an agent sat: written at the desk (its `session-start`
