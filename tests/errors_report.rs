@@ -626,3 +626,29 @@ fn a_cut_headless_bus_is_counted_with_a_warning() {
     assert_eq!(all(&out), all(&whole));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// An `experiment --out` directory keeps each arm's Bus files one level down: `errors report
+/// DIR` said only that DIR holds no Bus files. It now says its subdirectories hold some and
+/// gives the glob that reads them, which does.
+#[test]
+fn a_directory_of_arms_names_the_glob_that_reads_them() {
+    let dir = tmp("arms");
+    let arm = dir.join("arm-a");
+    std::fs::create_dir_all(&arm).unwrap();
+    agent_session(&arm, "0001", &[COLLAPSED, FIXED], "authoring-v2");
+    let (code, out, err) = kestrel(&["errors", "report", s(&dir)]);
+    assert_eq!((code, out.as_str()), (1, ""), "{err}");
+    let glob = format!("{}/*/", s(&dir));
+    assert!(
+        err.starts_with("error code=USAGE message=no Bus files")
+            && err.contains(&format!(
+                ": 1 of its subdirectories hold some (an experiment's arms): give {glob}"
+            )),
+        "{err}"
+    );
+    // The glob it gives (docs/grammar.md's `DIR/*/`, which matched no file before) reads them.
+    let (code, out, err) = kestrel(&["errors", "report", &glob]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("1 file(s)"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -2714,3 +2714,53 @@ fn tape_header() -> serde_json::Value {
     let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(TAPE)).unwrap();
     serde_json::from_str(text.lines().next().unwrap()).unwrap()
 }
+
+/// A Bus cut mid-line (`head -c`) was `line 4: not a Bus event: EOF while parsing a string at
+/// line 1 column 285` to `errors report` and `grade --agent` ("line 4 … at line 1" read as a
+/// contradiction), while `agent --author` said the line is cut short. Every reader now says
+/// it in those words, the position a column of the line.
+#[test]
+fn a_bus_cut_mid_line_is_said_cut_short_by_every_reader() {
+    let d = tmp("bus-midcut");
+    let bus = house_agent_bus(&d);
+    let text = std::fs::read_to_string(&bus).unwrap();
+    // Into the middle of the fourth line.
+    let upto: usize = text.lines().take(3).map(|l| l.len() + 1).sum::<usize>() + 40;
+    let cut = d.join("cut.bus.jsonl");
+    std::fs::write(&cut, &text.as_bytes()[..upto]).unwrap();
+    for args in [
+        vec!["errors", "report", s(&cut)],
+        vec!["agent", "--tape", TAPE, "--author", s(&cut)],
+        vec!["grade", "--agent", s(&cut), "--over", "tapes/*"],
+    ] {
+        let (code, _, err) = kestrel(&args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(
+            err.contains("line 4: ") && err.contains("the line is cut short (it ends inside "),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("at line 1 column"), "{args:?}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// `--max-tokens 99999999999` was refused as "not a whole number of tokens"; it is one, too
+/// large: the refusal says the bound.
+#[test]
+fn a_max_tokens_too_large_says_the_bound() {
+    let (code, _, err) = kestrel(&[
+        "agent",
+        "--tape",
+        TAPE,
+        "--author",
+        "examples/house-agent.jsonl",
+        "--max-tokens",
+        "99999999999",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.starts_with("error code=USAGE")
+            && err.contains("a reply's output tokens are at most 4294967295, got 99999999999"),
+        "{err}"
+    );
+}

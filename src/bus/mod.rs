@@ -656,7 +656,18 @@ fn parse_bus_line(line: &str) -> Result<Event, String> {
     if is_blank(line) {
         return Err(BLANK_LINE.to_string());
     }
-    serde_json::from_str::<Event>(line).map_err(|e| e.to_string())
+    serde_json::from_str::<Event>(line).map_err(|e| line_error(&e.to_string()))
+}
+
+/// The JSON parser's word on one Bus line, as a reader of the file's line N wants it: its
+/// position is a column of that line (not "line 1 column C", which read against "line 4:"),
+/// and a line that ends inside a value is said to be cut short (a Bus cut mid-line).
+pub fn line_error(e: &str) -> String {
+    let e = e.replace(" at line 1 column ", " at column ");
+    match e.strip_prefix("EOF while parsing ") {
+        Some(rest) => format!("the line is cut short (it ends inside {rest})"),
+        None => e,
+    }
 }
 
 /// Parse a Bus file's bytes back into events. `Err((line, message))` on the first bad line.

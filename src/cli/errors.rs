@@ -36,6 +36,28 @@ fn has_magic(s: &str) -> bool {
 
 /// The Bus files an input names, or the usage / I/O error to print.
 fn expand(input: &str) -> Result<Vec<PathBuf>, String> {
+    if has_magic(input) && input.ends_with('/') {
+        // Directories by a glob (`DIR/*/`: an experiment's arms): the Bus files in each, as
+        // a directory named alone gives them. Until 2026-12-06 this matched no file at all,
+        // though docs/grammar.md gives it.
+        let mut files = Vec::new();
+        for tail in ["*.bus.jsonl", "*.bus-*.jsonl"] {
+            files.extend(glob::expand(&format!("{input}{tail}")).map_err(|e| {
+                format!(
+                    "error code=IO message=cannot list {input}: {}",
+                    super::io_reason(&e)
+                )
+            })?);
+        }
+        files.sort();
+        files.dedup();
+        if files.is_empty() {
+            return Err(format!(
+                "error code=USAGE message=no Bus files (*.bus.jsonl, *.bus-N.jsonl) in the directories {input} matches"
+            ));
+        }
+        return Ok(files);
+    }
     if has_magic(input) {
         let files = glob::expand(input).map_err(|e| {
             format!(
@@ -59,6 +81,8 @@ fn expand(input: &str) -> Result<Vec<PathBuf>, String> {
         )
     })?;
     let mut files = Vec::new();
+    // Subdirectories that hold Bus files (an `experiment --out` directory keeps one per arm).
+    let mut below = 0usize;
     for e in rd {
         let e = e.map_err(|e| {
             format!(
@@ -68,18 +92,38 @@ fn expand(input: &str) -> Result<Vec<PathBuf>, String> {
         })?;
         let name = e.file_name().to_string_lossy().into_owned();
         let p = path.join(&name);
-        if (glob::matches("*.bus.jsonl", &name) || glob::matches("*.bus-*.jsonl", &name))
-            && p.is_file()
-        {
+        if is_bus_name(&name) && p.is_file() {
             files.push(p);
+        } else if p.is_dir() && holds_bus_files(&p) {
+            below += 1;
         }
     }
     if files.is_empty() {
+        let hint = match below {
+            0 => String::new(),
+            n => format!(
+                ": {n} of its subdirectories hold some (an experiment's arms): give {}/*/",
+                input.trim_end_matches('/')
+            ),
+        };
         return Err(format!(
-            "error code=USAGE message=no Bus files (*.bus.jsonl, *.bus-N.jsonl) in {input}"
+            "error code=USAGE message=no Bus files (*.bus.jsonl, *.bus-N.jsonl) in {input}{hint}"
         ));
     }
     Ok(files)
+}
+
+/// A Bus file's name: `*.bus.jsonl` or `*.bus-N.jsonl` (a desk's runs).
+fn is_bus_name(name: &str) -> bool {
+    glob::matches("*.bus.jsonl", name) || glob::matches("*.bus-*.jsonl", name)
+}
+
+/// Does the directory hold a Bus file (not looking further down)?
+fn holds_bus_files(dir: &Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|rd| {
+        rd.flatten()
+            .any(|e| is_bus_name(&e.file_name().to_string_lossy()))
+    })
 }
 
 /// Build the report from the inputs, with the warnings to print (a cut headless Bus), or the

@@ -324,15 +324,8 @@ impl Recorded {
     pub fn from_bus_file(path: &str, bytes: &[u8]) -> Result<Recorded, String> {
         Self::read(path, bytes).map_err(|e| match e {
             BusRefusal::Line(0, e) => format!("error code=BUS message={path}: {e}"),
-            BusRefusal::Line(line, e) => {
-                // serde's position is inside the one line: its column, not "line 1".
-                let e = e.replace(" at line 1 column ", " at column ");
-                let e = match e.strip_prefix("EOF while parsing ") {
-                    Some(rest) => format!("the line is cut short (it ends inside {rest})"),
-                    None => e,
-                };
-                format!("error code=BUS message={path}: line {line}: {e}")
-            }
+            // (`parse_bus` words the parser's position as the line's column: `bus::line_error`.)
+            BusRefusal::Line(line, e) => format!("error code=BUS message={path}: line {line}: {e}"),
             BusRefusal::Replay(e) => format!(
                 "error code={} rule={} line={} message={path}: {}",
                 crate::turn::admit::ReplayError::CODE,
@@ -822,6 +815,12 @@ pub(crate) fn positive_tokens(s: &str) -> Result<u32, String> {
     match s.trim().parse::<u32>() {
         Ok(0) => Err("a reply needs at least 1 output token".into()),
         Ok(n) => Ok(n),
+        // A whole number too large for the count: say the bound, not that it is no number.
+        Err(_) if s.trim().parse::<u128>().is_ok() => Err(format!(
+            "a reply's output tokens are at most {}, got {}",
+            u32::MAX,
+            s.trim()
+        )),
         Err(_) => Err(format!("{s:?} is not a whole number of tokens")),
     }
 }

@@ -130,8 +130,15 @@ pub fn read_asks(bytes: &[u8]) -> Result<Vec<AskRecord>, BusFileError> {
         if crate::bus::is_blank(line) {
             return Err(bad(n, crate::bus::BLANK_LINE));
         }
-        let ev: Event =
-            serde_json::from_str(line).map_err(|e| bad(n, format!("not a Bus event: {e}")))?;
+        let ev: Event = serde_json::from_str(line).map_err(|e| {
+            bad(
+                n,
+                format!(
+                    "not a Bus event: {}",
+                    crate::bus::line_error(&e.to_string())
+                ),
+            )
+        })?;
         if n == 1 && !matches!(ev, Event::SessionStart { .. }) {
             return Err(bad(1, "a Bus file starts with a session-start event"));
         }
