@@ -2764,3 +2764,42 @@ fn a_max_tokens_too_large_says_the_bound() {
         "{err}"
     );
 }
+
+/// `BUDGET n wakes/day` bounds how often a WAKE calls on its author, but every arming
+/// started its count at 0: an agent re-sending its book (a supersede re-sends it) with
+/// `WAKE nh WHEN headline within 1s BUDGET 1 wakes/day` woke four times on the shock tape.
+/// The count is the WAKE's (by owner and name) for the session, however often it is armed.
+#[test]
+fn a_wake_re_sent_keeps_what_its_budget_has_spent() {
+    let d = tmp("wake-budget");
+    let replies = d.join("replies.jsonl");
+    let reply =
+        serde_json::json!({"reply": "WAKE nh WHEN headline within 1s BUDGET 1 wakes/day\n"});
+    std::fs::write(&replies, format!("{reply}\n").repeat(5)).unwrap();
+    let bus = d.join("b.bus.jsonl");
+    let (code, _, err) = kestrel(&[
+        "agent",
+        "--tape",
+        "tapes/shock-2025-04-09-s7.jsonl",
+        "--author",
+        s(&replies),
+        "--bus",
+        s(&bus),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let text = std::fs::read_to_string(&bus).unwrap();
+    let of = |ty: &str| {
+        text.lines()
+            .filter(|l| l.contains(&format!(r#""type":"{ty}""#)) && l.contains(r#""wake":"nh""#))
+            .count()
+    };
+    assert_eq!(of("wake-fired"), 1, "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.contains(r#""type":"wake-suppressed""#)
+                && l.contains(r#""wake":"nh""#)
+                && l.contains("budget of 1 wakes/day spent")),
+        "the later headlines are suppressed by the budget"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -466,6 +466,11 @@ pub struct Engine {
     arming_owner: Option<String>,
     wake_seq: u64,
     fired_wakes: Vec<FiredWake>,
+    /// How often each WAKE (by owner and name) has woken its author this session: its
+    /// `BUDGET n wakes/day` counts against this, so a WAKE re-sent (a supersede re-sends the
+    /// book) or armed again keeps what it has spent. Before 2026-12-06 each arming started
+    /// at 0, and an agent re-sending `BUDGET 1` woke four times in a day.
+    wake_used: std::collections::BTreeMap<(Option<String>, String), u64>,
     /// The tape's header (each later session is derived from it).
     base: Box<TapeHeader>,
     /// The session number (1 for the header's session); `None` on a v1 tape.
@@ -644,6 +649,7 @@ impl Engine {
             arming_owner: None,
             wake_seq: 0,
             fired_wakes: Vec::new(),
+            wake_used: std::collections::BTreeMap::new(),
             base: Box::new(base.clone()),
             session_no,
             opening: Vec::new(),
@@ -1681,6 +1687,8 @@ impl Engine {
                 continue;
             }
             w.used += 1;
+            self.wake_used
+                .insert((w.owner.clone(), w.name.clone()), w.used);
             self.sh.bus.emit(Event::WakeFired {
                 ts: now,
                 wake: w.name.clone(),
@@ -1976,7 +1984,12 @@ impl Engine {
                         deliver: w.deliver.as_ref().map(|d| d.text.clone()),
                         priority: w.priority.as_ref().map(|p| p.value() as i64).unwrap_or(0),
                         budget: w.budget.as_ref().map(|b| b.value().max(0.0) as u64),
-                        used: 0,
+                        // What this WAKE has spent today, however often it was armed.
+                        used: self
+                            .wake_used
+                            .get(&(self.arming_owner.clone(), w.name.text.clone()))
+                            .copied()
+                            .unwrap_or(0),
                         prev: Tri::U,
                         primed: false,
                         seq: self.wake_seq,
