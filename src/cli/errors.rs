@@ -41,7 +41,7 @@ fn expand(input: &str) -> Result<Vec<PathBuf>, String> {
         // a directory named alone gives them. Until 2026-12-06 this matched no file at all,
         // though docs/grammar.md gives it.
         let mut files = Vec::new();
-        for tail in ["*.bus.jsonl", "*.bus-*.jsonl"] {
+        for tail in BUS_NAMES {
             files.extend(glob::expand(&format!("{input}{tail}")).map_err(|e| {
                 format!(
                     "error code=IO message=cannot list {input}: {}",
@@ -113,9 +113,12 @@ fn expand(input: &str) -> Result<Vec<PathBuf>, String> {
     Ok(files)
 }
 
-/// A Bus file's name: `*.bus.jsonl` or `*.bus-N.jsonl` (a desk's runs).
+/// A Bus file's names: `*.bus.jsonl`, and `*.bus-N.jsonl` (a desk's runs).
+const BUS_NAMES: [&str; 2] = ["*.bus.jsonl", "*.bus-*.jsonl"];
+
+/// Is it a Bus file's name ([`BUS_NAMES`])?
 fn is_bus_name(name: &str) -> bool {
-    glob::matches("*.bus.jsonl", name) || glob::matches("*.bus-*.jsonl", name)
+    BUS_NAMES.iter().any(|g| glob::matches(g, name))
 }
 
 /// Does the directory hold a Bus file (not looking further down)?

@@ -186,11 +186,15 @@ fn nice_step(raw: f64) -> f64 {
     10.0 * p
 }
 
+/// Is `x` a whole number (to float noise)?
+fn whole(x: f64) -> bool {
+    (x - x.round()).abs() < 1e-6
+}
+
 /// The decimals that write every multiple of `step` exactly, to the cent: a quarter-dollar
 /// step is labelled `519.25`, a 2.5 step `5182.5`. (One decimal for every step under a
 /// dollar wrote 519.25 as `519.2` and 518.75 as `518.8`, a nickel off.)
 fn decimals(step: f64) -> usize {
-    let whole = |x: f64| (x - x.round()).abs() < 1e-6;
     if whole(step) {
         0
     } else if whole(step * 10.0) {
@@ -776,7 +780,7 @@ pub fn draw(
     }
     // A price is in cents: a step finer than a cent's multiples (0.025) is a nickel.
     let step = match nice_step((hi - lo) / (f64::from(plot.height) / 3.0).max(1.0)) {
-        s if s < 0.1 && ((s * 100.0) - (s * 100.0).round()).abs() > 1e-6 => 0.05,
+        s if s < 0.1 && !whole(s * 100.0) => 0.05,
         s => s.max(0.01),
     };
     let dp = decimals(step);

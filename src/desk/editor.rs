@@ -400,7 +400,7 @@ fn caret_line(at: usize, d: &Diagnostic, width: usize, err: Style) -> Line<'stat
         format!("code={} rule={}", d.code, d.rule),
         format!("rule={}", d.rule),
     ];
-    let cols = |t: &str| unicode_width::UnicodeWidthStr::width(t);
+    let cols = super::fit::width;
     for t in &forms {
         if at + 2 + cols(t) <= width {
             return Line::from(vec![

@@ -90,8 +90,7 @@ impl AgentSession {
         // copy) is refused as `agent --author` refuses it: graded, it was a smaller agent
         // (the turns after the cut gone) with no word. A desk's Bus ends where the person quit.
         if !crate::session::replay::desk_written(&events)
-            && let Some(why) =
-                crate::session::replay::Recording::new(path, bytes).and_then(|r| r.cut())
+            && let Some(why) = crate::session::replay::cut_off(path, &events)
         {
             return Err(GradeError::new(
                 "BUS",

@@ -161,14 +161,7 @@ impl Recording {
     /// without session-end: it was cut off (a killed run or a partial copy)`. `whole`'s
     /// refusal and `kestrel errors report`'s warning both say it.
     pub fn cut(&self) -> Option<String> {
-        if matches!(self.events.last(), Some(Event::SessionEnd { .. })) {
-            return None;
-        }
-        Some(format!(
-            "{}: the Bus ends at line {} without session-end: it was cut off (a killed run or a partial copy)",
-            self.path,
-            self.lines.len()
-        ))
+        cut_off(&self.path, &self.events)
     }
 
     /// Hold a replay to this recording: the Bus sink `inner` (the `--bus` file, if any)
@@ -198,6 +191,18 @@ impl Recording {
             })
             .collect()
     }
+}
+
+/// [`Recording::cut`] of a Bus file's events (one per line, as `parse_bus` reads them), for
+/// a reader that has them already.
+pub fn cut_off(path: &str, events: &[Event]) -> Option<String> {
+    if matches!(events.last(), Some(Event::SessionEnd { .. })) {
+        return None;
+    }
+    Some(format!(
+        "{path}: the Bus ends at line {} without session-end: it was cut off (a killed run or a partial copy)",
+        events.len()
+    ))
 }
 
 /// Is `events` a desk's Bus ([`Recording::is_desk`]): a turn written at the desk (wake
