@@ -434,7 +434,7 @@ fn the_desk_starts_each_session_again_at_its_open() {
         );
     }
     assert!(
-        two.frame.text.contains("pnl $0 (+0.00R)"),
+        two.frame.text.contains("pnl +$0 (+0.00R)"),
         "{}",
         two.frame.text
     );

@@ -140,8 +140,9 @@ fn book_panes_render_the_snapshot() {
             avg_px: 0.60,
             mark: 0.65,
             model: true,
-            pnl_usd: 10.0,
-            real_usd: 0.0,
+            // A plan that banked $45 on an earlier lot and holds two more.
+            pnl_usd: 55.0,
+            real_usd: 45.0,
             open_usd: 10.0,
         }],
         orders: vec![OrderRow {
@@ -217,8 +218,8 @@ fn book_panes_render_the_snapshot() {
         &view::cl100k,
     );
     let expected = "FRAME tape=tiny t=09:40:00 view=b woke=range-break why=spot crosses above hod
-[kernel] pnl $10 (+0.02R) risk used 0.12R of 1.50R wakes 2/6
-pos probe +2 SPY 0dte 503 C avg 0.60 mark 0.65 pnl $10
+[kernel] pnl +$10 (+0.02R) risk used 0.12R of 1.50R wakes 2/6
+pos probe +2 SPY 0dte 503 C avg 0.60 mark 0.65 open +$10 real +$45
 order probe sell 1 SPY 0dte 503 C @ 1.20
 [plans]
 probe filled 0.12/0.25R ttl 10:30 (WHEN spot crosses above hod)
@@ -229,6 +230,21 @@ probe filled 0.12/0.25R ttl 10:30 (WHEN spot crosses above hod)
 ";
     assert_eq!(r.text, expected);
     assert_eq!(r.tokens, view::cl100k(expected));
+
+    // A loss is written as the Blotter writes it (`-$68`, not `$-68`); a position's open
+    // loss and realised gain each keep their own sign.
+    let mut loss = snap.clone();
+    loss.pnl_usd = -67.98;
+    loss.pnl_r = -0.068;
+    loss.positions[0].open_usd = -30.4;
+    loss.positions[0].pnl_usd = 14.6;
+    let r = rep.frame(&v, &loss, None, 0, &view::cl100k);
+    assert!(r.text.contains("[kernel] pnl -$68 (-0.07R) "), "{}", r.text);
+    assert!(
+        r.text.contains("mark 0.65 open -$30 real +$45\n"),
+        "{}",
+        r.text
+    );
 }
 
 #[test]

@@ -120,7 +120,7 @@ const TRIGGERS: &str = "## Triggers (one algebra for WAKE, PLAN and GRADE)
 <trigger>   := <and> (OR <and>)* ; <and> := <unary> (AND <unary>)* ; <unary> := NOT <unary> | ( <trigger> ) | <predicate>
 <predicate> := <series> crosses (above|below) <value>     an instant: never `held`
              | <series> (>|<|>=|<=) <value> [held <dur>]
-             | plan(<name>).fired | plan(<name>).filled | headline   [within <dur>]
+             | plan(<name>).fired | plan(<name>).filled | headline [within <dur>]   (bare: true all day from the first)
              | T-<minutes> | phase (open|close)
 <series> := spot hod lod vwap open prior-close velocity(<dur>) pnl time fills.avg_px <SYM>.spot | mark mid bid ask (leg quotes; not in EXIT/INVALIDATE)
 <value>  := <number> | HH:MM | <series> | p<pct> (that series' intraday percentile: p90, p99.9)

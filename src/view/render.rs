@@ -578,8 +578,10 @@ fn pane(out: &mut String, d: &PaneDetail, input: &FrameInput<'_>) {
             let s = input.snapshot;
             let _ = write!(
                 out,
-                "[kernel] pnl ${:.0} ({:+.2}R) risk used {:.2}R",
-                s.pnl_usd, s.pnl_r, s.budget_used_r
+                "[kernel] pnl {} ({:+.2}R) risk used {:.2}R",
+                whole_usd(s.pnl_usd),
+                s.pnl_r,
+                s.budget_used_r
             );
             if let Some(b) = s.budget_r {
                 let _ = write!(out, " of {}R", budget_text(b));
@@ -595,8 +597,14 @@ fn pane(out: &mut String, d: &PaneDetail, input: &FrameInput<'_>) {
             for p in &s.positions {
                 let _ = writeln!(
                     out,
-                    "pos {} {:+} {} avg {:.2} mark {:.2} pnl ${:.0}",
-                    p.plan, p.qty, p.instrument, p.avg_px, p.mark, p.pnl_usd
+                    "pos {} {:+} {} avg {:.2} mark {:.2} open {} real {}",
+                    p.plan,
+                    p.qty,
+                    p.instrument,
+                    p.avg_px,
+                    p.mark,
+                    whole_usd(p.open_usd),
+                    whole_usd(p.real_usd)
                 );
             }
             for o in &s.orders {
@@ -751,6 +759,17 @@ pub fn tape_section(
         );
     }
     out
+}
+
+/// Dollars to the whole dollar with their sign, as the Blotter writes money: `+$65`,
+/// `-$68`; what rounds to nothing is `+$0` (never `-$0`).
+fn whole_usd(x: f64) -> String {
+    let v = x.round();
+    if v < 0.0 {
+        format!("-${:.0}", -v)
+    } else {
+        format!("+${:.0}", v.abs())
+    }
 }
 
 /// A strike without trailing zeros (`517`, `517.5`).
