@@ -1212,8 +1212,28 @@ fn the_key_is_redacted_and_stored_owner_only() {
 #[tokio::test]
 async fn the_example_command_author_writes_valid_turns() {
     let script = format!("{}/examples/command-author.sh", env!("CARGO_MANIFEST_DIR"));
-    for view in ["VIEW probe\nspot 5201", "VIEW probe\nheadline: CPI hot"] {
+    // At the open it arms a WAKE on each headline (`within`: a bare `headline` is latched,
+    // so its WAKE would rise once a day); later it passes, and says whether the View's
+    // headlines pane holds one (the card names `headline` whatever the View holds).
+    for (view, wakes, journal) in [
+        (
+            "FRAME tape=t t=09:30:00 view=default woke=open why=the session opened\n[headlines]\nnone\n",
+            true,
+            "waking at each headline",
+        ),
+        (
+            "FRAME tape=t t=10:15:07 view=default woke=next-headline why=headline within 1s\n[headlines]\n10:15 CPI hot\n",
+            false,
+            "a headline crossed",
+        ),
+        (
+            "FRAME tape=t t=11:00:00 view=default woke=plan-x why=x\n[headlines]\nnone\n",
+            false,
+            "nothing in the View",
+        ),
+    ] {
         let p = Prompt {
+            card: "CARD: WAKE <name> WHEN <trigger>; headline [within <dur>]".into(),
             view: view.into(),
             ..prompt()
         };
@@ -1222,6 +1242,15 @@ async fn the_example_command_author_writes_valid_turns() {
             panic!("the example author failed");
         };
         kestrel_desk::lang::check(&text, kestrel_desk::lang::Mode::Turn).expect("a valid turn");
+        assert_eq!(
+            text.contains("WAKE next-headline WHEN headline within 1s"),
+            wakes,
+            "{view:?} -> {text}"
+        );
+        assert!(
+            text.starts_with(&format!("# {journal}")),
+            "{view:?} -> {text}"
+        );
     }
 }
 
@@ -1284,5 +1313,61 @@ async fn the_desk_streams_a_live_model_author_and_holds_its_turn_in_copilot() {
     assert!(
         turn.contains("\"ts\":\"09:33:00.000\"") && turn.contains("stand-down"),
         "{turn}"
+    );
+}
+
+/// `kestrel agent`'s text report says what the run cost: the replies, the re-asks among
+/// them, the tokens written and the provider's `usage`. Before 2026-12-06 a turn refused
+/// three times read `invalid 0 … fail-closed pass 1 | repaired 0`, and the tokens and usage
+/// were in `--json` only. The text's figures are the `--json` spend's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_report_has_a_spend_line() {
+    let agent = |base: String, json: bool| {
+        tokio::task::spawn_blocking(move || {
+            let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_kestrel"));
+            c.args(["agent", "--tape"])
+                .arg(concat!(
+                    env!("CARGO_MANIFEST_DIR"),
+                    "/tapes/trend-2025-04-09-s1.jsonl"
+                ))
+                .args(["--author", &base])
+                .stdin(std::process::Stdio::null());
+            if json {
+                c.arg("--json");
+            }
+            let out = c.output().expect("kestrel agent");
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        })
+    };
+    // Every reply cut at the token limit: the first ask and two re-asks, no usage.
+    let cut = serve(Behaviour::Length).await;
+    let text = agent(cut.base.clone(), false).await.expect("joined");
+    let v: serde_json::Value =
+        serde_json::from_str(&agent(cut.base.clone(), true).await.expect("joined")).expect("json");
+    let spend = text.lines().last().unwrap_or_default();
+    assert_eq!(
+        spend,
+        format!(
+            "spend: 3 replies, 2 re-asks | written {} tokens (cl100k) | no provider usage reported",
+            v["spend"]["tokens"]
+        ),
+        "{text}"
+    );
+    assert_eq!(v["outcomes"]["reasks"], 2);
+    // One reply with the provider's usage.
+    let usage = serve(Behaviour::StreamUsage).await;
+    let text = agent(usage.base.clone(), false).await.expect("joined");
+    assert!(
+        text.lines()
+            .last()
+            .unwrap_or_default()
+            .ends_with("| provider usage 987 prompt + 5 completion tokens over 1 attempt")
+            && text.contains("spend: 1 reply, 0 re-asks | written "),
+        "{text}"
     );
 }

@@ -518,3 +518,67 @@ fn a_document_that_is_not_utf8_is_refused_at_its_first_bad_byte() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A flag the author does not use is refused, not dropped (README: flags that contradict
+/// each other are refused). Before 2026-12-06 a Bus replayed after `--temperature 0 --model
+/// other` reported the recorded arm, as if the session had been run again so, and a command
+/// or a script took `--constrained --max-tokens 7` without a word.
+#[test]
+fn author_flags_the_author_does_not_use_are_refused() {
+    let tape = "tapes/trend-2025-04-09-s1.jsonl";
+    let agent = |extra: &[&str]| {
+        let mut a = vec!["agent", "--tape", tape];
+        a.extend_from_slice(extra);
+        kestrel(&a, None)
+    };
+    // A script of replies is sent nothing: no model flag applies; --profile (its menu) does.
+    let script = ["--author", "examples/house-agent.jsonl"];
+    let (c, out, e) = agent(&[&script[..], &["--constrained", "--model", "foo"]].concat());
+    assert_eq!(c, 1, "{e}");
+    assert!(out.is_empty(), "{out}");
+    assert!(
+        e.starts_with(
+            "error code=USAGE message=--model, --constrained are not used by a script of replies"
+        ),
+        "{e}"
+    );
+    let (c, _, e) = agent(&[&script[..], &["--profile", "viewshop-v2"]].concat());
+    assert_eq!(c, 0, "{e}");
+    // A command is run with --timeout and sent the prompt; it has no temperature.
+    let cmd = ["--author", "cmd:sh examples/command-author.sh"];
+    let (c, _, e) = agent(&[&cmd[..], &["--timeout", "5", "--profile", "viewshop-v2"]].concat());
+    assert_eq!(c, 0, "{e}");
+    let (c, _, e) = agent(&[&cmd[..], &["--timeout", "5", "--temperature", "1.9"]].concat());
+    assert_eq!(c, 1, "{e}");
+    assert!(
+        e.contains("--temperature is not used by a command") && e.contains("leave it out"),
+        "{e}"
+    );
+    // A default is not a flag given: the same value typed is.
+    let (c, _, e) = agent(&[&cmd[..], &["--temperature", "0.7"]].concat());
+    assert_eq!(c, 1, "{e}");
+    // A saved Bus replays the arm and the profile it recorded: none applies.
+    let dir = std::env::temp_dir().join(format!("kestrel-unused-flags-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bus = dir.join("s.bus.jsonl");
+    let bus = bus.to_str().unwrap();
+    let (c, _, e) = agent(&[&script[..], &["--bus", bus]].concat());
+    assert_eq!(c, 0, "{e}");
+    let (c, out, e) = agent(&[
+        "--author",
+        bus,
+        "--profile",
+        "viewshop-v2",
+        "--timeout",
+        "9",
+    ]);
+    assert_eq!(c, 1, "{e}");
+    assert!(out.is_empty(), "{out}");
+    assert!(
+        e.contains("--timeout, --profile are not used by a saved Bus, which replays the arm and profile it recorded"),
+        "{e}"
+    );
+    let (c, _, e) = agent(&["--author", bus]);
+    assert_eq!(c, 0, "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

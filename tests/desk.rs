@@ -1346,8 +1346,7 @@ mod keys_prop {
 // ---- One owner of a run (the Session): settings, --open, --plans, whose book ----
 
 fn args(argv: &[&str]) -> desk::DeskArgs {
-    use clap::Parser;
-    let cli = kestrel_desk::cli::Cli::try_parse_from(argv).expect("the flags parse");
+    let cli = kestrel_desk::cli::parse_from(argv).expect("the flags parse");
     match cli.command {
         Some(kestrel_desk::cli::Command::Desk(a)) => a,
         None => cli.desk,
@@ -6285,4 +6284,57 @@ fn a_rejected_proposal_keeps_its_replies_on_the_bus_and_replays_as_rejected() {
         "{replayed}"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The desk refuses an author flag its agent does not use, as `kestrel agent` does: the
+/// house agent and `--no-agent` take none, a command no model setting; a model all.
+#[test]
+fn the_desk_refuses_author_flags_its_agent_does_not_use() {
+    let refused = |argv: &[&str]| desk::desk_agent(&args(argv)).err().unwrap_or_default();
+    let e = refused(&["kestrel", "--temperature", "0"]);
+    assert!(
+        e.starts_with("error code=USAGE message=--temperature is not used by the house agent"),
+        "{e}"
+    );
+    let e = refused(&[
+        "kestrel",
+        "desk",
+        "--no-agent",
+        "--max-tokens",
+        "9",
+        "--constrained",
+    ]);
+    assert!(
+        e.contains("--constrained, --max-tokens are not used with --no-agent"),
+        "{e}"
+    );
+    let e = refused(&[
+        "kestrel",
+        "--author",
+        "cmd:sh examples/command-author.sh",
+        "--model",
+        "m",
+    ]);
+    assert!(e.contains("--model is not used by a command"), "{e}");
+    for ok in [
+        &[
+            "kestrel",
+            "--author",
+            "cmd:sh examples/command-author.sh",
+            "--timeout",
+            "5",
+        ][..],
+        &[
+            "kestrel",
+            "--author",
+            "http://127.0.0.1:9/v1",
+            "--model",
+            "m",
+            "--temperature",
+            "0",
+        ],
+        &["kestrel", "--no-agent"],
+    ] {
+        assert!(desk::desk_agent(&args(ok)).is_ok(), "{ok:?}");
+    }
 }

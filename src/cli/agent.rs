@@ -61,7 +61,8 @@ pub fn run(a: &AgentArgs) -> i32 {
         }
     };
     // An author file is an input too: the Bus may not be written over it.
-    let author_path = match a.how.spec(&a.author).resolve() {
+    let target = a.how.spec(&a.author).resolve();
+    let author_path = match &target {
         Ok(session::AuthorTarget::File(f)) => Some(PathBuf::from(f)),
         _ => None,
     };
@@ -80,6 +81,21 @@ pub fn run(a: &AgentArgs) -> i32 {
             return super::flags::exit_of(&line);
         }
     };
+    // A flag the author does not use is refused, not dropped (README: flags that
+    // contradict each other are refused).
+    let (user, what) = match &target {
+        Ok(session::AuthorTarget::Model(_)) => (session::FlagUser::Model, "by a model"),
+        Ok(session::AuthorTarget::Command(_)) => (session::FlagUser::Command, "by a command"),
+        _ if author.recorded_bus().is_some() => (
+            session::FlagUser::Other,
+            "by a saved Bus, which replays the arm and profile it recorded",
+        ),
+        _ => (session::FlagUser::Script, "by a script of replies"),
+    };
+    if let Err(e) = a.how.refuse_unused(user, what) {
+        errln!("{e}");
+        return super::flags::EXIT_USAGE;
+    }
     // A saved Bus replays its session: it must be whole, and the replay is held to it
     // (session::replay). A desk's Bus replays its agent's answers over the documents the
     // person armed at the open, with the desk's owners seated where an agent sat there, and
@@ -263,7 +279,7 @@ pub fn run(a: &AgentArgs) -> i32 {
             c.provider_error,
             c.fail_closed_pass,
             c.repaired
-        )
+        ) + &spend_line(&c, &bus.spend())
     };
     if let Err(e) = bus.into_sink() {
         errln!("error code=IO message=flushing the bus: {e}");
@@ -441,6 +457,41 @@ fn spend_json(s: crate::turn::repair::Spend) -> serde_json::Value {
         "provider_prompt_tokens": s.provider_prompt_tokens,
         "provider_completion_tokens": s.provider_completion_tokens,
     })
+}
+
+/// The text report's spend line: the replies that came back and the re-asks among them,
+/// the tokens written, and the provider's own `usage`, so a headless run says what it cost
+/// without `--json` (before 2026-12-06 a turn refused three times read only `invalid 0 …
+/// fail-closed pass 1`). `spend: 3 replies, 2 re-asks | written 36 tokens (cl100k) |
+/// provider usage 8523 prompt + 231 completion tokens over 3 attempts`.
+fn spend_line(c: &session::Counts, s: &crate::turn::repair::Spend) -> String {
+    let mut line = format!(
+        "spend: {} repl{}, {} re-ask{} | written {} tokens (cl100k)",
+        s.replies,
+        if s.replies == 1 { "y" } else { "ies" },
+        c.reasks,
+        if c.reasks == 1 { "" } else { "s" },
+        s.tokens
+    );
+    if s.tokens_estimated > 0 {
+        line.push_str(&format!(
+            " + ~{} estimated (replies refused unread for their size)",
+            s.tokens_estimated
+        ));
+    }
+    if s.provider_attempts > 0 {
+        line.push_str(&format!(
+            " | provider usage {} prompt + {} completion tokens over {} attempt{}",
+            s.provider_prompt_tokens,
+            s.provider_completion_tokens,
+            s.provider_attempts,
+            if s.provider_attempts == 1 { "" } else { "s" }
+        ));
+    } else {
+        line.push_str(" | no provider usage reported");
+    }
+    line.push('\n');
+    line
 }
 
 /// The provider errors of a run, for stderr: each distinct message once with its count

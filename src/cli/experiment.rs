@@ -437,6 +437,7 @@ fn run_arm(a: &ExperimentArgs, arm: Arm, i: usize, n: usize) -> Result<Tally, St
         max_tokens: arm.budget,
         first_token_timeout: a.first_token_timeout,
         pass_api_key: false,
+        given: Vec::new(),
     };
     let spec = flags.spec(&a.author);
     let mut tally = Tally::default();

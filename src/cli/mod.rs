@@ -300,12 +300,29 @@ fn missing_subcommand(verb: Option<&str>) -> String {
     )
 }
 
+/// Parse a command line (`argv[0]` first) as `main` does: with the author flags that were
+/// typed noted, so one an author does not use is refused where a default is not
+/// ([`AuthorFlags::refuse_unused`](crate::session::AuthorFlags::refuse_unused)).
+pub fn parse_from<I, T>(argv: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    use clap::FromArgMatches as _;
+    let m = command().try_get_matches_from(argv)?;
+    let mut cli = Cli::from_arg_matches(&m)?;
+    match (&mut cli.command, m.subcommand()) {
+        (Some(Command::Agent(a)), Some((_, sub))) => a.how.note_given(sub),
+        (Some(Command::Desk(a)), Some((_, sub))) => a.how.note_given(sub),
+        (None, _) => cli.desk.how.note_given(&m),
+        _ => {}
+    }
+    Ok(cli)
+}
+
 /// Run the command line; returns the process exit code.
 pub fn main() -> i32 {
-    use clap::FromArgMatches as _;
-    let parsed = command()
-        .try_get_matches()
-        .and_then(|m| Cli::from_arg_matches(&m));
+    let parsed = parse_from(std::env::args_os());
     let cli = match parsed {
         Ok(c) => c,
         Err(e) => {

@@ -27,7 +27,8 @@ pub mod ui;
 use crate::session::agent::Agent;
 use crate::session::owner::NoticeLevel;
 use crate::session::{
-    self, AuthorTarget, Command, Opening, Session, SessionSnapshot, Settings, TapeSource, saved,
+    self, AuthorTarget, Command, FlagUser, Opening, Session, SessionSnapshot, Settings, TapeSource,
+    saved,
 };
 use crate::turn::{AuthorKind, Outcome, Profile, Reply, TurnContext, WakePhase};
 use app::App;
@@ -214,6 +215,29 @@ pub fn load_config(dir: Option<&Path>) -> (Vec<theme::Theme>, keys::KeyMap, Vec<
 
 /// The agent the options ask for (`None`: no agent).
 pub fn desk_agent(a: &DeskArgs) -> Result<Option<Agent>, String> {
+    let agent = chosen_agent(a)?;
+    // A flag the seated author does not use is refused, not dropped.
+    let (user, what) = match &agent {
+        Some(Agent::Live(spec)) => match spec.resolve() {
+            Ok(AuthorTarget::Command(_)) => (FlagUser::Command, "by a command"),
+            _ => (FlagUser::Model, "by a model"),
+        },
+        Some(Agent::Recorded { .. }) => (
+            FlagUser::Other,
+            "by a saved Bus, which replays its recorded turns",
+        ),
+        Some(_) if a.author.is_none() && a.agent.is_none() => {
+            (FlagUser::Other, "by the house agent, a script of replies")
+        }
+        Some(_) => (FlagUser::Script, "by a script of replies"),
+        None => (FlagUser::Other, "with --no-agent"),
+    };
+    a.how.refuse_unused(user, what)?;
+    Ok(agent)
+}
+
+/// The agent the options name, before the author flags are checked against it.
+fn chosen_agent(a: &DeskArgs) -> Result<Option<Agent>, String> {
     if a.no_agent {
         // Refused, as other contradicting flags are: before 2026-12-06 the agent named was
         // dropped without a word (`author none`).

@@ -776,6 +776,12 @@ pub struct AuthorFlags {
     /// default they are removed from it).
     #[arg(long)]
     pub pass_api_key: bool,
+    /// The flags of this group (and `--profile`, where the verb has it) given on the
+    /// command line, by clap id (`max_tokens`), filled from the parsed arguments
+    /// ([`AuthorFlags::note_given`]): a flag left at its default is not refused where it
+    /// does not apply, one given is.
+    #[arg(skip)]
+    pub given: Vec<&'static str>,
 }
 
 /// The highest sampling temperature: the OpenAI API's (its range is 0 to 2).
@@ -835,11 +841,92 @@ impl Default for AuthorFlags {
             max_tokens: crate::author::openai::DEFAULT_MAX_TOKENS,
             first_token_timeout: crate::author::openai::DEFAULT_FIRST_TOKEN_SECS,
             pass_api_key: false,
+            given: Vec::new(),
         }
     }
 }
 
+/// The flags of [`AuthorFlags`] by clap id and as typed, with `--profile`, and the
+/// authors each applies to: (id, flag, for a command, for a script of replies).
+const AUTHOR_FLAG_USE: [(&str, &str, bool, bool); 8] = [
+    ("model", "--model", false, false),
+    ("temperature", "--temperature", false, false),
+    ("constrained", "--constrained", false, false),
+    ("max_tokens", "--max-tokens", false, false),
+    ("first_token_timeout", "--first-token-timeout", false, false),
+    ("timeout", "--timeout", true, false),
+    ("pass_api_key", "--pass-api-key", true, false),
+    ("profile", "--profile", true, true),
+];
+
 impl AuthorFlags {
+    /// Record which of the author flags `m` (a verb's parsed arguments) were given on the
+    /// command line.
+    pub fn note_given(&mut self, m: &clap::ArgMatches) {
+        self.given = AUTHOR_FLAG_USE
+            .iter()
+            .filter(|(id, ..)| {
+                // (`value_source` is asked only of ids the verb has: `desk` has no
+                // `--profile`.)
+                m.ids().any(|i| i.as_str() == *id)
+                    && m.value_source(id) == Some(clap::parser::ValueSource::CommandLine)
+            })
+            .map(|(id, ..)| *id)
+            .collect();
+    }
+
+    /// The flags given that the author `kind` does not use, as typed (`--temperature`):
+    /// a model's server takes them all; a command is run with `--timeout` and
+    /// `--pass-api-key` and is sent the `--profile`'s prompt; a script of replies is sent
+    /// nothing but is routed under the `--profile`'s menu; a saved Bus, the house agent and
+    /// no agent take none (a Bus replays its own recorded profile and arm).
+    pub fn not_used_by(&self, kind: FlagUser) -> Vec<&'static str> {
+        AUTHOR_FLAG_USE
+            .iter()
+            .filter(|(id, _, command, script)| {
+                self.given.contains(id)
+                    && match kind {
+                        FlagUser::Model => false,
+                        FlagUser::Command => !command,
+                        FlagUser::Script => !script,
+                        FlagUser::Other => true,
+                    }
+            })
+            .map(|(_, flag, ..)| *flag)
+            .collect()
+    }
+
+    /// `Err` with the coded usage line when flags were given that the author (`kind`,
+    /// named by `what`: `by a command`, `with --no-agent`) does not use: refused, as contradicting flags are, where they were
+    /// dropped without a word before 2026-12-06 (a Bus replayed after `--temperature 0
+    /// --model other` reported the recorded arm, as if it had been run again so).
+    pub fn refuse_unused(&self, kind: FlagUser, what: &str) -> Result<(), String> {
+        let unused = self.not_used_by(kind);
+        if unused.is_empty() {
+            return Ok(());
+        }
+        let (are, them) = if unused.len() == 1 {
+            ("is", "it")
+        } else {
+            ("are", "them")
+        };
+        let detail = match kind {
+            FlagUser::Command => {
+                "it is run with --timeout and --pass-api-key and sent the --profile's prompt; the others are for a model author, --author http(s)://HOST/v1"
+            }
+            FlagUser::Script => {
+                "its replies are routed under the --profile's menu; the others are for a model author, --author http(s)://HOST/v1"
+            }
+            FlagUser::Model | FlagUser::Other => {
+                "they are for a model or command author: --author http(s)://HOST/v1 or cmd:COMMAND"
+            }
+        };
+        Err(format!(
+            "error code=USAGE message={} {are} not used {what} ({detail}): leave {them} out",
+            unused.join(", "),
+        ))
+    }
+
     /// The author `spec` run this way.
     pub fn spec(&self, spec: &str) -> AuthorSpec {
         AuthorSpec {
@@ -853,6 +940,19 @@ impl AuthorFlags {
             pass_api_key: self.pass_api_key,
         }
     }
+}
+
+/// Which author a flag is given to, for [`AuthorFlags::refuse_unused`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlagUser {
+    /// A model behind an OpenAI-compatible server.
+    Model,
+    /// A command run with `sh -c`.
+    Command,
+    /// A script of replies.
+    Script,
+    /// A saved Bus, the house agent, or no agent.
+    Other,
 }
 
 /// What an author string names (see [`AuthorSpec::resolve`]).

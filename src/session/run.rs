@@ -50,6 +50,8 @@ pub struct Counts {
     pub provider_error: u64,
     pub repairs: u64,
     pub repaired: u64,
+    /// Re-asks: every attempt of a turn after its first.
+    pub reasks: u64,
 }
 
 /// One pass of a tape from the open.
@@ -838,6 +840,7 @@ impl<R: BufRead> Run<R> {
 
     /// Put a turn and its repair attempts on the Bus; count it.
     fn record(&mut self, at: Ts, wake: &str, ans: &Answer) {
+        self.counts.reasks += ans.run.attempts.len().saturating_sub(1) as u64;
         for a in &ans.run.attempts {
             if ans.run.attempts.len() > 1 {
                 self.counts.repairs += 1;
