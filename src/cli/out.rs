@@ -33,6 +33,54 @@ pub(crate) fn temp_path(out: &Path) -> PathBuf {
     out.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
 }
 
+/// The temporary siblings of `target` (`.NAME.tmp-PID`) whose process is gone: a run killed
+/// with `SIGKILL` (or by the kernel) cannot remove its own, and the file, hidden by its dot,
+/// held what it had written with no word to say so. They are named, never removed: a killed
+/// model run's Bus may be the only record of what it cost.
+fn left_by_killed_runs(target: &Path) -> Vec<(PathBuf, u32)> {
+    let Some(name) = target.file_name().map(|n| n.to_string_lossy().to_string()) else {
+        return Vec::new();
+    };
+    let prefix = format!(".{name}.tmp-");
+    let dir = match target.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut left: Vec<(PathBuf, u32)> = entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let n = e.file_name().to_string_lossy().to_string();
+            let pid: u32 = n.strip_prefix(&prefix)?.parse().ok()?;
+            (pid != std::process::id() && !alive(pid)).then(|| (target.with_file_name(&n), pid))
+        })
+        .take(8)
+        .collect();
+    left.sort();
+    left
+}
+
+/// Is process `pid` running (or not ours to signal, which is alive too)?
+#[cfg(unix)]
+fn alive(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: signal 0 sends nothing; it only asks whether the process exists.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
+#[cfg(not(unix))]
+fn alive(_pid: u32) -> bool {
+    true
+}
+
 /// Where a write to `out` lands.
 #[derive(Debug)]
 enum Landing {
@@ -199,6 +247,14 @@ impl Pending {
             Landing::Replace { target, perms } => {
                 let tmp = temp_path(&target);
                 let f = std::fs::File::create(&tmp).map_err(|e| super::cannot_write(out, &e))?;
+                for left in left_by_killed_runs(&target) {
+                    errln!(
+                        "note: {} was left by a run that was killed before it finished (process {} is gone): it holds what that run wrote of {}; rename it to keep it (a Bus cut short reads as far as it goes in kestrel errors report), or remove it",
+                        left.0.display(),
+                        left.1,
+                        target.display()
+                    );
+                }
                 let pending = Pending {
                     tmp: Some(tmp),
                     out: target,
