@@ -544,13 +544,6 @@ fn bad_bus_files_fail_closed_naming_the_file_and_line() {
             first_repair + 1,
             "no turn after them",
         ),
-        (
-            "tape",
-            std::fs::read_to_string(common::root().join(TAPE)).expect("tape"),
-            1,
-            "",
-        ),
-        ("empty", String::new(), 1, "empty"),
     ];
     for (name, body, line, what) in cases {
         let p = bad_dir.join(format!("{name}.bus.jsonl"));
@@ -567,6 +560,33 @@ fn bad_bus_files_fail_closed_naming_the_file_and_line() {
             let want = format!("error code=BUS message={}: line {line}: ", s(&p));
             assert!(err.starts_with(&want), "{name}: {err}");
             assert!(err.contains(what), "{name}: {err}");
+        }
+        let _ = std::fs::remove_file(&p);
+    }
+    // A file that is not a Bus at all is the wrong kind of file: a usage error naming what
+    // it is (before 2026-12-06 `code=BUS … line 1: …` in serde's words, exit 2).
+    let cases: Vec<(&str, String, &str)> = vec![
+        (
+            "tape",
+            std::fs::read_to_string(common::root().join(TAPE)).expect("tape"),
+            "is a tape",
+        ),
+        ("empty", String::new(), "is an empty file"),
+    ];
+    for (name, body, what) in cases {
+        let p = bad_dir.join(format!("{name}.bus.jsonl"));
+        std::fs::write(&p, body).expect("write");
+        for json in [true, false] {
+            let mut args = vec!["errors", "report", s(&good), s(&p)];
+            if json {
+                args.push("--json");
+            }
+            let (code, out, err) = kestrel(&args);
+            assert_eq!(code, 1, "{name}");
+            assert_eq!(out, "", "{name}: nothing printed");
+            let want = format!("error code=USAGE message={} {what}", s(&p));
+            assert!(err.starts_with(&want), "{name}: {err}");
+            assert!(err.contains(", not a Bus: "), "{name}: {err}");
         }
         let _ = std::fs::remove_file(&p);
     }

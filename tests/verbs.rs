@@ -241,10 +241,9 @@ fn fixtures(name: &str) -> Fixtures {
     Fixtures { dir, bus, shard }
 }
 
-#[test]
-fn every_data_verb_accepts_json() {
-    let f = fixtures("json");
-    let runs: Vec<Vec<&str>> = vec![
+/// A run of every verb that offers `--json`, on the files of `f`.
+fn json_runs(f: &Fixtures) -> Vec<Vec<&str>> {
+    vec![
         vec!["parse", "examples/chase.kestrel", "--json"],
         vec!["check", "examples/chase.kestrel", "--json"],
         vec!["rules", "--json"],
@@ -282,7 +281,13 @@ fn every_data_verb_accepts_json() {
         vec!["errors", "report", s(&f.bus), "--json"],
         vec!["paths", "--json"],
         vec!["tape", "info", TAPE, "--json"],
-    ];
+    ]
+}
+
+#[test]
+fn every_data_verb_accepts_json() {
+    let f = fixtures("json");
+    let runs = json_runs(&f);
     let mut ran = BTreeSet::new();
     for args in &runs {
         let (code, out, err) = kestrel(args);
@@ -2802,4 +2807,200 @@ fn a_wake_re_sent_keeps_what_its_budget_has_spent() {
         "the later headlines are suppressed by the budget"
     );
     let _ = std::fs::remove_dir_all(&d);
+}
+
+/// The words serde uses that no reader of a recording may print.
+const SERDE_WORDS: [&str; 6] = [
+    "unknown variant",
+    "expected one of",
+    "missing field",
+    "EOF while parsing",
+    "at line 1 column",
+    "expected value",
+];
+
+/// A tape, a script of replies, a document, a grade shard, a Bus or an empty file given
+/// where another kind is read was named in serde's words in some verbs (`errors report` a
+/// tape: `unknown variant `header`, expected one of …` with 25 names; `grade --agent` the
+/// house agent's script: `missing field `type``; `grade merge` a Bus: `line 1 is not a
+/// shard header: missing field `kind``; `agent --author` an empty file: `line 1 is not JSON
+/// (EOF while parsing a value at line 1 column 0)`), and exited 1 in some verbs and 2 in
+/// others. Every verb now says what the file is and what to do, `code=USAGE`, exit 1: the
+/// wrong kind of file, as every `--help` footer says.
+#[test]
+fn every_reader_of_a_recording_names_the_wrong_kind_of_file() {
+    let f = fixtures("wrong-kind");
+    let empty = f.dir.join("empty.jsonl");
+    std::fs::write(&empty, "").unwrap();
+    let blank = f.dir.join("blank.jsonl");
+    std::fs::write(&blank, "\n\n").unwrap();
+    let script = "examples/house-agent.jsonl";
+    let doc = "examples/chase.kestrel";
+    let (bus, shard) = (s(&f.bus), s(&f.shard));
+    let other_tape = "tapes/range-2025-04-09-s2.jsonl";
+    let cases: Vec<(Vec<&str>, &str, &str)> = vec![
+        (vec!["errors", "report", TAPE], TAPE, "a tape"),
+        (vec!["errors", "report", doc], doc, "a Kestrel document"),
+        (
+            vec!["errors", "report", script],
+            script,
+            "a script of author replies",
+        ),
+        (vec!["errors", "report", shard], shard, "a grade shard file"),
+        (
+            vec!["errors", "report", s(&empty)],
+            s(&empty),
+            "an empty file",
+        ),
+        (
+            vec!["grade", "--agent", TAPE, "--over", "tapes/*"],
+            TAPE,
+            "a tape",
+        ),
+        (
+            vec!["grade", "--agent", script, "--over", "tapes/*"],
+            script,
+            "a script of author replies",
+        ),
+        (
+            vec!["grade", "--agent", doc, "--over", "tapes/*"],
+            doc,
+            "a Kestrel document",
+        ),
+        (vec!["grade", "merge", bus], bus, "a saved Bus"),
+        (vec!["grade", "merge", TAPE], TAPE, "a tape"),
+        (
+            vec!["grade", "merge", s(&empty)],
+            s(&empty),
+            "an empty file",
+        ),
+        (
+            vec!["agent", "--tape", TAPE, "--author", s(&empty)],
+            s(&empty),
+            "an empty file",
+        ),
+        (
+            vec!["agent", "--tape", TAPE, "--author", s(&blank)],
+            s(&blank),
+            "a file of only blank lines",
+        ),
+        (
+            vec!["agent", "--tape", TAPE, "--author", other_tape],
+            other_tape,
+            "a tape",
+        ),
+        (
+            vec!["agent", "--tape", TAPE, "--author", shard],
+            shard,
+            "a grade shard file",
+        ),
+        (
+            vec!["agent", "--tape", bus, "--author", script],
+            bus,
+            "a saved Bus",
+        ),
+        (vec!["turn", TAPE], TAPE, "a tape"),
+        (vec!["turn", bus], bus, "a saved Bus"),
+    ];
+    for (args, file, kind) in cases {
+        let (code, out, err) = kestrel(&args);
+        assert_eq!((code, out.as_str()), (1, ""), "{args:?}: {err}");
+        let want = format!("error code=USAGE message={file} is {kind}");
+        assert!(err.starts_with(&want), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "one line: {args:?}: {err}");
+        // What to do: a verb to run or a file to give.
+        assert!(
+            err.contains("kestrel ") || err.contains("give "),
+            "{args:?}: {err}"
+        );
+        for w in SERDE_WORDS {
+            assert!(!err.contains(w), "{args:?}: {err}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&f.dir);
+}
+
+/// A line of a recording that is not what it should be was refused in serde's words where
+/// the file is the right kind (a Bus line whose type was edited: `unknown variant `fil`,
+/// expected one of …` and 25 names; a line with no type: `missing field `type``; a grade
+/// shard cut in its header: `EOF while parsing a string at line 1 column 300` under `line
+/// 1`; a script line cut short: `not JSON: EOF while parsing …`). They are said plainly,
+/// the position a column of the line, and stay refusals of the recording (a Bus: exit 2;
+/// a shard: `code=SHARD`, exit 1, as `grade --help` says of a bad shard set).
+#[test]
+fn a_bad_line_of_a_recording_is_said_plainly() {
+    let f = fixtures("bad-line");
+    let text = std::fs::read_to_string(&f.bus).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let edit = |name: &str, i: usize, line: String| {
+        let mut l = lines.clone();
+        l[i] = &line;
+        let p = f.dir.join(name);
+        std::fs::write(&p, l.join("\n") + "\n").unwrap();
+        p
+    };
+    let typed = edit(
+        "typed.bus.jsonl",
+        2,
+        lines[2].replacen("\"type\":\"", "\"type\":\"x-", 1),
+    );
+    let untyped = edit(
+        "untyped.bus.jsonl",
+        2,
+        lines[2].replacen("\"type\":", "\"kind\":", 1),
+    );
+    let garbage = edit("garbage.bus.jsonl", 2, "hello".into());
+    let cases = [
+        (
+            &typed,
+            "line 3: ",
+            "is none of the 25 names allowed there (at column ",
+        ),
+        (&untyped, "line 3: ", "the field `type` is missing"),
+        (
+            &garbage,
+            "line 3: ",
+            "it is not JSON (no JSON value at column 1)",
+        ),
+    ];
+    for (p, at, words) in cases {
+        for args in [
+            vec!["errors", "report", s(p)],
+            vec!["agent", "--tape", TAPE, "--author", s(p)],
+            vec!["grade", "--agent", s(p), "--over", "tapes/*"],
+        ] {
+            let (code, _, err) = kestrel(&args);
+            assert_eq!(code, 2, "{args:?}: {err}");
+            assert!(err.contains(at) && err.contains(words), "{args:?}: {err}");
+            for w in SERDE_WORDS {
+                assert!(!err.contains(w), "{args:?}: {err}");
+            }
+        }
+    }
+    // A shard cut inside its header line.
+    let shard = std::fs::read_to_string(&f.shard).unwrap();
+    let cut = f.dir.join("cut-shard.jsonl");
+    std::fs::write(&cut, &shard.as_bytes()[..300]).unwrap();
+    let (code, _, err) = kestrel(&["grade", "merge", s(&cut)]);
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(
+        err.trim_end(),
+        format!(
+            "error code=SHARD message={}: line 1 is not a shard header: the line is cut short (it ends inside a string at column 300)",
+            s(&cut)
+        )
+    );
+    // A script of replies whose second line is cut short.
+    let script = f.dir.join("cut-script.jsonl");
+    std::fs::write(&script, "{\"reply\": \"PASS\"}\n{\"reply\": \"PA").unwrap();
+    let (code, _, err) = kestrel(&["agent", "--tape", TAPE, "--author", s(&script)]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("line 2: the line is cut short (it ends inside a string at column 13)"),
+        "{err}"
+    );
+    for w in SERDE_WORDS {
+        assert!(!err.contains(w), "{err}");
+    }
+    let _ = std::fs::remove_dir_all(&f.dir);
 }

@@ -659,15 +659,92 @@ fn parse_bus_line(line: &str) -> Result<Event, String> {
     serde_json::from_str::<Event>(line).map_err(|e| line_error(&e.to_string()))
 }
 
-/// The JSON parser's word on one Bus line, as a reader of the file's line N wants it: its
-/// position is a column of that line (not "line 1 column C", which read against "line 4:"),
-/// and a line that ends inside a value is said to be cut short (a Bus cut mid-line).
+/// The JSON parser's word on one line of a JSON Lines file (a Bus, a reply script, a grade
+/// shard), as a reader of the file's line N wants it: its position is a column of that line
+/// (not "line 1 column C", which read against "line 4:"), a line that ends inside a value is
+/// said to be cut short (a file cut mid-line), and serde's words are said plainly: a name
+/// that is not one of those allowed there without serde's list of 25 (`unknown variant
+/// `header`, expected one of …`), a missing field, JSON that is not JSON. Before 2026-12-06
+/// only the first two were.
 pub fn line_error(e: &str) -> String {
     let e = e.replace(" at line 1 column ", " at column ");
-    match e.strip_prefix("EOF while parsing ") {
-        Some(rest) => format!("the line is cut short (it ends inside {rest})"),
-        None => e,
+    // The message and its position (`at column N`), which most of serde's messages end with.
+    let (what, at) = match e.rfind(" at column ") {
+        Some(i) if e[i + 11..].bytes().all(|b| b.is_ascii_digit()) => (&e[..i], &e[i + 1..]),
+        _ => (e.as_str(), ""),
+    };
+    let paren = |s: &str| {
+        if at.is_empty() {
+            s.to_string()
+        } else {
+            format!("{s} ({at})")
+        }
+    };
+    // The first `name` of a message.
+    let quoted = |s: &str| s.split('`').nth(1).unwrap_or_default().to_string();
+    if what == "EOF while parsing a value" && at == "at column 0" {
+        return "the line is empty".into();
     }
+    if let Some(rest) = what.strip_prefix("EOF while parsing ") {
+        let at = if at.is_empty() {
+            String::new()
+        } else {
+            format!(" {at}")
+        };
+        return format!("the line is cut short (it ends inside {rest}{at})");
+    }
+    if what.starts_with("unknown variant `") {
+        let allowed = what.matches('`').count().saturating_sub(2) / 2;
+        return paren(&format!(
+            "`{}` is none of the {allowed} names allowed there",
+            quoted(what)
+        ));
+    }
+    if what.starts_with("unknown field `") {
+        return paren(&format!("`{}` is not a field allowed there", quoted(what)));
+    }
+    if what.starts_with("missing field `") {
+        return format!("the field `{}` is missing", quoted(what));
+    }
+    if what.starts_with("duplicate field `") {
+        return paren(&format!(
+            "the field `{}` appears twice (a key may appear once in an object)",
+            quoted(what)
+        ));
+    }
+    for prefix in ["invalid type: ", "invalid value: "] {
+        if let Some(rest) = what.strip_prefix(prefix)
+            && let Some((got, want)) = rest.split_once(", expected ")
+        {
+            return paren(&format!("a value is {got} where {want} is expected"));
+        }
+    }
+    const SYNTAX: [&str; 10] = [
+        "expected ",
+        "trailing ",
+        "key must be ",
+        "invalid number",
+        "number out of range",
+        "control character",
+        "invalid escape",
+        "invalid unicode",
+        "lone leading surrogate",
+        "recursion limit",
+    ];
+    if SYNTAX.iter().any(|p| what.starts_with(p)) {
+        let what = match what {
+            "expected value" => "no JSON value",
+            "trailing characters" => "more after one JSON value",
+            w => w,
+        };
+        let at = if at.is_empty() {
+            String::new()
+        } else {
+            format!(" {at}")
+        };
+        return format!("it is not JSON ({what}{at})");
+    }
+    e
 }
 
 /// Parse a Bus file's bytes back into events. `Err((line, message))` on the first bad line.
@@ -880,6 +957,31 @@ pub fn hash_bytes(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// serde's words on a line are said plainly, the position a column of the line.
+    #[test]
+    fn line_errors_say_serdes_words_plainly() {
+        let e = |line: &str| {
+            let e = serde_json::from_str::<Event>(line).expect_err(line);
+            line_error(&e.to_string())
+        };
+        assert_eq!(e(""), "the line is empty");
+        assert_eq!(
+            e("{\"type\":\"fil"),
+            "the line is cut short (it ends inside a string at column 12)"
+        );
+        let m = e("{\"type\":\"header\"}");
+        assert!(m.starts_with("`header` is none of the "), "{m}");
+        assert!(m.ends_with(" names allowed there (at column 16)"), "{m}");
+        assert!(!m.contains("expected"), "{m}");
+        assert_eq!(e("{\"t\":1}"), "the field `type` is missing");
+        assert_eq!(e("hello"), "it is not JSON (no JSON value at column 1)");
+        let trailing = serde_json::from_str::<serde_json::Value>("{} x").expect_err("two");
+        assert_eq!(
+            line_error(&trailing.to_string()),
+            "it is not JSON (more after one JSON value at column 4)"
+        );
+    }
 
     #[test]
     fn px_strings_round_trip() {

@@ -35,7 +35,7 @@ pub(crate) fn exit_of(line: &str) -> i32 {
 
 /// The footer of every verb's `--help`. Clap tools commonly exit 2 on a usage error; this
 /// project keeps 2 for a refused document, as the README states, so usage errors exit 1.
-pub(crate) const EXIT_CODES: &str = "Exit status: 0 ok; 1 a usage error (a bad flag or argument, the wrong kind of file), an I/O error, or (agent, experiment) an author whose every reply was a provider error (a dead server, a failing command); 2 a refused document, turn or recording (a saved Bus cut, edited or not the session it records; for fmt --check, a file that is not canonical).";
+pub(crate) const EXIT_CODES: &str = "Exit status: 0 ok; 1 a usage error (a bad flag or argument, the wrong kind of file: a tape, a Bus, a script of replies, a grade shard, a document or an empty file where another kind is read), an I/O error, or (agent, experiment) an author whose every reply was a provider error (a dead server, a failing command); 2 a refused document, turn or recording (a saved Bus cut, edited or not the session it records; for fmt --check, a file that is not canonical).";
 
 /// Dollars per 1R when `--r-usd` is not given: the desk's default, so `run`, `agent`,
 /// `grade` and `desk` agree.

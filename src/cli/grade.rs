@@ -388,6 +388,11 @@ fn whole_agent_grade(
 fn merge(m: &MergeArgs, started: &mut bool) -> Result<String, i32> {
     let mut files = Vec::new();
     for p in &m.shards {
+        // The wrong kind of file (a Bus, a tape, a report) says what it is (exit 1).
+        if let Some(e) = super::sniff::not_a_shard(p) {
+            errln!("{e}");
+            return Err(1);
+        }
         let bytes = match crate::limits::read_file_bounded(p, crate::limits::MAX_RECORDING_BYTES) {
             Ok(b) => b,
             Err(e) => {

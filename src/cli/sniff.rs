@@ -188,15 +188,121 @@ pub(crate) fn use_of(kind: Kind, path: &Path) -> String {
     }
 }
 
-/// The error for a desk session file given where a Bus is read (`kestrel errors report`,
-/// `grade --agent`, `agent --author`): what it is and the Bus beside it, to give instead
-/// (`give`: how, e.g. `--agent`); `None` for any other file. The other way round of `desk
-/// --open` given a Bus (`session::saved::open`). Before 2026-12-06 these verbs answered with
-/// the Bus reader's list of event types, or a script reader's `expected {"reply": "..."}`.
+/// The error for a file given where a saved Bus is read (`kestrel errors report`, `grade
+/// --agent`; `give`: how it is given, e.g. ` as --agent`) that is another kind of file: a
+/// tape, a script of replies, a document, a grade shard, an empty file… (`code=USAGE`, the
+/// wrong kind of file, exit 1), with what to do. `None` for a Bus, for JSON of no kind it
+/// knows (a Bus cut or edited in its first line: the Bus reader judges it, exit 2), for
+/// bytes that are not UTF-8 (the reader names the byte), for a missing or unreadable file (the reader's I/O error) and a stream (never read ahead).
+/// A desk session file names the Bus beside it (the other way round of `desk --open` given
+/// a Bus: `session::saved::open`). Before 2026-12-06 these verbs answered a desk session
+/// file with the Bus reader's list of event types, and every other kind with serde's words
+/// (`unknown variant `header`, expected one of …`, `missing field `type``), exit 2.
 pub(crate) fn not_a_bus(path: &Path, give: &str) -> Option<String> {
-    if is_stream(path) || file(path) != Kind::DeskSession {
+    if is_stream(path) {
         return None;
     }
+    match file(path) {
+        Kind::DeskSession => Some(desk_session_not_a_bus(path, give)),
+        // Not UTF-8 within its first bytes: the reader names the byte (a Bus is text).
+        Kind::Bus | Kind::Json | Kind::Binary | Kind::Missing | Kind::Unreadable | Kind::Stream => {
+            None
+        }
+        k => Some(wrong_kind(path, k, "a Bus", &bus_hint(k, path, give))),
+    }
+}
+
+/// What a Bus is and how to make one, for a file of `kind` given where one is read.
+fn bus_hint(kind: Kind, path: &Path, give: &str) -> String {
+    let p = path.display();
+    let then = format!("then give S.bus.jsonl{give}");
+    match kind {
+        Kind::Tape => format!(
+            "a Bus is what a session on a tape writes: kestrel agent --tape {p} --author AUTHOR --bus S.bus.jsonl, {then}"
+        ),
+        Kind::ReplyScript => format!(
+            "replay it into a Bus with kestrel agent --tape TAPE --author {p} --bus S.bus.jsonl, {then}"
+        ),
+        Kind::Kestrel => format!(
+            "run it into a Bus with kestrel run --tape TAPE --plans {p} --bus S.bus.jsonl, {then}"
+        ),
+        Kind::GradeShard => "merge shard files with kestrel grade merge SHARD...".into(),
+        _ => format!(
+            "a Bus is the event log kestrel agent --bus FILE, kestrel run --bus FILE or the desk writes (one JSON event a line, the first a session-start): give one of those{give}"
+        ),
+    }
+}
+
+/// The error for a file given where an author's recording is read (`kestrel agent
+/// --author FILE`, the desk's `--author`): a saved Bus or a script of `{"reply": ...}`
+/// lines. Another kind of file is `code=USAGE` (exit 1) with what to do; `None` as
+/// [`not_a_bus`] leaves it to the readers (and for a script). Before 2026-12-06 an empty
+/// file was `line 1 is not JSON (EOF while parsing a value at line 1 column 0)`.
+pub(crate) fn not_an_author_file(path: &Path) -> Option<String> {
+    if is_stream(path) {
+        return None;
+    }
+    let what = "an author file (a saved Bus or a script of {\"reply\": ...} lines)";
+    match file(path) {
+        Kind::DeskSession => Some(desk_session_not_a_bus(path, " as --author")),
+        Kind::Bus
+        | Kind::ReplyScript
+        | Kind::Json
+        | Kind::Binary
+        | Kind::Missing
+        | Kind::Unreadable
+        | Kind::Stream => None,
+        k @ (Kind::Tape | Kind::Kestrel | Kind::GradeShard) => {
+            Some(wrong_kind(path, k, what, &use_of(k, path)))
+        }
+        k => Some(wrong_kind(
+            path,
+            k,
+            what,
+            "a script is one {\"reply\": \"...\"} line a turn (docs/authors.md); a saved Bus is what kestrel agent --bus writes",
+        )),
+    }
+}
+
+/// The error for a file given to `kestrel grade merge` that is not a grade shard (a Bus, a
+/// tape, a document, an empty file…): `code=USAGE`, exit 1, with what to do. `None` for a
+/// shard, JSON of no kind it knows (a shard cut in its header: the merge judges it), and a
+/// file the reader reports. Before 2026-12-06 a Bus was `line 1 is not a shard header:
+/// missing field `kind``.
+pub(crate) fn not_a_shard(path: &Path) -> Option<String> {
+    if is_stream(path) {
+        return None;
+    }
+    match file(path) {
+        Kind::GradeShard
+        | Kind::Json
+        | Kind::Missing
+        | Kind::Unreadable
+        | Kind::Stream
+        | Kind::Binary => None,
+        k => {
+            // (A tape's `give it as --tape` is no use to a grade, which takes `--tapes`.)
+            let use_it = if k == Kind::Tape {
+                String::new()
+            } else {
+                use_of(k, path)
+            };
+            let hint = format!(
+                "a shard is what kestrel grade ... --shard I/N --out FILE writes{}",
+                if use_it.is_empty() || k == Kind::GradeShard {
+                    String::new()
+                } else {
+                    format!("; {use_it}")
+                }
+            );
+            Some(wrong_kind(path, k, "a grade shard file", &hint))
+        }
+    }
+}
+
+/// [`not_a_bus`] for a desk session file: what it is and the Bus beside it, to give instead
+/// (`give`: how, e.g. `--agent`).
+fn desk_session_not_a_bus(path: &Path, give: &str) -> String {
     let buses = crate::session::saved::buses_of_session(path);
     let shown: Vec<String> = buses.iter().map(|b| b.display().to_string()).collect();
     let bus = match shown.as_slice() {
@@ -210,7 +316,7 @@ pub(crate) fn not_a_bus(path: &Path, give: &str) -> Option<String> {
             shown.join(", ")
         ),
     };
-    Some(wrong_kind(
+    wrong_kind(
         path,
         Kind::DeskSession,
         "a Bus",
@@ -218,7 +324,7 @@ pub(crate) fn not_a_bus(path: &Path, give: &str) -> Option<String> {
             "{bus} (kestrel desk --open {} replays the session)",
             path.display()
         ),
-    ))
+    )
 }
 
 /// The error for a file given as `--tape` that does not open as a tape, when its kind

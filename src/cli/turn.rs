@@ -162,14 +162,21 @@ pub(crate) fn outcome_line(name: &str, class: &str, detail: &str) -> String {
 }
 
 /// A warning line for a file given as a reply that is a tape, a Bus or another file the
-/// project writes (it routes, as any text does, but is surely not what was meant).
+/// project writes (`kestrel tokens` counts it, as any text, but it is surely not what was
+/// meant).
 pub(crate) fn not_a_reply(path: &std::path::Path) -> Option<String> {
+    not_a_reply_because(path).map(|m| format!("warning code=NOT-A-REPLY message={m}"))
+}
+
+/// What a file given as a reply is instead, and what to do with it (`None`: it may be a
+/// reply).
+fn not_a_reply_because(path: &std::path::Path) -> Option<String> {
     use super::sniff::Kind;
     let kind = super::sniff::file(path);
     match kind {
         Kind::Tape | Kind::Bus | Kind::DeskSession | Kind::ReplyScript | Kind::GradeShard => {
             Some(format!(
-                "warning code=NOT-A-REPLY message={} is {}, not an author's reply; {}",
+                "{} is {}, not an author's reply; {}",
                 path.display(),
                 kind.describe(),
                 super::sniff::use_of(kind, path)
@@ -180,8 +187,12 @@ pub(crate) fn not_a_reply(path: &std::path::Path) -> Option<String> {
 }
 
 pub fn run(a: &TurnArgs) -> i32 {
-    if let Some(w) = not_a_reply(&a.file) {
-        errln!("{w}");
+    // The wrong kind of file is a usage error (exit 1), as in every verb that reads one:
+    // before 2026-12-06 it was a warning, then the file routed as a reply and refused as an
+    // invalid turn (exit 2), a tape as one over the reply limit.
+    if let Some(m) = not_a_reply_because(&a.file) {
+        errln!("error code=USAGE message={m}");
+        return 1;
     }
     let src = match read_source(&a.file) {
         Ok(s) => s,

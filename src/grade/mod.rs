@@ -1561,8 +1561,12 @@ pub fn merge_shards(files: &[(String, String)]) -> Result<(Job, Vec<UnitResult>)
         let first = lines
             .next()
             .ok_or_else(|| bad(format!("{name}: empty shard file")))?;
-        let h: ShardHeader = serde_json::from_str(first)
-            .map_err(|e| bad(format!("{name}: line 1 is not a shard header: {e}")))?;
+        let h: ShardHeader = serde_json::from_str(first).map_err(|e| {
+            bad(format!(
+                "{name}: line 1 is not a shard header: {}",
+                crate::bus::line_error(&e.to_string())
+            ))
+        })?;
         if h.kind != "kestrel-grade-shard" || h.job.format != GRADE_FORMAT {
             return Err(bad(format!(
                 "{name}: not a kestrel grade shard of format {GRADE_FORMAT}"
@@ -1600,8 +1604,13 @@ pub fn merge_shards(files: &[(String, String)]) -> Result<(Job, Vec<UnitResult>)
         // Unit -> the line it is on, to name a repeated one (and count the units).
         let mut lines_of: BTreeMap<u64, usize> = BTreeMap::new();
         for (k, line) in lines.enumerate() {
-            let r: UnitResult = serde_json::from_str(line)
-                .map_err(|e| bad(format!("{name}: line {}: {e}", k + 2)))?;
+            let r: UnitResult = serde_json::from_str(line).map_err(|e| {
+                bad(format!(
+                    "{name}: line {}: not a unit's result: {}",
+                    k + 2,
+                    crate::bus::line_error(&e.to_string())
+                ))
+            })?;
             if r.unit < h.lo || r.unit >= h.hi {
                 return Err(bad(format!(
                     "{name}: line {}: unit {} outside the shard",

@@ -1170,13 +1170,18 @@ pub fn read_author_file(spec: &str, path: &Path) -> Result<Box<dyn TurnSource>, 
     if let Some(e) = crate::bus::bom_refusal(&bytes) {
         return Err(format!("{spec}: {e}"));
     }
-    // A desk's session file names the Bus beside it (its agent's turns are there).
-    if let Some(e) = crate::cli::sniff::not_a_bus(path, " as --author") {
+    // The wrong kind of file (a tape, a document, an empty file) says what it is; a desk's
+    // session file names the Bus beside it (its agent's turns are there).
+    if let Some(e) = crate::cli::sniff::not_an_author_file(path) {
         return Err(e);
     }
     let first = bytes.split(|b| *b == b'\n').next().unwrap_or_default();
-    let v: serde_json::Value = serde_json::from_slice(first)
-        .map_err(|e| format!("{spec}: line 1 is not JSON ({e}): an author file is a saved Bus or a script of {{\"reply\": ...}} lines"))?;
+    let v: serde_json::Value = serde_json::from_slice(first).map_err(|e| {
+        format!(
+            "{spec}: line 1: {}: an author file is a saved Bus or a script of {{\"reply\": ...}} lines",
+            crate::bus::line_error(&e.to_string())
+        )
+    })?;
     if v["type"] == "session-start" {
         return Ok(Box::new(Recorded::from_bus_file(spec, &bytes)?));
     }
@@ -1241,8 +1246,8 @@ pub fn parse_script_lines(text: &str) -> Result<Vec<ScriptLine>, String> {
         if l.trim().is_empty() {
             continue;
         }
-        let v: serde_json::Value =
-            serde_json::from_str(l).map_err(|e| format!("line {}: not JSON: {e}", i + 1))?;
+        let v: serde_json::Value = serde_json::from_str(l)
+            .map_err(|e| format!("line {}: {}", i + 1, crate::bus::line_error(&e.to_string())))?;
         if let Some(k) = repeated_script_key(l) {
             return Err(format!(
                 "line {}: field `{k}` appears twice (a key may appear once in an object)",
