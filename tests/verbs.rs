@@ -323,6 +323,58 @@ fn every_data_verb_accepts_json() {
     let _ = std::fs::remove_dir_all(&f.dir);
 }
 
+/// `tokens --json` and `turn --json` (and `check`, `rules`, `frame`, `parse`) printed
+/// indented JSON with keys unsorted and a float's every digit (`"saving_pct":
+/// 19.767441860465116`), where `errors report --json` and `grade --json` print one canonical
+/// line. Every `--json` is now one line, the canonical form of what it holds (keys sorted
+/// at every level), and `saving_pct` an exact 4-decimal rounding.
+#[test]
+fn every_json_is_one_canonical_line() {
+    let f = fixtures("json-line");
+    let mut runs = json_runs(&f);
+    runs.push(vec![
+        "tokens",
+        "--json",
+        "examples/turns/01-rider-with-journal.txt",
+    ]);
+    runs.push(vec![
+        "turn",
+        "--json",
+        "examples/turns/01-rider-with-journal.txt",
+    ]);
+    for args in &runs {
+        let (code, out, err) = kestrel(args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        assert_eq!(out.lines().count(), 1, "{args:?}: {out}");
+        let v: serde_json::Value =
+            serde_json::from_str(&out).unwrap_or_else(|e| panic!("{args:?}: {e}: {out}"));
+        assert_eq!(
+            out.trim_end(),
+            kestrel_desk::bus::canonical_json(&v),
+            "{args:?}"
+        );
+    }
+    // The saving as a percentage of the envelope, rounded half up to 4 decimals.
+    let (_, out, _) = kestrel(&[
+        "tokens",
+        "--json",
+        "examples/turns/01-rider-with-journal.txt",
+    ]);
+    let (_, turn, _) = kestrel(&["turn", "--json", "examples/turns/01-rider-with-journal.txt"]);
+    let turn: serde_json::Value = serde_json::from_str(&turn).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    for m in [&v[0], &turn["tokens"]] {
+        let saving = m["saving"].as_i64().expect("a saving");
+        let envelope = m["envelope"].as_i64().expect("an envelope");
+        assert!(saving > 0 && envelope > 0, "{m}");
+        let scaled = (saving * 2_000_000 + envelope) / (2 * envelope);
+        let want = format!("{}.{:04}", scaled / 10_000, scaled % 10_000);
+        let want = want.trim_end_matches('0').trim_end_matches('.');
+        assert_eq!(m["saving_pct"].to_string(), want, "{m}");
+    }
+    let _ = std::fs::remove_dir_all(&f.dir);
+}
+
 #[test]
 fn run_agent_and_grade_default_to_the_same_r() {
     let (code, out, err) = kestrel(&[

@@ -50,7 +50,7 @@ pub(crate) const DEFAULT_FILL: &str = "strict-cross-v1";
 pub(crate) const JSON_VERBS: &[(&[&str], &str)] = &[
     (
         &["parse"],
-        "Accepted like on every data verb: the output is always the model as JSON",
+        "Print the model as one canonical JSON line (keys sorted); without it, the same model indented",
     ),
     (
         &["check"],

@@ -150,7 +150,7 @@ pub fn run(a: &FrameArgs) -> i32 {
             "budget": r.budget,
             "dropped": r.dropped,
         });
-        outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        outln!("{}", crate::bus::canonical_json(&v));
     } else {
         out!("{}", r.text);
         let b = r.budget.map(|b| format!(" of {b}")).unwrap_or_default();

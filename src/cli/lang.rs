@@ -253,6 +253,18 @@ pub fn parse(a: &ParseArgs) -> i32 {
         Err(code) => return code,
     };
     match check_doc(&src, a.turn) {
+        // With `--json`, one canonical line (keys sorted), as every verb's `--json`; without
+        // it, indented for reading.
+        Ok(doc) if a.out.json => match serde_json::to_value(&doc) {
+            Ok(v) => {
+                outln!("{}", crate::bus::canonical_json(&v));
+                0
+            }
+            Err(e) => {
+                errln!("error code=IO message={e}");
+                1
+            }
+        },
         Ok(doc) => match serde_json::to_string_pretty(&doc) {
             Ok(j) => {
                 outln!("{j}");
@@ -427,10 +439,11 @@ pub fn check(a: &CheckArgs) -> i32 {
         }
     }
     if as_json {
-        match serde_json::to_string_pretty(&json) {
-            Ok(s) => outln!("{s}"),
-            Err(_) => return 1,
-        }
+        // One canonical line (keys sorted), as every verb's `--json`.
+        outln!(
+            "{}",
+            crate::bus::canonical_json(&serde_json::Value::Array(json))
+        );
     }
     code
 }
@@ -452,7 +465,7 @@ pub fn rules(a: &RulesArgs) -> i32 {
             "turn_rules": turn_rules,
             "reserved_words": lang::RESERVED_WORDS,
         });
-        outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        outln!("{}", crate::bus::canonical_json(&v));
         return 0;
     }
     for r in Rule::ALL {

@@ -65,7 +65,10 @@ pub fn run(a: &PathsArgs) -> i32 {
             });
             m.insert(d.key.to_string(), v);
         }
-        outln!("{}", serde_json::Value::Object(m));
+        outln!(
+            "{}",
+            crate::bus::canonical_json(&serde_json::Value::Object(m))
+        );
     } else {
         for d in dirs() {
             outln!("{:<9} {}", d.key, shown(&d.path));

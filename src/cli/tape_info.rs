@@ -387,7 +387,9 @@ pub fn tape_info(a: &TapeInfoArgs) -> i32 {
         }
     };
     match info(r) {
-        Ok(i) if a.out.json => super::out::stdout(&format!("{}\n", to_json(&i))),
+        Ok(i) if a.out.json => {
+            super::out::stdout(&format!("{}\n", crate::bus::canonical_json(&to_json(&i))))
+        }
         Ok(i) => super::out::stdout(&render(&i)),
         Err(e) => {
             errln!("{}: {e}", a.file.display());

@@ -99,7 +99,7 @@ pub fn run(a: &TokensArgs) -> i32 {
             }
         };
         if a.out.json {
-            let mut v = serde_json::to_value(&m).unwrap_or_default();
+            let mut v = m.figures_json();
             if let serde_json::Value::Object(o) = &mut v {
                 o.insert("file".into(), f.display().to_string().into());
                 o.insert("outcome".into(), t.outcome.name().into());
@@ -124,8 +124,9 @@ pub fn run(a: &TokensArgs) -> i32 {
         rows.push((stem(f), t.outcome.name().to_string(), m));
     }
     if a.out.json {
+        // One canonical line (keys sorted), as every verb's `--json`.
         let v = serde_json::Value::Array(json);
-        outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        outln!("{}", crate::bus::canonical_json(&v));
     }
     if a.table {
         outln!("| Turn | JSON envelope | pure Kestrel | saving |");

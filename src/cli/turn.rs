@@ -234,7 +234,8 @@ pub fn run(a: &TurnArgs) -> i32 {
                 }
             }
         }
-        outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        // One canonical line (keys sorted), as every verb's `--json`.
+        outln!("{}", crate::bus::canonical_json(&v));
         return exit_code(&t);
     }
     let name = a.file.display().to_string();

@@ -149,12 +149,34 @@ impl TurnTokens {
     /// `reply_estimated`: a reply of `reply_bytes` past the reply limit is refused unread,
     /// and its `reply` figure is the [`estimate`] the repair loop charges, not a count.
     pub fn json(&self, reply_bytes: usize) -> serde_json::Value {
-        let mut v = serde_json::to_value(self).unwrap_or_default();
+        let mut v = self.figures_json();
         if let serde_json::Value::Object(m) = &mut v {
             m.insert(
                 "reply_estimated".into(),
                 serde_json::Value::Bool(is_estimated(reply_bytes)),
             );
+        }
+        v
+    }
+}
+
+impl TurnTokens {
+    /// The figures as `kestrel tokens --json` gives them: `saving_pct` an exact 4-decimal
+    /// rounding of `saving / envelope` (as `errors report --json` gives its rates), not the
+    /// float's every digit (`19.767441860465116` before 2026-12-06).
+    pub fn figures_json(&self) -> serde_json::Value {
+        let mut v = serde_json::to_value(self).unwrap_or_default();
+        if let (serde_json::Value::Object(m), Some(s), Some(e)) =
+            (&mut v, self.saving, self.envelope)
+        {
+            let pct = match e {
+                0 => serde_json::Value::from(0),
+                e => crate::turn::report::ratio4(
+                    100 * i128::from(s),
+                    i128::try_from(e).unwrap_or(i128::MAX),
+                ),
+            };
+            m.insert("saving_pct".into(), pct);
         }
         v
     }

@@ -368,13 +368,21 @@ impl ErrorStats {
 
 /// `num / den` rounded half up to 4 decimals, as a JSON number; `null` when `den` is 0.
 fn rate(num: u64, den: u64) -> Value {
+    ratio4(i128::from(num), i128::from(den))
+}
+
+/// `num / den` rounded half away from zero to four decimals, as an exact JSON number (`null`
+/// when `den` is 0): the rates of `errors report --json` and the percentages of `tokens
+/// --json` / `turn --json`, where a float's every digit (`19.767441860465116`) was printed.
+pub(crate) fn ratio4(num: i128, den: i128) -> Value {
     if den == 0 {
         return Value::Null;
     }
-    let (n, d) = (u128::from(num), u128::from(den));
+    let negative = (num < 0) != (den < 0) && num != 0;
+    let (n, d) = (num.unsigned_abs(), den.unsigned_abs());
     let scaled = (n * 20_000 + d) / (2 * d);
-    let s = format!("{}.{:04}", scaled / 10_000, scaled % 10_000);
-    number(&s)
+    let sign = if negative && scaled > 0 { "-" } else { "" };
+    number(&format!("{sign}{}.{:04}", scaled / 10_000, scaled % 10_000))
 }
 
 fn decimal(num: i128, den: i128) -> Value {
@@ -385,8 +393,8 @@ fn decimal(num: i128, den: i128) -> Value {
     }
 }
 
-/// A non-negative exact decimal string as a JSON number: an integer when it has no
-/// fraction, else the shortest float that prints back as the same decimal.
+/// An exact decimal string as a JSON number: an integer when it has no fraction, else the
+/// shortest float that prints back as the same decimal.
 fn number(s: &str) -> Value {
     let s = if s.contains('.') {
         s.trim_end_matches('0').trim_end_matches('.')
@@ -394,6 +402,9 @@ fn number(s: &str) -> Value {
         s
     };
     if let Ok(i) = s.parse::<u64>() {
+        return Value::from(i);
+    }
+    if let Ok(i) = s.parse::<i64>() {
         return Value::from(i);
     }
     s.parse::<f64>()
@@ -706,6 +717,18 @@ mod tests {
         assert_eq!(decimal(7, 2).to_string(), "3.5");
         assert_eq!(decimal(8, 2).to_string(), "4");
         assert_eq!(decimal(9, 1).to_string(), "9");
+    }
+
+    /// A negative ratio (a turn whose Kestrel costs more tokens than its envelope) rounds
+    /// half away from zero, as a positive one rounds half up.
+    #[test]
+    fn signed_ratios_round_away_from_zero() {
+        assert_eq!(ratio4(-1600, 171).to_string(), "-9.3567");
+        assert_eq!(ratio4(1600, 171).to_string(), "9.3567");
+        assert_eq!(ratio4(-1, 20_000).to_string(), "-0.0001");
+        assert_eq!(ratio4(-1, 30_000).to_string(), "0");
+        assert_eq!(ratio4(-200, 100).to_string(), "-2");
+        assert_eq!(ratio4(5, 0), Value::Null);
     }
 
     /// A co-pilot proposal rejected with its attempts on the Bus (2026-12-06) is an ask with
