@@ -14,8 +14,8 @@
 #   scripts/local-model.sh url        print the URL to pass to --author
 #
 # Environment: KESTREL_LOCAL_MODEL_DIR (default ~/.cache/kestrel-local-model), PORT (8089),
-# THREADS (1: on a loaded 2-core machine `-t 1` held 15-24 tokens/s where 2 threads fell to
-# 1-5), CTX (8192), JOBS (build jobs, 1). The server runs with `--no-repack`: on this VM the CPU
+# THREADS (1: on a loaded 2-core machine one thread decoded several times faster than 2,
+# which competed with the other builds; docs/authors.md "A local model"), CTX (8192), JOBS (build jobs, 1). The server runs with `--no-repack`: on this VM the CPU
 # reports AMX, and llama.cpp's AMX weight repacking segfaults at the first decode. The build takes ~28 minutes of a loaded CPU; run it
 # under `nice -n 19` on a shared machine. Every step is skipped when its output is there.
 set -euo pipefail
