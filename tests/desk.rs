@@ -2238,9 +2238,10 @@ fn the_plans_and_blotter_keep_every_figure_whole_at_160x48() {
         assert!(has(&s, ttl), "ttl {ttl} whole:\n{}", s.join("\n"));
     }
     assert!(!s.iter().any(|l| l.contains("15:…")), "{}", s.join("\n"));
-    // The last plan's second row, its re-price veto, is on screen: the pane grows to hold
-    // every plan's two rows (it was cut until scrolled, the title saying all were in view).
-    assert!(has(&s, "VETO worst $206.00 > $200.00"), "{}", s.join("\n"));
+    // The last plan's second row (the house's vwap-reclaim, its TP) is on screen: the pane
+    // grows to hold every plan's two rows (it was cut until scrolled, the title saying all
+    // were in view).
+    assert!(has(&s, "↳ TP#1 fired 10:03"), "{}", s.join("\n"));
     press(&mut app, KeyCode::Char('b'));
     let s = screen(&app, 160, 48);
     let text = s.join("\n");

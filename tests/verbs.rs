@@ -1340,7 +1340,11 @@ fn an_author_timeout_is_at_most_a_day() {
             "86400",
         ]);
         let used = flag == "--timeout";
-        assert_eq!(code, if used { 0 } else { 1 }, "{flag} 86400 is a day: {err}");
+        assert_eq!(
+            code,
+            if used { 0 } else { 1 },
+            "{flag} 86400 is a day: {err}"
+        );
         assert!(used || err.contains("is not used by a command"), "{err}");
     }
 }

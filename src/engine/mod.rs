@@ -3619,6 +3619,20 @@ fn process_orders(p: &mut PlanRt, pi: usize, sh: &mut Shared, reads: PlanReads) 
         let stamp = sh.insts[inst].stamp;
         let basis = basis_of(p, inst);
         let o = &mut p.orders[k];
+        // A book update first meets the order where it rests: a buy resting at L whose ask
+        // fell strictly below L fills at L (RUNTIME.md §4) before a peg or an escalation
+        // moves it. Re-priced first, a peg to `fair` or `join` moved away from every ask
+        // that crossed it and never filled (before 2026-12-06: the README's chase plan).
+        if o.seen != stamp
+            && let Some(px) = sh.fill.on_book(o.side, o.limit, q.bid, q.ask)
+            && o.cover.is_empty()
+        {
+            o.seen = stamp;
+            stands = false;
+            let o = p.orders.remove(k);
+            do_fill(p, pi, sh, o, px);
+            continue;
+        }
         let buy = o.side == BusSide::Buy;
         let mut new_limit: Option<(Px, std::borrow::Cow<'static, str>)> = None;
         if let Some(ep) = o.esc_due(sh.now) {

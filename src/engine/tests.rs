@@ -635,8 +635,11 @@ fn cancel_if_clause_and_line_level_cancel_if() {
 
 #[test]
 fn peg_follows_the_anchor_fix_does_not() {
-    // bid-0.10: at 100.00 -> 99.89; 100.50 -> bid 100.49 -> 100.39 (re-priced); 100.20 ->
-    // 100.09; 99.80 -> 99.69 (ask 99.81 never below a pegged limit under the bid).
+    // bid-0.10: at 100.00 -> 99.89; 100.50 -> bid 100.49 -> 100.39 (re-priced); at 100.20
+    // the ask 100.21 is below the limit resting at 100.39: it fills there, before the peg
+    // would move it down to 100.09 (RUNTIME.md §4: a resting buy at L fills at L on the first
+    // tick whose ask is below L). Before 2026-12-06 the peg moved first, away from every ask
+    // that crossed it, and a pegged order under the market never filled.
     let t = tape_s(HDR_SH, &[100.0, 100.5, 100.2, 99.8]);
     let b = run(
         &t,
@@ -653,7 +656,17 @@ fn peg_follows_the_anchor_fix_does_not() {
             _ => None,
         })
         .collect();
-    assert_eq!(re, vec!["100.39", "100.09", "99.69"]);
+    assert_eq!(re, vec!["100.39"]);
+    assert_eq!(fills(&b), vec![f("p", Buy, 10, "100.39", "09:30:02")]);
+    // A peg that only rises with the market (bid-0.10 on a climbing tape) follows it and
+    // never fills: the ask is never below a limit under the bid.
+    let up = tape_s(HDR_SH, &[100.0, 100.5, 101.0, 101.5]);
+    let b = run(
+        &up,
+        "PLAN p budget 1R ttl +10m\n  WHEN spot > 0\n  DO buy 10 shares @ bid-0.10 peg\n",
+        1000,
+    );
+    assert_eq!(count(&b, |e| matches!(e, Event::OrderRepriced { .. })), 3);
     assert!(fills(&b).is_empty());
     // fix: stays at 99.89; at 99.80 the ask 99.81 < 99.89 fills at 99.89.
     let b = run(
