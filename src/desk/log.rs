@@ -969,7 +969,7 @@ impl Log {
                         summary
                     }
                 } else {
-                    format!("{}: {summary}", r.plan)
+                    plan_first(&r.plan, &summary, sw)
                 };
             }
             let mut x = area.x;
@@ -1027,6 +1027,31 @@ const STREAMS: usize = 4;
 
 /// A row that repeats as a stream (a re-price, a suppression, a mark): a row of chatter may
 /// reach past runs of chatter to join an older run of its own ([`Log::rebuild`]).
+/// A narrow row's `plan: summary` in `w` columns, the price whole: where the row is too
+/// long, the plan's name gives way (`spx-52…: buy 2 @ 0.15 SPY …`) before the summary's head
+/// up to its price (`buy 2 @ 0.15`, `#1 buy 2 @ 0.15`). At 160x48 a 14-letter plan cut a
+/// fill to `spx-5200-break: buy 2 @…` (docs/desk.md: a narrow row cuts the name, not the
+/// price).
+fn plan_first(plan: &str, summary: &str, w: usize) -> String {
+    let whole = format!("{plan}: {summary}");
+    if fit::width(&whole) <= w {
+        return whole;
+    }
+    // The summary up to the end of the price after its ` @ `.
+    let Some(at) = summary.find(" @ ") else {
+        return whole;
+    };
+    let end = summary[at + 3..]
+        .find(' ')
+        .map_or(summary.len(), |i| at + 3 + i);
+    // `: ` before the summary, and the `…` the row is cut with after the price.
+    let room = w.saturating_sub(fit::width(&summary[..end]) + 3);
+    if room < 4 || room >= fit::width(plan) {
+        return whole;
+    }
+    format!("{}: {summary}", fit::fit(plan, room))
+}
+
 fn is_chatter(r: &Row) -> bool {
     matches!(r.kind, Kind::Suppressed | Kind::Mark) || r.ty == "order-repriced"
 }
@@ -1063,6 +1088,28 @@ fn attempt_summary(a: &crate::turn::repair::RepairAttempt) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_narrow_row_cuts_the_plans_name_before_the_price() {
+        let fill = "buy 2 @ 0.15 SPY 2025-04-09 521.00 C (#1)";
+        // Room for all of it: as it was.
+        assert_eq!(
+            plan_first("spx-5200-break", fill, 80),
+            format!("spx-5200-break: {fill}")
+        );
+        // 26 columns (the Log pane at 160x48): the price whole, the name cut.
+        let row = plan_first("spx-5200-break", fill, 26);
+        let shown = fit::fit(&row, 26);
+        assert!(shown.contains("buy 2 @ 0.15"), "{shown}");
+        assert!(shown.starts_with("spx-52"), "{shown}");
+        // An order's row keeps its number and price too; a row with no price is as it was.
+        let order = "#1 buy 2 @ 0.15 SPY 2025-04-09 521.00 C";
+        assert!(fit::fit(&plan_first("spx-5200-break", order, 26), 26).contains("#1 buy 2 @ 0.15"));
+        assert_eq!(
+            plan_first("spx-5200-break", "fired WHEN spot crosses above 5200", 26),
+            "spx-5200-break: fired WHEN spot crosses above 5200"
+        );
+    }
     use super::*;
 
     /// A gap row takes the number of the first event it stands for, which a landmark right
