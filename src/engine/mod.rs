@@ -1009,6 +1009,21 @@ impl Engine {
                     ast::Expiry::Dte(0) => Expiry::ZeroDte,
                     ast::Expiry::Dte(1) => Expiry::OneDte,
                     ast::Expiry::Dte(n) => match self.sh.date.add_days(i64::from(*n)) {
+                        // No option expires on a weekend: `3dte` from a Wednesday named a
+                        // Saturday contract, bought and marked (before 2026-12-06). The
+                        // weekdays either side are named, as days from the session's date.
+                        Some(d) if d.weekday() >= 5 => {
+                            let (day, back, on) = match d.weekday() {
+                                5 => ("Saturday", 1, 2),
+                                _ => ("Sunday", 2, 1),
+                            };
+                            let n = i64::from(*n);
+                            fail!(format!(
+                                "expiry {n}dte is {day} {d}: no option expires on a weekend; write {}dte (the Friday before) or {}dte (the Monday after)",
+                                n - back,
+                                n + on
+                            ))
+                        }
                         Some(d) => Expiry::Date(d),
                         None => fail!(format!("expiry {n}dte is out of range")),
                     },

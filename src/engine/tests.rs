@@ -306,6 +306,38 @@ fn a_predicate_on_a_symbol_the_tape_lacks_de_arms_with_a_reason() {
     assert_eq!(fills(&b).len(), 1);
 }
 
+/// `Ndte` is N calendar days on; one that lands on a weekend names no contract: de-armed at
+/// arming, naming the weekdays either side (it bought and marked a Saturday contract before
+/// 2026-12-06). The tape's date, 2025-04-09, is a Wednesday.
+#[test]
+fn an_ndte_expiry_on_a_weekend_is_de_armed_naming_the_weekdays() {
+    let t = tape_s(HDR_OPT, &[100.0, 101.0]);
+    let plan = |dte: &str| {
+        format!(
+            "PLAN e budget 2R ttl +10m\n  USING signal SPY exec SPY {dte}\n  WHEN spot > 0\n  DO buy 1 ATM C @ ask\n"
+        )
+    };
+    for (dte, why) in [
+        (
+            "3dte",
+            "expiry 3dte is Saturday 2025-04-12: no option expires on a weekend; write 2dte (the Friday before) or 5dte (the Monday after)",
+        ),
+        (
+            "4dte",
+            "expiry 4dte is Sunday 2025-04-13: no option expires on a weekend; write 2dte (the Friday before) or 5dte (the Monday after)",
+        ),
+    ] {
+        let b = run(&t, &plan(dte), 1000);
+        let e = states(&b, "e");
+        assert_eq!((e[0].0, e[0].1.as_deref()), (PlanState::DeArmed, Some(why)));
+        assert!(fills(&b).is_empty());
+    }
+    for dte in ["2dte", "5dte"] {
+        let b = run(&t, &plan(dte), 1000);
+        assert_eq!(fills(&b).len(), 1, "{dte}");
+    }
+}
+
 // ------------------------------------------------------------------ comparisons, held, time
 
 #[test]
