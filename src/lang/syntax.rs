@@ -112,6 +112,9 @@ pub(crate) fn found(i: &In<'_>) -> String {
     let t = next_token(i.input);
     if t.is_empty() {
         "end of line".to_string()
+    } else if t.starts_with('\t') {
+        // A raw tab between backticks reads as nothing: name it.
+        "a tab (separate tokens with a single space)".to_string()
     } else {
         format!("`{t}`")
     }
@@ -698,6 +701,18 @@ pub(crate) fn number(i: &mut In<'_>, what: &str) -> R<Num> {
             text: lexeme_string(t),
             span: span_from(start, i),
         }),
+        // `.4`: the number it stands for, where a fraction can be meant (not a quantity).
+        None if i.input.starts_with('.')
+            && i.input[1..].starts_with(|c: char| c.is_ascii_digit())
+            && !what.contains("integer") =>
+        {
+            let t = next_token(i.input);
+            fail(
+                i,
+                format!("expected {what}, found `{t}`: a number starts with a digit; write `0{t}`"),
+                "write a digit before the point",
+            )
+        }
         None => expected(i, what),
     }
 }
@@ -718,6 +733,34 @@ fn number_tok(i: &mut In<'_>, what: &str) -> R<Num> {
 #[cold]
 #[inline(never)]
 fn no_space_after<T>(i: &In<'_>, n: &Num) -> R<T> {
+    // `pnl > 0.5R`: pnl is in R already, the compared number takes no unit.
+    if i.input.starts_with('R') && ends_word(&i.input[1..]) {
+        let line = line_before(i);
+        let words: Vec<&str> = line
+            .strip_suffix(n.text.as_str())
+            .unwrap_or(line)
+            .split_whitespace()
+            .collect();
+        let series = match words.as_slice() {
+            [.., s, ">" | "<" | ">=" | "<="] => Some((*s, &words[words.len() - 1..])),
+            [.., s, "crosses", "above" | "below"] => Some((*s, &words[words.len() - 2..])),
+            _ => None,
+        };
+        if let Some((s, op)) = series
+            && s.eq_ignore_ascii_case("pnl")
+        {
+            return fail(
+                i,
+                format!(
+                    "expected a space after the number `{}`, found `R`: pnl is already in R; write `{s} {} {}`",
+                    n.text,
+                    op.join(" "),
+                    n.text
+                ),
+                "pnl is in R",
+            );
+        }
+    }
     expected(i, &format!("a space after the number `{}`", n.text))
 }
 
@@ -1156,6 +1199,7 @@ static UNSIGNED: Lexeme<Num> = Lexeme {
 static MINUTES: Lexeme<Num> = Lexeme {
     rule: "nat",
     lex: |i, what| {
+        minutes_unit(i)?;
         let minutes = number_tok(i, what)?;
         if minutes.text.starts_with('-') || minutes.text.contains('.') {
             return fail(i, "T-n takes whole minutes, like `T-30`", "whole minutes");
@@ -1165,6 +1209,38 @@ static MINUTES: Lexeme<Num> = Lexeme {
     looks: |s| first_is(s, |c| c.is_ascii_digit()),
     term: nat_body,
 };
+
+/// `T-30m`, `T-1h`: T- counts minutes and takes no unit; the message gives the minutes.
+fn minutes_unit(i: &In<'_>) -> R<()> {
+    let b = i.input.as_bytes();
+    let n = b.iter().take_while(|c| c.is_ascii_digit()).count();
+    let unit = b.get(n).copied();
+    if n == 0
+        || !matches!(unit, Some(b's' | b'm' | b'h'))
+        || b.get(n + 1)
+            .is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'.')
+    {
+        return Ok(());
+    }
+    let amount: u64 = i.input[..n].parse().unwrap_or(u64::MAX);
+    let minutes = match unit {
+        Some(b'h') => amount.checked_mul(60),
+        Some(b'm') => Some(amount),
+        _ => amount.is_multiple_of(60).then_some(amount / 60),
+    };
+    let fix = match minutes {
+        Some(m) => format!("write `T-{m}`"),
+        None => "write whole minutes, like `T-30`".to_string(),
+    };
+    fail(
+        i,
+        format!(
+            "`T-{}` takes no unit: T-n counts minutes before the close; {fix}",
+            &i.input[..n + 1]
+        ),
+        "T- counts minutes",
+    )
+}
 
 static RISK: Lexeme<Num> = Lexeme {
     rule: "risk",
@@ -1680,6 +1756,19 @@ rule!(pub(crate) fn price -> Price = "price", Choice { arms: (UNSIGNED.what("a p
                 f: |((_, text), _): &((AnchorKind, String), Span)| text.clone(),
             },
             end(|i| {
+                if i.input.starts_with('C')
+                    && ends_word(&i.input[1..])
+                    && word_before(i).ends_with(|c: char| c.is_ascii_digit())
+                {
+                    // The price as written, inside `min(` or `lean(` too.
+                    let w = word_before(i);
+                    let p = w.rsplit(['(', ',']).next().unwrap_or(w).to_ascii_lowercase();
+                    return fail(
+                        i,
+                        format!("expected a space or the end of the price, found `C`: cents are a lower-case `c`; write `{p}c`"),
+                        "cents are `c`",
+                    );
+                }
                 if first_is(i.input, |c| c.is_ascii_alphanumeric() || c == '.') {
                     return expected(i, "a space or the end of the price");
                 }
@@ -1823,7 +1912,10 @@ fn series_guide<T>(i: &mut In<'_>) -> R<T> {
     let w = WordChars::Series.word(i.input);
     if w.eq_ignore_ascii_case(VELOCITY) {
         let _ = i.next_slice(w.len());
-        return expected(i, "`(<window>)` after velocity, like `velocity(1m)`");
+        if i.input.starts_with('(') {
+            return expected(i, "`(<window>)` after velocity, like `velocity(1m)`");
+        }
+        return velocity_window(i, w);
     }
     if is_reserved(w) {
         return reserved_err(i, w);
@@ -1839,6 +1931,36 @@ fn series_guide<T>(i: &mut In<'_>) -> R<T> {
             "expected a predicate (a series such as {SERIES_LIST}; T-<n>; phase open|close; plan(<name>).fired|filled; headline), found {f}{hint}"
         ),
         "expected a predicate",
+    )
+}
+
+/// `velocity` written without its window (`velocity > 0.1`, `velocity 1m > 0.1`): the
+/// message shows the author's predicate with the window in parentheses, which parses.
+#[cold]
+#[inline(never)]
+fn velocity_window<T>(i: &mut In<'_>, w: &str) -> R<T> {
+    let rest = i.input.trim_start_matches(' ').trim_end();
+    // A window written apart (`velocity 1m > 0.1`) goes inside the parentheses.
+    let t = next_token(rest);
+    let is_dur = t.len() > 1
+        && t.ends_with(crate::lang::lexicon::DUR_UNITS)
+        && t[..t.len() - 1].bytes().all(|b| b.is_ascii_digit());
+    let (window, rest) = if is_dur {
+        (t, rest[t.len()..].trim_start_matches(' '))
+    } else {
+        ("1m", rest)
+    };
+    let fix = if rest.is_empty() {
+        format!("`{w}({window})`")
+    } else {
+        format!("`{w}({window}) {rest}`")
+    };
+    fail(
+        i,
+        format!(
+            "expected `(<window>)` after velocity: velocity is the move over a window written in parentheses right after it, like `velocity(1m)`; write {fix}"
+        ),
+        "velocity needs its window",
     )
 }
 
@@ -2015,6 +2137,21 @@ rule!(fn predicate -> Box<Predicate> = "predicate", ChoiceOr { arms: ((
                         .map(|(k, _, v, h)| {
                             Tail::Cmp(CMP_OP_VALUES[k], v, h.map(|(_, _, _, d)| d))
                         })), otherwise: |i| {
+                    if let Some(op) = [("=>", ">="), ("=<", "<=")]
+                        .iter()
+                        .find(|(w, _)| i.input.starts_with(w))
+                        .map(|(_, op)| op)
+                    {
+                        let value = i.input[2..].trim();
+                        let value = if value.is_empty() { "<value>" } else { value };
+                        return fail(
+                            i,
+                            format!(
+                                "did you mean `{op}`? Kestrel compares with >, <, >= or <=, the `=` last: write `{{prev}} {op} {value}`"
+                            ),
+                            "write the `=` last",
+                        );
+                    }
                     if i.input.starts_with('=') || i.input.starts_with("!=") {
                         return fail(
                             i,
@@ -2147,13 +2284,14 @@ rule!(fn ticket -> Ticket = "ticket", (
     NUMBER.what("a quantity (a positive integer) after the side"),
     sp("an instrument after the quantity: `<strike> C|P` or `shares`"),
     instrument(),
+    Check(expiry_on_ticket),
     at_sign("expected `@` and a price after the instrument, found {found}: write e.g. `buy 1 +1 C @ fair`"),
     sp("a space then a price after `@`"),
     price(),
     modifiers(),
 )
     .spanned()
-    .map(|((side, _, qty, _, instrument, _, _, price, modifiers), span)| Ticket {
+    .map(|((side, _, qty, _, instrument, (), _, _, price, modifiers), span)| Ticket {
         side,
         qty,
         instrument,
@@ -2161,6 +2299,46 @@ rule!(fn ticket -> Ticket = "ticket", (
         modifiers,
         span,
     }));
+
+/// `buy 1 ATM C 0dte @ fair`: the expiry is the plan's, on its USING line.
+fn expiry_on_ticket(i: &mut In<'_>) -> R<()> {
+    let rest = i.input.trim_start_matches(' ');
+    if rest.len() == i.input.len() {
+        return Ok(());
+    }
+    let t = next_token(rest);
+    let b = t.as_bytes();
+    let dte = t
+        .strip_suffix("dte")
+        .is_some_and(|d| !d.is_empty() && d.bytes().all(|c| c.is_ascii_digit()));
+    let date = b.len() == 10
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && b.iter()
+            .enumerate()
+            .all(|(k, c)| k == 4 || k == 7 || c.is_ascii_digit());
+    if !(dte || date) {
+        return Ok(());
+    }
+    // The author's ticket without the expiry: its side (the last `buy` / `sell` on the
+    // line) to the instrument, then what follows the expiry.
+    let line = line_before(i);
+    let side = ["buy ", "sell "]
+        .iter()
+        .filter_map(|w| line.rfind(w))
+        .max()
+        .unwrap_or(0);
+    let after = rest[t.len()..].trim();
+    let ticket = format!("{} {after}", line[side..].trim_end());
+    fail(
+        i,
+        format!(
+            "expected `@` and a price after the instrument, found `{t}`: a ticket takes no expiry; the expiry goes on the plan's USING clause, like `USING signal SPX exec SPY {t}`, and the ticket is `{}`",
+            ticket.trim_end()
+        ),
+        "the expiry goes on USING",
+    )
+}
 
 // ---------------------------------------------------------------- PLAN clauses
 
@@ -2234,16 +2412,22 @@ rule!(fn clause -> ClauseKind = "clause", Choice { arms: ((
             sp("a multiple of cost after TP, like `TP 2x @ fair`"),
             Ctx {
                 a: NUMBER_RAW.what("a multiple of cost after TP, like `TP 2x @ fair`"),
-                b: lit(
-                    "x",
-                    "`x` after the multiple: `TP {prev}x` (a multiple of the cost: `TP 1.5x` is 50% over it)",
+                b: (
+                    Check(tp_percent),
+                    lit(
+                        "x",
+                        "`x` after the multiple: `TP {prev}x` (a multiple of the cost: `TP 1.5x` is 50% over it)",
+                    ),
                 ),
                 f: |n: &Num| n.text.clone(),
             },
             tail(
                 "frac",
                 "a fraction after `frac`, like `frac 0.5`",
-                NUMBER.what("a fraction after `frac`, like `frac 0.5`"),
+                (
+                    NUMBER.what("a fraction after `frac`, like `frac 0.5`"),
+                    Check(frac_percent),
+                ),
             ),
             at_sign("expected `@` and a price after the TP multiple, found {found}: write e.g. `TP 2x frac 0.5 @ fair`"),
             sp("a price after `@`"),
@@ -2253,7 +2437,7 @@ rule!(fn clause -> ClauseKind = "clause", Choice { arms: ((
         )
             .map(|(_, _, (mult, _), frac, _, _, price, modifiers, _)| ClauseKind::Tp {
                 mult,
-                frac: frac.map(|(_, _, _, f)| f),
+                frac: frac.map(|(_, _, _, (f, ()))| f),
                 price,
                 modifiers,
             }), (
@@ -2331,6 +2515,81 @@ rule!(fn clause -> ClauseKind = "clause", Choice { arms: ((
             "expected a clause",
         )
     } });
+
+/// `TP 1%`: a TP is a multiple of the cost, so the percent over it is written as one
+/// (`TP 1.01x`), not as `TP 1x` (which sells at cost and is refused by `tp-multiple`).
+fn tp_percent(i: &mut In<'_>) -> R<()> {
+    if !i.input.starts_with('%') {
+        return Ok(());
+    }
+    let n = word_before(i);
+    let over = percent_over(n)
+        .map(|m| format!("; for {n}% over the cost write `TP {m}x`"))
+        .unwrap_or_default();
+    fail(
+        i,
+        format!(
+            "expected `x` after the multiple, found `%`: a TP is a multiple of the cost, not a percent (`TP 1.5x` is 50% over it){over}"
+        ),
+        "a TP is a multiple of cost",
+    )
+}
+
+/// `frac 50%`: frac is the fraction of the position the TP sells, written as a fraction.
+fn frac_percent(i: &mut In<'_>) -> R<()> {
+    if !i.input.starts_with('%') {
+        return Ok(());
+    }
+    let n = word_before(i);
+    let fix = percent_of(n)
+        .map(|f| format!(": write `frac {f}`"))
+        .unwrap_or_default();
+    fail(
+        i,
+        format!(
+            "unexpected `%` after `frac {n}`: frac is the fraction of the position the TP closes, in (0, 1], not a percent{fix}"
+        ),
+        "frac is a fraction",
+    )
+}
+
+/// `n` (an unsigned decimal) as `v / 10^scale`, for the exact arithmetic of the percent
+/// messages (no float formatting: `1%` over is `1.01`, not `1.0100000000000002`).
+fn decimal_parts(n: &str) -> Option<(u128, usize)> {
+    let (int, frac) = n.split_once('.').unwrap_or((n, ""));
+    if int.is_empty()
+        || n.len() > 30
+        || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit())
+    {
+        return None;
+    }
+    Some((format!("{int}{frac}").parse().ok()?, frac.len()))
+}
+
+/// `v / 10^scale` written with no trailing zeros (`150, 2` is `1.5`).
+fn decimal_text(v: u128, scale: usize) -> String {
+    let s = format!("{v:0>w$}", w = scale + 1);
+    let (a, b) = s.split_at(s.len() - scale);
+    let b = b.trim_end_matches('0');
+    if b.is_empty() {
+        a.to_string()
+    } else {
+        format!("{a}.{b}")
+    }
+}
+
+/// `n`% as a fraction (`50` is `0.5`).
+fn percent_of(n: &str) -> Option<String> {
+    let (v, scale) = decimal_parts(n)?;
+    Some(decimal_text(v, scale + 2))
+}
+
+/// One plus `n`% (`1` is `1.01`, `50` is `1.5`).
+fn percent_over(n: &str) -> Option<String> {
+    let (v, scale) = decimal_parts(n)?;
+    let one = 10u128.checked_pow(u32::try_from(scale + 2).ok()?)?;
+    Some(decimal_text(v.checked_add(one)?, scale + 2))
+}
 
 /// What a trader's word for a clause is in Kestrel: a stop is an EXIT, a target a TP.
 fn clause_named_otherwise(upper: &str) -> Option<&'static str> {
