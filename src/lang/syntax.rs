@@ -989,6 +989,15 @@ fn not_eol(i: &mut In<'_>, after: &str) -> R<()> {
             return reserved_err(i, t);
         }
         t if t.starts_with('\t') => "a tab separates tokens here: use single spaces".to_string(),
+        // A trigger's `and` / `or` in lower case (`WHEN spot > vwap and ...`), where the
+        // trigger is still open: not a ticket's modifier, but the keyword misspelled.
+        t if case_of(t, &[AND, OR]).is_some() && trigger_open(line_before(i)) => {
+            keyword_case_msg("trigger", t)
+        }
+        // `budget` / `deliver` / `priority` after a WAKE line: its keywords are upper case.
+        t if after.contains("WAKE") && case_of(t, WAKE_TAILS).is_some() => {
+            keyword_case_msg("WAKE", t)
+        }
         _ if ["DO", "ALSO", "RELOAD", "TP", "EXIT"]
             .iter()
             .any(|c| after.contains(c)) =>
@@ -998,6 +1007,46 @@ fn not_eol(i: &mut In<'_>, after: &str) -> R<()> {
         _ => format!("unexpected `{t}` after {after}: the line should end here"),
     };
     fail(i, msg, "unexpected")
+}
+
+/// The keywords a WAKE line takes after its trigger.
+const WAKE_TAILS: &[&str] = &["DELIVER", "PRIORITY", "BUDGET"];
+
+/// The keyword of `words` that `t` spells in another case (`and` for `AND`), if any.
+fn case_of(t: &str, words: &[&'static str]) -> Option<&'static str> {
+    words
+        .iter()
+        .find(|w| w.eq_ignore_ascii_case(t) && **w != t)
+        .copied()
+}
+
+/// "`kind` keywords are upper case: write `AND` instead of `and`" (docs/language.md,
+/// decision "keyword case": a wrong case gets a message naming the right spelling).
+fn keyword_case_msg(kind: &str, t: &str) -> String {
+    format!(
+        "{kind} keywords are upper case: write `{}` instead of `{t}`",
+        t.to_ascii_uppercase()
+    )
+}
+
+/// Is a trigger still being written at the end of `line` (the line's text before the
+/// cursor)? The last trigger word (a clause keyword that takes a trigger, `cancel-if`,
+/// `AND`/`OR`/`NOT`) opens it; a price (`@`, a modifier) or a WAKE's `DELIVER` and the
+/// like after it close it.
+fn trigger_open(line: &str) -> bool {
+    let mut open = false;
+    for w in line.split_whitespace() {
+        match w {
+            "WHEN" | "EXIT" | "INVALIDATE" | "CANCEL-IF" | "cancel-if" | "AND" | "OR" | "NOT" => {
+                open = true
+            }
+            "@" | "cap" | "floor" | "esc" | "peg" | "fix" | "->" | "DELIVER" | "PRIORITY"
+            | "BUDGET" => open = false,
+            w if w.starts_with('@') => open = false,
+            _ => {}
+        }
+    }
+    open
 }
 
 /// The message for an arithmetic sign `t` at the cursor ([`arithmetic_msg`]), or `None`
@@ -1923,6 +1972,9 @@ fn series_guide<T>(i: &mut In<'_>) -> R<T> {
     let f = found(i);
     let hint = match w {
         "WHEN" | "DO" => format!(" ({w} belongs on its own line, indented two spaces)"),
+        w if case_of(w, &[NOT, AND, OR]).is_some() => {
+            format!(": {}", keyword_case_msg("trigger", w))
+        }
         _ => String::new(),
     };
     fail(
@@ -1978,6 +2030,9 @@ fn value_guide<T>(i: &mut In<'_>) -> R<T> {
         format!(": a compared number takes no `+`; write `{n}`")
     } else if t.starts_with('.') {
         format!(": a number starts with a digit; write `0{t}`")
+    } else if t.len() > 1 && t.starts_with('P') && t[1..].starts_with(|c: char| c.is_ascii_digit())
+    {
+        format!(": a percentile is a lower-case `p`; write `p{}`", &t[1..])
     } else if t.len() > 1
         && t.starts_with(['p', 'P'])
         && !t[1..].starts_with(|c: char| c.is_ascii_digit())
@@ -2018,11 +2073,28 @@ rule!(fn unary -> Trigger = "unary", ChoiceOr { arms: ((kw(NOT, NOT), sp("a pred
             lit("(", "`(`"),
             Sp0,
             Nest(trigger()),
+            Check(joiner_case),
             close("`)` to close the group, or AND / OR"),
         )
-            .map(|(_, _, inner, _)| Trigger::Group {
+            .map(|(_, _, inner, (), _)| Trigger::Group {
                 inner: Box::new(inner),
             })), last: predicate().map(|pred| Trigger::Pred { pred }) });
+
+/// `(spot > hod and spot > vwap)`: a lower-case `and` / `or` where a group goes on.
+fn joiner_case(i: &mut In<'_>) -> R<()> {
+    let t = next_token(i.input.trim_start_matches(' '));
+    if case_of(t, &[AND, OR]).is_some() {
+        return fail(
+            i,
+            format!(
+                "expected `)` to close the group, or AND / OR, found `{t}`: {}",
+                keyword_case_msg("trigger", t)
+            ),
+            "write it in upper case",
+        );
+    }
+    Ok(())
+}
 
 /// `within <dur>` after an event; an event cannot be `held`.
 /// `<spaces> <keyword> <spaces> <duration>`, optional.
@@ -2271,6 +2343,8 @@ rule!(fn ticket -> Ticket = "ticket", (
             }
             let hint = if w.eq_ignore_ascii_case("buy") || w.eq_ignore_ascii_case("sell") {
                 format!(": write `{}` in lower case", w.to_ascii_lowercase())
+            } else if case_of(w, &[AND, OR]).is_some() && trigger_open(line_before(i)) {
+                format!(": {}", keyword_case_msg("trigger", w))
             } else {
                 ": a ticket is `buy|sell <qty> <strike> C|P @ <price>` or `buy|sell <qty> shares @ <price>`".to_string()
             };
@@ -2752,6 +2826,14 @@ rule!(fn pane -> Pane = "pane", (
         arms: PANES.iter().map(|&(p, args)| pane_arm(p, args)).collect(),
         otherwise: |i| {
             let f = found(i);
+            let w = next_token(i.input);
+            if let Some(p) = PANES.iter().map(|(p, _)| *p).find(|p| p.eq_ignore_ascii_case(w)) {
+                return fail(
+                    i,
+                    format!("pane names are lower case: write `{p}` instead of `{w}`"),
+                    "write it in lower case",
+                );
+            }
             fail(
                 i,
                 format!(
