@@ -90,6 +90,231 @@ fn every_rule_refuses_with_its_name_line_and_a_guiding_message() {
     }
 }
 
+/// The text a message tells the author to write: the last "write `...`" in it.
+fn suggested(message: &str) -> &str {
+    let at = message
+        .rfind("write `")
+        .expect("the message says what to write")
+        + "write `".len();
+    let len = message[at..].find('`').expect("a closing backtick");
+    &message[at..at + len]
+}
+
+/// Spec LANGUAGE.md §6: a refusal's message "tells the author how to fix the document", and
+/// following it gives a document that is accepted, with the meaning the author meant (review
+/// 50, findings 3, 4 and 6: `velocity>`, `TP 1x`, `and` given the ticket's modifiers). Each
+/// case is (document, line, words the message must contain, the text the message's fix
+/// replaces): the test replaces that text with what the message says to write and checks
+/// the document it gives.
+#[test]
+fn following_a_guided_message_gives_an_accepted_document() {
+    const DO: &str = "  DO buy 1 +1 C @ fair
+";
+    let when = |t: &str| format!("PLAN p budget 0.2R ttl 15:00\n  WHEN {t}\n{DO}");
+    let cases: Vec<(String, usize, Vec<&str>, &str)> = vec![
+        // Finding 3: the fix was itself refused, or meant something else.
+        (
+            when("velocity > 0.1"),
+            2,
+            vec!["`velocity(1m) > 0.1`"],
+            "velocity > 0.1",
+        ),
+        (
+            when("velocity 30s > 0.1"),
+            2,
+            vec!["`velocity(30s) > 0.1`"],
+            "velocity 30s > 0.1",
+        ),
+        (
+            format!("{HEAD}{DO}  TP 1% @ fair\n"),
+            4,
+            vec!["not a percent", "`TP 1.01x`"],
+            "TP 1%",
+        ),
+        (
+            format!("{HEAD}{DO}  TP 50% @ fair\n"),
+            4,
+            vec!["`TP 1.5x`"],
+            "TP 50%",
+        ),
+        (when("T-30m"), 2, vec!["counts minutes", "`T-30`"], "T-30m"),
+        (when("T-1h"), 2, vec!["`T-60`"], "T-1h"),
+        (
+            when("pnl > 0.5R"),
+            2,
+            vec!["already in R", "`pnl > 0.5`"],
+            "pnl > 0.5R",
+        ),
+        // Finding 4: a keyword in the wrong case gets its right spelling.
+        (
+            format!("{HEAD}{DO}  EXIT spot < vwap and velocity(1m) < 0\n"),
+            4,
+            vec!["write `AND` instead of `and`"],
+            "and",
+        ),
+        (
+            when("spot > vwap and velocity(1m) > 0"),
+            2,
+            vec!["write `AND`"],
+            "and",
+        ),
+        (
+            when("spot > vwap or spot > hod"),
+            2,
+            vec!["write `OR`"],
+            "or",
+        ),
+        (when("not spot > vwap"), 2, vec!["write `NOT`"], "not"),
+        (
+            when("(spot > vwap or spot > hod) AND time >= 10:00"),
+            2,
+            vec!["write `OR`"],
+            "or",
+        ),
+        (
+            when("(spot > vwap and spot > lod)"),
+            2,
+            vec!["write `AND`"],
+            "and",
+        ),
+        (
+            format!("{HEAD}{DO}  RELOAD WHEN spot > vwap and spot > lod buy 1 +1 C @ fair\n"),
+            4,
+            vec!["write `AND`"],
+            "and",
+        ),
+        (
+            format!("{HEAD}  DO buy 1 +1 C @ fair cancel-if spot < vwap or T-5\n"),
+            3,
+            vec!["write `OR`"],
+            "or",
+        ),
+        (
+            format!("{HEAD}{DO}  INVALIDATE spot < lod or spot < vwap -> halt\n"),
+            4,
+            vec!["write `OR`"],
+            "or",
+        ),
+        (
+            "VIEW v\n  Kernel\n".into(),
+            2,
+            vec!["write `kernel` instead of `Kernel`"],
+            "Kernel",
+        ),
+        (
+            "WAKE close WHEN T-30 DELIVER my-screen budget 2 wakes/day\nVIEW my-screen\n  kernel\n"
+                .into(),
+            1,
+            vec!["write `BUDGET` instead of `budget`"],
+            "budget",
+        ),
+        (
+            when("velocity(1m) > P90"),
+            2,
+            vec!["lower-case `p`", "`p90`"],
+            "P90",
+        ),
+        // Finding 6: the message names the thing that is wrong.
+        (
+            format!("{HEAD}  DO buy 1 +1 C @ lean(bid, fair, .4)\n"),
+            3,
+            vec!["found `.4`", "write `0.4`"],
+            ".4",
+        ),
+        (
+            format!("{HEAD}{DO}  TP 1.5x frac 50% @ fair\n"),
+            4,
+            vec!["not a percent", "`frac 0.5`"],
+            "frac 50%",
+        ),
+        (
+            format!("{HEAD}  DO buy 1 +1 C @ Fair-3C\n"),
+            3,
+            vec!["cents are a lower-case `c`", "`fair-3c`"],
+            "Fair-3C",
+        ),
+        (
+            when("spot => 5030"),
+            2,
+            vec!["did you mean `>=`", "`spot >= 5030`"],
+            "spot => 5030",
+        ),
+        (
+            when("spot =< 5030 held 30s"),
+            2,
+            vec!["`spot <= 5030 held 30s`"],
+            "spot =< 5030 held 30s",
+        ),
+    ];
+    for (src, line, words, from) in &cases {
+        let d = refuse(src);
+        assert_eq!(
+            (d.rule, d.line),
+            (Rule::Syntax, *line),
+            "{src}{}",
+            d.one_line()
+        );
+        assert!(!d.message.contains("a ticket's modifiers"), "{}", d.message);
+        for w in words {
+            assert!(
+                d.message.contains(w),
+                "{src}message lacks `{w}`: {}",
+                d.message
+            );
+        }
+        assert_eq!(
+            src.matches(from).count(),
+            1,
+            "{src}: `{from}` is not one place"
+        );
+        let fixed = src.replacen(from, suggested(&d.message), 1);
+        lang::check(&fixed, Mode::File).unwrap_or_else(|e| panic!("{src}->\n{fixed}{}", e[0]));
+    }
+
+    // An expiry on the ticket goes on the plan's USING clause, and the ticket drops it.
+    let src = format!("{HEAD}  DO buy 1 +1 C 0dte @ fair\n");
+    let d = refuse(&src);
+    assert_eq!((d.rule, d.line), (Rule::Syntax, 3), "{}", d.one_line());
+    let using = "USING signal SPX exec SPY 0dte";
+    for w in [
+        "found `0dte`",
+        "takes no expiry",
+        using,
+        "`buy 1 +1 C @ fair`",
+    ] {
+        assert!(d.message.contains(w), "lacks `{w}`: {}", d.message);
+    }
+    let fixed = src.replace(
+        "  DO buy 1 +1 C 0dte @ fair\n",
+        &format!(
+            "  {using}\n  DO {}\n",
+            suggested(&d.message.replace("the ticket is `", "write `"))
+        ),
+    );
+    lang::check(&fixed, Mode::File).unwrap_or_else(|e| panic!("{fixed}{}", e[0]));
+    let d = refuse(&format!("{HEAD}  DO buy 1 +1 C 2025-04-09 @ fair\n"));
+    assert!(
+        d.message.contains("USING signal SPX exec SPY 2025-04-09"),
+        "{}",
+        d.message
+    );
+
+    // A tab between tokens is named, not shown raw between backticks.
+    let src = format!("{HEAD}  DO buy 1 +1 C\t@ fair\n");
+    let d = refuse(&src);
+    assert!(
+        d.message.contains("a tab") && d.message.contains("a single space"),
+        "{}",
+        d.message
+    );
+    assert!(!d.message.contains("`\t`"), "{}", d.message);
+    lang::check(&src.replace('\t', " "), Mode::File).expect("with a space");
+
+    // After a ticket (no trigger open), a stray `and` still gets the modifiers.
+    let d = refuse(&format!("{HEAD}  DO buy 1 +1 C @ fair and\n"));
+    assert!(d.message.contains("a ticket's modifiers"), "{}", d.message);
+}
+
 /// A sign that is not in a price or after a comparison's value gets the plain message, not
 /// advice about prices or comparisons that does not apply there.
 #[test]
