@@ -125,6 +125,13 @@ fn following_a_guided_message_gives_an_accepted_document() {
             vec!["`velocity(30s) > 0.1`"],
             "velocity 30s > 0.1",
         ),
+        // A tab in the line is not copied between backticks.
+        (
+            when("velocity\t> 0.1"),
+            2,
+            vec!["`velocity(1m) > 0.1`"],
+            "velocity\t> 0.1",
+        ),
         (
             format!("{HEAD}{DO}  TP 1% @ fair\n"),
             4,
@@ -309,6 +316,10 @@ fn following_a_guided_message_gives_an_accepted_document() {
     );
     assert!(!d.message.contains("`\t`"), "{}", d.message);
     lang::check(&src.replace('\t', " "), Mode::File).expect("with a space");
+
+    // `.4x` is no number: no `0.4x` is offered.
+    let d = refuse(&format!("{HEAD}  DO buy 1 +1 C @ lean(bid, fair, .4x)\n"));
+    assert!(!d.message.contains("0.4x"), "{}", d.message);
 
     // After a ticket (no trigger open), a stray `and` still gets the modifiers.
     let d = refuse(&format!("{HEAD}  DO buy 1 +1 C @ fair and\n"));

@@ -703,7 +703,8 @@ pub(crate) fn number(i: &mut In<'_>, what: &str) -> R<Num> {
         }),
         // `.4`: the number it stands for, where a fraction can be meant (not a quantity).
         None if i.input.starts_with('.')
-            && i.input[1..].starts_with(|c: char| c.is_ascii_digit())
+            && next_token(i.input).len() > 1
+            && next_token(i.input)[1..].bytes().all(|c| c.is_ascii_digit())
             && !what.contains("integer") =>
         {
             let t = next_token(i.input);
@@ -1991,7 +1992,9 @@ fn series_guide<T>(i: &mut In<'_>) -> R<T> {
 #[cold]
 #[inline(never)]
 fn velocity_window<T>(i: &mut In<'_>, w: &str) -> R<T> {
-    let rest = i.input.trim_start_matches(' ').trim_end();
+    // Tabs are named elsewhere, never shown between backticks: spaces here.
+    let rest = i.input.replace('\t', " ");
+    let rest = rest.trim();
     // A window written apart (`velocity 1m > 0.1`) goes inside the parentheses.
     let t = next_token(rest);
     let is_dur = t.len() > 1
