@@ -2377,12 +2377,22 @@ rule!(fn ticket -> Ticket = "ticket", (
         span,
     }));
 
-/// `buy 1 ATM C 0dte @ fair`: the expiry is the plan's, on its USING line.
+/// `buy 1 ATM C 0dte @ fair`: the expiry is the plan's, on its USING line. On every
+/// ticket, so the common path is one look at the bytes: spaces, then a digit.
+#[inline]
 fn expiry_on_ticket(i: &mut In<'_>) -> R<()> {
-    let rest = i.input.trim_start_matches(' ');
-    if rest.len() == i.input.len() {
+    let b = i.input.as_bytes();
+    let spaces = b.iter().take_while(|&&c| c == b' ').count();
+    if spaces == 0 || !b.get(spaces).is_some_and(u8::is_ascii_digit) {
         return Ok(());
     }
+    expiry_on_ticket_refusal(i)
+}
+
+#[cold]
+#[inline(never)]
+fn expiry_on_ticket_refusal(i: &mut In<'_>) -> R<()> {
+    let rest = i.input.trim_start_matches(' ');
     let t = next_token(rest);
     let b = t.as_bytes();
     let dte = t
