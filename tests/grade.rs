@@ -1247,10 +1247,12 @@ fn an_agent_is_graded_by_wake_view_and_plan() {
         assert_eq!(e.code, "GRADE");
         assert!(e.message.contains(msg), "{g}: {e}");
     }
+    // A line that is no Bus event is a refused recording, as every reader of a Bus says it
+    // (`code=GRADE` before 2026-12-06; exit 2 either way).
     let e = grade::AgentSession::from_bus("t.jsonl", b"{\"type\":\"header\"}\n")
         .err()
         .unwrap();
-    assert_eq!(e.code, "GRADE");
+    assert_eq!(e.code, "BUS");
     let _ = std::fs::remove_dir_all(&d);
 }
 

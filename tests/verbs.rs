@@ -2439,7 +2439,8 @@ fn a_blank_line_in_a_saved_bus_is_named_blank_by_every_reader() {
         "--resamples",
         "200",
     ]);
-    assert_ne!(code, 0, "{err}");
+    assert_eq!(code, 2, "{err}");
+    assert!(err.starts_with("error code=BUS message="), "{err}");
     assert!(
         err.contains(&words.replace(": blank", ": not a saved session's Bus line: blank")),
         "{err}"

@@ -75,9 +75,11 @@ impl AgentSession {
         let events = parse_bus(bytes).map_err(|(line, e)| match line {
             // The whole file (not UTF-8, a byte-order mark), not one of its lines.
             0 => bad(path, format!("not a saved session's Bus: {e}")),
-            _ => bad(
-                path,
-                format!("line {line}: not a saved session's Bus line: {e}"),
+            // A bad line is a refused recording, `code=BUS`, as `agent --author` and
+            // `errors report` say it (it was `code=GRADE` here, the same exit 2).
+            _ => GradeError::new(
+                "BUS",
+                format!("{path}: line {line}: not a saved session's Bus line: {e}"),
             ),
         })?;
         if !matches!(events.first(), Some(Event::SessionStart { .. })) {
