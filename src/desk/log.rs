@@ -1025,8 +1025,6 @@ fn name_agent(row: &mut Row, name: &str) {
 /// How many interleaved streams of chatter the Log folds into as many rows.
 const STREAMS: usize = 4;
 
-/// A row that repeats as a stream (a re-price, a suppression, a mark): a row of chatter may
-/// reach past runs of chatter to join an older run of its own ([`Log::rebuild`]).
 /// A narrow row's `plan: summary` in `w` columns, the price whole: where the row is too
 /// long, the plan's name gives way (`spx-52…: buy 2 @ 0.15 SPY …`) before the summary's head
 /// up to its price (`buy 2 @ 0.15`, `#1 buy 2 @ 0.15`). At 160x48 a 14-letter plan cut a
@@ -1052,6 +1050,8 @@ fn plan_first(plan: &str, summary: &str, w: usize) -> String {
     format!("{}: {summary}", fit::fit(plan, room))
 }
 
+/// A row that repeats as a stream (a re-price, a suppression, a mark): a row of chatter may
+/// reach past runs of chatter to join an older run of its own ([`Log::rebuild`]).
 fn is_chatter(r: &Row) -> bool {
     matches!(r.kind, Kind::Suppressed | Kind::Mark) || r.ty == "order-repriced"
 }
@@ -1088,6 +1088,7 @@ fn attempt_summary(a: &crate::turn::repair::RepairAttempt) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
 
     #[test]
     fn a_narrow_row_cuts_the_plans_name_before_the_price() {
@@ -1110,7 +1111,6 @@ mod tests {
             "spx-5200-break: fired WHEN spot crosses above 5200"
         );
     }
-    use super::*;
 
     /// A gap row takes the number of the first event it stands for, which a landmark right
     /// after the last row seen shares: a selected fill jumped to the gap row at the next

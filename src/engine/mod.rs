@@ -3638,8 +3638,13 @@ fn process_orders(p: &mut PlanRt, pi: usize, sh: &mut Shared, reads: PlanReads) 
         // fell strictly below L fills at L (RUNTIME.md §4) before a peg or an escalation
         // moves it. Re-priced first, a peg to `fair` or `join` moved away from every ask
         // that crossed it and never filled (before 2026-12-06: the README's chase plan).
-        if o.seen != stamp
-            && let Some(px) = sh.fill.on_book(o.side, o.limit, q.bid, q.ask)
+        // Asked once per new quote: where the order is not re-priced, this is its fill.
+        let crossed = if o.seen != stamp {
+            sh.fill.on_book(o.side, o.limit, q.bid, q.ask)
+        } else {
+            None
+        };
+        if let Some(px) = crossed
             && o.cover.is_empty()
         {
             o.seen = stamp;
@@ -3689,7 +3694,7 @@ fn process_orders(p: &mut PlanRt, pi: usize, sh: &mut Shared, reads: PlanReads) 
             sh.fill.on_place(o.side, l, q.bid, q.ask)
         } else if o.seen != stamp {
             o.seen = stamp;
-            sh.fill.on_book(o.side, o.limit, q.bid, q.ask)
+            crossed
         } else {
             None
         };

@@ -897,9 +897,10 @@ impl AuthorFlags {
     }
 
     /// `Err` with the coded usage line when flags were given that the author (`kind`,
-    /// named by `what`: `by a command`, `with --no-agent`) does not use: refused, as contradicting flags are, where they were
-    /// dropped without a word before 2026-12-06 (a Bus replayed after `--temperature 0
-    /// --model other` reported the recorded arm, as if it had been run again so).
+    /// named by `what`: `by a command`, `with --no-agent`) does not use: refused, as
+    /// contradicting flags are, where they were dropped without a word before 2026-12-06 (a
+    /// Bus replayed after `--temperature 0 --model other` reported the recorded arm, as if
+    /// it had been run again so).
     pub fn refuse_unused(&self, kind: FlagUser, what: &str) -> Result<(), String> {
         let unused = self.not_used_by(kind);
         if unused.is_empty() {
