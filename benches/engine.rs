@@ -39,8 +39,10 @@ fn stream(bytes: &[u8], doc: &Document) -> u64 {
         Bus::new(None),
     );
     e.arm_document(doc);
-    for ev in r {
-        e.on_event(&ev.expect("event"));
+    let mut r = r.peekable();
+    while let Some(ev) = r.next() {
+        let next = r.peek().map(|n| n.as_ref().expect("event").ts());
+        e.on_event_before(&ev.expect("event"), next);
     }
     e.finish().count()
 }
@@ -80,9 +82,7 @@ fn bench(c: &mut Criterion) {
                     Bus::new(None),
                 );
                 e.arm_document(&doc);
-                for ev in &events {
-                    e.on_event(ev);
-                }
+                e.on_events(&events);
                 e.finish().count()
             })
         });

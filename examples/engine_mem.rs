@@ -49,10 +49,16 @@ fn main() {
     );
     e.arm_document(&doc);
     let mut count = 0u64;
-    for ev in reader {
+    let mut reader = reader.peekable();
+    while let Some(ev) = reader.next() {
         match ev {
             Ok(ev) => {
-                e.on_event(&ev);
+                // The plans step once per instant, as `kestrel run` steps them.
+                let next = match reader.peek() {
+                    Some(Ok(n)) => Some(n.ts()),
+                    _ => None,
+                };
+                e.on_event_before(&ev, next);
                 count += 1;
             }
             Err(err) => {

@@ -2247,9 +2247,9 @@ fn the_plans_and_blotter_keep_every_figure_whole_at_160x48() {
     let text = s.join("\n");
     // The Blotter wraps a row rather than cut a price or a P&L: open P&L in $ and R, each
     // position's P&L and the latest fill's price.
-    assert!(has(&s, "open +$167.24 +0.17R"), "{text}");
-    assert!(has(&s, "open +$65.00"), "{text}");
-    assert!(has(&s, "@ 0.89"), "the latest fill's price:\n{text}");
+    assert!(has(&s, "open +$166.08 +0.17R"), "{text}");
+    assert!(has(&s, "open +$60.00"), "{text}");
+    assert!(has(&s, "@ 1.00"), "the latest fill's price:\n{text}");
     assert!(has(&s, "breakout +1 SPY 0dte 518.00 C"), "{text}");
 }
 

@@ -77,9 +77,8 @@ fn replay_with(tape: &[u8], plans: &str) -> Bus {
         Bus::new(None).keeping(),
     );
     e.arm_document(&doc);
-    for ev in r.by_ref() {
-        e.on_event(&ev.expect("event"));
-    }
+    let evs: Vec<_> = r.by_ref().map(|ev| ev.expect("event")).collect();
+    e.on_events(&evs);
     r.check_complete().expect("whole");
     e.finish()
 }
@@ -642,9 +641,8 @@ fn a_plan_replaced_before_the_open_stays_replaced_in_every_session() {
     );
     e.arm_document_as(&first, Some("person"));
     e.add_as(&fixed, Some("person"));
-    for ev in r.by_ref() {
-        e.on_event(&ev.expect("event"));
-    }
+    let evs: Vec<_> = r.by_ref().map(|ev| ev.expect("event")).collect();
+    e.on_events(&evs);
     let b = e.finish();
     let sessions = by_session(&b);
     assert_eq!(sessions.len(), 2);

@@ -460,6 +460,9 @@ pub struct Engine {
     closed: bool,
     /// `session-end` was written.
     ended: bool,
+    /// An event was applied whose instant has more events to come: the plans step after
+    /// the last of them ([`Engine::on_event_before`]).
+    step_owed: bool,
     tape_events: u64,
     wakes: Vec<WakeRt>,
     /// The owner of the document being armed (see [`Engine::arm_document_as`]).
@@ -644,6 +647,7 @@ impl Engine {
             pods: Vec::new(),
             closed: false,
             ended: false,
+            step_owed: false,
             tape_events: 0,
             wakes: Vec::new(),
             arming_owner: None,
@@ -1265,8 +1269,27 @@ impl Engine {
     }
 
     /// Feed one tape event: update the market, then step every live plan. Events after the
-    /// session close only update the market (the close settles first).
+    /// session close only update the market (the close settles first). A caller that
+    /// knows the next event's time steps the plans once per instant instead
+    /// ([`on_event_before`](Self::on_event_before)).
     pub fn on_event(&mut self, ev: &TapeEvent) {
+        self.on_event_before(ev, None);
+    }
+
+    /// Feed one tape event whose next event (if any) is at `next`: update the market, and
+    /// step every live plan once the instant is whole, that is unless `next` is this
+    /// event's own time. The events of one instant (an SPX print and an SPY print of the
+    /// same second) are one market state: a plan that fires on the first is priced on the
+    /// quotes of all of them, never on a quote that instant already replaced (docs/runtime.md,
+    /// "One instant, one step"). A step owed when an event of another instant (or the end)
+    /// comes instead is taken first.
+    pub fn on_event_before(&mut self, ev: &TapeEvent, next: Option<Ts>) {
+        if self.step_owed && (ev.ts() != self.sh.now || matches!(ev, TapeEvent::Session(_))) {
+            self.step_owed = false;
+            if !self.closed {
+                self.step();
+            }
+        }
         if let TapeEvent::Session(spec) = ev {
             self.start_session(spec);
             return;
@@ -1276,7 +1299,6 @@ impl Engine {
             self.close_session();
         }
         self.tape_events += 1;
-        self.sh.sym_events = 0;
         self.sh.ms.apply(ev);
         if ts > self.sh.now {
             self.sh.now = ts;
@@ -1295,9 +1317,25 @@ impl Engine {
             }
         }
         if self.closed {
+            self.sh.sym_events = 0;
             return;
         }
+        if next == Some(ts) {
+            self.step_owed = true;
+            return;
+        }
+        self.step_owed = false;
         self.step();
+    }
+
+    /// Feed a tape's events in order, the plans stepping once per instant
+    /// ([`on_event_before`](Self::on_event_before)).
+    pub fn on_events<'a>(&mut self, events: impl IntoIterator<Item = &'a TapeEvent>) {
+        let mut events = events.into_iter().peekable();
+        while let Some(ev) = events.next() {
+            let next = events.peek().map(|n| n.ts());
+            self.on_event_before(ev, next);
+        }
     }
 
     /// Count an event of `sym` (`tick`: 1 for a trade).
@@ -1331,6 +1369,7 @@ impl Engine {
             self.step_wakes();
         }
         self.mark_live();
+        self.sh.sym_events = 0;
     }
 
     /// Tell the slots which series no trigger that can be read now reads (`Slots::skip`):
@@ -2220,6 +2259,9 @@ impl Engine {
             return;
         }
         self.ended = true;
+        if std::mem::take(&mut self.step_owed) && !self.closed {
+            self.step();
+        }
         self.close_session();
         let ts = self.sh.now;
         self.sh.bus.emit(Event::SessionEnd {
@@ -2246,8 +2288,14 @@ where
     for d in docs {
         e.arm_document(d);
     }
-    for ev in events {
-        e.on_event(&ev?);
+    let mut events = events.into_iter().peekable();
+    while let Some(ev) = events.next() {
+        let ev = ev?;
+        let next = match events.peek() {
+            Some(Ok(n)) => Some(n.ts()),
+            _ => None,
+        };
+        e.on_event_before(&ev, next);
     }
     Ok(e.finish())
 }

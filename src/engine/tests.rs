@@ -1389,3 +1389,68 @@ mod prop {
         }
     }
 }
+
+/// The events of one instant are one market state: a plan whose signal prints first in a
+/// second is priced on its exec symbol's print of that same second, not on the one before
+/// (an SPX-signal plan bought SPY at the previous second's ask, and a round trip at one
+/// instant made money). Fed one event at a time with no look-ahead (`on_event`), it still
+/// steps at every event, and the stale price shows what the instant's step fixed.
+#[test]
+fn the_events_of_one_instant_are_one_market_state() {
+    let hdr = r#"{"type":"header","v":1,"name":"two","date":"2025-04-09","open":"09:30","close":"16:00","symbols":{"SPX":{"prior_close":5000.0},"SPY":{"prior_close":500.0}}}"#;
+    let mut t = String::from(hdr);
+    for (ts, spx, spy) in [
+        ("09:30:00", 5000.0, 500.0),
+        ("09:30:01", 5010.0, 501.0),
+        ("09:30:02", 5011.0, 501.5),
+    ] {
+        for (sym, px) in [("SPX", spx), ("SPY", spy)] {
+            t.push_str(&format!(
+                "\n{{\"type\":\"tick\",\"ts\":\"{ts}.000\",\"sym\":\"{sym}\",\"px\":{px:.2},\"sz\":10}}"
+            ));
+        }
+    }
+    t.push('\n');
+    let plans = "PLAN spx budget 1R ttl 15:00\n  USING signal SPX exec SPY\n  WHEN spot > 5005\n  DO buy 10 shares @ ask\n  EXIT spot > 0\n\n\
+                 PLAN spy budget 1R ttl 15:00\n  USING signal SPY exec SPY\n  WHEN spot > 500.5\n  DO buy 10 shares @ ask\n  EXIT spot > 0\n";
+    let (h, evs) = read_tape_bytes(t.as_bytes()).expect("tape");
+    let run = |whole: bool| {
+        let mut e = Engine::new(
+            &h,
+            EngineConfig::strict(Px(1000 * 10_000)),
+            Bus::new(None).keeping(),
+        );
+        e.arm_document(&doc(plans));
+        if whole {
+            e.on_events(&evs);
+        } else {
+            evs.iter().for_each(|ev| e.on_event(ev));
+        }
+        e.finish()
+    };
+    // Both plans fire at 09:30:01 and buy at SPY's ask of that second (501.00 + 0.01); the
+    // EXIT sells at the next instant's bid (501.50 - 0.01): +$4.80 each, the same plan on
+    // either signal.
+    let b = run(true);
+    assert_eq!(
+        fills(&b),
+        vec![
+            f("spx", BusSide::Buy, 10, "501.01", "09:30:01"),
+            f("spy", BusSide::Buy, 10, "501.01", "09:30:01"),
+            f("spx", BusSide::Sell, 10, "501.49", "09:30:02"),
+            f("spy", BusSide::Sell, 10, "501.49", "09:30:02"),
+        ]
+    );
+    assert_eq!(pnl(&b, "spx"), "4.80");
+    assert_eq!(pnl(&b, "spy"), pnl(&b, "spx"));
+    // Stepped at every event: the SPX print fires `spx` on SPY's quote of 09:30:00, and its
+    // EXIT sells at 09:30:01's SPY bid once that prints, in the same second (+$9.80).
+    let b = run(false);
+    assert_eq!(
+        fills(&b)[..2],
+        [
+            f("spx", BusSide::Buy, 10, "500.01", "09:30:01"),
+            f("spx", BusSide::Sell, 10, "500.99", "09:30:01"),
+        ]
+    );
+}

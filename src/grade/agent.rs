@@ -301,8 +301,8 @@ pub fn replay(
         s.seat_desk(persons)
             .map_err(|e| GradeError::new("GRADE", format!("{}: {e}", agent.path)))?;
     }
-    for ev in events {
-        s.feed(ev);
+    for (i, ev) in events.iter().enumerate() {
+        s.feed(ev, events.get(i + 1).map(TapeEvent::ts));
     }
     Ok(s.finish())
 }

@@ -1128,7 +1128,7 @@ fn replay_sched(
     }
     // Stop once every plan is closed and nothing is left to arm: nothing later can change a
     // fill or a P&L (the results read only those from the Blotter).
-    for ev in events {
+    for (i, ev) in events.iter().enumerate() {
         while let Some((Some(t), d)) = sched.get(next) {
             if *t >= ev.ts() {
                 break;
@@ -1139,7 +1139,7 @@ fn replay_sched(
         if next == sched.len() && e.all_plans_closed() {
             break;
         }
-        e.on_event(ev);
+        e.on_event_before(ev, events.get(i + 1).map(TapeEvent::ts));
     }
     Ok(e.finish())
 }
@@ -2099,9 +2099,7 @@ mod tests {
                 let early = replay(&h, &evs, d, "strict-cross-v1", r, false).unwrap();
                 let mut e = Engine::new(&h, EngineConfig::strict(r), Bus::new(None));
                 e.arm_document(d);
-                for ev in &evs {
-                    e.on_event(ev);
-                }
+                e.on_events(&evs);
                 let full = e.finish();
                 assert_eq!(
                     results_of(early.blotter(), l),

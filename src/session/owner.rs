@@ -1368,9 +1368,10 @@ impl Session {
     }
 
     /// Apply one tape event the caller holds (`kestrel grade` feeds perturbed copies of a
-    /// tape's events), asking the author at the wakes it fires.
-    pub fn feed(&mut self, ev: &TapeEvent) {
-        let fired = self.run.feed(ev);
+    /// tape's events), whose next event is at `next` (`None`: the last), asking the author
+    /// at the wakes it fires (the plans step once per instant: [`Run::feed`]).
+    pub fn feed(&mut self, ev: &TapeEvent, next: Option<Ts>) {
+        let fired = self.run.feed(ev, next);
         self.on_event(ev, fired);
     }
 

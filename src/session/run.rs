@@ -79,6 +79,8 @@ pub struct Run<R: BufRead> {
     done: bool,
     /// The next tape event, read ahead by [`Run::peek_ts`].
     next: Option<TapeEvent>,
+    /// The refusal of the line read ahead (it stands: every later read gives it again).
+    bad: Option<TapeError>,
     /// The owner the author's acts carry where the book is shared (the desk: `agent`);
     /// `None` in a headless run with one author, whose supersede replaces the whole book.
     author_owner: Option<String>,
@@ -218,6 +220,7 @@ impl<R: BufRead> Run<R> {
             awaiting: None,
             done: false,
             next: None,
+            bad: None,
             author_owner: None,
             plan_meta: BTreeMap::new(),
             turn_log: Vec::new(),
@@ -236,9 +239,10 @@ impl<R: BufRead> Run<R> {
         &self.tape
     }
 
-    /// Is the tape finished?
+    /// Is the tape finished: every event applied, and the tape whole (a refusal read ahead
+    /// is still to be given by the next step)?
     pub fn is_done(&self) -> bool {
-        self.done
+        self.done && self.next.is_none() && self.bad.is_none()
     }
 
     /// The standing book's names (for the router's scope).
@@ -258,14 +262,34 @@ impl<R: BufRead> Run<R> {
     }
 
     /// The time of the next tape event (`None` at the end of the tape), read ahead.
+    #[inline]
     pub fn peek_ts(&mut self) -> Result<Option<Ts>, TapeError> {
+        match &self.next {
+            Some(ev) => Ok(Some(ev.ts())),
+            None => self.read_ahead(),
+        }
+    }
+
+    /// [`peek_ts`](Self::peek_ts) with no event read ahead: read the next line (or give the
+    /// refusal that stands).
+    fn read_ahead(&mut self) -> Result<Option<Ts>, TapeError> {
+        if let Some(e) = &self.bad {
+            return Err(e.clone());
+        }
         if self.next.is_none() && !self.done {
             match self.reader.next() {
-                Some(ev) => self.next = Some(ev?),
+                Some(Ok(ev)) => self.next = Some(ev),
+                Some(Err(e)) => {
+                    self.bad = Some(e.clone());
+                    return Err(e);
+                }
                 None => {
                     self.done = true;
                     // A tape cut short is refused, not run (and settled) as a whole session.
-                    self.reader.check_complete()?;
+                    if let Err(e) = self.reader.check_complete() {
+                        self.bad = Some(e.clone());
+                        return Err(e);
+                    }
                 }
             }
         }
@@ -285,7 +309,10 @@ impl<R: BufRead> Run<R> {
         let Some(ev) = self.next.take() else {
             return Ok(None);
         };
-        let fired = self.feed(&ev);
+        // The next event's time, read ahead: the plans step once the instant is whole. A
+        // bad next line steps this instant now; its refusal comes at the next call.
+        let next = self.peek_ts().ok().flatten();
+        let fired = self.feed(&ev, next);
         Ok(Some((ev, fired)))
     }
 
@@ -394,9 +421,12 @@ impl<R: BufRead> Run<R> {
         &self.notices
     }
 
-    /// Advance by one tape event given by the caller (a driver that reads the tape itself,
-    /// like the desk); returns the wakes that fired on it, as [`Run::step`] does.
-    pub fn feed(&mut self, ev: &TapeEvent) -> Vec<FiredWake> {
+    /// Advance by one tape event given by the caller (`kestrel grade` feeds perturbed
+    /// copies of a tape's events), whose next event is at `next` (`None`: the last); returns
+    /// the wakes that fired on it, as [`Run::step`] does. The plans and WAKEs step once per
+    /// instant, after its last event ([`Engine::on_event_before`]): an event with more at
+    /// its time fires nothing.
+    pub fn feed(&mut self, ev: &TapeEvent, next: Option<Ts>) -> Vec<FiredWake> {
         if let TapeEvent::Session(_) = ev {
             self.next_session(ev);
             return Vec::new();
@@ -412,8 +442,11 @@ impl<R: BufRead> Run<R> {
         if let TapeEvent::Tick(t) = ev {
             self.bars.apply(t);
         }
-        self.engine.on_event(ev);
+        self.engine.on_event_before(ev, next);
         let mut fired = Vec::new();
+        if next == Some(ev.ts()) {
+            return fired;
+        }
         if self.open_wake && !self.opened && self.open_ready(ev.ts()) {
             self.opened = true;
             fired.push(FiredWake {
