@@ -729,6 +729,69 @@ fn a_cut_tape_is_refused_by_the_agent_run_loop_too() {
     assert!(e.to_string().contains("ends-early"), "{e}");
 }
 
+/// `Run::run` (the loop an author drives) refuses the cut tape too: the read-ahead that finds
+/// the cut does not end the loop as if the tape were whole.
+#[test]
+fn a_cut_tape_is_refused_by_run_to_the_end() {
+    let text = std::fs::read_to_string("tapes/trend-2025-04-09-s1.jsonl").expect("tape");
+    let cut: String = text.lines().take(2000).map(|l| format!("{l}\n")).collect();
+    let reader = kestrel_desk::market::TapeReader::new(cut.as_bytes()).expect("tape");
+    let s = Run::new(reader, cfg(), &[], Bus::new(None)).expect("session");
+    let mut author = session::scripted("script", vec![]);
+    let e = s.run(&mut author).expect_err("a cut tape is refused");
+    assert!(e.to_string().contains("ends-early"), "{e}");
+}
+
+/// A refused line after the first print of an instant: that print is applied, but the plans
+/// do not step on half an instant (a plan on SPX would buy SPY at the second before's quote);
+/// the refusal comes next, naming the line, and the Bus has no fire.
+#[test]
+fn a_refused_line_inside_an_instant_leaves_it_unstepped() {
+    let text = std::fs::read_to_string("tapes/trend-2025-04-09-s1.jsonl").expect("tape");
+    let mut lines: Vec<String> = text.lines().take(5).map(str::to_string).collect();
+    // Lines 4 and 5: the SPX and SPY prints of 09:30:01. The SPY one is broken.
+    assert!(
+        lines[3].contains("\"SPX\"") && lines[3].contains("09:30:01"),
+        "{}",
+        lines[3]
+    );
+    lines[4] = lines[4].replace("\"px\":", "\"px\":\"x");
+    let cut: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let reader = kestrel_desk::market::TapeReader::new(cut.as_bytes()).expect("tape");
+    let plan = kestrel_desk::lang::check(
+        "PLAN spx budget 1R ttl 15:00\n  USING signal SPX exec SPY\n  WHEN spot > 5161\n  DO buy 10 shares @ ask\n",
+        kestrel_desk::lang::Mode::File,
+    )
+    .expect("plan");
+    let mut s = Run::new(reader, cfg(), &[plan], Bus::new(None).keeping()).expect("session");
+    let mut steps = 0;
+    let e = loop {
+        match s.step() {
+            Ok(_) => steps += 1,
+            Err(e) => break e,
+        }
+        assert!(steps < 10, "the refusal never came");
+    };
+    assert!(e.to_string().contains("line=5"), "{e}");
+    // SPX prints 5160.04 at 09:30:00 and 5161.95 at 09:30:01: the plan could fire only on
+    // 09:30:01's SPX print, which is applied (the market has it) but never stepped, even at
+    // the close the caller takes after the refusal.
+    assert!(
+        s.engine
+            .market()
+            .spot("SPX")
+            .is_some_and(|p| p.to_f64() > 5161.0)
+    );
+    let bus = s.finish();
+    let fired: Vec<String> = bus
+        .events()
+        .iter()
+        .filter(|e| matches!(e, kestrel_desk::bus::Event::PlanFired { .. }))
+        .map(|e| String::from_utf8(kestrel_desk::bus::canonical_line(e)).expect("utf8"))
+        .collect();
+    assert!(fired.is_empty(), "{fired:?}");
+}
+
 /// Run the CLI with `stdin`; (exit code, stderr, wall time). Killed (and the test failed)
 /// past `limit`: a reader that never stops would otherwise take the machine's memory.
 fn kestrel_within(args: &[&str], stdin: Stdio, limit: Duration) -> (i32, String, Duration) {

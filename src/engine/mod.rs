@@ -438,8 +438,10 @@ struct Shared {
     arm_warnings: Vec<ArmWarning>,
 }
 
-/// The tick engine. Drive it with [`Engine::on_event`] for each tape event and close it with
-/// [`Engine::finish`]; or use [`replay`].
+/// The tick engine. Drive it with [`Engine::on_event_before`] for each tape event (or
+/// [`Engine::on_events`] for a slice), so the plans step once per instant, and close it with
+/// [`Engine::finish`]; or use [`replay`]. [`Engine::on_event`] steps at every event (no
+/// look-ahead: an SPX print steps before the same second's SPY print is read).
 pub struct Engine {
     sh: Shared,
     plans: Vec<PlanRt>,
@@ -1326,6 +1328,13 @@ impl Engine {
         }
         self.step_owed = false;
         self.step();
+    }
+
+    /// Drop a step owed to an instant that will not be whole: the tape was refused after
+    /// one of its events ([`on_event_before`](Self::on_event_before)). Its events stand in
+    /// the market; no plan acts on them.
+    pub fn drop_owed_step(&mut self) {
+        self.step_owed = false;
     }
 
     /// Feed a tape's events in order, the plans stepping once per instant

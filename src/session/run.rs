@@ -274,6 +274,9 @@ impl<R: BufRead> Run<R> {
     /// refusal that stands).
     fn read_ahead(&mut self) -> Result<Option<Ts>, TapeError> {
         if let Some(e) = &self.bad {
+            // The instant the refused line would have ended is not whole: it never steps
+            // (its events stand in the market; no plan acts on half an instant).
+            self.engine.drop_owed_step();
             return Err(e.clone());
         }
         if self.next.is_none() && !self.done {
@@ -309,9 +312,10 @@ impl<R: BufRead> Run<R> {
         let Some(ev) = self.next.take() else {
             return Ok(None);
         };
-        // The next event's time, read ahead: the plans step once the instant is whole. A
-        // bad next line steps this instant now; its refusal comes at the next call.
-        let next = self.peek_ts().ok().flatten();
+        // The next event's time, read ahead: the plans step once the instant is whole. After
+        // this event comes a refused line: the step is owed, and the refusal, given at the
+        // next call, drops it (the instant is not known to be whole).
+        let next = self.peek_ts().unwrap_or(Some(ev.ts()));
         let fired = self.feed(&ev, next);
         Ok(Some((ev, fired)))
     }
@@ -1018,7 +1022,7 @@ impl<R: BufRead> Run<R> {
 
     /// Run to the end of the tape with an author; returns the Bus.
     pub fn run(mut self, author: &mut dyn TurnSource) -> Result<Bus, TapeError> {
-        while !self.done {
+        while !self.is_done() {
             let fired = self.step()?;
             for w in &fired {
                 self.wake(w, author);
