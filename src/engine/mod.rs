@@ -434,6 +434,11 @@ struct Shared {
     /// The symbols (bits by index in `syms`, from 63 on sharing bit 63) with an event at
     /// this tape event: what wakes a plan asleep on its resting orders (`Sched::sleep`).
     sym_events: u64,
+    /// Orders resting per symbol (by index in `syms`), and the symbols with any (bits as in
+    /// `sym_events`): a print with more of its instant to come looks at resting orders only
+    /// where its symbol has some ([`Engine::meet_print`]).
+    resting_on: Vec<u32>,
+    resting_syms: u64,
     /// The warnings at arming not yet taken ([`Engine::take_arm_warnings`]): not on the Bus.
     arm_warnings: Vec<ArmWarning>,
 }
@@ -632,6 +637,8 @@ impl Engine {
                 live_stale: true,
                 live_moved: true,
                 sym_events: 0,
+                resting_on: vec![0; header.symbols.len()],
+                resting_syms: 0,
                 mvals: Vec::new(),
                 pvals: Vec::new(),
                 gate: cfg.regime_gate.then(|| header.tags.clone()),
@@ -1324,10 +1331,58 @@ impl Engine {
         }
         if next == Some(ts) {
             self.step_owed = true;
+            if self.sh.sym_events & self.sh.resting_syms != 0 {
+                self.meet_print();
+            }
             return;
         }
         self.step_owed = false;
         self.step();
+    }
+
+    /// A print with more of its instant to come: every resting order whose book it moved
+    /// meets that book now (RUNTIME.md §4: a resting buy at L fills at L on the first tick
+    /// whose ask is strictly below L), so a cross that a later print of the same instant
+    /// undoes still fills, as a venue would have matched it. Nothing else of the plan moves
+    /// until the instant's step (its TP, EXITs, re-prices and state read the whole
+    /// instant); a fill here makes that step a full one for every plan. On the bundled
+    /// tapes (one print per symbol per instant) no order's book moves before the instant's
+    /// last print, and this finds nothing.
+    #[cold]
+    #[inline(never)]
+    fn meet_print(&mut self) {
+        let mut filled = false;
+        for i in 0..self.plans.len() {
+            let mut k = 0;
+            while k < self.plans[i].orders.len() {
+                let o = &self.plans[i].orders[k];
+                let inst = o.inst;
+                if !o.cover.is_empty() || o.seen == WAITED || o.seen == sym_version(&self.sh, inst)
+                {
+                    k += 1;
+                    continue;
+                }
+                let Some(q) = quote(&mut self.sh, inst) else {
+                    k += 1;
+                    continue;
+                };
+                let o = &self.plans[i].orders[k];
+                let Some(px) = self.sh.fill.on_book(o.side, o.limit, q.bid, q.ask) else {
+                    k += 1;
+                    continue;
+                };
+                if self.plans[i].quiet {
+                    self.leave_quiet(i);
+                }
+                let o = self.plans[i].orders.remove(k);
+                unrest(&mut self.sh, &o);
+                do_fill(&mut self.plans[i], i, &mut self.sh, o, px);
+                filled = true;
+            }
+        }
+        if filled {
+            self.sh.plans_changed();
+        }
     }
 
     /// Drop a step owed to an instant that will not be whole: the tape was refused after
@@ -3175,10 +3230,31 @@ fn price_covered(p: &mut PlanRt, pi: usize, sh: &mut Shared, k: usize) -> bool {
     match sh.fill.on_place(o.side, o.limit, q.bid, q.ask) {
         Some(px) => {
             let o = p.orders.remove(k);
+            unrest(sh, &o);
             do_fill(p, pi, sh, o, px);
             true
         }
         None => false,
+    }
+}
+
+/// Count an order now resting on its symbol (`Shared::resting_on`).
+fn rest(sh: &mut Shared, o: &Order) {
+    let i = sh.insts[o.inst].sym_i;
+    if let Some(n) = sh.resting_on.get_mut(i) {
+        *n += 1;
+        sh.resting_syms |= 1u64 << i.min(63);
+    }
+}
+
+/// An order taken off the book (filled, cancelled): no longer counted on its symbol.
+fn unrest(sh: &mut Shared, o: &Order) {
+    let i = sh.insts[o.inst].sym_i;
+    if let Some(n) = sh.resting_on.get_mut(i) {
+        *n = n.saturating_sub(1);
+        if *n == 0 && i < 63 {
+            sh.resting_syms &= !(1u64 << i);
+        }
     }
 }
 
@@ -3336,6 +3412,7 @@ fn refit(p: &mut PlanRt, sh: &mut Shared, k: usize, limit: Px, option: bool, why
             order: Some(id),
         });
         let o = p.orders.remove(k);
+        unrest(sh, &o);
         release(p, sh, &o);
         sh.bus.emit(Event::OrderCancelled {
             ts: sh.now,
@@ -3527,12 +3604,16 @@ fn place(
         assumed_stop,
     };
     if !o.cover.is_empty() {
+        rest(sh, &o);
         p.orders.push(o);
         return;
     }
     match q.and_then(|q| sh.fill.on_place(side, limit, q.bid, q.ask)) {
         Some(px) => do_fill(p, pi, sh, o, px),
-        None => p.orders.push(o),
+        None => {
+            rest(sh, &o);
+            p.orders.push(o);
+        }
     }
 }
 
@@ -3631,6 +3712,7 @@ fn cancel_where(p: &mut PlanRt, sh: &mut Shared, which: impl Fn(&Order) -> bool,
     while k < p.orders.len() {
         if which(&p.orders[k]) {
             let o = p.orders.remove(k);
+            unrest(sh, &o);
             release(p, sh, &o);
             sh.bus.emit(Event::OrderCancelled {
                 ts: sh.now,
@@ -3667,6 +3749,7 @@ fn process_orders(p: &mut PlanRt, pi: usize, sh: &mut Shared, reads: PlanReads) 
         if cancel {
             stands = false;
             let o = p.orders.remove(k);
+            unrest(sh, &o);
             release(p, sh, &o);
             sh.bus.emit(Event::OrderCancelled {
                 ts: sh.now,
@@ -3707,6 +3790,7 @@ fn process_orders(p: &mut PlanRt, pi: usize, sh: &mut Shared, reads: PlanReads) 
             o.seen = stamp;
             stands = false;
             let o = p.orders.remove(k);
+            unrest(sh, &o);
             do_fill(p, pi, sh, o, px);
             continue;
         }
@@ -3760,6 +3844,7 @@ fn process_orders(p: &mut PlanRt, pi: usize, sh: &mut Shared, reads: PlanReads) 
         {
             stands = false;
             let o = p.orders.remove(k);
+            unrest(sh, &o);
             do_fill(p, pi, sh, o, px);
             continue;
         }

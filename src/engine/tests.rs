@@ -1454,3 +1454,56 @@ fn the_events_of_one_instant_are_one_market_state() {
         ]
     );
 }
+
+/// Two prints of one symbol in one instant: a resting order meets the book each of them
+/// leaves (RUNTIME.md §4, "the first tick whose ask is strictly below L"), so a cross that
+/// the instant's second print undoes fills, at the limit, at that instant; the plan's state
+/// moves at the instant's step. An order placed at the instant's step is priced on its last
+/// print.
+#[test]
+fn a_resting_order_meets_every_print_of_its_instant() {
+    // Limit 99.50. 09:30:02 prints 99.40 (ask 99.41: crosses) then 99.70 (ask 99.71).
+    let t = tape(
+        HDR_SH,
+        &[
+            ("09:30:00", 100.0),
+            ("09:30:01", 99.80),
+            ("09:30:02", 99.40),
+            ("09:30:02", 99.70),
+            ("09:30:03", 99.80),
+        ],
+    );
+    let plans = "PLAN dip budget 1R ttl +10m\n  WHEN spot > 0\n  DO buy 10 shares @ 99.50\n";
+    let (h, evs) = read_tape_bytes(t.as_bytes()).expect("tape");
+    let mut e = Engine::new(
+        &h,
+        EngineConfig::strict(Px(1000 * 10_000)),
+        Bus::new(None).keeping(),
+    );
+    e.arm_document(&doc(plans));
+    e.on_events(&evs);
+    let b = e.finish();
+    assert_eq!(fills(&b), vec![f("dip", Buy, 10, "99.50", "09:30:02")]);
+    // Marked at the close's last print, 99.80: 10 * 0.30.
+    assert_eq!(pnl(&b, "dip"), "3.00");
+    let st: Vec<PlanState> = states(&b, "dip").into_iter().map(|s| s.0).collect();
+    assert_eq!(
+        st,
+        vec![
+            PlanState::Armed,
+            PlanState::Fired,
+            PlanState::Resting,
+            PlanState::Filled,
+            PlanState::Done
+        ]
+    );
+    // The same prints one instant apart: the cross fills as well (the reference).
+    let t2 = t.replacen(
+        "09:30:02.000\",\"sym\":\"SPY\",\"px\":99.70",
+        "09:30:02.500\",\"sym\":\"SPY\",\"px\":99.70",
+        1,
+    );
+    assert_ne!(t, t2);
+    let b2 = run(&t2, plans, 1000);
+    assert_eq!(fills(&b2), fills(&b));
+}
