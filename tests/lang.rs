@@ -918,3 +918,50 @@ fn a_plan_only_its_own_arm_cycle_arms_is_refused() {
     scope.plans.insert("a".into());
     lang::check_in_scope(&plan("a", &["a"]), Mode::Turn, &scope).expect("the book may arm it");
 }
+
+/// A broken PLAN (or VIEW, GRADE) head does not hide its body: each broken clause under it
+/// is reported too, one error per line, so a person fixing the head does not meet the next
+/// errors one round later. A body under a head that is no statement is skipped as before.
+#[test]
+fn a_broken_head_still_reports_its_broken_clauses() {
+    let lines_of = |src: &str| -> Vec<(usize, Rule)> {
+        match lang::check(src, Mode::File) {
+            Ok(_) => panic!("accepted:\n{src}"),
+            Err(e) => e.iter().map(|d| (d.line, d.rule)).collect(),
+        }
+    };
+    // The finding's document: `budget 0.1` (no R), then `@ market` and `TP 1%` under it.
+    let src = "PLAN a budget 0.1 ttl 15:00\n  WHEN spot > hod\n  DO buy 1 ATM C @ market\n  TP 1% @ fair\nPLAN b budget 0.1R ttl 15:00\n  WHEN spot > hod\n  DO buy 1 ATM C @ market\n";
+    assert_eq!(
+        lines_of(src),
+        vec![
+            (1, Rule::Syntax),
+            (3, Rule::ReservedWord),
+            (4, Rule::Syntax),
+            (7, Rule::ReservedWord),
+        ]
+    );
+    // Its good clauses add nothing; fixing the head leaves exactly the body's errors.
+    let fixed = src.replacen("budget 0.1 ", "budget 0.1R ", 1);
+    assert_eq!(
+        lines_of(&fixed),
+        vec![
+            (3, Rule::ReservedWord),
+            (4, Rule::Syntax),
+            (7, Rule::ReservedWord)
+        ]
+    );
+    // A VIEW's panes likewise.
+    let view = "VIEW v budget x\n  levels\n  nonsense-pane\n";
+    let got = lines_of(view);
+    assert_eq!(
+        got.iter().map(|g| g.0).collect::<Vec<_>>(),
+        vec![1, 3],
+        "{got:?}"
+    );
+    // An unknown head: its indented lines are not read as any body.
+    assert_eq!(
+        lines_of("PLN a budget 0.1R ttl 15:00\n  WHEN spot > hod\n  DO buy 1 ATM C @ market\n"),
+        vec![(1, Rule::Syntax)]
+    );
+}

@@ -3370,6 +3370,24 @@ enum Open {
     Flat(&'static str),
     /// The head line failed to parse: skip its body.
     Broken,
+    /// A head line that failed to parse but names a statement with a body (`PLAN`, `VIEW`,
+    /// `SHOW VIEW`, `GRADE`): its body lines are still read, so each broken one is reported
+    /// with the head (the document is refused either way), where a person fixing the head
+    /// would otherwise meet them one round later.
+    BrokenBody(Body),
+}
+
+/// The body a statement head that failed to parse would have had, by its first words
+/// (`PLAN`, `VIEW`, `SHOW VIEW`, `GRADE`, as written); `None` for any other line.
+fn broken_head_body(code: &str) -> Option<Body> {
+    let mut words = code.split_ascii_whitespace();
+    match words.next()? {
+        "PLAN" => Some(Body::Clauses),
+        "VIEW" => Some(Body::Panes),
+        "SHOW" if words.next() == Some("VIEW") => Some(Body::Panes),
+        "GRADE" => Some(Body::GradeClauses),
+        _ => None,
+    }
 }
 
 /// The UTF-8 byte-order mark, refused at the start of a document.
@@ -3556,7 +3574,10 @@ pub(crate) fn parse_statements(
                     cur = Some(st);
                 }
                 Err(e) => {
-                    open = Open::Broken;
+                    open = match broken_head_body(&code[indent.len()..]) {
+                        Some(b) => Open::BrokenBody(b),
+                        None => Open::Broken,
+                    };
                     pending.clear();
                     err(&mut errors, into_perr(e, &input));
                 }
@@ -3633,6 +3654,19 @@ pub(crate) fn parse_statements(
                 Err(e) => err(&mut errors, into_perr(e, &input)),
             },
             (Open::Broken, _) => {}
+            (Open::BrokenBody(b), _) => {
+                // Read for its errors only: the statement above was refused.
+                let res = match b {
+                    Body::Clauses => clause().parse(&mut input).map(drop),
+                    Body::Panes => pane().parse(&mut input).map(drop),
+                    Body::GradeClauses => grade_clause().parse(&mut input).map(drop),
+                    Body::Flat => Ok(()),
+                };
+                pending.clear();
+                if let Err(e) = res {
+                    err(&mut errors, into_perr(e, &input));
+                }
+            }
             (Open::Flat(kw), _) => {
                 let kw = *kw;
                 err(
