@@ -2025,3 +2025,44 @@ fn a_subject_that_could_not_arm_is_warned_about() {
     );
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A saved Bus or a document among `--tapes` is named for what it is, with what to do
+/// (`code=USAGE`, exit 1), as `run --tape` names it: before 2026-12-06 grade said
+/// `code=TAPE … bad-header: the first line must be the header, got type "session-start"`.
+#[test]
+fn a_file_of_another_kind_among_the_tapes_is_named() {
+    let d = tmp("wrong-kind");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    std::fs::write(
+        d.join("g.kestrel"),
+        std::fs::read(root.join("examples/grade.kestrel")).unwrap(),
+    )
+    .unwrap();
+    std::fs::create_dir_all(d.join("tapes")).unwrap();
+    let (code, _, err) = kestrel(
+        &[
+            "run",
+            "--tape",
+            &root
+                .join("tapes/trend-2025-04-09-s1.jsonl")
+                .display()
+                .to_string(),
+            "--plans",
+            &root.join("examples/run-desk.kestrel").display().to_string(),
+            "--bus",
+            "tapes/s.jsonl",
+        ],
+        &d,
+    );
+    assert_eq!(code, 0, "{err}");
+    let (code, stdout, err) = kestrel(
+        &["grade", "g.kestrel", "--tapes", "tapes", "--draws", "1"],
+        &d,
+    );
+    assert_eq!((code, stdout.as_str()), (1, ""), "{err}");
+    assert!(
+        err.starts_with("error code=USAGE message=tapes/s.jsonl is a saved Bus (a session's event log), not a tape: replay it with kestrel agent --author tapes/s.jsonl"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
