@@ -1507,3 +1507,55 @@ fn a_resting_order_meets_every_print_of_its_instant() {
     let b2 = run(&t2, plans, 1000);
     assert_eq!(fills(&b2), fills(&b));
 }
+
+/// Where every instant holds one event, stepping once per instant is stepping at every
+/// event: the same Bus, byte for byte. The bundled tapes, with each event of a second moved
+/// to its own millisecond (SPX, then SPY one millisecond later, then an iv or a headline),
+/// under the busy synthetic plans and the README's desk plans.
+#[test]
+fn one_event_instants_step_as_every_event_did() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let desk = std::fs::read_to_string(root.join("examples/run-desk.kestrel")).expect("plans");
+    for t in ["trend-2025-04-09-s1", "shock-2025-04-09-s7"] {
+        let text = std::fs::read_to_string(root.join(format!("tapes/{t}.jsonl"))).expect("tape");
+        // The k-th event of a second (SPX, SPY, an iv or a headline) moves to millisecond k.
+        let mut second = String::new();
+        let mut k = 0;
+        let apart: String = text
+            .lines()
+            .map(|l| {
+                let Some(at) = l.find("\"ts\":\"") else {
+                    return format!("{l}\n");
+                };
+                let hms = &l[at + 6..at + 14];
+                k = if hms == second { k + 1 } else { 0 };
+                second = hms.to_string();
+                format!("{}{:03}{}\n", &l[..at + 15], k, &l[at + 18..])
+            })
+            .collect();
+        let (h, evs) = read_tape_bytes(apart.as_bytes()).expect("tape");
+        assert!(
+            evs.windows(2).all(|w| w[0].ts() != w[1].ts()),
+            "{t}: an instant with two events"
+        );
+        for plans in [synthetic_plans(10), desk.clone()] {
+            let run = |whole: bool| {
+                let mut e = Engine::new(
+                    &h,
+                    EngineConfig::strict(Px(1000 * 10_000)),
+                    Bus::new(None).keeping(),
+                );
+                e.arm_document(&doc(&plans));
+                if whole {
+                    e.on_events(&evs);
+                } else {
+                    evs.iter().for_each(|ev| e.on_event(ev));
+                }
+                e.finish()
+            };
+            let (a, b) = (run(true), run(false));
+            assert!(count(&a, |e| matches!(e, Event::Fill { .. })) > 0, "{t}");
+            assert_eq!(a.hash_hex(), b.hash_hex(), "{t}");
+        }
+    }
+}
