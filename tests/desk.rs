@@ -6339,3 +6339,48 @@ fn the_desk_refuses_author_flags_its_agent_does_not_use() {
         assert!(desk::desk_agent(&args(ok)).is_ok(), "{ok:?}");
     }
 }
+
+/// An agent's answer warns of what arming it found (a strike far from spot, a ttl already
+/// past) on its notice, as a person's submit does: until 2026-12-06 an agent's warnings were
+/// dropped at the desk (the headless `agent` said them).
+#[test]
+fn an_agents_answer_warns_of_a_strike_far_from_spot() {
+    let dir = std::env::temp_dir().join(format!("kestrel-agent-warn-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = dir.join("far.jsonl");
+    let reply = "PLAN far budget 0.1R ttl 15:00\n  USING signal SPX exec SPY 0dte\n  WHEN spot > 100000\n  DO buy 1 700 C @ fair\n";
+    std::fs::write(
+        &script,
+        format!("{}\n", serde_json::json!({"wake": "open", "reply": reply})),
+    )
+    .unwrap();
+    let session = desk::open_session(
+        &args(&[
+            "kestrel",
+            "--no-save",
+            "--author",
+            &script.display().to_string(),
+        ]),
+        None,
+    )
+    .unwrap();
+    let (themes, keys, _) = desk::load_config(None);
+    let mut app = App::new(SessionHandle::inline(session), themes, keys);
+    app.send(Command::Seek(ms(9, 31, 0)));
+    app.tick();
+    let warned: Vec<&str> = app
+        .snap
+        .notices
+        .iter()
+        .filter(|n| n.level == NoticeLevel::Warn)
+        .map(|n| n.text.as_str())
+        .collect();
+    assert!(
+        warned
+            .iter()
+            .any(|t| t.contains("supersede") && t.contains("far: ") && t.contains("spot")),
+        "{:?}",
+        app.snap.notices
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

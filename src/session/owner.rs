@@ -2840,9 +2840,24 @@ impl Session {
                     (_, level) => level,
                 };
                 let logged = self.run.turn_log().len();
+                // What arming its document warns of (a ttl already past, a strike far from
+                // spot) is said on its notice, as on a person's submit (until 2026-12-06 an
+                // agent's warnings were dropped at the desk).
+                drop(self.run.engine.take_arm_warnings());
                 if let Some((ask, ctx)) = self.run.resolve(now, run.clone()) {
                     self.call(ask, ctx);
                 }
+                let warned: String = self
+                    .run
+                    .engine
+                    .take_arm_warnings()
+                    .iter()
+                    .map(|w| format!("; {}: {}", w.plan, w.message))
+                    .collect();
+                let level = match level {
+                    NoticeLevel::Info if !warned.is_empty() => NoticeLevel::Warn,
+                    l => l,
+                };
                 // A supersede whose plans the engine left out (a name of the person's live
                 // plans) says what it armed and why not: it read `supersede` until
                 // 2026-12-06, as if it armed.
@@ -2880,7 +2895,7 @@ impl Session {
                     self.notice_at(
                         level,
                         format!(
-                            "{name}: {}{unproposed}{late}",
+                            "{name}: {}{warned}{unproposed}{late}",
                             said.trim_start_matches("answered: ")
                         ),
                     );
@@ -3073,9 +3088,18 @@ impl Session {
                 Seat::Script(src) if !chair.hold => {
                     let before = self.run.turn_log().len();
                     let name = chair.agent.name();
+                    drop(self.run.engine.take_arm_warnings());
                     self.run.wake(w, src.as_mut());
+                    // What arming its documents warns of, said on the last notice.
+                    let warned: String = self
+                        .run
+                        .engine
+                        .take_arm_warnings()
+                        .iter()
+                        .map(|w| format!("; {}: {}", w.plan, w.message))
+                        .collect();
                     if !self.replaying {
-                        let said: Vec<(NoticeLevel, String)> = self.run.turn_log()[before..]
+                        let mut said: Vec<(NoticeLevel, String)> = self.run.turn_log()[before..]
                             .iter()
                             .filter_map(|e| {
                                 Some((e.turn.as_ref()?, e.failure.as_ref(), e.refused.as_deref()))
@@ -3106,6 +3130,14 @@ impl Session {
                                 ),
                             })
                             .collect();
+                        if let Some((level, text)) = said.last_mut()
+                            && !warned.is_empty()
+                        {
+                            text.push_str(&warned);
+                            if *level == NoticeLevel::Info {
+                                *level = NoticeLevel::Warn;
+                            }
+                        }
                         for (level, text) in said {
                             self.notice_at(level, text);
                         }
