@@ -2061,7 +2061,7 @@ fn a_file_of_another_kind_among_the_tapes_is_named() {
     );
     assert_eq!((code, stdout.as_str()), (1, ""), "{err}");
     assert!(
-        err.starts_with("error code=USAGE message=tapes/s.jsonl is a saved Bus (a session's event log), not a tape: replay it with kestrel agent --author tapes/s.jsonl"),
+        err.starts_with("error code=USAGE message=tapes/s.jsonl is a saved Bus (a session's event log), not a tape: it records a run with no author's turn (as kestrel run --bus writes one): run its plans again with kestrel run --tape trend-2025-04-09-s1.jsonl"),
         "{err}"
     );
     let _ = std::fs::remove_dir_all(&d);

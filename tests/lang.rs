@@ -38,6 +38,10 @@ fn rule_cases() -> Vec<(Rule, String, usize, Vec<&'static str>)> {
         // A trader's habits, each answered with what Kestrel writes instead.
         (Rule::ReservedWord, format!("{HEAD}  DO buy 100 shares @ market\n"), 3, vec!["reserved", "every order has a limit", "`@ ask`", "`@ bid`"]),
         (Rule::Syntax, format!("{HEAD}  DO buy 1 +1 C @ fair\n  STOP spot < lod\n"), 4, vec!["found `STOP`", "a stop is an EXIT clause", "`EXIT spot < lod`"]),
+        // `x` left out: the space after the multiple is not the mistake (it said "no space
+        // goes here; write `2frac`" until 2026-12-06).
+        (Rule::Syntax, format!("{HEAD}  DO buy 1 +1 C @ fair\n  TP 2 frac 0.5 @ fair\n"), 4, vec!["`TP 2x`", "found a space and then `frac`"]),
+        (Rule::Syntax, format!("{HEAD}  DO buy 1 +1 C @ fair\n  TP 2 @ fair\n"), 4, vec!["`TP 2x`", "found a space and then `@`"]),
         (Rule::Syntax, format!("{HEAD}  DO buy 1 +1 C @ fair\n  TP 1% @ fair\n"), 4, vec!["`TP 1.01x`", "a multiple of the cost", "`TP 1.5x` is 50% over it", "found `%`"]),
         (Rule::Syntax, "PLAN p budget $250 ttl 15:00\n  WHEN spot > hod\n  DO buy 1 +1 C @ fair\n".into(), 1, vec!["in R", "`0.25R`", "not dollars", "found `$250`"]),
         (Rule::ClauseCount, "PLAN p budget 0.2R ttl 15:00\n  WHEN spot > hod\n".into(), 1, vec!["no DO", "DO buy"]),

@@ -3064,3 +3064,66 @@ fn a_bad_line_of_a_recording_is_said_plainly() {
     }
     let _ = std::fs::remove_dir_all(&f.dir);
 }
+
+/// A saved Bus given where a tape is read says what to do with it by what it holds: a run's
+/// Bus (no author's turn) to run its plans again on its tape, an agent's to replay it; and
+/// `--author` takes a saved Bus by what it holds, whatever its name (`s.bus` was refused as a
+/// file that is not executable, after `run --tape` had said to give it to `--author`).
+#[test]
+fn a_bus_given_as_a_tape_says_what_to_do_by_what_it_holds() {
+    let d = tmp("bus-kinds");
+    let (run_bus, agent_bus) = (d.join("run.bus"), d.join("agent.bus"));
+    let (code, _, err) = kestrel(&[
+        "run",
+        "--tape",
+        TAPE,
+        "--plans",
+        "examples/run-desk.kestrel",
+        "--bus",
+        s(&run_bus),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = kestrel(&[
+        "agent",
+        "--tape",
+        TAPE,
+        "--author",
+        "examples/house-agent.jsonl",
+        "--bus",
+        s(&agent_bus),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = kestrel(&[
+        "run",
+        "--tape",
+        s(&run_bus),
+        "--plans",
+        "examples/run-desk.kestrel",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("it records a run with no author's turn")
+            && err.contains(&format!("kestrel run --tape {TAPE} --plans FILE")),
+        "{err}"
+    );
+    let (code, _, err) = kestrel(&[
+        "run",
+        "--tape",
+        s(&agent_bus),
+        "--plans",
+        "examples/run-desk.kestrel",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains(&format!(
+            "replay it with kestrel agent --author {}",
+            s(&agent_bus)
+        )),
+        "{err}"
+    );
+    // Doing what it says replays the agent, whatever the file's name.
+    let (code, out, err) = kestrel(&["agent", "--tape", TAPE, "--author", s(&agent_bus)]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("wakes 4"), "{out}");
+    let _ = std::fs::remove_dir_all(&d);
+}

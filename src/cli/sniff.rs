@@ -176,16 +176,42 @@ pub(crate) fn wrong_kind(path: &Path, kind: Kind, wanted: &str, hint: &str) -> S
 pub(crate) fn use_of(kind: Kind, path: &Path) -> String {
     let p = path.display();
     match kind {
-        Kind::Tape => format!("give it as --tape {p}"),
-        Kind::Kestrel => format!("give it as --plans {p}, or check it with kestrel check {p}"),
-        Kind::Bus => {
-            format!("replay it with kestrel agent --author {p}, or grade with --agent {p}")
+        Kind::Tape => {
+            format!("replay it with kestrel run --tape {p} --plans FILE (or the desk's --tape)")
         }
+        Kind::Kestrel => format!("give it as --plans {p}, or check it with kestrel check {p}"),
+        Kind::Bus => match bus_without_author(path) {
+            // A `kestrel run --bus`: no author's turn to replay (`agent --author` refuses it).
+            Some(tape) => format!(
+                "it records a run with no author's turn (as kestrel run --bus writes one): run its plans again with kestrel run --tape {tape} --plans FILE"
+            ),
+            None => format!("replay it with kestrel agent --author {p}, or grade with --agent {p}"),
+        },
         Kind::DeskSession => format!("open it with kestrel desk --open {p}"),
         Kind::ReplyScript => format!("give it as kestrel agent --author {p}"),
         Kind::GradeShard => "merge shard files with kestrel grade merge".into(),
         _ => String::new(),
     }
+}
+
+/// The tape a saved Bus names (its `session-start`'s `tape`, as a path to give: the bundled
+/// `tapes/NAME.jsonl` when it is there, else `NAME.jsonl`), when the start of the Bus holds
+/// no sign of an author (no View delivered, no turn: a `kestrel run --bus`); `None` for a
+/// Bus with an author's events, or one this cannot read.
+fn bus_without_author(path: &Path) -> Option<String> {
+    let (_, head) = file_and_head(path);
+    let text = String::from_utf8_lossy(&head);
+    if text.contains("\"type\":\"view-delivered\"") || text.contains("\"type\":\"turn") {
+        return None;
+    }
+    let first: serde_json::Value = serde_json::from_str(text.lines().next()?).ok()?;
+    let name = first.get("tape")?.as_str()?;
+    let bundled = format!("tapes/{name}.jsonl");
+    Some(if Path::new(&bundled).is_file() {
+        bundled
+    } else {
+        format!("{name}.jsonl")
+    })
 }
 
 /// The error for a file given where a saved Bus is read (`kestrel errors report`, `grade

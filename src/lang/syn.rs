@@ -300,6 +300,32 @@ pub(crate) fn at_word(s: &str, w: &str, whole: bool) -> bool {
 /// with no word boundary ([`Lit`]).
 pub(crate) struct Exact<const WHOLE: bool>(pub &'static str, pub Need);
 
+impl<const WHOLE: bool> Exact<WHOLE> {
+    /// The text is not here. Spaces, then something else (`TP 2 frac 0.5`, where `x` is
+    /// due): the space is not the mistake, and joining would not give the text, so the
+    /// message says what is expected and what was found, not "no space goes here; write
+    /// `2frac`" (which [`Need::fail`] says where spaces stand before the very text due, as in
+    /// `velocity(1m )`).
+    #[cold]
+    #[inline(never)]
+    fn missing<T>(&self, i: &In<'_>) -> R<T> {
+        let rest = i.input.trim_start_matches(' ');
+        if let Need::Expected(what) = self.1
+            && rest.len() < i.input.len()
+            && !rest.is_empty()
+            && !rest.starts_with(self.0)
+        {
+            let t = super::syntax::next_token(rest);
+            return super::syntax::fail(
+                i,
+                format!("expected {what}, found a space and then `{t}`"),
+                format!("expected {what}"),
+            );
+        }
+        self.1.fail(i)
+    }
+}
+
 /// A keyword, case-sensitive, as a whole word.
 pub(crate) type Kw = Exact<true>;
 /// Exact text, no word boundary.
@@ -312,7 +338,7 @@ impl<const WHOLE: bool> Syn for Exact<WHOLE> {
             let _ = i.next_slice(self.0.len());
             Ok(())
         } else {
-            self.1.fail(i)
+            self.missing(i)
         }
     }
     /// One look at the text (the default asks `lead`, then `parse` looks again).

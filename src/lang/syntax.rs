@@ -86,7 +86,7 @@ pub(crate) fn consumed_since<'a>(i: &In<'a>, start: usize) -> &'a str {
 }
 
 /// The next token as a person would name it in "found `x`".
-fn next_token(s: &str) -> &str {
+pub(crate) fn next_token(s: &str) -> &str {
     let s = s.trim_start_matches(' ');
     if s.is_empty() {
         return "";

@@ -1105,6 +1105,17 @@ impl AuthorSpec {
                 "no such file: {s} (an author is http(s)://HOST/v1, an existing .jsonl file, or cmd:COMMAND)"
             ));
         }
+        // A saved Bus or a script of replies under another name (`s.bus`): what it holds
+        // says what it is, where a file that is not executable was refused as no command.
+        if path.is_file()
+            && std::fs::metadata(path).is_ok_and(|m| !executable(&m))
+            && matches!(
+                crate::cli::sniff::file(path),
+                crate::cli::sniff::Kind::Bus | crate::cli::sniff::Kind::ReplyScript
+            )
+        {
+            return Ok(AuthorTarget::File(s.to_string()));
+        }
         if data_ext {
             return Err(format!(
                 "{s} is not a .jsonl author file; to run it as a command write cmd:{s}"
