@@ -38,6 +38,9 @@ fn rule_cases() -> Vec<(Rule, String, usize, Vec<&'static str>)> {
         // A trader's habits, each answered with what Kestrel writes instead.
         (Rule::ReservedWord, format!("{HEAD}  DO buy 100 shares @ market\n"), 3, vec!["reserved", "every order has a limit", "`@ ask`", "`@ bid`"]),
         (Rule::Syntax, format!("{HEAD}  DO buy 1 +1 C @ fair\n  STOP spot < lod\n"), 4, vec!["found `STOP`", "a stop is an EXIT clause", "`EXIT spot < lod`"]),
+        // An operator with a character too many (it said "a comparison has a space on each
+        // side: `> >=`" until 2026-12-06).
+        (Rule::Syntax, "PLAN p budget 0.2R ttl 15:00\n  WHEN spot >>= vwap\n  DO buy 1 +1 C @ fair\n".into(), 2, vec!["`>>=` is no comparison", "`>=`", "`spot >= vwap`"]),
         // `x` left out: the space after the multiple is not the mistake (it said "no space
         // goes here; write `2frac`" until 2026-12-06).
         (Rule::Syntax, format!("{HEAD}  DO buy 1 +1 C @ fair\n  TP 2 frac 0.5 @ fair\n"), 4, vec!["`TP 2x`", "found a space and then `frac`"]),

@@ -206,6 +206,17 @@ pub(crate) fn expected_space<T>(i: &In<'_>, what: &str) -> R<T> {
         return expected(i, what);
     }
     let op = t.len() - t.trim_start_matches(['<', '>', '=']).len();
+    if op > 0 && matches!(before, "<" | ">" | "<=" | ">=") {
+        // `>>=`, `<<`, `><`: one operator with a character too many, not two words joined.
+        let written = format!("{before}{}", &t[..op]);
+        return fail(
+            i,
+            format!(
+                "`{written}` is no comparison: write one of `<`, `<=`, `>`, `>=` (or `crosses above`, `crosses below`), with a space on each side, e.g. `spot >= vwap`"
+            ),
+            "not a comparison",
+        );
+    }
     let fix = if op > 0 {
         let joined = format!("{before} {} {}", &t[..op], &t[op..]);
         format!(
