@@ -143,6 +143,7 @@ impl CentCounts {
     }
 
     /// The bucket of cent `c`, if the range holds it.
+    #[inline]
     fn bucket(&self, c: i64) -> Option<usize> {
         let j = usize::try_from(c.checked_sub(self.base)?).ok()?;
         (j < self.counts.len()).then_some(j)
@@ -194,7 +195,7 @@ impl CentCounts {
     /// The samples of ranks `k` and `k + 1` (0-based), walking from where `hint` found the
     /// previous rank (caught up with the insert since, if one; else found again from the
     /// chunks).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn get_pair_from(
         &self,
         k: usize,
@@ -240,7 +241,7 @@ impl CentCounts {
 
     /// The hint's bucket and the count below it now, when it is of this structure and at
     /// most one insert old (the engine reads its percentiles at every sample).
-    #[inline]
+    #[inline(always)]
     fn caught_up(&self, hint: &RankHint) -> Option<(usize, usize)> {
         let since = self.len.wrapping_sub(hint.at);
         if hint.of != self.id || since > 1 {

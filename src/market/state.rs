@@ -143,6 +143,7 @@ impl Ranked {
         }
     }
 
+    #[inline]
     fn get_pair_from(&self, k: usize, hint: &mut RankHint) -> Option<(f64, Option<f64>)> {
         match self {
             Ranked::Cents(c) => c.get_pair_from(k, hint),
@@ -466,6 +467,7 @@ fn u128_f64(x: u128) -> f64 {
 }
 
 /// Linear-interpolation percentile of `n` sorted values, read by rank with `at`.
+#[inline]
 fn percentile_ranked(
     n: usize,
     p: f64,
@@ -474,11 +476,13 @@ fn percentile_ranked(
     if n < MIN_PERCENTILE_SAMPLES || !(0.0..=100.0).contains(&p) {
         return None;
     }
-    let h = (n - 1) as f64 * p / 100.0;
-    // `h` is finite and not negative: truncation is `floor`.
-    let lo = h as usize;
+    // `n` is a sample count (far below 2^63): through `i64` the conversions are one
+    // instruction each, and give the same values as `usize`'s (exact integers either way).
+    let h = (n - 1) as i64 as f64 * p / 100.0;
+    // `h` is finite, not negative and at most `n - 1`: truncation is `floor`, exact in `i64`.
+    let lo = h as i64;
     let frac = h - lo as f64;
-    let (a, b) = at(lo)?;
+    let (a, b) = at(lo as usize)?;
     match b {
         Some(b) if frac > 0.0 => Some(a + frac * (b - a)),
         _ => Some(a),
@@ -899,6 +903,7 @@ impl MarketState {
     /// caller that reads the same percentile again and again: `hint` (its own, `usize::MAX`
     /// at first) keeps where the previous read found its rank, so the next one does not
     /// search while it stays there. `None` for an index past the symbols.
+    #[inline]
     pub fn percentile_at(
         &self,
         sym: usize,
@@ -906,7 +911,15 @@ impl MarketState {
         p: f64,
         hint: &mut RankHint,
     ) -> Option<f64> {
-        self.percentile_in(self.syms.get(sym)?, series, p, hint)
+        let s = self.syms.get(sym)?;
+        // A tracked series (the engine's percentile slots) straight to its ranks: what
+        // `percentile_in` does for it (`open`, `prior-close`, `time` and `velocity(0)` are
+        // never tracked), without its call and dispatch.
+        if let Some(t) = s.tracked.iter().find(|t| t.series == series) {
+            let t = &t.sorted;
+            return percentile_ranked(t.len(), p, |k| t.get_pair_from(k, hint));
+        }
+        self.percentile_in(s, series, p, hint)
     }
 
     fn percentile_in(
@@ -1387,6 +1400,35 @@ mod tests {
             prop_assert!(matches!(Ranked::from_sorted(Series::Vwap, &on), Ranked::Blocks(_)));
             let off = [Px(c * 100 + frac).to_f64()];
             prop_assert!(matches!(Ranked::from_sorted(Series::Hod, &off), Ranked::Blocks(_)));
+        }
+
+        /// A tracked series read as the engine reads it (`percentile_at`, its hint kept from
+        /// one sample to the next) gives, bit for bit, the percentile an untracked state
+        /// sorts its samples for, at every second and for any `p` (out of range too).
+        #[test]
+        fn tracked_percentile_at_is_the_untracked_percentile(
+            cents in proptest::collection::vec(49_990i64..50_010, 1..90),
+            p in -10.0f64..110.0,
+        ) {
+            let h = header();
+            let spy = h.symbols[0].sym;
+            let (mut tracked, mut plain) = (MarketState::new(&h), MarketState::new(&h));
+            prop_assert!(tracked.track("SPY", Series::Spot));
+            let i = tracked.sym_index(spy).expect("the header's symbol");
+            let mut hint = RankHint::default();
+            for (k, c) in (0u32..).zip(cents) {
+                let ev = TapeEvent::Tick(Tick {
+                    ts: Ts(h.open.0 + 1000 * k),
+                    sym: spy,
+                    px: Px::from_cents(c),
+                    sz: 1,
+                });
+                tracked.apply(&ev);
+                plain.apply(&ev);
+                let a = tracked.percentile_at(i, Series::Spot, p, &mut hint).map(f64::to_bits);
+                let b = plain.percentile("SPY", Series::Spot, p).map(f64::to_bits);
+                prop_assert_eq!(a, b);
+            }
         }
 
         /// Any event sequence (even out of order, extreme prices and sizes) never panics,
