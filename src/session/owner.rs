@@ -2779,6 +2779,17 @@ impl Session {
         }
     }
 
+    /// The warnings arming left since they were last taken, as a notice's tail (`; plan:
+    /// message` each): an agent's answer says them as a person's submit does.
+    fn arm_warned(&mut self) -> String {
+        self.run
+            .engine
+            .take_arm_warnings()
+            .iter()
+            .map(|w| format!("; {}: {}", w.plan, w.message))
+            .collect()
+    }
+
     fn agent_act(&mut self, act: &AgentAct, now: Ts) -> String {
         let Some(chair) = self.chair.as_mut() else {
             return "refused: no agent seated".into();
@@ -2847,13 +2858,7 @@ impl Session {
                 if let Some((ask, ctx)) = self.run.resolve(now, run.clone()) {
                     self.call(ask, ctx);
                 }
-                let warned: String = self
-                    .run
-                    .engine
-                    .take_arm_warnings()
-                    .iter()
-                    .map(|w| format!("; {}: {}", w.plan, w.message))
-                    .collect();
+                let warned = self.arm_warned();
                 let level = match level {
                     NoticeLevel::Info if !warned.is_empty() => NoticeLevel::Warn,
                     l => l,
@@ -3091,13 +3096,7 @@ impl Session {
                     drop(self.run.engine.take_arm_warnings());
                     self.run.wake(w, src.as_mut());
                     // What arming its documents warns of, said on the last notice.
-                    let warned: String = self
-                        .run
-                        .engine
-                        .take_arm_warnings()
-                        .iter()
-                        .map(|w| format!("; {}: {}", w.plan, w.message))
-                        .collect();
+                    let warned = self.arm_warned();
                     if !self.replaying {
                         let mut said: Vec<(NoticeLevel, String)> = self.run.turn_log()[before..]
                             .iter()
