@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use kestrel_desk::bus::Bus;
-use kestrel_desk::engine::{Engine, EngineConfig, synthetic_plans};
+use kestrel_desk::engine::{Engine, EngineConfig, replay, synthetic_plans};
 use kestrel_desk::lang::{self, Document, Mode};
 use kestrel_desk::market::{Px, TapeEvent, TapeReader, read_tape_bytes};
 
@@ -33,18 +33,11 @@ const TAPE: &str = concat!(
 /// $1,000: what `kestrel run` does, minus file I/O. The Bus's event count.
 fn stream(bytes: &[u8], doc: &Document) -> u64 {
     let r = TapeReader::new(bytes).expect("tape");
-    let mut e = Engine::new(
-        r.header(),
-        EngineConfig::strict(Px(1000 * 10_000)),
-        Bus::new(None),
-    );
-    e.arm_document(doc);
-    let mut r = r.peekable();
-    while let Some(ev) = r.next() {
-        let next = r.peek().map(|n| n.as_ref().expect("event").ts());
-        e.on_event_before(&ev.expect("event"), next);
-    }
-    e.finish().count()
+    let header = r.header().clone();
+    let cfg = EngineConfig::strict(Px(1000 * 10_000));
+    replay(&header, r, std::slice::from_ref(doc), cfg, Bus::new(None))
+        .expect("event")
+        .count()
 }
 
 fn bench(c: &mut Criterion) {

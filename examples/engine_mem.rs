@@ -12,7 +12,7 @@
 use std::time::Instant;
 
 use kestrel_desk::bus::Bus;
-use kestrel_desk::engine::{Engine, EngineConfig, synthetic_plans};
+use kestrel_desk::engine::{EngineConfig, replay, synthetic_plans};
 use kestrel_desk::lang::{self, Mode};
 use kestrel_desk::market::{Px, open_tape};
 
@@ -42,32 +42,24 @@ fn main() {
             std::process::exit(1);
         }
     };
-    let mut e = Engine::new(
-        reader.header(),
-        EngineConfig::strict(Px(1000 * 10_000)),
-        Bus::new(None),
-    );
-    e.arm_document(&doc);
+    // The plans step once per instant, as `kestrel run` steps them (`engine::replay`).
+    let header = reader.header().clone();
     let mut count = 0u64;
-    let mut reader = reader.peekable();
-    while let Some(ev) = reader.next() {
-        match ev {
-            Ok(ev) => {
-                // The plans step once per instant, as `kestrel run` steps them.
-                let next = match reader.peek() {
-                    Some(Ok(n)) => Some(n.ts()),
-                    _ => None,
-                };
-                e.on_event_before(&ev, next);
-                count += 1;
-            }
-            Err(err) => {
-                eprintln!("{err}");
-                std::process::exit(1);
-            }
+    let events = reader.inspect(|ev| count += u64::from(ev.is_ok()));
+    let cfg = EngineConfig::strict(Px(1000 * 10_000));
+    let bus = match replay(
+        &header,
+        events,
+        std::slice::from_ref(&doc),
+        cfg,
+        Bus::new(None),
+    ) {
+        Ok(bus) => bus,
+        Err(err) => {
+            eprintln!("{err}");
+            std::process::exit(1);
         }
-    }
-    let bus = e.finish();
+    };
     let secs = t0.elapsed().as_secs_f64();
     println!(
         "plans={n} events={count} secs={secs:.4} events_per_sec={:.0} bus_events={} vm_hwm_kib_before={before} vm_hwm_kib={} hash={}",

@@ -2654,9 +2654,7 @@ impl Session {
                     drop(self.run.engine.take_arm_warnings());
                     let names = self.run.add_as(&doc, owner);
                     let warnings = self.run.engine.take_arm_warnings();
-                    for w in &warnings {
-                        warned.push_str(&format!("; {}: {}", w.plan, w.message));
-                    }
+                    warned = warned_tail(&warnings);
                     // A headless run says them as it says `--plans`' ([`Session::seat_desk`]).
                     if self.headless {
                         self.arm_warnings.extend(warnings);
@@ -2779,15 +2777,10 @@ impl Session {
         }
     }
 
-    /// The warnings arming left since they were last taken, as a notice's tail (`; plan:
-    /// message` each): an agent's answer says them as a person's submit does.
+    /// The warnings arming left since they were last taken, as a notice's tail
+    /// ([`warned_tail`]): an agent's answer says them as a person's submit does.
     fn arm_warned(&mut self) -> String {
-        self.run
-            .engine
-            .take_arm_warnings()
-            .iter()
-            .map(|w| format!("; {}: {}", w.plan, w.message))
-            .collect()
+        warned_tail(&self.run.engine.take_arm_warnings())
     }
 
     fn agent_act(&mut self, act: &AgentAct, now: Ts) -> String {
@@ -3901,4 +3894,12 @@ pub fn age_text(t: Ts) -> String {
     } else {
         format!("{}h{:02}m", s / 3600, (s / 60) % 60)
     }
+}
+
+/// Warnings at arming as the tail of a turn's result or notice: `; plan: message` each.
+fn warned_tail(warnings: &[crate::engine::ArmWarning]) -> String {
+    warnings
+        .iter()
+        .map(|w| format!("; {}: {}", w.plan, w.message))
+        .collect()
 }

@@ -279,7 +279,8 @@ impl<R: BufRead> Run<R> {
             self.engine.drop_owed_step();
             return Err(e.clone());
         }
-        if self.next.is_none() && !self.done {
+        // (Nothing is read ahead here: `peek_ts` answers from `next` when it holds one.)
+        if !self.done {
             match self.reader.next() {
                 Some(Ok(ev)) => self.next = Some(ev),
                 Some(Err(e)) => {
