@@ -55,6 +55,14 @@ impl Default for RankHint {
     }
 }
 
+/// One cent in [`Px`]'s fixed point.
+const CENT_RAW: i64 = super::types::PX_SCALE / 100;
+
+/// Below this many cents (in magnitude) a cent's `f64` times 100 is found again exactly by
+/// [`cents_of`] (which refuses 1e15 and above): [`CentCounts::insert_px`] takes the cents
+/// of a price straight from its fixed point below it.
+const MAX_EXACT: i64 = 1_000_000_000_000_000 / 2;
+
 /// The whole cents of a price sample, when `x` is exactly what [`Px::to_f64`] gives for
 /// them (bit for bit).
 pub(crate) fn cents_of(x: f64) -> Option<i64> {
@@ -123,6 +131,27 @@ impl CentCounts {
         let Some(c) = cents_of(x) else {
             return false;
         };
+        self.insert_cents(c)
+    }
+
+    /// Count a sample of `px` (`None`: no sample, as a non-finite one): its cents straight
+    /// from the fixed-point price when it is on the grid, else as [`insert`](Self::insert)
+    /// takes its `f64` (which refuses it). The same count as `insert(px.to_f64())`: a price
+    /// on the cent grid is what [`cents_of`] finds for its `f64`, below the bound it checks.
+    #[inline]
+    pub(crate) fn insert_px(&mut self, px: Option<Px>) -> bool {
+        match px {
+            None => true,
+            Some(px) if px.raw() % CENT_RAW == 0 && (px.raw() / CENT_RAW).abs() < MAX_EXACT => {
+                self.insert_cents(px.raw() / CENT_RAW)
+            }
+            Some(px) => self.insert(px.to_f64()),
+        }
+    }
+
+    /// Count a sample of `c` cents; `false` (nothing counted) past [`MAX_CENTS`].
+    #[inline]
+    fn insert_cents(&mut self, c: i64) -> bool {
         let j = match self.bucket(c) {
             Some(j) => j,
             None => {

@@ -117,6 +117,20 @@ impl Ranked {
         }
     }
 
+    /// Insert the sample of a price series (`None`: none, as NaN is), as
+    /// [`insert`](Self::insert) of its `f64` does, the cents taken from the fixed point.
+    #[inline]
+    fn insert_px(&mut self, px: Option<Px>) {
+        match self {
+            Ranked::Cents(c) => {
+                if !c.insert_px(px) {
+                    self.make_blocks().insert(px_or_nan(px));
+                }
+            }
+            Ranked::Blocks(b) => b.insert(px_or_nan(px)),
+        }
+    }
+
     /// Insert a sample (non-finite ones are ignored); a sample the counts cannot take moves
     /// every sample to the sorted blocks first.
     #[inline]
@@ -610,8 +624,21 @@ impl MarketState {
                 s.lod_s.push(px_or_nan(s.lod));
                 s.vwap_s.push(s.vwap().unwrap_or(f64::NAN));
                 for t in 0..s.tracked.len() {
-                    let x = s.sample_at(s.tracked[t].series, k);
-                    s.tracked[t].sorted.insert(x);
+                    // A price series from its fixed point (the sample just pushed is its
+                    // `f64`); the others as sampled.
+                    let px = match s.tracked[t].series {
+                        Series::Spot => Some(s.last),
+                        Series::Hod => Some(s.hod),
+                        Series::Lod => Some(s.lod),
+                        _ => None,
+                    };
+                    match px {
+                        Some(px) => s.tracked[t].sorted.insert_px(px),
+                        None => {
+                            let x = s.sample_at(s.tracked[t].series, k);
+                            s.tracked[t].sorted.insert(x);
+                        }
+                    }
                 }
             }
             self.sampled += 1;
@@ -1267,6 +1294,42 @@ mod tests {
             Just(f64::MAX),
             any::<f64>(),
         ]
+    }
+
+    proptest! {
+        /// A price sample counted from its fixed point (`insert_px`, the sampling of a
+        /// tracked `spot`, `hod` or `lod`) is counted as its `f64` is (`insert`): on the cent
+        /// grid or off it, near the bound of the counts' range or past it, huge or none; the
+        /// two structures hold the same samples in the same kind, bit for bit.
+        #[test]
+        fn a_price_counted_from_its_fixed_point_is_its_f64(
+            raws in proptest::collection::vec(prop_oneof![
+                6 => (499_000i64..501_000).prop_map(|c| Some(c * 100)),
+                1 => (49_900_000i64..50_100_000).prop_map(Some),
+                1 => (-1_000i64..1_000).prop_map(|c| Some(c * 100)),
+                1 => prop_oneof![
+                    Just(Some(i64::MAX)),
+                    Just(Some(i64::MIN)),
+                    (-1i64..=1).prop_map(|d| Some(100_000_000_000_000_000 + d * 100)),
+                    any::<i64>().prop_map(|x| Some(x / 100 * 100)),
+                ],
+                1 => Just(None),
+            ], 1..400),
+        ) {
+            let (mut a, mut b) = (Ranked::from_sorted(Series::Spot, &[]), Ranked::from_sorted(Series::Spot, &[]));
+            for raw in raws {
+                let px = raw.map(Px);
+                a.insert_px(px);
+                b.insert(px_or_nan(px));
+                prop_assert_eq!(matches!(a, Ranked::Cents(_)), matches!(b, Ranked::Cents(_)));
+                prop_assert_eq!(a.len(), b.len());
+            }
+            let sorted = |r: &Ranked| -> Vec<u64> {
+                let mut hint = RankHint::default();
+                (0..r.len()).map(|k| r.get_pair_from(k, &mut hint).map_or(0, |x| x.0.to_bits())).collect()
+            };
+            prop_assert_eq!(sorted(&a), sorted(&b));
+        }
     }
 
     proptest! {
