@@ -466,6 +466,55 @@ fn series_read_again_after_a_fire_give_the_bus_of_reading_every_slot() {
     }
 }
 
+/// Plans that read a pair (a series against `vwap` or a percentile) only once they hold:
+/// `vwap` is read by no one before, so its pairs with `spot` (which `b3` reads all day) are
+/// skipped and taken again when an EXIT reads them.
+const LATE_PAIRS: &str = "USING signal SPX exec SPY 0dte
+
+PLAN b0 budget 0.5R ttl 15:30
+  WHEN time >= 10:05
+  DO buy 10 shares @ ask
+  EXIT spot crosses below vwap OR spot < p40
+
+PLAN b1 budget 0.5R ttl 15:30
+  WHEN time >= 11:40
+  DO buy 10 shares @ ask
+  EXIT spot > vwap held 30s OR hod crosses above vwap
+
+PLAN b2 budget 0.5R ttl 15:30
+  WHEN time >= 09:45
+  DO buy 10 shares @ ask
+  EXIT spot crosses above vwap
+
+PLAN b3 budget 0.5R ttl 15:30
+  WHEN spot > 99999
+  DO buy 10 shares @ ask
+";
+
+/// A pair with a side no trigger that can be read reads is not taken, and is taken again
+/// when that side is read again: the Bus of reading every slot and pair at every event, on
+/// the three bundled tapes (each with `vwap` skipped before the first fire).
+#[test]
+fn pairs_read_again_after_a_fire_give_the_bus_of_reading_every_pair() {
+    for tape in [
+        "shock-2025-04-09-s7",
+        "trend-2025-04-09-s1",
+        "range-2025-04-09-s2",
+    ] {
+        let t = bundled_tape(tape);
+        let (bus, _, _) = against_naive(&t, LATE_PAIRS);
+        let fills = bus
+            .events()
+            .iter()
+            .filter(|e| matches!(e, Event::Fill { plan, .. } if plan.starts_with('b')))
+            .count();
+        assert!(
+            fills >= 5,
+            "{tape}: {fills} fills (three entries and their exits)"
+        );
+    }
+}
+
 /// Which slots are skipped follows the plans' phases: on the shock tape with the busy set,
 /// `velocity(1m)` is read while its plans wait (until 09:31:42, when the second fires; the
 /// cancel-ifs of the percentile plans' orders would read it, but they never fire),

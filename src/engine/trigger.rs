@@ -694,6 +694,14 @@ impl Slots {
         }
         let back = self.skipped & !skipped;
         self.skipped = skipped;
+        // A pair with a side read again is taken again whatever moved (the refresh skips a
+        // pair with a skipped side: no trigger that can be read reads it).
+        for p in &mut self.pairs {
+            if p.mkt_bits & back != 0 {
+                p.sign = NEVER;
+                self.pair_new = true;
+            }
+        }
         for g in &mut self.by_sym {
             g.all.clear();
             g.clocked.clear();
@@ -885,16 +893,21 @@ impl Slots {
     }
 
     /// The pair slots whose sides moved at this refresh: their sign again, and a bit in
-    /// `pair_moved` when it changed (the tail of [`refresh`](Self::refresh)).
+    /// `pair_moved` when it changed (the tail of [`refresh`](Self::refresh)). A pair with a
+    /// [`skip`](Slots::skip)ped side is left as it is: every trigger that reads a pair reads
+    /// both its sides, so none that can be read reads it (its sign is taken again when the
+    /// side is read again).
     fn refresh_pairs(&mut self, mkt: &[Option<f64>], pct: &[Option<f64>]) {
         let d = &mut self.dirt;
-        let (moved, pct_moved) = (d.moved, d.pct_moved);
+        let (moved, pct_moved, skipped) = (d.moved, d.pct_moved, self.skipped);
         if moved & self.pair_mkt == 0 && pct_moved & self.pair_pct == 0 && !self.pair_new {
             return;
         }
         self.pair_new = false;
         for (i, p) in self.pairs.iter_mut().enumerate() {
-            if p.sign != NEVER && moved & p.mkt_bits == 0 && pct_moved & p.pct_bits == 0 {
+            if p.mkt_bits & skipped != 0
+                || (p.sign != NEVER && moved & p.mkt_bits == 0 && pct_moved & p.pct_bits == 0)
+            {
                 continue;
             }
             let b = match p.rhs {
