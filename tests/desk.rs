@@ -2223,6 +2223,45 @@ fn a_persons_refused_turn_counts_the_tokens_they_wrote() {
     assert_eq!(row.tokens().map(|t| t.reply), Some(whole));
 }
 
+/// The README's desk (the bundled examples and the house agent), sought to 10:32 as the
+/// reviewer did: `add-on`'s ttl reads `10:51:30`, and the Log holds vwap-flush's and
+/// breakout's take-profit orders and fills.
+fn readme_desk_at_1032() -> App {
+    let session = desk::open_session(&args(&["kestrel", "--no-save"]), None).unwrap();
+    let (themes, keys, _) = desk::load_config(None);
+    let mut app = App::new(SessionHandle::inline(session), themes, keys);
+    app.send(Command::Seek(ms(10, 32, 0)));
+    app.tick();
+    app
+}
+
+/// At 160x48 the Log cut the plan's name in order and fill rows (`order      vwa…: #5 sell 48
+/// @ 518.02…`, `breako…: #6 sell 1 @ 1.00…`) while a fire row named it whole: the kind
+/// column was ten wide for `suppressed`, and the order's number came before its quantity.
+/// Narrow, the kinds take short words and the number follows the instrument, so the name,
+/// the quantity and the price are whole at 100x30 (the Bus tab), 160x48 and 200x60.
+#[test]
+fn the_log_names_an_orders_and_a_fills_plan_whole_beside_its_price() {
+    let mut app = readme_desk_at_1032();
+    app.set_focus(Pane::Bus);
+    for (w, h) in [(100, 30), (160, 48), (200, 60)] {
+        let s = screen(&app, w, h);
+        let text = s.join("\n");
+        for row in [
+            "10:24:48 order vwap-flush: sell 48 @ 518.02",
+            "10:24:49 fill  vwap-flush: sell 48 @ 518.02",
+            "10:29:57 order breakout: sell 1 @ 1.00",
+            "10:29:58 fill  breakout: sell 1 @ 1.00",
+        ] {
+            assert!(has(&s, row), "{w}x{h}: {row}\n{text}");
+        }
+        assert!(
+            !text.contains("vwa…") && !text.contains("breako…"),
+            "{w}x{h}:\n{text}"
+        );
+    }
+}
+
 #[test]
 fn the_plans_and_blotter_keep_every_figure_whole_at_160x48() {
     // The README's desk: the bundled examples and the house agent.

@@ -86,6 +86,20 @@ impl Kind {
             Kind::Other => "other",
         }
     }
+
+    /// The kind's word in a narrow Log's kind column, at most five columns (what `/` also
+    /// matches): `suppressed` and `stand-down` took ten of a 46-column row and cut the plan's
+    /// name in every order and fill row (`vwa…: #5 sell 48 @ 518.02…` at 160x48, with the
+    /// order's number before the quantity then).
+    pub fn short(self) -> &'static str {
+        match self {
+            Kind::Session => "tape",
+            Kind::Suppressed => "muted",
+            Kind::StandDown => "stop",
+            Kind::Headline => "news",
+            k => k.label(),
+        }
+    }
 }
 
 /// One event, decoded.
@@ -288,8 +302,11 @@ pub fn decode(no: u64, line: &str) -> Row {
                 Some(ts),
                 Kind::Order,
                 plan,
-                // As a fill reads: quantity and limit before the instrument's long name.
-                format!("#{order} {} {qty} @ {} {leg}", side(s), px(limit)),
+                // As a fill reads: quantity and limit first, the instrument's long name and
+                // the order's number after them (`sell 48 @ 518.02 SPY shares (#5)`): a
+                // narrow row keeps the plan's name and the price, where `#5 ` before them
+                // cut the name to `vwa…` at 160x48.
+                format!("{} {qty} @ {} {leg} (#{order})", side(s), px(limit)),
             )
         }
         Event::OrderRepriced {
@@ -750,7 +767,10 @@ impl Log {
     fn matches(&self, r: &Row) -> bool {
         let f = self.filter.to_lowercase();
         f.split_whitespace().all(|w| {
-            r.kind.label().contains(w) || r.ty.contains(w) || r.plan.to_lowercase().contains(w)
+            r.kind.label().contains(w)
+                || r.kind.short().contains(w)
+                || r.ty.contains(w)
+                || r.plan.to_lowercase().contains(w)
         })
     }
 
@@ -880,9 +900,10 @@ impl Log {
             return;
         }
         let w = usize::from(area.width);
-        // Narrow, the plan column folds into the summary (`plan: summary`), and the kind
-        // column is as wide as the widest kind the rows (as filtered) hold: filtered by
-        // `/fill`, a fill's price is not cut for a `suppressed` the rows do not have.
+        // Narrow, the plan column folds into the summary (`plan: summary`), the kinds take
+        // their short words ([`Kind::short`]), and the kind column is as wide as the widest
+        // kind the rows (as filtered) hold: filtered by `/fill`, a fill's price is not cut
+        // for an `order` the rows do not have.
         let pw = if w >= 90 {
             16
         } else if w >= 64 {
@@ -895,10 +916,10 @@ impl Log {
         } else {
             self.view
                 .iter()
-                .map(|s| fit::width(self.rows[s.last].kind.label()))
+                .map(|s| fit::width(self.rows[s.last].kind.short()))
                 .max()
-                .unwrap_or(10)
-                .clamp(4, 10)
+                .unwrap_or(5)
+                .clamp(4, 5)
         };
         let tw = 8usize;
         let gaps = if pw > 0 { 3 } else { 2 };
@@ -972,10 +993,15 @@ impl Log {
                     plan_first(&r.plan, &summary, sw)
                 };
             }
+            let kind = if pw > 0 {
+                r.kind.label()
+            } else {
+                r.kind.short()
+            };
             let mut x = area.x;
             for (text, width, st) in [
                 (r.time.as_str(), tw, row_st.fg(t.muted())),
-                (r.kind.label(), kw, row_st.fg(t.event(r.kind))),
+                (kind, kw, row_st.fg(t.event(r.kind))),
                 (r.plan.as_str(), pw, row_st),
                 (summary.as_str(), sw, row_st),
             ] {
@@ -1042,9 +1068,20 @@ fn plan_first(plan: &str, summary: &str, w: usize) -> String {
     let end = summary[at + 3..]
         .find(' ')
         .map_or(summary.len(), |i| at + 3 + i);
+    let head = fit::width(&summary[..end]);
+    let name = fit::width(plan);
+    // The name whole and the price whole, with the `…` the row is cut with after the price
+    // where there is room for it; where there is not, the row ends at the price (a `…` cut
+    // `vwap-flush: sell 48 @ 518.0` back to `vwap-flush: sell 48 @…`).
+    if name + 2 + head < w {
+        return whole;
+    }
+    if name + 2 + head == w {
+        return format!("{plan}: {}", &summary[..end]);
+    }
     // `: ` before the summary, and the `…` the row is cut with after the price.
-    let room = w.saturating_sub(fit::width(&summary[..end]) + 3);
-    if room < 4 || room >= fit::width(plan) {
+    let room = w.saturating_sub(head + 3);
+    if room < 4 {
         return whole;
     }
     format!("{}: {summary}", fit::fit(plan, room))
@@ -1109,6 +1146,15 @@ mod tests {
         assert_eq!(
             plan_first("spx-5200-break", "fired WHEN spot crosses above 5200", 26),
             "spx-5200-break: fired WHEN spot crosses above 5200"
+        );
+        // The name and the price just fit: both whole, the row ends at the price (a `…` after
+        // it cut the price back to `@…`); one column more and the `…` follows the price.
+        let sell = "sell 48 @ 518.02 SPY shares (#5)";
+        let exact = plan_first("vwap-flush", sell, 28);
+        assert_eq!(fit::fit(&exact, 28), "vwap-flush: sell 48 @ 518.02");
+        assert_eq!(
+            fit::fit(&plan_first("vwap-flush", sell, 29), 29),
+            "vwap-flush: sell 48 @ 518.02…"
         );
     }
 
@@ -1392,7 +1438,7 @@ mod tests {
         assert_eq!(
             shown,
             [
-                "#1 buy 1 @ 1.20 SPY 2025-04-09 518 C",
+                "buy 1 @ 1.20 SPY 2025-04-09 518 C (#1)",
                 "#1 repriced to 1.25 (peg)",
                 "#1 cancelled: veto"
             ]
