@@ -2262,6 +2262,36 @@ fn the_log_names_an_orders_and_a_fills_plan_whole_beside_its_price() {
     }
 }
 
+/// With `add-on`'s ttl at `10:51:30` the narrow Plans pane's P&L column lost its budget at
+/// 160x48 (`pnl/budget` fell to `pnl`, `+0.11R`): the budget as the plan writes it (`1R`,
+/// `0.5R`) leaves room for every name whole. At 100x30 the budget still gives way, and the
+/// header says `pnl` over `+0.00R`.
+#[test]
+fn the_narrow_plans_pane_keeps_pnl_over_budget_beside_a_ttl_with_seconds() {
+    let mut app = readme_desk_at_1032();
+    for (w, h) in [(160, 48), (200, 60)] {
+        let s = screen(&app, w, h);
+        let text = s.join("\n");
+        assert!(has(&s, "state  pnl/budget ttl"), "{w}x{h}:\n{text}");
+        assert!(
+            has(&s, "add-on        you   armed  +0.00/0.5R 10:51:30"),
+            "{w}x{h}:\n{text}"
+        );
+        assert!(
+            has(&s, "headline-puts you   halted +0.00/1R   15:30"),
+            "{w}x{h}:\n{text}"
+        );
+    }
+    app.set_focus(Pane::Plans);
+    let s = screen(&app, 100, 30);
+    let text = s.join("\n");
+    assert!(has(&s, "state  pnl    ttl"), "100x30:\n{text}");
+    assert!(
+        has(&s, "add-on        you   armed  +0.00R 10:51:30"),
+        "100x30:\n{text}"
+    );
+}
+
 #[test]
 fn the_plans_and_blotter_keep_every_figure_whole_at_160x48() {
     // The README's desk: the bundled examples and the house agent.

@@ -877,11 +877,7 @@ impl NarrowCols {
     /// One plan's cells, as [`header`](Self::header) names them.
     fn cells(self, p: &PlanLine) -> Vec<String> {
         let pnl = if self.budget {
-            format!(
-                "{}/{}R",
-                hundredths(p.pnl_r),
-                crate::view::render::budget_text(p.budget_r)
-            )
+            format!("{}/{}R", hundredths(p.pnl_r), short_budget(p.budget_r))
         } else {
             r_of(p.pnl_r)
         };
@@ -902,6 +898,18 @@ impl NarrowCols {
                 ttl_cell(p),
             ])
             .collect()
+    }
+}
+
+/// A budget in the narrow Plans pane, as the plan writes it (`1R`, `0.5R`, `0.25R`): the
+/// View's `1.00`/`0.50` took the column the budget needed at 160x48 once a ttl read
+/// `10:51:30`, and the header fell from `pnl/budget` to `pnl`.
+fn short_budget(r: f64) -> String {
+    let text = crate::view::render::budget_text(r);
+    if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        text
     }
 }
 
