@@ -2292,6 +2292,33 @@ fn the_narrow_plans_pane_keeps_pnl_over_budget_beside_a_ttl_with_seconds() {
     );
 }
 
+/// At 100x30 the status line dropped the tape's name (which session is this?) while
+/// `author house (autopilot)` and `(engine)` stayed: the words that only label give way
+/// first, and the tape's name stays with the clock, the play state and the hash.
+#[test]
+fn the_status_line_keeps_the_tapes_name_at_100x30() {
+    let app = readme_desk_at_1032();
+    let s = screen(&app, 100, 30);
+    assert!(
+        s[0].contains("tape trend-2025-04-09-s1 │ 10:32:00.000"),
+        "{}",
+        s[0]
+    );
+    assert!(s[0].contains("│ house (autopilot) │"), "{}", s[0]);
+    assert!(
+        s[0].contains(&format!("hash {}", &app.snap.hash[..12])),
+        "{}",
+        s[0]
+    );
+    // Wide, every word is on the line, as it was.
+    let s = screen(&app, 160, 48);
+    assert!(
+        s[0].contains("author house (autopilot) │ hash ") && s[0].contains("(engine)"),
+        "{}",
+        s[0]
+    );
+}
+
 #[test]
 fn the_plans_and_blotter_keep_every_figure_whole_at_160x48() {
     // The README's desk: the bundled examples and the house agent.

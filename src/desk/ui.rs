@@ -234,18 +234,39 @@ fn draw_status(f: &mut Frame, app: &App, r: Rect) {
     };
     // Fields in screen order, each form with the rank at which it gives way when the line is
     // narrow, the highest first (the clock, the play state and the hash stay). A live
-    // author's long name (its URL or command line) gives way before the tape's name, and its
-    // last answer's figures after it.
-    let fields = [
-        vec![(RANK_BRAND, "KESTREL".to_string())],
-        vec![(RANK_TAPE, tape_field(s))],
-        vec![(0, s.clock.to_string())],
-        vec![(10, format!("{} {}", play, s.speed.label()))],
-        vec![(RANK_MODE, "mode sim".to_string())],
-        author_forms(app),
-        vec![(20, format!("hash {} (engine)", short_hash(&s.hash)))],
-    ];
-    let text = status_text(&fields, usize::from(r.width));
+    // author's long name (its URL or command line) gives way before the tape's name, and so
+    // do the words that only label (`author `, the hash's `(engine)`); the last answer's
+    // figures go after it.
+    let tape = tape_field(s);
+    let hash = format!("hash {}", short_hash(&s.hash));
+    let fields = |early: bool| {
+        let hash_forms = if early {
+            vec![
+                (RANK_DETAIL, format!("{hash} (engine)")),
+                (20, hash.clone()),
+            ]
+        } else {
+            vec![(20, format!("{hash} (engine)"))]
+        };
+        [
+            vec![(RANK_BRAND, "KESTREL".to_string())],
+            vec![(RANK_TAPE, tape.clone())],
+            vec![(0, s.clock.to_string())],
+            vec![(10, format!("{} {}", play, s.speed.label()))],
+            vec![(RANK_MODE, "mode sim".to_string())],
+            author_forms(app, early),
+            hash_forms,
+        ]
+    };
+    let width = usize::from(r.width);
+    // The words that only label give way to keep the tape's name; where it goes all the
+    // same (a live author writing at 100x30, any author at 80x24), the line is as it was.
+    let text = status_text(&fields(true), width);
+    let text = if text.contains(&tape) {
+        text
+    } else {
+        status_text(&fields(false), width)
+    };
     // A provider that keeps failing reads in the error colour, on the line until an answer
     // comes through (the footer's notice goes after a few seconds).
     let failing = app.agent().and_then(failing_text);
@@ -298,10 +319,11 @@ fn spend_text(app: &App, last: &crate::session::owner::LastAnswer) -> String {
 
 /// The status line's author field, from its longest form to its shortest: `author
 /// cmd:/tmp/x/slow.sh (writing @ open 3s)`, then by its short name (`author slow.sh
-/// (writing @ open 3s)`), without the last answer's figures, `slow.sh (writing 3s)`, and
-/// at the last `writing 3s`: while a live author writes, something on the line always says
-/// so, and for how long (wall time), where the whole field was dropped at 100x30.
-fn author_forms(app: &App) -> Vec<(u8, String)> {
+/// (writing @ open 3s)`), without the word `author` (`early`: before the tape's name, where
+/// that keeps it), without the last answer's figures, `slow.sh (writing 3s)`,
+/// and at the last `writing 3s`: while a live author writes, something on the line always
+/// says so, and for how long (wall time), where the whole field was dropped at 100x30.
+fn author_forms(app: &App, early: bool) -> Vec<(u8, String)> {
     let Some(a) = app.agent() else {
         return vec![(RANK_AUTHOR, "author none".into())];
     };
@@ -345,15 +367,23 @@ fn author_forms(app: &App) -> Vec<(u8, String)> {
                 format!("author {} ({state} last: {fail})", a.name),
             ),
             (
-                RANK_AUTHOR,
+                if early { RANK_DETAIL } else { RANK_AUTHOR },
                 format!("author {} ({state} last: {fail})", a.short_name),
             ),
+        ];
+        if early {
+            forms.push((
+                RANK_AUTHOR,
+                format!("{} ({state} last: {fail})", a.short_name),
+            ));
+        }
+        forms.extend([
             (
                 RANK_AUTHOR,
                 format!("{} ({brief} last: {fail})", a.short_name),
             ),
             (RANK_AUTHOR, format!("{} ({fail})", a.short_name)),
-        ];
+        ]);
         // While it writes again, the shortest form still says so.
         if a.waiting.is_some() && a.attached && a.proposal.is_none() {
             forms.push((RANK_AUTHOR, format!("{brief} · {fail}")));
@@ -373,15 +403,26 @@ fn author_forms(app: &App) -> Vec<(u8, String)> {
             )
         })
         .unwrap_or_default();
-    let mut forms = vec![
-        (RANK_LONG_NAME, format!("author {} ({state}{last})", a.name)),
-        (
-            RANK_AUTHOR,
-            format!("author {} ({state}{last})", a.short_name),
-        ),
-        (RANK_AUTHOR, format!("author {} ({state})", a.short_name)),
-        (RANK_AUTHOR, format!("{} ({brief})", a.short_name)),
-    ];
+    let mut forms = vec![(RANK_LONG_NAME, format!("author {} ({state}{last})", a.name))];
+    if early {
+        forms.extend([
+            (
+                RANK_DETAIL,
+                format!("author {} ({state}{last})", a.short_name),
+            ),
+            (RANK_AUTHOR, format!("{} ({state}{last})", a.short_name)),
+            (RANK_AUTHOR, format!("{} ({state})", a.short_name)),
+        ]);
+    } else {
+        forms.extend([
+            (
+                RANK_AUTHOR,
+                format!("author {} ({state}{last})", a.short_name),
+            ),
+            (RANK_AUTHOR, format!("author {} ({state})", a.short_name)),
+        ]);
+    }
+    forms.push((RANK_AUTHOR, format!("{} ({brief})", a.short_name)));
     if a.waiting.is_some() && a.attached && a.proposal.is_none() {
         forms.push((RANK_AUTHOR, brief));
     }
@@ -395,6 +436,9 @@ const RANK_MODE: u8 = 50;
 /// A live author's form that names it whole (`qwen @ http://127.0.0.1:8080/v1`,
 /// `cmd:/tmp/x/slow.sh`): the short name says who it is, and the tape's name matters more.
 const RANK_LONG_NAME: u8 = 45;
+/// A word that only labels a field (`author ` before the author's name, `(engine)` after the
+/// hash): at 100x30 the tape's name went while `author house (autopilot)` stayed whole.
+const RANK_DETAIL: u8 = 42;
 const RANK_TAPE: u8 = 40;
 const RANK_AUTHOR: u8 = 30;
 
