@@ -379,6 +379,27 @@ impl SymState {
         }
     }
 
+    /// Count grid sample `k` (just recorded) into the tracked series: a price series from
+    /// its fixed point (the sample just pushed is its `f64`), the others as sampled.
+    #[inline(always)]
+    fn sample_tracked(&mut self, k: usize) {
+        for t in 0..self.tracked.len() {
+            let px = match self.tracked[t].series {
+                Series::Spot => Some(self.last),
+                Series::Hod => Some(self.hod),
+                Series::Lod => Some(self.lod),
+                _ => None,
+            };
+            match px {
+                Some(px) => self.tracked[t].sorted.insert_px(px),
+                None => {
+                    let x = self.sample_at(self.tracked[t].series, k);
+                    self.tracked[t].sorted.insert(x);
+                }
+            }
+        }
+    }
+
     /// The value of a sampled series at grid index `k` (NaN if undefined).
     fn sample_at(&self, s: Series, k: usize) -> f64 {
         match s {
@@ -623,22 +644,8 @@ impl MarketState {
                 s.hod_s.push(px_or_nan(s.hod));
                 s.lod_s.push(px_or_nan(s.lod));
                 s.vwap_s.push(s.vwap().unwrap_or(f64::NAN));
-                for t in 0..s.tracked.len() {
-                    // A price series from its fixed point (the sample just pushed is its
-                    // `f64`); the others as sampled.
-                    let px = match s.tracked[t].series {
-                        Series::Spot => Some(s.last),
-                        Series::Hod => Some(s.hod),
-                        Series::Lod => Some(s.lod),
-                        _ => None,
-                    };
-                    match px {
-                        Some(px) => s.tracked[t].sorted.insert_px(px),
-                        None => {
-                            let x = s.sample_at(s.tracked[t].series, k);
-                            s.tracked[t].sorted.insert(x);
-                        }
-                    }
+                if !s.tracked.is_empty() {
+                    s.sample_tracked(k);
                 }
             }
             self.sampled += 1;
