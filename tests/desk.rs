@@ -4856,6 +4856,46 @@ fn a_refused_reply_shows_its_re_ask_on_the_status_line_while_the_author_writes_a
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// While a live author writes again after a refused reply, the Journal says why the reply
+/// was refused (its first coded error, and how many more): until 2026-12-06 only the status
+/// line's `· re-ask 1` said anything until the whole loop ended.
+#[test]
+fn the_journal_says_why_a_reply_was_refused_while_the_author_writes_again() {
+    let dir = tmp("journal-re-ask");
+    let script = dir.join("again.sh");
+    let count = dir.join("count");
+    // The first reply is refused at once; the re-ask is answered slowly.
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\ncat >/dev/null\nif [ -f '{c}' ]; then sleep 30; fi\ntouch '{c}'\necho 'PLAN broken budget'\n",
+            c = count.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let spec = live_spec("default", 60, &format!("cmd:{}", script.display()));
+    let src = desk::tape_source(None).unwrap();
+    let mut app = desk::inline_app_with(src, Some(DeskAgent::Live(spec)), false).unwrap();
+    wait_for(&mut app, |a| a.agent().is_some_and(|g| g.re_asked == 1));
+    let refused = app.agent().map(|a| a.refused.clone()).unwrap_or_default();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert!(refused[0].starts_with("code="), "{refused:?}");
+    let rows: Vec<String> = desk::ui::journal_lines(&app, 200)
+        .iter()
+        .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
+        .collect();
+    assert!(
+        rows.iter()
+            .any(|r| r.starts_with("reply 1 refused, asked again: code=")),
+        "{}",
+        rows.join("\n")
+    );
+    drop(app);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The footer named a live command author by its whole `cmd:` path, which took half the
 /// line: at 80x24 `cmd:/tmp/adv-trader/author.… proposes: arms…`, the plan's name cut off.
 /// It names it by its short name, as the status line does, so `arms <plan>` shows; and the

@@ -366,9 +366,36 @@ pub type DeltaSink = tokio::sync::mpsc::UnboundedSender<String>;
 pub const NEW_ATTEMPT: &str = "\u{1e}";
 
 /// Sent on a [`DeltaSink`] (after [`NEW_ATTEMPT`]) when the reply before was refused and the
-/// author is asked again: a unit separator, which no reply holds as a whole delta. The desk
-/// counts them while the author writes (`writing @ open 65s · re-ask 1`).
+/// author is asked again: a unit separator, which no reply holds as a whole delta, then why
+/// ([`re_ask_note`]). The desk counts them while the author writes (`writing @ open 65s ·
+/// re-ask 1`) and its Journal says why each reply was refused.
 pub const RE_ASK: &str = "\u{1f}";
+
+/// The [`RE_ASK`] delta for a reply refused with these errors (the repair's guided text, one
+/// coded error a line): the first error, and how many more.
+pub fn re_ask_note(errors: Option<&str>) -> String {
+    let mut lines = errors
+        .unwrap_or("")
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty());
+    // `error code=PARSE …`: the Journal's row says it was refused; the code leads.
+    let first = lines
+        .next()
+        .map_or("refused", |l| l.strip_prefix("error ").unwrap_or(l));
+    match lines.count() {
+        0 => format!("{RE_ASK}{first}"),
+        n => format!(
+            "{RE_ASK}{first} (and {n} more error{})",
+            if n == 1 { "" } else { "s" }
+        ),
+    }
+}
+
+/// Why a reply was refused, from a delta that is a [`re_ask_note`] (`None`: not one).
+pub fn re_ask_why(delta: &str) -> Option<&str> {
+    delta.strip_prefix(RE_ASK)
+}
 
 /// The future an author returns.
 pub type AuthorFuture<'a> = Pin<Box<dyn Future<Output = Completion> + Send + 'a>>;
@@ -435,4 +462,24 @@ pub(crate) fn excerpt(s: &str, max: usize) -> String {
         out.push('…');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A re-ask's note names the first coded error and how many more, and is told from a
+    /// reply's text by its separator alone.
+    #[test]
+    fn a_re_ask_note_names_the_first_error_and_counts_the_rest() {
+        let one = re_ask_note(Some("error code=PARSE rule=syntax message=x\n"));
+        assert_eq!(re_ask_why(&one), Some("code=PARSE rule=syntax message=x"));
+        let three = re_ask_note(Some("error code=A\n\nerror code=B\nerror code=C"));
+        assert_eq!(re_ask_why(&three), Some("code=A (and 2 more errors)"));
+        let two = re_ask_note(Some("error code=A\nerror code=B"));
+        assert_eq!(re_ask_why(&two), Some("code=A (and 1 more error)"));
+        assert_eq!(re_ask_why(&re_ask_note(None)), Some("refused"));
+        assert_eq!(re_ask_why("PLAN p budget 0.1R"), None);
+        assert_eq!(re_ask_why(NEW_ATTEMPT), None);
+    }
 }

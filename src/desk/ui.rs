@@ -1957,6 +1957,20 @@ pub fn journal_lines(app: &App, w: usize) -> Vec<Line<'static>> {
         .filter(|a| a.waiting.is_some())
         .map(|a| a.thinking.as_str())
         .unwrap_or("");
+    // Why its replies to this wake were refused, while it writes again.
+    let refused = app
+        .agent()
+        .filter(|a| a.waiting.is_some())
+        .map_or(&[][..], |a| a.refused.as_slice());
+    for (i, why) in refused.iter().enumerate() {
+        push(
+            Line::from(Span::styled(
+                format!("reply {} refused, asked again: {why}", i + 1),
+                Style::default().fg(t.state_error()),
+            )),
+            4,
+        );
+    }
     if !thinking.is_empty() {
         push(Line::from(Span::styled("agent is writing…", muted)), 4);
         for l in thinking

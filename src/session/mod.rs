@@ -607,7 +607,7 @@ impl TurnSource for Attached {
                 && let Some(d) = deltas
             {
                 let _ = d.send(crate::author::NEW_ATTEMPT.to_string());
-                let _ = d.send(crate::author::RE_ASK.to_string());
+                let _ = d.send(crate::author::re_ask_note(a.guided_error.as_deref()));
             }
             let done = rt.block_on(or_signal(author.author(&prompt, deltas.clone())));
             retries.push(author.take_retries());

@@ -610,6 +610,13 @@ fn chart_marks(b: &bus::blotter::Blotter) -> Vec<ChartMark> {
         .collect()
 }
 
+/// The refusals of one answer's replies the Journal shows while the author writes again
+/// (the repair budget bounds them; a longer loop is counted on the status line).
+const REFUSED_SHOWN: usize = 8;
+
+/// The most characters of one refusal kept for the Journal (a coded error's line).
+const REFUSED_CHARS: usize = 400;
+
 /// The seated agent as the screen shows it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentStatus {
@@ -628,6 +635,9 @@ pub struct AgentStatus {
     /// Its replies to that wake refused and re-asked so far (`· re-ask 1` on the status
     /// line while it writes again).
     pub re_asked: u32,
+    /// Why each of them was refused (its first coded error, and how many more), in order:
+    /// the Journal shows them while the author writes again.
+    pub refused: Vec<String>,
     /// Its answer waiting for the person (co-pilot).
     pub proposal: Option<Proposal>,
     /// The plans of that answer that would not arm if accepted now: their names are live
@@ -882,6 +892,8 @@ struct Chair {
     waiting: Option<(String, Ts)>,
     /// Replies refused and re-asked so far while the author writes its answer.
     re_asked: u32,
+    /// Why each was refused (its first coded error), the first [`REFUSED_SHOWN`].
+    refused: Vec<String>,
     thinking: String,
     last_answer: Option<LastAnswer>,
     failing: Option<(String, u32)>,
@@ -910,6 +922,7 @@ impl Chair {
             proposal: None,
             waiting: None,
             re_asked: 0,
+            refused: Vec::new(),
             thinking: String::new(),
             last_answer: None,
             failing: None,
@@ -1936,10 +1949,16 @@ impl Session {
         while let Ok(d) = w.deltas.try_recv() {
             if d == crate::author::NEW_ATTEMPT {
                 chair.thinking.clear();
-            } else if d == crate::author::RE_ASK {
+            } else if let Some(why) = crate::author::re_ask_why(&d) {
                 // A reply came back and was refused: the status line says so while the
-                // author writes again (until 2026-12-06 nothing did until the loop ended).
+                // author writes again (until 2026-12-06 nothing did until the loop ended),
+                // and the Journal says why.
                 chair.re_asked += 1;
+                if chair.refused.len() < REFUSED_SHOWN {
+                    chair
+                        .refused
+                        .push(why.chars().take(REFUSED_CHARS).collect());
+                }
             } else {
                 chair.thinking.push_str(&d);
             }
@@ -3061,6 +3080,7 @@ impl Session {
                     chair.thinking.clear();
                     chair.waiting = Some((ask.wake.clone(), ask.ts));
                     chair.re_asked = 0;
+                    chair.refused.clear();
                     w.ask(segment, call, ask.clone(), ctx.clone());
                     asked = true;
                 }
@@ -3536,6 +3556,7 @@ impl Session {
                 copilot: c.hold,
                 waiting: c.waiting.clone(),
                 re_asked: c.re_asked,
+                refused: c.refused.clone(),
                 proposal: c.proposal.clone(),
                 proposal_clash: c
                     .proposal
