@@ -3127,3 +3127,75 @@ fn a_bus_given_as_a_tape_says_what_to_do_by_what_it_holds() {
     assert!(out.contains("wakes 4"), "{out}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// The wrong file where `grade`, the desk and `print` take one says what to do, and what it
+/// says works (a reviewer followed each, 2026-12-06): a document among `grade`'s `--tapes`
+/// said `give it as --plans` (grade has no `--plans`); a tape as `grade`'s document said to
+/// `run` it; a tape piped to `print -` said `run --tape -` (a tape is read from its file);
+/// the desk's `--agent` given a tape said `line 1: expected {"reply": "..."}`, given a run's
+/// Bus the same; `--open` given a tape said `no desk-session header line`.
+#[test]
+fn the_wrong_file_for_grade_the_desk_and_print_says_what_to_do() {
+    let d = tmp("wrong-file-hints");
+    let run_bus = d.join("run.bus");
+    let (code, _, err) = kestrel(&[
+        "run",
+        "--tape",
+        TAPE,
+        "--plans",
+        "examples/run-desk.kestrel",
+        "--bus",
+        s(&run_bus),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let home = d.join("home");
+    let home = s(&home);
+    let cases: Vec<(Vec<&str>, String)> = vec![
+        (
+            vec!["grade", "examples/grade.kestrel", "--tapes", "examples/shares.kestrel"],
+            "the document to grade comes first, the tapes after --tapes: kestrel grade examples/shares.kestrel --tapes DIR".into(),
+        ),
+        (
+            vec!["grade", TAPE],
+            format!("grade takes the document first and its tapes with --tapes: kestrel grade FILE.kestrel --tapes {TAPE}"),
+        ),
+        (
+            vec!["desk", "--agent", TAPE],
+            format!("is a tape (JSON Lines with a header line), not a script of {{\"reply\": ...}} lines: open the desk on it with --tape {TAPE}"),
+        ),
+        (
+            vec!["desk", "--agent", s(&run_bus)],
+            format!("it records a run with no author's turn (as kestrel run --bus writes one): run its plans again with kestrel run --tape {TAPE} --plans FILE"),
+        ),
+        (
+            vec!["desk", "--open", TAPE],
+            format!("is a tape (JSON Lines with a header line), not a desk session: open the desk on it with kestrel desk --tape {TAPE}"),
+        ),
+    ];
+    for (args, want) in cases {
+        let out = Command::new(env!("CARGO_BIN_EXE_kestrel"))
+            .args(&args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env("HOME", home)
+            .env("XDG_CONFIG_HOME", home)
+            .env("XDG_DATA_HOME", home)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run kestrel");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.starts_with("error code=USAGE message=") && err.contains(&want),
+            "{args:?}: {err}"
+        );
+    }
+    let tape = std::fs::read(TAPE).unwrap();
+    let (code, _, err) = kestrel_piped(&["print", "-"], &tape);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("replay it from its file with kestrel run --tape FILE --plans FILE")
+            && !err.contains("--tape -"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -277,6 +277,10 @@ fn grade_text(a: &Args, out: Option<&Path>, started: &mut bool) -> Result<String
         }
     }
     for path in &a.files {
+        if let Some(e) = super::sniff::a_tape_to_grade(path) {
+            errln!("{e}");
+            return Err(1);
+        }
         // A pipe is read once, by the document reader below (which names a Bus too).
         // Its first line is enough (the whole file was read to find it).
         let is_session =

@@ -176,6 +176,11 @@ pub(crate) fn wrong_kind(path: &Path, kind: Kind, wanted: &str, hint: &str) -> S
 pub(crate) fn use_of(kind: Kind, path: &Path) -> String {
     let p = path.display();
     match kind {
+        // A tape is read from its file (`--tape -` is no stdin): from a pipe, the file's name
+        // is not known.
+        Kind::Tape if path == Path::new("-") => {
+            "replay it from its file with kestrel run --tape FILE --plans FILE (or the desk's --tape FILE)".into()
+        }
         Kind::Tape => {
             format!("replay it with kestrel run --tape {p} --plans FILE (or the desk's --tape)")
         }
@@ -373,6 +378,89 @@ pub(crate) fn not_a_tape(path: &Path) -> Option<String> {
     match kind {
         Kind::Tape | Kind::Json | Kind::Binary | Kind::Unreadable | Kind::Stream => None,
         k => Some(wrong_kind(path, k, "a tape", &use_of(k, path))),
+    }
+}
+
+/// [`not_a_tape`] for a file among `kestrel grade`'s `--tapes`: a Kestrel document there is
+/// the document to grade (the first argument), not `--plans`, which `grade` has not.
+pub(crate) fn not_a_grade_tape(path: &Path) -> Option<String> {
+    if file(path) == Kind::Kestrel {
+        let p = path.display();
+        return Some(wrong_kind(
+            path,
+            Kind::Kestrel,
+            "a tape",
+            &format!(
+                "the document to grade comes first, the tapes after --tapes: kestrel grade {p} --tapes DIR"
+            ),
+        ));
+    }
+    not_a_tape(path)
+}
+
+/// The error for a tape given to `kestrel grade` as the document to grade.
+pub(crate) fn a_tape_to_grade(path: &Path) -> Option<String> {
+    if is_stream(path) || file(path) != Kind::Tape {
+        return None;
+    }
+    let p = path.display();
+    Some(wrong_kind(
+        path,
+        Kind::Tape,
+        "a Kestrel document",
+        &format!(
+            "grade takes the document first and its tapes with --tapes: kestrel grade FILE.kestrel --tapes {p}"
+        ),
+    ))
+}
+
+/// The error for a file given to the desk's `--open` that is a tape (it opens with `--tape`)
+/// or a Kestrel document; `None` leaves the session reader's own error.
+pub(crate) fn not_a_desk_session(path: &Path) -> Option<String> {
+    if is_stream(path) {
+        return None;
+    }
+    let p = path.display();
+    match file(path) {
+        Kind::Tape => Some(wrong_kind(
+            path,
+            Kind::Tape,
+            "a desk session",
+            &format!("open the desk on it with kestrel desk --tape {p}"),
+        )),
+        k @ (Kind::Kestrel | Kind::ReplyScript | Kind::GradeShard | Kind::Empty | Kind::Blank) => {
+            Some(wrong_kind(path, k, "a desk session", &use_of(k, path)))
+        }
+        _ => None,
+    }
+}
+
+/// The error for a file given to the desk's `--agent` (a script of replies) that is another
+/// kind of file: a saved Bus goes to `--author`, a tape to `--tape`.
+pub(crate) fn not_a_reply_script(path: &Path) -> Option<String> {
+    if is_stream(path) {
+        return None;
+    }
+    let what = "a script of {\"reply\": ...} lines";
+    let p = path.display();
+    match file(path) {
+        // An agent's Bus replays with `--author`; a run's has no turn to replay.
+        Kind::Bus => Some(wrong_kind(
+            path,
+            Kind::Bus,
+            what,
+            &match bus_without_author(path) {
+                Some(_) => use_of(Kind::Bus, path),
+                None => format!("a saved Bus replays its agent's turns with --author {p}"),
+            },
+        )),
+        Kind::Tape => Some(wrong_kind(
+            path,
+            Kind::Tape,
+            what,
+            &format!("open the desk on it with --tape {p}"),
+        )),
+        _ => not_an_author_file(path),
     }
 }
 

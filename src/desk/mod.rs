@@ -290,6 +290,9 @@ fn chosen_agent(a: &DeskArgs) -> Result<Option<Agent>, String> {
     }
     match &a.agent {
         Some(p) => {
+            if let Some(e) = crate::cli::sniff::not_a_reply_script(p) {
+                return Err(e);
+            }
             let text = read_text(p)?;
             let name = p
                 .file_stem()
@@ -610,6 +613,9 @@ pub fn check_open(a: &DeskArgs) -> Result<Option<PathBuf>, Refusal> {
     let tape = match &a.open {
         Some(p) => {
             r_usd_flag(a)?;
+            if let Some(e) = crate::cli::sniff::not_a_desk_session(p) {
+                return Err(e.into());
+            }
             let s = saved::open(p)?;
             let bad = contradictions(a, &s);
             if !bad.is_empty() {

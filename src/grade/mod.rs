@@ -530,7 +530,7 @@ fn tape_error(path: &str, e: &crate::market::TapeError) -> GradeError {
     // A file refused at its first line may be no tape at all (a saved Bus, a document, CSV
     // market data): said so, with what to do, as `run --tape` says it (`code=USAGE`).
     if e.line <= 1
-        && let Some(line) = crate::cli::sniff::not_a_tape(std::path::Path::new(path))
+        && let Some(line) = crate::cli::sniff::not_a_grade_tape(std::path::Path::new(path))
         && let Some(m) = line.strip_prefix("error code=USAGE message=")
     {
         return GradeError::new("USAGE", m.to_string());
