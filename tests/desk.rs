@@ -4822,15 +4822,11 @@ fn a_long_named_authors_writing_state_stays_on_the_status_line_with_its_time() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// While a live author's reply was refused and it was asked again, the status line read only
-/// `writing @ open 65s`: nothing said a reply came back and was refused until the whole loop
-/// ended. It now counts the re-asks as they happen (`writing @ open 0s · re-ask 1`).
-#[test]
-fn a_refused_reply_shows_its_re_ask_on_the_status_line_while_the_author_writes_again() {
-    let dir = tmp("status-re-ask");
+/// A desk whose live command author's first reply is refused at once and whose re-ask is
+/// answered slowly (30 s), once the re-ask is under way (its script and mark in `dir`).
+fn refused_then_slow(dir: &std::path::Path) -> App {
     let script = dir.join("again.sh");
     let count = dir.join("count");
-    // The first reply is refused at once; the re-ask is answered slowly.
     std::fs::write(
         &script,
         format!(
@@ -4845,6 +4841,16 @@ fn a_refused_reply_shows_its_re_ask_on_the_status_line_while_the_author_writes_a
     let src = desk::tape_source(None).unwrap();
     let mut app = desk::inline_app_with(src, Some(DeskAgent::Live(spec)), false).unwrap();
     wait_for(&mut app, |a| a.agent().is_some_and(|g| g.re_asked == 1));
+    app
+}
+
+/// While a live author's reply was refused and it was asked again, the status line read only
+/// `writing @ open 65s`: nothing said a reply came back and was refused until the whole loop
+/// ended. It now counts the re-asks as they happen (`writing @ open 0s · re-ask 1`).
+#[test]
+fn a_refused_reply_shows_its_re_ask_on_the_status_line_while_the_author_writes_again() {
+    let dir = tmp("status-re-ask");
+    let app = refused_then_slow(&dir);
     assert!(app.agent().is_some_and(|a| a.waiting.is_some()));
     let s = screen(&app, 160, 48);
     assert!(
@@ -4862,23 +4868,7 @@ fn a_refused_reply_shows_its_re_ask_on_the_status_line_while_the_author_writes_a
 #[test]
 fn the_journal_says_why_a_reply_was_refused_while_the_author_writes_again() {
     let dir = tmp("journal-re-ask");
-    let script = dir.join("again.sh");
-    let count = dir.join("count");
-    // The first reply is refused at once; the re-ask is answered slowly.
-    std::fs::write(
-        &script,
-        format!(
-            "#!/bin/sh\ncat >/dev/null\nif [ -f '{c}' ]; then sleep 30; fi\ntouch '{c}'\necho 'PLAN broken budget'\n",
-            c = count.display()
-        ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let spec = live_spec("default", 60, &format!("cmd:{}", script.display()));
-    let src = desk::tape_source(None).unwrap();
-    let mut app = desk::inline_app_with(src, Some(DeskAgent::Live(spec)), false).unwrap();
-    wait_for(&mut app, |a| a.agent().is_some_and(|g| g.re_asked == 1));
+    let app = refused_then_slow(&dir);
     let refused = app.agent().map(|a| a.refused.clone()).unwrap_or_default();
     assert_eq!(refused.len(), 1, "{refused:?}");
     assert!(refused[0].starts_with("code="), "{refused:?}");
