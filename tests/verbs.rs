@@ -3065,14 +3065,9 @@ fn a_bad_line_of_a_recording_is_said_plainly() {
     let _ = std::fs::remove_dir_all(&f.dir);
 }
 
-/// A saved Bus given where a tape is read says what to do with it by what it holds: a run's
-/// Bus (no author's turn) to run its plans again on its tape, an agent's to replay it; and
-/// `--author` takes a saved Bus by what it holds, whatever its name (`s.bus` was refused as a
-/// file that is not executable, after `run --tape` had said to give it to `--author`).
-#[test]
-fn a_bus_given_as_a_tape_says_what_to_do_by_what_it_holds() {
-    let d = tmp("bus-kinds");
-    let (run_bus, agent_bus) = (d.join("run.bus"), d.join("agent.bus"));
+/// The Bus of `kestrel run` of the README's desk plans on the trend tape, saved in `dir`.
+fn a_run_bus(dir: &Path) -> PathBuf {
+    let bus = dir.join("run.bus");
     let (code, _, err) = kestrel(&[
         "run",
         "--tape",
@@ -3080,9 +3075,20 @@ fn a_bus_given_as_a_tape_says_what_to_do_by_what_it_holds() {
         "--plans",
         "examples/run-desk.kestrel",
         "--bus",
-        s(&run_bus),
+        s(&bus),
     ]);
     assert_eq!(code, 0, "{err}");
+    bus
+}
+
+/// A saved Bus given where a tape is read says what to do with it by what it holds: a run's
+/// Bus (no author's turn) to run its plans again on its tape, an agent's to replay it; and
+/// `--author` takes a saved Bus by what it holds, whatever its name (`s.bus` was refused as a
+/// file that is not executable, after `run --tape` had said to give it to `--author`).
+#[test]
+fn a_bus_given_as_a_tape_says_what_to_do_by_what_it_holds() {
+    let d = tmp("bus-kinds");
+    let (run_bus, agent_bus) = (a_run_bus(&d), d.join("agent.bus"));
     let (code, _, err) = kestrel(&[
         "agent",
         "--tape",
@@ -3137,17 +3143,7 @@ fn a_bus_given_as_a_tape_says_what_to_do_by_what_it_holds() {
 #[test]
 fn the_wrong_file_for_grade_the_desk_and_print_says_what_to_do() {
     let d = tmp("wrong-file-hints");
-    let run_bus = d.join("run.bus");
-    let (code, _, err) = kestrel(&[
-        "run",
-        "--tape",
-        TAPE,
-        "--plans",
-        "examples/run-desk.kestrel",
-        "--bus",
-        s(&run_bus),
-    ]);
-    assert_eq!(code, 0, "{err}");
+    let run_bus = a_run_bus(&d);
     let home = d.join("home");
     let home = s(&home);
     let cases: Vec<(Vec<&str>, String)> = vec![
