@@ -2262,6 +2262,48 @@ fn the_log_names_an_orders_and_a_fills_plan_whole_beside_its_price() {
     }
 }
 
+/// The `?` legend listed the Log's long kind words (`suppressed`, `stand-down`) where the
+/// Log, narrower than 64 columns at every size, writes `muted`, `stop`, `tape` and `news`:
+/// the legend says the short word with its meaning.
+#[test]
+fn the_legend_names_the_kind_words_the_log_shows() {
+    let mut app = readme_desk_at_1032();
+    app.set_focus(Pane::Bus);
+    let log = screen(&app, 160, 48).join("\n");
+    assert!(log.contains(" muted ×"), "{log}");
+    let kind = desk::legend::lines(1000)
+        .into_iter()
+        .find(|(term, _)| term.starts_with("log") && term.ends_with("kind"))
+        .map(|(_, meaning)| meaning)
+        .unwrap_or_default();
+    for word in [
+        "tape = session",
+        "muted = suppressed wake",
+        "stop = stand-down",
+        "news = headline",
+    ] {
+        assert!(kind.contains(word), "{word}: {kind}");
+    }
+    press(&mut app, KeyCode::Char('?'));
+    let s = screen(&app, 200, 60);
+    assert!(has(&s, "tape = session"), "{}", s.join("\n"));
+    assert!(has(&s, "muted = suppressed wake"), "{}", s.join("\n"));
+}
+
+/// In the `/` prompt C-u typed a `u` (`/usuppressed`, nothing matched); in the Editor it
+/// clears the line, and now in the prompt too.
+#[test]
+fn c_u_clears_the_log_filters_prompt() {
+    let mut app = readme_desk_at_1032();
+    app.set_focus(Pane::Bus);
+    press(&mut app, KeyCode::Char('/'));
+    typ(&mut app, "sup");
+    ctrl(&mut app, 'u');
+    typ(&mut app, "muted\n");
+    assert_eq!(app.log.filter, "muted");
+    assert!(!app.log.shown().is_empty());
+}
+
 /// With `add-on`'s ttl at `10:51:30` the narrow Plans pane's P&L column lost its budget at
 /// 160x48 (`pnl/budget` fell to `pnl`, `+0.11R`): the budget as the plan writes it (`1R`,
 /// `0.5R`) leaves room for every name whole. At 100x30 the budget still gives way, and the

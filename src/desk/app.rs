@@ -1312,6 +1312,11 @@ impl App {
                     input.pop();
                     self.modal = Some(Modal::Prompt { kind, input });
                 }
+                // C-u clears the line, as in the Editor (it typed a `u`: `/usuppressed`).
+                KeyCode::Char('u') if k.modifiers.contains(KeyModifiers::CONTROL) => {
+                    input.clear();
+                    self.modal = Some(Modal::Prompt { kind, input });
+                }
                 KeyCode::Up if kind == PromptKind::Filter => {
                     input = self.log.filter.clone();
                     self.modal = Some(Modal::Prompt { kind, input });

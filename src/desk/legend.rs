@@ -72,7 +72,7 @@ pub const TERMS: &[(&str, &str, &str)] = &[
     (
         "log",
         "kind",
-        "session, armed, plan, fire, order, fill, risk (veto, clamp), wake, suppressed, frame, turn, stand-down",
+        "tape = session, armed, plan, fire, order, fill, risk = veto, clamp or pod halt, mark, wake, muted = suppressed wake, frame, turn, stop = stand-down or cancel, news = headline, error (/ matches either word)",
     ),
     (
         "log",
