@@ -2262,6 +2262,63 @@ fn the_log_names_an_orders_and_a_fills_plan_whole_beside_its_price() {
     }
 }
 
+/// The Log never said which option an order or a fill traded: `breakout: sell 1 @ 1.00 SPY…`
+/// at 160x48, `SPY 2025-04-09…` at 200x60 (the long name, date first, cut before the strike).
+/// An option reads as a trader writes it (`SPY 518C`), and the row keeps its strike and right
+/// at every size; shares read as they did.
+#[test]
+fn the_log_says_which_option_an_order_or_a_fill_traded() {
+    let mut app = readme_desk_at_1032();
+    app.set_focus(Pane::Bus);
+    for (w, h) in [(100, 30), (160, 48), (200, 60)] {
+        let s = screen(&app, w, h);
+        let text = s.join("\n");
+        for row in [
+            "10:29:57 order breakout: sell 1 @ 1.00 ",
+            "10:29:58 fill  breakout: sell 1 @ 1.00 ",
+        ] {
+            let line = s.iter().find(|l| l.contains(row));
+            assert!(
+                line.is_some_and(|l| l.contains(" 518C")),
+                "{w}x{h}: {row}\n{text}"
+            );
+        }
+        // The Log's rows (the View's `pos` line keeps the long name).
+        assert!(
+            !s.iter()
+                .any(|l| l.contains(" order ") && l.contains("2025-04-09 5")),
+            "{w}x{h}:\n{text}"
+        );
+    }
+    let s = screen(&app, 200, 60);
+    let text = s.join("\n");
+    assert!(
+        has(&s, "10:29:57 order breakout: sell 1 @ 1.00 SPY 518C (#6)"),
+        "{text}"
+    );
+    assert!(
+        has(&s, "10:24:48 order vwap-flush: sell 48 @ 518.02 SPY shares"),
+        "{text}"
+    );
+}
+
+/// The Log's title was cut in its keys at 160x48 and 100x30 (`Log — 103 events · following
+/// [/ filter ·…`): the shorter title fits whole.
+#[test]
+fn the_log_title_fits_at_160x48_and_100x30() {
+    let mut app = readme_desk_at_1032();
+    app.set_focus(Pane::Bus);
+    for (w, h) in [(100, 30), (160, 48)] {
+        let s = screen(&app, w, h);
+        let text = s.join("\n");
+        assert!(
+            has(&s, "Log — 103 events · following [/ filter] "),
+            "{w}x{h}:\n{text}"
+        );
+        assert!(!text.contains("filter ·…"), "{w}x{h}:\n{text}");
+    }
+}
+
 /// The `?` legend listed the Log's long kind words (`suppressed`, `stand-down`) where the
 /// Log, narrower than 64 columns at every size, writes `muted`, `stop`, `tape` and `news`:
 /// the legend says the short word with its meaning.

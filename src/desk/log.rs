@@ -224,8 +224,38 @@ const AGENT: &str = "the agent";
 /// A whole-book stand-down's summary until its turn names who stood down.
 const WHOLE_BOOK: &str = "stand-down of every plan: ";
 
-/// Decode one canonical Bus line into a row.
-pub fn decode(no: u64, line: &str) -> Row {
+/// An instrument as the Log names it, the way a trader reads a contract: an option of the
+/// session's own date `date` (`YYYY-MM-DD`) by its symbol, strike and right
+/// (`SPY 2025-04-09 518.00 C` reads `SPY 518C`, `518.50` reads `518.5C`), one of another day
+/// with its expiry after them (`SPY 518C 04-10`, the year too when it is another year);
+/// shares and anything else as the Bus names them (`SPY shares`). Until 2026-12-06 the Log
+/// wrote the long name, date first, and a row cut it before the strike at every size
+/// (`buy 2 @ 0.49 SPY…` at 160x48, `SPY 2025-04-09…` at 200x60).
+pub fn trader_leg(leg: &str, date: &str) -> String {
+    let parts: Vec<&str> = leg.split(' ').collect();
+    let [sym, expiry, strike, right @ ("C" | "P")] = parts.as_slice() else {
+        return leg.to_string();
+    };
+    let (Some((y, md)), true) = (expiry.split_once('-'), strike.parse::<f64>().is_ok()) else {
+        return leg.to_string();
+    };
+    let strike = if strike.contains('.') {
+        strike.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        strike
+    };
+    if *expiry == date {
+        format!("{sym} {strike}{right}")
+    } else if date.split_once('-').is_some_and(|(dy, _)| dy == y) {
+        format!("{sym} {strike}{right} {md}")
+    } else {
+        format!("{sym} {strike}{right} {expiry}")
+    }
+}
+
+/// Decode one canonical Bus line into a row, in a session of date `date` (`YYYY-MM-DD`,
+/// which names its options short: [`trader_leg`]).
+pub fn decode(no: u64, line: &str, date: &str) -> Row {
     let ty = serde_json::from_str::<serde_json::Value>(line)
         .ok()
         .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_string))
@@ -245,6 +275,7 @@ pub fn decode(no: u64, line: &str) -> Row {
         return row;
     };
     let hms = crate::market::Ts::hhmmss;
+    let name = |l: &str| trader_leg(l, date);
     let (ts, kind, plan, summary) = match ev {
         Event::SessionStart {
             tape,
@@ -306,7 +337,12 @@ pub fn decode(no: u64, line: &str) -> Row {
                 // the order's number after them (`sell 48 @ 518.02 SPY shares (#5)`): a
                 // narrow row keeps the plan's name and the price, where `#5 ` before them
                 // cut the name to `vwa…` at 160x48.
-                format!("{} {qty} @ {} {leg} (#{order})", side(s), px(limit)),
+                format!(
+                    "{} {qty} @ {} {} (#{order})",
+                    side(s),
+                    px(limit),
+                    name(&leg)
+                ),
             )
         }
         Event::OrderRepriced {
@@ -347,7 +383,7 @@ pub fn decode(no: u64, line: &str) -> Row {
             plan,
             // Quantity and price first: a narrow row cuts the instrument's long name, not
             // the price (`sell 48 @ 518.08 SPY shares`).
-            format!("{} {qty} @ {} {leg} (#{order})", side(s), px(p)),
+            format!("{} {qty} @ {} {} (#{order})", side(s), px(p), name(&leg)),
         ),
         Event::Clamp {
             ts,
@@ -387,14 +423,19 @@ pub fn decode(no: u64, line: &str) -> Row {
             Some(ts),
             Kind::Fill,
             plan,
-            format!("settled {qty} @ {} {leg}", px(p)),
+            format!("settled {qty} @ {} {}", px(p), name(&leg)),
         ),
         Event::Mark {
             ts,
             plan,
             leg,
             px: p,
-        } => (Some(ts), Kind::Mark, plan, format!("mark {leg} {}", px(p))),
+        } => (
+            Some(ts),
+            Kind::Mark,
+            plan,
+            format!("mark {} {}", name(&leg), px(p)),
+        ),
         Event::Headline { ts, text } => (Some(ts), Kind::Headline, String::new(), text),
         Event::WakeFired {
             ts,
@@ -640,13 +681,13 @@ impl Log {
                 });
             }
             for (no, line) in between {
-                self.push(decode(*no, line), agent);
+                self.push(decode(*no, line, &s.date), agent);
             }
             self.next = first;
         }
         for no in self.next..n {
             if let Some(line) = usize::try_from(no - first).ok().and_then(|i| s.bus.get(i)) {
-                self.push(decode(no, line), agent);
+                self.push(decode(no, line, &s.date), agent);
             }
         }
         self.next = n;
@@ -970,29 +1011,7 @@ impl Log {
             } else {
                 base
             };
-            let mut summary = if s.count > 1 {
-                format!(
-                    "×{} {} (since {})",
-                    s.count, r.summary, self.rows[s.first].time
-                )
-            } else {
-                r.summary.clone()
-            };
-            if pw == 0 && !r.plan.is_empty() {
-                // A re-price or a cancellation is named by its order (`#1 cancelled: veto`),
-                // its plan after it: before it, a narrow row cut what became of the order.
-                // Where the plan does not fit whole after it, the order's number says it.
-                summary = if matches!(r.ty.as_str(), "order-repriced" | "order-cancelled") {
-                    let with = format!("{summary} · {}", r.plan);
-                    if fit::width(&with) <= sw {
-                        with
-                    } else {
-                        summary
-                    }
-                } else {
-                    plan_first(&r.plan, &summary, sw)
-                };
-            }
+            let summary = self.summary_cell(s, pw == 0, sw);
             let kind = if pw > 0 {
                 r.kind.label()
             } else {
@@ -1021,21 +1040,69 @@ impl Log {
         }
     }
 
-    /// The pane title.
-    pub fn title(&self, total: u64) -> String {
+    /// The summary column of shown row `s`, in `sw` columns: a run's count and its first
+    /// time, and, `narrow` (no plan column), the plan before the summary ([`plan_first`]).
+    /// An order's re-prices say the count as theirs and keep the plan ([`reprice_cell`]).
+    fn summary_cell(&self, s: &Shown, narrow: bool, sw: usize) -> String {
+        let r = &self.rows[s.last];
+        let since = &self.rows[s.first].time;
+        if r.ty == "order-repriced"
+            && let Some(cell) = reprice_cell(r, s.count, since, narrow, sw)
+        {
+            return cell;
+        }
+        let summary = if s.count > 1 {
+            format!("×{} {} (since {since})", s.count, r.summary)
+        } else {
+            r.summary.clone()
+        };
+        if !narrow || r.plan.is_empty() {
+            return summary;
+        }
+        if r.ty == "order-cancelled" {
+            // A cancellation is named by its order (`#1 cancelled: veto`), its plan after
+            // it: before it, a narrow row cut what became of the order. Where the plan does
+            // not fit whole after it, the order's number says it.
+            let with = format!("{summary} · {}", r.plan);
+            return if fit::width(&with) <= sw {
+                with
+            } else {
+                summary
+            };
+        }
+        plan_first(&r.plan, &summary, sw)
+    }
+
+    /// The pane title in `w` columns: the shorter words first where the whole title does
+    /// not fit (`· b Blotter` goes, then `enter inspect`, then `events` after the count),
+    /// then the keys, then the state. At 160x48 and 100x30 the title was cut in its keys
+    /// (`Log — 103 events · following [/ filter ·…`).
+    pub fn title(&self, total: u64, w: usize) -> String {
         let filt = if self.filter.is_empty() {
             String::new()
         } else {
             format!(" /{}", self.filter)
         };
-        let follow = match self.sel {
-            None => "following",
-            Some(_) => "scrolled (G follows)",
+        let (follow, short) = match self.sel {
+            None => ("following", "following"),
+            Some(_) => ("scrolled (G follows)", "G follows"),
         };
-        format!(
-            "Log — {}{filt} · {follow} [/ filter · enter inspect · b Blotter]",
-            fit::count(total, "event")
-        )
+        let events = fit::count(total, "event");
+        let n = total.to_string();
+        let tries = [
+            format!("Log — {events}{filt} · {follow} [/ filter · enter inspect · b Blotter]"),
+            format!("Log — {events}{filt} · {follow} [/ filter · enter inspect]"),
+            format!("Log — {n}{filt} · {follow} [/ filter · enter inspect]"),
+            format!("Log — {events}{filt} · {follow} [/ filter]"),
+            format!("Log — {n}{filt} · {follow} [/ filter]"),
+            format!("Log — {n}{filt} · {short} [/ filter]"),
+            format!("Log — {n}{filt} · {short}"),
+        ];
+        let last = tries[tries.len() - 1].clone();
+        tries
+            .into_iter()
+            .find(|t| fit::width(t) <= w)
+            .unwrap_or(last)
     }
 }
 
@@ -1048,6 +1115,48 @@ fn name_agent(row: &mut Row, name: &str) {
     }
 }
 
+/// The summary cell of a run of `count` re-prices of one order (`count` 1: a single one),
+/// the first at `since`: the count said as the re-prices' (`#7 repriced ×7, now 518.36
+/// (peg, since 10:38:01)`) and, `narrow`, the plan first, whole, with the shorter words first
+/// where the row is too long (`vwap-flush: #7 peg ×7 → 518.36` in the 31 columns of 160x48).
+/// Until 2026-12-06 the run read `×7 #7 repriced to 518.36 (peg)…`, the plan (put after it)
+/// cut off at every size, the count beside the order's number. `None`: a summary the Log
+/// did not write (left as it is).
+fn reprice_cell(r: &Row, count: usize, since: &str, narrow: bool, sw: usize) -> Option<String> {
+    let (order, rest) = r.summary.split_once(" repriced to ")?;
+    let (price, reason) = rest.split_once(" (")?;
+    let reason = reason.strip_suffix(')')?;
+    let tries = if count > 1 {
+        vec![
+            format!("{order} repriced ×{count}, now {price} ({reason}, since {since})"),
+            format!("{order} repriced ×{count}, now {price} ({reason})"),
+            format!("{order} repriced ×{count}, now {price}"),
+            format!("{order} {reason} ×{count} → {price}"),
+            format!("{order} → {price}"),
+        ]
+    } else {
+        vec![
+            format!("{order} repriced to {price} ({reason})"),
+            format!("{order} repriced to {price}"),
+            format!("{order} {reason} → {price}"),
+            format!("{order} → {price}"),
+        ]
+    };
+    let head = if narrow && !r.plan.is_empty() {
+        format!("{}: ", r.plan)
+    } else {
+        String::new()
+    };
+    let tries: Vec<String> = tries.into_iter().map(|t| format!("{head}{t}")).collect();
+    let last = tries.last().cloned().unwrap_or_default();
+    Some(
+        tries
+            .into_iter()
+            .find(|t| fit::width(t) <= sw)
+            .unwrap_or(last),
+    )
+}
+
 /// How many interleaved streams of chatter the Log folds into as many rows.
 const STREAMS: usize = 4;
 
@@ -1055,7 +1164,9 @@ const STREAMS: usize = 4;
 /// long, the plan's name gives way (`spx-52…: buy 2 @ 0.15 SPY …`) before the summary's head
 /// up to its price (`buy 2 @ 0.15`, `#1 buy 2 @ 0.15`). At 160x48 a 14-letter plan cut a
 /// fill to `spx-5200-break: buy 2 @…` (docs/desk.md: a narrow row cuts the name, not the
-/// price).
+/// price). An option's contract is kept with the price where it can be (the name whole, then
+/// the contract without its symbol, then the name cut too, to no fewer than five letters and
+/// `…`).
 fn plan_first(plan: &str, summary: &str, w: usize) -> String {
     let whole = format!("{plan}: {summary}");
     if fit::width(&whole) <= w {
@@ -1065,26 +1176,60 @@ fn plan_first(plan: &str, summary: &str, w: usize) -> String {
     let Some(at) = summary.find(" @ ") else {
         return whole;
     };
-    let end = summary[at + 3..]
+    let price = summary[at + 3..]
         .find(' ')
         .map_or(summary.len(), |i| at + 3 + i);
-    let head = fit::width(&summary[..end]);
+    // An option's contract after the price (`SPY 518C`, before the order's number) is kept
+    // with it: the row says which option traded; where the name whole and the contract do
+    // not fit, the contract without its symbol (`breakout: sell 1 @ 1.00 518C…`), then the
+    // name cut too (`vwap-re…: sell 1 @ 0.77 516C…`). Shares keep the name whole and the
+    // price.
+    let contract = summary.find(" (#").unwrap_or(summary.len()).max(price);
+    let option = contract > price && !summary[price..contract].ends_with(" shares");
+    // The summary without the contract's symbol, and where its contract ends.
+    let bare = summary[price..contract]
+        .trim_start()
+        .split_once(' ')
+        .map(|(sym, _)| {
+            let cut = price + 1..price + 2 + sym.len();
+            let mut b = summary.to_string();
+            b.replace_range(cut.clone(), "");
+            (b, contract - cut.len())
+        });
     let name = fit::width(plan);
-    // The name whole and the price whole, with the `…` the row is cut with after the price
-    // where there is room for it; where there is not, the row ends at the price (a `…` cut
-    // `vwap-flush: sell 48 @ 518.0` back to `vwap-flush: sell 48 @…`).
-    if name + 2 + head < w {
-        return whole;
+    let fits = |summary: &str, end: usize| -> Option<String> {
+        let head = fit::width(&summary[..end]);
+        // The name whole and the head whole, with the `…` the row is cut with after the
+        // head where there is room for it; where there is not, the row ends at the head (a
+        // `…` cut `vwap-flush: sell 48 @ 518.0` back to `vwap-flush: sell 48 @…`).
+        if name + 2 + head < w {
+            Some(format!("{plan}: {summary}"))
+        } else if name + 2 + head == w {
+            Some(format!("{plan}: {}", &summary[..end]))
+        } else {
+            None
+        }
+    };
+    // `: ` before the summary, and the `…` the row is cut with after the head; the name
+    // keeps `least` columns (`…` among them), or the row is not cut so.
+    let cut = |summary: &str, end: usize, least: usize| -> Option<String> {
+        let room = w.checked_sub(fit::width(&summary[..end]) + 3)?;
+        (room >= least).then(|| format!("{}: {summary}", fit::fit(plan, room)))
+    };
+    let mut tries: Vec<Box<dyn Fn() -> Option<String> + '_>> = Vec::new();
+    if option {
+        tries.push(Box::new(|| fits(summary, contract)));
+        if let Some((b, end)) = &bare {
+            tries.push(Box::new(move || fits(b, *end)));
+        }
+        match &bare {
+            Some((b, end)) => tries.push(Box::new(move || cut(b, *end, 6))),
+            None => tries.push(Box::new(|| cut(summary, contract, 6))),
+        }
     }
-    if name + 2 + head == w {
-        return format!("{plan}: {}", &summary[..end]);
-    }
-    // `: ` before the summary, and the `…` the row is cut with after the price.
-    let room = w.saturating_sub(head + 3);
-    if room < 4 {
-        return whole;
-    }
-    format!("{}: {summary}", fit::fit(plan, room))
+    tries.push(Box::new(|| fits(summary, price)));
+    tries.push(Box::new(|| cut(summary, price, 4)));
+    tries.iter().find_map(|f| f()).unwrap_or(whole)
 }
 
 /// A row that repeats as a stream (a re-price, a suppression, a mark): a row of chatter may
@@ -1127,6 +1272,9 @@ fn attempt_summary(a: &crate::turn::repair::RepairAttempt) -> String {
 mod tests {
     use super::*;
 
+    /// The session's date in these tests.
+    const DATE: &str = "2025-04-09";
+
     #[test]
     fn a_narrow_row_cuts_the_plans_name_before_the_price() {
         let fill = "buy 2 @ 0.15 SPY 2025-04-09 521.00 C (#1)";
@@ -1156,6 +1304,156 @@ mod tests {
             fit::fit(&plan_first("vwap-flush", sell, 29), 29),
             "vwap-flush: sell 48 @ 518.02…"
         );
+    }
+
+    /// The Log wrote `SPY 2025-04-09 518.00 C`, date first, and a row cut it before the
+    /// strike at every size: an option reads as a trader writes it, the expiry only when it
+    /// is another day; shares and anything else as the Bus names them.
+    #[test]
+    fn an_option_reads_by_strike_and_right_the_expiry_only_on_another_day() {
+        assert_eq!(trader_leg("SPY 2025-04-09 518.00 C", DATE), "SPY 518C");
+        assert_eq!(trader_leg("SPY 2025-04-09 518.50 P", DATE), "SPY 518.5P");
+        assert_eq!(trader_leg("SPX 2025-04-09 5182.25 C", DATE), "SPX 5182.25C");
+        assert_eq!(
+            trader_leg("SPY 2025-04-10 518.00 C", DATE),
+            "SPY 518C 04-10"
+        );
+        assert_eq!(
+            trader_leg("SPY 2026-01-16 520.00 P", DATE),
+            "SPY 520P 2026-01-16"
+        );
+        for same in [
+            "SPY shares",
+            "SPY",
+            "SPY 2025-04-09 x C",
+            "SPY 2025-04-09 518 X",
+        ] {
+            assert_eq!(trader_leg(same, DATE), same);
+        }
+        use crate::bus::{BusSide, Event, OrderRole, canonical_line};
+        use crate::market::{Px, Ts};
+        let placed = Event::OrderPlaced {
+            ts: Ts::hms(10, 21, 30, 0),
+            order: 3,
+            plan: "breakout".into(),
+            clause: "DO#1".into(),
+            role: OrderRole::Entry,
+            leg: "SPY 2025-04-09 518.00 C".into(),
+            side: BusSide::Buy,
+            qty: 2,
+            limit: Px::from_cents(49),
+            mult: 100,
+        };
+        let line = String::from_utf8(canonical_line(&placed)).unwrap();
+        let row = decode(0, line.trim_end(), DATE);
+        assert_eq!(row.summary, "buy 2 @ 0.49 SPY 518C (#3)");
+        // The event whole (Enter) is the Bus's line, the long name in it.
+        assert!(inspect(&row.json).contains("SPY 2025-04-09 518.00 C"));
+        // At 160x48 (31 columns) the row keeps the plan whole and the contract.
+        assert_eq!(
+            fit::fit(&plan_first("breakout", &row.summary, 31), 31),
+            "breakout: buy 2 @ 0.49 SPY 518C"
+        );
+        // One column short: the contract without its symbol before a cut name.
+        let sell = "sell 1 @ 1.00 SPY 518C (#6)";
+        assert_eq!(
+            fit::fit(&plan_first("breakout", sell, 31), 31),
+            "breakout: sell 1 @ 1.00 518C…"
+        );
+        // A longer name is cut (to five letters at least) before the contract goes.
+        assert_eq!(
+            fit::fit(&plan_first("vwap-reclaim", sell, 29), 29),
+            "vwap-re…: sell 1 @ 1.00 518C…"
+        );
+        // Shares keep the name whole and the price, as they did.
+        let shares = "sell 48 @ 518.02 SPY shares (#5)";
+        assert_eq!(
+            fit::fit(&plan_first("vwap-flush", shares, 31), 31),
+            "vwap-flush: sell 48 @ 518.02…"
+        );
+    }
+
+    /// A run of re-prices read `×7 #7 repriced to 518.36 (peg)…`: the plan (put after it)
+    /// cut off at every size, the count beside the order's number. The plan comes first and
+    /// the count is the re-prices'.
+    #[test]
+    fn a_run_of_reprices_names_its_plan_and_counts_the_reprices() {
+        use crate::bus::{BusSide, Event, OrderRole, canonical_line};
+        use crate::market::{Px, Ts};
+        let line = |ev: Event| String::from_utf8(canonical_line(&ev)).unwrap();
+        let mut lines = vec![line(Event::OrderPlaced {
+            ts: Ts::hms(10, 38, 0, 0),
+            order: 7,
+            plan: "vwap-flush".into(),
+            clause: "DO#1".into(),
+            role: OrderRole::Entry,
+            leg: "SPY shares".into(),
+            side: BusSide::Buy,
+            qty: 20,
+            limit: Px::from_cents(51_820),
+            mult: 1,
+        })];
+        for k in 0..7u32 {
+            lines.push(line(Event::OrderRepriced {
+                ts: Ts::hms(10, 38, 1 + k, 0),
+                order: 7,
+                limit: Px::from_cents(51_830 + i64::from(k)),
+                reason: "peg".into(),
+            }));
+        }
+        let mut log = Log::default();
+        for (no, l) in lines.iter().enumerate() {
+            log.push(decode(no as u64, l.trim_end(), DATE), None);
+        }
+        log.rebuild();
+        let run = *log.shown().last().unwrap();
+        assert_eq!(run.count, 7);
+        let at = |w: usize, narrow: bool| fit::fit(&log.summary_cell(&run, narrow, w), w);
+        assert_eq!(
+            at(80, true),
+            "vwap-flush: #7 repriced ×7, now 518.36 (peg, since 10:38:01)"
+        );
+        assert_eq!(at(45, true), "vwap-flush: #7 repriced ×7, now 518.36 (peg)");
+        assert_eq!(at(31, true), "vwap-flush: #7 peg ×7 → 518.36");
+        assert_eq!(at(24, true), "vwap-flush: #7 → 518.36");
+        // Wide, the plan has its own column.
+        assert_eq!(at(40, false), "#7 repriced ×7, now 518.36 (peg)");
+        // One re-price reads as it did, its plan first.
+        let one = Shown {
+            first: 1,
+            last: 1,
+            count: 1,
+        };
+        assert_eq!(
+            fit::fit(&log.summary_cell(&one, true, 60), 60),
+            "vwap-flush: #7 repriced to 518.30 (peg)"
+        );
+    }
+
+    /// The title was cut in its keys at 160x48 and 100x30 (`Log — 103 events · following
+    /// [/ filter ·…`): the shorter title fits whole.
+    #[test]
+    fn the_log_title_fits_its_width_shorter_words_first() {
+        let mut log = Log::default();
+        assert_eq!(
+            log.title(103, 80),
+            "Log — 103 events · following [/ filter · enter inspect · b Blotter]"
+        );
+        assert_eq!(
+            log.title(103, 56),
+            "Log — 103 events · following [/ filter · enter inspect]"
+        );
+        assert_eq!(
+            log.title(103, 44),
+            "Log — 103 events · following [/ filter]"
+        );
+        log.filter = "vwap-reclaim".into();
+        log.sel = Some(0);
+        for w in [40, 44, 56, 80] {
+            let t = log.title(103, w);
+            assert!(fit::width(&t) <= w, "{w}: {t}");
+            assert!(t.contains("/vwap-reclaim"), "{w}: {t}");
+        }
     }
 
     /// A gap row takes the number of the first event it stands for, which a landmark right
@@ -1220,7 +1518,7 @@ mod tests {
                     usage: None,
                 },
             });
-            decode(0, &String::from_utf8(line).unwrap()).summary
+            decode(0, &String::from_utf8(line).unwrap(), DATE).summary
         };
         assert_eq!(attempt(0, 0, None), "open: attempt 1: authored (12 tokens)");
         assert_eq!(
@@ -1267,7 +1565,7 @@ mod tests {
         let summary = |lines: &[String]| {
             let mut log = Log::default();
             for (no, l) in lines.iter().enumerate() {
-                log.rows.push(decode(no as u64, l.trim_end()));
+                log.rows.push(decode(no as u64, l.trim_end(), DATE));
                 log.name_stand_down(Some("house"));
             }
             log.rows()
@@ -1315,7 +1613,7 @@ mod tests {
             .iter()
             .enumerate()
         {
-            log.rows.push(decode(no as u64, l));
+            log.rows.push(decode(no as u64, l, DATE));
         }
         log.rebuild();
         let counts: Vec<usize> = log.shown().iter().map(|s| s.count).collect();
@@ -1356,7 +1654,7 @@ mod tests {
         .iter()
         .enumerate()
         {
-            log.rows.push(decode(no as u64, l.trim_end()));
+            log.rows.push(decode(no as u64, l.trim_end(), DATE));
         }
         log.rebuild();
         let counts: Vec<usize> = log.shown().iter().map(|s| s.count).collect();
@@ -1415,7 +1713,7 @@ mod tests {
         ];
         let mut log = Log::default();
         for (no, l) in lines.iter().enumerate() {
-            log.push(decode(no as u64, l.trim_end()), None);
+            log.push(decode(no as u64, l.trim_end(), DATE), None);
         }
         let plans: Vec<&str> = log.rows().iter().map(|r| r.plan.as_str()).collect();
         assert_eq!(
@@ -1438,7 +1736,7 @@ mod tests {
         assert_eq!(
             shown,
             [
-                "buy 1 @ 1.20 SPY 2025-04-09 518 C (#1)",
+                "buy 1 @ 1.20 SPY 518C (#1)",
                 "#1 repriced to 1.25 (peg)",
                 "#1 cancelled: veto"
             ]
@@ -1449,7 +1747,7 @@ mod tests {
     fn folded(lines: &[String]) -> (Log, Vec<(usize, usize, usize)>) {
         let mut log = Log::default();
         for (no, l) in lines.iter().enumerate() {
-            log.rows.push(decode(no as u64, l));
+            log.rows.push(decode(no as u64, l, DATE));
         }
         log.rebuild();
         let runs = log

@@ -1293,10 +1293,8 @@ fn draw_bus(f: &mut Frame, app: &App, r: Rect) {
     }
     let t = app.theme();
     let s = &app.snap;
-    let title = super::fit::fit(
-        &app.log.title(s.bus_events),
-        usize::from(r.width.saturating_sub(4)),
-    );
+    let room = usize::from(r.width.saturating_sub(4));
+    let title = super::fit::fit(&app.log.title(s.bus_events, room), room);
     let b = block(app, Pane::Bus, title);
     let inner = b.inner(r);
     f.render_widget(b, r);
