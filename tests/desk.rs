@@ -2368,18 +2368,28 @@ fn c_u_clears_the_log_filters_prompt() {
 #[test]
 fn the_narrow_plans_pane_keeps_pnl_over_budget_beside_a_ttl_with_seconds() {
     let mut app = readme_desk_at_1032();
-    for (w, h) in [(160, 48), (200, 60)] {
+    // At 200x60 the P&L carries its unit; at 160x48 the header says it (`pnl/bdgt R`).
+    for (w, h, head, add_on, puts) in [
+        (
+            200,
+            60,
+            "state  pnl/budget  ttl",
+            "add-on        you   armed  +0.00R/0.5R 10:51:30",
+            "headline-puts you   halted +0.00R/1R   15:30",
+        ),
+        (
+            160,
+            48,
+            "state  pnl/bdgt R ttl",
+            "add-on        you   armed  +0.00/0.5R 10:51:30",
+            "headline-puts you   halted +0.00/1R   15:30",
+        ),
+    ] {
         let s = screen(&app, w, h);
         let text = s.join("\n");
-        assert!(has(&s, "state  pnl/budget ttl"), "{w}x{h}:\n{text}");
-        assert!(
-            has(&s, "add-on        you   armed  +0.00/0.5R 10:51:30"),
-            "{w}x{h}:\n{text}"
-        );
-        assert!(
-            has(&s, "headline-puts you   halted +0.00/1R   15:30"),
-            "{w}x{h}:\n{text}"
-        );
+        assert!(has(&s, head), "{w}x{h}:\n{text}");
+        assert!(has(&s, add_on), "{w}x{h}:\n{text}");
+        assert!(has(&s, puts), "{w}x{h}:\n{text}");
     }
     app.set_focus(Pane::Plans);
     let s = screen(&app, 100, 30);
@@ -2389,6 +2399,117 @@ fn the_narrow_plans_pane_keeps_pnl_over_budget_beside_a_ttl_with_seconds() {
         has(&s, "add-on        you   armed  +0.00R 10:51:30"),
         "100x30:\n{text}"
     );
+}
+
+/// One cancelled (or stood-down) plan took every plan's budget at 160x48 and 100x30: its
+/// 10-column `stood-down` pushed `pnl/budget` out (`breakout  you  armed  +0.00R 15:00`).
+/// The state's short word (`stood`) gives way first, and at 100x30 the P&L's own `R` goes to
+/// the header (`pnl/bdgt R`) before the budget does. The P&L carries its unit where it fits
+/// (`+0.00R/1R`; it read `+0.00/1R` beside the fallback's `+0.00R`).
+#[test]
+fn a_cancelled_plan_leaves_every_plans_budget_on_the_narrow_plans_pane() {
+    let session = desk::open_session(&args(&["kestrel", "--no-save"]), None).unwrap();
+    let (themes, keys, _) = desk::load_config(None);
+    let mut app = App::new(SessionHandle::inline(session), themes, keys);
+    app.send(Command::Seek(ms(10, 0, 0)));
+    app.tick();
+    app.human_turn("CANCEL vwap-flush\n");
+    app.tick();
+    app.set_focus(Pane::Plans);
+    let s = screen(&app, 160, 48);
+    let text = s.join("\n");
+    assert!(has(&s, "state   pnl/budget  ttl"), "160x48:\n{text}");
+    assert!(
+        has(&s, "breakout      you   armed   +0.00R/1R   15:00"),
+        "160x48:\n{text}"
+    );
+    assert!(
+        has(&s, "vwap-flush    you   stood   -0.21R/0.5R 15:45"),
+        "160x48:\n{text}"
+    );
+    // The `↳` line says why it stood down.
+    assert!(
+        has(&s, "↳ cancel · holds +96 SPY shares"),
+        "160x48:\n{text}"
+    );
+    let s = screen(&app, 100, 30);
+    let text = s.join("\n");
+    assert!(has(&s, "state   pnl/bdgt R ttl"), "100x30:\n{text}");
+    assert!(
+        has(&s, "breakout      you   armed   +0.00/1R   15:00"),
+        "100x30:\n{text}"
+    );
+    // Wide, the state's word is whole.
+    let s = screen(&app, 200, 60);
+    assert!(has(&s, "stood-down -0.21R/0.5R"), "{}", s.join("\n"));
+}
+
+/// The Plans pane's title said `2 holding` over rows that read `filled`, and the `↳` line
+/// put the 09:34 veto before the 10:24 TP, so at 160x48 the newest event was cut (`VETO
+/// worst $516.52 > $4.22 left · TP#1 fi…`): the title counts in the rows' words, and the
+/// newer of the note and the risk decision comes first.
+#[test]
+fn the_plans_title_says_filled_and_the_newest_event_leads_the_note_line() {
+    let mut app = readme_desk_at_1032();
+    app.set_focus(Pane::Plans);
+    let s = screen(&app, 160, 48);
+    let text = s.join("\n");
+    assert!(has(&s, "Plans — 5 · 2 filled · 1 armed"), "{text}");
+    assert!(!has(&s, "holding"), "{text}");
+    assert!(has(&s, "↳ TP#1 fired 10:24 · VETO worst $516.52"), "{text}");
+}
+
+/// After a seek to 09:45:12 with `--copilot`, the footer showed the 09:34 veto notice
+/// (the seek passed it after the 09:30 proposal arrived) and not the waiting proposal: a
+/// notice the tape has left behind no longer shows over a proposal, which shows with its
+/// age, at 100x30 too (its end, the age, was cut there).
+#[test]
+fn a_waiting_proposal_holds_the_footer_over_an_old_notice_after_a_seek() {
+    let session = desk::open_session(&args(&["kestrel", "--no-save", "--copilot"]), None).unwrap();
+    let (themes, keys, _) = desk::load_config(None);
+    let mut app = App::new(SessionHandle::inline(session), themes, keys);
+    app.send(Command::Seek(ms(9, 31, 0)));
+    app.tick();
+    assert!(app.proposal().is_some(), "the house proposes at wake open");
+    app.send(Command::Seek(ms(9, 45, 12)));
+    app.tick();
+    assert!(app.proposal().is_some());
+    for (w, h) in [(160, 48), (100, 30)] {
+        let s = screen(&app, w, h);
+        let footer = &s[s.len() - 1];
+        assert!(
+            footer.contains("house proposes: arms vwap-reclaim"),
+            "{w}x{h}: {footer}"
+        );
+        assert!(footer.contains("15m12s ago"), "{w}x{h}: {footer}");
+        assert!(!footer.contains("VETO"), "{w}x{h}: {footer}");
+    }
+}
+
+/// At 100x30 the status line dropped the tape's name whole with a live command author
+/// (`│ author command-author.sh (autopilot) │ hash … (engine)`), two columns too long, while
+/// the labels stayed: the labels go, `(autopilot)` reads `(auto)`, and the name is cut
+/// with `…` (down to its date) before it is dropped.
+#[test]
+fn the_status_line_keeps_the_tapes_name_beside_a_command_author_at_100x30() {
+    let session = desk::open_session(
+        &args(&[
+            "kestrel",
+            "--no-save",
+            "--author",
+            "cmd:examples/command-author.sh",
+        ]),
+        None,
+    )
+    .unwrap();
+    let (themes, keys, _) = desk::load_config(None);
+    let app = App::new(SessionHandle::inline(session), themes, keys);
+    let s = screen(&app, 100, 30);
+    assert!(s[0].contains("trend-2025-04-09"), "{}", s[0]);
+    assert!(s[0].contains("command-author.sh"), "{}", s[0]);
+    assert!(!s[0].contains("(engine)"), "{}", s[0]);
+    let s = screen(&app, 200, 60);
+    assert!(s[0].contains("tape trend-2025-04-09-s1"), "{}", s[0]);
 }
 
 /// At 100x30 the status line dropped the tape's name (which session is this?) while
@@ -4896,9 +5017,10 @@ fn a_long_named_authors_writing_state_stays_on_the_status_line_with_its_time() {
     let mut app = desk::inline_app_with(src, Some(DeskAgent::Live(spec)), false).unwrap();
     app.tick();
     assert!(app.agent().is_some_and(|a| a.waiting.is_some()));
+    // Since the night of 2026-12-06 the labels give way to keep the tape's name as well.
     let s = screen(&app, 100, 30);
     assert!(
-        s[0].contains("author slow.sh (writing @ open 0s)"),
+        s[0].contains("trend-2025-04-09-s1 │") && s[0].contains("│ slow.sh (writing @ open 0s) │"),
         "100x30: {}",
         s[0]
     );

@@ -224,6 +224,9 @@ pub struct PlanLine {
     pub owner: Option<String>,
     /// The last clause that fired (`WHEN fired 09:31`) or why the plan is in its state.
     pub note: Option<String>,
+    /// When [`note`](PlanLine::note) was written (tape time): the desk shows the newer of
+    /// the note and the risk decision first.
+    pub note_ts: Option<Ts>,
     /// The last risk decision on its tickets: a veto or a size clamp, with the arithmetic.
     pub risk: Option<Risk>,
     /// How many of its tickets (or their re-prices) L0 risk refused, and how many it scaled
@@ -747,6 +750,7 @@ impl Blotter {
             seq: n,
             owner: None,
             note: None,
+            note_ts: None,
             risk: None,
             vetoes: 0,
             clamps: 0,
@@ -816,6 +820,7 @@ impl Blotter {
                         // supersede changing it): what was said of the plan it replaced, and
                         // any veto or clamp of it, is not said of this one. What the replaced
                         // plan still holds is: the new version can enter on top of it.
+                        l.note_ts = Some(*ts);
                         l.note = Some(match held {
                             Some(h) => format!(
                                 "re-armed {}: {p} holds {h}: the new version can enter again",
@@ -838,6 +843,7 @@ impl Blotter {
                 l.reason = reason.clone();
                 if let Some(r) = reason {
                     l.note = Some(r.clone());
+                    l.note_ts = Some(*ts);
                 }
                 if *state == PlanState::Halted
                     && let Some(h) = self.pod_halt_at(*ts)
@@ -854,6 +860,7 @@ impl Blotter {
                     l.fires += 1;
                 }
                 l.note = Some(format!("{clause} fired {}", ts.hhmm()));
+                l.note_ts = Some(*ts);
                 self.marks.push(Mark {
                     ts: *ts,
                     plan: plan.clone(),
@@ -1142,6 +1149,7 @@ impl Blotter {
         // A plan's note and risk line are the session's: a plan armed again starts clean.
         for l in self.plans.values_mut() {
             l.note = None;
+            l.note_ts = None;
             l.risk = None;
         }
         let real_base = self
@@ -1339,6 +1347,7 @@ mod tests {
             seq: 0,
             owner: None,
             note: None,
+            note_ts: None,
             risk: None,
             vetoes: 0,
             clamps: 0,

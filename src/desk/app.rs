@@ -487,7 +487,12 @@ impl App {
         let fresh = self.message_seen.0.as_ref() != Some(m)
             || (since.is_some_and(|at| self.message_seen.2 >= at)
                 && self.message_seen.2.elapsed() < self.message_hold);
-        fresh && *m != crate::session::owner::proposal_notice(name, p)
+        // A notice the tape has left behind (played more than MESSAGE_TAPE_MS past it, or
+        // taken back before it) is not shown over a waiting proposal: after a seek to 09:45
+        // the 09:34 veto held the footer and the proposal's line, with its age, did not show.
+        let (at, now) = (self.message_seen.1, self.snap.clock);
+        let current = now >= at && now.0.saturating_sub(at.0) <= MESSAGE_TAPE_MS;
+        fresh && current && *m != crate::session::owner::proposal_notice(name, p)
     }
 
     /// The Editor's text as it stands goes to the session, for the `left` record: a draft

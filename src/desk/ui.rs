@@ -238,6 +238,7 @@ fn draw_status(f: &mut Frame, app: &App, r: Rect) {
     // do the words that only label (`author `, the hash's `(engine)`); the last answer's
     // figures go after it.
     let tape = tape_field(s);
+    let (tape_forms, tape_kept) = tape_forms(s);
     let hash = format!("hash {}", short_hash(&s.hash));
     let fields = |early: bool| {
         let hash_forms = if early {
@@ -250,7 +251,11 @@ fn draw_status(f: &mut Frame, app: &App, r: Rect) {
         };
         [
             vec![(RANK_BRAND, "KESTREL".to_string())],
-            vec![(RANK_TAPE, tape.clone())],
+            if early {
+                tape_forms.clone()
+            } else {
+                vec![(RANK_TAPE, tape.clone())]
+            },
             vec![(0, s.clock.to_string())],
             vec![(10, format!("{} {}", play, s.speed.label()))],
             vec![(RANK_MODE, "mode sim".to_string())],
@@ -262,7 +267,7 @@ fn draw_status(f: &mut Frame, app: &App, r: Rect) {
     // The words that only label give way to keep the tape's name; where it goes all the
     // same (a live author writing at 100x30, any author at 80x24), the line is as it was.
     let text = status_text(&fields(true), width);
-    let text = if text.contains(&tape) {
+    let text = if text.contains(&tape_kept) {
         text
     } else {
         status_text(&fields(false), width)
@@ -410,8 +415,11 @@ fn author_forms(app: &App, early: bool) -> Vec<(u8, String)> {
                 RANK_DETAIL,
                 format!("author {} ({state}{last})", a.short_name),
             ),
-            (RANK_AUTHOR, format!("{} ({state}{last})", a.short_name)),
-            (RANK_AUTHOR, format!("{} ({state})", a.short_name)),
+            (
+                RANK_AUTHOR_EARLY,
+                format!("{} ({state}{last})", a.short_name),
+            ),
+            (RANK_AUTHOR_EARLY, format!("{} ({state})", a.short_name)),
         ]);
     } else {
         forms.extend([
@@ -425,6 +433,12 @@ fn author_forms(app: &App, early: bool) -> Vec<(u8, String)> {
     forms.push((RANK_AUTHOR, format!("{} ({brief})", a.short_name)));
     if a.waiting.is_some() && a.attached && a.proposal.is_none() {
         forms.push((RANK_AUTHOR, brief));
+    } else if early && brief == "autopilot" {
+        // Where the tape's name needs the room: `(auto)`, before the name is cut.
+        if let Some(f) = forms.last_mut() {
+            f.0 = RANK_AUTHOR_EARLY;
+        }
+        forms.push((RANK_AUTHOR, format!("{} (auto)", a.short_name)));
     }
     distinct_forms(forms)
 }
@@ -440,6 +454,14 @@ const RANK_LONG_NAME: u8 = 45;
 /// hash): at 100x30 the tape's name went while `author house (autopilot)` stayed whole.
 const RANK_DETAIL: u8 = 42;
 const RANK_TAPE: u8 = 40;
+/// The author's short forms before its last (`command-author.sh (autopilot)`), where the
+/// tape's name gives way to them: they give way before the name is cut.
+const RANK_AUTHOR_EARLY: u8 = 36;
+/// The tape's name without its label, and cut with `…` (see [`tape_forms`]).
+const RANK_TAPE_CUT: u8 = 33;
+/// The tape's shortest form: it goes before the author's last (`house (proposing)` stays
+/// at 80x24, and the line is then as it was).
+const RANK_TAPE_LAST: u8 = 31;
 const RANK_AUTHOR: u8 = 30;
 
 /// `forms` without a form that the next one repeats, the later (lower) rank kept: an author
@@ -469,6 +491,46 @@ fn tape_field(s: &crate::session::SessionSnapshot) -> String {
         Some(n) => format!("tape {name} · session {n} {}", s.date),
         None => format!("tape {name}"),
     }
+}
+
+/// The status line's tape field where the words that only label give way first (see
+/// [`tape_field`]): `tape NAME`, then `NAME`, then the name cut with `…` a column at a time
+/// down to its date (`shock-2025-04-10-s1844…`, `trend-2025-04-09…`), and the part of the
+/// name every form keeps (the line falls back to the old order without it). Until
+/// 2026-12-06 the name was dropped whole when it was two columns too long, while `author `
+/// and `(autopilot)` stayed.
+fn tape_forms(s: &crate::session::SessionSnapshot) -> (Vec<(u8, String)>, String) {
+    let whole = tape_field(s);
+    let Some(field) = whole.strip_prefix("tape ") else {
+        return (vec![(RANK_TAPE, whole.clone())], whole);
+    };
+    let (name, rest) = match field.find(" · session ") {
+        Some(i) => field.split_at(i),
+        None => (field, ""),
+    };
+    // The name through its date (`YYYY-MM-DD`), else its first 8 characters.
+    let chars: Vec<char> = name.chars().collect();
+    let date_end = (0..chars.len().saturating_sub(9)).find_map(|i| {
+        let w = &chars[i..i + 10];
+        let digits = [0, 1, 2, 3, 5, 6, 8, 9]
+            .iter()
+            .all(|&k| w[k].is_ascii_digit());
+        (digits && w[4] == '-' && w[7] == '-').then_some(i + 10)
+    });
+    let min = date_end.unwrap_or(8).min(chars.len());
+    let kept: String = chars[..min].iter().collect();
+    let mut forms = vec![
+        (RANK_TAPE, whole.clone()),
+        (RANK_TAPE_CUT, field.to_string()),
+    ];
+    let len = cols(name);
+    for n in (cols(&kept) + 1..len).rev() {
+        forms.push((RANK_TAPE_CUT, format!("{}{rest}", super::fit::fit(name, n))));
+    }
+    if let Some(last) = forms.last_mut() {
+        last.0 = RANK_TAPE_LAST;
+    }
+    (forms, kept)
 }
 
 /// The status line from its fields, each given as its forms from the longest to the
@@ -648,11 +710,24 @@ fn draw_footer(f: &mut Frame, app: &App, r: Rect) {
                 .agent()
                 .and_then(|a| clash_warning(&a.proposal_clash))
                 .map_or(String::new(), |c| format!(" · {c}"));
-            format!(
-                " {author} proposes: {ctx_line} · wake {} {}, {age} ago{clash}",
+            // Its age stays in view where the line is short (at 100x30 it was cut off with
+            // the wake): the wake's name and time give way first, then the summary is cut.
+            let head = format!(" {author} proposes: {ctx_line}");
+            let whole = format!(
+                "{head} · wake {} {}, {age} ago{clash}",
                 p.wake,
-                p.asked_at.hhmm(),
-            )
+                p.asked_at.hhmm()
+            );
+            let short = format!(" · {age} ago{clash}");
+            if cols(&whole) <= room {
+                whole
+            } else if cols(&head) + cols(&short) <= room {
+                format!("{head}{short}")
+            } else {
+                let short = format!(" · {age} ago");
+                let head = super::fit::fit(&head, room.saturating_sub(cols(&short)));
+                format!("{head}{short}")
+            }
         };
         let text = super::fit::fit(&text, room);
         let pad = room.saturating_sub(cols(&text));
@@ -810,9 +885,9 @@ fn owner_label(o: &Owner) -> String {
     }
 }
 
-/// The Plans pane's last column: the last risk decision on the plan's tickets first
-/// (`VETO worst $58.00 > $0.00 left`, `qty 100→96 plan`), then the clause that fired or why
-/// it is in its state. A plan whose state does not say it holds (expired, halted, stood
+/// The Plans pane's last column: the last risk decision on the plan's tickets (`VETO worst
+/// $58.00 > $0.00 left`, `qty 100→96 plan`) and the clause that fired or why it is in its
+/// state, the newer of the two first. A plan whose state does not say it holds (expired, halted, stood
 /// down) but still has a position on says what it holds right after why it is in that
 /// state, ahead of its older risk decision, so a narrow column cuts the veto rather than
 /// the holding (`stand-down · holds +48 SPY shares · VETO worst $516.44 > $4.14 left`):
@@ -844,6 +919,10 @@ fn plan_why(app: &App, p: &PlanLine) -> String {
     };
     match &p.risk {
         Some(r) if !holds.is_empty() => format!("{note}{holds} · {}", r.short()),
+        // The newer first, so a cut row keeps the latest event (`TP#1 fired 10:24 · VETO
+        // worst …` at 10:24, where the 09:34 veto came first and the TP was cut at 160x48);
+        // a veto at the fire's own time is the newer (the engine writes it after the fire).
+        Some(r) if p.note_ts.is_some_and(|at| at > r.ts) => format!("{note} · {}", r.short()),
         Some(r) => format!("{} · {note}", r.short()),
         None => format!("{note}{holds}"),
     }
@@ -860,11 +939,17 @@ fn why_style(app: &App, p: &PlanLine) -> Style {
 }
 
 /// The narrow Plans pane's columns after the name, as room allows: the budget beside the
-/// P&L (`+0.17/0.50R`, else `+0.17R`) and the `by` column.
+/// P&L (`+0.17R/0.5R`, else `+0.17R`), the `by` column, and the state's word whole
+/// (`stood-down`) or short (`stood`).
 #[derive(Clone, Copy, PartialEq, Debug)]
 struct NarrowCols {
     budget: bool,
     by: By,
+    /// The state's short word where it has one ([`short_state`]).
+    short: bool,
+    /// The P&L beside the budget with its unit (`+0.11R/1R`); else the header says the unit
+    /// (`pnl/bdgt R` over `+0.11/1R`), a column narrower.
+    unit: bool,
 }
 
 /// How the narrow Plans pane's `by` column names a plan's owner.
@@ -878,38 +963,84 @@ enum By {
     Off,
 }
 
+/// A state's word where the narrow Plans pane is short of room: `stood` for `stood-down`
+/// (the plan's `↳` line says `stand-down` and why), the others as the Bus writes them (none
+/// is wider than `de-armed`).
+fn short_state(s: PlanState) -> &'static str {
+    match s {
+        PlanState::StoodDown => "stood",
+        s => crate::bus::canon::state_name(s),
+    }
+}
+
 impl NarrowCols {
-    /// From the widest to the narrowest: the agent's name gives way to `agent` first (named
-    /// on the `↳` line), then the budget, then the `by` column. The state, the P&L and the
-    /// ttl always show, whole. (Until 2026-12-06 the budget went first and the `by` column
-    /// next: one agent plan with a 15-column URL author took every plan's budget and the
-    /// person's `you` at 160x48, with room to spare.)
-    const FORMS: [NarrowCols; 5] = [
+    /// From the widest to the narrowest: the state's long word gives way first (`stood-down`
+    /// reads `stood`; the `↳` line says `stand-down` and why), then the agent's name (to
+    /// `agent`, named on the `↳` line), then the budget, then the `by` column. The P&L's own
+    /// `R` gives way to the header's (`pnl/bdgt R` over `+0.11/1R`) before the agent's name
+    /// and the budget do. The state, the P&L and the ttl always show, whole.
+    /// (Until 2026-12-06 the budget went first and the `by` column next: one agent plan with
+    /// a 15-column URL author took every plan's budget and the person's `you` at 160x48,
+    /// with room to spare; and one stood-down or cancelled plan's 10-column `stood-down`
+    /// took every live plan's budget at 160x48 and 100x30.)
+    const FORMS: [NarrowCols; 8] = [
         NarrowCols {
             budget: true,
             by: By::Name,
+            short: false,
+            unit: true,
+        },
+        NarrowCols {
+            budget: true,
+            by: By::Name,
+            short: true,
+            unit: true,
+        },
+        NarrowCols {
+            budget: true,
+            by: By::Name,
+            short: true,
+            unit: false,
         },
         NarrowCols {
             budget: true,
             by: By::Role,
+            short: true,
+            unit: true,
+        },
+        NarrowCols {
+            budget: true,
+            by: By::Role,
+            short: true,
+            unit: false,
         },
         NarrowCols {
             budget: false,
             by: By::Name,
+            short: true,
+            unit: true,
         },
         NarrowCols {
             budget: false,
             by: By::Role,
+            short: true,
+            unit: true,
         },
         NarrowCols {
             budget: false,
             by: By::Off,
+            short: true,
+            unit: true,
         },
     ];
 
     /// The header of each column shown.
     fn header(self) -> Vec<String> {
-        let pnl = if self.budget { "pnl/budget" } else { "pnl" };
+        let pnl = match (self.budget, self.unit) {
+            (true, true) => "pnl/budget",
+            (true, false) => "pnl/bdgt R",
+            (false, _) => "pnl",
+        };
         (self.by != By::Off)
             .then_some("by")
             .into_iter()
@@ -920,7 +1051,9 @@ impl NarrowCols {
 
     /// One plan's cells, as [`header`](Self::header) names them.
     fn cells(self, p: &PlanLine) -> Vec<String> {
-        let pnl = if self.budget {
+        let pnl = if self.budget && self.unit {
+            pnl_budget(p.pnl_r, &short_budget(p.budget_r))
+        } else if self.budget {
             format!("{}/{}R", hundredths(p.pnl_r), short_budget(p.budget_r))
         } else {
             r_of(p.pnl_r)
@@ -933,16 +1066,23 @@ impl NarrowCols {
             (Owner::Agent(_), _) => "agent".into(),
             (o, _) => owner_label(o),
         };
+        let state = if self.short {
+            short_state(p.state)
+        } else {
+            crate::bus::canon::state_name(p.state)
+        };
         (self.by != By::Off)
             .then(|| by(&p.owner))
             .into_iter()
-            .chain([
-                crate::bus::canon::state_name(p.state).to_string(),
-                pnl,
-                ttl_cell(p),
-            ])
+            .chain([state.to_string(), pnl, ttl_cell(p)])
             .collect()
     }
+}
+
+/// A plan's P&L over its budget, both in R (`+0.11R/1R`): until 2026-12-06 the P&L had no
+/// unit (`+0.11/1R`) while the column's fallback wrote `+0.11R`.
+fn pnl_budget(pnl_r: f64, budget: &str) -> String {
+    format!("{}R/{budget}R", hundredths(pnl_r))
 }
 
 /// A budget in the narrow Plans pane, as the plan writes it (`1R`, `0.5R`, `0.25R`): the
@@ -1126,12 +1266,14 @@ fn plans_window(app: &App, r: Rect, per: usize) -> (usize, String) {
     (skip, title)
 }
 
-/// The Plans pane's title: how many plans, and how many hold a position (from the Blotter's
-/// positions: a plan stood down, halted or done with a position still on holds it too),
-/// rest an entry order and are armed (waiting on WHEN), those that are not none: `Plans — 5
-/// · 2 holding · 1 resting`. A book with positions on and nothing armed does not read "0
-/// armed". The counts are left off, last first (positions stay longest), where the title
-/// and `reserve` cells (the rows shown) would not fit a pane `width` wide.
+/// The Plans pane's title: how many plans, and how many are filled, hold a position in
+/// another state (from the Blotter's positions: a plan stood down, halted or expired with a
+/// position still on, whose `↳` line says `holds`), rest an entry order and are armed
+/// (waiting on WHEN), those that are not none, in the rows' own words: `Plans — 5 · 2 filled
+/// · 1 resting` (until 2026-12-06 it read `2 holding` over rows that read `filled`). A book
+/// with positions on and nothing armed does not read "0 armed". The counts are left off,
+/// last first (positions stay longest), where the title and `reserve` cells (the rows
+/// shown) would not fit a pane `width` wide.
 fn plans_title(
     plans: &[PlanLine],
     positions: &[crate::view::snapshot::PositionRow],
@@ -1141,12 +1283,13 @@ fn plans_title(
     let n = |s: PlanState| plans.iter().filter(|p| p.state == s).count();
     let holding = plans
         .iter()
-        .filter(|p| positions.iter().any(|x| x.plan == p.name))
+        .filter(|p| p.state != PlanState::Filled && positions.iter().any(|x| x.plan == p.name))
         .count();
     let mut title = format!("Plans — {}", plans.len());
     // The block draws ` {title} ` between its two corners: 4 cells besides the title.
     let room = width.saturating_sub(4 + reserve);
     for (k, name) in [
+        (n(PlanState::Filled), "filled"),
         (holding, "holding"),
         (n(PlanState::Resting), "resting"),
         (n(PlanState::Armed), "armed"),
@@ -1170,7 +1313,7 @@ fn draw_plans(f: &mut Frame, app: &App, r: Rect) {
         draw_plans_narrow(f, app, r);
         return;
     }
-    // Column widths: the fixed columns and their gaps take 34 and the ttl's width (its
+    // Column widths: the fixed columns and their gaps take 35 and the ttl's width (its
     // widest value: `10:51:30` whole, where a 5-column ttl read `10:51`); the name column
     // is as wide as the longest name while the last column keeps at least 24, and both are
     // cut with `…` (at a word for the last), never mid-word without a mark.
@@ -1181,7 +1324,7 @@ fn draw_plans(f: &mut Frame, app: &App, r: Rect) {
         .max()
         .unwrap_or(0)
         .max(5);
-    let fixed = 34 + ttl_w;
+    let fixed = 35 + ttl_w;
     let longest = plans.iter().map(|p| cols(&p.name)).max().unwrap_or(4);
     let nw = longest.clamp(4, inner.saturating_sub(fixed + 24).max(12));
     let why_w = inner.saturating_sub(fixed + nw).max(8);
@@ -1200,10 +1343,9 @@ fn draw_plans(f: &mut Frame, app: &App, r: Rect) {
                     crate::bus::canon::state_name(p.state),
                     state_color(app, p.state),
                 )),
-                Cell::from(format!(
-                    "{}/{}R",
-                    hundredths(p.pnl_r),
-                    crate::view::render::budget_text(p.budget_r)
+                Cell::from(pnl_budget(
+                    p.pnl_r,
+                    &crate::view::render::budget_text(p.budget_r),
                 )),
                 Cell::from(ttl_cell(p)),
                 Cell::from(Span::styled(
@@ -1223,7 +1365,7 @@ fn draw_plans(f: &mut Frame, app: &App, r: Rect) {
             Constraint::Length(nw as u16),
             Constraint::Length(OWNER_W as u16),
             Constraint::Length(10),
-            Constraint::Length(11),
+            Constraint::Length(12),
             Constraint::Length(ttl_w as u16),
             Constraint::Fill(1),
         ],
@@ -3090,6 +3232,7 @@ mod tests {
             ttl: None,
             expires: None,
             note: String::new(),
+            note_ts: None,
             risk: None,
             text: String::new(),
         }
@@ -3165,26 +3308,30 @@ mod tests {
         .into_iter()
         .map(|(n, s)| plan(n, s))
         .collect();
-        // The filled plans hold; so does the halted one, whose position is still on (its
-        // state does not say so), and the done one, flat, does not.
+        // The filled plans are counted in their rows' word; the halted one, whose position
+        // is still on (its `↳` line says `holds`), holds; the done one, flat, does not.
         let on = [holds("f1"), holds("f2"), holds("h")];
         // A book with positions on and nothing armed does not read "0 armed".
         assert_eq!(
             plans_title(&book[2..], &on, 60, 0),
-            "Plans — 4 · 3 holding",
-            "nothing armed, three holding"
+            "Plans — 4 · 2 filled · 1 holding",
+            "nothing armed, two filled, one holding"
         );
         assert_eq!(
-            plans_title(&book, &on, 60, 0),
-            "Plans — 6 · 3 holding · 1 resting · 1 armed"
+            plans_title(&book, &on, 70, 0),
+            "Plans — 6 · 2 filled · 1 holding · 1 resting · 1 armed"
         );
         assert_eq!(
             plans_title(&book, &[], 60, 0),
-            "Plans — 6 · 1 resting · 1 armed"
+            "Plans — 6 · 2 filled · 1 resting · 1 armed"
         );
         // Narrow, or with the rows' range beside it: the counts go, last first.
         let rows = super::cols(" · 1–4 of 6 ↕");
-        assert_eq!(plans_title(&book, &on, 47, rows), "Plans — 6 · 3 holding");
+        assert_eq!(
+            plans_title(&book, &on, 52, rows),
+            "Plans — 6 · 2 filled · 1 holding"
+        );
+        assert_eq!(plans_title(&book, &on, 47, rows), "Plans — 6 · 2 filled");
         assert_eq!(plans_title(&book, &on, 20, rows), "Plans — 6");
         assert_eq!(plans_title(&[], &[], 60, 0), "Plans — 0");
     }

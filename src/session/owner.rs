@@ -416,6 +416,8 @@ pub struct PlanLine {
     pub expires: Option<Ts>,
     /// The clause that fired last, or why the plan is in its state.
     pub note: String,
+    /// When the note was written, where it was (`None`: a summary of fires and fills).
+    pub note_ts: Option<Ts>,
     /// The last risk decision on its tickets (a veto or a clamp).
     pub risk: Option<bus::blotter::Risk>,
     /// The plan in canonical Kestrel.
@@ -3408,6 +3410,7 @@ impl Session {
                     // ARM target arms it later than its document arrived).
                     expires: self.run.engine.plan_ttl_end(name),
                     note: crate::bus::blotter::summary_of(line.note.as_deref(), fires, fills),
+                    note_ts: line.note.as_ref().and(line.note_ts),
                     risk: line.risk.clone(),
                     text: m.map(|m| m.text.clone()).unwrap_or_default(),
                 };
