@@ -414,8 +414,8 @@ pub(crate) fn a_tape_to_grade(path: &Path) -> Option<String> {
     ))
 }
 
-/// The error for a file given to the desk's `--open` that is a tape (it opens with `--tape`)
-/// or a Kestrel document; `None` leaves the session reader's own error.
+/// The error for a file given to the desk's `--open` that is a tape (it opens with `--tape`);
+/// `None` leaves the session reader's own error.
 pub(crate) fn not_a_desk_session(path: &Path) -> Option<String> {
     if is_stream(path) {
         return None;
@@ -428,9 +428,7 @@ pub(crate) fn not_a_desk_session(path: &Path) -> Option<String> {
             "a desk session",
             &format!("open the desk on it with kestrel desk --tape {p}"),
         )),
-        k @ (Kind::Kestrel | Kind::ReplyScript | Kind::GradeShard | Kind::Empty | Kind::Blank) => {
-            Some(wrong_kind(path, k, "a desk session", &use_of(k, path)))
-        }
+        // The others: the session reader's own `code=SESSION` (not a desk session).
         _ => None,
     }
 }
