@@ -40,7 +40,9 @@ ENVS="env HOME=$HOME XDG_DATA_HOME=$XDG_DATA_HOME XDG_CONFIG_HOME=$XDG_CONFIG_HO
 # Bare `kestrel`: the same session as `kestrel desk`, ready to trade.
 tmux new-session -d -s "$S" -x 100 -y 30 "$ENVS $BIN"
 wait_for "FRAME tape="
-wait_for "author house"
+# At 100x30 the status line keeps the tape's name before the `author ` label.
+wait_for "tape trend-2025-04-09-s1"
+wait_for "house (autopilot)"
 tmux send-keys -t "$S" g; tmux send-keys -t "$S" -l "10:30"; tmux send-keys -t "$S" Enter
 wait_for "10:30:00.000"
 quit_and_find_session "bare kestrel saved no session"
