@@ -318,17 +318,9 @@ fn short_leg(leg: &str) -> String {
     if let Some(sym) = leg.strip_suffix(" shares") {
         return sym.to_string();
     }
-    let parts: Vec<&str> = leg.split(' ').collect();
-    match parts.as_slice() {
-        [sym, _expiry, strike, right @ ("C" | "P")] if strike.parse::<f64>().is_ok() => {
-            let strike = if strike.contains('.') {
-                strike.trim_end_matches('0').trim_end_matches('.')
-            } else {
-                strike
-            };
-            format!("{sym} {strike}{right}")
-        }
-        _ => leg.to_string(),
+    match super::log::option_parts(leg) {
+        Some((sym, _expiry, strike, right)) => format!("{sym} {strike}{right}"),
+        None => leg.to_string(),
     }
 }
 

@@ -82,6 +82,28 @@ pub fn fit(s: &str, w: usize) -> String {
     format!("{cut}…")
 }
 
+/// The first of `forms` (the longest first) that fits `w` columns, else the last.
+pub fn first_fitting(forms: Vec<String>, w: usize) -> String {
+    let mut last = String::new();
+    for f in forms {
+        if width(&f) <= w {
+            return f;
+        }
+        last = f;
+    }
+    last
+}
+
+/// A decimal without the zeros after its point, nor the point after none is left (`518.00`
+/// reads `518`, `518.50` reads `518.5`, `0.25` stays); a whole number as it is.
+pub fn trim_decimal(s: &str) -> &str {
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        s
+    }
+}
+
 /// A count with its noun, singular for one: `1 turn`, `0 turns`, `12 events`.
 pub fn count(n: u64, noun: &str) -> String {
     if n == 1 {

@@ -232,25 +232,34 @@ const WHOLE_BOOK: &str = "stand-down of every plan: ";
 /// wrote the long name, date first, and a row cut it before the strike at every size
 /// (`buy 2 @ 0.49 SPY…` at 160x48, `SPY 2025-04-09…` at 200x60).
 pub fn trader_leg(leg: &str, date: &str) -> String {
-    let parts: Vec<&str> = leg.split(' ').collect();
-    let [sym, expiry, strike, right @ ("C" | "P")] = parts.as_slice() else {
+    let Some((sym, expiry, strike, right)) = option_parts(leg) else {
         return leg.to_string();
     };
-    let (Some((y, md)), true) = (expiry.split_once('-'), strike.parse::<f64>().is_ok()) else {
+    let Some((y, md)) = expiry.split_once('-') else {
         return leg.to_string();
     };
-    let strike = if strike.contains('.') {
-        strike.trim_end_matches('0').trim_end_matches('.')
-    } else {
-        strike
-    };
-    if *expiry == date {
+    if expiry == date {
         format!("{sym} {strike}{right}")
     } else if date.split_once('-').is_some_and(|(dy, _)| dy == y) {
         format!("{sym} {strike}{right} {md}")
     } else {
         format!("{sym} {strike}{right} {expiry}")
     }
+}
+
+/// An option's leg as the Bus writes it (`SPY 2025-04-09 518.00 C`) in its parts: symbol,
+/// expiry, strike without the zeros after its point ([`fit::trim_decimal`]: `518`,
+/// `518.5`) and right; `None` for shares or anything else. The Log's and the chart's short
+/// names of a contract are made from it.
+pub(crate) fn option_parts(leg: &str) -> Option<(&str, &str, &str, &str)> {
+    let parts: Vec<&str> = leg.split(' ').collect();
+    let [sym, expiry, strike, right @ ("C" | "P")] = parts.as_slice() else {
+        return None;
+    };
+    strike
+        .parse::<f64>()
+        .is_ok()
+        .then(|| (*sym, *expiry, fit::trim_decimal(strike), *right))
 }
 
 /// Decode one canonical Bus line into a row, in a session of date `date` (`YYYY-MM-DD`,
@@ -1089,7 +1098,7 @@ impl Log {
         };
         let events = fit::count(total, "event");
         let n = total.to_string();
-        let tries = [
+        let tries = vec![
             format!("Log — {events}{filt} · {follow} [/ filter · enter inspect · b Blotter]"),
             format!("Log — {events}{filt} · {follow} [/ filter · enter inspect]"),
             format!("Log — {n}{filt} · {follow} [/ filter · enter inspect]"),
@@ -1098,11 +1107,7 @@ impl Log {
             format!("Log — {n}{filt} · {short} [/ filter]"),
             format!("Log — {n}{filt} · {short}"),
         ];
-        let last = tries[tries.len() - 1].clone();
-        tries
-            .into_iter()
-            .find(|t| fit::width(t) <= w)
-            .unwrap_or(last)
+        fit::first_fitting(tries, w)
     }
 }
 
@@ -1147,14 +1152,8 @@ fn reprice_cell(r: &Row, count: usize, since: &str, narrow: bool, sw: usize) -> 
     } else {
         String::new()
     };
-    let tries: Vec<String> = tries.into_iter().map(|t| format!("{head}{t}")).collect();
-    let last = tries.last().cloned().unwrap_or_default();
-    Some(
-        tries
-            .into_iter()
-            .find(|t| fit::width(t) <= sw)
-            .unwrap_or(last),
-    )
+    let tries = tries.into_iter().map(|t| format!("{head}{t}")).collect();
+    Some(fit::first_fitting(tries, sw))
 }
 
 /// How many interleaved streams of chatter the Log folds into as many rows.
@@ -1216,20 +1215,21 @@ fn plan_first(plan: &str, summary: &str, w: usize) -> String {
         let room = w.checked_sub(fit::width(&summary[..end]) + 3)?;
         (room >= least).then(|| format!("{}: {summary}", fit::fit(plan, room)))
     };
-    let mut tries: Vec<Box<dyn Fn() -> Option<String> + '_>> = Vec::new();
-    if option {
-        tries.push(Box::new(|| fits(summary, contract)));
-        if let Some((b, end)) = &bare {
-            tries.push(Box::new(move || fits(b, *end)));
-        }
-        match &bare {
-            Some((b, end)) => tries.push(Box::new(move || cut(b, *end, 6))),
-            None => tries.push(Box::new(|| cut(summary, contract, 6))),
-        }
-    }
-    tries.push(Box::new(|| fits(summary, price)));
-    tries.push(Box::new(|| cut(summary, price, 4)));
-    tries.iter().find_map(|f| f()).unwrap_or(whole)
+    // The summary the contract is cut in: without its symbol where it has one.
+    let (shown, end) = bare
+        .as_ref()
+        .map_or((summary, contract), |(b, end)| (b.as_str(), *end));
+    let with_contract = || {
+        fits(summary, contract)
+            .or_else(|| bare.as_ref().and_then(|(b, end)| fits(b, *end)))
+            .or_else(|| cut(shown, end, 6))
+    };
+    option
+        .then(with_contract)
+        .flatten()
+        .or_else(|| fits(summary, price))
+        .or_else(|| cut(summary, price, 4))
+        .unwrap_or(whole)
 }
 
 /// A row that repeats as a stream (a re-price, a suppression, a mark): a row of chatter may

@@ -1089,12 +1089,7 @@ fn pnl_budget(pnl_r: f64, budget: &str) -> String {
 /// View's `1.00`/`0.50` took the column the budget needed at 160x48 once a ttl read
 /// `10:51:30`, and the header fell from `pnl/budget` to `pnl`.
 fn short_budget(r: f64) -> String {
-    let text = crate::view::render::budget_text(r);
-    if text.contains('.') {
-        text.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        text
-    }
+    super::fit::trim_decimal(&crate::view::render::budget_text(r)).to_string()
 }
 
 /// The narrowest name column at which every plan's name, cut with `…`, reads apart from the
