@@ -277,22 +277,22 @@ fn grade_text(a: &Args, out: Option<&Path>, started: &mut bool) -> Result<String
         }
     }
     for path in &a.files {
-        if let Some(e) = super::sniff::a_tape_to_grade(path) {
-            errln!("{e}");
-            return Err(1);
-        }
         // A pipe is read once, by the document reader below (which names a Bus too).
         // Its first line is enough (the whole file was read to find it).
-        let is_session =
-            !super::sniff::is_stream(path) && super::sniff::file(path) == super::sniff::Kind::Bus;
-        if is_session {
-            errln!(
+        if super::sniff::is_stream(path) {
+            continue;
+        }
+        let e = match super::sniff::file(path) {
+            super::sniff::Kind::Tape => super::sniff::tape_to_grade(path),
+            super::sniff::Kind::Bus => format!(
                 "error code=USAGE message={} is a saved session, not a document: pass it with --agent {}",
                 path.display(),
                 path.display()
-            );
-            return Err(1);
-        }
+            ),
+            _ => continue,
+        };
+        errln!("{e}");
+        return Err(1);
     }
     let docs = super::lang::check_files(&a.files)?;
     let sources: Vec<Source> = (a.files.iter().zip(docs))

@@ -398,39 +398,34 @@ pub(crate) fn not_a_grade_tape(path: &Path) -> Option<String> {
     not_a_tape(path)
 }
 
-/// The error for a tape given to `kestrel grade` as the document to grade.
-pub(crate) fn a_tape_to_grade(path: &Path) -> Option<String> {
-    if is_stream(path) || file(path) != Kind::Tape {
-        return None;
-    }
-    let p = path.display();
-    Some(wrong_kind(
+/// The error for a tape (the caller sniffed it) given to `kestrel grade` as the document to
+/// grade.
+pub(crate) fn tape_to_grade(path: &Path) -> String {
+    wrong_kind(
         path,
         Kind::Tape,
         "a Kestrel document",
         &format!(
-            "grade takes the document first and its tapes with --tapes: kestrel grade FILE.kestrel --tapes {p}"
+            "grade takes the document first and its tapes with --tapes: kestrel grade FILE.kestrel --tapes {}",
+            path.display()
         ),
-    ))
+    )
 }
 
 /// The error for a file given to the desk's `--open` that is a tape (it opens with `--tape`);
-/// `None` leaves the session reader's own error.
+/// `None` for the others, which the session reader refuses with its own `code=SESSION`.
 pub(crate) fn not_a_desk_session(path: &Path) -> Option<String> {
-    if is_stream(path) {
-        return None;
-    }
-    let p = path.display();
-    match file(path) {
-        Kind::Tape => Some(wrong_kind(
+    (!is_stream(path) && file(path) == Kind::Tape).then(|| {
+        wrong_kind(
             path,
             Kind::Tape,
             "a desk session",
-            &format!("open the desk on it with kestrel desk --tape {p}"),
-        )),
-        // The others: the session reader's own `code=SESSION` (not a desk session).
-        _ => None,
-    }
+            &format!(
+                "open the desk on it with kestrel desk --tape {}",
+                path.display()
+            ),
+        )
+    })
 }
 
 /// The error for a file given to the desk's `--agent` (a script of replies) that is another
