@@ -515,6 +515,96 @@ fn pairs_read_again_after_a_fire_give_the_bus_of_reading_every_pair() {
     }
 }
 
+/// Plans that read a percentile in their WHEN only (skipped once they fire), in an EXIT
+/// only (read from the fire on), and against `spot` from below and from above: the Bus of
+/// computing every percentile at every sample.
+const LATE_PCTS: &str = "USING signal SPX exec SPY 0dte
+
+PLAN c0 budget 0.5R ttl 15:30
+  WHEN spot > p60
+  DO buy 10 shares @ ask
+  EXIT spot < p30 OR spot crosses below p45
+
+PLAN c1 budget 0.5R ttl 15:30
+  WHEN time >= 10:40
+  DO buy 10 shares @ ask
+  EXIT spot > p85 held 20s OR spot crosses above p97
+
+PLAN c2 budget 0.5R ttl 15:30
+  WHEN spot <= p8 AND NOT phase open
+  DO buy 10 shares @ ask
+  EXIT hod >= p99 OR lod < p3
+
+PLAN c3 budget 0.5R ttl 15:30
+  WHEN spot < p1 OR spot > p100
+  DO buy 10 shares @ ask
+";
+
+/// A percentile no trigger that can be read reads is not computed, and is computed again
+/// when one reads it again (an EXIT after the fire); a series against its own percentile
+/// is decided from the percentile's bounds while the series stays clear of them: the Bus
+/// of computing every percentile at every sample and comparing the values, on the three
+/// bundled tapes, and the percentile slots are skipped once their only readers fired.
+#[test]
+fn percentiles_skipped_and_bounded_give_the_bus_of_computing_them_all() {
+    for tape in [
+        "shock-2025-04-09-s7",
+        "trend-2025-04-09-s1",
+        "range-2025-04-09-s2",
+    ] {
+        let t = bundled_tape(tape);
+        let (bus, _, _) = against_naive(&t, LATE_PCTS);
+        let fired = |p: &str| {
+            bus.events()
+                .iter()
+                .filter(|e| matches!(e, Event::PlanFired { plan, .. } if plan == p))
+                .count()
+        };
+        assert!(fired("c1") >= 1, "{tape}: c1 enters at 10:40");
+        assert!(
+            fired("c0") + fired("c2") >= 1,
+            "{tape}: a percentile WHEN fires"
+        );
+        // With the busy set, the percentile plans' WHENs are their slots' only readers.
+        let busy = synthetic_plans(10);
+        let (h, evs) = read_tape_bytes(t.as_bytes()).expect("tape");
+        let mut e = Engine::new(
+            &h,
+            EngineConfig::strict(Px(1000 * 10_000)),
+            Bus::new(None).keeping(),
+        );
+        let d = crate::lang::check(&busy, crate::lang::Mode::File).expect("plans");
+        e.arm_document(&d);
+        let mut skipped_from = None;
+        for ev in &evs {
+            e.on_event(ev);
+            let all = (1u64 << e.sh.slots.pcts.len()) - 1;
+            if skipped_from.is_none() && e.sh.slots.skipped_pcts() == all {
+                skipped_from = Some(e.sh.now);
+            }
+        }
+        let fires = e
+            .bus()
+            .events()
+            .iter()
+            .filter_map(|x| match x {
+                Event::PlanFired { plan, ts, .. } if plan == "p3" || plan == "p8" => Some(*ts),
+                _ => None,
+            })
+            .collect::<Vec<_>>();
+        // Skipped from the step after the later fire, or after the ttl (15:30) of a plan
+        // that never fired.
+        let end = match fires.as_slice() {
+            [a, b] => (*a).max(*b),
+            _ => Ts::hms(15, 30, 0, 0),
+        };
+        assert!(
+            skipped_from.is_some_and(|at| at >= end && at.ms() - end.ms() <= 1000),
+            "{tape}: fires {fires:?}, skipped from {skipped_from:?}"
+        );
+    }
+}
+
 /// Which slots are skipped follows the plans' phases: on the shock tape with the busy set,
 /// `velocity(1m)` is read while its plans wait (until 09:31:42, when the second fires; the
 /// cancel-ifs of the percentile plans' orders would read it, but they never fire),

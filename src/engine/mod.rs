@@ -51,7 +51,7 @@ pub use arming::ArmWarning;
 pub use fill::{FillModel, StrictCrossV1};
 use price::{CPrice, QuoteF, to_grid};
 use trigger::{
-    CPred, CSeries, CTrigger, CValue, Ctx, EventTimes, Park, PlanReads, Resolver, Slots, Tri,
+    CPred, CSeries, CTrigger, CValue, Ctx, EventTimes, Park, PlanReads, Reads, Resolver, Slots, Tri,
 };
 pub use wakes::FiredWake;
 use wakes::WakeRt;
@@ -415,10 +415,10 @@ struct Shared {
     sched: sched::Sched,
     /// Plan steps so far (each plan the schedule named, at each event).
     plan_steps: u64,
-    /// Per plan index: the series slots read by its triggers that can be read in its phase
-    /// ([`live_series`]); the slots none of them nor a WAKE reads are not refreshed
-    /// ([`Slots::skip`]).
-    live: Vec<u64>,
+    /// Per plan index: the series and percentile slots read by its triggers that can be
+    /// read in its phase ([`live_series`]); the slots none of them nor a WAKE reads are not
+    /// refreshed ([`Slots::skip`]).
+    live: Vec<Reads>,
     /// Take `live` again for every plan before the next refresh (an act from outside the
     /// plan loop: arming, a stand-down, a cancel, a pod halt).
     live_stale: bool,
@@ -1451,12 +1451,10 @@ impl Engine {
         sh.live_stale = false;
         sh.live_moved = false;
         let read = if sh.slots.dirt.naive {
-            u64::MAX
+            Reads::ALL
         } else {
-            let plans = sh.live.iter().fold(0, |a, &b| a | b);
-            self.wakes
-                .iter()
-                .fold(plans, |a, w| a | w.trig.series_read())
+            let plans = sh.live.iter().fold(Reads::default(), |a, &b| a | b);
+            self.wakes.iter().fold(plans, |a, w| a | w.trig.reads())
         };
         sh.slots.skip(!read);
     }
@@ -2717,29 +2715,28 @@ fn plan_reads(p: &mut PlanRt, sh: &mut Shared) -> PlanReads {
     r
 }
 
-/// The series slots a plan's triggers read that can be read in its phase, now or at its
+/// The series and percentile slots a plan's triggers read that can be read in its phase, now or at its
 /// next step (`Slots::skip`): waiting to fire (armed, or dormant until an ARM, which steps
 /// it at the same event), its WHEN and INVALIDATEs; active, its INVALIDATEs, CANCEL-IFs and
 /// RELOADs not yet fired, its EXITs not yet fired (read while it holds, watched while
 /// quiet) and its working orders' line-level cancel-ifs; closed, none. A trigger read first
 /// at a step after the one that made it readable (an order's cancel-if, an EXIT after the
 /// fire) finds its slots refreshed at that event.
-fn live_series(p: &PlanRt) -> u64 {
-    let undone = |a: u64, (t, done): (&CTrigger, bool)| if done { a } else { a | t.series_read() };
-    let waiting = |p: &PlanRt| p.invalidates.iter().map(|x| (&x.0, x.2)).fold(0, undone);
+fn live_series(p: &PlanRt) -> Reads {
+    let undone = |a: Reads, (t, done): (&CTrigger, bool)| if done { a } else { a | t.reads() };
+    let none = Reads::default();
+    let waiting = |p: &PlanRt| p.invalidates.iter().map(|x| (&x.0, x.2)).fold(none, undone);
     match p.status {
-        Status::Closed => 0,
+        Status::Closed => none,
         Status::Dormant | Status::Armed => {
-            waiting(p) | p.when.as_ref().map_or(0, CTrigger::series_read)
+            waiting(p) | p.when.as_ref().map_or(none, CTrigger::reads)
         }
         Status::Active => {
             let fired = p.cancel_ifs.iter().map(|x| (&x.0, x.1));
             let fired = fired.chain(p.reloads.iter().map(|x| (&x.0, x.2)));
             let fired = fired.chain(p.exits.iter().map(|x| (&x.when, x.done)));
             let orders = p.orders.iter().filter_map(|o| o.mods.cancel_if.as_ref());
-            orders.fold(waiting(p) | fired.fold(0, undone), |a, t| {
-                a | t.series_read()
-            })
+            orders.fold(waiting(p) | fired.fold(none, undone), |a, t| a | t.reads())
         }
     }
 }

@@ -240,10 +240,51 @@ struct Deps {
     clock: bool,
     /// Re-evaluated on every evaluation (plan reads, plan and headline events).
     always: bool,
-    /// Every series slot it reads, as a value, a level or a side of a pair (bits as in
-    /// `mkt`): what [`Slots::refresh`] must keep current while the trigger can be read
-    /// ([`Slots::skip`]).
-    series: u64,
+    /// Every series slot it reads, as a value, a level or a side of a pair, and every
+    /// percentile slot, as a value or a side of a pair: what [`Slots::refresh`] must keep
+    /// current while the trigger can be read ([`Slots::skip`]).
+    reads: Reads,
+}
+
+/// Slots a trigger reads (or a set of triggers: `|`): series slot bits as in
+/// [`Dirt::moved`], percentile slot bits as in [`Dirt::pct_moved`] (slots from 63 on share
+/// bit 63). What [`Slots::skip`] is told to keep current.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Reads {
+    /// Series slots.
+    pub series: u64,
+    /// Percentile slots.
+    pub pcts: u64,
+}
+
+impl Reads {
+    /// Every slot (the naive schedule of the tests reads them all).
+    pub const ALL: Reads = Reads {
+        series: u64::MAX,
+        pcts: u64::MAX,
+    };
+}
+
+impl std::ops::BitOr for Reads {
+    type Output = Reads;
+    #[inline]
+    fn bitor(self, o: Reads) -> Reads {
+        Reads {
+            series: self.series | o.series,
+            pcts: self.pcts | o.pcts,
+        }
+    }
+}
+
+impl std::ops::Not for Reads {
+    type Output = Reads;
+    #[inline]
+    fn not(self) -> Reads {
+        Reads {
+            series: !self.series,
+            pcts: !self.pcts,
+        }
+    }
 }
 
 fn bit(slot: u16) -> u64 {
@@ -384,6 +425,9 @@ pub struct Slots {
     /// not refreshed until one can be again ([`skip`](Slots::skip)). 0 (read every slot) by
     /// default.
     skipped: u64,
+    /// Percentile slot bits no trigger that can be read reads: not computed until one can
+    /// be again ([`skip`](Slots::skip)).
+    skipped_pct: u64,
     /// What moved at the latest refresh.
     pub dirt: Dirt,
 }
@@ -680,27 +724,40 @@ impl Slots {
         };
         u16::try_from(i).unwrap_or(u16::MAX)
     }
-    /// Refresh only the series slots outside `skipped` (bits as in [`Dirt::moved`]): the
-    /// engine's slots of the triggers that can be read now (a plan's phase says which:
+    /// Refresh only the series and percentile slots outside `skipped`: the engine's slots
+    /// of the triggers that can be read now (a plan's phase says which:
     /// `engine::live_series`). A skipped slot keeps its value, its move marks nothing and
     /// touches none of its levels, and it wakes no one, so a trigger that reads it must not
     /// be evaluated, nor resumed from a park, while it is skipped. A slot that is read
-    /// again is read at the next refresh whatever moved (its symbol's slots all are): from
-    /// its old value, so it moves, jumps and touches levels as a new slot does, and its
-    /// readers, not evaluated while it was skipped, are evaluated in full.
-    pub fn skip(&mut self, skipped: u64) {
-        if skipped == self.skipped {
+    /// again is read at the next refresh whatever moved (its symbol's slots all are; every
+    /// percentile is computed again): from its old value, so it moves, jumps and touches
+    /// levels as a new slot does, and its readers, not evaluated while it was skipped, are
+    /// evaluated in full. A skipped percentile's rank hint goes stale; its next read finds
+    /// its rank again from the counts.
+    pub fn skip(&mut self, skipped: Reads) {
+        if skipped.series == self.skipped && skipped.pcts == self.skipped_pct {
             return;
         }
+        let back_pct = self.skipped_pct & !skipped.pcts;
+        self.skipped_pct = skipped.pcts;
+        if back_pct != 0 {
+            // Computed again at the next refresh, samples or none.
+            self.pct_fresh = 0;
+        }
+        let skipped = skipped.series;
         let back = self.skipped & !skipped;
+        let series_same = skipped == self.skipped;
         self.skipped = skipped;
         // A pair with a side read again is taken again whatever moved (the refresh skips a
         // pair with a skipped side: no trigger that can be read reads it).
         for p in &mut self.pairs {
-            if p.mkt_bits & back != 0 {
+            if p.mkt_bits & back != 0 || p.pct_bits & back_pct != 0 {
                 p.sign = NEVER;
                 self.pair_new = true;
             }
+        }
+        if series_same {
+            return;
         }
         for g in &mut self.by_sym {
             g.all.clear();
@@ -725,6 +782,13 @@ impl Slots {
                 g.ticks = u64::MAX;
             }
         }
+    }
+
+    /// The percentile slot bits not computed ([`skip`](Slots::skip)).
+    #[cfg(test)]
+    pub(crate) fn skipped_pcts(&self) -> u64 {
+        let all = (0..self.pcts.len()).fold(0, |a, i| a | bit(i as u16));
+        self.skipped_pct & all
     }
 
     /// The series slot bits not refreshed ([`skip`](Slots::skip)).
@@ -878,7 +942,9 @@ impl Slots {
             .zip(&mut self.pct_hint)
             .enumerate()
         {
-            if i < self.pct_fresh && *m != MSeries::Open {
+            if (i < self.pct_fresh && *m != MSeries::Open)
+                || self.skipped_pct & bit(u16::try_from(i).unwrap_or(u16::MAX)) != 0
+            {
                 continue;
             }
             let new = ms
@@ -899,13 +965,15 @@ impl Slots {
     /// side is read again).
     fn refresh_pairs(&mut self, mkt: &[Option<f64>], pct: &[Option<f64>]) {
         let d = &mut self.dirt;
-        let (moved, pct_moved, skipped) = (d.moved, d.pct_moved, self.skipped);
+        let (moved, pct_moved) = (d.moved, d.pct_moved);
+        let (skipped, skipped_pct) = (self.skipped, self.skipped_pct);
         if moved & self.pair_mkt == 0 && pct_moved & self.pair_pct == 0 && !self.pair_new {
             return;
         }
         self.pair_new = false;
         for (i, p) in self.pairs.iter_mut().enumerate() {
             if p.mkt_bits & skipped != 0
+                || p.pct_bits & skipped_pct != 0
                 || (p.sign != NEVER && moved & p.mkt_bits == 0 && pct_moved & p.pct_bits == 0)
             {
                 continue;
@@ -1269,10 +1337,10 @@ impl CTrigger {
         }
     }
 
-    /// The series slots it reads (bits as in [`Slots::skip`]).
+    /// The series and percentile slots it reads (what [`Slots::skip`] is told).
     #[inline]
-    pub fn series_read(&self) -> u64 {
-        self.deps.series
+    pub fn reads(&self) -> Reads {
+        self.deps.reads
     }
 
     /// The compiled predicates.
@@ -1408,17 +1476,18 @@ fn deps_of(preds: &[CPred], slots: &mut Slots) -> Deps {
         match (s, v) {
             (CSeries::Mkt(_, _, slot), CValue::Num(c)) => {
                 d.lvl |= bit(slot);
-                d.series |= bit(slot);
+                d.reads.series |= bit(slot);
                 levels.push((Some(slot), c));
             }
             (CSeries::Time, CValue::Num(c)) => levels.push((None, c)),
             (CSeries::Mkt(_, _, a), CValue::Series(CSeries::Mkt(_, _, b))) => {
                 d.pair |= bit(slots.pair_slot(a, PairRhs::Mkt(b)));
-                d.series |= bit(a) | bit(b);
+                d.reads.series |= bit(a) | bit(b);
             }
             (CSeries::Mkt(_, _, a), CValue::Pct(_, k)) => {
                 d.pair |= bit(slots.pair_slot(a, PairRhs::Pct(k)));
-                d.series |= bit(a);
+                d.reads.series |= bit(a);
+                d.reads.pcts |= bit(k);
             }
             _ => {
                 for x in [
@@ -1435,7 +1504,7 @@ fn deps_of(preds: &[CPred], slots: &mut Slots) -> Deps {
                     match x {
                         CSeries::Mkt(_, _, slot) => {
                             d.mkt |= bit(slot);
-                            d.series |= bit(slot);
+                            d.reads.series |= bit(slot);
                         }
                         CSeries::Time => d.clock = true,
                         CSeries::Pnl | CSeries::AvgPx | CSeries::Leg(_) => d.always = true,
@@ -1443,6 +1512,7 @@ fn deps_of(preds: &[CPred], slots: &mut Slots) -> Deps {
                 }
                 if let CValue::Pct(_, slot) = v {
                     d.pct |= bit(slot);
+                    d.reads.pcts |= bit(slot);
                 }
             }
         }
