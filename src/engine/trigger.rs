@@ -58,7 +58,7 @@
 //! from its old value, at the first refresh after a trigger that reads it can be read.
 
 use crate::lang::ast::{self, CmpOp, CrossDir, Phase, Predicate, SeriesKind, Trigger};
-use crate::market::{MarketState, RankHint, Series as MSeries, Sym, Ts};
+use crate::market::{MarketState, PctBound, RankHint, Series as MSeries, Sym, Ts};
 
 /// A three-valued truth, ordered `F < U < T`: AND is the least, OR the greatest (Kleene).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -127,8 +127,10 @@ pub enum CValue {
     Num(f64),
     /// Another series.
     Series(CSeries),
-    /// The compared series' own intraday percentile `p`, read through a per-event cache slot.
-    Pct(f64, u16),
+    /// The compared series' own intraday percentile `p`, read through a per-event cache slot
+    /// (the second), and the pair slot of the series against it (the third; `u16::MAX`
+    /// for none).
+    Pct(f64, u16, u16),
 }
 
 /// A compiled predicate with its evaluation state.
@@ -304,6 +306,11 @@ pub struct Dirt {
     pub pct_moved: u64,
     /// Pair slots whose sign changed at this refresh (or became known or UNKNOWN).
     pub pair_moved: u64,
+    /// Per pair slot: the sign of `lhs - rhs` at the latest refresh (`UNKNOWN_SIGN` when
+    /// either is UNKNOWN; `NEVER` before the first). A series against its own percentile
+    /// is read from it ([`eval_market`]): the percentile itself is not always read (see
+    /// [`Slots::refresh`]).
+    pub signs: Vec<i8>,
     /// The clock moved since the previous refresh.
     pub clock: bool,
     /// Per trigger id: the epoch at which the series crossed one of its levels. A [`Park`]
@@ -387,6 +394,9 @@ pub struct Slots {
     /// The first `pct_fresh` percentile values were computed with `pct_samples` grid
     /// samples recorded; they change only when a sample is recorded (see `refresh`).
     pct_fresh: usize,
+    /// Percentile slot bits a trigger reads as a value (not through its pair: none the
+    /// language can write today), computed at every sample as the naive schedule does.
+    pct_direct: u64,
     pct_samples: usize,
     /// Per series slot: where its symbol is in the market state, and its levels' hint.
     series_seen: Vec<Seen>,
@@ -421,6 +431,8 @@ pub struct Slots {
     /// Per percentile slot: its symbol's index in the market state, and where its previous
     /// read found its rank ([`MarketState::percentile_at`]).
     pct_hint: Vec<(usize, RankHint)>,
+    /// Samples recorded at the latest refresh of the pairs.
+    pair_samples: usize,
     /// Series slot bits no trigger that can be read reads (slots from 63 on share bit 63):
     /// not refreshed until one can be again ([`skip`](Slots::skip)). 0 (read every slot) by
     /// default.
@@ -451,7 +463,10 @@ enum PairRhs {
 struct Pair {
     lhs: u16,
     rhs: PairRhs,
-    sign: i8,
+    /// A percentile `rhs`: bounds on it from its latest read ([`PctBound`]), with the
+    /// market state's generation and the samples recorded at that read.
+    bound: PctBound,
+    bound_at: (u64, usize),
     /// The slot bits of its sides (as in [`Dirt::moved`] and [`Dirt::pct_moved`]): `lhs`'s
     /// and a series `rhs`'s, a percentile `rhs`'s. Its sign is taken again when one moved.
     mkt_bits: u64,
@@ -477,6 +492,28 @@ fn stored(vals: &[Option<f64>], k: u16) -> Option<f64> {
     let v = vals.get(usize::from(k)).copied().flatten();
     debug_assert!(v.is_none_or(f64::is_finite));
     v
+}
+
+/// The sign of `x` against a pair's percentile slot (`(symbol, series, p)`, where its
+/// symbol is in the market state and its rank hint, its value), read again: its value,
+/// its hint and the pair's bounds kept ([`Slots::refresh_pairs`]).
+#[inline(never)]
+fn read_pct(
+    ms: &MarketState,
+    slot: Option<&(Sym, MSeries, f64)>,
+    hint: Option<&mut (usize, RankHint)>,
+    v: Option<&mut Option<f64>>,
+    pair: &mut Pair,
+    x: f64,
+) -> i8 {
+    let (Some(&(_, m, p)), Some((at, hint)), Some(v)) = (slot, hint, v) else {
+        return UNKNOWN_SIGN;
+    };
+    let (new, b) = ms.percentile_bounded_at(*at, m, p, hint, x);
+    *v = new.filter(|y| y.is_finite());
+    pair.bound = b;
+    pair.bound_at = (ms.generation(), ms.samples_recorded());
+    sign_of(Some(x), *v)
 }
 
 /// A percentile slot's value as triggers read it.
@@ -697,10 +734,12 @@ impl Slots {
                 self.pairs.push(Pair {
                     lhs,
                     rhs,
-                    sign: NEVER,
+                    bound: PctBound::NONE,
+                    bound_at: (0, 0),
                     mkt_bits,
                     pct_bits,
                 });
+                self.dirt.signs.push(NEVER);
                 self.pair_mkt |= mkt_bits;
                 self.pair_pct |= pct_bits;
                 self.pair_new = true;
@@ -750,9 +789,9 @@ impl Slots {
         self.skipped = skipped;
         // A pair with a side read again is taken again whatever moved (the refresh skips a
         // pair with a skipped side: no trigger that can be read reads it).
-        for p in &mut self.pairs {
+        for (p, sign) in self.pairs.iter().zip(&mut self.dirt.signs) {
             if p.mkt_bits & back != 0 || p.pct_bits & back_pct != 0 {
-                p.sign = NEVER;
+                *sign = NEVER;
                 self.pair_new = true;
             }
         }
@@ -914,15 +953,28 @@ impl Slots {
             self.refresh_pcts(ms, pct);
         }
         if !self.pairs.is_empty() {
-            self.refresh_pairs(mkt, pct);
+            self.refresh_pairs(ms, mkt, pct);
         }
     }
 
-    /// The percentile slots (the tail of [`refresh`](Self::refresh)).
+    /// The percentile slots (the tail of [`refresh`](Self::refresh)). Every percentile is
+    /// read by its pair only (a series against its own percentile), which reads it as it
+    /// needs ([`refresh_pairs`](Self::refresh_pairs)); here are read those a trigger reads
+    /// as a value, and, for the naive schedule of the tests (the reference), every one at
+    /// every sample.
     fn refresh_pcts(&mut self, ms: &MarketState, pct: &mut Vec<Option<f64>>) {
-        let d = &mut self.dirt;
-        let n = ms.samples_recorded();
         let len = self.pcts.len();
+        for &(sym, _, _) in &self.pcts[self.pct_hint.len().min(len)..] {
+            self.pct_hint
+                .push((ms.sym_index(sym).unwrap_or(usize::MAX), RankHint::default()));
+        }
+        let d = &mut self.dirt;
+        let only = if d.naive { u64::MAX } else { self.pct_direct };
+        if only == 0 {
+            pct.resize(len, None);
+            return;
+        }
+        let n = ms.samples_recorded();
         if n == self.pct_samples && self.pct_fresh == len && pct.len() == len && !self.pct_open {
             // No sample since every value was computed: they stand.
             return;
@@ -931,19 +983,17 @@ impl Slots {
             self.pct_fresh = 0;
             self.pct_samples = n;
         }
-        pct.resize(self.pcts.len(), None);
-        for &(sym, _, _) in &self.pcts[self.pct_hint.len().min(len)..] {
-            self.pct_hint
-                .push((ms.sym_index(sym).unwrap_or(usize::MAX), RankHint::default()));
-        }
+        pct.resize(len, None);
         for (i, ((v, (_, m, p)), (at, hint))) in pct
             .iter_mut()
             .zip(&self.pcts)
             .zip(&mut self.pct_hint)
             .enumerate()
         {
+            let b = bit(u16::try_from(i).unwrap_or(u16::MAX));
             if (i < self.pct_fresh && *m != MSeries::Open)
-                || self.skipped_pct & bit(u16::try_from(i).unwrap_or(u16::MAX)) != 0
+                || self.skipped_pct & b != 0
+                || only & b == 0
             {
                 continue;
             }
@@ -951,11 +1001,11 @@ impl Slots {
                 .percentile_at(*at, *m, *p, hint)
                 .filter(|x| x.is_finite());
             if new != *v {
-                d.pct_moved |= bit(u16::try_from(i).unwrap_or(u16::MAX));
+                d.pct_moved |= b;
                 *v = new;
             }
         }
-        self.pct_fresh = self.pcts.len();
+        self.pct_fresh = len;
     }
 
     /// The pair slots whose sides moved at this refresh: their sign again, and a bit in
@@ -963,28 +1013,62 @@ impl Slots {
     /// [`skip`](Slots::skip)ped side is left as it is: every trigger that reads a pair reads
     /// both its sides, so none that can be read reads it (its sign is taken again when the
     /// side is read again).
-    fn refresh_pairs(&mut self, mkt: &[Option<f64>], pct: &[Option<f64>]) {
+    ///
+    /// A series against its own percentile is taken at each sample (the percentile moves
+    /// only then; `open`'s, at every refresh) and when the series moved. The percentile is
+    /// read only when the series is not clear of the bounds its latest read left
+    /// ([`PctBound`]): below the lower, the sign is -1; above the upper, 1. The naive
+    /// schedule reads every percentile at every sample and compares the values.
+    fn refresh_pairs(&mut self, ms: &MarketState, mkt: &[Option<f64>], pct: &mut [Option<f64>]) {
         let d = &mut self.dirt;
         let (moved, pct_moved) = (d.moved, d.pct_moved);
         let (skipped, skipped_pct) = (self.skipped, self.skipped_pct);
-        if moved & self.pair_mkt == 0 && pct_moved & self.pair_pct == 0 && !self.pair_new {
+        let n = ms.samples_recorded();
+        let pct_due = !d.naive && self.pair_pct != 0 && (n != self.pair_samples || self.pct_open);
+        self.pair_samples = n;
+        if moved & self.pair_mkt == 0
+            && pct_moved & self.pair_pct == 0
+            && !self.pair_new
+            && !pct_due
+        {
             return;
         }
         self.pair_new = false;
-        for (i, p) in self.pairs.iter_mut().enumerate() {
-            if p.mkt_bits & skipped != 0
-                || p.pct_bits & skipped_pct != 0
-                || (p.sign != NEVER && moved & p.mkt_bits == 0 && pct_moved & p.pct_bits == 0)
-            {
+        let (naive, generation) = (d.naive, ms.generation());
+        for (i, (p, sign)) in self.pairs.iter_mut().zip(&mut d.signs).enumerate() {
+            if p.mkt_bits & skipped != 0 || p.pct_bits & skipped_pct != 0 {
                 continue;
             }
-            let b = match p.rhs {
-                PairRhs::Mkt(k) => stored(mkt, k),
-                PairRhs::Pct(k) => stored(pct, k),
+            let due = *sign == NEVER || moved & p.mkt_bits != 0 || pct_moved & p.pct_bits != 0;
+            let new = match p.rhs {
+                PairRhs::Mkt(k) if due => sign_of(stored(mkt, p.lhs), stored(mkt, k)),
+                PairRhs::Pct(k) if naive && due => sign_of(stored(mkt, p.lhs), stored(pct, k)),
+                PairRhs::Pct(k) if !naive && (due || pct_due) => match stored(mkt, p.lhs) {
+                    None => UNKNOWN_SIGN,
+                    Some(x) => {
+                        let (b, since) = (&p.bound, n.wrapping_sub(p.bound_at.1));
+                        let held = p.bound_at.0 == generation;
+                        if held && since <= b.lo_for && x < b.lo {
+                            -1
+                        } else if held && since <= b.hi_for && x > b.hi {
+                            1
+                        } else {
+                            let k = usize::from(k);
+                            read_pct(
+                                ms,
+                                self.pcts.get(k),
+                                self.pct_hint.get_mut(k),
+                                pct.get_mut(k),
+                                p,
+                                x,
+                            )
+                        }
+                    }
+                },
+                _ => continue,
             };
-            let sign = sign_of(stored(mkt, p.lhs), b);
-            if sign != p.sign {
-                p.sign = sign;
+            if new != *sign {
+                *sign = new;
                 d.pair_moved |= bit(u16::try_from(i).unwrap_or(u16::MAX));
             }
         }
@@ -1129,7 +1213,12 @@ fn compile_value(
             let t = percentile_target(of).ok_or_else(|| {
                 "a percentile is only defined for market series (spot, hod, lod, vwap, open, prior-close, velocity, SYM.spot)".to_string()
             })?;
-            CValue::Pct(p, slots.pct_slot(t.0, t.1, p))
+            let k = slots.pct_slot(t.0, t.1, p);
+            let pair = match of {
+                CSeries::Mkt(_, _, a) => slots.pair_slot(a, PairRhs::Pct(k)),
+                _ => u16::MAX,
+            };
+            CValue::Pct(p, k, pair)
         }
     })
 }
@@ -1484,7 +1573,7 @@ fn deps_of(preds: &[CPred], slots: &mut Slots) -> Deps {
                 d.pair |= bit(slots.pair_slot(a, PairRhs::Mkt(b)));
                 d.reads.series |= bit(a) | bit(b);
             }
-            (CSeries::Mkt(_, _, a), CValue::Pct(_, k)) => {
+            (CSeries::Mkt(_, _, a), CValue::Pct(_, k, _)) => {
                 d.pair |= bit(slots.pair_slot(a, PairRhs::Pct(k)));
                 d.reads.series |= bit(a);
                 d.reads.pcts |= bit(k);
@@ -1510,9 +1599,10 @@ fn deps_of(preds: &[CPred], slots: &mut Slots) -> Deps {
                         CSeries::Pnl | CSeries::AvgPx | CSeries::Leg(_) => d.always = true,
                     }
                 }
-                if let CValue::Pct(_, slot) = v {
+                if let CValue::Pct(_, slot, _) = v {
                     d.pct |= bit(slot);
                     d.reads.pcts |= bit(slot);
+                    slots.pct_direct |= bit(slot);
                 }
             }
         }
@@ -1569,7 +1659,7 @@ fn read_value(v: CValue, of: CSeries, cx: &Ctx<'_>) -> Option<f64> {
     match v {
         CValue::Num(x) => Some(x),
         CValue::Series(s) => read_series(s, cx),
-        CValue::Pct(_, slot) => {
+        CValue::Pct(_, slot, _) => {
             percentile_target(of)?;
             pct_value(cx.pct, slot)
         }
@@ -1587,7 +1677,12 @@ fn within(at: Option<Ts>, w: Option<u32>, now: Ts) -> Tri {
 /// A `crosses` with both sides read (`None`: UNKNOWN).
 #[inline(always)]
 fn cross(a: Option<f64>, b: Option<f64>, above: bool, prev: &mut Option<i8>) -> Tri {
-    let sign = sign_of(a, b);
+    cross_sign(sign_of(a, b), above, prev)
+}
+
+/// A `crosses` from the sign of its sides' difference ([`sign_of`]).
+#[inline(always)]
+fn cross_sign(sign: i8, above: bool, prev: &mut Option<i8>) -> Tri {
     if sign == UNKNOWN_SIGN {
         *prev = None;
         return Tri::U;
@@ -1620,6 +1715,29 @@ fn compare(
         CmpOp::Ge => a >= b,
         CmpOp::Le => a <= b,
     };
+    held(ok, held_ms, since, now)
+}
+
+/// A comparison from the sign of its sides' difference ([`sign_of`]): what
+/// [`compare`] gives for the values.
+#[inline(always)]
+fn compare_sign(sign: i8, op: CmpOp, held_ms: Option<u32>, since: &mut Option<Ts>, now: Ts) -> Tri {
+    if sign == UNKNOWN_SIGN {
+        *since = None;
+        return Tri::U;
+    }
+    let ok = match op {
+        CmpOp::Gt => sign > 0,
+        CmpOp::Lt => sign < 0,
+        CmpOp::Ge => sign >= 0,
+        CmpOp::Le => sign <= 0,
+    };
+    held(ok, held_ms, since, now)
+}
+
+/// A comparison's truth `ok`, `held` timed from `since`.
+#[inline(always)]
+fn held(ok: bool, held_ms: Option<u32>, since: &mut Option<Ts>, now: Ts) -> Tri {
     match held_ms {
         None => Tri::of(ok),
         Some(h) => {
@@ -1645,8 +1763,19 @@ fn eval_market(p: &mut CPred, cx: &Ctx<'_>) -> Option<Tri> {
     let rhs = |v: CValue| match v {
         CValue::Num(x) => Some(Some(x)),
         CValue::Series(CSeries::Mkt(_, _, k)) => Some(slot(k)),
-        CValue::Pct(_, k) => Some(pct_value(cx.pct, k)),
+        CValue::Pct(_, k, _) => Some(pct_value(cx.pct, k)),
         CValue::Series(_) => None,
+    };
+    // A series against its own percentile: the sign of their pair (the percentile is not
+    // read at every refresh). The naive schedule of the tests compares the values.
+    let pair = |v: CValue| match v {
+        CValue::Pct(_, _, i) if !cx.dirt.naive => cx
+            .dirt
+            .signs
+            .get(usize::from(i))
+            .copied()
+            .filter(|&s| s != NEVER),
+        _ => None,
     };
     match p {
         CPred::Cross {
@@ -1654,14 +1783,20 @@ fn eval_market(p: &mut CPred, cx: &Ctx<'_>) -> Option<Tri> {
             above,
             v,
             prev,
-        } => Some(cross(slot(*k), rhs(*v)?, *above, prev)),
+        } => Some(match pair(*v) {
+            Some(sign) => cross_sign(sign, *above, prev),
+            None => cross(slot(*k), rhs(*v)?, *above, prev),
+        }),
         CPred::Cmp {
             s: CSeries::Mkt(_, _, k),
             op,
             v,
             held_ms,
             since,
-        } => Some(compare((slot(*k), rhs(*v)?), *op, *held_ms, since, cx.now)),
+        } => Some(match pair(*v) {
+            Some(sign) => compare_sign(sign, *op, *held_ms, since, cx.now),
+            None => compare((slot(*k), rhs(*v)?), *op, *held_ms, since, cx.now),
+        }),
         CPred::Phase(open) => Some(phase(*open, cx)),
         _ => None,
     }

@@ -55,6 +55,37 @@ impl Default for RankHint {
     }
 }
 
+/// Bounds on a percentile for the next few samples, found where its read left its rank
+/// ([`CentCounts::bound`]): while at most `lo_for` samples more are counted, the percentile
+/// is at least `lo`; while at most `hi_for` more are, it is at most `hi`. A reader that
+/// only needs to know on which side of the percentile a value lies (a series against its
+/// own percentile) need not read it again while the value stays clear of the bounds.
+///
+/// Why they hold: counting `m` samples more moves the value of rank `r` to between the
+/// old values of ranks `r - m` and `r`, and the rank read (`floor((n - 1) p / 100)`) only
+/// grows, by at most `m` (plus one for rounding) — so the rank-`k` value stays at least
+/// the old value of rank `k - m`, and the rank-`k + 1` value at most the old value of rank
+/// `k + m + 2`. The interpolated percentile `a + f (b - a)` is at least `a` (every step
+/// rounds a value at least `a`), and at most `b` plus a few units in the last place, which
+/// the margin on `hi` covers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PctBound {
+    pub(crate) lo: f64,
+    pub(crate) lo_for: usize,
+    pub(crate) hi: f64,
+    pub(crate) hi_for: usize,
+}
+
+impl PctBound {
+    /// No bound: the percentile is read again at the next sample.
+    pub const NONE: PctBound = PctBound {
+        lo: f64::NEG_INFINITY,
+        lo_for: 0,
+        hi: f64::INFINITY,
+        hi_for: 0,
+    };
+}
+
 /// One cent in [`Px`]'s fixed point.
 const CENT_RAW: i64 = super::types::PX_SCALE / 100;
 
@@ -266,6 +297,73 @@ impl CentCounts {
             None
         };
         Some((a, next))
+    }
+
+    /// Bounds on the percentile whose rank `k` a read just found (`hint`, as that read
+    /// left it), placed halfway between it and `x` (the value compared with it): below it
+    /// when `x` is below the rank's cent, above it otherwise. See [`PctBound`].
+    #[inline(never)]
+    pub(crate) fn bound(&self, hint: &RankHint, k: usize, x: f64) -> PctBound {
+        let mut out = PctBound::NONE;
+        let Some(j) = self.bucket(hint.cent) else {
+            return out;
+        };
+        if hint.of != self.id || hint.at != self.len || self.counts.is_empty() {
+            return out;
+        }
+        let y = (x * 100.0).floor();
+        if !y.is_finite() {
+            return out;
+        }
+        // `x`'s cent as a bucket, clamped to one past either end.
+        let last = self.counts.len() - 1;
+        let jx = if y < self.base as f64 {
+            -1
+        } else {
+            (y - self.base as f64).min(last as f64 + 1.0) as i64
+        };
+        if jx < j as i64 {
+            // Below: every rank from `a`'s first on is at least its cent.
+            let a = ((jx + 1).max(0) as usize + j) / 2;
+            let first = hint.below - self.count_in(a, j);
+            out.lo = value(self.base + a as i64);
+            out.lo_for = k - first;
+        } else if jx > j as i64 {
+            // Above: every rank below the count up to `b`'s cent is at most its cent.
+            let b = (j + (jx as usize).min(last + 1) - 1)
+                .div_ceil(2)
+                .clamp(j, last);
+            let upto = hint.below + self.count_in(j, b + 1);
+            if let Some(f) = upto.checked_sub(k + 3) {
+                let hi = value(self.base + b as i64);
+                let lowest = value(self.base);
+                out.hi = hi + (hi.abs() + lowest.abs()) * 1e-12;
+                out.hi_for = f;
+            }
+        }
+        out
+    }
+
+    /// The samples counted in buckets `lo..hi`.
+    fn count_in(&self, lo: usize, hi: usize) -> usize {
+        let hi = hi.min(self.counts.len());
+        if lo >= hi {
+            return 0;
+        }
+        let (cl, ch) = (lo.div_ceil(CHUNK), hi / CHUNK);
+        if cl >= ch {
+            return self.counts[lo..hi].iter().map(|&c| c as usize).sum();
+        }
+        let head: usize = self.counts[lo..cl * CHUNK]
+            .iter()
+            .map(|&c| c as usize)
+            .sum();
+        let mid: usize = self.chunks[cl..ch].iter().map(|&c| c as usize).sum();
+        let tail: usize = self.counts[ch * CHUNK..hi]
+            .iter()
+            .map(|&c| c as usize)
+            .sum();
+        head + mid + tail
     }
 
     /// The hint's bucket and the count below it now, when it is of this structure and at

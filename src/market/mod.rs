@@ -19,7 +19,7 @@ pub mod state;
 pub mod tape;
 pub mod types;
 
-pub use cents::RankHint;
+pub use cents::{PctBound, RankHint};
 pub use generator::{
     DEFAULT_DATE, EDGE_SECS, FamilyMember, GenOptions, Generator, Regime, generate,
     generate_family, generate_with, tape_name, write_generated,

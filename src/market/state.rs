@@ -30,7 +30,7 @@
 //! blocks), holding exactly the sequence binary insertion into one sorted vector would; an
 //! untracked series is computed on demand by sorting a copy (correct, slower).
 
-use super::cents::{CentCounts, RankHint};
+use super::cents::{CentCounts, PctBound, RankHint};
 use super::options::{
     BookQuote, Expiry, MoneyMemo, Quote, Right, ShareQuote, Smile, black_scholes, book_quote,
     book_quote_memo, open_interest, price_option,
@@ -501,13 +501,10 @@ fn u128_f64(x: u128) -> f64 {
     }
 }
 
-/// Linear-interpolation percentile of `n` sorted values, read by rank with `at`.
-#[inline]
-fn percentile_ranked(
-    n: usize,
-    p: f64,
-    at: impl FnOnce(usize) -> Option<(f64, Option<f64>)>,
-) -> Option<f64> {
+/// The rank a percentile `p` of `n` sorted values reads and its fraction towards the next
+/// (`None`: UNKNOWN, too few samples or `p` out of range).
+#[inline(always)]
+fn rank_of(n: usize, p: f64) -> Option<(usize, f64)> {
     if n < MIN_PERCENTILE_SAMPLES || !(0.0..=100.0).contains(&p) {
         return None;
     }
@@ -516,8 +513,18 @@ fn percentile_ranked(
     let h = (n - 1) as i64 as f64 * p / 100.0;
     // `h` is finite, not negative and at most `n - 1`: truncation is `floor`, exact in `i64`.
     let lo = h as i64;
-    let frac = h - lo as f64;
-    let (a, b) = at(lo as usize)?;
+    Some((lo as usize, h - lo as f64))
+}
+
+/// Linear-interpolation percentile of `n` sorted values, read by rank with `at`.
+#[inline]
+fn percentile_ranked(
+    n: usize,
+    p: f64,
+    at: impl FnOnce(usize) -> Option<(f64, Option<f64>)>,
+) -> Option<f64> {
+    let (lo, frac) = rank_of(n, p)?;
+    let (a, b) = at(lo)?;
     match b {
         Some(b) if frac > 0.0 => Some(a + frac * (b - a)),
         _ => Some(a),
@@ -540,7 +547,13 @@ pub struct MarketState {
     headlines: Vec<Headline>,
     /// The tape's header (for the next session of a multi-session tape).
     base: Box<TapeHeader>,
+    /// This state's own number (a new session's state has another): what a reader's
+    /// [`PctBound`] was found in.
+    generation: u64,
 }
+
+/// The next [`MarketState`]'s `generation`.
+static NEXT_GENERATION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 impl MarketState {
     /// A fresh state for a tape with this header. Sample storage for the whole session is
@@ -589,7 +602,15 @@ impl MarketState {
             grid_len,
             headlines: Vec::new(),
             base: Box::new(header.clone()),
+            generation: NEXT_GENERATION.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         }
+    }
+
+    /// This state's own number: a new session's state (or another tape's) has another, so
+    /// a [`PctBound`] found in one is not taken for another's.
+    #[inline]
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// Start a new session (a `session` event): every per-session value (spot, hod, lod,
@@ -956,6 +977,34 @@ impl MarketState {
         self.percentile_in(s, series, p, hint)
     }
 
+    /// [`percentile_at`](Self::percentile_at), and bounds on it for the next samples
+    /// placed between it and `x` (the value compared with it: [`PctBound`]) when the series
+    /// is counted by the cent; [`PctBound::NONE`] otherwise.
+    #[inline]
+    pub fn percentile_bounded_at(
+        &self,
+        sym: usize,
+        series: Series,
+        p: f64,
+        hint: &mut RankHint,
+        x: f64,
+    ) -> (Option<f64>, PctBound) {
+        let Some(s) = self.syms.get(sym) else {
+            return (None, PctBound::NONE);
+        };
+        if let Some(t) = s.tracked.iter().find(|t| t.series == series)
+            && let Ranked::Cents(c) = &t.sorted
+        {
+            let v = percentile_ranked(c.len(), p, |k| c.get_pair_from(k, hint));
+            let b = match (v, rank_of(c.len(), p)) {
+                (Some(_), Some((k, _))) => c.bound(hint, k, x),
+                _ => PctBound::NONE,
+            };
+            return (v, b);
+        }
+        (self.percentile_at(sym, series, p, hint), PctBound::NONE)
+    }
+
     fn percentile_in(
         &self,
         s: &SymState,
@@ -1263,6 +1312,39 @@ mod tests {
     use proptest::prelude::*;
     use std::collections::BTreeMap;
 
+    /// A value far below or above a percentile gets a bound between the two, good for
+    /// the next samples: what lets a series against its percentile go unread.
+    #[test]
+    fn a_value_clear_of_a_percentile_gets_a_bound_for_the_next_samples() {
+        let h = header();
+        let spy = h.symbols[0].sym;
+        let mut st = MarketState::new(&h);
+        assert!(st.track("SPY", Series::Spot));
+        let i = st.sym_index(spy).expect("the header's symbol");
+        for k in 0..600u32 {
+            st.apply(&TapeEvent::Tick(Tick {
+                ts: Ts(h.open.0 + 1000 * k),
+                sym: spy,
+                px: Px::from_cents(50_000 + i64::from(k % 97) * 3),
+                sz: 1,
+            }));
+        }
+        let mut hint = RankHint::default();
+        let (v, below) = st.percentile_bounded_at(i, Series::Spot, 91.0, &mut hint, 490.0);
+        let v = v.expect("known");
+        assert!(
+            below.lo > 490.0 && below.lo <= v && below.lo_for >= 30,
+            "{below:?}"
+        );
+        assert_eq!(below.hi_for, 0);
+        let (_, above) = st.percentile_bounded_at(i, Series::Spot, 91.0, &mut hint, 510.0);
+        assert!(
+            above.hi < 510.0 && above.hi >= v && above.hi_for >= 10,
+            "{above:?}"
+        );
+        assert_eq!(above.lo_for, 0);
+    }
+
     fn header() -> TapeHeader {
         let spy = Sym::new("SPY").unwrap();
         TapeHeader {
@@ -1498,6 +1580,57 @@ mod tests {
                 let a = tracked.percentile_at(i, Series::Spot, p, &mut hint).map(f64::to_bits);
                 let b = plain.percentile("SPY", Series::Spot, p).map(f64::to_bits);
                 prop_assert_eq!(a, b);
+            }
+        }
+
+        /// The bounds a read leaves ([`PctBound`]) hold: while no more samples are counted
+        /// than each allows, the percentile read again is at least `lo` and at most `hi`,
+        /// whatever the samples, for any `p` and any value they are placed against; and
+        /// the read itself is `percentile_at`'s, bit for bit.
+        #[test]
+        fn a_percentiles_bounds_hold_for_the_samples_they_allow(
+            first in proptest::collection::vec(-400i64..400, 30..200),
+            then in prop_oneof![
+                proptest::collection::vec(-400i64..400, 1..200),
+                (prop_oneof![Just(-400i64), Just(399)], 1usize..200).prop_map(|(c, n)| vec![c; n]),
+            ],
+            (centre, spread) in (-2_000_000i64..2_000_000, 1i64..40),
+            p in prop_oneof![0.0f64..=100.0, 0.0f64..3.0, 97.0f64..=100.0, Just(100.0)],
+            x in -500.0f64..500.0,
+        ) {
+            let h = header();
+            let spy = h.symbols[0].sym;
+            let mut st = MarketState::new(&h);
+            prop_assert!(st.track("SPY", Series::Spot));
+            let i = st.sym_index(spy).expect("the header's symbol");
+            let tick = |k: usize, c: i64| TapeEvent::Tick(Tick {
+                ts: Ts(h.open.0 + 1000 * k as u32),
+                sym: spy,
+                px: Px::from_cents((centre + c * spread).max(1)),
+                sz: 1,
+            });
+            for (k, &c) in first.iter().enumerate() {
+                st.apply(&tick(k, c));
+            }
+            let (mut hint, mut again) = (RankHint::default(), RankHint::default());
+            // From below the samples to above them, in the samples' own steps.
+            let x = Px::from_cents(centre.max(1)).to_f64() + x * spread as f64 / 100.0;
+            let (v, b) = st.percentile_bounded_at(i, Series::Spot, p, &mut hint, x);
+            prop_assert_eq!(
+                v.map(f64::to_bits),
+                st.percentile_at(i, Series::Spot, p, &mut again).map(f64::to_bits)
+            );
+            let n0 = st.samples_recorded();
+            for (k, &c) in then.iter().enumerate() {
+                st.apply(&tick(first.len() + k, c));
+                let since = st.samples_recorded() - n0;
+                let now = st.percentile("SPY", Series::Spot, p).expect("past 30 samples");
+                if since <= b.lo_for {
+                    prop_assert!(now >= b.lo, "{now} < lo {} after {since}", b.lo);
+                }
+                if since <= b.hi_for {
+                    prop_assert!(now <= b.hi, "{now} > hi {} after {since}", b.hi);
+                }
             }
         }
 
