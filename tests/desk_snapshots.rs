@@ -107,3 +107,45 @@ fn a_copilot_proposal_shows_its_kestrel_in_the_editor() {
     insta::assert_snapshot!("copilot_proposal_80x24", small);
     insta::assert_snapshot!("copilot_proposal_160x48", screen(&app, 160, 48));
 }
+
+/// The Tokens pane's author column is as wide as the longest author shown: a command
+/// author's script (`--author cmd:examples/command-author.sh`) read `comma…` at every size.
+/// It is whole at 160x48 and 200x60 (the Kestrel and envelope columns give way first, what
+/// was sent and written stays), and cut with `…` only when the pane is truly narrow.
+#[test]
+fn the_tokens_pane_shows_the_authors_name_whole_when_there_is_room() {
+    use kestrel_desk::market::Ts;
+    use kestrel_desk::session::Command;
+    use kestrel_desk::session::agent::Agent as DeskAgent;
+    let agent = DeskAgent::Script {
+        name: "command-author.sh".into(),
+        replies: vec!["# nothing in the View calls for a change\n".to_string()],
+        wakes: Vec::new(),
+    };
+    let src = desk::tape_source(None).expect("bundled tape");
+    let mut app = desk::inline_app_with(src, Some(agent), false).expect("app");
+    app.send(Command::Seek(Ts::hms(9, 31, 0, 0)));
+    app.tick();
+    app.set_focus(Pane::Tokens);
+    for (w, h) in [(160, 48), (200, 60)] {
+        let s = screen(&app, w, h);
+        assert!(s.contains("09:30 command-author.sh pass"), "{w}x{h}:\n{s}");
+        // The figures a trader reads stay beside it.
+        assert!(
+            s.contains("time  author            outcome"),
+            "{w}x{h}:\n{s}"
+        );
+        assert!(s.contains(" got"), "{w}x{h}:\n{s}");
+    }
+    // At 100x30 (the Tokens tab) the name and the figures still fit; at 80x24 the name is
+    // cut, the figures stay.
+    let s = screen(&app, 100, 30);
+    assert!(s.contains("09:30 command-author.sh pass"), "100x30:\n{s}");
+    let narrow = screen(&app, 80, 24);
+    let row = narrow
+        .lines()
+        .find(|l| l.contains("09:30 comm"))
+        .unwrap_or_else(|| panic!("no Tokens row at 80x24:\n{narrow}"));
+    assert!(!row.contains("command-author.sh"), "{row}");
+    assert!(row.contains('…') && row.contains(" pass"), "{row}");
+}

@@ -2267,21 +2267,38 @@ fn draw_tokens(f: &mut Frame, app: &App, r: Rect) {
     f.render_widget(foot_p, bottom);
     let h = usize::from(top.height.saturating_sub(2));
     let skip = rows.len().saturating_sub(h);
-    let mut rows: Vec<Vec<Cell>> = rows.into_iter().skip(skip).collect();
+    let mut rows: Vec<Vec<String>> = rows.into_iter().skip(skip).collect();
+    // The author column as wide as the longest author shown (a command author's script,
+    // `command-author.sh`, was cut to `comma…` at every size), at least its header.
+    let author_w = rows
+        .iter()
+        .map(|r| cols(&r[1]))
+        .chain([cols("author")])
+        .max()
+        .unwrap_or(0);
     rows.push(vec![
-        Cell::from("total"),
-        Cell::from(""),
-        Cell::from(""),
-        Cell::from(sent_total),
-        Cell::from(got_total),
-        Cell::from(tk.to_string()),
-        Cell::from(te.to_string()),
-        Cell::from(saving),
+        "total".into(),
+        String::new(),
+        String::new(),
+        sent_total,
+        got_total,
+        tk.to_string(),
+        te.to_string(),
+        saving,
     ]);
     // Every column whole: narrow panes drop the saving column (the total is in the footer
     // line) rather than cut a header.
     let w16 = |w: usize| u16::try_from(w).unwrap_or(u16::MAX);
-    let mut widths = vec![5u16, 8, 10, w16(sent_w), w16(got_w), 7, 8, 5];
+    let mut widths = vec![
+        5u16,
+        w16(author_w).max(8),
+        10,
+        w16(sent_w),
+        w16(got_w),
+        7,
+        8,
+        5,
+    ];
     let mut header = vec![
         "time", "author", "outcome", "sent", "got", "kestrel", "envelope", "saved",
     ];
@@ -2294,11 +2311,29 @@ fn draw_tokens(f: &mut Frame, app: &App, r: Rect) {
         widths.remove(3);
         header.remove(3);
     }
+    let need = |w: &[u16]| w.iter().sum::<u16>() + w.len() as u16 - 1;
+    if need(&widths) > top.width {
+        widths.pop();
+        header.pop();
+        widths[1] = w16(author_w);
+    }
+    // What was sent and written stays longest, and who wrote it whole: the envelope and
+    // Kestrel columns go first, down to when, who, what it routed to, sent and got.
+    let core = if total.any_sent { 5 } else { 4 };
+    while need(&widths) > top.width && widths.len() > core {
+        widths.pop();
+        header.pop();
+    }
+    // Truly narrow: the author is cut (with `…`), down to its header's width.
+    let over = need(&widths).saturating_sub(top.width);
+    widths[1] = widths[1].saturating_sub(over).max(w16(cols("author")));
+    let author_cut = usize::from(widths[1]);
     let last = rows.len().saturating_sub(1);
     let rows: Vec<Row> = rows
         .into_iter()
         .enumerate()
-        .map(|(i, cells)| {
+        .map(|(i, mut cells)| {
+            cells[1] = super::fit::fit(&cells[1], author_cut);
             let row = Row::new(cells);
             if i == last {
                 row.style(Style::default().add_modifier(Modifier::BOLD))
@@ -2307,17 +2342,6 @@ fn draw_tokens(f: &mut Frame, app: &App, r: Rect) {
             }
         })
         .collect();
-    let need = |w: &[u16]| w.iter().sum::<u16>() + w.len() as u16 - 1;
-    if need(&widths) > top.width {
-        widths.pop();
-        header.pop();
-        widths[1] = 6;
-    }
-    // What was sent and written stays longest: the envelope and Kestrel columns go first.
-    while need(&widths) > top.width && widths.len() > 5 {
-        widths.pop();
-        header.pop();
-    }
     let cols = widths.len();
     let table = Table::new(
         rows,
@@ -2335,20 +2359,18 @@ fn token_row(
     outcome: &'static str,
     (sent, got): (String, String),
     tok: Option<&crate::tokens::TurnTokens>,
-) -> Vec<Cell<'static>> {
+) -> Vec<String> {
     let figure = |n: Option<usize>| n.map_or("-".to_string(), |x| x.to_string());
     vec![
-        Cell::from(time),
-        Cell::from(super::fit::fit(author, 6)),
-        Cell::from(outcome),
-        Cell::from(sent),
-        Cell::from(got),
-        Cell::from(figure(tok.and_then(|t| t.kestrel))),
-        Cell::from(figure(tok.and_then(|t| t.envelope))),
-        Cell::from(
-            tok.and_then(|t| t.saving_pct)
-                .map_or("-".to_string(), |p| format!("{p:.0}%")),
-        ),
+        time,
+        author.to_string(),
+        outcome.to_string(),
+        sent,
+        got,
+        figure(tok.and_then(|t| t.kestrel)),
+        figure(tok.and_then(|t| t.envelope)),
+        tok.and_then(|t| t.saving_pct)
+            .map_or("-".to_string(), |p| format!("{p:.0}%")),
     ]
 }
 
