@@ -1282,6 +1282,56 @@ fn run_says_when_its_plans_arm_nothing() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// `check` of a document with nothing in it (empty, only comments, only blank lines) said
+/// `ok: … (0 statements)` and nothing more, while `run` of it warns `code=NO-PLANS`: it now
+/// gives the same coded warning, exit 0 (a warning does not change the exit code), in text
+/// and `--json`. A document with statements but no PLAN (a VIEW and its WAKEs) is for other
+/// verbs and gets none, nor does an empty turn (a pass).
+#[test]
+fn check_says_when_a_document_holds_nothing_as_run_does() {
+    let d = tmp("check-noplans");
+    let empty = d.join("empty.kestrel");
+    let comments = d.join("comments.kestrel");
+    let blank = d.join("blank.kestrel");
+    std::fs::write(&empty, "").expect("write");
+    std::fs::write(&comments, "# nothing yet\n# still nothing\n").expect("write");
+    std::fs::write(&blank, "\n   \n\t\n").expect("write");
+    for f in [&empty, &comments, &blank] {
+        let (_, _, run_err) = kestrel(&["run", "--tape", TAPE, "--plans", s(f)]);
+        let run_line = run_err
+            .lines()
+            .find(|l| l.starts_with("warning code=NO-PLANS"))
+            .unwrap_or_else(|| panic!("run warns: {run_err}"));
+        for json in [false, true] {
+            let mut args = vec!["check", s(f)];
+            if json {
+                args.push("--json");
+            }
+            let (code, out, err) = kestrel(&args);
+            assert_eq!(code, 0, "{args:?}: {err}");
+            let line = format!("warning code=NO-PLANS message={} holds no PLAN", s(f));
+            assert!(err.contains(&line), "{args:?}: {err}");
+            // The same message as run's, naming the file as check was given it.
+            assert_eq!(
+                err.trim_end().split_once(" holds ").map(|x| x.1),
+                run_line.split_once(" holds ").map(|x| x.1),
+                "{err} / {run_line}"
+            );
+            assert!(out.contains("ok") || out.contains("\"ok\":true"), "{out}");
+        }
+    }
+    for args in [
+        vec!["check", "examples/chase.kestrel"],
+        vec!["check", "examples/view-wake.kestrel"],
+        vec!["check", "--turn", s(&empty)],
+    ] {
+        let (code, _, err) = kestrel(&args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        assert!(!err.contains("NO-PLANS"), "{args:?}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 /// An author given no time or no tokens is refused as a usage error (`--timeout 0` was
 /// taken: a reply that came at once went through, any other timed out at once).
 #[test]

@@ -411,6 +411,14 @@ pub fn check(a: &CheckArgs) -> i32 {
         };
         match check_doc(&src, a.turn) {
             Ok(doc) => {
+                // Nothing in it (empty, only comments): valid, but `run` of it arms nothing,
+                // and says so; `check` says it as `run` does. An empty turn is a pass.
+                if !a.turn && doc.statements.is_empty() {
+                    errln!(
+                        "{}",
+                        super::run::no_plans_warning(&path.display().to_string(), "holds")
+                    );
+                }
                 if as_json {
                     json.push(serde_json::json!({
                         "file": path.display().to_string(),

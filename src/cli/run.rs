@@ -812,6 +812,15 @@ pub(crate) fn no_plans_message(what: &str, verb: &str) -> String {
     format!("{what} {verb} no PLAN: the tape replays with nothing armed")
 }
 
+/// The `NO-PLANS` warning line (`warning code=NO-PLANS message=...`) for `what`, as `run`
+/// and `check` write it on stderr.
+pub(crate) fn no_plans_warning(what: &str, verb: &str) -> String {
+    format!(
+        "warning code=NO-PLANS message={}",
+        no_plans_message(what, verb)
+    )
+}
+
 /// Run `kestrel run`; returns the exit code (0 ok, 1 usage / I/O / bad tape, 2 refused
 /// document).
 pub fn run(a: Args) -> i32 {
@@ -836,8 +845,8 @@ pub fn run(a: Args) -> i32 {
         // arms what the files say; an IMPORT is followed only by `grade`.
         let files: Vec<String> = a.plans.iter().map(|p| p.display().to_string()).collect();
         errln!(
-            "warning code=NO-PLANS message={}",
-            no_plans_message(
+            "{}",
+            no_plans_warning(
                 &format!("--plans {}", files.join(", ")),
                 if files.len() == 1 { "holds" } else { "hold" }
             )
