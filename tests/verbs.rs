@@ -3189,7 +3189,8 @@ fn a_bus_given_as_a_tape_says_what_to_do_by_what_it_holds() {
 /// said `give it as --plans` (grade has no `--plans`); a tape as `grade`'s document said to
 /// `run` it; a tape piped to `print -` said `run --tape -` (a tape is read from its file);
 /// the desk's `--agent` given a tape said `line 1: expected {"reply": "..."}`, given a run's
-/// Bus the same; `--open` given a tape said `no desk-session header line`.
+/// Bus the same; `--open` given a tape said `no desk-session header line`; `grade` given a
+/// run's Bus said `pass it with --agent`, which has no author to replay there (2026-12-07).
 #[test]
 fn the_wrong_file_for_grade_the_desk_and_print_says_what_to_do() {
     let d = tmp("wrong-file-hints");
@@ -3214,6 +3215,10 @@ fn the_wrong_file_for_grade_the_desk_and_print_says_what_to_do() {
             format!("it records a run with no author's turn (as kestrel run --bus writes one): run its plans again with kestrel run --tape {TAPE} --plans FILE"),
         ),
         (
+            vec!["grade", s(&run_bus)],
+            format!("is a saved session of a run with no author's turn (as kestrel run --bus writes one), not a document: grade the plans it ran with a GRADE statement beside them: kestrel grade FILE.kestrel, FILE.kestrel holding the plans (or IMPORTing them) and GRADE plan NAME OVER {TAPE} FILL strict-cross-v1"),
+        ),
+        (
             vec!["desk", "--open", TAPE],
             format!("is a tape (JSON Lines with a header line), not a desk session: open the desk on it with kestrel desk --tape {TAPE}"),
         ),
@@ -3235,6 +3240,17 @@ fn the_wrong_file_for_grade_the_desk_and_print_says_what_to_do() {
             "{args:?}: {err}"
         );
     }
+    // What the run's Bus hint says works: its plans and a GRADE line over its tape.
+    let graded = d.join("graded.kestrel");
+    let plans = std::fs::read_to_string("examples/run-desk.kestrel").unwrap();
+    std::fs::write(
+        &graded,
+        format!("{plans}\nGRADE plan breakout OVER {TAPE} FILL strict-cross-v1\n"),
+    )
+    .unwrap();
+    let (code, out, err) = kestrel(&["grade", s(&graded)]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("subject breakout"), "{out}");
     let tape = std::fs::read(TAPE).unwrap();
     let (code, _, err) = kestrel_piped(&["print", "-"], &tape);
     assert_eq!(code, 1, "{err}");

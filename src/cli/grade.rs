@@ -284,11 +284,19 @@ fn grade_text(a: &Args, out: Option<&Path>, started: &mut bool) -> Result<String
         }
         let e = match super::sniff::file(path) {
             super::sniff::Kind::Tape => super::sniff::tape_to_grade(path),
-            super::sniff::Kind::Bus => format!(
-                "error code=USAGE message={} is a saved session, not a document: pass it with --agent {}",
-                path.display(),
-                path.display()
-            ),
+            // A run's Bus has no author for --agent to replay: its plans are graded as a
+            // document over the tape it ran.
+            super::sniff::Kind::Bus => match super::sniff::bus_without_author(path) {
+                Some(tape) => format!(
+                    "error code=USAGE message={} is a saved session of a run with no author's turn (as kestrel run --bus writes one), not a document: grade the plans it ran with a GRADE statement beside them: kestrel grade FILE.kestrel, FILE.kestrel holding the plans (or IMPORTing them) and GRADE plan NAME OVER {tape} FILL strict-cross-v1",
+                    path.display()
+                ),
+                None => format!(
+                    "error code=USAGE message={} is a saved session, not a document: pass it with --agent {}",
+                    path.display(),
+                    path.display()
+                ),
+            },
             _ => continue,
         };
         errln!("{e}");

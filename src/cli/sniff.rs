@@ -203,7 +203,7 @@ pub(crate) fn use_of(kind: Kind, path: &Path) -> String {
 /// `tapes/NAME.jsonl` when it is there, else `NAME.jsonl`), when the start of the Bus holds
 /// no sign of an author (no View delivered, no turn: a `kestrel run --bus`); `None` for a
 /// Bus with an author's events, or one this cannot read.
-fn bus_without_author(path: &Path) -> Option<String> {
+pub(crate) fn bus_without_author(path: &Path) -> Option<String> {
     let (_, head) = file_and_head(path);
     let text = String::from_utf8_lossy(&head);
     if text.contains("\"type\":\"view-delivered\"") || text.contains("\"type\":\"turn") {
