@@ -1312,6 +1312,65 @@ mod tests {
     use proptest::prelude::*;
     use std::collections::BTreeMap;
 
+    proptest! {
+        // Cheap cases, and the worst ones (a high or low `p`, a value beyond the samples,
+        // every new sample on one side) are a small share of them.
+        #![proptest_config(ProptestConfig::with_cases(2048))]
+
+        /// The bounds a read leaves ([`PctBound`]) hold: while no more samples are counted
+        /// than each allows, the percentile read again is at least `lo` and at most `hi`,
+        /// whatever the samples, for any `p` and any value they are placed against; and
+        /// the read itself is `percentile_at`'s, bit for bit.
+        #[test]
+        fn a_percentiles_bounds_hold_for_the_samples_they_allow(
+            first in proptest::collection::vec(-400i64..400, 30..200),
+            // Samples among the first, and the worst: all below or all above every one.
+            then in prop_oneof![
+                proptest::collection::vec(-400i64..400, 1..200),
+                (prop_oneof![Just(-5_000i64), Just(5_000)], 1usize..200)
+                    .prop_map(|(c, n)| vec![c; n]),
+            ],
+            (centre, spread) in (300_000i64..2_000_000, 1i64..40),
+            p in prop_oneof![0.0f64..=100.0, 0.0f64..3.0, 97.0f64..=100.0, Just(100.0)],
+            x in -500.0f64..500.0,
+        ) {
+            let h = header();
+            let spy = h.symbols[0].sym;
+            let mut st = MarketState::new(&h);
+            prop_assert!(st.track("SPY", Series::Spot));
+            let i = st.sym_index(spy).expect("the header's symbol");
+            let tick = |k: usize, c: i64| TapeEvent::Tick(Tick {
+                ts: Ts(h.open.0 + 1000 * k as u32),
+                sym: spy,
+                px: Px::from_cents(centre + c * spread),
+                sz: 1,
+            });
+            for (k, &c) in first.iter().enumerate() {
+                st.apply(&tick(k, c));
+            }
+            let (mut hint, mut again) = (RankHint::default(), RankHint::default());
+            // From below the samples to above them, in the samples' own steps.
+            let x = Px::from_cents(centre).to_f64() + x * spread as f64 / 100.0;
+            let (v, b) = st.percentile_bounded_at(i, Series::Spot, p, &mut hint, x);
+            prop_assert_eq!(
+                v.map(f64::to_bits),
+                st.percentile_at(i, Series::Spot, p, &mut again).map(f64::to_bits)
+            );
+            let n0 = st.samples_recorded();
+            for (k, &c) in then.iter().enumerate() {
+                st.apply(&tick(first.len() + k, c));
+                let since = st.samples_recorded() - n0;
+                let now = st.percentile("SPY", Series::Spot, p).expect("past 30 samples");
+                if since <= b.lo_for {
+                    prop_assert!(now >= b.lo, "{now} < lo {} after {since}", b.lo);
+                }
+                if since <= b.hi_for {
+                    prop_assert!(now <= b.hi, "{now} > hi {} after {since}", b.hi);
+                }
+            }
+        }
+    }
+
     /// A value far below or above a percentile gets a bound between the two, good for
     /// the next samples: what lets a series against its percentile go unread.
     #[test]
@@ -1580,57 +1639,6 @@ mod tests {
                 let a = tracked.percentile_at(i, Series::Spot, p, &mut hint).map(f64::to_bits);
                 let b = plain.percentile("SPY", Series::Spot, p).map(f64::to_bits);
                 prop_assert_eq!(a, b);
-            }
-        }
-
-        /// The bounds a read leaves ([`PctBound`]) hold: while no more samples are counted
-        /// than each allows, the percentile read again is at least `lo` and at most `hi`,
-        /// whatever the samples, for any `p` and any value they are placed against; and
-        /// the read itself is `percentile_at`'s, bit for bit.
-        #[test]
-        fn a_percentiles_bounds_hold_for_the_samples_they_allow(
-            first in proptest::collection::vec(-400i64..400, 30..200),
-            then in prop_oneof![
-                proptest::collection::vec(-400i64..400, 1..200),
-                (prop_oneof![Just(-400i64), Just(399)], 1usize..200).prop_map(|(c, n)| vec![c; n]),
-            ],
-            (centre, spread) in (-2_000_000i64..2_000_000, 1i64..40),
-            p in prop_oneof![0.0f64..=100.0, 0.0f64..3.0, 97.0f64..=100.0, Just(100.0)],
-            x in -500.0f64..500.0,
-        ) {
-            let h = header();
-            let spy = h.symbols[0].sym;
-            let mut st = MarketState::new(&h);
-            prop_assert!(st.track("SPY", Series::Spot));
-            let i = st.sym_index(spy).expect("the header's symbol");
-            let tick = |k: usize, c: i64| TapeEvent::Tick(Tick {
-                ts: Ts(h.open.0 + 1000 * k as u32),
-                sym: spy,
-                px: Px::from_cents((centre + c * spread).max(1)),
-                sz: 1,
-            });
-            for (k, &c) in first.iter().enumerate() {
-                st.apply(&tick(k, c));
-            }
-            let (mut hint, mut again) = (RankHint::default(), RankHint::default());
-            // From below the samples to above them, in the samples' own steps.
-            let x = Px::from_cents(centre.max(1)).to_f64() + x * spread as f64 / 100.0;
-            let (v, b) = st.percentile_bounded_at(i, Series::Spot, p, &mut hint, x);
-            prop_assert_eq!(
-                v.map(f64::to_bits),
-                st.percentile_at(i, Series::Spot, p, &mut again).map(f64::to_bits)
-            );
-            let n0 = st.samples_recorded();
-            for (k, &c) in then.iter().enumerate() {
-                st.apply(&tick(first.len() + k, c));
-                let since = st.samples_recorded() - n0;
-                let now = st.percentile("SPY", Series::Spot, p).expect("past 30 samples");
-                if since <= b.lo_for {
-                    prop_assert!(now >= b.lo, "{now} < lo {} after {since}", b.lo);
-                }
-                if since <= b.hi_for {
-                    prop_assert!(now <= b.hi, "{now} > hi {} after {since}", b.hi);
-                }
             }
         }
 
