@@ -2,7 +2,8 @@
 # Do two kestrel binaries write the same bytes? `kestrel run --json --bus` with each, over the
 # bundled tapes (and any tapes in $EXTRA_TAPES) × plan files (the synthetic sets of
 # scripts/synthetic-plans.sh for 0, 1, 10 and 50 plans, every examples/*.kestrel, the level
-# plans of scripts/peers/plans/trend/, and any files in $EXTRA_PLANS); the report, the Bus
+# plans of scripts/peers/plans/trend/, the percentile plans of scripts/bus-plans/, and any
+# files in $EXTRA_PLANS); the report, the Bus
 # file, stderr and the exit code are compared byte for byte. The check behind every "no Bus
 # byte changed" in docs/runtime.md.
 #
@@ -18,7 +19,7 @@ D=$(mktemp -d)
 trap 'rm -rf "$D"' EXIT
 mkdir -p "$D/plans"
 for n in 0 1 10 50; do synthetic_plans "$n" > "$D/plans/synthetic-$n.kestrel"; done
-for f in examples/*.kestrel scripts/peers/plans/trend/* ${EXTRA_PLANS:+$EXTRA_PLANS/*}; do
+for f in examples/*.kestrel scripts/peers/plans/trend/* scripts/bus-plans/* ${EXTRA_PLANS:+$EXTRA_PLANS/*}; do
   cp "$f" "$D/plans/$(basename "$f")"
 done
 runs=0
