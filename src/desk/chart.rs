@@ -397,6 +397,25 @@ fn short_fire_label(plan: &str, clauses: &[(String, usize)], count: usize) -> St
     }
 }
 
+/// A fill's label in a short form, for where the whole one has no room: the side's letter,
+/// the quantity, the instrument when it is not the charted symbol, and the price, counted
+/// (`S 48@518.02`, `B 2 SPY 518C@0.44`, `S 48@518.02 ×2`); the plan is in the cursor's
+/// readout and the Log.
+fn short_fill_label(m: &ChartMark, sym: &str, count: usize) -> String {
+    let side = if m.kind == MarkKind::Buy { 'B' } else { 'S' };
+    let leg = if m.leg.is_empty() || on_symbol(&m.leg, sym) {
+        String::new()
+    } else {
+        format!(" {}", short_leg(&m.leg))
+    };
+    let times = if count > 1 {
+        format!(" ×{count}")
+    } else {
+        String::new()
+    };
+    format!("{side} {}{leg}@{:.2}{times}", m.qty, m.px)
+}
+
 /// A marker on the chart: its candle, kind and label. Marks on one candle that say the same
 /// are one marker, their label counted (a plan that fired twice in a minute: `… fired ×2`).
 #[derive(Debug, Clone, PartialEq)]
@@ -404,9 +423,10 @@ struct Shown {
     candle: usize,
     kind: MarkKind,
     label: String,
-    /// A shorter label to place where the whole one has no room (a fire of a clause other
-    /// than the entry, or one plan's fires of several: `vwap-flush WHEN, RELOAD`,
-    /// [`short_fire_label`]); the cursor's readout still names each clause.
+    /// A shorter label to place where the whole one has no room: a fill's (`S 48@518.02`,
+    /// [`short_fill_label`]), a fire's of a clause other than the entry, or one plan's fires
+    /// of several (`vwap-flush WHEN, RELOAD`, [`short_fire_label`]); the cursor's readout
+    /// still names each mark whole.
     short: Option<String>,
     /// The newest of them, an index into the marks grouped (its price places the marker).
     newest: usize,
@@ -442,8 +462,14 @@ fn group_marks(marks: &[(usize, &ChartMark)], sym: &str) -> Vec<Shown> {
         .map(|((candle, fire, key), (newest, count, clauses))| Shown {
             candle,
             kind: marks[newest].1.kind,
-            short: (fire && clauses.iter().any(|c| c.0 != "WHEN"))
-                .then(|| short_fire_label(&key, &clauses, count)),
+            short: if fire {
+                clauses
+                    .iter()
+                    .any(|c| c.0 != "WHEN")
+                    .then(|| short_fire_label(&key, &clauses, count))
+            } else {
+                Some(short_fill_label(marks[newest].1, sym, count))
+            },
             label: if fire {
                 fire_label(&key, &clauses)
             } else if count > 1 {
@@ -476,6 +502,8 @@ pub enum Taken {
     Marker,
     /// A label.
     Label,
+    /// A level's line (`╌`): a label never lies on its row.
+    Level,
 }
 
 /// The plot's cells that hold something (candle bodies and wicks, markers, labels), counted
@@ -514,6 +542,11 @@ impl Occupied {
         }
     }
 
+    /// Does row `y` carry a level's line?
+    pub fn is_line(&self, y: u16) -> bool {
+        (0..self.width).any(|x| self.at(x, y) == Some(Taken::Level))
+    }
+
     /// What holds (x, y) (`Candle` off the grid).
     pub fn at(&self, x: u16, y: u16) -> Option<Taken> {
         if x >= self.width || y >= self.height {
@@ -540,7 +573,7 @@ pub struct LabelAsk {
 }
 
 /// How many rows from its candle a label may sit: the row next to the high (or low), or the
-/// one past it.
+/// one past it (a level's row between is passed over, not counted).
 pub const LABEL_REACH: u16 = 2;
 
 /// Where each label goes (its first cell), in the order asked, `None` when it has no room.
@@ -548,9 +581,11 @@ pub const LABEL_REACH: u16 = 2;
 /// The rule: asks are placed in order (the caller puts the newest mark first, so the most
 /// recent labels win when space is short). A label sits on one row above its candle's top or
 /// below its bottom (the nearest rows first, the preferred side first at each distance, up to
-/// [`LABEL_REACH`] rows away), and spans the marker's column: it starts at the marker and
-/// slides left, at most until it ends there. It goes only where every one of its cells is
-/// free (no candle, no marker, no other label), wholly inside the grid with its last column
+/// [`LABEL_REACH`] rows away, a row with a level's line never one of them and not counted),
+/// and spans the marker's column: it starts at the marker and slides left, at most until it
+/// ends there. It goes only where every one of its cells is free (no candle, no marker, no
+/// other label, no level line: before 2026-12-07 a label lay over the HOD line, `vwap-flush
+/// sell 48 SPY@518.02╌█╌█`), wholly inside the grid with its last column
 /// left blank (never across or against the price axis), and with a blank cell between it and
 /// anything else on its row: another label, another mark's marker, a candle's body or wick (so
 /// a label never reads as the next marker's, or as cut by a candle; before 2026-12-06 a label
@@ -565,17 +600,32 @@ pub fn place_labels(occupied: &Occupied, asks: &[LabelAsk]) -> Vec<Option<(u16, 
             out.push(None);
             continue;
         }
+        // Each side's rows out from the candle, a level's row passed over (not counted).
+        let side = |up: bool| -> Vec<u16> {
+            let mut out = Vec::with_capacity(usize::from(LABEL_REACH));
+            let mut y = if up { a.top } else { a.bottom };
+            while out.len() < usize::from(LABEL_REACH) {
+                y = match (up, y.checked_sub(1)) {
+                    (true, Some(up)) => up,
+                    (false, _) if y.saturating_add(1) < h => y + 1,
+                    _ => break,
+                };
+                if !grid.is_line(y) {
+                    out.push(y);
+                }
+            }
+            out
+        };
+        let (above, below) = (side(true), side(false));
+        let (first, second) = if a.above_first {
+            (above, below)
+        } else {
+            (below, above)
+        };
         let mut rows: Vec<u16> = Vec::with_capacity(usize::from(LABEL_REACH) * 2);
-        for d in 1..=LABEL_REACH {
-            let above = a.top.checked_sub(d);
-            let below = Some(a.bottom.saturating_add(d)).filter(|y| *y < h);
-            let (first, second) = if a.above_first {
-                (above, below)
-            } else {
-                (below, above)
-            };
-            rows.extend(first);
-            rows.extend(second);
+        for d in 0..usize::from(LABEL_REACH) {
+            rows.extend(first.get(d));
+            rows.extend(second.get(d));
         }
         let fits = |g: &Occupied, x: u16, y: u16| {
             let end = x + a.width;
@@ -787,6 +837,7 @@ pub fn draw(
     // Levels: a dashed line across the plot and a label on the axis; one off the window is
     // an arrow-led label at the plot's edge, each on its own row (level_rows).
     let room = usize::from(axis_w - 1);
+    let mut line_rows: Vec<u16> = Vec::with_capacity(levels.len());
     for (l, v, y, arrow) in level_rows(&levels, lo, hi, plot, row_of) {
         let col_st = base.fg(t.level(l));
         let text = match arrow {
@@ -794,6 +845,7 @@ pub fn draw(
                 for x in plot.left()..plot.right() {
                     put(buf, x, y, "╌", col_st, area);
                 }
+                line_rows.push(y);
                 format!("{} {v:.2}", l.label())
             }
             Some(arrow) => off_window_label(l, v, arrow, room),
@@ -808,14 +860,19 @@ pub fn draw(
         );
     }
 
-    // Candles: wick from high to low, body from open to close. Their cells (and the
-    // markers') are what a mark's label must leave alone.
+    // Candles: wick from high to low, body from open to close. Their cells, the level lines
+    // and the markers are what a mark's label must leave alone.
     let mut occupied = Occupied::new(plot.width, plot.height);
     let mut occupy = |x: u16, y: u16, what: Taken| {
         if x >= plot.x && y >= plot.y {
             occupied.take(x - plot.x, y - plot.y, what);
         }
     };
+    for &y in &line_rows {
+        for x in plot.left()..plot.right() {
+            occupy(x, y, Taken::Level);
+        }
+    }
     for (k, b) in shown.iter().enumerate() {
         let i = left + k;
         let x = col(i);
@@ -968,7 +1025,8 @@ pub fn draw(
     let mut ask_cells: Vec<LabelAsk> = asks.iter().map(|(a, _)| *a).collect();
     let mut at = place_labels(&occupied, &ask_cells);
     // A label left out that has a shorter form is asked again in it (one more pass, the
-    // same rule): the chart says `vwap-flush WHEN, RELOAD` where the whole label has no room.
+    // same rule): the chart says `vwap-flush WHEN, RELOAD` or `S 48@518.02` where the whole
+    // label has no room.
     let mut texts: Vec<&str> = asks.iter().map(|(_, g)| g.label.as_str()).collect();
     let mut again = false;
     for (k, (_, g)) in asks.iter().enumerate() {
@@ -1161,11 +1219,14 @@ mod tests {
             let end = x + a.width;
             assert!(end < o.width(), "{a:?} at {p:?} reaches the axis");
             assert!(x <= a.x && a.x < end, "{a:?} at {p:?} misses its marker");
+            // Rows out from the candle, a level's row not counted.
+            let away = |r: std::ops::Range<u16>| r.filter(|&r| !o.is_line(r)).count();
             assert!(
-                y < a.top && a.top - y <= LABEL_REACH
-                    || y > a.bottom && y - a.bottom <= LABEL_REACH,
+                y < a.top && away(y..a.top) <= usize::from(LABEL_REACH)
+                    || y > a.bottom && away(a.bottom + 1..y + 1) <= usize::from(LABEL_REACH),
                 "{a:?} at {p:?} is not next to its candle"
             );
+            assert!(!o.is_line(y), "{a:?} at {p:?} lies on a level's line");
             for cx in x..end {
                 assert_eq!(
                     o.at(cx, y),
@@ -1204,6 +1265,64 @@ mod tests {
         let at = place_labels(&o, &asks);
         assert_eq!(at, vec![Some((11, 2)), Some((11, 9))]);
         check_layout(&o, &asks, &at);
+    }
+
+    /// A level's row is never a label's: the label goes past it (the row beyond is as near),
+    /// else to the other side, else in its short form, else nowhere.
+    #[test]
+    fn a_label_passes_over_a_level_line() {
+        let line = |o: &mut Occupied, y: u16| {
+            for x in 0..o.width() {
+                o.take(x, y, Taken::Level);
+            }
+        };
+        // A sell over a candle at column 10 (rows 4..=8), the HOD line on row 3 above it.
+        let mut o = free_grid(40, 14, &[(10, 4, 8)]);
+        line(&mut o, 3);
+        let asks = [ask(10, 4, 8, 6, true)];
+        let at = place_labels(&o, &asks);
+        assert_eq!(at, vec![Some((10, 2))], "the row past the line");
+        check_layout(&o, &asks, &at);
+        // Lines on rows 1..=3 too: the row under the candle.
+        for y in 0..3 {
+            line(&mut o, y);
+        }
+        let at = place_labels(&o, &asks);
+        assert_eq!(at, vec![Some((10, 9))], "the other side");
+        check_layout(&o, &asks, &at);
+        // Lines everywhere but the candle's rows: no room at all.
+        for y in 9..14 {
+            line(&mut o, y);
+        }
+        assert_eq!(place_labels(&o, &asks), vec![None]);
+    }
+
+    #[test]
+    fn a_fill_has_a_short_form() {
+        let fill = |kind: MarkKind, leg: &str| ChartMark {
+            leg: leg.into(),
+            px: 518.02,
+            ..mark(34_205, kind, "vwap-flush")
+        };
+        let sell = fill(MarkKind::Sell, "SPY shares");
+        let shorts = |marks: &[(usize, &ChartMark)], sym: &str| -> Vec<Option<String>> {
+            group_marks(marks, sym)
+                .into_iter()
+                .map(|s| s.short)
+                .collect()
+        };
+        let s = |v: &str| Some(v.to_string());
+        assert_eq!(shorts(&[(0, &sell)], "SPY"), vec![s("S 48@518.02")]);
+        assert_eq!(shorts(&[(0, &sell)], "SPX"), vec![s("S 48 SPY@518.02")]);
+        assert_eq!(
+            shorts(&[(0, &sell), (0, &sell)], "SPY"),
+            vec![s("S 48@518.02 ×2")]
+        );
+        let call = fill(MarkKind::Buy, "SPY 2025-04-09 518.00 C");
+        assert_eq!(
+            shorts(&[(0, &call)], "SPX"),
+            vec![s("B 48 SPY 518C@518.02")]
+        );
     }
 
     #[test]
@@ -1483,6 +1602,63 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A mark's label never covers a level's line nor a candle (at 100x30 until 2026-12-07
+    /// a fill's label lay over the HOD line, against its candles: `vwap-flush sell 48
+    /// SPY@518.02╌█╌█╌█╌█╌╌│HOD`): the chart drawn with and without its marks differs only in
+    /// cells that were blank, and in markers.
+    #[test]
+    fn labels_leave_the_level_lines_and_the_candles_alone() {
+        let mut c = busy_chart();
+        let s = &mut c.series[0];
+        let hi = s
+            .candles
+            .bars
+            .iter()
+            .map(|b| b.high)
+            .fold(f64::MIN, f64::max);
+        let lo = s
+            .candles
+            .bars
+            .iter()
+            .map(|b| b.low)
+            .fold(f64::MAX, f64::min);
+        // Lines through the candles' highs and lows, where labels go.
+        s.hod = Some(hi);
+        s.lod = Some(lo);
+        s.vwap = Some(lo + (hi - lo) * 0.55);
+        let bare = ChartData {
+            marks: Vec::new(),
+            ..c.clone()
+        };
+        let mut label_cells = 0;
+        for (w, h) in [(60u16, 20u16), (100, 30), (160, 48), (200, 60)] {
+            for zoom in 1..=4 {
+                let with = render(&c, w, h, zoom);
+                let without = render(&bare, w, h, zoom);
+                let plot_right = usize::from(w - 13);
+                let mut lines = 0;
+                for (y, (row, plain)) in with.iter().zip(&without).enumerate().skip(1) {
+                    let plain: Vec<char> = plain.chars().collect();
+                    lines += usize::from(plain[..plot_right].contains(&'╌'));
+                    for (x, (a, b)) in row.chars().zip(plain).enumerate().take(plot_right) {
+                        if a == b || "▲▼◆".contains(a) {
+                            continue;
+                        }
+                        assert_eq!(
+                            b,
+                            ' ',
+                            "{w}x{h} zoom {zoom}: ({x}, {y}) {b:?} covered by {a:?}\n{}",
+                            with.join("\n")
+                        );
+                        label_cells += 1;
+                    }
+                }
+                assert!(lines >= 2, "{w}x{h} zoom {zoom}: the levels are drawn");
+            }
+        }
+        assert!(label_cells > 0, "some labels are drawn");
     }
 
     #[test]
