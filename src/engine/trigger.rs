@@ -1573,8 +1573,9 @@ fn deps_of(preds: &[CPred], slots: &mut Slots) -> Deps {
                 d.pair |= bit(slots.pair_slot(a, PairRhs::Mkt(b)));
                 d.reads.series |= bit(a) | bit(b);
             }
-            (CSeries::Mkt(_, _, a), CValue::Pct(_, k, _)) => {
-                d.pair |= bit(slots.pair_slot(a, PairRhs::Pct(k)));
+            // Its pair was interned with the value (`compile_value`).
+            (CSeries::Mkt(_, _, a), CValue::Pct(_, k, pair)) => {
+                d.pair |= bit(pair);
                 d.reads.series |= bit(a);
                 d.reads.pcts |= bit(k);
             }

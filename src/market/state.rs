@@ -992,17 +992,27 @@ impl MarketState {
         let Some(s) = self.syms.get(sym) else {
             return (None, PctBound::NONE);
         };
-        if let Some(t) = s.tracked.iter().find(|t| t.series == series)
-            && let Ranked::Cents(c) = &t.sorted
+        // As `percentile_at` reads it, the series found once.
+        match s
+            .tracked
+            .iter()
+            .find(|t| t.series == series)
+            .map(|t| &t.sorted)
         {
-            let v = percentile_ranked(c.len(), p, |k| c.get_pair_from(k, hint));
-            let b = match (v, rank_of(c.len(), p)) {
-                (Some(_), Some((k, _))) => c.bound(hint, k, x),
-                _ => PctBound::NONE,
-            };
-            return (v, b);
+            Some(Ranked::Cents(c)) => {
+                let v = percentile_ranked(c.len(), p, |k| c.get_pair_from(k, hint));
+                let b = match (v, rank_of(c.len(), p)) {
+                    (Some(_), Some((k, _))) => c.bound(hint, k, x),
+                    _ => PctBound::NONE,
+                };
+                (v, b)
+            }
+            Some(t) => (
+                percentile_ranked(t.len(), p, |k| t.get_pair_from(k, hint)),
+                PctBound::NONE,
+            ),
+            None => (self.percentile_in(s, series, p, hint), PctBound::NONE),
         }
-        (self.percentile_at(sym, series, p, hint), PctBound::NONE)
     }
 
     fn percentile_in(

@@ -750,7 +750,7 @@ pub fn run_in(root: &super::tapes::Root, a: &RunArgs) -> ToolOutput {
 /// of the plans the agent meant to send.
 fn no_plans(report: String, mut v: Value) -> ToolOutput {
     let message = crate::cli::run::no_plans_message("plans", "holds");
-    let line = format!("warning code=NO-PLANS message={message}");
+    let line = crate::cli::run::no_plans_warning("plans", "holds");
     if let Value::Object(m) = &mut v {
         // After any the report carries already.
         let mut all = match m.remove("warnings") {
